@@ -1,0 +1,84 @@
+/*
+ * Shared helpers for every kernel file. The build inlines this file where a
+ * .cl says #include "common.h" (no include paths are given to the driver).
+ *
+ * Conventions: tensors are (global float *base, ulong off) pairs; sizes are
+ * int; global sizes are rounded up by the host, so every kernel checks its
+ * bounds. Options set by the host: REDUCE_WG (work-group size of row
+ * reductions, a power of two), HAS_FP16, HAS_FP64.
+ */
+#ifndef CLFORMER_COMMON_H
+#define CLFORMER_COMMON_H
+
+#ifndef REDUCE_WG
+#define REDUCE_WG 64
+#endif
+
+/* Work-group sum of one value per work item, in a fixed order (a tree over
+ * local ids), so results are identical run to run on a device. All work
+ * items of the group must call it. `scratch` holds REDUCE_WG floats. */
+inline float wg_sum(float v, local float *scratch)
+{
+    const int lid = get_local_id(0);
+    scratch[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = REDUCE_WG / 2; s > 0; s >>= 1) {
+        if (lid < s) scratch[lid] += scratch[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float r = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
+/* Work-group maximum; same contract as wg_sum. */
+inline float wg_max(float v, local float *scratch)
+{
+    const int lid = get_local_id(0);
+    scratch[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = REDUCE_WG / 2; s > 0; s >>= 1) {
+        if (lid < s) scratch[lid] = fmax(scratch[lid], scratch[lid + s]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float r = scratch[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
+/*
+ * Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
+ * 3"), a counter-based generator: the bits for a counter depend only on
+ * (key, counter), so a dropout mask is recomputed in backward instead of
+ * stored, and every device draws the same mask. tests/ref/ has the same code.
+ */
+inline uint4 philox4x32_10(uint4 c, uint2 k)
+{
+    for (int r = 0; r < 10; r++) {
+        const uint hi0 = mul_hi(0xD2511F53u, c.x), lo0 = 0xD2511F53u * c.x;
+        const uint hi1 = mul_hi(0xCD9E8D57u, c.z), lo1 = 0xCD9E8D57u * c.z;
+        c = (uint4)(hi1 ^ c.y ^ k.x, lo1, hi0 ^ c.w ^ k.y, lo0);
+        k += (uint2)(0x9E3779B9u, 0xBB67AE85u);
+    }
+    return c;
+}
+
+/* Uniform in [0, 1) with 24 bits, for element `index` of dropout site
+ * `tensor` at training step `step`, under the 64-bit `seed`. */
+inline float dropout_uniform(ulong seed, uint step, uint tensor, ulong index)
+{
+    const uint4 ctr = (uint4)((uint)(index >> 2), (uint)(index >> 34), tensor, step);
+    const uint4 r = philox4x32_10(ctr, (uint2)((uint)seed, (uint)(seed >> 32)));
+    const uint w = (uint)(index & 3);
+    const uint bits = w == 0 ? r.x : w == 1 ? r.y : w == 2 ? r.z : r.w;
+    return (float)(bits >> 8) * (1.0f / 16777216.0f);
+}
+
+/* Dropout multiplier: 0 when dropped, 1/(1-p) when kept (p < 1). */
+inline float dropout_scale(float p, ulong seed, uint step, uint tensor, ulong index)
+{
+    if (p <= 0.0f) return 1.0f;
+    return dropout_uniform(seed, step, tensor, index) < p ? 0.0f : 1.0f / (1.0f - p);
+}
+
+#endif

@@ -1,0 +1,60 @@
+/*
+ * Deterministic reductions: a sum (or sum of squares) of a vector, and column
+ * sums of a matrix. Both run in two passes with a fixed partition chosen by
+ * the host, so a device gives the same bits every run (no float atomics).
+ * Partials of column sums are laid out [block][col], a layout that other
+ * kernels (e.g. LayerNorm backward) may fill and hand to colsum_final.
+ */
+#include "common.h"
+
+/* partials[g] = sum of x (or x*x) over elements [g*chunk, (g+1)*chunk). */
+kernel void reduce_partial(global float *partials, global const float *x, ulong x_off, ulong n,
+                           ulong chunk, int square)
+{
+    local float scratch[REDUCE_WG];
+    const int lid = get_local_id(0);
+    const ulong begin = get_group_id(0) * chunk;
+    const ulong end = min(n, begin + chunk);
+    float acc = 0.0f;
+    for (ulong i = begin + lid; i < end; i += REDUCE_WG) {
+        const float v = x[x_off + i];
+        acc += square ? v * v : v;
+    }
+    acc = wg_sum(acc, scratch);
+    if (lid == 0) partials[get_group_id(0)] = acc;
+}
+
+/* One work-group: out[out_off] = (accumulate ? out[out_off] : 0) + sum(partials). */
+kernel void reduce_final(global float *out, ulong out_off, global const float *partials, int n,
+                         int accumulate)
+{
+    local float scratch[REDUCE_WG];
+    const int lid = get_local_id(0);
+    float acc = 0.0f;
+    for (int i = lid; i < n; i += REDUCE_WG) acc += partials[i];
+    acc = wg_sum(acc, scratch);
+    if (lid == 0) out[out_off] = accumulate ? out[out_off] + acc : acc;
+}
+
+/* partials[blk * cols + c] = sum of x[r * ld + c] over the block's rows. */
+kernel void colsum_partial(global float *partials, global const float *x, ulong x_off, int rows,
+                           int cols, int ld, int rows_per_block)
+{
+    const int c = get_global_id(0), blk = get_global_id(1);
+    if (c >= cols) return;
+    const int r1 = min(rows, (blk + 1) * rows_per_block);
+    float acc = 0.0f;
+    for (int r = blk * rows_per_block; r < r1; r++) acc += x[x_off + (ulong)r * ld + c];
+    partials[(ulong)blk * cols + c] = acc;
+}
+
+/* out[c] = (accumulate ? out[c] : 0) + sum over blocks of partials[blk][c]. */
+kernel void colsum_final(global float *out, ulong out_off, global const float *partials,
+                         int nblocks, int cols, int accumulate)
+{
+    const int c = get_global_id(0);
+    if (c >= cols) return;
+    float acc = 0.0f;
+    for (int b = 0; b < nblocks; b++) acc += partials[(ulong)b * cols + c];
+    out[out_off + c] = accumulate ? out[out_off + c] + acc : acc;
+}

@@ -1,0 +1,23 @@
+/*
+ * Generic tensor utilities.
+ *
+ * fill_u32 replaces clEnqueueFillBuffer: Oclgrind 21.10 does not mark memory
+ * written by clEnqueueFillBuffer as initialised, so every later read of it is
+ * reported as uninitialised. A kernel fill is seen by every checker and costs
+ * the same on real devices.
+ */
+#include "common.h"
+
+kernel void fill_u32(global uint *x, ulong off, ulong n, uint value)
+{
+    const ulong i = get_global_id(0);
+    if (i < n) x[off + i] = value;
+}
+
+/* dst[dst_off + i] = src[src_off + i] for 32-bit elements. */
+kernel void copy_u32(global uint *dst, ulong dst_off, global const uint *src, ulong src_off,
+                     ulong n)
+{
+    const ulong i = get_global_id(0);
+    if (i < n) dst[dst_off + i] = src[src_off + i];
+}

@@ -1,0 +1,36 @@
+/*
+ * Device buffers. A tensor is a (cl_mem, element offset) pair: no
+ * sub-buffers, whose alignment rules differ per vendor. Elements are 32-bit
+ * (float or int32); offsets and counts are in elements.
+ */
+#ifndef CF_BUFFER_H
+#define CF_BUFFER_H
+
+#include "context.h"
+
+/* Allocates `count` 32-bit elements, zero-filled. Requests beyond the
+ * device's max allocation or memory fail with the sizes in the message, and
+ * allocation that a driver defers to first use is forced and checked here. */
+clformer_status cf_buffer_alloc(cf_ctx *ctx, size_t count, const char *what, cl_mem *out);
+void cf_buffer_free(cf_ctx *ctx, cl_mem buf);
+
+/* Blocking copies between host and device. */
+clformer_status cf_upload(cf_ctx *ctx, cl_mem buf, size_t off, const void *host, size_t count);
+clformer_status cf_download(cf_ctx *ctx, cl_mem buf, size_t off, void *host, size_t count);
+
+/* Enqueued (non-blocking) device operations. */
+clformer_status cf_copy(cf_ctx *ctx, cl_mem src, size_t src_off, cl_mem dst, size_t dst_off,
+                        size_t count);
+clformer_status cf_fill(cf_ctx *ctx, cl_mem buf, size_t off, size_t count, float value);
+clformer_status cf_fill_u32(cf_ctx *ctx, cl_mem buf, size_t off, size_t count, uint32_t value);
+
+/* The context's scratch buffer with at least `count` elements. It is shared:
+ * valid only until the next cf_scratch call, so only leaf operations (which
+ * call no other op while they use it) may take it. The in-order queue makes
+ * reuse by the next op safe. */
+clformer_status cf_scratch(cf_ctx *ctx, size_t count, cl_mem *out);
+
+/* Waits for everything enqueued so far. */
+clformer_status cf_finish(cf_ctx *ctx);
+
+#endif

@@ -1,0 +1,69 @@
+/*
+ * The runtime context: one OpenCL device, its context and in-order queue,
+ * the kernel programs compiled for it, and the profiling record.
+ * Everything in runtime/ takes a cf_ctx* first.
+ */
+#ifndef CF_CONTEXT_H
+#define CF_CONTEXT_H
+
+#include "status.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct clformer_context cf_ctx;
+
+/* One compiled program and the kernels created from it so far. */
+typedef struct {
+    char *program_name; /* "layernorm" for cl/layernorm.cl */
+    char *options;      /* the full build options string */
+    cl_program program;
+    size_t n_kernels;
+    char **kernel_names;
+    cl_kernel *kernels;
+} cf_program_entry;
+
+/* One profiled command: the family it is counted under and its event. */
+typedef struct {
+    const char *family; /* static string: "gemm", "attention", ... */
+    cl_event event;
+} cf_profile_entry;
+
+struct clformer_context {
+    clformer_device_info info;
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;
+
+    /* Work-group size used by row-reduction kernels (power of two). */
+    size_t reduce_wg;
+    /* Work-group size for element-wise kernels. */
+    size_t elementwise_wg;
+
+    /* Programs compiled for this device, searched linearly (there are few). */
+    cf_program_entry *programs;
+    size_t n_programs;
+    clformer_program_stats program_stats;
+
+    /* Profiling: enabled when the queue was created with profiling. */
+    bool profiling;
+    cf_profile_entry *profile;
+    size_t n_profile, profile_capacity;
+
+    size_t bytes_allocated; /* live device buffers made by cf_buffer_alloc */
+
+    /* On simulators, released buffers are kept here until the context is
+     * freed (see cf_buffer_free). */
+    cl_mem *retired;
+    size_t n_retired;
+
+    /* Scratch for leaf operations (reduction partials); see cf_scratch. */
+    cl_mem scratch;
+    size_t scratch_count;
+};
+
+/* Opens a context with optional queue profiling (used by `bench` and `check`). */
+clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx **ctx);
+
+#endif

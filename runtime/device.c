@@ -1,0 +1,385 @@
+/*
+ * Device discovery and selection (the CLFORMER_DEVICE grammar), and the
+ * context that opens the chosen device.
+ *
+ * Selection is a pure function over clformer_device_info records so that
+ * its rules are unit-tested over made-up device lists.
+ */
+#include "context.h"
+#include "log.h"
+#include "program.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ------------------------------------------------------------------------- */
+/* Discovery                                                                  */
+/* ------------------------------------------------------------------------- */
+
+static void info_string(cl_device_id d, cl_device_info what, char *out, size_t cap)
+{
+    out[0] = '\0';
+    if (clGetDeviceInfo(d, what, cap, out, NULL) != CL_SUCCESS) out[0] = '\0';
+    out[cap - 1] = '\0';
+}
+
+static void platform_string(cl_platform_id p, cl_platform_info what, char *out, size_t cap)
+{
+    out[0] = '\0';
+    if (clGetPlatformInfo(p, what, cap, out, NULL) != CL_SUCCESS) out[0] = '\0';
+    out[cap - 1] = '\0';
+}
+
+static bool contains_nocase(const char *haystack, const char *needle)
+{
+    size_t n = strlen(needle);
+    if (n == 0) return true;
+    for (const char *h = haystack; *h; h++)
+        if (strncasecmp(h, needle, n) == 0) return true;
+    return false;
+}
+
+static void describe(cl_platform_id p, cl_device_id d, int pi, int di, clformer_device_info *o)
+{
+    memset(o, 0, sizeof *o);
+    o->platform_index = pi;
+    o->device_index = di;
+    snprintf(o->selector, sizeof o->selector, "%d:%d", pi, di);
+    platform_string(p, CL_PLATFORM_NAME, o->platform, sizeof o->platform);
+    platform_string(p, CL_PLATFORM_VERSION, o->platform_version, sizeof o->platform_version);
+    platform_string(p, CL_PLATFORM_VENDOR, o->platform_vendor, sizeof o->platform_vendor);
+    info_string(d, CL_DEVICE_VENDOR, o->vendor, sizeof o->vendor);
+    info_string(d, CL_DEVICE_NAME, o->name, sizeof o->name);
+    info_string(d, CL_DRIVER_VERSION, o->driver_version, sizeof o->driver_version);
+    info_string(d, CL_DEVICE_VERSION, o->device_version, sizeof o->device_version);
+    info_string(d, CL_DEVICE_OPENCL_C_VERSION, o->c_version, sizeof o->c_version);
+
+    cl_device_type type = 0;
+    clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    o->type = (type & CL_DEVICE_TYPE_GPU)           ? CLFORMER_DEVICE_GPU
+              : (type & CL_DEVICE_TYPE_ACCELERATOR) ? CLFORMER_DEVICE_ACCELERATOR
+              : (type & CL_DEVICE_TYPE_CPU)         ? CLFORMER_DEVICE_CPU
+                                                    : CLFORMER_DEVICE_OTHER;
+    cl_uint u = 0;
+    clGetDeviceInfo(d, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof u, &u, NULL);
+    o->compute_units = u;
+    u = 0;
+    clGetDeviceInfo(d, CL_DEVICE_MAX_CLOCK_FREQUENCY, sizeof u, &u, NULL);
+    o->clock_mhz = u;
+    cl_ulong l = 0;
+    clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof l, &l, NULL);
+    o->global_mem_bytes = l;
+    l = 0;
+    clGetDeviceInfo(d, CL_DEVICE_LOCAL_MEM_SIZE, sizeof l, &l, NULL);
+    o->local_mem_bytes = l;
+    l = 0;
+    clGetDeviceInfo(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof l, &l, NULL);
+    o->max_alloc_bytes = l;
+    size_t wg = 0;
+    clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+    o->max_work_group_size = wg;
+    cl_bool unified = CL_FALSE;
+    clGetDeviceInfo(d, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
+    o->unified_memory = unified == CL_TRUE;
+
+    size_t ext_size = 0;
+    clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, 0, NULL, &ext_size);
+    char *ext = calloc(ext_size + 1, 1);
+    if (ext && clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, ext_size, ext, NULL) == CL_SUCCESS) {
+        o->fp16 = strstr(ext, "cl_khr_fp16") != NULL;
+        o->fp64 = strstr(ext, "cl_khr_fp64") != NULL;
+    }
+    free(ext);
+    o->simulator = contains_nocase(o->platform, "oclgrind") || contains_nocase(o->name, "oclgrind");
+}
+
+/* Fills `out` (may be NULL to count) with the platform/device handles. */
+static clformer_status enumerate(clformer_device_info *out, cl_platform_id *out_p,
+                                 cl_device_id *out_d, size_t *count)
+{
+    cl_uint np = 0;
+    cl_int err = clGetPlatformIDs(0, NULL, &np);
+    *count = 0;
+    if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || np == 0) return CLFORMER_OK;
+    CL_CHECK(err);
+    cl_platform_id *platforms = calloc(np, sizeof *platforms);
+    if (!platforms) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    err = clGetPlatformIDs(np, platforms, NULL);
+    if (err != CL_SUCCESS) {
+        free(platforms);
+        return cf_fail_cl(err, "clGetPlatformIDs", __FILE__, __LINE__);
+    }
+    size_t n = 0;
+    for (cl_uint p = 0; p < np; p++) {
+        cl_uint nd = 0;
+        if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS)
+            continue; /* a platform with no devices is not an error */
+        cl_device_id *devs = calloc(nd, sizeof *devs);
+        if (!devs) continue;
+        if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL) == CL_SUCCESS) {
+            for (cl_uint d = 0; d < nd; d++, n++) {
+                if (out) describe(platforms[p], devs[d], (int)p, (int)d, &out[n]);
+                if (out_p) out_p[n] = platforms[p];
+                if (out_d) out_d[n] = devs[d];
+            }
+        }
+        free(devs);
+    }
+    free(platforms);
+    *count = n;
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_list_devices(clformer_device_info **devices, size_t *count)
+{
+    size_t n = 0;
+    *devices = NULL;
+    *count = 0;
+    CF_TRY(enumerate(NULL, NULL, NULL, &n));
+    if (n == 0) return CLFORMER_OK;
+    clformer_device_info *list = calloc(n, sizeof *list);
+    if (!list) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    clformer_status st = enumerate(list, NULL, NULL, &n);
+    if (st != CLFORMER_OK) {
+        free(list);
+        return st;
+    }
+    *devices = list;
+    *count = n;
+    return CLFORMER_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Selection                                                                  */
+/* ------------------------------------------------------------------------- */
+
+/* Lower tier is preferred: discrete GPU, integrated GPU, accelerator, CPU,
+ * anything else, and simulators last. */
+static int tier(const clformer_device_info *d)
+{
+    if (d->simulator) return 5;
+    switch (d->type) {
+    case CLFORMER_DEVICE_GPU: return d->unified_memory ? 1 : 0;
+    case CLFORMER_DEVICE_ACCELERATOR: return 2;
+    case CLFORMER_DEVICE_CPU: return 3;
+    default: return 4;
+    }
+}
+
+static bool better(const clformer_device_info *a, const clformer_device_info *b)
+{
+    int ta = tier(a), tb = tier(b);
+    if (ta != tb) return ta < tb;
+    uint64_t pa = (uint64_t)a->compute_units * a->clock_mhz;
+    uint64_t pb = (uint64_t)b->compute_units * b->clock_mhz;
+    return pa > pb;
+}
+
+static bool parse_index(const char *s, size_t len, int *value)
+{
+    if (len == 0 || len > 6) return false;
+    int v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (!isdigit((unsigned char)s[i])) return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    *value = v;
+    return true;
+}
+
+static bool type_word(const char *w, clformer_device_type *type)
+{
+    if (!strcasecmp(w, "gpu")) *type = CLFORMER_DEVICE_GPU;
+    else if (!strcasecmp(w, "cpu")) *type = CLFORMER_DEVICE_CPU;
+    else if (!strcasecmp(w, "accelerator") || !strcasecmp(w, "acc"))
+        *type = CLFORMER_DEVICE_ACCELERATOR;
+    else return false;
+    return true;
+}
+
+static const char *type_name(clformer_device_type t)
+{
+    switch (t) {
+    case CLFORMER_DEVICE_GPU: return "gpu";
+    case CLFORMER_DEVICE_CPU: return "cpu";
+    case CLFORMER_DEVICE_ACCELERATOR: return "accelerator";
+    default: return "other";
+    }
+}
+
+static bool matches(const clformer_device_info *d, const char *sel)
+{
+    clformer_device_type type;
+    const char *colon = strchr(sel, ':');
+    if (!colon) {
+        if (type_word(sel, &type)) return d->type == type;
+        return contains_nocase(d->platform, sel) || contains_nocase(d->platform_vendor, sel) ||
+               contains_nocase(d->vendor, sel) || contains_nocase(d->name, sel);
+    }
+    char left[256], right[256];
+    size_t ll = (size_t)(colon - sel);
+    if (ll >= sizeof left || strlen(colon + 1) >= sizeof right) return false;
+    memcpy(left, sel, ll);
+    left[ll] = '\0';
+    strcpy(right, colon + 1);
+    bool left_ok = contains_nocase(d->platform, left) || contains_nocase(d->platform_vendor, left) ||
+                   contains_nocase(d->vendor, left);
+    bool right_ok = type_word(right, &type) ? d->type == type : contains_nocase(d->name, right);
+    return left_ok && right_ok;
+}
+
+static void list_devices_into(char *buf, size_t cap, const clformer_device_info *devs, size_t n)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used + 1 < cap; i++) {
+        int w = snprintf(buf + used, cap - used, "\n  %-5s %s | %s | %s (%s)", devs[i].selector,
+                         devs[i].platform, devs[i].vendor, devs[i].name, type_name(devs[i].type));
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+}
+
+clformer_status clformer_select_device(const clformer_device_info *devs, size_t n,
+                                       const char *selector, size_t *index)
+{
+    if (n == 0)
+        return cf_fail(CLFORMER_ERR_NO_DEVICE,
+                       "no OpenCL device found: install a driver (on Debian: apt-get install "
+                       "pocl-opencl-icd for the CPU) and check OCL_ICD_VENDORS if it is set");
+    char sel[256] = "";
+    if (selector) {
+        /* trim surrounding blanks */
+        while (isspace((unsigned char)*selector)) selector++;
+        snprintf(sel, sizeof sel, "%s", selector);
+        for (size_t l = strlen(sel); l > 0 && isspace((unsigned char)sel[l - 1]); l--)
+            sel[l - 1] = '\0';
+    }
+
+    long best = -1;
+    const char *colon = strchr(sel, ':');
+    int pi, di;
+    if (sel[0] == '\0') {
+        /* default: best non-simulator; a simulator only when nothing else exists */
+        for (size_t i = 0; i < n; i++)
+            if (best < 0 || better(&devs[i], &devs[best])) best = (long)i;
+    } else if (colon && parse_index(sel, (size_t)(colon - sel), &pi) &&
+               parse_index(colon + 1, strlen(colon + 1), &di)) {
+        for (size_t i = 0; i < n; i++)
+            if (devs[i].platform_index == pi && devs[i].device_index == di) best = (long)i;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            if (matches(&devs[i], sel) && (best < 0 || better(&devs[i], &devs[best])))
+                best = (long)i;
+    }
+    if (best < 0) {
+        char listing[4096];
+        list_devices_into(listing, sizeof listing, devs, n);
+        return cf_fail(CLFORMER_ERR_NO_DEVICE,
+                       "device selector '%s' matches no OpenCL device. Devices:%s\n"
+                       "Set CLFORMER_DEVICE to an index pair P:D, a type (gpu, cpu, "
+                       "accelerator) or part of a platform/device name (e.g. pocl:pthread)",
+                       sel, listing);
+    }
+    *index = (size_t)best;
+    return CLFORMER_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Context                                                                    */
+/* ------------------------------------------------------------------------- */
+
+static size_t pick_reduce_wg(const clformer_device_info *d)
+{
+    /* PoCL's CPU devices run barrier kernels fastest with small groups. */
+    size_t want = d->type == CLFORMER_DEVICE_GPU ? 256 : 16;
+    while (want > 1 && want > d->max_work_group_size) want /= 2;
+    return want;
+}
+
+clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx **out)
+{
+    *out = NULL;
+    if (!selector) selector = getenv("CLFORMER_DEVICE");
+    size_t n = 0;
+    CF_TRY(enumerate(NULL, NULL, NULL, &n));
+    clformer_device_info *devs = calloc(n ? n : 1, sizeof *devs);
+    cl_platform_id *plats = calloc(n ? n : 1, sizeof *plats);
+    cl_device_id *ids = calloc(n ? n : 1, sizeof *ids);
+    cf_ctx *ctx = calloc(1, sizeof *ctx);
+    clformer_status st = CLFORMER_OK;
+    size_t chosen = 0;
+    if (!devs || !plats || !ids || !ctx) {
+        st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        goto done;
+    }
+    st = enumerate(devs, plats, ids, &n);
+    if (st == CLFORMER_OK) st = clformer_select_device(devs, n, selector, &chosen);
+    if (st != CLFORMER_OK) goto done;
+
+    ctx->info = devs[chosen];
+    ctx->platform = plats[chosen];
+    ctx->device = ids[chosen];
+    ctx->reduce_wg = pick_reduce_wg(&ctx->info);
+    ctx->elementwise_wg = ctx->info.max_work_group_size < 64 ? ctx->info.max_work_group_size : 64;
+    ctx->profiling = profiling;
+    cl_int err;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform,
+                                     0};
+    ctx->context = clCreateContext(props, 1, &ctx->device, NULL, NULL, &err);
+    if (err != CL_SUCCESS) {
+        st = cf_fail_cl(err, "clCreateContext", __FILE__, __LINE__);
+        goto done;
+    }
+    ctx->queue = clCreateCommandQueue(ctx->context, ctx->device,
+                                      profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
+    if (err != CL_SUCCESS) {
+        st = cf_fail_cl(err, "clCreateCommandQueue", __FILE__, __LINE__);
+        goto done;
+    }
+    cf_log(CF_LOG_INFO, "device %s: %s | %s | driver %s | %s", ctx->info.selector,
+           ctx->info.platform, ctx->info.name, ctx->info.driver_version, ctx->info.c_version);
+done:
+    free(devs);
+    free(plats);
+    free(ids);
+    if (st != CLFORMER_OK) {
+        clformer_context_free(ctx);
+        return st;
+    }
+    *out = ctx;
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_context_create(const char *selector, clformer_context **ctx)
+{
+    return cf_context_create(selector, false, ctx);
+}
+
+void clformer_context_free(clformer_context *ctx)
+{
+    if (!ctx) return;
+    if (ctx->queue) clFinish(ctx->queue);
+    for (size_t i = 0; i < ctx->n_profile; i++) clReleaseEvent(ctx->profile[i].event);
+    free(ctx->profile);
+    cf_programs_release(ctx);
+    if (ctx->scratch) clReleaseMemObject(ctx->scratch);
+    for (size_t i = 0; i < ctx->n_retired; i++) clReleaseMemObject(ctx->retired[i]);
+    free(ctx->retired);
+    if (ctx->queue) clReleaseCommandQueue(ctx->queue);
+    if (ctx->context) clReleaseContext(ctx->context);
+    free(ctx);
+}
+
+const clformer_device_info *clformer_context_device(const clformer_context *ctx)
+{
+    return &ctx->info;
+}
+
+clformer_program_stats clformer_context_program_stats(const clformer_context *ctx)
+{
+    return ctx->program_stats;
+}

@@ -1,0 +1,36 @@
+/*
+ * File helpers: whole-file reads, recursive mkdir, and atomic writes
+ * (temp file in the same directory, fsync, rename, fsync the directory), so a
+ * crash never leaves a half-written checkpoint or cache entry behind.
+ */
+#ifndef CF_FILEIO_H
+#define CF_FILEIO_H
+
+#include "clformer.h"
+
+#include <stdio.h>
+
+/* Reads a whole file into a NUL-terminated malloc'd buffer. */
+clformer_status cf_read_file(const char *path, char **data, size_t *size);
+
+/* mkdir -p; existing directories are fine. */
+clformer_status cf_make_dirs(const char *path);
+
+/* A file being written atomically: `path` appears only on commit. */
+typedef struct {
+    FILE *fp;
+    char *path;
+    char *temp_path;
+} cf_atomic_file;
+
+clformer_status cf_atomic_open(cf_atomic_file *af, const char *path);
+clformer_status cf_atomic_write(cf_atomic_file *af, const void *data, size_t size);
+/* Flushes, fsyncs, renames over `path`, fsyncs the directory. */
+clformer_status cf_atomic_commit(cf_atomic_file *af);
+/* Removes the temp file; safe after a failed write or commit. */
+void cf_atomic_abort(cf_atomic_file *af);
+
+/* One-shot atomic write of a buffer. */
+clformer_status cf_write_file_atomic(const char *path, const void *data, size_t size);
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * Every matrix product goes through here: a thin row-major wrapper over
+ * CLBlast's Sgemm, SgemmStridedBatched and SgemmBatched taking (buffer,
+ * element offset) operands. C = alpha * op(A) op(B) + beta * C, with op(A)
+ * m x k, op(B) k x n and C m x n; lda/ldb/ldc are row strides in elements.
+ */
+#ifndef CF_GEMM_H
+#define CF_GEMM_H
+
+#include "context.h"
+
+clformer_status cf_gemm(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
+                        float alpha, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off,
+                        size_t ldb, float beta, cl_mem c, size_t c_off, size_t ldc);
+
+/* `batch` products; matrix i starts at x_off + i * x_stride. */
+clformer_status cf_gemm_strided_batched(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m,
+                                        size_t n, size_t k, float alpha, cl_mem a, size_t a_off,
+                                        size_t lda, size_t a_stride, cl_mem b, size_t b_off,
+                                        size_t ldb, size_t b_stride, float beta, cl_mem c,
+                                        size_t c_off, size_t ldc, size_t c_stride, size_t batch);
+
+/* `batch` products at arbitrary offsets, each with its own alpha and beta. */
+clformer_status cf_gemm_batched(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m, size_t n,
+                                size_t k, const float *alphas, cl_mem a, const size_t *a_offs,
+                                size_t lda, cl_mem b, const size_t *b_offs, size_t ldb,
+                                const float *betas, cl_mem c, const size_t *c_offs, size_t ldc,
+                                size_t batch);
+
+/* 2*m*n*k: the FLOP count `bench` uses for a product. */
+static inline double cf_gemm_flops(size_t m, size_t n, size_t k)
+{
+    return 2.0 * (double)m * (double)n * (double)k;
+}
+
+#endif

@@ -1,0 +1,80 @@
+/* Kernel enqueue and the profiling record. */
+#include "launch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+cl_event *cf_profile_slot(cf_ctx *ctx, const char *family)
+{
+    if (!ctx->profiling) return NULL;
+    if (ctx->n_profile == ctx->profile_capacity) {
+        size_t cap = ctx->profile_capacity ? ctx->profile_capacity * 2 : 1024;
+        cf_profile_entry *grown = realloc(ctx->profile, cap * sizeof *grown);
+        if (!grown) return NULL; /* profiling is best-effort */
+        ctx->profile = grown;
+        ctx->profile_capacity = cap;
+    }
+    cf_profile_entry *e = &ctx->profile[ctx->n_profile++];
+    e->family = family;
+    e->event = NULL;
+    return &e->event;
+}
+
+clformer_status cf_launch(cf_ctx *ctx, const char *family, cl_kernel kernel, cl_uint dims,
+                          const size_t *global, const size_t *local, size_t nargs,
+                          const cf_arg *args)
+{
+    size_t rounded[3];
+    for (cl_uint d = 0; d < dims; d++) {
+        if (global[d] == 0) return CLFORMER_OK; /* empty tensor: nothing to do */
+        rounded[d] = local ? cf_round_up(global[d], local[d]) : global[d];
+    }
+    for (size_t i = 0; i < nargs; i++)
+        CL_CHECK(clSetKernelArg(kernel, (cl_uint)i, args[i].size, args[i].value));
+    cl_event *slot = cf_profile_slot(ctx, family);
+    cl_int err = clEnqueueNDRangeKernel(ctx->queue, kernel, dims, NULL, rounded, local, 0, NULL,
+                                        slot);
+    if (err != CL_SUCCESS) {
+        if (slot) ctx->n_profile--;
+        char name[128] = "?";
+        clGetKernelInfo(kernel, CL_KERNEL_FUNCTION_NAME, sizeof name, name, NULL);
+        name[sizeof name - 1] = '\0';
+        clformer_status st = cf_fail_cl(err, "clEnqueueNDRangeKernel", __FILE__, __LINE__);
+        return cf_fail_prefix(st, "kernel %s: ", name);
+    }
+    return CLFORMER_OK;
+}
+
+static int by_time_desc(const void *a, const void *b)
+{
+    double x = ((const cf_profile_total *)a)->ms, y = ((const cf_profile_total *)b)->ms;
+    return (x < y) - (x > y);
+}
+
+clformer_status cf_profile_collect(cf_ctx *ctx, cf_profile_total *totals, size_t cap, size_t *n)
+{
+    *n = 0;
+    CL_CHECK(clFinish(ctx->queue));
+    for (size_t i = 0; i < ctx->n_profile; i++) {
+        cf_profile_entry *e = &ctx->profile[i];
+        if (!e->event) continue;
+        cl_ulong start = 0, end = 0;
+        if (clGetEventProfilingInfo(e->event, CL_PROFILING_COMMAND_START, sizeof start, &start,
+                                    NULL) == CL_SUCCESS &&
+            clGetEventProfilingInfo(e->event, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) ==
+                CL_SUCCESS &&
+            end >= start) {
+            size_t j = 0;
+            while (j < *n && strcmp(totals[j].family, e->family)) j++;
+            if (j == *n && *n < cap) totals[(*n)++] = (cf_profile_total){e->family, 0.0, 0};
+            if (j < *n) {
+                totals[j].ms += (double)(end - start) * 1e-6;
+                totals[j].count++;
+            }
+        }
+        clReleaseEvent(e->event);
+    }
+    ctx->n_profile = 0;
+    qsort(totals, *n, sizeof *totals, by_time_desc);
+    return CLFORMER_OK;
+}

@@ -1,0 +1,52 @@
+/*
+ * Enqueueing kernels: argument lists without boilerplate, global sizes
+ * rounded up to the work-group size, and optional profiling by family.
+ *
+ *   CF_LAUNCH(ctx, "layernorm", k, 1, global, local,
+ *             CF_MEM(out), CF_U64(out_off), CF_MEM(inp), CF_U64(inp_off), CF_I32(n));
+ *
+ * Kernels check their own bounds (global sizes are rounded up).
+ */
+#ifndef CF_LAUNCH_H
+#define CF_LAUNCH_H
+
+#include "context.h"
+
+typedef struct {
+    size_t size;
+    const void *value; /* NULL with size > 0: __local memory of that many bytes */
+} cf_arg;
+
+#define CF_MEM(m) ((cf_arg){sizeof(cl_mem), &(cl_mem){(m)}})
+#define CF_U64(x) ((cf_arg){sizeof(cl_ulong), &(cl_ulong){(cl_ulong)(x)}})
+#define CF_I32(x) ((cf_arg){sizeof(cl_int), &(cl_int){(cl_int)(x)}})
+#define CF_U32(x) ((cf_arg){sizeof(cl_uint), &(cl_uint){(cl_uint)(x)}})
+#define CF_F32(x) ((cf_arg){sizeof(cl_float), &(cl_float){(cl_float)(x)}})
+#define CF_LOCAL(bytes) ((cf_arg){(bytes), NULL})
+
+clformer_status cf_launch(cf_ctx *ctx, const char *family, cl_kernel kernel, cl_uint dims,
+                          const size_t *global, const size_t *local, size_t nargs,
+                          const cf_arg *args);
+
+#define CF_LAUNCH(ctx, family, kernel, dims, global, local, ...)                               \
+    cf_launch((ctx), (family), (kernel), (dims), (global), (local),                            \
+              sizeof((cf_arg[]){__VA_ARGS__}) / sizeof(cf_arg), (cf_arg[]){__VA_ARGS__})
+
+/* Rounds n up to a multiple of m (m > 0). */
+static inline size_t cf_round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+/* Where profiling is on, the event slot for the next command of `family`
+ * (NULL when off). The event is owned by the profile record. */
+cl_event *cf_profile_slot(cf_ctx *ctx, const char *family);
+
+/* Time spent per family since the last reset, after waiting for the queue. */
+typedef struct {
+    const char *family;
+    double ms;
+    unsigned count;
+} cf_profile_total;
+/* Fills up to `cap` totals (sorted by time, largest first) and clears the record. */
+clformer_status cf_profile_collect(cf_ctx *ctx, cf_profile_total *totals, size_t cap,
+                                   size_t *n);
+
+#endif

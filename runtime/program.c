@@ -1,0 +1,224 @@
+/*
+ * Compiling and finding kernels. Options = device facts + tunables; the
+ * in-memory table is keyed by (program, options), the disk cache by a hash of
+ * platform, device, driver, source and options.
+ */
+#include "program.h"
+#include "fileio.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *INCLUDE_LINE = "#include \"common.h\"";
+
+const char *const *cf_program_names(void)
+{
+    static const char *names[64];
+    if (!names[0]) {
+        size_t i = 0;
+        for (; cf_embedded_sources[i].name && i + 1 < 64; i++) names[i] = cf_embedded_sources[i].name;
+        names[i] = NULL;
+    }
+    return names;
+}
+
+/* Replaces the line `#include "common.h"` with `common` (the build does the same). */
+static char *inline_common(const char *source, const char *common)
+{
+    const char *at = strstr(source, INCLUDE_LINE);
+    if (!at) return strdup(source);
+    size_t before = (size_t)(at - source), inc = strlen(INCLUDE_LINE);
+    size_t total = strlen(source) - inc + strlen(common) + 1;
+    char *out = malloc(total);
+    if (!out) return NULL;
+    memcpy(out, source, before);
+    strcpy(out + before, common);
+    strcat(out, at + inc);
+    return out;
+}
+
+clformer_status cf_program_source(const char *program, char **source)
+{
+    *source = NULL;
+    const char *dir = getenv("CLFORMER_KERNEL_DIR");
+    if (dir && *dir) {
+        char path[4096], common_path[4096];
+        snprintf(path, sizeof path, "%s/%s.cl", dir, program);
+        snprintf(common_path, sizeof common_path, "%s/common.h", dir);
+        char *text = NULL, *common = NULL;
+        size_t n;
+        clformer_status st = cf_read_file(path, &text, &n);
+        if (st == CLFORMER_OK) st = cf_read_file(common_path, &common, &n);
+        if (st != CLFORMER_OK) {
+            free(text);
+            return cf_fail_prefix(st, "CLFORMER_KERNEL_DIR is set: ");
+        }
+        *source = inline_common(text, common);
+        free(text);
+        free(common);
+        return *source ? CLFORMER_OK : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    for (size_t i = 0; cf_embedded_sources[i].name; i++)
+        if (!strcmp(cf_embedded_sources[i].name, program)) {
+            *source = strdup(cf_embedded_sources[i].source);
+            return *source ? CLFORMER_OK
+                           : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        }
+    return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "no kernel program named '%s' in cl/", program);
+}
+
+static void make_options(const cf_ctx *ctx, const char *extra, char *out, size_t cap)
+{
+    snprintf(out, cap, "-cl-std=CL1.2 -DREDUCE_WG=%zu -DHAS_FP16=%d -DHAS_FP64=%d%s%s",
+             ctx->reduce_wg, ctx->info.fp16, ctx->info.fp64, extra && *extra ? " " : "",
+             extra ? extra : "");
+}
+
+static clformer_status build_log_failure(cf_ctx *ctx, cl_program program, const char *name,
+                                         const char *options, cl_int err)
+{
+    size_t n = 0;
+    clGetProgramBuildInfo(program, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
+    char *log = calloc(n + 1, 1);
+    if (log) clGetProgramBuildInfo(program, ctx->device, CL_PROGRAM_BUILD_LOG, n, log, NULL);
+    clformer_status st = cf_fail(CLFORMER_ERR_BUILD,
+                                 "kernel program cl/%s.cl failed to build (%s) on %s with "
+                                 "options '%s'. Build log:\n%s",
+                                 name, cf_cl_error_name(err), ctx->info.name, options,
+                                 log ? log : "(unavailable)");
+    free(log);
+    return st;
+}
+
+static clformer_status build_from_source(cf_ctx *ctx, const char *name, const char *source,
+                                         const char *options, cl_program *out)
+{
+    cl_int err;
+    cl_program program = clCreateProgramWithSource(ctx->context, 1, &source, NULL, &err);
+    if (err != CL_SUCCESS) return cf_fail_cl(err, "clCreateProgramWithSource", __FILE__, __LINE__);
+    err = clBuildProgram(program, 1, &ctx->device, options, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        clformer_status st = build_log_failure(ctx, program, name, options, err);
+        clReleaseProgram(program);
+        return st;
+    }
+    *out = program;
+    return CLFORMER_OK;
+}
+
+static clformer_status compile(cf_ctx *ctx, const char *name, const char *options,
+                               cl_program *out)
+{
+    char *source = NULL;
+    CF_TRY(cf_program_source(name, &source));
+    cf_cache_key key;
+    clformer_status st = cf_cache_key_make(ctx, source, options, &key);
+    if (st != CLFORMER_OK) {
+        free(source);
+        return st;
+    }
+    bool rejected = false;
+    if (cf_cache_load(ctx, &key, options, out, &rejected)) {
+        ctx->program_stats.disk_hits++;
+        cf_log(CF_LOG_DEBUG, "program %s: disk cache hit (%s)", name, key.path);
+    } else {
+        if (rejected) ctx->program_stats.disk_rejects++;
+        st = build_from_source(ctx, name, source, options, out);
+        if (st == CLFORMER_OK) {
+            ctx->program_stats.builds++;
+            cf_log(CF_LOG_DEBUG, "program %s: built from source", name);
+            cf_cache_store(ctx, &key, *out);
+        }
+    }
+    cf_cache_key_free(&key);
+    free(source);
+    return st;
+}
+
+static cf_program_entry *find_program(cf_ctx *ctx, const char *name, const char *options)
+{
+    for (size_t i = 0; i < ctx->n_programs; i++)
+        if (!strcmp(ctx->programs[i].program_name, name) && !strcmp(ctx->programs[i].options, options))
+            return &ctx->programs[i];
+    return NULL;
+}
+
+static clformer_status get_program(cf_ctx *ctx, const char *name, const char *options,
+                                   cf_program_entry **out)
+{
+    cf_program_entry *e = find_program(ctx, name, options);
+    if (e) {
+        *out = e;
+        return CLFORMER_OK;
+    }
+    cl_program program;
+    CF_TRY(compile(ctx, name, options, &program));
+    cf_program_entry *grown = realloc(ctx->programs, (ctx->n_programs + 1) * sizeof *grown);
+    if (!grown) {
+        clReleaseProgram(program);
+        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    ctx->programs = grown;
+    e = &ctx->programs[ctx->n_programs++];
+    memset(e, 0, sizeof *e);
+    e->program_name = strdup(name);
+    e->options = strdup(options);
+    e->program = program;
+    *out = e;
+    return CLFORMER_OK;
+}
+
+clformer_status cf_kernel(cf_ctx *ctx, const char *program, const char *extra_options,
+                          const char *kernel, cl_kernel *out)
+{
+    char options[1024];
+    make_options(ctx, extra_options, options, sizeof options);
+    cf_program_entry *e = NULL;
+    bool cached = find_program(ctx, program, options) != NULL;
+    CF_TRY(get_program(ctx, program, options, &e));
+    for (size_t i = 0; i < e->n_kernels; i++)
+        if (!strcmp(e->kernel_names[i], kernel)) {
+            if (cached) ctx->program_stats.memory_hits++;
+            *out = e->kernels[i];
+            return CLFORMER_OK;
+        }
+    cl_int err;
+    cl_kernel k = clCreateKernel(e->program, kernel, &err);
+    if (err != CL_SUCCESS)
+        return cf_fail(CLFORMER_ERR_BUILD, "kernel '%s' not found in cl/%s.cl (%s)", kernel,
+                       program, cf_cl_error_name(err));
+    char **names = realloc(e->kernel_names, (e->n_kernels + 1) * sizeof *names);
+    if (names) e->kernel_names = names;
+    cl_kernel *ks = realloc(e->kernels, (e->n_kernels + 1) * sizeof *ks);
+    if (ks) e->kernels = ks;
+    if (!names || !ks) {
+        clReleaseKernel(k);
+        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    e->kernel_names[e->n_kernels] = strdup(kernel);
+    e->kernels[e->n_kernels++] = k;
+    if (cached) ctx->program_stats.memory_hits++;
+    *out = k;
+    return CLFORMER_OK;
+}
+
+void cf_programs_release(cf_ctx *ctx)
+{
+    for (size_t i = 0; i < ctx->n_programs; i++) {
+        cf_program_entry *e = &ctx->programs[i];
+        for (size_t k = 0; k < e->n_kernels; k++) {
+            clReleaseKernel(e->kernels[k]);
+            free(e->kernel_names[k]);
+        }
+        free(e->kernels);
+        free(e->kernel_names);
+        clReleaseProgram(e->program);
+        free(e->program_name);
+        free(e->options);
+    }
+    free(ctx->programs);
+    ctx->programs = NULL;
+    ctx->n_programs = 0;
+}

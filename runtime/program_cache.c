@@ -1,0 +1,181 @@
+/*
+ * On-disk cache of compiled program binaries.
+ *
+ * File name: 16 hex digits of a 64-bit FNV-1a hash of the key text (platform,
+ * device, driver version, options and full source). The file stores the key
+ * text itself, so a hash collision or a stale entry is detected exactly, and
+ * a checksum of the binary, so a truncated or corrupted file is rebuilt.
+ * Layout: "CLFORMER-BIN-1\n", u64 key length, key, u64 binary length,
+ * binary, u64 FNV-1a of the binary (all little-endian host order).
+ */
+#include "fileio.h"
+#include "log.h"
+#include "program.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char MAGIC[] = "CLFORMER-BIN-1\n";
+
+static uint64_t fnv1a64(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static bool cache_enabled(void)
+{
+    const char *v = getenv("CLFORMER_CACHE");
+    return !(v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "false")));
+}
+
+/* $CLFORMER_CACHE_DIR, else $XDG_CACHE_HOME/clformer, else ~/.cache/clformer. */
+static bool cache_dir(char *out, size_t cap)
+{
+    const char *v = getenv("CLFORMER_CACHE_DIR");
+    if (v && *v) return snprintf(out, cap, "%s", v) < (int)cap;
+    v = getenv("XDG_CACHE_HOME");
+    if (v && *v) return snprintf(out, cap, "%s/clformer", v) < (int)cap;
+    v = getenv("HOME");
+    if (v && *v) return snprintf(out, cap, "%s/.cache/clformer", v) < (int)cap;
+    return false;
+}
+
+clformer_status cf_cache_key_make(cf_ctx *ctx, const char *source, const char *options,
+                                  cf_cache_key *key)
+{
+    memset(key, 0, sizeof *key);
+    const clformer_device_info *d = &ctx->info;
+    size_t n = strlen(source) + strlen(options) + 4096;
+    key->key = malloc(n);
+    if (!key->key) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    snprintf(key->key, n,
+             "platform=%s\nplatform_version=%s\ndevice=%s\nvendor=%s\ndriver=%s\n"
+             "device_version=%s\noptions=%s\nsource=%s",
+             d->platform, d->platform_version, d->name, d->vendor, d->driver_version,
+             d->device_version, options, source);
+    char dir[3072];
+    if (!cache_enabled() || !cache_dir(dir, sizeof dir)) return CLFORMER_OK;
+    key->path = malloc(strlen(dir) + 32);
+    if (!key->path) return CLFORMER_OK; /* no cache, not an error */
+    sprintf(key->path, "%s/%016llx.bin", dir,
+            (unsigned long long)fnv1a64(key->key, strlen(key->key)));
+    return CLFORMER_OK;
+}
+
+void cf_cache_key_free(cf_cache_key *key)
+{
+    free(key->key);
+    free(key->path);
+    memset(key, 0, sizeof *key);
+}
+
+static bool take(const char **p, const char *end, void *dst, size_t n)
+{
+    if ((size_t)(end - *p) < n) return false;
+    memcpy(dst, *p, n);
+    *p += n;
+    return true;
+}
+
+bool cf_cache_load(cf_ctx *ctx, const cf_cache_key *key, const char *options, cl_program *out,
+                   bool *rejected)
+{
+    *rejected = false;
+    if (!key->path) return false;
+    FILE *probe = fopen(key->path, "rb");
+    if (!probe) return false; /* a plain miss */
+    fclose(probe);
+
+    char *data = NULL;
+    size_t size = 0;
+    if (cf_read_file(key->path, &data, &size) != CLFORMER_OK) {
+        cf_clear_error();
+        *rejected = true;
+        return false;
+    }
+    const char *p = data, *end = data + size;
+    char magic[sizeof MAGIC - 1];
+    uint64_t key_len = 0, bin_len = 0, sum = 0;
+    bool ok = take(&p, end, magic, sizeof magic) && !memcmp(magic, MAGIC, sizeof magic) &&
+              take(&p, end, &key_len, 8) && key_len == strlen(key->key) &&
+              (uint64_t)(end - p) >= key_len && !memcmp(p, key->key, key_len);
+    if (ok) {
+        p += key_len;
+        ok = take(&p, end, &bin_len, 8) && bin_len > 0 && (uint64_t)(end - p) >= bin_len + 8;
+    }
+    const unsigned char *binary = (const unsigned char *)p;
+    if (ok) {
+        p += bin_len;
+        ok = take(&p, end, &sum, 8) && sum == fnv1a64(binary, bin_len) && p == end;
+    }
+    cl_program program = NULL;
+    if (ok) {
+        cl_int err, bin_status;
+        size_t len = (size_t)bin_len;
+        program = clCreateProgramWithBinary(ctx->context, 1, &ctx->device, &len, &binary,
+                                            &bin_status, &err);
+        ok = err == CL_SUCCESS && bin_status == CL_SUCCESS &&
+             clBuildProgram(program, 1, &ctx->device, options, NULL, NULL) == CL_SUCCESS;
+        if (!ok && program) clReleaseProgram(program);
+    }
+    free(data);
+    if (!ok) {
+        cf_log(CF_LOG_DEBUG, "program cache entry %s is corrupt or stale; rebuilding", key->path);
+        *rejected = true;
+        return false;
+    }
+    *out = program;
+    return true;
+}
+
+void cf_cache_store(cf_ctx *ctx, const cf_cache_key *key, cl_program program)
+{
+    (void)ctx;
+    if (!key->path) return;
+    size_t bin_len = 0;
+    if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof bin_len, &bin_len, NULL) !=
+            CL_SUCCESS || bin_len == 0)
+        return; /* this driver gives no binaries: nothing to cache */
+    uint64_t key_len = strlen(key->key), blen = bin_len;
+    size_t total = (sizeof MAGIC - 1) + 8 + key_len + 8 + bin_len + 8;
+    unsigned char *buf = malloc(total);
+    if (!buf) return;
+    unsigned char *p = buf;
+    memcpy(p, MAGIC, sizeof MAGIC - 1);
+    p += sizeof MAGIC - 1;
+    memcpy(p, &key_len, 8);
+    p += 8;
+    memcpy(p, key->key, key_len);
+    p += key_len;
+    memcpy(p, &blen, 8);
+    p += 8;
+    unsigned char *binary = p;
+    if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary, NULL) !=
+        CL_SUCCESS) {
+        free(buf);
+        return;
+    }
+    p += bin_len;
+    uint64_t sum = fnv1a64(binary, bin_len);
+    memcpy(p, &sum, 8);
+
+    char *dir = strdup(key->path);
+    char *slash = dir ? strrchr(dir, '/') : NULL;
+    if (slash) *slash = '\0';
+    if (!dir || cf_make_dirs(dir) != CLFORMER_OK ||
+        cf_write_file_atomic(key->path, buf, total) != CLFORMER_OK) {
+        cf_log(CF_LOG_WARN, "cannot write program cache %s: %s (set CLFORMER_CACHE_DIR, or "
+               "CLFORMER_CACHE=0 to turn the cache off)", key->path, clformer_last_error());
+        cf_clear_error();
+    }
+    free(dir);
+    free(buf);
+}

@@ -1,0 +1,65 @@
+/* Host side of cl/reduce.cl: fixed partitions, so results are repeatable. */
+#include "reduce.h"
+#include "buffer.h"
+#include "launch.h"
+#include "program.h"
+
+#define MAX_PARTIALS 1024
+
+clformer_status cf_reduce_sum(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem x, size_t x_off,
+                              size_t n, bool square, bool accumulate)
+{
+    const size_t wg = ctx->reduce_wg;
+    /* Enough groups to fill a GPU, at least 4 work items' worth of data each. */
+    size_t groups = (n + wg * 4 - 1) / (wg * 4);
+    if (groups > MAX_PARTIALS) groups = MAX_PARTIALS;
+    if (groups == 0) groups = 1;
+    size_t chunk = (n + groups - 1) / groups;
+    if (chunk == 0) chunk = 1;
+    cl_mem partials;
+    CF_TRY(cf_scratch(ctx, groups, &partials));
+    cl_kernel k;
+    CF_TRY(cf_kernel(ctx, "reduce", NULL, "reduce_partial", &k));
+    size_t global = groups * wg, local = wg;
+    CF_TRY(CF_LAUNCH(ctx, "reduce", k, 1, &global, &local, CF_MEM(partials), CF_MEM(x),
+                     CF_U64(x_off), CF_U64(n), CF_U64(chunk), CF_I32(square)));
+    CF_TRY(cf_kernel(ctx, "reduce", NULL, "reduce_final", &k));
+    global = wg;
+    return CF_LAUNCH(ctx, "reduce", k, 1, &global, &local, CF_MEM(out), CF_U64(out_off),
+                     CF_MEM(partials), CF_I32(groups), CF_I32(accumulate));
+}
+
+size_t cf_colsum_rows_per_block(size_t rows)
+{
+    (void)rows;
+    return 32;
+}
+
+clformer_status cf_colsum_final(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem partials,
+                                size_t nblocks, size_t cols, bool accumulate)
+{
+    cl_kernel k;
+    CF_TRY(cf_kernel(ctx, "reduce", NULL, "colsum_final", &k));
+    size_t local = ctx->elementwise_wg, global = cf_round_up(cols, local);
+    return CF_LAUNCH(ctx, "reduce", k, 1, &global, &local, CF_MEM(out), CF_U64(out_off),
+                     CF_MEM(partials), CF_I32(nblocks), CF_I32(cols), CF_I32(accumulate));
+}
+
+clformer_status cf_colsum(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem x, size_t x_off,
+                          size_t rows, size_t cols, size_t ld, bool accumulate)
+{
+    if (cols == 0) return CLFORMER_OK;
+    const size_t rpb = cf_colsum_rows_per_block(rows);
+    const size_t nblocks = rows ? (rows + rpb - 1) / rpb : 1;
+    cl_mem partials;
+    CF_TRY(cf_scratch(ctx, nblocks * cols, &partials));
+    if (rows == 0) CF_TRY(cf_fill(ctx, partials, 0, cols, 0.0f));
+    cl_kernel k;
+    CF_TRY(cf_kernel(ctx, "reduce", NULL, "colsum_partial", &k));
+    size_t local[2] = {ctx->elementwise_wg, 1};
+    size_t global[2] = {cf_round_up(cols, local[0]), nblocks};
+    if (rows)
+        CF_TRY(CF_LAUNCH(ctx, "reduce", k, 2, global, local, CF_MEM(partials), CF_MEM(x),
+                         CF_U64(x_off), CF_I32(rows), CF_I32(cols), CF_I32(ld), CF_I32(rpb)));
+    return cf_colsum_final(ctx, out, out_off, partials, nblocks, cols, accumulate);
+}

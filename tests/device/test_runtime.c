@@ -1,0 +1,290 @@
+/* Runtime basics on each device: the program cache (memory, disk, corrupt
+ * entries, CLFORMER_CACHE=0), buffers and their errors, deterministic
+ * reductions. */
+#include "harness.h"
+#include "program.h"
+#include "reduce.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char cache_dir[256];
+
+static void fresh_cache_dir(void)
+{
+    snprintf(cache_dir, sizeof cache_dir, "/tmp/clformer-cache-test-XXXXXX");
+    assert_non_null(mkdtemp(cache_dir));
+    setenv("CLFORMER_CACHE_DIR", cache_dir, 1);
+    unsetenv("CLFORMER_CACHE");
+}
+
+static int count_cache_files(char *first, size_t cap)
+{
+    DIR *d = opendir(cache_dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".bin")) {
+            if (n++ == 0 && first) snprintf(first, cap, "%s/%s", cache_dir, e->d_name);
+        }
+    closedir(d);
+    return n;
+}
+
+static void remove_cache_dir(void)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
+    if (system(cmd) != 0) print_message("could not remove %s\n", cache_dir);
+}
+
+/* Opens a context on the device under test, fetches one kernel, returns stats. */
+static clformer_program_stats load_reduce_kernel(void)
+{
+    cf_ctx *ctx;
+    assert_ok(cf_context_create(hctx()->info.selector, false, &ctx));
+    cl_kernel k;
+    assert_ok(cf_kernel(ctx, "reduce", NULL, "reduce_partial", &k));
+    assert_ok(cf_kernel(ctx, "reduce", NULL, "reduce_final", &k)); /* same program: memory hit */
+    clformer_program_stats s = clformer_context_program_stats(ctx);
+    clformer_context_free(ctx);
+    return s;
+}
+
+static bool device_gives_binaries(void)
+{
+    cl_kernel k;
+    assert_ok(cf_kernel(hctx(), "reduce", NULL, "reduce_partial", &k));
+    cl_program p;
+    clGetKernelInfo(k, CL_KERNEL_PROGRAM, sizeof p, &p, NULL);
+    size_t size = 0;
+    clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL);
+    return size > 0;
+}
+
+static void program_cache_miss_then_hit(void **state)
+{
+    (void)state;
+    fresh_cache_dir();
+    clformer_program_stats s = load_reduce_kernel();
+    assert_int_equal(s.builds, 1);
+    assert_int_equal(s.disk_hits, 0);
+    assert_int_equal(s.memory_hits, 1);
+    if (!device_gives_binaries()) {
+        /* Nothing can be cached on such a driver: it must rebuild, not fail. */
+        print_message("note: %s returns no program binaries; disk cache unused\n",
+                      hctx()->info.name);
+        assert_int_equal(count_cache_files(NULL, 0), 0);
+        assert_int_equal(load_reduce_kernel().builds, 1);
+        remove_cache_dir();
+        return;
+    }
+    assert_int_equal(count_cache_files(NULL, 0), 1);
+    s = load_reduce_kernel();
+    assert_int_equal(s.builds, 0);
+    assert_int_equal(s.disk_hits, 1);
+    remove_cache_dir();
+}
+
+static void corrupt_cache_entry_is_rebuilt(void **state)
+{
+    (void)state;
+    if (!device_gives_binaries()) skip(); /* covered by the test above: nothing to corrupt */
+    fresh_cache_dir();
+    load_reduce_kernel();
+    char path[512];
+    assert_int_equal(count_cache_files(path, sizeof path), 1);
+    FILE *fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    fseek(fp, -40, SEEK_END); /* inside the binary: the checksum no longer matches */
+    fputs("garbage garbage garbage", fp);
+    fclose(fp);
+    clformer_program_stats s = load_reduce_kernel();
+    assert_int_equal(s.disk_rejects, 1);
+    assert_int_equal(s.builds, 1);
+    s = load_reduce_kernel(); /* the rebuilt entry replaced the corrupt one */
+    assert_int_equal(s.disk_hits, 1);
+    assert_int_equal(s.builds, 0);
+
+    fp = fopen(path, "wb"); /* truncated to nothing */
+    fclose(fp);
+    s = load_reduce_kernel();
+    assert_int_equal(s.disk_rejects, 1);
+    assert_int_equal(s.builds, 1);
+    remove_cache_dir();
+}
+
+static void cache_off_builds_every_time(void **state)
+{
+    (void)state;
+    fresh_cache_dir();
+    setenv("CLFORMER_CACHE", "0", 1);
+    assert_int_equal(load_reduce_kernel().builds, 1);
+    assert_int_equal(load_reduce_kernel().builds, 1);
+    assert_int_equal(count_cache_files(NULL, 0), 0);
+    unsetenv("CLFORMER_CACHE");
+    remove_cache_dir();
+}
+
+static void kernel_dir_override_and_build_errors(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/clformer-kdir-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[512];
+    snprintf(path, sizeof path, "%s/common.h", dir);
+    FILE *fp = fopen(path, "w");
+    fputs("#define BROKEN_MACRO this is not OpenCL C\n", fp);
+    fclose(fp);
+    snprintf(path, sizeof path, "%s/reduce.cl", dir);
+    fp = fopen(path, "w");
+    fputs("#include \"common.h\"\nkernel void reduce_partial(global float *x) { x[0] = 1.0f; BROKEN_MACRO\n", fp);
+    fclose(fp);
+    setenv("CLFORMER_KERNEL_DIR", dir, 1);
+    setenv("CLFORMER_CACHE", "0", 1);
+    cf_ctx *ctx;
+    clformer_status st = cf_context_create(hctx()->info.selector, false, &ctx);
+    cl_kernel k;
+    char build_error[8192] = "", missing_error[1024] = "";
+    clformer_status build_st = CLFORMER_OK, missing_st = CLFORMER_OK;
+    /* Oclgrind's API checker reports the deliberately failing clBuildProgram
+     * as an error, so the broken-source half runs on the other devices. */
+    const bool try_broken = !harness_is_slow();
+    if (st == CLFORMER_OK) {
+        if (try_broken) build_st = cf_kernel(ctx, "reduce", NULL, "reduce_partial", &k);
+        snprintf(build_error, sizeof build_error, "%s", clformer_last_error());
+        missing_st = cf_kernel(ctx, "nosuchprogram", NULL, "x", &k);
+        snprintf(missing_error, sizeof missing_error, "%s", clformer_last_error());
+        clformer_context_free(ctx);
+    }
+    unsetenv("CLFORMER_KERNEL_DIR"); /* before any assertion, so later tests are unaffected */
+    unsetenv("CLFORMER_CACHE");
+    assert_ok(st);
+    /* The broken file must fail to build, with the program named and its log. */
+    if (try_broken) {
+        assert_int_equal(build_st, CLFORMER_ERR_BUILD);
+        assert_non_null(strstr(build_error, "cl/reduce.cl"));
+        assert_non_null(strstr(build_error, "Build log"));
+    }
+    assert_int_equal(missing_st, CLFORMER_ERR_IO);
+    assert_non_null(strstr(missing_error, "nosuchprogram.cl"));
+    snprintf(path, sizeof path, "rm -rf '%s'", dir);
+    assert_int_equal(system(path), 0);
+}
+
+static void buffer_roundtrip_offsets_and_fill(void **state)
+{
+    (void)state;
+    float host[100], back[100];
+    for (int i = 0; i < 100; i++) host[i] = (float)i * 0.5f - 7.0f;
+    hbuf b = hbuf_from_f32(host, 100, 9);
+    hbuf_read(b, back);
+    assert_memory_equal(host, back, sizeof host);
+    assert_ok(cf_fill(hctx(), b.mem, b.off + 10, 20, 3.25f));
+    assert_ok(cf_copy(hctx(), b.mem, b.off + 50, b.mem, b.off + 0, 5));
+    hbuf_read(b, back);
+    for (int i = 0; i < 100; i++) {
+        float want = i >= 10 && i < 30 ? 3.25f : i < 5 ? host[50 + i] : host[i];
+        assert_true(back[i] == want);
+    }
+    hbuf_check_canary(b);
+    hbuf_free(b);
+}
+
+static void oversized_allocation_names_sizes(void **state)
+{
+    (void)state;
+    cl_mem m = NULL;
+    size_t too_many = (size_t)(hctx()->info.max_alloc_bytes / 4) + 1;
+    clformer_status st = cf_buffer_alloc(hctx(), too_many, "the giant tensor", &m);
+    assert_int_equal(st, CLFORMER_ERR_OUT_OF_MEMORY);
+    assert_null(m);
+    const char *msg = clformer_last_error();
+    assert_non_null(strstr(msg, "the giant tensor"));
+    assert_non_null(strstr(msg, "MiB"));
+    assert_non_null(strstr(msg, "smaller batch"));
+}
+
+/* Sum and sum of squares of odd lengths, repeated for identical bits. */
+static void reduce_sum_is_exact_enough_and_repeatable(void **state)
+{
+    (void)state;
+    const size_t sizes[] = {1, 7, 61, 257, 4099, 100003};
+    size_t count = harness_is_slow() ? 3 : 6;
+    for (size_t s = 0; s < count; s++) {
+        size_t n = sizes[s];
+        hrng r = hrng_new(n);
+        float *x = hmalloc(n * 4);
+        hrng_fill(&r, x, NULL, n, -1, 1);
+        double sum = 0, sq = 0, mag = 0;
+        for (size_t i = 0; i < n; i++) sum += x[i], sq += (double)x[i] * x[i], mag += fabs(x[i]);
+        hbuf dx = hbuf_from_f32(x, n, 3), out = hbuf_zeros(3, 1);
+        assert_ok(cf_reduce_sum(hctx(), out.mem, out.off, dx.mem, dx.off, n, false, false));
+        assert_ok(cf_reduce_sum(hctx(), out.mem, out.off + 1, dx.mem, dx.off, n, true, false));
+        assert_ok(cf_fill(hctx(), out.mem, out.off + 2, 1, 10.0f));
+        assert_ok(cf_reduce_sum(hctx(), out.mem, out.off + 2, dx.mem, dx.off, n, false, true));
+        float got[3], again[3];
+        hbuf_read(out, got);
+        assert_true(fabs(got[0] - sum) <= 1e-5 * mag + 1e-6);
+        assert_true(fabs(got[1] - sq) <= 1e-5 * sq + 1e-6);
+        assert_true(fabs(got[2] - (sum + 10.0)) <= 1e-5 * (mag + 10) + 1e-6);
+        assert_ok(cf_reduce_sum(hctx(), out.mem, out.off, dx.mem, dx.off, n, false, false));
+        assert_ok(cf_reduce_sum(hctx(), out.mem, out.off + 1, dx.mem, dx.off, n, true, false));
+        assert_ok(cf_fill(hctx(), out.mem, out.off + 2, 1, 10.0f));
+        assert_ok(cf_reduce_sum(hctx(), out.mem, out.off + 2, dx.mem, dx.off, n, false, true));
+        hbuf_read(out, again);
+        assert_memory_equal(got, again, sizeof got);
+        hbuf_check_canary(dx);
+        hbuf_check_canary(out);
+        hbuf_free(dx), hbuf_free(out);
+        free(x);
+    }
+}
+
+static void colsum_matches_reference_and_accumulates(void **state)
+{
+    (void)state;
+    const size_t shapes[][2] = {{1, 1}, {7, 61}, {93, 7}, {257, 93}, {1000, 33}};
+    size_t count = harness_is_slow() ? 3 : 5;
+    for (size_t s = 0; s < count; s++) {
+        size_t rows = shapes[s][0], cols = shapes[s][1], ld = cols + 3;
+        hrng r = hrng_new(rows * 31 + cols);
+        float *x = hmalloc(rows * ld * 4), *init = hmalloc(cols * 4), *got = hmalloc(cols * 4);
+        hrng_fill(&r, x, NULL, rows * ld, -1, 1);
+        hrng_fill(&r, init, NULL, cols, -1, 1);
+        double *want = hmalloc(cols * 8), *sums = hmalloc(cols * 8);
+        for (size_t c = 0; c < cols; c++)
+            for (size_t i = 0; i < rows; i++) sums[c] += x[i * ld + c];
+        hbuf dx = hbuf_from_f32(x, rows * ld, 2), out = hbuf_from_f32(init, cols, 4);
+        for (int pass = 1; pass <= 2; pass++) { /* the second pass proves += */
+            assert_ok(cf_colsum(hctx(), out.mem, out.off, dx.mem, dx.off, rows, cols, ld, true));
+            for (size_t c = 0; c < cols; c++) want[c] = init[c] + pass * sums[c];
+            hbuf_read(out, got);
+            assert_grad_close(got, want, cols);
+        }
+        assert_ok(cf_colsum(hctx(), out.mem, out.off, dx.mem, dx.off, rows, cols, ld, false));
+        hbuf_read(out, got);
+        assert_grad_close(got, sums, cols); /* overwrite mode ignores the old contents */
+        hbuf_check_canary(dx);
+        hbuf_check_canary(out);
+        hbuf_free(dx), hbuf_free(out);
+        free(x), free(init), free(got), free(want), free(sums);
+    }
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(program_cache_miss_then_hit),
+    cmocka_unit_test(corrupt_cache_entry_is_rebuilt),
+    cmocka_unit_test(cache_off_builds_every_time),
+    cmocka_unit_test(kernel_dir_override_and_build_errors),
+    cmocka_unit_test(buffer_roundtrip_offsets_and_fill),
+    cmocka_unit_test(oversized_allocation_names_sizes),
+    cmocka_unit_test(reduce_sum_is_exact_enough_and_repeatable),
+    cmocka_unit_test(colsum_matches_reference_and_accumulates),
+};
+HARNESS_DEVICE_MAIN("runtime", tests)

@@ -1,0 +1,95 @@
+/* TESTING.md's tolerance rules as functions. */
+#include "ref_compare.h"
+
+#include <math.h>
+
+static void start(ref_cmp *r, double tol_abs, double tol_rel)
+{
+    *r = (ref_cmp){0};
+    r->tol_abs = tol_abs;
+    r->tol_rel = tol_rel;
+    r->pass = true;
+}
+
+/* Records element i with its allowed bound; keeps the worst ratio err/bound. */
+static void visit(ref_cmp *r, size_t i, double y, double ref, double bound, double *worst_ratio)
+{
+    double err = fabs(y - ref);
+    if (err > r->max_abs_err) r->max_abs_err = err;
+    double rel = err / fmax(fabs(ref), 1e-30);
+    if (rel > r->max_rel_err) r->max_rel_err = rel;
+    double ratio = err / bound;
+    if (ratio > *worst_ratio || (i == 0 && *worst_ratio == 0.0)) {
+        *worst_ratio = ratio;
+        r->worst = i;
+        r->worst_value = y;
+        r->worst_ref = ref;
+        r->worst_bound = bound;
+    }
+    if (err > bound && r->pass) {
+        r->pass = false;
+        r->why = "element bound";
+    }
+}
+
+/* NaN/Inf must match in position and kind; returns true when either is non-finite. */
+static bool nonfinite(ref_cmp *r, size_t i, double y, double ref)
+{
+    if (isfinite(y) && isfinite(ref)) return false;
+    bool same = (isnan(y) && isnan(ref)) || (isinf(y) && isinf(ref) && (y > 0) == (ref > 0));
+    if (!same && r->pass) {
+        r->pass = false;
+        r->why = "nan/inf mismatch";
+        r->worst = i;
+        r->worst_value = y;
+        r->worst_ref = ref;
+        r->max_abs_err = INFINITY;
+    }
+    return true;
+}
+
+ref_cmp ref_compare_forward(const float *y, const double *ref, size_t n)
+{
+    ref_cmp r;
+    double worst = 0.0;
+    start(&r, 2e-5, 1e-5);
+    for (size_t i = 0; i < n; i++) {
+        if (nonfinite(&r, i, y[i], ref[i])) continue;
+        visit(&r, i, y[i], ref[i], 2e-5 + 1e-5 * fabs(ref[i]), &worst);
+    }
+    return r;
+}
+
+ref_cmp ref_compare_grad(const float *g, const double *ref, size_t n)
+{
+    ref_cmp r;
+    double worst = 0.0, max_ref = 0.0, num = 0.0, den = 0.0;
+    start(&r, 1e-5, 1e-4);
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(ref[i])) max_ref = fmax(max_ref, fabs(ref[i]));
+    const double bound = 1e-4 * max_ref + 1e-5;
+    for (size_t i = 0; i < n; i++) {
+        if (nonfinite(&r, i, g[i], ref[i])) continue;
+        visit(&r, i, g[i], ref[i], bound, &worst);
+        num += (g[i] - ref[i]) * (g[i] - ref[i]);
+        den += ref[i] * ref[i];
+    }
+    r.nmse = den > 0.0 ? num / den : (num > 0.0 ? INFINITY : 0.0);
+    if (r.pass && r.nmse > 1e-7) {
+        r.pass = false;
+        r.why = "nmse";
+    }
+    return r;
+}
+
+ref_cmp ref_compare_gemm(const float *c, const double *ref, const double *bound, size_t n)
+{
+    ref_cmp r;
+    double worst = 0.0;
+    start(&r, 0.0, 1e-5);
+    for (size_t i = 0; i < n; i++) {
+        if (nonfinite(&r, i, c[i], ref[i])) continue;
+        visit(&r, i, c[i], ref[i], 1e-5 * fmax(bound[i], 1e-30), &worst);
+    }
+    return r;
+}

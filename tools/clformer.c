@@ -1,0 +1,49 @@
+/* `clformer`: the command-line tool. Dispatches to tools/cmd_*.c. */
+#include "clformer.h"
+#include "commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"devices", cmd_devices, "list OpenCL devices and the one CLFORMER_DEVICE selects"},
+};
+static const size_t n_commands = sizeof commands / sizeof commands[0];
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: clformer COMMAND [options]\n\n"
+                 "Train and run the encoder-decoder Transformer on any OpenCL device.\n\n"
+                 "commands:\n");
+    for (size_t i = 0; i < n_commands; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'clformer COMMAND --help' describes a command. The device is chosen by\n"
+                 "CLFORMER_DEVICE (e.g. gpu, pocl:pthread, 0:1); see 'clformer devices'.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("clformer %s\n", CLFORMER_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < n_commands; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "clformer: error: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

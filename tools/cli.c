@@ -1,0 +1,162 @@
+/* Table-driven option parsing with generated help. */
+#include "cli.h"
+#include "clformer.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cli_error(const char *command, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "clformer %s: error: ", command);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void cli_runtime_error(const char *command, const char *doing)
+{
+    const char *msg = clformer_last_error();
+    if (doing && *doing) fprintf(stderr, "clformer %s: error: %s: %s\n", command, doing, msg);
+    else fprintf(stderr, "clformer %s: error: %s\n", command, msg);
+}
+
+static void print_help(const cli_spec *s)
+{
+    printf("usage: %s\n\n%s\n\noptions:\n", s->usage, s->summary);
+    for (size_t i = 0; i < s->n_options; i++) {
+        const cli_option *o = &s->options[i];
+        char left[96];
+        if (o->kind == CLI_FLAG) snprintf(left, sizeof left, "%s", o->name);
+        else if (o->kind == CLI_CHOICE) snprintf(left, sizeof left, "%s %s", o->name, o->choices);
+        else snprintf(left, sizeof left, "%s %s", o->name, o->metavar ? o->metavar : "VALUE");
+        printf("  %-30s %s\n", left, o->help);
+    }
+    printf("  %-30s %s\n", "-h, --help", "show this help and exit");
+    if (s->epilog) printf("\n%s\n", s->epilog);
+}
+
+static bool in_choices(const char *choices, const char *v)
+{
+    size_t n = strlen(v);
+    for (const char *p = choices; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && !strncmp(p, v, n)) return true;
+        if (!bar) break;
+        p = bar + 1;
+    }
+    return false;
+}
+
+static bool set_value(const cli_spec *s, const cli_option *o, const char *v)
+{
+    char *end = NULL;
+    bool bounded = !(o->min == 0 && o->max == 0);
+    switch (o->kind) {
+    case CLI_INT: {
+        errno = 0;
+        long x = strtol(v, &end, 10);
+        if (errno || !*v || *end) {
+            cli_error(s->command, "%s expects a whole number, got '%s'", o->name, v);
+            return false;
+        }
+        if (bounded && (x < o->min || x > o->max)) {
+            cli_error(s->command, "%s must be between %.0f and %.0f, got %ld", o->name, o->min,
+                      o->max, x);
+            return false;
+        }
+        *(long *)o->target = x;
+        return true;
+    }
+    case CLI_DOUBLE: {
+        errno = 0;
+        double x = strtod(v, &end);
+        if (errno || !*v || *end || !isfinite(x)) {
+            cli_error(s->command, "%s expects a number, got '%s'", o->name, v);
+            return false;
+        }
+        if (bounded && (x < o->min || x > o->max)) {
+            cli_error(s->command, "%s must be between %g and %g, got %g", o->name, o->min,
+                      o->max, x);
+            return false;
+        }
+        *(double *)o->target = x;
+        return true;
+    }
+    case CLI_CHOICE:
+        if (!in_choices(o->choices, v)) {
+            cli_error(s->command, "%s must be one of %s, got '%s'", o->name, o->choices, v);
+            return false;
+        }
+        *(const char **)o->target = v;
+        return true;
+    case CLI_STRING:
+        if (!*v) {
+            cli_error(s->command, "%s expects a non-empty value", o->name);
+            return false;
+        }
+        *(const char **)o->target = v;
+        return true;
+    case CLI_FLAG: break;
+    }
+    return false;
+}
+
+cli_result cli_parse(const cli_spec *s, int argc, char **argv)
+{
+    if (s->n_positional) *s->n_positional = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            print_help(s);
+            return CLI_HELP;
+        }
+        if (arg[0] != '-' || !strcmp(arg, "-")) {
+            if (s->positional && *s->n_positional < s->max_positional) {
+                s->positional[(*s->n_positional)++] = arg;
+                continue;
+            }
+            cli_error(s->command, "unexpected argument '%s' (see clformer %s --help)", arg,
+                      s->command);
+            return CLI_ERROR;
+        }
+        /* --name=value or --name value */
+        char name[128];
+        const char *eq = strchr(arg, '=');
+        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+        if (len >= sizeof name) len = sizeof name - 1;
+        memcpy(name, arg, len);
+        name[len] = '\0';
+        const cli_option *o = NULL;
+        for (size_t k = 0; k < s->n_options; k++)
+            if (!strcmp(s->options[k].name, name)) o = &s->options[k];
+        if (!o) {
+            cli_error(s->command, "unknown option '%s' (see clformer %s --help)", name,
+                      s->command);
+            return CLI_ERROR;
+        }
+        if (o->seen) *o->seen = true;
+        if (o->kind == CLI_FLAG) {
+            if (eq) {
+                cli_error(s->command, "%s takes no value", o->name);
+                return CLI_ERROR;
+            }
+            *(bool *)o->target = true;
+            continue;
+        }
+        const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!value) {
+            cli_error(s->command, "%s needs a value (see clformer %s --help)", o->name,
+                      s->command);
+            return CLI_ERROR;
+        }
+        if (!set_value(s, o, value)) return CLI_ERROR;
+    }
+    return CLI_OK;
+}

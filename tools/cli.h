@@ -1,0 +1,58 @@
+/*
+ * Command-line parsing shared by every `clformer` subcommand: a table of
+ * options, generated --help, and one-line errors that name the bad flag or
+ * value and the fix. Only tools/ prints and exits.
+ */
+#ifndef CLFORMER_CLI_H
+#define CLFORMER_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum {
+    CLI_FLAG,   /* bool, no value */
+    CLI_INT,    /* long within [min, max] */
+    CLI_DOUBLE, /* double within [min, max] */
+    CLI_STRING, /* const char * */
+    CLI_CHOICE  /* const char *, one of `choices` ("a|b|c") */
+} cli_kind;
+
+typedef struct {
+    const char *name; /* "--steps" */
+    cli_kind kind;
+    void *target;     /* bool*, long*, double* or const char ** */
+    const char *metavar;
+    const char *help;
+    double min, max;  /* CLI_INT / CLI_DOUBLE bounds (both 0: unbounded) */
+    const char *choices;
+    bool *seen;       /* optional: set when the option was given */
+} cli_option;
+
+typedef struct {
+    const char *command;     /* "train" */
+    const char *summary;     /* one line */
+    const char *usage;       /* "clformer train --src FILE --tgt FILE [options]" */
+    const char *epilog;      /* examples, notes (may be NULL) */
+    const cli_option *options;
+    size_t n_options;
+    /* positional arguments are refused unless this is set */
+    const char **positional;
+    size_t max_positional, *n_positional;
+} cli_spec;
+
+typedef enum { CLI_OK, CLI_HELP, CLI_ERROR } cli_result;
+
+/* Parses argv[1..] (argv[0] is the subcommand). Prints --help to stdout, and
+ * errors to stderr as "clformer CMD: message". */
+cli_result cli_parse(const cli_spec *spec, int argc, char **argv);
+
+/* Prints "clformer CMD: error: ..." to stderr. */
+void cli_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints the runtime's last error as a one-line (or multi-line log) error. */
+void cli_runtime_error(const char *command, const char *doing);
+
+/* Exit codes: 0 success, 1 runtime failure, 2 usage error, 130 interrupted. */
+enum { EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
+
+#endif

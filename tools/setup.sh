@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The README's first command: install what is missing, build, run the main job.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/install-deps.sh
+tools/build.sh
+echo
+./build/clformer devices
