@@ -8,6 +8,16 @@
 
 #include "context.h"
 
+/* A tensor: a buffer and an element offset into it. */
+typedef struct {
+    cl_mem buf;
+    size_t off;
+} cf_view;
+
+static inline cf_view cf_view_at(cl_mem buf, size_t off) { return (cf_view){buf, off}; }
+/* The view `elements` further along the same buffer. */
+static inline cf_view cf_view_add(cf_view v, size_t elements) { return (cf_view){v.buf, v.off + elements}; }
+
 /* Allocates `count` 32-bit elements, zero-filled. Requests beyond the
  * device's max allocation or memory fail with the sizes in the message, and
  * allocation that a driver defers to first use is forced and checked here. */

@@ -76,29 +76,6 @@ int harness_run_device_suite(const char *suite, const struct CMUnitTest *tests, 
     return failures;
 }
 
-hrng hrng_new(uint64_t seed) { return (hrng){seed * 0x9E3779B97F4A7C15ULL + 1}; }
-
-uint64_t hrng_next(hrng *r)
-{
-    uint64_t z = (r->state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-double hrng_uniform(hrng *r, double lo, double hi)
-{
-    return lo + (hi - lo) * (double)(hrng_next(r) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-void hrng_fill(hrng *r, float *out, double *ref, size_t n, double lo, double hi)
-{
-    for (size_t i = 0; i < n; i++) {
-        out[i] = (float)hrng_uniform(r, lo, hi);
-        if (ref) ref[i] = out[i];
-    }
-}
-
 void *hmalloc(size_t bytes)
 {
     void *p = calloc(bytes ? bytes : 1, 1);

@@ -16,6 +16,7 @@
 #include "buffer.h"
 #include "context.h"
 #include "ref_compare.h"
+#include "ref_random.h"
 
 /* The device under test (valid inside a test). */
 cf_ctx *hctx(void);
@@ -37,13 +38,7 @@ void harness_assert_ok(clformer_status st, const char *expr, const char *file, i
 void harness_fail_at(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* --- deterministic random numbers (splitmix64) ---------------------------- */
-typedef struct { uint64_t state; } hrng;
-hrng hrng_new(uint64_t seed);
-uint64_t hrng_next(hrng *r);
-double hrng_uniform(hrng *r, double lo, double hi);
-/* Fills n floats uniform in [lo, hi); `ref` (may be NULL) gets the same values. */
-void hrng_fill(hrng *r, float *out, double *ref, size_t n, double lo, double hi);
+/* Deterministic random data: ref_rng_new, ref_fill_uniform (ref_random.h). */
 
 /* --- device tensors with guard regions ------------------------------------ */
 /* `n` elements at element offset `off` of a buffer; the `off` elements before

@@ -4,5 +4,6 @@
 #define CLFORMER_COMMANDS_H
 
 int cmd_devices(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 #endif

@@ -21,16 +21,16 @@ static const shape small_shapes[] = {{1, 1, 1}, {7, 5, 3}, {3, 7, 13}, {13, 3, 5
 /* One product checked end to end: C (with offsets and guards) against ref. */
 static void check_one(bool ta, bool tb, shape s, float alpha, float beta, uint64_t seed)
 {
-    hrng r = hrng_new(seed);
+    ref_rng r = ref_rng_new(seed);
     const size_t lda = (ta ? s.m : s.k) + 3, ldb = (tb ? s.k : s.n) + 1, ldc = s.n + 2;
     const size_t a_rows = ta ? s.k : s.m, b_rows = tb ? s.n : s.k;
     const size_t na = a_rows * lda, nb = b_rows * ldb, nc = s.m * ldc;
     float *a = hmalloc(na * 4), *b = hmalloc(nb * 4), *c = hmalloc(nc * 4);
     double *a64 = hmalloc(na * 8), *b64 = hmalloc(nb * 8), *c64 = hmalloc(nc * 8);
     double *bound = hmalloc(s.m * s.n * 8);
-    hrng_fill(&r, a, a64, na, -1, 1);
-    hrng_fill(&r, b, b64, nb, -1, 1);
-    hrng_fill(&r, c, c64, nc, -1, 1);
+    ref_fill_uniform(&r, a, a64, na, -1, 1);
+    ref_fill_uniform(&r, b, b64, nb, -1, 1);
+    ref_fill_uniform(&r, c, c64, nc, -1, 1);
     hbuf da = hbuf_from_f32(a, na, 5), db = hbuf_from_f32(b, nb, 3), dc = hbuf_from_f32(c, nc, 11);
 
     assert_ok(cf_gemm(hctx(), ta, tb, s.m, s.n, s.k, alpha, da.mem, da.off, lda, db.mem, db.off,
@@ -99,7 +99,7 @@ static void gemm_transformer_shapes(void **state)
 /* Batched forms: strided (uniform strides with gaps) and arbitrary offsets. */
 static void batched(bool strided, bool ta, bool tb, shape s, size_t batch, uint64_t seed)
 {
-    hrng r = hrng_new(seed);
+    ref_rng r = ref_rng_new(seed);
     const size_t lda = ta ? s.m : s.k, ldb = tb ? s.k : s.n, ldc = s.n;
     const size_t sa = (ta ? s.k : s.m) * lda + 4, sb = (tb ? s.n : s.k) * ldb + 2,
                  sc = s.m * ldc + 3;
@@ -107,9 +107,9 @@ static void batched(bool strided, bool ta, bool tb, shape s, size_t batch, uint6
     float *a = hmalloc(na * 4), *b = hmalloc(nb * 4), *c = hmalloc(nc * 4);
     double *a64 = hmalloc(na * 8), *b64 = hmalloc(nb * 8), *c64 = hmalloc(nc * 8);
     double *bound = hmalloc(s.m * s.n * batch * 8);
-    hrng_fill(&r, a, a64, na, -1, 1);
-    hrng_fill(&r, b, b64, nb, -1, 1);
-    hrng_fill(&r, c, c64, nc, -1, 1);
+    ref_fill_uniform(&r, a, a64, na, -1, 1);
+    ref_fill_uniform(&r, b, b64, nb, -1, 1);
+    ref_fill_uniform(&r, c, c64, nc, -1, 1);
     hbuf da = hbuf_from_f32(a, na, 1), db = hbuf_from_f32(b, nb, 2), dc = hbuf_from_f32(c, nc, 3);
     float *alphas = hmalloc(batch * 4), *betas = hmalloc(batch * 4);
     size_t *ao = hmalloc(batch * sizeof(size_t)), *bo = hmalloc(batch * sizeof(size_t)),

@@ -218,9 +218,9 @@ static void reduce_sum_is_exact_enough_and_repeatable(void **state)
     size_t count = harness_is_slow() ? 3 : 6;
     for (size_t s = 0; s < count; s++) {
         size_t n = sizes[s];
-        hrng r = hrng_new(n);
+        ref_rng r = ref_rng_new(n);
         float *x = hmalloc(n * 4);
-        hrng_fill(&r, x, NULL, n, -1, 1);
+        ref_fill_uniform(&r, x, NULL, n, -1, 1);
         double sum = 0, sq = 0, mag = 0;
         for (size_t i = 0; i < n; i++) sum += x[i], sq += (double)x[i] * x[i], mag += fabs(x[i]);
         hbuf dx = hbuf_from_f32(x, n, 3), out = hbuf_zeros(3, 1);
@@ -253,10 +253,10 @@ static void colsum_matches_reference_and_accumulates(void **state)
     size_t count = harness_is_slow() ? 3 : 5;
     for (size_t s = 0; s < count; s++) {
         size_t rows = shapes[s][0], cols = shapes[s][1], ld = cols + 3;
-        hrng r = hrng_new(rows * 31 + cols);
+        ref_rng r = ref_rng_new(rows * 31 + cols);
         float *x = hmalloc(rows * ld * 4), *init = hmalloc(cols * 4), *got = hmalloc(cols * 4);
-        hrng_fill(&r, x, NULL, rows * ld, -1, 1);
-        hrng_fill(&r, init, NULL, cols, -1, 1);
+        ref_fill_uniform(&r, x, NULL, rows * ld, -1, 1);
+        ref_fill_uniform(&r, init, NULL, cols, -1, 1);
         double *want = hmalloc(cols * 8), *sums = hmalloc(cols * 8);
         for (size_t c = 0; c < cols; c++)
             for (size_t i = 0; i < rows; i++) sums[c] += x[i * ld + c];

@@ -3,9 +3,10 @@
 
 #include <math.h>
 
-static void start(ref_cmp *r, double tol_abs, double tol_rel)
+static void start(ref_cmp *r, double tol_abs, double tol_rel, const char *rule)
 {
     *r = (ref_cmp){0};
+    r->rule = rule;
     r->tol_abs = tol_abs;
     r->tol_rel = tol_rel;
     r->pass = true;
@@ -52,7 +53,7 @@ ref_cmp ref_compare_forward(const float *y, const double *ref, size_t n)
 {
     ref_cmp r;
     double worst = 0.0;
-    start(&r, 2e-5, 1e-5);
+    start(&r, 2e-5, 1e-5, "|y-r| <= 2e-5 + 1e-5|r|");
     for (size_t i = 0; i < n; i++) {
         if (nonfinite(&r, i, y[i], ref[i])) continue;
         visit(&r, i, y[i], ref[i], 2e-5 + 1e-5 * fabs(ref[i]), &worst);
@@ -64,7 +65,7 @@ ref_cmp ref_compare_grad(const float *g, const double *ref, size_t n)
 {
     ref_cmp r;
     double worst = 0.0, max_ref = 0.0, num = 0.0, den = 0.0;
-    start(&r, 1e-5, 1e-4);
+    start(&r, 1e-5, 1e-4, "nmse <= 1e-7, |g-r| <= 1e-4 max|r| + 1e-5");
     for (size_t i = 0; i < n; i++)
         if (isfinite(ref[i])) max_ref = fmax(max_ref, fabs(ref[i]));
     const double bound = 1e-4 * max_ref + 1e-5;
@@ -86,7 +87,7 @@ ref_cmp ref_compare_gemm(const float *c, const double *ref, const double *bound,
 {
     ref_cmp r;
     double worst = 0.0;
-    start(&r, 0.0, 1e-5);
+    start(&r, 0.0, 1e-5, "|c-r| <= 1e-5 (|A||B|)");
     for (size_t i = 0; i < n; i++) {
         if (nonfinite(&r, i, c[i], ref[i])) continue;
         visit(&r, i, c[i], ref[i], 1e-5 * fmax(bound[i], 1e-30), &worst);

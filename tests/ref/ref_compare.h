@@ -15,6 +15,7 @@ typedef struct {
     size_t worst;        /* index of the element furthest outside (or closest to) its bound */
     double worst_value, worst_ref, worst_bound;
     double tol_abs, tol_rel; /* the rule's constants, for reports */
+    const char *rule;        /* the rule in words, e.g. "|y-r| <= 2e-5 + 1e-5|r|" */
     bool pass;
     const char *why;     /* NULL when passing: "nan mismatch", "element bound", "nmse" */
 } ref_cmp;

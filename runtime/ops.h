@@ -1,0 +1,229 @@
+/*
+ * The Transformer's operations on the device: the contract between the model
+ * (runtime/model.c) and the kernels (cl/<layer>.cl, runtime/ops_<layer>.c).
+ *
+ * Conventions (llm.c, CLBlast):
+ * - Tensors are cf_view (buffer, element offset). Row-major. Token ids and
+ *   other integer tensors are int32 views.
+ * - Arguments: outputs first, then inputs, then weights, then sizes.
+ * - Forward functions overwrite their outputs.
+ * - Backward functions ACCUMULATE (+=) into parameter gradients (dweight,
+ *   dbias, dtable, ...) and state what they do with input gradients: each
+ *   says "overwrites" or takes an `accumulate` flag.
+ * - All work is enqueued on the context's in-order queue; nothing waits.
+ * - Every function works for any sizes (tails handled), and sizes of 0 are
+ *   no-ops. Reductions are deterministic: same device, same inputs, same bits.
+ * - Profiling families (cf_launch): "embedding", "layernorm", "activation",
+ *   "dropout", "attention", "loss", "optimizer", "reduce"; GEMMs are "gemm".
+ */
+#ifndef CF_OPS_H
+#define CF_OPS_H
+
+#include "buffer.h"
+
+/* ------------------------------------------------------------------------- */
+/* Dropout: counter-based (Philox4x32-10, cl/common.h), so a mask is          */
+/* recomputed in backward and is the same on every device.                   */
+/* ------------------------------------------------------------------------- */
+
+/* One dropout site of one training step. p == 0 (or a NULL pointer) means
+ * identity. Element i of the site keeps with probability 1-p, decided by
+ * dropout_uniform(seed, step, site, i) >= p, and is scaled by 1/(1-p). */
+typedef struct {
+    float p;
+    uint64_t seed;
+    uint32_t step;
+    uint32_t site; /* unique per (layer, place) within the model */
+} cf_dropout;
+
+static inline bool cf_dropout_active(const cf_dropout *d) { return d && d->p > 0.0f; }
+
+/* out = res + dropout(x), n elements. `out` may alias `res`. */
+clformer_status cf_residual_dropout_forward(cf_ctx *ctx, cf_view out, cf_view res, cf_view x,
+                                            size_t n, const cf_dropout *dropout);
+
+/* dx = dropout_mask(dout): overwrites dx. (The residual branch's gradient is
+ * dout itself.) dx may alias dout. */
+clformer_status cf_dropout_backward(cf_ctx *ctx, cf_view dx, cf_view dout, size_t n,
+                                    const cf_dropout *dropout);
+
+/* out = a + b, n elements; out may alias a or b. */
+clformer_status cf_add(cf_ctx *ctx, cf_view out, cf_view a, cf_view b, size_t n);
+
+/* ------------------------------------------------------------------------- */
+/* Embedding + positions                                                     */
+/* ------------------------------------------------------------------------- */
+
+/* out[b,t,:] = dropout(table[tokens[b,t],:] * scale + P[t,:]) for t < T.
+ * P is the sinusoidal table computed on the device when pos_table.buf is
+ * NULL (P[p,2i] = sin(p / 10000^(2i/C)), P[p,2i+1] = cos(same)), else the
+ * learned table pos_table (max_len, C). Token ids must be validated on the
+ * host (0 <= id < vocab) before upload. */
+clformer_status cf_embedding_forward(cf_ctx *ctx, cf_view out, cf_view tokens, cf_view table,
+                                     cf_view pos_table, size_t B, size_t T, size_t C,
+                                     float scale, const cf_dropout *dropout);
+
+/* Where each token id occurs, built on the host so that the backward
+ * scatter-add is deterministic: unique[u] is the u-th distinct id (sorted),
+ * and positions[starts[u] .. starts[u+1]) are its flat positions b*T+t in
+ * increasing order. Sizes: unique n_unique, starts n_unique+1, positions n. */
+typedef struct {
+    cf_view unique;    /* int32 */
+    cf_view starts;    /* int32 */
+    cf_view positions; /* int32 */
+    size_t n_unique;
+} cf_embedding_index;
+
+/* Host helper: fills unique/starts/positions from n tokens; returns n_unique. */
+size_t cf_embedding_index_build(const int32_t *tokens, size_t n, int32_t *unique,
+                                int32_t *starts, int32_t *positions);
+
+/* dtable[id,:] += scale * sum over positions of id of g[pos,:], and
+ * dpos_table[t,:] += sum over b of g[b,t,:] (skipped when dpos_table.buf is
+ * NULL), where g = dropout_mask(dout). Deterministic. */
+clformer_status cf_embedding_backward(cf_ctx *ctx, cf_view dtable, cf_view dpos_table,
+                                      cf_view dout, const cf_embedding_index *index, size_t B,
+                                      size_t T, size_t C, float scale,
+                                      const cf_dropout *dropout);
+
+/* ------------------------------------------------------------------------- */
+/* LayerNorm over the last dimension                                         */
+/* ------------------------------------------------------------------------- */
+
+/* out = (inp - mean) * rstd * weight + bias per row; saves mean and rstd (N).
+ * rstd = 1 / sqrt(var + eps), var the biased variance (PyTorch). */
+clformer_status cf_layernorm_forward(cf_ctx *ctx, cf_view out, cf_view mean, cf_view rstd,
+                                     cf_view inp, cf_view weight, cf_view bias, size_t N,
+                                     size_t C, float eps);
+
+/* dweight += sum_rows(dout * xhat), dbias += sum_rows(dout) (deterministic);
+ * dinp = (or += when accumulate) the input gradient. dinp must not alias dout. */
+clformer_status cf_layernorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, cf_view dbias,
+                                      cf_view dout, cf_view inp, cf_view weight, cf_view mean,
+                                      cf_view rstd, size_t N, size_t C, bool accumulate);
+
+/* ------------------------------------------------------------------------- */
+/* Linear layers (GEMM through CLBlast) and activations                      */
+/* ------------------------------------------------------------------------- */
+
+/* out (N, OC) = inp (N, IC) weight^T + bias; weight (OC, IC) as PyTorch
+ * stores it; bias.buf NULL for none. */
+clformer_status cf_linear_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_view weight,
+                                  cf_view bias, size_t N, size_t IC, size_t OC);
+
+/* dweight += dout^T inp; dbias += sum_rows(dout) (when dbias.buf is set);
+ * dinp = (or += when accumulate) dout weight (skipped when dinp.buf is NULL). */
+clformer_status cf_linear_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, cf_view dbias,
+                                   cf_view dout, cf_view inp, cf_view weight, size_t N,
+                                   size_t IC, size_t OC, bool accumulate);
+
+typedef enum { CF_ACT_RELU = 0, CF_ACT_GELU = 1 } cf_activation;
+
+/* out = dropout(act(inp + bias)) over (N, C), bias (C); GELU is the exact erf
+ * form 0.5 x (1 + erf(x / sqrt 2)). out must not alias inp (backward needs inp). */
+clformer_status cf_bias_act_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_view bias,
+                                    size_t N, size_t C, cf_activation act,
+                                    const cf_dropout *dropout);
+
+/* dinp = dropout_mask(dout) * act'(inp + bias): overwrites dinp (may alias
+ * dout); dbias += sum_rows(dinp). */
+clformer_status cf_bias_act_backward(cf_ctx *ctx, cf_view dinp, cf_view dbias, cf_view dout,
+                                     cf_view inp, cf_view bias, size_t N, size_t C,
+                                     cf_activation act, const cf_dropout *dropout);
+
+/* ------------------------------------------------------------------------- */
+/* Multi-head scaled dot-product attention                                   */
+/* ------------------------------------------------------------------------- */
+
+/* Head-split layout "(B, H, T, dh)": element (b, h, t, j) of a per-head
+ * tensor with row capacity T_cap lives at off + ((b*H + h)*T_cap + t)*dh + j.
+ * T_cap = T except for decoding caches, which hold max_len rows. */
+
+/* dst (B, H, T, dh) <- src rows: element (b, t, h*dh + j) at
+ * src.off + (b*T + t)*ld + h*dh + j. Overwrites. */
+clformer_status cf_split_heads(cf_ctx *ctx, cf_view dst, cf_view src, size_t ld, size_t B,
+                               size_t T, size_t H, size_t dh);
+
+/* dst rows (b, t, h*dh + j) at dst.off + (b*T + t)*ld + ... <- src (B, H, T, dh).
+ * Overwrites those columns (others in the row are untouched). */
+clformer_status cf_merge_heads(cf_ctx *ctx, cf_view dst, size_t ld, cf_view src, size_t B,
+                               size_t T, size_t H, size_t dh);
+
+typedef struct {
+    size_t B, H, dh;
+    size_t Tq;       /* queries per (b, h) */
+    size_t Tk;       /* keys per (b, h) in use */
+    size_t Tk_cap;   /* row capacity of kh/vh per (b, h) (>= Tk) */
+    size_t q_pos0;   /* position of the first query, for the causal mask */
+    bool causal;     /* key j is masked for query t when j > q_pos0 + t */
+    size_t key_ld;   /* row stride of key_tokens: key j of batch b is key_tokens[b*key_ld + j] */
+} cf_attention_shape;
+
+/* Tensors the backward pass needs, filled by the forward pass. */
+typedef struct {
+    cf_view probs;      /* (B, H, Tq, Tk) softmax(scores), before dropout */
+    cf_view probs_drop; /* (B, H, Tq, Tk) after dropout; may equal probs when no dropout */
+} cf_attention_saved;
+
+/* ctx_h (B, H, Tq, dh) = dropout(softmax(qh kh^T / sqrt(dh) + mask)) vh.
+ * Masks: key j of batch b is masked when key_tokens[b*key_ld + j] == 0 (pad)
+ * or, if causal, when j > q_pos0 + t. Masked scores are -inf; a row whose
+ * keys are all masked gives probabilities 0 and output 0, never NaN.
+ * Q K^T and P V are strided-batched GEMMs; mask+scale+softmax+dropout is one
+ * kernel (a fused flash-style kernel can replace this function later). */
+clformer_status cf_attention_forward(cf_ctx *ctx, cf_view ctx_h, const cf_attention_saved *saved,
+                                     cf_view qh, cf_view kh, cf_view vh, cf_view key_tokens,
+                                     const cf_attention_shape *shape, const cf_dropout *dropout);
+
+/* Gradients in head-split layout, OVERWRITTEN: dqh (B,H,Tq,dh), dkh and dvh
+ * (B,H,Tk_cap,dh, rows < Tk written). dprobs (B,H,Tq,Tk) is workspace. */
+clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
+                                      cf_view dprobs, cf_view dctx_h,
+                                      const cf_attention_saved *saved, cf_view qh, cf_view kh,
+                                      cf_view vh, const cf_attention_shape *shape,
+                                      const cf_dropout *dropout);
+
+/* ------------------------------------------------------------------------- */
+/* Softmax cross-entropy over the vocabulary                                 */
+/* ------------------------------------------------------------------------- */
+
+/* For each row r < N of logits (N, V) with target y = targets[r]:
+ *   q = (1 - ls) onehot(y) + ls / V,  loss_r = -sum_c q_c log softmax(logits_r)_c
+ * (PyTorch CrossEntropyLoss with label_smoothing ls), and loss_r = 0 when
+ * y == ignore_index. losses (N) is overwritten. When dlogits.buf is set,
+ * dlogits_r = grad_scale * (softmax(logits_r) - q), and 0 for ignored rows;
+ * dlogits may alias logits (the gradient replaces them). Targets must be
+ * validated on the host. */
+clformer_status cf_cross_entropy(cf_ctx *ctx, cf_view losses, cf_view dlogits, cf_view logits,
+                                 cf_view targets, size_t N, size_t V, float label_smoothing,
+                                 int ignore_index, float grad_scale);
+
+/* ------------------------------------------------------------------------- */
+/* Optimizer                                                                 */
+/* ------------------------------------------------------------------------- */
+
+typedef struct {
+    float lr;
+    float beta1, beta2, eps;
+    float weight_decay;
+    bool decoupled;        /* true: AdamW (p -= lr*wd*p); false: Adam with L2 (g += wd*p) */
+    float bias_correction1; /* 1 - beta1^t */
+    float bias_correction2; /* 1 - beta2^t */
+} cf_adam_params;
+
+/* grad_scale[0] = min(1, max_norm / (sqrt(norm_sq[0]) + 1e-6)) (PyTorch's
+ * clip_grad_norm_); 1 when max_norm <= 0. One work item. */
+clformer_status cf_clip_scale(cf_ctx *ctx, cf_view grad_scale, cf_view norm_sq, float max_norm);
+
+/* One Adam/AdamW step over n elements of the flat buffers, PyTorch's formula:
+ *   g = grad * grad_scale[0] (+ wd * p for Adam-L2, i < decay_end)
+ *   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2
+ *   p -= lr * wd * p  (AdamW, i < decay_end)
+ *   p -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps)
+ * Weight decay applies only to elements [0, decay_end) (the model lays out
+ * every rank-2 tensor first). grad_scale.buf NULL means 1. */
+clformer_status cf_adam_update(cf_ctx *ctx, cf_view params, cf_view grads, cf_view m, cf_view v,
+                               size_t n, size_t decay_end, cf_view grad_scale,
+                               const cf_adam_params *hp);
+
+#endif

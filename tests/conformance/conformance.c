@@ -1,0 +1,30 @@
+/* The table of conformance checks and shared helpers. */
+#include "conformance.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+const conf_check conf_checks[] = {
+    {"gemm", conf_gemm},
+    {NULL, NULL},
+};
+
+double conf_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+void conf_emit(conf_sink sink, void *user, const char *op, const char *shape, ref_cmp cmp,
+               double ms)
+{
+    conf_result r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.op, sizeof r.op, "%s", op);
+    snprintf(r.shape, sizeof r.shape, "%s", shape);
+    r.cmp = cmp;
+    r.ms = ms;
+    sink(user, &r);
+}

@@ -1,0 +1,124 @@
+/* `clformer check`: does this device compute the right numbers? Runs every
+ * op, forward and backward, against the double-precision reference. */
+#include "cli.h"
+#include "clformer.h"
+#include "commands.h"
+#include "conformance.h"
+
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    bool json;
+    const char *device;
+    int failures;
+    int count;
+} report;
+
+static void json_escape(const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') putchar('\\');
+        if ((unsigned char)*s >= 0x20) putchar(*s);
+    }
+}
+
+static void print_result(void *user, const conf_result *r)
+{
+    report *rep = user;
+    if (!r->cmp.pass) rep->failures++;
+    if (rep->json) {
+        printf("%s\n  {\"op\": \"%s\", \"device\": \"", rep->count ? "," : "", r->op);
+        json_escape(rep->device);
+        printf("\", \"shape\": \"%s\", \"max_abs_err\": %.6g, \"max_rel_err\": %.6g, "
+               "\"nmse\": %.6g, \"rule\": \"%s\", \"pass\": %s, \"ms\": %.3f}",
+               r->shape, r->cmp.max_abs_err, r->cmp.max_rel_err, r->cmp.nmse, r->cmp.rule,
+               r->cmp.pass ? "true" : "false", r->ms);
+    } else {
+        printf("%-34s %-28.28s %-24s %10.3g %10.3g  %-42s %-4s %9.2f\n", r->op, rep->device,
+               r->shape, r->cmp.max_abs_err, r->cmp.max_rel_err, r->cmp.rule,
+               r->cmp.pass ? "pass" : "FAIL", r->ms);
+    }
+    rep->count++;
+    fflush(stdout);
+}
+
+static int check_device(const char *selector, bool quick, const char *only, report *rep)
+{
+    cf_ctx *ctx;
+    if (cf_context_create(selector, false, &ctx) != CLFORMER_OK) {
+        cli_runtime_error("check", "opening the device");
+        return 1;
+    }
+    rep->device = ctx->info.name;
+    bool small = quick || ctx->info.simulator;
+    if (!rep->json && small && !quick)
+        printf("(%s is a simulator: using --quick shapes)\n", ctx->info.name);
+    int errors = 0;
+    for (const conf_check *c = conf_checks; c->layer; c++) {
+        if (only && fnmatch(only, c->layer, 0) != 0) continue;
+        if (c->run(ctx, small, print_result, rep) != CLFORMER_OK) {
+            fprintf(stderr, "clformer check: error: %s on %s could not run: %s\n", c->layer,
+                    ctx->info.name, clformer_last_error());
+            errors++;
+        }
+    }
+    clformer_context_free(ctx);
+    return errors;
+}
+
+int cmd_check(int argc, char **argv)
+{
+    bool all = false, json = false, quick = false;
+    const char *only = NULL;
+    const cli_option options[] = {
+        {"--all", CLI_FLAG, &all, NULL, "check every OpenCL device, not only the selected one"},
+        {"--quick", CLI_FLAG, &quick, NULL, "small shapes only (automatic on simulators)"},
+        {"--json", CLI_FLAG, &json, NULL,
+         "print {\"results\": [{\"op\", \"device\", \"max_abs_err\", \"max_rel_err\", \"pass\"}]}"},
+        {"--layer", CLI_STRING, &only, "GLOB", "only the layers matching GLOB (e.g. 'att*')"},
+    };
+    const cli_spec spec = {
+        "check",
+        "Run every operation (forward and backward, GEMM included) on random inputs on the\n"
+        "device, compare with clformer's double-precision C reference, and print a table:\n"
+        "op, device, shape, max abs error, max rel error, tolerance rule, pass/fail, time (ms).\n"
+        "Exits non-zero when any op fails or cannot run.",
+        "clformer check [--all] [--quick] [--json] [--layer GLOB]",
+        "The device is CLFORMER_DEVICE's choice (see clformer devices).",
+        options, sizeof options / sizeof options[0], NULL, 0, NULL};
+    cli_result r = cli_parse(&spec, argc, argv);
+    if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
+
+    report rep = {json, "", 0, 0};
+    if (json) printf("{\"results\": [");
+    else
+        printf("%-34s %-28s %-24s %10s %10s  %-42s %-4s %9s\n", "op", "device", "shape",
+               "max_abs", "max_rel", "tolerance", "", "ms");
+    int errors = 0;
+    if (all) {
+        clformer_device_info *devs = NULL;
+        size_t n = 0;
+        if (clformer_list_devices(&devs, &n) != CLFORMER_OK || n == 0) {
+            if (json) printf("]}\n");
+            cli_runtime_error("check", n == 0 ? "no OpenCL device found" : "listing devices");
+            free(devs);
+            return 1;
+        }
+        for (size_t i = 0; i < n; i++) errors += check_device(devs[i].selector, quick, only, &rep);
+        free(devs);
+    } else {
+        errors += check_device(NULL, quick, only, &rep);
+    }
+    if (json) printf("\n]}\n");
+    else
+        printf("\n%d checks, %d failed%s\n", rep.count, rep.failures,
+               errors ? ", some layers could not run" : "");
+    if (rep.count == 0 && errors == 0) {
+        cli_error("check", "no check matched --layer '%s'", only ? only : "");
+        return 1;
+    }
+    return rep.failures || errors ? 1 : 0;
+}
