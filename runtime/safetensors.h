@@ -1,0 +1,145 @@
+/*
+ * Safetensors files: a strict reader and a streaming, atomic writer.
+ *
+ * The format (Hugging Face safetensors):
+ *   8 bytes   N, the header length, unsigned little-endian
+ *   N bytes   a UTF-8 JSON object, possibly padded at the end with spaces:
+ *               "__metadata__": {"key": "value", ...}   optional, strings only
+ *               "<name>": {"dtype": "F32", "shape": [d0, d1, ...],
+ *                          "data_offsets": [begin, end]}
+ *   the rest  the data area: each tensor's bytes, row-major, little-endian,
+ *             at [begin, end) counted from the first byte after the header.
+ *             The tensors are contiguous and cover the data area exactly.
+ *
+ * The reader checks all of this when the file is opened, before a caller
+ * allocates anything from the shapes it reports: a malformed file is
+ * CLFORMER_ERR_FORMAT with a message naming the file, the tensor and the
+ * problem. It reads raw bytes; callers check dtypes and shapes (cf_st_expect).
+ *
+ * The writer takes all declarations first (tensors, metadata), so it can
+ * write the header before any data, then takes each tensor's bytes in the
+ * declared order, one tensor at a time (a model larger than host memory can
+ * be saved by downloading one tensor at a time). The file appears only on
+ * commit (runtime/fileio.h: temp file, fsync, rename); any mistake (a wrong
+ * tensor, size or count) fails the writer and leaves no file behind.
+ *
+ * Header layout written, byte-for-byte deterministic:
+ *   {"__metadata__":{<keys in strcmp (UTF-8 byte) order>},
+ *    "<tensor>":{"dtype":..,"shape":[..],"data_offsets":[b,e]}, ...}
+ * compact (no spaces), non-ASCII kept as UTF-8, "__metadata__" omitted when
+ * empty, tensors in declared order, fields in that order, offsets assigned
+ * in declared order from 0, padded with spaces to a multiple of 8 bytes so
+ * the data area starts 8-byte aligned. Python's safetensors reads it.
+ *
+ * "st" in the names below stands for safetensors.
+ */
+#ifndef CF_SAFETENSORS_H
+#define CF_SAFETENSORS_H
+
+#include "clformer.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Element types; names as in the file ("F32", "BF16", ...). */
+typedef enum {
+    CF_ST_BOOL,
+    CF_ST_U8,
+    CF_ST_I8,
+    CF_ST_I16,
+    CF_ST_U16,
+    CF_ST_F16,
+    CF_ST_BF16,
+    CF_ST_I32,
+    CF_ST_U32,
+    CF_ST_F32,
+    CF_ST_F64,
+    CF_ST_I64,
+    CF_ST_U64,
+    CF_ST_DTYPE_COUNT
+} cf_st_dtype;
+
+const char *cf_st_dtype_name(cf_st_dtype dtype);
+size_t cf_st_dtype_size(cf_st_dtype dtype); /* bytes per element */
+
+/* More dimensions than any tensor in this project; a file with more is refused. */
+#define CF_ST_MAX_DIMS 8
+
+/* The header's largest accepted length (the reference implementation's limit). */
+#define CF_ST_MAX_HEADER 100000000u
+
+/* One tensor of an open file. A shape of [] is a scalar (1 element); a zero
+ * in the shape makes an empty tensor (0 bytes). */
+typedef struct {
+    const char *name;     /* owned by the reader */
+    cf_st_dtype dtype;
+    int ndim;
+    int64_t shape[CF_ST_MAX_DIMS];
+    uint64_t numel;
+    uint64_t nbytes;      /* numel * cf_st_dtype_size(dtype) */
+    uint64_t file_offset; /* absolute offset of the first byte in the file */
+} cf_st_tensor;
+
+/* --- reading ------------------------------------------------------------- */
+
+typedef struct cf_st_reader cf_st_reader;
+
+/* Opens and validates `path`. Missing or unreadable: CLFORMER_ERR_IO;
+ * malformed: CLFORMER_ERR_FORMAT. */
+clformer_status cf_st_open(const char *path, cf_st_reader **reader);
+void cf_st_close(cf_st_reader *reader); /* NULL is fine */
+
+const char *cf_st_path(const cf_st_reader *reader);
+
+/* The tensors in data-area order (for files this writer made: declared order). */
+size_t cf_st_count(const cf_st_reader *reader);
+const cf_st_tensor *cf_st_tensor_at(const cf_st_reader *reader, size_t index);
+
+/* NULL when the file has no tensor of that name. */
+const cf_st_tensor *cf_st_find(const cf_st_reader *reader, const char *name);
+
+/* Finds `name` and checks its dtype and shape: CLFORMER_ERR_FORMAT naming
+ * the file, the tensor, and what was expected when it is missing or differs.
+ * `tensor` may be NULL. */
+clformer_status cf_st_expect(const cf_st_reader *reader, const char *name, cf_st_dtype dtype,
+                             int ndim, const int64_t *shape, const cf_st_tensor **tensor);
+
+/* Copies a tensor's bytes into `dst`; `dst_size` must equal tensor->nbytes. */
+clformer_status cf_st_read(const cf_st_reader *reader, const cf_st_tensor *tensor, void *dst,
+                           size_t dst_size);
+
+/* A __metadata__ value; NULL when absent. Owned by the reader. */
+const char *cf_st_metadata(const cf_st_reader *reader, const char *key);
+/* The metadata entries in file order. */
+size_t cf_st_metadata_count(const cf_st_reader *reader);
+void cf_st_metadata_at(const cf_st_reader *reader, size_t index, const char **key,
+                       const char **value);
+
+/* --- writing ------------------------------------------------------------- */
+
+typedef struct cf_st_writer cf_st_writer;
+
+/* A writer for `path`; nothing is created until cf_st_begin. */
+clformer_status cf_st_writer_new(const char *path, cf_st_writer **writer);
+
+/* Declarations, before cf_st_begin. Names must be unique, non-empty, valid
+ * UTF-8 and not "__metadata__"; metadata keys unique; all strings UTF-8. */
+clformer_status cf_st_set_metadata(cf_st_writer *writer, const char *key, const char *value);
+clformer_status cf_st_declare(cf_st_writer *writer, const char *name, cf_st_dtype dtype,
+                              int ndim, const int64_t *shape);
+
+/* Fixes the declarations and writes the header to the temp file. */
+clformer_status cf_st_begin(cf_st_writer *writer);
+
+/* The next declared tensor's bytes, whole: `name` must be that tensor and
+ * `size` its byte size. */
+clformer_status cf_st_write(cf_st_writer *writer, const char *name, const void *data,
+                            size_t size);
+
+/* Checks every declared tensor was written, then makes the file appear. */
+clformer_status cf_st_commit(cf_st_writer *writer);
+
+/* Frees the writer; removes the temp file unless committed. NULL is fine. */
+void cf_st_writer_free(cf_st_writer *writer);
+
+#endif
