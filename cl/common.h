@@ -70,7 +70,9 @@ inline float dropout_uniform(ulong seed, uint step, uint tensor, ulong index)
     const uint4 ctr = (uint4)((uint)(index >> 2), (uint)(index >> 34), tensor, step);
     const uint4 r = philox4x32_10(ctr, (uint2)((uint)seed, (uint)(seed >> 32)));
     const uint w = (uint)(index & 3);
-    const uint bits = w == 0 ? r.x : w == 1 ? r.y : w == 2 ? r.z : r.w;
+    /* Two bit tests, not a chain of w == k: Oclgrind 21.10 runs the switch
+     * that the chain compiles to wrongly (w = 0, 1 read r.w past group 0). */
+    const uint bits = (w & 2) ? ((w & 1) ? r.w : r.z) : ((w & 1) ? r.y : r.x);
     return (float)(bits >> 8) * (1.0f / 16777216.0f);
 }
 

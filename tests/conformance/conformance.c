@@ -7,6 +7,7 @@
 
 const conf_check conf_checks[] = {
     {"gemm", conf_gemm},
+    {"attention", conf_attention},
     {NULL, NULL},
 };
 

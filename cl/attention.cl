@@ -1,0 +1,121 @@
+/*
+ * Multi-head attention kernels (runtime/ops_attention.c launches them).
+ *
+ * The products Q K^T, P V and their gradients are CLBlast GEMMs; what lies
+ * between them is here: moving heads in and out of the "(B, H, T, dh)"
+ * layout, and the row-wise part of attention, one work-group per score row
+ * (b, h, t):
+ *   forward:  P = softmax(scale * S + mask), P_drop = dropout(P)
+ *   backward: dP = dropout_mask(dP_drop), dS = P * (dP - sum_j dP_j P_j) * scale
+ * A masked score counts as -inf: its probability is exactly 0, and a row
+ * with every key masked gets all-zero probabilities (not 0/0 = NaN). The
+ * dropout element index is the flat index into the (B, H, Tq, Tk)
+ * probabilities, so backward redraws the same mask.
+ */
+#include "common.h"
+
+/* Remainders are written x - (x / y) * y: the compiler turns a matching x / y,
+ * x % y pair into that form behind a `freeze`, which Oclgrind 21.10's
+ * uninitialised-value checker cannot execute. */
+
+/* dst[((b*H + h)*T + t)*dh + j] = src[(b*T + t)*ld + h*dh + j].
+ * dim 0: column c = h*dh + j of the packed rows, dim 1: row r = b*T + t. */
+kernel void split_heads(global float *dst, ulong dst_off, global const float *src, ulong src_off,
+                        int ld, int B, int T, int H, int dh)
+{
+    const int c = get_global_id(0), r = get_global_id(1);
+    if (c >= H * dh || r >= B * T) return;
+    const int b = r / T, t = r - b * T, h = c / dh, j = c - h * dh;
+    dst[dst_off + (((ulong)b * H + h) * T + t) * dh + j] = src[src_off + (ulong)r * ld + c];
+}
+
+/* The inverse: dst[(b*T + t)*ld + h*dh + j] = src[((b*H + h)*T + t)*dh + j]. */
+kernel void merge_heads(global float *dst, ulong dst_off, int ld, global const float *src,
+                        ulong src_off, int B, int T, int H, int dh)
+{
+    const int c = get_global_id(0), r = get_global_id(1);
+    if (c >= H * dh || r >= B * T) return;
+    const int b = r / T, t = r - b * T, h = c / dh, j = c - h * dh;
+    dst[dst_off + (ulong)r * ld + c] = src[src_off + (((ulong)b * H + h) * T + t) * dh + j];
+}
+
+/* Whether key j is visible: not padding (when a key mask is given) and, for
+ * causal attention, not after the query's position. jmax = causal limit. */
+inline bool key_visible(global const int *keys, int use_keys, int j, int jmax)
+{
+    return j < jmax && (!use_keys || keys[j] != 0);
+}
+
+/*
+ * In place on the scores S (B, H, Tq, Tk) from Q K^T: p = softmax over the
+ * row of scale * S with masked keys removed. When write_drop is set, also
+ * pd = p * dropout_scale (a copy when drop_p == 0). One work-group of
+ * REDUCE_WG items per row; group g is row g = (b*H + h)*Tq + t.
+ */
+kernel void attention_softmax(global float *p, ulong p_off, global float *pd, ulong pd_off,
+                              int write_drop, global const int *keys, ulong keys_off, int key_ld,
+                              int use_keys, int H, int Tq, int Tk, int q_pos0, int causal,
+                              float scale, float drop_p, ulong seed, uint step, uint site)
+{
+    local float scratch[REDUCE_WG];
+    const int lid = get_local_id(0);
+    const ulong row = get_group_id(0); /* the host launches exactly one group per row */
+    const ulong bh = row / (ulong)Tq;
+    const int t = (int)(row - bh * Tq), b = (int)(bh / (ulong)H);
+    const int jmax = causal ? min(Tk, q_pos0 + t + 1) : Tk;
+    global const int *k = keys + keys_off + (ulong)b * key_ld;
+    global float *x = p + p_off + row * Tk;
+
+    float m = -INFINITY;
+    for (int j = lid; j < Tk; j += REDUCE_WG)
+        if (key_visible(k, use_keys, j, jmax)) m = fmax(m, x[j] * scale);
+    m = wg_max(m, scratch);
+
+    /* m == -inf: every key masked, s == 0, and every element below takes the
+     * masked branch; the guard only keeps inv finite. */
+    float s = 0.0f;
+    for (int j = lid; j < Tk; j += REDUCE_WG)
+        if (key_visible(k, use_keys, j, jmax)) s += exp(x[j] * scale - m);
+    s = wg_sum(s, scratch);
+    const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+
+    /* Each item rewrites only the elements it read, so in-place is safe. */
+    for (int j = lid; j < Tk; j += REDUCE_WG) {
+        const float y = key_visible(k, use_keys, j, jmax) ? exp(x[j] * scale - m) * inv : 0.0f;
+        x[j] = y;
+        /* Philox is costly on CPUs: no draw for a zero (masked) probability. */
+        if (write_drop)
+            pd[pd_off + row * Tk + j] =
+                y != 0.0f ? y * dropout_scale(drop_p, seed, step, site, row * Tk + j) : 0.0f;
+    }
+}
+
+/*
+ * In place on dP_drop (B, H, Tq, Tk) from dO V^T: dS = P * (dP - <dP, P>) * scale
+ * with dP = dP_drop * dropout_scale. Masked entries have P == 0, hence
+ * dS == 0, without needing the masks again. One work-group per row.
+ */
+kernel void attention_softmax_backward(global float *dp, ulong dp_off, global const float *p,
+                                       ulong p_off, int Tk, float scale, float drop_p, ulong seed,
+                                       uint step, uint site)
+{
+    local float scratch[REDUCE_WG];
+    const int lid = get_local_id(0);
+    const ulong row = get_group_id(0);
+    global float *g = dp + dp_off + row * Tk;
+    global const float *y = p + p_off + row * Tk;
+
+    /* dP replaces dP_drop, so the mask is drawn once per element, and not at
+     * all where P == 0 (dS is 0 there whatever dP is). Each item rewrites
+     * only its own elements. */
+    float dot = 0.0f;
+    for (int j = lid; j < Tk; j += REDUCE_WG) {
+        const float d =
+            y[j] != 0.0f ? g[j] * dropout_scale(drop_p, seed, step, site, row * Tk + j) : 0.0f;
+        g[j] = d;
+        dot += d * y[j];
+    }
+    dot = wg_sum(dot, scratch);
+
+    for (int j = lid; j < Tk; j += REDUCE_WG) g[j] = y[j] * (g[j] - dot) * scale;
+}

@@ -1,0 +1,228 @@
+/*
+ * Multi-head scaled dot-product attention (contract in runtime/ops.h).
+ *
+ * Forward, per (b, h), as three launches over all B*H heads at once:
+ *   S = Qh Kh^T                      strided-batched GEMM into saved->probs
+ *   P = softmax(scale S + mask)      attention_softmax, in place; P_drop beside it
+ *   O = P_drop Vh                    strided-batched GEMM
+ * Backward:
+ *   dVh = P_drop^T dO, dP_drop = dO Vh^T          GEMMs
+ *   dS = P (dP - rowsum(dP P)) scale              attention_softmax_backward, in place
+ *   dQh = dS Kh, dKh = dS^T Qh                    GEMMs
+ * The K and V tensors of one (b, h) are Tk_cap rows apart (decoding caches
+ * hold max_len rows); only the first Tk are read, and only those of dKh and
+ * dVh are written.
+ *
+ * key_tokens.buf may be NULL: then no key is padding (only the causal mask
+ * applies).
+ */
+#include "ops.h"
+#include "gemm.h"
+#include "launch.h"
+#include "program.h"
+
+#include <limits.h>
+#include <math.h>
+
+/* ------------------------------------------------------------------------- */
+/* Heads in and out of the (B, H, T, dh) layout                              */
+/* ------------------------------------------------------------------------- */
+
+static clformer_status heads_launch(cf_ctx *ctx, const char *fn, const char *kernel, cf_view dst,
+                                    cf_view src, size_t ld, size_t B, size_t T, size_t H,
+                                    size_t dh, bool split)
+{
+    if (B == 0 || T == 0 || H == 0 || dh == 0) return CLFORMER_OK;
+    if (ld < H * dh)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "%s: row stride ld=%zu is shorter than H*dh=%zu; pass the packed row "
+                       "length (>= H*dh)", fn, ld, H * dh);
+    if (ld > INT_MAX || B * T > INT_MAX || H * dh > INT_MAX)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "%s: B*T=%zu, H*dh=%zu or ld=%zu exceeds INT_MAX; split the batch", fn,
+                       B * T, H * dh, ld);
+    cl_kernel k;
+    CF_TRY(cf_kernel(ctx, "attention", NULL, kernel, &k));
+    const size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {H * dh, B * T};
+    if (split)
+        return CF_LAUNCH(ctx, "attention", k, 2, global, local, CF_MEM(dst.buf), CF_U64(dst.off),
+                         CF_MEM(src.buf), CF_U64(src.off), CF_I32(ld), CF_I32(B), CF_I32(T),
+                         CF_I32(H), CF_I32(dh));
+    return CF_LAUNCH(ctx, "attention", k, 2, global, local, CF_MEM(dst.buf), CF_U64(dst.off),
+                     CF_I32(ld), CF_MEM(src.buf), CF_U64(src.off), CF_I32(B), CF_I32(T),
+                     CF_I32(H), CF_I32(dh));
+}
+
+clformer_status cf_split_heads(cf_ctx *ctx, cf_view dst, cf_view src, size_t ld, size_t B,
+                               size_t T, size_t H, size_t dh)
+{
+    return heads_launch(ctx, "cf_split_heads", "split_heads", dst, src, ld, B, T, H, dh, true);
+}
+
+clformer_status cf_merge_heads(cf_ctx *ctx, cf_view dst, size_t ld, cf_view src, size_t B,
+                               size_t T, size_t H, size_t dh)
+{
+    return heads_launch(ctx, "cf_merge_heads", "merge_heads", dst, src, ld, B, T, H, dh, false);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Argument checks shared by forward and backward                            */
+/* ------------------------------------------------------------------------- */
+
+static bool same_view(cf_view a, cf_view b) { return a.buf == b.buf && a.off == b.off; }
+
+static clformer_status check_args(const char *fn, const cf_attention_shape *s,
+                                  const cf_attention_saved *saved, const cf_dropout *dropout)
+{
+    if (!s || !saved)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s: shape and saved must not be NULL", fn);
+    if (s->Tk > s->Tk_cap)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "%s: Tk=%zu keys in use exceed the row capacity Tk_cap=%zu of kh/vh", fn,
+                       s->Tk, s->Tk_cap);
+    if (s->H > INT_MAX || s->dh > INT_MAX || s->Tk > INT_MAX || s->key_ld > INT_MAX ||
+        s->Tq > INT_MAX - s->q_pos0 - 1)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "%s: H, dh, Tk, key_ld and q_pos0+Tq must fit in an int", fn);
+    if (cf_dropout_active(dropout)) {
+        if (!(dropout->p < 1.0f))
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "%s: dropout p=%g must be below 1", fn, (double)dropout->p);
+        if (same_view(saved->probs_drop, saved->probs))
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "%s: with dropout, saved->probs_drop must be a tensor apart from "
+                           "saved->probs (backward needs both)", fn);
+    }
+    return CLFORMER_OK;
+}
+
+/* Overwrites rows [0, rows) of each of the B*H blocks of cap rows with 0. */
+static clformer_status zero_head_rows(cf_ctx *ctx, cf_view x, size_t BH, size_t rows, size_t cap,
+                                      size_t dh)
+{
+    if (rows == cap) return cf_fill(ctx, x.buf, x.off, BH * rows * dh, 0.0f);
+    for (size_t i = 0; i < BH; i++)
+        CF_TRY(cf_fill(ctx, x.buf, x.off + i * cap * dh, rows * dh, 0.0f));
+    return CLFORMER_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Forward                                                                   */
+/* ------------------------------------------------------------------------- */
+
+/* Scores in probs, then softmax and dropout in place, then P_drop V. */
+static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attention_saved *saved,
+                                       cf_view qh, cf_view kh, cf_view vh, cf_view key_tokens,
+                                       const cf_attention_shape *s, const cf_dropout *dropout)
+{
+    const size_t BH = s->B * s->H, Tq = s->Tq, Tk = s->Tk, dh = s->dh;
+    const cf_view P = saved->probs;
+    CF_TRY(cf_gemm_strided_batched(ctx, false, true, Tq, Tk, dh, 1.0f, qh.buf, qh.off, dh,
+                                   Tq * dh, kh.buf, kh.off, dh, s->Tk_cap * dh, 0.0f, P.buf,
+                                   P.off, Tk, Tq * Tk, BH));
+
+    const bool active = cf_dropout_active(dropout);
+    /* Without dropout a separate probs_drop is still filled (a copy), so that
+     * the saved tensors always mean what ops.h says. */
+    const bool write_drop = !same_view(saved->probs_drop, P);
+    const cf_view Pd = write_drop ? saved->probs_drop : P;
+    const bool use_keys = key_tokens.buf != NULL;
+    cl_kernel k;
+    CF_TRY(cf_kernel(ctx, "attention", NULL, "attention_softmax", &k));
+    const size_t local = ctx->reduce_wg, global = BH * Tq * local;
+    CF_TRY(CF_LAUNCH(ctx, "attention", k, 1, &global, &local, CF_MEM(P.buf), CF_U64(P.off),
+                     CF_MEM(Pd.buf), CF_U64(Pd.off), CF_I32(write_drop),
+                     CF_MEM(use_keys ? key_tokens.buf : P.buf), CF_U64(key_tokens.off),
+                     CF_I32(s->key_ld), CF_I32(use_keys), CF_I32(s->H), CF_I32(Tq), CF_I32(Tk),
+                     CF_I32(s->q_pos0), CF_I32(s->causal), CF_F32(1.0f / sqrtf((float)dh)),
+                     CF_F32(active ? dropout->p : 0.0f), CF_U64(active ? dropout->seed : 0),
+                     CF_U32(active ? dropout->step : 0), CF_U32(active ? dropout->site : 0)));
+
+    return cf_gemm_strided_batched(ctx, false, false, Tq, dh, Tk, 1.0f, Pd.buf, Pd.off, Tk,
+                                   Tq * Tk, vh.buf, vh.off, dh, s->Tk_cap * dh, 0.0f, out.buf,
+                                   out.off, dh, Tq * dh, BH);
+}
+
+clformer_status cf_attention_forward(cf_ctx *ctx, cf_view ctx_h, const cf_attention_saved *saved,
+                                     cf_view qh, cf_view kh, cf_view vh, cf_view key_tokens,
+                                     const cf_attention_shape *shape, const cf_dropout *dropout)
+{
+    const char *fn = "cf_attention_forward";
+    CF_TRY(check_args(fn, shape, saved, dropout));
+    const cf_attention_shape *s = shape;
+    if (s->B == 0 || s->H == 0 || s->Tq == 0 || s->dh == 0) return CLFORMER_OK;
+    if (key_tokens.buf && s->B > 1 && s->key_ld < s->Tk)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "%s: key_ld=%zu is shorter than Tk=%zu: batches' key tokens would overlap",
+                       fn, s->key_ld, s->Tk);
+    /* No keys: every row is fully masked, so the output is 0. */
+    if (s->Tk == 0) return cf_fill(ctx, ctx_h.buf, ctx_h.off, s->B * s->H * s->Tq * s->dh, 0.0f);
+
+    /* A fused flash-style kernel (scores, online softmax and P V per query
+     * tile, never writing P to global memory) slots in here: for inference
+     * it needs no saved tensors at all; for training it would save the row
+     * log-sum-exp instead of P, with a matching path in the backward. */
+    return forward_unfused(ctx, ctx_h, saved, qh, kh, vh, key_tokens, s, dropout);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Backward                                                                  */
+/* ------------------------------------------------------------------------- */
+
+static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
+                                        cf_view dprobs, cf_view dout,
+                                        const cf_attention_saved *saved, cf_view qh, cf_view kh,
+                                        cf_view vh, const cf_attention_shape *s,
+                                        const cf_dropout *dropout)
+{
+    const size_t BH = s->B * s->H, Tq = s->Tq, Tk = s->Tk, dh = s->dh, kstride = s->Tk_cap * dh;
+    const bool active = cf_dropout_active(dropout);
+    const cf_view P = saved->probs, Pd = active ? saved->probs_drop : saved->probs;
+
+    /* dVh = P_drop^T dO */
+    CF_TRY(cf_gemm_strided_batched(ctx, true, false, Tk, dh, Tq, 1.0f, Pd.buf, Pd.off, Tk,
+                                   Tq * Tk, dout.buf, dout.off, dh, Tq * dh, 0.0f, dvh.buf,
+                                   dvh.off, dh, kstride, BH));
+    /* dP_drop = dO Vh^T */
+    CF_TRY(cf_gemm_strided_batched(ctx, false, true, Tq, Tk, dh, 1.0f, dout.buf, dout.off, dh,
+                                   Tq * dh, vh.buf, vh.off, dh, kstride, 0.0f, dprobs.buf,
+                                   dprobs.off, Tk, Tq * Tk, BH));
+    /* dS, in place of dP_drop */
+    cl_kernel k;
+    CF_TRY(cf_kernel(ctx, "attention", NULL, "attention_softmax_backward", &k));
+    const size_t local = ctx->reduce_wg, global = BH * Tq * local;
+    CF_TRY(CF_LAUNCH(ctx, "attention", k, 1, &global, &local, CF_MEM(dprobs.buf),
+                     CF_U64(dprobs.off), CF_MEM(P.buf), CF_U64(P.off), CF_I32(Tk),
+                     CF_F32(1.0f / sqrtf((float)dh)), CF_F32(active ? dropout->p : 0.0f),
+                     CF_U64(active ? dropout->seed : 0), CF_U32(active ? dropout->step : 0),
+                     CF_U32(active ? dropout->site : 0)));
+    /* dQh = dS Kh, dKh = dS^T Qh */
+    CF_TRY(cf_gemm_strided_batched(ctx, false, false, Tq, dh, Tk, 1.0f, dprobs.buf, dprobs.off,
+                                   Tk, Tq * Tk, kh.buf, kh.off, dh, kstride, 0.0f, dqh.buf,
+                                   dqh.off, dh, Tq * dh, BH));
+    return cf_gemm_strided_batched(ctx, true, false, Tk, dh, Tq, 1.0f, dprobs.buf, dprobs.off,
+                                   Tk, Tq * Tk, qh.buf, qh.off, dh, Tq * dh, 0.0f, dkh.buf,
+                                   dkh.off, dh, kstride, BH);
+}
+
+clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
+                                      cf_view dprobs, cf_view dctx_h,
+                                      const cf_attention_saved *saved, cf_view qh, cf_view kh,
+                                      cf_view vh, const cf_attention_shape *shape,
+                                      const cf_dropout *dropout)
+{
+    CF_TRY(check_args("cf_attention_backward", shape, saved, dropout));
+    const cf_attention_shape *s = shape;
+    const size_t BH = s->B * s->H;
+    if (BH == 0 || s->dh == 0) return CLFORMER_OK;
+    /* Degenerate products: no queries means no gradient into keys and values,
+     * no keys means none into queries. */
+    if (s->Tq == 0 || s->Tk == 0) {
+        CF_TRY(zero_head_rows(ctx, dkh, BH, s->Tk, s->Tk_cap, s->dh));
+        CF_TRY(zero_head_rows(ctx, dvh, BH, s->Tk, s->Tk_cap, s->dh));
+        return zero_head_rows(ctx, dqh, BH, s->Tq, s->Tq, s->dh);
+    }
+    /* The fused forward's backward (recomputing P per tile from the saved
+     * log-sum-exp) would be chosen here. */
+    return backward_unfused(ctx, dqh, dkh, dvh, dprobs, dctx_h, saved, qh, kh, vh, s, dropout);
+}
