@@ -70,9 +70,11 @@ inline float dropout_uniform(ulong seed, uint step, uint tensor, ulong index)
     const uint4 ctr = (uint4)((uint)(index >> 2), (uint)(index >> 34), tensor, step);
     const uint4 r = philox4x32_10(ctr, (uint2)((uint)seed, (uint)(seed >> 32)));
     const uint w = (uint)(index & 3);
-    /* Two bit tests, not a chain of w == k: Oclgrind 21.10 runs the switch
-     * that the chain compiles to wrongly (w = 0, 1 read r.w past group 0). */
-    const uint bits = (w & 2) ? ((w & 1) ? r.w : r.z) : ((w & 1) ? r.y : r.x);
+    /* Word w of r, chosen bit by bit: the chain w == 0 ? r.x : w == 1 ? ...
+     * compiles to a switch on a 2-bit integer that Oclgrind 21.10 gets
+     * wrong (it returned r.w for w = 0, 1 past the first block). */
+    const uint2 pair = (w & 2) ? r.zw : r.xy;
+    const uint bits = (w & 1) ? pair.y : pair.x;
     return (float)(bits >> 8) * (1.0f / 16777216.0f);
 }
 

@@ -7,6 +7,8 @@
 
 const conf_check conf_checks[] = {
     {"gemm", conf_gemm},
+    {"embedding", conf_embedding},
+    {"dropout", conf_dropout},
     {"attention", conf_attention},
     {NULL, NULL},
 };

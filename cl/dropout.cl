@@ -1,0 +1,30 @@
+/*
+ * Dropout on residual branches and its backward, plus plain addition.
+ * The mask is never stored: element i of a site is kept when
+ * dropout_uniform(seed, step, site, i) >= p (common.h), so backward
+ * recomputes exactly the forward's mask. p == 0 gives a multiplier of
+ * exactly 1, so the same kernels serve the no-dropout case bit-exactly.
+ * `out` may alias an input: each work item reads its element before writing.
+ */
+#include "common.h"
+
+/* out[i] = res[i] + x[i] * dropout multiplier of i. */
+kernel void residual_dropout_forward(global float *out, ulong out_off, global const float *res,
+                                     ulong res_off, global const float *x, ulong x_off, ulong n,
+                                     float p, ulong seed, uint step, uint site)
+{
+    const ulong i = get_global_id(0);
+    if (i >= n) return;
+    const float r = res[res_off + i];
+    const float v = x[x_off + i] * dropout_scale(p, seed, step, site, i);
+    out[out_off + i] = r + v;
+}
+
+/* dx[i] = dout[i] * dropout multiplier of i. */
+kernel void dropout_backward(global float *dx, ulong dx_off, global const float *dout,
+                             ulong dout_off, ulong n, float p, ulong seed, uint step, uint site)
+{
+    const ulong i = get_global_id(0);
+    if (i >= n) return;
+    dx[dx_off + i] = dout[dout_off + i] * dropout_scale(p, seed, step, site, i);
+}

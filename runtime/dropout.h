@@ -1,0 +1,25 @@
+/*
+ * The kernel arguments of a dropout site, for every op that applies dropout
+ * (cf_dropout in ops.h). Kernels take `float p, ulong seed, uint step,
+ * uint site` and call dropout_scale (cl/common.h); p = 0 there means
+ * identity, bit-exact.
+ */
+#ifndef CF_DROPOUT_H
+#define CF_DROPOUT_H
+
+#include "ops.h"
+
+typedef struct {
+    float p; /* 0 when the site is inactive */
+    uint64_t seed;
+    uint32_t step, site;
+} cf_dropout_args;
+
+/* Validates `d` (NULL or p in [0, 1)) and fills `out`; `op` names the
+ * caller in the error message. */
+clformer_status cf_dropout_args_of(const cf_dropout *d, const char *op, cf_dropout_args *out);
+
+/* The four launch arguments, in kernel order, for CF_LAUNCH. */
+#define CF_DROPOUT_ARGS(a) CF_F32((a).p), CF_U64((a).seed), CF_U32((a).step), CF_U32((a).site)
+
+#endif

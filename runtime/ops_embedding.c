@@ -1,0 +1,132 @@
+/*
+ * Host side of cl/embedding.cl: token embedding + positions + dropout, the
+ * host-built index that makes the backward scatter-add deterministic, and
+ * the backward. Token ids are trusted here: the host validates them
+ * (0 <= id < vocab) before upload, and an invalid id reads or writes outside
+ * the table.
+ */
+#include "dropout.h"
+#include "launch.h"
+#include "ops.h"
+#include "program.h"
+
+#include <limits.h>
+#include <math.h>
+
+static bool fits_int(size_t n) { return n <= (size_t)INT_MAX; }
+
+clformer_status cf_embedding_forward(cf_ctx *ctx, cf_view out, cf_view tokens, cf_view table,
+                                     cf_view pos_table, size_t B, size_t T, size_t C,
+                                     float scale, const cf_dropout *dropout)
+{
+    cf_dropout_args d;
+    CF_TRY(cf_dropout_args_of(dropout, "cf_embedding_forward", &d));
+    if (B == 0 || T == 0 || C == 0) return CLFORMER_OK;
+    if (!out.buf || !tokens.buf || !table.buf)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_embedding_forward: out, tokens and table need buffers");
+    if (!fits_int(B) || !fits_int(T) || !fits_int(C) || !fits_int(B * T))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_embedding_forward: B=%zu T=%zu C=%zu exceed the int range of the "
+                       "kernels; split the batch",
+                       B, T, C);
+    const size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {C, T};
+    cl_kernel k;
+    if (pos_table.buf) {
+        CF_TRY(cf_kernel(ctx, "embedding", NULL, "embedding_forward_learned", &k));
+        return CF_LAUNCH(ctx, "embedding", k, 2, global, local, CF_MEM(out.buf),
+                         CF_U64(out.off), CF_MEM(tokens.buf), CF_U64(tokens.off),
+                         CF_MEM(table.buf), CF_U64(table.off), CF_MEM(pos_table.buf),
+                         CF_U64(pos_table.off), CF_I32(B), CF_I32(T), CF_I32(C), CF_F32(scale),
+                         CF_DROPOUT_ARGS(d));
+    }
+    /* The frequency ratio between column pairs, in double, handed over as
+     * hi + lo floats: the kernel's two-float arithmetic keeps its precision. */
+    const double beta = pow(10000.0, -2.0 / (double)C);
+    const float beta_hi = (float)beta, beta_lo = (float)(beta - (double)beta_hi);
+    CF_TRY(cf_kernel(ctx, "embedding", NULL, "embedding_forward_sinusoidal", &k));
+    return CF_LAUNCH(ctx, "embedding", k, 2, global, local, CF_MEM(out.buf), CF_U64(out.off),
+                     CF_MEM(tokens.buf), CF_U64(tokens.off), CF_MEM(table.buf),
+                     CF_U64(table.off), CF_I32(B), CF_I32(T), CF_I32(C), CF_F32(scale),
+                     CF_F32(beta_hi), CF_F32(beta_lo), CF_DROPOUT_ARGS(d));
+}
+
+/* Orders positions by (token id, position). */
+static bool before(const int32_t *tokens, int32_t a, int32_t b)
+{
+    return tokens[a] != tokens[b] ? tokens[a] < tokens[b] : a < b;
+}
+
+static void sift_down(const int32_t *tokens, int32_t *heap, size_t root, size_t n)
+{
+    for (size_t child; (child = 2 * root + 1) < n; root = child) {
+        if (child + 1 < n && before(tokens, heap[child], heap[child + 1])) child++;
+        if (!before(tokens, heap[root], heap[child])) return;
+        const int32_t tmp = heap[root];
+        heap[root] = heap[child];
+        heap[child] = tmp;
+    }
+}
+
+size_t cf_embedding_index_build(const int32_t *tokens, size_t n, int32_t *unique,
+                                int32_t *starts, int32_t *positions)
+{
+    /* Heap sort in place: O(n log n), no allocation, and the (id, position)
+     * order is total, so the result does not depend on the sort. */
+    for (size_t i = 0; i < n; i++) positions[i] = (int32_t)i;
+    for (size_t i = n / 2; i-- > 0;) sift_down(tokens, positions, i, n);
+    for (size_t end = n; end > 1; end--) {
+        const int32_t top = positions[0];
+        positions[0] = positions[end - 1];
+        positions[end - 1] = top;
+        sift_down(tokens, positions, 0, end - 1);
+    }
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && tokens[positions[i]] == tokens[positions[i - 1]]) continue;
+        unique[u] = tokens[positions[i]];
+        starts[u++] = (int32_t)i;
+    }
+    starts[u] = (int32_t)n;
+    return u;
+}
+
+clformer_status cf_embedding_backward(cf_ctx *ctx, cf_view dtable, cf_view dpos_table,
+                                      cf_view dout, const cf_embedding_index *index, size_t B,
+                                      size_t T, size_t C, float scale,
+                                      const cf_dropout *dropout)
+{
+    cf_dropout_args d;
+    CF_TRY(cf_dropout_args_of(dropout, "cf_embedding_backward", &d));
+    if (B == 0 || T == 0 || C == 0) return CLFORMER_OK;
+    if (!index || !dtable.buf || !dout.buf)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_embedding_backward: dtable, dout and the index are required");
+    if (!fits_int(B) || !fits_int(T) || !fits_int(C) || !fits_int(B * T))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_embedding_backward: B=%zu T=%zu C=%zu exceed the int range of the "
+                       "kernels; split the batch",
+                       B, T, C);
+    if (index->n_unique == 0 || index->n_unique > B * T || !index->unique.buf ||
+        !index->starts.buf || !index->positions.buf)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_embedding_backward: the index (n_unique=%zu for %zu positions) was "
+                       "not built by cf_embedding_index_build for these B and T",
+                       index->n_unique, B * T);
+    const size_t local[2] = {ctx->elementwise_wg, 1};
+    const size_t by_id[2] = {C, index->n_unique};
+    cl_kernel k;
+    CF_TRY(cf_kernel(ctx, "embedding", NULL, "embedding_backward_table", &k));
+    CF_TRY(CF_LAUNCH(ctx, "embedding", k, 2, by_id, local, CF_MEM(dtable.buf),
+                     CF_U64(dtable.off), CF_MEM(dout.buf), CF_U64(dout.off),
+                     CF_MEM(index->unique.buf), CF_U64(index->unique.off),
+                     CF_MEM(index->starts.buf), CF_U64(index->starts.off),
+                     CF_MEM(index->positions.buf), CF_U64(index->positions.off),
+                     CF_I32(index->n_unique), CF_I32(C), CF_F32(scale), CF_DROPOUT_ARGS(d)));
+    if (!dpos_table.buf) return CLFORMER_OK;
+    const size_t by_position[2] = {C, T};
+    CF_TRY(cf_kernel(ctx, "embedding", NULL, "embedding_backward_pos", &k));
+    return CF_LAUNCH(ctx, "embedding", k, 2, by_position, local, CF_MEM(dpos_table.buf),
+                     CF_U64(dpos_table.off), CF_MEM(dout.buf), CF_U64(dout.off), CF_I32(B),
+                     CF_I32(T), CF_I32(C), CF_DROPOUT_ARGS(d));
+}
