@@ -8,6 +8,7 @@
 const conf_check conf_checks[] = {
     {"gemm", conf_gemm},
     {"loss", conf_loss},
+    {"adam", conf_adam},
     {NULL, NULL},
 };
 
