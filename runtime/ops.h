@@ -226,4 +226,18 @@ clformer_status cf_adam_update(cf_ctx *ctx, cf_view params, cf_view grads, cf_vi
                                size_t n, size_t decay_end, cf_view grad_scale,
                                const cf_adam_params *hp);
 
+/* ------------------------------------------------------------------------- */
+/* Decoding helpers (greedy and beam search), in the "loss" family           */
+/* ------------------------------------------------------------------------- */
+
+/* out[r] (int32, N) = the column of the largest value of row r of logits
+ * (N, V). The lowest index wins ties and NaN counts as the largest value
+ * (torch.argmax), so the answer is the same on every device. */
+clformer_status cf_argmax_rows(cf_ctx *ctx, cf_view out, cf_view logits, size_t N, size_t V);
+
+/* out (N, V) = log_softmax(logits) per row: x - max - log(sum exp(x - max)).
+ * Overwrites out; out may alias logits. */
+clformer_status cf_log_softmax_rows(cf_ctx *ctx, cf_view out, cf_view logits, size_t N,
+                                    size_t V);
+
 #endif

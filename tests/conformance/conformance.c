@@ -10,6 +10,8 @@ const conf_check conf_checks[] = {
     {"embedding", conf_embedding},
     {"dropout", conf_dropout},
     {"attention", conf_attention},
+    {"loss", conf_loss},
+    {"adam", conf_adam},
     {NULL, NULL},
 };
 

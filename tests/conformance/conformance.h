@@ -43,5 +43,7 @@ clformer_status conf_gemm(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_attention(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_embedding(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_dropout(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
+clformer_status conf_loss(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
+clformer_status conf_adam(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 
 #endif
