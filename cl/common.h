@@ -69,8 +69,11 @@ inline float dropout_uniform(ulong seed, uint step, uint tensor, ulong index)
 {
     const uint4 ctr = (uint4)((uint)(index >> 2), (uint)(index >> 34), tensor, step);
     const uint4 r = philox4x32_10(ctr, (uint2)((uint)seed, (uint)(seed >> 32)));
+    /* Word index & 3 of r, chosen by its two bits: Oclgrind 21.10 returned
+     * the wrong word for a chain of == comparisons (for index >= 4). */
     const uint w = (uint)(index & 3);
-    const uint bits = w == 0 ? r.x : w == 1 ? r.y : w == 2 ? r.z : r.w;
+    const uint2 pair = (w & 2) ? r.zw : r.xy;
+    const uint bits = (w & 1) ? pair.y : pair.x;
     return (float)(bits >> 8) * (1.0f / 16777216.0f);
 }
 
