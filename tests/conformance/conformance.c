@@ -7,6 +7,7 @@
 
 const conf_check conf_checks[] = {
     {"gemm", conf_gemm},
+    {"layernorm", conf_layernorm},
     {NULL, NULL},
 };
 
