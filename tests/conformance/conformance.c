@@ -8,6 +8,7 @@
 const conf_check conf_checks[] = {
     {"gemm", conf_gemm},
     {"layernorm", conf_layernorm},
+    {"linear", conf_linear},
     {"activation", conf_activation},
     {NULL, NULL},
 };

@@ -41,6 +41,7 @@ void conf_emit(conf_sink sink, void *user, const char *op, const char *shape, re
 /* The checks (one file each). */
 clformer_status conf_gemm(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_layernorm(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
+clformer_status conf_linear(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_activation(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 
 #endif
