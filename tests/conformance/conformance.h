@@ -45,5 +45,8 @@ clformer_status conf_embedding(cf_ctx *ctx, bool quick, conf_sink sink, void *us
 clformer_status conf_dropout(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_loss(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_adam(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
+clformer_status conf_layernorm(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
+clformer_status conf_linear(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
+clformer_status conf_activation(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 
 #endif

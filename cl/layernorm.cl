@@ -1,0 +1,130 @@
+/*
+ * LayerNorm over the last dimension (runtime/ops_layernorm.c launches these).
+ *
+ * Forward: one work-group of REDUCE_WG items per row. The statistics are
+ * computed in two passes around a shift, the row's first element: for
+ * inputs like 1000 + noise, x - shift is exact and small, so neither the
+ * mean nor the variance loses the noise to fp32 rounding of large sums (a
+ * plain sum of x would, and Welford's running update costs a division per
+ * element).
+ *
+ * Backward: the input gradient is again one work-group per row; dweight and
+ * dbias are column sums over rows, written as per-row-block partials in
+ * reduce.cl's [block][col] layout and then summed block by block, so the
+ * sum order is fixed and results repeat bit for bit.
+ */
+#include "common.h"
+
+/* out = (x - mean) * rstd * weight + bias; mean[row], rstd[row] saved. */
+kernel void layernorm_forward(global float *out, ulong out_off, global float *mean,
+                              ulong mean_off, global float *rstd, ulong rstd_off,
+                              global const float *inp, ulong inp_off,
+                              global const float *weight, ulong weight_off,
+                              global const float *bias, ulong bias_off, int C, float eps)
+{
+    local float scratch[REDUCE_WG];
+    const int lid = get_local_id(0);
+    const ulong row = get_group_id(0);
+    global const float *x = inp + inp_off + row * C;
+    global float *y = out + out_off + row * C;
+    const float shift = x[0];
+
+    float s = 0.0f;
+    for (int c = lid; c < C; c += REDUCE_WG) s += x[c] - shift;
+    const float dmean = wg_sum(s, scratch) / C; /* mean - shift */
+
+    float q = 0.0f;
+    for (int c = lid; c < C; c += REDUCE_WG) {
+        const float d = (x[c] - shift) - dmean;
+        q += d * d;
+    }
+    const float var = wg_sum(q, scratch) / C; /* biased, as PyTorch */
+    const float rs = 1.0f / sqrt(var + eps);
+
+    for (int c = lid; c < C; c += REDUCE_WG)
+        y[c] = ((x[c] - shift) - dmean) * rs * weight[weight_off + c] + bias[bias_off + c];
+    if (lid == 0) {
+        mean[mean_off + row] = shift + dmean;
+        rstd[rstd_off + row] = rs;
+    }
+}
+
+/* With g = dout * weight and xhat = (x - mean) * rstd, per row:
+ *   dinp (+)= rstd * (g - mean_c(g) - xhat * mean_c(g * xhat)). */
+kernel void layernorm_backward_input(global float *dinp, ulong dinp_off,
+                                     global const float *dout, ulong dout_off,
+                                     global const float *inp, ulong inp_off,
+                                     global const float *weight, ulong weight_off,
+                                     global const float *mean, ulong mean_off,
+                                     global const float *rstd, ulong rstd_off, int C,
+                                     int accumulate)
+{
+    /* g is formed in both passes; an fma in one pass but not the other would
+     * make g - mean(g) nonzero where it is exactly zero (rows of one element). */
+#pragma OPENCL FP_CONTRACT OFF
+    local float scratch[REDUCE_WG];
+    const int lid = get_local_id(0);
+    const ulong row = get_group_id(0);
+    global const float *x = inp + inp_off + row * C;
+    global const float *dy = dout + dout_off + row * C;
+    global float *dx = dinp + dinp_off + row * C;
+    global const float *w = weight + weight_off;
+    const float m = mean[mean_off + row], rs = rstd[rstd_off + row];
+
+    float sg = 0.0f, sgx = 0.0f;
+    for (int c = lid; c < C; c += REDUCE_WG) {
+        const float g = dy[c] * w[c];
+        sg += g;
+        sgx += g * ((x[c] - m) * rs);
+    }
+    const float mg = wg_sum(sg, scratch) / C;
+    const float mgx = wg_sum(sgx, scratch) / C;
+
+    for (int c = lid; c < C; c += REDUCE_WG) {
+        const float g = dy[c] * w[c];
+        const float v = (g - mg - ((x[c] - m) * rs) * mgx) * rs;
+        dx[c] = accumulate ? dx[c] + v : v;
+    }
+}
+
+/* Work item (c, blk): partial sums over the block's rows of dout * xhat
+ * (at partials) and of dout (at partials + pb_off), each [block][col]. */
+kernel void layernorm_backward_params(global float *partials, ulong pb_off,
+                                      global const float *dout, ulong dout_off,
+                                      global const float *inp, ulong inp_off,
+                                      global const float *mean, ulong mean_off,
+                                      global const float *rstd, ulong rstd_off, int N, int C,
+                                      int rows_per_block)
+{
+    const int c = get_global_id(0), blk = get_global_id(1);
+    if (c >= C) return;
+    const int r1 = min(N, (blk + 1) * rows_per_block);
+    float sw = 0.0f, sb = 0.0f;
+    for (int r = blk * rows_per_block; r < r1; r++) {
+        const ulong i = (ulong)r * C + c;
+        const float d = dout[dout_off + i];
+        sw += d * ((inp[inp_off + i] - mean[mean_off + r]) * rstd[rstd_off + r]);
+        sb += d;
+    }
+    partials[(ulong)blk * C + c] = sw;
+    partials[pb_off + (ulong)blk * C + c] = sb;
+}
+
+/* dweight[c] += sum over blocks of pw[blk][c]; dbias[c] likewise from pb =
+ * partials + pb_off. (reduce.cl's colsum_final does one of these but reads
+ * its partials from offset 0; finishing both here is also one launch less.) */
+kernel void layernorm_backward_params_final(global float *dweight, ulong dweight_off,
+                                            global float *dbias, ulong dbias_off,
+                                            global const float *partials, ulong pb_off,
+                                            int nblocks, int C)
+{
+    const int c = get_global_id(0);
+    if (c >= C) return;
+    float sw = 0.0f, sb = 0.0f;
+    for (int b = 0; b < nblocks; b++) {
+        sw += partials[(ulong)b * C + c];
+        sb += partials[pb_off + (ulong)b * C + c];
+    }
+    dweight[dweight_off + c] += sw;
+    dbias[dbias_off + c] += sb;
+}

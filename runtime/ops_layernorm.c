@@ -1,0 +1,91 @@
+/*
+ * LayerNorm over the last dimension (cl/layernorm.cl): the host side of
+ * cf_layernorm_forward and cf_layernorm_backward (runtime/ops.h).
+ *
+ * Both directions use one work-group of ctx->reduce_wg items per row.
+ * Backward adds a column-partials kernel for dweight and dbias (reduce.h's
+ * [block][col] layout and row blocking) and a kernel that finishes both, so
+ * parameter gradients are summed over rows in a fixed order (no atomics)
+ * and repeat bit for bit.
+ */
+#include "launch.h"
+#include "ops.h"
+#include "program.h"
+#include "reduce.h"
+
+#include <limits.h>
+
+static clformer_status check_sizes(const char *op, size_t N, size_t C)
+{
+    if (N > INT_MAX || C > INT_MAX)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "%s: N=%zu C=%zu exceed the kernels' int range; split the rows", op, N, C);
+    return CLFORMER_OK;
+}
+
+clformer_status cf_layernorm_forward(cf_ctx *ctx, cf_view out, cf_view mean, cf_view rstd,
+                                     cf_view inp, cf_view weight, cf_view bias, size_t N,
+                                     size_t C, float eps)
+{
+    if (N == 0 || C == 0) return CLFORMER_OK;
+    CF_TRY(check_sizes("cf_layernorm_forward", N, C));
+    if (!out.buf || !mean.buf || !rstd.buf || !inp.buf || !weight.buf || !bias.buf)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_layernorm_forward: out, mean, rstd, inp, weight and bias must all be "
+                       "device buffers");
+    if (!(eps > 0.0f))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_layernorm_forward: eps must be positive (got %g); PyTorch's default "
+                       "is 1e-5",
+                       (double)eps);
+    cl_kernel k;
+    CF_TRY(cf_kernel(ctx, "layernorm", NULL, "layernorm_forward", &k));
+    size_t local = ctx->reduce_wg, global = N * local;
+    return CF_LAUNCH(ctx, "layernorm", k, 1, &global, &local, CF_MEM(out.buf), CF_U64(out.off),
+                     CF_MEM(mean.buf), CF_U64(mean.off), CF_MEM(rstd.buf), CF_U64(rstd.off),
+                     CF_MEM(inp.buf), CF_U64(inp.off), CF_MEM(weight.buf), CF_U64(weight.off),
+                     CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(C), CF_F32(eps));
+}
+
+clformer_status cf_layernorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, cf_view dbias,
+                                      cf_view dout, cf_view inp, cf_view weight, cf_view mean,
+                                      cf_view rstd, size_t N, size_t C, bool accumulate)
+{
+    if (N == 0 || C == 0) return CLFORMER_OK;
+    CF_TRY(check_sizes("cf_layernorm_backward", N, C));
+    if (!dinp.buf || !dweight.buf || !dbias.buf || !dout.buf || !inp.buf || !weight.buf ||
+        !mean.buf || !rstd.buf)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_layernorm_backward: every tensor (dinp, dweight, dbias, dout, inp, "
+                       "weight, mean, rstd) must be a device buffer");
+    if (dinp.buf == dout.buf && dinp.off < dout.off + N * C && dout.off < dinp.off + N * C)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_layernorm_backward: dinp overlaps dout; runtime/ops.h requires "
+                       "separate storage for them");
+
+    /* dweight and dbias: per-block partials of both (one read of dout), then a
+     * fixed-order sum of each. */
+    const size_t rpb = cf_colsum_rows_per_block(N), nblocks = (N + rpb - 1) / rpb;
+    cl_mem partials;
+    CF_TRY(cf_scratch(ctx, 2 * nblocks * C, &partials));
+    cl_kernel k;
+    CF_TRY(cf_kernel(ctx, "layernorm", NULL, "layernorm_backward_params", &k));
+    size_t local2[2] = {ctx->elementwise_wg, 1}, global2[2] = {C, nblocks};
+    CF_TRY(CF_LAUNCH(ctx, "layernorm", k, 2, global2, local2, CF_MEM(partials),
+                     CF_U64(nblocks * C), CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(inp.buf),
+                     CF_U64(inp.off), CF_MEM(mean.buf), CF_U64(mean.off), CF_MEM(rstd.buf),
+                     CF_U64(rstd.off), CF_I32(N), CF_I32(C), CF_I32(rpb)));
+    CF_TRY(cf_kernel(ctx, "layernorm", NULL, "layernorm_backward_params_final", &k));
+    size_t local1 = ctx->elementwise_wg, global1 = C;
+    CF_TRY(CF_LAUNCH(ctx, "layernorm", k, 1, &global1, &local1, CF_MEM(dweight.buf),
+                     CF_U64(dweight.off), CF_MEM(dbias.buf), CF_U64(dbias.off), CF_MEM(partials),
+                     CF_U64(nblocks * C), CF_I32(nblocks), CF_I32(C)));
+
+    /* dinp: one work-group per row. */
+    CF_TRY(cf_kernel(ctx, "layernorm", NULL, "layernorm_backward_input", &k));
+    size_t local = ctx->reduce_wg, global = N * local;
+    return CF_LAUNCH(ctx, "layernorm", k, 1, &global, &local, CF_MEM(dinp.buf), CF_U64(dinp.off),
+                     CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(inp.buf), CF_U64(inp.off),
+                     CF_MEM(weight.buf), CF_U64(weight.off), CF_MEM(mean.buf), CF_U64(mean.off),
+                     CF_MEM(rstd.buf), CF_U64(rstd.off), CF_I32(C), CF_I32(accumulate));
+}
