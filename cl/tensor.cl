@@ -1,10 +1,10 @@
 /*
  * Generic tensor utilities.
  *
- * fill_u32 replaces clEnqueueFillBuffer: Oclgrind 21.10 does not mark memory
- * written by clEnqueueFillBuffer as initialised, so every later read of it is
- * reported as uninitialised. A kernel fill is seen by every checker and costs
- * the same on real devices.
+ * fill_u32 and copy_u32 replace clEnqueueFillBuffer and clEnqueueCopyBuffer:
+ * Oclgrind 21.10 does not mark memory written by those commands as
+ * initialised, so every later read of it is reported as uninitialised. A
+ * kernel is seen by every checker and costs the same on real devices.
  */
 #include "common.h"
 

@@ -74,10 +74,11 @@ void cf_buffer_free(cf_ctx *ctx, cl_mem buf)
     release(ctx, buf);
 }
 
-/* Oclgrind 21.10 records a host write at a non-zero offset in the wrong part
- * of its shadow memory, so later reads of the written data are reported as
- * uninitialised. On a simulator, data is written at offset 0 of a staging
- * buffer and a kernel copies it into place; real devices write directly. */
+/* Oclgrind 21.10 records a host write that does not cover the whole buffer
+ * in the wrong part of its shadow memory (it even marks the rest of the
+ * buffer uninitialised), so later reads are reported as uninitialised. On a
+ * simulator, data is written to the whole of a staging buffer and a kernel
+ * copies it into place; real devices write directly. */
 static clformer_status upload_via_staging(cf_ctx *ctx, cl_mem buf, size_t off, const void *host,
                                           size_t count)
 {
@@ -87,12 +88,7 @@ static clformer_status upload_via_staging(cf_ctx *ctx, cl_mem buf, size_t off, c
     clformer_status st = CLFORMER_OK;
     err = clEnqueueWriteBuffer(ctx->queue, staging, CL_TRUE, 0, count * 4, host, 0, NULL, NULL);
     if (err != CL_SUCCESS) st = cf_fail_cl(err, "clEnqueueWriteBuffer", __FILE__, __LINE__);
-    cl_kernel k;
-    if (st == CLFORMER_OK) st = cf_kernel(ctx, "tensor", NULL, "copy_u32", &k);
-    size_t local = ctx->elementwise_wg;
-    if (st == CLFORMER_OK)
-        st = CF_LAUNCH(ctx, "copy", k, 1, &count, &local, CF_MEM(buf), CF_U64(off),
-                       CF_MEM(staging), CF_U64(0), CF_U64(count));
+    if (st == CLFORMER_OK) st = cf_copy(ctx, staging, 0, buf, off, count);
     if (st == CLFORMER_OK) st = cf_finish(ctx);
     release(ctx, staging);
     return st;
@@ -101,7 +97,7 @@ static clformer_status upload_via_staging(cf_ctx *ctx, cl_mem buf, size_t off, c
 clformer_status cf_upload(cf_ctx *ctx, cl_mem buf, size_t off, const void *host, size_t count)
 {
     if (count == 0) return CLFORMER_OK;
-    if (ctx->info.simulator && off != 0) return upload_via_staging(ctx, buf, off, host, count);
+    if (ctx->info.simulator) return upload_via_staging(ctx, buf, off, host, count);
     CL_CHECK(clEnqueueWriteBuffer(ctx->queue, buf, CL_TRUE, off * 4, count * 4, host, 0, NULL,
                                   NULL));
     return CLFORMER_OK;
@@ -118,10 +114,13 @@ clformer_status cf_download(cf_ctx *ctx, cl_mem buf, size_t off, void *host, siz
 clformer_status cf_copy(cf_ctx *ctx, cl_mem src, size_t src_off, cl_mem dst, size_t dst_off,
                         size_t count)
 {
-    if (count == 0) return CLFORMER_OK;
-    CL_CHECK(clEnqueueCopyBuffer(ctx->queue, src, dst, src_off * 4, dst_off * 4, count * 4, 0,
-                                 NULL, NULL));
-    return CLFORMER_OK;
+    /* A kernel, not clEnqueueCopyBuffer: Oclgrind 21.10 does not carry the
+     * initialised state of copied memory over (see cl/tensor.cl). */
+    cl_kernel k;
+    CF_TRY(cf_kernel(ctx, "tensor", NULL, "copy_u32", &k));
+    size_t local = ctx->elementwise_wg;
+    return CF_LAUNCH(ctx, "copy", k, 1, &count, &local, CF_MEM(dst), CF_U64(dst_off),
+                     CF_MEM(src), CF_U64(src_off), CF_U64(count));
 }
 
 clformer_status cf_fill_u32(cf_ctx *ctx, cl_mem buf, size_t off, size_t count, uint32_t value)
