@@ -6,18 +6,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ref_philox.h"
+
 typedef enum { REF_ACT_RELU = 0, REF_ACT_GELU = 1 } ref_activation;
 
 /* One dropout site, as cf_dropout: p == 0 (or a NULL pointer) is identity. */
-typedef struct {
-    float p;
-    uint64_t seed;
-    uint32_t step;
-    uint32_t site;
-} ref_act_dropout;
+typedef ref_dropout ref_act_dropout;
 
 /* The dropout multiplier of element `index` of the site: 0 or 1/(1-p). */
-double ref_act_dropout_scale(const ref_act_dropout *d, uint64_t index);
+static inline double ref_act_dropout_scale(const ref_act_dropout *d, uint64_t index)
+{
+    return ref_dropout_scale(d, index);
+}
 
 /* out = dropout(act(inp + bias)) over (N, C); GELU is the exact erf form. */
 void ref_bias_act_forward(double *out, const double *inp, const double *bias, size_t N, size_t C,

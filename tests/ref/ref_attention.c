@@ -3,37 +3,6 @@
 
 #include <math.h>
 
-/* ------------------------------------------------------------------------- */
-/* Dropout mask: a private copy of cl/common.h's Philox4x32-10 and            */
-/* dropout_uniform. TODO(merge): replaced by tests/ref/ref_philox.h, written  */
-/* on another branch at the same time.                                        */
-/* ------------------------------------------------------------------------- */
-
-static void ref_attn_philox(uint32_t c[4], uint32_t k0, uint32_t k1)
-{
-    for (int r = 0; r < 10; r++) {
-        const uint64_t p0 = (uint64_t)0xD2511F53u * c[0], p1 = (uint64_t)0xCD9E8D57u * c[2];
-        const uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
-        const uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
-        const uint32_t n0 = hi1 ^ c[1] ^ k0, n2 = hi0 ^ c[3] ^ k1;
-        c[0] = n0, c[1] = lo1, c[2] = n2, c[3] = lo0;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-}
-
-/* 0 when element `index` of the site is dropped, 1/(1-p) when kept. */
-static double ref_attn_dropout_scale(const ref_attention_dropout *d, uint64_t index)
-{
-    if (!d || d->p <= 0.0f) return 1.0;
-    uint32_t c[4] = {(uint32_t)(index >> 2), (uint32_t)(index >> 34), d->site, d->step};
-    ref_attn_philox(c, (uint32_t)d->seed, (uint32_t)(d->seed >> 32));
-    const double u = (double)(c[index & 3] >> 8) * (1.0 / 16777216.0);
-    return u < (double)d->p ? 0.0 : 1.0 / (1.0 - (double)d->p);
-}
-
-/* ------------------------------------------------------------------------- */
-
 void ref_split_heads(double *dst, const double *src, size_t ld, size_t B, size_t T, size_t H,
                      size_t dh)
 {
@@ -89,7 +58,7 @@ void ref_attention_forward(double *ctx_h, double *probs, double *probs_drop, con
                 }
                 for (size_t j = 0; j < Tk; j++) {
                     if (sum > 0.0) p[j] /= sum;
-                    pd[j] = p[j] * ref_attn_dropout_scale(dropout, row * Tk + j);
+                    pd[j] = p[j] * ref_dropout_scale(dropout, row * Tk + j);
                 }
                 for (size_t i = 0; i < dh; i++) {
                     double acc = 0.0;
@@ -125,7 +94,7 @@ void ref_attention_backward(double *dqh, double *dkh, double *dvh, double *dprob
             for (size_t j = 0; j < Tk; j++) {
                 double g = 0.0; /* dP_drop, then dP */
                 for (size_t i = 0; i < dh; i++) g += dO[t * dh + i] * v[j * dh + i];
-                g *= ref_attn_dropout_scale(dropout, row * Tk + j);
+                g *= ref_dropout_scale(dropout, row * Tk + j);
                 dS[t * Tk + j] = g;
                 dot += g * P[t * Tk + j];
             }

@@ -9,6 +9,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "ref_philox.h"
 #include <stdint.h>
 
 /* Mirrors cf_attention_shape. */
@@ -20,13 +22,8 @@ typedef struct {
     size_t key_ld; /* key j of batch b is key_tokens[b*key_ld + j]; 0 means padding */
 } ref_attention_shape;
 
-/* Mirrors cf_dropout; NULL or p == 0 means no dropout. p is the float the
- * device compares against, so both draw the same mask. */
-typedef struct {
-    float p;
-    uint64_t seed;
-    uint32_t step, site;
-} ref_attention_dropout;
+/* Mirrors cf_dropout; NULL or p == 0 means no dropout (ref_philox.h). */
+typedef ref_dropout ref_attention_dropout;
 
 /* dst (B, H, T, dh) <- rows (b, t, h*dh + j) of src with row stride ld. */
 void ref_split_heads(double *dst, const double *src, size_t ld, size_t B, size_t T, size_t H,
