@@ -61,30 +61,32 @@ inline void embed_column(global float *out, ulong out_off, global const int *tok
     }
 }
 
-/* Global (C, T). beta = 10000^(-2/C) as hi + lo. */
+/* Global (C, T). beta = 10000^(-2/C) as hi + lo. Row t holds position
+ * pos0 + t (pos0 > 0 when decoding one position at a time). */
 kernel void embedding_forward_sinusoidal(global float *out, ulong out_off,
                                          global const int *tokens, ulong tok_off,
                                          global const float *table, ulong table_off, int B,
-                                         int T, int C, float scale, float beta_hi, float beta_lo,
-                                         float p, ulong seed, uint step, uint site)
+                                         int T, int C, int pos0, float scale, float beta_hi,
+                                         float beta_lo, float p, ulong seed, uint step, uint site)
 {
     const int c = get_global_id(0), t = get_global_id(1);
     if (c >= C || t >= T) return;
-    const float pe = sinusoid(t, c, (float2)(beta_hi, beta_lo));
+    const float pe = sinusoid(pos0 + t, c, (float2)(beta_hi, beta_lo));
     embed_column(out, out_off, tokens, tok_off, table, table_off, B, T, C, t, c, scale, pe, p,
                  seed, step, site);
 }
 
-/* Global (C, T). pos: the learned table, row t at pos_off + t*C. */
+/* Global (C, T). pos: the learned table, position q at pos_off + q*C; row t
+ * holds position pos0 + t. */
 kernel void embedding_forward_learned(global float *out, ulong out_off, global const int *tokens,
                                       ulong tok_off, global const float *table, ulong table_off,
                                       global const float *pos, ulong pos_off, int B, int T,
-                                      int C, float scale, float p, ulong seed, uint step,
-                                      uint site)
+                                      int C, int pos0, float scale, float p, ulong seed,
+                                      uint step, uint site)
 {
     const int c = get_global_id(0), t = get_global_id(1);
     if (c >= C || t >= T) return;
-    const float pe = pos[pos_off + (ulong)t * C + c];
+    const float pe = pos[pos_off + (ulong)(pos0 + t) * C + c];
     embed_column(out, out_off, tokens, tok_off, table, table_off, B, T, C, t, c, scale, pe, p,
                  seed, step, site);
 }

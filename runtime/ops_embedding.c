@@ -15,9 +15,10 @@
 
 static bool fits_int(size_t n) { return n <= (size_t)INT_MAX; }
 
-clformer_status cf_embedding_forward(cf_ctx *ctx, cf_view out, cf_view tokens, cf_view table,
-                                     cf_view pos_table, size_t B, size_t T, size_t C,
-                                     float scale, const cf_dropout *dropout)
+/* Rows t < T of each batch entry hold positions pos0 + t. */
+static clformer_status embed(cf_ctx *ctx, cf_view out, cf_view tokens, cf_view table,
+                             cf_view pos_table, size_t B, size_t T, size_t pos0, size_t C,
+                             float scale, const cf_dropout *dropout)
 {
     cf_dropout_args d;
     CF_TRY(cf_dropout_args_of(dropout, "cf_embedding_forward", &d));
@@ -25,7 +26,7 @@ clformer_status cf_embedding_forward(cf_ctx *ctx, cf_view out, cf_view tokens, c
     if (!out.buf || !tokens.buf || !table.buf)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cf_embedding_forward: out, tokens and table need buffers");
-    if (!fits_int(B) || !fits_int(T) || !fits_int(C) || !fits_int(B * T))
+    if (!fits_int(B) || !fits_int(T + pos0) || !fits_int(C) || !fits_int(B * T))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cf_embedding_forward: B=%zu T=%zu C=%zu exceed the int range of the "
                        "kernels; split the batch",
@@ -37,8 +38,8 @@ clformer_status cf_embedding_forward(cf_ctx *ctx, cf_view out, cf_view tokens, c
         return CF_LAUNCH(ctx, "embedding", k, 2, global, local, CF_MEM(out.buf),
                          CF_U64(out.off), CF_MEM(tokens.buf), CF_U64(tokens.off),
                          CF_MEM(table.buf), CF_U64(table.off), CF_MEM(pos_table.buf),
-                         CF_U64(pos_table.off), CF_I32(B), CF_I32(T), CF_I32(C), CF_F32(scale),
-                         CF_DROPOUT_ARGS(d));
+                         CF_U64(pos_table.off), CF_I32(B), CF_I32(T), CF_I32(C), CF_I32(pos0),
+                         CF_F32(scale), CF_DROPOUT_ARGS(d));
     }
     /* The frequency ratio between column pairs, in double, handed over as
      * hi + lo floats: the kernel's two-float arithmetic keeps its precision. */
@@ -47,8 +48,23 @@ clformer_status cf_embedding_forward(cf_ctx *ctx, cf_view out, cf_view tokens, c
     CF_TRY(cf_kernel(ctx, "embedding", NULL, "embedding_forward_sinusoidal", &k));
     return CF_LAUNCH(ctx, "embedding", k, 2, global, local, CF_MEM(out.buf), CF_U64(out.off),
                      CF_MEM(tokens.buf), CF_U64(tokens.off), CF_MEM(table.buf),
-                     CF_U64(table.off), CF_I32(B), CF_I32(T), CF_I32(C), CF_F32(scale),
-                     CF_F32(beta_hi), CF_F32(beta_lo), CF_DROPOUT_ARGS(d));
+                     CF_U64(table.off), CF_I32(B), CF_I32(T), CF_I32(C), CF_I32(pos0),
+                     CF_F32(scale), CF_F32(beta_hi), CF_F32(beta_lo), CF_DROPOUT_ARGS(d));
+}
+
+clformer_status cf_embedding_forward(cf_ctx *ctx, cf_view out, cf_view tokens, cf_view table,
+                                     cf_view pos_table, size_t B, size_t T, size_t C,
+                                     float scale, const cf_dropout *dropout)
+{
+    return embed(ctx, out, tokens, table, pos_table, B, T, 0, C, scale, dropout);
+}
+
+clformer_status cf_embedding_forward_at(cf_ctx *ctx, cf_view out, cf_view tokens, cf_view table,
+                                        cf_view pos_table, size_t B, size_t pos, size_t C,
+                                        float scale)
+{
+    /* B rows of one position each: a batch of B sequences of length 1, shifted */
+    return embed(ctx, out, tokens, table, pos_table, B, 1, pos, C, scale, NULL);
 }
 
 /* Orders positions by (token id, position). */
