@@ -116,6 +116,200 @@ typedef struct {
 } clformer_program_stats;
 clformer_program_stats clformer_context_program_stats(const clformer_context *ctx);
 
+
+/* ------------------------------------------------------------------------- */
+/* Model configuration (../shared/docs/MODEL.md)                              */
+/* ------------------------------------------------------------------------- */
+
+typedef enum { CLFORMER_ACT_RELU = 0, CLFORMER_ACT_GELU = 1 } clformer_activation;
+typedef enum { CLFORMER_POS_SINUSOIDAL = 0, CLFORMER_POS_LEARNED = 1 } clformer_positional;
+
+typedef struct {
+    int d_model;         /* width of every token vector (512) */
+    int n_heads;         /* attention heads, d_model % n_heads == 0 (8) */
+    int d_ff;            /* feed-forward hidden width (2048) */
+    int n_enc_layers;    /* (6) */
+    int n_dec_layers;    /* (6) */
+    int src_vocab;       /* sizes including the 4 special tokens */
+    int tgt_vocab;
+    int max_len;         /* longest sequence, specials included (256) */
+    bool norm_first;     /* pre-norm (true) or the paper's post-norm */
+    clformer_activation activation;
+    clformer_positional positional;
+    float dropout;       /* (0.1) */
+    float ln_eps;        /* (1e-5) */
+    float label_smoothing; /* (0.0) */
+    bool share_tgt_embed;  /* generator weight tied to the target embedding */
+} clformer_config;
+
+/* MODEL.md's defaults; vocabulary sizes are left 0 (they come from data). */
+void clformer_config_default(clformer_config *config);
+
+/* Checks every field; the message names the field, the value and the fix. */
+clformer_status clformer_config_validate(const clformer_config *config);
+
+/* The config as the JSON object stored in checkpoints (malloc'd string). */
+char *clformer_config_to_json(const clformer_config *config);
+/* Parses that JSON object; unknown keys and missing keys are errors. */
+clformer_status clformer_config_from_json(const char *json, clformer_config *config);
+
+/* Special token ids of every vocabulary. */
+enum { CLFORMER_PAD = 0, CLFORMER_SOS = 1, CLFORMER_EOS = 2, CLFORMER_UNK = 3 };
+
+/* ------------------------------------------------------------------------- */
+/* Models: parameters, optimizer state and activations on one device         */
+/* ------------------------------------------------------------------------- */
+
+typedef struct clformer_model clformer_model;
+
+/* A fresh model: MODEL.md's initialisation (Xavier-uniform matrices and
+ * embeddings, zero biases, unit LayerNorm), deterministic from `seed`, which
+ * also seeds dropout. Fails with a clear message when the config is invalid
+ * or the parameters and optimizer state do not fit the device. */
+clformer_status clformer_model_create(clformer_context *ctx, const clformer_config *config,
+                                      uint64_t seed, clformer_model **model);
+void clformer_model_free(clformer_model *model);
+
+const clformer_config *clformer_model_config(const clformer_model *model);
+size_t clformer_model_parameter_count(const clformer_model *model);
+
+/* Vocabularies (tokens in id order, vocab-size entries each). A model made
+ * from a config has none until they are set; checkpoints store them. */
+clformer_status clformer_model_set_vocabs(clformer_model *model, const char *const *src_tokens,
+                                          const char *const *tgt_tokens);
+const char *const *clformer_model_src_vocab(const clformer_model *model);
+const char *const *clformer_model_tgt_vocab(const clformer_model *model);
+
+/* Device memory in bytes. */
+typedef struct {
+    size_t parameters;   /* weights */
+    size_t gradients;
+    size_t optimizer;    /* Adam m and v */
+    size_t activations;  /* the arena for the largest batch so far */
+    size_t decoding;     /* inference caches */
+    size_t total;        /* everything clformer allocated on the device */
+} clformer_memory;
+clformer_memory clformer_model_memory(const clformer_model *model);
+
+/* A batch of sentence pairs as token ids, right-padded with CLFORMER_PAD:
+ * src is batch x src_len, tgt is batch x tgt_len (each target starts with
+ * <sos> and ends with <eos>; the decoder reads tgt[:, :-1] and predicts
+ * tgt[:, 1:]). Ids are validated before anything runs on the device. */
+typedef struct {
+    size_t batch, src_len, tgt_len;
+    const int32_t *src;
+    const int32_t *tgt;
+} clformer_batch;
+
+typedef enum { CLFORMER_ADAM = 0, CLFORMER_ADAMW = 1 } clformer_optimizer;
+
+typedef struct {
+    clformer_optimizer optimizer; /* Adam (L2 decay) or AdamW (decoupled) */
+    float beta1, beta2, eps;      /* (0.9, 0.98, 1e-9): the paper's */
+    float weight_decay;           /* rank-2 tensors only (0) */
+    float clip;                   /* global gradient-norm clip, 0 = off (1.0) */
+} clformer_optim_config;
+void clformer_optim_config_default(clformer_optim_config *config);
+clformer_status clformer_model_set_optimizer(clformer_model *model,
+                                             const clformer_optim_config *config);
+
+typedef struct {
+    double loss;       /* mean cross-entropy over counted target tokens, before the update */
+    double grad_norm;  /* global gradient norm before clipping */
+    size_t tokens;     /* counted (non-pad) target tokens */
+    uint64_t step;     /* optimizer steps taken, this one included */
+} clformer_step_stats;
+
+/* One training step: forward, loss, backward, clipping and the optimizer
+ * update at learning rate `lr`, all enqueued; reads back only the loss and
+ * the gradient norm. */
+clformer_status clformer_model_train_step(clformer_model *model, const clformer_batch *batch,
+                                          float lr, clformer_step_stats *stats);
+
+/* Loss without training (dropout off): sum of token losses and their count. */
+clformer_status clformer_model_eval_loss(clformer_model *model, const clformer_batch *batch,
+                                         double *loss_sum, size_t *tokens);
+
+/* Logits (batch x (tgt_len-1) x tgt_vocab floats) of a batch, dropout off. */
+clformer_status clformer_model_logits(clformer_model *model, const clformer_batch *batch,
+                                      float *logits);
+
+/* Forward and backward without an update, for gradient checks: afterwards
+ * clformer_model_read_tensor(..., gradient=true) gives this batch's
+ * gradients of the mean loss (dropout as in training). */
+clformer_status clformer_model_gradients(clformer_model *model, const clformer_batch *batch,
+                                         double *loss);
+
+/* Copies the named parameter (PyTorch name) or its gradient to host memory;
+ * `count` must be the tensor's element count. */
+clformer_status clformer_model_read_tensor(clformer_model *model, const char *name,
+                                           bool gradient, float *out, size_t count);
+
+/* Optimizer steps taken so far. */
+uint64_t clformer_model_step(const clformer_model *model);
+
+/* The seed of dropout masks (a loaded plain model has seed 0 until set). */
+void clformer_model_set_seed(clformer_model *model, uint64_t seed);
+
+/* Learning rate at step (from 1): constant, or the paper's noam schedule
+ * factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5). */
+typedef enum { CLFORMER_LR_CONSTANT = 0, CLFORMER_LR_NOAM = 1 } clformer_lr_schedule;
+float clformer_learning_rate(clformer_lr_schedule schedule, float base, int d_model,
+                             uint64_t step, uint64_t warmup);
+
+/* ------------------------------------------------------------------------- */
+/* Translation (greedy or beam search, with key/value caches)                */
+/* ------------------------------------------------------------------------- */
+
+typedef struct {
+    int beam;              /* 1: greedy decoding */
+    int max_len;           /* most output tokens (with <eos>); 0: the model's max_len - 1 */
+    float length_penalty;  /* beam: hypotheses ranked by logprob / length^penalty (1.0) */
+    bool record_attention; /* greedy: keep the last decoder layer's cross-attention of sentence 0 */
+} clformer_decode_options;
+void clformer_decode_options_default(clformer_decode_options *options);
+
+typedef struct {
+    int32_t *tokens;        /* batch x max_len: row b holds lengths[b] ids, no <sos>/<eos> */
+    size_t *lengths;
+    size_t max_len;
+    float *attention;       /* attention_rows x heads x src_len, when recorded */
+    size_t attention_rows, heads, src_len;
+} clformer_translation;
+void clformer_translation_free(clformer_translation *translation);
+
+/* Translates `batch` source sentences (batch x src_len ids, right-padded with
+ * <pad>; each sentence <sos> ... <eos> as in training). */
+clformer_status clformer_translate(clformer_model *model, const int32_t *src, size_t batch,
+                                   size_t src_len, const clformer_decode_options *options,
+                                   clformer_translation *out);
+
+/* ------------------------------------------------------------------------- */
+/* Checkpoints: one .safetensors file (MODEL.md)                             */
+/* ------------------------------------------------------------------------- */
+
+/* Saves the weights under PyTorch's state_dict names with the config and
+ * vocabularies as metadata; with_training_state adds Adam's m and v
+ * (optim.m.<name>, optim.v.<name>) and clformer.train_state (step, seed,
+ * optimizer, and the trainer's JSON, see below). The write is atomic: a
+ * temp file, fsync, rename, fsync of the directory. */
+clformer_status clformer_model_save(clformer_model *model, const char *path,
+                                    bool with_training_state);
+
+/* Loads a checkpoint, validating everything (header, dtypes, shapes,
+ * metadata, vocabularies) before allocating on the device. A training
+ * checkpoint restores the optimizer state and step as well. */
+clformer_status clformer_model_load(clformer_context *ctx, const char *path,
+                                    clformer_model **model);
+
+/* True when the loaded checkpoint held optimizer state. */
+bool clformer_model_has_training_state(const clformer_model *model);
+
+/* The trainer's own state (a JSON object: data position, schedule, ...),
+ * stored in clformer.train_state; NULL when none. */
+clformer_status clformer_model_set_trainer_state(clformer_model *model, const char *json);
+const char *clformer_model_trainer_state(const clformer_model *model);
+
 #ifdef __cplusplus
 }
 #endif

@@ -63,6 +63,11 @@ clformer_status cf_embedding_forward(cf_ctx *ctx, cf_view out, cf_view tokens, c
                                      cf_view pos_table, size_t B, size_t T, size_t C,
                                      float scale, const cf_dropout *dropout);
 
+/* Decoding: one token per row at position pos (out (B, C)), no dropout. */
+clformer_status cf_embedding_forward_at(cf_ctx *ctx, cf_view out, cf_view tokens, cf_view table,
+                                        cf_view pos_table, size_t B, size_t pos, size_t C,
+                                        float scale);
+
 /* Where each token id occurs, built on the host so that the backward
  * scatter-add is deterministic: unique[u] is the u-th distinct id (sorted),
  * and positions[starts[u] .. starts[u+1]) are its flat positions b*T+t in

@@ -1,0 +1,34 @@
+/*
+ * Helpers of incremental decoding: writing one position of the key/value
+ * caches, updating the generated-token table, and reordering cache rows
+ * when beam search picks its survivors.
+ */
+#include "common.h"
+
+/* cache[((r*H + h)*T_cap + pos)*dh + j] = src[src_off + r*ld + h*dh + j] */
+kernel void kv_cache_write(global float *cache, ulong cache_off, global const float *src,
+                           ulong src_off, int ld, int R, int H, int dh, int T_cap, int pos)
+{
+    const int j = get_global_id(0), rh = get_global_id(1);
+    if (j >= dh || rh >= R * H) return;
+    const int r = rh / H, h = rh - r * H; /* not %: Oclgrind 21.10 trips on the freeze of a / and % pair */
+    cache[cache_off + ((ulong)rh * T_cap + pos) * dh + j] = src[src_off + (ulong)r * ld + h * dh + j];
+}
+
+/* table[r*ld + col] = values[r] for r < R */
+kernel void set_column(global int *table, ulong table_off, int ld, int col,
+                       global const int *values, ulong values_off, int R)
+{
+    const int r = get_global_id(0);
+    if (r < R) table[table_off + (ulong)r * ld + col] = values[values_off + r];
+}
+
+/* dst row r = src row index[r], rows of `row` elements */
+kernel void gather_rows(global float *dst, ulong dst_off, global const float *src, ulong src_off,
+                        global const int *index, ulong index_off, ulong row, int R)
+{
+    const ulong i = get_global_id(0);
+    const int r = get_global_id(1);
+    if (i >= row || r >= R) return;
+    dst[dst_off + (ulong)r * row + i] = src[src_off + (ulong)index[index_off + r] * row + i];
+}

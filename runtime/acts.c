@@ -1,0 +1,169 @@
+/*
+ * The activation arena: one buffer holding every tensor of a batch shape.
+ * Laid out in two passes (count, then assign views); the buffer grows only
+ * when a batch needs more than any batch before it.
+ */
+#include "buffer.h"
+#include "model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    cl_mem buf;
+    size_t next;
+} cursor;
+
+static cf_view take(cursor *c, size_t count)
+{
+    cf_view v = {c->buf, c->next};
+    /* 16-element (64-byte) alignment keeps vector loads aligned on every device */
+    c->next += (count + 15) & ~(size_t)15;
+    return v;
+}
+
+static void sub_acts(cursor *c, cf_sub_acts *s, size_t N, size_t d)
+{
+    s->ln = take(c, N * d);
+    s->mean = take(c, N);
+    s->rstd = take(c, N);
+    s->out = take(c, N * d);
+}
+
+static void attn_acts(cursor *c, cf_attn_acts *a, const cf_model *m, size_t B, size_t Tq,
+                      size_t Tk, bool cross, bool dropout)
+{
+    const size_t d = (size_t)m->cfg.d_model, H = (size_t)m->cfg.n_heads;
+    if (cross) {
+        a->q = take(c, B * Tq * d);
+        a->kv = take(c, B * Tk * 2 * d);
+    } else {
+        a->q = take(c, B * Tq * 3 * d);
+    }
+    a->qh = take(c, B * Tq * d);
+    a->kh = take(c, B * Tk * d);
+    a->vh = take(c, B * Tk * d);
+    a->saved.probs = take(c, B * H * Tq * Tk);
+    a->saved.probs_drop = dropout ? take(c, B * H * Tq * Tk) : a->saved.probs;
+    a->ctx_h = take(c, B * Tq * d);
+    a->concat = take(c, B * Tq * d);
+    a->out = take(c, B * Tq * d);
+}
+
+static void ffn_acts(cursor *c, cf_ffn_acts *f, size_t N, size_t d, size_t ff)
+{
+    f->pre = take(c, N * ff);
+    f->act = take(c, N * ff);
+    f->out = take(c, N * d);
+}
+
+static cf_embedding_index index_views(cursor *c, size_t n)
+{
+    cf_embedding_index ix;
+    ix.unique = take(c, n);
+    ix.starts = take(c, n + 1);
+    ix.positions = take(c, n);
+    ix.n_unique = 0;
+    return ix;
+}
+
+/* Assigns every view; returns the element count. */
+static size_t layout(cf_model *m, cf_acts *a, cl_mem buf)
+{
+    const clformer_config *cfg = &m->cfg;
+    const size_t B = a->B, S = a->S, T = a->T;
+    const size_t d = (size_t)cfg->d_model, ff = (size_t)cfg->d_ff, H = (size_t)cfg->n_heads;
+    const size_t V = (size_t)cfg->tgt_vocab, Ns = B * S, Nt = B * T;
+    const size_t N = Ns > Nt ? Ns : Nt, Tmax = S > T ? S : T;
+    const bool drop = a->training && cfg->dropout > 0.0f;
+    cursor c = {buf, 0};
+
+    a->src = take(&c, Ns);
+    a->tgt_in = take(&c, Nt);
+    a->labels = take(&c, Nt);
+    a->src_index = index_views(&c, Ns);
+    a->tgt_index = index_views(&c, Nt);
+    a->ints = c.next;
+
+    a->src_emb = take(&c, Ns * d);
+    a->tgt_emb = take(&c, Nt * d);
+    for (int l = 0; l < cfg->n_enc_layers; l++) {
+        cf_layer_acts *L = &a->enc[l];
+        sub_acts(&c, &L->sub[0], Ns, d);
+        attn_acts(&c, &L->self_attn, m, B, S, S, false, drop);
+        sub_acts(&c, &L->sub[1], Ns, d);
+        ffn_acts(&c, &L->ffn, Ns, d, ff);
+    }
+    a->memory = take(&c, Ns * d);
+    a->mem_mean = take(&c, Ns);
+    a->mem_rstd = take(&c, Ns);
+    for (int l = 0; l < cfg->n_dec_layers; l++) {
+        cf_layer_acts *L = &a->dec[l];
+        sub_acts(&c, &L->sub[0], Nt, d);
+        attn_acts(&c, &L->self_attn, m, B, T, T, false, drop);
+        sub_acts(&c, &L->sub[1], Nt, d);
+        attn_acts(&c, &L->cross_attn, m, B, T, S, true, drop);
+        sub_acts(&c, &L->sub[2], Nt, d);
+        ffn_acts(&c, &L->ffn, Nt, d, ff);
+    }
+    a->dec_out = take(&c, Nt * d);
+    a->dec_mean = take(&c, Nt);
+    a->dec_rstd = take(&c, Nt);
+    a->logits = take(&c, Nt * V);
+    a->losses = take(&c, Nt);
+
+    if (a->training) {
+        a->d_res = take(&c, N * d);
+        a->d_mem = take(&c, Ns * d);
+        a->d_a = take(&c, N * d);
+        a->d_b = take(&c, N * d);
+        a->d_c = take(&c, N * d);
+        a->d_q = take(&c, N * 3 * d);
+        a->d_kv = take(&c, Ns * 2 * d);
+        a->d_qh = take(&c, B * Tmax * d);
+        a->d_kh = take(&c, B * Tmax * d);
+        a->d_vh = take(&c, B * Tmax * d);
+        a->d_ctx_h = take(&c, B * Tmax * d);
+        a->d_probs = take(&c, B * H * Tmax * Tmax);
+        a->d_ff = take(&c, N * ff);
+    }
+    return c.next;
+}
+
+clformer_status cf_acts_prepare(cf_model *m, size_t B, size_t S, size_t T, bool training)
+{
+    cf_acts *a = &m->acts;
+    if (!a->enc) {
+        a->enc = calloc((size_t)m->cfg.n_enc_layers, sizeof *a->enc);
+        a->dec = calloc((size_t)m->cfg.n_dec_layers, sizeof *a->dec);
+        if (!a->enc || !a->dec) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    a->B = B;
+    a->S = S;
+    a->T = T;
+    a->training = training;
+    size_t need = layout(m, a, NULL);
+    if (need > m->arena_capacity) {
+        cf_buffer_free(m->ctx, m->arena);
+        m->arena = NULL;
+        m->arena_capacity = 0;
+        clformer_status st = cf_buffer_alloc(m->ctx, need, "activations", &m->arena);
+        if (st != CLFORMER_OK)
+            return cf_fail_prefix(st, "batch of %zu sentences (source length %zu, target "
+                                      "length %zu) needs too much memory: ",
+                                  B, S, T + 1);
+        m->arena_capacity = need;
+    }
+    a->total = layout(m, a, m->arena);
+    return CLFORMER_OK;
+}
+
+void cf_acts_release(cf_model *m)
+{
+    cf_buffer_free(m->ctx, m->arena);
+    m->arena = NULL;
+    m->arena_capacity = 0;
+    free(m->acts.enc);
+    free(m->acts.dec);
+    memset(&m->acts, 0, sizeof m->acts);
+}

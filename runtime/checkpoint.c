@@ -1,0 +1,358 @@
+/*
+ * Checkpoints (MODEL.md): one safetensors file with the weights under
+ * PyTorch's state_dict names, float32, and metadata:
+ *   clformer.format       "1"
+ *   clformer.config       the config as a JSON object
+ *   clformer.src_vocab    JSON array of source tokens in id order
+ *   clformer.tgt_vocab    JSON array of target tokens in id order
+ *   clformer.train_state  (training checkpoints) JSON: step, seed (a decimal
+ *                         string: 64 bits), optimizer settings, trainer state
+ * Training checkpoints add optim.m.<name> and optim.v.<name>.
+ *
+ * Loading validates the whole file (structure by safetensors.c; here: the
+ * metadata, config, vocabularies, every tensor's presence, dtype and shape,
+ * no unknown tensors) before anything is allocated on the device.
+ */
+#include "buffer.h"
+#include "model.h"
+#include "safetensors.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const SPECIALS[4] = {"<pad>", "<sos>", "<eos>", "<unk>"};
+
+static size_t numel(const cf_param_entry *e) { return e->rank == 2 ? e->rows * e->cols : e->cols; }
+
+static int shape_of(const cf_param_entry *e, int64_t shape[2])
+{
+    if (e->rank == 2) {
+        shape[0] = (int64_t)e->rows;
+        shape[1] = (int64_t)e->cols;
+        return 2;
+    }
+    shape[0] = (int64_t)e->cols;
+    return 1;
+}
+
+/* ------------------------------------------------------------------------- */
+/* saving                                                                    */
+/* ------------------------------------------------------------------------- */
+
+static char *vocab_json(char **tokens, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++) json_array_append_new(a, json_string(tokens[i]));
+    char *s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+    return s;
+}
+
+static char *train_state_json(const cf_model *m)
+{
+    char seed[32];
+    snprintf(seed, sizeof seed, "%" PRIu64, m->seed);
+    json_t *trainer = NULL;
+    if (m->train_state) trainer = json_loads(m->train_state, 0, NULL);
+    const cf_optim_settings *o = &m->optim;
+    json_t *root = json_pack("{s:I, s:s, s:{s:s, s:f, s:f, s:f, s:f, s:f}, s:o}", "step",
+                             (json_int_t)m->step, "seed", seed, "optimizer", "name",
+                             o->adamw ? "adamw" : "adam", "beta1", (double)o->beta1, "beta2",
+                             (double)o->beta2, "eps", (double)o->eps, "weight_decay",
+                             (double)o->weight_decay, "clip", (double)o->clip, "trainer",
+                             trainer ? trainer : json_null());
+    char *s = root ? json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+    json_decref(root);
+    return s;
+}
+
+static clformer_status declare_all(cf_model *m, cf_st_writer *w, bool training)
+{
+    int64_t shape[2];
+    const char *prefix[3] = {"", "optim.m.", "optim.v."};
+    for (int part = 0; part < (training ? 3 : 1); part++) {
+        for (size_t i = 0; i < m->layout.n_entries; i++) {
+            const cf_param_entry *e = &m->layout.entries[i];
+            char name[128];
+            snprintf(name, sizeof name, "%s%s", prefix[part], e->name);
+            int nd = shape_of(e, shape);
+            CF_TRY(cf_st_declare(w, name, CF_ST_F32, nd, shape));
+            /* a tied generator is stored under its own name too, so the file
+             * loads into PyTorch with load_state_dict(strict=True) */
+            if (part == 0 && m->cfg.share_tgt_embed && e->offset == m->layout.tgt_embed)
+                CF_TRY(cf_st_declare(w, "generator.weight", CF_ST_F32, nd, shape));
+        }
+    }
+    return CLFORMER_OK;
+}
+
+static clformer_status write_all(cf_model *m, cf_st_writer *w, bool training, float *host)
+{
+    cl_mem bufs[3] = {m->params, m->adam_m, m->adam_v};
+    const char *prefix[3] = {"", "optim.m.", "optim.v."};
+    for (int part = 0; part < (training ? 3 : 1); part++) {
+        CF_TRY(cf_download(m->ctx, bufs[part], 0, host, m->layout.total));
+        for (size_t i = 0; i < m->layout.n_entries; i++) {
+            const cf_param_entry *e = &m->layout.entries[i];
+            char name[128];
+            snprintf(name, sizeof name, "%s%s", prefix[part], e->name);
+            CF_TRY(cf_st_write(w, name, host + e->offset, numel(e) * 4));
+            if (part == 0 && m->cfg.share_tgt_embed && e->offset == m->layout.tgt_embed)
+                CF_TRY(cf_st_write(w, "generator.weight", host + e->offset, numel(e) * 4));
+        }
+    }
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_model_save(clformer_model *m, const char *path, bool training)
+{
+    if (!m->src_vocab || !m->tgt_vocab)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cannot save '%s': the model has no vocabularies (set them first)", path);
+    char *config = clformer_config_to_json(&m->cfg);
+    char *src = vocab_json(m->src_vocab, m->cfg.src_vocab);
+    char *tgt = vocab_json(m->tgt_vocab, m->cfg.tgt_vocab);
+    char *state = training ? train_state_json(m) : NULL;
+    float *host = malloc(m->layout.total * sizeof *host);
+    cf_st_writer *w = NULL;
+    clformer_status st = config && src && tgt && host && (!training || state)
+                             ? CLFORMER_OK
+                             : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (st == CLFORMER_OK) st = cf_st_writer_new(path, &w);
+    if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.format", "1");
+    if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.config", config);
+    if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.src_vocab", src);
+    if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.tgt_vocab", tgt);
+    if (st == CLFORMER_OK && training) st = cf_st_set_metadata(w, "clformer.train_state", state);
+    if (st == CLFORMER_OK) st = declare_all(m, w, training);
+    if (st == CLFORMER_OK) st = cf_st_begin(w);
+    if (st == CLFORMER_OK) st = write_all(m, w, training, host);
+    if (st == CLFORMER_OK) st = cf_st_commit(w);
+    cf_st_writer_free(w);
+    free(config);
+    free(src);
+    free(tgt);
+    free(state);
+    free(host);
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "saving '%s': ", path);
+    return CLFORMER_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* loading                                                                   */
+/* ------------------------------------------------------------------------- */
+
+static void free_tokens(char **t, size_t n)
+{
+    if (!t) return;
+    for (size_t i = 0; i < n; i++) free(t[i]);
+    free(t);
+}
+
+/* Parses a clformer.*_vocab value: a JSON array of `expected` distinct strings
+ * starting with the four special tokens. */
+static clformer_status parse_vocab(const cf_st_reader *r, const char *key, int expected,
+                                   char ***out)
+{
+    const char *text = cf_st_metadata(r, key);
+    if (!text) return cf_fail(CLFORMER_ERR_FORMAT, "metadata lacks %s", key);
+    json_error_t err;
+    json_t *a = json_loads(text, 0, &err);
+    if (!a || !json_is_array(a)) {
+        json_decref(a);
+        return cf_fail(CLFORMER_ERR_FORMAT, "%s is not a JSON array of tokens", key);
+    }
+    size_t n = json_array_size(a);
+    if (n != (size_t)expected) {
+        json_decref(a);
+        return cf_fail(CLFORMER_ERR_FORMAT,
+                       "%s has %zu tokens but the config says %d (the embedding rows)", key, n,
+                       expected);
+    }
+    char **tokens = calloc(n, sizeof *tokens);
+    clformer_status st = tokens ? CLFORMER_OK : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (size_t i = 0; i < n && st == CLFORMER_OK; i++) {
+        const char *s = json_string_value(json_array_get(a, i));
+        if (!s || !*s) st = cf_fail(CLFORMER_ERR_FORMAT, "%s entry %zu is not a non-empty string", key, i);
+        else if (i < 4 && strcmp(s, SPECIALS[i]))
+            st = cf_fail(CLFORMER_ERR_FORMAT, "%s entry %zu must be %s, found \"%s\"", key, i,
+                         SPECIALS[i], s);
+        else if (!(tokens[i] = strdup(s)))
+            st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    json_decref(a);
+    if (st != CLFORMER_OK) {
+        free_tokens(tokens, n);
+        return st;
+    }
+    *out = tokens;
+    return CLFORMER_OK;
+}
+
+/* Restores step, seed and optimizer settings; keeps the trainer's part. */
+static clformer_status parse_train_state(cf_model *m, const char *text)
+{
+    json_error_t err;
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &err);
+    json_int_t step = 0;
+    const char *seed = NULL, *name = NULL;
+    double b1, b2, eps, wd, clip;
+    json_t *trainer = NULL;
+    if (!root || json_unpack_ex(root, &err, 0, "{s:I, s:s, s:{s:s, s:F, s:F, s:F, s:F, s:F}, s?o}",
+                                "step", &step, "seed", &seed, "optimizer", "name", &name,
+                                "beta1", &b1, "beta2", &b2, "eps", &eps, "weight_decay", &wd,
+                                "clip", &clip, "trainer", &trainer) != 0 ||
+        step < 0) {
+        json_decref(root);
+        return cf_fail(CLFORMER_ERR_FORMAT, "clformer.train_state is malformed: %s", err.text);
+    }
+    char *end = NULL;
+    m->seed = strtoull(seed, &end, 10);
+    m->step = (uint64_t)step;
+    clformer_optim_config oc = {!strcmp(name, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM,
+                                (float)b1, (float)b2, (float)eps, (float)wd, (float)clip};
+    clformer_status st = *seed && end && !*end ? clformer_model_set_optimizer(m, &oc)
+                                               : cf_fail(CLFORMER_ERR_FORMAT,
+                                                         "clformer.train_state seed is not a number");
+    if (st == CLFORMER_OK && trainer && !json_is_null(trainer)) {
+        char *s = json_dumps(trainer, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        st = s ? clformer_model_set_trainer_state(m, s)
+               : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        free(s);
+    }
+    json_decref(root);
+    return st;
+}
+
+/* Every tensor in the file must be one the model expects. */
+static clformer_status check_no_strangers(const cf_st_reader *r, const cf_param_layout *l,
+                                          bool training, bool tied)
+{
+    for (size_t i = 0; i < cf_st_count(r); i++) {
+        const char *name = cf_st_tensor_at(r, i)->name;
+        const char *base = name;
+        if (training && !strncmp(name, "optim.m.", 8)) base = name + 8;
+        else if (training && !strncmp(name, "optim.v.", 8)) base = name + 8;
+        if (cf_param_find(l, base) || (tied && !strcmp(name, "generator.weight"))) continue;
+        return cf_fail(CLFORMER_ERR_FORMAT,
+                       "unexpected tensor '%s': the config's model has no such parameter "
+                       "(a checkpoint of another architecture?)", name);
+    }
+    return CLFORMER_OK;
+}
+
+/* Checks dtype F32 and exact shapes of every parameter (and optimizer state). */
+static clformer_status check_tensors(const cf_st_reader *r, const cf_param_layout *l,
+                                     bool training, bool tied)
+{
+    const char *prefix[3] = {"", "optim.m.", "optim.v."};
+    int64_t shape[2];
+    for (int part = 0; part < (training ? 3 : 1); part++)
+        for (size_t i = 0; i < l->n_entries; i++) {
+            char name[128];
+            snprintf(name, sizeof name, "%s%s", prefix[part], l->entries[i].name);
+            int nd = shape_of(&l->entries[i], shape);
+            CF_TRY(cf_st_expect(r, name, CF_ST_F32, nd, shape, NULL));
+            if (part == 0 && tied && l->entries[i].offset == l->tgt_embed)
+                CF_TRY(cf_st_expect(r, "generator.weight", CF_ST_F32, nd, shape, NULL));
+        }
+    return check_no_strangers(r, l, training, tied);
+}
+
+static clformer_status read_part(cf_model *m, const cf_st_reader *r, const char *prefix,
+                                 float *host, cl_mem dst)
+{
+    for (size_t i = 0; i < m->layout.n_entries; i++) {
+        const cf_param_entry *e = &m->layout.entries[i];
+        char name[128];
+        snprintf(name, sizeof name, "%s%s", prefix, e->name);
+        CF_TRY(cf_st_read(r, cf_st_find(r, name), host + e->offset, numel(e) * 4));
+    }
+    return cf_upload(m->ctx, dst, 0, host, m->layout.total);
+}
+
+/* A tied generator.weight must hold the target embedding's values. */
+static clformer_status check_tied(cf_model *m, const cf_st_reader *r, const float *host)
+{
+    const cf_st_tensor *g = cf_st_find(r, "generator.weight");
+    size_t n = (size_t)m->cfg.tgt_vocab * (size_t)m->cfg.d_model;
+    float *tmp = malloc(n * sizeof *tmp);
+    if (!tmp) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    clformer_status st = cf_st_read(r, g, tmp, n * 4);
+    if (st == CLFORMER_OK && memcmp(tmp, host + m->layout.tgt_embed, n * 4) != 0)
+        st = cf_fail(CLFORMER_ERR_FORMAT,
+                     "the config ties generator.weight to tgt_embed.weight "
+                     "(share_tgt_embed) but the two tensors differ");
+    free(tmp);
+    return st;
+}
+
+static clformer_status load(cf_ctx *ctx, const cf_st_reader *r, cf_model **out)
+{
+    const char *format = cf_st_metadata(r, "clformer.format");
+    if (!format)
+        return cf_fail(CLFORMER_ERR_FORMAT,
+                       "not a clformer checkpoint: no clformer.format metadata (a plain "
+                       "safetensors or PyTorch export lacks the config and vocabularies)");
+    if (strcmp(format, "1"))
+        return cf_fail(CLFORMER_ERR_FORMAT,
+                       "clformer.format is \"%s\"; this clformer reads format \"1\"", format);
+    const char *config_text = cf_st_metadata(r, "clformer.config");
+    if (!config_text) return cf_fail(CLFORMER_ERR_FORMAT, "metadata lacks clformer.config");
+    clformer_config config;
+    clformer_status st = clformer_config_from_json(config_text, &config);
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "clformer.config: ");
+    char **src = NULL, **tgt = NULL;
+    const char *state = cf_st_metadata(r, "clformer.train_state");
+    const bool training = state != NULL;
+    cf_param_layout layout;
+    CF_TRY(cf_param_layout_make(&config, &layout));
+    st = parse_vocab(r, "clformer.src_vocab", config.src_vocab, &src);
+    if (st == CLFORMER_OK) st = parse_vocab(r, "clformer.tgt_vocab", config.tgt_vocab, &tgt);
+    if (st == CLFORMER_OK) st = check_tensors(r, &layout, training, config.share_tgt_embed);
+    cf_param_layout_free(&layout);
+
+    /* everything checked: now allocate */
+    cf_model *m = NULL;
+    float *host = NULL;
+    if (st == CLFORMER_OK) st = cf_model_new(ctx, &config, 0, &m);
+    if (st == CLFORMER_OK) {
+        m->src_vocab = src;
+        m->tgt_vocab = tgt;
+        src = tgt = NULL;
+        host = malloc(m->layout.total * sizeof *host);
+        if (!host) st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    if (st == CLFORMER_OK) st = read_part(m, r, "", host, m->params);
+    if (st == CLFORMER_OK && config.share_tgt_embed) st = check_tied(m, r, host);
+    if (st == CLFORMER_OK && training) {
+        st = parse_train_state(m, state);
+        if (st == CLFORMER_OK) st = read_part(m, r, "optim.m.", host, m->adam_m);
+        if (st == CLFORMER_OK) st = read_part(m, r, "optim.v.", host, m->adam_v);
+        m->has_training_state = st == CLFORMER_OK;
+    }
+    free(host);
+    free_tokens(src, (size_t)config.src_vocab);
+    free_tokens(tgt, (size_t)config.tgt_vocab);
+    if (st != CLFORMER_OK) {
+        clformer_model_free(m);
+        return st;
+    }
+    *out = m;
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_model_load(clformer_context *ctx, const char *path, clformer_model **out)
+{
+    *out = NULL;
+    cf_st_reader *r = NULL;
+    clformer_status st = cf_st_open(path, &r);
+    if (st == CLFORMER_OK) {
+        st = load(ctx, r, out);
+        if (st != CLFORMER_OK) st = cf_fail_prefix(st, "loading '%s': ", path);
+    }
+    cf_st_close(r);
+    return st;
+}

@@ -1,0 +1,185 @@
+/*
+ * The model configuration: MODEL.md's defaults, validation with messages
+ * that name the field and the fix, and the JSON form stored in checkpoints
+ * under clformer.config.
+ */
+#include "clformer.h"
+#include "status.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void clformer_config_default(clformer_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->d_model = 512;
+    c->n_heads = 8;
+    c->d_ff = 2048;
+    c->n_enc_layers = 6;
+    c->n_dec_layers = 6;
+    c->max_len = 256;
+    c->norm_first = true;
+    c->activation = CLFORMER_ACT_RELU;
+    c->positional = CLFORMER_POS_SINUSOIDAL;
+    c->dropout = 0.1f;
+    c->ln_eps = 1e-5f;
+    c->label_smoothing = 0.0f;
+    c->share_tgt_embed = false;
+}
+
+/* Large enough for every real model, small enough that sizes never overflow. */
+#define MAX_DIM (1 << 20)
+
+static clformer_status positive(const char *field, int value, int max)
+{
+    if (value < 1 || value > max)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s must be between 1 and %d, got %d",
+                       field, max, value);
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_config_validate(const clformer_config *c)
+{
+    CF_TRY(positive("d_model", c->d_model, MAX_DIM));
+    CF_TRY(positive("n_heads", c->n_heads, 4096));
+    if (c->d_model % c->n_heads != 0)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "d_model %% n_heads != 0: d_model %d is not divisible by n_heads %d; "
+                       "choose n_heads among the divisors of d_model (e.g. %d)",
+                       c->d_model, c->n_heads, c->d_model % 8 == 0 ? 8 : 1);
+    CF_TRY(positive("d_ff", c->d_ff, MAX_DIM));
+    CF_TRY(positive("n_enc_layers", c->n_enc_layers, 1024));
+    CF_TRY(positive("n_dec_layers", c->n_dec_layers, 1024));
+    CF_TRY(positive("max_len", c->max_len, 65536));
+    if (c->max_len < 2)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "max_len must be at least 2 (<sos> and <eos>), got %d", c->max_len);
+    if (c->src_vocab < 5 || c->tgt_vocab < 5 || c->src_vocab > (1 << 24) ||
+        c->tgt_vocab > (1 << 24))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "vocabulary sizes must be between 5 (4 special tokens and one word) and "
+                       "%d, got src_vocab %d, tgt_vocab %d", 1 << 24, c->src_vocab, c->tgt_vocab);
+    if (c->activation != CLFORMER_ACT_RELU && c->activation != CLFORMER_ACT_GELU)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "activation must be relu or gelu");
+    if (c->positional != CLFORMER_POS_SINUSOIDAL && c->positional != CLFORMER_POS_LEARNED)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "positional must be sinusoidal or learned");
+    if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "dropout must be in [0, 1), got %g",
+                       c->dropout);
+    if (!(c->ln_eps > 0.0f && c->ln_eps < 1.0f))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "ln_eps must be in (0, 1), got %g",
+                       c->ln_eps);
+    if (!(c->label_smoothing >= 0.0f && c->label_smoothing < 1.0f))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "label_smoothing must be in [0, 1), got %g", c->label_smoothing);
+    return CLFORMER_OK;
+}
+
+char *clformer_config_to_json(const clformer_config *c)
+{
+    json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:s, s:s, s:f, s:f, s:f, s:b}",
+                          "d_model", c->d_model, "n_heads", c->n_heads, "d_ff", c->d_ff,
+                          "n_enc_layers", c->n_enc_layers, "n_dec_layers", c->n_dec_layers,
+                          "src_vocab", c->src_vocab, "tgt_vocab", c->tgt_vocab, "max_len",
+                          c->max_len, "norm_first", c->norm_first, "activation",
+                          c->activation == CLFORMER_ACT_GELU ? "gelu" : "relu", "positional",
+                          c->positional == CLFORMER_POS_LEARNED ? "learned" : "sinusoidal",
+                          "dropout", (double)c->dropout, "ln_eps", (double)c->ln_eps,
+                          "label_smoothing", (double)c->label_smoothing, "share_tgt_embed",
+                          c->share_tgt_embed);
+    if (!o) return NULL;
+    /* floats keep their float32 value exactly when printed with 9 digits */
+    char *s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(9));
+    json_decref(o);
+    return s;
+}
+
+static clformer_status get_int(json_t *o, const char *key, int *out)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v) return cf_fail(CLFORMER_ERR_FORMAT, "config lacks \"%s\"", key);
+    if (!json_is_integer(v) || json_integer_value(v) < INT32_MIN ||
+        json_integer_value(v) > INT32_MAX)
+        return cf_fail(CLFORMER_ERR_FORMAT, "config \"%s\" must be an integer", key);
+    *out = (int)json_integer_value(v);
+    return CLFORMER_OK;
+}
+
+static clformer_status get_float(json_t *o, const char *key, float *out)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v) return cf_fail(CLFORMER_ERR_FORMAT, "config lacks \"%s\"", key);
+    if (!json_is_number(v)) return cf_fail(CLFORMER_ERR_FORMAT, "config \"%s\" must be a number", key);
+    *out = (float)json_number_value(v);
+    return CLFORMER_OK;
+}
+
+static clformer_status get_bool(json_t *o, const char *key, bool *out)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v) return cf_fail(CLFORMER_ERR_FORMAT, "config lacks \"%s\"", key);
+    if (!json_is_boolean(v)) return cf_fail(CLFORMER_ERR_FORMAT, "config \"%s\" must be true or false", key);
+    *out = json_is_true(v);
+    return CLFORMER_OK;
+}
+
+static clformer_status get_choice(json_t *o, const char *key, const char *a, const char *b,
+                                  int *out)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v) return cf_fail(CLFORMER_ERR_FORMAT, "config lacks \"%s\"", key);
+    const char *s = json_string_value(v);
+    if (s && !strcmp(s, a)) *out = 0;
+    else if (s && !strcmp(s, b)) *out = 1;
+    else return cf_fail(CLFORMER_ERR_FORMAT, "config \"%s\" must be \"%s\" or \"%s\"", key, a, b);
+    return CLFORMER_OK;
+}
+
+static const char *const KEYS[] = {"d_model", "n_heads", "d_ff", "n_enc_layers", "n_dec_layers",
+                                   "src_vocab", "tgt_vocab", "max_len", "norm_first",
+                                   "activation", "positional", "dropout", "ln_eps",
+                                   "label_smoothing", "share_tgt_embed"};
+
+clformer_status clformer_config_from_json(const char *text, clformer_config *c)
+{
+    json_error_t err;
+    json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &err);
+    if (!o) return cf_fail(CLFORMER_ERR_FORMAT, "config is not valid JSON: %s", err.text);
+    clformer_status st = CLFORMER_OK;
+    if (!json_is_object(o)) st = cf_fail(CLFORMER_ERR_FORMAT, "config must be a JSON object");
+    const char *key;
+    json_t *value;
+    if (st == CLFORMER_OK)
+        json_object_foreach(o, key, value) {
+            bool known = false;
+            for (size_t i = 0; i < sizeof KEYS / sizeof *KEYS; i++) known |= !strcmp(key, KEYS[i]);
+            if (!known) {
+                st = cf_fail(CLFORMER_ERR_FORMAT, "config has an unknown key \"%s\"", key);
+                break;
+            }
+        }
+    clformer_config_default(c);
+    int act = 0, pos = 0;
+    if (st == CLFORMER_OK) st = get_int(o, "d_model", &c->d_model);
+    if (st == CLFORMER_OK) st = get_int(o, "n_heads", &c->n_heads);
+    if (st == CLFORMER_OK) st = get_int(o, "d_ff", &c->d_ff);
+    if (st == CLFORMER_OK) st = get_int(o, "n_enc_layers", &c->n_enc_layers);
+    if (st == CLFORMER_OK) st = get_int(o, "n_dec_layers", &c->n_dec_layers);
+    if (st == CLFORMER_OK) st = get_int(o, "src_vocab", &c->src_vocab);
+    if (st == CLFORMER_OK) st = get_int(o, "tgt_vocab", &c->tgt_vocab);
+    if (st == CLFORMER_OK) st = get_int(o, "max_len", &c->max_len);
+    if (st == CLFORMER_OK) st = get_bool(o, "norm_first", &c->norm_first);
+    if (st == CLFORMER_OK) st = get_choice(o, "activation", "relu", "gelu", &act);
+    if (st == CLFORMER_OK) st = get_choice(o, "positional", "sinusoidal", "learned", &pos);
+    if (st == CLFORMER_OK) st = get_float(o, "dropout", &c->dropout);
+    if (st == CLFORMER_OK) st = get_float(o, "ln_eps", &c->ln_eps);
+    if (st == CLFORMER_OK) st = get_float(o, "label_smoothing", &c->label_smoothing);
+    if (st == CLFORMER_OK) st = get_bool(o, "share_tgt_embed", &c->share_tgt_embed);
+    c->activation = act ? CLFORMER_ACT_GELU : CLFORMER_ACT_RELU;
+    c->positional = pos ? CLFORMER_POS_LEARNED : CLFORMER_POS_SINUSOIDAL;
+    json_decref(o);
+    if (st == CLFORMER_OK) st = clformer_config_validate(c);
+    return st;
+}

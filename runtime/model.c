@@ -1,0 +1,218 @@
+/*
+ * The model object: its four parameter-shaped buffers (params, grads, Adam
+ * m and v), initialisation, vocabularies, memory report and tensor access.
+ */
+#include "buffer.h"
+#include "decode.h"
+#include "model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void clformer_optim_config_default(clformer_optim_config *c)
+{
+    c->optimizer = CLFORMER_ADAM;
+    c->beta1 = 0.9f;
+    c->beta2 = 0.98f;
+    c->eps = 1e-9f;
+    c->weight_decay = 0.0f;
+    c->clip = 1.0f;
+}
+
+clformer_status clformer_model_set_optimizer(clformer_model *m, const clformer_optim_config *c)
+{
+    if (!(c->beta1 >= 0 && c->beta1 < 1 && c->beta2 >= 0 && c->beta2 < 1))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "Adam betas must be in [0, 1), got %g and %g", c->beta1, c->beta2);
+    if (!(c->eps > 0) || !(c->weight_decay >= 0) || !(c->clip >= 0))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "eps must be positive and weight decay and clip non-negative (got eps "
+                       "%g, weight decay %g, clip %g)", c->eps, c->weight_decay, c->clip);
+    m->optim.adamw = c->optimizer == CLFORMER_ADAMW;
+    m->optim.beta1 = c->beta1;
+    m->optim.beta2 = c->beta2;
+    m->optim.eps = c->eps;
+    m->optim.weight_decay = c->weight_decay;
+    m->optim.clip = c->clip;
+    return CLFORMER_OK;
+}
+
+static clformer_status allocate(cf_model *m)
+{
+    const size_t n = m->layout.total;
+    CF_TRY(cf_buffer_alloc(m->ctx, n, "parameters", &m->params));
+    CF_TRY(cf_buffer_alloc(m->ctx, n, "gradients", &m->grads));
+    CF_TRY(cf_buffer_alloc(m->ctx, n, "Adam first moments", &m->adam_m));
+    CF_TRY(cf_buffer_alloc(m->ctx, n, "Adam second moments", &m->adam_v));
+    return cf_buffer_alloc(m->ctx, 16, "metrics", &m->metrics);
+}
+
+clformer_status cf_model_new(cf_ctx *ctx, const clformer_config *config, uint64_t seed,
+                             cf_model **out)
+{
+    *out = NULL;
+    CF_TRY(clformer_config_validate(config));
+    cf_model *m = calloc(1, sizeof *m);
+    if (!m) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    m->ctx = ctx;
+    m->cfg = *config;
+    m->seed = seed;
+    clformer_optim_config oc;
+    clformer_optim_config_default(&oc);
+    clformer_model_set_optimizer(m, &oc);
+    clformer_status st = cf_param_layout_make(config, &m->layout);
+    if (st == CLFORMER_OK) {
+        st = allocate(m);
+        if (st != CLFORMER_OK)
+            st = cf_fail_prefix(st, "model with %zu parameters does not fit the device: ",
+                                m->layout.total);
+    }
+    if (st != CLFORMER_OK) {
+        clformer_model_free(m);
+        return st;
+    }
+    *out = m;
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_model_create(clformer_context *ctx, const clformer_config *config,
+                                      uint64_t seed, clformer_model **out)
+{
+    cf_model *m;
+    CF_TRY(cf_model_new(ctx, config, seed, &m));
+    float *host = malloc(m->layout.total * sizeof *host);
+    clformer_status st = host ? CLFORMER_OK
+                              : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (st == CLFORMER_OK) {
+        cf_param_init(&m->layout, seed, host);
+        st = cf_upload(ctx, m->params, 0, host, m->layout.total);
+    }
+    free(host);
+    if (st != CLFORMER_OK) {
+        clformer_model_free(m);
+        return st;
+    }
+    *out = m;
+    return CLFORMER_OK;
+}
+
+static void free_vocab(char **v, int n)
+{
+    if (!v) return;
+    for (int i = 0; i < n; i++) free(v[i]);
+    free(v);
+}
+
+void clformer_model_free(clformer_model *m)
+{
+    if (!m) return;
+    cf_decoder_free(m);
+    cf_acts_release(m);
+    cf_buffer_free(m->ctx, m->params);
+    cf_buffer_free(m->ctx, m->grads);
+    cf_buffer_free(m->ctx, m->adam_m);
+    cf_buffer_free(m->ctx, m->adam_v);
+    cf_buffer_free(m->ctx, m->metrics);
+    cf_param_layout_free(&m->layout);
+    free_vocab(m->src_vocab, m->cfg.src_vocab);
+    free_vocab(m->tgt_vocab, m->cfg.tgt_vocab);
+    free(m->train_state);
+    free(m);
+}
+
+const clformer_config *clformer_model_config(const clformer_model *m) { return &m->cfg; }
+
+size_t clformer_model_parameter_count(const clformer_model *m) { return m->layout.total; }
+
+uint64_t clformer_model_step(const clformer_model *m) { return m->step; }
+
+void clformer_model_set_seed(clformer_model *m, uint64_t seed) { m->seed = seed; }
+
+static clformer_status copy_vocab(char ***dst, const char *const *src, int n, const char *side)
+{
+    char **v = calloc((size_t)n, sizeof *v);
+    if (!v) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (int i = 0; i < n; i++) {
+        if (!src[i] || !*src[i]) {
+            free_vocab(v, n);
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s vocabulary entry %d is empty", side, i);
+        }
+        if (!(v[i] = strdup(src[i]))) {
+            free_vocab(v, n);
+            return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        }
+    }
+    *dst = v;
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_model_set_vocabs(clformer_model *m, const char *const *src,
+                                          const char *const *tgt)
+{
+    char **s = NULL, **t = NULL;
+    CF_TRY(copy_vocab(&s, src, m->cfg.src_vocab, "source"));
+    clformer_status st = copy_vocab(&t, tgt, m->cfg.tgt_vocab, "target");
+    if (st != CLFORMER_OK) {
+        free_vocab(s, m->cfg.src_vocab);
+        return st;
+    }
+    free_vocab(m->src_vocab, m->cfg.src_vocab);
+    free_vocab(m->tgt_vocab, m->cfg.tgt_vocab);
+    m->src_vocab = s;
+    m->tgt_vocab = t;
+    return CLFORMER_OK;
+}
+
+const char *const *clformer_model_src_vocab(const clformer_model *m)
+{
+    return (const char *const *)m->src_vocab;
+}
+
+const char *const *clformer_model_tgt_vocab(const clformer_model *m)
+{
+    return (const char *const *)m->tgt_vocab;
+}
+
+clformer_memory clformer_model_memory(const clformer_model *m)
+{
+    clformer_memory r = {0};
+    r.parameters = m->layout.total * 4;
+    r.gradients = r.parameters;
+    r.optimizer = 2 * r.parameters;
+    r.activations = m->arena_capacity * 4;
+    r.decoding = cf_decoder_bytes(m);
+    r.total = m->ctx->bytes_allocated;
+    return r;
+}
+
+const cf_param_entry *cf_model_tensor(const cf_model *m, const char *name)
+{
+    /* a tied generator is the target embedding under its PyTorch name */
+    if (m->cfg.share_tgt_embed && !strcmp(name, "generator.weight")) name = "tgt_embed.weight";
+    return cf_param_find(&m->layout, name);
+}
+
+bool clformer_model_has_training_state(const clformer_model *m) { return m->has_training_state; }
+
+clformer_status clformer_model_set_trainer_state(clformer_model *m, const char *json)
+{
+    char *copy = json ? strdup(json) : NULL;
+    if (json && !copy) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    free(m->train_state);
+    m->train_state = copy;
+    return CLFORMER_OK;
+}
+
+const char *clformer_model_trainer_state(const clformer_model *m) { return m->train_state; }
+
+clformer_status clformer_model_read_tensor(clformer_model *m, const char *name, bool gradient,
+                                           float *out, size_t count)
+{
+    const cf_param_entry *e = cf_model_tensor(m, name);
+    if (!e) return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the model has no tensor named '%s'", name);
+    size_t n = e->rank == 2 ? e->rows * e->cols : e->cols;
+    if (n != count)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "tensor '%s' has %zu elements, not %zu",
+                       name, n, count);
+    return cf_download(m->ctx, gradient ? m->grads : m->params, e->offset, out, n);
+}

@@ -1,0 +1,70 @@
+/*
+ * Where every parameter lives in the model's one flat parameter buffer
+ * (llm.c): element offsets of each tensor, filled by cf_param_layout_make.
+ * Gradients and Adam's m and v use the identical layout in their own
+ * buffers. Every rank-2 tensor (matrices and embeddings) comes first, so
+ * weight decay applies to the prefix [0, decay_end) and the optimizer is one
+ * kernel. Names are PyTorch's state_dict names (MODEL.md).
+ */
+#ifndef CF_PARAMS_H
+#define CF_PARAMS_H
+
+#include "clformer.h"
+
+#include <stddef.h>
+
+/* A multi-head attention block: packed Q/K/V projection and output projection. */
+typedef struct {
+    size_t in_proj_w;  /* (3d, d): rows 0..d-1 Q, then K, then V */
+    size_t in_proj_b;  /* (3d) */
+    size_t out_w;      /* (d, d) */
+    size_t out_b;      /* (d) */
+} cf_attn_params;
+
+/* Feed-forward block and the LayerNorms of one encoder or decoder layer. */
+typedef struct {
+    cf_attn_params self_attn;
+    cf_attn_params cross_attn; /* decoder layers only */
+    size_t lin1_w, lin1_b;     /* (d_ff, d), (d_ff) */
+    size_t lin2_w, lin2_b;     /* (d, d_ff), (d) */
+    size_t norm_w[3], norm_b[3]; /* norm1, norm2 (and norm3 for decoder layers), (d) each */
+} cf_layer_params;
+
+/* One named tensor, for checkpoints and initialisation. */
+typedef struct {
+    char name[96];
+    size_t offset;
+    size_t rows, cols;  /* rank 2: rows x cols; rank 1: rows = 0, cols = length */
+    int rank;
+    int init;           /* CF_INIT_* */
+} cf_param_entry;
+
+enum { CF_INIT_XAVIER, CF_INIT_ZEROS, CF_INIT_ONES };
+
+typedef struct {
+    size_t src_embed;   /* (src_vocab, d) */
+    size_t tgt_embed;   /* (tgt_vocab, d) */
+    size_t pos_embed;   /* (max_len, d), learned positions only */
+    size_t generator_w; /* (tgt_vocab, d); equals tgt_embed when tied */
+    size_t generator_b; /* (tgt_vocab) */
+    size_t enc_norm_w, enc_norm_b, dec_norm_w, dec_norm_b;
+    cf_layer_params *enc; /* n_enc_layers */
+    cf_layer_params *dec; /* n_dec_layers */
+    cf_param_entry *entries; /* every stored tensor, in buffer order */
+    size_t n_entries;
+    size_t total;       /* elements in the buffer */
+    size_t decay_end;   /* rank-2 tensors occupy [0, decay_end) */
+} cf_param_layout;
+
+clformer_status cf_param_layout_make(const clformer_config *c, cf_param_layout *layout);
+void cf_param_layout_free(cf_param_layout *layout);
+
+/* The entry named `name`, or NULL. */
+const cf_param_entry *cf_param_find(const cf_param_layout *layout, const char *name);
+
+/* Fills `host` (layout->total floats) with MODEL.md's initialisation:
+ * Xavier-uniform for rank-2 tensors, zeros for biases, ones/zeros for
+ * LayerNorm, deterministic from `seed`. */
+void cf_param_init(const cf_param_layout *layout, uint64_t seed, float *host);
+
+#endif

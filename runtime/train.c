@@ -1,0 +1,169 @@
+/*
+ * Training and evaluation steps: host-side validation of a batch, its one
+ * upload, and the enqueued forward / backward / clip / Adam sequence that
+ * ends in one small read-back (loss sum and gradient norm).
+ */
+#include "buffer.h"
+#include "model.h"
+#include "reduce.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+float clformer_learning_rate(clformer_lr_schedule schedule, float base, int d_model,
+                             uint64_t step, uint64_t warmup)
+{
+    if (schedule == CLFORMER_LR_CONSTANT) return base;
+    double s = step ? (double)step : 1.0, w = warmup ? (double)warmup : 1.0;
+    double f = fmin(1.0 / sqrt(s), s * pow(w, -1.5));
+    return (float)(base / sqrt((double)d_model) * f);
+}
+
+static clformer_status check_ids(const int32_t *ids, size_t rows, size_t cols, int vocab,
+                                 const char *side)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) {
+            int32_t id = ids[r * cols + c];
+            if (id < 0 || id >= vocab)
+                return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                               "token id %d at %s sentence %zu position %zu is out of range: "
+                               "the %s vocabulary has %d tokens (ids 0..%d)",
+                               (int)id, side, r, c, side, vocab, vocab - 1);
+        }
+    return CLFORMER_OK;
+}
+
+static clformer_status check_batch(const cf_model *m, const clformer_batch *b)
+{
+    if (!b || !b->src || !b->tgt || b->batch == 0 || b->src_len == 0)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "empty batch: no sentences or no tokens");
+    if (b->tgt_len < 2)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "target length %zu is too short: targets hold <sos> ... <eos>", b->tgt_len);
+    if (b->src_len > (size_t)m->cfg.max_len || b->tgt_len > (size_t)m->cfg.max_len)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "batch lengths (source %zu, target %zu) exceed the model's max_len %d",
+                       b->src_len, b->tgt_len, m->cfg.max_len);
+    CF_TRY(check_ids(b->src, b->batch, b->src_len, m->cfg.src_vocab, "source"));
+    return check_ids(b->tgt, b->batch, b->tgt_len, m->cfg.tgt_vocab, "target");
+}
+
+/* Builds the integer region of the arena on the host and uploads it once. */
+static clformer_status upload_ints(cf_model *m, const clformer_batch *b, size_t *label_count)
+{
+    cf_acts *a = &m->acts;
+    const size_t B = b->batch, S = b->src_len, T = b->tgt_len - 1;
+    int32_t *h = calloc(a->ints, sizeof *h);
+    if (!h) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    memcpy(h + a->src.off, b->src, B * S * sizeof *h);
+    size_t count = 0;
+    for (size_t r = 0; r < B; r++)
+        for (size_t t = 0; t < T; t++) {
+            h[a->tgt_in.off + r * T + t] = b->tgt[r * b->tgt_len + t];
+            int32_t y = b->tgt[r * b->tgt_len + t + 1];
+            h[a->labels.off + r * T + t] = y;
+            count += y != CLFORMER_PAD;
+        }
+    cf_embedding_index *ix[2] = {&a->src_index, &a->tgt_index};
+    const int32_t *tokens[2] = {h + a->src.off, h + a->tgt_in.off};
+    const size_t n[2] = {B * S, B * T};
+    for (int i = 0; i < 2; i++)
+        ix[i]->n_unique = cf_embedding_index_build(tokens[i], n[i], h + ix[i]->unique.off,
+                                                   h + ix[i]->starts.off,
+                                                   h + ix[i]->positions.off);
+    clformer_status st = cf_upload(m->ctx, m->arena, 0, h, a->ints);
+    free(h);
+    *label_count = count;
+    return st;
+}
+
+/* Validates, lays out the arena and uploads: everything before the kernels. */
+static clformer_status prepare(cf_model *m, const clformer_batch *b, bool training,
+                               size_t *label_count)
+{
+    CF_TRY(check_batch(m, b));
+    CF_TRY(cf_acts_prepare(m, b->batch, b->src_len, b->tgt_len - 1, training));
+    CF_TRY(upload_ints(m, b, label_count));
+    if (*label_count == 0)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "the batch has no target tokens to predict (every label is <pad>)");
+    return CLFORMER_OK;
+}
+
+static clformer_status forward_backward(cf_model *m, const clformer_batch *b, size_t *count)
+{
+    CF_TRY(prepare(m, b, true, count));
+    CF_TRY(cf_fill(m->ctx, m->grads, 0, m->layout.total, 0.0f));
+    CF_TRY(cf_forward(m, true, 1.0f / (float)*count));
+    CF_TRY(cf_backward(m));
+    return cf_reduce_sum(m->ctx, m->metrics, 1, m->grads, 0, m->layout.total, true, false);
+}
+
+clformer_status clformer_model_train_step(clformer_model *m, const clformer_batch *b, float lr,
+                                          clformer_step_stats *stats)
+{
+    if (!(lr >= 0.0f) || !isfinite(lr))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "learning rate must be >= 0, got %g", lr);
+    size_t count;
+    CF_TRY(forward_backward(m, b, &count));
+    const cf_optim_settings *o = &m->optim;
+    CF_TRY(cf_clip_scale(m->ctx, cf_view_at(m->metrics, 2), cf_view_at(m->metrics, 1), o->clip));
+    const uint64_t t = m->step + 1;
+    const cf_adam_params hp = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->adamw,
+                               (float)(1.0 - pow(o->beta1, (double)t)),
+                               (float)(1.0 - pow(o->beta2, (double)t))};
+    CF_TRY(cf_adam_update(m->ctx, cf_view_at(m->params, 0), cf_view_at(m->grads, 0),
+                          cf_view_at(m->adam_m, 0), cf_view_at(m->adam_v, 0), m->layout.total,
+                          m->layout.decay_end, cf_view_at(m->metrics, 2), &hp));
+    float metrics[2];
+    CF_TRY(cf_download(m->ctx, m->metrics, 0, metrics, 2));
+    m->step = t;
+    if (stats) {
+        stats->loss = (double)metrics[0] / (double)count;
+        stats->grad_norm = sqrt((double)metrics[1]);
+        stats->tokens = count;
+        stats->step = t;
+    }
+    if (!isfinite(metrics[0]) || !isfinite(metrics[1]))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "training diverged at step %llu: loss %g, gradient norm %g; lower the "
+                       "learning rate or enable clipping (--clip)",
+                       (unsigned long long)t, (double)metrics[0] / (double)count,
+                       sqrt((double)metrics[1]));
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_model_gradients(clformer_model *m, const clformer_batch *b,
+                                         double *loss)
+{
+    size_t count;
+    CF_TRY(forward_backward(m, b, &count));
+    float sum;
+    CF_TRY(cf_download(m->ctx, m->metrics, 0, &sum, 1));
+    if (loss) *loss = (double)sum / (double)count;
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_model_eval_loss(clformer_model *m, const clformer_batch *b,
+                                         double *loss_sum, size_t *tokens)
+{
+    size_t count;
+    CF_TRY(prepare(m, b, false, &count));
+    CF_TRY(cf_forward(m, true, 1.0f));
+    float sum;
+    CF_TRY(cf_download(m->ctx, m->metrics, 0, &sum, 1));
+    *loss_sum = sum;
+    *tokens = count;
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_model_logits(clformer_model *m, const clformer_batch *b, float *logits)
+{
+    size_t count;
+    CF_TRY(prepare(m, b, false, &count));
+    CF_TRY(cf_forward(m, false, 1.0f));
+    return cf_download(m->ctx, m->acts.logits.buf, m->acts.logits.off, logits,
+                       b->batch * (b->tgt_len - 1) * (size_t)m->cfg.tgt_vocab);
+}

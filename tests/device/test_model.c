@@ -1,0 +1,232 @@
+/*
+ * The model beyond PyTorch parity: determinism (same seed and data: the same
+ * bits), resuming from a training checkpoint (the same bits afterwards),
+ * checkpoints that round-trip, and bad input refused before any kernel runs.
+ */
+#include "harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A small model with dropout, so determinism covers the dropout masks. */
+static clformer_config small_config(void)
+{
+    clformer_config c;
+    clformer_config_default(&c);
+    bool slow = harness_is_slow();
+    c.d_model = slow ? 8 : 32;
+    c.n_heads = 2;
+    c.d_ff = slow ? 16 : 64;
+    c.n_enc_layers = slow ? 1 : 2;
+    c.n_dec_layers = slow ? 1 : 2;
+    c.src_vocab = 19;
+    c.tgt_vocab = 23;
+    c.max_len = 12;
+    c.dropout = 0.2f;
+    c.label_smoothing = 0.1f;
+    return c;
+}
+
+static char **vocab(int n)
+{
+    char **v = hmalloc((size_t)n * sizeof *v);
+    const char *specials[4] = {"<pad>", "<sos>", "<eos>", "<unk>"};
+    for (int i = 0; i < n; i++) {
+        v[i] = hmalloc(16);
+        if (i < 4) snprintf(v[i], 16, "%s", specials[i]);
+        else snprintf(v[i], 16, "w%d", i);
+    }
+    return v;
+}
+
+static void free_vocab(char **v, int n)
+{
+    for (int i = 0; i < n; i++) free(v[i]);
+    free(v);
+}
+
+static clformer_model *new_model(const clformer_config *c, uint64_t seed)
+{
+    clformer_model *m;
+    assert_ok(clformer_model_create(hctx(), c, seed, &m));
+    char **s = vocab(c->src_vocab), **t = vocab(c->tgt_vocab);
+    assert_ok(clformer_model_set_vocabs(m, (const char *const *)s, (const char *const *)t));
+    free_vocab(s, c->src_vocab);
+    free_vocab(t, c->tgt_vocab);
+    return m;
+}
+
+/* Batch k: B sentences of varying length, right-padded. */
+#define B 3
+#define S 7
+#define T1 8
+static void make_batch(const clformer_config *c, int k, int32_t *src, int32_t *tgt)
+{
+    ref_rng r = ref_rng_new(1000 + (uint64_t)k);
+    for (int b = 0; b < B; b++) {
+        int ls = 3 + (int)(ref_rng_next(&r) % (S - 2)), lt = 3 + (int)(ref_rng_next(&r) % (T1 - 2));
+        for (int i = 0; i < S; i++)
+            src[b * S + i] = i == 0 ? CLFORMER_SOS : i == ls - 1 ? CLFORMER_EOS : i >= ls ? CLFORMER_PAD
+                           : 4 + (int32_t)(ref_rng_next(&r) % (uint64_t)(c->src_vocab - 4));
+        for (int i = 0; i < T1; i++)
+            tgt[b * T1 + i] = i == 0 ? CLFORMER_SOS : i == lt - 1 ? CLFORMER_EOS : i >= lt ? CLFORMER_PAD
+                            : 4 + (int32_t)(ref_rng_next(&r) % (uint64_t)(c->tgt_vocab - 4));
+    }
+}
+
+static void train(clformer_model *m, int from, int to, double *losses)
+{
+    const clformer_config *c = clformer_model_config(m);
+    int32_t src[B * S], tgt[B * T1];
+    for (int k = from; k < to; k++) {
+        make_batch(c, k, src, tgt);
+        clformer_batch b = {B, S, T1, src, tgt};
+        clformer_step_stats s;
+        assert_ok(clformer_model_train_step(m, &b, 1e-3f, &s));
+        assert_true(isfinite(s.loss));
+        losses[k] = s.loss;
+    }
+}
+
+static void same_seed_same_bits(void **state)
+{
+    (void)state;
+    clformer_config c = small_config();
+    const int n = harness_is_slow() ? 2 : 6;
+    double a[6], b[6], other[6];
+    clformer_model *m = new_model(&c, 7);
+    train(m, 0, n, a);
+    clformer_model_free(m);
+    m = new_model(&c, 7);
+    train(m, 0, n, b);
+    clformer_model_free(m);
+    assert_memory_equal(a, b, n * sizeof *a);
+    m = new_model(&c, 8); /* another seed: other weights, other masks */
+    train(m, 0, n, other);
+    clformer_model_free(m);
+    assert_true(memcmp(a, other, n * sizeof *a) != 0);
+}
+
+static void resume_gives_the_same_bits(void **state)
+{
+    (void)state;
+    clformer_config c = small_config();
+    const int n = harness_is_slow() ? 2 : 8, half = n / 2;
+    double straight[8], resumed[8];
+    clformer_model *m = new_model(&c, 11);
+    train(m, 0, n, straight);
+    clformer_model_free(m);
+
+    char path[] = "/tmp/clformer-resume-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    m = new_model(&c, 11);
+    train(m, 0, half, resumed);
+    assert_ok(clformer_model_set_trainer_state(m, "{\"epoch\":0,\"index\":4}"));
+    assert_ok(clformer_model_save(m, path, true));
+    clformer_model_free(m);
+
+    assert_ok(clformer_model_load(hctx(), path, &m));
+    assert_true(clformer_model_has_training_state(m));
+    assert_int_equal(clformer_model_step(m), half);
+    assert_string_equal(clformer_model_trainer_state(m), "{\"epoch\":0,\"index\":4}");
+    train(m, half, n, resumed);
+    clformer_model_free(m);
+    unlink(path);
+    assert_memory_equal(straight, resumed, n * sizeof *straight);
+}
+
+static void plain_checkpoint_round_trip(void **state)
+{
+    (void)state;
+    clformer_config c = small_config();
+    c.share_tgt_embed = true;
+    c.positional = CLFORMER_POS_LEARNED;
+    c.norm_first = false;
+    clformer_model *m = new_model(&c, 3);
+    double l[2];
+    train(m, 0, 2, l);
+    char path[] = "/tmp/clformer-plain-XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    assert_ok(clformer_model_save(m, path, false));
+    clformer_model *back;
+    assert_ok(clformer_model_load(hctx(), path, &back));
+    assert_false(clformer_model_has_training_state(back));
+    assert_memory_equal(clformer_model_config(back), clformer_model_config(m), sizeof c);
+    assert_string_equal(clformer_model_tgt_vocab(back)[5], "w5");
+    size_t n = clformer_model_parameter_count(m);
+    assert_int_equal(n, clformer_model_parameter_count(back));
+    const char *names[] = {"generator.weight", "pos_embed.weight", "generator.bias"};
+    for (int i = 0; i < 3; i++) {
+        size_t count = i == 0 ? (size_t)c.tgt_vocab * c.d_model
+                     : i == 1 ? (size_t)c.max_len * c.d_model : (size_t)c.tgt_vocab;
+        float *x = hmalloc(count * 4), *y = hmalloc(count * 4);
+        assert_ok(clformer_model_read_tensor(m, names[i], false, x, count));
+        assert_ok(clformer_model_read_tensor(back, names[i], false, y, count));
+        assert_memory_equal(x, y, count * 4);
+        free(x), free(y);
+    }
+    clformer_model_free(m);
+    clformer_model_free(back);
+    unlink(path);
+}
+
+static void bad_token_ids_are_refused(void **state)
+{
+    (void)state;
+    clformer_config c = small_config();
+    clformer_model *m = new_model(&c, 5);
+    int32_t src[B * S], tgt[B * T1];
+    make_batch(&c, 0, src, tgt);
+    src[4] = c.src_vocab; /* one past the end */
+    clformer_batch b = {B, S, T1, src, tgt};
+    clformer_step_stats s;
+    assert_int_equal(clformer_model_train_step(m, &b, 1e-3f, &s), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "out of range"));
+    assert_non_null(strstr(clformer_last_error(), "source sentence 0 position 4"));
+    assert_int_equal(clformer_model_step(m), 0); /* nothing ran */
+    make_batch(&c, 0, src, tgt);
+    tgt[T1 + 2] = -1;
+    assert_int_equal(clformer_model_train_step(m, &b, 1e-3f, &s), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "target sentence 1 position 2"));
+    b.tgt_len = c.max_len + 1;
+    assert_int_equal(clformer_model_train_step(m, &b, 1e-3f, &s), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "max_len"));
+    clformer_model_free(m);
+}
+
+static void bad_configs_are_refused(void **state)
+{
+    (void)state;
+    clformer_config c = small_config();
+    clformer_model *m = NULL;
+    c.n_heads = 3;
+    assert_int_equal(clformer_model_create(hctx(), &c, 1, &m), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "d_model % n_heads != 0"));
+    c = small_config();
+    c.d_ff = 0;
+    assert_int_equal(clformer_model_create(hctx(), &c, 1, &m), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "d_ff"));
+    c = small_config();
+    c.d_model = 1 << 19; /* parameters beyond the device's memory */
+    c.n_heads = 8;
+    c.d_ff = 1 << 19;
+    clformer_status st = clformer_model_create(hctx(), &c, 1, &m);
+    assert_int_equal(st, CLFORMER_ERR_OUT_OF_MEMORY);
+    assert_non_null(strstr(clformer_last_error(), "does not fit"));
+    assert_null(m);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(same_seed_same_bits),
+    cmocka_unit_test(resume_gives_the_same_bits),
+    cmocka_unit_test(plain_checkpoint_round_trip),
+    cmocka_unit_test(bad_token_ids_are_refused),
+    cmocka_unit_test(bad_configs_are_refused),
+};
+HARNESS_DEVICE_MAIN("model", tests)
