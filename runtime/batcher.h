@@ -34,6 +34,10 @@
  *     }
  *     cf_batch_free(&batch);
  *     cf_batcher_free(b);
+ *
+ * One pass over a validation set in file order: a batcher with batch_tokens
+ * and shuffle off, called cf_batcher_batches_per_epoch() times (its epoch
+ * ends exactly there); or cf_batch_fill() with any list of pairs.
  */
 #ifndef CF_BATCHER_H
 #define CF_BATCHER_H

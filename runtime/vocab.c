@@ -308,7 +308,13 @@ clformer_status cf_vocab_to_json(const cf_vocab *v, char **json)
     json_t *array = json_array();
     if (!array) return oom();
     for (int32_t id = 0; id < v->n; id++) {
-        if (json_array_append_new(array, json_stringn(v->chars + v->offset[id], v->length[id]))) {
+        json_t *tok = json_stringn(v->chars + v->offset[id], v->length[id]);
+        if (!tok) { /* jansson checks UTF-8: only a vocabulary built from bad text fails */
+            json_decref(array);
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "vocabulary token %d is not valid UTF-8",
+                           id);
+        }
+        if (json_array_append_new(array, tok)) {
             json_decref(array);
             return oom();
         }

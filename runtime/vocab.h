@@ -37,8 +37,9 @@ extern const char *const cf_special_tokens[CF_N_SPECIALS];
 typedef struct cf_vocab cf_vocab;
 
 /*
- * Builds a vocabulary from `n` NUL-terminated sentences (typically the
- * training side of a corpus: cf_parallel_text's src or tgt array).
+ * Builds a vocabulary from `n` NUL-terminated UTF-8 sentences (typically the
+ * training side of a corpus: cf_parallel_text's src or tgt array, which is
+ * validated UTF-8).
  *   min_freq   >= 1: a token must occur at least this often to get an id
  *   max_vocab  total size cap, the 4 specials included (>= 4), or 0 for none;
  *              when the cap cuts a run of equal frequencies, the

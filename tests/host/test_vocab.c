@@ -79,6 +79,15 @@ static void bad_build_arguments(void **state)
                  "max_vocab is 3", "at least 4");
     assert_error(cf_vocab_build(corpus, 3, 1, -1, &v), CLFORMER_ERR_INVALID_ARGUMENT,
                  "max_vocab is -1");
+
+    /* text that skipped cf_parallel_text's validation cannot be serialised */
+    const char *const bad[] = {"ok caf\xe9"};
+    assert_ok(cf_vocab_build(bad, 1, 1, 0, &v));
+    char *json = (char *)1;
+    assert_error(cf_vocab_to_json(v, &json), CLFORMER_ERR_INVALID_ARGUMENT,
+                 "token 4 is not valid UTF-8");
+    assert_null(json);
+    cf_vocab_free(v);
 }
 
 static void independent_of_line_order(void **state)
