@@ -1,0 +1,58 @@
+/*
+ * Corpus BLEU, computed exactly as sacreBLEU 2.x does with `--tokenize none`
+ * and its other defaults: one reference per sentence, n-grams up to 4 with
+ * uniform weights, clipped counts summed over the corpus, the brevity penalty
+ * exp(1 - ref_len / hyp_len) when the hypotheses are shorter, and the 'exp'
+ * smoothing (an n-gram order with no match gets precision
+ * 100 / (2^k * total), k counting such orders so far). Tokens are split as
+ * Python's str.split() does (text.h). As in sacreBLEU, a corpus without a
+ * single matching unigram scores 0 with all precisions 0.
+ *
+ * Sentence statistics add up, so evaluation can stream:
+ *
+ *     cf_bleu_stats st = {0};
+ *     for each sentence: CF_TRY(cf_bleu_add(&st, hyp, ref));
+ *     cf_bleu_result r;
+ *     cf_bleu_compute(&st, &r);
+ */
+#ifndef CF_BLEU_H
+#define CF_BLEU_H
+
+#include "clformer.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CF_BLEU_ORDER 4
+
+/* Sufficient statistics of a corpus (sacreBLEU's `counts`, `totals`, ...). */
+typedef struct {
+    uint64_t correct[CF_BLEU_ORDER]; /* clipped matching n-grams, n = 1..4 */
+    uint64_t total[CF_BLEU_ORDER];   /* hypothesis n-grams */
+    uint64_t hyp_len;                /* hypothesis tokens (sacreBLEU's sys_len) */
+    uint64_t ref_len;                /* reference tokens */
+} cf_bleu_stats;
+
+typedef struct {
+    double score;                     /* BLEU, 0..100 */
+    double precisions[CF_BLEU_ORDER]; /* percent, smoothed, as sacreBLEU reports them */
+    double bp;                        /* brevity penalty */
+    cf_bleu_stats stats;
+} cf_bleu_result;
+
+/* Adds one hypothesis and its reference (NUL-terminated UTF-8). Invalid
+ * UTF-8 is CLFORMER_ERR_INVALID_ARGUMENT; `stats` is then unchanged. */
+clformer_status cf_bleu_add(cf_bleu_stats *stats, const char *hyp, const char *ref);
+
+/* BLEU from the statistics. */
+void cf_bleu_compute(const cf_bleu_stats *stats, cf_bleu_result *result);
+
+/* BLEU of n >= 1 hypothesis/reference pairs (errors name the line, 1-based). */
+clformer_status cf_bleu_corpus(const char *const *hyps, const char *const *refs, size_t n,
+                               cf_bleu_result *result);
+
+/* sacreBLEU's summary line: "BLEU = 35.12 67.1/41.0/27.3/18.7 (BP = 1.000
+ * ratio = 1.012 hyp_len = 12345 ref_len = 12200)". */
+void cf_bleu_format(const cf_bleu_result *result, char *buf, size_t size);
+
+#endif

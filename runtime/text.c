@@ -1,0 +1,94 @@
+/*
+ * UTF-8 validation and Python-compatible whitespace splitting.
+ * Everything works on byte ranges, so lines need not be NUL-terminated.
+ */
+#include "text.h"
+
+#include <stdint.h>
+
+bool cf_utf8_valid(const char *str, size_t n, size_t *bad)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t len;
+        uint32_t cp, min;
+        if (c < 0x80) { i++; continue; }
+        if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; min = 0x80; }
+        else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; min = 0x800; }
+        else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; min = 0x10000; }
+        else goto invalid; /* stray continuation byte, 0xC0/0xC1 or 0xF5.. */
+        if (n - i < len) goto invalid;
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) goto invalid;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) goto invalid;
+        i += len;
+    }
+    return true;
+invalid:
+    if (bad) *bad = i;
+    return false;
+}
+
+/* Length in bytes of the whitespace code point at s[i..n), or 0 if none.
+ * The set is Python's str.isspace(): U+0009-000D, U+001C-001F, U+0020,
+ * U+0085, U+00A0, U+1680, U+2000-200A, U+2028, U+2029, U+202F, U+205F, U+3000. */
+static size_t space_at(const unsigned char *s, size_t i, size_t n)
+{
+    unsigned c = s[i];
+    if (c < 0x80) return ((c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20)) ? 1 : 0;
+    if (c == 0xC2 && i + 1 < n) return (s[i + 1] == 0x85 || s[i + 1] == 0xA0) ? 2 : 0;
+    if (c == 0xE1 && i + 2 < n) return (s[i + 1] == 0x9A && s[i + 2] == 0x80) ? 3 : 0;
+    if (c == 0xE2 && i + 2 < n) {
+        unsigned b1 = s[i + 1], b2 = s[i + 2];
+        if (b1 == 0x80 && (b2 <= 0x8A || b2 == 0xA8 || b2 == 0xA9 || b2 == 0xAF)) return 3;
+        if (b1 == 0x81 && b2 == 0x9F) return 3;
+        return 0;
+    }
+    if (c == 0xE3 && i + 2 < n) return (s[i + 1] == 0x80 && s[i + 2] == 0x80) ? 3 : 0;
+    return 0;
+}
+
+/* Length of the (non-space) code point at s[i]; 1 for ASCII and for bytes of
+ * invalid input, so the scan always advances. */
+static size_t char_len(const unsigned char *s, size_t i, size_t n)
+{
+    unsigned c = s[i];
+    size_t len = c < 0xC0 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    return len <= n - i ? len : n - i;
+}
+
+bool cf_next_token(const char *str, size_t n, size_t *pos, size_t *start, size_t *len)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = *pos, w;
+    while (i < n && (w = space_at(s, i, n)) > 0) i += w;
+    if (i >= n) {
+        *pos = n;
+        return false;
+    }
+    size_t b = i;
+    while (i < n && space_at(s, i, n) == 0) i += char_len(s, i, n);
+    *start = b;
+    *len = i - b;
+    *pos = i;
+    return true;
+}
+
+size_t cf_count_tokens(const char *s, size_t n)
+{
+    size_t pos = 0, start, len, count = 0;
+    while (cf_next_token(s, n, &pos, &start, &len)) count++;
+    return count;
+}
+
+bool cf_has_whitespace(const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    for (size_t i = 0; i < n; i += char_len(s, i, n))
+        if (space_at(s, i, n)) return true;
+    return false;
+}

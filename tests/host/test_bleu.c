@@ -1,0 +1,177 @@
+/*
+ * Corpus BLEU against sacreBLEU's own numbers (tests/data/bleu/expected.tsv,
+ * written by tests/data/bleu/make_cases.py with BLEU(tokenize='none')):
+ * empty hypotheses and references, short sentences without 4-grams, orders
+ * with no match ('exp' smoothing), clipping, brevity, Unicode whitespace, and
+ * 300 lines of Multi30k val.de against a perturbed copy.
+ */
+#include "data_util.h"
+
+#include <inttypes.h>
+#include <math.h>
+
+#include "bleu.h"
+#include "fileio.h"
+
+typedef struct {
+    char **line;
+    size_t n;
+    char *data;
+} lines;
+
+/* Splits a file on '\n' (every line of the test files ends with one). */
+static lines read_lines(const char *rel)
+{
+    lines l = {0};
+    size_t size;
+    assert_ok(cf_read_file(data_path(rel), &l.data, &size));
+    for (size_t i = 0; i < size; i++) l.n += l.data[i] == '\n';
+    l.line = malloc((l.n ? l.n : 1) * sizeof *l.line);
+    char *p = l.data;
+    for (size_t k = 0; k < l.n; k++) {
+        char *nl = strchr(p, '\n');
+        *nl = '\0';
+        l.line[k] = p;
+        p = nl + 1;
+    }
+    return l;
+}
+
+static void free_lines(lines *l)
+{
+    free(l->line);
+    free(l->data);
+}
+
+/* Relative 1e-12: both sides evaluate the same formula in the same order;
+ * only libm's last bit may differ between machines. */
+static void assert_close(double got, double want, const char *what, const char *name)
+{
+    if (fabs(got - want) > 1e-12 * fmax(1.0, fabs(want)))
+        fail_msg("%s: %s is %.17g, sacreBLEU says %.17g", name, what, got, want);
+}
+
+static void parse_counts(const char *s, uint64_t out[4])
+{
+    if (sscanf(s, "%" SCNu64 ",%" SCNu64 ",%" SCNu64 ",%" SCNu64, &out[0], &out[1], &out[2],
+               &out[3]) != 4)
+        fail_msg("bad counts field '%s'", s);
+}
+
+static void matches_sacrebleu(void **state)
+{
+    (void)state;
+    lines expected = read_lines("bleu/expected.tsv");
+    int cases = 0;
+    for (size_t r = 0; r < expected.n; r++) {
+        if (expected.line[r][0] == '#') continue;
+        char *field[13];
+        int nf = 0;
+        for (char *p = expected.line[r]; nf < 13; nf++) {
+            field[nf] = p;
+            char *tab = strchr(p, '\t');
+            if (!tab) {
+                nf++;
+                break;
+            }
+            *tab = '\0';
+            p = tab + 1;
+        }
+        assert_int_equal(nf, 13);
+        const char *name = field[0];
+        char rel[256];
+        snprintf(rel, sizeof rel, "bleu/%s.hyp", name);
+        lines hyp = read_lines(rel);
+        snprintf(rel, sizeof rel, "bleu/%s.ref", name);
+        lines ref = read_lines(rel);
+        assert_int_equal(hyp.n, strtoul(field[1], NULL, 10));
+        assert_int_equal(ref.n, hyp.n);
+
+        cf_bleu_result res;
+        assert_ok(cf_bleu_corpus((const char *const *)hyp.line, (const char *const *)ref.line,
+                                 hyp.n, &res));
+        assert_close(res.score, strtod(field[2], NULL), "score", name);
+        for (int k = 0; k < 4; k++) assert_close(res.precisions[k], strtod(field[3 + k], NULL),
+                                                 "precision", name);
+        assert_close(res.bp, strtod(field[7], NULL), "brevity penalty", name);
+        assert_int_equal(res.stats.hyp_len, strtoull(field[8], NULL, 10));
+        assert_int_equal(res.stats.ref_len, strtoull(field[9], NULL, 10));
+        uint64_t correct[4], total[4];
+        parse_counts(field[10], correct);
+        parse_counts(field[11], total);
+        for (int k = 0; k < 4; k++) {
+            assert_int_equal(res.stats.correct[k], correct[k]);
+            assert_int_equal(res.stats.total[k], total[k]);
+        }
+        char text[256];
+        cf_bleu_format(&res, text, sizeof text);
+        assert_string_equal(text, field[12]);
+        free_lines(&hyp);
+        free_lines(&ref);
+        cases++;
+    }
+    assert_int_equal(cases, 14);
+    free_lines(&expected);
+}
+
+static void streaming_equals_corpus(void **state)
+{
+    (void)state;
+    lines hyp = read_lines("bleu/val300.hyp"), ref = read_lines("bleu/val300.ref");
+    cf_bleu_result whole, streamed, reversed;
+    assert_ok(cf_bleu_corpus((const char *const *)hyp.line, (const char *const *)ref.line, hyp.n,
+                             &whole));
+    cf_bleu_stats st = {0}, back = {0};
+    for (size_t i = 0; i < hyp.n; i++) assert_ok(cf_bleu_add(&st, hyp.line[i], ref.line[i]));
+    for (size_t i = hyp.n; i-- > 0;) assert_ok(cf_bleu_add(&back, hyp.line[i], ref.line[i]));
+    cf_bleu_compute(&st, &streamed);
+    cf_bleu_compute(&back, &reversed);
+    assert_true(streamed.score == whole.score);
+    assert_true(reversed.score == whole.score); /* corpus BLEU ignores sentence order */
+    assert_true(whole.score > 50 && whole.score < 100);
+    free_lines(&hyp);
+    free_lines(&ref);
+}
+
+static void swapped_tokens_are_different_ngrams(void **state)
+{
+    (void)state;
+    /* same unigrams, no bigram in common: catches an order-blind n-gram key */
+    const char *h[] = {"b a d c"}, *r[] = {"a b c d"};
+    cf_bleu_result res;
+    assert_ok(cf_bleu_corpus(h, r, 1, &res));
+    assert_int_equal(res.stats.correct[0], 4);
+    assert_int_equal(res.stats.correct[1], 0);
+    assert_int_equal(res.stats.correct[2], 0);
+}
+
+static void invalid_input_is_an_error(void **state)
+{
+    (void)state;
+    const char *h[] = {"ein haus", "ein \xff haus"}, *r[] = {"ein haus", "ein haus"};
+    cf_bleu_result res;
+    assert_error(cf_bleu_corpus(h, r, 2, &res), CLFORMER_ERR_INVALID_ARGUMENT, "line 2",
+                 "hypothesis", "invalid UTF-8 at byte 5", "0xff");
+    const char *h2[] = {"ok"}, *r2[] = {"\xc3\x28"};
+    assert_error(cf_bleu_corpus(h2, r2, 1, &res), CLFORMER_ERR_INVALID_ARGUMENT, "line 1",
+                 "reference", "byte 1");
+    assert_error(cf_bleu_corpus(h2, r2, 0, &res), CLFORMER_ERR_INVALID_ARGUMENT,
+                 "at least one sentence");
+
+    cf_bleu_stats st = {0};
+    assert_ok(cf_bleu_add(&st, "a b", "a b"));
+    cf_bleu_stats before = st;
+    assert_int_equal(cf_bleu_add(&st, "a \xed\xa0\x80", "a"), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_memory_equal(&st, &before, sizeof st); /* a surrogate is rejected, nothing added */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(matches_sacrebleu),
+        cmocka_unit_test(streaming_equals_corpus),
+        cmocka_unit_test(swapped_tokens_are_different_ngrams),
+        cmocka_unit_test(invalid_input_is_an_error),
+    };
+    return cmocka_run_group_tests_name("bleu", tests, NULL, NULL);
+}
