@@ -16,13 +16,12 @@
 #include "buffer.h"
 #include "model.h"
 #include "safetensors.h"
+#include "vocab.h"
 
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const SPECIALS[4] = {"<pad>", "<sos>", "<eos>", "<unk>"};
 
 static size_t numel(const cf_param_entry *e) { return e->rank == 2 ? e->rows * e->cols : e->cols; }
 
@@ -151,38 +150,28 @@ static void free_tokens(char **t, size_t n)
     free(t);
 }
 
-/* Parses a clformer.*_vocab value: a JSON array of `expected` distinct strings
- * starting with the four special tokens. */
+/* Parses a clformer.*_vocab value (vocab.c's rules: a JSON array of distinct
+ * tokens, specials first) holding exactly `expected` tokens. */
 static clformer_status parse_vocab(const cf_st_reader *r, const char *key, int expected,
                                    char ***out)
 {
     const char *text = cf_st_metadata(r, key);
     if (!text) return cf_fail(CLFORMER_ERR_FORMAT, "metadata lacks %s", key);
-    json_error_t err;
-    json_t *a = json_loads(text, 0, &err);
-    if (!a || !json_is_array(a)) {
-        json_decref(a);
-        return cf_fail(CLFORMER_ERR_FORMAT, "%s is not a JSON array of tokens", key);
-    }
-    size_t n = json_array_size(a);
-    if (n != (size_t)expected) {
-        json_decref(a);
-        return cf_fail(CLFORMER_ERR_FORMAT,
-                       "%s has %zu tokens but the config says %d (the embedding rows)", key, n,
-                       expected);
-    }
-    char **tokens = calloc(n, sizeof *tokens);
-    clformer_status st = tokens ? CLFORMER_OK : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    for (size_t i = 0; i < n && st == CLFORMER_OK; i++) {
-        const char *s = json_string_value(json_array_get(a, i));
-        if (!s || !*s) st = cf_fail(CLFORMER_ERR_FORMAT, "%s entry %zu is not a non-empty string", key, i);
-        else if (i < 4 && strcmp(s, SPECIALS[i]))
-            st = cf_fail(CLFORMER_ERR_FORMAT, "%s entry %zu must be %s, found \"%s\"", key, i,
-                         SPECIALS[i], s);
-        else if (!(tokens[i] = strdup(s)))
+    cf_vocab *v;
+    CF_TRY(cf_vocab_from_json(text, strlen(text), key, &v));
+    const size_t n = (size_t)cf_vocab_size(v);
+    clformer_status st = CLFORMER_OK;
+    char **tokens = NULL;
+    if (n != (size_t)expected)
+        st = cf_fail(CLFORMER_ERR_FORMAT,
+                     "%s has %zu tokens but the config says %d (the embedding rows)", key, n,
+                     expected);
+    else if (!(tokens = calloc(n, sizeof *tokens)))
+        st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (size_t i = 0; i < n && st == CLFORMER_OK; i++)
+        if (!(tokens[i] = strdup(cf_vocab_token(v, (int32_t)i))))
             st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    }
-    json_decref(a);
+    cf_vocab_free(v);
     if (st != CLFORMER_OK) {
         free_tokens(tokens, n);
         return st;

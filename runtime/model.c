@@ -5,6 +5,7 @@
 #include "buffer.h"
 #include "decode.h"
 #include "model.h"
+#include "vocab.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -130,13 +131,12 @@ void clformer_model_set_seed(clformer_model *m, uint64_t seed) { m->seed = seed;
 
 static clformer_status copy_vocab(char ***dst, const char *const *src, int n, const char *side)
 {
+    cf_vocab *check; /* the same rules as every vocabulary: specials first, distinct tokens */
+    CF_TRY(cf_vocab_from_tokens(src, (size_t)n, side, &check));
+    cf_vocab_free(check);
     char **v = calloc((size_t)n, sizeof *v);
     if (!v) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     for (int i = 0; i < n; i++) {
-        if (!src[i] || !*src[i]) {
-            free_vocab(v, n);
-            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s vocabulary entry %d is empty", side, i);
-        }
         if (!(v[i] = strdup(src[i]))) {
             free_vocab(v, n);
             return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -150,8 +150,8 @@ clformer_status clformer_model_set_vocabs(clformer_model *m, const char *const *
                                           const char *const *tgt)
 {
     char **s = NULL, **t = NULL;
-    CF_TRY(copy_vocab(&s, src, m->cfg.src_vocab, "source"));
-    clformer_status st = copy_vocab(&t, tgt, m->cfg.tgt_vocab, "target");
+    CF_TRY(copy_vocab(&s, src, m->cfg.src_vocab, "source vocabulary"));
+    clformer_status st = copy_vocab(&t, tgt, m->cfg.tgt_vocab, "target vocabulary");
     if (st != CLFORMER_OK) {
         free_vocab(s, m->cfg.src_vocab);
         return st;

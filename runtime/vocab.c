@@ -339,6 +339,50 @@ static const char *json_kind(const json_t *j)
     return "something else";
 }
 
+clformer_status cf_vocab_from_tokens(const char *const *tokens, size_t n, const char *origin,
+                                     cf_vocab **out)
+{
+    *out = NULL;
+    if (n < CF_N_SPECIALS)
+        return cf_fail(CLFORMER_ERR_FORMAT, "%s: the vocabulary has %zu entries; it needs at least "
+                       "the %d special tokens <pad>, <sos>, <eos>, <unk>", origin, n, CF_N_SPECIALS);
+    if (n > INT32_MAX)
+        return cf_fail(CLFORMER_ERR_FORMAT, "%s: the vocabulary has %zu entries; ids are int32",
+                       origin, n);
+    cf_vocab *v = vocab_new();
+    if (!v) return oom();
+    clformer_status st = CLFORMER_OK;
+    for (size_t i = 0; i < n && st == CLFORMER_OK; i++) {
+        const char *tok = tokens[i];
+        size_t tok_len = tok ? strlen(tok) : 0;
+        int32_t seen;
+        if (!tok)
+            st = cf_fail(CLFORMER_ERR_FORMAT, "%s: vocabulary entry %zu is not a token string",
+                         origin, i);
+        else if (i < CF_N_SPECIALS && strcmp(tok, cf_special_tokens[i]) != 0)
+            st = cf_fail(CLFORMER_ERR_FORMAT, "%s: vocabulary entry %zu is \"%s\" but must be "
+                         "\"%s\" (ids 0..3 are <pad>, <sos>, <eos>, <unk>)", origin, i, tok,
+                         cf_special_tokens[i]);
+        else if (tok_len == 0)
+            st = cf_fail(CLFORMER_ERR_FORMAT, "%s: vocabulary entry %zu is an empty string",
+                         origin, i);
+        else if (cf_has_whitespace(tok, tok_len))
+            st = cf_fail(CLFORMER_ERR_FORMAT, "%s: vocabulary entry %zu \"%s\" contains "
+                         "whitespace; tokens are whitespace-separated words", origin, i, tok);
+        else if ((seen = vocab_lookup(v, tok, tok_len)) >= 0)
+            st = cf_fail(CLFORMER_ERR_FORMAT, "%s: vocabulary entry %zu \"%s\" repeats entry %d",
+                         origin, i, tok, seen);
+        else if (vocab_append(v, tok, tok_len) < 0)
+            st = oom();
+    }
+    if (st != CLFORMER_OK) {
+        cf_vocab_free(v);
+        return st;
+    }
+    *out = v;
+    return CLFORMER_OK;
+}
+
 clformer_status cf_vocab_from_json(const char *json, size_t len, const char *origin,
                                    cf_vocab **out)
 {
@@ -348,72 +392,31 @@ clformer_status cf_vocab_from_json(const char *json, size_t len, const char *ori
     if (!root)
         return cf_fail(CLFORMER_ERR_FORMAT, "%s: the vocabulary is not valid JSON: %s (line %d, "
                        "column %d)", origin, jerr.text, jerr.line, jerr.column);
-    clformer_status st = CLFORMER_OK;
-    cf_vocab *v = NULL;
     if (!json_is_array(root)) {
-        st = cf_fail(CLFORMER_ERR_FORMAT, "%s: a vocabulary is a JSON array of token strings in id "
-                     "order, but this is %s", origin, json_kind(root));
-        goto done;
-    }
-    size_t n = json_array_size(root);
-    if (n < CF_N_SPECIALS) {
-        st = cf_fail(CLFORMER_ERR_FORMAT, "%s: the vocabulary has %zu entries; it needs at least "
-                     "the %d special tokens <pad>, <sos>, <eos>, <unk>", origin, n, CF_N_SPECIALS);
-        goto done;
-    }
-    if (n > INT32_MAX) {
-        st = cf_fail(CLFORMER_ERR_FORMAT, "%s: the vocabulary has %zu entries; ids are int32",
-                     origin, n);
-        goto done;
-    }
-    if (!(v = vocab_new())) {
-        st = oom();
-        goto done;
-    }
-    for (size_t i = 0; i < n; i++) {
-        json_t *e = json_array_get(root, i);
-        if (!json_is_string(e)) {
-            st = cf_fail(CLFORMER_ERR_FORMAT, "%s: vocabulary entry %zu is %s; every entry must "
-                         "be a token string", origin, i, json_kind(e));
-            goto done;
-        }
-        const char *tok = json_string_value(e);
-        size_t tok_len = json_string_length(e);
-        if (i < CF_N_SPECIALS && strcmp(tok, cf_special_tokens[i]) != 0) {
-            st = cf_fail(CLFORMER_ERR_FORMAT, "%s: vocabulary entry %zu is \"%s\" but must be "
-                         "\"%s\" (ids 0..3 are <pad>, <sos>, <eos>, <unk>)", origin, i, tok,
-                         cf_special_tokens[i]);
-            goto done;
-        }
-        if (tok_len == 0) {
-            st = cf_fail(CLFORMER_ERR_FORMAT, "%s: vocabulary entry %zu is an empty string",
-                         origin, i);
-            goto done;
-        }
-        if (cf_has_whitespace(tok, tok_len)) {
-            st = cf_fail(CLFORMER_ERR_FORMAT, "%s: vocabulary entry %zu \"%s\" contains "
-                         "whitespace; tokens are whitespace-separated words", origin, i, tok);
-            goto done;
-        }
-        int32_t seen = vocab_lookup(v, tok, tok_len);
-        if (seen >= 0) {
-            st = cf_fail(CLFORMER_ERR_FORMAT, "%s: vocabulary entry %zu \"%s\" repeats entry %d",
-                         origin, i, tok, seen);
-            goto done;
-        }
-        if (vocab_append(v, tok, tok_len) < 0) {
-            st = oom();
-            goto done;
-        }
-    }
-done:
-    json_decref(root);
-    if (st != CLFORMER_OK) {
-        cf_vocab_free(v);
+        clformer_status st = cf_fail(CLFORMER_ERR_FORMAT, "%s: a vocabulary is a JSON array of "
+                                     "token strings in id order, but this is %s", origin,
+                                     json_kind(root));
+        json_decref(root);
         return st;
     }
-    *out = v;
-    return CLFORMER_OK;
+    size_t n = json_array_size(root);
+    const char **tokens = calloc(n ? n : 1, sizeof *tokens);
+    clformer_status st = tokens ? CLFORMER_OK : oom();
+    for (size_t i = 0; i < n && st == CLFORMER_OK; i++) {
+        json_t *e = json_array_get(root, i);
+        if (!json_is_string(e))
+            st = cf_fail(CLFORMER_ERR_FORMAT, "%s: vocabulary entry %zu is %s; every entry must "
+                         "be a token string", origin, i, json_kind(e));
+        else if (strlen(json_string_value(e)) != json_string_length(e))
+            st = cf_fail(CLFORMER_ERR_FORMAT, "%s: vocabulary entry %zu contains a NUL character",
+                         origin, i);
+        else
+            tokens[i] = json_string_value(e);
+    }
+    if (st == CLFORMER_OK) st = cf_vocab_from_tokens(tokens, n, origin, out);
+    free(tokens);
+    json_decref(root);
+    return st;
 }
 
 clformer_status cf_vocab_save(const cf_vocab *v, const char *path)

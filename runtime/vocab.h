@@ -96,6 +96,11 @@ clformer_status cf_vocab_to_json(const cf_vocab *v, char **json);
 clformer_status cf_vocab_from_json(const char *json, size_t len, const char *origin,
                                    cf_vocab **out);
 
+/* The same validation and result from an array of n token strings (e.g. the
+ * vocabulary a checkpoint loaded into a model). */
+clformer_status cf_vocab_from_tokens(const char *const *tokens, size_t n, const char *origin,
+                                     cf_vocab **out);
+
 /* Writes the JSON array to `path` atomically (fileio.h). */
 clformer_status cf_vocab_save(const cf_vocab *v, const char *path);
 
