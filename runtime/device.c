@@ -363,7 +363,10 @@ void clformer_context_free(clformer_context *ctx)
 {
     if (!ctx) return;
     if (ctx->queue) clFinish(ctx->queue);
-    for (size_t i = 0; i < ctx->n_profile; i++) clReleaseEvent(ctx->profile[i].event);
+    for (size_t i = 0; i < ctx->n_profile; i++) {
+        if (ctx->profile[i].event) clReleaseEvent(ctx->profile[i].event);
+        if (ctx->profile[i].start) clReleaseEvent(ctx->profile[i].start);
+    }
     free(ctx->profile);
     cf_programs_release(ctx);
     if (ctx->scratch) clReleaseMemObject(ctx->scratch);

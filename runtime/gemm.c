@@ -25,9 +25,11 @@ clformer_status cf_gemm(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m, size_
     bool handled;
     CF_TRY(degenerate(ctx, m, n, k, beta, &handled));
     if (handled) return CLFORMER_OK;
-    CLBLAST_CHECK(CLBlastSgemm(CLBlastLayoutRowMajor, tr(trans_a), tr(trans_b), m, n, k, alpha,
-                               a, a_off, lda, b, b_off, ldb, beta, c, c_off, ldc, &ctx->queue,
-                               cf_profile_slot(ctx, "gemm")));
+    cl_event begin = cf_profile_begin(ctx);
+    int err = CLBlastSgemm(CLBlastLayoutRowMajor, tr(trans_a), tr(trans_b), m, n, k, alpha, a,
+                           a_off, lda, b, b_off, ldb, beta, c, c_off, ldc, &ctx->queue, NULL);
+    cf_profile_end(ctx, "gemm", begin);
+    CLBLAST_CHECK(err);
     return CLFORMER_OK;
 }
 
@@ -40,10 +42,13 @@ clformer_status cf_gemm_strided_batched(cf_ctx *ctx, bool trans_a, bool trans_b,
     bool handled;
     CF_TRY(degenerate(ctx, m, n, k, beta, &handled));
     if (handled || batch == 0) return CLFORMER_OK;
-    CLBLAST_CHECK(CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, tr(trans_a), tr(trans_b), m,
-                                             n, k, alpha, a, a_off, lda, a_stride, b, b_off, ldb,
-                                             b_stride, beta, c, c_off, ldc, c_stride, batch,
-                                             &ctx->queue, cf_profile_slot(ctx, "gemm")));
+    cl_event begin = cf_profile_begin(ctx);
+    int err = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, tr(trans_a), tr(trans_b), m, n,
+                                         k, alpha, a, a_off, lda, a_stride, b, b_off, ldb,
+                                         b_stride, beta, c, c_off, ldc, c_stride, batch,
+                                         &ctx->queue, NULL);
+    cf_profile_end(ctx, "gemm", begin);
+    CLBLAST_CHECK(err);
     return CLFORMER_OK;
 }
 
@@ -65,8 +70,11 @@ clformer_status cf_gemm_batched(cf_ctx *ctx, bool trans_a, bool trans_b, size_t 
                            b_offs[i], ldb, betas[i], c, c_offs[i], ldc));
         return CLFORMER_OK;
     }
-    CLBLAST_CHECK(CLBlastSgemmBatched(CLBlastLayoutRowMajor, tr(trans_a), tr(trans_b), m, n, k,
-                                      alphas, a, a_offs, lda, b, b_offs, ldb, betas, c, c_offs,
-                                      ldc, batch, &ctx->queue, cf_profile_slot(ctx, "gemm")));
+    cl_event begin = cf_profile_begin(ctx);
+    int err = CLBlastSgemmBatched(CLBlastLayoutRowMajor, tr(trans_a), tr(trans_b), m, n, k,
+                                  alphas, a, a_offs, lda, b, b_offs, ldb, betas, c, c_offs, ldc,
+                                  batch, &ctx->queue, NULL);
+    cf_profile_end(ctx, "gemm", begin);
+    CLBLAST_CHECK(err);
     return CLFORMER_OK;
 }

@@ -17,7 +17,28 @@ cl_event *cf_profile_slot(cf_ctx *ctx, const char *family)
     cf_profile_entry *e = &ctx->profile[ctx->n_profile++];
     e->family = family;
     e->event = NULL;
+    e->start = NULL;
     return &e->event;
+}
+
+cl_event cf_profile_begin(cf_ctx *ctx)
+{
+    cl_event begin = NULL;
+    if (ctx->profiling && clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, &begin) != CL_SUCCESS)
+        begin = NULL;
+    return begin;
+}
+
+void cf_profile_end(cf_ctx *ctx, const char *family, cl_event begin)
+{
+    if (!begin) return;
+    cl_event *slot = cf_profile_slot(ctx, family);
+    if (!slot || clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, slot) != CL_SUCCESS) {
+        if (slot) ctx->n_profile--;
+        clReleaseEvent(begin);
+        return;
+    }
+    ctx->profile[ctx->n_profile - 1].start = begin;
 }
 
 clformer_status cf_launch(cf_ctx *ctx, const char *family, cl_kernel kernel, cl_uint dims,
@@ -59,8 +80,10 @@ clformer_status cf_profile_collect(cf_ctx *ctx, cf_profile_total *totals, size_t
         cf_profile_entry *e = &ctx->profile[i];
         if (!e->event) continue;
         cl_ulong start = 0, end = 0;
-        if (clGetEventProfilingInfo(e->event, CL_PROFILING_COMMAND_START, sizeof start, &start,
-                                    NULL) == CL_SUCCESS &&
+        /* a bracketed call runs from the first marker's end to the second's */
+        if (clGetEventProfilingInfo(e->start ? e->start : e->event,
+                                    e->start ? CL_PROFILING_COMMAND_END : CL_PROFILING_COMMAND_START,
+                                    sizeof start, &start, NULL) == CL_SUCCESS &&
             clGetEventProfilingInfo(e->event, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) ==
                 CL_SUCCESS &&
             end >= start) {
@@ -73,6 +96,7 @@ clformer_status cf_profile_collect(cf_ctx *ctx, cf_profile_total *totals, size_t
             }
         }
         clReleaseEvent(e->event);
+        if (e->start) clReleaseEvent(e->start);
     }
     ctx->n_profile = 0;
     qsort(totals, *n, sizeof *totals, by_time_desc);

@@ -39,6 +39,12 @@ static inline size_t cf_round_up(size_t n, size_t m) { return (n + m - 1) / m * 
  * (NULL when off). The event is owned by the profile record. */
 cl_event *cf_profile_slot(cf_ctx *ctx, const char *family);
 
+/* Brackets a library call that enqueues several commands (CLBlast may pad,
+ * transpose and multiply): markers before and after, so the whole call is
+ * timed, not only its last kernel. No-ops when profiling is off. */
+cl_event cf_profile_begin(cf_ctx *ctx);
+void cf_profile_end(cf_ctx *ctx, const char *family, cl_event begin);
+
 /* Time spent per family since the last reset, after waiting for the queue. */
 typedef struct {
     const char *family;
