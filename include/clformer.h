@@ -248,6 +248,11 @@ clformer_status clformer_model_read_tensor(clformer_model *model, const char *na
 /* Optimizer steps taken so far. */
 uint64_t clformer_model_step(const clformer_model *model);
 
+/* Changes the training-only settings of a loaded model: dropout and label
+ * smoothing (the weights do not depend on them). */
+clformer_status clformer_model_set_regularization(clformer_model *model, float dropout,
+                                                  float label_smoothing);
+
 /* The seed of dropout masks (a loaded plain model has seed 0 until set). */
 void clformer_model_set_seed(clformer_model *model, uint64_t seed);
 

@@ -129,6 +129,17 @@ uint64_t clformer_model_step(const clformer_model *m) { return m->step; }
 
 void clformer_model_set_seed(clformer_model *m, uint64_t seed) { m->seed = seed; }
 
+clformer_status clformer_model_set_regularization(clformer_model *m, float dropout,
+                                                  float label_smoothing)
+{
+    clformer_config c = m->cfg;
+    c.dropout = dropout;
+    c.label_smoothing = label_smoothing;
+    CF_TRY(clformer_config_validate(&c));
+    m->cfg = c; /* the arena's layout follows on the next batch */
+    return CLFORMER_OK;
+}
+
 static clformer_status copy_vocab(char ***dst, const char *const *src, int n, const char *side)
 {
     cf_vocab *check; /* the same rules as every vocabulary: specials first, distinct tokens */

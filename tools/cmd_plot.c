@@ -59,34 +59,34 @@ static bool loss_value(json_t *entry, const char *key, bool *present, double *ou
 /* Reads one entry; prints "FILE:LINE: problem" and returns false when it is
  * malformed. Entries with neither "loss" nor "val_loss" are other records
  * (settings, timings) and are skipped. */
-static bool read_entry(const char *path, size_t line_no, const char *text, size_t len,
-                       training_log *log)
+static bool read_entry(const char *cmd, const char *path, size_t line_no, const char *text,
+                       size_t len, training_log *log)
 {
     json_error_t err;
     json_t *entry = json_loadb(text, len, 0, &err);
     if (!entry) {
         char where[32] = "";
         if (err.column > 0) snprintf(where, sizeof where, " (column %d)", err.column);
-        cli_error("plot", "%s:%zu: not valid JSON%s: %s", path, line_no, where, err.text);
+        cli_error(cmd, "%s:%zu: not valid JSON%s: %s", path, line_no, where, err.text);
         return false;
     }
     bool ok = false, has_loss, has_val;
     double loss = NAN, val_loss = NAN;
     json_t *step = json_object_get(entry, "step");
     if (!json_is_object(entry)) {
-        cli_error("plot", "%s:%zu: expected a JSON object per line", path, line_no);
+        cli_error(cmd, "%s:%zu: expected a JSON object per line", path, line_no);
     } else if (!loss_value(entry, "loss", &has_loss, &loss) ||
                !loss_value(entry, "val_loss", &has_val, &val_loss)) {
-        cli_error("plot", "%s:%zu: \"loss\" and \"val_loss\" must be numbers (or null)", path,
+        cli_error(cmd, "%s:%zu: \"loss\" and \"val_loss\" must be numbers (or null)", path,
                   line_no);
     } else if ((has_loss || has_val) && !json_is_number(step)) {
-        cli_error("plot", "%s:%zu: an entry with a loss needs a numeric \"step\"", path, line_no);
+        cli_error(cmd, "%s:%zu: an entry with a loss needs a numeric \"step\"", path, line_no);
     } else {
         ok = true;
         double s = json_is_number(step) ? json_number_value(step) : 0;
         if ((has_loss && !push(&log->train, s, loss)) ||
             (has_val && !push(&log->val, s, val_loss))) {
-            cli_error("plot", "%s:%zu: out of memory", path, line_no);
+            cli_error(cmd, "%s:%zu: out of memory", path, line_no);
             ok = false;
         }
         log->not_finite += (has_loss && isnan(loss)) + (has_val && isnan(val_loss));
@@ -102,11 +102,11 @@ static bool blank(const char *s)
     return true;
 }
 
-static bool read_log(const char *path, training_log *log)
+static bool read_log(const char *cmd, const char *path, training_log *log)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        cli_error("plot", "cannot open the log '%s': %s", path, strerror(errno));
+        cli_error(cmd, "cannot open the log '%s': %s", path, strerror(errno));
         return false;
     }
     char *line = NULL;
@@ -117,16 +117,16 @@ static bool read_log(const char *path, training_log *log)
         line_no++;
         if (blank(line)) continue;
         log->lines++;
-        ok = read_entry(path, line_no, line, (size_t)len, log);
+        ok = read_entry(cmd, path, line_no, line, (size_t)len, log);
     }
     if (ok && ferror(f)) {
-        cli_error("plot", "reading '%s': %s", path, strerror(errno));
+        cli_error(cmd, "reading '%s': %s", path, strerror(errno));
         ok = false;
     }
     free(line);
     fclose(f);
     if (ok && !log->train.n && !log->val.n) {
-        cli_error("plot", "'%s' has no \"loss\" or \"val_loss\" entries%s", path,
+        cli_error(cmd, "'%s' has no \"loss\" or \"val_loss\" entries%s", path,
                   log->lines ? "" : " (the file is empty)");
         ok = false;
     }
@@ -169,18 +169,24 @@ int cmd_plot(int argc, char **argv)
         return EXIT_USAGE;
     }
 
+    return plot_training_log("plot", log_path, out, title, log_y, (int)width, (int)height);
+}
+
+int plot_training_log(const char *cmd, const char *log_path, const char *out, const char *title,
+                      bool log_y, int width, int height)
+{
     training_log log = {0};
     int rc = 1;
-    if (read_log(log_path, &log)) {
+    if (read_log(cmd, log_path, &log)) {
         const char *base = strrchr(log_path, '/');
         plot_loss_spec ps = {
             .step = log.train.step, .loss = log.train.loss, .n = log.train.n,
             .val_step = log.val.step, .val_loss = log.val.loss, .n_val = log.val.n,
             .title = title ? title : base ? base + 1 : log_path,
-            .log_y = log_y, .width = (int)width, .height = (int)height,
+            .log_y = log_y, .width = width, .height = height,
         };
         if (plot_loss_curves(out, &ps) != CLFORMER_OK) {
-            cli_runtime_error("plot", NULL);
+            cli_runtime_error(cmd, NULL);
         } else {
             printf("wrote %s: %zu training and %zu validation points", out, log.train.n,
                    log.val.n);

@@ -5,6 +5,14 @@
 
 int cmd_devices(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+
+#include <stdbool.h>
+
+/* Draws a JSON-lines training log as loss curves into a PNG (what `clformer
+ * plot` does); errors are printed as "clformer CMD: ...". Returns an exit code. */
+int plot_training_log(const char *cmd, const char *log_path, const char *png_path,
+                      const char *title, bool log_y, int width, int height);
 
 #endif

@@ -1,0 +1,176 @@
+/* `clformer train`: train a translation model on parallel text. */
+#include "cli.h"
+#include "clformer.h"
+#include "commands.h"
+#include "trainer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Named model sizes (issue #5): tiny, small and the paper's base. */
+static bool preset(const char *name, clformer_config *c)
+{
+    clformer_config_default(c);
+    if (!strcmp(name, "tiny")) {
+        c->d_model = 64, c->n_heads = 4, c->d_ff = 256, c->n_enc_layers = c->n_dec_layers = 2;
+    } else if (!strcmp(name, "small")) {
+        c->d_model = 256, c->n_heads = 4, c->d_ff = 1024, c->n_enc_layers = c->n_dec_layers = 3;
+    } else if (!strcmp(name, "base")) {
+        c->d_model = 512, c->n_heads = 8, c->d_ff = 2048, c->n_enc_layers = c->n_dec_layers = 6;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    const char *src = NULL, *tgt = NULL, *val_src = NULL, *val_tgt = NULL, *init = NULL,
+               *resume = NULL, *save = NULL, *log = NULL, *plot = NULL, *config_name = "small",
+               *activation = NULL, *positional = NULL, *schedule = "constant",
+               *optimizer = "adam";
+    long min_freq = 1, max_vocab = 0, batch_size = 0, batch_tokens = 0, steps = 0, epochs = 0,
+         warmup = 4000, eval_every = 0, save_every = 0, bleu_sentences = 200, seed = 1,
+         d_model = 0, heads = 0, d_ff = 0, enc_layers = 0, dec_layers = 0, max_len = 0;
+    double lr = 5e-4, clip = 1.0, weight_decay = 0.0, dropout = 0.1, label_smoothing = 0.0;
+    bool no_shuffle = false, post_norm = false, tie = false, dropout_set = false,
+         ls_set = false, lr_set = false, schedule_set = false, warmup_set = false,
+         optimizer_set = false, clip_set = false, wd_set = false, batch_set = false,
+         model_flag = false;
+    const cli_option options[] = {
+        {"--src", CLI_STRING, &src, "FILE", "training source sentences, one per line (required)"},
+        {"--tgt", CLI_STRING, &tgt, "FILE", "training target sentences, line-aligned (required)"},
+        {"--val-src", CLI_STRING, &val_src, "FILE", "validation source sentences"},
+        {"--val-tgt", CLI_STRING, &val_tgt, "FILE", "validation target sentences"},
+        {"--config", CLI_CHOICE, &config_name, NULL, "model size preset (default small)", 0, 0, "tiny|small|base", &model_flag},
+        {"--d-model", CLI_INT, &d_model, "N", "width of token vectors", 1, 65536, NULL, &model_flag},
+        {"--heads", CLI_INT, &heads, "N", "attention heads (must divide --d-model)", 1, 4096, NULL, &model_flag},
+        {"--d-ff", CLI_INT, &d_ff, "N", "feed-forward hidden width", 1, 1 << 20, NULL, &model_flag},
+        {"--enc-layers", CLI_INT, &enc_layers, "N", "encoder blocks", 1, 1024, NULL, &model_flag},
+        {"--dec-layers", CLI_INT, &dec_layers, "N", "decoder blocks", 1, 1024, NULL, &model_flag},
+        {"--max-len", CLI_INT, &max_len, "N", "longest sequence with <sos>/<eos> (default 256); longer pairs are skipped", 3, 65536, NULL, &model_flag},
+        {"--post-norm", CLI_FLAG, &post_norm, NULL, "post-norm blocks (the paper's) instead of pre-norm", 0, 0, NULL, &model_flag},
+        {"--activation", CLI_CHOICE, &activation, NULL, "feed-forward activation (default relu)", 0, 0, "relu|gelu", &model_flag},
+        {"--positional", CLI_CHOICE, &positional, NULL, "positional encoding (default sinusoidal)", 0, 0, "sinusoidal|learned", &model_flag},
+        {"--tie-embeddings", CLI_FLAG, &tie, NULL, "tie the generator to the target embedding", 0, 0, NULL, &model_flag},
+        {"--dropout", CLI_DOUBLE, &dropout, "P", "dropout probability (default 0.1)", 0, 0.99, NULL, &dropout_set},
+        {"--label-smoothing", CLI_DOUBLE, &label_smoothing, "E", "label smoothing (default 0)", 0, 0.99, NULL, &ls_set},
+        {"--min-freq", CLI_INT, &min_freq, "N", "vocabulary: keep tokens seen at least N times (default 1)", 1, 1000000},
+        {"--max-vocab", CLI_INT, &max_vocab, "N", "vocabulary: at most N tokens with the 4 specials (0: all)", 0, 1 << 24},
+        {"--init", CLI_STRING, &init, "MODEL", "start from these weights (config and vocabularies from the file)"},
+        {"--resume", CLI_STRING, &resume, "CKPT", "continue a training checkpoint exactly (step, optimizer, data position)"},
+        {"--steps", CLI_INT, &steps, "N", "train until the model has taken N steps in total", 1, 1L << 40},
+        {"--epochs", CLI_INT, &epochs, "N", "train for N passes over the data (instead of --steps)", 1, 1000000},
+        {"--batch-size", CLI_INT, &batch_size, "B", "sentence pairs per step", 1, 1 << 20, NULL, &batch_set},
+        {"--batch-tokens", CLI_INT, &batch_tokens, "N", "padded tokens per step, length-bucketed (default 4096)", 1, 1 << 30, NULL, &batch_set},
+        {"--no-shuffle", CLI_FLAG, &no_shuffle, NULL, "batches of consecutive pairs in file order", 0, 0, NULL, &batch_set},
+        {"--seed", CLI_INT, &seed, "N", "seed of initialisation, dropout and shuffling (default 1)", 0, 0, NULL, &batch_set},
+        {"--lr", CLI_DOUBLE, &lr, "LR", "learning rate, or the noam factor (default 5e-4)", 0, 1000, NULL, &lr_set},
+        {"--lr-schedule", CLI_CHOICE, &schedule, NULL, "learning-rate schedule (default constant)", 0, 0, "constant|noam", &schedule_set},
+        {"--warmup", CLI_INT, &warmup, "N", "noam warm-up steps (default 4000)", 1, 1L << 30, NULL, &warmup_set},
+        {"--optimizer", CLI_CHOICE, &optimizer, NULL, "Adam (L2 decay) or AdamW (decoupled) (default adam)", 0, 0, "adam|adamw", &optimizer_set},
+        {"--weight-decay", CLI_DOUBLE, &weight_decay, "W", "weight decay of matrices and embeddings (default 0)", 0, 10, NULL, &wd_set},
+        {"--clip", CLI_DOUBLE, &clip, "NORM", "global gradient-norm clip, 0 = off (default 1)", 0, 1e6, NULL, &clip_set},
+        {"--eval-every", CLI_INT, &eval_every, "N", "validate every N steps (and at the end)", 1, 1L << 40},
+        {"--bleu-sentences", CLI_INT, &bleu_sentences, "N", "validation sentences translated for BLEU (default 200, 0: none)", 0, 1 << 30},
+        {"--save", CLI_STRING, &save, "FILE", "write a training checkpoint here at the end (and on Ctrl-C)"},
+        {"--save-every", CLI_INT, &save_every, "N", "also save every N steps", 1, 1L << 40},
+        {"--log", CLI_STRING, &log, "FILE", "metrics as JSON lines: step, loss, tokens, lr, ..."},
+        {"--plot", CLI_STRING, &plot, "FILE.png", "draw the loss curves at the end"},
+    };
+    const cli_spec spec = {
+        "train",
+        "Train an encoder-decoder Transformer on parallel text (one sentence per line,\n"
+        "whitespace tokens). Vocabularies come from the training data (or --init/--resume).",
+        "clformer train --src FILE --tgt FILE (--steps N | --epochs N) [options]",
+        "examples:\n"
+        "  clformer train --src train.en --tgt train.de --val-src val.en --val-tgt val.de \\\n"
+        "      --config small --epochs 10 --save model.safetensors --log train.jsonl\n"
+        "  clformer train --src train.en --tgt train.de --resume model.safetensors --steps 20000\n"
+        "Ctrl-C saves a training checkpoint (--save, else clformer-interrupted.safetensors).\n"
+        "The device is CLFORMER_DEVICE's choice (see clformer devices).",
+        options, sizeof options / sizeof options[0], NULL, 0, NULL};
+    cli_result r = cli_parse(&spec, argc, argv);
+    if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
+
+    /* option consistency, each a one-line error */
+    if (!src || !tgt) return cli_error("train", "--src and --tgt are required"), EXIT_USAGE;
+    if (!val_src != !val_tgt) return cli_error("train", "--val-src and --val-tgt go together"), EXIT_USAGE;
+    if (!steps == !epochs) return cli_error("train", "give exactly one of --steps and --epochs"), EXIT_USAGE;
+    if (batch_size && batch_tokens) return cli_error("train", "give --batch-size or --batch-tokens, not both"), EXIT_USAGE;
+    if (init && resume) return cli_error("train", "--init and --resume exclude each other"), EXIT_USAGE;
+    if ((init || resume) && model_flag)
+        return cli_error("train", "the model's shape comes from %s: remove the model options (--config, --d-model, ...)",
+                         init ? "--init" : "--resume"), EXIT_USAGE;
+    if (resume && (batch_set || lr_set || schedule_set || warmup_set || optimizer_set || clip_set || wd_set || dropout_set || ls_set))
+        return cli_error("train", "--resume continues exactly as the checkpoint was trained: remove the batching, "
+                                  "learning-rate, optimizer and regularisation options"), EXIT_USAGE;
+    if (save_every && !save) return cli_error("train", "--save-every needs --save"), EXIT_USAGE;
+
+    trainer_options o;
+    memset(&o, 0, sizeof o);
+    o.command = "train";
+    o.src_path = src, o.tgt_path = tgt, o.val_src_path = val_src, o.val_tgt_path = val_tgt;
+    o.min_freq = (int)min_freq, o.max_vocab = (int)max_vocab;
+    o.batching.batch_size = (int)batch_size;
+    o.batching.batch_tokens = batch_size ? 0 : (int)(batch_tokens ? batch_tokens : 4096);
+    o.batching.shuffle = !no_shuffle;
+    o.batching.seed = (uint64_t)seed;
+    preset(config_name, &o.config);
+    clformer_config *c = &o.config;
+    if (d_model) c->d_model = (int)d_model;
+    if (heads) c->n_heads = (int)heads;
+    if (d_ff) c->d_ff = (int)d_ff;
+    if (enc_layers) c->n_enc_layers = (int)enc_layers;
+    if (dec_layers) c->n_dec_layers = (int)dec_layers;
+    if (max_len) c->max_len = (int)max_len;
+    c->norm_first = !post_norm;
+    if (activation) c->activation = !strcmp(activation, "gelu") ? CLFORMER_ACT_GELU : CLFORMER_ACT_RELU;
+    if (positional) c->positional = !strcmp(positional, "learned") ? CLFORMER_POS_LEARNED : CLFORMER_POS_SINUSOIDAL;
+    c->share_tgt_embed = tie;
+    c->dropout = (float)dropout;
+    c->label_smoothing = (float)label_smoothing;
+    if (!init && !resume) {
+        /* check the shape now (vocabulary sizes are filled in from the data) */
+        clformer_config probe = *c;
+        probe.src_vocab = probe.tgt_vocab = 5;
+        if (clformer_config_validate(&probe) != CLFORMER_OK) {
+            cli_runtime_error("train", "model options");
+            return EXIT_USAGE;
+        }
+    }
+    o.init_path = init, o.resume_path = resume;
+    o.dropout_given = dropout_set, o.dropout = (float)dropout;
+    o.label_smoothing_given = ls_set, o.label_smoothing = (float)label_smoothing;
+    o.seed = (uint64_t)seed;
+    clformer_optim_config_default(&o.optim);
+    o.optim.optimizer = !strcmp(optimizer, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM;
+    o.optim.weight_decay = (float)weight_decay;
+    o.optim.clip = (float)clip;
+    o.lr = (float)lr;
+    o.schedule = !strcmp(schedule, "noam") ? CLFORMER_LR_NOAM : CLFORMER_LR_CONSTANT;
+    o.warmup = warmup;
+    o.steps = steps, o.epochs = epochs;
+    o.eval_every = eval_every, o.bleu_sentences = bleu_sentences;
+    o.save_path = save, o.save_every = save_every;
+    o.log_path = log, o.plot_path = plot;
+    char plot_log[4096];
+    if (plot && !log) { /* the figure is drawn from the log: keep one beside it */
+        snprintf(plot_log, sizeof plot_log, "%s.jsonl", plot);
+        o.log_path = plot_log;
+    }
+
+    clformer_context *ctx;
+    if (clformer_context_create(NULL, &ctx) != CLFORMER_OK) {
+        cli_runtime_error("train", "opening the device");
+        return 1;
+    }
+    trainer_result res;
+    int rc = trainer_run(&o, ctx, NULL, &res);
+    if (rc == 0)
+        printf("trained to step %llu in %.1fs (%.0f target tokens/s); last loss %.4f\n",
+               (unsigned long long)res.steps, res.seconds, res.tokens_per_s, res.loss);
+    clformer_context_free(ctx);
+    return rc;
+}
