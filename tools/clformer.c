@@ -13,6 +13,7 @@ typedef struct {
 
 static const command commands[] = {
     {"devices", cmd_devices, "list OpenCL devices and the one CLFORMER_DEVICE selects"},
+    {"demo", cmd_demo, "train on a built-in toy language pair and translate (no files needed)"},
     {"train", cmd_train, "train a translation model on parallel text"},
     {"check", cmd_check, "check every op on a device against the double-precision reference"},
     {"plot", cmd_plot, "draw a training log's loss curves as a PNG"},

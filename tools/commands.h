@@ -6,6 +6,7 @@
 int cmd_devices(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 
 #include <stdbool.h>
