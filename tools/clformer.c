@@ -15,6 +15,8 @@ static const command commands[] = {
     {"devices", cmd_devices, "list OpenCL devices and the one CLFORMER_DEVICE selects"},
     {"check", cmd_check, "check every op on a device against the double-precision reference"},
     {"plot", cmd_plot, "draw a training log's loss curves as a PNG"},
+    {"translate", cmd_translate, "translate sentences with a trained model"},
+    {"eval", cmd_eval, "score translations with BLEU (and a model's loss)"},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 

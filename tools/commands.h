@@ -6,5 +6,7 @@
 int cmd_devices(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_translate(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 
 #endif
