@@ -17,6 +17,8 @@ static const command commands[] = {
     {"train", cmd_train, "train a translation model on parallel text"},
     {"check", cmd_check, "check every op on a device against the double-precision reference"},
     {"plot", cmd_plot, "draw a training log's loss curves as a PNG"},
+    {"translate", cmd_translate, "translate sentences with a trained model"},
+    {"eval", cmd_eval, "score translations with BLEU (and a model's loss)"},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 

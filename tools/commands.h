@@ -8,6 +8,8 @@ int cmd_check(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_translate(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 
 #include <stdbool.h>
 

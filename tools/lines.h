@@ -1,0 +1,46 @@
+/*
+ * Line files for `clformer translate` and `clformer eval`: one sentence per
+ * line, read whole and validated (UTF-8, no NUL byte; a leading byte order
+ * mark is dropped), and written back to stdout or atomically to a file
+ * (runtime/fileio.h: a temp file renamed into place, so a failed run leaves
+ * no half-written output).
+ *
+ * Unlike a training corpus (runtime/corpus.h), empty lines are kept: line i
+ * of an output answers line i of its input, and a hypothesis file may hold
+ * empty lines that BLEU must count.
+ */
+#ifndef CLFORMER_LINES_H
+#define CLFORMER_LINES_H
+
+#include "clformer.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct {
+    size_t n;          /* lines: '\n'-terminated ones plus an unterminated last one */
+    char **line;       /* [n] NUL-terminated, without the '\n' */
+    const char *name;  /* the path, or "stdin", for messages */
+    char *storage;     /* private: the text the lines point into */
+} line_file;
+
+/* Reads `path`, or stdin when path is NULL or "-". Errors name the file (and
+ * the line for bad bytes): CLFORMER_ERR_IO, CLFORMER_ERR_FORMAT. An empty
+ * file is n = 0, not an error: the caller says what it needed. */
+clformer_status line_file_read(const char *path, line_file *out);
+void line_file_free(line_file *f);
+
+/* True when the line holds at least one whitespace-separated token. */
+bool line_has_token(const char *line);
+
+/* Writes n lines, each ended by '\n', atomically to `path`, or to stdout
+ * when path is NULL. */
+clformer_status line_file_write(const char *path, const char *const *lines, size_t n);
+
+/* Fails (CLFORMER_ERR_IO, naming `path` and what is wrong) unless a file
+ * could be created at `path`: its directory exists and is writable and
+ * `path` is not a directory. Lets a command refuse a bad output path before
+ * it spends minutes on the device. */
+clformer_status check_writable(const char *path);
+
+#endif

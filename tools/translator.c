@@ -1,0 +1,147 @@
+/* A model on the device translating files line by line (see translator.h). */
+#include "translator.h"
+#include "lines.h"
+#include "status.h"
+#include "text.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+clformer_decode_options decode_flags_options(const decode_flags *f)
+{
+    clformer_decode_options o;
+    clformer_decode_options_default(&o);
+    o.beam = (int)f->beam;
+    o.max_len = (int)f->max_len;
+    o.length_penalty = (float)f->length_penalty;
+    return o;
+}
+
+bool translator_open(const char *command, const char *model_path, translator *t)
+{
+    memset(t, 0, sizeof *t);
+    /* a missing file is the user's typo: say so before waking a device */
+    if (access(model_path, R_OK) != 0) {
+        cli_error(command, "cannot read the model '%s': %s", model_path, strerror(errno));
+        return false;
+    }
+    if (clformer_context_create(NULL, &t->ctx) != CLFORMER_OK) {
+        cli_runtime_error(command, "opening the device");
+        return false;
+    }
+    if (clformer_model_load(t->ctx, model_path, &t->model) != CLFORMER_OK) {
+        cli_runtime_error(command, "loading the model");
+        translator_close(t);
+        return false;
+    }
+    if (text_session_open(t->model, &t->session) != CLFORMER_OK) {
+        cli_runtime_error(command, model_path);
+        translator_close(t);
+        return false;
+    }
+    return true;
+}
+
+void translator_close(translator *t)
+{
+    text_session_close(&t->session);
+    clformer_model_free(t->model);
+    clformer_context_free(t->ctx);
+    memset(t, 0, sizeof *t);
+}
+
+const char *translator_device(const translator *t)
+{
+    return clformer_context_device(t->ctx)->name;
+}
+
+typedef struct {
+    double start;
+} progress_state;
+
+static void show_progress(void *user, size_t done, size_t total)
+{
+    const progress_state *p = user;
+    double dt = seconds_now() - p->start;
+    fprintf(stderr, "\rtranslating: %zu/%zu sentences, %.1f sentences/s   ", done, total,
+            dt > 0 ? (double)done / dt : 0.0);
+    fflush(stderr);
+}
+
+clformer_status translator_run(translator *t, const char *const *lines, size_t n,
+                               const decode_flags *f, char **outputs, translate_stats *stats)
+{
+    memset(stats, 0, sizeof *stats);
+    stats->lines = n;
+    /* only lines with a token reach the model; the others stay empty */
+    const char **todo = malloc((n ? n : 1) * sizeof *todo);
+    size_t *where = malloc((n ? n : 1) * sizeof *where);
+    char **done = calloc(n ? n : 1, sizeof *done);
+    if (!todo || !where || !done) {
+        free(todo);
+        free(where);
+        free(done);
+        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        outputs[i] = NULL;
+        if (line_has_token(lines[i])) {
+            todo[m] = lines[i];
+            where[m++] = i;
+        }
+    }
+    const clformer_decode_options o = decode_flags_options(f);
+    progress_state ps = {seconds_now()};
+    const bool tty = isatty(STDERR_FILENO) && m > 0;
+    clformer_status st = m == 0 ? CLFORMER_OK
+                                : text_translate(&t->session, todo, m, &o, (size_t)f->batch_size,
+                                                 done, &stats->truncated,
+                                                 tty ? show_progress : NULL, &ps);
+    stats->seconds = seconds_now() - ps.start;
+    if (tty) fputc('\n', stderr);
+    stats->sentences = m;
+    for (size_t k = 0; k < m && st == CLFORMER_OK; k++) {
+        outputs[where[k]] = done[k];
+        done[k] = NULL;
+        stats->tokens += cf_count_tokens(outputs[where[k]], strlen(outputs[where[k]]));
+    }
+    for (size_t i = 0; i < n && st == CLFORMER_OK; i++)
+        if (!outputs[i] && !(outputs[i] = strdup("")))
+            st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (st != CLFORMER_OK)
+        for (size_t i = 0; i < n; i++) {
+            free(outputs[i]);
+            outputs[i] = NULL;
+        }
+    for (size_t k = 0; k < m; k++) free(done[k]);
+    free(done);
+    free(todo);
+    free(where);
+    return st;
+}
+
+void translator_report(const char *command, const translator *t, const translate_stats *s)
+{
+    const int max_len = clformer_model_config(t->model)->max_len;
+    if (s->truncated)
+        fprintf(stderr, "clformer %s: note: %zu source sentence%s longer than the model's "
+                "max_len (%d tokens with <sos> and <eos>) %s cut to fit\n", command,
+                s->truncated, s->truncated == 1 ? "" : "s", max_len,
+                s->truncated == 1 ? "was" : "were");
+    fprintf(stderr, "clformer %s: %zu sentence%s (%zu line%s), %zu tokens in %.2f s "
+            "(%.1f tokens/s) on %s\n", command, s->sentences, s->sentences == 1 ? "" : "s",
+            s->lines, s->lines == 1 ? "" : "s", s->tokens, s->seconds,
+            s->seconds > 0 ? (double)s->tokens / s->seconds : 0.0, translator_device(t));
+}

@@ -1,0 +1,76 @@
+/*
+ * What `clformer translate` and `clformer eval --model` share: the decoding
+ * flags, a model opened on the CLFORMER_DEVICE device, and the translation
+ * of a file's lines with tools/text_io.h, keeping empty lines empty, showing
+ * progress when stderr is a terminal, and summing up the run.
+ */
+#ifndef CLFORMER_TRANSLATOR_H
+#define CLFORMER_TRANSLATOR_H
+
+#include "cli.h"
+#include "clformer.h"
+#include "text_io.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The decoding flags, as cli.h fills them. `given` is set by any of them. */
+typedef struct {
+    long beam, max_len, batch_size;
+    double length_penalty;
+    bool given;
+} decode_flags;
+
+#define DECODE_FLAGS_DEFAULT {1, 0, 64, 1.0, false}
+
+/* The four option rows for a cli_option table. */
+#define DECODE_CLI_OPTIONS(f)                                                                  \
+    {"--beam", CLI_INT, &(f).beam, "K", "beam width; 1 is greedy decoding (default 1)", 1, 64,  \
+     NULL, &(f).given},                                                                        \
+    {"--length-penalty", CLI_DOUBLE, &(f).length_penalty, "A",                                 \
+     "beam: rank hypotheses by log-prob / length^A (default 1.0)", 0, 10, NULL,  \
+     &(f).given},                                                                              \
+    {"--max-len", CLI_INT, &(f).max_len, "N",                                                  \
+     "most output tokens, <eos> included (default: model max_len - 1)", 1,  \
+     1000000, NULL, &(f).given},                                                               \
+    {"--batch-size", CLI_INT, &(f).batch_size, "N", "sentences decoded together (default 64)", \
+     1, 1000000, NULL, &(f).given}
+
+clformer_decode_options decode_flags_options(const decode_flags *f);
+
+typedef struct {
+    clformer_context *ctx;
+    clformer_model *model;
+    text_session session;
+} translator;
+
+/* Opens the device and loads the checkpoint at `model_path`. On failure
+ * prints the error as `clformer COMMAND: error: ...` and returns false. */
+bool translator_open(const char *command, const char *model_path, translator *t);
+void translator_close(translator *t);
+
+/* The device's name, for summaries. */
+const char *translator_device(const translator *t);
+
+typedef struct {
+    size_t lines;      /* input lines */
+    size_t sentences;  /* lines with a token: the ones the model translated */
+    size_t tokens;     /* output tokens */
+    size_t truncated;  /* sources cut to the model's max_len */
+    double seconds;    /* wall time of the translation */
+} translate_stats;
+
+/* Translates lines[0..n) into outputs[i] (malloc'd, free each): a line
+ * without a token gives "" and costs nothing on the device. Progress goes to
+ * stderr when stderr is a terminal. */
+clformer_status translator_run(translator *t, const char *const *lines, size_t n,
+                               const decode_flags *f, char **outputs, translate_stats *stats);
+
+/* Prints, on stderr, the truncation note (when sources were cut) and the
+ * one-line summary: sentences, tokens, time, tokens/s, device. */
+void translator_report(const char *command, const translator *t, const translate_stats *s);
+
+/* Seconds since an arbitrary start, monotonic. */
+double seconds_now(void);
+
+#endif
