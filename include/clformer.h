@@ -226,7 +226,9 @@ typedef struct {
 clformer_status clformer_model_train_step(clformer_model *model, const clformer_batch *batch,
                                           float lr, clformer_step_stats *stats);
 
-/* Loss without training (dropout off): sum of token losses and their count. */
+/* Loss without training (dropout off, and no label smoothing: the plain
+ * cross-entropy, whose exp is the perplexity): sum of token losses and
+ * their count. */
 clformer_status clformer_model_eval_loss(clformer_model *model, const clformer_batch *batch,
                                          double *loss_sum, size_t *tokens);
 

@@ -173,7 +173,9 @@ clformer_status cf_forward(cf_model *m, bool with_loss, float grad_scale)
     CF_TRY(cf_linear_forward(ctx, a->logits, a->dec_out, P(m, m->layout.generator_w),
                              P(m, m->layout.generator_b), Nt, d, V));
     if (!with_loss) return CLFORMER_OK;
+    /* evaluation reports the plain cross-entropy: smoothing is a training device */
     CF_TRY(cf_cross_entropy(ctx, a->losses, a->training ? a->logits : NONE, a->logits, a->labels,
-                            Nt, V, c->label_smoothing, CLFORMER_PAD, grad_scale));
+                            Nt, V, a->training ? c->label_smoothing : 0.0f, CLFORMER_PAD,
+                            grad_scale));
     return cf_reduce_sum(ctx, m->metrics, 0, a->losses.buf, a->losses.off, Nt, false, false);
 }

@@ -19,7 +19,7 @@
 /* The model's loss over the pairs that fit its max_len. */
 typedef struct {
     bool have;            /* false when no pair could be scored */
-    double loss;          /* mean cross-entropy per target token (label smoothing included) */
+    double loss;          /* mean cross-entropy per target token (no label smoothing) */
     size_t tokens;        /* target tokens counted */
     size_t pairs;         /* pairs scored */
     size_t empty;         /* pairs skipped: a side without a token */
@@ -230,8 +230,8 @@ int cmd_eval(int argc, char **argv)
         "clformer eval --hyp FILE --ref FILE [--json]\n"
         "       clformer eval --model FILE --src FILE --ref FILE [--output FILE] [options]",
         "The files are line-aligned: line i of the hypotheses (or sources) answers line i of\n"
-        "the references. The loss is the training objective (label smoothing included) per\n"
-        "target token; pairs longer than the model's max_len, or with an empty side, are left\n"
+        "the references. The loss is the plain cross-entropy (no label smoothing) per target\n"
+        "token, so perplexity = exp(loss); pairs longer than the model's max_len, or with an empty side, are left\n"
         "out of it and counted. Decoding options apply with --model only.\n"
         "--json keys: bleu, precisions (1- to 4-gram, percent), bp, hyp_len, ref_len; with\n"
         "--model also loss, perplexity (null when no pair fits), skipped, sentences, tokens_per_s.\n"
