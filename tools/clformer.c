@@ -15,6 +15,7 @@ static const command commands[] = {
     {"devices", cmd_devices, "list OpenCL devices and the one CLFORMER_DEVICE selects"},
     {"check", cmd_check, "check every op on a device against the double-precision reference"},
     {"plot", cmd_plot, "draw a training log's loss curves as a PNG"},
+    {"bench", cmd_bench, "measure training and translation speed of a preset model"},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 

@@ -6,5 +6,6 @@
 int cmd_devices(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif
