@@ -14,11 +14,12 @@
  * - a training step is B sentence pairs of T tokens: the source is
  *   <sos> w1..w(T-2) <eos>, the target <sos> w1..w(T-1) <eos>, so the decoder
  *   reads T tokens and predicts T labels; it counts B*T target tokens;
- * - translation decodes B sources of T tokens greedily with at most T output
- *   tokens each and counts the tokens actually generated (<eos> included).
- *   A random model rarely predicts <eos>, so this is nearly always B*T, but
- *   a sentence that ends early counts only what it produced (its row still
- *   costs decoder work until the whole batch is done);
+ * - translation decodes B sources of T tokens greedily for T output tokens
+ *   each and counts the tokens generated. bench_torch.py decodes a fixed
+ *   length without stopping; here <eos> is ruled out instead (its generator
+ *   bias set to -1e9 after training: a model trained on these targets soon
+ *   predicts <eos> first, since it ends every one), so every sentence runs
+ *   the full T steps. The count is still taken from the output;
  * - FLOP are the GEMMs' 2*m*n*k, counted from the shapes (bench_flops.h).
  *
  * Profiling toggles ctx->profiling on a context whose queue was created with
@@ -31,6 +32,7 @@
 #include "commands.h"
 #include "context.h"
 #include "launch.h"
+#include "model.h"
 #include "splitmix.h"
 
 #include <jansson.h>
@@ -196,6 +198,13 @@ static clformer_status timed_steps(cf_ctx *ctx, clformer_model *m, const bench *
     return st;
 }
 
+/* Rules out <eos> so that greedy decoding runs its full length (see the top). */
+static clformer_status suppress_eos(clformer_model *m)
+{
+    const float never = -1e9f;
+    return cf_upload(m->ctx, m->params, m->layout.generator_b + CLFORMER_EOS, &never, 1);
+}
+
 /* n greedy batches timed as a whole; with k, their kernel times too. */
 static clformer_status timed_translations(cf_ctx *ctx, clformer_model *m, const bench *b,
                                           const int32_t *src, size_t n, double *seconds,
@@ -252,6 +261,7 @@ static clformer_status measure(cf_ctx *ctx, bench *b, const batch_data *data)
         st = timed_steps(ctx, m, b, data, profiled, &next, &loss, &s, &b->train_k);
     }
 
+    if (st == CLFORMER_OK) st = suppress_eos(m);
     if (st == CLFORMER_OK) {
         progress("first translation (compiles kernels)");
         st = timed_translations(ctx, m, b, src, 1, &b->translate_first_s, NULL, &steps, NULL);
@@ -441,7 +451,7 @@ static void print_table(const bench *b, const clformer_device_info *dev)
     printf("  %-28s %10.2f GFLOP/s\n", "achieved", gflops(b->train_flop, b->train_step_s));
     printf("  %-28s %10.4f -> %.4f\n", "loss (first -> last)", b->loss_first, b->loss_last);
 
-    printf("\ntranslation (greedy, at most %zu tokens per sentence)\n", b->T);
+    printf("\ntranslation (greedy, %zu tokens per sentence: <eos> ruled out)\n", b->T);
     printf("  %-28s %10.3f s\n", "first batch (compiles)", b->translate_first_s);
     printf("  %-28s %10.3f ms  (%.1f tokens generated, %zu decoder steps)\n", "batch",
            1e3 * b->translate_s, b->translate_tokens, b->translate_steps);
@@ -497,9 +507,10 @@ int cmd_bench(int argc, char **argv)
         "  small  d_model 256, 4 heads, d_ff 1024, 3+3 layers\n"
         "  base   d_model 512, 8 heads, d_ff 2048, 6+6 layers\n"
         "Counting: a training step takes B pairs of T tokens and counts B*T target tokens;\n"
-        "translation decodes B sources greedily for at most T tokens each and counts the\n"
-        "tokens generated (<eos> included). FLOP are the matrix products' 2*m*n*k from the\n"
-        "layer shapes (attention's QK^T and PV included); other kernels are not counted.\n"
+        "translation decodes B sources greedily for T tokens each (<eos> is ruled out so\n"
+        "the length is fixed) and counts the tokens generated. FLOP are the matrix\n"
+        "products' 2*m*n*k from the layer shapes (attention's QK^T and PV included);\n"
+        "other kernels are not counted.\n"
         "JSON keys: config, device, batch, len, params, train_tokens_per_s, train_step_ms,\n"
         "train_gflops, flop_per_step, first_step_s, programs_built, translate_tokens_per_s,\n"
         "translate_batch_ms, kernel_ms {family: ms per step}, memory {...: bytes}, and more.\n"

@@ -233,11 +233,9 @@ static void bench_json(void **state)
     assert_true(number(r, "programs_built") + number(r, "program_disk_hits") > 0);
     assert_true(number(r, "program_memory_hits") > 0);
 
-    /* translation: 2 sentences, at most 4 tokens each, at least 1 */
-    const double tokens = number(r, "translate_tokens");
-    assert_true(tokens >= 2 && tokens <= 8);
-    const double steps = number(r, "translate_steps");
-    assert_true(steps >= 1 && steps <= 4);
+    /* translation: 2 sentences of exactly 4 tokens, since <eos> is ruled out */
+    assert_true(number(r, "translate_tokens") == 8);
+    assert_true(number(r, "translate_steps") == 4);
     positive(r, "translate_tokens_per_s");
     positive(r, "translate_batch_ms");
     positive(r, "translate_first_s");
