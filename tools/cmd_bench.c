@@ -8,7 +8,9 @@
  * clock; a step reads back its loss, so it ends when the device is done),
  * then up to three more steps with OpenCL profiling on for the time of each
  * kernel family. Translation follows the same pattern: a first greedy batch,
- * --warmup untimed, --steps timed, one profiled.
+ * --warmup untimed, --steps timed, one profiled. --quick (for simulators,
+ * where a tiny step takes minutes) shrinks the model and profiles the timed
+ * repetitions instead of running more.
  *
  * Counting, kept identical to tools/bench_torch.py so the two compare:
  * - a training step is B sentence pairs of T tokens: the source is
