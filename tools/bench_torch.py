@@ -14,9 +14,11 @@ greedily decodes B source sentences of length T for exactly T steps each (no ear
 stop, so the work is fixed) and counts B*T generated tokens. nn.Transformer has no
 key/value cache, so each decoding step reruns the decoder over the prefix.
 
-With --clformer BINARY it also runs `BINARY bench --config X --batch B --len T --json`
-and prints {"torch": ..., "clformer": ..., "ratio_clformer_over_torch": ...}; a missing
-binary or a failing command is reported in "clformer": {"error": ...}, not raised.
+With --clformer BINARY it also runs
+`BINARY bench --config X --batch B --len T --steps N --warmup W --json` (the same
+counting, see tools/cmd_bench.c) and prints
+{"torch": ..., "clformer": ..., "ratio_clformer_over_torch": ...}; a missing binary or
+a failing command is reported in "clformer": {"error": ...}, not raised.
 
 The model is tools/torch_reference.py's module tree (MODEL.md) with MODEL.md's defaults:
 pre-norm, ReLU, sinusoidal positions, dropout 0.1, Adam (0.9, 0.98, 1e-9), clip 1.0.
@@ -137,7 +139,8 @@ def run_torch(args):
 
 def run_clformer(args):
     cmd = [args.clformer, "bench", "--config", args.config, "--batch", str(args.batch),
-           "--len", str(args.len), "--json"]
+           "--len", str(args.len), "--steps", str(args.steps), "--warmup", str(args.warmup),
+           "--json"]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.clformer_timeout)
     except (OSError, subprocess.TimeoutExpired) as e:

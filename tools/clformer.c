@@ -15,10 +15,11 @@ static const command commands[] = {
     {"devices", cmd_devices, "list OpenCL devices and the one CLFORMER_DEVICE selects"},
     {"demo", cmd_demo, "train on a built-in toy language pair and translate (no files needed)"},
     {"train", cmd_train, "train a translation model on parallel text"},
-    {"check", cmd_check, "check every op on a device against the double-precision reference"},
-    {"plot", cmd_plot, "draw a training log's loss curves as a PNG"},
     {"translate", cmd_translate, "translate sentences with a trained model"},
     {"eval", cmd_eval, "score translations with BLEU (and a model's loss)"},
+    {"bench", cmd_bench, "measure training and translation speed of a preset model"},
+    {"check", cmd_check, "check every op on a device against the double-precision reference"},
+    {"plot", cmd_plot, "draw a training log's loss curves as a PNG"},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 

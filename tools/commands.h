@@ -10,6 +10,7 @@ int cmd_demo(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_translate(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #include <stdbool.h>
 

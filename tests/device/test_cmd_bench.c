@@ -1,0 +1,322 @@
+/*
+ * `clformer bench` end to end: runs $CLFORMER_BINARY bench on the device
+ * under test (CLFORMER_DEVICE set from the harness's selector, the rest of
+ * the environment kept) and checks that the JSON report holds every key
+ * with a sane value, that the FLOP count matches a GEMM-by-GEMM tally of
+ * the model, and that bad flags are usage errors. Never asserts a speed.
+ */
+#include "harness.h"
+
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[64], out_txt[128], err_txt[128];
+static char out[1 << 16], err[1 << 16]; /* the last run's stdout and stderr */
+
+static void slurp(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+    buf[n] = '\0';
+    if (f) fclose(f);
+}
+
+/* Runs `clformer bench ARGS...` (NULL-terminated) on the device under test. */
+static int run_bench(const char *first, ...)
+{
+    const char *binary = getenv("CLFORMER_BINARY");
+    if (!binary || !*binary) fail_msg("CLFORMER_BINARY is not set (run through ctest)");
+    char *argv[32] = {(char *)binary, "bench", (char *)first};
+    int argc = 3;
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a; (a = va_arg(ap, const char *)) && argc < 31;) argv[argc++] = (char *)a;
+    va_end(ap);
+    argv[argc] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int o = open(out_txt, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(err_txt, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0) _exit(126);
+        if (setenv("CLFORMER_DEVICE", hctx()->info.selector, 1) != 0) _exit(126);
+        execv(binary, argv);
+        _exit(127);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    slurp(out_txt, out, sizeof out);
+    slurp(err_txt, err, sizeof err);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void mentions(const char *needle)
+{
+    if (!strstr(out, needle) && !strstr(err, needle))
+        fail_msg("the output does not mention '%s'\nstdout: %s\nstderr: %s", needle, out, err);
+}
+
+static void expect(int got, int want, const char *needle)
+{
+    if (got != want)
+        fail_msg("exit code %d, expected %d\nstdout: %s\nstderr: %s", got, want, out, err);
+    if (needle) mentions(needle);
+}
+
+/* --- an independent FLOP tally: every GEMM of the model, one by one ------- */
+
+typedef struct {
+    double forward, backward;
+} tally;
+
+/* A linear layer (N, in) -> (N, outs): forward Y = X W^T; backward dX = dY W
+ * and dW += dY^T X, the same m*n*k each. */
+static void linear(tally *t, double N, double in, double outs)
+{
+    t->forward += 2 * N * outs * in;
+    t->backward += 2 * (2 * N * in * outs);
+}
+
+/* Attention per head: S = Q K^T (Tq x Tk x dh) and O = P V (Tq x dh x Tk)
+ * forward; dV, dP, dQ, dK backward. */
+static void attention(tally *t, double B, double H, double dh, double Tq, double Tk)
+{
+    t->forward += B * H * (2 * Tq * Tk * dh + 2 * Tq * dh * Tk);
+    t->backward += B * H * 4 * (2 * Tq * Tk * dh);
+}
+
+typedef struct {
+    double d, H, ff, E, D, V; /* d_model, heads, d_ff, layers, vocabulary */
+} dims;
+
+static double train_flop(const dims *m, double B, double S, double T)
+{
+    const double d = m->d, H = m->H, ff = m->ff;
+    tally t = {0, 0};
+    for (int l = 0; l < m->E; l++) { /* encoder */
+        linear(&t, B * S, d, 3 * d);
+        attention(&t, B, H, d / H, S, S);
+        linear(&t, B * S, d, d);
+        linear(&t, B * S, d, ff);
+        linear(&t, B * S, ff, d);
+    }
+    for (int l = 0; l < m->D; l++) { /* decoder */
+        linear(&t, B * T, d, 3 * d);
+        attention(&t, B, H, d / H, T, T);
+        linear(&t, B * T, d, d);
+        linear(&t, B * T, d, d);     /* cross-attention queries */
+        linear(&t, B * S, d, 2 * d); /* its keys and values */
+        attention(&t, B, H, d / H, T, S);
+        linear(&t, B * T, d, d);
+        linear(&t, B * T, d, ff);
+        linear(&t, B * T, ff, d);
+    }
+    linear(&t, B * T, d, m->V); /* generator */
+    return t.forward + t.backward;
+}
+
+/* Weights and biases of MODEL.md's model with sinusoidal positions. */
+static double parameter_count(const dims *m)
+{
+    const double d = m->d, ff = m->ff;
+    const double attn = 4 * d * d + 4 * d, ffn = 2 * d * ff + ff + d, norm = 2 * d;
+    return 2 * m->V * d + m->V * d + m->V         /* embeddings, generator */
+           + m->E * (attn + ffn + 2 * norm) + norm /* encoder */
+           + m->D * (2 * attn + ffn + 3 * norm) + norm;
+}
+
+/* --- the JSON report ------------------------------------------------------ */
+
+static double number(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_number(v)) fail_msg("key '%s' is missing or not a number\nstdout: %s", key, out);
+    return json_number_value(v);
+}
+
+static double positive(json_t *o, const char *key)
+{
+    double x = number(o, key);
+    if (!(x > 0) || !isfinite(x)) fail_msg("key '%s' is %g, expected a positive number", key, x);
+    return x;
+}
+
+static const char *string(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_string(v)) fail_msg("key '%s' is missing or not a string\nstdout: %s", key, out);
+    return json_string_value(v);
+}
+
+static json_t *object(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_object(v)) fail_msg("key '%s' is missing or not an object\nstdout: %s", key, out);
+    return v;
+}
+
+/* Every value of a family -> ms object is a finite number >= 0; gemm is there and > 0. */
+static double check_families(json_t *o, const char *key)
+{
+    json_t *fam = object(o, key);
+    const char *name;
+    json_t *v;
+    double sum = 0;
+    json_object_foreach(fam, name, v) {
+        if (!json_is_number(v) || !(json_number_value(v) >= 0) || !isfinite(json_number_value(v)))
+            fail_msg("%s.%s is not a time >= 0", key, name);
+        sum += json_number_value(v);
+    }
+    positive(fam, "gemm");
+    return sum;
+}
+
+/* The tiny preset; on a simulator, --quick's micro model (a tiny step takes
+ * minutes there). */
+static void bench_json(void **state)
+{
+    (void)state;
+    const bool quick = harness_is_slow();
+    expect(run_bench("--config", "tiny", "--batch", "2", "--len", "4", "--steps", "1",
+                     "--warmup", "0", "--json", quick ? "--quick" : NULL, NULL),
+           0, NULL);
+    json_error_t jerr;
+    json_t *r = json_loads(out, 0, &jerr);
+    if (!json_is_object(r)) fail_msg("stdout is not one JSON object (%s)\nstdout: %s", jerr.text, out);
+
+    /* what was asked, echoed */
+    assert_string_equal(string(r, "config"), "tiny");
+    assert_true(json_is_boolean(json_object_get(r, "quick")));
+    assert_int_equal(json_is_true(json_object_get(r, "quick")), quick);
+    assert_string_equal(string(r, "device"), hctx()->info.name);
+    assert_string_equal(string(r, "device_selector"), hctx()->info.selector);
+    assert_true(number(r, "batch") == 2 && number(r, "len") == 4);
+    assert_true(number(r, "steps") == 1 && number(r, "warmup") == 0);
+    assert_true(fabs(number(r, "dropout") - 0.1) < 1e-6);
+    json_t *model = object(r, "model");
+    const dims m = {number(model, "d_model"), number(model, "n_heads"), number(model, "d_ff"),
+                    number(model, "n_enc_layers"), number(model, "n_dec_layers"),
+                    number(r, "vocab")};
+    const dims tiny = {64, 4, 256, 2, 2, 8000}, micro = {16, 2, 32, 1, 1, 32};
+    assert_memory_equal(&m, quick ? &micro : &tiny, sizeof m);
+    assert_true(number(model, "max_len") == 256);
+    const double params = positive(r, "params");
+    if (params != parameter_count(&m))
+        fail_msg("params %.0f, expected %.0f", params, parameter_count(&m));
+
+    /* training */
+    assert_true(number(r, "train_tokens_per_step") == 8);
+    const double step_ms = positive(r, "train_step_ms");
+    const double tps = positive(r, "train_tokens_per_s");
+    if (fabs(tps * step_ms / 1e3 - 8) > 1e-3) fail_msg("tokens/s %g disagrees with step %g ms", tps, step_ms);
+    const double flop = positive(r, "flop_per_step");
+    const double want = train_flop(&m, 2, 4, 4);
+    if (flop != want) fail_msg("flop_per_step %.0f, the GEMM tally gives %.0f", flop, want);
+    const double gf = positive(r, "train_gflops");
+    if (fabs(gf - flop / (step_ms * 1e-3) * 1e-9) > 1e-4 * gf)
+        fail_msg("train_gflops %g disagrees with flop_per_step / train_step_ms", gf);
+    positive(r, "first_step_s");
+    positive(r, "model_create_s");
+    const double loss = positive(r, "loss_first");
+    /* about ln(vocab) for random weights */
+    if (fabs(loss - log(m.V)) > 2) fail_msg("first loss %g, ln(vocab) is %g", loss, log(m.V));
+    positive(r, "loss_last");
+    /* every program came from somewhere: built now or loaded from the disk cache */
+    assert_true(number(r, "programs_built") >= 0 && number(r, "program_disk_hits") >= 0);
+    assert_true(number(r, "programs_built") + number(r, "program_disk_hits") > 0);
+    assert_true(number(r, "program_memory_hits") > 0);
+
+    /* translation: 2 sentences of exactly 4 tokens, since <eos> is ruled out */
+    assert_true(number(r, "translate_tokens") == 8);
+    assert_true(number(r, "translate_steps") == 4);
+    positive(r, "translate_tokens_per_s");
+    positive(r, "translate_batch_ms");
+    positive(r, "translate_first_s");
+    positive(r, "translate_flop");
+    positive(r, "translate_gflops");
+
+    /* profiling: per-family times, gemm among them; kernels fit in the wall clock */
+    const double kernels = check_families(r, "kernel_ms");
+    if (fabs(kernels - number(r, "kernel_total_ms")) > 1e-3 * kernels + 1e-6)
+        fail_msg("kernel_total_ms is not the sum of kernel_ms");
+    positive(r, "profiled_step_ms");
+    assert_true(number(r, "profiled_steps") == 1);
+    positive(object(r, "kernel_launches"), "gemm");
+    check_families(r, "translate_kernel_ms");
+    positive(r, "translate_kernel_total_ms");
+    positive(r, "translate_profiled_batch_ms");
+
+    /* memory: weights, gradients and Adam's two moments, all float */
+    json_t *mem = object(r, "memory");
+    assert_true(positive(mem, "parameters") == 4 * params);
+    assert_true(positive(mem, "gradients") == 4 * params);
+    assert_true(positive(mem, "optimizer") == 8 * params);
+    positive(mem, "activations");
+    positive(mem, "decoding");
+    assert_true(positive(mem, "total") >= 16 * params);
+    json_decref(r);
+}
+
+static void bench_table(void **state)
+{
+    (void)state;
+    if (harness_is_slow()) skip(); /* the JSON run covers the same measurement */
+    expect(run_bench("--config", "tiny", "--batch", "2", "--len", "4", "--steps", "1",
+                     "--warmup", "0", NULL),
+           0, "target tokens/s");
+    mentions("GFLOP/s");
+    mentions("generated tokens/s");
+    mentions("gemm");
+    mentions("total allocated by clformer");
+}
+
+/* Usage errors are found before the device is opened, and exit 2. */
+static void bench_usage_errors(void **state)
+{
+    (void)state;
+    expect(run_bench("--config", "huge", NULL), 2, "tiny|small|base");
+    expect(run_bench("--batch", "0", NULL), 2, "--batch");
+    expect(run_bench("--batch", "two", NULL), 2, "whole number");
+    expect(run_bench("--len", "2", NULL), 2, "--len");
+    expect(run_bench("--len", "256", NULL), 2, "--len");
+    expect(run_bench("--steps", "0", NULL), 2, "--steps");
+    expect(run_bench("--warmup", "-1", NULL), 2, "--warmup");
+    expect(run_bench("--vocab", "4", NULL), 2, "--vocab");
+    expect(run_bench("--steps", NULL), 2, "needs a value");
+    expect(run_bench("--fast", NULL), 2, "unknown option");
+    expect(run_bench("--help", NULL), 0, "tokens/s");
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/clformer_cmd_bench_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) return -1;
+    snprintf(out_txt, sizeof out_txt, "%s/stdout.txt", dir);
+    snprintf(err_txt, sizeof err_txt, "%s/stderr.txt", dir);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    remove(out_txt);
+    remove(err_txt);
+    rmdir(dir);
+    return 0;
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown(bench_usage_errors, setup, teardown),
+    cmocka_unit_test_setup_teardown(bench_json, setup, teardown),
+    cmocka_unit_test_setup_teardown(bench_table, setup, teardown),
+};
+HARNESS_DEVICE_MAIN("cmd_bench", tests)

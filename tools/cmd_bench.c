@@ -1,0 +1,577 @@
+/*
+ * `clformer bench`: how fast a preset model trains and translates on the
+ * selected device.
+ *
+ * One run: create the model (tiny, small or base; random weights, fixed
+ * seed), take a first training step (kernel compilation happens here, so it
+ * is reported on its own), --warmup untimed steps, --steps timed steps (wall
+ * clock; a step reads back its loss, so it ends when the device is done),
+ * then up to three more steps with OpenCL profiling on for the time of each
+ * kernel family. Translation follows the same pattern: a first greedy batch,
+ * --warmup untimed, --steps timed, one profiled. --quick (for simulators,
+ * where a tiny step takes minutes) shrinks the model and profiles the timed
+ * repetitions instead of running more.
+ *
+ * Counting, kept identical to tools/bench_torch.py so the two compare:
+ * - a training step is B sentence pairs of T tokens: the source is
+ *   <sos> w1..w(T-2) <eos>, the target <sos> w1..w(T-1) <eos>, so the decoder
+ *   reads T tokens and predicts T labels; it counts B*T target tokens;
+ * - translation decodes B sources of T tokens greedily for T output tokens
+ *   each and counts the tokens generated. bench_torch.py decodes a fixed
+ *   length without stopping; here <eos> is ruled out instead (its generator
+ *   bias set to -1e9 after training: a model trained on these targets soon
+ *   predicts <eos> first, since it ends every one), so every sentence runs
+ *   the full T steps. The count is still taken from the output;
+ * - FLOP are the GEMMs' 2*m*n*k, counted from the shapes (bench_flops.h).
+ *
+ * Profiling toggles ctx->profiling on a context whose queue was created with
+ * profiling enabled, so the timed steps record no events and the profiled
+ * ones run on the same compiled programs and buffers.
+ */
+#include "bench_flops.h"
+#include "cli.h"
+#include "clformer.h"
+#include "commands.h"
+#include "context.h"
+#include "launch.h"
+#include "model.h"
+#include "splitmix.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct {
+    const char *name;
+    int d_model, n_heads, d_ff, n_enc, n_dec;
+} preset;
+
+static const preset presets[] = {
+    {"tiny", 64, 4, 256, 2, 2},
+    {"small", 256, 4, 1024, 3, 3},
+    {"base", 512, 8, 2048, 6, 6},
+};
+
+enum { MAX_FAMILIES = 32, N_BATCHES = 4, MAX_PROFILED_STEPS = 3 };
+#define MAX_LEN 256
+#define LEARNING_RATE 1e-4f /* tools/bench_torch.py's */
+#define QUICK_VOCAB 32
+
+/* Kernel time per family, divided by the number of profiled repetitions. */
+typedef struct {
+    cf_profile_total f[MAX_FAMILIES];
+    size_t n;
+    double total_ms;  /* sum over families */
+    double wall_ms;   /* wall clock of one profiled repetition */
+    size_t reps;
+} kernel_times;
+
+typedef struct {
+    /* what was asked */
+    const preset *p;
+    size_t B, T, steps, warmup, vocab;
+    uint64_t seed;
+    bool quick;
+    clformer_config cfg;
+    /* what was measured */
+    size_t params;
+    double create_s, first_step_s, train_step_s;
+    double loss_first, loss_last;
+    uint64_t train_flop;
+    double translate_first_s, translate_s;  /* mean seconds per batch */
+    double translate_tokens;                /* mean generated tokens per batch */
+    size_t translate_steps;                 /* decoder steps of the last batch */
+    uint64_t translate_flop;
+    kernel_times train_k, translate_k;
+    clformer_program_stats programs_first; /* after the first step */
+    clformer_program_stats programs;       /* at the end */
+    clformer_memory memory;
+} bench;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static bool verbose; /* progress lines on stderr when it is a terminal */
+static void progress(const char *what)
+{
+    if (verbose) fprintf(stderr, "clformer bench: %s\n", what);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Synthetic data                                                             */
+/* ------------------------------------------------------------------------- */
+
+/* <sos> n random words <eos>, words drawn from ids 4..vocab-1. */
+static void sentence(int32_t *out, size_t n, size_t vocab, uint64_t *rng)
+{
+    out[0] = CLFORMER_SOS;
+    for (size_t i = 1; i <= n; i++) out[i] = 4 + (int32_t)cf_rng_below(rng, vocab - 4);
+    out[n + 1] = CLFORMER_EOS;
+}
+
+typedef struct {
+    int32_t *src, *tgt; /* B x T and B x (T+1) */
+} batch_data;
+
+static bool make_batches(const bench *b, batch_data *out)
+{
+    uint64_t rng = b->seed ^ 0xB3C4D5E6F7A80912ull;
+    for (size_t k = 0; k < N_BATCHES; k++) {
+        out[k].src = malloc(b->B * b->T * sizeof(int32_t));
+        out[k].tgt = malloc(b->B * (b->T + 1) * sizeof(int32_t));
+        if (!out[k].src || !out[k].tgt) return false;
+        for (size_t r = 0; r < b->B; r++) {
+            sentence(out[k].src + r * b->T, b->T - 2, b->vocab, &rng);
+            sentence(out[k].tgt + r * (b->T + 1), b->T - 1, b->vocab, &rng);
+        }
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Measuring                                                                  */
+/* ------------------------------------------------------------------------- */
+
+static clformer_status train_steps(clformer_model *m, const bench *b, const batch_data *data,
+                                   size_t n, size_t *next, double *loss)
+{
+    for (size_t i = 0; i < n; i++, (*next)++) {
+        const batch_data *d = &data[*next % N_BATCHES];
+        const clformer_batch batch = {b->B, b->T, b->T + 1, d->src, d->tgt};
+        clformer_step_stats stats;
+        CF_TRY(clformer_model_train_step(m, &batch, LEARNING_RATE, &stats));
+        *loss = stats.loss;
+    }
+    return CLFORMER_OK;
+}
+
+/* One greedy batch; `tokens` gets the tokens generated (<eos> included) and
+ * `steps` the decoder steps run (the longest sentence). */
+static clformer_status translate_once(clformer_model *m, const bench *b, const int32_t *src,
+                                      size_t *tokens, size_t *steps)
+{
+    clformer_decode_options o;
+    clformer_decode_options_default(&o);
+    o.max_len = (int)b->T;
+    clformer_translation tr;
+    CF_TRY(clformer_translate(m, src, b->B, b->T, &o, &tr));
+    *tokens = *steps = 0;
+    for (size_t r = 0; r < b->B; r++) {
+        /* lengths exclude <eos>; a sentence shorter than max_len ended with one */
+        size_t n = tr.lengths[r] < tr.max_len ? tr.lengths[r] + 1 : tr.max_len;
+        *tokens += n;
+        if (n > *steps) *steps = n;
+    }
+    clformer_translation_free(&tr);
+    return CLFORMER_OK;
+}
+
+static clformer_status collect(cf_ctx *ctx, kernel_times *k, size_t reps, double wall_s)
+{
+    CF_TRY(cf_profile_collect(ctx, k->f, MAX_FAMILIES, &k->n));
+    k->reps = reps;
+    k->total_ms = 0.0;
+    for (size_t i = 0; i < k->n; i++) {
+        k->f[i].ms /= (double)reps;
+        k->total_ms += k->f[i].ms;
+    }
+    k->wall_ms = 1e3 * wall_s / (double)reps;
+    return CLFORMER_OK;
+}
+
+/* n training steps timed as a whole; with k, their kernel times too. */
+static clformer_status timed_steps(cf_ctx *ctx, clformer_model *m, const bench *b,
+                                   const batch_data *data, size_t n, size_t *next, double *loss,
+                                   double *seconds, kernel_times *k)
+{
+    ctx->profiling = k != NULL;
+    double t0 = now_s();
+    clformer_status st = train_steps(m, b, data, n, next, loss);
+    *seconds = now_s() - t0;
+    ctx->profiling = false;
+    if (st == CLFORMER_OK && k) st = collect(ctx, k, n, *seconds);
+    return st;
+}
+
+/* Rules out <eos> so that greedy decoding runs its full length (see the top). */
+static clformer_status suppress_eos(clformer_model *m)
+{
+    const float never = -1e9f;
+    return cf_upload(m->ctx, m->params, m->layout.generator_b + CLFORMER_EOS, &never, 1);
+}
+
+/* n greedy batches timed as a whole; with k, their kernel times too. */
+static clformer_status timed_translations(cf_ctx *ctx, clformer_model *m, const bench *b,
+                                          const int32_t *src, size_t n, double *seconds,
+                                          double *tokens, size_t *steps, kernel_times *k)
+{
+    size_t sum = 0, count = 0;
+    clformer_status st = CLFORMER_OK;
+    ctx->profiling = k != NULL;
+    double t0 = now_s();
+    for (size_t i = 0; i < n && st == CLFORMER_OK; i++) {
+        st = translate_once(m, b, src, &count, steps);
+        sum += count;
+    }
+    *seconds = now_s() - t0;
+    ctx->profiling = false;
+    if (tokens) *tokens = (double)sum / (double)n;
+    if (st == CLFORMER_OK && k) st = collect(ctx, k, n, *seconds);
+    return st;
+}
+
+static clformer_status measure(cf_ctx *ctx, bench *b, const batch_data *data)
+{
+    /* The queue can profile; commands record events only while this is set. */
+    ctx->profiling = false;
+    clformer_model *m = NULL;
+    double t0 = now_s();
+    progress("creating the model");
+    CF_TRY(clformer_model_create(ctx, &b->cfg, b->seed, &m));
+    b->create_s = now_s() - t0;
+    b->params = clformer_model_parameter_count(m);
+    /* --quick profiles the timed repetitions instead of running more */
+    kernel_times *train_k = b->quick ? &b->train_k : NULL;
+    kernel_times *translate_k = b->quick ? &b->translate_k : NULL;
+    const size_t profiled = b->steps < MAX_PROFILED_STEPS ? b->steps : MAX_PROFILED_STEPS;
+    const int32_t *src = data[0].src; /* translation: the first batch's sources */
+    size_t next = 0, steps;
+    double s, loss, tokens;
+
+    progress("first training step (compiles kernels)");
+    clformer_status st = timed_steps(ctx, m, b, data, 1, &next, &b->loss_first,
+                                     &b->first_step_s, NULL);
+    b->programs_first = clformer_context_program_stats(ctx);
+    if (st == CLFORMER_OK && b->warmup) {
+        progress("warm-up steps");
+        st = timed_steps(ctx, m, b, data, b->warmup, &next, &loss, &s, NULL);
+    }
+    if (st == CLFORMER_OK) {
+        progress("timed training steps");
+        st = timed_steps(ctx, m, b, data, b->steps, &next, &b->loss_last, &s, train_k);
+        b->train_step_s = s / (double)b->steps;
+    }
+    if (st == CLFORMER_OK && !b->quick) {
+        progress("profiled training steps");
+        st = timed_steps(ctx, m, b, data, profiled, &next, &loss, &s, &b->train_k);
+    }
+
+    if (st == CLFORMER_OK) st = suppress_eos(m);
+    if (st == CLFORMER_OK) {
+        progress("first translation (compiles kernels)");
+        st = timed_translations(ctx, m, b, src, 1, &b->translate_first_s, NULL, &steps, NULL);
+    }
+    if (st == CLFORMER_OK && b->warmup) {
+        progress("warm-up translations");
+        st = timed_translations(ctx, m, b, src, b->warmup, &s, NULL, &steps, NULL);
+    }
+    if (st == CLFORMER_OK) {
+        progress("timed translations");
+        st = timed_translations(ctx, m, b, src, b->steps, &s, &b->translate_tokens,
+                                &b->translate_steps, translate_k);
+        b->translate_s = s / (double)b->steps;
+    }
+    if (st == CLFORMER_OK && !b->quick) {
+        progress("profiled translation");
+        st = timed_translations(ctx, m, b, src, 1, &s, &tokens, &steps, &b->translate_k);
+    }
+    b->memory = clformer_model_memory(m);
+    b->programs = clformer_context_program_stats(ctx);
+    clformer_model_free(m);
+    if (st != CLFORMER_OK) return st;
+    b->train_flop = bench_train_flop(&b->cfg, b->B, b->T, b->T);
+    b->translate_flop = bench_translate_flop(&b->cfg, b->B, b->T, b->translate_steps);
+    return CLFORMER_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Reporting                                                                  */
+/* ------------------------------------------------------------------------- */
+
+static double train_tokens_per_s(const bench *b) { return (double)(b->B * b->T) / b->train_step_s; }
+static double translate_tokens_per_s(const bench *b) { return b->translate_tokens / b->translate_s; }
+static double gflops(uint64_t flop, double s) { return (double)flop / s * 1e-9; }
+
+static const char *type_name(clformer_device_type t)
+{
+    switch (t) {
+    case CLFORMER_DEVICE_CPU: return "cpu";
+    case CLFORMER_DEVICE_GPU: return "gpu";
+    case CLFORMER_DEVICE_ACCELERATOR: return "accelerator";
+    default: return "other";
+    }
+}
+
+static void put_int(json_t *o, const char *key, uint64_t v)
+{
+    json_object_set_new(o, key, json_integer((json_int_t)v));
+}
+static void put_real(json_t *o, const char *key, double v) { json_object_set_new(o, key, json_real(v)); }
+static void put_str(json_t *o, const char *key, const char *v) { json_object_set_new(o, key, json_string(v)); }
+
+/* {family: ms per repetition} or {family: launches per repetition}. */
+static json_t *kernel_json(const kernel_times *k, bool launches)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < k->n && o; i++)
+        put_real(o, k->f[i].family,
+                 launches ? (double)k->f[i].count / (double)k->reps : k->f[i].ms);
+    return o;
+}
+
+static int print_json(const bench *b, const clformer_device_info *dev)
+{
+    const clformer_config *c = &b->cfg;
+    json_t *r = json_object(), *model = json_object(), *mem = json_object();
+    if (!r || !model || !mem) {
+        json_decref(r);
+        json_decref(model);
+        json_decref(mem);
+        cli_error("bench", "out of host memory");
+        return 1;
+    }
+    put_str(r, "config", b->p->name);
+    put_str(r, "device", dev->name);
+    put_str(r, "device_type", type_name(dev->type));
+    put_str(r, "device_selector", dev->selector);
+    put_str(r, "platform", dev->platform);
+    put_str(r, "clformer_version", CLFORMER_VERSION);
+    put_int(r, "batch", b->B);
+    put_int(r, "len", b->T);
+    put_int(r, "vocab", b->vocab);
+    put_int(r, "steps", b->steps);
+    put_int(r, "warmup", b->warmup);
+    put_int(r, "seed", b->seed);
+    json_object_set_new(r, "quick", json_boolean(b->quick));
+    put_int(model, "d_model", (uint64_t)c->d_model);
+    put_int(model, "n_heads", (uint64_t)c->n_heads);
+    put_int(model, "d_ff", (uint64_t)c->d_ff);
+    put_int(model, "n_enc_layers", (uint64_t)c->n_enc_layers);
+    put_int(model, "n_dec_layers", (uint64_t)c->n_dec_layers);
+    put_int(model, "max_len", (uint64_t)c->max_len);
+    json_object_set_new(r, "model", model);
+    put_real(r, "dropout", (double)c->dropout);
+    put_int(r, "params", b->params);
+
+    put_int(r, "train_tokens_per_step", b->B * b->T);
+    put_real(r, "train_tokens_per_s", train_tokens_per_s(b));
+    put_real(r, "train_step_ms", 1e3 * b->train_step_s);
+    put_real(r, "train_gflops", gflops(b->train_flop, b->train_step_s));
+    put_int(r, "flop_per_step", b->train_flop);
+    put_real(r, "first_step_s", b->first_step_s);
+    put_real(r, "model_create_s", b->create_s);
+    put_real(r, "loss_first", b->loss_first);
+    put_real(r, "loss_last", b->loss_last);
+    put_int(r, "programs_built", b->programs.builds);
+    put_int(r, "programs_built_first_step", b->programs_first.builds);
+    put_int(r, "program_disk_hits", b->programs.disk_hits);
+    put_int(r, "program_memory_hits", b->programs.memory_hits);
+
+    put_real(r, "translate_tokens_per_s", translate_tokens_per_s(b));
+    put_real(r, "translate_batch_ms", 1e3 * b->translate_s);
+    put_real(r, "translate_first_s", b->translate_first_s);
+    put_real(r, "translate_tokens", b->translate_tokens);
+    put_int(r, "translate_steps", b->translate_steps);
+    put_int(r, "translate_flop", b->translate_flop);
+    put_real(r, "translate_gflops", gflops(b->translate_flop, b->translate_s));
+
+    json_object_set_new(r, "kernel_ms", kernel_json(&b->train_k, false));
+    json_object_set_new(r, "kernel_launches", kernel_json(&b->train_k, true));
+    put_real(r, "kernel_total_ms", b->train_k.total_ms);
+    put_real(r, "profiled_step_ms", b->train_k.wall_ms);
+    put_int(r, "profiled_steps", b->train_k.reps);
+    json_object_set_new(r, "translate_kernel_ms", kernel_json(&b->translate_k, false));
+    put_real(r, "translate_kernel_total_ms", b->translate_k.total_ms);
+    put_real(r, "translate_profiled_batch_ms", b->translate_k.wall_ms);
+
+    put_int(mem, "parameters", b->memory.parameters);
+    put_int(mem, "gradients", b->memory.gradients);
+    put_int(mem, "optimizer", b->memory.optimizer);
+    put_int(mem, "activations", b->memory.activations);
+    put_int(mem, "decoding", b->memory.decoding);
+    put_int(mem, "total", b->memory.total);
+    json_object_set_new(r, "memory", mem);
+
+    char *text = json_dumps(r, JSON_REAL_PRECISION(7) | JSON_PRESERVE_ORDER);
+    json_decref(r);
+    if (!text) {
+        cli_error("bench", "out of host memory while formatting the JSON report");
+        return 1;
+    }
+    printf("%s\n", text);
+    free(text);
+    return 0;
+}
+
+static void print_kernels(const char *title, const kernel_times *k, const char *per)
+{
+    printf("\n%s (OpenCL profiling, %zu %s%s)\n", title, k->reps, per, k->reps == 1 ? "" : "s");
+    printf("  %-12s %12s %7s %10s\n", "family", "ms/", "share", "launches");
+    for (size_t i = 0; i < k->n; i++)
+        printf("  %-12s %12.3f %6.1f%% %10.1f\n", k->f[i].family, k->f[i].ms,
+               k->total_ms > 0 ? 100.0 * k->f[i].ms / k->total_ms : 0.0,
+               (double)k->f[i].count / (double)k->reps);
+    printf("  %-12s %12.3f\n", "all kernels", k->total_ms);
+    printf("  %-12s %12.3f  (wall clock minus kernel time: host work, transfers, gaps)\n",
+           "other", k->wall_ms - k->total_ms);
+}
+
+static void print_mib(const char *what, size_t bytes)
+{
+    printf("  %-28s %10.2f MiB\n", what, (double)bytes / (1024.0 * 1024.0));
+}
+
+static void print_table(const bench *b, const clformer_device_info *dev)
+{
+    const clformer_config *c = &b->cfg;
+    printf("clformer bench: %s (d_model %d, %d heads, d_ff %d, %d+%d layers, vocab %zu), "
+           "%zu parameters\n",
+           b->p->name, c->d_model, c->n_heads, c->d_ff, c->n_enc_layers, c->n_dec_layers,
+           b->vocab, b->params);
+    printf("device %s: %s (%s, %s)\n", dev->selector, dev->name, type_name(dev->type),
+           dev->platform);
+    printf("batch %zu sentences x len %zu tokens, dropout %.2g, %zu warm-up + %zu timed "
+           "repetitions\n",
+           b->B, b->T, (double)c->dropout, b->warmup, b->steps);
+
+    printf("\ntraining (forward, loss, backward, clip, Adam)\n");
+    printf("  %-28s %10.3f s   (%u programs built, %u from the disk cache)\n",
+           "first step (compiles)", b->first_step_s, b->programs_first.builds,
+           b->programs_first.disk_hits);
+    printf("  %-28s %10.3f ms\n", "step", 1e3 * b->train_step_s);
+    printf("  %-28s %10.1f target tokens/s (%zu per step)\n", "throughput",
+           train_tokens_per_s(b), b->B * b->T);
+    printf("  %-28s %10.4g GFLOP per step (GEMMs, forward + backward)\n", "work",
+           (double)b->train_flop * 1e-9);
+    printf("  %-28s %10.2f GFLOP/s\n", "achieved", gflops(b->train_flop, b->train_step_s));
+    printf("  %-28s %10.4f -> %.4f\n", "loss (first -> last)", b->loss_first, b->loss_last);
+
+    printf("\ntranslation (greedy, %zu tokens per sentence: <eos> ruled out)\n", b->T);
+    printf("  %-28s %10.3f s\n", "first batch (compiles)", b->translate_first_s);
+    printf("  %-28s %10.3f ms  (%.1f tokens generated, %zu decoder steps)\n", "batch",
+           1e3 * b->translate_s, b->translate_tokens, b->translate_steps);
+    printf("  %-28s %10.1f generated tokens/s\n", "throughput", translate_tokens_per_s(b));
+    printf("  %-28s %10.4g GFLOP per batch\n", "work", (double)b->translate_flop * 1e-9);
+    printf("  %-28s %10.2f GFLOP/s\n", "achieved", gflops(b->translate_flop, b->translate_s));
+
+    print_kernels("kernel time per training step", &b->train_k, "step");
+    print_kernels("kernel time per translated batch", &b->translate_k, "batch");
+
+    printf("\ndevice memory\n");
+    print_mib("parameters", b->memory.parameters);
+    print_mib("gradients", b->memory.gradients);
+    print_mib("optimizer (Adam m, v)", b->memory.optimizer);
+    print_mib("activations", b->memory.activations);
+    print_mib("decoding caches", b->memory.decoding);
+    print_mib("total allocated by clformer", b->memory.total);
+    printf("\nprograms: %u built, %u loaded from the disk cache, %u reused in memory\n",
+           b->programs.builds, b->programs.disk_hits, b->programs.memory_hits);
+}
+
+/* ------------------------------------------------------------------------- */
+/* The command                                                                */
+/* ------------------------------------------------------------------------- */
+
+int cmd_bench(int argc, char **argv)
+{
+    const char *config = "tiny";
+    long batch = 32, len = 32, steps = 5, warmup = 2, vocab = 8000, seed = 0;
+    bool json = false, quick = false;
+    const cli_option options[] = {
+        {"--config", CLI_CHOICE, &config, NULL, "model preset (tiny)", 0, 0, "tiny|small|base"},
+        {"--batch", CLI_INT, &batch, "B", "sentences per batch (32)", 1, 65536},
+        {"--len", CLI_INT, &len, "T", "tokens per sentence, <sos> and <eos> included (32)", 3,
+         MAX_LEN - 1},
+        {"--steps", CLI_INT, &steps, "N", "timed repetitions (5)", 1, 1000000},
+        {"--warmup", CLI_INT, &warmup, "N", "untimed repetitions after the first (2)", 0, 1000000},
+        {"--vocab", CLI_INT, &vocab, "V", "source and target vocabulary size (8000)", 5,
+         1 << 20},
+        {"--seed", CLI_INT, &seed, "N", "seed of the weights, dropout and data (0)", 0, 1e15},
+        {"--json", CLI_FLAG, &json, NULL, "print one JSON object instead of the table"},
+        {"--quick", CLI_FLAG, &quick, NULL,
+         "smoke test for simulators: a micro model, timed runs also profiled"},
+    };
+    const cli_spec spec = {
+        "bench",
+        "Measure training and translation speed of a preset model on the device: tokens/s,\n"
+        "achieved GFLOP/s, time per kernel family (OpenCL profiling), device memory and\n"
+        "the first step's compile time. Data are random tokens (fixed seed).",
+        "clformer bench [--config tiny|small|base] [--batch B] [--len T] [--json] [options]",
+        "Presets (max_len 256, pre-norm, ReLU, dropout 0.1, Adam with clipping 1.0):\n"
+        "  tiny   d_model 64,  4 heads, d_ff 256,  2+2 layers\n"
+        "  small  d_model 256, 4 heads, d_ff 1024, 3+3 layers\n"
+        "  base   d_model 512, 8 heads, d_ff 2048, 6+6 layers\n"
+        "Counting: a training step takes B pairs of T tokens and counts B*T target tokens;\n"
+        "translation decodes B sources greedily for T tokens each (<eos> is ruled out so\n"
+        "the length is fixed) and counts the tokens generated. FLOP are the matrix\n"
+        "products' 2*m*n*k from the layer shapes (attention's QK^T and PV included);\n"
+        "other kernels are not counted.\n"
+        "JSON keys: config, device, batch, len, params, train_tokens_per_s, train_step_ms,\n"
+        "train_gflops, flop_per_step, first_step_s, programs_built, translate_tokens_per_s,\n"
+        "translate_batch_ms, kernel_ms {family: ms per step}, memory {...: bytes}, and more.\n"
+        "--quick replaces the preset by d_model 16, 2 heads, d_ff 32, 1+1 layers, vocab 32,\n"
+        "and profiles the timed repetitions instead of running more: a check that the\n"
+        "command works on a simulator, not a measurement.\n"
+        "tools/bench_torch.py --clformer build/clformer runs PyTorch on the same settings.\n"
+        "The device is CLFORMER_DEVICE's choice (see clformer devices).",
+        options, sizeof options / sizeof options[0], NULL, 0, NULL};
+    cli_result r = cli_parse(&spec, argc, argv);
+    if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
+
+    bench b = {0};
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (!strcmp(presets[i].name, config)) b.p = &presets[i];
+    b.B = (size_t)batch;
+    b.T = (size_t)len;
+    b.steps = (size_t)steps;
+    b.warmup = (size_t)warmup;
+    b.vocab = (size_t)vocab;
+    b.seed = (uint64_t)seed;
+    clformer_config_default(&b.cfg);
+    b.cfg.d_model = b.p->d_model;
+    b.cfg.n_heads = b.p->n_heads;
+    b.cfg.d_ff = b.p->d_ff;
+    b.cfg.n_enc_layers = b.p->n_enc;
+    b.cfg.n_dec_layers = b.p->n_dec;
+    b.cfg.max_len = MAX_LEN;
+    b.quick = quick;
+    if (quick) {
+        /* Oclgrind runs a tiny training step in minutes; this one in seconds */
+        b.cfg.d_model = 16;
+        b.cfg.n_heads = 2;
+        b.cfg.d_ff = 32;
+        b.cfg.n_enc_layers = b.cfg.n_dec_layers = 1;
+        b.vocab = QUICK_VOCAB;
+    }
+    b.cfg.src_vocab = b.cfg.tgt_vocab = (int)b.vocab;
+    verbose = isatty(STDERR_FILENO);
+
+    batch_data data[N_BATCHES] = {{0}};
+    int rc = 1;
+    cf_ctx *ctx = NULL;
+    if (!make_batches(&b, data)) {
+        cli_error("bench", "out of host memory for %zu x %zu token batches", b.B, b.T);
+    } else if (cf_context_create(NULL, true, &ctx) != CLFORMER_OK) {
+        cli_runtime_error("bench", "opening the device");
+    } else if (measure(ctx, &b, data) != CLFORMER_OK) {
+        cli_runtime_error("bench", b.p->name);
+    } else if (json) {
+        rc = print_json(&b, &ctx->info);
+    } else {
+        print_table(&b, &ctx->info);
+        rc = 0;
+    }
+    clformer_context_free(ctx);
+    for (size_t k = 0; k < N_BATCHES; k++) {
+        free(data[k].src);
+        free(data[k].tgt);
+    }
+    return rc;
+}
