@@ -341,6 +341,34 @@ static int by_score_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
+/* Keeps the `cap` best candidates seen in a min-heap (worst at the root):
+ * O(K V log K) per sentence instead of sorting all K V candidates. */
+static void heap_offer(candidate *heap, size_t *n, size_t cap, candidate c)
+{
+    size_t i;
+    if (*n < cap) {
+        i = (*n)++;
+        while (i > 0 && heap[(i - 1) / 2].score > c.score) {
+            heap[i] = heap[(i - 1) / 2];
+            i = (i - 1) / 2;
+        }
+        heap[i] = c;
+        return;
+    }
+    if (c.score <= heap[0].score) return;
+    i = 0;
+    for (;;) { /* sift the new candidate down from the root */
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        double ms = c.score;
+        if (l < cap && heap[l].score < ms) m = l, ms = heap[l].score;
+        if (r < cap && heap[r].score < ms) m = r;
+        if (m == i) break;
+        heap[i] = heap[m];
+        i = m;
+    }
+    heap[i] = c;
+}
+
 static double normalised(double score, size_t len, float penalty)
 {
     return score / pow((double)(len ? len : 1), (double)penalty);
@@ -352,7 +380,8 @@ static clformer_status beam_search(cf_model *m, size_t batch, size_t K, size_t L
     struct cf_decoder *d = m->decoder;
     const size_t R = batch * K, V = (size_t)m->cfg.tgt_vocab, D = (size_t)m->cfg.d_model;
     float *logp = malloc(R * V * sizeof *logp);
-    candidate *cand = malloc(K * V * sizeof *cand);
+    /* 2K candidates always hold K that do not end the sentence */
+    candidate *cand = malloc(2 * K * sizeof *cand);
     sentence_beam *sb = calloc(batch, sizeof *sb);
     int32_t *parents = malloc(R * sizeof *parents), *next = malloc(R * sizeof *next);
     int32_t *pool = calloc(2 * R * L + batch * L, sizeof *pool);
@@ -393,7 +422,8 @@ static clformer_status beam_search(cf_model *m, size_t batch, size_t K, size_t L
                 if (!isfinite(s->alive[k].score)) continue;
                 const float *lp = logp + (b * K + k) * V;
                 for (size_t v = 0; v < V; v++)
-                    cand[nc++] = (candidate){s->alive[k].score + lp[v], k, (int32_t)v};
+                    heap_offer(cand, &nc, 2 * K,
+                               (candidate){s->alive[k].score + lp[v], k, (int32_t)v});
             }
             qsort(cand, nc, sizeof *cand, by_score_desc);
             size_t kept = 0;
