@@ -25,9 +25,12 @@
 # take one -fraction (a divisor: 1/fraction of each stage's set) for all
 # stages. So each stage runs in a pass of its own with its own fraction, and
 # the pass is stopped once its stage's JSON file is written; the GEMMK=1
-# stages (a kernel variant for some mobile GPUs) are skipped. The sampled
-# stage usually finds the best parameters; the best kernel time is what
-# counts, so check the end result with -c (or tools/tuning/gemm_compare.py).
+# stages (a kernel variant for some mobile GPUs) are skipped. Each kernel is
+# tuned on one product size, so check the result on the model's shapes with
+# -c (or tools/tuning/gemm_compare.py). The direct kernel in particular is
+# tuned at 256^3 but serves attention's small batched products: where the
+# "attn" rows lose, try a set with a smaller WGD from the direct tuner's
+# files (the PoCL entry in runtime/gemm_tuning.c took a 32-wide one).
 set -euo pipefail
 
 platform=0 device=0 outdir=clblast-tuning compare=0
