@@ -6,6 +6,7 @@
  * its rules are unit-tested over made-up device lists.
  */
 #include "context.h"
+#include "gemm_tuning.h"
 #include "log.h"
 #include "program.h"
 
@@ -342,6 +343,7 @@ clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx *
     }
     cf_log(CF_LOG_INFO, "device %s: %s | %s | driver %s | %s", ctx->info.selector,
            ctx->info.platform, ctx->info.name, ctx->info.driver_version, ctx->info.c_version);
+    cf_gemm_tuning_init(ctx);
 done:
     free(devs);
     free(plats);

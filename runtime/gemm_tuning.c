@@ -1,0 +1,212 @@
+/*
+ * Tuned CLBlast parameters (see gemm_tuning.h): the table, matching a device
+ * against it, and CLFORMER_GEMM_TUNING's file form.
+ *
+ * To add a device: run tools/tune-clblast.sh -c on it (it compares its
+ * result with CLBlast's defaults, using tools/tuning/gemm_compare.py), and
+ * where the result is faster add an entry whose keys are as narrow as what
+ * was measured. Tuned parameters change speed, not results, but a set tuned
+ * on one device can be slower on another.
+ */
+#include "gemm_tuning.h"
+#include "fileio.h"
+
+#include <clblast_c.h>
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------- */
+/* The table                                                                  */
+/* ------------------------------------------------------------------------- */
+
+/* PoCL 3.1's "pthread" device (LLVM 15, skylake-avx512 code) on a 2-core
+ * AMD EPYC VM with AVX-512 (shared with other jobs), CLBlast 1.5.3.
+ * tools/tune-clblast.sh ran the tuners under nice: xgemm at 512^3 (its fixed
+ * set 1/4 sampled, then 1208 random configurations), xgemm_direct at 256^3
+ * (fixed set, 210 random), the copy/pad/transpose tuners in full, and the
+ * routine tuner for the switch point. The best few Xgemm and XgemmDirect
+ * candidates were then timed on the transformer's shapes with
+ * tools/tuning/gemm_compare.py, interleaved with CLBlast's defaults; the
+ * winners below are 3-10x faster on the linear layers' products (indirect
+ * kernel, from m*n*k >= 128^3 on) and 1.1-2.5x on attention's batched 32x32
+ * ones (direct kernel: its tuner's best used 64-wide tiles, which waste 3/4
+ * of the work on 32x32 products, so a 32-wide set won on those shapes). */
+static const cf_clblast_params pocl_pthread_avx512_amd[] = {
+    {"Xgemm", "GEMMK=0 KREG=1 KWG=16 KWI=2 MDIMA=16 MDIMC=8 MWG=128 NDIMB=32 NDIMC=8 NWG=64 "
+              "SA=0 SB=0 STRM=1 STRN=0 VWM=8 VWN=2"},
+    {"XgemmDirect", "KWID=2 MDIMAD=8 MDIMCD=8 NDIMBD=8 NDIMCD=8 PADA=1 PADB=1 VWMD=1 VWND=2 "
+                    "WGD=32"},
+    {"Copy", "COPY_DIMX=16 COPY_DIMY=16 COPY_VW=8 COPY_WPT=2"},
+    {"Pad", "PAD_DIMX=32 PAD_DIMY=16 PAD_WPTX=4 PAD_WPTY=1"},
+    {"Transpose", "TRA_DIM=8 TRA_PAD=1 TRA_SHUFFLE=0 TRA_WPT=4"},
+    {"Padtranspose", "PADTRA_PAD=1 PADTRA_TILE=64 PADTRA_WPT=1"},
+    {"GemmRoutine", "XGEMM_MIN_INDIRECT_SIZE=128"},
+};
+
+/* Keys are as narrow as what was measured: PoCL's multi-threaded device with
+ * the same instruction set, on the same CPU vendor, PoCL major version 3. */
+static const cf_gemm_tuning table[] = {
+    {"PoCL 3 pthread, AVX-512, AMD EPYC (2 cores)", "Portable Computing Language", "AuthenticAMD",
+     "pthread-skylake-avx512-", "3.", pocl_pthread_avx512_amd,
+     sizeof pocl_pthread_avx512_amd / sizeof *pocl_pthread_avx512_amd},
+};
+
+const cf_gemm_tuning *cf_gemm_tuning_table(size_t *count)
+{
+    *count = sizeof table / sizeof *table;
+    return table;
+}
+
+static bool key_ok(const char *key, const char *value, bool prefix)
+{
+    if (!key) return true;
+    return prefix ? strncmp(value, key, strlen(key)) == 0 : strstr(value, key) != NULL;
+}
+
+const cf_gemm_tuning *cf_gemm_tuning_find(const clformer_device_info *d)
+{
+    for (size_t i = 0; i < sizeof table / sizeof *table; i++) {
+        const cf_gemm_tuning *t = &table[i];
+        if (key_ok(t->platform, d->platform, false) && key_ok(t->vendor, d->vendor, false) &&
+            key_ok(t->device_prefix, d->name, true) &&
+            key_ok(t->driver_prefix, d->driver_version, true))
+            return t;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Parameters and CLBlast                                                     */
+/* ------------------------------------------------------------------------- */
+
+clformer_status cf_clblast_params_parse(const char *text, char *buf, size_t buf_size,
+                                        const char **names, size_t *values, size_t *count)
+{
+    *count = 0;
+    if (strlen(text) >= buf_size)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "CLBlast parameters too long: '%s'", text);
+    strcpy(buf, text);
+    for (char *save = NULL, *tok = strtok_r(buf, " \t\r\n", &save); tok;
+         tok = strtok_r(NULL, " \t\r\n", &save)) {
+        char *eq = strchr(tok, '=');
+        bool ok = eq && eq > tok && eq[1] != '\0' && strlen(eq + 1) <= 9;
+        for (char *p = tok; ok && p < eq; p++)
+            ok = isupper((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '_';
+        for (char *p = eq ? eq + 1 : tok; ok && *p; p++) ok = isdigit((unsigned char)*p);
+        if (!ok)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "CLBlast parameter '%s' is not NAME=value (e.g. MWG=64)", tok);
+        if (*count == CF_CLBLAST_MAX_PARAMS)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "more than %d CLBlast parameters in '%s'", CF_CLBLAST_MAX_PARAMS, text);
+        *eq = '\0';
+        names[*count] = tok;
+        values[*count] = (size_t)strtoul(eq + 1, NULL, 10);
+        (*count)++;
+    }
+    if (*count == 0)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "no CLBlast parameters given");
+    return CLFORMER_OK;
+}
+
+clformer_status cf_clblast_override(cf_ctx *ctx, const char *kernel, const char *params)
+{
+    char buf[1024];
+    const char *names[CF_CLBLAST_MAX_PARAMS];
+    size_t values[CF_CLBLAST_MAX_PARAMS], n = 0;
+    CF_TRY(cf_clblast_params_parse(params, buf, sizeof buf, names, values, &n));
+    CLBLAST_CHECK(CLBlastOverrideParameters(ctx->device, kernel, CLBlastPrecisionSingle, n, names,
+                                            values));
+    return CLFORMER_OK;
+}
+
+size_t cf_gemm_tuning_apply(cf_ctx *ctx, const cf_gemm_tuning *t, cf_log_level level)
+{
+    size_t applied = 0;
+    for (size_t i = 0; i < t->n_sets; i++) {
+        if (cf_clblast_override(ctx, t->sets[i].kernel, t->sets[i].params) == CLFORMER_OK) {
+            applied++;
+        } else {
+            cf_log(level, "gemm tuning '%s': CLBlast kept its own %s parameters: %s", t->label,
+                   t->sets[i].kernel, clformer_last_error());
+            cf_clear_error();
+        }
+    }
+    return applied;
+}
+
+/* ------------------------------------------------------------------------- */
+/* CLFORMER_GEMM_TUNING                                                       */
+/* ------------------------------------------------------------------------- */
+
+/* Parses a file of "Kernel NAME=value ..." lines ('#' starts a comment) into
+ * `t`, whose strings point into `text` (modified). All lines or none. */
+static clformer_status parse_file(const char *path, char *text, cf_gemm_tuning *t,
+                                  cf_clblast_params *sets, size_t cap)
+{
+    t->n_sets = 0;
+    int line_no = 0;
+    for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        line_no++;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        line += strspn(line, " \t\r");
+        if (*line == '\0') continue;
+        size_t kl = strcspn(line, " \t\r");
+        char *params = line + kl;
+        if (*params) *params++ = '\0';
+        char buf[1024];
+        const char *names[CF_CLBLAST_MAX_PARAMS];
+        size_t values[CF_CLBLAST_MAX_PARAMS], n;
+        if (cf_clblast_params_parse(params, buf, sizeof buf, names, values, &n) != CLFORMER_OK)
+            return cf_fail_prefix(CLFORMER_ERR_INVALID_ARGUMENT, "%s line %d (%s): ", path, line_no,
+                                  line);
+        if (t->n_sets == cap)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s: more than %zu lines", path, cap);
+        sets[t->n_sets++] = (cf_clblast_params){line, params};
+    }
+    return CLFORMER_OK;
+}
+
+static size_t apply_file(cf_ctx *ctx, const char *path)
+{
+    size_t n = 0;
+    char *text = NULL;
+    size_t size = 0;
+    cf_clblast_params sets[64];
+    cf_gemm_tuning t = {.label = path, .sets = sets};
+    clformer_status st = cf_read_file(path, &text, &size);
+    if (st == CLFORMER_OK) st = parse_file(path, text, &t, sets, sizeof sets / sizeof *sets);
+    if (st != CLFORMER_OK) {
+        cf_log(CF_LOG_WARN, "CLFORMER_GEMM_TUNING: ignoring %s: %s", path, clformer_last_error());
+        cf_clear_error();
+    } else {
+        /* asked for by name, so a rejected set is worth a warning */
+        n = cf_gemm_tuning_apply(ctx, &t, CF_LOG_WARN);
+        cf_log(CF_LOG_INFO, "gemm tuning: %zu of %zu CLBlast parameter sets from %s", n,
+               t.n_sets, path);
+    }
+    free(text);
+    return n;
+}
+
+size_t cf_gemm_tuning_init(cf_ctx *ctx)
+{
+    const char *env = getenv("CLFORMER_GEMM_TUNING");
+    if (env && !strcmp(env, "0")) {
+        cf_log(CF_LOG_DEBUG, "gemm tuning: off (CLFORMER_GEMM_TUNING=0)");
+        return 0;
+    }
+    if (env && *env && strcmp(env, "1") != 0) return apply_file(ctx, env);
+    const cf_gemm_tuning *t = cf_gemm_tuning_find(&ctx->info);
+    if (!t) {
+        cf_log(CF_LOG_DEBUG, "gemm tuning: none for %s; CLBlast's own parameters", ctx->info.name);
+        return 0;
+    }
+    size_t n = cf_gemm_tuning_apply(ctx, t, CF_LOG_DEBUG);
+    cf_log(CF_LOG_INFO, "gemm tuning: %zu of %zu CLBlast parameter sets for '%s'", n, t->n_sets,
+           t->label);
+    return n;
+}
