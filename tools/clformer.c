@@ -20,6 +20,7 @@ static const command commands[] = {
     {"bench", cmd_bench, "measure training and translation speed of a preset model"},
     {"check", cmd_check, "check every op on a device against the double-precision reference"},
     {"plot", cmd_plot, "draw a training log's loss curves as a PNG"},
+    {"logits", cmd_logits, "write a model's logits for given ids (for checks against PyTorch)"},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 

@@ -11,7 +11,11 @@ Builds MODEL.md's module tree on torch.nn.Transformer and
       and prints OK or what does not match (exit status 1);
   logits MODEL.safetensors (--src-ids/--tgt-ids | --batch FILE) [--out F] [--compare F]
       computes the logits of a checkpoint for a batch, so a test can compare clformer's
-      logits with PyTorch's for the same file (exit status 1 when --compare fails).
+      logits with PyTorch's for the same file (exit status 1 when --compare fails);
+  roundtrip --clformer BINARY
+      the whole round trip: clformer trains a PyTorch-made checkpoint for a few steps
+      (dropout on), PyTorch loads the result with load_state_dict(strict=True), and
+      `clformer logits` and PyTorch must give the same logits for the same batch.
 
 Run with Debian's PyTorch (/usr/bin/python3). Only torch and numpy are used; the
 safetensors files are written and read here with struct + json. Nothing in the C build
@@ -543,6 +547,54 @@ def cmd_logits(args):
     return 0
 
 
+def cmd_roundtrip(args):
+    import subprocess
+    import tempfile
+    work = args.work or tempfile.mkdtemp(prefix="clformer-roundtrip-")
+    os.makedirs(work, exist_ok=True)
+    start = args.init
+    cfg, _, vocabs = load_checkpoint(start)
+    src_words, tgt_words = vocabs["src"][4:], vocabs["tgt"][4:]
+    rng = np.random.default_rng(1)
+    longest = min(cfg["max_len"] - 2, 10)
+
+    def sentence(words):
+        return " ".join(rng.choice(words, size=int(rng.integers(2, longest + 1))))
+
+    pairs = [(sentence(src_words), sentence(tgt_words)) for _ in range(64)]
+    paths = {k: os.path.join(work, k) for k in ("train.src", "train.tgt", "trained.safetensors",
+                                                  "batch.safetensors", "clformer_logits.safetensors")}
+    with open(paths["train.src"], "w") as f:
+        f.write("\n".join(p[0] for p in pairs) + "\n")
+    with open(paths["train.tgt"], "w") as f:
+        f.write("\n".join(p[1] for p in pairs) + "\n")
+    train = [args.clformer, "train", "--src", paths["train.src"], "--tgt", paths["train.tgt"],
+             "--init", start, "--steps", "20", "--batch-size", "8", "--dropout", "0.1",
+             "--bleu-sentences", "0", "--save", paths["trained.safetensors"]]
+    print("$ " + " ".join(train), flush=True)
+    subprocess.run(train, check=True, stdout=subprocess.DEVNULL)
+    if cmd_check_checkpoint(argparse.Namespace(model=paths["trained.safetensors"])) != 0:
+        return 1
+    # a batch of 4 training sentences, right-padded, as the logits commands take it
+    src_ix = {w: i for i, w in enumerate(vocabs["src"])}
+    tgt_ix = {w: i for i, w in enumerate(vocabs["tgt"])}
+    rows = pairs[:4]
+    srcs = [[SOS] + [src_ix[w] for w in s.split()] + [EOS] for s, _ in rows]
+    tgts = [[SOS] + [tgt_ix[w] for w in t.split()] for _, t in rows]
+    S, T = max(map(len, srcs)), max(map(len, tgts))
+    src = np.array([r + [PAD] * (S - len(r)) for r in srcs], dtype=np.int32)
+    tgt_in = np.array([r + [PAD] * (T - len(r)) for r in tgts], dtype=np.int32)
+    write_safetensors(paths["batch.safetensors"], {"src": src, "tgt_in": tgt_in}, {})
+    logits = [args.clformer, "logits", "--model", paths["trained.safetensors"], "--batch",
+              paths["batch.safetensors"], "--out", paths["clformer_logits.safetensors"]]
+    print("$ " + " ".join(logits), flush=True)
+    subprocess.run(logits, check=True)
+    return cmd_logits(argparse.Namespace(model=paths["trained.safetensors"], batch=paths["batch.safetensors"],
+                                         src_ids=None, tgt_ids=None, out=None,
+                                         compare=paths["clformer_logits.safetensors"],
+                                         atol=args.atol, rtol=args.rtol))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -560,9 +612,17 @@ def main(argv=None):
     lg.add_argument("--compare", help="safetensors whose 'logits' are checked against PyTorch's")
     lg.add_argument("--atol", type=float, default=1e-5)
     lg.add_argument("--rtol", type=float, default=1e-4, help="relative to max |logit|")
+    rt = sub.add_parser("roundtrip", help="clformer trains a checkpoint; PyTorch loads it strictly and compares logits")
+    rt.add_argument("--clformer", required=True, help="the clformer binary (uses CLFORMER_DEVICE)")
+    rt.add_argument("--init", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                                   "data", "parity", "a_prenorm_relu_sin", "model.safetensors"),
+                    help="the PyTorch-made checkpoint to start from")
+    rt.add_argument("--work", help="directory for the files (default: a new temporary one)")
+    rt.add_argument("--atol", type=float, default=1e-5)
+    rt.add_argument("--rtol", type=float, default=1e-4, help="relative to max |logit|")
     args = p.parse_args(argv)
     return {"generate": cmd_generate, "check-checkpoint": cmd_check_checkpoint,
-            "logits": cmd_logits}[args.cmd](args)
+            "logits": cmd_logits, "roundtrip": cmd_roundtrip}[args.cmd](args)
 
 
 if __name__ == "__main__":
