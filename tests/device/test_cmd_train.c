@@ -1,0 +1,210 @@
+/*
+ * `clformer train` as a user runs it: a new language pair learns, writes its
+ * log, checkpoint and plot, resumes at the right step with the same losses
+ * as an uninterrupted run, and every kind of bad input is one clear error
+ * with a non-zero exit.
+ */
+#include "harness.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[64];
+
+static int run_tool(const char *args, char *out, size_t cap)
+{
+    const char *binary = getenv("CLFORMER_BINARY");
+    assert_non_null(binary);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cd '%s' && CLFORMER_DEVICE='%s' '%s' %s 2>&1", dir,
+             hctx()->info.selector, binary, args);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void write_file(const char *name, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* A small new "language pair": the target reverses the source and maps each
+ * word through a dictionary, so it can be learned in a few dozen steps. */
+static void make_corpus(int lines)
+{
+    static const char *src_words[] = {"red", "cat", "sees", "a", "big", "dog", "runs", "home"};
+    static const char *tgt_words[] = {"rot", "katze", "sieht", "ein", "gross", "hund", "rennt", "haus"};
+    char path[256];
+    snprintf(path, sizeof path, "%s/train.src", dir);
+    FILE *s = fopen(path, "w");
+    snprintf(path, sizeof path, "%s/train.tgt", dir);
+    FILE *t = fopen(path, "w");
+    assert_non_null(s);
+    assert_non_null(t);
+    ref_rng r = ref_rng_new(5);
+    for (int i = 0; i < lines; i++) {
+        int n = 2 + (int)(ref_rng_next(&r) % 4), w[6];
+        for (int k = 0; k < n; k++) w[k] = (int)(ref_rng_next(&r) % 8);
+        for (int k = 0; k < n; k++) fprintf(s, "%s%s", k ? " " : "", src_words[w[k]]);
+        for (int k = n - 1; k >= 0; k--) fprintf(t, "%s%s", k < n - 1 ? " " : "", tgt_words[w[k]]);
+        fputc('\n', s);
+        fputc('\n', t);
+    }
+    fclose(s);
+    fclose(t);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/clformer-train-XXXXXX");
+    if (!mkdtemp(dir)) return -1;
+    make_corpus(harness_is_slow() ? 24 : 200);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Reads the "loss" of every step line of a JSON-lines log. */
+static size_t read_losses(const char *name, double *loss, size_t cap)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[4096];
+    size_t n = 0;
+    while (fgets(line, sizeof line, f)) {
+        json_t *o = json_loads(line, 0, NULL);
+        if (!o) fail_msg("%s: a line is not JSON: %s", name, line);
+        json_t *l = json_object_get(o, "loss"), *s = json_object_get(o, "step");
+        if (l && n < cap) {
+            assert_true(json_is_integer(s));
+            assert_int_equal(json_integer_value(s), (json_int_t)n + 1);
+            assert_non_null(json_object_get(o, "tokens"));
+            assert_non_null(json_object_get(o, "lr"));
+            loss[n++] = json_number_value(l);
+        }
+        json_decref(o);
+    }
+    fclose(f);
+    return n;
+}
+
+static const char *model_args(void)
+{
+    return harness_is_slow()
+               ? "--d-model 8 --heads 2 --d-ff 16 --enc-layers 1 --dec-layers 1 --max-len 10"
+               : "--config tiny --max-len 10";
+}
+
+static void learns_saves_and_resumes_exactly(void **state)
+{
+    (void)state;
+    static char out[1 << 16];
+    const int steps = harness_is_slow() ? 4 : 40, half = steps / 2;
+    char args[2048];
+    /* one straight run */
+    snprintf(args, sizeof args,
+             "train --src train.src --tgt train.tgt %s --batch-size 8 --steps %d --lr 2e-3 "
+             "--dropout 0.1 --log straight.jsonl --save straight.safetensors --plot loss.png",
+             model_args(), steps);
+    int rc = run_tool(args, out, sizeof out);
+    if (rc != 0) fail_msg("train exited %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "saved straight.safetensors"));
+    double a[64], b[64];
+    assert_int_equal(read_losses("straight.jsonl", a, 64), (size_t)steps);
+    if (!harness_is_slow() && !(a[steps - 1] < 0.6 * a[0]))
+        fail_msg("the loss did not fall: %.4f at step 1, %.4f at step %d", a[0], a[steps - 1], steps);
+    char png[256];
+    snprintf(png, sizeof png, "%s/loss.png", dir);
+    assert_int_equal(access(png, F_OK), 0);
+
+    /* the same run stopped half way, then resumed */
+    snprintf(args, sizeof args,
+             "train --src train.src --tgt train.tgt %s --batch-size 8 --steps %d --lr 2e-3 "
+             "--dropout 0.1 --log resumed.jsonl --save half.safetensors",
+             model_args(), half);
+    rc = run_tool(args, out, sizeof out);
+    if (rc != 0) fail_msg("train exited %d:\n%s", rc, out);
+    snprintf(args, sizeof args,
+             "train --src train.src --tgt train.tgt --resume half.safetensors --steps %d "
+             "--log resumed.jsonl --save resumed.safetensors", steps);
+    rc = run_tool(args, out, sizeof out);
+    if (rc != 0) fail_msg("resume exited %d:\n%s", rc, out);
+    char want[64];
+    snprintf(want, sizeof want, "resuming half.safetensors at step %d", half);
+    assert_non_null(strstr(out, want));
+    assert_int_equal(read_losses("resumed.jsonl", b, 64), (size_t)steps);
+    for (int i = 0; i < steps; i++)
+        if (a[i] != b[i]) fail_msg("step %d: straight loss %.9g, resumed %.9g", i + 1, a[i], b[i]);
+
+    /* resuming with changed data options is refused, naming the option */
+    rc = run_tool("train --src train.src --tgt train.tgt --resume half.safetensors --steps 50 --lr 1",
+                  out, sizeof out);
+    assert_int_equal(rc, 2);
+    assert_non_null(strstr(out, "--resume continues exactly"));
+    /* a plain model cannot be resumed, only used with --init */
+    rc = run_tool("train --src train.src --tgt train.tgt --init straight.safetensors --steps 1 "
+                  "--batch-size 4", out, sizeof out);
+    if (rc != 0) fail_msg("--init exited %d:\n%s", rc, out);
+}
+
+static void bad_input_is_one_clear_error(void **state)
+{
+    (void)state;
+    char out[8192];
+    write_file("short.tgt", "one line\n");
+    write_file("empty.src", "");
+    write_file("empty.tgt", "");
+    write_file("junk.safetensors", "this is not a checkpoint at all, just text\n");
+    const struct {
+        const char *args;
+        int rc;
+        const char *needle;
+    } cases[] = {
+        {"train --src nosuch.src --tgt train.tgt --steps 1", 1, "nosuch.src"},
+        {"train --src train.src --tgt short.tgt --steps 1", 1, "short.tgt"},
+        {"train --src empty.src --tgt empty.tgt --steps 1", 1, "empty"},
+        {"train --src train.src --tgt train.tgt --steps 1 --d-model 30 --heads 4", 2, "d_model % n_heads"},
+        {"train --src train.src --tgt train.tgt --steps abc", 2, "--steps expects a whole number"},
+        {"train --src train.src --tgt train.tgt --steps 1 --lr -1", 2, "--lr must be between"},
+        {"train --src train.src --tgt train.tgt --steps 1 --frobnicate", 2, "unknown option '--frobnicate'"},
+        {"train --src train.src --tgt train.tgt", 2, "--steps and --epochs"},
+        {"train --src train.src --tgt train.tgt --steps 1 --init junk.safetensors", 1, "junk.safetensors"},
+        {"train --src train.src --tgt train.tgt --steps 1 --resume nosuch.safetensors", 1, "nosuch.safetensors"},
+        {"train --src train.src --tgt train.tgt --steps 1 --batch-size 2 --batch-tokens 100", 2, "not both"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int rc = run_tool(cases[i].args, out, sizeof out);
+        if (rc != cases[i].rc || !strstr(out, cases[i].needle))
+            fail_msg("'%s': exit %d (want %d), output lacks '%s':\n%s", cases[i].args, rc,
+                     cases[i].rc, cases[i].needle, out);
+        if (strstr(out, "Segmentation") || strstr(out, "Aborted")) fail_msg("crash: %s", out);
+    }
+    assert_int_equal(run_tool("train --help", out, sizeof out), 0);
+    assert_non_null(strstr(out, "usage: clformer train"));
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown(bad_input_is_one_clear_error, setup, teardown),
+    cmocka_unit_test_setup_teardown(learns_saves_and_resumes_exactly, setup, teardown),
+};
+HARNESS_DEVICE_MAIN("clformer train", tests)
