@@ -76,6 +76,9 @@ typedef struct {
     bool simulator;      /* e.g. Oclgrind: chosen only when named */
 } clformer_device_info;
 
+/* "gpu", "cpu", "accelerator" or "other": the words CLFORMER_DEVICE accepts. */
+const char *clformer_device_type_name(clformer_device_type type);
+
 /* Lists every device of every platform. Free the array with free(). */
 clformer_status clformer_list_devices(clformer_device_info **devices, size_t *count);
 

@@ -3,66 +3,53 @@
  * Laid out in two passes (count, then assign views); the buffer grows only
  * when a batch needs more than any batch before it.
  */
-#include "buffer.h"
+#include "arena.h"
 #include "model.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    cl_mem buf;
-    size_t next;
-} cursor;
-
-static cf_view take(cursor *c, size_t count)
+static void sub_acts(cf_arena *c, cf_sub_acts *s, size_t N, size_t d)
 {
-    cf_view v = {c->buf, c->next};
-    /* 16-element (64-byte) alignment keeps vector loads aligned on every device */
-    c->next += (count + 15) & ~(size_t)15;
-    return v;
+    s->ln = cf_arena_take(c, N * d);
+    s->mean = cf_arena_take(c, N);
+    s->rstd = cf_arena_take(c, N);
+    s->out = cf_arena_take(c, N * d);
 }
 
-static void sub_acts(cursor *c, cf_sub_acts *s, size_t N, size_t d)
-{
-    s->ln = take(c, N * d);
-    s->mean = take(c, N);
-    s->rstd = take(c, N);
-    s->out = take(c, N * d);
-}
-
-static void attn_acts(cursor *c, cf_attn_acts *a, const cf_model *m, size_t B, size_t Tq,
+static void attn_acts(cf_arena *c, cf_attn_acts *a, const cf_model *m, size_t B, size_t Tq,
                       size_t Tk, bool cross, bool dropout)
 {
     const size_t d = (size_t)m->cfg.d_model, H = (size_t)m->cfg.n_heads;
     if (cross) {
-        a->q = take(c, B * Tq * d);
-        a->kv = take(c, B * Tk * 2 * d);
+        a->q = cf_arena_take(c, B * Tq * d);
+        a->kv = cf_arena_take(c, B * Tk * 2 * d);
     } else {
-        a->q = take(c, B * Tq * 3 * d);
+        a->q = cf_arena_take(c, B * Tq * 3 * d);
     }
-    a->qh = take(c, B * Tq * d);
-    a->kh = take(c, B * Tk * d);
-    a->vh = take(c, B * Tk * d);
-    a->saved.probs = take(c, B * H * Tq * Tk);
-    a->saved.probs_drop = dropout ? take(c, B * H * Tq * Tk) : a->saved.probs;
-    a->ctx_h = take(c, B * Tq * d);
-    a->concat = take(c, B * Tq * d);
-    a->out = take(c, B * Tq * d);
+    a->qh = cf_arena_take(c, B * Tq * d);
+    a->kh = cf_arena_take(c, B * Tk * d);
+    a->vh = cf_arena_take(c, B * Tk * d);
+    a->saved.probs = cf_arena_take(c, B * H * Tq * Tk);
+    a->saved.probs_drop = dropout ? cf_arena_take(c, B * H * Tq * Tk) : a->saved.probs;
+    a->ctx_h = cf_arena_take(c, B * Tq * d);
+    a->concat = cf_arena_take(c, B * Tq * d);
+    a->out = cf_arena_take(c, B * Tq * d);
 }
 
-static void ffn_acts(cursor *c, cf_ffn_acts *f, size_t N, size_t d, size_t ff)
+static void ffn_acts(cf_arena *c, cf_ffn_acts *f, size_t N, size_t d, size_t ff)
 {
-    f->pre = take(c, N * ff);
-    f->act = take(c, N * ff);
-    f->out = take(c, N * d);
+    f->pre = cf_arena_take(c, N * ff);
+    f->act = cf_arena_take(c, N * ff);
+    f->out = cf_arena_take(c, N * d);
 }
 
-static cf_embedding_index index_views(cursor *c, size_t n)
+static cf_embedding_index index_views(cf_arena *c, size_t n)
 {
     cf_embedding_index ix;
-    ix.unique = take(c, n);
-    ix.starts = take(c, n + 1);
-    ix.positions = take(c, n);
+    ix.unique = cf_arena_take(c, n);
+    ix.starts = cf_arena_take(c, n + 1);
+    ix.positions = cf_arena_take(c, n);
     ix.n_unique = 0;
     return ix;
 }
@@ -76,17 +63,17 @@ static size_t layout(cf_model *m, cf_acts *a, cl_mem buf)
     const size_t V = (size_t)cfg->tgt_vocab, Ns = B * S, Nt = B * T;
     const size_t N = Ns > Nt ? Ns : Nt, Tmax = S > T ? S : T;
     const bool drop = a->training && cfg->dropout > 0.0f;
-    cursor c = {buf, 0};
+    cf_arena c = {buf, 0};
 
-    a->src = take(&c, Ns);
-    a->tgt_in = take(&c, Nt);
-    a->labels = take(&c, Nt);
+    a->src = cf_arena_take(&c, Ns);
+    a->tgt_in = cf_arena_take(&c, Nt);
+    a->labels = cf_arena_take(&c, Nt);
     a->src_index = index_views(&c, Ns);
     a->tgt_index = index_views(&c, Nt);
     a->ints = c.next;
 
-    a->src_emb = take(&c, Ns * d);
-    a->tgt_emb = take(&c, Nt * d);
+    a->src_emb = cf_arena_take(&c, Ns * d);
+    a->tgt_emb = cf_arena_take(&c, Nt * d);
     for (int l = 0; l < cfg->n_enc_layers; l++) {
         cf_layer_acts *L = &a->enc[l];
         sub_acts(&c, &L->sub[0], Ns, d);
@@ -94,9 +81,9 @@ static size_t layout(cf_model *m, cf_acts *a, cl_mem buf)
         sub_acts(&c, &L->sub[1], Ns, d);
         ffn_acts(&c, &L->ffn, Ns, d, ff);
     }
-    a->memory = take(&c, Ns * d);
-    a->mem_mean = take(&c, Ns);
-    a->mem_rstd = take(&c, Ns);
+    a->memory = cf_arena_take(&c, Ns * d);
+    a->mem_mean = cf_arena_take(&c, Ns);
+    a->mem_rstd = cf_arena_take(&c, Ns);
     for (int l = 0; l < cfg->n_dec_layers; l++) {
         cf_layer_acts *L = &a->dec[l];
         sub_acts(&c, &L->sub[0], Nt, d);
@@ -106,26 +93,26 @@ static size_t layout(cf_model *m, cf_acts *a, cl_mem buf)
         sub_acts(&c, &L->sub[2], Nt, d);
         ffn_acts(&c, &L->ffn, Nt, d, ff);
     }
-    a->dec_out = take(&c, Nt * d);
-    a->dec_mean = take(&c, Nt);
-    a->dec_rstd = take(&c, Nt);
-    a->logits = take(&c, Nt * V);
-    a->losses = take(&c, Nt);
+    a->dec_out = cf_arena_take(&c, Nt * d);
+    a->dec_mean = cf_arena_take(&c, Nt);
+    a->dec_rstd = cf_arena_take(&c, Nt);
+    a->logits = cf_arena_take(&c, Nt * V);
+    a->losses = cf_arena_take(&c, Nt);
 
     if (a->training) {
-        a->d_res = take(&c, N * d);
-        a->d_mem = take(&c, Ns * d);
-        a->d_a = take(&c, N * d);
-        a->d_b = take(&c, N * d);
-        a->d_c = take(&c, N * d);
-        a->d_q = take(&c, N * 3 * d);
-        a->d_kv = take(&c, Ns * 2 * d);
-        a->d_qh = take(&c, B * Tmax * d);
-        a->d_kh = take(&c, B * Tmax * d);
-        a->d_vh = take(&c, B * Tmax * d);
-        a->d_ctx_h = take(&c, B * Tmax * d);
-        a->d_probs = take(&c, B * H * Tmax * Tmax);
-        a->d_ff = take(&c, N * ff);
+        a->d_res = cf_arena_take(&c, N * d);
+        a->d_mem = cf_arena_take(&c, Ns * d);
+        a->d_a = cf_arena_take(&c, N * d);
+        a->d_b = cf_arena_take(&c, N * d);
+        a->d_c = cf_arena_take(&c, N * d);
+        a->d_q = cf_arena_take(&c, N * 3 * d);
+        a->d_kv = cf_arena_take(&c, Ns * 2 * d);
+        a->d_qh = cf_arena_take(&c, B * Tmax * d);
+        a->d_kh = cf_arena_take(&c, B * Tmax * d);
+        a->d_vh = cf_arena_take(&c, B * Tmax * d);
+        a->d_ctx_h = cf_arena_take(&c, B * Tmax * d);
+        a->d_probs = cf_arena_take(&c, B * H * Tmax * Tmax);
+        a->d_ff = cf_arena_take(&c, N * ff);
     }
     return c.next;
 }

@@ -9,7 +9,7 @@
  * needs: the argmax ids (greedy) or the log-probabilities (beam).
  */
 #include "decode.h"
-#include "buffer.h"
+#include "arena.h"
 #include "launch.h"
 #include "program.h"
 
@@ -48,46 +48,39 @@ void cf_decoder_free(cf_model *m)
 
 size_t cf_decoder_bytes(const cf_model *m) { return m->decoder ? m->decoder->count * 4 : 0; }
 
-static cf_view take(cl_mem buf, size_t *next, size_t count)
-{
-    cf_view v = {buf, *next};
-    *next += (count + 15) & ~(size_t)15;
-    return v;
-}
-
 static size_t layout(cf_model *m, struct cf_decoder *d, cl_mem buf)
 {
     const clformer_config *c = &m->cfg;
     const size_t R = d->R, S = d->S, L = d->L, D = (size_t)c->d_model;
     const size_t H = (size_t)c->n_heads, ff = (size_t)c->d_ff, V = (size_t)c->tgt_vocab;
-    size_t n = 0;
+    cf_arena a = {buf, 0};
     for (int l = 0; l < c->n_dec_layers; l++) {
-        d->self_k[l] = take(buf, &n, R * L * D);
-        d->self_v[l] = take(buf, &n, R * L * D);
-        d->cross_k[l] = take(buf, &n, R * S * D);
-        d->cross_v[l] = take(buf, &n, R * S * D);
+        d->self_k[l] = cf_arena_take(&a, R * L * D);
+        d->self_v[l] = cf_arena_take(&a, R * L * D);
+        d->cross_k[l] = cf_arena_take(&a, R * S * D);
+        d->cross_v[l] = cf_arena_take(&a, R * S * D);
     }
-    d->x = take(buf, &n, R * D);
-    d->fin = take(buf, &n, R * D);
-    d->sum = take(buf, &n, R * D);
-    d->mean = take(buf, &n, R);
-    d->rstd = take(buf, &n, R);
-    d->qkv = take(buf, &n, R * 3 * D);
-    d->qh = take(buf, &n, R * D);
-    d->ctx_h = take(buf, &n, R * D);
-    d->concat = take(buf, &n, R * D);
-    d->out = take(buf, &n, R * D);
-    d->ff_pre = take(buf, &n, R * ff);
-    d->ff_act = take(buf, &n, R * ff);
-    d->probs = take(buf, &n, R * H * (L > S ? L : S));
-    d->logits = take(buf, &n, R * V);
-    d->kv = take(buf, &n, R * S * 2 * D);
-    d->gather_tmp = take(buf, &n, R * L * D);
-    d->tokens = take(buf, &n, R * L);
-    d->step_tokens = take(buf, &n, R);
-    d->argmax = take(buf, &n, R);
-    d->parents = take(buf, &n, R);
-    return n;
+    d->x = cf_arena_take(&a, R * D);
+    d->fin = cf_arena_take(&a, R * D);
+    d->sum = cf_arena_take(&a, R * D);
+    d->mean = cf_arena_take(&a, R);
+    d->rstd = cf_arena_take(&a, R);
+    d->qkv = cf_arena_take(&a, R * 3 * D);
+    d->qh = cf_arena_take(&a, R * D);
+    d->ctx_h = cf_arena_take(&a, R * D);
+    d->concat = cf_arena_take(&a, R * D);
+    d->out = cf_arena_take(&a, R * D);
+    d->ff_pre = cf_arena_take(&a, R * ff);
+    d->ff_act = cf_arena_take(&a, R * ff);
+    d->probs = cf_arena_take(&a, R * H * (L > S ? L : S));
+    d->logits = cf_arena_take(&a, R * V);
+    d->kv = cf_arena_take(&a, R * S * 2 * D);
+    d->gather_tmp = cf_arena_take(&a, R * L * D);
+    d->tokens = cf_arena_take(&a, R * L);
+    d->step_tokens = cf_arena_take(&a, R);
+    d->argmax = cf_arena_take(&a, R);
+    d->parents = cf_arena_take(&a, R);
+    return a.next;
 }
 
 /* Caches for R rows, source length S and L positions; grown when needed. */

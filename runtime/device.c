@@ -201,7 +201,7 @@ static bool type_word(const char *w, clformer_device_type *type)
     return true;
 }
 
-static const char *type_name(clformer_device_type t)
+const char *clformer_device_type_name(clformer_device_type t)
 {
     switch (t) {
     case CLFORMER_DEVICE_GPU: return "gpu";
@@ -238,7 +238,7 @@ static void list_devices_into(char *buf, size_t cap, const clformer_device_info 
     buf[0] = '\0';
     for (size_t i = 0; i < n && used + 1 < cap; i++) {
         int w = snprintf(buf + used, cap - used, "\n  %-5s %s | %s | %s (%s)", devs[i].selector,
-                         devs[i].platform, devs[i].vendor, devs[i].name, type_name(devs[i].type));
+                         devs[i].platform, devs[i].vendor, devs[i].name, clformer_device_type_name(devs[i].type));
         if (w < 0) break;
         used += (size_t)w;
     }

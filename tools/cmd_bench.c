@@ -299,16 +299,6 @@ static double train_tokens_per_s(const bench *b) { return (double)(b->B * b->T) 
 static double translate_tokens_per_s(const bench *b) { return b->translate_tokens / b->translate_s; }
 static double gflops(uint64_t flop, double s) { return (double)flop / s * 1e-9; }
 
-static const char *type_name(clformer_device_type t)
-{
-    switch (t) {
-    case CLFORMER_DEVICE_CPU: return "cpu";
-    case CLFORMER_DEVICE_GPU: return "gpu";
-    case CLFORMER_DEVICE_ACCELERATOR: return "accelerator";
-    default: return "other";
-    }
-}
-
 static void put_int(json_t *o, const char *key, uint64_t v)
 {
     json_object_set_new(o, key, json_integer((json_int_t)v));
@@ -339,7 +329,7 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     }
     put_str(r, "config", b->p->name);
     put_str(r, "device", dev->name);
-    put_str(r, "device_type", type_name(dev->type));
+    put_str(r, "device_type", clformer_device_type_name(dev->type));
     put_str(r, "device_selector", dev->selector);
     put_str(r, "platform", dev->platform);
     put_str(r, "clformer_version", CLFORMER_VERSION);
@@ -435,7 +425,7 @@ static void print_table(const bench *b, const clformer_device_info *dev)
            "%zu parameters\n",
            b->p->name, c->d_model, c->n_heads, c->d_ff, c->n_enc_layers, c->n_dec_layers,
            b->vocab, b->params);
-    printf("device %s: %s (%s, %s)\n", dev->selector, dev->name, type_name(dev->type),
+    printf("device %s: %s (%s, %s)\n", dev->selector, dev->name, clformer_device_type_name(dev->type),
            dev->platform);
     printf("batch %zu sentences x len %zu tokens, dropout %.2g, %zu warm-up + %zu timed "
            "repetitions\n",

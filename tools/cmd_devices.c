@@ -6,16 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const char *type_name(clformer_device_type t)
-{
-    switch (t) {
-    case CLFORMER_DEVICE_GPU: return "gpu";
-    case CLFORMER_DEVICE_CPU: return "cpu";
-    case CLFORMER_DEVICE_ACCELERATOR: return "accelerator";
-    default: return "other";
-    }
-}
-
 static void json_string(const char *s)
 {
     putchar('"');
@@ -41,7 +31,7 @@ static void print_json(const clformer_device_info *d, size_t n, long selected)
         json_string(x->vendor);
         printf(", \"name\": ");
         json_string(x->name);
-        printf(", \"type\": \"%s\", \"selected\": %s, \"driver_version\": ", type_name(x->type),
+        printf(", \"type\": \"%s\", \"selected\": %s, \"driver_version\": ", clformer_device_type_name(x->type),
                (long)i == selected ? "true" : "false");
         json_string(x->driver_version);
         printf(", \"opencl_c_version\": ");
@@ -64,7 +54,7 @@ static void print_table(const clformer_device_info *d, size_t n, long selected)
         printf("%s %-5s %s\n", (long)i == selected ? "*" : " ", x->selector, x->name);
         printf("        platform  %s (%s); device vendor %s\n", x->platform, x->platform_vendor,
                x->vendor);
-        printf("        type      %s%s, %u compute units at %u MHz\n", type_name(x->type),
+        printf("        type      %s%s, %u compute units at %u MHz\n", clformer_device_type_name(x->type),
                x->simulator ? " (simulator: used only when named)" : "", x->compute_units,
                x->clock_mhz);
         printf("        memory    %.0f MiB global, %.0f KiB local, %.0f MiB max allocation\n",
