@@ -5,8 +5,10 @@
  *
  * The dropout mask is on the activation output: element (r, c) keeps with
  * dropout_scale(p, seed, step, site, r*C + c), recomputed in backward.
- * Every kernel is element-wise with work item (column, row), so no kernel
- * divides by C; dbias is a separate deterministic column sum of dinp.
+ * bias_act_* give each work item four consecutive elements of the flat
+ * (N, C) tensor, whose dropout bits come from one Philox block
+ * (dropout_scale4); bias_add is element-wise with work item (column, row).
+ * dbias is a separate deterministic column sum of dinp.
  */
 #include "common.h"
 
@@ -28,31 +30,39 @@ inline float act_grad(float x, int act)
     return x > 0.0f ? 1.0f : 0.0f;
 }
 
-/* out[r, c] = dropout(act(inp[r, c] + bias[c])); work item (c, r). */
+/* out[r, c] = dropout(act(inp[r, c] + bias[c])). */
 kernel void bias_act_forward(global float *out, ulong out_off, global const float *inp,
                              ulong inp_off, global const float *bias, ulong bias_off, int N,
                              int C, int act, float p, ulong seed, uint step, uint site)
 {
-    const int c = get_global_id(0), r = get_global_id(1);
-    if (c >= C || r >= N) return;
-    const ulong i = (ulong)r * C + c;
-    const float y = act_value(inp[inp_off + i] + bias[bias_off + c], act);
-    out[out_off + i] = y * dropout_scale(p, seed, step, site, i);
+    /* work item q: flat elements 4q .. 4q+3, one Philox block for their mask */
+    const ulong q = get_global_id(0), i0 = 4 * q, n = (ulong)N * C;
+    if (i0 >= n) return;
+    const float4 m4 = dropout_scale4(p, seed, step, site, q);
+    const float m[4] = {m4.s0, m4.s1, m4.s2, m4.s3};
+    for (int k = 0; k < 4 && i0 + k < n; k++) {
+        const ulong i = i0 + k;
+        const int c = (int)(i - (i / C) * C); /* not %: see attention.cl on Oclgrind */
+        out[out_off + i] = act_value(inp[inp_off + i] + bias[bias_off + c], act) * m[k];
+    }
 }
 
-/* dinp[r, c] = dropout_mask(dout)[r, c] * act'(inp[r, c] + bias[c]); work
- * item (c, r). dinp may alias dout: each element is read, then written, by
- * the same work item. */
+/* dinp[r, c] = dropout_mask(dout)[r, c] * act'(inp[r, c] + bias[c]). dinp
+ * may alias dout: each element is read, then written, by the same work item. */
 kernel void bias_act_backward(global float *dinp, ulong dinp_off, global const float *dout,
                               ulong dout_off, global const float *inp, ulong inp_off,
                               global const float *bias, ulong bias_off, int N, int C, int act,
                               float p, ulong seed, uint step, uint site)
 {
-    const int c = get_global_id(0), r = get_global_id(1);
-    if (c >= C || r >= N) return;
-    const ulong i = (ulong)r * C + c;
-    dinp[dinp_off + i] = dout[dout_off + i] * dropout_scale(p, seed, step, site, i) *
-                         act_grad(inp[inp_off + i] + bias[bias_off + c], act);
+    const ulong q = get_global_id(0), i0 = 4 * q, n = (ulong)N * C;
+    if (i0 >= n) return;
+    const float4 m4 = dropout_scale4(p, seed, step, site, q);
+    const float m[4] = {m4.s0, m4.s1, m4.s2, m4.s3};
+    for (int k = 0; k < 4 && i0 + k < n; k++) {
+        const ulong i = i0 + k;
+        const int c = (int)(i - (i / C) * C);
+        dinp[dinp_off + i] = dout[dout_off + i] * m[k] * act_grad(inp[inp_off + i] + bias[bias_off + c], act);
+    }
 }
 
 /* out[r, c] += bias[c]: a linear layer's bias, after its GEMM (beta = 0). */

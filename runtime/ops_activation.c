@@ -59,8 +59,8 @@ clformer_status cf_bias_act_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_vi
                        "cf_bias_act_forward: out, inp and bias must be device buffers");
     cl_kernel k;
     CF_TRY(cf_kernel(ctx, "activation", NULL, "bias_act_forward", &k));
-    size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {C, N};
-    return CF_LAUNCH(ctx, "activation", k, 2, global, local, CF_MEM(out.buf), CF_U64(out.off),
+    size_t local = ctx->elementwise_wg, global = (N * C + 3) / 4; /* four elements per item */
+    return CF_LAUNCH(ctx, "activation", k, 1, &global, &local, CF_MEM(out.buf), CF_U64(out.off),
                      CF_MEM(inp.buf), CF_U64(inp.off), CF_MEM(bias.buf), CF_U64(bias.off),
                      CF_I32(N), CF_I32(C), CF_I32(act), CF_F32(s.p), CF_U64(s.seed),
                      CF_U32(s.step), CF_U32(s.site));
@@ -78,8 +78,8 @@ clformer_status cf_bias_act_backward(cf_ctx *ctx, cf_view dinp, cf_view dbias, c
                        "cf_bias_act_backward: dinp, dout, inp and bias must be device buffers");
     cl_kernel k;
     CF_TRY(cf_kernel(ctx, "activation", NULL, "bias_act_backward", &k));
-    size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {C, N};
-    CF_TRY(CF_LAUNCH(ctx, "activation", k, 2, global, local, CF_MEM(dinp.buf), CF_U64(dinp.off),
+    size_t local = ctx->elementwise_wg, global = (N * C + 3) / 4; /* four elements per item */
+    CF_TRY(CF_LAUNCH(ctx, "activation", k, 1, &global, &local, CF_MEM(dinp.buf), CF_U64(dinp.off),
                      CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(inp.buf), CF_U64(inp.off),
                      CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(N), CF_I32(C), CF_I32(act),
                      CF_F32(s.p), CF_U64(s.seed), CF_U32(s.step), CF_U32(s.site)));

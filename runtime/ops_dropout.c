@@ -26,8 +26,8 @@ static clformer_status launch_residual(cf_ctx *ctx, cf_view out, cf_view res, cf
 {
     cl_kernel k;
     CF_TRY(cf_kernel(ctx, "dropout", NULL, "residual_dropout_forward", &k));
-    size_t local = ctx->elementwise_wg;
-    return CF_LAUNCH(ctx, "dropout", k, 1, &n, &local, CF_MEM(out.buf), CF_U64(out.off),
+    size_t local = ctx->elementwise_wg, quads = (n + 3) / 4; /* four elements per item */
+    return CF_LAUNCH(ctx, "dropout", k, 1, &quads, &local, CF_MEM(out.buf), CF_U64(out.off),
                      CF_MEM(res.buf), CF_U64(res.off), CF_MEM(x.buf), CF_U64(x.off), CF_U64(n),
                      CF_DROPOUT_ARGS(*s));
 }
@@ -57,8 +57,8 @@ clformer_status cf_dropout_backward(cf_ctx *ctx, cf_view dx, cf_view dout, size_
         return CLFORMER_OK; /* identity in place */
     cl_kernel k;
     CF_TRY(cf_kernel(ctx, "dropout", NULL, "dropout_backward", &k));
-    size_t local = ctx->elementwise_wg;
-    return CF_LAUNCH(ctx, "dropout", k, 1, &n, &local, CF_MEM(dx.buf), CF_U64(dx.off),
+    size_t local = ctx->elementwise_wg, quads = (n + 3) / 4; /* four elements per item */
+    return CF_LAUNCH(ctx, "dropout", k, 1, &quads, &local, CF_MEM(dx.buf), CF_U64(dx.off),
                      CF_MEM(dout.buf), CF_U64(dout.off), CF_U64(n), CF_DROPOUT_ARGS(s));
 }
 
