@@ -149,14 +149,42 @@ void harness_check_canary(hbuf b, const char *name, const char *file, int line)
 
 void hbuf_free(hbuf b) { cf_buffer_free(current, b.mem); }
 
+/* What a failing comparison found, for messages. */
+static void describe_cmp(char *buf, size_t cap, ref_cmp r)
+{
+    snprintf(buf, cap,
+             "%s: worst element %zu = %.9g, reference %.9g, allowed |err| <= %.3g; "
+             "max abs err %.3g, max rel err %.3g, nmse %.3g",
+             r.why, r.worst, r.worst_value, r.worst_ref, r.worst_bound, r.max_abs_err,
+             r.max_rel_err, r.nmse);
+}
+
 void harness_assert_cmp(ref_cmp r, const char *what, const char *file, int line)
 {
     if (r.pass) return;
-    harness_fail_at(file, line,
-              "%s: %s: worst element %zu = %.9g, reference %.9g, allowed |err| <= %.3g; "
-              "max abs err %.3g, max rel err %.3g, nmse %.3g",
-              what, r.why, r.worst, r.worst_value, r.worst_ref, r.worst_bound, r.max_abs_err,
-              r.max_rel_err, r.nmse);
+    char msg[1024];
+    describe_cmp(msg, sizeof msg, r);
+    harness_fail_at(file, line, "%s: %s", what, msg);
+}
+
+/* A conf_sink that prints each failing result and counts it in *user (int). */
+static void count_conformance_failure(void *user, const conf_result *r)
+{
+    if (r->cmp.pass) return;
+    char msg[1024];
+    describe_cmp(msg, sizeof msg, r->cmp);
+    print_error("%s %s: %s\n", r->op, r->shape, msg);
+    ++*(int *)user;
+}
+
+void harness_assert_conformance(conf_check_fn check, const char *name, const char *file, int line)
+{
+    int failures = 0;
+    harness_assert_ok(check(current, harness_is_slow(), count_conformance_failure, &failures), name,
+                      file, line);
+    if (failures)
+        harness_fail_at(file, line, "%s: %d result(s) outside their rule (listed above)", name,
+                        failures);
 }
 
 /* --- the clformer binary ------------------------------------------------------ */

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "buffer.h"
+#include "conformance.h"
 #include "context.h"
 #include "ref_compare.h"
 #include "ref_random.h"
@@ -63,6 +64,12 @@ void hbuf_free(hbuf b);
 #define assert_grad_close(g, ref, n) harness_assert_cmp(ref_compare_grad((g), (ref), (n)), #g, __FILE__, __LINE__)
 #define assert_gemm_close(c, ref, bound, n) harness_assert_cmp(ref_compare_gemm((c), (ref), (bound), (n)), #c, __FILE__, __LINE__)
 void harness_assert_cmp(ref_cmp r, const char *what, const char *file, int line);
+
+/* Runs a conformance check (conformance.h) on the device under test, with its
+ * small shapes on a simulator; fails the test when it cannot run or when any
+ * result breaks its rule, after printing every such result. */
+#define assert_conformance(check) harness_assert_conformance((check), #check, __FILE__, __LINE__)
+void harness_assert_conformance(conf_check_fn check, const char *name, const char *file, int line);
 
 /* --- the clformer binary, for the CLI tests -------------------------------- */
 /* How harness_run_clformer runs $CLFORMER_BINARY (no shell). The child gets
