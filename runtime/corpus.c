@@ -13,65 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What bad bytes in a corpus file are told. */
+#define CORPUS_RULE "a corpus must be UTF-8 text"
+
 static clformer_status oom(const char *what)
 {
     return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory %s", what);
-}
-
-/* Lines in buf[0..size): '\n'-terminated ones plus an unterminated last one. */
-static size_t count_lines(const char *buf, size_t size)
-{
-    size_t n = 0;
-    for (const char *p = buf, *end = buf + size; (p = memchr(p, '\n', (size_t)(end - p))); p++) n++;
-    if (size > 0 && buf[size - 1] != '\n') n++;
-    return n;
-}
-
-/* 1-based line and byte-in-line of offset `at`. */
-static void locate(const char *buf, size_t at, size_t *line, size_t *byte)
-{
-    size_t l = 1, line_start = 0;
-    for (size_t i = 0; i < at; i++)
-        if (buf[i] == '\n') {
-            l++;
-            line_start = i + 1;
-        }
-    *line = l;
-    *byte = at - line_start + 1;
-}
-
-/* Checks one input's bytes (after any BOM): no NUL, valid UTF-8. */
-static clformer_status check_text(const char *name, const char *buf, size_t size)
-{
-    size_t line, byte;
-    const char *nul = memchr(buf, '\0', size);
-    if (nul) {
-        locate(buf, (size_t)(nul - buf), &line, &byte);
-        return cf_fail(CLFORMER_ERR_FORMAT, "%s:%zu: NUL byte at byte %zu of the line; a corpus "
-                       "is UTF-8 text", name, line, byte);
-    }
-    size_t bad;
-    if (!cf_utf8_valid(buf, size, &bad)) {
-        locate(buf, bad, &line, &byte);
-        return cf_fail(CLFORMER_ERR_FORMAT, "%s:%zu: invalid UTF-8 at byte %zu of the line "
-                       "(0x%02x); a corpus must be UTF-8 text", name, line, byte,
-                       (unsigned char)buf[bad]);
-    }
-    return CLFORMER_OK;
-}
-
-/* Splits buf[0..size) in place into n_lines NUL-terminated lines. */
-static void split_lines(char *buf, size_t size, char **lines, size_t n_lines)
-{
-    size_t k = 0;
-    char *p = buf, *end = buf + size;
-    while (k < n_lines) {
-        char *nl = memchr(p, '\n', (size_t)(end - p));
-        lines[k++] = p;
-        if (!nl) break; /* last line without '\n': buf[size] is already NUL */
-        *nl = '\0';
-        p = nl + 1;
-    }
 }
 
 static bool has_token(const char *line)
@@ -106,10 +53,10 @@ static clformer_status text_from_buffers(const char *src_name, char *src_buf, si
 
     /* a byte order mark is not part of the first sentence */
     char *src = src_buf, *tgt = tgt_buf;
-    if (src_size >= 3 && memcmp(src, "\xEF\xBB\xBF", 3) == 0) src += 3, src_size -= 3;
-    if (tgt_size >= 3 && memcmp(tgt, "\xEF\xBB\xBF", 3) == 0) tgt += 3, tgt_size -= 3;
+    cf_skip_bom(&src, &src_size);
+    cf_skip_bom(&tgt, &tgt_size);
 
-    size_t n_src = count_lines(src, src_size), n_tgt = count_lines(tgt, tgt_size);
+    size_t n_src = cf_count_lines(src, src_size), n_tgt = cf_count_lines(tgt, tgt_size);
     if (n_src != n_tgt) {
         st = cf_fail(CLFORMER_ERR_FORMAT, "'%s' has %zu lines but '%s' has %zu: a parallel "
                      "corpus holds one sentence per line, the same number of lines on both sides",
@@ -121,8 +68,8 @@ static clformer_status text_from_buffers(const char *src_name, char *src_buf, si
                      "sentence pair", src_name, tgt_name);
         goto fail;
     }
-    if ((st = check_text(src_name, src, src_size)) != CLFORMER_OK) goto fail;
-    if ((st = check_text(tgt_name, tgt, tgt_size)) != CLFORMER_OK) goto fail;
+    if ((st = cf_check_text(src_name, src, src_size, CORPUS_RULE)) != CLFORMER_OK) goto fail;
+    if ((st = cf_check_text(tgt_name, tgt, tgt_size, CORPUS_RULE)) != CLFORMER_OK) goto fail;
 
     src_lines = malloc(n_src * sizeof *src_lines);
     tgt_lines = malloc(n_src * sizeof *tgt_lines);
@@ -131,8 +78,8 @@ static clformer_status text_from_buffers(const char *src_name, char *src_buf, si
         st = oom("loading a corpus");
         goto fail;
     }
-    split_lines(src, src_size, src_lines, n_src);
-    split_lines(tgt, tgt_size, tgt_lines, n_src);
+    cf_split_lines(src, src_size, src_lines, n_src);
+    cf_split_lines(tgt, tgt_size, tgt_lines, n_src);
 
     /* keep the pairs with a token on both sides, compacting in place */
     t->n_lines = n_src;

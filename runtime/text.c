@@ -1,10 +1,13 @@
 /*
- * UTF-8 validation and Python-compatible whitespace splitting.
- * Everything works on byte ranges, so lines need not be NUL-terminated.
+ * UTF-8 validation, Python-compatible whitespace splitting, and line files
+ * in memory. The first two work on byte ranges, so lines need not be
+ * NUL-terminated.
  */
 #include "text.h"
+#include "status.h"
 
 #include <stdint.h>
+#include <string.h>
 
 bool cf_utf8_valid(const char *str, size_t n, size_t *bad)
 {
@@ -91,4 +94,62 @@ bool cf_has_whitespace(const char *str, size_t n)
     for (size_t i = 0; i < n; i += char_len(s, i, n))
         if (space_at(s, i, n)) return true;
     return false;
+}
+
+void cf_skip_bom(char **buf, size_t *size)
+{
+    if (*size >= 3 && memcmp(*buf, "\xEF\xBB\xBF", 3) == 0) {
+        *buf += 3;
+        *size -= 3;
+    }
+}
+
+/* 1-based line and byte-in-line of offset `at`. */
+static void locate(const char *buf, size_t at, size_t *line, size_t *byte)
+{
+    size_t l = 1, line_start = 0;
+    for (size_t i = 0; i < at; i++)
+        if (buf[i] == '\n') {
+            l++;
+            line_start = i + 1;
+        }
+    *line = l;
+    *byte = at - line_start + 1;
+}
+
+clformer_status cf_check_text(const char *name, const char *buf, size_t size, const char *rule)
+{
+    size_t line, byte, bad;
+    const char *nul = memchr(buf, '\0', size);
+    if (nul) {
+        locate(buf, (size_t)(nul - buf), &line, &byte);
+        return cf_fail(CLFORMER_ERR_FORMAT, "%s:%zu: NUL byte at byte %zu of the line; %s", name,
+                       line, byte, rule);
+    }
+    if (!cf_utf8_valid(buf, size, &bad)) {
+        locate(buf, bad, &line, &byte);
+        return cf_fail(CLFORMER_ERR_FORMAT, "%s:%zu: invalid UTF-8 at byte %zu of the line "
+                       "(0x%02x); %s", name, line, byte, (unsigned char)buf[bad], rule);
+    }
+    return CLFORMER_OK;
+}
+
+size_t cf_count_lines(const char *buf, size_t size)
+{
+    size_t n = 0;
+    for (const char *p = buf, *end = buf + size; (p = memchr(p, '\n', (size_t)(end - p))); p++) n++;
+    if (size > 0 && buf[size - 1] != '\n') n++;
+    return n;
+}
+
+void cf_split_lines(char *buf, size_t size, char **lines, size_t n)
+{
+    char *p = buf, *end = buf + size;
+    for (size_t k = 0; k < n; k++) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        lines[k] = p;
+        if (!nl) break; /* the unterminated last line ends at buf[size] */
+        *nl = '\0';
+        p = nl + 1;
+    }
 }

@@ -1,9 +1,17 @@
 /* The per-device test runner and the helpers of harness.h. */
 #include "harness.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
 
 static cf_ctx *current;
 static const uint32_t CANARY_BITS = 0x7fc0dead; /* a NaN payload nothing computes */
@@ -141,12 +149,230 @@ void harness_check_canary(hbuf b, const char *name, const char *file, int line)
 
 void hbuf_free(hbuf b) { cf_buffer_free(current, b.mem); }
 
+/* What a failing comparison found, for messages. */
+static void describe_cmp(char *buf, size_t cap, ref_cmp r)
+{
+    snprintf(buf, cap,
+             "%s: worst element %zu = %.9g, reference %.9g, allowed |err| <= %.3g; "
+             "max abs err %.3g, max rel err %.3g, nmse %.3g",
+             r.why, r.worst, r.worst_value, r.worst_ref, r.worst_bound, r.max_abs_err,
+             r.max_rel_err, r.nmse);
+}
+
 void harness_assert_cmp(ref_cmp r, const char *what, const char *file, int line)
 {
     if (r.pass) return;
-    harness_fail_at(file, line,
-              "%s: %s: worst element %zu = %.9g, reference %.9g, allowed |err| <= %.3g; "
-              "max abs err %.3g, max rel err %.3g, nmse %.3g",
-              what, r.why, r.worst, r.worst_value, r.worst_ref, r.worst_bound, r.max_abs_err,
-              r.max_rel_err, r.nmse);
+    char msg[1024];
+    describe_cmp(msg, sizeof msg, r);
+    harness_fail_at(file, line, "%s: %s", what, msg);
+}
+
+/* A conf_sink that prints each failing result and counts it in *user (int). */
+static void count_conformance_failure(void *user, const conf_result *r)
+{
+    if (r->cmp.pass) return;
+    char msg[1024];
+    describe_cmp(msg, sizeof msg, r->cmp);
+    print_error("%s %s: %s\n", r->op, r->shape, msg);
+    ++*(int *)user;
+}
+
+void harness_assert_conformance(conf_check_fn check, const char *name, const char *file, int line)
+{
+    int failures = 0;
+    harness_assert_ok(check(current, harness_is_slow(), count_conformance_failure, &failures), name,
+                      file, line);
+    if (failures)
+        harness_fail_at(file, line, "%s: %d result(s) outside their rule (listed above)", name,
+                        failures);
+}
+
+/* --- the clformer binary ------------------------------------------------------ */
+
+/* environ with CLFORMER_DEVICE set to the device under test (if any); built
+ * before fork, since the OpenCL runtime's threads leave the child only
+ * async-signal-safe calls. The caller frees the array and *device_entry. */
+static char **child_env(char **device_entry)
+{
+    size_t n = 0;
+    while (environ[n]) n++;
+    char **env = hmalloc((n + 2) * sizeof *env);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "CLFORMER_DEVICE=", 16) != 0) env[k++] = environ[i];
+    *device_entry = NULL;
+    if (current) {
+        const char *sel = current->info.selector;
+        *device_entry = hmalloc(strlen("CLFORMER_DEVICE=") + strlen(sel) + 1);
+        sprintf(*device_entry, "CLFORMER_DEVICE=%s", sel);
+        env[k++] = *device_entry;
+    }
+    env[k] = NULL;
+    return env;
+}
+
+/* Reads all of `f` from its start into buf (cut to cap - 1 bytes), copying
+ * it to our stderr when `echo`. */
+static void read_capture(FILE *f, char *buf, size_t cap, bool echo)
+{
+    size_t len = 0;
+    char chunk[4096];
+    bool echoed = false;
+    rewind(f);
+    for (size_t got; (got = fread(chunk, 1, sizeof chunk, f)) > 0;) {
+        if (echo) {
+            if (!echoed) fputs("[ clformer ] ", stderr);
+            fwrite(chunk, 1, got, stderr);
+            echoed = true;
+        }
+        size_t take = got < cap - 1 - len ? got : cap - 1 - len;
+        memcpy(buf + len, chunk, take);
+        len += take;
+    }
+    buf[len] = '\0';
+}
+
+/* In the child, after fork: say why it cannot run the tool, and exit. */
+static void child_fail(const char *msg)
+{
+    ssize_t ignored = write(2, msg, strlen(msg));
+    (void)ignored;
+    _exit(127);
+}
+
+int harness_run_clformer_argv(const harness_cmd *cmd, const char *const *args)
+{
+    const char *binary = getenv("CLFORMER_BINARY");
+    if (!binary || !*binary) fail_msg("CLFORMER_BINARY is not set (run through ctest)");
+    assert_true(cmd->out && cmd->out_cap > 0 && (!cmd->err || cmd->err_cap > 0));
+    size_t n = 0;
+    while (args[n]) n++;
+    char **argv = hmalloc((n + 2) * sizeof *argv);
+    argv[0] = (char *)binary;
+    for (size_t i = 0; i < n; i++) argv[i + 1] = (char *)args[i];
+    argv[n + 1] = NULL;
+    char *device_entry;
+    char **env = child_env(&device_entry);
+    FILE *out = tmpfile(), *err = cmd->err ? tmpfile() : NULL;
+    if (!out || (cmd->err && !err)) fail_msg("tmpfile: %s", strerror(errno));
+    const int o = fileno(out), e = err ? fileno(err) : o;
+    fcntl(o, F_SETFD, FD_CLOEXEC); /* the child keeps only its dup2 copies */
+    fcntl(e, F_SETFD, FD_CLOEXEC);
+
+    fflush(NULL); /* or the child would write our buffered output again */
+    pid_t pid = fork();
+    if (pid < 0) fail_msg("fork: %s", strerror(errno));
+    if (pid == 0) {
+        if (dup2(o, 1) < 0 || dup2(e, 2) < 0) _exit(126);
+        int i = open(cmd->in ? cmd->in : "/dev/null", O_RDONLY | O_CLOEXEC);
+        if (i < 0 || dup2(i, 0) < 0) child_fail("harness: cannot open the child's stdin\n");
+        if (cmd->cwd && chdir(cmd->cwd) != 0)
+            child_fail("harness: cannot change to the child's directory\n");
+        execve(binary, argv, env);
+        child_fail("harness: cannot execute $CLFORMER_BINARY\n");
+    }
+    int status;
+    pid_t w;
+    while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {}
+    assert_int_equal(w, pid);
+    free(argv);
+    free(env);
+    free(device_entry);
+
+    read_capture(out, cmd->out, cmd->out_cap, false);
+    fclose(out);
+    if (err) {
+        read_capture(err, cmd->err, cmd->err_cap, cmd->echo_err);
+        fclose(err);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int harness_vrun_clformer(const harness_cmd *cmd, const char *first, va_list args)
+{
+    va_list count;
+    va_copy(count, args);
+    size_t n = 0;
+    for (const char *a = first; a; a = va_arg(count, const char *)) n++;
+    va_end(count);
+    const char **argv = hmalloc((n + 1) * sizeof *argv);
+    argv[0] = first;
+    for (size_t i = 1; i < n; i++) argv[i] = va_arg(args, const char *);
+    argv[n] = NULL;
+    int rc = harness_run_clformer_argv(cmd, argv);
+    free(argv);
+    return rc;
+}
+
+int harness_run_clformer(const harness_cmd *cmd, const char *first, ...)
+{
+    va_list ap;
+    va_start(ap, first);
+    int rc = harness_vrun_clformer(cmd, first, ap);
+    va_end(ap);
+    return rc;
+}
+
+void harness_expect_run(const harness_cmd *cmd, int got, int want, const char *needle)
+{
+    const char *err = cmd->err ? cmd->err : "(in stdout)";
+    if (got != want)
+        fail_msg("exit code %d, expected %d\nstdout: %s\nstderr: %s", got, want, cmd->out, err);
+    if (needle && !strstr(cmd->out, needle) && !(cmd->err && strstr(cmd->err, needle)))
+        fail_msg("the output does not mention '%s'\nstdout: %s\nstderr: %s", needle, cmd->out,
+                 err);
+}
+
+/* --- files -------------------------------------------------------------------- */
+
+bool harness_temp_dir(char *dir, size_t cap, const char *tag)
+{
+    const char *tmp = getenv("TMPDIR");
+    int n = snprintf(dir, cap, "%s/clformer_%s_XXXXXX", tmp && *tmp ? tmp : "/tmp", tag);
+    return n > 0 && (size_t)n < cap && mkdtemp(dir);
+}
+
+bool harness_remove_tree(const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return false;
+    bool ok = true;
+    if (S_ISDIR(sb.st_mode)) {
+        DIR *d = opendir(path);
+        if (!d) return false;
+        for (struct dirent *e; (e = readdir(d));) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            char child[4096];
+            int n = snprintf(child, sizeof child, "%s/%s", path, e->d_name);
+            ok = n > 0 && (size_t)n < sizeof child && harness_remove_tree(child) && ok;
+        }
+        closedir(d);
+    }
+    return remove(path) == 0 && ok;
+}
+
+void harness_path(char *buf, size_t cap, const char *dir, const char *name)
+{
+    int n = snprintf(buf, cap, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= cap) fail_msg("path %s/%s is longer than %zu bytes", dir, name, cap);
+}
+
+void harness_slurp(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s: %s", path, strerror(errno));
+    size_t n = fread(buf, 1, cap - 1, f);
+    const bool whole = fgetc(f) == EOF && !ferror(f);
+    fclose(f);
+    buf[n] = '\0';
+    if (!whole) fail_msg("%s: could not read it whole into %zu bytes", path, cap);
+}
+
+void harness_write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) fail_msg("cannot write %s: %s", path, strerror(errno));
+    const size_t n = strlen(text);
+    const bool ok = fwrite(text, 1, n, f) == n;
+    if (fclose(f) != 0 || !ok) fail_msg("cannot write %s", path);
 }

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "buffer.h"
+#include "conformance.h"
 #include "context.h"
 #include "ref_compare.h"
 #include "ref_random.h"
@@ -63,6 +64,52 @@ void hbuf_free(hbuf b);
 #define assert_grad_close(g, ref, n) harness_assert_cmp(ref_compare_grad((g), (ref), (n)), #g, __FILE__, __LINE__)
 #define assert_gemm_close(c, ref, bound, n) harness_assert_cmp(ref_compare_gemm((c), (ref), (bound), (n)), #c, __FILE__, __LINE__)
 void harness_assert_cmp(ref_cmp r, const char *what, const char *file, int line);
+
+/* Runs a conformance check (conformance.h) on the device under test, with its
+ * small shapes on a simulator; fails the test when it cannot run or when any
+ * result breaks its rule, after printing every such result. */
+#define assert_conformance(check) harness_assert_conformance((check), #check, __FILE__, __LINE__)
+void harness_assert_conformance(conf_check_fn check, const char *name, const char *file, int line);
+
+/* --- the clformer binary, for the CLI tests -------------------------------- */
+/* How harness_run_clformer runs $CLFORMER_BINARY (no shell). The child gets
+ * this process's environment, plus CLFORMER_DEVICE = the selector of the
+ * device under test when there is one (hctx() is NULL in host tests). */
+typedef struct {
+    char *out; /* its stdout, NUL-terminated, cut to out_cap - 1 bytes */
+    size_t out_cap;
+    char *err; /* its stderr, likewise; NULL: stderr goes into `out` too (2>&1) */
+    size_t err_cap;
+    const char *in;  /* file to read as its stdin; NULL: /dev/null */
+    const char *cwd; /* directory to run it in; NULL: this process's */
+    bool echo_err;   /* with `err`: copy all its stderr to ours, so that
+                      * check_log.cmake sees Oclgrind's reports from the child */
+} harness_cmd;
+
+/* Runs `$CLFORMER_BINARY first ...` (NULL-terminated arguments) and waits for
+ * it; returns its exit code, or 128 + the signal number that ended it. */
+int harness_run_clformer(const harness_cmd *cmd, const char *first, ...);
+int harness_vrun_clformer(const harness_cmd *cmd, const char *first, va_list args);
+/* The same with the arguments in a NULL-terminated array. */
+int harness_run_clformer_argv(const harness_cmd *cmd, const char *const *args);
+
+/* Fails unless a run through `cmd` exited with `want` and, when `needle` is
+ * not NULL, its stdout or stderr holds `needle`; the message shows both. */
+void harness_expect_run(const harness_cmd *cmd, int got, int want, const char *needle);
+
+/* --- files ------------------------------------------------------------------- */
+/* Makes a new directory $TMPDIR/clformer_<tag>_XXXXXX (/tmp when TMPDIR is
+ * unset) and puts its path in dir; false when it cannot (for setup functions). */
+bool harness_temp_dir(char *dir, size_t cap, const char *tag);
+/* Removes `path` and, for a directory, everything under it; false on an error. */
+bool harness_remove_tree(const char *path);
+/* dir/name into buf; fails the test when it does not fit. */
+void harness_path(char *buf, size_t cap, const char *dir, const char *name);
+/* The whole file at `path` into buf, NUL-terminated; fails the test when it
+ * cannot be read or does not fit. */
+void harness_slurp(const char *path, char *buf, size_t cap);
+/* Writes `text` to `path` (replacing it); fails the test on an error. */
+void harness_write_file(const char *path, const char *text);
 
 /* Small allocation helpers that fail the test on out-of-memory. */
 void *hmalloc(size_t bytes);

@@ -38,37 +38,6 @@ static clformer_status read_stdin(char **data, size_t *size)
     return CLFORMER_OK;
 }
 
-/* The 1-based line of byte `at` and the byte's 1-based position in it. */
-static void locate(const char *buf, size_t at, size_t *line, size_t *byte)
-{
-    size_t l = 1, start = 0;
-    for (size_t i = 0; i < at; i++)
-        if (buf[i] == '\n') {
-            l++;
-            start = i + 1;
-        }
-    *line = l;
-    *byte = at - start + 1;
-}
-
-static clformer_status check_text(const char *name, const char *buf, size_t size)
-{
-    size_t line, byte, bad;
-    const char *nul = memchr(buf, '\0', size);
-    if (nul) {
-        locate(buf, (size_t)(nul - buf), &line, &byte);
-        return cf_fail(CLFORMER_ERR_FORMAT, "%s:%zu: NUL byte at byte %zu of the line; the "
-                       "input must be UTF-8 text, one sentence per line", name, line, byte);
-    }
-    if (!cf_utf8_valid(buf, size, &bad)) {
-        locate(buf, bad, &line, &byte);
-        return cf_fail(CLFORMER_ERR_FORMAT, "%s:%zu: invalid UTF-8 at byte %zu of the line "
-                       "(0x%02x); the input must be UTF-8 text", name, line, byte,
-                       (unsigned char)buf[bad]);
-    }
-    return CLFORMER_OK;
-}
-
 clformer_status line_file_read(const char *path, line_file *out)
 {
     memset(out, 0, sizeof *out);
@@ -78,29 +47,19 @@ clformer_status line_file_read(const char *path, line_file *out)
     size_t size;
     CF_TRY(from_stdin ? read_stdin(&buf, &size) : cf_read_file(path, &buf, &size));
     out->storage = buf;
-    if (size >= 3 && !memcmp(buf, "\xEF\xBB\xBF", 3)) buf += 3, size -= 3;
-    clformer_status st = check_text(out->name, buf, size);
+    cf_skip_bom(&buf, &size);
+    clformer_status st = cf_check_text(out->name, buf, size, "the input must be UTF-8 text");
     if (st != CLFORMER_OK) {
         line_file_free(out);
         return st;
     }
-    size_t n = 0;
-    for (size_t i = 0; i < size; i++) n += buf[i] == '\n';
-    if (size > 0 && buf[size - 1] != '\n') n++;
+    const size_t n = cf_count_lines(buf, size);
     out->line = malloc((n ? n : 1) * sizeof *out->line);
     if (!out->line) {
         line_file_free(out);
         return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory reading '%s'", out->name);
     }
-    /* split in place: every '\n' becomes the NUL that ends its line */
-    char *p = buf;
-    for (size_t k = 0; k < n; k++) {
-        out->line[k] = p;
-        char *nl = strchr(p, '\n');
-        if (!nl) break; /* the unterminated last line ends at buf[size] = NUL */
-        *nl = '\0';
-        p = nl + 1;
-    }
+    cf_split_lines(buf, size, out->line, n);
     out->n = n;
     return CLFORMER_OK;
 }

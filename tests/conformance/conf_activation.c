@@ -7,18 +7,8 @@
 #include "ref_activation.h"
 #include "ref_random.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-/* The worse of two comparisons: a failing one, else the larger error ratio. */
-static ref_cmp worse(ref_cmp a, ref_cmp b)
-{
-    if (!a.pass || !b.pass) return a.pass ? b : a;
-    const double ra = fabs(a.worst_value - a.worst_ref) / fmax(a.worst_bound, 1e-30);
-    const double rb = fabs(b.worst_value - b.worst_ref) / fmax(b.worst_bound, 1e-30);
-    return rb > ra ? b : a;
-}
 
 static clformer_status one(cf_ctx *ctx, cf_activation act, size_t N, size_t C, conf_sink sink,
                            void *user)
@@ -81,8 +71,8 @@ static clformer_status one(cf_ctx *ctx, cf_activation act, size_t N, size_t C, c
     ref_bias_act_backward(d + o_dinp, d + o_db, d + o_dout, d, d + o_b, N, C, ract, &rdrop);
     snprintf(op, sizeof op, "activation_backward_%s", name);
     conf_emit(sink, user, op, shape,
-              worse(ref_compare_grad(h + o_dinp, d + o_dinp, NC),
-                    ref_compare_grad(h + o_db, d + o_db, C)),
+              conf_worse(ref_compare_grad(h + o_dinp, d + o_dinp, NC),
+                         ref_compare_grad(h + o_db, d + o_db, C)),
               ms);
 done:
     cf_buffer_free(ctx, buf);

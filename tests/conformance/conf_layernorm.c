@@ -6,18 +6,8 @@
 #include "ref_layernorm.h"
 #include "ref_random.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-/* The worse of two comparisons: a failing one, else the larger error ratio. */
-static ref_cmp worse(ref_cmp a, ref_cmp b)
-{
-    if (!a.pass || !b.pass) return a.pass ? b : a;
-    const double ra = fabs(a.worst_value - a.worst_ref) / fmax(a.worst_bound, 1e-30);
-    const double rb = fabs(b.worst_value - b.worst_ref) / fmax(b.worst_bound, 1e-30);
-    return rb > ra ? b : a;
-}
 
 static clformer_status one(cf_ctx *ctx, size_t N, size_t C, conf_sink sink, void *user)
 {
@@ -69,8 +59,9 @@ static clformer_status one(cf_ctx *ctx, size_t N, size_t C, conf_sink sink, void
         goto done;
     ref_layernorm_forward(y64, m64, rs64, inp64, weight64, bias64, N, C, 1e-5);
     conf_emit(sink, user, "layernorm_forward", shape,
-              worse(ref_compare_forward(y, y64, NC),
-                    worse(ref_compare_forward(m, m64, N), ref_compare_forward(rs, rs64, N))),
+              conf_worse(ref_compare_forward(y, y64, NC),
+                         conf_worse(ref_compare_forward(m, m64, N),
+                                    ref_compare_forward(rs, rs64, N))),
               ms);
 
     if ((st = cf_layernorm_backward(ctx, vdx, vgw, vgb, vdout, vinp, vw, vm, vrs, N, C, false)) ||
@@ -87,8 +78,8 @@ static clformer_status one(cf_ctx *ctx, size_t N, size_t C, conf_sink sink, void
         goto done;
     ref_layernorm_backward(dx64, gw64, gb64, dout64, inp64, weight64, m64, rs64, N, C, false);
     conf_emit(sink, user, "layernorm_backward", shape,
-              worse(ref_compare_grad(dx, dx64, NC),
-                    worse(ref_compare_grad(gw, gw64, C), ref_compare_grad(gb, gb64, C))),
+              conf_worse(ref_compare_grad(dx, dx64, NC),
+                         conf_worse(ref_compare_grad(gw, gw64, C), ref_compare_grad(gb, gb64, C))),
               ms);
 done:
     cf_buffer_free(ctx, buf);

@@ -11,15 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* The worse of two comparisons: a failing one, else the larger error ratio. */
-static ref_cmp worse(ref_cmp a, ref_cmp b)
-{
-    if (!a.pass || !b.pass) return a.pass ? b : a;
-    const double ra = fabs(a.worst_value - a.worst_ref) / fmax(a.worst_bound, 1e-30);
-    const double rb = fabs(b.worst_value - b.worst_ref) / fmax(b.worst_bound, 1e-30);
-    return rb > ra ? b : a;
-}
-
 static clformer_status one(cf_ctx *ctx, size_t N, size_t IC, size_t OC, conf_sink sink,
                            void *user)
 {
@@ -74,9 +65,9 @@ static clformer_status one(cf_ctx *ctx, size_t N, size_t IC, size_t OC, conf_sin
     if ((st = cf_download(ctx, buf, o_dinp, h + o_dinp, n_all - o_dinp))) goto done;
     ref_linear_backward(d + o_dinp, d + o_dw, d + o_db, d + o_dout, d, d + o_w, N, IC, OC, false);
     conf_emit(sink, user, "linear_backward", shape,
-              worse(ref_compare_grad(h + o_dinp, d + o_dinp, N * IC),
-                    worse(ref_compare_grad(h + o_dw, d + o_dw, OC * IC),
-                          ref_compare_grad(h + o_db, d + o_db, OC))),
+              conf_worse(ref_compare_grad(h + o_dinp, d + o_dinp, N * IC),
+                         conf_worse(ref_compare_grad(h + o_dw, d + o_dw, OC * IC),
+                                    ref_compare_grad(h + o_db, d + o_db, OC))),
               ms);
 done:
     cf_buffer_free(ctx, buf);

@@ -1,6 +1,7 @@
 /* The table of conformance checks and shared helpers. */
 #include "conformance.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -35,4 +36,12 @@ void conf_emit(conf_sink sink, void *user, const char *op, const char *shape, re
     r.cmp = cmp;
     r.ms = ms;
     sink(user, &r);
+}
+
+ref_cmp conf_worse(ref_cmp a, ref_cmp b)
+{
+    if (!a.pass || !b.pass) return a.pass ? b : a;
+    const double ra = fabs(a.worst_value - a.worst_ref) / fmax(a.worst_bound, 1e-30);
+    const double rb = fabs(b.worst_value - b.worst_ref) / fmax(b.worst_bound, 1e-30);
+    return rb > ra ? b : a;
 }

@@ -37,6 +37,9 @@ extern const conf_check conf_checks[];
 double conf_now_ms(void);
 void conf_emit(conf_sink sink, void *user, const char *op, const char *shape, ref_cmp cmp,
                double ms);
+/* The worse of two comparisons, for an op with several outputs: a failing
+ * one, else the one with the larger error relative to its bound. */
+ref_cmp conf_worse(ref_cmp a, ref_cmp b);
 
 /* The checks (one file each). */
 clformer_status conf_gemm(cf_ctx *ctx, bool quick, conf_sink sink, void *user);

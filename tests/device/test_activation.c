@@ -182,20 +182,10 @@ static void activation_bad_arguments(void **state)
     hbuf_free(a);
 }
 
-static void count_failures(void *user, const conf_result *r)
-{
-    if (!r->cmp.pass) {
-        print_error("%s %s: %s\n", r->op, r->shape, r->cmp.why);
-        ++*(int *)user;
-    }
-}
-
 static void activation_conformance(void **state)
 {
     (void)state;
-    int failures = 0;
-    assert_ok(conf_activation(hctx(), harness_is_slow(), count_failures, &failures));
-    assert_int_equal(failures, 0);
+    assert_conformance(conf_activation);
 }
 
 static const struct CMUnitTest tests[] = {

@@ -263,18 +263,10 @@ static void rerun_bits_and_arguments(void **state)
     free(p), free(g), free(mv);
 }
 
-static void fail_on_mismatch(void *user, const conf_result *res)
-{
-    (void)user;
-    if (!res->cmp.pass)
-        fail_msg("%s %s: %s (max abs err %g)", res->op, res->shape, res->cmp.why,
-                 res->cmp.max_abs_err);
-}
-
 static void conformance_check_passes(void **state)
 {
     (void)state;
-    assert_ok(conf_adam(hctx(), harness_is_slow(), fail_on_mismatch, NULL));
+    assert_conformance(conf_adam);
 }
 
 static const struct CMUnitTest tests[] = {

@@ -382,16 +382,10 @@ static void split_merge_heads(void **state)
     }
 }
 
-static void conformance_sink(void *user, const conf_result *r)
-{
-    (void)user;
-    harness_assert_cmp(r->cmp, r->op, __FILE__, __LINE__);
-}
-
 static void attention_conformance_check(void **state)
 {
     (void)state;
-    assert_ok(conf_attention(hctx(), harness_is_slow(), conformance_sink, NULL));
+    assert_conformance(conf_attention);
 }
 
 static const struct CMUnitTest tests[] = {

@@ -7,55 +7,17 @@
  */
 #include "harness.h"
 
-#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-static char dir[64], out_txt[128], err_txt[128];
 static char out[1 << 16], err[1 << 16]; /* the last run's stdout and stderr */
-
-static void slurp(const char *path, char *buf, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
-    buf[n] = '\0';
-    if (f) fclose(f);
-}
+static const harness_cmd cli = {out, sizeof out, err, sizeof err};
 
 /* Runs `clformer bench ARGS...` (NULL-terminated) on the device under test. */
-static int run_bench(const char *first, ...)
-{
-    const char *binary = getenv("CLFORMER_BINARY");
-    if (!binary || !*binary) fail_msg("CLFORMER_BINARY is not set (run through ctest)");
-    char *argv[32] = {(char *)binary, "bench", (char *)first};
-    int argc = 3;
-    va_list ap;
-    va_start(ap, first);
-    for (const char *a; (a = va_arg(ap, const char *)) && argc < 31;) argv[argc++] = (char *)a;
-    va_end(ap);
-    argv[argc] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int o = open(out_txt, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(err_txt, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0) _exit(126);
-        if (setenv("CLFORMER_DEVICE", hctx()->info.selector, 1) != 0) _exit(126);
-        execv(binary, argv);
-        _exit(127);
-    }
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    slurp(out_txt, out, sizeof out);
-    slurp(err_txt, err, sizeof err);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+#define run_bench(...) harness_run_clformer(&cli, "bench", __VA_ARGS__)
 
 static void mentions(const char *needle)
 {
@@ -65,9 +27,7 @@ static void mentions(const char *needle)
 
 static void expect(int got, int want, const char *needle)
 {
-    if (got != want)
-        fail_msg("exit code %d, expected %d\nstdout: %s\nstderr: %s", got, want, out, err);
-    if (needle) mentions(needle);
+    harness_expect_run(&cli, got, want, needle);
 }
 
 /* --- an independent FLOP tally: every GEMM of the model, one by one ------- */
@@ -294,29 +254,9 @@ static void bench_usage_errors(void **state)
     expect(run_bench("--help", NULL), 0, "tokens/s");
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/clformer_cmd_bench_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) return -1;
-    snprintf(out_txt, sizeof out_txt, "%s/stdout.txt", dir);
-    snprintf(err_txt, sizeof err_txt, "%s/stderr.txt", dir);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    remove(out_txt);
-    remove(err_txt);
-    rmdir(dir);
-    return 0;
-}
-
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(bench_usage_errors, setup, teardown),
-    cmocka_unit_test_setup_teardown(bench_json, setup, teardown),
-    cmocka_unit_test_setup_teardown(bench_table, setup, teardown),
+    cmocka_unit_test(bench_usage_errors),
+    cmocka_unit_test(bench_json),
+    cmocka_unit_test(bench_table),
 };
 HARNESS_DEVICE_MAIN("cmd_bench", tests)

@@ -7,28 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Runs the tool with CLFORMER_DEVICE set to the device under test; returns
- * its exit status and its standard output. */
-static int run_tool(const char *args, char *out, size_t cap)
-{
-    const char *binary = getenv("CLFORMER_BINARY");
-    assert_non_null(binary);
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "CLFORMER_DEVICE='%s' '%s' %s 2>&1", hctx()->info.selector,
-             binary, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static void demo_learns_the_task(void **state)
 {
     (void)state;
-    static char out[1 << 16];
-    int rc = run_tool("demo", out, sizeof out);
+    static char out[1 << 16]; /* stdout and stderr */
+    const harness_cmd cmd = {out, sizeof out};
+    int rc = harness_run_clformer(&cmd, "demo", NULL);
     if (rc != 0) fail_msg("clformer demo exited with %d:\n%s", rc, out);
     const char *b = strstr(out, "BLEU = ");
     if (!b) fail_msg("no BLEU line in the output:\n%s", out);
@@ -41,12 +25,13 @@ static void demo_learns_the_task(void **state)
 static void demo_rejects_bad_flags(void **state)
 {
     (void)state;
-    char out[4096];
-    assert_int_equal(run_tool("demo --steps 0", out, sizeof out), 2);
+    char out[4096]; /* stdout and stderr */
+    const harness_cmd cmd = {out, sizeof out};
+    assert_int_equal(harness_run_clformer(&cmd, "demo", "--steps", "0", NULL), 2);
     assert_non_null(strstr(out, "--steps"));
-    assert_int_equal(run_tool("demo --nosuch", out, sizeof out), 2);
+    assert_int_equal(harness_run_clformer(&cmd, "demo", "--nosuch", NULL), 2);
     assert_non_null(strstr(out, "unknown option '--nosuch'"));
-    assert_int_equal(run_tool("demo --help", out, sizeof out), 0);
+    assert_int_equal(harness_run_clformer(&cmd, "demo", "--help", NULL), 0);
     assert_non_null(strstr(out, "usage: clformer demo"));
 }
 

@@ -6,22 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-static int run_tool(const char *args, char *out, size_t cap)
-{
-    const char *binary = getenv("CLFORMER_BINARY");
-    assert_non_null(binary);
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "CLFORMER_DEVICE='%s' '%s' %s 2>&1", hctx()->info.selector,
-             binary, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 static void *tensor(cf_st_reader *r, const char *name, const cf_st_tensor **t)
 {
@@ -36,14 +20,16 @@ static void logits_match_pytorch(void **state)
 {
     (void)state;
     const char *name = harness_is_slow() ? "e_tiny_oclgrind" : "a_prenorm_relu_sin";
-    char dir[512], fixture[600], model[600], batch[600], out[600], args[2048], log[8192];
+    char dir[512], fixture[600], model[600], batch[600], out[600], tmp[64], bad[80];
+    char log[8192]; /* the tool's stdout and stderr */
+    const harness_cmd cmd = {log, sizeof log};
     snprintf(dir, sizeof dir, "%s/parity/%s", getenv("CLFORMER_TEST_DATA"), name);
     snprintf(fixture, sizeof fixture, "%s/fixture.safetensors", dir);
     snprintf(model, sizeof model, "%s/model.safetensors", dir);
-    char tmp[] = "/tmp/clformer-logits-XXXXXX";
-    assert_non_null(mkdtemp(tmp));
-    snprintf(batch, sizeof batch, "%s/batch.safetensors", tmp);
-    snprintf(out, sizeof out, "%s/logits.safetensors", tmp);
+    assert_true(harness_temp_dir(tmp, sizeof tmp, "logits"));
+    harness_path(batch, sizeof batch, tmp, "batch.safetensors");
+    harness_path(out, sizeof out, tmp, "logits.safetensors");
+    harness_path(bad, sizeof bad, tmp, "x");
 
     /* step 1's batch: src[0] and the decoder input tgt[0][:, :-1] */
     cf_st_reader *fx;
@@ -65,8 +51,8 @@ static void logits_match_pytorch(void **state)
     assert_ok(cf_st_commit(w));
     cf_st_writer_free(w);
 
-    snprintf(args, sizeof args, "logits --model '%s' --batch '%s' --out '%s'", model, batch, out);
-    int rc = run_tool(args, log, sizeof log);
+    int rc = harness_run_clformer(&cmd, "logits", "--model", model, "--batch", batch, "--out", out,
+                                  NULL);
     if (rc != 0) fail_msg("clformer logits exited with %d:\n%s", rc, log);
     cf_st_reader *r;
     assert_ok(cf_st_open(out, &r));
@@ -77,20 +63,20 @@ static void logits_match_pytorch(void **state)
     assert_grad_close(got, ref, tl->numel);
 
     /* errors: a batch without tgt_in, a missing model */
-    snprintf(args, sizeof args, "logits --model '%s' --batch '%s' --out '%s/x'", model, model, tmp);
-    assert_int_equal(run_tool(args, log, sizeof log), 1);
+    rc = harness_run_clformer(&cmd, "logits", "--model", model, "--batch", model, "--out", bad,
+                              NULL);
+    assert_int_equal(rc, 1);
     assert_non_null(strstr(log, "tensor 'src'"));
-    snprintf(args, sizeof args, "logits --model /nonexistent.safetensors --batch '%s' --out '%s/x'",
-             batch, tmp);
-    assert_int_equal(run_tool(args, log, sizeof log), 1);
+    rc = harness_run_clformer(&cmd, "logits", "--model", "/nonexistent.safetensors", "--batch",
+                              batch, "--out", bad, NULL);
+    assert_int_equal(rc, 1);
     assert_non_null(strstr(log, "/nonexistent.safetensors"));
-    assert_int_equal(run_tool("logits --model", log, sizeof log), 2);
+    assert_int_equal(harness_run_clformer(&cmd, "logits", "--model", NULL), 2);
 
     cf_st_close(r);
     cf_st_close(fx);
     free(src), free(tgt), free(want), free(tgt_in), free(got), free(ref);
-    snprintf(args, sizeof args, "rm -rf '%s'", tmp);
-    assert_int_equal(system(args), 0);
+    assert_true(harness_remove_tree(tmp));
 }
 
 static const struct CMUnitTest tests[] = {

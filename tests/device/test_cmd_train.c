@@ -14,29 +14,28 @@
 
 static char dir[64];
 
+/* Runs `clformer ARGS` (split at spaces) in the test directory on the device
+ * under test; returns its exit code, with its stdout and stderr in `out`. */
 static int run_tool(const char *args, char *out, size_t cap)
 {
-    const char *binary = getenv("CLFORMER_BINARY");
-    assert_non_null(binary);
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "cd '%s' && CLFORMER_DEVICE='%s' '%s' %s 2>&1", dir,
-             hctx()->info.selector, binary, args);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, cap - 1, p);
-    out[n] = '\0';
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    char words[2048], *argv[48], *save = NULL;
+    size_t n = 0;
+    assert_true(strlen(args) < sizeof words);
+    strcpy(words, args);
+    for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        assert_true(n + 1 < sizeof argv / sizeof *argv);
+        argv[n++] = w;
+    }
+    argv[n] = NULL;
+    const harness_cmd cmd = {out, cap, .cwd = dir};
+    return harness_run_clformer_argv(&cmd, (const char *const *)argv);
 }
 
 static void write_file(const char *name, const char *text)
 {
     char path[256];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    harness_path(path, sizeof path, dir, name);
+    harness_write_file(path, text);
 }
 
 /* A small new "language pair": the target reverses the source and maps each
@@ -46,9 +45,9 @@ static void make_corpus(int lines)
     static const char *src_words[] = {"red", "cat", "sees", "a", "big", "dog", "runs", "home"};
     static const char *tgt_words[] = {"rot", "katze", "sieht", "ein", "gross", "hund", "rennt", "haus"};
     char path[256];
-    snprintf(path, sizeof path, "%s/train.src", dir);
+    harness_path(path, sizeof path, dir, "train.src");
     FILE *s = fopen(path, "w");
-    snprintf(path, sizeof path, "%s/train.tgt", dir);
+    harness_path(path, sizeof path, dir, "train.tgt");
     FILE *t = fopen(path, "w");
     assert_non_null(s);
     assert_non_null(t);
@@ -68,8 +67,7 @@ static void make_corpus(int lines)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/clformer-train-XXXXXX");
-    if (!mkdtemp(dir)) return -1;
+    if (!harness_temp_dir(dir, sizeof dir, "train")) return -1;
     make_corpus(harness_is_slow() ? 24 : 200);
     return 0;
 }
@@ -77,16 +75,14 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return harness_remove_tree(dir) ? 0 : -1;
 }
 
 /* Reads the "loss" of every step line of a JSON-lines log. */
 static size_t read_losses(const char *name, double *loss, size_t cap)
 {
     char path[256];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    harness_path(path, sizeof path, dir, name);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
     char line[4096];
@@ -134,7 +130,7 @@ static void learns_saves_and_resumes_exactly(void **state)
     if (!harness_is_slow() && !(a[steps - 1] < 0.6 * a[0]))
         fail_msg("the loss did not fall: %.4f at step 1, %.4f at step %d", a[0], a[steps - 1], steps);
     char png[256];
-    snprintf(png, sizeof png, "%s/loss.png", dir);
+    harness_path(png, sizeof png, dir, "loss.png");
     assert_int_equal(access(png, F_OK), 0);
 
     /* the same run stopped half way, then resumed */

@@ -16,39 +16,18 @@
 #include "vocab.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static char dir[64];
 static char out[16384], err[16384]; /* the last run's stdout and stderr */
-
-static void in_dir(char *buf, size_t cap, const char *name)
-{
-    snprintf(buf, cap, "%s/%s", dir, name);
-}
-
-static void slurp(const char *path, char *buf, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
-    buf[n] = '\0';
-    if (f) fclose(f);
-}
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
+/* the child's stderr is copied to ours, for check_log.cmake */
+static const harness_cmd cli = {out, sizeof out, err, sizeof err, .echo_err = true};
 
 static const char *model_path(void)
 {
@@ -83,42 +62,15 @@ static void add(args *a, ...)
  * /dev/null); returns the exit code. */
 static int run(const char *in, args *a)
 {
-    const char *binary = getenv("CLFORMER_BINARY");
-    if (!binary || !*binary) fail_msg("CLFORMER_BINARY is not set (run through ctest)");
-    char *argv[50] = {(char *)binary};
-    for (int i = 0; i < a->n; i++) argv[i + 1] = (char *)a->v[i];
-    argv[a->n + 1] = NULL;
-    char out_txt[128], err_txt[128];
-    in_dir(out_txt, sizeof out_txt, "stdout.txt");
-    in_dir(err_txt, sizeof err_txt, "stderr.txt");
-    /* the child inherits OCL_ICD_VENDORS / POCL_DEVICES and this selector */
-    setenv("CLFORMER_DEVICE", hctx()->info.selector, 1);
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int i = open(in ? in : "/dev/null", O_RDONLY);
-        int o = open(out_txt, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(err_txt, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (i < 0 || o < 0 || e < 0 || dup2(i, 0) < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
-            _exit(126);
-        execv(binary, argv);
-        _exit(127);
-    }
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    slurp(out_txt, out, sizeof out);
-    slurp(err_txt, err, sizeof err);
-    if (*err) fprintf(stderr, "[ clformer ] %s", err);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    a->v[a->n] = NULL;
+    harness_cmd cmd = cli;
+    cmd.in = in;
+    return harness_run_clformer_argv(&cmd, a->v);
 }
 
 static void expect(int got, int want, const char *needle)
 {
-    if (got != want)
-        fail_msg("exit code %d, expected %d\nstdout: %s\nstderr: %s", got, want, out, err);
-    if (needle && !strstr(out, needle) && !strstr(err, needle))
-        fail_msg("the output does not mention '%s'\nstdout: %s\nstderr: %s", needle, out, err);
+    harness_expect_run(&cli, got, want, needle);
 }
 
 static size_t count_occurrences(const char *hay, const char *needle)
@@ -237,24 +189,13 @@ static char *library_translate(const library *l, const char *sentence, int beam,
 static int setup(void **state)
 {
     (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/clformer_cmd_tr_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    return mkdtemp(dir) ? 0 : -1;
+    return harness_temp_dir(dir, sizeof dir, "cmd_tr") ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    DIR *d = opendir(dir);
-    for (struct dirent *e; d && (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char p[512];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        remove(p);
-    }
-    if (d) closedir(d);
-    rmdir(dir);
-    return 0;
+    return harness_remove_tree(dir) ? 0 : -1;
 }
 
 static void expect_png(const char *path)
@@ -314,9 +255,9 @@ static void translate_matches_library(void **state)
     (void)state;
     input in = test_input();
     char src[128], got[128], png[128];
-    in_dir(src, sizeof src, "src.txt");
-    in_dir(got, sizeof got, "out.txt");
-    in_dir(png, sizeof png, "attention.png");
+    harness_path(src, sizeof src, dir, "src.txt");
+    harness_path(got, sizeof got, dir, "out.txt");
+    harness_path(png, sizeof png, dir, "attention.png");
     write_lines(src, in.src, in.n);
     library l;
     library_open(&l);
@@ -335,7 +276,7 @@ static void translate_matches_library(void **state)
     expect_no_temp_files();
     expect_png(png);
     char greedy[sizeof out];
-    slurp(got, greedy, sizeof greedy);
+    harness_slurp(got, greedy, sizeof greedy);
     memcpy(out, greedy, sizeof out);
     expect_library_output(&l, &in, 1);
 
@@ -370,9 +311,9 @@ static void eval_model_reports_loss(void **state)
     (void)state;
     input in = test_input();
     char src[128], ref[128], hyp[128];
-    in_dir(src, sizeof src, "src.txt");
-    in_dir(ref, sizeof ref, "ref.txt");
-    in_dir(hyp, sizeof hyp, "hyp.txt");
+    harness_path(src, sizeof src, dir, "src.txt");
+    harness_path(ref, sizeof ref, dir, "ref.txt");
+    harness_path(hyp, sizeof hyp, dir, "hyp.txt");
     write_lines(src, in.src, in.n);
     write_lines(ref, in.ref, in.n);
 
@@ -400,7 +341,7 @@ static void eval_model_reports_loss(void **state)
 
     /* BLEU of the written translations against the references */
     char text[sizeof out];
-    slurp(hyp, text, sizeof text);
+    harness_slurp(hyp, text, sizeof text);
     char *lines[16];
     assert_int_equal(split_lines(text, lines, 16), in.n);
     cf_bleu_result b;
@@ -456,11 +397,11 @@ static void broken_checkpoints_fail_cleanly(void **state)
 {
     (void)state;
     char src[128], cut[128], junk[128], got[128];
-    in_dir(src, sizeof src, "src.txt");
-    in_dir(cut, sizeof cut, "cut.safetensors");
-    in_dir(junk, sizeof junk, "junk.safetensors");
-    in_dir(got, sizeof got, "never.txt");
-    write_file(src, "s4 s5\n");
+    harness_path(src, sizeof src, dir, "src.txt");
+    harness_path(cut, sizeof cut, dir, "cut.safetensors");
+    harness_path(junk, sizeof junk, dir, "junk.safetensors");
+    harness_path(got, sizeof got, dir, "never.txt");
+    harness_write_file(src, "s4 s5\n");
 
     /* the checkpoint cut in its tensor data, and cut inside its header */
     FILE *f = fopen(model_path(), "rb");
@@ -512,12 +453,12 @@ static void bad_input_and_flags(void **state)
 {
     (void)state;
     char src[128], empty[128], missing[128], png[160];
-    in_dir(src, sizeof src, "src.txt");
-    in_dir(empty, sizeof empty, "empty.txt");
-    in_dir(missing, sizeof missing, "missing.txt");
-    in_dir(png, sizeof png, "no/such/dir/attention.png");
-    write_file(src, "s4 s5\n");
-    write_file(empty, "");
+    harness_path(src, sizeof src, dir, "src.txt");
+    harness_path(empty, sizeof empty, dir, "empty.txt");
+    harness_path(missing, sizeof missing, dir, "missing.txt");
+    harness_path(png, sizeof png, dir, "no/such/dir/attention.png");
+    harness_write_file(src, "s4 s5\n");
+    harness_write_file(empty, "");
     const char *m = model_path();
     args a = {0};
 
@@ -549,9 +490,9 @@ static void bad_input_and_flags(void **state)
     EXPECT_RUN(empty, 1, "stdin", "translate", "--model", m);
     EXPECT_RUN(src, 1, missing, "translate", "--model", missing);
     EXPECT_RUN(NULL, 1, missing, "eval", "--model", missing, "--src", src, "--ref", src);
-    write_file(empty, "\n \n");
+    harness_write_file(empty, "\n \n");
     EXPECT_RUN(empty, 1, "every line", "translate", "--model", m, "--attention", "x.png");
-    write_file(missing, "s4\xC3( s5\n");
+    harness_write_file(missing, "s4\xC3( s5\n");
     EXPECT_RUN(NULL, 1, "missing.txt:1: invalid UTF-8", "translate", "--model", m, "--input",
                missing);
 #undef EXPECT_RUN

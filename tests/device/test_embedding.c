@@ -292,17 +292,10 @@ static void bad_arguments_and_empty_shapes(void **state)
     hbuf_free(dtok), hbuf_free(table), hbuf_free(out);
 }
 
-static void conformance_sink(void *user, const conf_result *r)
-{
-    (void)user;
-    if (!r->cmp.pass)
-        fail_msg("%s %s: %s (max abs err %.3g)", r->op, r->shape, r->cmp.why, r->cmp.max_abs_err);
-}
-
 static void embedding_conformance_check_passes(void **state)
 {
     (void)state;
-    assert_ok(conf_embedding(hctx(), harness_is_slow(), conformance_sink, NULL));
+    assert_conformance(conf_embedding);
 }
 
 static const struct CMUnitTest tests[] = {

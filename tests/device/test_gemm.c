@@ -2,69 +2,22 @@
  * transposes, offsets, alpha/beta, strided-batched and batched, canaries. */
 #include "harness.h"
 #include "gemm.h"
-#include "ref_gemm.h"
+#include "gemm_check.h"
 
-#include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    size_t m, n, k;
-} shape;
-
 /* Every odd size appears in every position; then transformer shapes. */
-static const shape odd_shapes[] = {{1, 1, 1},   {7, 61, 93},  {61, 93, 257}, {93, 257, 7},
-                                   {257, 7, 61}, {1, 257, 93}, {257, 1, 7},   {7, 7, 257}};
-static const shape model_shapes[] = {{96, 512, 512}, {96, 2048, 512}, {96, 512, 2048},
-                                     {33, 96, 64}};
-static const shape small_shapes[] = {{1, 1, 1}, {7, 5, 3}, {3, 7, 13}, {13, 3, 5}};
+static const gemm_shape odd_shapes[] = {{1, 1, 1},   {7, 61, 93},  {61, 93, 257}, {93, 257, 7},
+                                        {257, 7, 61}, {1, 257, 93}, {257, 1, 7},   {7, 7, 257}};
+static const gemm_shape model_shapes[] = {{96, 512, 512}, {96, 2048, 512}, {96, 512, 2048},
+                                          {33, 96, 64}};
+static const gemm_shape small_shapes[] = {{1, 1, 1}, {7, 5, 3}, {3, 7, 13}, {13, 3, 5}};
 
-/* One product checked end to end: C (with offsets and guards) against ref. */
-static void check_one(bool ta, bool tb, shape s, float alpha, float beta, uint64_t seed)
-{
-    ref_rng r = ref_rng_new(seed);
-    const size_t lda = (ta ? s.m : s.k) + 3, ldb = (tb ? s.k : s.n) + 1, ldc = s.n + 2;
-    const size_t a_rows = ta ? s.k : s.m, b_rows = tb ? s.n : s.k;
-    const size_t na = a_rows * lda, nb = b_rows * ldb, nc = s.m * ldc;
-    float *a = hmalloc(na * 4), *b = hmalloc(nb * 4), *c = hmalloc(nc * 4);
-    double *a64 = hmalloc(na * 8), *b64 = hmalloc(nb * 8), *c64 = hmalloc(nc * 8);
-    double *bound = hmalloc(s.m * s.n * 8);
-    ref_fill_uniform(&r, a, a64, na, -1, 1);
-    ref_fill_uniform(&r, b, b64, nb, -1, 1);
-    ref_fill_uniform(&r, c, c64, nc, -1, 1);
-    hbuf da = hbuf_from_f32(a, na, 5), db = hbuf_from_f32(b, nb, 3), dc = hbuf_from_f32(c, nc, 11);
-
-    assert_ok(cf_gemm(hctx(), ta, tb, s.m, s.n, s.k, alpha, da.mem, da.off, lda, db.mem, db.off,
-                      ldb, beta, dc.mem, dc.off, ldc));
-    ref_gemm(ta, tb, s.m, s.n, s.k, alpha, a64, lda, b64, ldb, beta, c64, ldc, bound);
-    hbuf_read(dc, c);
-
-    /* compare the m x n window; the padding columns of C must be untouched */
-    float *win = hmalloc(s.m * s.n * 4);
-    double *win64 = hmalloc(s.m * s.n * 8);
-    for (size_t i = 0; i < s.m; i++) {
-        for (size_t j = 0; j < s.n; j++) {
-            win[i * s.n + j] = c[i * ldc + j];
-            win64[i * s.n + j] = c64[i * ldc + j];
-        }
-        for (size_t j = s.n; j < ldc; j++)
-            if (c[i * ldc + j] != (float)c64[i * ldc + j])
-                fail_msg("gemm wrote into the padding of C at row %zu column %zu", i, j);
-    }
-    assert_gemm_close(win, win64, bound, s.m * s.n);
-    hbuf_check_canary(da);
-    hbuf_check_canary(db);
-    hbuf_check_canary(dc);
-    hbuf_free(da);
-    hbuf_free(db);
-    hbuf_free(dc);
-    free(a), free(b), free(c), free(a64), free(b64), free(c64), free(bound), free(win), free(win64);
-}
-
-static void run_shapes(const shape *shapes, size_t n, float alpha, float beta)
+static void run_shapes(const gemm_shape *shapes, size_t n, float alpha, float beta)
 {
     for (int t = 0; t < 4; t++)
         for (size_t i = 0; i < n; i++)
-            check_one(t & 1, t & 2, shapes[i], alpha, beta, 100 + 10 * i + t);
+            gemm_check_one(t & 1, t & 2, shapes[i], alpha, beta, 100 + 10 * i + t);
 }
 
 static void gemm_odd_sizes_all_transposes(void **state)
@@ -85,87 +38,31 @@ static void gemm_transformer_shapes(void **state)
 {
     (void)state;
     if (harness_is_slow()) { /* one small projection-like shape */
-        const shape s = {5, 24, 16};
-        check_one(false, true, s, 1.0f, 1.0f, 7);
+        const gemm_shape s = {5, 24, 16};
+        gemm_check_one(false, true, s, 1.0f, 1.0f, 7);
         return;
     }
     for (size_t i = 0; i < sizeof model_shapes / sizeof *model_shapes; i++) {
-        check_one(false, true, model_shapes[i], 1.0f, 0.0f, 7 + i);  /* x W^T */
-        check_one(true, false, model_shapes[i], 1.0f, 1.0f, 17 + i); /* dW += dy^T x */
-        check_one(false, false, model_shapes[i], 1.0f, 0.0f, 27 + i);/* dx = dy W */
+        gemm_check_one(false, true, model_shapes[i], 1.0f, 0.0f, 7 + i);  /* x W^T */
+        gemm_check_one(true, false, model_shapes[i], 1.0f, 1.0f, 17 + i); /* dW += dy^T x */
+        gemm_check_one(false, false, model_shapes[i], 1.0f, 0.0f, 27 + i);/* dx = dy W */
     }
-}
-
-/* Batched forms: strided (uniform strides with gaps) and arbitrary offsets. */
-static void batched(bool strided, bool ta, bool tb, shape s, size_t batch, uint64_t seed)
-{
-    ref_rng r = ref_rng_new(seed);
-    const size_t lda = ta ? s.m : s.k, ldb = tb ? s.k : s.n, ldc = s.n;
-    const size_t sa = (ta ? s.k : s.m) * lda + 4, sb = (tb ? s.n : s.k) * ldb + 2,
-                 sc = s.m * ldc + 3;
-    const size_t na = sa * batch, nb = sb * batch, nc = sc * batch;
-    float *a = hmalloc(na * 4), *b = hmalloc(nb * 4), *c = hmalloc(nc * 4);
-    double *a64 = hmalloc(na * 8), *b64 = hmalloc(nb * 8), *c64 = hmalloc(nc * 8);
-    double *bound = hmalloc(s.m * s.n * batch * 8);
-    ref_fill_uniform(&r, a, a64, na, -1, 1);
-    ref_fill_uniform(&r, b, b64, nb, -1, 1);
-    ref_fill_uniform(&r, c, c64, nc, -1, 1);
-    hbuf da = hbuf_from_f32(a, na, 1), db = hbuf_from_f32(b, nb, 2), dc = hbuf_from_f32(c, nc, 3);
-    float *alphas = hmalloc(batch * 4), *betas = hmalloc(batch * 4);
-    size_t *ao = hmalloc(batch * sizeof(size_t)), *bo = hmalloc(batch * sizeof(size_t)),
-           *co = hmalloc(batch * sizeof(size_t));
-    for (size_t i = 0; i < batch; i++) {
-        /* batched: reversed order of A to prove offsets are honoured */
-        ao[i] = da.off + (strided ? i : batch - 1 - i) * sa;
-        bo[i] = db.off + i * sb;
-        co[i] = dc.off + i * sc;
-        alphas[i] = strided ? 0.5f : 0.5f + 0.25f * (float)i;
-        betas[i] = strided ? 1.0f : (float)(i % 2);
-    }
-    if (strided)
-        assert_ok(cf_gemm_strided_batched(hctx(), ta, tb, s.m, s.n, s.k, 0.5f, da.mem, da.off,
-                                          lda, sa, db.mem, db.off, ldb, sb, 1.0f, dc.mem, dc.off,
-                                          ldc, sc, batch));
-    else
-        assert_ok(cf_gemm_batched(hctx(), ta, tb, s.m, s.n, s.k, alphas, da.mem, ao, lda, db.mem,
-                                  bo, ldb, betas, dc.mem, co, ldc, batch));
-    for (size_t i = 0; i < batch; i++)
-        ref_gemm(ta, tb, s.m, s.n, s.k, alphas[i], a64 + (ao[i] - da.off), lda,
-                 b64 + (bo[i] - db.off), ldb, betas[i], c64 + i * sc, ldc,
-                 bound + i * s.m * s.n);
-    hbuf_read(dc, c);
-    float *win = hmalloc(s.m * s.n * batch * 4);
-    double *win64 = hmalloc(s.m * s.n * batch * 8);
-    for (size_t i = 0; i < batch; i++) {
-        for (size_t e = 0; e < s.m * s.n; e++) {
-            win[i * s.m * s.n + e] = c[i * sc + e];
-            win64[i * s.m * s.n + e] = c64[i * sc + e];
-        }
-        for (size_t e = s.m * s.n; e < sc; e++) /* gaps between matrices untouched */
-            if (c[i * sc + e] != (float)c64[i * sc + e])
-                fail_msg("batched gemm wrote into the gap after matrix %zu", i);
-    }
-    assert_gemm_close(win, win64, bound, s.m * s.n * batch);
-    hbuf_check_canary(da);
-    hbuf_check_canary(db);
-    hbuf_check_canary(dc);
-    hbuf_free(da), hbuf_free(db), hbuf_free(dc);
-    free(a), free(b), free(c), free(a64), free(b64), free(c64), free(bound), free(win);
-    free(win64), free(alphas), free(betas), free(ao), free(bo), free(co);
 }
 
 static void gemm_strided_batched(void **state)
 {
     (void)state;
-    const shape s = harness_is_slow() ? (shape){5, 7, 3} : (shape){33, 61, 64};
-    for (int t = 0; t < 4; t++) batched(true, t & 1, t & 2, s, harness_is_slow() ? 2 : 6, 40 + t);
+    const gemm_shape s = harness_is_slow() ? (gemm_shape){5, 7, 3} : (gemm_shape){33, 61, 64};
+    const size_t batch = harness_is_slow() ? 2 : 6;
+    for (int t = 0; t < 4; t++) gemm_check_batched(true, t & 1, t & 2, s, batch, 40 + t);
 }
 
 static void gemm_batched_offsets(void **state)
 {
     (void)state;
-    const shape s = harness_is_slow() ? (shape){3, 5, 7} : (shape){61, 33, 80};
-    for (int t = 0; t < 4; t++) batched(false, t & 1, t & 2, s, harness_is_slow() ? 2 : 5, 50 + t);
+    const gemm_shape s = harness_is_slow() ? (gemm_shape){3, 5, 7} : (gemm_shape){61, 33, 80};
+    const size_t batch = harness_is_slow() ? 2 : 5;
+    for (int t = 0; t < 4; t++) gemm_check_batched(false, t & 1, t & 2, s, batch, 50 + t);
 }
 
 static void gemm_bad_leading_dimension_is_reported(void **state)

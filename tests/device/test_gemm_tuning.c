@@ -6,109 +6,30 @@
  * Also: CLFORMER_GEMM_TUNING's file form, and that bad files are ignored. */
 #include "harness.h"
 #include "gemm.h"
+#include "gemm_check.h"
 #include "gemm_tuning.h"
-#include "ref_gemm.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-typedef struct {
-    size_t m, n, k;
-} shape;
-
-static const shape odd_shapes[] = {{1, 1, 1}, {7, 61, 93}, {61, 93, 257}, {93, 257, 7},
-                                   {257, 7, 61}, {65, 129, 33}};
-static const shape small_shapes[] = {{1, 1, 1}, {7, 5, 3}, {3, 7, 13}, {13, 3, 5}};
-
-/* One product with padded leading dimensions and offsets against the reference. */
-static void check_one(bool ta, bool tb, shape s, float beta, uint64_t seed)
-{
-    ref_rng r = ref_rng_new(seed);
-    const size_t lda = (ta ? s.m : s.k) + 3, ldb = (tb ? s.k : s.n) + 1, ldc = s.n + 2;
-    const size_t na = (ta ? s.k : s.m) * lda, nb = (tb ? s.n : s.k) * ldb, nc = s.m * ldc;
-    float *a = hmalloc(na * 4), *b = hmalloc(nb * 4), *c = hmalloc(nc * 4);
-    double *a64 = hmalloc(na * 8), *b64 = hmalloc(nb * 8), *c64 = hmalloc(nc * 8);
-    double *bound = hmalloc(s.m * s.n * 8);
-    ref_fill_uniform(&r, a, a64, na, -1, 1);
-    ref_fill_uniform(&r, b, b64, nb, -1, 1);
-    ref_fill_uniform(&r, c, c64, nc, -1, 1);
-    hbuf da = hbuf_from_f32(a, na, 5), db = hbuf_from_f32(b, nb, 3), dc = hbuf_from_f32(c, nc, 9);
-    assert_ok(cf_gemm(hctx(), ta, tb, s.m, s.n, s.k, 0.75f, da.mem, da.off, lda, db.mem, db.off,
-                      ldb, beta, dc.mem, dc.off, ldc));
-    ref_gemm(ta, tb, s.m, s.n, s.k, 0.75, a64, lda, b64, ldb, beta, c64, ldc, bound);
-    hbuf_read(dc, c);
-    float *win = hmalloc(s.m * s.n * 4);
-    double *win64 = hmalloc(s.m * s.n * 8);
-    for (size_t i = 0; i < s.m; i++) {
-        for (size_t j = 0; j < s.n; j++) {
-            win[i * s.n + j] = c[i * ldc + j];
-            win64[i * s.n + j] = c64[i * ldc + j];
-        }
-        for (size_t j = s.n; j < ldc; j++)
-            if (c[i * ldc + j] != (float)c64[i * ldc + j])
-                fail_msg("gemm wrote into the padding of C at row %zu column %zu", i, j);
-    }
-    assert_gemm_close(win, win64, bound, s.m * s.n);
-    hbuf_check_canary(da);
-    hbuf_check_canary(db);
-    hbuf_check_canary(dc);
-    hbuf_free(da), hbuf_free(db), hbuf_free(dc);
-    free(a), free(b), free(c), free(a64), free(b64), free(c64), free(bound);
-    free(win), free(win64);
-}
-
-/* Attention's form: strided batches with gaps between the matrices. */
-static void check_batched(bool ta, bool tb, shape s, size_t batch, uint64_t seed)
-{
-    ref_rng r = ref_rng_new(seed);
-    const size_t lda = ta ? s.m : s.k, ldb = tb ? s.k : s.n, ldc = s.n;
-    const size_t sa = s.m * s.k + 4, sb = s.k * s.n + 2, sc = s.m * s.n + 3;
-    const size_t na = sa * batch, nb = sb * batch, nc = sc * batch;
-    float *a = hmalloc(na * 4), *b = hmalloc(nb * 4), *c = hmalloc(nc * 4);
-    double *a64 = hmalloc(na * 8), *b64 = hmalloc(nb * 8), *c64 = hmalloc(nc * 8);
-    double *bound = hmalloc(s.m * s.n * batch * 8);
-    ref_fill_uniform(&r, a, a64, na, -1, 1);
-    ref_fill_uniform(&r, b, b64, nb, -1, 1);
-    ref_fill_uniform(&r, c, c64, nc, -1, 1);
-    hbuf da = hbuf_from_f32(a, na, 1), db = hbuf_from_f32(b, nb, 2), dc = hbuf_from_f32(c, nc, 3);
-    assert_ok(cf_gemm_strided_batched(hctx(), ta, tb, s.m, s.n, s.k, 0.5f, da.mem, da.off, lda,
-                                      sa, db.mem, db.off, ldb, sb, 1.0f, dc.mem, dc.off, ldc, sc,
-                                      batch));
-    float *win = hmalloc(s.m * s.n * batch * 4);
-    double *win64 = hmalloc(s.m * s.n * batch * 8);
-    for (size_t i = 0; i < batch; i++)
-        ref_gemm(ta, tb, s.m, s.n, s.k, 0.5, a64 + i * sa, lda, b64 + i * sb, ldb, 1.0,
-                 c64 + i * sc, ldc, bound + i * s.m * s.n);
-    hbuf_read(dc, c);
-    for (size_t i = 0; i < batch; i++) {
-        for (size_t e = 0; e < s.m * s.n; e++) {
-            win[i * s.m * s.n + e] = c[i * sc + e];
-            win64[i * s.m * s.n + e] = c64[i * sc + e];
-        }
-        for (size_t e = s.m * s.n; e < sc; e++)
-            if (c[i * sc + e] != (float)c64[i * sc + e])
-                fail_msg("batched gemm wrote into the gap after matrix %zu", i);
-    }
-    assert_gemm_close(win, win64, bound, s.m * s.n * batch);
-    hbuf_check_canary(da);
-    hbuf_check_canary(db);
-    hbuf_check_canary(dc);
-    hbuf_free(da), hbuf_free(db), hbuf_free(dc);
-    free(a), free(b), free(c), free(a64), free(b64), free(c64), free(bound), free(win), free(win64);
-}
+static const gemm_shape odd_shapes[] = {{1, 1, 1}, {7, 61, 93}, {61, 93, 257}, {93, 257, 7},
+                                        {257, 7, 61}, {65, 129, 33}};
+static const gemm_shape small_shapes[] = {{1, 1, 1}, {7, 5, 3}, {3, 7, 13}, {13, 3, 5}};
 
 static void run_all_shapes(uint64_t seed)
 {
-    const shape *shapes = harness_is_slow() ? small_shapes : odd_shapes;
+    const gemm_shape *shapes = harness_is_slow() ? small_shapes : odd_shapes;
     size_t n = harness_is_slow() ? sizeof small_shapes / sizeof *small_shapes
                                  : sizeof odd_shapes / sizeof *odd_shapes;
     for (int t = 0; t < 4; t++)
-        for (size_t i = 0; i < n; i++) check_one(t & 1, t & 2, shapes[i], t & 1 ? 1.0f : 0.0f,
-                                                 seed + 10 * i + (uint64_t)t);
-    const shape bs = harness_is_slow() ? (shape){5, 7, 3} : (shape){33, 61, 64};
-    for (int t = 0; t < 4; t++) check_batched(t & 1, t & 2, bs, 3, seed + 100 + (uint64_t)t);
+        for (size_t i = 0; i < n; i++)
+            gemm_check_one(t & 1, t & 2, shapes[i], 0.75f, t & 1 ? 1.0f : 0.0f,
+                           seed + 10 * i + (uint64_t)t);
+    const gemm_shape bs = harness_is_slow() ? (gemm_shape){5, 7, 3} : (gemm_shape){33, 61, 64};
+    for (int t = 0; t < 4; t++)
+        gemm_check_batched(true, t & 1, t & 2, bs, 3, seed + 100 + (uint64_t)t);
 }
 
 /* Direct kernel everywhere, then indirect everywhere (UseDirectKernel is

@@ -193,21 +193,11 @@ static void layernorm_edge_arguments(void **state)
     hbuf_free(a), hbuf_free(b), hbuf_free(c);
 }
 
-static void count_failures(void *user, const conf_result *r)
-{
-    if (!r->cmp.pass) {
-        print_error("%s %s: %s\n", r->op, r->shape, r->cmp.why);
-        ++*(int *)user;
-    }
-}
-
 /* The check `clformer check --layer layernorm` runs passes here too. */
 static void layernorm_conformance(void **state)
 {
     (void)state;
-    int failures = 0;
-    assert_ok(conf_layernorm(hctx(), harness_is_slow(), count_failures, &failures));
-    assert_int_equal(failures, 0);
+    assert_conformance(conf_layernorm);
 }
 
 static const struct CMUnitTest tests[] = {

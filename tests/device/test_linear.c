@@ -169,20 +169,10 @@ static void linear_empty_sizes(void **state)
     hbuf_free(b), hbuf_free(y), hbuf_free(any);
 }
 
-static void count_failures(void *user, const conf_result *r)
-{
-    if (!r->cmp.pass) {
-        print_error("%s %s: %s\n", r->op, r->shape, r->cmp.why);
-        ++*(int *)user;
-    }
-}
-
 static void linear_conformance(void **state)
 {
     (void)state;
-    int failures = 0;
-    assert_ok(conf_linear(hctx(), harness_is_slow(), count_failures, &failures));
-    assert_int_equal(failures, 0);
+    assert_conformance(conf_linear);
 }
 
 static const struct CMUnitTest tests[] = {

@@ -295,18 +295,10 @@ static void argmax_rows_ties(void **state)
     }
 }
 
-static void fail_on_mismatch(void *user, const conf_result *res)
-{
-    (void)user;
-    if (!res->cmp.pass)
-        fail_msg("%s %s: %s (max abs err %g)", res->op, res->shape, res->cmp.why,
-                 res->cmp.max_abs_err);
-}
-
 static void conformance_check_passes(void **state)
 {
     (void)state;
-    assert_ok(conf_loss(hctx(), harness_is_slow(), fail_on_mismatch, NULL));
+    assert_conformance(conf_loss);
 }
 
 static const struct CMUnitTest tests[] = {

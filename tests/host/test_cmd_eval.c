@@ -8,44 +8,17 @@
  * needed: scoring files never opens one, and the model is checked for
  * existence before a device is opened.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <cmocka.h>
+#include "harness.h"
 
-#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 static char dir[64];
 static char out[16384], err[16384]; /* the last run's stdout and stderr */
-
-static void in_dir(char *buf, size_t cap, const char *name)
-{
-    snprintf(buf, cap, "%s/%s", dir, name);
-}
-
-static void slurp(const char *path, char *buf, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
-    buf[n] = '\0';
-    if (f) fclose(f);
-}
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
+static const harness_cmd cli = {out, sizeof out, err, sizeof err};
 
 static const char *data_path(const char *name)
 {
@@ -62,45 +35,20 @@ static const char *data_path(const char *name)
  * /dev/null); returns its exit code. */
 static int run(const char *in, const char *first, ...)
 {
-    const char *binary = getenv("CLFORMER_BINARY");
-    if (!binary || !*binary) fail_msg("CLFORMER_BINARY is not set (run through ctest)");
-    char *argv[32] = {(char *)binary, (char *)first};
-    int argc = 2;
+    harness_cmd cmd = cli;
+    cmd.in = in;
     va_list ap;
     va_start(ap, first);
-    for (const char *a; (a = va_arg(ap, const char *)) && argc < 31;) argv[argc++] = (char *)a;
+    int rc = harness_vrun_clformer(&cmd, first, ap);
     va_end(ap);
-    argv[argc] = NULL;
-    char out_txt[128], err_txt[128];
-    in_dir(out_txt, sizeof out_txt, "stdout.txt");
-    in_dir(err_txt, sizeof err_txt, "stderr.txt");
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int i = open(in ? in : "/dev/null", O_RDONLY);
-        int o = open(out_txt, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(err_txt, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (i < 0 || o < 0 || e < 0 || dup2(i, 0) < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
-            _exit(126);
-        execv(binary, argv);
-        _exit(127);
-    }
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    slurp(out_txt, out, sizeof out);
-    slurp(err_txt, err, sizeof err);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return rc;
 }
 
 /* The exit code, and for a failure: nothing on stdout, one line on stderr
  * that holds `needle`. */
 static void expect(int got, int want, const char *needle)
 {
-    if (got != want)
-        fail_msg("exit code %d, expected %d\nstdout: %s\nstderr: %s", got, want, out, err);
-    if (needle && !strstr(out, needle) && !strstr(err, needle))
-        fail_msg("the output does not mention '%s'\nstdout: %s\nstderr: %s", needle, out, err);
+    harness_expect_run(&cli, got, want, needle);
     if (want != 0) {
         if (*out) fail_msg("a failed run printed to stdout: %s", out);
         const char *nl = strchr(err, '\n');
@@ -113,23 +61,13 @@ static void expect(int got, int want, const char *needle)
 static int setup(void **state)
 {
     (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/clformer_cmd_eval_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    return mkdtemp(dir) ? 0 : -1;
+    return harness_temp_dir(dir, sizeof dir, "cmd_eval") ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    static const char *names[] = {"stdout.txt", "stderr.txt", "a.txt", "b.txt", "empty.txt",
-                                  "bad.txt", "nul.txt"};
-    char p[128];
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        in_dir(p, sizeof p, names[i]);
-        remove(p);
-    }
-    rmdir(dir);
-    return 0;
+    return harness_remove_tree(dir) ? 0 : -1;
 }
 
 static void close_to(double got, double want, const char *what, const char *name)
@@ -192,10 +130,10 @@ static void reads_hypotheses_from_stdin(void **state)
 {
     (void)state;
     char a[128], b[128];
-    in_dir(a, sizeof a, "a.txt");
-    in_dir(b, sizeof b, "b.txt");
-    write_file(a, "the cat sat on the mat\n");
-    write_file(b, "the cat sat on a mat\n");
+    harness_path(a, sizeof a, dir, "a.txt");
+    harness_path(b, sizeof b, dir, "b.txt");
+    harness_write_file(a, "the cat sat on the mat\n");
+    harness_write_file(b, "the cat sat on a mat\n");
     expect(run(a, "eval", "--hyp", "-", "--ref", b, "--json", NULL), 0, NULL);
     json_t *j = json_loads(out, 0, NULL);
     assert_non_null(j);
@@ -210,15 +148,15 @@ static void errors_are_one_line(void **state)
 {
     (void)state;
     char a[128], b[128], empty[128], bad[128], missing[128];
-    in_dir(a, sizeof a, "a.txt");
-    in_dir(b, sizeof b, "b.txt");
-    in_dir(empty, sizeof empty, "empty.txt");
-    in_dir(bad, sizeof bad, "bad.txt");
-    in_dir(missing, sizeof missing, "missing.txt");
-    write_file(a, "one two\nthree four\nfive\n");
-    write_file(b, "one two\nthree\n");
-    write_file(empty, "");
-    write_file(bad, "fine\nbad \xff byte\n");
+    harness_path(a, sizeof a, dir, "a.txt");
+    harness_path(b, sizeof b, dir, "b.txt");
+    harness_path(empty, sizeof empty, dir, "empty.txt");
+    harness_path(bad, sizeof bad, dir, "bad.txt");
+    harness_path(missing, sizeof missing, dir, "missing.txt");
+    harness_write_file(a, "one two\nthree four\nfive\n");
+    harness_write_file(b, "one two\nthree\n");
+    harness_write_file(empty, "");
+    harness_write_file(bad, "fine\nbad \xff byte\n");
 
     /* help */
     expect(run(NULL, "eval", "--help", NULL), 0, "usage: clformer eval");
@@ -265,7 +203,7 @@ static void errors_are_one_line(void **state)
            "has 3 lines but");
     /* an unwritable --output is refused first */
     char nowhere[160];
-    in_dir(nowhere, sizeof nowhere, "no/such/dir/hyp.txt");
+    harness_path(nowhere, sizeof nowhere, dir, "no/such/dir/hyp.txt");
     expect(run(NULL, "eval", "--model", missing, "--src", a, "--ref", a, "--output", nowhere,
                NULL), 1, nowhere);
 }

@@ -4,80 +4,24 @@
  * code (0 ok, 1 failure, 2 usage), the PNG, and that errors name the file
  * and line at fault.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <cmocka.h>
+#include "harness.h"
 
 #include <cairo.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static char dir[64];
-static char out_txt[128], err_txt[128];
 static char out[8192], err[8192]; /* the last run's stdout and stderr */
+static const harness_cmd cli = {out, sizeof out, err, sizeof err};
 
-static void path_in_dir(char *buf, size_t cap, const char *name)
-{
-    snprintf(buf, cap, "%s/%s", dir, name);
-}
-
-static void slurp(const char *path, char *buf, size_t cap)
-{
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
-    buf[n] = '\0';
-    if (f) fclose(f);
-}
-
-/* Runs `clformer ARGS...` (NULL-terminated), returns its exit code. */
-static int run(const char *first, ...)
-{
-    const char *binary = getenv("CLFORMER_BINARY");
-    if (!binary || !*binary) fail_msg("CLFORMER_BINARY is not set (run through ctest)");
-    char *argv[32] = {(char *)binary, (char *)first};
-    int argc = 2;
-    va_list ap;
-    va_start(ap, first);
-    for (const char *a; (a = va_arg(ap, const char *)) && argc < 31;) argv[argc++] = (char *)a;
-    va_end(ap);
-    argv[argc] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int o = open(out_txt, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int e = open(err_txt, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0) _exit(126);
-        execv(binary, argv);
-        _exit(127);
-    }
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    slurp(out_txt, out, sizeof out);
-    slurp(err_txt, err, sizeof err);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+/* Runs `clformer ARGS...` (NULL-terminated); returns its exit code. */
+#define run(...) harness_run_clformer(&cli, __VA_ARGS__)
 
 static void expect(int got, int want, const char *needle)
 {
-    if (got != want)
-        fail_msg("exit code %d, expected %d\nstdout: %s\nstderr: %s", got, want, out, err);
-    if (needle && !strstr(out, needle) && !strstr(err, needle))
-        fail_msg("the output does not mention '%s'\nstdout: %s\nstderr: %s", needle, out, err);
-}
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    harness_expect_run(&cli, got, want, needle);
 }
 
 static void expect_png(const char *path, int width, int height)
@@ -94,27 +38,13 @@ static void expect_png(const char *path, int width, int height)
 static int setup(void **state)
 {
     (void)state;
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/clformer_cmd_plot_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) return -1;
-    path_in_dir(out_txt, sizeof out_txt, "stdout.txt");
-    path_in_dir(err_txt, sizeof err_txt, "stderr.txt");
-    return 0;
+    return harness_temp_dir(dir, sizeof dir, "cmd_plot") ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    static const char *names[] = {"stdout.txt", "stderr.txt", "bad.jsonl", "empty.jsonl",
-                                  "meta.jsonl", "nulls.jsonl", "string.jsonl", "nostep.jsonl",
-                                  "array.jsonl"};
-    char p[128];
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        path_in_dir(p, sizeof p, names[i]);
-        remove(p);
-    }
-    rmdir(dir);
-    return 0;
+    return harness_remove_tree(dir) ? 0 : -1;
 }
 
 static const char *sample_log(void)
@@ -130,7 +60,7 @@ static void plots_the_sample_log(void **state)
 {
     (void)state;
     char png[128];
-    path_in_dir(png, sizeof png, "loss.png");
+    harness_path(png, sizeof png, dir, "loss.png");
     expect(run("plot", "--log", sample_log(), "--out", png, NULL), 0,
            "400 training and 8 validation points (1 null loss skipped)");
     expect_png(png, 960, 560);
@@ -146,7 +76,7 @@ static void usage_errors_exit_2(void **state)
 {
     (void)state;
     char png[128];
-    path_in_dir(png, sizeof png, "never.png");
+    harness_path(png, sizeof png, dir, "never.png");
     expect(run("plot", "--log", sample_log(), "--out", png, "--bogus", NULL), 2, "--bogus");
     expect(run("plot", "--log", sample_log(), NULL), 2, "--out");
     expect(run("plot", "--out", png, NULL), 2, "--log");
@@ -161,42 +91,43 @@ static void bad_logs_name_file_and_line(void **state)
 {
     (void)state;
     char png[128], log[128], missing[128];
-    path_in_dir(png, sizeof png, "never.png");
+    harness_path(png, sizeof png, dir, "never.png");
 
-    path_in_dir(missing, sizeof missing, "no-such-log.jsonl");
+    harness_path(missing, sizeof missing, dir, "no-such-log.jsonl");
     expect(run("plot", "--log", missing, "--out", png, NULL), 1, missing);
 
-    path_in_dir(log, sizeof log, "bad.jsonl");
-    write_file(log, "{\"step\": 1, \"loss\": 5.0}\n\n{\"step\": 2, \"loss\": \n{\"step\": 3}\n");
+    harness_path(log, sizeof log, dir, "bad.jsonl");
+    harness_write_file(log,
+                       "{\"step\": 1, \"loss\": 5.0}\n\n{\"step\": 2, \"loss\": \n{\"step\": 3}\n");
     expect(run("plot", "--log", log, "--out", png, NULL), 1, "bad.jsonl:3:");
 
-    path_in_dir(log, sizeof log, "string.jsonl");
-    write_file(log, "{\"step\": 1, \"loss\": 5.0}\n{\"step\": 2, \"loss\": \"4.0\"}\n");
+    harness_path(log, sizeof log, dir, "string.jsonl");
+    harness_write_file(log, "{\"step\": 1, \"loss\": 5.0}\n{\"step\": 2, \"loss\": \"4.0\"}\n");
     expect(run("plot", "--log", log, "--out", png, NULL), 1, "string.jsonl:2:");
 
-    path_in_dir(log, sizeof log, "nostep.jsonl");
-    write_file(log, "{\"step\": 1, \"loss\": 5.0}\n{\"val_loss\": 4.0}\n");
+    harness_path(log, sizeof log, dir, "nostep.jsonl");
+    harness_write_file(log, "{\"step\": 1, \"loss\": 5.0}\n{\"val_loss\": 4.0}\n");
     expect(run("plot", "--log", log, "--out", png, NULL), 1, "nostep.jsonl:2:");
 
-    path_in_dir(log, sizeof log, "array.jsonl");
-    write_file(log, "[1, 2]\n");
+    harness_path(log, sizeof log, dir, "array.jsonl");
+    harness_write_file(log, "[1, 2]\n");
     expect(run("plot", "--log", log, "--out", png, NULL), 1, "array.jsonl:1:");
 
-    path_in_dir(log, sizeof log, "empty.jsonl");
-    write_file(log, "");
+    harness_path(log, sizeof log, dir, "empty.jsonl");
+    harness_write_file(log, "");
     expect(run("plot", "--log", log, "--out", png, NULL), 1, "empty");
 
-    path_in_dir(log, sizeof log, "meta.jsonl");
-    write_file(log, "{\"event\": \"start\"}\n{\"step\": 5, \"lr\": 0.001}\n");
+    harness_path(log, sizeof log, dir, "meta.jsonl");
+    harness_write_file(log, "{\"event\": \"start\"}\n{\"step\": 5, \"lr\": 0.001}\n");
     expect(run("plot", "--log", log, "--out", png, NULL), 1, "no \"loss\"");
 
-    path_in_dir(log, sizeof log, "nulls.jsonl");
-    write_file(log, "{\"step\": 1, \"loss\": null}\n{\"step\": 2, \"loss\": null}\n");
+    harness_path(log, sizeof log, dir, "nulls.jsonl");
+    harness_write_file(log, "{\"step\": 1, \"loss\": null}\n{\"step\": 2, \"loss\": null}\n");
     expect(run("plot", "--log", log, "--out", png, NULL), 1, "finite");
     assert_int_equal(access(png, F_OK), -1);
 
     char unwritable[160];
-    path_in_dir(unwritable, sizeof unwritable, "no/such/dir/loss.png");
+    harness_path(unwritable, sizeof unwritable, dir, "no/such/dir/loss.png");
     expect(run("plot", "--log", sample_log(), "--out", unwritable, NULL), 1, unwritable);
 }
 
