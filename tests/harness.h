@@ -82,8 +82,9 @@ typedef struct {
     size_t err_cap;
     const char *in;  /* file to read as its stdin; NULL: /dev/null */
     const char *cwd; /* directory to run it in; NULL: this process's */
-    bool echo_err;   /* with `err`: copy all its stderr to ours, so that
-                      * check_log.cmake sees Oclgrind's reports from the child */
+    bool echo_err;   /* with `err`: copy all its stderr to ours (always done on
+                      * a simulator, so check_log.cmake sees Oclgrind's reports
+                      * from the child) */
 } harness_cmd;
 
 /* Runs `$CLFORMER_BINARY first ...` (NULL-terminated arguments) and waits for
