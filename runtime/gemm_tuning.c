@@ -110,12 +110,57 @@ clformer_status cf_clblast_params_parse(const char *text, char *buf, size_t buf_
     return CLFORMER_OK;
 }
 
+/* The two parameters that make each kernel's work-group (CLBlast's "local"
+ * sizes), so a set too wide for a device is refused here with a message
+ * instead of failing every later GEMM with CL_INVALID_WORK_GROUP_SIZE. */
+static const struct {
+    const char *kernel, *x, *y;
+} work_group_params[] = {
+    {"Xgemm", "MDIMC", "NDIMC"},          {"XgemmDirect", "MDIMCD", "NDIMCD"},
+    {"Copy", "COPY_DIMX", "COPY_DIMY"},   {"Pad", "PAD_DIMX", "PAD_DIMY"},
+    {"Transpose", "TRA_DIM", "TRA_DIM"},  {"Padtranspose", "PADTRA_TILE", "PADTRA_TILE"},
+};
+
+static size_t param_value(const char *name, const char **names, const size_t *values, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(names[i], name)) return values[i];
+    return 0;
+}
+
+static size_t work_group_size(const char *kernel, const char **names, const size_t *values,
+                              size_t n)
+{
+    for (size_t i = 0; i < sizeof work_group_params / sizeof *work_group_params; i++)
+        if (!strcmp(kernel, work_group_params[i].kernel))
+            return param_value(work_group_params[i].x, names, values, n) *
+                   param_value(work_group_params[i].y, names, values, n);
+    return 0;
+}
+
+size_t cf_clblast_params_work_group(const char *kernel, const char *params)
+{
+    char buf[1024];
+    const char *names[CF_CLBLAST_MAX_PARAMS];
+    size_t values[CF_CLBLAST_MAX_PARAMS], n = 0;
+    if (cf_clblast_params_parse(params, buf, sizeof buf, names, values, &n) != CLFORMER_OK) {
+        cf_clear_error();
+        return 0;
+    }
+    return work_group_size(kernel, names, values, n);
+}
+
 clformer_status cf_clblast_override(cf_ctx *ctx, const char *kernel, const char *params)
 {
     char buf[1024];
     const char *names[CF_CLBLAST_MAX_PARAMS];
     size_t values[CF_CLBLAST_MAX_PARAMS], n = 0;
     CF_TRY(cf_clblast_params_parse(params, buf, sizeof buf, names, values, &n));
+    size_t wg = work_group_size(kernel, names, values, n);
+    if (wg > ctx->info.max_work_group_size)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "%s parameters need work-groups of %zu work-items; %s allows %zu", kernel,
+                       wg, ctx->info.name, ctx->info.max_work_group_size);
     CLBLAST_CHECK(CLBlastOverrideParameters(ctx->device, kernel, CLBlastPrecisionSingle, n, names,
                                             values));
     return CLFORMER_OK;

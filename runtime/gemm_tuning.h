@@ -53,7 +53,12 @@ const cf_gemm_tuning *cf_gemm_tuning_find(const clformer_device_info *device);
 clformer_status cf_clblast_params_parse(const char *text, char *buf, size_t buf_size,
                                         const char **names, size_t *values, size_t *count);
 
-/* CLBlastOverrideParameters for the context's device, single precision. */
+/* Work-items per work-group that a kernel's parameter set launches with
+ * (0: the kernel launches none, e.g. GemmRoutine, or `params` is malformed). */
+size_t cf_clblast_params_work_group(const char *kernel, const char *params);
+
+/* CLBlastOverrideParameters for the context's device, single precision.
+ * Refuses a set whose work-groups are larger than the device allows. */
 clformer_status cf_clblast_override(cf_ctx *ctx, const char *kernel, const char *params);
 
 /* Applies every set of `tuning`; returns how many CLBlast accepted, logging

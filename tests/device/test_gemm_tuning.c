@@ -48,12 +48,37 @@ static void table_entries_are_right_on_this_device(void **state)
     size_t n = 0;
     const cf_gemm_tuning *table = cf_gemm_tuning_table(&n);
     for (size_t i = 0; i < n; i++) {
-        /* every set must be accepted: a rejected one means the table no
-         * longer fits this CLBlast (parameter names changed) */
-        if (cf_gemm_tuning_apply(hctx(), &table[i], CF_LOG_ERROR) != table[i].n_sets)
-            fail_msg("CLBlast rejected a parameter set of '%s'", table[i].label);
+        /* every set whose work-groups fit the device must be accepted: a
+         * rejected one means the table no longer fits this CLBlast
+         * (parameter names changed); the others must be refused */
+        size_t fit = 0;
+        for (size_t s = 0; s < table[i].n_sets; s++)
+            fit += cf_clblast_params_work_group(table[i].sets[s].kernel, table[i].sets[s].params) <=
+                   hctx()->info.max_work_group_size;
+        if (cf_gemm_tuning_apply(hctx(), &table[i], CF_LOG_INFO) != fit)
+            fail_msg("%zu of the %zu parameter sets of '%s' fit this device, but CLBlast did not "
+                     "take exactly those",
+                     fit, table[i].n_sets, table[i].label);
         run_direct_and_indirect(1000 * (i + 1));
     }
+}
+
+/* A set wider than the device allows is refused when it is applied, with a
+ * message naming the kernel and both sizes, instead of failing later GEMMs. */
+static void too_wide_sets_are_refused(void **state)
+{
+    (void)state;
+    size_t max = hctx()->info.max_work_group_size, tile = 1;
+    while (tile * tile <= max) tile *= 2;
+    char params[96];
+    snprintf(params, sizeof params, "PADTRA_PAD=1 PADTRA_TILE=%zu PADTRA_WPT=1", tile);
+    assert_int_equal(cf_clblast_params_work_group("Padtranspose", params), tile * tile);
+    assert_int_equal(cf_clblast_override(hctx(), "Padtranspose", params),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "Padtranspose parameters need work-groups"));
+    cf_clear_error();
+    assert_int_equal(cf_clblast_params_work_group("GemmRoutine", "XGEMM_MIN_INDIRECT_SIZE=64"), 0);
+    assert_int_equal(cf_clblast_params_work_group("Xgemm", "MDIMC=8 NDIMC=16"), 128);
 }
 
 static char *write_temp(const char *text)
@@ -99,6 +124,7 @@ static void tuning_file_is_read_and_bad_files_ignored(void **state)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(table_entries_are_right_on_this_device),
+    cmocka_unit_test(too_wide_sets_are_refused),
     cmocka_unit_test(tuning_file_is_read_and_bad_files_ignored),
 };
 int main(void)
