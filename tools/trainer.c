@@ -405,9 +405,10 @@ static int loop(run *r, trainer_result *res)
         window_time = window_time * 0.95 + dt;
         tok_s = window_tokens / window_time;
         const double elapsed = now_s() - start;
+        /* epochs count from 1 like steps, as on the progress line */
         log_line(r, json_pack("{s:I, s:I, s:o, s:I, s:f, s:o, s:f, s:f}", "step",
                               (json_int_t)s.step, "epoch",
-                              (json_int_t)cf_batcher_epoch(r->batcher), "loss",
+                              (json_int_t)cf_batcher_epoch(r->batcher) + 1, "loss",
                               number_or_null(s.loss), "tokens", (json_int_t)s.tokens, "lr",
                               (double)lr, "grad_norm", number_or_null(s.grad_norm),
                               "tokens_per_s", tok_s, "elapsed_s", elapsed));
