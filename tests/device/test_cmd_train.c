@@ -94,6 +94,11 @@ static size_t read_losses(const char *name, double *loss, size_t cap)
         if (l && n < cap) {
             assert_true(json_is_integer(s));
             assert_int_equal(json_integer_value(s), (json_int_t)n + 1);
+            /* epochs count from 1, like steps and the progress line */
+            json_t *e = json_object_get(o, "epoch");
+            assert_true(json_is_integer(e));
+            assert_true(json_integer_value(e) >= 1);
+            if (n == 0) assert_int_equal(json_integer_value(e), 1);
             assert_non_null(json_object_get(o, "tokens"));
             assert_non_null(json_object_get(o, "lr"));
             loss[n++] = json_number_value(l);
