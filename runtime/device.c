@@ -6,11 +6,13 @@
  * its rules are unit-tested over made-up device lists.
  */
 #include "context.h"
+#include "gemm.h"
 #include "gemm_tuning.h"
 #include "log.h"
 #include "program.h"
 
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,6 +303,9 @@ static size_t pick_reduce_wg(const clformer_device_info *d)
     return want;
 }
 
+/* Contexts alive in this process; CLBlast's caches go with the last one. */
+static atomic_size_t live_contexts;
+
 clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx **out)
 {
     *out = NULL;
@@ -335,6 +340,7 @@ clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx *
         st = cf_fail_cl(err, "clCreateContext", __FILE__, __LINE__);
         goto done;
     }
+    atomic_fetch_add(&live_contexts, 1);
     ctx->queue = clCreateCommandQueue(ctx->context, ctx->device,
                                       profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
     if (err != CL_SUCCESS) {
@@ -375,7 +381,10 @@ void clformer_context_free(clformer_context *ctx)
     for (size_t i = 0; i < ctx->n_retired; i++) clReleaseMemObject(ctx->retired[i]);
     free(ctx->retired);
     if (ctx->queue) clReleaseCommandQueue(ctx->queue);
-    if (ctx->context) clReleaseContext(ctx->context);
+    if (ctx->context) {
+        if (atomic_fetch_sub(&live_contexts, 1) == 1) cf_gemm_release_caches();
+        clReleaseContext(ctx->context);
+    }
     free(ctx);
 }
 

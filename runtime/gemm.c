@@ -1,6 +1,7 @@
 /* The CLBlast wrapper: row-major layout, events recorded under "gemm". */
 #include "gemm.h"
 #include "launch.h"
+#include "log.h"
 
 #include <clblast_c.h>
 
@@ -77,4 +78,10 @@ clformer_status cf_gemm_batched(cf_ctx *ctx, bool trans_a, bool trans_b, size_t 
     cf_profile_end(ctx, "gemm", begin);
     CLBLAST_CHECK(err);
     return CLFORMER_OK;
+}
+
+void cf_gemm_release_caches(void)
+{
+    CLBlastStatusCode st = CLBlastClearCache();
+    if (st != CLBlastSuccess) cf_log(CF_LOG_DEBUG, "CLBlastClearCache returned %d", (int)st);
 }

@@ -27,6 +27,15 @@ clformer_status cf_gemm_batched(cf_ctx *ctx, bool trans_a, bool trans_b, size_t 
                                 const float *betas, cl_mem c, const size_t *c_offs, size_t ldc,
                                 size_t batch);
 
+/* Drops CLBlast's caches of compiled programs. CLBlast keeps them in static
+ * storage that is destroyed at exit, after clformer has released its
+ * contexts; Oclgrind frees a program's memory together with its context, so
+ * those late clReleaseProgram calls corrupted the heap (seen as an abort at
+ * exit under the `oclgrind` command). clformer_context_free calls this before
+ * it releases the last live context. It drops CLBlast's parameter overrides
+ * as well; cf_gemm_tuning_init applies them again for every new context. */
+void cf_gemm_release_caches(void);
+
 /* 2*m*n*k: the FLOP count `bench` uses for a product. */
 static inline double cf_gemm_flops(size_t m, size_t n, size_t k)
 {

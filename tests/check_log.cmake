@@ -1,7 +1,11 @@
-# Runs PROGRAM and fails when it fails or when its output holds a report from
+# Runs PROGRAM (with ARGS) and fails when it fails or when its output holds a report from
 # Oclgrind (which exits 0 even after reporting an error): invalid memory
 # access, data race, uninitialised value, barrier divergence, API misuse.
-execute_process(COMMAND ${PROGRAM} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+# ARGS: the program's arguments, separated by '|' (a ';' would split the
+# -DARGS=... argument of add_test).
+string(REPLACE "|" ";" args "${ARGS}")
+execute_process(COMMAND ${PROGRAM} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                ERROR_VARIABLE err)
 set(log "${out}\n${err}")
 message("${log}")
 if(NOT rc EQUAL 0)
