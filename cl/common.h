@@ -12,18 +12,6 @@
 
 #ifndef REDUCE_WG
 #define REDUCE_WG 64
-/* The multipliers of the four elements 4q .. 4q+3 of a dropout site: the
- * same values as dropout_scale of each (one Philox block holds the bits of
- * four consecutive elements), at a quarter of the cost. */
-inline float4 dropout_scale4(float p, ulong seed, uint step, uint tensor, ulong q)
-{
-    if (p <= 0.0f) return (float4)(1.0f);
-    const uint4 r = philox4x32_10((uint4)((uint)q, (uint)(q >> 32), tensor, step),
-                                  (uint2)((uint)seed, (uint)(seed >> 32)));
-    const float4 u = convert_float4(r >> 8) * (1.0f / 16777216.0f);
-    return select((float4)(1.0f / (1.0f - p)), (float4)(0.0f), u < (float4)(p));
-}
-
 #endif
 
 /* Work-group sum of one value per work item, in a fixed order (a tree over
