@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
+#include "lines.h"
 #include "trainer.h"
 
 #include <stdio.h>
@@ -159,6 +160,15 @@ int cmd_train(int argc, char **argv)
     if (plot && !log) { /* the figure is drawn from the log: keep one beside it */
         snprintf(plot_log, sizeof plot_log, "%s.jsonl", plot);
         o.log_path = plot_log;
+    }
+
+    /* a run's results must not be lost at the end to a mistyped path */
+    const char *outputs[][2] = {{"--save", save}, {"--plot", plot}, {"--log", o.log_path}};
+    for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++) {
+        if (outputs[i][1] && check_writable(outputs[i][1]) != CLFORMER_OK) {
+            cli_runtime_error("train", outputs[i][0]);
+            return 1;
+        }
     }
 
     clformer_context *ctx;

@@ -101,7 +101,9 @@ int cmd_translate(int argc, char **argv)
         cli_error("translate", "--model is required (see clformer translate --help)");
         return EXIT_USAGE;
     }
-    /* refuse bad output paths before reading input or waking the device */
+    /* refuse a missing model and bad output paths before reading input (stdin
+     * may be a terminal) or waking the device */
+    if (!translator_model_readable("translate", model_path)) return 1;
     const char *bad_path = NULL;
     if (output && check_writable(output) != CLFORMER_OK) bad_path = "--output";
     else if (attention && check_writable(attention) != CLFORMER_OK) bad_path = "--attention";

@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 cmake_args=(-DCLFORMER_WERROR=ON)
 if [[ -n "${CLFORMER_TEST_DEVICES:-}" ]]; then
     cmake_args+=("-DCLFORMER_TEST_DEVICES=${CLFORMER_TEST_DEVICES}")
+else
+    # forget a list an earlier run left in the CMake cache: back to the default
+    cmake_args+=(-UCLFORMER_TEST_DEVICES)
 fi
 tools/build.sh "${cmake_args[@]}"
 ctest --test-dir build --output-on-failure --no-tests=error -j "$(nproc)" "$@"

@@ -61,6 +61,7 @@ typedef struct {
     bool tty;
     double last_print;
     uint64_t last_printed_step;
+    uint64_t epoch; /* of the step being taken, from 1 */
 } run;
 
 /* ------------------------------------------------------------------------- */
@@ -371,7 +372,7 @@ static void progress(run *r, const clformer_step_stats *s, float lr, double tok_
     snprintf(line, sizeof line,
              "step %" PRIu64 "%s | epoch %" PRIu64 " | loss %.4f | %.0f tok/s | lr %.2e | "
              "%.0fs elapsed | ETA %s",
-             s->step, total, cf_batcher_epoch(r->batcher) + 1, s->loss, tok_s, lr, elapsed, eta);
+             s->step, total, r->epoch, s->loss, tok_s, lr, elapsed, eta);
     if (r->tty) fprintf(stderr, "\r\033[K%s", line);
     else fprintf(stderr, "%s\n", line);
     fflush(stderr);
@@ -386,13 +387,15 @@ static int loop(run *r, trainer_result *res)
     clformer_step_stats s = {0};
     float lr = 0;
     while (!done(r)) {
+        /* read before cf_batcher_next, which moves on to the next epoch after
+         * handing out an epoch's last batch */
+        r->epoch = cf_batcher_epoch(r->batcher) + 1;
         if (cf_batcher_next(r->batcher, &r->batch) != CLFORMER_OK) return fail(r, "batching");
         const clformer_batch b = {(size_t)r->batch.B, (size_t)r->batch.S,
                                   (size_t)r->batch.T + 1, r->batch.src, r->batch.tgt};
         const uint64_t step = clformer_model_step(r->model) + 1;
-        lr = clformer_learning_rate(r->schedule, r->lr,
-                                                clformer_model_config(r->model)->d_model, step,
-                                                (uint64_t)r->warmup);
+        lr = clformer_learning_rate(r->schedule, r->lr, clformer_model_config(r->model)->d_model,
+                                    step, (uint64_t)r->warmup);
         const double t0 = now_s();
         if (clformer_model_train_step(r->model, &b, lr, &s) != CLFORMER_OK) {
             if (r->tty) fprintf(stderr, "\n");
@@ -405,10 +408,8 @@ static int loop(run *r, trainer_result *res)
         window_time = window_time * 0.95 + dt;
         tok_s = window_tokens / window_time;
         const double elapsed = now_s() - start;
-        /* epochs count from 1 like steps, as on the progress line */
         log_line(r, json_pack("{s:I, s:I, s:o, s:I, s:f, s:o, s:f, s:f}", "step",
-                              (json_int_t)s.step, "epoch",
-                              (json_int_t)cf_batcher_epoch(r->batcher) + 1, "loss",
+                              (json_int_t)s.step, "epoch", (json_int_t)r->epoch, "loss",
                               number_or_null(s.loss), "tokens", (json_int_t)s.tokens, "lr",
                               (double)lr, "grad_norm", number_or_null(s.grad_norm),
                               "tokens_per_s", tok_s, "elapsed_s", elapsed));
@@ -464,6 +465,14 @@ int trainer_run(const trainer_options *o, clformer_context *ctx, clformer_model 
     r.ctx = ctx;
     r.tty = isatty(fileno(stderr));
     int rc = setup(&r);
+    if (rc == 0 && o->resume_path && o->steps > 0 &&
+        clformer_model_step(r.model) >= (uint64_t)o->steps) {
+        fprintf(stderr,
+                "clformer %s: error: %s is already at step %" PRIu64 "; --steps is the total "
+                "number of steps, so ask for more than %" PRIu64 "\n",
+                r.cmd, o->resume_path, clformer_model_step(r.model), clformer_model_step(r.model));
+        rc = 1;
+    }
     if (rc == 0) {
         const clformer_config *c = clformer_model_config(r.model);
         const clformer_memory mem = clformer_model_memory(r.model);

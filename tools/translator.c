@@ -28,14 +28,18 @@ clformer_decode_options decode_flags_options(const decode_flags *f)
     return o;
 }
 
+bool translator_model_readable(const char *command, const char *model_path)
+{
+    if (access(model_path, R_OK) == 0) return true;
+    cli_error(command, "cannot read the model '%s': %s", model_path, strerror(errno));
+    return false;
+}
+
 bool translator_open(const char *command, const char *model_path, translator *t)
 {
     memset(t, 0, sizeof *t);
     /* a missing file is the user's typo: say so before waking a device */
-    if (access(model_path, R_OK) != 0) {
-        cli_error(command, "cannot read the model '%s': %s", model_path, strerror(errno));
-        return false;
-    }
+    if (!translator_model_readable(command, model_path)) return false;
     if (clformer_context_create(NULL, &t->ctx) != CLFORMER_OK) {
         cli_runtime_error(command, "opening the device");
         return false;

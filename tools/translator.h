@@ -44,6 +44,9 @@ typedef struct {
     text_session session;
 } translator;
 
+/* False, with a message naming the file, when the model cannot be read. */
+bool translator_model_readable(const char *command, const char *model_path);
+
 /* Opens the device and loads the checkpoint at `model_path`. On failure
  * prints the error as `clformer COMMAND: error: ...` and returns false. */
 bool translator_open(const char *command, const char *model_path, translator *t);

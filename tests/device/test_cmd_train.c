@@ -64,11 +64,16 @@ static void make_corpus(int lines)
     fclose(t);
 }
 
+static int corpus_lines(void)
+{
+    return harness_is_slow() ? 24 : 200;
+}
+
 static int setup(void **state)
 {
     (void)state;
     if (!harness_temp_dir(dir, sizeof dir, "train")) return -1;
-    make_corpus(harness_is_slow() ? 24 : 200);
+    make_corpus(corpus_lines());
     return 0;
 }
 
@@ -78,9 +83,11 @@ static int teardown(void **state)
     return harness_remove_tree(dir) ? 0 : -1;
 }
 
-/* Reads the "loss" of every step line of a JSON-lines log. */
+/* Reads the "loss" of every step line of a JSON-lines log, checking its
+ * step and epoch (batches of 8 pairs, so corpus_lines / 8 steps an epoch). */
 static size_t read_losses(const char *name, double *loss, size_t cap)
 {
+    const size_t steps_per_epoch = (size_t)corpus_lines() / 8;
     char path[256];
     harness_path(path, sizeof path, dir, name);
     FILE *f = fopen(path, "r");
@@ -94,11 +101,11 @@ static size_t read_losses(const char *name, double *loss, size_t cap)
         if (l && n < cap) {
             assert_true(json_is_integer(s));
             assert_int_equal(json_integer_value(s), (json_int_t)n + 1);
-            /* epochs count from 1, like steps and the progress line */
+            /* epochs count from 1, like steps and the progress line, and an
+             * epoch's last step still belongs to it */
             json_t *e = json_object_get(o, "epoch");
             assert_true(json_is_integer(e));
-            assert_true(json_integer_value(e) >= 1);
-            if (n == 0) assert_int_equal(json_integer_value(e), 1);
+            assert_int_equal(json_integer_value(e), (json_int_t)(n / steps_per_epoch) + 1);
             assert_non_null(json_object_get(o, "tokens"));
             assert_non_null(json_object_get(o, "lr"));
             loss[n++] = json_number_value(l);
@@ -157,6 +164,12 @@ static void learns_saves_and_resumes_exactly(void **state)
     for (int i = 0; i < steps; i++)
         if (a[i] != b[i]) fail_msg("step %d: straight loss %.9g, resumed %.9g", i + 1, a[i], b[i]);
 
+    /* resuming to a step the checkpoint has already reached is refused */
+    snprintf(args, sizeof args, "train --src train.src --tgt train.tgt --resume half.safetensors "
+             "--steps %d", half);
+    rc = run_tool(args, out, sizeof out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "is already at step"));
     /* resuming with changed data options is refused, naming the option */
     rc = run_tool("train --src train.src --tgt train.tgt --resume half.safetensors --steps 50 --lr 1",
                   out, sizeof out);
@@ -192,6 +205,9 @@ static void bad_input_is_one_clear_error(void **state)
         {"train --src train.src --tgt train.tgt --steps 1 --init junk.safetensors", 1, "junk.safetensors"},
         {"train --src train.src --tgt train.tgt --steps 1 --resume nosuch.safetensors", 1, "nosuch.safetensors"},
         {"train --src train.src --tgt train.tgt --steps 1 --batch-size 2 --batch-tokens 100", 2, "not both"},
+        /* output paths are checked before training, not after it */
+        {"train --src train.src --tgt train.tgt --steps 1 --save nosuch/m.safetensors", 1, "--save: cannot write"},
+        {"train --src train.src --tgt train.tgt --steps 1 --plot nosuch/loss.png", 1, "--plot: cannot write"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int rc = run_tool(cases[i].args, out, sizeof out);

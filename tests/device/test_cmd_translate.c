@@ -489,6 +489,8 @@ static void bad_input_and_flags(void **state)
     EXPECT_RUN(NULL, 1, "empty", "translate", "--model", m, "--input", empty);
     EXPECT_RUN(empty, 1, "stdin", "translate", "--model", m);
     EXPECT_RUN(src, 1, missing, "translate", "--model", missing);
+    /* a missing model is named before the input is read (stdin may be a terminal) */
+    EXPECT_RUN(empty, 1, "cannot read the model", "translate", "--model", missing);
     EXPECT_RUN(NULL, 1, missing, "eval", "--model", missing, "--src", src, "--ref", src);
     harness_write_file(empty, "\n \n");
     EXPECT_RUN(empty, 1, "every line", "translate", "--model", m, "--attention", "x.png");
