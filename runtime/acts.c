@@ -120,7 +120,9 @@ static size_t layout(cf_model *m, cf_acts *a, cl_mem buf)
 clformer_status cf_acts_prepare(cf_model *m, size_t B, size_t S, size_t T, bool training)
 {
     cf_acts *a = &m->acts;
-    if (!a->enc) {
+    if (!a->enc || !a->dec) { /* both or neither: a half-made pair is made again */
+        free(a->enc);
+        free(a->dec);
         a->enc = calloc((size_t)m->cfg.n_enc_layers, sizeof *a->enc);
         a->dec = calloc((size_t)m->cfg.n_dec_layers, sizeof *a->dec);
         if (!a->enc || !a->dec) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");

@@ -269,8 +269,8 @@ static clformer_status start(cf_model *m, const int32_t *src, size_t batch, size
     int32_t *sos = malloc(R * sizeof *sos);
     if (!sos) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     for (size_t r = 0; r < R; r++) sos[r] = CLFORMER_SOS;
-    CF_TRY(cf_fill_u32(m->ctx, m->decoder->tokens.buf, m->decoder->tokens.off, R * L, CLFORMER_EOS));
-    st = set_step_tokens(m, sos, 0);
+    st = cf_fill_u32(m->ctx, m->decoder->tokens.buf, m->decoder->tokens.off, R * L, CLFORMER_EOS);
+    if (st == CLFORMER_OK) st = set_step_tokens(m, sos, 0);
     free(sos);
     return st;
 }

@@ -7,6 +7,8 @@
 #include "model.h"
 #include "vocab.h"
 
+#include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,9 +27,11 @@ clformer_status clformer_model_set_optimizer(clformer_model *m, const clformer_o
     if (!(c->beta1 >= 0 && c->beta1 < 1 && c->beta2 >= 0 && c->beta2 < 1))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "Adam betas must be in [0, 1), got %g and %g", c->beta1, c->beta2);
-    if (!(c->eps > 0) || !(c->weight_decay >= 0) || !(c->clip >= 0))
+    if (!(c->eps > 0) || !(c->weight_decay >= 0) || !(c->clip >= 0) || !isfinite(c->eps) ||
+        !isfinite(c->weight_decay) || !isfinite(c->clip))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "eps must be positive and weight decay and clip non-negative (got eps "
+                       "eps must be positive and weight decay and clip non-negative, all finite "
+                       "(got eps "
                        "%g, weight decay %g, clip %g)", c->eps, c->weight_decay, c->clip);
     m->optim.adamw = c->optimizer == CLFORMER_ADAMW;
     m->optim.beta1 = c->beta1;
@@ -207,6 +211,14 @@ bool clformer_model_has_training_state(const clformer_model *m) { return m->has_
 
 clformer_status clformer_model_set_trainer_state(clformer_model *m, const char *json)
 {
+    if (json) { /* checked now: a save must not find out, or drop it */
+        json_t *o = json_loads(json, 0, NULL);
+        const bool ok = json_is_object(o);
+        json_decref(o);
+        if (!ok)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "the trainer state must be a JSON object, got '%.60s'", json);
+    }
     char *copy = json ? strdup(json) : NULL;
     if (json && !copy) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     free(m->train_state);

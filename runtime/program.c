@@ -161,10 +161,17 @@ static clformer_status get_program(cf_ctx *ctx, const char *name, const char *op
         return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     ctx->programs = grown;
+    char *name_copy = strdup(name), *options_copy = strdup(options);
+    if (!name_copy || !options_copy) {
+        free(name_copy);
+        free(options_copy);
+        clReleaseProgram(program);
+        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
     e = &ctx->programs[ctx->n_programs++];
     memset(e, 0, sizeof *e);
-    e->program_name = strdup(name);
-    e->options = strdup(options);
+    e->program_name = name_copy;
+    e->options = options_copy;
     e->program = program;
     *out = e;
     return CLFORMER_OK;
@@ -193,11 +200,12 @@ clformer_status cf_kernel(cf_ctx *ctx, const char *program, const char *extra_op
     if (names) e->kernel_names = names;
     cl_kernel *ks = realloc(e->kernels, (e->n_kernels + 1) * sizeof *ks);
     if (ks) e->kernels = ks;
-    if (!names || !ks) {
+    char *kernel_copy = names && ks ? strdup(kernel) : NULL;
+    if (!kernel_copy) {
         clReleaseKernel(k);
         return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     }
-    e->kernel_names[e->n_kernels] = strdup(kernel);
+    e->kernel_names[e->n_kernels] = kernel_copy;
     e->kernels[e->n_kernels++] = k;
     if (cached) ctx->program_stats.memory_hits++;
     *out = k;

@@ -109,7 +109,9 @@ bool cf_cache_load(cf_ctx *ctx, const cf_cache_key *key, const char *options, cl
               (uint64_t)(end - p) >= key_len && !memcmp(p, key->key, key_len);
     if (ok) {
         p += key_len;
-        ok = take(&p, end, &bin_len, 8) && bin_len > 0 && (uint64_t)(end - p) >= bin_len + 8;
+        /* subtract, not add: a corrupt length near 2^64 must not wrap */
+        ok = take(&p, end, &bin_len, 8) && bin_len > 0 && (uint64_t)(end - p) >= 8 &&
+             (uint64_t)(end - p) - 8 >= bin_len;
     }
     const unsigned char *binary = (const unsigned char *)p;
     if (ok) {

@@ -366,6 +366,9 @@ clformer_status cf_vocab_from_tokens(const char *const *tokens, size_t n, const 
         else if (tok_len == 0)
             st = cf_fail(CLFORMER_ERR_FORMAT, "%s: vocabulary entry %zu is an empty string",
                          origin, i);
+        else if (!cf_utf8_valid(tok, tok_len, NULL))
+            st = cf_fail(CLFORMER_ERR_FORMAT, "%s: vocabulary entry %zu is not valid UTF-8 "
+                         "(checkpoints store vocabularies as JSON text)", origin, i);
         else if (cf_has_whitespace(tok, tok_len))
             st = cf_fail(CLFORMER_ERR_FORMAT, "%s: vocabulary entry %zu \"%s\" contains "
                          "whitespace; tokens are whitespace-separated words", origin, i, tok);

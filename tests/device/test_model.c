@@ -126,6 +126,15 @@ static void resume_gives_the_same_bits(void **state)
     close(fd);
     m = new_model(&c, 11);
     train(m, 0, half, resumed);
+    /* refused when set, so that a save never drops it */
+    assert_int_equal(clformer_model_set_trainer_state(m, "[1, 2]"), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_int_equal(clformer_model_set_trainer_state(m, "{broken"), CLFORMER_ERR_INVALID_ARGUMENT);
+    cf_clear_error();
+    clformer_optim_config oc;
+    clformer_optim_config_default(&oc);
+    oc.clip = INFINITY; /* would make the saved train_state unwritable JSON */
+    assert_int_equal(clformer_model_set_optimizer(m, &oc), CLFORMER_ERR_INVALID_ARGUMENT);
+    cf_clear_error();
     assert_ok(clformer_model_set_trainer_state(m, "{\"epoch\":0,\"index\":4}"));
     assert_ok(clformer_model_save(m, path, true));
     clformer_model_free(m);

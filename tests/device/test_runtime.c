@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,21 @@ static void corrupt_cache_entry_is_rebuilt(void **state)
     s = load_reduce_kernel(); /* the rebuilt entry replaced the corrupt one */
     assert_int_equal(s.disk_hits, 1);
     assert_int_equal(s.builds, 0);
+
+    /* a binary length near 2^64 (length + 8 wraps to 0): rejected, not read */
+    fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    const long magic_len = (long)strlen("CLFORMER-BIN-1\n"); /* program_cache.c's MAGIC */
+    uint64_t key_len = 0;
+    assert_int_equal(fseek(fp, magic_len, SEEK_SET), 0);
+    assert_int_equal(fread(&key_len, 8, 1, fp), 1);
+    assert_int_equal(fseek(fp, magic_len + 8 + (long)key_len, SEEK_SET), 0);
+    const uint64_t huge = UINT64_MAX - 7;
+    assert_int_equal(fwrite(&huge, 8, 1, fp), 1);
+    fclose(fp);
+    s = load_reduce_kernel();
+    assert_int_equal(s.disk_rejects, 1);
+    assert_int_equal(s.builds, 1);
 
     fp = fopen(path, "wb"); /* truncated to nothing */
     fclose(fp);

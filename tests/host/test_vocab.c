@@ -117,6 +117,14 @@ static void whitespace_and_special_spellings(void **state)
                                 "haus", "über"};
     assert_tokens(v, want, 8);
     cf_vocab_free(v);
+
+    /* a vocabulary handed over as tokens (clformer_model_set_vocabs) must be
+     * UTF-8 too, or a checkpoint could be saved that cannot be loaded */
+    const char *const bad[] = {"<pad>", "<sos>", "<eos>", "<unk>", "ok", "s4\xc3("};
+    assert_int_equal(cf_vocab_from_tokens(bad, 6, "target vocabulary", &v), CLFORMER_ERR_FORMAT);
+    assert_null(v);
+    assert_non_null(strstr(clformer_last_error(), "entry 5 is not valid UTF-8"));
+    cf_clear_error();
 }
 
 static void lookups(void **state)
