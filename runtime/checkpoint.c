@@ -18,6 +18,7 @@
 #include "safetensors.h"
 #include "vocab.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -195,10 +196,19 @@ static clformer_status parse_train_state(cf_model *m, const char *text)
                                 "clip", &clip, "trainer", &trainer) != 0 ||
         step < 0) {
         json_decref(root);
-        return cf_fail(CLFORMER_ERR_FORMAT, "clformer.train_state is malformed: %s", err.text);
+        return cf_fail(CLFORMER_ERR_FORMAT, "clformer.train_state is malformed: %s",
+                       step < 0 ? "its step is negative" : err.text);
+    }
+    if (strcmp(name, "adam") != 0 && strcmp(name, "adamw") != 0) {
+        json_decref(root);
+        return cf_fail(CLFORMER_ERR_FORMAT, "clformer.train_state names the optimizer '%.40s'; "
+                       "clformer knows adam and adamw", name);
     }
     char *end = NULL;
-    m->seed = strtoull(seed, &end, 10);
+    errno = 0;
+    /* digits only: strtoull alone takes "-1", "+5" and leading spaces */
+    m->seed = strspn(seed, "0123456789") == strlen(seed) ? strtoull(seed, &end, 10) : 0;
+    if (errno || !end) end = NULL;
     m->step = (uint64_t)step;
     clformer_optim_config oc = {!strcmp(name, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM,
                                 (float)b1, (float)b2, (float)eps, (float)wd, (float)clip};

@@ -99,10 +99,13 @@ static void describe(cl_platform_id p, cl_device_id d, int pi, int di, clformer_
     o->simulator = contains_nocase(o->platform, "oclgrind") || contains_nocase(o->name, "oclgrind");
 }
 
-/* Fills `out` (may be NULL to count) with the platform/device handles. */
+/* Fills `out`, `out_p` and `out_d` (NULL to count only) with at most `cap`
+ * devices; a device that appears between the counting and the filling call
+ * is left out rather than written past the arrays. */
 static clformer_status enumerate(clformer_device_info *out, cl_platform_id *out_p,
-                                 cl_device_id *out_d, size_t *count)
+                                 cl_device_id *out_d, size_t cap, size_t *count)
 {
+    const bool filling = out || out_p || out_d;
     cl_uint np = 0;
     cl_int err = clGetPlatformIDs(0, NULL, &np);
     *count = 0;
@@ -123,7 +126,7 @@ static clformer_status enumerate(clformer_device_info *out, cl_platform_id *out_
         cl_device_id *devs = calloc(nd, sizeof *devs);
         if (!devs) continue;
         if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL) == CL_SUCCESS) {
-            for (cl_uint d = 0; d < nd; d++, n++) {
+            for (cl_uint d = 0; d < nd && !(filling && n >= cap); d++, n++) {
                 if (out) describe(platforms[p], devs[d], (int)p, (int)d, &out[n]);
                 if (out_p) out_p[n] = platforms[p];
                 if (out_d) out_d[n] = devs[d];
@@ -141,11 +144,11 @@ clformer_status clformer_list_devices(clformer_device_info **devices, size_t *co
     size_t n = 0;
     *devices = NULL;
     *count = 0;
-    CF_TRY(enumerate(NULL, NULL, NULL, &n));
+    CF_TRY(enumerate(NULL, NULL, NULL, 0, &n));
     if (n == 0) return CLFORMER_OK;
     clformer_device_info *list = calloc(n, sizeof *list);
     if (!list) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    clformer_status st = enumerate(list, NULL, NULL, &n);
+    clformer_status st = enumerate(list, NULL, NULL, n, &n);
     if (st != CLFORMER_OK) {
         free(list);
         return st;
@@ -311,7 +314,7 @@ clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx *
     *out = NULL;
     if (!selector) selector = getenv("CLFORMER_DEVICE");
     size_t n = 0;
-    CF_TRY(enumerate(NULL, NULL, NULL, &n));
+    CF_TRY(enumerate(NULL, NULL, NULL, 0, &n));
     clformer_device_info *devs = calloc(n ? n : 1, sizeof *devs);
     cl_platform_id *plats = calloc(n ? n : 1, sizeof *plats);
     cl_device_id *ids = calloc(n ? n : 1, sizeof *ids);
@@ -322,7 +325,7 @@ clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx *
         st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
         goto done;
     }
-    st = enumerate(devs, plats, ids, &n);
+    st = enumerate(devs, plats, ids, n, &n);
     if (st == CLFORMER_OK) st = clformer_select_device(devs, n, selector, &chosen);
     if (st != CLFORMER_OK) goto done;
 
