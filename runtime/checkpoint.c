@@ -204,17 +204,19 @@ static clformer_status parse_train_state(cf_model *m, const char *text)
         return cf_fail(CLFORMER_ERR_FORMAT, "clformer.train_state names the optimizer '%.40s'; "
                        "clformer knows adam and adamw", name);
     }
-    char *end = NULL;
-    errno = 0;
-    /* digits only: strtoull alone takes "-1", "+5" and leading spaces */
-    m->seed = strspn(seed, "0123456789") == strlen(seed) ? strtoull(seed, &end, 10) : 0;
-    if (errno || !end) end = NULL;
+    /* digits only (strtoull alone takes "-1", "+5" and leading spaces), in range */
+    bool seed_ok = *seed && strspn(seed, "0123456789") == strlen(seed);
+    if (seed_ok) {
+        errno = 0;
+        m->seed = strtoull(seed, NULL, 10);
+        seed_ok = errno == 0;
+    }
     m->step = (uint64_t)step;
     clformer_optim_config oc = {!strcmp(name, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM,
                                 (float)b1, (float)b2, (float)eps, (float)wd, (float)clip};
-    clformer_status st = *seed && end && !*end ? clformer_model_set_optimizer(m, &oc)
-                                               : cf_fail(CLFORMER_ERR_FORMAT,
-                                                         "clformer.train_state seed is not a number");
+    clformer_status st = seed_ok ? clformer_model_set_optimizer(m, &oc)
+                                 : cf_fail(CLFORMER_ERR_FORMAT,
+                                           "clformer.train_state seed is not a number");
     if (st == CLFORMER_OK && trainer && !json_is_null(trainer)) {
         char *s = json_dumps(trainer, JSON_COMPACT | JSON_REAL_PRECISION(17));
         st = s ? clformer_model_set_trainer_state(m, s)

@@ -30,9 +30,9 @@ clformer_status clformer_model_set_optimizer(clformer_model *m, const clformer_o
     if (!(c->eps > 0) || !(c->weight_decay >= 0) || !(c->clip >= 0) || !isfinite(c->eps) ||
         !isfinite(c->weight_decay) || !isfinite(c->clip))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "eps must be positive and weight decay and clip non-negative, all finite "
-                       "(got eps "
-                       "%g, weight decay %g, clip %g)", c->eps, c->weight_decay, c->clip);
+                       "eps must be positive and weight decay and clip non-negative, all "
+                       "finite (got eps %g, weight decay %g, clip %g)",
+                       c->eps, c->weight_decay, c->clip);
     m->optim.adamw = c->optimizer == CLFORMER_ADAMW;
     m->optim.beta1 = c->beta1;
     m->optim.beta2 = c->beta2;

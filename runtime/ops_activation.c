@@ -4,12 +4,12 @@
  * (runtime/ops.h).
  *
  * Both are element-wise over the flat (N, C) tensor, four elements a work
- * item (one Philox block gives their dropout mask). dbias is cf_colsum over dinp afterwards (fixed
- * order, deterministic). Fusing that sum into the backward kernel (work
- * items owning a column and a block of rows) measured 8-12x slower on PoCL
- * for 4096x2048, apparently because PoCL does not vectorize a loop that
- * stores into a buffer that may alias the one it reads (dinp may be dout),
- * so each work item walks a column alone.
+ * item (one Philox block gives their dropout mask). dbias is cf_colsum
+ * over dinp afterwards (fixed order, deterministic). Fusing that sum into
+ * the backward kernel (work items owning a column and a block of rows)
+ * measured 8-12x slower on PoCL for 4096x2048, apparently because PoCL
+ * does not vectorize a loop that stores into a buffer that may alias the
+ * one it reads (dinp may be dout), so each work item walks a column alone.
  */
 #include "launch.h"
 #include "ops.h"

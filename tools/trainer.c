@@ -467,10 +467,9 @@ int trainer_run(const trainer_options *o, clformer_context *ctx, clformer_model 
     int rc = setup(&r);
     if (rc == 0 && o->resume_path && o->steps > 0 &&
         clformer_model_step(r.model) >= (uint64_t)o->steps) {
-        fprintf(stderr,
-                "clformer %s: error: %s is already at step %" PRIu64 "; --steps is the total "
-                "number of steps, so ask for more than %" PRIu64 "\n",
-                r.cmd, o->resume_path, clformer_model_step(r.model), clformer_model_step(r.model));
+        const uint64_t at = clformer_model_step(r.model);
+        cli_error(r.cmd, "%s is already at step %" PRIu64 "; --steps is the total number of "
+                  "steps, so ask for more than %" PRIu64, o->resume_path, at, at);
         rc = 1;
     }
     if (rc == 0) {
