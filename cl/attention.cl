@@ -1,5 +1,5 @@
 /*
- * Multi-head attention kernels (runtime/ops_attention.c launches them).
+ * Multi-head attention kernels (runtime/ops/ops_attention.c launches them).
  *
  * The products Q K^T, P V and their gradients are CLBlast GEMMs; what lies
  * between them is here: moving heads in and out of the "(B, H, T, dh)"

@@ -50,7 +50,7 @@ inline float wg_max(float v, local float *scratch)
  * Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
  * 3"), a counter-based generator: the bits for a counter depend only on
  * (key, counter), so a dropout mask is recomputed in backward instead of
- * stored, and every device draws the same mask. tests/ref/ has the same code.
+ * stored, and every device draws the same mask. runtime/check/reference/ has the same code.
  */
 inline uint4 philox4x32_10(uint4 c, uint2 k)
 {

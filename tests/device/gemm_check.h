@@ -1,6 +1,6 @@
 /*
  * GEMM checks shared by test_gemm and test_gemm_tuning: products through
- * runtime/gemm.h on the device under test against ref_gemm, with element
+ * runtime/device/gemm.h on the device under test against ref_gemm, with element
  * offsets, padded leading dimensions or gaps between batched matrices (all
  * of which must stay untouched) and canaries.
  */

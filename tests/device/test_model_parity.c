@@ -1,6 +1,6 @@
 /*
  * The whole model against PyTorch (tests/data/parity, made by
- * tools/torch_reference.py): step-1 logits and gradients, 10 training steps'
+ * tools/reference/torch_reference.py): step-1 logits and gradients, 10 training steps'
  * losses (|loss - loss_torch| <= 1e-4), the weights after them, and greedy
  * decoding with the final weights. Every fixture on every device; the
  * simulator runs only the tiny one.

@@ -1,5 +1,5 @@
 /*
- * tools/plot.c: loss curves and attention heatmaps are drawn into PNG files
+ * tools/cli/plot.c: loss curves and attention heatmaps are drawn into PNG files
  * in a temporary directory and read back with cairo. The checks are about
  * what a reader would see: the image has the promised size, it is not
  * blank, the series' colours are on it, a high attention weight is drawn

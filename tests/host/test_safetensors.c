@@ -1,9 +1,9 @@
 /*
- * Safetensors reader and writer (runtime/safetensors.h): round trips over
+ * Safetensors reader and writer (runtime/model/safetensors.h): round trips over
  * every dtype, scalars and empty tensors; the writer's promises (exact header
  * bytes, deterministic, atomic, exact sizes and order); files written by
  * Python's safetensors (tests/data/safetensors, made by
- * tools/make_safetensors_golden.py); and a corpus of broken files built here,
+ * tools/reference/make_safetensors_golden.py); and a corpus of broken files built here,
  * one or more per rule the reader enforces, each refused with its own message.
  * tests/CMakeLists.txt also builds this file as test_safetensors_asan, under
  * AddressSanitizer and UBSan, so the parser is checked on hostile input.

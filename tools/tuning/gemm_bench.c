@@ -2,8 +2,8 @@
  * gemm_bench: GFLOP/s of cf_gemm and cf_gemm_strided_batched on the GEMM
  * shapes a Transformer training step issues, on the device CLFORMER_DEVICE
  * selects, to compare CLBlast's own parameters (CLFORMER_GEMM_TUNING=0) with
- * tuned ones. Not part of the clformer command: tools/tune-clblast.sh -c
- * builds it (cc ... tools/tuning/gemm_bench.c build/libclformer.a ...).
+ * tuned ones. Not part of the clformer command: CMake builds it as
+ * build/gemm_bench, and tools/tuning/tune-clblast.sh -c runs it.
  *
  *   gemm_bench [--quick] [--min-time S] [--only NAME] [--list]
  *

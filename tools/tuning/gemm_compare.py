@@ -6,7 +6,7 @@
 
 SETTING is a CLFORMER_GEMM_TUNING value: 0 (CLBlast's own parameters), 1
 (clformer's table, the default) or a parameter file such as the one
-tools/tune-clblast.sh writes; default: 0 1. For every shape, each round runs
+tools/tuning/tune-clblast.sh writes; default: 0 1. For every shape, each round runs
 one gemm_bench process per setting, in an order rotated every round, so load
 that drifts on the machine hits every setting alike. A process reports its
 fastest call; the table shows, per setting, the median over rounds of that

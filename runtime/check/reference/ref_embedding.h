@@ -1,6 +1,6 @@
 /*
  * Double-precision reference of the token embedding with positions
- * (runtime/ops.h, cf_embedding_*). Same argument order as the device ops,
+ * (runtime/ops/ops.h, cf_embedding_*). Same argument order as the device ops,
  * except that the backward takes the token ids instead of the device index.
  */
 #ifndef REF_EMBEDDING_H

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* One dropout site of one step; mirrors cf_dropout (runtime/ops.h) without
+/* One dropout site of one step; mirrors cf_dropout (runtime/ops/ops.h) without
  * OpenCL. p == 0 (or a NULL pointer) means identity. */
 typedef struct {
     float p;

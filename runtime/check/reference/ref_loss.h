@@ -1,6 +1,6 @@
 /* Double-precision reference of the softmax cross-entropy and the decoding
  * helpers (same contracts as cf_cross_entropy, cf_log_softmax_rows and
- * cf_argmax_rows in runtime/ops.h). */
+ * cf_argmax_rows in runtime/ops/ops.h). */
 #ifndef REF_LOSS_H
 #define REF_LOSS_H
 

@@ -20,7 +20,7 @@
  * write the header before any data, then takes each tensor's bytes in the
  * declared order, one tensor at a time (a model larger than host memory can
  * be saved by downloading one tensor at a time). The file appears only on
- * commit (runtime/fileio.h: temp file, fsync, rename); any mistake (a wrong
+ * commit (runtime/core/fileio.h: temp file, fsync, rename); any mistake (a wrong
  * tensor, size or count) fails the writer and leaves no file behind.
  *
  * Header layout written, byte-for-byte deterministic:

@@ -614,7 +614,7 @@ def main(argv=None):
     lg.add_argument("--rtol", type=float, default=1e-4, help="relative to max |logit|")
     rt = sub.add_parser("roundtrip", help="clformer trains a checkpoint; PyTorch loads it strictly and compares logits")
     rt.add_argument("--clformer", required=True, help="the clformer binary (uses CLFORMER_DEVICE)")
-    rt.add_argument("--init", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+    rt.add_argument("--init", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
                                                    "data", "parity", "a_prenorm_relu_sin", "model.safetensors"),
                     help="the PyTorch-made checkpoint to start from")
     rt.add_argument("--work", help="directory for the files (default: a new temporary one)")

@@ -1,6 +1,6 @@
 /*
  * LayerNorm over the last dimension (cl/layernorm.cl): the host side of
- * cf_layernorm_forward and cf_layernorm_backward (runtime/ops.h).
+ * cf_layernorm_forward and cf_layernorm_backward (runtime/ops/ops.h).
  *
  * Both directions use one work-group of ctx->reduce_wg items per row.
  * Backward adds a column-partials kernel for dweight and dbias (reduce.h's
@@ -60,7 +60,7 @@ clformer_status cf_layernorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight
                        "weight, mean, rstd) must be a device buffer");
     if (dinp.buf == dout.buf && dinp.off < dout.off + N * C && dout.off < dinp.off + N * C)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "cf_layernorm_backward: dinp overlaps dout; runtime/ops.h requires "
+                       "cf_layernorm_backward: dinp overlaps dout; runtime/ops/ops.h requires "
                        "separate storage for them");
 
     /* dweight and dbias: per-block partials of both (one read of dout), then a

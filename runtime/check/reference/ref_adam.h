@@ -1,5 +1,5 @@
 /* Double-precision reference of the optimizer ops (same contracts as
- * cf_clip_scale and cf_adam_update in runtime/ops.h). */
+ * cf_clip_scale and cf_adam_update in runtime/ops/ops.h). */
 #ifndef REF_ADAM_H
 #define REF_ADAM_H
 

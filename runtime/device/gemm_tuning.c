@@ -2,7 +2,7 @@
  * Tuned CLBlast parameters (see gemm_tuning.h): the table, matching a device
  * against it, and CLFORMER_GEMM_TUNING's file form.
  *
- * To add a device: run tools/tune-clblast.sh -c on it (it compares its
+ * To add a device: run tools/tuning/tune-clblast.sh -c on it (it compares its
  * result with CLBlast's defaults, using tools/tuning/gemm_compare.py), and
  * where the result is faster add an entry whose keys are as narrow as what
  * was measured. Tuned parameters change speed, not results, but a set tuned
@@ -22,7 +22,7 @@
 
 /* PoCL 3.1's "pthread" device (LLVM 15, skylake-avx512 code) on a 2-core
  * AMD EPYC VM with AVX-512 (shared with other jobs), CLBlast 1.5.3.
- * tools/tune-clblast.sh ran the tuners under nice: xgemm at 512^3 (its fixed
+ * tools/tuning/tune-clblast.sh ran the tuners under nice: xgemm at 512^3 (its fixed
  * set 1/4 sampled, then 1208 random configurations), xgemm_direct at 256^3
  * (fixed set, 210 random), the copy/pad/transpose tuners in full, and the
  * routine tuner for the switch point. The best few Xgemm and XgemmDirect

@@ -5,7 +5,7 @@ They prove that tests/host/test_safetensors.c accepts headers written by
 Hugging Face's own library (its tensor order, padding and JSON style). The C
 test checks the values below, so change both together. Needs:
     pip install safetensors numpy
-Usage: python3 tools/make_safetensors_golden.py [output-dir]
+Usage: python3 tools/reference/make_safetensors_golden.py [output-dir]
 """
 import os
 import sys
@@ -16,7 +16,7 @@ from safetensors.numpy import save_file
 
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
-        os.path.dirname(__file__), "..", "tests", "data", "safetensors")
+        os.path.dirname(__file__), "..", "..", "tests", "data", "safetensors")
     os.makedirs(out, exist_ok=True)
 
     # Several dtypes; values are arange() so the C test can recompute them.

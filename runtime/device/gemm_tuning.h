@@ -7,7 +7,7 @@
  *
  * CLFORMER_GEMM_TUNING: unset or 1 applies the table entry that matches the
  * device (none: CLBlast's own choice); 0 applies nothing; any other value is
- * a file of "Kernel NAME=value ..." lines (tools/tune-clblast.sh writes one)
+ * a file of "Kernel NAME=value ..." lines (tools/tuning/tune-clblast.sh writes one)
  * applied to whatever device is chosen. Tuning never fails a context: a set
  * CLBlast rejects is logged and CLBlast keeps its parameters for that kernel.
  * CLBlast keeps parameters per device for the whole process, so the setting

@@ -4,16 +4,16 @@
 #
 #   CLFORMER_GEMM_TUNING=$PWD/<outdir>/gemm_tuning.txt build/clformer ...
 #
-# (its lines can also go into the table in runtime/gemm_tuning.c, making them
+# (its lines can also go into the table in runtime/device/gemm_tuning.c, making them
 # the default for devices like the one tuned). Every product clformer computes
 # goes through CLBlast's GEMM, which picks per size between one "direct"
 # kernel and an "indirect" one with copy/pad/transpose helpers: all of these
 # are tuned, then the size from which indirect wins (XGEMM_MIN_INDIRECT_SIZE).
 #
-# Usage: tools/tune-clblast.sh [-p PLATFORM] [-d DEVICE] [-o OUTDIR] [-c]
+# Usage: tools/tuning/tune-clblast.sh [-p PLATFORM] [-d DEVICE] [-o OUTDIR] [-c]
 #   -p, -d   OpenCL platform and device index as `clinfo -l` lists them (0, 0)
 #   -o       where the tuners' JSON files and gemm_tuning.txt go (clblast-tuning)
-#   -c       then build tools/tuning/gemm_bench.c against build/ and compare
+#   -c       then compare with build/gemm_bench (tools/tuning/gemm_bench.c)
 #            the result with CLBlast's defaults on the transformer's shapes
 # Needs clblast-utils (Debian: apt-get install clblast-utils) and python3.
 # Tuners run under `nice -n 10` (NICE=0: normal priority); a run that stops
@@ -30,11 +30,11 @@
 # -c (or tools/tuning/gemm_compare.py). The direct kernel in particular is
 # tuned at 256^3 but serves attention's small batched products: where the
 # "attn" rows lose, try a set with a smaller WGD from the direct tuner's
-# files (the PoCL entry in runtime/gemm_tuning.c took a 32-wide one).
+# files (the PoCL entry in runtime/device/gemm_tuning.c took a 32-wide one).
 set -euo pipefail
 
 platform=0 device=0 outdir=clblast-tuning compare=0
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 while getopts "p:d:o:ch" opt; do
     case $opt in
     p) platform=$OPTARG ;;
@@ -153,8 +153,6 @@ echo "== wrote $outdir/gemm_tuning.txt"
 # CLBlast's defaults (0) against the file, interleaved, on the model's shapes.
 tuning=$PWD/gemm_tuning.txt
 cd "$root"
-[ -f build/libclformer.a ] || { echo "tune-clblast: build clformer first (tools/build.sh)" >&2; exit 1; }
-cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -DCL_TARGET_OPENCL_VERSION=120 -Iinclude -Iruntime \
-    tools/tuning/gemm_bench.c build/libclformer.a -lclblast -lOpenCL -ljansson -lm -o build/gemm_bench
+[ -x build/gemm_bench ] || { echo "tune-clblast: build clformer first (tools/build.sh)" >&2; exit 1; }
 CLFORMER_DEVICE=${CLFORMER_DEVICE:-$platform:$device} \
     nice -n "$nice_level" python3 tools/tuning/gemm_compare.py 0 "$tuning" --quick

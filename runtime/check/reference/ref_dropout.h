@@ -1,4 +1,4 @@
-/* Double-precision reference of the dropout operations (runtime/ops.h). */
+/* Double-precision reference of the dropout operations (runtime/ops/ops.h). */
 #ifndef REF_DROPOUT_H
 #define REF_DROPOUT_H
 

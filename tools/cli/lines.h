@@ -2,7 +2,7 @@
  * Line files for `clformer translate` and `clformer eval`: one sentence per
  * line, read whole and validated (UTF-8, no NUL byte; a leading byte order
  * mark is dropped), and written back to stdout or atomically to a file
- * (runtime/fileio.h: a temp file renamed into place, so a failed run leaves
+ * (runtime/core/fileio.h: a temp file renamed into place, so a failed run leaves
  * no half-written output).
  *
  * Unlike a training corpus (runtime/corpus.h), empty lines are kept: line i

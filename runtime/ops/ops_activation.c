@@ -1,7 +1,7 @@
 /*
  * Bias + activation + dropout for the feed-forward block (cl/activation.cl):
  * the host side of cf_bias_act_forward and cf_bias_act_backward
- * (runtime/ops.h).
+ * (runtime/ops/ops.h).
  *
  * Both are element-wise over the flat (N, C) tensor, four elements a work
  * item (one Philox block gives their dropout mask). dbias is cf_colsum

@@ -12,7 +12,7 @@
  * where a tiny step takes minutes) shrinks the model and profiles the timed
  * repetitions instead of running more.
  *
- * Counting, kept identical to tools/bench_torch.py so the two compare:
+ * Counting, kept identical to tools/reference/bench_torch.py so the two compare:
  * - a training step is B sentence pairs of T tokens: the source is
  *   <sos> w1..w(T-2) <eos>, the target <sos> w1..w(T-1) <eos>, so the decoder
  *   reads T tokens and predicts T labels; it counts B*T target tokens;
@@ -57,7 +57,7 @@ static const preset presets[] = {
 
 enum { MAX_FAMILIES = 32, N_BATCHES = 4, MAX_PROFILED_STEPS = 3 };
 #define MAX_LEN 256
-#define LEARNING_RATE 1e-4f /* tools/bench_torch.py's */
+#define LEARNING_RATE 1e-4f /* tools/reference/bench_torch.py's */
 #define QUICK_VOCAB 32
 
 /* Kernel time per family, divided by the number of profiled repetitions. */
@@ -509,7 +509,7 @@ int cmd_bench(int argc, char **argv)
         "--quick replaces the preset by d_model 16, 2 heads, d_ff 32, 1+1 layers, vocab 32,\n"
         "and profiles the timed repetitions instead of running more: a check that the\n"
         "command works on a simulator, not a measurement.\n"
-        "tools/bench_torch.py --clformer build/clformer runs PyTorch on the same settings.\n"
+        "tools/reference/bench_torch.py --clformer build/clformer runs PyTorch on the same settings.\n"
         "The device is CLFORMER_DEVICE's choice (see clformer devices).",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);

@@ -1,5 +1,5 @@
 /*
- * Double-precision reference of multi-head attention (runtime/ops.h): same
+ * Double-precision reference of multi-head attention (runtime/ops/ops.h): same
  * argument order and layouts as the device ops, plain C, no OpenCL.
  * Per-head tensors are (B, H, T, dh) with row capacity T (Tk_cap for kh, vh,
  * dkh, dvh); probabilities are (B, H, Tq, Tk).

@@ -1,6 +1,6 @@
 /* `clformer logits`: a model's logits for given token ids, written as
  * safetensors, so another framework can check them (the PyTorch round trip:
- * tools/torch_reference.py roundtrip). */
+ * tools/reference/torch_reference.py roundtrip). */
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
@@ -87,7 +87,7 @@ int cmd_logits(int argc, char **argv)
         "Compute a model's logits (dropout off) for a batch of token ids and write them as\n"
         "safetensors, for comparing clformer with another implementation of the model.",
         "clformer logits --model FILE --batch FILE --out FILE",
-        "tools/torch_reference.py roundtrip uses it to check a clformer-trained model in PyTorch.",
+        "tools/reference/torch_reference.py roundtrip uses it to check a clformer-trained model in PyTorch.",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);
     if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;

@@ -1,6 +1,6 @@
 /*
  * Linear layers, y = x W^T + b with W (OC, IC) as PyTorch stores it: the
- * host side of cf_linear_forward and cf_linear_backward (runtime/ops.h).
+ * host side of cf_linear_forward and cf_linear_backward (runtime/ops/ops.h).
  * Every product is one cf_gemm (CLBlast); the bias is a tiny kernel in
  * cl/activation.cl and dbias a deterministic cf_colsum.
  *

@@ -1,6 +1,6 @@
 /*
  * The Transformer's operations on the device: the contract between the model
- * (runtime/model.c) and the kernels (cl/<layer>.cl, runtime/ops_<layer>.c).
+ * (runtime/model/model.c) and the kernels (cl/<layer>.cl, runtime/ops/ops_<layer>.c).
  *
  * Conventions (llm.c, CLBlast):
  * - Tensors are cf_view (buffer, element offset). Row-major. Token ids and

@@ -1,5 +1,5 @@
 /*
- * Multi-head scaled dot-product attention (contract in runtime/ops.h).
+ * Multi-head scaled dot-product attention (contract in runtime/ops/ops.h).
  *
  * Forward, per (b, h), as three launches over all B*H heads at once:
  *   S = Qh Kh^T                      strided-batched GEMM into saved->probs
