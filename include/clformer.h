@@ -19,6 +19,16 @@ extern "C" {
 
 #define CLFORMER_VERSION "0.1.0"
 
+/* Marks the public functions: the library is built with -fvisibility=hidden,
+ * so these are the only symbols libclformer.so exports. */
+#ifndef CLFORMER_API
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define CLFORMER_API __attribute__((visibility("default")))
+#else
+#define CLFORMER_API
+#endif
+#endif
+
 typedef enum {
     CLFORMER_OK = 0,
     CLFORMER_ERR_INVALID_ARGUMENT, /* bad user input: a config, a token id, a flag */
@@ -33,10 +43,10 @@ typedef enum {
 } clformer_status;
 
 /* A short constant name for a status, e.g. "CLFORMER_ERR_IO". */
-const char *clformer_status_name(clformer_status status);
+CLFORMER_API const char *clformer_status_name(clformer_status status);
 
 /* The message of the last failure on the calling thread ("" if none). */
-const char *clformer_last_error(void);
+CLFORMER_API const char *clformer_last_error(void);
 
 /* ------------------------------------------------------------------------- */
 /* Devices                                                                    */
@@ -77,10 +87,10 @@ typedef struct {
 } clformer_device_info;
 
 /* "gpu", "cpu", "accelerator" or "other": the words CLFORMER_DEVICE accepts. */
-const char *clformer_device_type_name(clformer_device_type type);
+CLFORMER_API const char *clformer_device_type_name(clformer_device_type type);
 
 /* Lists every device of every platform. Free the array with free(). */
-clformer_status clformer_list_devices(clformer_device_info **devices, size_t *count);
+CLFORMER_API clformer_status clformer_list_devices(clformer_device_info **devices, size_t *count);
 
 /*
  * Chooses a device by the CLFORMER_DEVICE grammar (pure function, no OpenCL):
@@ -96,8 +106,9 @@ clformer_status clformer_list_devices(clformer_device_info **devices, size_t *co
  * A selector that matches nothing is CLFORMER_ERR_NO_DEVICE with a message
  * that names it and lists the devices that exist.
  */
-clformer_status clformer_select_device(const clformer_device_info *devices, size_t count,
-                                       const char *selector, size_t *index);
+CLFORMER_API clformer_status clformer_select_device(const clformer_device_info *devices,
+                                                    size_t count, const char *selector,
+                                                    size_t *index);
 
 /* ------------------------------------------------------------------------- */
 /* Context: one device, its queue, its compiled programs                     */
@@ -106,9 +117,9 @@ clformer_status clformer_select_device(const clformer_device_info *devices, size
 typedef struct clformer_context clformer_context;
 
 /* Opens the device chosen by `selector` (NULL: the CLFORMER_DEVICE variable). */
-clformer_status clformer_context_create(const char *selector, clformer_context **ctx);
-void clformer_context_free(clformer_context *ctx);
-const clformer_device_info *clformer_context_device(const clformer_context *ctx);
+CLFORMER_API clformer_status clformer_context_create(const char *selector, clformer_context **ctx);
+CLFORMER_API void clformer_context_free(clformer_context *ctx);
+CLFORMER_API const clformer_device_info *clformer_context_device(const clformer_context *ctx);
 
 /* Kernel program cache counters, for tests and `clformer bench`. */
 typedef struct {
@@ -117,7 +128,7 @@ typedef struct {
     unsigned builds;      /* compiled from source */
     unsigned disk_rejects;/* cache files found corrupt or stale and rebuilt */
 } clformer_program_stats;
-clformer_program_stats clformer_context_program_stats(const clformer_context *ctx);
+CLFORMER_API clformer_program_stats clformer_context_program_stats(const clformer_context *ctx);
 
 
 /* ------------------------------------------------------------------------- */
@@ -146,15 +157,15 @@ typedef struct {
 } clformer_config;
 
 /* MODEL.md's defaults; vocabulary sizes are left 0 (they come from data). */
-void clformer_config_default(clformer_config *config);
+CLFORMER_API void clformer_config_default(clformer_config *config);
 
 /* Checks every field; the message names the field, the value and the fix. */
-clformer_status clformer_config_validate(const clformer_config *config);
+CLFORMER_API clformer_status clformer_config_validate(const clformer_config *config);
 
 /* The config as the JSON object stored in checkpoints (malloc'd string). */
-char *clformer_config_to_json(const clformer_config *config);
+CLFORMER_API char *clformer_config_to_json(const clformer_config *config);
 /* Parses that JSON object; unknown keys and missing keys are errors. */
-clformer_status clformer_config_from_json(const char *json, clformer_config *config);
+CLFORMER_API clformer_status clformer_config_from_json(const char *json, clformer_config *config);
 
 /* Special token ids of every vocabulary. */
 enum { CLFORMER_PAD = 0, CLFORMER_SOS = 1, CLFORMER_EOS = 2, CLFORMER_UNK = 3 };
@@ -169,19 +180,21 @@ typedef struct clformer_model clformer_model;
  * embeddings, zero biases, unit LayerNorm), deterministic from `seed`, which
  * also seeds dropout. Fails with a clear message when the config is invalid
  * or the parameters and optimizer state do not fit the device. */
-clformer_status clformer_model_create(clformer_context *ctx, const clformer_config *config,
-                                      uint64_t seed, clformer_model **model);
-void clformer_model_free(clformer_model *model);
+CLFORMER_API clformer_status clformer_model_create(clformer_context *ctx,
+                                                   const clformer_config *config, uint64_t seed,
+                                                   clformer_model **model);
+CLFORMER_API void clformer_model_free(clformer_model *model);
 
-const clformer_config *clformer_model_config(const clformer_model *model);
-size_t clformer_model_parameter_count(const clformer_model *model);
+CLFORMER_API const clformer_config *clformer_model_config(const clformer_model *model);
+CLFORMER_API size_t clformer_model_parameter_count(const clformer_model *model);
 
 /* Vocabularies (tokens in id order, vocab-size entries each). A model made
  * from a config has none until they are set; checkpoints store them. */
-clformer_status clformer_model_set_vocabs(clformer_model *model, const char *const *src_tokens,
-                                          const char *const *tgt_tokens);
-const char *const *clformer_model_src_vocab(const clformer_model *model);
-const char *const *clformer_model_tgt_vocab(const clformer_model *model);
+CLFORMER_API clformer_status clformer_model_set_vocabs(clformer_model *model,
+                                                       const char *const *src_tokens,
+                                                       const char *const *tgt_tokens);
+CLFORMER_API const char *const *clformer_model_src_vocab(const clformer_model *model);
+CLFORMER_API const char *const *clformer_model_tgt_vocab(const clformer_model *model);
 
 /* Device memory in bytes. */
 typedef struct {
@@ -192,7 +205,7 @@ typedef struct {
     size_t decoding;     /* inference caches */
     size_t total;        /* everything clformer allocated on the device */
 } clformer_memory;
-clformer_memory clformer_model_memory(const clformer_model *model);
+CLFORMER_API clformer_memory clformer_model_memory(const clformer_model *model);
 
 /* A batch of sentence pairs as token ids, right-padded with CLFORMER_PAD:
  * src is batch x src_len, tgt is batch x tgt_len (each target starts with
@@ -212,9 +225,9 @@ typedef struct {
     float weight_decay;           /* rank-2 tensors only (0) */
     float clip;                   /* global gradient-norm clip, 0 = off (1.0) */
 } clformer_optim_config;
-void clformer_optim_config_default(clformer_optim_config *config);
-clformer_status clformer_model_set_optimizer(clformer_model *model,
-                                             const clformer_optim_config *config);
+CLFORMER_API void clformer_optim_config_default(clformer_optim_config *config);
+CLFORMER_API clformer_status clformer_model_set_optimizer(clformer_model *model,
+                                                          const clformer_optim_config *config);
 
 typedef struct {
     double loss;       /* mean cross-entropy over counted target tokens, before the update */
@@ -226,46 +239,48 @@ typedef struct {
 /* One training step: forward, loss, backward, clipping and the optimizer
  * update at learning rate `lr`, all enqueued; reads back only the loss and
  * the gradient norm. */
-clformer_status clformer_model_train_step(clformer_model *model, const clformer_batch *batch,
-                                          float lr, clformer_step_stats *stats);
+CLFORMER_API clformer_status clformer_model_train_step(clformer_model *model,
+                                                       const clformer_batch *batch, float lr,
+                                                       clformer_step_stats *stats);
 
 /* Loss without training (dropout off, and no label smoothing: the plain
  * cross-entropy, whose exp is the perplexity): sum of token losses and
  * their count. */
-clformer_status clformer_model_eval_loss(clformer_model *model, const clformer_batch *batch,
-                                         double *loss_sum, size_t *tokens);
+CLFORMER_API clformer_status clformer_model_eval_loss(clformer_model *model,
+                                                      const clformer_batch *batch, double *loss_sum,
+                                                      size_t *tokens);
 
 /* Logits (batch x (tgt_len-1) x tgt_vocab floats) of a batch, dropout off. */
-clformer_status clformer_model_logits(clformer_model *model, const clformer_batch *batch,
-                                      float *logits);
+CLFORMER_API clformer_status clformer_model_logits(clformer_model *model,
+                                                   const clformer_batch *batch, float *logits);
 
 /* Forward and backward without an update, for gradient checks: afterwards
  * clformer_model_read_tensor(..., gradient=true) gives this batch's
  * gradients of the mean loss (dropout as in training). */
-clformer_status clformer_model_gradients(clformer_model *model, const clformer_batch *batch,
-                                         double *loss);
+CLFORMER_API clformer_status clformer_model_gradients(clformer_model *model,
+                                                      const clformer_batch *batch, double *loss);
 
 /* Copies the named parameter (PyTorch name) or its gradient to host memory;
  * `count` must be the tensor's element count. */
-clformer_status clformer_model_read_tensor(clformer_model *model, const char *name,
-                                           bool gradient, float *out, size_t count);
+CLFORMER_API clformer_status clformer_model_read_tensor(clformer_model *model, const char *name,
+                                                        bool gradient, float *out, size_t count);
 
 /* Optimizer steps taken so far. */
-uint64_t clformer_model_step(const clformer_model *model);
+CLFORMER_API uint64_t clformer_model_step(const clformer_model *model);
 
 /* Changes the training-only settings of a loaded model: dropout and label
  * smoothing (the weights do not depend on them). */
-clformer_status clformer_model_set_regularization(clformer_model *model, float dropout,
-                                                  float label_smoothing);
+CLFORMER_API clformer_status clformer_model_set_regularization(clformer_model *model, float dropout,
+                                                               float label_smoothing);
 
 /* The seed of dropout masks (a loaded plain model has seed 0 until set). */
-void clformer_model_set_seed(clformer_model *model, uint64_t seed);
+CLFORMER_API void clformer_model_set_seed(clformer_model *model, uint64_t seed);
 
 /* Learning rate at step (from 1): constant, or the paper's noam schedule
  * factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5). */
 typedef enum { CLFORMER_LR_CONSTANT = 0, CLFORMER_LR_NOAM = 1 } clformer_lr_schedule;
-float clformer_learning_rate(clformer_lr_schedule schedule, float base, int d_model,
-                             uint64_t step, uint64_t warmup);
+CLFORMER_API float clformer_learning_rate(clformer_lr_schedule schedule, float base, int d_model,
+                                          uint64_t step, uint64_t warmup);
 
 /* ------------------------------------------------------------------------- */
 /* Translation (greedy or beam search, with key/value caches)                */
@@ -277,7 +292,7 @@ typedef struct {
     float length_penalty;  /* beam: hypotheses ranked by logprob / length^penalty (1.0) */
     bool record_attention; /* greedy: keep the last decoder layer's cross-attention of sentence 0 */
 } clformer_decode_options;
-void clformer_decode_options_default(clformer_decode_options *options);
+CLFORMER_API void clformer_decode_options_default(clformer_decode_options *options);
 
 typedef struct {
     int32_t *tokens;        /* batch x max_len: row b holds lengths[b] ids, no <sos>/<eos> */
@@ -286,13 +301,14 @@ typedef struct {
     float *attention;       /* attention_rows x heads x src_len, when recorded */
     size_t attention_rows, heads, src_len;
 } clformer_translation;
-void clformer_translation_free(clformer_translation *translation);
+CLFORMER_API void clformer_translation_free(clformer_translation *translation);
 
 /* Translates `batch` source sentences (batch x src_len ids, right-padded with
  * <pad>; each sentence <sos> ... <eos> as in training). */
-clformer_status clformer_translate(clformer_model *model, const int32_t *src, size_t batch,
-                                   size_t src_len, const clformer_decode_options *options,
-                                   clformer_translation *out);
+CLFORMER_API clformer_status clformer_translate(clformer_model *model, const int32_t *src,
+                                                size_t batch, size_t src_len,
+                                                const clformer_decode_options *options,
+                                                clformer_translation *out);
 
 /* ------------------------------------------------------------------------- */
 /* Checkpoints: one .safetensors file (MODEL.md)                             */
@@ -303,22 +319,23 @@ clformer_status clformer_translate(clformer_model *model, const int32_t *src, si
  * (optim.m.<name>, optim.v.<name>) and clformer.train_state (step, seed,
  * optimizer, and the trainer's JSON, see below). The write is atomic: a
  * temp file, fsync, rename, fsync of the directory. */
-clformer_status clformer_model_save(clformer_model *model, const char *path,
-                                    bool with_training_state);
+CLFORMER_API clformer_status clformer_model_save(clformer_model *model, const char *path,
+                                                 bool with_training_state);
 
 /* Loads a checkpoint, validating everything (header, dtypes, shapes,
  * metadata, vocabularies) before allocating on the device. A training
  * checkpoint restores the optimizer state and step as well. */
-clformer_status clformer_model_load(clformer_context *ctx, const char *path,
-                                    clformer_model **model);
+CLFORMER_API clformer_status clformer_model_load(clformer_context *ctx, const char *path,
+                                                 clformer_model **model);
 
 /* True when the loaded checkpoint held optimizer state. */
-bool clformer_model_has_training_state(const clformer_model *model);
+CLFORMER_API bool clformer_model_has_training_state(const clformer_model *model);
 
 /* The trainer's own state (a JSON object: data position, schedule, ...),
  * stored in clformer.train_state; NULL when none. */
-clformer_status clformer_model_set_trainer_state(clformer_model *model, const char *json);
-const char *clformer_model_trainer_state(const clformer_model *model);
+CLFORMER_API clformer_status clformer_model_set_trainer_state(clformer_model *model,
+                                                              const char *json);
+CLFORMER_API const char *clformer_model_trainer_state(const clformer_model *model);
 
 #ifdef __cplusplus
 }
