@@ -181,7 +181,7 @@ CLFORMER_API clformer_program_stats clformer_context_program_stats(const clforme
 
 
 /* ------------------------------------------------------------------------- */
-/* Model configuration (../shared/docs/MODEL.md)                              */
+/* Model configuration (docs/MODEL.md)                                       */
 /* ------------------------------------------------------------------------- */
 
 typedef enum { CLFORMER_ACT_RELU = 0, CLFORMER_ACT_GELU = 1 } clformer_activation;
@@ -205,7 +205,7 @@ typedef struct {
     bool share_tgt_embed;  /* generator weight tied to the target embedding */
 } clformer_config;
 
-/* MODEL.md's defaults; vocabulary sizes are left 0 (they come from data). */
+/* docs/MODEL.md's defaults; vocabulary sizes are left 0 (they come from data). */
 CLFORMER_API void clformer_config_default(clformer_config *config);
 
 /* Checks every field; the message names the field, the value and the fix. */
@@ -225,7 +225,7 @@ enum { CLFORMER_PAD = 0, CLFORMER_SOS = 1, CLFORMER_EOS = 2, CLFORMER_UNK = 3 };
 
 typedef struct clformer_model clformer_model;
 
-/* A fresh model: MODEL.md's initialisation (Xavier-uniform matrices and
+/* A fresh model: docs/MODEL.md's initialisation (Xavier-uniform matrices and
  * embeddings, zero biases, unit LayerNorm), deterministic from `seed`, which
  * also seeds dropout. Fails with a clear message when the config is invalid
  * or the parameters and optimizer state do not fit the device. */
@@ -360,7 +360,7 @@ CLFORMER_API clformer_status clformer_translate(clformer_model *model, const int
                                                 clformer_translation *out);
 
 /* ------------------------------------------------------------------------- */
-/* Checkpoints: one .safetensors file (MODEL.md)                             */
+/* Checkpoints: one .safetensors file (docs/MODEL.md)                        */
 /* ------------------------------------------------------------------------- */
 
 /* Saves the weights under PyTorch's state_dict names with the config and
