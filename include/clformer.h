@@ -52,6 +52,12 @@ CLFORMER_API const char *clformer_status_name(clformer_status status);
 /* The message of the last failure on the calling thread ("" if none). */
 CLFORMER_API const char *clformer_last_error(void);
 
+/* True when s[0..n) is well-formed UTF-8: no overlong forms, no surrogates,
+ * nothing above U+10FFFF. On false, *bad (if not NULL) is the byte offset of
+ * the first ill-formed sequence. clformer accepts text (corpora, vocabularies,
+ * checkpoint headers) by exactly this rule. */
+CLFORMER_API bool clformer_utf8_valid(const char *s, size_t n, size_t *bad);
+
 /* ------------------------------------------------------------------------- */
 /* Devices                                                                    */
 /* ------------------------------------------------------------------------- */
