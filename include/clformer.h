@@ -52,6 +52,18 @@ CLFORMER_API const char *clformer_status_name(clformer_status status);
 /* The message of the last failure on the calling thread ("" if none). */
 CLFORMER_API const char *clformer_last_error(void);
 
+#if defined(__GNUC__)
+#define CLFORMER_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CLFORMER_PRINTF(f, a)
+#endif
+
+/* Records a message (printf format) as the calling thread's last error and
+ * returns `status`: code built on clformer reports its own failures the way
+ * the library does. */
+CLFORMER_API clformer_status clformer_set_error(clformer_status status, const char *format, ...)
+    CLFORMER_PRINTF(2, 3);
+
 /* True when s[0..n) is well-formed UTF-8: no overlong forms, no surrogates,
  * nothing above U+10FFFF. On false, *bad (if not NULL) is the byte offset of
  * the first ill-formed sequence. clformer accepts text (corpora, vocabularies,
@@ -391,6 +403,57 @@ CLFORMER_API bool clformer_model_has_training_state(const clformer_model *model)
 CLFORMER_API clformer_status clformer_model_set_trainer_state(clformer_model *model,
                                                               const char *json);
 CLFORMER_API const char *clformer_model_trainer_state(const clformer_model *model);
+
+/* ------------------------------------------------------------------------- */
+/* Files: what the clformer command reads and writes, the library's way       */
+/* ------------------------------------------------------------------------- */
+
+/* Reads a whole file into a NUL-terminated malloc'd buffer (free()). */
+CLFORMER_API clformer_status clformer_read_file(const char *path, char **data, size_t *size);
+
+/* A file written atomically: `path` appears, complete, only on commit (a
+ * temp file beside it, fsync, rename, fsync of the directory). Commit and
+ * abort free the handle; abort removes the temp file (NULL is fine). */
+typedef struct clformer_atomic_file clformer_atomic_file;
+CLFORMER_API clformer_status clformer_atomic_file_open(const char *path,
+                                                       clformer_atomic_file **file);
+CLFORMER_API clformer_status clformer_atomic_file_write(clformer_atomic_file *file,
+                                                        const void *data, size_t size);
+CLFORMER_API clformer_status clformer_atomic_file_commit(clformer_atomic_file *file);
+CLFORMER_API void clformer_atomic_file_abort(clformer_atomic_file *file);
+
+/* One sentence per line: reads `path` (NULL or "-": stdin) whole, drops a
+ * leading byte order mark, refuses invalid UTF-8 and NUL bytes (the message
+ * names file:line) and splits at '\n'; empty lines are kept (line i of an
+ * output answers line i of its input). *lines is malloc'd, with *n lines;
+ * free it with clformer_lines_free. An empty file is n = 0. */
+CLFORMER_API clformer_status clformer_lines_read(const char *path, char ***lines, size_t *n);
+CLFORMER_API void clformer_lines_free(char **lines);
+/* Writes n lines, each ended by '\n', atomically to `path` (NULL: stdout). */
+CLFORMER_API clformer_status clformer_lines_write(const char *path, const char *const *lines,
+                                                  size_t n);
+
+/* Tensors in a safetensors file, e.g. to exchange inputs and outputs with
+ * PyTorch. Saving is atomic; loading validates the whole file and reads every
+ * tensor (F32 and I32 only) into memory owned by the array, freed by
+ * clformer_tensors_free. */
+typedef enum { CLFORMER_DTYPE_F32 = 0, CLFORMER_DTYPE_I32 = 1 } clformer_dtype;
+#define CLFORMER_TENSOR_MAX_DIMS 8
+typedef struct {
+    const char *name;
+    clformer_dtype dtype;
+    int ndim;
+    int64_t shape[CLFORMER_TENSOR_MAX_DIMS];
+    const void *data; /* row-major, shape's product elements */
+} clformer_tensor;
+CLFORMER_API clformer_status clformer_tensors_save(const char *path, const clformer_tensor *tensors,
+                                                   size_t n);
+CLFORMER_API clformer_status clformer_tensors_load(const char *path, clformer_tensor **tensors,
+                                                   size_t *n);
+CLFORMER_API void clformer_tensors_free(clformer_tensor *tensors, size_t n);
+/* The tensor named `name` in an array, or NULL. */
+CLFORMER_API const clformer_tensor *clformer_tensors_find(const clformer_tensor *tensors,
+                                                          size_t n, const char *name);
 
 #ifdef __cplusplus
 }
