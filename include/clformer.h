@@ -197,6 +197,25 @@ typedef struct {
 } clformer_program_stats;
 CLFORMER_API clformer_program_stats clformer_context_program_stats(const clformer_context *ctx);
 
+/* Kernel timing, for benchmarks. On a context created with
+ * params.profiling, every command records its device time while profiling
+ * is on (from creation until turned off); turning it on elsewhere is
+ * CLFORMER_ERR_INVALID_ARGUMENT. */
+CLFORMER_API clformer_status clformer_context_set_profiling(clformer_context *ctx, bool on);
+
+/* Device time per kernel family ("gemm", "attention", "layernorm", ...). */
+typedef struct {
+    const char *family; /* static string */
+    double ms;          /* summed over the family's commands */
+    unsigned count;     /* commands */
+} clformer_kernel_time;
+
+/* Waits for the queue, then fills up to `cap` families recorded since the
+ * last call (largest time first) and clears the record. */
+CLFORMER_API clformer_status clformer_context_kernel_times(clformer_context *ctx,
+                                                           clformer_kernel_time *times,
+                                                           size_t cap, size_t *n);
+
 
 /* ------------------------------------------------------------------------- */
 /* Model configuration (docs/MODEL.md)                                       */
@@ -331,6 +350,11 @@ CLFORMER_API clformer_status clformer_model_gradients(clformer_model *model,
  * `count` must be the tensor's element count. */
 CLFORMER_API clformer_status clformer_model_read_tensor(clformer_model *model, const char *name,
                                                         bool gradient, float *out, size_t count);
+
+/* Replaces the named parameter's values (PyTorch name; `count` its element
+ * count), e.g. to edit a trained model; optimizer state is left as it is. */
+CLFORMER_API clformer_status clformer_model_write_tensor(clformer_model *model, const char *name,
+                                                         const float *data, size_t count);
 
 /* Optimizer steps taken so far. */
 CLFORMER_API uint64_t clformer_model_step(const clformer_model *model);

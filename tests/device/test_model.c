@@ -231,11 +231,80 @@ static void bad_configs_are_refused(void **state)
     assert_null(m);
 }
 
+/* clformer_model_write_tensor replaces a parameter; a wrong name or size is refused. */
+static void write_tensor_round_trip(void **state)
+{
+    (void)state;
+    clformer_config c = small_config();
+    clformer_model *m = new_model(&c, 5);
+    float bias[23], back[23];
+    assert_ok(clformer_model_read_tensor(m, "generator.bias", false, bias, 23));
+    for (int i = 0; i < 23; i++) bias[i] = 0.25f * (float)i - 1.0f;
+    assert_ok(clformer_model_write_tensor(m, "generator.bias", bias, 23));
+    assert_ok(clformer_model_read_tensor(m, "generator.bias", false, back, 23));
+    assert_memory_equal(bias, back, sizeof bias);
+    assert_int_equal(clformer_model_write_tensor(m, "generator.bias", bias, 22),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_int_equal(clformer_model_write_tensor(m, "no.such.tensor", bias, 23),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "no.such.tensor"));
+    clformer_model_free(m);
+}
+
+/* Kernel times are recorded only while profiling is on, per family, and
+ * cleared by reading them; a context without profiling refuses to turn it on. */
+static void kernel_times_follow_set_profiling(void **state)
+{
+    (void)state;
+    assert_int_equal(clformer_context_set_profiling(hctx(), true), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "profiling"));
+    clformer_context_params params;
+    clformer_context_params_default(&params);
+    params.device = hctx()->info.selector;
+    params.profiling = true;
+    clformer_context *ctx;
+    assert_ok(clformer_context_create_with_params(&params, &ctx));
+    clformer_config c = small_config();
+    clformer_model *m;
+    assert_ok(clformer_model_create(ctx, &c, 3, &m));
+    int32_t src[B * S], tgt[B * T1];
+    make_batch(&c, 0, src, tgt);
+    const clformer_batch batch = {B, S, T1, src, tgt};
+    clformer_step_stats stats;
+    clformer_kernel_time times[32];
+    size_t n = 99;
+
+    assert_ok(clformer_context_set_profiling(ctx, false));
+    assert_ok(clformer_context_kernel_times(ctx, times, 32, &n)); /* drops model creation's */
+    assert_ok(clformer_model_train_step(m, &batch, 1e-3f, &stats));
+    assert_ok(clformer_context_kernel_times(ctx, times, 32, &n));
+    assert_int_equal(n, 0);
+
+    assert_ok(clformer_context_set_profiling(ctx, true));
+    assert_ok(clformer_model_train_step(m, &batch, 1e-3f, &stats));
+    assert_ok(clformer_context_kernel_times(ctx, times, 32, &n));
+    assert_true(n >= 3);
+    bool gemm = false;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(times[i].count > 0);
+        assert_true(times[i].ms >= 0.0);
+        if (i) assert_true(times[i].ms <= times[i - 1].ms);
+        if (!strcmp(times[i].family, "gemm")) gemm = true;
+    }
+    assert_true(gemm);
+    assert_ok(clformer_context_kernel_times(ctx, times, 32, &n));
+    assert_int_equal(n, 0);
+    clformer_model_free(m);
+    clformer_context_free(ctx);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(same_seed_same_bits),
     cmocka_unit_test(resume_gives_the_same_bits),
     cmocka_unit_test(plain_checkpoint_round_trip),
     cmocka_unit_test(bad_token_ids_are_refused),
     cmocka_unit_test(bad_configs_are_refused),
+    cmocka_unit_test(write_tensor_round_trip),
+    cmocka_unit_test(kernel_times_follow_set_profiling),
 };
 HARNESS_DEVICE_MAIN("model", tests)

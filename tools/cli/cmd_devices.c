@@ -89,9 +89,11 @@ int cmd_devices(int argc, char **argv)
         cli_runtime_error("devices", "listing OpenCL devices");
         return 1;
     }
-    const char *selector = getenv("CLFORMER_DEVICE");
+    clformer_context_params env; /* CLFORMER_DEVICE and the rest, read in one place */
+    clformer_status st = clformer_context_params_from_env(&env);
+    const char *selector = env.device;
     size_t chosen = 0;
-    clformer_status st = clformer_select_device(devs, n, selector, &chosen);
+    if (st == CLFORMER_OK) st = clformer_select_device(devs, n, selector, &chosen);
     long selected = st == CLFORMER_OK ? (long)chosen : -1;
     if (json) print_json(devs, n, selected);
     else if (n) print_table(devs, n, selected);
