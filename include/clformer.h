@@ -128,7 +128,7 @@ CLFORMER_API clformer_status clformer_select_device(const clformer_device_info *
  * GPU. `matches` (may be NULL) receives how many devices matched.
  * local_rank 0 picks what clformer_select_device picks.
  */
-clformer_status clformer_select_device_for_rank(const clformer_device_info *devices,
+CLFORMER_API clformer_status clformer_select_device_for_rank(const clformer_device_info *devices,
                                                 size_t count, const char *selector,
                                                 int local_rank, size_t *index,
                                                 size_t *matches);
@@ -289,15 +289,15 @@ typedef struct {
  * N*B. Dropout masks are drawn per rank (the seed is mixed with the rank).
  * Every rank must start from the same parameters (same seed or checkpoint).
  */
-clformer_status clformer_model_set_collective(clformer_model *model,
+CLFORMER_API clformer_status clformer_model_set_collective(clformer_model *model,
                                               const clformer_collective *collective);
 
 /* FNV-1a over the bytes of every parameter: equal on every rank of a
  * data-parallel run, which `--check-sync` verifies. */
-clformer_status clformer_model_parameter_checksum(clformer_model *model, uint64_t *checksum);
+CLFORMER_API clformer_status clformer_model_parameter_checksum(clformer_model *model, uint64_t *checksum);
 
 /* Copies rank `root`'s parameters and optimizer state to every rank. */
-clformer_status clformer_model_broadcast(clformer_model *model, int root);
+CLFORMER_API clformer_status clformer_model_broadcast(clformer_model *model, int root);
 
 /* One training step: forward, loss, backward, clipping and the optimizer
  * update at learning rate `lr`, all enqueued; reads back only the loss and

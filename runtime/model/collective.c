@@ -7,6 +7,7 @@
  * communicator.
  */
 #include "buffer.h"
+#include "fnv1a.h"
 #include "model.h"
 
 #include <math.h>
@@ -89,12 +90,8 @@ clformer_status clformer_model_parameter_checksum(clformer_model *m, uint64_t *c
     float *host = malloc(n * sizeof *host);
     if (!host) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     clformer_status st = cf_download(m->ctx, m->params, 0, host, n);
-    uint64_t h = 0xcbf29ce484222325ULL;
-    const unsigned char *bytes = (const unsigned char *)host;
-    for (size_t i = 0; st == CLFORMER_OK && i < n * sizeof *host; i++)
-        h = (h ^ bytes[i]) * 0x100000001b3ULL;
+    *checksum = cf_fnv1a(CF_FNV1A_INIT, host, n * sizeof *host);
     free(host);
-    *checksum = h;
     return st;
 }
 
