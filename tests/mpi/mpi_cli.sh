@@ -41,14 +41,16 @@ resume)
   grep -q "trained to step 6" out4 || { cat out4; fail "2 -> 1 did not reach step 6"; }
   ;;
 kill)
-  mpi -np 2 "$CLFORMER_BINARY" "${train[@]}" --steps 100000 --log log.jsonl > out 2>&1 &
+  # mpirun itself in the background (not through a function: $! must be its pid)
+  "$MPIRUN" --allow-run-as-root --oversubscribe -np 2 "$CLFORMER_BINARY" "${train[@]}" \
+    --steps 100000 --log log.jsonl > out 2>&1 &
   job=$!
   for _ in $(seq 1 600); do  # up to 60 s for the first steps (kernels may compile)
     [ -s log.jsonl ] && break
     sleep 0.1
   done
   [ -s log.jsonl ] || { kill -9 $job; cat out; fail "no step was logged"; }
-  victim=$(pgrep -P $job -f clformer | tail -n 1)
+  victim=$(pgrep -P $job -x clformer | tail -n 1)
   [ -n "$victim" ] || { kill -9 $job; fail "no rank process found under mpirun $job"; }
   kill -9 "$victim"
   start=$(date +%s)
