@@ -120,8 +120,9 @@ static bool print_json(const cf_bleu_result *b, const loss_result *loss,
     json_object_set_new(o, "ref_len", json_integer((json_int_t)b->stats.ref_len));
     if (loss) {
         /* null when no pair fits the model: JSON has no NaN */
-        json_object_set_new(o, "loss", loss->have ? json_real(loss->loss) : json_null());
-        json_object_set_new(o, "perplexity", loss->have ? json_real(exp(loss->loss)) : json_null());
+        json_object_set_new(o, "loss", loss->have ? cli_json_number(loss->loss) : json_null());
+        json_object_set_new(o, "perplexity",
+                            loss->have ? cli_json_number(exp(loss->loss)) : json_null());
         json_object_set_new(o, "skipped", json_integer((json_int_t)(loss->empty + loss->too_long)));
         json_object_set_new(o, "sentences", json_integer((json_int_t)ts->sentences));
         json_object_set_new(o, "tokens_per_s",
