@@ -9,6 +9,7 @@
  * binary, u64 FNV-1a of the binary (all little-endian host order).
  */
 #include "fileio.h"
+#include "fnv1a.h"
 #include "log.h"
 #include "program.h"
 
@@ -18,17 +19,6 @@
 #include <string.h>
 
 static const char MAGIC[] = "CLFORMER-BIN-1\n";
-
-static uint64_t fnv1a64(const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
 
 static bool cache_enabled(void)
 {
@@ -66,7 +56,7 @@ clformer_status cf_cache_key_make(cf_ctx *ctx, const char *source, const char *o
     key->path = malloc(strlen(dir) + 32);
     if (!key->path) return CLFORMER_OK; /* no cache, not an error */
     sprintf(key->path, "%s/%016llx.bin", dir,
-            (unsigned long long)fnv1a64(key->key, strlen(key->key)));
+            (unsigned long long)cf_fnv1a(CF_FNV1A_INIT, key->key, strlen(key->key)));
     return CLFORMER_OK;
 }
 
@@ -116,7 +106,7 @@ bool cf_cache_load(cf_ctx *ctx, const cf_cache_key *key, const char *options, cl
     const unsigned char *binary = (const unsigned char *)p;
     if (ok) {
         p += bin_len;
-        ok = take(&p, end, &sum, 8) && sum == fnv1a64(binary, bin_len) && p == end;
+        ok = take(&p, end, &sum, 8) && sum == cf_fnv1a(CF_FNV1A_INIT, binary, bin_len) && p == end;
     }
     cl_program program = NULL;
     if (ok) {
@@ -166,7 +156,7 @@ void cf_cache_store(cf_ctx *ctx, const cf_cache_key *key, cl_program program)
         return;
     }
     p += bin_len;
-    uint64_t sum = fnv1a64(binary, bin_len);
+    uint64_t sum = cf_fnv1a(CF_FNV1A_INIT, binary, bin_len);
     memcpy(p, &sum, 8);
 
     char *dir = strdup(key->path);
