@@ -212,9 +212,12 @@ static clformer_status parse_train_state(const char *text, train_state *ts)
                        step < 0 ? "its step is negative" : err.text);
     }
     if (strcmp(name, "adam") != 0 && strcmp(name, "adamw") != 0) {
+        /* the message first: `name` lives in `root` (a use after free that
+         * fuzz_train_state found; regression seed corpus/fuzz_train_state/crash-uaf-optimizer) */
+        clformer_status st = cf_fail(CLFORMER_ERR_FORMAT, "clformer.train_state names the "
+                                     "optimizer '%.40s'; clformer knows adam and adamw", name);
         json_decref(root);
-        return cf_fail(CLFORMER_ERR_FORMAT, "clformer.train_state names the optimizer '%.40s'; "
-                       "clformer knows adam and adamw", name);
+        return st;
     }
     /* digits only (strtoull alone takes "-1", "+5" and leading spaces), in range */
     bool seed_ok = *seed && strspn(seed, "0123456789") == strlen(seed);
@@ -234,6 +237,14 @@ static clformer_status parse_train_state(const char *text, train_state *ts)
         if (!ts->trainer) st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     json_decref(root);
+    return st;
+}
+
+clformer_status cf_train_state_check(const char *text)
+{
+    train_state ts;
+    clformer_status st = parse_train_state(text, &ts);
+    free(ts.trainer);
     return st;
 }
 

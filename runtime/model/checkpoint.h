@@ -11,4 +11,7 @@
 
 clformer_status cf_checkpoint_check(const cf_st_reader *reader);
 
+/* Parses a clformer.train_state value as loading does, and discards it. */
+clformer_status cf_train_state_check(const char *text);
+
 #endif
