@@ -126,7 +126,52 @@ CLFORMER_API clformer_status clformer_select_device(const clformer_device_info *
 
 typedef struct clformer_context clformer_context;
 
-/* Opens the device chosen by `selector` (NULL: the CLFORMER_DEVICE variable). */
+/* Diagnostic messages (never failures: those are statuses). */
+typedef enum {
+    CLFORMER_LOG_ERROR = 0,
+    CLFORMER_LOG_WARN,
+    CLFORMER_LOG_INFO,
+    CLFORMER_LOG_DEBUG
+} clformer_log_level;
+
+/* Receives each message at or above the context's level: one line without
+ * the trailing newline, valid only during the call. */
+typedef void (*clformer_log_callback)(clformer_log_level level, const char *message, void *user);
+
+/* Everything a context can be configured with. The library reads no
+ * environment variable for these; clformer_context_params_from_env() is the
+ * one place that does (for the CLI and clformer_context_create). Strings are
+ * the caller's and need to live only until the create call returns. */
+typedef struct {
+    const char *device;      /* a selector, as clformer_select_device (NULL: the best device) */
+    bool cache;              /* keep compiled kernels on disk (true) */
+    const char *cache_dir;   /* where (NULL: $XDG_CACHE_HOME/clformer or ~/.cache/clformer) */
+    const char *kernel_dir;  /* cl/ sources to compile instead of the built-in ones (NULL) */
+    const char *gemm_tuning; /* CLBlast GEMM parameters: NULL or "1" the built-in table entry
+                                for the device, "0" none, else a file of tuned sets */
+    bool profiling;          /* queue profiling, for clformer_context_set_profiling (false) */
+    clformer_log_level log_level;      /* least important level shown (CLFORMER_LOG_WARN) */
+    clformer_log_callback log_callback; /* NULL: "clformer LEVEL: message" lines on stderr */
+    void *log_user;                     /* passed to log_callback */
+} clformer_context_params;
+
+/* The defaults above. */
+CLFORMER_API void clformer_context_params_default(clformer_context_params *params);
+
+/* The defaults, then the environment: CLFORMER_DEVICE, CLFORMER_CACHE (0, off
+ * or false: no cache), CLFORMER_CACHE_DIR, CLFORMER_KERNEL_DIR,
+ * CLFORMER_GEMM_TUNING and CLFORMER_LOG (error, warn, info, debug). The
+ * strings point into the environment. A value it cannot read is
+ * CLFORMER_ERR_INVALID_ARGUMENT naming the variable and the values allowed. */
+CLFORMER_API clformer_status clformer_context_params_from_env(clformer_context_params *params);
+
+/* Opens the device `params` selects (NULL: the defaults). A selector that
+ * matches nothing is CLFORMER_ERR_NO_DEVICE listing the devices. */
+CLFORMER_API clformer_status clformer_context_create_with_params(
+    const clformer_context_params *params, clformer_context **ctx);
+
+/* Opens the device chosen by `selector` with the environment's settings
+ * (clformer_context_params_from_env; NULL selector: CLFORMER_DEVICE). */
 CLFORMER_API clformer_status clformer_context_create(const char *selector, clformer_context **ctx);
 CLFORMER_API void clformer_context_free(clformer_context *ctx);
 CLFORMER_API const clformer_device_info *clformer_context_device(const clformer_context *ctx);

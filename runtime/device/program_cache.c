@@ -20,24 +20,6 @@
 
 static const char MAGIC[] = "CLFORMER-BIN-1\n";
 
-static bool cache_enabled(void)
-{
-    const char *v = getenv("CLFORMER_CACHE");
-    return !(v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "false")));
-}
-
-/* $CLFORMER_CACHE_DIR, else $XDG_CACHE_HOME/clformer, else ~/.cache/clformer. */
-static bool cache_dir(char *out, size_t cap)
-{
-    const char *v = getenv("CLFORMER_CACHE_DIR");
-    if (v && *v) return snprintf(out, cap, "%s", v) < (int)cap;
-    v = getenv("XDG_CACHE_HOME");
-    if (v && *v) return snprintf(out, cap, "%s/clformer", v) < (int)cap;
-    v = getenv("HOME");
-    if (v && *v) return snprintf(out, cap, "%s/.cache/clformer", v) < (int)cap;
-    return false;
-}
-
 clformer_status cf_cache_key_make(cf_ctx *ctx, const char *source, const char *options,
                                   cf_cache_key *key)
 {
@@ -51,8 +33,8 @@ clformer_status cf_cache_key_make(cf_ctx *ctx, const char *source, const char *o
              "device_version=%s\noptions=%s\nsource=%s",
              d->platform, d->platform_version, d->name, d->vendor, d->driver_version,
              d->device_version, options, source);
-    char dir[3072];
-    if (!cache_enabled() || !cache_dir(dir, sizeof dir)) return CLFORMER_OK;
+    const char *dir = ctx->cache_dir;
+    if (!dir) return CLFORMER_OK;
     key->path = malloc(strlen(dir) + 32);
     if (!key->path) return CLFORMER_OK; /* no cache, not an error */
     sprintf(key->path, "%s/%016llx.bin", dir,
@@ -131,7 +113,7 @@ bool cf_cache_load(cf_ctx *ctx, const cf_cache_key *key, const char *options, cl
     }
     free(data);
     if (!ok) {
-        cf_log(CF_LOG_DEBUG, "program cache entry %s is corrupt or stale; rebuilding", key->path);
+        cf_log(&ctx->log, CF_LOG_DEBUG, "program cache entry %s is corrupt or stale; rebuilding", key->path);
         *rejected = true;
         return false;
     }
@@ -175,8 +157,8 @@ void cf_cache_store(cf_ctx *ctx, const cf_cache_key *key, cl_program program)
     if (slash) *slash = '\0';
     if (!dir || cf_make_dirs(dir) != CLFORMER_OK ||
         cf_write_file_atomic(key->path, buf, total) != CLFORMER_OK) {
-        cf_log(CF_LOG_WARN, "cannot write program cache %s: %s (set CLFORMER_CACHE_DIR, or "
-               "CLFORMER_CACHE=0 to turn the cache off)", key->path, clformer_last_error());
+        cf_log(&ctx->log, CF_LOG_WARN, "cannot write program cache %s: %s (choose another cache "
+               "directory, CLFORMER_CACHE_DIR for the CLI, or turn the cache off with CLFORMER_CACHE=0)", key->path, clformer_last_error());
         cf_clear_error();
     }
     free(dir);
