@@ -173,7 +173,7 @@ static void fsync_directory_of(const char *path)
     if (!copy) return;
     int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
     if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL))
-        cf_log(CF_LOG_WARN, "wrote '%s' but could not sync its directory (%s): a power cut now "
+        cf_log(NULL, CF_LOG_WARN, "wrote '%s' but could not sync its directory (%s): a power cut now "
                "could lose it", path, strerror(errno));
     if (fd >= 0) close(fd);
     free(copy);
