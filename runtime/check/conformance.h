@@ -41,6 +41,17 @@ void conf_emit(conf_sink sink, void *user, const char *op, const char *shape, re
  * one, else the one with the larger error relative to its bound. */
 ref_cmp conf_worse(ref_cmp a, ref_cmp b);
 
+/* The cases of one layer, run by its check and, with many more of them, by
+ * its device test (tests/device/test_<layer>.c). Each case emits one result
+ * per direction, judged on the numbers and on guard regions (conf_block.h). */
+typedef struct {
+    size_t N, C;
+    uint64_t seed;
+    bool special; /* rows of constant values and rows with a large mean */
+} conf_layernorm_case;
+clformer_status conf_layernorm_run(cf_ctx *ctx, const conf_layernorm_case *c, conf_sink sink,
+                                   void *user);
+
 /* The checks (one file each). */
 clformer_status conf_gemm(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_attention(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
