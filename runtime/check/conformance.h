@@ -9,6 +9,7 @@
 #define CLFORMER_CONFORMANCE_H
 
 #include "context.h"
+#include "ops.h"
 #include "ref_compare.h"
 
 typedef struct {
@@ -49,6 +50,15 @@ typedef struct {
     uint64_t seed;
     bool special; /* rows of constant values and rows with a large mean */
 } conf_layernorm_case;
+typedef struct {
+    size_t N, C;
+    cf_activation act;
+    float p; /* dropout */
+    uint64_t seed;
+} conf_activation_case;
+clformer_status conf_activation_run(cf_ctx *ctx, const conf_activation_case *c, conf_sink sink,
+                                    void *user);
+
 clformer_status conf_layernorm_run(cf_ctx *ctx, const conf_layernorm_case *c, conf_sink sink,
                                    void *user);
 
