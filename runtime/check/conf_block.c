@@ -55,6 +55,11 @@ clformer_status conf_block_read(conf_block *b)
 
 const float *conf_block_out(const conf_block *b, size_t t) { return b->host + b->off[t]; }
 
+bool conf_block_unchanged(const conf_block *b, size_t t)
+{
+    return memcmp(b->host + b->off[t], b->stage + b->off[t], b->len[t] * 4) == 0;
+}
+
 bool conf_block_guards_ok(const conf_block *b)
 {
     size_t i = 0;

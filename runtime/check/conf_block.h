@@ -49,6 +49,8 @@ cf_view conf_block_view(const conf_block *b, size_t t);
 clformer_status conf_block_read(conf_block *b);
 /* Tensor t as last read. */
 const float *conf_block_out(const conf_block *b, size_t t);
+/* True when tensor t, as last read, still holds its initial contents. */
+bool conf_block_unchanged(const conf_block *b, size_t t);
 /* True when every guard region held its pattern at the last read. */
 bool conf_block_guards_ok(const conf_block *b);
 void conf_block_free(conf_block *b);

@@ -59,6 +59,18 @@ typedef struct {
 clformer_status conf_activation_run(cf_ctx *ctx, const conf_activation_case *c, conf_sink sink,
                                     void *user);
 
+typedef enum { CONF_DROPOUT_RESIDUAL, CONF_DROPOUT_BACKWARD, CONF_DROPOUT_ADD } conf_dropout_op;
+typedef struct {
+    conf_dropout_op op; /* out = a + dropout(b); out = dropout(a); out = a + b */
+    size_t n;
+    cf_dropout drop;
+    bool active;   /* false: no dropout (NULL) */
+    bool in_place; /* out is a */
+    uint64_t seed;
+} conf_dropout_case;
+clformer_status conf_dropout_run(cf_ctx *ctx, const conf_dropout_case *c, conf_sink sink,
+                                 void *user);
+
 clformer_status conf_layernorm_run(cf_ctx *ctx, const conf_layernorm_case *c, conf_sink sink,
                                    void *user);
 
