@@ -132,6 +132,19 @@ CLFORMER_API clformer_status clformer_select_device(const clformer_device_info *
                                                     size_t count, const char *selector,
                                                     size_t *index);
 
+/*
+ * The device of one rank of a data-parallel job: when `selector` matches
+ * several devices, rank `local_rank` on a machine takes the
+ * (local_rank mod count)-th match, best first (the order of the default
+ * choice), so "gpu" with 4 ranks on a 4-GPU machine gives each rank its own
+ * GPU. `matches` (may be NULL) receives how many devices matched.
+ * local_rank 0 picks what clformer_select_device picks.
+ */
+CLFORMER_API clformer_status clformer_select_device_for_rank(const clformer_device_info *devices,
+                                                size_t count, const char *selector,
+                                                int local_rank, size_t *index,
+                                                size_t *matches);
+
 /* ------------------------------------------------------------------------- */
 /* Context: one device, its queue, its compiled programs                     */
 /* ------------------------------------------------------------------------- */
@@ -320,7 +333,47 @@ typedef struct {
     double grad_norm;  /* global gradient norm before clipping */
     size_t tokens;     /* counted (non-pad) target tokens */
     uint64_t step;     /* optimizer steps taken, this one included */
+    /* data-parallel runs (all zero alone): where the step's time went */
+    double compute_s;   /* forward and backward, up to the gradients being ready */
+    double allreduce_s; /* summing the gradients over ranks (waiting included) */
+    size_t allreduce_bytes; /* gradient bytes each rank contributed */
 } clformer_step_stats;
+
+/*
+ * Data-parallel training without forcing a communication library on the
+ * embedder: the caller supplies these collectives (the clformer command
+ * implements them with MPI, tools/cli/mpi_collective.c) and every rank calls
+ * the same model functions in the same order. Each callback works in place
+ * on host memory, returns CLFORMER_OK or a status (with a message set by the
+ * implementation), and must give every rank bit-identical results (a fixed
+ * reduction order, as MPI_Allreduce does in practice). See docs/DISTRIBUTED.md.
+ */
+typedef struct {
+    void *user;
+    int rank, size; /* this rank, and the number of ranks (1: no communication) */
+    clformer_status (*allreduce_sum_f32)(void *user, float *data, size_t n);
+    clformer_status (*allreduce_sum_f64)(void *user, double *data, size_t n);
+    clformer_status (*broadcast)(void *user, void *data, size_t bytes, int root);
+} clformer_collective;
+
+/*
+ * Makes train steps data-parallel over `collective` (copied; NULL: alone).
+ * A train step then counts the non-pad target tokens of all ranks, scales
+ * each rank's gradient by that global count, sums the gradients over ranks
+ * between backward and clipping, and reports the global loss, token count and
+ * gradient norm, so N ranks at batch B take the step one rank takes at batch
+ * N*B. Dropout masks are drawn per rank (the seed is mixed with the rank).
+ * Every rank must start from the same parameters (same seed or checkpoint).
+ */
+CLFORMER_API clformer_status clformer_model_set_collective(clformer_model *model,
+                                              const clformer_collective *collective);
+
+/* FNV-1a over the bytes of every parameter: equal on every rank of a
+ * data-parallel run, which `--check-sync` verifies. */
+CLFORMER_API clformer_status clformer_model_parameter_checksum(clformer_model *model, uint64_t *checksum);
+
+/* Copies rank `root`'s parameters and optimizer state to every rank. */
+CLFORMER_API clformer_status clformer_model_broadcast(clformer_model *model, int root);
 
 /* One training step: forward, loss, backward, clipping and the optimizer
  * update at learning rate `lr`, all enqueued; reads back only the loss and
@@ -445,6 +498,10 @@ CLFORMER_API clformer_status clformer_atomic_file_write(clformer_atomic_file *fi
                                                         const void *data, size_t size);
 CLFORMER_API clformer_status clformer_atomic_file_commit(clformer_atomic_file *file);
 CLFORMER_API void clformer_atomic_file_abort(clformer_atomic_file *file);
+/* Checks up front that `path` can be written atomically later (creates and
+ * removes the temp file a write would use; refuses a directory), so that a
+ * program refuses a bad output path before hours of work. */
+CLFORMER_API clformer_status clformer_atomic_file_check(const char *path);
 
 /* One sentence per line: reads `path` (NULL or "-": stdin) whole, drops a
  * leading byte order mark, refuses invalid UTF-8 and NUL bytes (the message
