@@ -472,6 +472,14 @@ CLFORMER_API clformer_status clformer_model_save(clformer_model *model, const ch
 CLFORMER_API clformer_status clformer_model_load(clformer_context *ctx, const char *path,
                                                  clformer_model **model);
 
+/* Writes `checkpoint`'s weights and model metadata (config, vocabularies)
+ * to `out_path` without its training state (no optim.* tensors, no
+ * clformer.train_state), atomically: a file that PyTorch's strict
+ * load_state_dict takes and clformer_model_load loads as a plain model.
+ * Needs no device; the input is validated as loading validates it. */
+CLFORMER_API clformer_status clformer_checkpoint_export(const char *checkpoint,
+                                                        const char *out_path);
+
 /* True when the loaded checkpoint held optimizer state. */
 CLFORMER_API bool clformer_model_has_training_state(const clformer_model *model);
 

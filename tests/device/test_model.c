@@ -369,6 +369,67 @@ static void kernel_times_follow_set_profiling(void **state)
     clformer_context_free(ctx);
 }
 
+static char *slurp(const char *path, size_t *size)
+{
+    char *data = NULL;
+    assert_ok(clformer_read_file(path, &data, size));
+    return data;
+}
+
+/* clformer_checkpoint_export of a training checkpoint is the plain save of
+ * the same model, byte for byte: no optim.* tensors, no train_state; it
+ * loads as a plain model; a file that is no checkpoint is refused. */
+static void export_drops_the_training_state(void **state)
+{
+    (void)state;
+    clformer_config c = small_config();
+    clformer_model *m = new_model(&c, 9);
+    double l[2];
+    train(m, 0, 2, l);
+    char train_path[] = "/tmp/clformer-export-train-XXXXXX";
+    char plain_path[] = "/tmp/clformer-export-plain-XXXXXX";
+    char out_path[] = "/tmp/clformer-export-out-XXXXXX";
+    close(mkstemp(train_path));
+    close(mkstemp(plain_path));
+    close(mkstemp(out_path));
+    assert_ok(clformer_model_save(m, train_path, true));
+    assert_ok(clformer_model_save(m, plain_path, false));
+    assert_ok(clformer_checkpoint_export(train_path, out_path));
+
+    size_t n_plain, n_out;
+    char *plain = slurp(plain_path, &n_plain), *out = slurp(out_path, &n_out);
+    assert_int_equal(n_out, n_plain);
+    assert_memory_equal(out, plain, n_plain);
+    free(plain);
+    free(out);
+    clformer_tensor *t;
+    size_t n;
+    assert_ok(clformer_tensors_load(out_path, &t, &n));
+    assert_true(n > 0);
+    for (size_t i = 0; i < n; i++) assert_true(strncmp(t[i].name, "optim.", 6) != 0);
+    clformer_tensors_free(t, n);
+
+    clformer_model *back = NULL;
+    assert_ok(clformer_model_load(hctx(), out_path, &back));
+    assert_false(clformer_model_has_training_state(back));
+    float a[23], b[23];
+    assert_ok(clformer_model_read_tensor(m, "generator.bias", false, a, 23));
+    assert_ok(clformer_model_read_tensor(back, "generator.bias", false, b, 23));
+    assert_memory_equal(a, b, sizeof a);
+    clformer_model_free(back);
+
+    /* exporting an export is the same file again; a non-checkpoint is refused */
+    assert_ok(clformer_checkpoint_export(out_path, plain_path));
+    const clformer_tensor junk = {"x", CLFORMER_DTYPE_F32, 1, {1}, a};
+    assert_ok(clformer_tensors_save(train_path, &junk, 1));
+    assert_int_equal(clformer_checkpoint_export(train_path, out_path), CLFORMER_ERR_FORMAT);
+    assert_non_null(strstr(clformer_last_error(), "not a clformer checkpoint"));
+    clformer_model_free(m);
+    unlink(train_path);
+    unlink(plain_path);
+    unlink(out_path);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(same_seed_same_bits),
     cmocka_unit_test(resume_gives_the_same_bits),
@@ -378,5 +439,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(bad_configs_are_refused),
     cmocka_unit_test(write_tensor_round_trip),
     cmocka_unit_test(kernel_times_follow_set_profiling),
+    cmocka_unit_test(export_drops_the_training_state),
 };
 HARNESS_DEVICE_MAIN("model", tests)
