@@ -48,7 +48,7 @@ static void check_json(void **state)
     json_t *doc = run_json(out, sizeof out, args);
     json_t *results = json_object_get(doc, "results");
     assert_true(json_is_array(results));
-    assert_int_equal(json_array_size(results), 2); /* forward and backward */
+    assert_int_equal(json_array_size(results), 3); /* forward, backward, backward accumulating */
     size_t i;
     json_t *r;
     json_array_foreach(results, i, r) {
