@@ -55,8 +55,9 @@ struct clformer_context {
     char *cache_dir;  /* on-disk program cache; NULL: off */
     char *kernel_dir; /* cl/ sources read at build time; NULL: the embedded ones */
 
-    /* Profiling: enabled when the queue was created with profiling. */
-    bool profiling;
+    /* Profiling: commands record events while `profiling` is set, which
+     * needs a queue created with profiling (queue_profiling). */
+    bool profiling, queue_profiling;
     cf_profile_entry *profile;
     size_t n_profile, profile_capacity;
 

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
+#include "ranks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,26 @@ static void print_table(const clformer_device_info *d, size_t n, long selected)
     }
 }
 
+/* Under mpirun: which device each rank takes (ranks.h), one line per rank. */
+static int print_ranks(clformer_device_info *devs, size_t n, const char *selector)
+{
+    const ranks_info *ri = ranks_get();
+    size_t index = 0, matches = 0;
+    char line[512];
+    clformer_status st =
+        clformer_select_device_for_rank(devs, n, selector, ri->local_rank, &index, &matches);
+    if (st == CLFORMER_OK)
+        snprintf(line, sizeof line, "rank %d of %d (local rank %d): %s %s (match %zu of %zu)",
+                 ri->rank, ri->size, ri->local_rank, devs[index].selector, devs[index].name,
+                 (size_t)ri->local_rank % matches + 1, matches);
+    else
+        snprintf(line, sizeof line, "rank %d of %d (local rank %d): no device: %s", ri->rank,
+                 ri->size, ri->local_rank, clformer_last_error());
+    free(devs);
+    ranks_print_in_order(line);
+    return ranks_any(st != CLFORMER_OK) ? 1 : 0; /* printed before any rank ends the job */
+}
+
 int cmd_devices(int argc, char **argv)
 {
     bool json = false;
@@ -71,10 +92,13 @@ int cmd_devices(int argc, char **argv)
         cli_runtime_error("devices", "listing OpenCL devices");
         return 1;
     }
-    const char *selector = getenv("CLFORMER_DEVICE");
+    clformer_context_params env; /* CLFORMER_DEVICE and the rest, read in one place */
+    clformer_status st = clformer_context_params_from_env(&env);
+    const char *selector = env.device;
     size_t chosen = 0;
-    clformer_status st = clformer_select_device(devs, n, selector, &chosen);
+    if (st == CLFORMER_OK) st = clformer_select_device(devs, n, selector, &chosen);
     long selected = st == CLFORMER_OK ? (long)chosen : -1;
+    if (ranks_get()->size > 1) return print_ranks(devs, n, selector);
     if (json) {
         if (!print_json(devs, n, selected)) {
             /* jansson refuses strings that are not UTF-8 */

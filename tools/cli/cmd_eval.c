@@ -166,6 +166,11 @@ static int eval_files(const eval_args *a)
 /* --model --src --ref: translate, score, and the loss on the same pairs. */
 static int eval_model(const eval_args *a)
 {
+    const cli_file inputs[] = {{"--model", a->model}, {"--src", a->src}, {"--ref", a->ref}};
+    if (a->output && check_not_input(a->output, inputs, 3) != CLFORMER_OK) {
+        cli_runtime_error("eval", "--output");
+        return EXIT_USAGE;
+    }
     if (a->output && check_writable(a->output) != CLFORMER_OK) {
         cli_runtime_error("eval", "--output");
         return 1;
