@@ -73,6 +73,7 @@ typedef struct {
     bool fp16;
     bool fp64;
     bool unified_memory; /* host-unified memory: an integrated GPU or a CPU */
+    bool native_kernels; /* runs host functions on its queue (CL_EXEC_NATIVE_KERNEL) */
     bool simulator;      /* e.g. Oclgrind: chosen only when named */
 } clformer_device_info;
 
@@ -118,6 +119,31 @@ typedef struct {
     unsigned disk_rejects;/* cache files found corrupt or stale and rebuilt */
 } clformer_program_stats;
 clformer_program_stats clformer_context_program_stats(const clformer_context *ctx);
+
+/*
+ * Who computes the matrix products on a device:
+ *   clblast  CLBlast's OpenCL kernels (any device)
+ *   host     OpenBLAS's sgemm called from a native kernel on the device's own
+ *            queue, on the buffers' host memory (CPU devices that run native
+ *            kernels; only in builds that found OpenBLAS)
+ * The rule: host on a CPU device (not a simulator) that runs native kernels
+ * when the build has OpenBLAS, clblast otherwise; the CLFORMER_GEMM variable
+ * (clblast | host | auto) overrides it.
+ */
+typedef enum { CLFORMER_GEMM_CLBLAST = 0, CLFORMER_GEMM_HOST = 1 } clformer_gemm_provider;
+
+/* "clblast" or "host". */
+const char *clformer_gemm_provider_name(clformer_gemm_provider provider);
+
+/* The provider for `device` under `choice` (NULL, "" or "auto": the rule);
+ * CLFORMER_ERR_INVALID_ARGUMENT for an unknown word or a provider the device
+ * or this build cannot use, with a message that says why. Pure: no OpenCL. */
+clformer_status clformer_gemm_provider_for(const clformer_device_info *device,
+                                           const char *choice,
+                                           clformer_gemm_provider *provider);
+
+/* The provider a context uses (chosen when it was created). */
+clformer_gemm_provider clformer_context_gemm_provider(const clformer_context *ctx);
 
 
 /* ------------------------------------------------------------------------- */

@@ -38,6 +38,7 @@ struct clformer_context {
     cl_device_id device;
     cl_context context;
     cl_command_queue queue;
+    clformer_gemm_provider gemm_provider; /* see clformer_gemm_provider_for */
 
     /* Work-group size used by row-reduction kernels (power of two). */
     size_t reduce_wg;

@@ -1,9 +1,13 @@
-/* The CLBlast wrapper against the double-precision reference: odd sizes, all
- * transposes, offsets, alpha/beta, strided-batched and batched, canaries. */
+/* runtime/device/gemm.h against the double-precision reference: odd sizes,
+ * all transposes, offsets, alpha/beta, strided-batched and batched, canaries;
+ * bad calls refused. Registered once per provider (CLFORMER_GEMM=clblast and
+ * =host, see tests/CMakeLists.txt), and once with the device's own choice. */
 #include "harness.h"
+#include "buffer.h"
 #include "gemm.h"
 #include "gemm_check.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Every odd size appears in every position; then transformer shapes. */
@@ -71,9 +75,64 @@ static void gemm_bad_leading_dimension_is_reported(void **state)
     hbuf a = hbuf_zeros(64, 0), b = hbuf_zeros(64, 0), c = hbuf_zeros(64, 0);
     clformer_status st = cf_gemm(hctx(), false, false, 4, 4, 4, 1.0f, a.mem, 0, 2 /* < k */,
                                  b.mem, 0, 4, 0.0f, c.mem, 0, 4);
-    assert_int_equal(st, CLFORMER_ERR_CLBLAST);
-    assert_non_null(strstr(clformer_last_error(), "LeadDimA"));
+    assert_int_equal(st, CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "leading dimension of A (2)"));
+    st = cf_gemm(hctx(), true, true, 4, 4, 4, 1.0f, a.mem, 0, 4, b.mem, 0, 3 /* < k */, 0.0f,
+                 c.mem, 0, 4);
+    assert_int_equal(st, CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "leading dimension of B (3)"));
     hbuf_free(a), hbuf_free(b), hbuf_free(c);
+}
+
+/* A product that would read or write past a buffer is refused before it
+ * runs (the host provider works on raw memory), for every form of call. */
+static void gemm_past_the_buffer_is_refused(void **state)
+{
+    (void)state;
+    cl_mem a, b, c; /* 64 floats each, no guard regions */
+    assert_ok(cf_buffer_alloc(hctx(), 64, "A", &a));
+    assert_ok(cf_buffer_alloc(hctx(), 64, "B", &b));
+    assert_ok(cf_buffer_alloc(hctx(), 64, "C", &c));
+    /* C at offset 49 needs 16 floats: 1 past the end */
+    clformer_status st = cf_gemm(hctx(), false, false, 4, 4, 4, 1.0f, a, 0, 4, b, 0, 4, 0.0f, c,
+                                 49, 4);
+    assert_int_equal(st, CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "matrix C"));
+    /* at offset 48 it fits exactly */
+    assert_ok(cf_gemm(hctx(), false, false, 4, 4, 4, 1.0f, a, 0, 4, b, 0, 4, 0.0f, c, 48, 4));
+    /* the fourth of 4 strided A matrices of 16 starts at 1 + 48: ends at 65 */
+    st = cf_gemm_strided_batched(hctx(), false, false, 4, 4, 4, 1.0f, a, 1, 4, 16, b, 0, 4, 0,
+                                 0.0f, c, 0, 4, 16, 4);
+    assert_int_equal(st, CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "matrix A"));
+    const size_t ao[2] = {0, 0}, bo[2] = {0, 49}, co[2] = {0, 16};
+    const float ones[2] = {1.0f, 1.0f};
+    st = cf_gemm_batched(hctx(), false, false, 4, 4, 4, ones, a, ao, 4, b, bo, 4, ones, c, co, 4,
+                         2);
+    assert_int_equal(st, CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "matrix B"));
+    assert_ok(cf_finish(hctx()));
+    cf_buffer_free(hctx(), a), cf_buffer_free(hctx(), b), cf_buffer_free(hctx(), c);
+}
+
+/* The context uses the provider CLFORMER_GEMM names: otherwise the host
+ * registration of this test would silently check CLBlast again. */
+static void gemm_provider_is_the_one_asked_for(void **state)
+{
+    (void)state;
+    const char *want = getenv("CLFORMER_GEMM");
+    clformer_gemm_provider expected;
+    assert_ok(clformer_gemm_provider_for(&hctx()->info, want, &expected));
+    assert_int_equal(clformer_context_gemm_provider(hctx()), expected);
+    if (want && *want && strcmp(want, "auto") != 0)
+        assert_string_equal(clformer_gemm_provider_name(expected), want);
+    print_message("gemm provider: %s\n", clformer_gemm_provider_name(expected));
+}
+
+static void gemm_conformance(void **state)
+{
+    (void)state;
+    assert_conformance(conf_gemm);
 }
 
 static const struct CMUnitTest tests[] = {
@@ -83,5 +142,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(gemm_strided_batched),
     cmocka_unit_test(gemm_batched_offsets),
     cmocka_unit_test(gemm_bad_leading_dimension_is_reported),
+    cmocka_unit_test(gemm_past_the_buffer_is_refused),
+    cmocka_unit_test(gemm_provider_is_the_one_asked_for),
+    cmocka_unit_test(gemm_conformance),
 };
 HARNESS_DEVICE_MAIN("gemm", tests)
