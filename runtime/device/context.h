@@ -6,6 +6,7 @@
 #ifndef CF_CONTEXT_H
 #define CF_CONTEXT_H
 
+#include "kernel_ids.h"
 #include "status.h"
 
 #include <stdbool.h>
@@ -49,6 +50,8 @@ struct clformer_context {
     cf_program_entry *programs;
     size_t n_programs;
     clformer_program_stats program_stats;
+    /* The ops' kernels by id (cf_kernel_get), NULL until first used. */
+    cl_kernel kernel_by_id[CF_K_COUNT];
 
     /* Profiling: enabled when the queue was created with profiling. */
     bool profiling;

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void json_string(const char *s)
 {
@@ -16,6 +17,15 @@ static void json_string(const char *s)
         else putchar(c);
     }
     putchar('"');
+}
+
+/* The GEMM provider this device gets under CLFORMER_GEMM; NULL (with the
+ * reason recorded) where CLFORMER_GEMM names one it cannot use. */
+static const char *gemm_provider(const clformer_device_info *d)
+{
+    clformer_gemm_provider p;
+    if (clformer_gemm_provider_for(d, getenv("CLFORMER_GEMM"), &p) != CLFORMER_OK) return NULL;
+    return clformer_gemm_provider_name(p);
 }
 
 static void print_json(const clformer_device_info *d, size_t n, long selected)
@@ -38,11 +48,16 @@ static void print_json(const clformer_device_info *d, size_t n, long selected)
         json_string(x->c_version);
         printf(", \"compute_units\": %u, \"clock_mhz\": %u, \"global_mem_bytes\": %llu, "
                "\"local_mem_bytes\": %llu, \"max_alloc_bytes\": %llu, "
-               "\"max_work_group_size\": %zu, \"fp16\": %s, \"fp64\": %s, \"simulator\": %s}",
+               "\"max_work_group_size\": %zu, \"fp16\": %s, \"fp64\": %s, \"simulator\": %s",
                x->compute_units, x->clock_mhz, (unsigned long long)x->global_mem_bytes,
                (unsigned long long)x->local_mem_bytes, (unsigned long long)x->max_alloc_bytes,
                x->max_work_group_size, x->fp16 ? "true" : "false", x->fp64 ? "true" : "false",
                x->simulator ? "true" : "false");
+        const char *gemm = gemm_provider(x);
+        printf(", \"native_kernels\": %s, \"gemm_provider\": ", x->native_kernels ? "true" : "false");
+        if (gemm) json_string(gemm);
+        else printf("null");
+        printf("}");
     }
     printf("\n]}\n");
 }
@@ -63,6 +78,14 @@ static void print_table(const clformer_device_info *d, size_t n, long selected)
         printf("        limits    work-group %zu; fp16 %s, fp64 %s\n", x->max_work_group_size,
                x->fp16 ? "yes" : "no", x->fp64 ? "yes" : "no");
         printf("        driver    %s; %s\n", x->driver_version, x->c_version);
+        const char *gemm = gemm_provider(x);
+        if (!gemm)
+            printf("        gemm      unusable: %s\n", clformer_last_error());
+        else if (strcmp(gemm, "host") == 0)
+            printf("        gemm      host: OpenBLAS sgemm in native kernels (CLFORMER_GEMM=clblast "
+                   "for CLBlast)\n");
+        else
+            printf("        gemm      clblast%s\n", x->native_kernels ? "" : " (no native kernels)");
     }
 }
 
@@ -78,7 +101,9 @@ int cmd_devices(int argc, char **argv)
         "clformer devices [--json]",
         "CLFORMER_DEVICE grammar: P:D (indices), gpu | cpu | accelerator, or parts of the\n"
         "platform/vendor and device names: amd, intel:gpu, pocl:pthread, oclgrind.\n"
-        "Unset: the best GPU, else an accelerator, else a CPU (simulators only when named).",
+        "Unset: the best GPU, else an accelerator, else a CPU (simulators only when named).\n"
+        "GEMM: CPU devices that run native kernels use OpenBLAS (\"host\"), others CLBlast;\n"
+        "CLFORMER_GEMM=clblast|host|auto overrides that.",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);
     if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
