@@ -42,6 +42,15 @@ clformer_status cf_fail(clformer_status status, const char *fmt, ...)
     return status;
 }
 
+clformer_status clformer_set_error(clformer_status status, const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    vsnprintf(last_error, sizeof last_error, format, ap);
+    va_end(ap);
+    return status;
+}
+
 clformer_status cf_fail_prefix(clformer_status status, const char *fmt, ...)
 {
     char prefix[1024];

@@ -7,6 +7,7 @@
 #define CF_CONTEXT_H
 
 #include "kernel_ids.h"
+#include "log.h"
 #include "status.h"
 
 #include <stdbool.h>
@@ -53,8 +54,14 @@ struct clformer_context {
     /* The ops' kernels by id (cf_kernel_get), NULL until first used. */
     cl_kernel kernel_by_id[CF_K_COUNT];
 
-    /* Profiling: enabled when the queue was created with profiling. */
-    bool profiling;
+    /* Settings from clformer_context_params (owned copies). */
+    cf_log_sink log;
+    char *cache_dir;  /* on-disk program cache; NULL: off */
+    char *kernel_dir; /* cl/ sources read at build time; NULL: the embedded ones */
+
+    /* Profiling: commands record events while `profiling` is set, which
+     * needs a queue created with profiling (queue_profiling). */
+    bool profiling, queue_profiling;
     cf_profile_entry *profile;
     size_t n_profile, profile_capacity;
 
@@ -70,7 +77,12 @@ struct clformer_context {
     size_t scratch_count;
 };
 
-/* Opens a context with optional queue profiling (used by `bench` and `check`). */
+/* Opens a context from the environment's settings (clformer_context_params_from_env)
+ * with `selector` (NULL: CLFORMER_DEVICE) and optional queue profiling. */
 clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx **ctx);
+
+/* The per-user cache directory: $XDG_CACHE_HOME/clformer, else
+ * $HOME/.cache/clformer; false when neither is set or it does not fit. */
+bool cf_default_cache_dir(char *out, size_t cap);
 
 #endif

@@ -252,6 +252,17 @@ static void list_devices_into(char *buf, size_t cap, const clformer_device_info 
     }
 }
 
+/* The selector without surrounding blanks ("" for NULL). */
+static void trim_selector(const char *selector, char *sel, size_t cap)
+{
+    sel[0] = '\0';
+    if (!selector) return;
+    while (isspace((unsigned char)*selector)) selector++;
+    snprintf(sel, cap, "%s", selector);
+    for (size_t l = strlen(sel); l > 0 && isspace((unsigned char)sel[l - 1]); l--)
+        sel[l - 1] = '\0';
+}
+
 clformer_status clformer_select_device(const clformer_device_info *devs, size_t n,
                                        const char *selector, size_t *index)
 {
@@ -259,14 +270,8 @@ clformer_status clformer_select_device(const clformer_device_info *devs, size_t 
         return cf_fail(CLFORMER_ERR_NO_DEVICE,
                        "no OpenCL device found: install a driver (on Debian: apt-get install "
                        "pocl-opencl-icd for the CPU) and check OCL_ICD_VENDORS if it is set");
-    char sel[256] = "";
-    if (selector) {
-        /* trim surrounding blanks */
-        while (isspace((unsigned char)*selector)) selector++;
-        snprintf(sel, sizeof sel, "%s", selector);
-        for (size_t l = strlen(sel); l > 0 && isspace((unsigned char)sel[l - 1]); l--)
-            sel[l - 1] = '\0';
-    }
+    char sel[256];
+    trim_selector(selector, sel, sizeof sel);
 
     long best = -1;
     const char *colon = strchr(sel, ':');
@@ -289,8 +294,9 @@ clformer_status clformer_select_device(const clformer_device_info *devs, size_t 
         list_devices_into(listing, sizeof listing, devs, n);
         return cf_fail(CLFORMER_ERR_NO_DEVICE,
                        "device selector '%s' matches no OpenCL device. Devices:%s\n"
-                       "Set CLFORMER_DEVICE to an index pair P:D, a type (gpu, cpu, "
-                       "accelerator) or part of a platform/device name (e.g. pocl:pthread)",
+                       "Select a device by an index pair P:D, a type (gpu, cpu, accelerator) "
+                       "or part of a platform/device name, e.g. pocl:pthread (the clformer "
+                       "command reads it from CLFORMER_DEVICE)",
                        sel, listing);
     }
     *index = (size_t)best;
@@ -312,10 +318,39 @@ static size_t pick_reduce_wg(const clformer_device_info *d)
 /* Contexts alive in this process; CLBlast's caches go with the last one. */
 static atomic_size_t live_contexts;
 
-clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx **out)
+/* Copies the settings a context keeps beyond its creation. */
+static clformer_status keep_settings(cf_ctx *ctx, const clformer_context_params *p)
+{
+    ctx->log = (cf_log_sink){p->log_level, p->log_callback, p->log_user};
+    ctx->profiling = ctx->queue_profiling = p->profiling;
+    if (p->kernel_dir && *p->kernel_dir && !(ctx->kernel_dir = strdup(p->kernel_dir)))
+        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (!p->cache) return CLFORMER_OK;
+    char dir[3072];
+    if (p->cache_dir && *p->cache_dir)
+        snprintf(dir, sizeof dir, "%s", p->cache_dir);
+    else if (!cf_default_cache_dir(dir, sizeof dir))
+        return CLFORMER_OK; /* nowhere to keep it: compile every time */
+    if (!(ctx->cache_dir = strdup(dir)))
+        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_context_create_with_params(const clformer_context_params *params,
+                                                    cf_ctx **out)
 {
     *out = NULL;
-    if (!selector) selector = getenv("CLFORMER_DEVICE");
+    clformer_context_params defaults;
+    if (!params) {
+        clformer_context_params_default(&defaults);
+        params = &defaults;
+    }
+    if (params->log_level < CLFORMER_LOG_ERROR || params->log_level > CLFORMER_LOG_DEBUG)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "log_level %d is not a clformer_log_level (CLFORMER_LOG_ERROR .. "
+                       "CLFORMER_LOG_DEBUG)", (int)params->log_level);
+    const char *selector = params->device;
+    const bool profiling = params->profiling;
     size_t n = 0;
     CF_TRY(enumerate(NULL, NULL, NULL, 0, &n));
     clformer_device_info *devs = calloc(n ? n : 1, sizeof *devs);
@@ -332,15 +367,16 @@ clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx *
     if (st == CLFORMER_OK) st = clformer_select_device(devs, n, selector, &chosen);
     if (st != CLFORMER_OK) goto done;
 
+    st = keep_settings(ctx, params);
+    if (st != CLFORMER_OK) goto done;
     ctx->info = devs[chosen];
     ctx->platform = plats[chosen];
     ctx->device = ids[chosen];
     ctx->reduce_wg = pick_reduce_wg(&ctx->info);
     ctx->elementwise_wg = ctx->info.max_work_group_size < 64 ? ctx->info.max_work_group_size : 64;
-    ctx->profiling = profiling;
-    st = clformer_gemm_provider_for(&ctx->info, getenv("CLFORMER_GEMM"), &ctx->gemm_provider);
+    st = clformer_gemm_provider_for(&ctx->info, params->gemm, &ctx->gemm_provider);
     if (st != CLFORMER_OK) {
-        cf_fail_prefix(st, "CLFORMER_GEMM: ");
+        cf_fail_prefix(st, "gemm provider: ");
         goto done;
     }
     cl_int err;
@@ -358,10 +394,11 @@ clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx *
         st = cf_fail_cl(err, "clCreateCommandQueue", __FILE__, __LINE__);
         goto done;
     }
-    cf_log(CF_LOG_INFO, "device %s: %s | %s | driver %s | %s", ctx->info.selector,
+    cf_log(&ctx->log, CF_LOG_INFO, "device %s: %s | %s | driver %s | %s", ctx->info.selector,
            ctx->info.platform, ctx->info.name, ctx->info.driver_version, ctx->info.c_version);
-    cf_log(CF_LOG_INFO, "gemm provider: %s", clformer_gemm_provider_name(ctx->gemm_provider));
-    cf_gemm_tuning_init(ctx);
+    cf_log(&ctx->log, CF_LOG_INFO, "gemm provider: %s",
+           clformer_gemm_provider_name(ctx->gemm_provider));
+    cf_gemm_tuning_init(ctx, params->gemm_tuning);
 done:
     free(devs);
     free(plats);
@@ -372,6 +409,16 @@ done:
     }
     *out = ctx;
     return CLFORMER_OK;
+}
+
+clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx **ctx)
+{
+    *ctx = NULL;
+    clformer_context_params params;
+    CF_TRY(clformer_context_params_from_env(&params));
+    if (selector) params.device = selector;
+    params.profiling = profiling;
+    return clformer_context_create_with_params(&params, ctx);
 }
 
 clformer_status clformer_context_create(const char *selector, clformer_context **ctx)
@@ -388,6 +435,8 @@ void clformer_context_free(clformer_context *ctx)
         if (ctx->profile[i].start) clReleaseEvent(ctx->profile[i].start);
     }
     free(ctx->profile);
+    free(ctx->cache_dir);
+    free(ctx->kernel_dir);
     cf_programs_release(ctx);
     if (ctx->scratch) clReleaseMemObject(ctx->scratch);
     for (size_t i = 0; i < ctx->n_retired; i++) clReleaseMemObject(ctx->retired[i]);
@@ -408,4 +457,49 @@ const clformer_device_info *clformer_context_device(const clformer_context *ctx)
 clformer_program_stats clformer_context_program_stats(const clformer_context *ctx)
 {
     return ctx->program_stats;
+}
+
+/* Whether device d is one of the devices `sel` names, given the one
+ * clformer_select_device chose (`best`): an index pair names one device, the
+ * default names the devices of the best one's tier, anything else every
+ * device it matches. */
+static bool among_matches(const clformer_device_info *d, const clformer_device_info *best,
+                          const char *sel)
+{
+    const char *colon = strchr(sel, ':');
+    int pi, di;
+    if (sel[0] == '\0') return tier(d) == tier(best);
+    if (colon && parse_index(sel, (size_t)(colon - sel), &pi) &&
+        parse_index(colon + 1, strlen(colon + 1), &di))
+        return d == best;
+    return matches(d, sel);
+}
+
+clformer_status clformer_select_device_for_rank(const clformer_device_info *devs, size_t n,
+                                                const char *selector, int local_rank,
+                                                size_t *index, size_t *match_count)
+{
+    if (local_rank < 0)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "local rank %d is negative", local_rank);
+    size_t best;
+    CF_TRY(clformer_select_device(devs, n, selector, &best));
+    char sel[256];
+    trim_selector(selector, sel, sizeof sel);
+    /* the matches, best first (selection order: preference, then index) */
+    size_t count = 0;
+    size_t *order = malloc(n * sizeof *order);
+    if (!order) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (size_t i = 0; i < n; i++) {
+        if (!among_matches(&devs[i], &devs[best], sel)) continue;
+        size_t at = count++;
+        while (at > 0 && better(&devs[i], &devs[order[at - 1]])) {
+            order[at] = order[at - 1];
+            at--;
+        }
+        order[at] = i;
+    }
+    *index = count ? order[(size_t)local_rank % count] : best;
+    free(order);
+    if (match_count) *match_count = count ? count : 1;
+    return CLFORMER_OK;
 }

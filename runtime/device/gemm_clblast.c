@@ -52,5 +52,5 @@ clformer_status cf_gemm_clblast(cf_ctx *ctx, const cf_gemm_call *g)
 void cf_gemm_release_caches(void)
 {
     CLBlastStatusCode st = CLBlastClearCache();
-    if (st != CLBlastSuccess) cf_log(CF_LOG_DEBUG, "CLBlastClearCache returned %d", (int)st);
+    if (st != CLBlastSuccess) cf_log(NULL, CF_LOG_DEBUG, "CLBlastClearCache returned %d", (int)st);
 }

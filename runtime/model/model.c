@@ -239,3 +239,15 @@ clformer_status clformer_model_read_tensor(clformer_model *m, const char *name, 
                        name, n, count);
     return cf_download(m->ctx, gradient ? m->grads : m->params, e->offset, out, n);
 }
+
+clformer_status clformer_model_write_tensor(clformer_model *m, const char *name,
+                                            const float *data, size_t count)
+{
+    const cf_param_entry *e = cf_model_tensor(m, name);
+    if (!e) return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the model has no tensor named '%s'", name);
+    size_t n = e->rank == 2 ? e->rows * e->cols : e->cols;
+    if (n != count)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "tensor '%s' has %zu elements, not %zu",
+                       name, n, count);
+    return cf_upload(m->ctx, m->params, e->offset, data, n);
+}

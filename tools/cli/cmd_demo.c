@@ -30,7 +30,8 @@ static int show_results(clformer_model *model, const cf_demo_split *test, long e
     }
     cf_bleu_result b;
     if (st == CLFORMER_OK)
-        st = cf_bleu_corpus((const char *const *)hyps, (const char *const *)test->tgt, test->n, &b);
+        st = cf_bleu_corpus((const char *const *)hyps, (const char *const *)test->tgt, test->n,
+                            CF_BLEU_TOKENIZE_NONE, &b);
     if (st == CLFORMER_OK) {
         size_t exact = 0;
         for (size_t i = 0; i < test->n; i++) exact += !strcmp(hyps[i], test->tgt[i]);

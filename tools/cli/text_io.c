@@ -3,6 +3,7 @@
 #include "batcher.h"
 #include "status.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,8 +71,9 @@ clformer_status text_translate(text_session *s, const char *const *sentences, si
     int32_t *src = malloc(batch_size * max * sizeof *src);
     clformer_status st = order && ids && src ? CLFORMER_OK
                                              : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    /* all NULL before anything can fail: the error path frees every entry */
+    for (size_t i = 0; i < n; i++) outputs[i] = NULL;
     for (size_t i = 0; i < n && st == CLFORMER_OK; i++) {
-        outputs[i] = NULL;
         size_t full = cf_vocab_encode(s->src, sentences[i], strlen(sentences[i]), true, NULL, 0, NULL);
         if (truncated && full > max) (*truncated)++;
         st = text_encode_source(s, sentences[i], &ids[i], &order[i].len);
@@ -86,10 +88,11 @@ clformer_status text_translate(text_session *s, const char *const *sentences, si
             memcpy(src + b * S, ids[order[start + b].index], order[start + b].len * sizeof *src);
         clformer_translation tr;
         st = clformer_translate(s->model, src, B, S, options, &tr);
+        const bool translated = st == CLFORMER_OK;
         for (size_t b = 0; b < B && st == CLFORMER_OK; b++)
             st = cf_vocab_decode(s->tgt, tr.tokens + b * tr.max_len, tr.lengths[b],
                                  &outputs[order[start + b].index]);
-        if (st == CLFORMER_OK) clformer_translation_free(&tr);
+        if (translated) clformer_translation_free(&tr); /* also when a decode failed */
         if (st == CLFORMER_OK && progress) progress(user, start + B, n);
     }
     for (size_t i = 0; ids && i < n; i++) free(ids[i]);

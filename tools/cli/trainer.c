@@ -324,7 +324,8 @@ static int validate(run *r, trainer_result *res)
             text_session_close(&s);
         }
         cf_bleu_result b;
-        if (st == CLFORMER_OK) st = cf_bleu_corpus((const char *const *)hyps, r->val_src->tgt, n, &b);
+        if (st == CLFORMER_OK) st = cf_bleu_corpus((const char *const *)hyps, r->val_src->tgt, n,
+                                                    CF_BLEU_TOKENIZE_NONE, &b);
         for (size_t i = 0; hyps && i < n; i++) free(hyps[i]);
         free(hyps);
         if (st != CLFORMER_OK) return fail(r, "validation BLEU");
