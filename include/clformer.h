@@ -105,6 +105,7 @@ typedef struct {
     bool fp16;
     bool fp64;
     bool unified_memory; /* host-unified memory: an integrated GPU or a CPU */
+    bool native_kernels; /* runs host functions on its queue (CL_EXEC_NATIVE_KERNEL) */
     bool simulator;      /* e.g. Oclgrind: chosen only when named */
 } clformer_device_info;
 
@@ -174,6 +175,8 @@ typedef struct {
     const char *kernel_dir;  /* cl/ sources to compile instead of the built-in ones (NULL) */
     const char *gemm_tuning; /* CLBlast GEMM parameters: NULL or "1" the built-in table entry
                                 for the device, "0" none, else a file of tuned sets */
+    const char *gemm;        /* GEMM provider: "clblast", "host", or NULL/"auto" for the rule
+                                of clformer_gemm_provider_for */
     bool profiling;          /* queue profiling, for clformer_context_set_profiling (false) */
     clformer_log_level log_level;      /* least important level shown (CLFORMER_LOG_WARN) */
     clformer_log_callback log_callback; /* NULL: "clformer LEVEL: message" lines on stderr */
@@ -185,7 +188,7 @@ CLFORMER_API void clformer_context_params_default(clformer_context_params *param
 
 /* The defaults, then the environment: CLFORMER_DEVICE, CLFORMER_CACHE (0, off
  * or false: no cache), CLFORMER_CACHE_DIR, CLFORMER_KERNEL_DIR,
- * CLFORMER_GEMM_TUNING and CLFORMER_LOG (error, warn, info, debug). The
+ * CLFORMER_GEMM_TUNING, CLFORMER_GEMM and CLFORMER_LOG (error, warn, info, debug). The
  * strings point into the environment. A value it cannot read is
  * CLFORMER_ERR_INVALID_ARGUMENT naming the variable and the values allowed. */
 CLFORMER_API clformer_status clformer_context_params_from_env(clformer_context_params *params);
@@ -228,6 +231,31 @@ typedef struct {
 CLFORMER_API clformer_status clformer_context_kernel_times(clformer_context *ctx,
                                                            clformer_kernel_time *times,
                                                            size_t cap, size_t *n);
+
+/*
+ * Who computes the matrix products on a device:
+ *   clblast  CLBlast's OpenCL kernels (any device)
+ *   host     OpenBLAS's sgemm called from a native kernel on the device's own
+ *            queue, on the buffers' host memory (CPU devices that run native
+ *            kernels; only in builds that found OpenBLAS)
+ * The rule: host on a CPU device (not a simulator) that runs native kernels
+ * when the build has OpenBLAS, clblast otherwise; the CLFORMER_GEMM variable
+ * (clblast | host | auto; clformer_context_params.gemm) overrides it.
+ */
+typedef enum { CLFORMER_GEMM_CLBLAST = 0, CLFORMER_GEMM_HOST = 1 } clformer_gemm_provider;
+
+/* "clblast" or "host". */
+CLFORMER_API const char *clformer_gemm_provider_name(clformer_gemm_provider provider);
+
+/* The provider for `device` under `choice` (NULL, "" or "auto": the rule);
+ * CLFORMER_ERR_INVALID_ARGUMENT for an unknown word or a provider the device
+ * or this build cannot use, with a message that says why. Pure: no OpenCL. */
+CLFORMER_API clformer_status clformer_gemm_provider_for(const clformer_device_info *device,
+                                                        const char *choice,
+                                                        clformer_gemm_provider *provider);
+
+/* The provider a context uses (chosen when it was created). */
+CLFORMER_API clformer_gemm_provider clformer_context_gemm_provider(const clformer_context *ctx);
 
 
 /* ------------------------------------------------------------------------- */
