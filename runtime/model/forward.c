@@ -1,5 +1,5 @@
 /*
- * The forward pass of the encoder-decoder Transformer (MODEL.md) over one
+ * The forward pass of the encoder-decoder Transformer (docs/MODEL.md) over one
  * uploaded batch: embeddings, encoder blocks, decoder blocks, generator and,
  * when asked, the softmax cross-entropy (its gradient written in place of
  * the logits). Everything is enqueued; nothing is read back here.
