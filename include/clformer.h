@@ -540,8 +540,14 @@ CLFORMER_API clformer_status clformer_batcher_save_position(const clformer_batch
 CLFORMER_API clformer_status clformer_batcher_restore_position(clformer_batcher *batcher,
                                                                const char *json);
 
-/* Corpus BLEU as sacreBLEU 2.x computes it with --tokenize none (4-grams,
- * 'exp' smoothing, one reference per sentence). */
+/* Corpus BLEU as sacreBLEU 2.x computes it (4-grams, 'exp' smoothing, one
+ * reference per sentence, case-sensitive), with its default tokenizer 13a
+ * (for detokenised text) or with none (the text's own whitespace tokens). */
+typedef enum {
+    CLFORMER_BLEU_TOKENIZE_NONE = 0,
+    CLFORMER_BLEU_TOKENIZE_13A = 1
+} clformer_bleu_tokenize;
+
 typedef struct {
     double score;         /* 0..100 */
     double precisions[4]; /* percent, 1- to 4-grams */
@@ -549,9 +555,13 @@ typedef struct {
     uint64_t hyp_len, ref_len;
 } clformer_bleu;
 CLFORMER_API clformer_status clformer_bleu_corpus(const char *const *hyps, const char *const *refs,
-                                                  size_t n, clformer_bleu *bleu);
+                                                  size_t n, clformer_bleu_tokenize tokenize,
+                                                  clformer_bleu *bleu);
 /* sacreBLEU's line: "BLEU = 35.12 67.1/41.0/27.3/18.7 (BP = 1.000 ratio = ...)". */
 CLFORMER_API void clformer_bleu_format(const clformer_bleu *bleu, char *buf, size_t size);
+/* sacreBLEU's signature: "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0". */
+CLFORMER_API void clformer_bleu_signature(clformer_bleu_tokenize tokenize, char *buf,
+                                          size_t size);
 
 /* Translates n sentences into outputs[i] (malloc'd; free each): sorted by
  * length and decoded batch_size at a time; a sentence without a token gives

@@ -9,6 +9,7 @@
 #define CLFORMER_CONFORMANCE_H
 
 #include "context.h"
+#include "ops.h"
 #include "ref_compare.h"
 
 typedef struct {
@@ -40,6 +41,38 @@ void conf_emit(conf_sink sink, void *user, const char *op, const char *shape, re
 /* The worse of two comparisons, for an op with several outputs: a failing
  * one, else the one with the larger error relative to its bound. */
 ref_cmp conf_worse(ref_cmp a, ref_cmp b);
+
+/* The cases of one layer, run by its check and, with many more of them, by
+ * its device test (tests/device/test_<layer>.c). Each case emits one result
+ * per direction, judged on the numbers and on guard regions (conf_block.h). */
+typedef struct {
+    size_t N, C;
+    uint64_t seed;
+    bool special; /* rows of constant values and rows with a large mean */
+} conf_layernorm_case;
+typedef struct {
+    size_t N, C;
+    cf_activation act;
+    float p; /* dropout */
+    uint64_t seed;
+} conf_activation_case;
+clformer_status conf_activation_run(cf_ctx *ctx, const conf_activation_case *c, conf_sink sink,
+                                    void *user);
+
+typedef enum { CONF_DROPOUT_RESIDUAL, CONF_DROPOUT_BACKWARD, CONF_DROPOUT_ADD } conf_dropout_op;
+typedef struct {
+    conf_dropout_op op; /* out = a + dropout(b); out = dropout(a); out = a + b */
+    size_t n;
+    cf_dropout drop;
+    bool active;   /* false: no dropout (NULL) */
+    bool in_place; /* out is a */
+    uint64_t seed;
+} conf_dropout_case;
+clformer_status conf_dropout_run(cf_ctx *ctx, const conf_dropout_case *c, conf_sink sink,
+                                 void *user);
+
+clformer_status conf_layernorm_run(cf_ctx *ctx, const conf_layernorm_case *c, conf_sink sink,
+                                   void *user);
 
 /* The checks (one file each). */
 clformer_status conf_gemm(cf_ctx *ctx, bool quick, conf_sink sink, void *user);

@@ -220,11 +220,16 @@ static cf_bleu_result to_internal(const clformer_bleu *b)
     return r;
 }
 
+static cf_bleu_tokenize tokenizer(clformer_bleu_tokenize tokenize)
+{
+    return tokenize == CLFORMER_BLEU_TOKENIZE_13A ? CF_BLEU_TOKENIZE_13A : CF_BLEU_TOKENIZE_NONE;
+}
+
 clformer_status clformer_bleu_corpus(const char *const *hyps, const char *const *refs, size_t n,
-                                     clformer_bleu *bleu)
+                                     clformer_bleu_tokenize tokenize, clformer_bleu *bleu)
 {
     cf_bleu_result r;
-    CF_TRY(cf_bleu_corpus(hyps, refs, n, &r));
+    CF_TRY(cf_bleu_corpus(hyps, refs, n, tokenizer(tokenize), &r));
     bleu->score = r.score;
     memcpy(bleu->precisions, r.precisions, sizeof bleu->precisions);
     bleu->bp = r.bp;
@@ -237,4 +242,9 @@ void clformer_bleu_format(const clformer_bleu *bleu, char *buf, size_t size)
 {
     const cf_bleu_result r = to_internal(bleu);
     cf_bleu_format(&r, buf, size);
+}
+
+void clformer_bleu_signature(clformer_bleu_tokenize tokenize, char *buf, size_t size)
+{
+    cf_bleu_signature(tokenizer(tokenize), buf, size);
 }

@@ -70,10 +70,11 @@ static clformer_status translate_sorted(clformer_model *model, const cf_vocab *t
             memcpy(src + b * S, ids[order[start + b].index], order[start + b].len * sizeof *src);
         clformer_translation tr;
         st = clformer_translate(model, src, B, S, options, &tr);
+        const bool translated = st == CLFORMER_OK;
         for (size_t b = 0; b < B && st == CLFORMER_OK; b++)
             st = cf_vocab_decode(tgt, tr.tokens + b * tr.max_len, tr.lengths[b],
                                  &outputs[order[start + b].index]);
-        if (st == CLFORMER_OK) clformer_translation_free(&tr);
+        if (translated) clformer_translation_free(&tr); /* also when a decode failed */
         if (st == CLFORMER_OK && progress) progress(user, start + B, n);
     }
     free(src);

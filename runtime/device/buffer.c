@@ -14,14 +14,17 @@ clformer_status cf_buffer_alloc(cf_ctx *ctx, size_t count, const char *what, cl_
     size_t bytes = (count ? count : 1) * 4;
     const clformer_device_info *d = &ctx->info;
     if (count > SIZE_MAX / 4 || bytes > d->max_alloc_bytes)
+        /* the figures and words of `clformer devices`, so the two agree */
         return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY,
-                       "cannot allocate %s: %.1f MiB exceeds the largest single allocation "
-                       "this device allows (%.1f MiB on %s); use a smaller batch or model",
-                       what, MIB(bytes), MIB(d->max_alloc_bytes), d->name);
+                       "cannot allocate %s: %.1f MiB is more than one buffer may hold on %s "
+                       "(clformer devices: %.0f MiB max allocation, %.0f MiB global); use a "
+                       "smaller batch or model",
+                       what, MIB(bytes), d->name, MIB(d->max_alloc_bytes),
+                       MIB(d->global_mem_bytes));
     if (ctx->bytes_allocated + bytes > d->global_mem_bytes)
         return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY,
-                       "cannot allocate %s: %.1f MiB requested with %.1f MiB already in use, "
-                       "but %s has %.1f MiB; use a smaller batch or model",
+                       "cannot allocate %s: %.1f MiB requested with %.1f MiB already in use "
+                       "on %s (clformer devices: %.0f MiB global); use a smaller batch or model",
                        what, MIB(bytes), MIB(ctx->bytes_allocated), d->name,
                        MIB(d->global_mem_bytes));
     cl_int err;

@@ -41,6 +41,10 @@ typedef struct {
 clformer_status cf_cache_key_make(cf_ctx *ctx, const char *source, const char *options,
                                   cf_cache_key *key);
 void cf_cache_key_free(cf_cache_key *key);
+/* The binary in a cache file's `size` bytes when they are a complete, intact
+ * entry for `key` (magic, key text, length, checksum); no device involved. */
+bool cf_cache_parse(const char *data, size_t size, const char *key,
+                    const unsigned char **binary, size_t *binary_len);
 /* Loads a binary and builds it; *rejected is set when a file existed but was unusable. */
 bool cf_cache_load(cf_ctx *ctx, const cf_cache_key *key, const char *options, cl_program *out,
                    bool *rejected);

@@ -65,7 +65,10 @@ static clformer_status validation_bleu(clformer_trainer *t, size_t n, double *bl
     clformer_status st = clformer_translate_sentences(t->model, t->val_text->src, n, &dec, 64,
                                                       hyps, NULL, NULL, NULL);
     clformer_bleu b;
-    if (st == CLFORMER_OK) st = clformer_bleu_corpus((const char *const *)hyps, t->val_text->tgt, n, &b);
+    /* the corpus's own tokens, as the model sees them */
+    if (st == CLFORMER_OK)
+        st = clformer_bleu_corpus((const char *const *)hyps, t->val_text->tgt, n,
+                                  CLFORMER_BLEU_TOKENIZE_NONE, &b);
     for (size_t i = 0; i < n; i++) free(hyps[i]);
     free(hyps);
     if (st == CLFORMER_OK) *bleu = b.score;

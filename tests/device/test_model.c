@@ -4,6 +4,7 @@
  * checkpoints that round-trip, and bad input refused before any kernel runs.
  */
 #include "harness.h"
+#include "safetensors.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -231,10 +232,81 @@ static void bad_configs_are_refused(void **state)
     assert_null(m);
 }
 
+/* Replaces the 4 bytes of tensor `name`'s element 0 in the checkpoint at
+ * `path` with `value`; with `drop_crc`, also renames the checksum key so the
+ * file reads as one written without checksums. */
+static void poke(const char *path, const char *name, float value, bool drop_crc)
+{
+    cf_st_reader *r;
+    assert_ok(cf_st_open(path, &r));
+    uint64_t at = cf_st_find(r, name)->file_offset;
+    cf_st_close(r);
+    FILE *fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    assert_int_equal(fseek(fp, (long)at, SEEK_SET), 0);
+    assert_int_equal(fwrite(&value, 4, 1, fp), 1);
+    if (drop_crc) {
+        char head[4096];
+        assert_int_equal(fseek(fp, 0, SEEK_SET), 0);
+        size_t got = fread(head, 1, sizeof head - 1, fp);
+        head[got] = '\0';
+        char *key = strstr(head + 8, "\"clformer.crc32c\"");
+        assert_non_null(key);
+        assert_int_equal(fseek(fp, (long)(key - head) + 1, SEEK_SET), 0);
+        assert_int_equal(fwrite("clformer.crc32x", 15, 1, fp), 1);
+    }
+    assert_int_equal(fclose(fp), 0);
+}
+
+/* A NaN or infinity in any tensor, or bytes that differ from their stored
+ * checksum, is refused at load naming the tensor (issue 11, items 3 and 9). */
+static void damaged_and_non_finite_checkpoints_are_refused(void **state)
+{
+    (void)state;
+    clformer_config c = small_config();
+    clformer_model *m = new_model(&c, 5);
+    double l[1];
+    train(m, 0, 1, l);
+    char path[] = "/tmp/clformer-damaged-XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    const char *name = "transformer.encoder.layers.0.linear1.weight";
+    const struct {
+        const char *tensor;
+        float value;
+        bool drop_crc;
+        const char *needle;
+    } cases[] = {
+        {name, NAN, true, "holds NaN at element 0"},
+        {"optim.v.generator.bias", INFINITY, true, "holds an infinity"},
+        {name, 0.125f, false, "does not match its stored checksum"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        assert_ok(clformer_model_save(m, path, true));
+        poke(path, cases[i].tensor, cases[i].value, cases[i].drop_crc);
+        clformer_model *back = NULL;
+        assert_int_equal(clformer_model_load(hctx(), path, &back), CLFORMER_ERR_FORMAT);
+        assert_null(back);
+        const char *msg = clformer_last_error();
+        if (!strstr(msg, cases[i].needle) || !strstr(msg, cases[i].tensor))
+            fail_msg("case %zu: '%s' lacks '%s' or the tensor name", i, msg, cases[i].needle);
+        cf_clear_error();
+    }
+    /* the same file without the poke, and without checksums, loads */
+    assert_ok(clformer_model_save(m, path, true));
+    poke(path, name, 0.125f, true);
+    clformer_model *back = NULL;
+    assert_ok(clformer_model_load(hctx(), path, &back));
+    clformer_model_free(back);
+    clformer_model_free(m);
+    unlink(path);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(same_seed_same_bits),
     cmocka_unit_test(resume_gives_the_same_bits),
     cmocka_unit_test(plain_checkpoint_round_trip),
+    cmocka_unit_test(damaged_and_non_finite_checkpoints_are_refused),
     cmocka_unit_test(bad_token_ids_are_refused),
     cmocka_unit_test(bad_configs_are_refused),
 };

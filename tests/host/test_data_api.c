@@ -111,14 +111,14 @@ static void bleu_of_lists(void **state)
     const char *hyp[] = {"the cat sat on the mat", "a dog runs"};
     const char *ref[] = {"the cat sat on the mat", "a dog runs"};
     clformer_bleu b;
-    assert_int_equal(clformer_bleu_corpus(hyp, ref, 2, &b), CLFORMER_OK);
+    assert_int_equal(clformer_bleu_corpus(hyp, ref, 2, CLFORMER_BLEU_TOKENIZE_NONE, &b), CLFORMER_OK);
     assert_true(b.score > 100.0 - 1e-9 && b.score < 100.0 + 1e-9);
     assert_int_equal(b.hyp_len, 9);
     char line[256];
     clformer_bleu_format(&b, line, sizeof line);
     assert_non_null(strstr(line, "BLEU = 100.00"));
     const char *bad[] = {"\xff", "a"};
-    assert_int_equal(clformer_bleu_corpus(bad, ref, 2, &b), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_int_equal(clformer_bleu_corpus(bad, ref, 2, CLFORMER_BLEU_TOKENIZE_13A, &b), CLFORMER_ERR_INVALID_ARGUMENT);
     assert_int_equal(clformer_count_tokens("  a\tb \n"), 2);
 }
 

@@ -303,7 +303,7 @@ static void put_int(json_t *o, const char *key, uint64_t v)
 {
     json_object_set_new(o, key, json_integer((json_int_t)v));
 }
-static void put_real(json_t *o, const char *key, double v) { json_object_set_new(o, key, json_real(v)); }
+static void put_real(json_t *o, const char *key, double v) { json_object_set_new(o, key, cli_json_number(v)); }
 static void put_str(json_t *o, const char *key, const char *v) { json_object_set_new(o, key, json_string(v)); }
 
 /* {family: ms per repetition} or {family: launches per repetition}. */

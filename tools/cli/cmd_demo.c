@@ -32,7 +32,8 @@ static int show_results(clformer_model *model, const clformer_parallel_text *tes
     clformer_status st = clformer_translate_sentences(model, src, n, &dec, 64, hyps, NULL, NULL,
                                                       NULL);
     clformer_bleu b;
-    if (st == CLFORMER_OK) st = clformer_bleu_corpus((const char *const *)hyps, ref, n, &b);
+    if (st == CLFORMER_OK) st = clformer_bleu_corpus((const char *const *)hyps, ref, n,
+                                                     CLFORMER_BLEU_TOKENIZE_NONE, &b);
     if (st == CLFORMER_OK) {
         size_t exact = 0;
         for (size_t i = 0; i < n; i++) exact += !strcmp(hyps[i], ref[i]);

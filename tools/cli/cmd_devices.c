@@ -6,45 +6,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static void json_string(const char *s)
+static bool print_json(const clformer_device_info *d, size_t n, long selected)
 {
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20) printf("\\u%04x", c);
-        else putchar(c);
-    }
-    putchar('"');
-}
-
-static void print_json(const clformer_device_info *d, size_t n, long selected)
-{
-    printf("{\"devices\": [");
-    for (size_t i = 0; i < n; i++) {
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < n; i++) {
         const clformer_device_info *x = &d[i];
-        printf("%s\n  {\"selector\": ", i ? "," : "");
-        json_string(x->selector);
-        printf(", \"platform\": ");
-        json_string(x->platform);
-        printf(", \"vendor\": ");
-        json_string(x->vendor);
-        printf(", \"name\": ");
-        json_string(x->name);
-        printf(", \"type\": \"%s\", \"selected\": %s, \"driver_version\": ", clformer_device_type_name(x->type),
-               (long)i == selected ? "true" : "false");
-        json_string(x->driver_version);
-        printf(", \"opencl_c_version\": ");
-        json_string(x->c_version);
-        printf(", \"compute_units\": %u, \"clock_mhz\": %u, \"global_mem_bytes\": %llu, "
-               "\"local_mem_bytes\": %llu, \"max_alloc_bytes\": %llu, "
-               "\"max_work_group_size\": %zu, \"fp16\": %s, \"fp64\": %s, \"simulator\": %s}",
-               x->compute_units, x->clock_mhz, (unsigned long long)x->global_mem_bytes,
-               (unsigned long long)x->local_mem_bytes, (unsigned long long)x->max_alloc_bytes,
-               x->max_work_group_size, x->fp16 ? "true" : "false", x->fp64 ? "true" : "false",
-               x->simulator ? "true" : "false");
+        json_t *o = json_pack(
+            "{s:s, s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:b, s:b}",
+            "selector", x->selector, "platform", x->platform, "vendor", x->vendor, "name",
+            x->name, "type", clformer_device_type_name(x->type), "selected", (long)i == selected,
+            "driver_version", x->driver_version, "opencl_c_version", x->c_version,
+            "compute_units", (json_int_t)x->compute_units, "clock_mhz", (json_int_t)x->clock_mhz,
+            "global_mem_bytes", (json_int_t)x->global_mem_bytes, "local_mem_bytes",
+            (json_int_t)x->local_mem_bytes, "max_alloc_bytes", (json_int_t)x->max_alloc_bytes,
+            "max_work_group_size", (json_int_t)x->max_work_group_size, "fp16", x->fp16, "fp64",
+            x->fp64, "simulator", x->simulator);
+        if (!o || json_array_append_new(list, o) != 0) {
+            json_decref(list);
+            list = NULL;
+        }
     }
-    printf("\n]}\n");
+    return cli_print_json(list ? json_pack("{s:o}", "devices", list) : NULL);
 }
 
 static void print_table(const clformer_device_info *d, size_t n, long selected)
@@ -93,8 +75,17 @@ int cmd_devices(int argc, char **argv)
     size_t chosen = 0;
     clformer_status st = clformer_select_device(devs, n, selector, &chosen);
     long selected = st == CLFORMER_OK ? (long)chosen : -1;
-    if (json) print_json(devs, n, selected);
-    else if (n) print_table(devs, n, selected);
+    if (json) {
+        if (!print_json(devs, n, selected)) {
+            /* jansson refuses strings that are not UTF-8 */
+            cli_error("devices", "cannot write the device list as JSON: out of memory, or a "
+                      "driver reports a name that is not valid UTF-8");
+            free(devs);
+            return 1;
+        }
+    } else if (n) {
+        print_table(devs, n, selected);
+    }
     if (st != CLFORMER_OK) {
         cli_runtime_error("devices", selector && *selector ? "CLFORMER_DEVICE" : NULL);
         free(devs);

@@ -160,11 +160,29 @@ int cmd_train(int argc, char **argv)
         o.log_path = plot_log;
     }
 
-    /* a run's results must not be lost at the end to a mistyped path */
-    const char *outputs[][2] = {{"--save", save}, {"--plot", plot}, {"--log", o.log_path}};
+    /* a run's results must not be lost at the end to a mistyped path, nor
+     * its inputs to an output named like one (--save may replace --resume's
+     * checkpoint: it is read whole first, and replaced atomically) */
+    const cli_file outputs[] = {{"--save", save}, {"--plot", plot}, {"--log", o.log_path}};
+    const cli_file inputs[] = {{"--src", src},         {"--tgt", tgt},   {"--val-src", val_src},
+                               {"--val-tgt", val_tgt}, {"--log", o.log_path}, {"--plot", plot},
+                               {"--save", save},       {"--init", init}, {"--resume", resume}};
     for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++) {
-        if (outputs[i][1] && check_writable(outputs[i][1]) != CLFORMER_OK) {
-            cli_runtime_error("train", outputs[i][0]);
+        if (!outputs[i].path) continue;
+        /* every input but the output itself, and for --save the checkpoints */
+        cli_file others[sizeof inputs / sizeof *inputs];
+        size_t n = 0;
+        for (size_t k = 0; k < sizeof inputs / sizeof *inputs; k++)
+            if (strcmp(inputs[k].option, outputs[i].option) != 0 &&
+                !(i == 0 && (!strcmp(inputs[k].option, "--init") ||
+                             !strcmp(inputs[k].option, "--resume"))))
+                others[n++] = inputs[k];
+        if (check_not_input(outputs[i].path, others, n) != CLFORMER_OK) {
+            cli_runtime_error("train", outputs[i].option);
+            return EXIT_USAGE;
+        }
+        if (check_writable(outputs[i].path) != CLFORMER_OK) {
+            cli_runtime_error("train", outputs[i].option);
             return 1;
         }
     }

@@ -108,12 +108,19 @@ int cmd_translate(int argc, char **argv)
     /* refuse a missing model and bad output paths before reading input (stdin
      * may be a terminal) or waking the device */
     if (!translator_model_readable("translate", model_path)) return 1;
-    const char *bad_path = NULL;
-    if (output && check_writable(output) != CLFORMER_OK) bad_path = "--output";
-    else if (attention && check_writable(attention) != CLFORMER_OK) bad_path = "--attention";
-    if (bad_path) {
-        cli_runtime_error("translate", bad_path);
-        return 1;
+    const cli_file files[] = {{"--model", model_path}, {"--input", input},
+                              {"--output", output}, {"--attention", attention}};
+    for (size_t i = 2; i < 4; i++) {
+        if (!files[i].path) continue;
+        cli_file inputs[3] = {files[0], files[1], files[i == 2 ? 3 : 2]};
+        if (check_not_input(files[i].path, inputs, 3) != CLFORMER_OK) {
+            cli_runtime_error("translate", files[i].option);
+            return EXIT_USAGE;
+        }
+        if (check_writable(files[i].path) != CLFORMER_OK) {
+            cli_runtime_error("translate", files[i].option);
+            return 1;
+        }
     }
 
     line_file in;

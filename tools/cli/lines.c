@@ -98,24 +98,18 @@ clformer_status line_file_write(const char *path, const char *const *lines, size
     return st;
 }
 
-clformer_status check_writable(const char *path)
+clformer_status check_writable(const char *path) { return cf_atomic_check(path); }
+
+clformer_status check_not_input(const char *path, const cli_file *inputs, size_t n)
 {
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return cf_fail(CLFORMER_ERR_IO, "cannot write '%s': it is a directory; give a file name",
-                       path);
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    clformer_status st = CLFORMER_OK;
-    if (stat(dir, &sb) != 0)
-        st = cf_fail(CLFORMER_ERR_IO, "cannot write '%s': directory '%s': %s", path, dir,
-                     strerror(errno));
-    else if (!S_ISDIR(sb.st_mode))
-        st = cf_fail(CLFORMER_ERR_IO, "cannot write '%s': '%s' is not a directory", path, dir);
-    else if (access(dir, W_OK | X_OK) != 0)
-        st = cf_fail(CLFORMER_ERR_IO, "cannot write '%s': directory '%s': %s", path, dir,
-                     strerror(errno));
-    free(dir);
-    return st;
+    struct stat out, in;
+    if (stat(path, &out) != 0) return CLFORMER_OK; /* a new file is no input */
+    for (size_t i = 0; i < n; i++)
+        if (inputs[i].path && stat(inputs[i].path, &in) == 0 && in.st_dev == out.st_dev &&
+            in.st_ino == out.st_ino)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "'%s' is the same file as the input %s '%s': writing it would "
+                           "destroy that input; choose another file name",
+                           path, inputs[i].option, inputs[i].path);
+    return CLFORMER_OK;
 }

@@ -37,10 +37,22 @@ bool line_has_token(const char *line);
  * when path is NULL. */
 clformer_status line_file_write(const char *path, const char *const *lines, size_t n);
 
-/* Fails (CLFORMER_ERR_IO, naming `path` and what is wrong) unless a file
- * could be created at `path`: its directory exists and is writable and
- * `path` is not a directory. Lets a command refuse a bad output path before
- * it spends minutes on the device. */
+/* Fails (CLFORMER_ERR_IO, naming `path` and what is wrong) unless `path` can
+ * be written the way clformer writes files: it creates and removes the very
+ * temp file a later atomic write would use, so a directory that refuses new
+ * files (/proc, read-only, full of inodes) is found before a command spends
+ * minutes on the device. */
 clformer_status check_writable(const char *path);
+
+/* A file named on the command line, and the option that named it. */
+typedef struct {
+    const char *option; /* "--src" */
+    const char *path;   /* NULL: not given */
+} cli_file;
+
+/* Fails (CLFORMER_ERR_INVALID_ARGUMENT) when the output `path` is the same
+ * file as one of the n `inputs` (same device and inode, so links and other
+ * spellings count): writing it would destroy that input. */
+clformer_status check_not_input(const char *path, const cli_file *inputs, size_t n);
 
 #endif
