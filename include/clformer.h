@@ -52,6 +52,18 @@ CLFORMER_API const char *clformer_status_name(clformer_status status);
 /* The message of the last failure on the calling thread ("" if none). */
 CLFORMER_API const char *clformer_last_error(void);
 
+#if defined(__GNUC__)
+#define CLFORMER_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CLFORMER_PRINTF(f, a)
+#endif
+
+/* Records a message (printf format) as the calling thread's last error and
+ * returns `status`: code built on clformer reports its own failures the way
+ * the library does. */
+CLFORMER_API clformer_status clformer_set_error(clformer_status status, const char *format, ...)
+    CLFORMER_PRINTF(2, 3);
+
 /* True when s[0..n) is well-formed UTF-8: no overlong forms, no surrogates,
  * nothing above U+10FFFF. On false, *bad (if not NULL) is the byte offset of
  * the first ill-formed sequence. clformer accepts text (corpora, vocabularies,
@@ -93,6 +105,7 @@ typedef struct {
     bool fp16;
     bool fp64;
     bool unified_memory; /* host-unified memory: an integrated GPU or a CPU */
+    bool native_kernels; /* runs host functions on its queue (CL_EXEC_NATIVE_KERNEL) */
     bool simulator;      /* e.g. Oclgrind: chosen only when named */
 } clformer_device_info;
 
@@ -119,6 +132,19 @@ CLFORMER_API clformer_status clformer_list_devices(clformer_device_info **device
 CLFORMER_API clformer_status clformer_select_device(const clformer_device_info *devices,
                                                     size_t count, const char *selector,
                                                     size_t *index);
+
+/*
+ * The device of one rank of a data-parallel job: when `selector` matches
+ * several devices, rank `local_rank` on a machine takes the
+ * (local_rank mod count)-th match, best first (the order of the default
+ * choice), so "gpu" with 4 ranks on a 4-GPU machine gives each rank its own
+ * GPU. `matches` (may be NULL) receives how many devices matched.
+ * local_rank 0 picks what clformer_select_device picks.
+ */
+CLFORMER_API clformer_status clformer_select_device_for_rank(const clformer_device_info *devices,
+                                                size_t count, const char *selector,
+                                                int local_rank, size_t *index,
+                                                size_t *matches);
 
 /* ------------------------------------------------------------------------- */
 /* Context: one device, its queue, its compiled programs                     */
@@ -149,6 +175,8 @@ typedef struct {
     const char *kernel_dir;  /* cl/ sources to compile instead of the built-in ones (NULL) */
     const char *gemm_tuning; /* CLBlast GEMM parameters: NULL or "1" the built-in table entry
                                 for the device, "0" none, else a file of tuned sets */
+    const char *gemm;        /* GEMM provider: "clblast", "host", or NULL/"auto" for the rule
+                                of clformer_gemm_provider_for */
     bool profiling;          /* queue profiling, for clformer_context_set_profiling (false) */
     clformer_log_level log_level;      /* least important level shown (CLFORMER_LOG_WARN) */
     clformer_log_callback log_callback; /* NULL: "clformer LEVEL: message" lines on stderr */
@@ -160,7 +188,7 @@ CLFORMER_API void clformer_context_params_default(clformer_context_params *param
 
 /* The defaults, then the environment: CLFORMER_DEVICE, CLFORMER_CACHE (0, off
  * or false: no cache), CLFORMER_CACHE_DIR, CLFORMER_KERNEL_DIR,
- * CLFORMER_GEMM_TUNING and CLFORMER_LOG (error, warn, info, debug). The
+ * CLFORMER_GEMM_TUNING, CLFORMER_GEMM and CLFORMER_LOG (error, warn, info, debug). The
  * strings point into the environment. A value it cannot read is
  * CLFORMER_ERR_INVALID_ARGUMENT naming the variable and the values allowed. */
 CLFORMER_API clformer_status clformer_context_params_from_env(clformer_context_params *params);
@@ -184,6 +212,50 @@ typedef struct {
     unsigned disk_rejects;/* cache files found corrupt or stale and rebuilt */
 } clformer_program_stats;
 CLFORMER_API clformer_program_stats clformer_context_program_stats(const clformer_context *ctx);
+
+/* Kernel timing, for benchmarks. On a context created with
+ * params.profiling, every command records its device time while profiling
+ * is on (from creation until turned off); turning it on elsewhere is
+ * CLFORMER_ERR_INVALID_ARGUMENT. */
+CLFORMER_API clformer_status clformer_context_set_profiling(clformer_context *ctx, bool on);
+
+/* Device time per kernel family ("gemm", "attention", "layernorm", ...). */
+typedef struct {
+    const char *family; /* static string */
+    double ms;          /* summed over the family's commands */
+    unsigned count;     /* commands */
+} clformer_kernel_time;
+
+/* Waits for the queue, then fills up to `cap` families recorded since the
+ * last call (largest time first) and clears the record. */
+CLFORMER_API clformer_status clformer_context_kernel_times(clformer_context *ctx,
+                                                           clformer_kernel_time *times,
+                                                           size_t cap, size_t *n);
+
+/*
+ * Who computes the matrix products on a device:
+ *   clblast  CLBlast's OpenCL kernels (any device)
+ *   host     OpenBLAS's sgemm called from a native kernel on the device's own
+ *            queue, on the buffers' host memory (CPU devices that run native
+ *            kernels; only in builds that found OpenBLAS)
+ * The rule: host on a CPU device (not a simulator) that runs native kernels
+ * when the build has OpenBLAS, clblast otherwise; the CLFORMER_GEMM variable
+ * (clblast | host | auto; clformer_context_params.gemm) overrides it.
+ */
+typedef enum { CLFORMER_GEMM_CLBLAST = 0, CLFORMER_GEMM_HOST = 1 } clformer_gemm_provider;
+
+/* "clblast" or "host". */
+CLFORMER_API const char *clformer_gemm_provider_name(clformer_gemm_provider provider);
+
+/* The provider for `device` under `choice` (NULL, "" or "auto": the rule);
+ * CLFORMER_ERR_INVALID_ARGUMENT for an unknown word or a provider the device
+ * or this build cannot use, with a message that says why. Pure: no OpenCL. */
+CLFORMER_API clformer_status clformer_gemm_provider_for(const clformer_device_info *device,
+                                                        const char *choice,
+                                                        clformer_gemm_provider *provider);
+
+/* The provider a context uses (chosen when it was created). */
+CLFORMER_API clformer_gemm_provider clformer_context_gemm_provider(const clformer_context *ctx);
 
 
 /* ------------------------------------------------------------------------- */
@@ -289,7 +361,47 @@ typedef struct {
     double grad_norm;  /* global gradient norm before clipping */
     size_t tokens;     /* counted (non-pad) target tokens */
     uint64_t step;     /* optimizer steps taken, this one included */
+    /* data-parallel runs (all zero alone): where the step's time went */
+    double compute_s;   /* forward and backward, up to the gradients being ready */
+    double allreduce_s; /* summing the gradients over ranks (waiting included) */
+    size_t allreduce_bytes; /* gradient bytes each rank contributed */
 } clformer_step_stats;
+
+/*
+ * Data-parallel training without forcing a communication library on the
+ * embedder: the caller supplies these collectives (the clformer command
+ * implements them with MPI, tools/cli/mpi_collective.c) and every rank calls
+ * the same model functions in the same order. Each callback works in place
+ * on host memory, returns CLFORMER_OK or a status (with a message set by the
+ * implementation), and must give every rank bit-identical results (a fixed
+ * reduction order, as MPI_Allreduce does in practice). See docs/DISTRIBUTED.md.
+ */
+typedef struct {
+    void *user;
+    int rank, size; /* this rank, and the number of ranks (1: no communication) */
+    clformer_status (*allreduce_sum_f32)(void *user, float *data, size_t n);
+    clformer_status (*allreduce_sum_f64)(void *user, double *data, size_t n);
+    clformer_status (*broadcast)(void *user, void *data, size_t bytes, int root);
+} clformer_collective;
+
+/*
+ * Makes train steps data-parallel over `collective` (copied; NULL: alone).
+ * A train step then counts the non-pad target tokens of all ranks, scales
+ * each rank's gradient by that global count, sums the gradients over ranks
+ * between backward and clipping, and reports the global loss, token count and
+ * gradient norm, so N ranks at batch B take the step one rank takes at batch
+ * N*B. Dropout masks are drawn per rank (the seed is mixed with the rank).
+ * Every rank must start from the same parameters (same seed or checkpoint).
+ */
+CLFORMER_API clformer_status clformer_model_set_collective(clformer_model *model,
+                                              const clformer_collective *collective);
+
+/* FNV-1a over the bytes of every parameter: equal on every rank of a
+ * data-parallel run, which `--check-sync` verifies. */
+CLFORMER_API clformer_status clformer_model_parameter_checksum(clformer_model *model, uint64_t *checksum);
+
+/* Copies rank `root`'s parameters and optimizer state to every rank. */
+CLFORMER_API clformer_status clformer_model_broadcast(clformer_model *model, int root);
 
 /* One training step: forward, loss, backward, clipping and the optimizer
  * update at learning rate `lr`, all enqueued; reads back only the loss and
@@ -319,6 +431,11 @@ CLFORMER_API clformer_status clformer_model_gradients(clformer_model *model,
  * `count` must be the tensor's element count. */
 CLFORMER_API clformer_status clformer_model_read_tensor(clformer_model *model, const char *name,
                                                         bool gradient, float *out, size_t count);
+
+/* Replaces the named parameter's values (PyTorch name; `count` its element
+ * count), e.g. to edit a trained model; optimizer state is left as it is. */
+CLFORMER_API clformer_status clformer_model_write_tensor(clformer_model *model, const char *name,
+                                                         const float *data, size_t count);
 
 /* Optimizer steps taken so far. */
 CLFORMER_API uint64_t clformer_model_step(const clformer_model *model);
@@ -382,6 +499,14 @@ CLFORMER_API clformer_status clformer_model_save(clformer_model *model, const ch
  * checkpoint restores the optimizer state and step as well. */
 CLFORMER_API clformer_status clformer_model_load(clformer_context *ctx, const char *path,
                                                  clformer_model **model);
+
+/* Writes `checkpoint`'s weights and model metadata (config, vocabularies)
+ * to `out_path` without its training state (no optim.* tensors, no
+ * clformer.train_state), atomically: a file that PyTorch's strict
+ * load_state_dict takes and clformer_model_load loads as a plain model.
+ * Needs no device; the input is validated as loading validates it. */
+CLFORMER_API clformer_status clformer_checkpoint_export(const char *checkpoint,
+                                                        const char *out_path);
 
 /* True when the loaded checkpoint held optimizer state. */
 CLFORMER_API bool clformer_model_has_training_state(const clformer_model *model);
@@ -686,6 +811,61 @@ CLFORMER_API const clformer_corpus *clformer_trainer_corpus(const clformer_train
 CLFORMER_API clformer_batcher *clformer_trainer_batcher(clformer_trainer *trainer);
 /* True when the model was resumed from resume_path. */
 CLFORMER_API bool clformer_trainer_resumed(const clformer_trainer *trainer);
+
+/* ------------------------------------------------------------------------- */
+/* Files: what the clformer command reads and writes, the library's way       */
+/* ------------------------------------------------------------------------- */
+
+/* Reads a whole file into a NUL-terminated malloc'd buffer (free()). */
+CLFORMER_API clformer_status clformer_read_file(const char *path, char **data, size_t *size);
+
+/* A file written atomically: `path` appears, complete, only on commit (a
+ * temp file beside it, fsync, rename, fsync of the directory). Commit and
+ * abort free the handle; abort removes the temp file (NULL is fine). */
+typedef struct clformer_atomic_file clformer_atomic_file;
+CLFORMER_API clformer_status clformer_atomic_file_open(const char *path,
+                                                       clformer_atomic_file **file);
+CLFORMER_API clformer_status clformer_atomic_file_write(clformer_atomic_file *file,
+                                                        const void *data, size_t size);
+CLFORMER_API clformer_status clformer_atomic_file_commit(clformer_atomic_file *file);
+CLFORMER_API void clformer_atomic_file_abort(clformer_atomic_file *file);
+/* Checks up front that `path` can be written atomically later (creates and
+ * removes the temp file a write would use; refuses a directory), so that a
+ * program refuses a bad output path before hours of work. */
+CLFORMER_API clformer_status clformer_atomic_file_check(const char *path);
+
+/* One sentence per line: reads `path` (NULL or "-": stdin) whole, drops a
+ * leading byte order mark, refuses invalid UTF-8 and NUL bytes (the message
+ * names file:line) and splits at '\n'; empty lines are kept (line i of an
+ * output answers line i of its input). *lines is malloc'd, with *n lines;
+ * free it with clformer_lines_free. An empty file is n = 0. */
+CLFORMER_API clformer_status clformer_lines_read(const char *path, char ***lines, size_t *n);
+CLFORMER_API void clformer_lines_free(char **lines);
+/* Writes n lines, each ended by '\n', atomically to `path` (NULL: stdout). */
+CLFORMER_API clformer_status clformer_lines_write(const char *path, const char *const *lines,
+                                                  size_t n);
+
+/* Tensors in a safetensors file, e.g. to exchange inputs and outputs with
+ * PyTorch. Saving is atomic; loading validates the whole file and reads every
+ * tensor (F32 and I32 only) into memory owned by the array, freed by
+ * clformer_tensors_free. */
+typedef enum { CLFORMER_DTYPE_F32 = 0, CLFORMER_DTYPE_I32 = 1 } clformer_dtype;
+#define CLFORMER_TENSOR_MAX_DIMS 8
+typedef struct {
+    const char *name;
+    clformer_dtype dtype;
+    int ndim;
+    int64_t shape[CLFORMER_TENSOR_MAX_DIMS];
+    const void *data; /* row-major, shape's product elements */
+} clformer_tensor;
+CLFORMER_API clformer_status clformer_tensors_save(const char *path, const clformer_tensor *tensors,
+                                                   size_t n);
+CLFORMER_API clformer_status clformer_tensors_load(const char *path, clformer_tensor **tensors,
+                                                   size_t *n);
+CLFORMER_API void clformer_tensors_free(clformer_tensor *tensors, size_t n);
+/* The tensor named `name` in an array, or NULL. */
+CLFORMER_API const clformer_tensor *clformer_tensors_find(const clformer_tensor *tensors,
+                                                          size_t n, const char *name);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
+#include "ranks.h"
 #include "lines.h"
 #include "train_run.h"
 
@@ -187,8 +188,9 @@ int cmd_train(int argc, char **argv)
         }
     }
 
+    if (ranks_require("train")) return 1;
     clformer_context *ctx;
-    if (clformer_context_create(NULL, &ctx) != CLFORMER_OK) {
+    if (ranks_context_create(&ctx) != CLFORMER_OK) {
         cli_runtime_error("train", "opening the device");
         return 1;
     }
