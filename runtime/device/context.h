@@ -6,6 +6,7 @@
 #ifndef CF_CONTEXT_H
 #define CF_CONTEXT_H
 
+#include "kernel_ids.h"
 #include "log.h"
 #include "status.h"
 
@@ -39,6 +40,7 @@ struct clformer_context {
     cl_device_id device;
     cl_context context;
     cl_command_queue queue;
+    clformer_gemm_provider gemm_provider; /* see clformer_gemm_provider_for */
 
     /* Work-group size used by row-reduction kernels (power of two). */
     size_t reduce_wg;
@@ -49,6 +51,8 @@ struct clformer_context {
     cf_program_entry *programs;
     size_t n_programs;
     clformer_program_stats program_stats;
+    /* The ops' kernels by id (cf_kernel_get), NULL until first used. */
+    cl_kernel kernel_by_id[CF_K_COUNT];
 
     /* Settings from clformer_context_params (owned copies). */
     cf_log_sink log;

@@ -84,6 +84,7 @@ typedef struct {
     kernel_times train_k, translate_k;
     clformer_program_stats programs_first; /* after the first step */
     clformer_program_stats programs;       /* at the end */
+    const char *gemm_provider;             /* "clblast" or "host" */
     clformer_memory memory;
 } bench;
 
@@ -268,6 +269,7 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
     clformer_status st = timed_steps(ctx, m, b, data, 1, &next, &b->loss_first,
                                      &b->first_step_s, NULL);
     b->programs_first = clformer_context_program_stats(ctx);
+    b->gemm_provider = clformer_gemm_provider_name(clformer_context_gemm_provider(ctx));
     if (st == CLFORMER_OK && b->warmup) {
         progress("warm-up steps");
         st = timed_steps(ctx, m, b, data, b->warmup, &next, &loss, &s, NULL);
@@ -351,6 +353,7 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     put_str(r, "device_type", clformer_device_type_name(dev->type));
     put_str(r, "device_selector", dev->selector);
     put_str(r, "platform", dev->platform);
+    put_str(r, "gemm_provider", b->gemm_provider);
     put_str(r, "clformer_version", CLFORMER_VERSION);
     put_int(r, "batch", b->B);
     put_int(r, "len", b->T);
@@ -444,8 +447,9 @@ static void print_table(const bench *b, const clformer_device_info *dev)
            "%zu parameters\n",
            b->p->name, c->d_model, c->n_heads, c->d_ff, c->n_enc_layers, c->n_dec_layers,
            b->vocab, b->params);
-    printf("device %s: %s (%s, %s)\n", dev->selector, dev->name, clformer_device_type_name(dev->type),
-           dev->platform);
+    printf("device %s: %s (%s, %s), GEMM by %s\n", dev->selector, dev->name,
+           clformer_device_type_name(dev->type), dev->platform,
+           strcmp(b->gemm_provider, "host") == 0 ? "OpenBLAS (host)" : "CLBlast");
     printf("batch %zu sentences x len %zu tokens, dropout %.2g, %zu warm-up + %zu timed "
            "repetitions\n",
            b->B, b->T, (double)c->dropout, b->warmup, b->steps);
@@ -522,9 +526,10 @@ int cmd_bench(int argc, char **argv)
         "the length is fixed) and counts the tokens generated. FLOP are the matrix\n"
         "products' 2*m*n*k from the layer shapes (attention's QK^T and PV included);\n"
         "other kernels are not counted.\n"
-        "JSON keys: config, device, batch, len, params, train_tokens_per_s, train_step_ms,\n"
-        "train_gflops, flop_per_step, first_step_s, programs_built, translate_tokens_per_s,\n"
-        "translate_batch_ms, kernel_ms {family: ms per step}, memory {...: bytes}, and more.\n"
+        "JSON keys: config, device, gemm_provider, batch, len, params, train_tokens_per_s,\n"
+        "train_step_ms, train_gflops, flop_per_step, first_step_s, programs_built,\n"
+        "translate_tokens_per_s, translate_batch_ms, kernel_ms {family: ms per step},\n"
+        "memory {...: bytes}, and more.\n"
         "--quick replaces the preset by d_model 16, 2 heads, d_ff 32, 1+1 layers, vocab 32,\n"
         "and profiles the timed repetitions instead of running more: a check that the\n"
         "command works on a simulator, not a measurement.\n"
