@@ -49,7 +49,7 @@ static void learn(const char *name, side *s)
     free(text);
 }
 
-static clformer_model *new_model(const side *src, const side *tgt)
+static clformer_config tiny_config(void)
 {
     clformer_config c;
     clformer_config_default(&c);
@@ -59,6 +59,12 @@ static clformer_model *new_model(const side *src, const side *tgt)
     c.n_enc_layers = c.n_dec_layers = 1;
     c.src_vocab = c.tgt_vocab = PIECES;
     c.max_len = 16;
+    return c;
+}
+
+static clformer_model *new_model(const side *src, const side *tgt)
+{
+    clformer_config c = tiny_config();
     clformer_model *m;
     assert_ok(clformer_model_create(hctx(), &c, 1, &m));
     assert_ok(clformer_model_set_vocabs(m, src->tokens, tgt->tokens));
@@ -131,13 +137,7 @@ static void mismatches_are_refused(void **state)
     assert_null(clformer_model_tokenizer(m, true, NULL));
     clformer_model_free(m);
 
-    clformer_config c;
-    clformer_config_default(&c);
-    c.d_model = 8;
-    c.n_heads = 2;
-    c.d_ff = 16;
-    c.n_enc_layers = c.n_dec_layers = 1;
-    c.src_vocab = c.tgt_vocab = PIECES;
+    clformer_config c = tiny_config();
     assert_ok(clformer_model_create(hctx(), &c, 1, &m));
     assert_int_equal(clformer_model_set_tokenizer(m, false, en.bytes, en.size),
                      CLFORMER_ERR_INVALID_ARGUMENT);
@@ -175,8 +175,7 @@ static void trainer_takes_raw_text(void **state)
     o.train_text = o.val_text = text;
     o.src_spm = en.bytes, o.src_spm_size = en.size;
     o.tgt_spm = de.bytes, o.tgt_spm_size = de.size;
-    o.config.d_model = 8, o.config.n_heads = 2, o.config.d_ff = 16;
-    o.config.n_enc_layers = o.config.n_dec_layers = 1;
+    o.config = tiny_config();
     o.config.max_len = 96;
     o.batching.batch_size = 8, o.batching.batch_tokens = 0;
     o.steps = 2;
