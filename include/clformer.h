@@ -381,6 +381,9 @@ typedef struct {
 CLFORMER_API void clformer_optim_config_default(clformer_optim_config *config);
 CLFORMER_API clformer_status clformer_model_set_optimizer(clformer_model *model,
                                                           const clformer_optim_config *config);
+/* The optimizer settings in force (a training checkpoint's once loaded). */
+CLFORMER_API void clformer_model_optimizer(const clformer_model *model,
+                                           clformer_optim_config *config);
 
 typedef struct {
     double loss;       /* mean cross-entropy over counted target tokens, before the update */
@@ -843,6 +846,11 @@ CLFORMER_API const clformer_corpus *clformer_trainer_corpus(const clformer_train
 CLFORMER_API clformer_batcher *clformer_trainer_batcher(clformer_trainer *trainer);
 /* True when the model was resumed from resume_path. */
 CLFORMER_API bool clformer_trainer_resumed(const clformer_trainer *trainer);
+/* The options in force: the caller's, with the model's config and
+ * optimizer, and the schedule, batching and seed that the run uses (when
+ * resuming, the checkpoint's: compare them with what a user asked for). */
+CLFORMER_API void clformer_trainer_settings(const clformer_trainer *trainer,
+                                            clformer_train_options *settings);
 
 /* ------------------------------------------------------------------------- */
 /* Files: what the clformer command reads and writes, the library's way       */

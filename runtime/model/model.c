@@ -43,6 +43,16 @@ clformer_status clformer_model_set_optimizer(clformer_model *m, const clformer_o
     return CLFORMER_OK;
 }
 
+void clformer_model_optimizer(const clformer_model *m, clformer_optim_config *c)
+{
+    c->optimizer = m->optim.adamw ? CLFORMER_ADAMW : CLFORMER_ADAM;
+    c->beta1 = m->optim.beta1;
+    c->beta2 = m->optim.beta2;
+    c->eps = m->optim.eps;
+    c->weight_decay = m->optim.weight_decay;
+    c->clip = m->optim.clip;
+}
+
 static clformer_status allocate(cf_model *m)
 {
     const size_t n = m->layout.total;
