@@ -172,14 +172,23 @@ static void trainer_takes_raw_text(void **state)
     assert_ok(clformer_parallel_text_load(src_path, tgt_path, &text));
     clformer_train_options o;
     clformer_train_options_default(&o);
-    o.train_text = o.val_text = text;
+    /* validation: 4 pairs (the loss over all 400 would take minutes on a simulator) */
+    const char *vs[4], *vt[4];
+    for (size_t i = 0; i < 4; i++) {
+        vs[i] = clformer_parallel_text_source(text, i);
+        vt[i] = clformer_parallel_text_target(text, i);
+    }
+    clformer_parallel_text *val;
+    assert_ok(clformer_parallel_text_from_lines(vs, vt, 4, "val.en", "val.de", &val));
+    o.train_text = text;
+    o.val_text = val;
     o.src_spm = en.bytes, o.src_spm_size = en.size;
     o.tgt_spm = de.bytes, o.tgt_spm_size = de.size;
     o.config = tiny_config();
     o.config.max_len = 96;
     o.batching.batch_size = 8, o.batching.batch_tokens = 0;
     o.steps = 2;
-    o.bleu_sentences = 3;
+    o.bleu_sentences = 2;
     o.callback = on_progress;
     clformer_trainer *t;
     assert_ok(clformer_trainer_create(hctx(), &o, &t));
@@ -204,6 +213,7 @@ static void trainer_takes_raw_text(void **state)
     assert_null(strstr(out[0], "\xe2\x96\x81")); /* decoded to raw text */
     free(out[0]);
     clformer_trainer_free(t);
+    clformer_parallel_text_free(val);
     clformer_parallel_text_free(text);
     cf_spm_free(en.spm);
     cf_spm_free(de.spm);
