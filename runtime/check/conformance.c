@@ -26,6 +26,8 @@ double conf_now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
+bool conf_warm_up(const cf_ctx *ctx) { return !ctx->info.simulator; }
+
 void conf_emit(conf_sink sink, void *user, const char *op, const char *shape, ref_cmp cmp,
                double ms)
 {

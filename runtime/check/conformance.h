@@ -36,6 +36,9 @@ extern const conf_check conf_checks[];
 
 /* Helpers for check implementations. */
 double conf_now_ms(void);
+/* Whether to run an op once untimed before timing it (PoCL compiles a kernel
+ * at its first launch); not on simulators, whose times mean nothing. */
+bool conf_warm_up(const cf_ctx *ctx);
 void conf_emit(conf_sink sink, void *user, const char *op, const char *shape, ref_cmp cmp,
                double ms);
 /* The worse of two comparisons, for an op with several outputs: a failing
@@ -70,6 +73,18 @@ typedef struct {
 } conf_dropout_case;
 clformer_status conf_dropout_run(cf_ctx *ctx, const conf_dropout_case *c, conf_sink sink,
                                  void *user);
+
+typedef struct {
+    size_t N, V;
+    double ls;        /* label smoothing */
+    int ignore;       /* ignore_index; every fifth row's target */
+    bool alias;       /* dlogits is the logits buffer */
+    bool gradient;    /* dlogits requested */
+    float grad_scale;
+    bool extreme;     /* logits of +-1e4, one-hot and constant rows */
+    uint64_t seed;
+} conf_loss_case;
+clformer_status conf_loss_run(cf_ctx *ctx, const conf_loss_case *c, conf_sink sink, void *user);
 
 clformer_status conf_layernorm_run(cf_ctx *ctx, const conf_layernorm_case *c, conf_sink sink,
                                    void *user);

@@ -16,7 +16,7 @@ const cf_dropout *cf_model_dropout(const cf_model *m, uint32_t site, cf_dropout 
 {
     if (!m->acts.training || m->cfg.dropout <= 0.0f) return NULL;
     storage->p = m->cfg.dropout;
-    storage->seed = m->seed;
+    storage->seed = cf_rank_seed(m);
     storage->step = (uint32_t)m->step;
     storage->site = site;
     return storage;

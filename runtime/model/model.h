@@ -95,6 +95,7 @@ struct clformer_model {
     char *train_state;                    /* trainer's JSON (data position ...), may be NULL */
     bool has_training_state;              /* loaded with optimizer state */
     struct cf_decoder *decoder;           /* inference caches, made on first use */
+    clformer_collective collective;       /* data-parallel ranks (size 1: alone) */
 };
 typedef struct clformer_model cf_model;
 
@@ -136,6 +137,16 @@ static inline cf_view cf_layer_input(const cf_model *m, bool decoder, int l)
     if (l == 0) return decoder ? m->acts.tgt_emb : m->acts.src_emb;
     return decoder ? m->acts.dec[l - 1].sub[2].out : m->acts.enc[l - 1].sub[1].out;
 }
+
+/* Data parallelism (collective.c). The rank's share of the dropout seed. */
+uint64_t cf_rank_seed(const cf_model *m);
+/* Sums the label count over ranks (the loss scale is 1 / the global count). */
+clformer_status cf_collective_count(cf_model *m, size_t *count);
+/* Sums the gradients over ranks, in place; fills the timing fields of stats. */
+clformer_status cf_collective_gradients(cf_model *m, double step_start,
+                                        clformer_step_stats *stats);
+/* Sums a few doubles over ranks (the loss). */
+clformer_status cf_collective_sum(cf_model *m, double *values, size_t n);
 
 /* Backward through everything, accumulating into m->grads (zero them first). */
 clformer_status cf_backward(cf_model *m);

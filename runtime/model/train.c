@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 float clformer_learning_rate(clformer_lr_schedule schedule, float base, int d_model,
                              uint64_t step, uint64_t warmup)
@@ -92,13 +93,35 @@ static clformer_status prepare(cf_model *m, const clformer_batch *b, bool traini
     return CLFORMER_OK;
 }
 
-static clformer_status forward_backward(cf_model *m, const clformer_batch *b, size_t *count)
+static double now_s(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Gradients of the mean loss over the labels of all ranks: each rank scales
+ * its per-token gradients by 1 / the global count, and the ranks' gradients
+ * are summed (collective.c) before the norm that clipping uses. `count`
+ * becomes the global count. */
+static clformer_status forward_backward(cf_model *m, const clformer_batch *b, size_t *count,
+                                        clformer_step_stats *stats)
+{
+    const double start = now_s();
     CF_TRY(prepare(m, b, true, count));
+    CF_TRY(cf_collective_count(m, count));
     CF_TRY(cf_fill(m->ctx, m->grads, 0, m->layout.total, 0.0f));
     CF_TRY(cf_forward(m, true, 1.0f / (float)*count));
     CF_TRY(cf_backward(m));
+    CF_TRY(cf_collective_gradients(m, start, stats));
     return cf_reduce_sum(m->ctx, m->metrics, 1, m->grads, 0, m->layout.total, true, false);
+}
+
+/* The loss sum of all ranks (each rank's forward wrote its own). */
+static clformer_status loss_sum(cf_model *m, float local, double *sum)
+{
+    *sum = (double)local;
+    return cf_collective_sum(m, sum, 1);
 }
 
 clformer_status clformer_model_train_step(clformer_model *m, const clformer_batch *b, float lr,
@@ -107,7 +130,8 @@ clformer_status clformer_model_train_step(clformer_model *m, const clformer_batc
     if (!(lr >= 0.0f) || !isfinite(lr))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "learning rate must be >= 0, got %g", lr);
     size_t count;
-    CF_TRY(forward_backward(m, b, &count));
+    clformer_step_stats timing = {0};
+    CF_TRY(forward_backward(m, b, &count, &timing));
     const cf_optim_settings *o = &m->optim;
     CF_TRY(cf_clip_scale(m->ctx, cf_view_at(m->metrics, 2), cf_view_at(m->metrics, 1), o->clip));
     const uint64_t t = m->step + 1;
@@ -119,19 +143,21 @@ clformer_status clformer_model_train_step(clformer_model *m, const clformer_batc
                           m->layout.decay_end, cf_view_at(m->metrics, 2), &hp));
     float metrics[2];
     CF_TRY(cf_download(m->ctx, m->metrics, 0, metrics, 2));
+    double sum;
+    CF_TRY(loss_sum(m, metrics[0], &sum));
     m->step = t;
     if (stats) {
-        stats->loss = (double)metrics[0] / (double)count;
+        *stats = timing;
+        stats->loss = sum / (double)count;
         stats->grad_norm = sqrt((double)metrics[1]);
         stats->tokens = count;
         stats->step = t;
     }
-    if (!isfinite(metrics[0]) || !isfinite(metrics[1]))
+    if (!isfinite(sum) || !isfinite(metrics[1]))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "training diverged at step %llu: loss %g, gradient norm %g; lower the "
                        "learning rate or enable clipping (--clip)",
-                       (unsigned long long)t, (double)metrics[0] / (double)count,
-                       sqrt((double)metrics[1]));
+                       (unsigned long long)t, sum / (double)count, sqrt((double)metrics[1]));
     return CLFORMER_OK;
 }
 
@@ -139,10 +165,12 @@ clformer_status clformer_model_gradients(clformer_model *m, const clformer_batch
                                          double *loss)
 {
     size_t count;
-    CF_TRY(forward_backward(m, b, &count));
-    float sum;
-    CF_TRY(cf_download(m->ctx, m->metrics, 0, &sum, 1));
-    if (loss) *loss = (double)sum / (double)count;
+    CF_TRY(forward_backward(m, b, &count, NULL));
+    float local;
+    double sum;
+    CF_TRY(cf_download(m->ctx, m->metrics, 0, &local, 1));
+    CF_TRY(loss_sum(m, local, &sum));
+    if (loss) *loss = sum / (double)count;
     return CLFORMER_OK;
 }
 
