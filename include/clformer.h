@@ -39,7 +39,8 @@ typedef enum {
     CLFORMER_ERR_OUT_OF_MEMORY,    /* device or host memory exhausted */
     CLFORMER_ERR_IO,               /* a file is missing, unreadable or unwritable */
     CLFORMER_ERR_FORMAT,           /* a file is malformed: checkpoint, corpus, cache */
-    CLFORMER_ERR_INTERRUPTED       /* stopped on request (e.g. Ctrl-C) */
+    CLFORMER_ERR_INTERRUPTED,      /* stopped on request (e.g. Ctrl-C) */
+    CLFORMER_ERR_DIVERGED          /* training diverged: non-finite or exploding loss */
 } clformer_status;
 
 /* The library's version, "MAJOR.MINOR.PATCH" (CLFORMER_VERSION is the

@@ -109,6 +109,12 @@ int cmd_train(int argc, char **argv)
         return cli_error("train", "--resume continues exactly as the checkpoint was trained: remove the batching, "
                                   "learning-rate, optimizer and regularisation options"), EXIT_USAGE;
     if (save_every && !save) return cli_error("train", "--save-every needs --save"), EXIT_USAGE;
+    /* options that would silently do nothing */
+    if (eval_every && !val_src)
+        return cli_error("train", "--eval-every needs validation data (--val-src and --val-tgt)"), EXIT_USAGE;
+    if (warmup_set && strcmp(schedule, "noam") != 0)
+        return cli_error("train", "--warmup applies to --lr-schedule noam only (the constant schedule has no warm-up)"),
+               EXIT_USAGE;
 
     clformer_train_options o;
     clformer_train_options_default(&o);

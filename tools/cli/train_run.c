@@ -14,9 +14,24 @@
 /* The run Ctrl-C stops (one at a time per process). */
 static clformer_trainer *volatile running;
 
+static volatile sig_atomic_t sigints;
+
+/* The first Ctrl-C asks the run to stop: it finishes the step, saves and
+ * exits 130. Later ones only say so: quitting in the middle of a save would
+ * lose the newest steps (never the last good file: saves are atomic). */
 static void on_sigint(int sig)
 {
     (void)sig;
+    static const char first[] = "\nclformer: Ctrl-C: stopping after this step and saving the "
+                                "checkpoint\n";
+    static const char again[] = "\nclformer: still saving; the run ends once the checkpoint "
+                                "is complete (kill -9 quits at once, keeping the last saved "
+                                "file)\n";
+    const char *msg = sigints ? again : first;
+    size_t len = sigints ? sizeof again - 1 : sizeof first - 1;
+    sigints = 1;
+    ssize_t ignored = write(2, msg, len);
+    (void)ignored;
     if (running) clformer_trainer_request_stop(running);
 }
 
