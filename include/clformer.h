@@ -406,7 +406,9 @@ CLFORMER_API clformer_status clformer_model_broadcast(clformer_model *model, int
 
 /* One training step: forward, loss, backward, clipping and the optimizer
  * update at learning rate `lr`, all enqueued; reads back only the loss and
- * the gradient norm. */
+ * the gradient norm. A non-finite loss or gradient norm is
+ * CLFORMER_ERR_DIVERGED, with `stats` still filled (the weights are then
+ * damaged: reload the last checkpoint). */
 CLFORMER_API clformer_status clformer_model_train_step(clformer_model *model,
                                                        const clformer_batch *batch, float lr,
                                                        clformer_step_stats *stats);

@@ -198,7 +198,10 @@ static clformer_status train_step(clformer_trainer *t, clformer_train_progress *
     p->lr = clformer_learning_rate(t->schedule, t->lr, clformer_model_config(t->model)->d_model,
                                    step, t->warmup);
     clformer_step_stats s;
-    CF_TRY(clformer_model_train_step(t->model, &batch, p->lr, &s));
+    /* a non-finite step still reports its figures: check_divergence words it */
+    st = clformer_model_train_step(t->model, &batch, p->lr, &s);
+    if (st == CLFORMER_ERR_DIVERGED) cf_clear_error();
+    else if (st != CLFORMER_OK) return st;
     p->step = s.step;
     p->loss = s.loss;
     p->grad_norm = s.grad_norm;

@@ -137,9 +137,18 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
     }
     print_summary(t, ctx, o.resume_path);
     running = t;
-    void (*previous)(int) = signal(SIGINT, on_sigint);
+    /* sigaction, not signal(): with the strict POSIX feature macros glibc's
+     * signal() resets the handler after one delivery, so a second Ctrl-C
+     * killed the run in the middle of its save */
+    struct sigaction sa, previous;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &previous);
+    sigints = 0;
     const clformer_status st = clformer_trainer_run(t, result);
-    signal(SIGINT, previous);
+    sigaction(SIGINT, &previous, NULL);
     running = NULL;
     if (d.line_open) fprintf(stderr, "\n");
     int rc = 0;
