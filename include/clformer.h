@@ -324,6 +324,18 @@ CLFORMER_API clformer_status clformer_model_set_vocabs(clformer_model *model,
 CLFORMER_API const char *const *clformer_model_src_vocab(const clformer_model *model);
 CLFORMER_API const char *const *clformer_model_tgt_vocab(const clformer_model *model);
 
+/* SentencePiece models (a FILE.model's bytes) of a model trained on raw text
+ * (clformer train --tokenizer spm), source (target false) or target side: the
+ * side's vocabulary must be the model's pieces in id order (set it first).
+ * Checkpoints store them (metadata clformer.src_spm / clformer.tgt_spm, in
+ * base64), and a model that has them translates raw text. spm NULL clears
+ * a side. clformer_model_tokenizer gives NULL (and *size 0) for a side
+ * without one. */
+CLFORMER_API clformer_status clformer_model_set_tokenizer(clformer_model *model, bool target,
+                                                          const void *spm, size_t size);
+CLFORMER_API const void *clformer_model_tokenizer(const clformer_model *model, bool target,
+                                                  size_t *size);
+
 /* Device memory in bytes. */
 typedef struct {
     size_t parameters;   /* weights */
@@ -356,6 +368,9 @@ typedef struct {
 CLFORMER_API void clformer_optim_config_default(clformer_optim_config *config);
 CLFORMER_API clformer_status clformer_model_set_optimizer(clformer_model *model,
                                                           const clformer_optim_config *config);
+/* The optimizer settings in force (a training checkpoint's once loaded). */
+CLFORMER_API void clformer_model_optimizer(const clformer_model *model,
+                                           clformer_optim_config *config);
 
 typedef struct {
     double loss;       /* mean cross-entropy over counted target tokens, before the update */
@@ -814,6 +829,11 @@ CLFORMER_API const clformer_corpus *clformer_trainer_corpus(const clformer_train
 CLFORMER_API clformer_batcher *clformer_trainer_batcher(clformer_trainer *trainer);
 /* True when the model was resumed from resume_path. */
 CLFORMER_API bool clformer_trainer_resumed(const clformer_trainer *trainer);
+/* The options in force: the caller's, with the model's config and
+ * optimizer, and the schedule, batching and seed that the run uses (when
+ * resuming, the checkpoint's: compare them with what a user asked for). */
+CLFORMER_API void clformer_trainer_settings(const clformer_trainer *trainer,
+                                            clformer_train_options *settings);
 
 /* ------------------------------------------------------------------------- */
 /* Files: what the clformer command reads and writes, the library's way       */

@@ -30,7 +30,7 @@ static double steps_left(const clformer_trainer *t)
     if (t->o.steps > 0) return (double)t->o.steps - step;
     const double per_epoch = (double)clformer_batcher_batches_per_epoch(t->batcher);
     const double index = (double)clformer_batcher_index(t->batcher);
-    const double in_epoch = t->batch_size > 0 ? index / t->batch_size : index;
+    const double in_epoch = t->batching.batch_size > 0 ? index / t->batching.batch_size : index;
     return ((double)t->o.epochs - (double)clformer_batcher_epoch(t->batcher)) * per_epoch -
            in_epoch;
 }

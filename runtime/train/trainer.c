@@ -177,7 +177,7 @@ static clformer_status restore(clformer_trainer *t)
     t->warmup = (uint64_t)warmup;
     const clformer_batcher_options bo = {(int)size, (int)tokens, shuffle != 0,
                                          strtoull(seed, NULL, 10), (int)window};
-    t->batch_size = bo.batch_size;
+    t->batching = bo;
     clformer_status st = clformer_batcher_create(t->train, &bo, &t->batcher);
     if (st == CLFORMER_OK) st = cf_batcher_state_from_json(t->batcher->b, b);
     json_decref(root);
@@ -191,7 +191,7 @@ static clformer_status setup(clformer_trainer *t)
     t->lr = o->lr;
     t->schedule = o->schedule;
     t->warmup = o->warmup;
-    t->batch_size = o->batching.batch_size;
+    t->batching = o->batching;
     CF_TRY(load_text(t));
     if (o->resume_path || o->init_path) CF_TRY(open_model(t));
     CF_TRY(vocabularies(t));
@@ -279,3 +279,17 @@ const clformer_corpus *clformer_trainer_corpus(const clformer_trainer *t, bool v
 clformer_batcher *clformer_trainer_batcher(clformer_trainer *t) { return t->batcher; }
 
 bool clformer_trainer_resumed(const clformer_trainer *t) { return t->resumed; }
+
+void clformer_trainer_settings(const clformer_trainer *t, clformer_train_options *s)
+{
+    *s = t->o;
+    if (t->model) {
+        s->config = *clformer_model_config(t->model);
+        clformer_model_optimizer(t->model, &s->optim);
+    }
+    s->lr = t->lr;
+    s->schedule = t->schedule;
+    s->warmup = t->warmup;
+    s->batching = t->batching;
+    if (t->resumed) s->seed = t->batching.seed; /* one --seed seeded both */
+}

@@ -35,7 +35,7 @@ struct clformer_trainer {
     float lr;
     clformer_lr_schedule schedule;
     uint64_t warmup;
-    int batch_size;                  /* 0 in token mode */
+    clformer_batcher_options batching;
     volatile sig_atomic_t stop;      /* set by clformer_trainer_request_stop */
     /* divergence watch (train_loop.c) */
     double best_loss;                /* the lowest step loss so far (INFINITY: none) */

@@ -152,9 +152,11 @@ static void learns_saves_and_resumes_exactly(void **state)
              model_args(), half);
     rc = run_tool(args, out, sizeof out);
     if (rc != 0) fail_msg("train exited %d:\n%s", rc, out);
+    /* the same command with --resume added: options equal to the checkpoint's pass */
     snprintf(args, sizeof args,
-             "train --src train.src --tgt train.tgt --resume half.safetensors --steps %d "
-             "--log resumed.jsonl --save resumed.safetensors", steps);
+             "train --src train.src --tgt train.tgt %s --batch-size 8 --steps %d --lr 2e-3 "
+             "--dropout 0.1 --log resumed.jsonl --save resumed.safetensors "
+             "--resume half.safetensors", model_args(), steps);
     rc = run_tool(args, out, sizeof out);
     if (rc != 0) fail_msg("resume exited %d:\n%s", rc, out);
     char want[64];
@@ -170,11 +172,27 @@ static void learns_saves_and_resumes_exactly(void **state)
     rc = run_tool(args, out, sizeof out);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "is already at step"));
-    /* resuming with changed data options is refused, naming the option */
-    rc = run_tool("train --src train.src --tgt train.tgt --resume half.safetensors --steps 50 --lr 1",
-                  out, sizeof out);
-    assert_int_equal(rc, 2);
-    assert_non_null(strstr(out, "--resume continues exactly"));
+    /* a value that differs from the checkpoint's is refused, naming the
+     * option, the checkpoint's value and the given one */
+    const struct {
+        const char *option, *needle;
+    } changed[] = {
+        {"--lr 1", "--lr: the checkpoint was trained with 0.002, this command gives 1;"},
+        {"--batch-tokens 64", "--batch-tokens: the checkpoint was trained with --batch-size 8, "
+                              "this command gives 64;"},
+        {"--d-model 16 --heads 2", "--d-model: the checkpoint was trained with "},
+        {"--dropout 0.2", "--dropout: the checkpoint was trained with 0.1, this command gives 0.2;"},
+        {"--optimizer adamw", "--optimizer: the checkpoint was trained with adam, this command "
+                              "gives adamw;"},
+    };
+    for (size_t i = 0; i < sizeof changed / sizeof *changed; i++) {
+        snprintf(args, sizeof args, "train --src train.src --tgt train.tgt --resume "
+                 "half.safetensors --steps 50 %s", changed[i].option);
+        rc = run_tool(args, out, sizeof out);
+        if (rc != 2 || !strstr(out, changed[i].needle))
+            fail_msg("'%s': exit %d (want 2), output lacks '%s':\n%s", args, rc,
+                     changed[i].needle, out);
+    }
     /* a plain model cannot be resumed, only used with --init */
     rc = run_tool("train --src train.src --tgt train.tgt --init straight.safetensors --steps 1 "
                   "--batch-size 4", out, sizeof out);
