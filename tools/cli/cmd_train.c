@@ -123,7 +123,7 @@ int cmd_train(int argc, char **argv)
     /* options that would silently do nothing */
     if (eval_every && !val_src)
         return cli_error("train", "--eval-every needs validation data (--val-src and --val-tgt)"), EXIT_USAGE;
-    if (warmup_set && strcmp(schedule, "noam") != 0)
+    if (g.warmup && strcmp(schedule, "noam") != 0)
         return cli_error("train", "--warmup applies to --lr-schedule noam only (the constant schedule has no warm-up)"),
                EXIT_USAGE;
 
