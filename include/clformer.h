@@ -323,6 +323,18 @@ CLFORMER_API clformer_status clformer_model_set_vocabs(clformer_model *model,
 CLFORMER_API const char *const *clformer_model_src_vocab(const clformer_model *model);
 CLFORMER_API const char *const *clformer_model_tgt_vocab(const clformer_model *model);
 
+/* SentencePiece models (a FILE.model's bytes) of a model trained on raw text
+ * (clformer train --tokenizer spm), source (target false) or target side: the
+ * side's vocabulary must be the model's pieces in id order (set it first).
+ * Checkpoints store them (metadata clformer.src_spm / clformer.tgt_spm, in
+ * base64), and a model that has them translates raw text. spm NULL clears
+ * a side. clformer_model_tokenizer gives NULL (and *size 0) for a side
+ * without one. */
+CLFORMER_API clformer_status clformer_model_set_tokenizer(clformer_model *model, bool target,
+                                                          const void *spm, size_t size);
+CLFORMER_API const void *clformer_model_tokenizer(const clformer_model *model, bool target,
+                                                  size_t *size);
+
 /* Device memory in bytes. */
 typedef struct {
     size_t parameters;   /* weights */
@@ -516,6 +528,301 @@ CLFORMER_API bool clformer_model_has_training_state(const clformer_model *model)
 CLFORMER_API clformer_status clformer_model_set_trainer_state(clformer_model *model,
                                                               const char *json);
 CLFORMER_API const char *clformer_model_trainer_state(const clformer_model *model);
+
+/* ------------------------------------------------------------------------- */
+/* Text data: parallel sentences, vocabularies, corpora, batches, BLEU       */
+/* ------------------------------------------------------------------------- */
+/*
+ * Sentences are UTF-8 with whitespace-separated tokens, split exactly as
+ * Python's str.split() splits (so the tokens equal sacreBLEU's with
+ * --tokenize none). The pipeline of `clformer train`:
+ *
+ *     clformer_parallel_text *text;   // validated sentence pairs
+ *     clformer_parallel_text_load("train.en", "train.de", &text);
+ *     clformer_vocab *sv, *tv;        // ids 0..3: <pad> <sos> <eos> <unk>
+ *     clformer_vocab_build(text, CLFORMER_SIDE_SOURCE, 2, 0, &sv);
+ *     clformer_vocab_build(text, CLFORMER_SIDE_TARGET, 2, 0, &tv);
+ *     clformer_corpus *corpus;        // token ids; pairs over max_len skipped
+ *     clformer_corpus_encode(text, sv, tv, 100, &corpus);
+ *     clformer_batcher *b;            // shuffled, length-bucketed batches
+ *     clformer_batcher_create(corpus, &batching, &b);
+ *     clformer_batcher_next(b, &batch); clformer_model_train_step(model, &batch, lr, &stats);
+ */
+
+typedef struct clformer_parallel_text clformer_parallel_text;
+
+/* Reads two line-aligned files (one sentence per line): strict UTF-8 (a
+ * byte order mark is skipped), the same number of lines on both sides; a
+ * pair with an empty side is skipped and counted. Errors name file:line. */
+CLFORMER_API clformer_status clformer_parallel_text_load(const char *src_path, const char *tgt_path,
+                                                         clformer_parallel_text **text);
+/* The same from n in-memory line pairs (copied); the names stand for file
+ * names in messages. */
+CLFORMER_API clformer_status clformer_parallel_text_from_lines(const char *const *src,
+                                                               const char *const *tgt, size_t n,
+                                                               const char *src_name,
+                                                               const char *tgt_name,
+                                                               clformer_parallel_text **text);
+CLFORMER_API void clformer_parallel_text_free(clformer_parallel_text *text);
+/* Pairs kept, and pair i's sentences (valid while the text lives). */
+CLFORMER_API size_t clformer_parallel_text_size(const clformer_parallel_text *text);
+CLFORMER_API const char *clformer_parallel_text_source(const clformer_parallel_text *text,
+                                                       size_t i);
+CLFORMER_API const char *clformer_parallel_text_target(const clformer_parallel_text *text,
+                                                       size_t i);
+
+/* Whitespace tokens of a NUL-terminated UTF-8 sentence. */
+CLFORMER_API size_t clformer_count_tokens(const char *sentence);
+
+/* The artificial language pair of `clformer demo`, generated from `seed`
+ * (no files): n_train training and n_test held-out pairs, no held-out
+ * source among the training ones. */
+#define CLFORMER_DEMO_TRAIN_PAIRS 12000
+#define CLFORMER_DEMO_TEST_PAIRS 200
+CLFORMER_API clformer_status clformer_demo_task(uint64_t seed, size_t n_train, size_t n_test,
+                                                clformer_parallel_text **train,
+                                                clformer_parallel_text **test);
+/* The demo languages' rules, a few lines of text. */
+CLFORMER_API const char *clformer_demo_task_description(void);
+
+/* Vocabularies: ids 0..3 are CLFORMER_PAD/SOS/EOS/UNK ("<pad>" ...), then
+ * tokens by falling frequency (ties bytewise). Immutable once made. */
+typedef struct clformer_vocab clformer_vocab;
+typedef enum { CLFORMER_SIDE_SOURCE = 0, CLFORMER_SIDE_TARGET = 1 } clformer_side;
+
+/* From one side of a text: tokens seen at least min_freq (>= 1) times, at
+ * most max_vocab ids with the specials (0: no cap). */
+CLFORMER_API clformer_status clformer_vocab_build(const clformer_parallel_text *text,
+                                                  clformer_side side, int min_freq, int max_vocab,
+                                                  clformer_vocab **vocab);
+/* From tokens in id order (specials first), e.g. clformer_model_src_vocab. */
+CLFORMER_API clformer_status clformer_vocab_from_tokens(const char *const *tokens, size_t n,
+                                                        clformer_vocab **vocab);
+/* A model's vocabulary for one side (the model must have vocabularies). */
+CLFORMER_API clformer_status clformer_vocab_from_model(const clformer_model *model,
+                                                       clformer_side side, clformer_vocab **vocab);
+CLFORMER_API void clformer_vocab_free(clformer_vocab *vocab);
+CLFORMER_API int32_t clformer_vocab_size(const clformer_vocab *vocab);
+/* The token of an id (NULL when out of range). */
+CLFORMER_API const char *clformer_vocab_token(const clformer_vocab *vocab, int32_t id);
+/* The id of a token, CLFORMER_UNK when absent. */
+CLFORMER_API int32_t clformer_vocab_id(const clformer_vocab *vocab, const char *token);
+/* Encodes a sentence (valid UTF-8): one id per token, in <sos> ... <eos>
+ * when `specials`. Writes at most `cap` ids and returns the full count
+ * (cap 0 sizes a buffer); *n_unk (may be NULL) counts <unk>s. */
+CLFORMER_API size_t clformer_vocab_encode(const clformer_vocab *vocab, const char *sentence,
+                                          bool specials, int32_t *ids, size_t cap, size_t *n_unk);
+/* Ids to a sentence (malloc'd): tokens joined by spaces, <pad>/<sos>
+ * dropped, stopping at the first <eos>. */
+CLFORMER_API clformer_status clformer_vocab_decode(const clformer_vocab *vocab, const int32_t *ids,
+                                                   size_t n, char **sentence);
+
+/* A text encoded with two vocabularies: every sequence <sos> ... <eos>;
+ * pairs with a side longer than max_len tokens (0: no limit) are skipped
+ * and counted. The text may be freed afterwards. */
+typedef struct clformer_corpus clformer_corpus;
+CLFORMER_API clformer_status clformer_corpus_encode(const clformer_parallel_text *text,
+                                                    const clformer_vocab *src_vocab,
+                                                    const clformer_vocab *tgt_vocab, int max_len,
+                                                    clformer_corpus **corpus);
+CLFORMER_API void clformer_corpus_free(clformer_corpus *corpus);
+CLFORMER_API size_t clformer_corpus_size(const clformer_corpus *corpus);
+/* One line: "29000 pairs, 12 skipped (longer than max_len 100)". */
+CLFORMER_API void clformer_corpus_summary(const clformer_corpus *corpus, char *buf, size_t size);
+
+/* Mean plain cross-entropy (dropout off, no label smoothing) of a model over
+ * every pair of a corpus, in file order, batched by about batch_tokens
+ * padded tokens; *tokens receives the target tokens counted. */
+CLFORMER_API clformer_status clformer_corpus_loss(clformer_model *model,
+                                                  const clformer_corpus *corpus,
+                                                  size_t batch_tokens, double *loss,
+                                                  size_t *tokens);
+
+/* Training batches. Exactly one of batch_size (pairs per batch; batches may
+ * straddle epochs) and batch_tokens (pairs while batch x max(src, tgt
+ * length) fits; never straddles epochs). With shuffle, every epoch's order
+ * is a pure function of (seed, epoch), and with batch_tokens the pairs are
+ * sorted by length in windows of bucket_window pairs (0: 16384; 1: none)
+ * before the batches are shuffled. */
+typedef struct {
+    int batch_size;
+    int batch_tokens;
+    bool shuffle;
+    uint64_t seed;
+    int bucket_window;
+} clformer_batcher_options;
+
+typedef struct clformer_batcher clformer_batcher;
+/* The corpus must outlive the batcher. */
+CLFORMER_API clformer_status clformer_batcher_create(const clformer_corpus *corpus,
+                                                     const clformer_batcher_options *options,
+                                                     clformer_batcher **batcher);
+CLFORMER_API void clformer_batcher_free(clformer_batcher *batcher);
+/* The next batch; its arrays belong to the batcher and stay valid until the
+ * next call. */
+CLFORMER_API clformer_status clformer_batcher_next(clformer_batcher *batcher,
+                                                   clformer_batch *batch);
+/* Epochs completed (the epoch of the next batch, from 0). */
+CLFORMER_API uint64_t clformer_batcher_epoch(const clformer_batcher *batcher);
+/* Position in the epoch: the next pair (batch_size) or batch (batch_tokens). */
+CLFORMER_API size_t clformer_batcher_index(const clformer_batcher *batcher);
+/* Batches of the current epoch (with batch_size: ceil(pairs / size)). */
+CLFORMER_API size_t clformer_batcher_batches_per_epoch(const clformer_batcher *batcher);
+/* The position with the options and a hash of the corpus, as JSON
+ * (malloc'd); restoring it into a batcher over the same corpus with the same
+ * options continues with exactly the batches that would have come next (a
+ * difference is an error naming the option). */
+CLFORMER_API clformer_status clformer_batcher_save_position(const clformer_batcher *batcher,
+                                                            char **json);
+CLFORMER_API clformer_status clformer_batcher_restore_position(clformer_batcher *batcher,
+                                                               const char *json);
+
+/* Corpus BLEU as sacreBLEU 2.x computes it (4-grams, 'exp' smoothing, one
+ * reference per sentence, case-sensitive), with its default tokenizer 13a
+ * (for detokenised text) or with none (the text's own whitespace tokens). */
+typedef enum {
+    CLFORMER_BLEU_TOKENIZE_NONE = 0,
+    CLFORMER_BLEU_TOKENIZE_13A = 1
+} clformer_bleu_tokenize;
+
+typedef struct {
+    double score;         /* 0..100 */
+    double precisions[4]; /* percent, 1- to 4-grams */
+    double bp;            /* brevity penalty */
+    uint64_t hyp_len, ref_len;
+} clformer_bleu;
+CLFORMER_API clformer_status clformer_bleu_corpus(const char *const *hyps, const char *const *refs,
+                                                  size_t n, clformer_bleu_tokenize tokenize,
+                                                  clformer_bleu *bleu);
+/* sacreBLEU's line: "BLEU = 35.12 67.1/41.0/27.3/18.7 (BP = 1.000 ratio = ...)". */
+CLFORMER_API void clformer_bleu_format(const clformer_bleu *bleu, char *buf, size_t size);
+/* sacreBLEU's signature: "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0". */
+CLFORMER_API void clformer_bleu_signature(clformer_bleu_tokenize tokenize, char *buf,
+                                          size_t size);
+
+/* Translates n sentences into outputs[i] (malloc'd; free each): sorted by
+ * length and decoded batch_size at a time; a sentence without a token gives
+ * "" without decoding; a source longer than the model's max_len is cut to
+ * fit (counted in *truncated, may be NULL). `progress` (may be NULL) is
+ * called after each batch with the sentences decoded so far and their total. */
+typedef void (*clformer_translate_progress)(void *user, size_t done, size_t total);
+CLFORMER_API clformer_status clformer_translate_sentences(
+    clformer_model *model, const char *const *sentences, size_t n,
+    const clformer_decode_options *options, size_t batch_size, char **outputs, size_t *truncated,
+    clformer_translate_progress progress, void *user);
+/* One sentence's source ids as the model reads them (<sos> ... <eos>, cut to
+ * max_len); *ids is malloc'd. */
+CLFORMER_API clformer_status clformer_encode_source(const clformer_model *model,
+                                                    const char *sentence, int32_t **ids,
+                                                    size_t *len);
+
+/* ------------------------------------------------------------------------- */
+/* Training: what `clformer train` runs                                       */
+/* ------------------------------------------------------------------------- */
+
+/* What the progress callback receives after every step and every validation. */
+typedef enum { CLFORMER_TRAIN_STEP = 0, CLFORMER_TRAIN_VALIDATION = 1 } clformer_train_event;
+
+typedef struct {
+    clformer_train_event event;
+    uint64_t step;  /* optimizer steps taken, this one included (from 1) */
+    uint64_t epoch; /* epoch of this step, from 1 */
+    double loss;    /* the step's mean training loss */
+    size_t tokens;  /* target tokens of the step */
+    float lr;
+    double grad_norm;    /* before clipping */
+    double tokens_per_s; /* over about the last 20 steps */
+    double elapsed_s;    /* since clformer_trainer_run began */
+    double steps_left;   /* estimate (exact with a step limit) */
+    bool last;           /* the run's last step */
+    /* CLFORMER_TRAIN_VALIDATION only */
+    double val_loss; /* plain cross-entropy over the validation pairs */
+    double val_ppl;  /* exp(val_loss) */
+    double val_bleu; /* greedy BLEU of the first bleu_sentences (NAN: none) */
+    size_t val_tokens, val_bleu_sentences;
+    double val_seconds;
+} clformer_train_progress;
+
+/* Return false to stop the run as clformer_trainer_request_stop does. */
+typedef bool (*clformer_train_callback)(const clformer_train_progress *progress, void *user);
+
+/* Options of a run. Strings and texts are borrowed: keep them until
+ * clformer_trainer_free. */
+typedef struct {
+    /* data: in-memory texts (used when set) or files */
+    const clformer_parallel_text *train_text, *val_text;
+    const char *src_path, *tgt_path, *val_src_path, *val_tgt_path;
+    int min_freq, max_vocab;           /* vocabularies of a fresh model (1, 0) */
+    clformer_batcher_options batching; /* (4096 tokens, shuffled, seed 1) */
+    /* the model: fresh from `config` (vocabulary sizes from the data), or
+     * the weights of init_path, or exactly where resume_path stopped */
+    clformer_config config;
+    const char *init_path, *resume_path;
+    bool override_dropout, override_label_smoothing; /* with init_path: use config's */
+    uint64_t seed;                                   /* initialisation and dropout (1) */
+    /* optimisation (from the checkpoint when resuming) */
+    clformer_optim_config optim;
+    float lr; /* or the noam factor (5e-4) */
+    clformer_lr_schedule schedule;
+    uint64_t warmup; /* noam warm-up steps (4000) */
+    uint64_t steps;  /* stop when the model has taken `steps` steps, */
+    uint64_t epochs; /* or after `epochs` epochs: exactly one is set */
+    /* validation: loss and perplexity over val_text, BLEU over its first
+     * bleu_sentences sentences (greedy), every eval_every steps (0: only at
+     * the end) and at the end */
+    uint64_t eval_every;
+    size_t bleu_sentences; /* (200) */
+    /* output */
+    const char *save_path;      /* training checkpoint at the end */
+    uint64_t save_every;        /* and every N steps (0: never) */
+    const char *stop_save_path; /* saved on a stop request (NULL: save_path) */
+    const char *log_path;       /* JSON lines: one object per step and validation */
+    clformer_train_callback callback;
+    void *user;
+} clformer_train_options;
+
+/* The defaults noted above; config is clformer_config_default's. */
+CLFORMER_API void clformer_train_options_default(clformer_train_options *options);
+
+typedef struct {
+    uint64_t steps;       /* optimizer steps of the model at the end */
+    double loss;          /* last training loss */
+    double val_loss;      /* last validation loss (NAN when none) */
+    double val_bleu;      /* last validation BLEU (NAN when none) */
+    double seconds;       /* wall time of clformer_trainer_run */
+    double tokens_per_s;  /* target tokens per second over the run */
+    bool stopped;         /* stopped on request (after saving) */
+    const char *saved_to; /* the checkpoint written last (NULL: none) */
+} clformer_train_result;
+
+typedef struct clformer_trainer clformer_trainer;
+
+/* Prepares a run: reads and encodes the data, makes, loads or resumes the
+ * model, and positions the batcher. Errors name the option or file. */
+CLFORMER_API clformer_status clformer_trainer_create(clformer_context *ctx,
+                                                     const clformer_train_options *options,
+                                                     clformer_trainer **trainer);
+CLFORMER_API void clformer_trainer_free(clformer_trainer *trainer);
+
+/* Trains until the step or epoch limit, validating and saving as asked, then
+ * validates and saves once more. After a stop request (from any thread or a
+ * signal handler, or the callback's false) it saves at the end of the current
+ * step and returns CLFORMER_ERR_INTERRUPTED. */
+CLFORMER_API clformer_status clformer_trainer_run(clformer_trainer *trainer,
+                                                  clformer_train_result *result);
+CLFORMER_API void clformer_trainer_request_stop(clformer_trainer *trainer);
+
+/* The model being trained (owned by the trainer). */
+CLFORMER_API clformer_model *clformer_trainer_model(clformer_trainer *trainer);
+/* Hands the model to the caller, who frees it; the trainer is then spent. */
+CLFORMER_API clformer_model *clformer_trainer_release_model(clformer_trainer *trainer);
+/* The encoded training and validation data (validation: NULL when none). */
+CLFORMER_API const clformer_corpus *clformer_trainer_corpus(const clformer_trainer *trainer,
+                                                            bool validation);
+/* The batcher that feeds the steps (its position is saved with the model). */
+CLFORMER_API clformer_batcher *clformer_trainer_batcher(clformer_trainer *trainer);
+/* True when the model was resumed from resume_path. */
+CLFORMER_API bool clformer_trainer_resumed(const clformer_trainer *trainer);
 
 /* ------------------------------------------------------------------------- */
 /* Files: what the clformer command reads and writes, the library's way       */

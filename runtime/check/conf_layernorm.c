@@ -37,13 +37,6 @@ static void fill_inputs(const conf_layernorm_case *c, float *inp, float *weight,
         }
 }
 
-static double *widen(const float *x, size_t n)
-{
-    double *d = malloc((n ? n : 1) * sizeof *d);
-    for (size_t i = 0; d && i < n; i++) d[i] = x[i];
-    return d;
-}
-
 clformer_status conf_layernorm_run(cf_ctx *ctx, const conf_layernorm_case *c, conf_sink sink,
                                    void *user)
 {
@@ -59,9 +52,9 @@ clformer_status conf_layernorm_run(cf_ctx *ctx, const conf_layernorm_case *c, co
                 conf_block_init(&b, DOUT), conf_block_init(&b, DW), conf_block_init(&b, DB));
     conf_block_init_fill(&b, OUT, NAN);   /* forward overwrites */
     conf_block_init_fill(&b, DINP, 1e30f); /* overwritten first, not added to */
-    for (int t = INP; t <= DOUT; t++) in64[t] = widen(conf_block_init(&b, t), len[t]);
-    in64[DW] = widen(conf_block_init(&b, DW), C);
-    in64[DB] = widen(conf_block_init(&b, DB), C);
+    for (int t = INP; t <= DOUT; t++) in64[t] = conf_widen(conf_block_init(&b, t), len[t]);
+    in64[DW] = conf_widen(conf_block_init(&b, DW), C);
+    in64[DB] = conf_widen(conf_block_init(&b, DB), C);
     /* the reference's y, mean, rstd and dinp; its dweight and dbias
      * accumulate in in64[DW] and in64[DB] */
     ref = malloc((2 * NC + 2 * N) * sizeof *ref);

@@ -14,9 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* EXTREME mixes rows uniform in +-1e4, rows of -1e4 with one 1e4 (on the
- * target or elsewhere) and rows of equal values. */
-static void make_logits(float *x, const int32_t *y, size_t N, size_t V, bool extreme, ref_rng *r)
+void conf_loss_logits(float *x, const int32_t *y, size_t N, size_t V, bool extreme, ref_rng *r)
 {
     if (!extreme) {
         ref_fill_uniform(r, x, NULL, N * V, -6.0, 6.0);
@@ -72,7 +70,7 @@ clformer_status conf_loss_run(cf_ctx *ctx, const conf_loss_case *k, conf_sink si
     for (size_t i = 0; i < N; i++) y[i] = i % 5 == 2 ? k->ignore : (int32_t)(ref_rng_next(&r) % V);
     memcpy(conf_block_init(&b, Y), y, N * 4); /* int32 bits in the float buffer */
     float *x = conf_block_init(&b, X);
-    make_logits(x, y, N, V, k->extreme, &r);
+    conf_loss_logits(x, y, N, V, k->extreme, &r);
     for (size_t i = 0; i < NV; i++) x64[i] = x[i];
     ref_fill_uniform(&r, conf_block_init(&b, LOSS), NULL, N, -3, 3); /* junk: overwritten */
     if (!k->alias) ref_fill_uniform(&r, conf_block_init(&b, D), NULL, NV, -3, 3);

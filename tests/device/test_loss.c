@@ -31,30 +31,10 @@ static cf_view view(hbuf b) { return cf_view_at(b.mem, b.off); }
 
 typedef enum { LOGITS_RANDOM, LOGITS_EXTREME } logits_kind;
 
-/* Logits of one kind. EXTREME mixes rows uniform in +-1e4, rows of -1e4
- * with one 1e4 (on the target or elsewhere) and rows of equal values. */
 static void make_logits(float *x, const int32_t *y, size_t N, size_t V, logits_kind kind,
                         ref_rng *r)
 {
-    if (kind == LOGITS_RANDOM) {
-        ref_fill_uniform(r, x, NULL, N * V, -6.0, 6.0);
-        return;
-    }
-    for (size_t row = 0; row < N; row++) {
-        float *xr = x + row * V;
-        switch (row % 4) {
-        case 0: ref_fill_uniform(r, xr, NULL, V, -1e4, 1e4); break;
-        case 1:
-        case 2: {
-            for (size_t c = 0; c < V; c++) xr[c] = -1e4f;
-            const bool on_target = row % 4 == 1 && y[row] >= 0 && (size_t)y[row] < V;
-            xr[on_target ? (size_t)y[row] : (size_t)(ref_rng_next(r) % V)] = 1e4f;
-            break;
-        }
-        default:
-            for (size_t c = 0; c < V; c++) xr[c] = 1e4f;
-        }
-    }
+    conf_loss_logits(x, y, N, V, kind == LOGITS_EXTREME, r);
 }
 
 /* Random targets; every fifth row (and any row drawing it) is ignore_index. */

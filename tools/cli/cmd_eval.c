@@ -1,13 +1,10 @@
 /* `clformer eval`: corpus BLEU of a hypothesis file against references, or
  * of a model's translations of a source file, with the model's loss and
  * perplexity on the same sentence pairs. */
-#include "bleu.h"
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
-#include "corpus.h"
 #include "lines.h"
-#include "status.h"
 #include "translator.h"
 
 #include <jansson.h>
@@ -28,7 +25,7 @@ typedef struct {
 
 typedef struct {
     const char *hyp, *ref, *src, *model, *output, *tokenize_name;
-    cf_bleu_tokenize tokenize;
+    clformer_bleu_tokenize tokenize;
     bool json;
     decode_flags df;
 } eval_args;
@@ -67,33 +64,34 @@ static clformer_status model_loss(translator *t, const line_file *src, const lin
     for (size_t i = 0; i < src->n; i++) {
         const char *s = src->line[i], *r = ref->line[i];
         if (!line_has_token(s) || !line_has_token(r)) out->empty++;
-        else if (cf_vocab_encode(t->session.src, s, strlen(s), true, NULL, 0, NULL) > (size_t)max_len ||
-                 cf_vocab_encode(t->session.tgt, r, strlen(r), true, NULL, 0, NULL) > (size_t)max_len)
+        else if (clformer_vocab_encode(t->src, s, true, NULL, 0, NULL) > (size_t)max_len ||
+                 clformer_vocab_encode(t->tgt, r, true, NULL, 0, NULL) > (size_t)max_len)
             out->too_long++;
         else out->pairs++;
     }
     if (out->pairs == 0) return CLFORMER_OK;
-    cf_parallel_text *text = NULL;
-    cf_corpus *corpus = NULL;
-    CF_TRY(cf_parallel_text_from_lines((const char *const *)src->line,
-                                       (const char *const *)ref->line, src->n, src->name,
-                                       ref->name, &text));
-    clformer_status st = cf_corpus_encode(text, t->session.src, t->session.tgt, max_len, &corpus);
+    clformer_parallel_text *text = NULL;
+    clformer_corpus *corpus = NULL;
+    clformer_status st = clformer_parallel_text_from_lines((const char *const *)src->line,
+                                                           (const char *const *)ref->line, src->n,
+                                                           src->name, ref->name, &text);
     if (st == CLFORMER_OK)
-        st = text_corpus_loss(t->model, corpus, batch_size * (size_t)max_len, &out->loss,
-                              &out->tokens);
+        st = clformer_corpus_encode(text, t->src, t->tgt, max_len, &corpus);
+    if (st == CLFORMER_OK)
+        st = clformer_corpus_loss(t->model, corpus, batch_size * (size_t)max_len, &out->loss,
+                                  &out->tokens);
     out->have = st == CLFORMER_OK && out->tokens > 0;
-    cf_corpus_free(corpus);
-    cf_parallel_text_free(text);
+    clformer_corpus_free(corpus);
+    clformer_parallel_text_free(text);
     return st;
 }
 
-static void print_text(const cf_bleu_result *b, cf_bleu_tokenize tokenize,
+static void print_text(const clformer_bleu *b, clformer_bleu_tokenize tokenize,
                        const loss_result *loss, size_t pairs)
 {
     char line[256], sig[128];
-    cf_bleu_format(b, line, sizeof line);
-    cf_bleu_signature(tokenize, sig, sizeof sig);
+    clformer_bleu_format(b, line, sizeof line);
+    clformer_bleu_signature(tokenize, sig, sizeof sig);
     printf("%s\nsignature: %s\n", line, sig);
     if (!loss) return;
     size_t skipped = loss->empty + loss->too_long;
@@ -111,19 +109,19 @@ static void print_text(const cf_bleu_result *b, cf_bleu_tokenize tokenize,
     printf(")\n");
 }
 
-static bool print_json(const cf_bleu_result *b, cf_bleu_tokenize tokenize,
+static bool print_json(const clformer_bleu *b, clformer_bleu_tokenize tokenize,
                        const loss_result *loss, const translate_stats *ts)
 {
     json_t *o = json_object(), *p = json_array();
     char sig[128];
-    cf_bleu_signature(tokenize, sig, sizeof sig);
+    clformer_bleu_signature(tokenize, sig, sizeof sig);
     json_object_set_new(o, "bleu", json_real(b->score));
     json_object_set_new(o, "signature", json_string(sig));
-    for (int k = 0; k < CF_BLEU_ORDER; k++) json_array_append_new(p, json_real(b->precisions[k]));
+    for (int k = 0; k < 4; k++) json_array_append_new(p, json_real(b->precisions[k]));
     json_object_set_new(o, "precisions", p);
     json_object_set_new(o, "bp", json_real(b->bp));
-    json_object_set_new(o, "hyp_len", json_integer((json_int_t)b->stats.hyp_len));
-    json_object_set_new(o, "ref_len", json_integer((json_int_t)b->stats.ref_len));
+    json_object_set_new(o, "hyp_len", json_integer((json_int_t)b->hyp_len));
+    json_object_set_new(o, "ref_len", json_integer((json_int_t)b->ref_len));
     if (loss) {
         /* null when no pair fits the model: JSON has no NaN */
         json_object_set_new(o, "loss", loss->have ? cli_json_number(loss->loss) : json_null());
@@ -147,9 +145,9 @@ static int eval_files(const eval_args *a)
 {
     line_file hyp, ref;
     if (!read_pair(a->hyp, a->ref, &hyp, &ref)) return 1;
-    cf_bleu_result b;
+    clformer_bleu b;
     int rc = 1;
-    if (cf_bleu_corpus((const char *const *)hyp.line, (const char *const *)ref.line, hyp.n,
+    if (clformer_bleu_corpus((const char *const *)hyp.line, (const char *const *)ref.line, hyp.n,
                        a->tokenize, &b) != CLFORMER_OK)
         cli_runtime_error("eval", NULL);
     else if (a->json && !print_json(&b, a->tokenize, NULL, NULL))
@@ -187,13 +185,13 @@ static int eval_model(const eval_args *a)
     char **hyps = calloc(src.n, sizeof *hyps);
     translate_stats ts;
     loss_result loss;
-    cf_bleu_result b;
+    clformer_bleu b;
     if (!hyps) {
         cli_error("eval", "out of host memory");
     } else if (translator_run(&t, (const char *const *)src.line, src.n, &a->df, hyps, &ts) !=
                CLFORMER_OK) {
         cli_runtime_error("eval", "translating");
-    } else if (cf_bleu_corpus((const char *const *)hyps, (const char *const *)ref.line, src.n,
+    } else if (clformer_bleu_corpus((const char *const *)hyps, (const char *const *)ref.line, src.n,
                               a->tokenize, &b) != CLFORMER_OK) {
         cli_runtime_error("eval", NULL);
     } else if (model_loss(&t, &src, &ref, (size_t)a->df.batch_size, &loss) != CLFORMER_OK) {
@@ -270,7 +268,8 @@ int cmd_eval(int argc, char **argv)
         cli_error("eval", "%s (see clformer eval --help)", problem);
         return EXIT_USAGE;
     }
-    if (a.tokenize_name) cf_bleu_tokenize_parse(a.tokenize_name, &a.tokenize);
-    else a.tokenize = CF_BLEU_TOKENIZE_13A;
+    a.tokenize = a.tokenize_name && !strcmp(a.tokenize_name, "none")
+                     ? CLFORMER_BLEU_TOKENIZE_NONE
+                     : CLFORMER_BLEU_TOKENIZE_13A;
     return a.hyp ? eval_files(&a) : eval_model(&a);
 }
