@@ -62,18 +62,21 @@ static clformer_status validation_bleu(clformer_trainer *t, size_t n, double *bl
     if (!hyps) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     clformer_decode_options dec;
     clformer_decode_options_default(&dec);
-    /* 64 sentences at a time, so that a stop request (Ctrl-C) is not kept
-     * waiting by a long validation: the rest is then abandoned */
+    /* the text as given: tokens, or raw text for a model with SentencePiece
+     * (then scored as sacreBLEU scores raw text); 64 sentences at a time, so
+     * that a stop request (Ctrl-C) is not kept waiting by a long validation:
+     * the rest is then abandoned */
+    const cf_parallel_text *val = t->raw_val ? t->raw_val : t->val_text;
     clformer_status st = CLFORMER_OK;
     for (size_t start = 0; start < n && st == CLFORMER_OK && !t->stop; start += 64)
-        st = clformer_translate_sentences(t->model, t->val_text->src + start,
+        st = clformer_translate_sentences(t->model, val->src + start,
                                           n - start < 64 ? n - start : 64, &dec, 64,
                                           hyps + start, NULL, NULL, NULL);
     clformer_bleu b;
-    /* the corpus's own tokens, as the model sees them */
     if (st == CLFORMER_OK && !t->stop)
-        st = clformer_bleu_corpus((const char *const *)hyps, t->val_text->tgt, n,
-                                  CLFORMER_BLEU_TOKENIZE_NONE, &b);
+        st = clformer_bleu_corpus((const char *const *)hyps, val->tgt, n,
+                                  t->spm[1] ? CLFORMER_BLEU_TOKENIZE_13A
+                                            : CLFORMER_BLEU_TOKENIZE_NONE, &b);
     for (size_t i = 0; i < n; i++) free(hyps[i]);
     free(hyps);
     if (st == CLFORMER_OK) *bleu = t->stop ? NAN : b.score;
