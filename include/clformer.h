@@ -323,6 +323,18 @@ CLFORMER_API clformer_status clformer_model_set_vocabs(clformer_model *model,
 CLFORMER_API const char *const *clformer_model_src_vocab(const clformer_model *model);
 CLFORMER_API const char *const *clformer_model_tgt_vocab(const clformer_model *model);
 
+/* SentencePiece models (a FILE.model's bytes) of a model trained on raw text
+ * (clformer train --tokenizer spm), source (target false) or target side: the
+ * side's vocabulary must be the model's pieces in id order (set it first).
+ * Checkpoints store them (metadata clformer.src_spm / clformer.tgt_spm, in
+ * base64), and a model that has them translates raw text. spm NULL clears
+ * a side. clformer_model_tokenizer gives NULL (and *size 0) for a side
+ * without one. */
+CLFORMER_API clformer_status clformer_model_set_tokenizer(clformer_model *model, bool target,
+                                                          const void *spm, size_t size);
+CLFORMER_API const void *clformer_model_tokenizer(const clformer_model *model, bool target,
+                                                  size_t *size);
+
 /* Device memory in bytes. */
 typedef struct {
     size_t parameters;   /* weights */

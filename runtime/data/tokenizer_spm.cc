@@ -107,11 +107,14 @@ extern "C" clformer_status cf_spm_train(const char *const *sentences, size_t n,
         Sentences it(sentences, n);
         std::string bytes;
         const auto st = sentencepiece::SentencePieceTrainer::Train(args, &it, &bytes);
-        if (!st.ok())
+        if (!st.ok()) {
+            const char *msg = st.error_message();
+            const char *fix = strstr(msg, "smaller than required") ? " (use a larger --vocab-size)"
+                              : strstr(msg, "ocabulary size") ? " (use a smaller --vocab-size)"
+                                                              : "";
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "learning a SentencePiece vocabulary "
-                           "of %d pieces: %s%s", o->vocab_size, st.error_message(),
-                           strstr(st.error_message(), "ocabulary size") ?
-                           " (use a smaller --vocab-size)" : "");
+                           "of %d pieces: %s%s", o->vocab_size, msg, fix);
+        }
         char *copy = (char *)malloc(bytes.size());
         if (!copy) return out_of_memory("keeping the SentencePiece model");
         memcpy(copy, bytes.data(), bytes.size());

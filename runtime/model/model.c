@@ -5,6 +5,7 @@
 #include "buffer.h"
 #include "decode.h"
 #include "model.h"
+#include "tokenizer_spm.h"
 #include "vocab.h"
 
 #include <jansson.h>
@@ -121,6 +122,8 @@ void clformer_model_free(clformer_model *m)
     cf_param_layout_free(&m->layout);
     free_vocab(m->src_vocab, m->cfg.src_vocab);
     free_vocab(m->tgt_vocab, m->cfg.tgt_vocab);
+    free(m->spm[0]);
+    free(m->spm[1]);
     free(m->train_state);
     free(m);
 }
@@ -176,6 +179,51 @@ clformer_status clformer_model_set_vocabs(clformer_model *m, const char *const *
     m->src_vocab = s;
     m->tgt_vocab = t;
     return CLFORMER_OK;
+}
+
+clformer_status clformer_model_set_tokenizer(clformer_model *m, bool target, const void *spm,
+                                             size_t size)
+{
+    const int k = target ? 1 : 0;
+    const char *side = target ? "target" : "source";
+    unsigned char *copy = NULL;
+    if (spm) {
+        char **vocab = target ? m->tgt_vocab : m->src_vocab;
+        const int n = target ? m->cfg.tgt_vocab : m->cfg.src_vocab;
+        if (!vocab)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the %s SentencePiece model needs the "
+                           "model's vocabularies first", side);
+        cf_spm *sp;
+        char origin[64];
+        snprintf(origin, sizeof origin, "the %s SentencePiece model", side);
+        CF_TRY(cf_spm_load(spm, size, origin, &sp));
+        clformer_status st = CLFORMER_OK;
+        if (cf_spm_size(sp) != n)
+            st = cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s has %d pieces but the %s vocabulary "
+                         "%d tokens: the vocabulary must be the model's pieces", origin,
+                         (int)cf_spm_size(sp), side, n);
+        for (int i = 0; st == CLFORMER_OK && i < n; i++)
+            if (strcmp(cf_spm_piece(sp, i), vocab[i]))
+                st = cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s: piece %d is '%s' but the %s "
+                             "vocabulary's token %d is '%s'", origin, i, cf_spm_piece(sp, i),
+                             side, i, vocab[i]);
+        cf_spm_free(sp);
+        CF_TRY(st);
+        if (!(copy = malloc(size ? size : 1)))
+            return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        memcpy(copy, spm, size);
+    }
+    free(m->spm[k]);
+    m->spm[k] = copy;
+    m->spm_size[k] = copy ? size : 0;
+    return CLFORMER_OK;
+}
+
+const void *clformer_model_tokenizer(const clformer_model *m, bool target, size_t *size)
+{
+    const int k = target ? 1 : 0;
+    if (size) *size = m->spm_size[k];
+    return m->spm[k];
 }
 
 const char *const *clformer_model_src_vocab(const clformer_model *m)
