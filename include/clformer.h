@@ -335,6 +335,20 @@ CLFORMER_API clformer_status clformer_model_set_tokenizer(clformer_model *model,
 CLFORMER_API const void *clformer_model_tokenizer(const clformer_model *model, bool target,
                                                   size_t *size);
 
+/* Learns a SentencePiece model ("unigram" or "bpe", vocab_size pieces with
+ * <pad> <sos> <eos> <unk> = 0..3) from n raw sentences (at most 2M sampled,
+ * every character kept); *model (malloc'd, free it) holds the FILE.model
+ * bytes. */
+CLFORMER_API clformer_status clformer_spm_train(const char *const *sentences, size_t n,
+                                                int vocab_size, const char *model_type,
+                                                void **model, size_t *size);
+
+/* A sentence as the model's vocabulary of one side sees it, as a new string
+ * in *out (free it): the SentencePiece pieces joined by spaces when the side
+ * has a SentencePiece model, else a copy of the sentence. */
+CLFORMER_API clformer_status clformer_model_tokenize(const clformer_model *model, bool target,
+                                                     const char *sentence, char **out);
+
 /* Device memory in bytes. */
 typedef struct {
     size_t parameters;   /* weights */
@@ -756,6 +770,12 @@ typedef struct {
     const clformer_parallel_text *train_text, *val_text;
     const char *src_path, *tgt_path, *val_src_path, *val_tgt_path;
     int min_freq, max_vocab;           /* vocabularies of a fresh model (1, 0) */
+    /* SentencePiece models (FILE.model bytes) of a fresh model's sides (NULL:
+     * whitespace tokens): the texts are then raw, the vocabulary is the
+     * model's pieces, and the trained model carries them. A model from
+     * init_path or resume_path uses its own. */
+    const void *src_spm, *tgt_spm;
+    size_t src_spm_size, tgt_spm_size;
     clformer_batcher_options batching; /* (4096 tokens, shuffled, seed 1) */
     /* the model: fresh from `config` (vocabulary sizes from the data), or
      * the weights of init_path, or exactly where resume_path stopped */

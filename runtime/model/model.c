@@ -134,6 +134,8 @@ void clformer_model_free(clformer_model *m)
     free_vocab(m->tgt_vocab, m->cfg.tgt_vocab);
     free(m->spm[0]);
     free(m->spm[1]);
+    cf_spm_free(m->spm_proc[0]);
+    cf_spm_free(m->spm_proc[1]);
     free(m->train_state);
     free(m);
 }
@@ -197,13 +199,13 @@ clformer_status clformer_model_set_tokenizer(clformer_model *m, bool target, con
     const int k = target ? 1 : 0;
     const char *side = target ? "target" : "source";
     unsigned char *copy = NULL;
+    cf_spm *sp = NULL;
     if (spm) {
         char **vocab = target ? m->tgt_vocab : m->src_vocab;
         const int n = target ? m->cfg.tgt_vocab : m->cfg.src_vocab;
         if (!vocab)
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the %s SentencePiece model needs the "
                            "model's vocabularies first", side);
-        cf_spm *sp;
         char origin[64];
         snprintf(origin, sizeof origin, "the %s SentencePiece model", side);
         CF_TRY(cf_spm_load(spm, size, origin, &sp));
@@ -217,14 +219,18 @@ clformer_status clformer_model_set_tokenizer(clformer_model *m, bool target, con
                 st = cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s: piece %d is '%s' but the %s "
                              "vocabulary's token %d is '%s'", origin, i, cf_spm_piece(sp, i),
                              side, i, vocab[i]);
-        cf_spm_free(sp);
-        CF_TRY(st);
-        if (!(copy = malloc(size ? size : 1)))
-            return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        if (st == CLFORMER_OK && !(copy = malloc(size ? size : 1)))
+            st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        if (st != CLFORMER_OK) {
+            cf_spm_free(sp);
+            return st;
+        }
         memcpy(copy, spm, size);
     }
     free(m->spm[k]);
+    cf_spm_free(m->spm_proc[k]);
     m->spm[k] = copy;
+    m->spm_proc[k] = sp;
     m->spm_size[k] = copy ? size : 0;
     return CLFORMER_OK;
 }
@@ -234,6 +240,16 @@ const void *clformer_model_tokenizer(const clformer_model *m, bool target, size_
     const int k = target ? 1 : 0;
     if (size) *size = m->spm_size[k];
     return m->spm[k];
+}
+
+clformer_status clformer_model_tokenize(const clformer_model *m, bool target,
+                                        const char *sentence, char **out)
+{
+    const cf_spm *sp = m->spm_proc[target ? 1 : 0];
+    if (sp) return cf_spm_pieces_line(sp, sentence, strlen(sentence), out);
+    if (!(*out = strdup(sentence)))
+        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    return CLFORMER_OK;
 }
 
 const char *const *clformer_model_src_vocab(const clformer_model *m)

@@ -62,13 +62,16 @@ static clformer_status validation_bleu(clformer_trainer *t, size_t n, double *bl
     if (!hyps) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     clformer_decode_options dec;
     clformer_decode_options_default(&dec);
-    clformer_status st = clformer_translate_sentences(t->model, t->val_text->src, n, &dec, 64,
-                                                      hyps, NULL, NULL, NULL);
+    /* the text as given: tokens, or raw text for a model with SentencePiece
+     * (then scored as sacreBLEU scores raw text) */
+    const cf_parallel_text *val = t->raw_val ? t->raw_val : t->val_text;
+    clformer_status st = clformer_translate_sentences(t->model, val->src, n, &dec, 64, hyps,
+                                                      NULL, NULL, NULL);
     clformer_bleu b;
-    /* the corpus's own tokens, as the model sees them */
     if (st == CLFORMER_OK)
-        st = clformer_bleu_corpus((const char *const *)hyps, t->val_text->tgt, n,
-                                  CLFORMER_BLEU_TOKENIZE_NONE, &b);
+        st = clformer_bleu_corpus((const char *const *)hyps, val->tgt, n,
+                                  t->spm[1] ? CLFORMER_BLEU_TOKENIZE_13A
+                                            : CLFORMER_BLEU_TOKENIZE_NONE, &b);
     for (size_t i = 0; i < n; i++) free(hyps[i]);
     free(hyps);
     if (st == CLFORMER_OK) *bleu = b.score;

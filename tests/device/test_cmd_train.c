@@ -232,6 +232,16 @@ static void bad_input_is_one_clear_error(void **state)
         {"train --src train.src --tgt train.tgt --steps 1 --save train.src", 2, "same file as the input --src"},
         {"train --src train.src --tgt train.tgt --steps 1 --log ./train.tgt", 2, "same file as the input --tgt"},
         {"train --src train.src --tgt train.tgt --steps 1 --plot train.src", 2, "same file as the input --src"},
+        /* SentencePiece options */
+        {"train --src train.src --tgt train.tgt --steps 1 --tokenizer spm", 2, "needs --vocab-size"},
+        {"train --src train.src --tgt train.tgt --steps 1 --vocab-size 100", 2, "go with --tokenizer spm"},
+        {"train --src train.src --tgt train.tgt --steps 1 --tokenizer spm --vocab-size 100 --tokenizer-model x.model", 2, "needs --vocab-size N (learn one) or"},
+        {"train --src train.src --tgt train.tgt --steps 1 --tokenizer spm --src-tokenizer-model x.model", 2, "go together"},
+        {"train --src train.src --tgt train.tgt --steps 1 --tokenizer spm --tokenizer-model x.model --tokenizer-type bpe", 2, "goes with --vocab-size"},
+        {"train --src train.src --tgt train.tgt --steps 1 --tokenizer spm --tokenizer-model junk.safetensors", 1, "not a SentencePiece model"},
+        {"train --src train.src --tgt train.tgt --steps 1 --tokenizer spm --tokenizer-model nosuch.model", 1, "nosuch.model"},
+        {"train --src train.src --tgt train.tgt --steps 1 --tokenizer spm --vocab-size 9", 1, "larger --vocab-size"},
+        {"train --src train.src --tgt train.tgt --steps 1 --tokenizer sentencepiece", 2, "word|spm"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int rc = run_tool(cases[i].args, out, sizeof out);

@@ -5,7 +5,11 @@
  * loads them byte for byte (plain and training checkpoints); a checkpoint
  * without them (every older one) loads with none; a model refuses a
  * SentencePiece model before its vocabularies are set, one whose pieces are
- * not the vocabulary, and bytes that are not a model.
+ * not the vocabulary, and bytes that are not a model. And the trainer with
+ * SentencePiece models (clformer_train_options.src_spm/tgt_spm): it trains
+ * on raw text, its model carries both models, reads raw sentences
+ * (clformer_model_tokenize gives their pieces) and translates into raw text
+ * (no piece marks), and its validation scores raw text.
  */
 #include "harness.h"
 
@@ -45,7 +49,7 @@ static void learn(const char *name, side *s)
     free(text);
 }
 
-static clformer_model *new_model(const side *src, const side *tgt)
+static clformer_config tiny_config(void)
 {
     clformer_config c;
     clformer_config_default(&c);
@@ -55,6 +59,12 @@ static clformer_model *new_model(const side *src, const side *tgt)
     c.n_enc_layers = c.n_dec_layers = 1;
     c.src_vocab = c.tgt_vocab = PIECES;
     c.max_len = 16;
+    return c;
+}
+
+static clformer_model *new_model(const side *src, const side *tgt)
+{
+    clformer_config c = tiny_config();
     clformer_model *m;
     assert_ok(clformer_model_create(hctx(), &c, 1, &m));
     assert_ok(clformer_model_set_vocabs(m, src->tokens, tgt->tokens));
@@ -127,13 +137,7 @@ static void mismatches_are_refused(void **state)
     assert_null(clformer_model_tokenizer(m, true, NULL));
     clformer_model_free(m);
 
-    clformer_config c;
-    clformer_config_default(&c);
-    c.d_model = 8;
-    c.n_heads = 2;
-    c.d_ff = 16;
-    c.n_enc_layers = c.n_dec_layers = 1;
-    c.src_vocab = c.tgt_vocab = PIECES;
+    clformer_config c = tiny_config();
     assert_ok(clformer_model_create(hctx(), &c, 1, &m));
     assert_int_equal(clformer_model_set_tokenizer(m, false, en.bytes, en.size),
                      CLFORMER_ERR_INVALID_ARGUMENT);
@@ -145,7 +149,70 @@ static void mismatches_are_refused(void **state)
     free(de.bytes);
 }
 
+static double last_val_bleu = -1;
+static bool on_progress(const clformer_train_progress *p, void *user)
+{
+    (void)user;
+    if (p->event == CLFORMER_TRAIN_VALIDATION) last_val_bleu = p->val_bleu;
+    return true;
+}
+
+static void trainer_takes_raw_text(void **state)
+{
+    (void)state;
+    side en, de;
+    learn("sample.en", &en);
+    learn("sample.de", &de);
+    char path[512];
+    snprintf(path, sizeof path, "%s/spm/sample", getenv("CLFORMER_TEST_DATA"));
+    char src_path[600], tgt_path[600];
+    snprintf(src_path, sizeof src_path, "%s.en", path);
+    snprintf(tgt_path, sizeof tgt_path, "%s.de", path);
+    clformer_parallel_text *text;
+    assert_ok(clformer_parallel_text_load(src_path, tgt_path, &text));
+    clformer_train_options o;
+    clformer_train_options_default(&o);
+    o.train_text = o.val_text = text;
+    o.src_spm = en.bytes, o.src_spm_size = en.size;
+    o.tgt_spm = de.bytes, o.tgt_spm_size = de.size;
+    o.config = tiny_config();
+    o.config.max_len = 96;
+    o.batching.batch_size = 8, o.batching.batch_tokens = 0;
+    o.steps = 2;
+    o.bleu_sentences = 3;
+    o.callback = on_progress;
+    clformer_trainer *t;
+    assert_ok(clformer_trainer_create(hctx(), &o, &t));
+    clformer_train_result r;
+    assert_ok(clformer_trainer_run(t, &r));
+    assert_true(last_val_bleu >= 0); /* raw text scored (13a) */
+    clformer_model *m = clformer_trainer_model(t);
+    check_side(m, false, &en);
+    check_side(m, true, &de);
+    assert_string_equal(clformer_model_src_vocab(m)[5], en.tokens[5]);
+
+    const char *raw = "Two young men.";
+    char *pieces;
+    assert_ok(clformer_model_tokenize(m, false, raw, &pieces));
+    assert_non_null(strstr(pieces, "\xe2\x96\x81")); /* "▁": pieces, not the raw text */
+    free(pieces);
+    clformer_decode_options dec;
+    clformer_decode_options_default(&dec);
+    dec.max_len = 12;
+    char *out[1];
+    assert_ok(clformer_translate_sentences(m, &raw, 1, &dec, 1, out, NULL, NULL, NULL));
+    assert_null(strstr(out[0], "\xe2\x96\x81")); /* decoded to raw text */
+    free(out[0]);
+    clformer_trainer_free(t);
+    clformer_parallel_text_free(text);
+    cf_spm_free(en.spm);
+    cf_spm_free(de.spm);
+    free(en.bytes);
+    free(de.bytes);
+}
+
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(trainer_takes_raw_text),
     cmocka_unit_test(checkpoints_carry_tokenizers),
     cmocka_unit_test(mismatches_are_refused),
 };

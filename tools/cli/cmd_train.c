@@ -1,5 +1,6 @@
 /* `clformer train`: train a translation model on parallel text. */
 #include "cli.h"
+#include "spm_setup.h"
 #include "clformer.h"
 #include "commands.h"
 #include "ranks.h"
@@ -52,6 +53,7 @@ int cmd_train(int argc, char **argv)
     double lr = 5e-4, clip = 1.0, weight_decay = 0.0, dropout = 0.1, label_smoothing = 0.0;
     bool no_shuffle = false, post_norm = false, tie = false;
     train_given g = {0};
+    spm_flags spm = {0};
     const cli_option options[] = {
         {"--src", CLI_STRING, &src, "FILE", "training source sentences, one per line (required)"},
         {"--tgt", CLI_STRING, &tgt, "FILE", "training target sentences, line-aligned (required)"},
@@ -72,6 +74,12 @@ int cmd_train(int argc, char **argv)
         {"--label-smoothing", CLI_DOUBLE, &label_smoothing, "E", "label smoothing (default 0)", 0, 0.99, NULL, &g.label_smoothing},
         {"--min-freq", CLI_INT, &min_freq, "N", "vocabulary: keep tokens seen at least N times (default 1)", 1, 1000000},
         {"--max-vocab", CLI_INT, &max_vocab, "N", "vocabulary: at most N tokens with the 4 specials (0: all)", 0, 1 << 24},
+        {"--tokenizer", CLI_CHOICE, &spm.tokenizer, NULL, "word: whitespace tokens (default); spm: raw text, SentencePiece subwords", 0, 0, "word|spm"},
+        {"--vocab-size", CLI_INT, &spm.vocab_size, "N", "spm: learn a joint vocabulary of N pieces from the training text", 8, 1 << 20},
+        {"--tokenizer-type", CLI_CHOICE, &spm.type, NULL, "spm: the kind learned (default unigram)", 0, 0, "unigram|bpe"},
+        {"--tokenizer-model", CLI_STRING, &spm.model, "FILE.model", "spm: use this SentencePiece model for both sides"},
+        {"--src-tokenizer-model", CLI_STRING, &spm.src_model, "FILE.model", "spm: the source side's model"},
+        {"--tgt-tokenizer-model", CLI_STRING, &spm.tgt_model, "FILE.model", "spm: the target side's model"},
         {"--init", CLI_STRING, &init, "MODEL", "start from these weights (config and vocabularies from the file)"},
         {"--resume", CLI_STRING, &resume, "CKPT", "continue a training checkpoint exactly (step, optimizer, data position); options given with it must equal the checkpoint's"},
         {"--steps", CLI_INT, &steps, "N", "train until the model has taken N steps in total", 1, 1L << 40},
@@ -96,12 +104,17 @@ int cmd_train(int argc, char **argv)
     const cli_spec spec = {
         "train",
         "Train an encoder-decoder Transformer on parallel text (one sentence per line,\n"
-        "whitespace tokens). Vocabularies come from the training data (or --init/--resume).",
+        "whitespace tokens). Vocabularies come from the training data (or --init/--resume).\n"
+        "With --tokenizer spm the text is raw and the vocabulary SentencePiece subwords, learned\n"
+        "(--vocab-size) or given (--tokenizer-model); the checkpoint carries the tokenizer, so\n"
+        "translate and eval take and give raw text.",
         "clformer train --src FILE --tgt FILE (--steps N | --epochs N) [options]",
         "examples:\n"
         "  clformer train --src train.en --tgt train.de --val-src val.en --val-tgt val.de \\\n"
         "      --config small --epochs 10 --save model.safetensors --log train.jsonl\n"
         "  clformer train --src train.en --tgt train.de --resume model.safetensors --steps 20000\n"
+        "  clformer train --src raw/train.en --tgt raw/train.de --tokenizer spm --vocab-size 8000 \\\n"
+        "      --steps 2000 --save spm.safetensors\n"
         "Ctrl-C saves a training checkpoint (--save, else clformer-interrupted.safetensors).\n"
         "The device is CLFORMER_DEVICE's choice (see clformer devices).",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
@@ -120,6 +133,8 @@ int cmd_train(int argc, char **argv)
     if (init && model_flag)
         return cli_error("train", "the model's shape comes from --init: remove the model options (--config, --d-model, ...)"), EXIT_USAGE;
     if (save_every && !save) return cli_error("train", "--save-every needs --save"), EXIT_USAGE;
+    const char *spm_problem = spm_flags_problem(&spm, !init && !resume);
+    if (spm_problem) return cli_error("train", "%s", spm_problem), EXIT_USAGE;
 
     clformer_train_options o;
     clformer_train_options_default(&o);
@@ -200,9 +215,13 @@ int cmd_train(int argc, char **argv)
     }
 
     if (ranks_require("train")) return 1;
+    void *spm_bytes[2];
+    if (spm_setup(&spm, &o, spm_bytes)) return 1;
     clformer_context *ctx;
     if (ranks_context_create(&ctx) != CLFORMER_OK) {
         cli_runtime_error("train", "opening the device");
+        free(spm_bytes[0]);
+        free(spm_bytes[1]);
         return 1;
     }
     clformer_train_result res;
@@ -210,6 +229,8 @@ int cmd_train(int argc, char **argv)
     const resume_args check = {&o, &g};
     int rc = train_run("train", ctx, o, plot, resume ? check_resume : NULL, (void *)&check, NULL,
                        &res);
+    free(spm_bytes[0]);
+    free(spm_bytes[1]);
     if (rc == 0)
         printf("trained to step %llu in %.1fs (%.0f target tokens/s); last loss %.4f\n",
                (unsigned long long)res.steps, res.seconds, res.tokens_per_s, res.loss);
