@@ -2,7 +2,7 @@
  * Test harness: runs a cmocka group once per device in CLFORMER_TEST_DEVICES
  * (';'-separated selectors; unset: every device found), and gives tests
  * device buffers guarded by canaries, deterministic random data, and
- * TESTING.md's comparisons as assertions.
+ * docs/TESTING.md's comparisons as assertions.
  */
 #ifndef CLFORMER_HARNESS_H
 #define CLFORMER_HARNESS_H

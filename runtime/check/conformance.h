@@ -2,7 +2,7 @@
  * Conformance checks: each runs one layer's operations (forward and
  * backward) on random inputs on a device, runs the double-precision
  * reference on the same inputs, and reports one result per direction with
- * TESTING.md's comparison rule. Shared by `clformer check` and the cmocka
+ * docs/TESTING.md's comparison rule. Shared by `clformer check` and the cmocka
  * tests, so users and CI check the same thing.
  */
 #ifndef CLFORMER_CONFORMANCE_H

@@ -1,31 +1,28 @@
-/* CLFORMER_LOG-filtered messages on stderr. */
+/* Messages filtered by a sink's level, to its callback or to stderr. */
 #include "log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <strings.h>
 
-static cf_log_level threshold(void)
+const cf_log_sink cf_log_default = {CF_LOG_WARN, NULL, NULL};
+
+int cf_log_enabled(const cf_log_sink *sink, cf_log_level level)
 {
-    const char *v = getenv("CLFORMER_LOG");
-    if (!v || !*v) return CF_LOG_WARN;
-    if (!strcasecmp(v, "error")) return CF_LOG_ERROR;
-    if (!strcasecmp(v, "info")) return CF_LOG_INFO;
-    if (!strcasecmp(v, "debug")) return CF_LOG_DEBUG;
-    return CF_LOG_WARN;
+    return level <= (sink ? sink : &cf_log_default)->level;
 }
 
-int cf_log_enabled(cf_log_level level) { return level <= threshold(); }
-
-void cf_log(cf_log_level level, const char *fmt, ...)
+void cf_log(const cf_log_sink *sink, cf_log_level level, const char *fmt, ...)
 {
     static const char *names[] = {"error", "warn", "info", "debug"};
-    if (!cf_log_enabled(level)) return;
+    if (!sink) sink = &cf_log_default;
+    if (!cf_log_enabled(sink, level)) return;
+    char message[2048];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "clformer %s: ", names[level]);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    if (sink->callback)
+        sink->callback(level, message, sink->user);
+    else
+        fprintf(stderr, "clformer %s: %s\n", names[level], message);
 }

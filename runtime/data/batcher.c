@@ -4,6 +4,7 @@
  * moving to the next epoch cannot fail.
  */
 #include "batcher.h"
+#include "fnv1a.h"
 #include "splitmix.h"
 #include "status.h"
 #include "vocab.h"
@@ -225,11 +226,11 @@ static void build_epoch(cf_batcher *b, uint64_t e)
 
 static uint64_t hash_corpus(const cf_corpus *c)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = CF_FNV1A_INIT;
     for (size_t k = 0; k < 2 * c->n; k++) {
-        h = (h ^ (uint64_t)(c->offset[k + 1] - c->offset[k])) * 0x100000001b3ull;
+        h = cf_fnv1a_word(h, (uint64_t)(c->offset[k + 1] - c->offset[k]));
         for (size_t i = c->offset[k]; i < c->offset[k + 1]; i++)
-            h = (h ^ (uint32_t)c->tokens[i]) * 0x100000001b3ull;
+            h = cf_fnv1a_word(h, (uint32_t)c->tokens[i]);
     }
     return cf_mix64(h);
 }

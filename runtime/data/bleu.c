@@ -86,7 +86,7 @@ static uint64_t clipped_matches(const ngram *h, size_t nh, const ngram *r, size_
 static clformer_status check_utf8(const char *s, const char *side)
 {
     size_t bad;
-    if (!cf_utf8_valid(s, strlen(s), &bad))
+    if (!clformer_utf8_valid(s, strlen(s), &bad))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "BLEU: the %s has invalid UTF-8 at byte "
                        "%zu (0x%02x)", side, bad + 1, (unsigned char)s[bad]);
     return CLFORMER_OK;

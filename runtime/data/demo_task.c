@@ -4,6 +4,7 @@
  * source strings keeps the test set disjoint from training).
  */
 #include "demo_task.h"
+#include "fnv1a.h"
 #include "splitmix.h"
 #include "status.h"
 
@@ -127,17 +128,10 @@ typedef struct {
     size_t mask;
 } string_set;
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h;
-}
-
 /* Adds items[i] unless an equal string is present; returns whether it was added. */
 static bool set_add(string_set *set, size_t i)
 {
-    size_t k = (size_t)hash_str(set->items[i]) & set->mask;
+    size_t k = (size_t)cf_fnv1a(CF_FNV1A_INIT, set->items[i], strlen(set->items[i])) & set->mask;
     while (set->slot[k]) {
         if (strcmp(set->items[set->slot[k] - 1], set->items[i]) == 0) return false;
         k = (k + 1) & set->mask;

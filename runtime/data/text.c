@@ -1,40 +1,13 @@
 /*
- * UTF-8 validation, Python-compatible whitespace splitting, and line files
- * in memory. The first two work on byte ranges, so lines need not be
- * NUL-terminated.
+ * Python-compatible whitespace splitting and line files in memory (UTF-8
+ * validation is clformer_utf8_valid, runtime/core/utf8.c). Splitting works on
+ * byte ranges, so lines need not be NUL-terminated.
  */
 #include "text.h"
 #include "status.h"
 
 #include <stdint.h>
 #include <string.h>
-
-bool cf_utf8_valid(const char *str, size_t n, size_t *bad)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        size_t len;
-        uint32_t cp, min;
-        if (c < 0x80) { i++; continue; }
-        if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; min = 0x80; }
-        else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; min = 0x800; }
-        else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; min = 0x10000; }
-        else goto invalid; /* stray continuation byte, 0xC0/0xC1 or 0xF5.. */
-        if (n - i < len) goto invalid;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) goto invalid;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) goto invalid;
-        i += len;
-    }
-    return true;
-invalid:
-    if (bad) *bad = i;
-    return false;
-}
 
 /* Length in bytes of the whitespace code point at s[i..n), or 0 if none.
  * The set is Python's str.isspace(): U+0009-000D, U+001C-001F, U+0020,
@@ -126,7 +99,7 @@ clformer_status cf_check_text(const char *name, const char *buf, size_t size, co
         return cf_fail(CLFORMER_ERR_FORMAT, "%s:%zu: NUL byte at byte %zu of the line; %s", name,
                        line, byte, rule);
     }
-    if (!cf_utf8_valid(buf, size, &bad)) {
+    if (!clformer_utf8_valid(buf, size, &bad)) {
         locate(buf, bad, &line, &byte);
         return cf_fail(CLFORMER_ERR_FORMAT, "%s:%zu: invalid UTF-8 at byte %zu of the line "
                        "(0x%02x); %s", name, line, byte, (unsigned char)buf[bad], rule);

@@ -16,13 +16,6 @@
 #include <stddef.h>
 
 /*
- * Returns true when s[0..n) is well-formed UTF-8 (no overlong forms, no
- * surrogates, nothing above U+10FFFF). On false, *bad (if not NULL) is the
- * byte offset of the first ill-formed sequence.
- */
-bool cf_utf8_valid(const char *s, size_t n, size_t *bad);
-
-/*
  * The next whitespace-separated token of s[*pos..n), which must be valid
  * UTF-8. Returns false when no token is left; otherwise sets *start and *len
  * to the token's bytes and advances *pos past it.

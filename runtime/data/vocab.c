@@ -5,6 +5,7 @@
  */
 #include "vocab.h"
 #include "fileio.h"
+#include "fnv1a.h"
 #include "status.h"
 #include "text.h"
 
@@ -23,13 +24,6 @@ struct cf_vocab {
     int32_t *table;    /* [mask + 1] ids, -1 for an empty slot */
     size_t mask;
 };
-
-static uint64_t fnv1a(const char *s, size_t len)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return h;
-}
 
 static cf_vocab *vocab_new(void)
 {
@@ -58,7 +52,7 @@ void cf_vocab_free(cf_vocab *v)
 /* The slot holding s[0..len), or the empty slot where it would go. */
 static size_t vocab_slot(const cf_vocab *v, const char *s, size_t len)
 {
-    size_t i = (size_t)fnv1a(s, len) & v->mask;
+    size_t i = (size_t)cf_fnv1a(CF_FNV1A_INIT, s, len) & v->mask;
     for (;;) {
         int32_t id = v->table[i];
         if (id < 0) return i;
@@ -366,7 +360,7 @@ clformer_status cf_vocab_from_tokens(const char *const *tokens, size_t n, const 
         else if (tok_len == 0)
             st = cf_fail(CLFORMER_ERR_FORMAT, "%s: vocabulary entry %zu is an empty string",
                          origin, i);
-        else if (!cf_utf8_valid(tok, tok_len, NULL))
+        else if (!clformer_utf8_valid(tok, tok_len, NULL))
             st = cf_fail(CLFORMER_ERR_FORMAT, "%s: vocabulary entry %zu is not valid UTF-8 "
                          "(checkpoints store vocabularies as JSON text)", origin, i);
         else if (cf_has_whitespace(tok, tok_len))

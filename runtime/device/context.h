@@ -6,6 +6,7 @@
 #ifndef CF_CONTEXT_H
 #define CF_CONTEXT_H
 
+#include "log.h"
 #include "status.h"
 
 #include <stdbool.h>
@@ -49,6 +50,11 @@ struct clformer_context {
     size_t n_programs;
     clformer_program_stats program_stats;
 
+    /* Settings from clformer_context_params (owned copies). */
+    cf_log_sink log;
+    char *cache_dir;  /* on-disk program cache; NULL: off */
+    char *kernel_dir; /* cl/ sources read at build time; NULL: the embedded ones */
+
     /* Profiling: enabled when the queue was created with profiling. */
     bool profiling;
     cf_profile_entry *profile;
@@ -66,7 +72,12 @@ struct clformer_context {
     size_t scratch_count;
 };
 
-/* Opens a context with optional queue profiling (used by `bench` and `check`). */
+/* Opens a context from the environment's settings (clformer_context_params_from_env)
+ * with `selector` (NULL: CLFORMER_DEVICE) and optional queue profiling. */
 clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx **ctx);
+
+/* The per-user cache directory: $XDG_CACHE_HOME/clformer, else
+ * $HOME/.cache/clformer; false when neither is set or it does not fit. */
+bool cf_default_cache_dir(char *out, size_t cap);
 
 #endif

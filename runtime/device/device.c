@@ -286,8 +286,9 @@ clformer_status clformer_select_device(const clformer_device_info *devs, size_t 
         list_devices_into(listing, sizeof listing, devs, n);
         return cf_fail(CLFORMER_ERR_NO_DEVICE,
                        "device selector '%s' matches no OpenCL device. Devices:%s\n"
-                       "Set CLFORMER_DEVICE to an index pair P:D, a type (gpu, cpu, "
-                       "accelerator) or part of a platform/device name (e.g. pocl:pthread)",
+                       "Select a device by an index pair P:D, a type (gpu, cpu, accelerator) "
+                       "or part of a platform/device name, e.g. pocl:pthread (the clformer "
+                       "command reads it from CLFORMER_DEVICE)",
                        sel, listing);
     }
     *index = (size_t)best;
@@ -309,10 +310,39 @@ static size_t pick_reduce_wg(const clformer_device_info *d)
 /* Contexts alive in this process; CLBlast's caches go with the last one. */
 static atomic_size_t live_contexts;
 
-clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx **out)
+/* Copies the settings a context keeps beyond its creation. */
+static clformer_status keep_settings(cf_ctx *ctx, const clformer_context_params *p)
+{
+    ctx->log = (cf_log_sink){p->log_level, p->log_callback, p->log_user};
+    ctx->profiling = p->profiling;
+    if (p->kernel_dir && *p->kernel_dir && !(ctx->kernel_dir = strdup(p->kernel_dir)))
+        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (!p->cache) return CLFORMER_OK;
+    char dir[3072];
+    if (p->cache_dir && *p->cache_dir)
+        snprintf(dir, sizeof dir, "%s", p->cache_dir);
+    else if (!cf_default_cache_dir(dir, sizeof dir))
+        return CLFORMER_OK; /* nowhere to keep it: compile every time */
+    if (!(ctx->cache_dir = strdup(dir)))
+        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_context_create_with_params(const clformer_context_params *params,
+                                                    cf_ctx **out)
 {
     *out = NULL;
-    if (!selector) selector = getenv("CLFORMER_DEVICE");
+    clformer_context_params defaults;
+    if (!params) {
+        clformer_context_params_default(&defaults);
+        params = &defaults;
+    }
+    if (params->log_level < CLFORMER_LOG_ERROR || params->log_level > CLFORMER_LOG_DEBUG)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "log_level %d is not a clformer_log_level (CLFORMER_LOG_ERROR .. "
+                       "CLFORMER_LOG_DEBUG)", (int)params->log_level);
+    const char *selector = params->device;
+    const bool profiling = params->profiling;
     size_t n = 0;
     CF_TRY(enumerate(NULL, NULL, NULL, 0, &n));
     clformer_device_info *devs = calloc(n ? n : 1, sizeof *devs);
@@ -329,12 +359,13 @@ clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx *
     if (st == CLFORMER_OK) st = clformer_select_device(devs, n, selector, &chosen);
     if (st != CLFORMER_OK) goto done;
 
+    st = keep_settings(ctx, params);
+    if (st != CLFORMER_OK) goto done;
     ctx->info = devs[chosen];
     ctx->platform = plats[chosen];
     ctx->device = ids[chosen];
     ctx->reduce_wg = pick_reduce_wg(&ctx->info);
     ctx->elementwise_wg = ctx->info.max_work_group_size < 64 ? ctx->info.max_work_group_size : 64;
-    ctx->profiling = profiling;
     cl_int err;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform,
                                      0};
@@ -350,9 +381,9 @@ clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx *
         st = cf_fail_cl(err, "clCreateCommandQueue", __FILE__, __LINE__);
         goto done;
     }
-    cf_log(CF_LOG_INFO, "device %s: %s | %s | driver %s | %s", ctx->info.selector,
+    cf_log(&ctx->log, CF_LOG_INFO, "device %s: %s | %s | driver %s | %s", ctx->info.selector,
            ctx->info.platform, ctx->info.name, ctx->info.driver_version, ctx->info.c_version);
-    cf_gemm_tuning_init(ctx);
+    cf_gemm_tuning_init(ctx, params->gemm_tuning);
 done:
     free(devs);
     free(plats);
@@ -363,6 +394,16 @@ done:
     }
     *out = ctx;
     return CLFORMER_OK;
+}
+
+clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx **ctx)
+{
+    *ctx = NULL;
+    clformer_context_params params;
+    CF_TRY(clformer_context_params_from_env(&params));
+    if (selector) params.device = selector;
+    params.profiling = profiling;
+    return clformer_context_create_with_params(&params, ctx);
 }
 
 clformer_status clformer_context_create(const char *selector, clformer_context **ctx)
@@ -379,6 +420,8 @@ void clformer_context_free(clformer_context *ctx)
         if (ctx->profile[i].start) clReleaseEvent(ctx->profile[i].start);
     }
     free(ctx->profile);
+    free(ctx->cache_dir);
+    free(ctx->kernel_dir);
     cf_programs_release(ctx);
     if (ctx->scratch) clReleaseMemObject(ctx->scratch);
     for (size_t i = 0; i < ctx->n_retired; i++) clReleaseMemObject(ctx->retired[i]);

@@ -83,5 +83,5 @@ clformer_status cf_gemm_batched(cf_ctx *ctx, bool trans_a, bool trans_b, size_t 
 void cf_gemm_release_caches(void)
 {
     CLBlastStatusCode st = CLBlastClearCache();
-    if (st != CLBlastSuccess) cf_log(CF_LOG_DEBUG, "CLBlastClearCache returned %d", (int)st);
+    if (st != CLBlastSuccess) cf_log(NULL, CF_LOG_DEBUG, "CLBlastClearCache returned %d", (int)st);
 }

@@ -173,7 +173,7 @@ size_t cf_gemm_tuning_apply(cf_ctx *ctx, const cf_gemm_tuning *t, cf_log_level l
         if (cf_clblast_override(ctx, t->sets[i].kernel, t->sets[i].params) == CLFORMER_OK) {
             applied++;
         } else {
-            cf_log(level, "gemm tuning '%s': CLBlast kept its own %s parameters: %s", t->label,
+            cf_log(&ctx->log, level, "gemm tuning '%s': CLBlast kept its own %s parameters: %s", t->label,
                    t->sets[i].kernel, clformer_last_error());
             cf_clear_error();
         }
@@ -225,33 +225,32 @@ static size_t apply_file(cf_ctx *ctx, const char *path)
     clformer_status st = cf_read_file(path, &text, &size);
     if (st == CLFORMER_OK) st = parse_file(path, text, &t, sets, sizeof sets / sizeof *sets);
     if (st != CLFORMER_OK) {
-        cf_log(CF_LOG_WARN, "CLFORMER_GEMM_TUNING: ignoring %s: %s", path, clformer_last_error());
+        cf_log(&ctx->log, CF_LOG_WARN, "gemm tuning: ignoring %s: %s", path, clformer_last_error());
         cf_clear_error();
     } else {
         /* asked for by name, so a rejected set is worth a warning */
         n = cf_gemm_tuning_apply(ctx, &t, CF_LOG_WARN);
-        cf_log(CF_LOG_INFO, "gemm tuning: %zu of %zu CLBlast parameter sets from %s", n,
+        cf_log(&ctx->log, CF_LOG_INFO, "gemm tuning: %zu of %zu CLBlast parameter sets from %s", n,
                t.n_sets, path);
     }
     free(text);
     return n;
 }
 
-size_t cf_gemm_tuning_init(cf_ctx *ctx)
+size_t cf_gemm_tuning_init(cf_ctx *ctx, const char *setting)
 {
-    const char *env = getenv("CLFORMER_GEMM_TUNING");
-    if (env && !strcmp(env, "0")) {
-        cf_log(CF_LOG_DEBUG, "gemm tuning: off (CLFORMER_GEMM_TUNING=0)");
+    if (setting && !strcmp(setting, "0")) {
+        cf_log(&ctx->log, CF_LOG_DEBUG, "gemm tuning: off (setting 0)");
         return 0;
     }
-    if (env && *env && strcmp(env, "1") != 0) return apply_file(ctx, env);
+    if (setting && *setting && strcmp(setting, "1") != 0) return apply_file(ctx, setting);
     const cf_gemm_tuning *t = cf_gemm_tuning_find(&ctx->info);
     if (!t) {
-        cf_log(CF_LOG_DEBUG, "gemm tuning: none for %s; CLBlast's own parameters", ctx->info.name);
+        cf_log(&ctx->log, CF_LOG_DEBUG, "gemm tuning: none for %s; CLBlast's own parameters", ctx->info.name);
         return 0;
     }
     size_t n = cf_gemm_tuning_apply(ctx, t, CF_LOG_DEBUG);
-    cf_log(CF_LOG_INFO, "gemm tuning: %zu of %zu CLBlast parameter sets for '%s'", n, t->n_sets,
+    cf_log(&ctx->log, CF_LOG_INFO, "gemm tuning: %zu of %zu CLBlast parameter sets for '%s'", n, t->n_sets,
            t->label);
     return n;
 }

@@ -5,7 +5,8 @@
  * table in gemm_tuning.c, keyed by what identifies a device, and are handed
  * to CLBlastOverrideParameters once per context (cf_context_create).
  *
- * CLFORMER_GEMM_TUNING: unset or 1 applies the table entry that matches the
+ * The setting (clformer_context_params.gemm_tuning, CLFORMER_GEMM_TUNING
+ * for the CLI): unset or 1 applies the table entry that matches the
  * device (none: CLBlast's own choice); 0 applies nothing; any other value is
  * a file of "Kernel NAME=value ..." lines (tools/tuning/tune-clblast.sh writes one)
  * applied to whatever device is chosen. Tuning never fails a context: a set
@@ -65,8 +66,9 @@ clformer_status cf_clblast_override(cf_ctx *ctx, const char *kernel, const char 
  * (at `level`) each one it rejected. */
 size_t cf_gemm_tuning_apply(cf_ctx *ctx, const cf_gemm_tuning *tuning, cf_log_level level);
 
-/* What cf_context_create calls: CLFORMER_GEMM_TUNING as described above.
- * Returns how many parameter sets CLBlast accepted (0: none applied). */
-size_t cf_gemm_tuning_init(cf_ctx *ctx);
+/* What context creation calls with clformer_context_params.gemm_tuning
+ * (CLFORMER_GEMM_TUNING's value for the CLI), as described above. Returns
+ * how many parameter sets CLBlast accepted (0: none applied). */
+size_t cf_gemm_tuning_init(cf_ctx *ctx, const char *setting);
 
 #endif

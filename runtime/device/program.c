@@ -39,10 +39,10 @@ static char *inline_common(const char *source, const char *common)
     return out;
 }
 
-clformer_status cf_program_source(const char *program, char **source)
+clformer_status cf_program_source(const char *kernel_dir, const char *program, char **source)
 {
     *source = NULL;
-    const char *dir = getenv("CLFORMER_KERNEL_DIR");
+    const char *dir = kernel_dir;
     if (dir && *dir) {
         char path[4096], common_path[4096];
         snprintf(path, sizeof path, "%s/%s.cl", dir, program);
@@ -53,7 +53,7 @@ clformer_status cf_program_source(const char *program, char **source)
         if (st == CLFORMER_OK) st = cf_read_file(common_path, &common, &n);
         if (st != CLFORMER_OK) {
             free(text);
-            return cf_fail_prefix(st, "CLFORMER_KERNEL_DIR is set: ");
+            return cf_fail_prefix(st, "kernel directory %s (CLFORMER_KERNEL_DIR): ", dir);
         }
         *source = inline_common(text, common);
         free(text);
@@ -112,7 +112,7 @@ static clformer_status compile(cf_ctx *ctx, const char *name, const char *option
                                cl_program *out)
 {
     char *source = NULL;
-    CF_TRY(cf_program_source(name, &source));
+    CF_TRY(cf_program_source(ctx->kernel_dir, name, &source));
     cf_cache_key key;
     clformer_status st = cf_cache_key_make(ctx, source, options, &key);
     if (st != CLFORMER_OK) {
@@ -122,13 +122,13 @@ static clformer_status compile(cf_ctx *ctx, const char *name, const char *option
     bool rejected = false;
     if (cf_cache_load(ctx, &key, options, out, &rejected)) {
         ctx->program_stats.disk_hits++;
-        cf_log(CF_LOG_DEBUG, "program %s: disk cache hit (%s)", name, key.path);
+        cf_log(&ctx->log, CF_LOG_DEBUG, "program %s: disk cache hit (%s)", name, key.path);
     } else {
         if (rejected) ctx->program_stats.disk_rejects++;
         st = build_from_source(ctx, name, source, options, out);
         if (st == CLFORMER_OK) {
             ctx->program_stats.builds++;
-            cf_log(CF_LOG_DEBUG, "program %s: built from source", name);
+            cf_log(&ctx->log, CF_LOG_DEBUG, "program %s: built from source", name);
             cf_cache_store(ctx, &key, *out);
         }
     }

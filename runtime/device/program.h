@@ -1,6 +1,6 @@
 /*
  * Kernel programs: the cl/ sources (one .cl file per layer) embedded at build time (or read from
- * CLFORMER_KERNEL_DIR), compiled per device with device facts and tunables as
+ * the context's kernel directory), compiled per device with device facts and tunables as
  * -D options, cached in memory per (program, options) and on disk as binaries
  * (see program_cache.c).
  */
@@ -15,8 +15,9 @@
 clformer_status cf_kernel(cf_ctx *ctx, const char *program, const char *extra_options,
                           const char *kernel, cl_kernel *out);
 
-/* The source of cl/<program>.cl with common.h inlined (malloc'd). */
-clformer_status cf_program_source(const char *program, char **source);
+/* The source of cl/<program>.cl with common.h inlined (malloc'd): read from
+ * kernel_dir when it is set, else the embedded copy. */
+clformer_status cf_program_source(const char *kernel_dir, const char *program, char **source);
 
 /* Names of the embedded programs, NULL-terminated. */
 const char *const *cf_program_names(void);

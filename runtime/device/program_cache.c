@@ -9,6 +9,7 @@
  * binary, u64 FNV-1a of the binary (all little-endian host order).
  */
 #include "fileio.h"
+#include "fnv1a.h"
 #include "log.h"
 #include "program.h"
 
@@ -18,35 +19,6 @@
 #include <string.h>
 
 static const char MAGIC[] = "CLFORMER-BIN-1\n";
-
-static uint64_t fnv1a64(const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
-static bool cache_enabled(void)
-{
-    const char *v = getenv("CLFORMER_CACHE");
-    return !(v && (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "false")));
-}
-
-/* $CLFORMER_CACHE_DIR, else $XDG_CACHE_HOME/clformer, else ~/.cache/clformer. */
-static bool cache_dir(char *out, size_t cap)
-{
-    const char *v = getenv("CLFORMER_CACHE_DIR");
-    if (v && *v) return snprintf(out, cap, "%s", v) < (int)cap;
-    v = getenv("XDG_CACHE_HOME");
-    if (v && *v) return snprintf(out, cap, "%s/clformer", v) < (int)cap;
-    v = getenv("HOME");
-    if (v && *v) return snprintf(out, cap, "%s/.cache/clformer", v) < (int)cap;
-    return false;
-}
 
 clformer_status cf_cache_key_make(cf_ctx *ctx, const char *source, const char *options,
                                   cf_cache_key *key)
@@ -61,12 +33,12 @@ clformer_status cf_cache_key_make(cf_ctx *ctx, const char *source, const char *o
              "device_version=%s\noptions=%s\nsource=%s",
              d->platform, d->platform_version, d->name, d->vendor, d->driver_version,
              d->device_version, options, source);
-    char dir[3072];
-    if (!cache_enabled() || !cache_dir(dir, sizeof dir)) return CLFORMER_OK;
+    const char *dir = ctx->cache_dir;
+    if (!dir) return CLFORMER_OK;
     key->path = malloc(strlen(dir) + 32);
     if (!key->path) return CLFORMER_OK; /* no cache, not an error */
     sprintf(key->path, "%s/%016llx.bin", dir,
-            (unsigned long long)fnv1a64(key->key, strlen(key->key)));
+            (unsigned long long)cf_fnv1a(CF_FNV1A_INIT, key->key, strlen(key->key)));
     return CLFORMER_OK;
 }
 
@@ -116,7 +88,7 @@ bool cf_cache_load(cf_ctx *ctx, const cf_cache_key *key, const char *options, cl
     const unsigned char *binary = (const unsigned char *)p;
     if (ok) {
         p += bin_len;
-        ok = take(&p, end, &sum, 8) && sum == fnv1a64(binary, bin_len) && p == end;
+        ok = take(&p, end, &sum, 8) && sum == cf_fnv1a(CF_FNV1A_INIT, binary, bin_len) && p == end;
     }
     cl_program program = NULL;
     if (ok) {
@@ -130,7 +102,7 @@ bool cf_cache_load(cf_ctx *ctx, const cf_cache_key *key, const char *options, cl
     }
     free(data);
     if (!ok) {
-        cf_log(CF_LOG_DEBUG, "program cache entry %s is corrupt or stale; rebuilding", key->path);
+        cf_log(&ctx->log, CF_LOG_DEBUG, "program cache entry %s is corrupt or stale; rebuilding", key->path);
         *rejected = true;
         return false;
     }
@@ -166,7 +138,7 @@ void cf_cache_store(cf_ctx *ctx, const cf_cache_key *key, cl_program program)
         return;
     }
     p += bin_len;
-    uint64_t sum = fnv1a64(binary, bin_len);
+    uint64_t sum = cf_fnv1a(CF_FNV1A_INIT, binary, bin_len);
     memcpy(p, &sum, 8);
 
     char *dir = strdup(key->path);
@@ -174,8 +146,8 @@ void cf_cache_store(cf_ctx *ctx, const cf_cache_key *key, cl_program program)
     if (slash) *slash = '\0';
     if (!dir || cf_make_dirs(dir) != CLFORMER_OK ||
         cf_write_file_atomic(key->path, buf, total) != CLFORMER_OK) {
-        cf_log(CF_LOG_WARN, "cannot write program cache %s: %s (set CLFORMER_CACHE_DIR, or "
-               "CLFORMER_CACHE=0 to turn the cache off)", key->path, clformer_last_error());
+        cf_log(&ctx->log, CF_LOG_WARN, "cannot write program cache %s: %s (choose another cache "
+               "directory, CLFORMER_CACHE_DIR for the CLI, or turn the cache off with CLFORMER_CACHE=0)", key->path, clformer_last_error());
         cf_clear_error();
     }
     free(dir);

@@ -1,5 +1,5 @@
 /*
- * Checkpoints (MODEL.md): one safetensors file with the weights under
+ * Checkpoints (docs/MODEL.md): one safetensors file with the weights under
  * PyTorch's state_dict names, float32, and metadata:
  *   clformer.format       "1"
  *   clformer.config       the config as a JSON object

@@ -1,5 +1,5 @@
 /*
- * The model configuration: MODEL.md's defaults, validation with messages
+ * The model configuration: docs/MODEL.md's defaults, validation with messages
  * that name the field and the fix, and the JSON form stored in checkpoints
  * under clformer.config.
  */

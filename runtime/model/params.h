@@ -4,7 +4,7 @@
  * Gradients and Adam's m and v use the identical layout in their own
  * buffers. Every rank-2 tensor (matrices and embeddings) comes first, so
  * weight decay applies to the prefix [0, decay_end) and the optimizer is one
- * kernel. Names are PyTorch's state_dict names (MODEL.md).
+ * kernel. Names are PyTorch's state_dict names (docs/MODEL.md).
  */
 #ifndef CF_PARAMS_H
 #define CF_PARAMS_H
@@ -62,7 +62,7 @@ void cf_param_layout_free(cf_param_layout *layout);
 /* The entry named `name`, or NULL. */
 const cf_param_entry *cf_param_find(const cf_param_layout *layout, const char *name);
 
-/* Fills `host` (layout->total floats) with MODEL.md's initialisation:
+/* Fills `host` (layout->total floats) with docs/MODEL.md's initialisation:
  * Xavier-uniform for rank-2 tensors, zeros for biases, ones/zeros for
  * LayerNorm, deterministic from `seed`. */
 void cf_param_init(const cf_param_layout *layout, uint64_t seed, float *host);

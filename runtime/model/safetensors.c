@@ -56,32 +56,7 @@ static bool dtype_parse(const char *name, cf_st_dtype *dtype)
 
 /* --- helpers ------------------------------------------------------------------ */
 
-/* Strict UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
- * Returns the offset of the first bad byte, or `n` when all are valid. */
-static size_t utf8_check(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        size_t len;
-        unsigned min, cp;
-        if (c < 0x80) { i++; continue; }
-        if (c >= 0xc2 && c <= 0xdf) { len = 2; min = 0x80; cp = c & 0x1f; }
-        else if (c >= 0xe0 && c <= 0xef) { len = 3; min = 0x800; cp = c & 0x0f; }
-        else if (c >= 0xf0 && c <= 0xf4) { len = 4; min = 0x10000; cp = c & 0x07; }
-        else return i;
-        if (n - i < len) return i;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xc0) != 0x80) return i;
-            cp = (cp << 6) | (s[i + k] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
-        i += len;
-    }
-    return n;
-}
-
-static bool utf8_valid(const char *s) { return utf8_check((const unsigned char *)s, strlen(s)) == strlen(s); }
+static bool utf8_valid(const char *s) { return clformer_utf8_valid(s, strlen(s), NULL); }
 
 /* a * b, false on uint64 overflow */
 static bool mul_u64(uint64_t a, uint64_t b, uint64_t *out)
@@ -303,8 +278,8 @@ static clformer_status check_layout(const cf_st_reader *r, span *spans, size_t n
 /* Parses and validates the JSON header (already read, `n` bytes). */
 static clformer_status parse_header(cf_st_reader *r, const char *text, size_t n)
 {
-    size_t bad = utf8_check((const unsigned char *)text, n);
-    if (bad != n)
+    size_t bad;
+    if (!clformer_utf8_valid(text, n, &bad))
         return cf_fail(CLFORMER_ERR_FORMAT, "'%s': header is not valid UTF-8 (byte %zu of %zu)",
                        r->path, bad, n);
     if (text[0] != '{')

@@ -82,7 +82,7 @@ static double train_flop(const dims *m, double B, double S, double T)
     return t.forward + t.backward;
 }
 
-/* Weights and biases of MODEL.md's model with sinusoidal positions. */
+/* Weights and biases of docs/MODEL.md's model with sinusoidal positions. */
 static double parameter_count(const dims *m)
 {
     const double d = m->d, ff = m->ff;

@@ -92,7 +92,7 @@ static char *write_temp(const char *text)
     return path;
 }
 
-/* CLFORMER_GEMM_TUNING: a file's sets are applied (and give right results),
+/* The gemm_tuning setting: a file's sets are applied (and give right results),
  * a malformed or missing file applies nothing, 0 turns tuning off, unset
  * applies the table entry that matches the device, if any. */
 static void tuning_file_is_read_and_bad_files_ignored(void **state)
@@ -102,23 +102,18 @@ static void tuning_file_is_read_and_bad_files_ignored(void **state)
                                   "XgemmDirect KWID=2 MDIMAD=8 MDIMCD=8 NDIMBD=8 NDIMCD=8 PADA=1 "
                                   "PADB=1 VWMD=1 VWND=1 WGD=8  # trailing comment\n"
                                   "GemmRoutine XGEMM_MIN_INDIRECT_SIZE=100000\n");
-    setenv("CLFORMER_GEMM_TUNING", good, 1);
-    assert_int_equal(cf_gemm_tuning_init(hctx()), 2);
+    assert_int_equal(cf_gemm_tuning_init(hctx(), good), 2);
     unlink(good);
     run_all_shapes(7000);
 
     const char *bad = write_temp("GemmRoutine XGEMM_MIN_INDIRECT_SIZE=1\nXgemm MWG=sixty-four\n");
-    setenv("CLFORMER_GEMM_TUNING", bad, 1);
-    assert_int_equal(cf_gemm_tuning_init(hctx()), 0); /* not even the good first line */
+    assert_int_equal(cf_gemm_tuning_init(hctx(), bad), 0); /* not even the good first line */
     unlink(bad);
-    setenv("CLFORMER_GEMM_TUNING", "/nonexistent/gemm_tuning.txt", 1);
-    assert_int_equal(cf_gemm_tuning_init(hctx()), 0);
-    setenv("CLFORMER_GEMM_TUNING", "0", 1);
-    assert_int_equal(cf_gemm_tuning_init(hctx()), 0);
+    assert_int_equal(cf_gemm_tuning_init(hctx(), "/nonexistent/gemm_tuning.txt"), 0);
+    assert_int_equal(cf_gemm_tuning_init(hctx(), "0"), 0);
 
-    unsetenv("CLFORMER_GEMM_TUNING");
     const cf_gemm_tuning *t = cf_gemm_tuning_find(&hctx()->info);
-    assert_int_equal(cf_gemm_tuning_init(hctx()), t ? t->n_sets : 0);
+    assert_int_equal(cf_gemm_tuning_init(hctx(), NULL), t ? t->n_sets : 0);
     run_all_shapes(8000);
 }
 

@@ -1,5 +1,6 @@
 /* Runtime basics on each device: the program cache (memory, disk, corrupt
- * entries, CLFORMER_CACHE=0), buffers and their errors, deterministic
+ * entries, CLFORMER_CACHE=0), context params (cache directory, log callback,
+ * selector errors), buffers and their errors, deterministic
  * reductions. */
 #include "harness.h"
 #include "program.h"
@@ -193,6 +194,84 @@ static void kernel_dir_override_and_build_errors(void **state)
     assert_int_equal(system(path), 0);
 }
 
+typedef struct {
+    int info, debug;
+    bool device_line, program_line;
+} log_record;
+
+static void record_log(clformer_log_level level, const char *message, void *user)
+{
+    log_record *r = user;
+    if (level == CLFORMER_LOG_INFO) r->info++;
+    if (level == CLFORMER_LOG_DEBUG) r->debug++;
+    if (!strncmp(message, "device ", 7)) r->device_line = true;
+    if (strstr(message, "program reduce")) r->program_line = true;
+}
+
+/* clformer_context_params alone decide: the environment says no cache and
+ * errors only, the params a cache directory of their own and every message
+ * to a callback. */
+static void params_set_cache_dir_and_log_callback_not_the_environment(void **state)
+{
+    (void)state;
+    snprintf(cache_dir, sizeof cache_dir, "/tmp/clformer-params-cache-XXXXXX");
+    assert_non_null(mkdtemp(cache_dir));
+    setenv("CLFORMER_CACHE", "0", 1);
+    setenv("CLFORMER_LOG", "error", 1);
+    log_record record = {0};
+    clformer_context_params params;
+    clformer_context_params_default(&params);
+    params.device = hctx()->info.selector;
+    params.cache_dir = cache_dir;
+    params.log_level = CLFORMER_LOG_DEBUG;
+    params.log_callback = record_log;
+    params.log_user = &record;
+    cf_ctx *ctx = NULL;
+    clformer_status st = clformer_context_create_with_params(&params, &ctx);
+    cl_kernel k;
+    if (st == CLFORMER_OK) st = cf_kernel(ctx, "reduce", NULL, "reduce_partial", &k);
+    clformer_context_free(ctx);
+    unsetenv("CLFORMER_CACHE"); /* before any assertion, so later tests are unaffected */
+    unsetenv("CLFORMER_LOG");
+    assert_ok(st);
+    assert_int_equal(count_cache_files(NULL, 0), device_gives_binaries() ? 1 : 0);
+    assert_true(record.device_line);  /* info: the device opened */
+    assert_true(record.program_line); /* debug: how the program was obtained */
+    assert_true(record.info >= 1 && record.debug >= 1);
+
+    /* cache off in the params: nothing more is written */
+    params.cache = false;
+    params.log_callback = NULL;
+    params.log_level = CLFORMER_LOG_WARN;
+    int before = count_cache_files(NULL, 0);
+    assert_ok(clformer_context_create_with_params(&params, &ctx));
+    assert_ok(cf_kernel(ctx, "reduce", NULL, "reduce_final", &k));
+    assert_int_equal(clformer_context_program_stats(ctx).builds, 1);
+    clformer_context_free(ctx);
+    assert_int_equal(count_cache_files(NULL, 0), before);
+    remove_cache_dir();
+}
+
+/* A selector in the params that matches nothing fails and lists the devices;
+ * a log level out of range is refused. */
+static void params_with_unknown_selector_list_the_devices(void **state)
+{
+    (void)state;
+    clformer_context_params params;
+    clformer_context_params_default(&params);
+    params.device = "no-such-device-xyz";
+    cf_ctx *ctx = NULL;
+    assert_int_equal(clformer_context_create_with_params(&params, &ctx), CLFORMER_ERR_NO_DEVICE);
+    assert_null(ctx);
+    assert_non_null(strstr(clformer_last_error(), "no-such-device-xyz"));
+    assert_non_null(strstr(clformer_last_error(), hctx()->info.name));
+    params.device = hctx()->info.selector;
+    params.log_level = (clformer_log_level)7;
+    assert_int_equal(clformer_context_create_with_params(&params, &ctx),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "log_level"));
+}
+
 static void buffer_roundtrip_offsets_and_fill(void **state)
 {
     (void)state;
@@ -298,6 +377,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(corrupt_cache_entry_is_rebuilt),
     cmocka_unit_test(cache_off_builds_every_time),
     cmocka_unit_test(kernel_dir_override_and_build_errors),
+    cmocka_unit_test(params_set_cache_dir_and_log_callback_not_the_environment),
+    cmocka_unit_test(params_with_unknown_selector_list_the_devices),
     cmocka_unit_test(buffer_roundtrip_offsets_and_fill),
     cmocka_unit_test(oversized_allocation_names_sizes),
     cmocka_unit_test(reduce_sum_is_exact_enough_and_repeatable),

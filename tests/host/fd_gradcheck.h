@@ -1,6 +1,6 @@
 /*
  * Central finite differences for the host tests of the reference backward
- * functions (TESTING.md: eps 1e-6, atol 1e-5, rtol 1e-3). A scalar loss
+ * functions (docs/TESTING.md: eps 1e-6, atol 1e-5, rtol 1e-3). A scalar loss
  * L(x) = sum(forward(x) * G) with a fixed random G makes every analytic
  * gradient a dot product that the differences must reproduce.
  */

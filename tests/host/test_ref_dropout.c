@@ -1,5 +1,5 @@
 /* The dropout reference's backward against central finite differences of
- * its forward (TESTING.md: eps 1e-6, atol 1e-5, rtol 1e-3). */
+ * its forward (docs/TESTING.md: eps 1e-6, atol 1e-5, rtol 1e-3). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

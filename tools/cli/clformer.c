@@ -26,7 +26,8 @@ static const size_t n_commands = sizeof commands / sizeof commands[0];
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: clformer COMMAND [options]\n\n"
+    fprintf(out, "usage: clformer COMMAND [options]\n"
+                 "       clformer --version\n\n"
                  "Train and run the encoder-decoder Transformer on any OpenCL device.\n\n"
                  "commands:\n");
     for (size_t i = 0; i < n_commands; i++)
@@ -46,7 +47,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("clformer %s\n", CLFORMER_VERSION);
+        printf("clformer %s\n", clformer_version());
         return 0;
     }
     for (size_t i = 0; i < n_commands; i++)

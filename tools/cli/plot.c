@@ -131,29 +131,21 @@ enum { LABEL_BYTES = 256 };
 static void utf8_clean(const char *s, char out[LABEL_BYTES + 8])
 {
     static const char REPLACEMENT[] = "\xEF\xBF\xBD";
-    size_t o = 0;
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned c = *p;
-        int len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3
-                : (c & 0xF8) == 0xF0 ? 4 : 0;
-        unsigned cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
-        for (int k = 1; k < len; k++) {
-            if ((p[k] & 0xC0) != 0x80) {
-                len = 0;
-                break;
-            }
-            cp = cp << 6 | (p[k] & 0x3F);
-        }
-        static const unsigned min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
-        bool ok = len > 0 && cp >= min_cp[len] && cp <= 0x10FFFF &&
-                  !(cp >= 0xD800 && cp <= 0xDFFF) && cp >= 0x20 && cp != 0x7F;
-        const char *piece = ok ? (const char *)p : REPLACEMENT;
-        size_t n = ok ? (size_t)len : 3;
-        if (o + n > LABEL_BYTES) break;
-        memcpy(out + o, piece, n);
-        o += n;
-        p += ok ? (size_t)len : 1;
+    const size_t n = strlen(s);
+    size_t o = 0, i = 0;
+    while (i < n) {
+        /* The character the lead byte announces, kept when those bytes are
+         * one well-formed character and not an ASCII control character. */
+        const unsigned c = (unsigned char)s[i];
+        const size_t len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+        const bool ok = len <= n - i && clformer_utf8_valid(s + i, len, NULL) &&
+                        !(c < 0x20 || c == 0x7F);
+        const char *piece = ok ? s + i : REPLACEMENT;
+        const size_t size = ok ? len : 3;
+        if (o + size > LABEL_BYTES) break;
+        memcpy(out + o, piece, size);
+        o += size;
+        i += ok ? len : 1;
     }
     out[o] = '\0';
 }

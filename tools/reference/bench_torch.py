@@ -20,7 +20,7 @@ counting, see tools/cmd_bench.c) and prints
 {"torch": ..., "clformer": ..., "ratio_clformer_over_torch": ...}; a missing binary or
 a failing command is reported in "clformer": {"error": ...}, not raised.
 
-The model is tools/reference/torch_reference.py's module tree (MODEL.md) with MODEL.md's defaults:
+The model is tools/reference/torch_reference.py's module tree (docs/MODEL.md) with docs/MODEL.md's defaults:
 pre-norm, ReLU, sinusoidal positions, dropout 0.1, Adam (0.9, 0.98, 1e-9), clip 1.0.
 """
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""PyTorch side of clformer's parity tests (docs: /work/shared/docs/MODEL.md).
+"""PyTorch side of clformer's parity tests (docs/MODEL.md).
 
-Builds MODEL.md's module tree on torch.nn.Transformer and
+Builds docs/MODEL.md's module tree on torch.nn.Transformer and
   generate --out tests/data/parity
       writes one fixture per configuration: a clformer checkpoint (model.safetensors)
       and what 10 training steps in float64 produce from it (fixture.safetensors);
@@ -94,7 +94,7 @@ def read_safetensors(path):
 
 
 # ----------------------------------------------------------------------------
-# The model (MODEL.md): embeddings, positions, nn.Transformer, generator.
+# The model (docs/MODEL.md): embeddings, positions, nn.Transformer, generator.
 
 CONFIG_KEYS = ["d_model", "n_heads", "d_ff", "n_enc_layers", "n_dec_layers", "src_vocab",
                "tgt_vocab", "max_len", "norm_first", "activation", "positional", "dropout",
@@ -186,8 +186,8 @@ def load_float32_state(model, state):
 
 
 def init_parameters(model, gen):
-    """Xavier-uniform for every rank-2 parameter (MODEL.md). Biases and LayerNorm
-    parameters are drawn away from 0/1 (uniform +-0.1 around them), unlike MODEL.md's
+    """Xavier-uniform for every rank-2 parameter (docs/MODEL.md). Biases and LayerNorm
+    parameters are drawn away from 0/1 (uniform +-0.1 around them), unlike docs/MODEL.md's
     initialisation, so that every parameter already shapes the step-1 logits and a C
     kernel that drops one of them fails the test."""
     with torch.no_grad():
@@ -217,7 +217,7 @@ def make_optimizer(model, opt):
         return torch.optim.AdamW(groups, **common)
     if opt["optimizer"] == "adam":
         if opt["weight_decay"] != 0.0:
-            raise ValueError("MODEL.md's weight decay is decoupled: use adamw for weight_decay > 0")
+            raise ValueError("docs/MODEL.md's weight decay is decoupled: use adamw for weight_decay > 0")
         return torch.optim.Adam(groups, **common)
     raise ValueError(f"optimizer must be adam or adamw, not {opt['optimizer']!r}")
 

@@ -1,4 +1,4 @@
-/* TESTING.md's tolerance rules as functions. */
+/* docs/TESTING.md's tolerance rules as functions. */
 #include "ref_compare.h"
 
 #include <math.h>

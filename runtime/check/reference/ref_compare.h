@@ -1,5 +1,5 @@
 /*
- * The tolerance rules of TESTING.md, shared by the cmocka tests and
+ * The tolerance rules of docs/TESTING.md, shared by the cmocka tests and
  * `clformer check`: an fp32 device result against a double reference.
  */
 #ifndef REF_COMPARE_H

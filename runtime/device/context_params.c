@@ -1,0 +1,74 @@
+/*
+ * Context settings: their defaults and the environment variables that set
+ * them for the CLI. This is the only file of the runtime that reads the
+ * environment; everything else takes a clformer_context_params.
+ */
+#include "context.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void clformer_context_params_default(clformer_context_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->cache = true;
+    p->log_level = CLFORMER_LOG_WARN;
+}
+
+/* NULL for an unset or empty variable. */
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+static clformer_status read_bool(const char *name, bool *out)
+{
+    const char *v = env(name);
+    if (!v) return CLFORMER_OK;
+    if (!strcasecmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "false")) {
+        *out = false;
+    } else if (!strcasecmp(v, "1") || !strcasecmp(v, "on") || !strcasecmp(v, "true")) {
+        *out = true;
+    } else {
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "%s='%s' is not a setting: use 1, on or true, or 0, off or false", name, v);
+    }
+    return CLFORMER_OK;
+}
+
+static clformer_status read_log_level(const char *name, clformer_log_level *out)
+{
+    static const char *levels[] = {"error", "warn", "info", "debug"};
+    const char *v = env(name);
+    if (!v) return CLFORMER_OK;
+    for (int i = 0; i < 4; i++)
+        if (!strcasecmp(v, levels[i])) {
+            *out = (clformer_log_level)i;
+            return CLFORMER_OK;
+        }
+    return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                   "%s='%s' is not a log level: use error, warn, info or debug", name, v);
+}
+
+clformer_status clformer_context_params_from_env(clformer_context_params *p)
+{
+    clformer_context_params_default(p);
+    p->device = env("CLFORMER_DEVICE");
+    p->cache_dir = env("CLFORMER_CACHE_DIR");
+    p->kernel_dir = env("CLFORMER_KERNEL_DIR");
+    p->gemm_tuning = env("CLFORMER_GEMM_TUNING");
+    CF_TRY(read_bool("CLFORMER_CACHE", &p->cache));
+    return read_log_level("CLFORMER_LOG", &p->log_level);
+}
+
+bool cf_default_cache_dir(char *out, size_t cap)
+{
+    const char *v = env("XDG_CACHE_HOME");
+    if (v) return snprintf(out, cap, "%s/clformer", v) < (int)cap;
+    v = env("HOME");
+    if (v) return snprintf(out, cap, "%s/.cache/clformer", v) < (int)cap;
+    return false;
+}
