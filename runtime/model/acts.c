@@ -132,17 +132,12 @@ clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, boo
     a->T = T;
     a->training = training;
     size_t need = layout(cfg, a, NULL);
-    if (need > s->arena_capacity) {
-        cf_buffer_free(s->ctx, s->arena);
-        s->arena = NULL;
-        s->arena_capacity = 0;
-        clformer_status st = cf_buffer_alloc(s->ctx, need, "activations", &s->arena);
-        if (st != CLFORMER_OK)
-            return cf_fail_prefix(st, "batch of %zu sentences (source length %zu, target "
-                                      "length %zu) needs too much memory: ",
-                                  B, S, T + 1);
-        s->arena_capacity = need;
-    }
+    clformer_status st = cf_arena_reserve(s->ctx, &s->arena, &s->arena_capacity, need,
+                                          "activations");
+    if (st != CLFORMER_OK)
+        return cf_fail_prefix(st, "batch of %zu sentences (source length %zu, target length "
+                                  "%zu) needs too much memory: ",
+                              B, S, T + 1);
     a->total = layout(cfg, a, s->arena);
     return CLFORMER_OK;
 }

@@ -89,16 +89,10 @@ static clformer_status decoder_prepare(cf_session *s, size_t R, size_t S, size_t
     d->R = R;
     d->S = S;
     d->L = L;
-    size_t need = layout(c, d, NULL);
-    if (need > d->count) {
-        cf_buffer_free(s->ctx, d->buf);
-        d->buf = NULL;
-        d->count = 0;
-        clformer_status st = cf_buffer_alloc(s->ctx, need, "decoding caches", &d->buf);
-        if (st != CLFORMER_OK)
-            return cf_fail_prefix(st, "decoding %zu rows of up to %zu tokens: ", R, L);
-        d->count = need;
-    }
+    clformer_status st = cf_arena_reserve(s->ctx, &d->buf, &d->count, layout(c, d, NULL),
+                                          "decoding caches");
+    if (st != CLFORMER_OK)
+        return cf_fail_prefix(st, "decoding %zu rows of up to %zu tokens: ", R, L);
     layout(c, d, d->buf);
     return CLFORMER_OK;
 }
