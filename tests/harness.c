@@ -167,8 +167,7 @@ void harness_assert_cmp(ref_cmp r, const char *what, const char *file, int line)
     harness_fail_at(file, line, "%s: %s", what, msg);
 }
 
-/* A conf_sink that prints each failing result and counts it in *user (int). */
-static void count_conformance_failure(void *user, const conf_result *r)
+void harness_conf_sink(void *user, const conf_result *r)
 {
     if (r->cmp.pass) return;
     char msg[1024];
@@ -180,7 +179,7 @@ static void count_conformance_failure(void *user, const conf_result *r)
 void harness_assert_conformance(conf_check_fn check, const char *name, const char *file, int line)
 {
     int failures = 0;
-    harness_assert_ok(check(current, harness_is_slow(), count_conformance_failure, &failures), name,
+    harness_assert_ok(check(current, harness_is_slow(), harness_conf_sink, &failures), name,
                       file, line);
     if (failures)
         harness_fail_at(file, line, "%s: %d result(s) outside their rule (listed above)", name,

@@ -68,6 +68,18 @@ void harness_assert_cmp(ref_cmp r, const char *what, const char *file, int line)
 /* Runs a conformance check (conformance.h) on the device under test, with its
  * small shapes on a simulator; fails the test when it cannot run or when any
  * result breaks its rule, after printing every such result. */
+/* A conf_sink for a layer's case runner (conf_<layer>_run): prints each
+ * failing result and counts it in *(int *)user. */
+void harness_conf_sink(void *user, const conf_result *r);
+/* Runs `run_expr` (a conf_*_run call whose sink is harness_conf_sink with
+ * &failures) and fails the test when it cannot run or a result fails. */
+#define assert_conformance_case(run_expr)                                                     \
+    do {                                                                                      \
+        int failures = 0;                                                                     \
+        assert_ok(run_expr);                                                                  \
+        if (failures) fail_msg("%d result(s) outside their rule (listed above)", failures);   \
+    } while (0)
+
 #define assert_conformance(check) harness_assert_conformance((check), #check, __FILE__, __LINE__)
 void harness_assert_conformance(conf_check_fn check, const char *name, const char *file, int line);
 

@@ -1,88 +1,123 @@
 /* Conformance of bias + activation + dropout, for ReLU and GELU: forward
- * (forward rule) and backward (dinp and dbias, gradient rule), with dropout
- * on so the device's Philox mask is checked against the reference's. */
-#include "buffer.h"
+ * (forward rule) and backward (dinp and dbias, gradient rule) twice and once
+ * in place (dinp = dout), with dropout so the device's Philox mask is checked
+ * against the reference's, every tensor guarded. `clformer check` runs one
+ * shape per activation; test_activation runs many more cases. */
+#include "conf_block.h"
 #include "conformance.h"
 #include "ops.h"
 #include "ref_activation.h"
 #include "ref_random.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static clformer_status one(cf_ctx *ctx, cf_activation act, size_t N, size_t C, conf_sink sink,
-                           void *user)
+/* ReLU'(0) = 0 exactly: every fifth pre-activation is exactly 0. */
+static ref_cmp relu_kink(ref_cmp c, const conf_activation_case *k, const float *dx)
 {
-    /* layout: inp (NC), dout (NC), bias (C) | out (NC), dinp (NC), dbias (C) */
-    const size_t NC = N * C, n_in = 2 * NC + C, n_all = 2 * n_in;
-    const size_t o_dout = NC, o_b = 2 * NC, o_out = n_in, o_dinp = o_out + NC, o_db = o_dinp + NC;
-    float *h = calloc(n_all, 4);
-    double *d = calloc(n_all, 8);
-    cl_mem buf = NULL;
-    clformer_status st = CLFORMER_OK;
-    if (!h || !d) {
+    if (k->act == CF_ACT_RELU)
+        for (size_t i = 0; i < k->N * k->C; i += 5)
+            if (dx[i] != 0.0f) {
+                c.pass = false;
+                c.why = "ReLU'(0) is not 0";
+                c.worst = i;
+                c.worst_value = dx[i];
+                c.worst_ref = 0.0;
+                break;
+            }
+    return c;
+}
+
+clformer_status conf_activation_run(cf_ctx *ctx, const conf_activation_case *k, conf_sink sink,
+                                    void *user)
+{
+    const size_t N = k->N, C = k->C, NC = N * C;
+    const cf_dropout drop = {k->p, 0x1234567890ull + k->seed, (uint32_t)k->seed, 11};
+    const ref_act_dropout rdrop = {drop.p, drop.seed, drop.step, drop.site};
+    const ref_activation ract = k->act == CF_ACT_GELU ? REF_ACT_GELU : REF_ACT_RELU;
+    const char *name = k->act == CF_ACT_GELU ? "gelu" : "relu";
+    conf_block b = {0};
+    enum { X, BIAS, DY, Y, DX, DB, COUNT };
+    const size_t len[COUNT] = {NC, C, NC, NC, NC, C};
+    for (int t = 0; t < COUNT; t++) conf_block_add(&b, len[t]);
+    double *x64 = NULL, *b64 = NULL, *dy64 = NULL, *db64 = NULL, *y64 = NULL, *dx64 = NULL;
+    clformer_status st = conf_block_create(ctx, &b);
+    if (st) goto done;
+    float *x = conf_block_init(&b, X), *bias = conf_block_init(&b, BIAS);
+    ref_rng r = ref_rng_new(k->seed);
+    ref_fill_uniform(&r, x, NULL, NC, -3, 3);
+    ref_fill_uniform(&r, bias, NULL, C, -0.5, 0.5);
+    ref_fill_uniform(&r, conf_block_init(&b, DY), NULL, NC, -1, 1);
+    ref_fill_uniform(&r, conf_block_init(&b, DB), NULL, C, -1, 1); /* existing gradient */
+    for (size_t i = 0; i < NC; i += 5) x[i] = -bias[i % C]; /* pre-activation exactly 0 */
+    conf_block_init_fill(&b, Y, NAN);  /* overwritten */
+    conf_block_init_fill(&b, DX, NAN); /* overwritten */
+    x64 = conf_widen(x, NC), b64 = conf_widen(bias, C), dy64 = conf_widen(conf_block_init(&b, DY), NC);
+    db64 = conf_widen(conf_block_init(&b, DB), C);
+    y64 = malloc(NC * sizeof *y64), dx64 = malloc(NC * sizeof *dx64);
+    if (!x64 || !b64 || !dy64 || !db64 || !y64 || !dx64) {
         st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
         goto done;
     }
-    ref_rng r = ref_rng_new(N * 7919 + C + (uint64_t)act);
-    ref_fill_uniform(&r, h, d, 2 * NC, -3, 3);
-    ref_fill_uniform(&r, h + o_b, d + o_b, C, -0.5, 0.5);
-    /* The whole buffer is uploaded (outputs as zeros): Oclgrind 21.10 marked part
-     * of a partial upload as uninitialised. */
-    if ((st = cf_buffer_alloc(ctx, n_all, "activation check", &buf)) ||
-        (st = cf_upload(ctx, buf, 0, h, n_all)))
-        goto done;
-    const cf_dropout drop = {0.1f, 0x5eed, 7, 3};
-    const ref_act_dropout rdrop = {drop.p, drop.seed, drop.step, drop.site};
-    const ref_activation ract = act == CF_ACT_GELU ? REF_ACT_GELU : REF_ACT_RELU;
-    const char *name = act == CF_ACT_GELU ? "gelu" : "relu";
+    const cf_view vx = conf_block_view(&b, X), vb = conf_block_view(&b, BIAS),
+                  vdy = conf_block_view(&b, DY), vy = conf_block_view(&b, Y),
+                  vdx = conf_block_view(&b, DX), vdb = conf_block_view(&b, DB);
     char op[64], shape[96];
-    snprintf(shape, sizeof shape, "N=%zu C=%zu p=0.1", N, C);
+    snprintf(shape, sizeof shape, "N=%zu C=%zu p=%g", N, C, (double)k->p);
 
-    /* Each op runs twice, timed the second time: PoCL compiles a kernel at its
-     * first launch. */
-    double t0 = 0.0;
-    for (int run = 0; run < 2; run++) {
-        t0 = conf_now_ms();
-        if ((st = cf_bias_act_forward(ctx, (cf_view){buf, o_out}, (cf_view){buf, 0},
-                                      (cf_view){buf, o_b}, N, C, act, &drop)) ||
-            (st = cf_finish(ctx)))
-            goto done;
-    }
+    /* Both kernels once before the timed runs (PoCL compiles at the first
+     * launch); the upload afterwards restores every initial value. */
+    if ((st = conf_block_upload(&b))) goto done;
+    if (conf_warm_up(ctx) &&
+        ((st = cf_bias_act_forward(ctx, vy, vx, vb, N, C, k->act, &drop)) ||
+         (st = cf_bias_act_backward(ctx, vdx, vdb, vdy, vx, vb, N, C, k->act, &drop)) ||
+         (st = cf_finish(ctx)) || (st = conf_block_upload(&b))))
+        goto done;
+
+    double t0 = conf_now_ms();
+    if ((st = cf_bias_act_forward(ctx, vy, vx, vb, N, C, k->act, &drop)) || (st = cf_finish(ctx)))
+        goto done;
     double ms = conf_now_ms() - t0;
-    if ((st = cf_download(ctx, buf, o_out, h + o_out, NC))) goto done;
-    ref_bias_act_forward(d + o_out, d, d + o_b, N, C, ract, &rdrop);
+    if ((st = conf_block_read(&b))) goto done;
+    ref_bias_act_forward(y64, x64, b64, N, C, ract, &rdrop);
     snprintf(op, sizeof op, "activation_forward_%s", name);
-    conf_emit(sink, user, op, shape, ref_compare_forward(h + o_out, d + o_out, NC), ms);
+    conf_emit(sink, user, op, shape,
+              conf_guarded(ref_compare_forward(conf_block_out(&b, Y), y64, NC), &b), ms);
 
-    for (int run = 0; run < 2; run++) {
-        /* dbias accumulates: start each run from zero */
-        if ((st = cf_fill(ctx, buf, o_db, C, 0.0f)) || (st = cf_finish(ctx)))
-            goto done;
+    /* Backward twice (dinp the same both times: overwritten; dbias +=), then
+     * in place over dout. */
+    static const char *const pass_name[3] = {"", "_twice", "_in_place"};
+    for (int pass = 0; pass < 3; pass++) {
+        const cf_view out = pass == 2 ? vdy : vdx;
         t0 = conf_now_ms();
-        if ((st = cf_bias_act_backward(ctx, (cf_view){buf, o_dinp}, (cf_view){buf, o_db},
-                                       (cf_view){buf, o_dout}, (cf_view){buf, 0},
-                                       (cf_view){buf, o_b}, N, C, act, &drop)) ||
+        if ((st = cf_bias_act_backward(ctx, out, vdb, vdy, vx, vb, N, C, k->act, &drop)) ||
             (st = cf_finish(ctx)))
             goto done;
+        ms = conf_now_ms() - t0;
+        if ((st = conf_block_read(&b))) goto done;
+        ref_bias_act_backward(dx64, db64, dy64, x64, b64, N, C, ract, &rdrop);
+        const float *dx = conf_block_out(&b, pass == 2 ? DY : DX);
+        snprintf(op, sizeof op, "activation_backward%s_%s", pass_name[pass], name);
+        conf_emit(sink, user, op, shape,
+                  conf_guarded(relu_kink(conf_worse(ref_compare_grad(dx, dx64, NC),
+                                                    ref_compare_grad(conf_block_out(&b, DB), db64, C)),
+                                         k, dx),
+                               &b),
+                  ms);
     }
-    ms = conf_now_ms() - t0;
-    if ((st = cf_download(ctx, buf, o_dinp, h + o_dinp, NC + C))) goto done;
-    ref_bias_act_backward(d + o_dinp, d + o_db, d + o_dout, d, d + o_b, N, C, ract, &rdrop);
-    snprintf(op, sizeof op, "activation_backward_%s", name);
-    conf_emit(sink, user, op, shape,
-              conf_worse(ref_compare_grad(h + o_dinp, d + o_dinp, NC),
-                         ref_compare_grad(h + o_db, d + o_db, C)),
-              ms);
 done:
-    cf_buffer_free(ctx, buf);
-    free(h), free(d);
+    conf_block_free(&b);
+    free(x64), free(b64), free(dy64), free(db64), free(y64), free(dx64);
     return st;
 }
 
 clformer_status conf_activation(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
 {
     const size_t N = quick ? 7 : 257, C = quick ? 37 : 2048;
-    CF_TRY(one(ctx, CF_ACT_RELU, N, C, sink, user));
-    return one(ctx, CF_ACT_GELU, N, C, sink, user);
+    for (int act = CF_ACT_RELU; act <= CF_ACT_GELU; act++) {
+        const conf_activation_case k = {N, C, (cf_activation)act, 0.1f, N * 7919 + C + (uint64_t)act};
+        CF_TRY(conf_activation_run(ctx, &k, sink, user));
+    }
+    return CLFORMER_OK;
 }

@@ -1,95 +1,134 @@
 /* Conformance of LayerNorm: forward (out, mean, rstd) and backward (dinp,
- * dweight, dbias) against the reference at an odd shape and a model width. */
-#include "buffer.h"
+ * dweight, dbias), once overwriting dinp and once accumulating into it,
+ * against the reference, with guarded tensors. `clformer check` runs an odd
+ * shape and a model width; test_layernorm runs many more cases. */
+#include "conf_block.h"
 #include "conformance.h"
 #include "ops.h"
 #include "ref_layernorm.h"
 #include "ref_random.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static clformer_status one(cf_ctx *ctx, size_t N, size_t C, conf_sink sink, void *user)
+#define EPS 1e-5f
+
+/* Random inputs; with `special`, every third row is one repeated value
+ * (variance 0) and the next one 1000 + noise (a naive fp32 sum loses it). */
+static void fill_inputs(const conf_layernorm_case *c, float *inp, float *weight, float *bias,
+                        float *dout, float *dw0, float *db0)
 {
-    /* host: inp, dout (NC each), weight, bias (C each), then the results
-     * y, dx (NC each), m, rs (N each), gw, gb (C each) */
-    const size_t NC = N * C, n_all = 4 * NC + 2 * N + 4 * C;
-    float *h = calloc(n_all, 4);
-    double *d = calloc(n_all, 8);
-    cl_mem buf = NULL;
-    clformer_status st = CLFORMER_OK;
-    if (!h || !d) {
+    const size_t N = c->N, C = c->C;
+    ref_rng r = ref_rng_new(c->seed);
+    ref_fill_uniform(&r, inp, NULL, N * C, -2, 2);
+    ref_fill_uniform(&r, weight, NULL, C, 0.5, 1.5);
+    ref_fill_uniform(&r, bias, NULL, C, -0.5, 0.5);
+    ref_fill_uniform(&r, dout, NULL, N * C, -1, 1);
+    ref_fill_uniform(&r, dw0, NULL, C, -1, 1); /* existing gradients to add to */
+    ref_fill_uniform(&r, db0, NULL, C, -1, 1);
+    if (c->special)
+        for (size_t row = 0; row < N; row++) {
+            float *x = inp + row * C;
+            if (row % 3 == 0)
+                for (size_t k = 0; k < C; k++) x[k] = 0.375f + (float)row;
+            else if (row % 3 == 1)
+                for (size_t k = 0; k < C; k++) x[k] = 1000.0f + 0.5f * x[k];
+        }
+}
+
+clformer_status conf_layernorm_run(cf_ctx *ctx, const conf_layernorm_case *c, conf_sink sink,
+                                   void *user)
+{
+    const size_t N = c->N, C = c->C, NC = N * C;
+    conf_block b = {0};
+    enum { INP, W, BIAS, DOUT, OUT, MEAN, RSTD, DINP, DW, DB, COUNT };
+    const size_t len[COUNT] = {NC, C, C, NC, NC, N, N, NC, C, C};
+    for (int t = 0; t < COUNT; t++) conf_block_add(&b, len[t]);
+    double *ref = NULL, *in64[COUNT] = {0};
+    clformer_status st = conf_block_create(ctx, &b);
+    if (st) goto done;
+    fill_inputs(c, conf_block_init(&b, INP), conf_block_init(&b, W), conf_block_init(&b, BIAS),
+                conf_block_init(&b, DOUT), conf_block_init(&b, DW), conf_block_init(&b, DB));
+    conf_block_init_fill(&b, OUT, NAN);   /* forward overwrites */
+    conf_block_init_fill(&b, DINP, 1e30f); /* overwritten first, not added to */
+    for (int t = INP; t <= DOUT; t++) in64[t] = conf_widen(conf_block_init(&b, t), len[t]);
+    in64[DW] = conf_widen(conf_block_init(&b, DW), C);
+    in64[DB] = conf_widen(conf_block_init(&b, DB), C);
+    /* the reference's y, mean, rstd and dinp; its dweight and dbias
+     * accumulate in in64[DW] and in64[DB] */
+    ref = malloc((2 * NC + 2 * N) * sizeof *ref);
+    if (!ref || !in64[INP] || !in64[W] || !in64[BIAS] || !in64[DOUT] || !in64[DW] || !in64[DB]) {
         st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
         goto done;
     }
-    float *inp = h, *dout = h + NC, *weight = h + 2 * NC, *bias = weight + C, *y = bias + C,
-          *dx = y + NC, *m = dx + NC, *rs = m + N, *gw = rs + N, *gb = gw + C;
-    double *inp64 = d, *dout64 = d + NC, *weight64 = d + 2 * NC, *bias64 = weight64 + C,
-           *y64 = bias64 + C, *dx64 = y64 + NC, *m64 = dx64 + NC, *rs64 = m64 + N,
-           *gw64 = rs64 + N, *gb64 = gw64 + C;
-    ref_rng r = ref_rng_new(N * 7919 + C);
-    ref_fill_uniform(&r, inp, inp64, NC, -2, 2);
-    ref_fill_uniform(&r, dout, dout64, NC, -1, 1);
-    ref_fill_uniform(&r, weight, weight64, C, 0.5, 1.5);
-    ref_fill_uniform(&r, bias, bias64, C, -0.5, 0.5);
-
-    /* One device buffer laid out like the host block. The whole block is
-     * uploaded (outputs as zeros): Oclgrind 21.10 marked part of a partial
-     * upload as uninitialised. */
-    if ((st = cf_buffer_alloc(ctx, n_all, "layernorm check", &buf)) ||
-        (st = cf_upload(ctx, buf, 0, h, n_all)))
-        goto done;
-    const cf_view v = {buf, 0};
-    const cf_view vinp = v, vdout = cf_view_add(v, NC), vw = cf_view_add(v, 2 * NC),
-                  vb = cf_view_add(vw, C), vy = cf_view_add(vb, C), vdx = cf_view_add(vy, NC),
-                  vm = cf_view_add(vdx, NC), vrs = cf_view_add(vm, N), vgw = cf_view_add(vrs, N),
-                  vgb = cf_view_add(vgw, C);
+    double *y64 = ref, *m64 = ref + NC, *rs64 = m64 + N, *dx64 = rs64 + N;
+    const cf_view v_inp = conf_block_view(&b, INP), v_w = conf_block_view(&b, W),
+                  v_b = conf_block_view(&b, BIAS), v_dout = conf_block_view(&b, DOUT),
+                  v_out = conf_block_view(&b, OUT), v_m = conf_block_view(&b, MEAN),
+                  v_rs = conf_block_view(&b, RSTD), v_dinp = conf_block_view(&b, DINP),
+                  v_dw = conf_block_view(&b, DW), v_db = conf_block_view(&b, DB);
     char shape[96];
-    snprintf(shape, sizeof shape, "N=%zu C=%zu", N, C);
+    snprintf(shape, sizeof shape, "N=%zu C=%zu%s", N, C, c->special ? " special rows" : "");
 
-    /* Each op runs once untimed first: PoCL compiles a kernel at its first launch. */
-    if ((st = cf_layernorm_forward(ctx, vy, vm, vrs, vinp, vw, vb, N, C, 1e-5f))) goto done;
+    /* Both kernels run once before the timed runs (PoCL compiles at the first
+     * launch); the upload afterwards restores every initial value. */
+    if ((st = conf_block_upload(&b))) goto done;
+    if (conf_warm_up(ctx) &&
+        ((st = cf_layernorm_forward(ctx, v_out, v_m, v_rs, v_inp, v_w, v_b, N, C, EPS)) ||
+         (st = cf_layernorm_backward(ctx, v_dinp, v_dw, v_db, v_dout, v_inp, v_w, v_m, v_rs, N, C,
+                                     false)) ||
+         (st = cf_finish(ctx)) || (st = conf_block_upload(&b))))
+        goto done;
+
     double t0 = conf_now_ms();
-    if ((st = cf_layernorm_forward(ctx, vy, vm, vrs, vinp, vw, vb, N, C, 1e-5f)) ||
+    if ((st = cf_layernorm_forward(ctx, v_out, v_m, v_rs, v_inp, v_w, v_b, N, C, EPS)) ||
         (st = cf_finish(ctx)))
         goto done;
     double ms = conf_now_ms() - t0;
-    if ((st = cf_download(ctx, buf, vy.off, y, NC)) ||
-        (st = cf_download(ctx, buf, vm.off, m, 2 * N))) /* mean, rstd */
-        goto done;
-    ref_layernorm_forward(y64, m64, rs64, inp64, weight64, bias64, N, C, 1e-5);
+    if ((st = conf_block_read(&b))) goto done;
+    ref_layernorm_forward(y64, m64, rs64, in64[INP], in64[W], in64[BIAS], N, C, EPS);
     conf_emit(sink, user, "layernorm_forward", shape,
-              conf_worse(ref_compare_forward(y, y64, NC),
-                         conf_worse(ref_compare_forward(m, m64, N),
-                                    ref_compare_forward(rs, rs64, N))),
+              conf_guarded(conf_worse(ref_compare_forward(conf_block_out(&b, OUT), y64, NC),
+                                      conf_worse(ref_compare_forward(conf_block_out(&b, MEAN), m64, N),
+                                                 ref_compare_forward(conf_block_out(&b, RSTD), rs64, N))),
+                           &b),
               ms);
 
-    if ((st = cf_layernorm_backward(ctx, vdx, vgw, vgb, vdout, vinp, vw, vm, vrs, N, C, false)) ||
-        (st = cf_fill(ctx, buf, vgw.off, 2 * C, 0.0f)) || /* dweight, dbias accumulate */
-        (st = cf_finish(ctx)))
-        goto done;
-    t0 = conf_now_ms();
-    if ((st = cf_layernorm_backward(ctx, vdx, vgw, vgb, vdout, vinp, vw, vm, vrs, N, C, false)) ||
-        (st = cf_finish(ctx)))
-        goto done;
-    ms = conf_now_ms() - t0;
-    if ((st = cf_download(ctx, buf, vdx.off, dx, NC)) ||
-        (st = cf_download(ctx, buf, vgw.off, gw, 2 * C)))
-        goto done;
-    ref_layernorm_backward(dx64, gw64, gb64, dout64, inp64, weight64, m64, rs64, N, C, false);
-    conf_emit(sink, user, "layernorm_backward", shape,
-              conf_worse(ref_compare_grad(dx, dx64, NC),
-                         conf_worse(ref_compare_grad(gw, gw64, C), ref_compare_grad(gb, gb64, C))),
-              ms);
+    /* Backward twice: dinp overwritten, then accumulated; dweight and dbias
+     * add to their existing values both times. */
+    for (int pass = 0; pass < 2; pass++) {
+        const bool acc = pass == 1;
+        t0 = conf_now_ms();
+        if ((st = cf_layernorm_backward(ctx, v_dinp, v_dw, v_db, v_dout, v_inp, v_w, v_m, v_rs, N,
+                                        C, acc)) ||
+            (st = cf_finish(ctx)))
+            goto done;
+        ms = conf_now_ms() - t0;
+        if ((st = conf_block_read(&b))) goto done;
+        ref_layernorm_backward(dx64, in64[DW], in64[DB], in64[DOUT], in64[INP], in64[W], m64, rs64,
+                               N, C, acc);
+        conf_emit(sink, user, acc ? "layernorm_backward_accumulate" : "layernorm_backward", shape,
+                  conf_guarded(conf_worse(ref_compare_grad(conf_block_out(&b, DINP), dx64, NC),
+                                          conf_worse(ref_compare_grad(conf_block_out(&b, DW), in64[DW], C),
+                                                     ref_compare_grad(conf_block_out(&b, DB), in64[DB], C))),
+                               &b),
+                  ms);
+    }
 done:
-    cf_buffer_free(ctx, buf);
-    free(h), free(d);
+    conf_block_free(&b);
+    for (int t = 0; t < COUNT; t++) free(in64[t]);
+    free(ref);
     return st;
 }
 
 clformer_status conf_layernorm(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
 {
-    if (quick) return one(ctx, 7, 37, sink, user);
-    CF_TRY(one(ctx, 93, 257, sink, user));
-    return one(ctx, 256, 512, sink, user);
+    static const conf_layernorm_case small = {7, 37, 7 * 7919 + 37, false},
+                                      full[] = {{93, 257, 93 * 7919 + 257, false},
+                                                {256, 512, 256 * 7919 + 512, false}};
+    if (quick) return conf_layernorm_run(ctx, &small, sink, user);
+    for (size_t i = 0; i < sizeof full / sizeof full[0]; i++)
+        CF_TRY(conf_layernorm_run(ctx, &full[i], sink, user));
+    return CLFORMER_OK;
 }

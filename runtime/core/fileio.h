@@ -8,6 +8,7 @@
 
 #include "clformer.h"
 
+#include <stdint.h>
 #include <stdio.h>
 
 /* Reads a whole file into a NUL-terminated malloc'd buffer. */
@@ -23,12 +24,22 @@ typedef struct {
     char *temp_path;
 } cf_atomic_file;
 
+/* Creates the temp file "<path>.tmp.<pid>". It first removes the temp files
+ * of `path` that processes no longer running left behind (a kill -9 during a
+ * save), so they do not pile up. */
 clformer_status cf_atomic_open(cf_atomic_file *af, const char *path);
 clformer_status cf_atomic_write(cf_atomic_file *af, const void *data, size_t size);
+/* Overwrites `size` bytes at `offset` of what was written so far. */
+clformer_status cf_atomic_patch(cf_atomic_file *af, uint64_t offset, const void *data,
+                                size_t size);
 /* Flushes, fsyncs, renames over `path`, fsyncs the directory. */
 clformer_status cf_atomic_commit(cf_atomic_file *af);
 /* Removes the temp file; safe after a failed write or commit. */
 void cf_atomic_abort(cf_atomic_file *af);
+
+/* Checks up front that `path` can be written atomically later: creates and
+ * removes the very temp file a save would use, and refuses a directory. */
+clformer_status cf_atomic_check(const char *path);
 
 /* One-shot atomic write of a buffer. */
 clformer_status cf_write_file_atomic(const char *path, const void *data, size_t size);

@@ -8,6 +8,7 @@
 #include "bleu.h"
 #include "status.h"
 #include "text.h"
+#include "tok13a.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -92,10 +93,25 @@ static clformer_status check_utf8(const char *s, const char *side)
     return CLFORMER_OK;
 }
 
+static clformer_status add_tokens(cf_bleu_stats *stats, const char *hyp, const char *ref);
+
 clformer_status cf_bleu_add(cf_bleu_stats *stats, const char *hyp, const char *ref)
 {
     CF_TRY(check_utf8(hyp, "hypothesis"));
     CF_TRY(check_utf8(ref, "reference"));
+    if (stats->tokenize == CF_BLEU_TOKENIZE_NONE) return add_tokens(stats, hyp, ref);
+    char *th = NULL, *tr = NULL;
+    clformer_status st = cf_tokenize_13a(hyp, &th);
+    if (st == CLFORMER_OK) st = cf_tokenize_13a(ref, &tr);
+    if (st == CLFORMER_OK) st = add_tokens(stats, th, tr);
+    free(th);
+    free(tr);
+    return st;
+}
+
+/* Counts the whitespace-separated tokens' n-grams of a (valid UTF-8) pair. */
+static clformer_status add_tokens(cf_bleu_stats *stats, const char *hyp, const char *ref)
+{
     size_t nh = split(hyp, NULL), nr = split(ref, NULL), n = nh + nr;
     span *tokens = malloc((n ? n : 1) * sizeof *tokens);
     uint32_t *ids = malloc((n ? n : 1) * sizeof *ids);
@@ -165,12 +181,12 @@ void cf_bleu_compute(const cf_bleu_stats *stats, cf_bleu_result *result)
 }
 
 clformer_status cf_bleu_corpus(const char *const *hyps, const char *const *refs, size_t n,
-                               cf_bleu_result *result)
+                               cf_bleu_tokenize tokenize, cf_bleu_result *result)
 {
     memset(result, 0, sizeof *result);
     if (n == 0)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "BLEU needs at least one sentence");
-    cf_bleu_stats stats = {0};
+    cf_bleu_stats stats = {.tokenize = tokenize};
     for (size_t i = 0; i < n; i++) {
         clformer_status st = cf_bleu_add(&stats, hyps[i], refs[i]);
         if (st != CLFORMER_OK) return cf_fail_prefix(st, "line %zu: ", i + 1);
@@ -186,4 +202,23 @@ void cf_bleu_format(const cf_bleu_result *r, char *buf, size_t size)
              "%llu ref_len = %llu)", r->score, r->precisions[0], r->precisions[1],
              r->precisions[2], r->precisions[3], r->bp, ratio,
              (unsigned long long)r->stats.hyp_len, (unsigned long long)r->stats.ref_len);
+}
+
+const char *cf_bleu_tokenize_name(cf_bleu_tokenize tokenize)
+{
+    return tokenize == CF_BLEU_TOKENIZE_13A ? "13a" : "none";
+}
+
+bool cf_bleu_tokenize_parse(const char *name, cf_bleu_tokenize *tokenize)
+{
+    if (strcmp(name, "13a") == 0) *tokenize = CF_BLEU_TOKENIZE_13A;
+    else if (strcmp(name, "none") == 0) *tokenize = CF_BLEU_TOKENIZE_NONE;
+    else return false;
+    return true;
+}
+
+void cf_bleu_signature(cf_bleu_tokenize tokenize, char *buf, size_t size)
+{
+    snprintf(buf, size, "nrefs:1|case:mixed|eff:no|tok:%s|smooth:exp|version:%s",
+             cf_bleu_tokenize_name(tokenize), CF_BLEU_SACREBLEU_VERSION);
 }

@@ -14,14 +14,17 @@ clformer_status cf_buffer_alloc(cf_ctx *ctx, size_t count, const char *what, cl_
     size_t bytes = (count ? count : 1) * 4;
     const clformer_device_info *d = &ctx->info;
     if (count > SIZE_MAX / 4 || bytes > d->max_alloc_bytes)
+        /* the figures and words of `clformer devices`, so the two agree */
         return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY,
-                       "cannot allocate %s: %.1f MiB exceeds the largest single allocation "
-                       "this device allows (%.1f MiB on %s); use a smaller batch or model",
-                       what, MIB(bytes), MIB(d->max_alloc_bytes), d->name);
+                       "cannot allocate %s: %.1f MiB is more than one buffer may hold on %s "
+                       "(clformer devices: %.0f MiB max allocation, %.0f MiB global); use a "
+                       "smaller batch or model",
+                       what, MIB(bytes), d->name, MIB(d->max_alloc_bytes),
+                       MIB(d->global_mem_bytes));
     if (ctx->bytes_allocated + bytes > d->global_mem_bytes)
         return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY,
-                       "cannot allocate %s: %.1f MiB requested with %.1f MiB already in use, "
-                       "but %s has %.1f MiB; use a smaller batch or model",
+                       "cannot allocate %s: %.1f MiB requested with %.1f MiB already in use "
+                       "on %s (clformer devices: %.0f MiB global); use a smaller batch or model",
                        what, MIB(bytes), MIB(ctx->bytes_allocated), d->name,
                        MIB(d->global_mem_bytes));
     cl_int err;
@@ -117,7 +120,7 @@ clformer_status cf_copy(cf_ctx *ctx, cl_mem src, size_t src_off, cl_mem dst, siz
     /* A kernel, not clEnqueueCopyBuffer: Oclgrind 21.10 does not carry the
      * initialised state of copied memory over (see cl/tensor.cl). */
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "tensor", NULL, "copy_u32", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_COPY_U32, &k));
     size_t local = ctx->elementwise_wg;
     return CF_LAUNCH(ctx, "copy", k, 1, &count, &local, CF_MEM(dst), CF_U64(dst_off),
                      CF_MEM(src), CF_U64(src_off), CF_U64(count));
@@ -127,7 +130,7 @@ clformer_status cf_fill_u32(cf_ctx *ctx, cl_mem buf, size_t off, size_t count, u
 {
     /* A kernel, not clEnqueueFillBuffer: see cl/tensor.cl. */
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "tensor", NULL, "fill_u32", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_FILL_U32, &k));
     size_t local = ctx->elementwise_wg;
     return CF_LAUNCH(ctx, "fill", k, 1, &count, &local, CF_MEM(buf), CF_U64(off), CF_U64(count),
                      CF_U32(value));

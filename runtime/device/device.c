@@ -87,6 +87,9 @@ static void describe(cl_platform_id p, cl_device_id d, int pi, int di, clformer_
     cl_bool unified = CL_FALSE;
     clGetDeviceInfo(d, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
     o->unified_memory = unified == CL_TRUE;
+    cl_device_exec_capabilities exec = 0;
+    clGetDeviceInfo(d, CL_DEVICE_EXECUTION_CAPABILITIES, sizeof exec, &exec, NULL);
+    o->native_kernels = (exec & CL_EXEC_NATIVE_KERNEL) != 0;
 
     size_t ext_size = 0;
     clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, 0, NULL, &ext_size);
@@ -249,6 +252,17 @@ static void list_devices_into(char *buf, size_t cap, const clformer_device_info 
     }
 }
 
+/* The selector without surrounding blanks ("" for NULL). */
+static void trim_selector(const char *selector, char *sel, size_t cap)
+{
+    sel[0] = '\0';
+    if (!selector) return;
+    while (isspace((unsigned char)*selector)) selector++;
+    snprintf(sel, cap, "%s", selector);
+    for (size_t l = strlen(sel); l > 0 && isspace((unsigned char)sel[l - 1]); l--)
+        sel[l - 1] = '\0';
+}
+
 clformer_status clformer_select_device(const clformer_device_info *devs, size_t n,
                                        const char *selector, size_t *index)
 {
@@ -256,14 +270,8 @@ clformer_status clformer_select_device(const clformer_device_info *devs, size_t 
         return cf_fail(CLFORMER_ERR_NO_DEVICE,
                        "no OpenCL device found: install a driver (on Debian: apt-get install "
                        "pocl-opencl-icd for the CPU) and check OCL_ICD_VENDORS if it is set");
-    char sel[256] = "";
-    if (selector) {
-        /* trim surrounding blanks */
-        while (isspace((unsigned char)*selector)) selector++;
-        snprintf(sel, sizeof sel, "%s", selector);
-        for (size_t l = strlen(sel); l > 0 && isspace((unsigned char)sel[l - 1]); l--)
-            sel[l - 1] = '\0';
-    }
+    char sel[256];
+    trim_selector(selector, sel, sizeof sel);
 
     long best = -1;
     const char *colon = strchr(sel, ':');
@@ -314,7 +322,7 @@ static atomic_size_t live_contexts;
 static clformer_status keep_settings(cf_ctx *ctx, const clformer_context_params *p)
 {
     ctx->log = (cf_log_sink){p->log_level, p->log_callback, p->log_user};
-    ctx->profiling = p->profiling;
+    ctx->profiling = ctx->queue_profiling = p->profiling;
     if (p->kernel_dir && *p->kernel_dir && !(ctx->kernel_dir = strdup(p->kernel_dir)))
         return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     if (!p->cache) return CLFORMER_OK;
@@ -366,6 +374,11 @@ clformer_status clformer_context_create_with_params(const clformer_context_param
     ctx->device = ids[chosen];
     ctx->reduce_wg = pick_reduce_wg(&ctx->info);
     ctx->elementwise_wg = ctx->info.max_work_group_size < 64 ? ctx->info.max_work_group_size : 64;
+    st = clformer_gemm_provider_for(&ctx->info, params->gemm, &ctx->gemm_provider);
+    if (st != CLFORMER_OK) {
+        cf_fail_prefix(st, "gemm provider: ");
+        goto done;
+    }
     cl_int err;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform,
                                      0};
@@ -383,6 +396,8 @@ clformer_status clformer_context_create_with_params(const clformer_context_param
     }
     cf_log(&ctx->log, CF_LOG_INFO, "device %s: %s | %s | driver %s | %s", ctx->info.selector,
            ctx->info.platform, ctx->info.name, ctx->info.driver_version, ctx->info.c_version);
+    cf_log(&ctx->log, CF_LOG_INFO, "gemm provider: %s",
+           clformer_gemm_provider_name(ctx->gemm_provider));
     cf_gemm_tuning_init(ctx, params->gemm_tuning);
 done:
     free(devs);
@@ -442,4 +457,49 @@ const clformer_device_info *clformer_context_device(const clformer_context *ctx)
 clformer_program_stats clformer_context_program_stats(const clformer_context *ctx)
 {
     return ctx->program_stats;
+}
+
+/* Whether device d is one of the devices `sel` names, given the one
+ * clformer_select_device chose (`best`): an index pair names one device, the
+ * default names the devices of the best one's tier, anything else every
+ * device it matches. */
+static bool among_matches(const clformer_device_info *d, const clformer_device_info *best,
+                          const char *sel)
+{
+    const char *colon = strchr(sel, ':');
+    int pi, di;
+    if (sel[0] == '\0') return tier(d) == tier(best);
+    if (colon && parse_index(sel, (size_t)(colon - sel), &pi) &&
+        parse_index(colon + 1, strlen(colon + 1), &di))
+        return d == best;
+    return matches(d, sel);
+}
+
+clformer_status clformer_select_device_for_rank(const clformer_device_info *devs, size_t n,
+                                                const char *selector, int local_rank,
+                                                size_t *index, size_t *match_count)
+{
+    if (local_rank < 0)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "local rank %d is negative", local_rank);
+    size_t best;
+    CF_TRY(clformer_select_device(devs, n, selector, &best));
+    char sel[256];
+    trim_selector(selector, sel, sizeof sel);
+    /* the matches, best first (selection order: preference, then index) */
+    size_t count = 0;
+    size_t *order = malloc(n * sizeof *order);
+    if (!order) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (size_t i = 0; i < n; i++) {
+        if (!among_matches(&devs[i], &devs[best], sel)) continue;
+        size_t at = count++;
+        while (at > 0 && better(&devs[i], &devs[order[at - 1]])) {
+            order[at] = order[at - 1];
+            at--;
+        }
+        order[at] = i;
+    }
+    *index = count ? order[(size_t)local_rank % count] : best;
+    free(order);
+    if (match_count) *match_count = count ? count : 1;
+    return CLFORMER_OK;
 }

@@ -15,6 +15,10 @@
 clformer_status cf_kernel(cf_ctx *ctx, const char *program, const char *extra_options,
                           const char *kernel, cl_kernel *out);
 
+/* The kernel `id` (kernel_ids.h) with the default options: after the first
+ * call, a table read. Owned by the context like cf_kernel's. */
+clformer_status cf_kernel_get(cf_ctx *ctx, cf_kernel_id id, cl_kernel *out);
+
 /* The source of cl/<program>.cl with common.h inlined (malloc'd): read from
  * kernel_dir when it is set, else the embedded copy. */
 clformer_status cf_program_source(const char *kernel_dir, const char *program, char **source);
@@ -41,6 +45,10 @@ typedef struct {
 clformer_status cf_cache_key_make(cf_ctx *ctx, const char *source, const char *options,
                                   cf_cache_key *key);
 void cf_cache_key_free(cf_cache_key *key);
+/* The binary in a cache file's `size` bytes when they are a complete, intact
+ * entry for `key` (magic, key text, length, checksum); no device involved. */
+bool cf_cache_parse(const char *data, size_t size, const char *key,
+                    const unsigned char **binary, size_t *binary_len);
 /* Loads a binary and builds it; *rejected is set when a file existed but was unusable. */
 bool cf_cache_load(cf_ctx *ctx, const cf_cache_key *key, const char *options, cl_program *out,
                    bool *rejected);

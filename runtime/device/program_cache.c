@@ -57,6 +57,31 @@ static bool take(const char **p, const char *end, void *dst, size_t n)
     return true;
 }
 
+bool cf_cache_parse(const char *data, size_t size, const char *key,
+                    const unsigned char **binary, size_t *binary_len)
+{
+    const char *p = data, *end = data + size;
+    char magic[sizeof MAGIC - 1];
+    uint64_t key_len = 0, bin_len = 0, sum = 0;
+    bool ok = take(&p, end, magic, sizeof magic) && !memcmp(magic, MAGIC, sizeof magic) &&
+              take(&p, end, &key_len, 8) && key_len == strlen(key) &&
+              (uint64_t)(end - p) >= key_len && !memcmp(p, key, key_len);
+    if (ok) {
+        p += key_len;
+        /* subtract, not add: a corrupt length near 2^64 must not wrap */
+        ok = take(&p, end, &bin_len, 8) && bin_len > 0 && (uint64_t)(end - p) >= 8 &&
+             (uint64_t)(end - p) - 8 >= bin_len;
+    }
+    const unsigned char *bin = (const unsigned char *)p;
+    if (ok) {
+        p += bin_len;
+        ok = take(&p, end, &sum, 8) && sum == cf_fnv1a(CF_FNV1A_INIT, bin, bin_len) && p == end;
+    }
+    *binary = ok ? bin : NULL;
+    *binary_len = ok ? (size_t)bin_len : 0;
+    return ok;
+}
+
 bool cf_cache_load(cf_ctx *ctx, const cf_cache_key *key, const char *options, cl_program *out,
                    bool *rejected)
 {
@@ -73,27 +98,13 @@ bool cf_cache_load(cf_ctx *ctx, const cf_cache_key *key, const char *options, cl
         *rejected = true;
         return false;
     }
-    const char *p = data, *end = data + size;
-    char magic[sizeof MAGIC - 1];
-    uint64_t key_len = 0, bin_len = 0, sum = 0;
-    bool ok = take(&p, end, magic, sizeof magic) && !memcmp(magic, MAGIC, sizeof magic) &&
-              take(&p, end, &key_len, 8) && key_len == strlen(key->key) &&
-              (uint64_t)(end - p) >= key_len && !memcmp(p, key->key, key_len);
-    if (ok) {
-        p += key_len;
-        /* subtract, not add: a corrupt length near 2^64 must not wrap */
-        ok = take(&p, end, &bin_len, 8) && bin_len > 0 && (uint64_t)(end - p) >= 8 &&
-             (uint64_t)(end - p) - 8 >= bin_len;
-    }
-    const unsigned char *binary = (const unsigned char *)p;
-    if (ok) {
-        p += bin_len;
-        ok = take(&p, end, &sum, 8) && sum == cf_fnv1a(CF_FNV1A_INIT, binary, bin_len) && p == end;
-    }
+    const unsigned char *binary = NULL;
+    size_t bin_len = 0;
+    bool ok = cf_cache_parse(data, size, key->key, &binary, &bin_len);
     cl_program program = NULL;
     if (ok) {
         cl_int err, bin_status;
-        size_t len = (size_t)bin_len;
+        size_t len = bin_len;
         program = clCreateProgramWithBinary(ctx->context, 1, &ctx->device, &len, &binary,
                                             &bin_status, &err);
         ok = err == CL_SUCCESS && bin_status == CL_SUCCESS &&

@@ -9,10 +9,13 @@
  *                         string: 64 bits), optimizer settings, trainer state
  * Training checkpoints add optim.m.<name> and optim.v.<name>.
  *
- * Loading validates the whole file (structure by safetensors.c; here: the
+ * Loading validates the whole header (structure by safetensors.c; here: the
  * metadata, config, vocabularies, every tensor's presence, dtype and shape,
- * no unknown tensors) before anything is allocated on the device.
+ * no unknown tensors) before anything is allocated on the device, then each
+ * tensor as it is read: its CRC-32C (clformer.crc32c, written since this
+ * version, checked when present) and that every value is finite.
  */
+#include "checkpoint.h"
 #include "buffer.h"
 #include "model.h"
 #include "safetensors.h"
@@ -21,6 +24,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,6 +125,7 @@ clformer_status clformer_model_save(clformer_model *m, const char *path, bool tr
                              ? CLFORMER_OK
                              : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     if (st == CLFORMER_OK) st = cf_st_writer_new(path, &w);
+    if (st == CLFORMER_OK) st = cf_st_checksums(w);
     if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.format", "1");
     if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.config", config);
     if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.src_vocab", src);
@@ -181,9 +186,16 @@ static clformer_status parse_vocab(const cf_st_reader *r, const char *key, int e
     return CLFORMER_OK;
 }
 
-/* Restores step, seed and optimizer settings; keeps the trainer's part. */
-static clformer_status parse_train_state(cf_model *m, const char *text)
+/* clformer.train_state, parsed on the host (applied once the model exists). */
+typedef struct {
+    uint64_t step, seed;
+    clformer_optim_config optim;
+    char *trainer; /* the trainer's part as compact JSON, NULL when absent */
+} train_state;
+
+static clformer_status parse_train_state(const char *text, train_state *ts)
 {
+    memset(ts, 0, sizeof *ts);
     json_error_t err;
     json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &err);
     json_int_t step = 0;
@@ -200,31 +212,49 @@ static clformer_status parse_train_state(cf_model *m, const char *text)
                        step < 0 ? "its step is negative" : err.text);
     }
     if (strcmp(name, "adam") != 0 && strcmp(name, "adamw") != 0) {
+        /* the message first: `name` lives in `root` (a use after free that
+         * fuzz_train_state found; regression seed corpus/fuzz_train_state/crash-uaf-optimizer) */
+        clformer_status st = cf_fail(CLFORMER_ERR_FORMAT, "clformer.train_state names the "
+                                     "optimizer '%.40s'; clformer knows adam and adamw", name);
         json_decref(root);
-        return cf_fail(CLFORMER_ERR_FORMAT, "clformer.train_state names the optimizer '%.40s'; "
-                       "clformer knows adam and adamw", name);
+        return st;
     }
     /* digits only (strtoull alone takes "-1", "+5" and leading spaces), in range */
     bool seed_ok = *seed && strspn(seed, "0123456789") == strlen(seed);
     if (seed_ok) {
         errno = 0;
-        m->seed = strtoull(seed, NULL, 10);
+        ts->seed = strtoull(seed, NULL, 10);
         seed_ok = errno == 0;
     }
-    m->step = (uint64_t)step;
-    clformer_optim_config oc = {!strcmp(name, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM,
-                                (float)b1, (float)b2, (float)eps, (float)wd, (float)clip};
-    clformer_status st = seed_ok ? clformer_model_set_optimizer(m, &oc)
+    ts->step = (uint64_t)step;
+    ts->optim = (clformer_optim_config){!strcmp(name, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM,
+                                        (float)b1, (float)b2, (float)eps, (float)wd, (float)clip};
+    clformer_status st = seed_ok ? CLFORMER_OK
                                  : cf_fail(CLFORMER_ERR_FORMAT,
                                            "clformer.train_state seed is not a number");
     if (st == CLFORMER_OK && trainer && !json_is_null(trainer)) {
-        char *s = json_dumps(trainer, JSON_COMPACT | JSON_REAL_PRECISION(17));
-        st = s ? clformer_model_set_trainer_state(m, s)
-               : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-        free(s);
+        ts->trainer = json_dumps(trainer, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        if (!ts->trainer) st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     json_decref(root);
     return st;
+}
+
+clformer_status cf_train_state_check(const char *text)
+{
+    train_state ts;
+    clformer_status st = parse_train_state(text, &ts);
+    free(ts.trainer);
+    return st;
+}
+
+/* Restores step, seed and optimizer settings; keeps the trainer's part. */
+static clformer_status apply_train_state(cf_model *m, const train_state *ts)
+{
+    m->step = ts->step;
+    m->seed = ts->seed;
+    CF_TRY(clformer_model_set_optimizer(m, &ts->optim));
+    return ts->trainer ? clformer_model_set_trainer_state(m, ts->trainer) : CLFORMER_OK;
 }
 
 /* Every tensor in the file must be one the model expects. */
@@ -262,27 +292,44 @@ static clformer_status check_tensors(const cf_st_reader *r, const cf_param_layou
     return check_no_strangers(r, l, training, tied);
 }
 
-static clformer_status read_part(cf_model *m, const cf_st_reader *r, const char *prefix,
-                                 float *host, cl_mem dst)
+/* Reads one tensor (its checksum checked by cf_st_read) and refuses NaN and
+ * infinity: a model with one would translate garbage, and a run resumed from
+ * it would diverge at once. Checked on the host as the bytes arrive: one pass
+ * over memory already in cache, no device work. */
+static clformer_status read_finite(const cf_st_reader *r, const char *name, float *dst, size_t n)
 {
-    for (size_t i = 0; i < m->layout.n_entries; i++) {
-        const cf_param_entry *e = &m->layout.entries[i];
+    CF_TRY(cf_st_read(r, cf_st_find(r, name), dst, n * 4));
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(dst[i]))
+            return cf_fail(CLFORMER_ERR_FORMAT,
+                           "tensor '%s' holds %s at element %zu: the checkpoint was saved from a "
+                           "run that diverged; use an earlier checkpoint",
+                           name, isnan(dst[i]) ? "NaN" : "an infinity", i);
+    return CLFORMER_OK;
+}
+
+/* One part (the weights, optim.m. or optim.v.) into `host`, laid out as on the device. */
+static clformer_status read_part(const cf_st_reader *r, const cf_param_layout *l,
+                                 const char *prefix, float *host)
+{
+    for (size_t i = 0; i < l->n_entries; i++) {
+        const cf_param_entry *e = &l->entries[i];
         char name[128];
         snprintf(name, sizeof name, "%s%s", prefix, e->name);
-        CF_TRY(cf_st_read(r, cf_st_find(r, name), host + e->offset, numel(e) * 4));
+        CF_TRY(read_finite(r, name, host + e->offset, numel(e)));
     }
-    return cf_upload(m->ctx, dst, 0, host, m->layout.total);
+    return CLFORMER_OK;
 }
 
 /* A tied generator.weight must hold the target embedding's values. */
-static clformer_status check_tied(cf_model *m, const cf_st_reader *r, const float *host)
+static clformer_status check_tied(const cf_st_reader *r, const clformer_config *c,
+                                  const cf_param_layout *l, const float *host)
 {
-    const cf_st_tensor *g = cf_st_find(r, "generator.weight");
-    size_t n = (size_t)m->cfg.tgt_vocab * (size_t)m->cfg.d_model;
+    size_t n = (size_t)c->tgt_vocab * (size_t)c->d_model;
     float *tmp = malloc(n * sizeof *tmp);
     if (!tmp) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    clformer_status st = cf_st_read(r, g, tmp, n * 4);
-    if (st == CLFORMER_OK && memcmp(tmp, host + m->layout.tgt_embed, n * 4) != 0)
+    clformer_status st = read_finite(r, "generator.weight", tmp, n);
+    if (st == CLFORMER_OK && memcmp(tmp, host + l->tgt_embed, n * 4) != 0)
         st = cf_fail(CLFORMER_ERR_FORMAT,
                      "the config ties generator.weight to tgt_embed.weight "
                      "(share_tgt_embed) but the two tensors differ");
@@ -290,8 +337,28 @@ static clformer_status check_tied(cf_model *m, const cf_st_reader *r, const floa
     return st;
 }
 
-static clformer_status load(cf_ctx *ctx, const cf_st_reader *r, cf_model **out)
+/* Everything a checkpoint's header says, checked, before any tensor is read. */
+typedef struct {
+    clformer_config config;
+    cf_param_layout layout;
+    bool has_layout;
+    char **src, **tgt;
+    bool training;
+    train_state ts;
+} header;
+
+static void header_free(header *h)
 {
+    if (h->has_layout) cf_param_layout_free(&h->layout);
+    free_tokens(h->src, (size_t)h->config.src_vocab);
+    free_tokens(h->tgt, (size_t)h->config.tgt_vocab);
+    free(h->ts.trainer);
+    memset(h, 0, sizeof *h);
+}
+
+static clformer_status check_header(const cf_st_reader *r, header *h)
+{
+    memset(h, 0, sizeof *h);
     const char *format = cf_st_metadata(r, "clformer.format");
     if (!format)
         return cf_fail(CLFORMER_ERR_FORMAT,
@@ -299,44 +366,79 @@ static clformer_status load(cf_ctx *ctx, const cf_st_reader *r, cf_model **out)
                        "safetensors or PyTorch export lacks the config and vocabularies)");
     if (strcmp(format, "1"))
         return cf_fail(CLFORMER_ERR_FORMAT,
-                       "clformer.format is \"%s\"; this clformer reads format \"1\"", format);
+                       "clformer.format is \"%.40s\"; this clformer reads format \"1\"", format);
     const char *config_text = cf_st_metadata(r, "clformer.config");
     if (!config_text) return cf_fail(CLFORMER_ERR_FORMAT, "metadata lacks clformer.config");
-    clformer_config config;
-    clformer_status st = clformer_config_from_json(config_text, &config);
-    if (st != CLFORMER_OK) return cf_fail_prefix(st, "clformer.config: ");
-    char **src = NULL, **tgt = NULL;
+    clformer_status st = clformer_config_from_json(config_text, &h->config);
+    if (st != CLFORMER_OK) {
+        memset(h, 0, sizeof *h);
+        return cf_fail_prefix(st, "clformer.config: ");
+    }
     const char *state = cf_st_metadata(r, "clformer.train_state");
-    const bool training = state != NULL;
-    cf_param_layout layout;
-    CF_TRY(cf_param_layout_make(&config, &layout));
-    st = parse_vocab(r, "clformer.src_vocab", config.src_vocab, &src);
-    if (st == CLFORMER_OK) st = parse_vocab(r, "clformer.tgt_vocab", config.tgt_vocab, &tgt);
-    if (st == CLFORMER_OK) st = check_tensors(r, &layout, training, config.share_tgt_embed);
-    cf_param_layout_free(&layout);
+    h->training = state != NULL;
+    st = cf_param_layout_make(&h->config, &h->layout);
+    h->has_layout = st == CLFORMER_OK;
+    if (st == CLFORMER_OK) st = parse_vocab(r, "clformer.src_vocab", h->config.src_vocab, &h->src);
+    if (st == CLFORMER_OK) st = parse_vocab(r, "clformer.tgt_vocab", h->config.tgt_vocab, &h->tgt);
+    if (st == CLFORMER_OK)
+        st = check_tensors(r, &h->layout, h->training, h->config.share_tgt_embed);
+    if (st == CLFORMER_OK && h->training) st = parse_train_state(state, &h->ts);
+    if (st != CLFORMER_OK) header_free(h);
+    return st;
+}
 
-    /* everything checked: now allocate */
+/* Reads part `part` (0 weights, 1 optim.m., 2 optim.v.) into `host`, checked. */
+static clformer_status read_checked_part(const cf_st_reader *r, const header *h, int part,
+                                         float *host)
+{
+    static const char *const prefix[3] = {"", "optim.m.", "optim.v."};
+    CF_TRY(read_part(r, &h->layout, prefix[part], host));
+    if (part == 0 && h->config.share_tgt_embed) CF_TRY(check_tied(r, &h->config, &h->layout, host));
+    return CLFORMER_OK;
+}
+
+clformer_status cf_checkpoint_check(const cf_st_reader *r)
+{
+    header h;
+    CF_TRY(check_header(r, &h));
+    float *host = malloc((h.layout.total ? h.layout.total : 1) * sizeof *host);
+    clformer_status st =
+        host ? CLFORMER_OK : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (int part = 0; part < (h.training ? 3 : 1) && st == CLFORMER_OK; part++)
+        st = read_checked_part(r, &h, part, host);
+    free(host);
+    header_free(&h);
+    return st;
+}
+
+static clformer_status load(cf_ctx *ctx, const cf_st_reader *r, cf_model **out)
+{
+    header h;
+    CF_TRY(check_header(r, &h));
+
+    /* the header checked: now allocate, then read and check each part */
     cf_model *m = NULL;
     float *host = NULL;
-    if (st == CLFORMER_OK) st = cf_model_new(ctx, &config, 0, &m);
+    clformer_status st = cf_model_new(ctx, &h.config, 0, &m);
     if (st == CLFORMER_OK) {
-        m->src_vocab = src;
-        m->tgt_vocab = tgt;
-        src = tgt = NULL;
+        m->src_vocab = h.src;
+        m->tgt_vocab = h.tgt;
+        h.src = h.tgt = NULL;
         host = malloc(m->layout.total * sizeof *host);
         if (!host) st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     }
-    if (st == CLFORMER_OK) st = read_part(m, r, "", host, m->params);
-    if (st == CLFORMER_OK && config.share_tgt_embed) st = check_tied(m, r, host);
-    if (st == CLFORMER_OK && training) {
-        st = parse_train_state(m, state);
-        if (st == CLFORMER_OK) st = read_part(m, r, "optim.m.", host, m->adam_m);
-        if (st == CLFORMER_OK) st = read_part(m, r, "optim.v.", host, m->adam_v);
+    if (st == CLFORMER_OK) st = read_checked_part(r, &h, 0, host);
+    if (st == CLFORMER_OK) st = cf_upload(m->ctx, m->params, 0, host, m->layout.total);
+    if (st == CLFORMER_OK && h.training) {
+        st = apply_train_state(m, &h.ts);
+        if (st == CLFORMER_OK) st = read_checked_part(r, &h, 1, host);
+        if (st == CLFORMER_OK) st = cf_upload(m->ctx, m->adam_m, 0, host, m->layout.total);
+        if (st == CLFORMER_OK) st = read_checked_part(r, &h, 2, host);
+        if (st == CLFORMER_OK) st = cf_upload(m->ctx, m->adam_v, 0, host, m->layout.total);
         m->has_training_state = st == CLFORMER_OK;
     }
     free(host);
-    free_tokens(src, (size_t)config.src_vocab);
-    free_tokens(tgt, (size_t)config.tgt_vocab);
+    header_free(&h);
     if (st != CLFORMER_OK) {
         clformer_model_free(m);
         return st;

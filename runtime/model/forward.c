@@ -19,7 +19,7 @@ const cf_dropout *cf_session_dropout(const cf_session *s, uint32_t site, cf_drop
     const cf_model *m = s->model;
     if (!s->acts.training || m->cfg.dropout <= 0.0f) return NULL;
     storage->p = m->cfg.dropout;
-    storage->seed = m->seed;
+    storage->seed = cf_rank_seed(m);
     storage->step = (uint32_t)m->step;
     storage->site = site;
     return storage;

@@ -227,8 +227,9 @@ clformer_status clformer_model_set_trainer_state(clformer_model *m, const char *
 
 const char *clformer_model_trainer_state(const clformer_model *m) { return m->train_state; }
 
-clformer_status clformer_model_read_tensor(clformer_model *m, const char *name, bool gradient,
-                                           float *out, size_t count)
+/* The parameter `name`, checked to hold `count` elements. */
+static clformer_status tensor_of_size(const clformer_model *m, const char *name, size_t count,
+                                      const cf_param_entry **out)
 {
     const cf_param_entry *e = cf_model_tensor(m, name);
     if (!e) return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the model has no tensor named '%s'", name);
@@ -236,5 +237,22 @@ clformer_status clformer_model_read_tensor(clformer_model *m, const char *name, 
     if (n != count)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "tensor '%s' has %zu elements, not %zu",
                        name, n, count);
-    return cf_download(m->ctx, gradient ? m->grads : m->params, e->offset, out, n);
+    *out = e;
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_model_read_tensor(clformer_model *m, const char *name, bool gradient,
+                                           float *out, size_t count)
+{
+    const cf_param_entry *e;
+    CF_TRY(tensor_of_size(m, name, count, &e));
+    return cf_download(m->ctx, gradient ? m->grads : m->params, e->offset, out, count);
+}
+
+clformer_status clformer_model_write_tensor(clformer_model *m, const char *name,
+                                            const float *data, size_t count)
+{
+    const cf_param_entry *e;
+    CF_TRY(tensor_of_size(m, name, count, &e));
+    return cf_upload(m->ctx, m->params, e->offset, data, count);
 }

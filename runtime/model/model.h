@@ -35,6 +35,7 @@ struct clformer_model {
     /* the session behind the clformer_model_* batch calls, made on first use
      * (those calls remain until every caller makes its own session) */
     struct clformer_session *own_session;
+    clformer_collective collective;       /* data-parallel ranks (size 1: alone) */
 };
 typedef struct clformer_model cf_model;
 
@@ -45,5 +46,15 @@ clformer_status cf_model_new(cf_ctx *ctx, const clformer_config *config, uint64_
 /* The entry of a PyTorch tensor name; a tied generator.weight resolves to
  * tgt_embed.weight. NULL when unknown. */
 const cf_param_entry *cf_model_tensor(const cf_model *m, const char *name);
+
+/* Data parallelism (collective.c). The rank's share of the dropout seed. */
+uint64_t cf_rank_seed(const cf_model *m);
+/* Sums the label count over ranks (the loss scale is 1 / the global count). */
+clformer_status cf_collective_count(cf_model *m, size_t *count);
+/* Sums the gradients over ranks, in place; fills the timing fields of stats. */
+clformer_status cf_collective_gradients(cf_model *m, double step_start,
+                                        clformer_step_stats *stats);
+/* Sums a few doubles over ranks (the loss). */
+clformer_status cf_collective_sum(cf_model *m, double *values, size_t n);
 
 #endif

@@ -8,6 +8,7 @@
  * tensor names and metadata strings) alive until cf_st_close.
  */
 #include "safetensors.h"
+#include "crc32c.h"
 #include "fileio.h"
 #include "status.h"
 
@@ -217,6 +218,10 @@ static clformer_status parse_metadata(cf_st_reader *r, json_t *meta)
         return cf_fail(CLFORMER_ERR_FORMAT, "'%s': \"__metadata__\" is not a JSON object",
                        r->path);
     size_t n = json_object_size(meta);
+    if (n > CF_ST_MAX_METADATA)
+        return cf_fail(CLFORMER_ERR_FORMAT,
+                       "'%s': \"__metadata__\" has %zu entries; at most %d are supported",
+                       r->path, n, CF_ST_MAX_METADATA);
     r->meta_keys = calloc(n ? n : 1, sizeof *r->meta_keys);
     r->meta_values = calloc(n ? n : 1, sizeof *r->meta_values);
     if (!r->meta_keys || !r->meta_values)
@@ -275,6 +280,56 @@ static clformer_status check_layout(const cf_st_reader *r, span *spans, size_t n
     return CLFORMER_OK;
 }
 
+/* Counts the '{', '[' and ',' outside strings: a JSON text needs one of them
+ * for every value past its first, so this bounds the parse tree's size. */
+static size_t json_token_count(const char *text, size_t n)
+{
+    size_t count = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < n; i++) {
+        char c = text[i];
+        if (in_string) {
+            if (c == '\\') i++;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[' || c == ',') {
+            count++;
+        }
+    }
+    return count;
+}
+
+/* The CF_ST_CRC_KEY value: `n` checksums, one per tensor entry in header
+ * order, into crcs[] (NULL when the file has none). */
+static clformer_status parse_checksums(const cf_st_reader *r, size_t n, uint32_t **crcs)
+{
+    *crcs = NULL;
+    const char *text = cf_st_metadata(r, CF_ST_CRC_KEY);
+    if (!text) return CLFORMER_OK;
+    bool ok = strlen(text) == (n ? 9 * n - 1 : 0);
+    uint32_t *c = calloc(n ? n : 1, sizeof *c);
+    if (!c) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory reading '%s'", r->path);
+    for (size_t i = 0; ok && i < n; i++) {
+        const char *w = text + 9 * i;
+        for (int k = 0; ok && k < 8; k++) {
+            char h = w[k];
+            ok = (h >= '0' && h <= '9') || (h >= 'a' && h <= 'f');
+            c[i] = (c[i] << 4) | (uint32_t)(h <= '9' ? h - '0' : h - 'a' + 10);
+        }
+        ok = ok && (i + 1 == n || w[8] == ' ');
+    }
+    if (!ok) {
+        free(c);
+        return cf_fail(CLFORMER_ERR_FORMAT,
+                       "'%s': metadata \"%s\" is not %zu space-separated 8-digit lowercase hex "
+                       "checksums (one per tensor)",
+                       r->path, CF_ST_CRC_KEY, n);
+    }
+    *crcs = c;
+    return CLFORMER_OK;
+}
+
 /* Parses and validates the JSON header (already read, `n` bytes). */
 static clformer_status parse_header(cf_st_reader *r, const char *text, size_t n)
 {
@@ -285,6 +340,12 @@ static clformer_status parse_header(cf_st_reader *r, const char *text, size_t n)
     if (text[0] != '{')
         return cf_fail(CLFORMER_ERR_FORMAT,
                        "'%s': header is not a JSON object (its first byte is not '{')", r->path);
+    size_t tokens = json_token_count(text, n);
+    if (tokens > CF_ST_MAX_JSON_TOKENS)
+        return cf_fail(CLFORMER_ERR_FORMAT,
+                       "'%s': header has %zu JSON values, more than a file of at most %d tensors "
+                       "can need (not a safetensors file, or a damaged one)",
+                       r->path, tokens, CF_ST_MAX_TENSORS);
     json_error_t err;
     r->root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &err);
     if (!r->root) {
@@ -301,10 +362,16 @@ static clformer_status parse_header(cf_st_reader *r, const char *text, size_t n)
     json_t *meta = json_object_get(r->root, "__metadata__");
     if (meta) CF_TRY(parse_metadata(r, meta));
     size_t n_entries = json_object_size(r->root) - (meta ? 1 : 0);
+    if (n_entries > CF_ST_MAX_TENSORS)
+        return cf_fail(CLFORMER_ERR_FORMAT, "'%s' has %zu tensors; at most %d are supported",
+                       r->path, n_entries, CF_ST_MAX_TENSORS);
+    uint32_t *crcs;
+    CF_TRY(parse_checksums(r, n_entries, &crcs));
     r->tensors = calloc(n_entries ? n_entries : 1, sizeof *r->tensors);
     span *spans = calloc(n_entries ? n_entries : 1, sizeof *spans);
     if (!r->tensors || !spans) {
         free(spans);
+        free(crcs);
         return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory reading '%s'", r->path);
     }
     clformer_status st = CLFORMER_OK;
@@ -315,8 +382,13 @@ static clformer_status parse_header(cf_st_reader *r, const char *text, size_t n)
         spans[r->count].tensor = &r->tensors[r->count];
         st = parse_tensor(r, name, entry, &spans[r->count]);
         if (st != CLFORMER_OK) break;
+        if (crcs) { /* jansson iterates an object in file order */
+            r->tensors[r->count].has_crc32c = true;
+            r->tensors[r->count].crc32c = crcs[r->count];
+        }
         r->count++;
     }
+    free(crcs);
     if (st == CLFORMER_OK) st = check_layout(r, spans, r->count);
     if (st == CLFORMER_OK) {
         /* report the tensors in data order: that is the order they are best read in */
@@ -458,6 +530,12 @@ clformer_status cf_st_read(const cf_st_reader *r, const cf_st_tensor *t, void *d
         return cf_fail(CLFORMER_ERR_IO,
                        "cannot read tensor '%s' of '%s' (%s; did the file change?)", t->name,
                        r->path, errno ? strerror(errno) : "short read");
+    uint32_t crc = t->has_crc32c ? cf_crc32c(0, dst, dst_size) : 0;
+    if (crc != t->crc32c)
+        return cf_fail(CLFORMER_ERR_FORMAT,
+                       "'%s': tensor '%s' does not match its stored checksum (CRC-32C %08x, "
+                       "stored %08x): the file is damaged or was edited; use a good copy",
+                       r->path, t->name, (unsigned)crc, (unsigned)t->crc32c);
     return CLFORMER_OK;
 }
 
@@ -503,6 +581,9 @@ struct cf_st_writer {
     size_t next;        /* the next tensor cf_st_write expects */
     cf_atomic_file file;
     bool file_open;
+    bool checksums;      /* cf_st_checksums was called */
+    uint32_t *crcs;      /* each written tensor's CRC-32C, in declared order */
+    uint64_t crc_offset; /* file offset of the CF_ST_CRC_KEY placeholder */
 };
 
 /* Every failure is final: the temp file goes, and later calls fail. */
@@ -618,6 +699,30 @@ clformer_status cf_st_declare(cf_st_writer *w, const char *name, cf_st_dtype dty
     return CLFORMER_OK;
 }
 
+clformer_status cf_st_checksums(cf_st_writer *w)
+{
+    CF_TRY(writer_check_state(w, W_DECLARING, "cf_st_checksums"));
+    w->checksums = true;
+    return CLFORMER_OK;
+}
+
+/* n zero checksums in CF_ST_CRC_KEY's layout: patched in place at commit. */
+static clformer_status declare_checksums(cf_st_writer *w)
+{
+    size_t len = w->count ? 9 * w->count - 1 : 0;
+    char *placeholder = malloc(len + 1);
+    w->crcs = calloc(w->count ? w->count : 1, sizeof *w->crcs);
+    if (!placeholder || !w->crcs) {
+        free(placeholder);
+        return writer_fail(w, cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory"));
+    }
+    for (size_t i = 0; i < len; i++) placeholder[i] = i % 9 == 8 ? ' ' : '0';
+    placeholder[len] = '\0';
+    clformer_status st = cf_st_set_metadata(w, CF_ST_CRC_KEY, placeholder);
+    free(placeholder);
+    return st;
+}
+
 static int meta_order(const void *a, const void *b)
 {
     return strcmp(((const meta_entry *)a)->key, ((const meta_entry *)b)->key);
@@ -657,9 +762,15 @@ static char *header_json(cf_st_writer *w)
 clformer_status cf_st_begin(cf_st_writer *w)
 {
     CF_TRY(writer_check_state(w, W_DECLARING, "cf_st_begin"));
+    if (w->checksums) CF_TRY(declare_checksums(w));
     char *json = header_json(w);
     if (!json) return writer_fail(w, cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory"));
     size_t len = strlen(json);
+    if (w->checksums) {
+        /* An unescaped quote only delimits strings, so this pattern is the key. */
+        const char *key = strstr(json, "\"" CF_ST_CRC_KEY "\":\"");
+        w->crc_offset = 8 + (uint64_t)(key - json) + strlen("\"" CF_ST_CRC_KEY "\":\"");
+    }
     size_t padded = (len + 7) / 8 * 8;
     if (padded > CF_ST_MAX_HEADER) {
         free(json);
@@ -710,6 +821,7 @@ clformer_status cf_st_write(cf_st_writer *w, const char *name, const void *data,
     }
     clformer_status st = cf_atomic_write(&w->file, data, size);
     if (st != CLFORMER_OK) return writer_fail(w, st);
+    if (w->checksums) w->crcs[w->next] = cf_crc32c(0, data, size);
     w->next++;
     return CLFORMER_OK;
 }
@@ -722,6 +834,15 @@ clformer_status cf_st_commit(cf_st_writer *w)
                                       "'%s': only %zu of %zu declared tensors were written "
                                       "(next: '%s'); nothing was saved",
                                       w->path, w->next, w->count, w->tensors[w->next].name));
+    if (w->checksums && w->count > 0) {
+        char *text = malloc(9 * w->count + 1);
+        if (!text) return writer_fail(w, cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory"));
+        for (size_t i = 0; i < w->count; i++)
+            snprintf(text + 9 * i, 10, "%08x ", (unsigned)w->crcs[i]);
+        clformer_status st = cf_atomic_patch(&w->file, w->crc_offset, text, 9 * w->count - 1);
+        free(text);
+        if (st != CLFORMER_OK) return writer_fail(w, st);
+    }
     w->file_open = false; /* commit cleans up the temp file itself on failure */
     clformer_status st = cf_atomic_commit(&w->file);
     if (st != CLFORMER_OK) return writer_fail(w, st);
@@ -740,6 +861,7 @@ void cf_st_writer_free(cf_st_writer *w)
     }
     free(w->tensors);
     free(w->meta);
+    free(w->crcs);
     free(w->path);
     free(w);
 }

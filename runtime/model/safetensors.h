@@ -38,6 +38,7 @@
 
 #include "clformer.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,6 +69,23 @@ size_t cf_st_dtype_size(cf_st_dtype dtype); /* bytes per element */
 /* The header's largest accepted length (the reference implementation's limit). */
 #define CF_ST_MAX_HEADER 100000000u
 
+/* The most tensors and metadata entries a file may hold: far more than any
+ * clformer checkpoint (a 6+6-layer training checkpoint has about 600). With
+ * these the header parse is bounded: before the JSON is parsed, its
+ * structural characters ({ [ , outside strings) are counted, and a header
+ * with more than a valid file of this size can need is refused, so a small
+ * file cannot make the parser build a tree of millions of empty values. */
+#define CF_ST_MAX_TENSORS 16384
+#define CF_ST_MAX_METADATA 1024
+#define CF_ST_MAX_JSON_TOKENS (16u * CF_ST_MAX_TENSORS + 4u * CF_ST_MAX_METADATA)
+
+/* The metadata key of the optional per-tensor checksums (cf_st_checksums):
+ * lowercase 8-hex-digit CRC-32Cs (runtime/core/crc32c.h) of each tensor's
+ * bytes, separated by single spaces, in the order of the tensor entries in
+ * the header. The reader verifies each tensor it reads against it; files
+ * without the key are read unchecked. */
+#define CF_ST_CRC_KEY "clformer.crc32c"
+
 /* One tensor of an open file. A shape of [] is a scalar (1 element); a zero
  * in the shape makes an empty tensor (0 bytes). */
 typedef struct {
@@ -78,6 +96,8 @@ typedef struct {
     uint64_t numel;
     uint64_t nbytes;      /* numel * cf_st_dtype_size(dtype) */
     uint64_t file_offset; /* absolute offset of the first byte in the file */
+    bool has_crc32c;      /* the file stores a checksum of this tensor ... */
+    uint32_t crc32c;      /* ... this one, checked by cf_st_read */
 } cf_st_tensor;
 
 /* --- reading ------------------------------------------------------------- */
@@ -104,7 +124,8 @@ const cf_st_tensor *cf_st_find(const cf_st_reader *reader, const char *name);
 clformer_status cf_st_expect(const cf_st_reader *reader, const char *name, cf_st_dtype dtype,
                              int ndim, const int64_t *shape, const cf_st_tensor **tensor);
 
-/* Copies a tensor's bytes into `dst`; `dst_size` must equal tensor->nbytes. */
+/* Copies a tensor's bytes into `dst`; `dst_size` must equal tensor->nbytes.
+ * A tensor whose stored checksum differs is CLFORMER_ERR_FORMAT. */
 clformer_status cf_st_read(const cf_st_reader *reader, const cf_st_tensor *tensor, void *dst,
                            size_t dst_size);
 
@@ -127,6 +148,10 @@ clformer_status cf_st_writer_new(const char *path, cf_st_writer **writer);
 clformer_status cf_st_set_metadata(cf_st_writer *writer, const char *key, const char *value);
 clformer_status cf_st_declare(cf_st_writer *writer, const char *name, cf_st_dtype dtype,
                               int ndim, const int64_t *shape);
+
+/* Stores a checksum of every tensor under CF_ST_CRC_KEY (before cf_st_begin).
+ * The header is written with placeholders, patched at commit. */
+clformer_status cf_st_checksums(cf_st_writer *writer);
 
 /* Fixes the declarations and writes the header to the temp file. */
 clformer_status cf_st_begin(cf_st_writer *writer);

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 float clformer_learning_rate(clformer_lr_schedule schedule, float base, int d_model,
                              uint64_t step, uint64_t warmup)
@@ -92,14 +93,36 @@ static clformer_status prepare(cf_session *s, const clformer_batch *b, bool trai
     return CLFORMER_OK;
 }
 
-static clformer_status forward_backward(cf_session *s, const clformer_batch *b, size_t *count)
+static double now_s(void)
 {
-    const cf_model *m = s->model;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Gradients of the mean loss over the labels of all ranks: each rank scales
+ * its per-token gradients by 1 / the global count, and the ranks' gradients
+ * are summed (collective.c) before the norm that clipping uses. `count`
+ * becomes the global count. */
+static clformer_status forward_backward(cf_session *s, const clformer_batch *b, size_t *count,
+                                        clformer_step_stats *stats)
+{
+    cf_model *m = s->model;
+    const double start = now_s();
     CF_TRY(prepare(s, b, true, count));
+    CF_TRY(cf_collective_count(m, count));
     CF_TRY(cf_fill(s->ctx, m->grads, 0, m->layout.total, 0.0f));
     CF_TRY(cf_forward(s, true, 1.0f / (float)*count));
     CF_TRY(cf_backward(s));
+    CF_TRY(cf_collective_gradients(m, start, stats));
     return cf_reduce_sum(s->ctx, s->metrics, 1, m->grads, 0, m->layout.total, true, false);
+}
+
+/* The loss sum of all ranks (each rank's forward wrote its own). */
+static clformer_status loss_sum(cf_model *m, float local, double *sum)
+{
+    *sum = (double)local;
+    return cf_collective_sum(m, sum, 1);
 }
 
 clformer_status clformer_session_train_step(clformer_session *s, const clformer_batch *b,
@@ -108,7 +131,8 @@ clformer_status clformer_session_train_step(clformer_session *s, const clformer_
     if (!(lr >= 0.0f) || !isfinite(lr))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "learning rate must be >= 0, got %g", lr);
     size_t count;
-    CF_TRY(forward_backward(s, b, &count));
+    clformer_step_stats timing = {0};
+    CF_TRY(forward_backward(s, b, &count, &timing));
     cf_model *m = s->model;
     const cf_optim_settings *o = &m->optim;
     CF_TRY(cf_clip_scale(s->ctx, cf_view_at(s->metrics, 2), cf_view_at(s->metrics, 1), o->clip));
@@ -121,19 +145,21 @@ clformer_status clformer_session_train_step(clformer_session *s, const clformer_
                           m->layout.decay_end, cf_view_at(s->metrics, 2), &hp));
     float metrics[2];
     CF_TRY(cf_download(s->ctx, s->metrics, 0, metrics, 2));
+    double sum;
+    CF_TRY(loss_sum(m, metrics[0], &sum));
     m->step = t;
     if (stats) {
-        stats->loss = (double)metrics[0] / (double)count;
+        *stats = timing;
+        stats->loss = sum / (double)count;
         stats->grad_norm = sqrt((double)metrics[1]);
         stats->tokens = count;
         stats->step = t;
     }
-    if (!isfinite(metrics[0]) || !isfinite(metrics[1]))
+    if (!isfinite(sum) || !isfinite(metrics[1]))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "training diverged at step %llu: loss %g, gradient norm %g; lower the "
                        "learning rate or enable clipping (--clip)",
-                       (unsigned long long)t, (double)metrics[0] / (double)count,
-                       sqrt((double)metrics[1]));
+                       (unsigned long long)t, sum / (double)count, sqrt((double)metrics[1]));
     return CLFORMER_OK;
 }
 
@@ -141,10 +167,12 @@ clformer_status clformer_session_gradients(clformer_session *s, const clformer_b
                                            double *loss)
 {
     size_t count;
-    CF_TRY(forward_backward(s, b, &count));
-    float sum;
-    CF_TRY(cf_download(s->ctx, s->metrics, 0, &sum, 1));
-    if (loss) *loss = (double)sum / (double)count;
+    CF_TRY(forward_backward(s, b, &count, NULL));
+    float local;
+    double sum;
+    CF_TRY(cf_download(s->ctx, s->metrics, 0, &local, 1));
+    CF_TRY(loss_sum(s->model, local, &sum));
+    if (loss) *loss = sum / (double)count;
     return CLFORMER_OK;
 }
 

@@ -1,12 +1,12 @@
-/* Bias + ReLU/GELU + dropout against the double-precision reference: odd
- * shapes and model widths, dropout off and on (the device's Philox mask
- * must equal the reference's), ReLU'(0) = 0 at exact zeros, offsets and
- * canaries, dinp overwritten (also in place over dout), dbias += over two
- * runs, bit-identical repeats, and argument errors. */
+/* Bias + ReLU/GELU + dropout against the double-precision reference,
+ * through the shared check's case runner (conf_activation_run: guards,
+ * ReLU'(0) = 0 at exact zeros, dinp overwritten and in place over dout,
+ * dbias += over two runs): odd shapes and model widths, dropout off and on.
+ * Then what only the device test does: dropout's limits, bit-identical
+ * repeats and argument errors. */
 #include "harness.h"
 #include "conformance.h"
 #include "ops.h"
-#include "ref_activation.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -14,64 +14,12 @@
 
 static cf_view view(hbuf b) { return cf_view_at(b.mem, b.off); }
 
-static ref_activation ref_act(cf_activation a)
-{
-    return a == CF_ACT_GELU ? REF_ACT_GELU : REF_ACT_RELU;
-}
-
+/* One case of the shared check (runtime/check/conf_activation.c): forward,
+ * backward twice and in place, ReLU'(0) = 0, every tensor guarded. */
 static void check_case(size_t N, size_t C, cf_activation act, float p, uint64_t seed)
 {
-    const size_t NC = N * C;
-    const cf_dropout drop = {p, 0x1234567890ull + seed, (uint32_t)seed, 11};
-    const ref_act_dropout rdrop = {p, drop.seed, drop.step, drop.site};
-    ref_rng r = ref_rng_new(seed);
-    float *x = hmalloc(NC * 4), *b = hmalloc(C * 4), *dy = hmalloc(NC * 4), *db0 = hmalloc(C * 4);
-    ref_fill_uniform(&r, x, NULL, NC, -3, 3);
-    ref_fill_uniform(&r, b, NULL, C, -0.5, 0.5);
-    ref_fill_uniform(&r, dy, NULL, NC, -1, 1);
-    ref_fill_uniform(&r, db0, NULL, C, -1, 1); /* existing gradient to add to */
-    for (size_t i = 0; i < NC; i += 5) x[i] = -b[i % C]; /* pre-activation exactly 0 */
-    double *x64 = to_double(x, NC), *b64 = to_double(b, C), *dy64 = to_double(dy, NC);
-
-    hbuf hx = hbuf_from_f32(x, NC, 3), hb = hbuf_from_f32(b, C, 5), hy = hbuf_zeros(NC, 7),
-         hdy = hbuf_from_f32(dy, NC, 9), hdx = hbuf_zeros(NC, 13), hdb = hbuf_from_f32(db0, C, 17);
-    assert_ok(cf_fill(hctx(), hy.mem, hy.off, NC, NAN)); /* overwritten */
-    assert_ok(cf_bias_act_forward(hctx(), view(hy), view(hx), view(hb), N, C, act, &drop));
-    double *y64 = hmalloc(NC * 8);
-    float *y = hmalloc(NC * 4);
-    ref_bias_act_forward(y64, x64, b64, N, C, ref_act(act), &rdrop);
-    hbuf_read(hy, y);
-    assert_forward_close(y, y64, NC);
-    hbuf_check_canary(hy);
-
-    /* backward twice: dinp the same both times (overwritten), dbias += */
-    assert_ok(cf_fill(hctx(), hdx.mem, hdx.off, NC, NAN));
-    double *dx64 = hmalloc(NC * 8), *db64 = to_double(db0, C);
-    float *dx = hmalloc(NC * 4), *db = hmalloc(C * 4);
-    for (int pass = 0; pass < 2; pass++) {
-        assert_ok(cf_bias_act_backward(hctx(), view(hdx), view(hdb), view(hdy), view(hx), view(hb),
-                                       N, C, act, &drop));
-        ref_bias_act_backward(dx64, db64, dy64, x64, b64, N, C, ref_act(act), &rdrop);
-        hbuf_read(hdx, dx), hbuf_read(hdb, db);
-        assert_grad_close(dx, dx64, NC);
-        assert_grad_close(db, db64, C);
-        hbuf_check_canary(hdx), hbuf_check_canary(hdb);
-    }
-    if (act == CF_ACT_RELU)
-        for (size_t i = 0; i < NC; i += 5) assert_true(dx[i] == 0.0f); /* ReLU'(0) = 0 */
-
-    /* in place: dinp is dout */
-    assert_ok(cf_bias_act_backward(hctx(), view(hdy), view(hdb), view(hdy), view(hx), view(hb), N,
-                                   C, act, &drop));
-    ref_bias_act_backward(dx64, db64, dy64, x64, b64, N, C, ref_act(act), &rdrop);
-    hbuf_read(hdy, dx), hbuf_read(hdb, db);
-    assert_grad_close(dx, dx64, NC);
-    assert_grad_close(db, db64, C);
-    hbuf_check_canary(hdy), hbuf_check_canary(hx), hbuf_check_canary(hb);
-
-    hbuf_free(hx), hbuf_free(hb), hbuf_free(hy), hbuf_free(hdy), hbuf_free(hdx), hbuf_free(hdb);
-    free(x), free(b), free(dy), free(db0), free(x64), free(b64), free(dy64), free(y64), free(y);
-    free(dx64), free(db64), free(dx), free(db);
+    const conf_activation_case c = {N, C, act, p, seed};
+    assert_conformance_case(conf_activation_run(hctx(), &c, harness_conf_sink, &failures));
 }
 
 static const size_t odd[] = {1, 7, 61, 93, 257};

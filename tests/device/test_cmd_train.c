@@ -208,6 +208,12 @@ static void bad_input_is_one_clear_error(void **state)
         /* output paths are checked before training, not after it */
         {"train --src train.src --tgt train.tgt --steps 1 --save nosuch/m.safetensors", 1, "--save: cannot write"},
         {"train --src train.src --tgt train.tgt --steps 1 --plot nosuch/loss.png", 1, "--plot: cannot write"},
+        /* a directory that takes no new files: found by creating the real temp file */
+        {"train --src train.src --tgt train.tgt --steps 1 --save /proc/m.safetensors", 1, "--save: cannot write"},
+        /* an output that is an input (issue 11, item 2) */
+        {"train --src train.src --tgt train.tgt --steps 1 --save train.src", 2, "same file as the input --src"},
+        {"train --src train.src --tgt train.tgt --steps 1 --log ./train.tgt", 2, "same file as the input --tgt"},
+        {"train --src train.src --tgt train.tgt --steps 1 --plot train.src", 2, "same file as the input --src"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int rc = run_tool(cases[i].args, out, sizeof out);

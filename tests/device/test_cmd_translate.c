@@ -345,7 +345,8 @@ static void eval_model_reports_loss(void **state)
     char *lines[16];
     assert_int_equal(split_lines(text, lines, 16), in.n);
     cf_bleu_result b;
-    assert_ok(cf_bleu_corpus((const char *const *)lines, in.ref, in.n, &b));
+    assert_ok(cf_bleu_corpus((const char *const *)lines, in.ref, in.n, CF_BLEU_TOKENIZE_13A,
+                             &b)); /* eval's default */
     assert_true(fabs(bleu - b.score) <= 1e-12);
     assert_int_equal(hyp_len, (json_int_t)b.stats.hyp_len);
 

@@ -1,6 +1,8 @@
 /* Dropout ops on each device: masks equal to the host Philox bit for bit,
- * kept fraction near 1-p, residual forward / backward / add against the
- * reference at odd sizes with offsets, aliasing, canaries, determinism. */
+ * kept fraction near 1-p; residual forward and backward against the
+ * reference at odd sizes, out of place and in place, through the shared
+ * check's case runner (conf_dropout_run: guards, exact without dropout);
+ * add with aliasing, determinism and argument errors. */
 #include "harness.h"
 #include "ops.h"
 #include "ref_dropout.h"
@@ -61,34 +63,19 @@ static void dropout_masks_match_host_bit_for_bit(void **state)
     for (size_t s = 0; s < sizeof sites / sizeof *sites; s++) check_mask(&sites[s], n);
 }
 
+/* One case of the shared check (runtime/check/conf_dropout.c): guarded
+ * tensors, inputs unchanged, exact results without dropout. */
+static void check_case(conf_dropout_op op, size_t n, const cf_dropout *d, bool in_place,
+                       uint64_t seed)
+{
+    const conf_dropout_case c = {op, n, d ? *d : (cf_dropout){0}, d != NULL, in_place, seed};
+    assert_conformance_case(conf_dropout_run(hctx(), &c, harness_conf_sink, &failures));
+}
+
 /* out = res + dropout(x) out of place and in place (out = res). */
 static void check_residual(size_t n, const cf_dropout *d, bool in_place, uint64_t seed)
 {
-    ref_rng r = ref_rng_new(seed);
-    float *res = hmalloc(n * 4), *x = hmalloc(n * 4), *y = hmalloc(n * 4);
-    double *res64 = hmalloc(n * 8), *x64 = hmalloc(n * 8), *y64 = hmalloc(n * 8);
-    ref_fill_uniform(&r, res, res64, n, -2, 2);
-    ref_fill_uniform(&r, x, x64, n, -2, 2);
-    hbuf dres = hbuf_from_f32(res, n, 7), dx = hbuf_from_f32(x, n, 1);
-    hbuf dout = in_place ? dres : hbuf_zeros(n, 13);
-    assert_ok(cf_residual_dropout_forward(hctx(), V(dout), V(dres), V(dx), n, d));
-    const ref_dropout rd = d ? to_ref(d) : (ref_dropout){0};
-    ref_residual_dropout_forward(y64, res64, x64, n, &rd);
-    hbuf_read(dout, y);
-    assert_forward_close(y, y64, n);
-    if (!cf_dropout_active(d)) /* no dropout: exactly the float sum */
-        for (size_t i = 0; i < n; i++) assert_true(y[i] == res[i] + x[i]);
-    hbuf_check_canary(dout);
-    hbuf_check_canary(dx);
-    float *x_after = hmalloc(n * 4);
-    hbuf_read(dx, x_after);
-    assert_memory_equal(x, x_after, n * 4);
-    if (!in_place) {
-        hbuf_check_canary(dres);
-        hbuf_free(dout);
-    }
-    hbuf_free(dres), hbuf_free(dx);
-    free(res), free(x), free(y), free(res64), free(x64), free(y64), free(x_after);
+    check_case(CONF_DROPOUT_RESIDUAL, n, d, in_place, seed);
 }
 
 static const size_t odd_sizes[] = {1, 7, 61, 93, 257, 61 * 93};
@@ -115,28 +102,9 @@ static void dropout_backward_odd_sizes(void **state)
     const cf_dropout d = {0.25f, 77, 9, 4};
     for (size_t i = 0; i < count; i++)
         for (int in_place = 0; in_place < 2; in_place++)
-            for (int active = 0; active < 2; active++) {
-                const size_t n = odd_sizes[i];
-                ref_rng r = ref_rng_new(i * 4 + in_place * 2 + active);
-                float *g = hmalloc(n * 4), *dx = hmalloc(n * 4);
-                double *g64 = hmalloc(n * 8), *dx64 = hmalloc(n * 8);
-                ref_fill_uniform(&r, g, g64, n, -1, 1);
-                hbuf dg = hbuf_from_f32(g, n, 2);
-                hbuf ddx = in_place ? dg : hbuf_zeros(n, 9);
-                assert_ok(cf_dropout_backward(hctx(), V(ddx), V(dg), n, active ? &d : NULL));
-                const ref_dropout rd = to_ref(&d);
-                ref_dropout_backward(dx64, g64, n, active ? &rd : NULL);
-                hbuf_read(ddx, dx);
-                assert_grad_close(dx, dx64, n);
-                if (!active) assert_memory_equal(dx, g, n * 4);
-                hbuf_check_canary(ddx);
-                if (!in_place) {
-                    hbuf_check_canary(dg);
-                    hbuf_free(ddx);
-                }
-                hbuf_free(dg);
-                free(g), free(dx), free(g64), free(dx64);
-            }
+            for (int active = 0; active < 2; active++)
+                check_case(CONF_DROPOUT_BACKWARD, odd_sizes[i], active ? &d : NULL, in_place,
+                           i * 4 + in_place * 2 + active);
 }
 
 /* out = a + b with out aliasing a, then b; exact float sums. */

@@ -1,17 +1,25 @@
 /*
- * Corpus BLEU against sacreBLEU's own numbers (tests/data/bleu/expected.tsv,
- * written by tests/data/bleu/make_cases.py with BLEU(tokenize='none')):
- * empty hypotheses and references, short sentences without 4-grams, orders
- * with no match ('exp' smoothing), clipping, brevity, Unicode whitespace, and
- * 300 lines of Multi30k val.de against a perturbed copy.
+ * Corpus BLEU against sacreBLEU's own numbers (written by
+ * tools/reference/bleu_cases.py): tests/data/bleu/expected.tsv with
+ * BLEU(tokenize='none') and expected_13a.tsv with BLEU() (the 13a default).
+ * The cases: empty hypotheses and references, short sentences without
+ * 4-grams, orders with no match ('exp' smoothing), clipping, brevity, Unicode
+ * whitespace, 300 lines of Multi30k val.de against a perturbed copy, and for
+ * 13a raw text: punctuation, numbers, HTML entities, Unicode, trailing
+ * whitespace, empty lines and the 300 lines detokenised. tok13a.jsonl holds
+ * sacreBLEU's 13a tokenisation of every one of those lines.
  */
 #include "data_util.h"
 
 #include <inttypes.h>
 #include <math.h>
 
+#include <jansson.h>
+
 #include "bleu.h"
 #include "fileio.h"
+#include "text.h"
+#include "tok13a.h"
 
 typedef struct {
     char **line;
@@ -58,10 +66,9 @@ static void parse_counts(const char *s, uint64_t out[4])
         fail_msg("bad counts field '%s'", s);
 }
 
-static void matches_sacrebleu(void **state)
+static void matches_sacrebleu(const char *tsv, cf_bleu_tokenize tokenize, int want_cases)
 {
-    (void)state;
-    lines expected = read_lines("bleu/expected.tsv");
+    lines expected = read_lines(tsv);
     int cases = 0;
     for (size_t r = 0; r < expected.n; r++) {
         if (expected.line[r][0] == '#') continue;
@@ -89,7 +96,7 @@ static void matches_sacrebleu(void **state)
 
         cf_bleu_result res;
         assert_ok(cf_bleu_corpus((const char *const *)hyp.line, (const char *const *)ref.line,
-                                 hyp.n, &res));
+                                 hyp.n, tokenize, &res));
         assert_close(res.score, strtod(field[2], NULL), "score", name);
         for (int k = 0; k < 4; k++) assert_close(res.precisions[k], strtod(field[3 + k], NULL),
                                                  "precision", name);
@@ -110,18 +117,82 @@ static void matches_sacrebleu(void **state)
         free_lines(&ref);
         cases++;
     }
-    assert_int_equal(cases, 14);
+    assert_int_equal(cases, want_cases);
     free_lines(&expected);
+}
+
+static void matches_sacrebleu_none(void **state)
+{
+    (void)state;
+    matches_sacrebleu("bleu/expected.tsv", CF_BLEU_TOKENIZE_NONE, 14);
+}
+
+static void matches_sacrebleu_13a(void **state)
+{
+    (void)state;
+    matches_sacrebleu("bleu/expected_13a.tsv", CF_BLEU_TOKENIZE_13A, 20);
+}
+
+/* Tokens joined by single spaces, as sacreBLEU's tokenizer returns them. */
+static void join_tokens(const char *s, char *out, size_t size)
+{
+    size_t n = strlen(s), pos = 0, start, len, w = 0;
+    while (cf_next_token(s, n, &pos, &start, &len)) {
+        if (w + len + 2 > size) fail_msg("line too long for the test: %s", s);
+        if (w) out[w++] = ' ';
+        memcpy(out + w, s + start, len);
+        w += len;
+    }
+    out[w] = '\0';
+}
+
+static void tokenizer_13a_matches_sacrebleu(void **state)
+{
+    (void)state;
+    lines cases = read_lines("bleu/tok13a.jsonl");
+    assert_true(cases.n > 600);
+    for (size_t i = 0; i < cases.n; i++) {
+        json_error_t jerr;
+        json_t *j = json_loads(cases.line[i], 0, &jerr);
+        if (!j) fail_msg("tok13a.jsonl:%zu: %s", i + 1, jerr.text);
+        const char *in = json_string_value(json_object_get(j, "in"));
+        const char *want = json_string_value(json_object_get(j, "out"));
+        assert_non_null(in);
+        assert_non_null(want);
+        char *tok = NULL, got[4096];
+        assert_ok(cf_tokenize_13a(in, &tok));
+        join_tokens(tok, got, sizeof got);
+        if (strcmp(got, want))
+            fail_msg("tok13a.jsonl:%zu: 13a of '%s' is\n  '%s', sacreBLEU says\n  '%s'", i + 1,
+                     in, got, want);
+        free(tok);
+        json_decref(j);
+    }
+    free_lines(&cases);
+}
+
+static void signature_is_sacrebleus(void **state)
+{
+    (void)state;
+    char sig[128];
+    cf_bleu_signature(CF_BLEU_TOKENIZE_13A, sig, sizeof sig);
+    assert_string_equal(sig, "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0");
+    cf_bleu_signature(CF_BLEU_TOKENIZE_NONE, sig, sizeof sig);
+    assert_string_equal(sig, "nrefs:1|case:mixed|eff:no|tok:none|smooth:exp|version:2.6.0");
+    cf_bleu_tokenize t;
+    assert_true(cf_bleu_tokenize_parse("13a", &t) && t == CF_BLEU_TOKENIZE_13A);
+    assert_true(cf_bleu_tokenize_parse("none", &t) && t == CF_BLEU_TOKENIZE_NONE);
+    assert_false(cf_bleu_tokenize_parse("intl", &t));
 }
 
 static void streaming_equals_corpus(void **state)
 {
     (void)state;
-    lines hyp = read_lines("bleu/val300.hyp"), ref = read_lines("bleu/val300.ref");
+    lines hyp = read_lines("bleu/val300_raw.hyp"), ref = read_lines("bleu/val300_raw.ref");
     cf_bleu_result whole, streamed, reversed;
     assert_ok(cf_bleu_corpus((const char *const *)hyp.line, (const char *const *)ref.line, hyp.n,
-                             &whole));
-    cf_bleu_stats st = {0}, back = {0};
+                             CF_BLEU_TOKENIZE_13A, &whole));
+    cf_bleu_stats st = {.tokenize = CF_BLEU_TOKENIZE_13A}, back = st;
     for (size_t i = 0; i < hyp.n; i++) assert_ok(cf_bleu_add(&st, hyp.line[i], ref.line[i]));
     for (size_t i = hyp.n; i-- > 0;) assert_ok(cf_bleu_add(&back, hyp.line[i], ref.line[i]));
     cf_bleu_compute(&st, &streamed);
@@ -139,7 +210,7 @@ static void swapped_tokens_are_different_ngrams(void **state)
     /* same unigrams, no bigram in common: catches an order-blind n-gram key */
     const char *h[] = {"b a d c"}, *r[] = {"a b c d"};
     cf_bleu_result res;
-    assert_ok(cf_bleu_corpus(h, r, 1, &res));
+    assert_ok(cf_bleu_corpus(h, r, 1, CF_BLEU_TOKENIZE_NONE, &res));
     assert_int_equal(res.stats.correct[0], 4);
     assert_int_equal(res.stats.correct[1], 0);
     assert_int_equal(res.stats.correct[2], 0);
@@ -150,15 +221,18 @@ static void invalid_input_is_an_error(void **state)
     (void)state;
     const char *h[] = {"ein haus", "ein \xff haus"}, *r[] = {"ein haus", "ein haus"};
     cf_bleu_result res;
-    assert_error(cf_bleu_corpus(h, r, 2, &res), CLFORMER_ERR_INVALID_ARGUMENT, "line 2",
-                 "hypothesis", "invalid UTF-8 at byte 5", "0xff");
-    const char *h2[] = {"ok"}, *r2[] = {"\xc3\x28"};
-    assert_error(cf_bleu_corpus(h2, r2, 1, &res), CLFORMER_ERR_INVALID_ARGUMENT, "line 1",
-                 "reference", "byte 1");
-    assert_error(cf_bleu_corpus(h2, r2, 0, &res), CLFORMER_ERR_INVALID_ARGUMENT,
-                 "at least one sentence");
+    for (int t = 0; t < 2; t++) {
+        cf_bleu_tokenize tok = t ? CF_BLEU_TOKENIZE_13A : CF_BLEU_TOKENIZE_NONE;
+        assert_error(cf_bleu_corpus(h, r, 2, tok, &res), CLFORMER_ERR_INVALID_ARGUMENT, "line 2",
+                     "hypothesis", "invalid UTF-8 at byte 5", "0xff");
+        const char *h2[] = {"ok"}, *r2[] = {"\xc3\x28"};
+        assert_error(cf_bleu_corpus(h2, r2, 1, tok, &res), CLFORMER_ERR_INVALID_ARGUMENT,
+                     "line 1", "reference", "byte 1");
+        assert_error(cf_bleu_corpus(h2, r2, 0, tok, &res), CLFORMER_ERR_INVALID_ARGUMENT,
+                     "at least one sentence");
+    }
 
-    cf_bleu_stats st = {0};
+    cf_bleu_stats st = {.tokenize = CF_BLEU_TOKENIZE_13A};
     assert_ok(cf_bleu_add(&st, "a b", "a b"));
     cf_bleu_stats before = st;
     assert_int_equal(cf_bleu_add(&st, "a \xed\xa0\x80", "a"), CLFORMER_ERR_INVALID_ARGUMENT);
@@ -168,7 +242,10 @@ static void invalid_input_is_an_error(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(matches_sacrebleu),
+        cmocka_unit_test(matches_sacrebleu_none),
+        cmocka_unit_test(matches_sacrebleu_13a),
+        cmocka_unit_test(tokenizer_13a_matches_sacrebleu),
+        cmocka_unit_test(signature_is_sacrebleus),
         cmocka_unit_test(streaming_equals_corpus),
         cmocka_unit_test(swapped_tokens_are_different_ngrams),
         cmocka_unit_test(invalid_input_is_an_error),

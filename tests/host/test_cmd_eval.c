@@ -1,8 +1,10 @@
 /*
  * `clformer eval --hyp --ref` end to end: runs $CLFORMER_BINARY on every case
- * of tests/data/bleu (scored by sacreBLEU 2.6.0 with --tokenize none, see
- * make_cases.py) and checks that the printed line is sacreBLEU's summary
- * line, character for character, and that --json holds the same numbers.
+ * of tests/data/bleu (scored by sacreBLEU 2.6.0, see
+ * tools/reference/bleu_cases.py), by default (13a, expected_13a.tsv) and with
+ * --tokenize none (expected.tsv), and checks that the printed lines are
+ * sacreBLEU's summary line, character for character, and its signature, and
+ * that --json holds the same numbers.
  * Then every usage and input error: exit code (1 failure, 2 usage) and a
  * one-line message that names the file or flag at fault. No device is
  * needed: scoring files never opens one, and the model is checked for
@@ -76,11 +78,11 @@ static void close_to(double got, double want, const char *what, const char *name
         fail_msg("%s: %s is %.17g, sacreBLEU gives %.17g", name, what, got, want);
 }
 
-/* Every case of expected.tsv: the text line and the JSON. */
-static void scores_match_sacrebleu(void **state)
+/* Every case of `tsv`: the text lines and the JSON; `tokenize` NULL: the
+ * default. */
+static void scores_match_sacrebleu(const char *tsv, const char *tokenize, const char *signature)
 {
-    (void)state;
-    FILE *f = fopen(data_path("expected.tsv"), "r");
+    FILE *f = fopen(data_path(tsv), "r");
     assert_non_null(f);
     char row[2048];
     int cases = 0;
@@ -98,11 +100,14 @@ static void scores_match_sacrebleu(void **state)
         snprintf(ref, sizeof ref, "%s.ref", name);
         const char *hyp_path = data_path(hyp), *ref_path = data_path(ref);
 
-        expect(run(NULL, "eval", "--hyp", hyp_path, "--ref", ref_path, NULL), 0, NULL);
-        snprintf(line, sizeof line, "%s\n", col[12]);
+        const char *opt = tokenize ? "--tokenize" : NULL; /* NULL ends the arguments */
+        expect(run(NULL, "eval", "--hyp", hyp_path, "--ref", ref_path, opt, tokenize, NULL), 0,
+               NULL);
+        snprintf(line, sizeof line, "%s\nsignature: %s\n", col[12], signature);
         if (strcmp(out, line)) fail_msg("%s: printed\n  %s expected\n  %s", name, out, line);
 
-        expect(run(NULL, "eval", "--hyp", hyp_path, "--ref", ref_path, "--json", NULL), 0, NULL);
+        expect(run(NULL, "eval", "--hyp", hyp_path, "--ref", ref_path, "--json", opt, tokenize,
+                   NULL), 0, NULL);
         json_error_t jerr;
         json_t *j = json_loads(out, 0, &jerr);
         if (!j) fail_msg("%s: --json printed no JSON (%s): %s", name, jerr.text, out);
@@ -115,12 +120,27 @@ static void scores_match_sacrebleu(void **state)
         close_to(json_number_value(json_object_get(j, "bp")), atof(col[7]), "bp", name);
         assert_int_equal(json_integer_value(json_object_get(j, "hyp_len")), atol(col[8]));
         assert_int_equal(json_integer_value(json_object_get(j, "ref_len")), atol(col[9]));
+        assert_string_equal(json_string_value(json_object_get(j, "signature")), signature);
         assert_null(json_object_get(j, "loss")); /* only with --model */
         json_decref(j);
         cases++;
     }
     fclose(f);
     assert_true(cases >= 10);
+}
+
+static void scores_match_sacrebleu_13a(void **state)
+{
+    (void)state;
+    scores_match_sacrebleu("expected_13a.tsv", NULL,
+                           "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0");
+}
+
+static void scores_match_sacrebleu_none(void **state)
+{
+    (void)state;
+    scores_match_sacrebleu("expected.tsv", "none",
+                           "nrefs:1|case:mixed|eff:no|tok:none|smooth:exp|version:2.6.0");
 }
 
 /* A case by hand, from stdin: hyp "the cat sat on the mat" against "the
@@ -141,7 +161,8 @@ static void reads_hypotheses_from_stdin(void **state)
     close_to(json_number_value(json_object_get(j, "bleu")), want, "bleu", "by hand");
     json_decref(j);
     expect(run(a, "eval", "--hyp", "-", "--ref", b, NULL), 0,
-           "BLEU = 53.73 83.3/60.0/50.0/33.3 (BP = 1.000 ratio = 1.000 hyp_len = 6 ref_len = 6)");
+           "BLEU = 53.73 83.3/60.0/50.0/33.3 (BP = 1.000 ratio = 1.000 hyp_len = 6 ref_len = 6)\n"
+           "signature: nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0\n");
 }
 
 static void errors_are_one_line(void **state)
@@ -188,6 +209,7 @@ static void errors_are_one_line(void **state)
     expect(run(NULL, "eval", "--hyp", a, "--ref", a, "--beam", "4", NULL), 2,
            "decoding options");
     expect(run(NULL, "eval", "--hyp", a, "--ref", a, "--json=1", NULL), 2, "takes no value");
+    expect(run(NULL, "eval", "--hyp", a, "--ref", a, "--tokenize", "intl", NULL), 2, "13a|none");
     expect(run(NULL, "eval", "--model", "m", "--src", a, "--ref", a, "--beam", "0", NULL), 2,
            "--beam must be between 1 and 64, got 0");
     expect(run(NULL, "eval", "--model", "m", "--src", a, "--ref", a, "--beam", "abc", NULL), 2,
@@ -211,7 +233,8 @@ static void errors_are_one_line(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(scores_match_sacrebleu),
+        cmocka_unit_test(scores_match_sacrebleu_13a),
+        cmocka_unit_test(scores_match_sacrebleu_none),
         cmocka_unit_test(reads_hypotheses_from_stdin),
         cmocka_unit_test(errors_are_one_line),
     };

@@ -169,6 +169,56 @@ static void no_devices_at_all(void **state)
     assert_non_null(strstr(clformer_last_error(), "no OpenCL device"));
 }
 
+static size_t pick_rank(const char *sel, int local_rank, size_t *matches)
+{
+    size_t index = 99;
+    assert_int_equal(clformer_select_device_for_rank(machine, n_machine, sel, local_rank, &index,
+                                                     matches),
+                     CLFORMER_OK);
+    return index;
+}
+
+/* Ranks on one machine share out the matches, best first, round robin. */
+static void ranks_take_the_matches_in_turn(void **state)
+{
+    (void)state;
+    size_t matches = 0;
+    /* gpu: AMD (discrete, biggest), NVIDIA (discrete), Intel (integrated) */
+    assert_int_equal(pick_rank("gpu", 0, &matches), 3);
+    assert_int_equal(matches, 3);
+    assert_int_equal(pick_rank("gpu", 1, NULL), 4);
+    assert_int_equal(pick_rank("gpu", 2, NULL), 2);
+    assert_int_equal(pick_rank("gpu", 3, NULL), 3);
+    /* the default: the devices of the best one's kind (discrete GPUs) */
+    assert_int_equal(pick_rank(NULL, 0, &matches), 3);
+    assert_int_equal(matches, 2);
+    assert_int_equal(pick_rank("", 1, NULL), 4);
+    assert_int_equal(pick_rank("", 2, NULL), 3);
+    /* pocl: pthread (2 units) before basic; Oclgrind never matches "pocl" */
+    assert_int_equal(pick_rank("pocl", 0, &matches), 1);
+    assert_int_equal(matches, 2);
+    assert_int_equal(pick_rank("pocl", 1, NULL), 0);
+    /* an index pair names one device for every rank */
+    assert_int_equal(pick_rank("3:0", 5, &matches), 4);
+    assert_int_equal(matches, 1);
+    /* local rank 0 always agrees with clformer_select_device */
+    const char *sels[] = {"gpu", "cpu", "pocl", "intel", "oclgrind", "nvidia:gpu"};
+    for (size_t k = 0; k < sizeof sels / sizeof *sels; k++)
+        assert_int_equal(pick_rank(sels[k], 0, NULL), pick(machine, n_machine, sels[k]));
+}
+
+static void ranks_with_a_bad_selector_or_rank_fail(void **state)
+{
+    (void)state;
+    size_t index;
+    assert_int_equal(clformer_select_device_for_rank(machine, n_machine, "nosuch", 1, &index,
+                                                     NULL),
+                     CLFORMER_ERR_NO_DEVICE);
+    assert_non_null(strstr(clformer_last_error(), "nosuch"));
+    assert_int_equal(clformer_select_device_for_rank(machine, n_machine, "gpu", -1, &index, NULL),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +233,8 @@ int main(void)
         cmocka_unit_test(platform_colon_device),
         cmocka_unit_test(no_match_names_selector_and_lists_devices),
         cmocka_unit_test(no_devices_at_all),
+        cmocka_unit_test(ranks_take_the_matches_in_turn),
+        cmocka_unit_test(ranks_with_a_bad_selector_or_rank_fail),
     };
     return cmocka_run_group_tests_name("device selection", tests, setup, NULL);
 }

@@ -781,6 +781,101 @@ static void unusual_but_valid_files(void **state)
     cf_st_close(r);
 }
 
+
+/* --- checksums and bounded parsing (issue 11, items 9 and 7) ------------------------ */
+
+/* Two same-shape tensors written with checksums; returns the file's bytes. */
+static unsigned char *write_checksummed(const char *path, size_t *n)
+{
+    static const float x[4] = {1, 2, 3, 4}, y[4] = {5, 6, 7, 8};
+    const int64_t shape[1] = {4};
+    cf_st_writer *w;
+    assert_ok_st(cf_st_writer_new(path, &w), "writer_new");
+    assert_ok_st(cf_st_checksums(w), "checksums");
+    assert_ok_st(cf_st_set_metadata(w, "zz", "after the checksums"), "set_metadata");
+    assert_ok_st(cf_st_declare(w, "x", CF_ST_F32, 1, shape), "declare x");
+    assert_ok_st(cf_st_declare(w, "y", CF_ST_F32, 1, shape), "declare y");
+    assert_ok_st(cf_st_begin(w), "begin");
+    assert_ok_st(cf_st_write(w, "x", x, sizeof x), "write x");
+    assert_ok_st(cf_st_write(w, "y", y, sizeof y), "write y");
+    assert_ok_st(cf_st_commit(w), "commit");
+    cf_st_writer_free(w);
+    return slurp(path, n);
+}
+
+static void checksums_are_written_and_verified(void **state)
+{
+    (void)state;
+    const char *path = tpath("crc.safetensors");
+    size_t n;
+    unsigned char *bytes = write_checksummed(path, &n);
+    cf_st_reader *r;
+    assert_ok_st(cf_st_open(path, &r), "open");
+    assert_non_null(cf_st_metadata(r, CF_ST_CRC_KEY));
+    assert_string_equal(cf_st_metadata(r, "zz"), "after the checksums");
+    float got[4];
+    for (size_t i = 0; i < 2; i++) {
+        const cf_st_tensor *t = cf_st_tensor_at(r, i);
+        assert_true(t->has_crc32c);
+        assert_ok_st(cf_st_read(r, t, got, sizeof got), "read");
+    }
+    cf_st_close(r);
+
+    /* the two tensors' bytes swapped: same shapes, same offsets, wrong data */
+    unsigned char *swapped = malloc(n);
+    assert_non_null(swapped);
+    memcpy(swapped, bytes, n);
+    memcpy(swapped + n - 32, bytes + n - 16, 16);
+    memcpy(swapped + n - 16, bytes + n - 32, 16);
+    write_bytes(path, swapped, n);
+    assert_ok_st(cf_st_open(path, &r), "open swapped");
+    assert_fails(cf_st_read(r, cf_st_find(r, "x"), got, sizeof got), CLFORMER_ERR_FORMAT,
+                 "tensor 'x' does not match its stored checksum");
+    cf_st_close(r);
+
+    /* one flipped bit */
+    memcpy(swapped, bytes, n);
+    swapped[n - 1] ^= 0x10;
+    write_bytes(path, swapped, n);
+    assert_ok_st(cf_st_open(path, &r), "open flipped");
+    assert_ok_st(cf_st_read(r, cf_st_find(r, "x"), got, sizeof got), "read x");
+    assert_fails(cf_st_read(r, cf_st_find(r, "y"), got, sizeof got), CLFORMER_ERR_FORMAT,
+                 "stored checksum");
+    cf_st_close(r);
+
+    /* a checksum list that is not one 8-digit word per tensor */
+    memcpy(swapped, bytes, n);
+    char *word = strstr((char *)swapped + 8, "\"" CF_ST_CRC_KEY "\":\"") +
+                 strlen("\"" CF_ST_CRC_KEY "\":\"");
+    word[3] = 'G';
+    write_bytes(path, swapped, n);
+    assert_fails(cf_st_open(path, &r), CLFORMER_ERR_FORMAT, "8-digit lowercase hex");
+    assert_null(r);
+    free(swapped);
+    free(bytes);
+}
+
+/* A small header of very many JSON values is refused before it is parsed (a
+ * 72 MB header of 24 million empty objects once took 5.6 GB and 44 s). */
+static void header_of_many_values_is_refused_before_parsing(void **state)
+{
+    (void)state;
+    const size_t count = CF_ST_MAX_JSON_TOKENS + 10;
+    size_t len = 6 + 3 * count + 2;
+    char *header = malloc(len + 1);
+    assert_non_null(header);
+    char *p = header;
+    p += sprintf(p, "{\"a\":[");
+    for (size_t i = 0; i < count; i++) p += sprintf(p, "{}%s", i + 1 < count ? "," : "");
+    p += sprintf(p, "]}");
+    const char *path = tpath("many.safetensors");
+    make_file(path, true, 0, header, 0);
+    free(header);
+    cf_st_reader *r;
+    assert_fails(cf_st_open(path, &r), CLFORMER_ERR_FORMAT, "JSON values, more than a file");
+    assert_null(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -802,6 +897,8 @@ int main(void)
         cmocka_unit_test(broken_files_are_refused_with_their_own_message),
         cmocka_unit_test(too_short_and_unreadable_files),
         cmocka_unit_test(unusual_but_valid_files),
+        cmocka_unit_test(checksums_are_written_and_verified),
+        cmocka_unit_test(header_of_many_values_is_refused_before_parsing),
     };
     return cmocka_run_group_tests_name("safetensors", tests, make_tmpdir, remove_tmpdir);
 }

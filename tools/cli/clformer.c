@@ -1,6 +1,8 @@
 /* `clformer`: the command-line tool. Dispatches to tools/cmd_*.c. */
+#include "cli.h"
 #include "clformer.h"
 #include "commands.h"
+#include "ranks.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +23,7 @@ static const command commands[] = {
     {"check", cmd_check, "check every op on a device against the double-precision reference"},
     {"plot", cmd_plot, "draw a training log's loss curves as a PNG"},
     {"logits", cmd_logits, "write a model's logits for given ids (for checks against PyTorch)"},
+    {"export", cmd_export, "a checkpoint without training state (loads strictly in PyTorch)"},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 
@@ -51,7 +54,15 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < n_commands; i++)
-        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], commands[i].name)) {
+            ranks_init(&argc, &argv);
+            int rc = commands[i].run(argc - 1, argv + 1);
+            /* a failure on one rank of several ends them all, never a hang; a
+             * Ctrl-C (130) is agreed by all ranks and ends normally */
+            if (rc != 0 && rc != EXIT_INTERRUPTED && ranks_get()->size > 1) ranks_abort(rc);
+            ranks_finalize();
+            return rc;
+        }
     fprintf(stderr, "clformer: error: unknown command '%s'\n\n", argv[1]);
     usage(stderr);
     return 2;

@@ -160,3 +160,15 @@ cli_result cli_parse(const cli_spec *s, int argc, char **argv)
     }
     return CLI_OK;
 }
+
+json_t *cli_json_number(double v) { return isfinite(v) ? json_real(v) : json_null(); }
+
+bool cli_print_json(json_t *value)
+{
+    char *text = value ? json_dumps(value, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(7)) : NULL;
+    json_decref(value);
+    if (!text) return false;
+    printf("%s\n", text);
+    free(text);
+    return true;
+}

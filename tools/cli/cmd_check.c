@@ -3,7 +3,7 @@
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
-#include "conformance.h"
+#include "clformer_check.h"
 
 #include <fnmatch.h>
 #include <stdio.h>
@@ -11,57 +11,53 @@
 #include <string.h>
 
 typedef struct {
-    bool json;
+    json_t *results; /* --json: the results so far; NULL for the table */
     const char *device;
     int failures;
     int count;
 } report;
 
-static void json_escape(const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') putchar('\\');
-        if ((unsigned char)*s >= 0x20) putchar(*s);
-    }
-}
-
-static void print_result(void *user, const conf_result *r)
+static void print_result(void *user, const clformer_check_result *r)
 {
     report *rep = user;
-    if (!r->cmp.pass) rep->failures++;
-    if (rep->json) {
-        printf("%s\n  {\"op\": \"%s\", \"device\": \"", rep->count ? "," : "", r->op);
-        json_escape(rep->device);
-        printf("\", \"shape\": \"%s\", \"max_abs_err\": %.6g, \"max_rel_err\": %.6g, "
-               "\"nmse\": %.6g, \"rule\": \"%s\", \"pass\": %s, \"ms\": %.3f}",
-               r->shape, r->cmp.max_abs_err, r->cmp.max_rel_err, r->cmp.nmse, r->cmp.rule,
-               r->cmp.pass ? "true" : "false", r->ms);
-    } else {
-        printf("%-34s %-28.28s %-24s %10.3g %10.3g  %-42s %-4s %9.2f\n", r->op, rep->device,
-               r->shape, r->cmp.max_abs_err, r->cmp.max_rel_err, r->cmp.rule,
-               r->cmp.pass ? "pass" : "FAIL", r->ms);
-    }
+    if (!r->pass) rep->failures++;
     rep->count++;
+    if (rep->results) {
+        /* errors are NaN when the device returned NaN: null in JSON */
+        json_array_append_new(
+            rep->results,
+            json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:s, s:b, s:o}", "op", r->op, "device",
+                      rep->device, "shape", r->shape, "max_abs_err",
+                      cli_json_number(r->max_abs_err), "max_rel_err",
+                      cli_json_number(r->max_rel_err), "nmse", cli_json_number(r->nmse),
+                      "rule", r->rule, "pass", r->pass, "ms", cli_json_number(r->ms)));
+        return;
+    }
+    printf("%-34s %-28.28s %-24s %10.3g %10.3g  %-42s %-4s %9.2f\n", r->op, rep->device,
+           r->shape, r->max_abs_err, r->max_rel_err, r->rule,
+           r->pass ? "pass" : "FAIL", r->ms);
     fflush(stdout);
 }
 
 static int check_device(const char *selector, bool quick, const char *only, report *rep)
 {
-    cf_ctx *ctx;
-    if (cf_context_create(selector, false, &ctx) != CLFORMER_OK) {
+    clformer_context *ctx;
+    if (clformer_context_create(selector, &ctx) != CLFORMER_OK) {
         cli_runtime_error("check", "opening the device");
         return 1;
     }
-    rep->device = ctx->info.name;
-    bool small = quick || ctx->info.simulator;
-    if (!rep->json && small && !quick)
-        printf("(%s is a simulator: using --quick shapes)\n", ctx->info.name);
+    const clformer_device_info *dev = clformer_context_device(ctx);
+    rep->device = dev->name;
+    bool small = quick || dev->simulator;
+    if (!rep->results && small && !quick)
+        printf("(%s is a simulator: using --quick shapes)\n", dev->name);
     int errors = 0;
-    for (const conf_check *c = conf_checks; c->layer; c++) {
-        if (only && fnmatch(only, c->layer, 0) != 0) continue;
-        if (c->run(ctx, small, print_result, rep) != CLFORMER_OK) {
-            fprintf(stderr, "clformer check: error: %s on %s could not run: %s\n", c->layer,
-                    ctx->info.name, clformer_last_error());
+    for (size_t i = 0; i < clformer_check_layer_count(); i++) {
+        const char *layer = clformer_check_layer_name(i);
+        if (only && fnmatch(only, layer, 0) != 0) continue;
+        if (clformer_check_layer(ctx, i, small, print_result, rep) != CLFORMER_OK) {
+            fprintf(stderr, "clformer check: error: %s on %s could not run: %s\n", layer,
+                    dev->name, clformer_last_error());
             errors++;
         }
     }
@@ -92,9 +88,8 @@ int cmd_check(int argc, char **argv)
     cli_result r = cli_parse(&spec, argc, argv);
     if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
 
-    report rep = {json, "", 0, 0};
-    if (json) printf("{\"results\": [");
-    else
+    report rep = {json ? json_array() : NULL, "", 0, 0};
+    if (!json)
         printf("%-34s %-28s %-24s %10s %10s  %-42s %-4s %9s\n", "op", "device", "shape",
                "max_abs", "max_rel", "tolerance", "", "ms");
     int errors = 0;
@@ -102,7 +97,7 @@ int cmd_check(int argc, char **argv)
         clformer_device_info *devs = NULL;
         size_t n = 0;
         if (clformer_list_devices(&devs, &n) != CLFORMER_OK || n == 0) {
-            if (json) printf("]}\n");
+            json_decref(rep.results);
             cli_runtime_error("check", n == 0 ? "no OpenCL device found" : "listing devices");
             free(devs);
             return 1;
@@ -112,8 +107,16 @@ int cmd_check(int argc, char **argv)
     } else {
         errors += check_device(NULL, quick, only, &rep);
     }
-    if (json) printf("\n]}\n");
-    else
+    if (json) {
+        /* a results array shorter than the count: an entry could not be made */
+        bool whole = json_array_size(rep.results) == (size_t)rep.count;
+        if (!whole) json_decref(rep.results);
+        if (!whole || !cli_print_json(json_pack("{s:o}", "results", rep.results))) {
+            cli_error("check", "cannot write the results as JSON: out of memory, or a device "
+                      "name that is not valid UTF-8");
+            return 1;
+        }
+    } else
         printf("\n%d checks, %d failed%s\n", rep.count, rep.failures,
                errors ? ", some layers could not run" : "");
     if (rep.count == 0 && errors == 0) {

@@ -2,49 +2,52 @@
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
+#include "ranks.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-static void json_string(const char *s)
+/* The GEMM provider this device gets under CLFORMER_GEMM; NULL (with the
+ * reason recorded) where CLFORMER_GEMM names one it cannot use. */
+static const char *gemm_provider(const clformer_device_info *d)
 {
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c < 0x20) printf("\\u%04x", c);
-        else putchar(c);
-    }
-    putchar('"');
+    clformer_context_params params;
+    clformer_gemm_provider p;
+    if (clformer_context_params_from_env(&params) != CLFORMER_OK ||
+        clformer_gemm_provider_for(d, params.gemm, &p) != CLFORMER_OK)
+        return NULL;
+    return clformer_gemm_provider_name(p);
 }
 
-static void print_json(const clformer_device_info *d, size_t n, long selected)
+static bool print_json(const clformer_device_info *d, size_t n, long selected)
 {
-    printf("{\"devices\": [");
-    for (size_t i = 0; i < n; i++) {
+    json_t *list = json_array();
+    for (size_t i = 0; list && i < n; i++) {
         const clformer_device_info *x = &d[i];
-        printf("%s\n  {\"selector\": ", i ? "," : "");
-        json_string(x->selector);
-        printf(", \"platform\": ");
-        json_string(x->platform);
-        printf(", \"vendor\": ");
-        json_string(x->vendor);
-        printf(", \"name\": ");
-        json_string(x->name);
-        printf(", \"type\": \"%s\", \"selected\": %s, \"driver_version\": ", clformer_device_type_name(x->type),
-               (long)i == selected ? "true" : "false");
-        json_string(x->driver_version);
-        printf(", \"opencl_c_version\": ");
-        json_string(x->c_version);
-        printf(", \"compute_units\": %u, \"clock_mhz\": %u, \"global_mem_bytes\": %llu, "
-               "\"local_mem_bytes\": %llu, \"max_alloc_bytes\": %llu, "
-               "\"max_work_group_size\": %zu, \"fp16\": %s, \"fp64\": %s, \"simulator\": %s}",
-               x->compute_units, x->clock_mhz, (unsigned long long)x->global_mem_bytes,
-               (unsigned long long)x->local_mem_bytes, (unsigned long long)x->max_alloc_bytes,
-               x->max_work_group_size, x->fp16 ? "true" : "false", x->fp64 ? "true" : "false",
-               x->simulator ? "true" : "false");
+        json_t *o = json_pack(
+            "{s:s, s:s, s:s, s:s, s:s, s:b, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:b, s:b, s:b}",
+            "selector", x->selector, "platform", x->platform, "vendor", x->vendor, "name",
+            x->name, "type", clformer_device_type_name(x->type), "selected", (long)i == selected,
+            "driver_version", x->driver_version, "opencl_c_version", x->c_version,
+            "compute_units", (json_int_t)x->compute_units, "clock_mhz", (json_int_t)x->clock_mhz,
+            "global_mem_bytes", (json_int_t)x->global_mem_bytes, "local_mem_bytes",
+            (json_int_t)x->local_mem_bytes, "max_alloc_bytes", (json_int_t)x->max_alloc_bytes,
+            "max_work_group_size", (json_int_t)x->max_work_group_size, "fp16", x->fp16, "fp64",
+            x->fp64, "simulator", x->simulator);
+        const char *gemm = gemm_provider(x);
+        if (o && (json_object_set_new(o, "native_kernels", json_boolean(x->native_kernels)) ||
+                  json_object_set_new(o, "gemm_provider",
+                                      gemm ? json_string(gemm) : json_null()))) {
+            json_decref(o);
+            o = NULL;
+        }
+        if (!o || json_array_append_new(list, o) != 0) {
+            json_decref(list);
+            list = NULL;
+        }
     }
-    printf("\n]}\n");
+    return cli_print_json(list ? json_pack("{s:o}", "devices", list) : NULL);
 }
 
 static void print_table(const clformer_device_info *d, size_t n, long selected)
@@ -63,7 +66,35 @@ static void print_table(const clformer_device_info *d, size_t n, long selected)
         printf("        limits    work-group %zu; fp16 %s, fp64 %s\n", x->max_work_group_size,
                x->fp16 ? "yes" : "no", x->fp64 ? "yes" : "no");
         printf("        driver    %s; %s\n", x->driver_version, x->c_version);
+        const char *gemm = gemm_provider(x);
+        if (!gemm)
+            printf("        gemm      unusable: %s\n", clformer_last_error());
+        else if (strcmp(gemm, "host") == 0)
+            printf("        gemm      host: OpenBLAS sgemm in native kernels (CLFORMER_GEMM=clblast "
+                   "for CLBlast)\n");
+        else
+            printf("        gemm      clblast%s\n", x->native_kernels ? "" : " (no native kernels)");
     }
+}
+
+/* Under mpirun: which device each rank takes (ranks.h), one line per rank. */
+static int print_ranks(clformer_device_info *devs, size_t n, const char *selector)
+{
+    const ranks_info *ri = ranks_get();
+    size_t index = 0, matches = 0;
+    char line[512];
+    clformer_status st =
+        clformer_select_device_for_rank(devs, n, selector, ri->local_rank, &index, &matches);
+    if (st == CLFORMER_OK)
+        snprintf(line, sizeof line, "rank %d of %d (local rank %d): %s %s (match %zu of %zu)",
+                 ri->rank, ri->size, ri->local_rank, devs[index].selector, devs[index].name,
+                 (size_t)ri->local_rank % matches + 1, matches);
+    else
+        snprintf(line, sizeof line, "rank %d of %d (local rank %d): no device: %s", ri->rank,
+                 ri->size, ri->local_rank, clformer_last_error());
+    free(devs);
+    ranks_print_in_order(line);
+    return ranks_any(st != CLFORMER_OK) ? 1 : 0; /* printed before any rank ends the job */
 }
 
 int cmd_devices(int argc, char **argv)
@@ -78,7 +109,9 @@ int cmd_devices(int argc, char **argv)
         "clformer devices [--json]",
         "CLFORMER_DEVICE grammar: P:D (indices), gpu | cpu | accelerator, or parts of the\n"
         "platform/vendor and device names: amd, intel:gpu, pocl:pthread, oclgrind.\n"
-        "Unset: the best GPU, else an accelerator, else a CPU (simulators only when named).",
+        "Unset: the best GPU, else an accelerator, else a CPU (simulators only when named).\n"
+        "GEMM: CPU devices that run native kernels use OpenBLAS (\"host\"), others CLBlast;\n"
+        "CLFORMER_GEMM=clblast|host|auto overrides that.",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);
     if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
@@ -89,12 +122,24 @@ int cmd_devices(int argc, char **argv)
         cli_runtime_error("devices", "listing OpenCL devices");
         return 1;
     }
-    const char *selector = getenv("CLFORMER_DEVICE");
+    clformer_context_params env; /* CLFORMER_DEVICE and the rest, read in one place */
+    clformer_status st = clformer_context_params_from_env(&env);
+    const char *selector = env.device;
     size_t chosen = 0;
-    clformer_status st = clformer_select_device(devs, n, selector, &chosen);
+    if (st == CLFORMER_OK) st = clformer_select_device(devs, n, selector, &chosen);
     long selected = st == CLFORMER_OK ? (long)chosen : -1;
-    if (json) print_json(devs, n, selected);
-    else if (n) print_table(devs, n, selected);
+    if (ranks_get()->size > 1) return print_ranks(devs, n, selector);
+    if (json) {
+        if (!print_json(devs, n, selected)) {
+            /* jansson refuses strings that are not UTF-8 */
+            cli_error("devices", "cannot write the device list as JSON: out of memory, or a "
+                      "driver reports a name that is not valid UTF-8");
+            free(devs);
+            return 1;
+        }
+    } else if (n) {
+        print_table(devs, n, selected);
+    }
     if (st != CLFORMER_OK) {
         cli_runtime_error("devices", selector && *selector ? "CLFORMER_DEVICE" : NULL);
         free(devs);

@@ -1,13 +1,10 @@
 /* `clformer eval`: corpus BLEU of a hypothesis file against references, or
  * of a model's translations of a source file, with the model's loss and
  * perplexity on the same sentence pairs. */
-#include "bleu.h"
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
-#include "corpus.h"
 #include "lines.h"
-#include "status.h"
 #include "translator.h"
 
 #include <jansson.h>
@@ -27,7 +24,8 @@ typedef struct {
 } loss_result;
 
 typedef struct {
-    const char *hyp, *ref, *src, *model, *output;
+    const char *hyp, *ref, *src, *model, *output, *tokenize_name;
+    clformer_bleu_tokenize tokenize;
     bool json;
     decode_flags df;
 } eval_args;
@@ -66,32 +64,35 @@ static clformer_status model_loss(translator *t, const line_file *src, const lin
     for (size_t i = 0; i < src->n; i++) {
         const char *s = src->line[i], *r = ref->line[i];
         if (!line_has_token(s) || !line_has_token(r)) out->empty++;
-        else if (cf_vocab_encode(t->session.src, s, strlen(s), true, NULL, 0, NULL) > (size_t)max_len ||
-                 cf_vocab_encode(t->session.tgt, r, strlen(r), true, NULL, 0, NULL) > (size_t)max_len)
+        else if (clformer_vocab_encode(t->src, s, true, NULL, 0, NULL) > (size_t)max_len ||
+                 clformer_vocab_encode(t->tgt, r, true, NULL, 0, NULL) > (size_t)max_len)
             out->too_long++;
         else out->pairs++;
     }
     if (out->pairs == 0) return CLFORMER_OK;
-    cf_parallel_text *text = NULL;
-    cf_corpus *corpus = NULL;
-    CF_TRY(cf_parallel_text_from_lines((const char *const *)src->line,
-                                       (const char *const *)ref->line, src->n, src->name,
-                                       ref->name, &text));
-    clformer_status st = cf_corpus_encode(text, t->session.src, t->session.tgt, max_len, &corpus);
+    clformer_parallel_text *text = NULL;
+    clformer_corpus *corpus = NULL;
+    clformer_status st = clformer_parallel_text_from_lines((const char *const *)src->line,
+                                                           (const char *const *)ref->line, src->n,
+                                                           src->name, ref->name, &text);
     if (st == CLFORMER_OK)
-        st = text_corpus_loss(t->model, corpus, batch_size * (size_t)max_len, &out->loss,
-                              &out->tokens);
+        st = clformer_corpus_encode(text, t->src, t->tgt, max_len, &corpus);
+    if (st == CLFORMER_OK)
+        st = clformer_corpus_loss(t->model, corpus, batch_size * (size_t)max_len, &out->loss,
+                                  &out->tokens);
     out->have = st == CLFORMER_OK && out->tokens > 0;
-    cf_corpus_free(corpus);
-    cf_parallel_text_free(text);
+    clformer_corpus_free(corpus);
+    clformer_parallel_text_free(text);
     return st;
 }
 
-static void print_text(const cf_bleu_result *b, const loss_result *loss, size_t pairs)
+static void print_text(const clformer_bleu *b, clformer_bleu_tokenize tokenize,
+                       const loss_result *loss, size_t pairs)
 {
-    char line[256];
-    cf_bleu_format(b, line, sizeof line);
-    printf("%s\n", line);
+    char line[256], sig[128];
+    clformer_bleu_format(b, line, sizeof line);
+    clformer_bleu_signature(tokenize, sig, sizeof sig);
+    printf("%s\nsignature: %s\n", line, sig);
     if (!loss) return;
     size_t skipped = loss->empty + loss->too_long;
     if (loss->have)
@@ -108,20 +109,24 @@ static void print_text(const cf_bleu_result *b, const loss_result *loss, size_t 
     printf(")\n");
 }
 
-static bool print_json(const cf_bleu_result *b, const loss_result *loss,
-                       const translate_stats *ts)
+static bool print_json(const clformer_bleu *b, clformer_bleu_tokenize tokenize,
+                       const loss_result *loss, const translate_stats *ts)
 {
     json_t *o = json_object(), *p = json_array();
+    char sig[128];
+    clformer_bleu_signature(tokenize, sig, sizeof sig);
     json_object_set_new(o, "bleu", json_real(b->score));
-    for (int k = 0; k < CF_BLEU_ORDER; k++) json_array_append_new(p, json_real(b->precisions[k]));
+    json_object_set_new(o, "signature", json_string(sig));
+    for (int k = 0; k < 4; k++) json_array_append_new(p, json_real(b->precisions[k]));
     json_object_set_new(o, "precisions", p);
     json_object_set_new(o, "bp", json_real(b->bp));
-    json_object_set_new(o, "hyp_len", json_integer((json_int_t)b->stats.hyp_len));
-    json_object_set_new(o, "ref_len", json_integer((json_int_t)b->stats.ref_len));
+    json_object_set_new(o, "hyp_len", json_integer((json_int_t)b->hyp_len));
+    json_object_set_new(o, "ref_len", json_integer((json_int_t)b->ref_len));
     if (loss) {
         /* null when no pair fits the model: JSON has no NaN */
-        json_object_set_new(o, "loss", loss->have ? json_real(loss->loss) : json_null());
-        json_object_set_new(o, "perplexity", loss->have ? json_real(exp(loss->loss)) : json_null());
+        json_object_set_new(o, "loss", loss->have ? cli_json_number(loss->loss) : json_null());
+        json_object_set_new(o, "perplexity",
+                            loss->have ? cli_json_number(exp(loss->loss)) : json_null());
         json_object_set_new(o, "skipped", json_integer((json_int_t)(loss->empty + loss->too_long)));
         json_object_set_new(o, "sentences", json_integer((json_int_t)ts->sentences));
         json_object_set_new(o, "tokens_per_s",
@@ -140,15 +145,15 @@ static int eval_files(const eval_args *a)
 {
     line_file hyp, ref;
     if (!read_pair(a->hyp, a->ref, &hyp, &ref)) return 1;
-    cf_bleu_result b;
+    clformer_bleu b;
     int rc = 1;
-    if (cf_bleu_corpus((const char *const *)hyp.line, (const char *const *)ref.line, hyp.n, &b) !=
-        CLFORMER_OK)
+    if (clformer_bleu_corpus((const char *const *)hyp.line, (const char *const *)ref.line, hyp.n,
+                       a->tokenize, &b) != CLFORMER_OK)
         cli_runtime_error("eval", NULL);
-    else if (a->json && !print_json(&b, NULL, NULL))
+    else if (a->json && !print_json(&b, a->tokenize, NULL, NULL))
         cli_error("eval", "out of host memory");
     else {
-        if (!a->json) print_text(&b, NULL, hyp.n);
+        if (!a->json) print_text(&b, a->tokenize, NULL, hyp.n);
         rc = 0;
     }
     line_file_free(&hyp);
@@ -159,6 +164,11 @@ static int eval_files(const eval_args *a)
 /* --model --src --ref: translate, score, and the loss on the same pairs. */
 static int eval_model(const eval_args *a)
 {
+    const cli_file inputs[] = {{"--model", a->model}, {"--src", a->src}, {"--ref", a->ref}};
+    if (a->output && check_not_input(a->output, inputs, 3) != CLFORMER_OK) {
+        cli_runtime_error("eval", "--output");
+        return EXIT_USAGE;
+    }
     if (a->output && check_writable(a->output) != CLFORMER_OK) {
         cli_runtime_error("eval", "--output");
         return 1;
@@ -175,14 +185,14 @@ static int eval_model(const eval_args *a)
     char **hyps = calloc(src.n, sizeof *hyps);
     translate_stats ts;
     loss_result loss;
-    cf_bleu_result b;
+    clformer_bleu b;
     if (!hyps) {
         cli_error("eval", "out of host memory");
     } else if (translator_run(&t, (const char *const *)src.line, src.n, &a->df, hyps, &ts) !=
                CLFORMER_OK) {
         cli_runtime_error("eval", "translating");
-    } else if (cf_bleu_corpus((const char *const *)hyps, (const char *const *)ref.line, src.n,
-                              &b) != CLFORMER_OK) {
+    } else if (clformer_bleu_corpus((const char *const *)hyps, (const char *const *)ref.line, src.n,
+                              a->tokenize, &b) != CLFORMER_OK) {
         cli_runtime_error("eval", NULL);
     } else if (model_loss(&t, &src, &ref, (size_t)a->df.batch_size, &loss) != CLFORMER_OK) {
         cli_runtime_error("eval", "computing the loss");
@@ -192,10 +202,10 @@ static int eval_model(const eval_args *a)
     } else {
         translator_report("eval", &t, &ts);
         if (a->json) {
-            rc = print_json(&b, &loss, &ts) ? 0 : 1;
+            rc = print_json(&b, a->tokenize, &loss, &ts) ? 0 : 1;
             if (rc) cli_error("eval", "out of host memory");
         } else {
-            print_text(&b, &loss, src.n);
+            print_text(&b, a->tokenize, &loss, src.n);
             rc = 0;
         }
     }
@@ -217,14 +227,18 @@ int cmd_eval(int argc, char **argv)
         {"--src", CLI_STRING, &a.src, "FILE", "source sentences for --model"},
         {"--output", CLI_STRING, &a.output, "FILE",
          "with --model: also write the translations here (atomically)"},
+        {"--tokenize", CLI_CHOICE, &a.tokenize_name, NULL,
+         "sacreBLEU's tokenizer: 13a (default, for detokenised text) or none (the text's own\n"
+         "whitespace tokens, for text tokenised beforehand)", 0, 0, "13a|none"},
         DECODE_CLI_OPTIONS(a.df),
         {"--json", CLI_FLAG, &a.json, NULL,
          "print the scores as one JSON object (keys below)"},
     };
     const cli_spec spec = {
         "eval",
-        "Score translations with corpus BLEU: the number sacreBLEU gives with --tokenize none\n"
-        "(tokens split on whitespace, 4-grams, exp smoothing), printed as its summary line.\n"
+        "Score translations with corpus BLEU: the number sacreBLEU 2.x gives (13a tokenizer on\n"
+        "detokenised text by default, 4-grams, exp smoothing), printed as its summary line\n"
+        "and its signature.\n"
         "With --model, translate --src first and also report the model's loss and perplexity\n"
         "on the (source, reference) pairs.",
         "clformer eval --hyp FILE --ref FILE [--json]\n"
@@ -233,10 +247,11 @@ int cmd_eval(int argc, char **argv)
         "the references. The loss is the plain cross-entropy (no label smoothing) per target\n"
         "token, so perplexity = exp(loss); pairs longer than the model's max_len, or with an empty side, are left\n"
         "out of it and counted. Decoding options apply with --model only.\n"
-        "--json keys: bleu, precisions (1- to 4-gram, percent), bp, hyp_len, ref_len; with\n"
+        "--json keys: bleu, signature, precisions (1- to 4-gram, percent), bp, hyp_len, ref_len; with\n"
         "--model also loss, perplexity (null when no pair fits), skipped, sentences, tokens_per_s.\n"
         "examples:\n"
         "  clformer eval --hyp test.hyp --ref test.de\n"
+        "  clformer eval --hyp test.tok.hyp --ref test.tok.de --tokenize none\n"
         "  clformer eval --model run/model.safetensors --src test.en --ref test.de --beam 4",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);
@@ -253,5 +268,8 @@ int cmd_eval(int argc, char **argv)
         cli_error("eval", "%s (see clformer eval --help)", problem);
         return EXIT_USAGE;
     }
+    a.tokenize = a.tokenize_name && !strcmp(a.tokenize_name, "none")
+                     ? CLFORMER_BLEU_TOKENIZE_NONE
+                     : CLFORMER_BLEU_TOKENIZE_13A;
     return a.hyp ? eval_files(&a) : eval_model(&a);
 }

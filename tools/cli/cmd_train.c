@@ -2,8 +2,9 @@
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
+#include "ranks.h"
 #include "lines.h"
-#include "trainer.h"
+#include "train_run.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,9 +110,8 @@ int cmd_train(int argc, char **argv)
                                   "learning-rate, optimizer and regularisation options"), EXIT_USAGE;
     if (save_every && !save) return cli_error("train", "--save-every needs --save"), EXIT_USAGE;
 
-    trainer_options o;
-    memset(&o, 0, sizeof o);
-    o.command = "train";
+    clformer_train_options o;
+    clformer_train_options_default(&o);
     o.src_path = src, o.tgt_path = tgt, o.val_src_path = val_src, o.val_tgt_path = val_tgt;
     o.min_freq = (int)min_freq, o.max_vocab = (int)max_vocab;
     o.batching.batch_size = (int)batch_size;
@@ -142,42 +142,60 @@ int cmd_train(int argc, char **argv)
         }
     }
     o.init_path = init, o.resume_path = resume;
-    o.dropout_given = dropout_set, o.dropout = (float)dropout;
-    o.label_smoothing_given = ls_set, o.label_smoothing = (float)label_smoothing;
+    o.override_dropout = dropout_set, o.override_label_smoothing = ls_set;
     o.seed = (uint64_t)seed;
-    clformer_optim_config_default(&o.optim);
     o.optim.optimizer = !strcmp(optimizer, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM;
     o.optim.weight_decay = (float)weight_decay;
     o.optim.clip = (float)clip;
     o.lr = (float)lr;
     o.schedule = !strcmp(schedule, "noam") ? CLFORMER_LR_NOAM : CLFORMER_LR_CONSTANT;
-    o.warmup = warmup;
-    o.steps = steps, o.epochs = epochs;
-    o.eval_every = eval_every, o.bleu_sentences = bleu_sentences;
-    o.save_path = save, o.save_every = save_every;
-    o.log_path = log, o.plot_path = plot;
+    o.warmup = (uint64_t)warmup;
+    o.steps = (uint64_t)steps, o.epochs = (uint64_t)epochs;
+    o.eval_every = (uint64_t)eval_every, o.bleu_sentences = (size_t)bleu_sentences;
+    o.save_path = save, o.save_every = (uint64_t)save_every;
+    o.stop_save_path = save ? save : "clformer-interrupted.safetensors";
+    o.log_path = log;
     char plot_log[4096];
     if (plot && !log) { /* the figure is drawn from the log: keep one beside it */
         snprintf(plot_log, sizeof plot_log, "%s.jsonl", plot);
         o.log_path = plot_log;
     }
 
-    /* a run's results must not be lost at the end to a mistyped path */
-    const char *outputs[][2] = {{"--save", save}, {"--plot", plot}, {"--log", o.log_path}};
+    /* a run's results must not be lost at the end to a mistyped path, nor
+     * its inputs to an output named like one (--save may replace --resume's
+     * checkpoint: it is read whole first, and replaced atomically) */
+    const cli_file outputs[] = {{"--save", save}, {"--plot", plot}, {"--log", o.log_path}};
+    const cli_file inputs[] = {{"--src", src},         {"--tgt", tgt},   {"--val-src", val_src},
+                               {"--val-tgt", val_tgt}, {"--log", o.log_path}, {"--plot", plot},
+                               {"--save", save},       {"--init", init}, {"--resume", resume}};
     for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++) {
-        if (outputs[i][1] && check_writable(outputs[i][1]) != CLFORMER_OK) {
-            cli_runtime_error("train", outputs[i][0]);
+        if (!outputs[i].path) continue;
+        /* every input but the output itself, and for --save the checkpoints */
+        cli_file others[sizeof inputs / sizeof *inputs];
+        size_t n = 0;
+        for (size_t k = 0; k < sizeof inputs / sizeof *inputs; k++)
+            if (strcmp(inputs[k].option, outputs[i].option) != 0 &&
+                !(i == 0 && (!strcmp(inputs[k].option, "--init") ||
+                             !strcmp(inputs[k].option, "--resume"))))
+                others[n++] = inputs[k];
+        if (check_not_input(outputs[i].path, others, n) != CLFORMER_OK) {
+            cli_runtime_error("train", outputs[i].option);
+            return EXIT_USAGE;
+        }
+        if (check_writable(outputs[i].path) != CLFORMER_OK) {
+            cli_runtime_error("train", outputs[i].option);
             return 1;
         }
     }
 
+    if (ranks_require("train")) return 1;
     clformer_context *ctx;
-    if (clformer_context_create(NULL, &ctx) != CLFORMER_OK) {
+    if (ranks_context_create(&ctx) != CLFORMER_OK) {
         cli_runtime_error("train", "opening the device");
         return 1;
     }
-    trainer_result res;
-    int rc = trainer_run(&o, ctx, NULL, &res);
+    clformer_train_result res;
+    int rc = train_run("train", ctx, o, plot, NULL, &res);
     if (rc == 0)
         printf("trained to step %llu in %.1fs (%.0f target tokens/s); last loss %.4f\n",
                (unsigned long long)res.steps, res.seconds, res.tokens_per_s, res.loss);

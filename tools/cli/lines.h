@@ -1,13 +1,8 @@
 /*
- * Line files for `clformer translate` and `clformer eval`: one sentence per
- * line, read whole and validated (UTF-8, no NUL byte; a leading byte order
- * mark is dropped), and written back to stdout or atomically to a file
- * (runtime/core/fileio.h: a temp file renamed into place, so a failed run leaves
- * no half-written output).
- *
- * Unlike a training corpus (runtime/corpus.h), empty lines are kept: line i
- * of an output answers line i of its input, and a hypothesis file may hold
- * empty lines that BLEU must count.
+ * Line files for `clformer translate` and `clformer eval`, on
+ * clformer_lines_read/_write (clformer.h): one sentence per line, read whole
+ * and validated, empty lines kept, written back to stdout or atomically to a
+ * file (so a failed run leaves no half-written output).
  */
 #ifndef CLFORMER_LINES_H
 #define CLFORMER_LINES_H
@@ -21,7 +16,6 @@ typedef struct {
     size_t n;          /* lines: '\n'-terminated ones plus an unterminated last one */
     char **line;       /* [n] NUL-terminated, without the '\n' */
     const char *name;  /* the path, or "stdin", for messages */
-    char *storage;     /* private: the text the lines point into */
 } line_file;
 
 /* Reads `path`, or stdin when path is NULL or "-". Errors name the file (and
@@ -37,10 +31,22 @@ bool line_has_token(const char *line);
  * when path is NULL. */
 clformer_status line_file_write(const char *path, const char *const *lines, size_t n);
 
-/* Fails (CLFORMER_ERR_IO, naming `path` and what is wrong) unless a file
- * could be created at `path`: its directory exists and is writable and
- * `path` is not a directory. Lets a command refuse a bad output path before
- * it spends minutes on the device. */
+/* Fails (CLFORMER_ERR_IO, naming `path` and what is wrong) unless `path` can
+ * be written the way clformer writes files: it creates and removes the very
+ * temp file a later atomic write would use, so a directory that refuses new
+ * files (/proc, read-only, full of inodes) is found before a command spends
+ * minutes on the device. */
 clformer_status check_writable(const char *path);
+
+/* A file named on the command line, and the option that named it. */
+typedef struct {
+    const char *option; /* "--src" */
+    const char *path;   /* NULL: not given */
+} cli_file;
+
+/* Fails (CLFORMER_ERR_INVALID_ARGUMENT) when the output `path` is the same
+ * file as one of the n `inputs` (same device and inode, so links and other
+ * spellings count): writing it would destroy that input. */
+clformer_status check_not_input(const char *path, const cli_file *inputs, size_t n);
 
 #endif

@@ -1,0 +1,17 @@
+/*
+ * Checkpoint checks without a device: everything clformer_model_load checks
+ * (metadata, config, vocabularies, train_state, every tensor's shape,
+ * checksum and finiteness), run on an open file. The fuzz target of
+ * checkpoint validation calls it (tests/fuzz/); loading runs the same code.
+ */
+#ifndef CF_CHECKPOINT_H
+#define CF_CHECKPOINT_H
+
+#include "safetensors.h"
+
+clformer_status cf_checkpoint_check(const cf_st_reader *reader);
+
+/* Parses a clformer.train_state value as loading does, and discards it. */
+clformer_status cf_train_state_check(const char *text);
+
+#endif

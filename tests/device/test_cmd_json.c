@@ -1,0 +1,67 @@
+/* `clformer devices --json` and `clformer check --json` print one JSON
+ * document that parses and holds what the table shows (jansson writes it,
+ * so a NaN error cannot make it invalid: test_cli_json checks that part). */
+#include "harness.h"
+
+#include <jansson.h>
+#include <string.h>
+
+static json_t *run_json(char *out, size_t cap, const char *const *args)
+{
+    /* stderr apart (and copied to ours, for check_log.cmake): stdout is the JSON */
+    static char err_text[1 << 14];
+    const harness_cmd cmd = {out, cap, err_text, sizeof err_text, NULL, NULL, true};
+    int rc = harness_run_clformer_argv(&cmd, args);
+    if (rc != 0) fail_msg("clformer %s exited with %d:\n%s\n%s", args[0], rc, out, err_text);
+    json_error_t err;
+    json_t *doc = json_loads(out, 0, &err);
+    if (!doc) fail_msg("clformer %s --json printed no JSON (%s):\n%s", args[0], err.text, out);
+    return doc;
+}
+
+static void devices_json(void **state)
+{
+    (void)state;
+    static char out[1 << 16];
+    const char *const args[] = {"devices", "--json", NULL};
+    json_t *doc = run_json(out, sizeof out, args);
+    json_t *devs = json_object_get(doc, "devices");
+    assert_true(json_is_array(devs) && json_array_size(devs) > 0);
+    size_t selected = 0, i;
+    json_t *d;
+    json_array_foreach(devs, i, d) {
+        assert_true(json_is_string(json_object_get(d, "selector")));
+        assert_true(json_is_string(json_object_get(d, "name")));
+        assert_true(json_is_integer(json_object_get(d, "compute_units")));
+        assert_true(json_is_boolean(json_object_get(d, "fp64")));
+        selected += json_is_true(json_object_get(d, "selected"));
+    }
+    assert_int_equal(selected, 1); /* the device under test, through CLFORMER_DEVICE */
+    json_decref(doc);
+}
+
+static void check_json(void **state)
+{
+    (void)state;
+    static char out[1 << 16];
+    const char *const args[] = {"check", "--json", "--quick", "--layer", "layernorm", NULL};
+    json_t *doc = run_json(out, sizeof out, args);
+    json_t *results = json_object_get(doc, "results");
+    assert_true(json_is_array(results));
+    assert_int_equal(json_array_size(results), 3); /* forward, backward, backward accumulating */
+    size_t i;
+    json_t *r;
+    json_array_foreach(results, i, r) {
+        assert_non_null(strstr(json_string_value(json_object_get(r, "op")), "layernorm_"));
+        assert_true(json_is_true(json_object_get(r, "pass")));
+        assert_true(json_is_number(json_object_get(r, "max_abs_err")));
+        assert_true(json_is_string(json_object_get(r, "rule")));
+    }
+    json_decref(doc);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(devices_json),
+    cmocka_unit_test(check_json),
+};
+HARNESS_DEVICE_MAIN("clformer --json", tests)

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets (tests/fuzz/corpus/<target>/).
+
+Usage: tests/fuzz/make_seeds.py CHECKPOINT...   (clformer training checkpoints,
+e.g. the micro ones of tests/fuzz/README.md). The checkpoints become seeds
+of fuzz_checkpoint and fuzz_safetensors (also a copy without checksums);
+their metadata values seed fuzz_config, fuzz_train_state and fuzz_vocab.
+The corpus and program cache seeds are written from scratch. Crash
+regression files are added by hand and never regenerated.
+"""
+import json
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def put(target, name, data):
+    path = os.path.join(HERE, "corpus", target, name)
+    with open(path, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+def header(blob):
+    n = struct.unpack("<Q", blob[:8])[0]
+    return json.loads(blob[8:8 + n])
+
+
+def fnv1a(data):
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def main():
+    for i, path in enumerate(sys.argv[1:]):
+        blob = open(path, "rb").read()
+        put("fuzz_checkpoint", f"checkpoint{i}.safetensors", blob)
+        put("fuzz_safetensors", f"checkpoint{i}.safetensors", blob)
+        # the same key length, so the header stays valid: a file without checksums
+        put("fuzz_checkpoint", f"checkpoint{i}_nocrc.safetensors",
+            blob.replace(b'"clformer.crc32c"', b'"clformer.crc32x"', 1))
+        meta = header(blob)["__metadata__"]
+        put("fuzz_config", f"config{i}.json", meta["clformer.config"])
+        put("fuzz_train_state", f"train_state{i}.json", meta["clformer.train_state"])
+        put("fuzz_vocab", f"src_vocab{i}.json", meta["clformer.src_vocab"])
+        put("fuzz_vocab", f"tgt_vocab{i}.json", meta["clformer.tgt_vocab"])
+    put("fuzz_train_state", "trainer.json",
+        '{"step":7,"seed":"18446744073709551615","optimizer":{"name":"adamw","beta1":0.9,'
+        '"beta2":0.98,"eps":1e-9,"weight_decay":0.01,"clip":1.0},'
+        '"trainer":{"epoch":2,"index":5,"order":[1,0,2]}}')
+    put("fuzz_vocab", "specials_only.json", '["<pad>","<unk>","<sos>","<eos>"]')
+    put("fuzz_vocab", "unicode.json", '["<pad>","<unk>","<sos>","<eos>","\\u00e9t\\u00e9","\\ud834\\udd1e","a"]')
+    # corpus: first byte = where the input splits into source | target
+    for name, src, tgt in [("plain", "a b c\nd e\n", "x y\nz\n"),
+                           ("crlf_empty", "a b\r\n\r\nc\r\n", "x\r\n\r\ny z\r\n"),
+                           ("utf8", "caf\u00e9 na\u00efve\n\u00fcber\n", "\u65e5\u672c \u8a9e\nx\n"),
+                           ("long", "a " * 20 + "\nb\n", "c\n" + "d " * 20 + "\n")]:
+        s, t = src.encode(), tgt.encode()
+        total = len(s) + len(t)
+        split_byte = round(len(s) * 255 / total)
+        put("fuzz_corpus", name, bytes([split_byte]) + s + t)
+    # program cache: the key fuzz_program_cache.c uses
+    key = b"platform=fuzz\nsource=kernel void k() {}"
+    for name, binary in [("small.bin", b"\x7fELF binary"), ("one.bin", b"\x00")]:
+        put("fuzz_program_cache", name,
+            b"CLFORMER-BIN-1\n" + struct.pack("<Q", len(key)) + key + struct.pack("<Q", len(binary))
+            + binary + struct.pack("<Q", fnv1a(binary)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,295 @@
+/*
+ * Data-parallel training steps through clformer_collective, run by mpirun
+ * with 2 ranks (tests/CMakeLists.txt, label mpi). Each rank opens the device
+ * CLFORMER_TEST_DEVICES names for it, so the same program checks two ranks
+ * on one device kind and two ranks on different devices.
+ *  - equivalence: 2 ranks at batch B take the steps 1 rank takes at batch 2B
+ *    (dropout 0): every loss within 1e-5 relative, parameters within 1e-5;
+ *  - the ranks end every step with bit-identical parameters;
+ *  - dropout: the ranks draw different masks, and a run repeats exactly.
+ */
+#include "harness.h"
+#include "model.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_STEPS = 20, B = 4, VOCAB = 21 };
+
+/* 20 steps; 2 on a simulator (Oclgrind checks the path, not the dynamics). */
+static int steps(void) { return harness_is_slow() ? 2 : MAX_STEPS; }
+
+static int rank, size;
+
+static clformer_status sum_f32(void *user, float *data, size_t n)
+{
+    (void)user;
+    return MPI_Allreduce(MPI_IN_PLACE, data, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) ==
+                   MPI_SUCCESS ? CLFORMER_OK : CLFORMER_ERR_IO;
+}
+
+static clformer_status sum_f64(void *user, double *data, size_t n)
+{
+    (void)user;
+    return MPI_Allreduce(MPI_IN_PLACE, data, (int)n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) ==
+                   MPI_SUCCESS ? CLFORMER_OK : CLFORMER_ERR_IO;
+}
+
+static clformer_status bcast(void *user, void *data, size_t bytes, int root)
+{
+    (void)user;
+    return MPI_Bcast(data, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD) == MPI_SUCCESS
+               ? CLFORMER_OK : CLFORMER_ERR_IO;
+}
+
+static clformer_config tiny_config(float dropout)
+{
+    clformer_config c;
+    clformer_config_default(&c);
+    bool slow = harness_is_slow();
+    c.d_model = slow ? 8 : 32;
+    c.n_heads = 2;
+    c.d_ff = slow ? 16 : 64;
+    c.n_enc_layers = c.n_dec_layers = 1;
+    c.src_vocab = c.tgt_vocab = VOCAB;
+    c.max_len = 12;
+    c.dropout = dropout;
+    return c;
+}
+
+/* Global batch `step`: 2B pairs of varied lengths, each row padded to 10.
+ * Returns the widths (source, target) of rows [first, first+rows). */
+typedef struct {
+    int32_t src[2 * B][10], tgt[2 * B][10];
+    int src_len[2 * B], tgt_len[2 * B];
+} global_batch;
+
+static void make_batch(int step, global_batch *g)
+{
+    memset(g, 0, sizeof *g);
+    uint64_t s = 0x1234u + (uint64_t)step * 7919u;
+    for (int r = 0; r < 2 * B; r++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        g->src_len[r] = 3 + (int)((s >> 33) % 7);
+        g->tgt_len[r] = 3 + (int)((s >> 41) % 7);
+        for (int side = 0; side < 2; side++) {
+            int32_t *row = side ? g->tgt[r] : g->src[r];
+            int len = side ? g->tgt_len[r] : g->src_len[r];
+            row[0] = CLFORMER_SOS;
+            for (int t = 1; t < len - 1; t++) {
+                s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+                row[t] = 4 + (int32_t)((s >> 35) % (VOCAB - 4));
+            }
+            row[len - 1] = CLFORMER_EOS;
+        }
+    }
+}
+
+/* Rows [first, first+rows) of g, as tight as their longest row. */
+static void take_rows(const global_batch *g, int first, int rows, int32_t *src, int32_t *tgt,
+                      clformer_batch *b)
+{
+    int S = 0, T = 0;
+    for (int r = first; r < first + rows; r++) {
+        if (g->src_len[r] > S) S = g->src_len[r];
+        if (g->tgt_len[r] > T) T = g->tgt_len[r];
+    }
+    for (int r = 0; r < rows; r++) {
+        memcpy(src + r * S, g->src[first + r], (size_t)S * sizeof *src);
+        memcpy(tgt + r * T, g->tgt[first + r], (size_t)T * sizeof *tgt);
+    }
+    *b = (clformer_batch){(size_t)rows, (size_t)S, (size_t)T, src, tgt};
+}
+
+static clformer_model *new_model(float dropout, bool parallel)
+{
+    clformer_config c = tiny_config(dropout);
+    clformer_model *m;
+    assert_ok(clformer_model_create(hctx(), &c, 7, &m));
+    clformer_optim_config oc;
+    clformer_optim_config_default(&oc);
+    assert_ok(clformer_model_set_optimizer(m, &oc));
+    if (parallel) {
+        clformer_collective coll = {NULL, rank, size, sum_f32, sum_f64, bcast};
+        assert_ok(clformer_model_set_collective(m, &coll));
+    }
+    return m;
+}
+
+/* The name of the tensor holding flat parameter i, for messages. */
+static const char *entry_of(const clformer_model *m, size_t i)
+{
+    const char *name = "?";
+    for (size_t k = 0; k < m->layout.n_entries; k++)
+        if (m->layout.entries[k].offset <= i) name = m->layout.entries[k].name;
+    return name;
+}
+
+/* The key part of an attention's in_proj_bias. Its exact gradient is zero
+ * (adding a constant to every score of a query leaves the softmax unchanged),
+ * so what backward writes there is rounding noise, which differs between a
+ * batch of 2B and two of B; Adam normalises that noise into steps of up to
+ * about lr in both runs. Those entries can only be held to that bound. */
+static bool is_key_bias(const clformer_model *m, size_t i)
+{
+    const size_t d = (size_t)m->cfg.d_model;
+    for (size_t k = 0; k < m->layout.n_entries; k++) {
+        const cf_param_entry *e = &m->layout.entries[k];
+        if (strstr(e->name, "in_proj_bias") && i >= e->offset + d && i < e->offset + 2 * d)
+            return true;
+    }
+    return false;
+}
+#define LR 1e-3f
+#define KEY_BIAS_BOUND (2.0f * LR * (float)steps())
+
+/* Asserts every rank holds these exact parameters. */
+static void assert_same_on_all_ranks(clformer_model *m, const char *when)
+{
+    uint64_t mine, lo, hi;
+    assert_ok(clformer_model_parameter_checksum(m, &mine));
+    MPI_Allreduce(&mine, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&mine, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (lo != hi) harness_fail_at(__FILE__, __LINE__, "parameters differ between ranks %s", when);
+}
+
+/* Trains steps() steps: this rank's half of each global batch. */
+static void train_parallel(clformer_model *m, double *losses)
+{
+    int32_t src[B * 10], tgt[B * 10];
+    for (int step = 0; step < steps(); step++) {
+        global_batch g;
+        make_batch(step, &g);
+        clformer_batch b;
+        take_rows(&g, rank * B, B, src, tgt, &b);
+        clformer_step_stats st;
+        assert_ok(clformer_model_train_step(m, &b, LR, &st));
+        losses[step] = st.loss;
+        char when[32];
+        snprintf(when, sizeof when, "after step %d", step + 1);
+        assert_same_on_all_ranks(m, when);
+    }
+}
+
+static void test_two_ranks_equal_one_rank_at_double_batch(void **state)
+{
+    (void)state;
+    clformer_model *par = new_model(0.0f, true);
+    double par_loss[MAX_STEPS];
+    train_parallel(par, par_loss);
+    if (rank == 0) {
+        clformer_model *one = new_model(0.0f, false);
+        int32_t src[2 * B * 10], tgt[2 * B * 10];
+        for (int step = 0; step < steps(); step++) {
+            global_batch g;
+            make_batch(step, &g);
+            clformer_batch b;
+            take_rows(&g, 0, 2 * B, src, tgt, &b);
+            clformer_step_stats st;
+            assert_ok(clformer_model_train_step(one, &b, LR, &st));
+            double rel = fabs(st.loss - par_loss[step]) / fabs(st.loss);
+            if (rel > 1e-5)
+                harness_fail_at(__FILE__, __LINE__, "step %d: loss %.9g on 1 rank, %.9g on 2 "
+                                "(relative difference %.3g > 1e-5)", step + 1, st.loss,
+                                par_loss[step], rel);
+        }
+        /* every parameter, through the one flat buffer (model.h) */
+        const size_t n = par->layout.total;
+        float *a = hmalloc(n * sizeof *a), *x = hmalloc(n * sizeof *x);
+        assert_ok(cf_download(hctx(), par->params, 0, a, n));
+        assert_ok(cf_download(hctx(), one->params, 0, x, n));
+        for (size_t i = 0; i < n; i++)
+            if (fabsf(a[i] - x[i]) > (is_key_bias(par, i) ? KEY_BIAS_BOUND : 1e-5f))
+                harness_fail_at(__FILE__, __LINE__, "parameter %zu of %zu (%s): %.9g on 2 "
+                                "ranks, %.9g on 1", i, n, entry_of(par, i), a[i], x[i]);
+        free(a);
+        free(x);
+        clformer_model_free(one);
+    }
+    clformer_model_free(par);
+}
+
+static void test_dropout_masks_differ_by_rank_and_repeat(void **state)
+{
+    (void)state;
+    /* Both ranks train on the same rows: with equal masks the global loss
+     * would equal rank 0's own loss on them. */
+    global_batch g;
+    make_batch(0, &g);
+    int32_t src[B * 10], tgt[B * 10];
+    clformer_batch b;
+    take_rows(&g, 0, B, src, tgt, &b);
+    clformer_model *par = new_model(0.3f, true);
+    double global;
+    assert_ok(clformer_model_gradients(par, &b, &global));
+    clformer_model_free(par);
+    if (rank == 0) {
+        clformer_model *alone = new_model(0.3f, false);
+        double own;
+        assert_ok(clformer_model_gradients(alone, &b, &own));
+        clformer_model_free(alone);
+        if (fabs(global - own) <= 1e-6 * fabs(own))
+            harness_fail_at(__FILE__, __LINE__, "the ranks drew the same dropout masks: mean "
+                            "loss %.9g over both equals rank 0's own %.9g", global, own);
+    }
+    /* the same run twice: the same losses and parameters, bit for bit */
+    double first[MAX_STEPS] = {0}, second[MAX_STEPS] = {0};
+    uint64_t sum1, sum2;
+    clformer_model *m = new_model(0.3f, true);
+    train_parallel(m, first);
+    assert_ok(clformer_model_parameter_checksum(m, &sum1));
+    clformer_model_free(m);
+    m = new_model(0.3f, true);
+    train_parallel(m, second);
+    assert_ok(clformer_model_parameter_checksum(m, &sum2));
+    clformer_model_free(m);
+    assert_memory_equal(first, second, sizeof first);
+    assert_true(sum1 == sum2);
+}
+
+static void test_broadcast_resynchronises(void **state)
+{
+    (void)state;
+    clformer_config c = tiny_config(0.0f);
+    clformer_model *m;
+    /* different seeds: different parameters until rank 0's are broadcast */
+    assert_ok(clformer_model_create(hctx(), &c, 100 + (uint64_t)rank, &m));
+    clformer_collective coll = {NULL, rank, size, sum_f32, sum_f64, bcast};
+    assert_ok(clformer_model_set_collective(m, &coll));
+    uint64_t mine, lo, hi;
+    assert_ok(clformer_model_parameter_checksum(m, &mine));
+    MPI_Allreduce(&mine, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&mine, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    assert_true(lo != hi);
+    assert_ok(clformer_model_broadcast(m, 0));
+    assert_same_on_all_ranks(m, "after the broadcast");
+    clformer_model_free(m);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != 2) {
+        fprintf(stderr, "run with mpirun -np 2 (got %d ranks)\n", size);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_two_ranks_equal_one_rank_at_double_batch),
+        cmocka_unit_test(test_dropout_masks_differ_by_rank_and_repeat),
+        cmocka_unit_test(test_broadcast_resynchronises),
+    };
+    /* On a simulator only the equivalence (the all-reduce path): hours otherwise. */
+    const char *devices = getenv("CLFORMER_TEST_DEVICES");
+    const bool simulator = devices && strstr(devices, "oclgrind");
+    int failures = harness_run_device_suite("mpi_train", tests,
+                                            simulator ? 1 : sizeof tests / sizeof tests[0]);
+    int any = 0;
+    MPI_Allreduce(&failures, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return any ? 1 : 0;
+}
