@@ -323,6 +323,32 @@ CLFORMER_API clformer_status clformer_model_set_vocabs(clformer_model *model,
 CLFORMER_API const char *const *clformer_model_src_vocab(const clformer_model *model);
 CLFORMER_API const char *const *clformer_model_tgt_vocab(const clformer_model *model);
 
+/* SentencePiece models (a FILE.model's bytes) of a model trained on raw text
+ * (clformer train --tokenizer spm), source (target false) or target side: the
+ * side's vocabulary must be the model's pieces in id order (set it first).
+ * Checkpoints store them (metadata clformer.src_spm / clformer.tgt_spm, in
+ * base64), and a model that has them translates raw text. spm NULL clears
+ * a side. clformer_model_tokenizer gives NULL (and *size 0) for a side
+ * without one. */
+CLFORMER_API clformer_status clformer_model_set_tokenizer(clformer_model *model, bool target,
+                                                          const void *spm, size_t size);
+CLFORMER_API const void *clformer_model_tokenizer(const clformer_model *model, bool target,
+                                                  size_t *size);
+
+/* Learns a SentencePiece model ("unigram" or "bpe", vocab_size pieces with
+ * <pad> <sos> <eos> <unk> = 0..3) from n raw sentences (at most 2M sampled,
+ * every character kept); *model (malloc'd, free it) holds the FILE.model
+ * bytes. */
+CLFORMER_API clformer_status clformer_spm_train(const char *const *sentences, size_t n,
+                                                int vocab_size, const char *model_type,
+                                                void **model, size_t *size);
+
+/* A sentence as the model's vocabulary of one side sees it, as a new string
+ * in *out (free it): the SentencePiece pieces joined by spaces when the side
+ * has a SentencePiece model, else a copy of the sentence. */
+CLFORMER_API clformer_status clformer_model_tokenize(const clformer_model *model, bool target,
+                                                     const char *sentence, char **out);
+
 /* Device memory in bytes, of a model (weights, gradients, optimizer state)
  * or of a session (activations, decoding caches); the other's fields are 0. */
 typedef struct {
@@ -359,6 +385,9 @@ typedef struct {
 CLFORMER_API void clformer_optim_config_default(clformer_optim_config *config);
 CLFORMER_API clformer_status clformer_model_set_optimizer(clformer_model *model,
                                                           const clformer_optim_config *config);
+/* The optimizer settings in force (a training checkpoint's once loaded). */
+CLFORMER_API void clformer_model_optimizer(const clformer_model *model,
+                                           clformer_optim_config *config);
 
 typedef struct {
     double loss;       /* mean cross-entropy over counted target tokens, before the update */
@@ -786,6 +815,12 @@ typedef struct {
     const clformer_parallel_text *train_text, *val_text;
     const char *src_path, *tgt_path, *val_src_path, *val_tgt_path;
     int min_freq, max_vocab;           /* vocabularies of a fresh model (1, 0) */
+    /* SentencePiece models (FILE.model bytes) of a fresh model's sides (NULL:
+     * whitespace tokens): the texts are then raw, the vocabulary is the
+     * model's pieces, and the trained model carries them. A model from
+     * init_path or resume_path uses its own. */
+    const void *src_spm, *tgt_spm;
+    size_t src_spm_size, tgt_spm_size;
     clformer_batcher_options batching; /* (4096 tokens, shuffled, seed 1) */
     /* the model: fresh from `config` (vocabulary sizes from the data), or
      * the weights of init_path, or exactly where resume_path stopped */
@@ -856,6 +891,11 @@ CLFORMER_API const clformer_corpus *clformer_trainer_corpus(const clformer_train
 CLFORMER_API clformer_batcher *clformer_trainer_batcher(clformer_trainer *trainer);
 /* True when the model was resumed from resume_path. */
 CLFORMER_API bool clformer_trainer_resumed(const clformer_trainer *trainer);
+/* The options in force: the caller's, with the model's config and
+ * optimizer, and the schedule, batching and seed that the run uses (when
+ * resuming, the checkpoint's: compare them with what a user asked for). */
+CLFORMER_API void clformer_trainer_settings(const clformer_trainer *trainer,
+                                            clformer_train_options *settings);
 
 /* ------------------------------------------------------------------------- */
 /* Files: what the clformer command reads and writes, the library's way       */

@@ -2,17 +2,35 @@
  * length-sorted batches, and a model's loss over a corpus. */
 #include "batcher.h"
 #include "corpus.h"
+#include "model.h"
 #include "status.h"
 #include "text.h"
+#include "tokenizer_spm.h"
 #include "vocab.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+static clformer_status encode_words(const cf_vocab *v, const char *sentence, size_t max,
+                                    int32_t **ids, size_t *len, size_t *full);
+
 /* <sos> w1 ... wn <eos> of one sentence, cut to max ids (keeping <sos>, the
- * first max-2 words and <eos>); *full receives the uncut length. */
-static clformer_status encode_cut(const cf_vocab *v, const char *sentence, size_t max,
-                                  int32_t **ids, size_t *len, size_t *full)
+ * first max-2 words and <eos>); *full receives the uncut length. A model
+ * with a source SentencePiece model reads raw text: its pieces are the words. */
+static clformer_status encode_cut(const clformer_model *model, const cf_vocab *v,
+                                  const char *sentence, size_t max, int32_t **ids, size_t *len,
+                                  size_t *full)
+{
+    if (!model->spm_proc[0]) return encode_words(v, sentence, max, ids, len, full);
+    char *pieces;
+    CF_TRY(cf_spm_pieces_line(model->spm_proc[0], sentence, strlen(sentence), &pieces));
+    clformer_status st = encode_words(v, pieces, max, ids, len, full);
+    free(pieces);
+    return st;
+}
+
+static clformer_status encode_words(const cf_vocab *v, const char *sentence, size_t max,
+                                    int32_t **ids, size_t *len, size_t *full)
 {
     const size_t n = cf_vocab_encode(v, sentence, strlen(sentence), true, NULL, 0, NULL);
     int32_t *buf = malloc((n > 2 ? n : 2) * sizeof *buf);
@@ -34,7 +52,8 @@ clformer_status clformer_encode_source(const clformer_model *model, const char *
 {
     cf_vocab *src;
     CF_TRY(clformer_vocab_from_model(model, CLFORMER_SIDE_SOURCE, &src));
-    clformer_status st = encode_cut(src, sentence, (size_t)clformer_model_config(model)->max_len,
+    clformer_status st = encode_cut(model, src, sentence,
+                                    (size_t)clformer_model_config(model)->max_len,
                                     ids, len, NULL);
     cf_vocab_free(src);
     return st;
@@ -72,8 +91,11 @@ static clformer_status translate_sorted(clformer_model *model, const cf_vocab *t
         st = clformer_translate(model, src, B, S, options, &tr);
         const bool translated = st == CLFORMER_OK;
         for (size_t b = 0; b < B && st == CLFORMER_OK; b++)
-            st = cf_vocab_decode(tgt, tr.tokens + b * tr.max_len, tr.lengths[b],
-                                 &outputs[order[start + b].index]);
+            st = model->spm_proc[1]
+                     ? cf_spm_decode(model->spm_proc[1], tr.tokens + b * tr.max_len,
+                                     tr.lengths[b], &outputs[order[start + b].index])
+                     : cf_vocab_decode(tgt, tr.tokens + b * tr.max_len, tr.lengths[b],
+                                       &outputs[order[start + b].index]);
         if (translated) clformer_translation_free(&tr); /* also when a decode failed */
         if (st == CLFORMER_OK && progress) progress(user, start + B, n);
     }
@@ -105,7 +127,7 @@ clformer_status clformer_translate_sentences(clformer_model *model, const char *
             continue;
         }
         size_t full;
-        st = encode_cut(src_vocab, sentences[i], max, &ids[i], &order[m].len, &full);
+        st = encode_cut(model, src_vocab, sentences[i], max, &ids[i], &order[m].len, &full);
         if (truncated && full > max) (*truncated)++;
         order[m++].index = i;
     }

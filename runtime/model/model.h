@@ -27,6 +27,9 @@ struct clformer_model {
     cf_param_layout layout;
     cl_mem params, grads, adam_m, adam_v; /* layout.total elements each */
     char **src_vocab, **tgt_vocab;        /* tokens in id order (may be NULL) */
+    unsigned char *spm[2];                /* SentencePiece models, source/target (may be NULL) */
+    size_t spm_size[2];
+    struct cf_spm *spm_proc[2];           /* the same, loaded */
     uint64_t seed;                        /* initialisation and dropout */
     uint64_t step;                        /* optimizer steps taken */
     cf_optim_settings optim;

@@ -30,7 +30,7 @@ static double steps_left(const clformer_trainer *t)
     if (t->o.steps > 0) return (double)t->o.steps - step;
     const double per_epoch = (double)clformer_batcher_batches_per_epoch(t->batcher);
     const double index = (double)clformer_batcher_index(t->batcher);
-    const double in_epoch = t->batch_size > 0 ? index / t->batch_size : index;
+    const double in_epoch = t->batching.batch_size > 0 ? index / t->batching.batch_size : index;
     return ((double)t->o.epochs - (double)clformer_batcher_epoch(t->batcher)) * per_epoch -
            in_epoch;
 }
@@ -62,13 +62,16 @@ static clformer_status validation_bleu(clformer_trainer *t, size_t n, double *bl
     if (!hyps) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     clformer_decode_options dec;
     clformer_decode_options_default(&dec);
-    clformer_status st = clformer_translate_sentences(t->model, t->val_text->src, n, &dec, 64,
-                                                      hyps, NULL, NULL, NULL);
+    /* the text as given: tokens, or raw text for a model with SentencePiece
+     * (then scored as sacreBLEU scores raw text) */
+    const cf_parallel_text *val = t->raw_val ? t->raw_val : t->val_text;
+    clformer_status st = clformer_translate_sentences(t->model, val->src, n, &dec, 64, hyps,
+                                                      NULL, NULL, NULL);
     clformer_bleu b;
-    /* the corpus's own tokens, as the model sees them */
     if (st == CLFORMER_OK)
-        st = clformer_bleu_corpus((const char *const *)hyps, t->val_text->tgt, n,
-                                  CLFORMER_BLEU_TOKENIZE_NONE, &b);
+        st = clformer_bleu_corpus((const char *const *)hyps, val->tgt, n,
+                                  t->spm[1] ? CLFORMER_BLEU_TOKENIZE_13A
+                                            : CLFORMER_BLEU_TOKENIZE_NONE, &b);
     for (size_t i = 0; i < n; i++) free(hyps[i]);
     free(hyps);
     if (st == CLFORMER_OK) *bleu = b.score;

@@ -2,6 +2,7 @@
  * fresh, initialised or resumed model, and the batcher at its position. */
 #include "trainer.h"
 #include "status.h"
+#include "tokenizer_spm.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -61,6 +62,79 @@ static clformer_status load_text(clformer_trainer *t)
     return CLFORMER_OK;
 }
 
+/* One side of a text as SentencePiece pieces (NULL spm: the side as is). */
+static clformer_status pieces_side(const cf_spm *spm, const char **in, size_t n, char ***out)
+{
+    *out = NULL;
+    if (!spm) return CLFORMER_OK;
+    char **lines = calloc(n ? n : 1, sizeof *lines);
+    if (!lines) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    clformer_status st = CLFORMER_OK;
+    for (size_t i = 0; i < n && st == CLFORMER_OK; i++)
+        st = cf_spm_pieces_line(spm, in[i], strlen(in[i]), &lines[i]);
+    *out = lines;
+    return st;
+}
+
+static void free_lines(char **lines, size_t n)
+{
+    for (size_t i = 0; lines && i < n; i++) free(lines[i]);
+    free(lines);
+}
+
+/* The text with its SentencePiece sides turned into pieces. */
+static clformer_status pieces_text(clformer_trainer *t, const cf_parallel_text *raw,
+                                   cf_parallel_text **out)
+{
+    char **src = NULL, **tgt = NULL;
+    clformer_status st = pieces_side(t->spm[0], raw->src, raw->n, &src);
+    if (st == CLFORMER_OK) st = pieces_side(t->spm[1], raw->tgt, raw->n, &tgt);
+    if (st == CLFORMER_OK)
+        st = cf_parallel_text_from_lines(src ? (const char *const *)src : raw->src,
+                                         tgt ? (const char *const *)tgt : raw->tgt, raw->n,
+                                         raw->src_name, raw->tgt_name, out);
+    free_lines(src, raw->n);
+    free_lines(tgt, raw->n);
+    return st;
+}
+
+/* SentencePiece models: the model's (init, resume) or the options' (fresh). */
+static clformer_status tokenizers(clformer_trainer *t)
+{
+    const clformer_train_options *o = &t->o;
+    for (int k = 0; k < 2; k++) {
+        size_t size = k ? o->tgt_spm_size : o->src_spm_size;
+        const void *bytes = k ? o->tgt_spm : o->src_spm;
+        if (t->model) bytes = clformer_model_tokenizer(t->model, k == 1, &size);
+        if (bytes)
+            CF_TRY(cf_spm_load(bytes, size, k ? "the target SentencePiece model"
+                                              : "the source SentencePiece model", &t->spm[k]));
+    }
+    if (!t->spm[0] && !t->spm[1]) return CLFORMER_OK;
+    clformer_status st = pieces_text(t, t->train_text, &t->own_train_pieces);
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "training data");
+    t->train_text = t->own_train_pieces;
+    if (t->val_text) {
+        t->raw_val = t->val_text;
+        st = pieces_text(t, t->val_text, &t->own_val_pieces);
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation data");
+        t->val_text = t->own_val_pieces;
+    }
+    return CLFORMER_OK;
+}
+
+/* A fresh model's vocabulary of a SentencePiece side: its pieces. */
+static clformer_status spm_vocab(const cf_spm *spm, cf_vocab **out)
+{
+    const int32_t n = cf_spm_size(spm);
+    const char **tokens = malloc((size_t)n * sizeof *tokens);
+    if (!tokens) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (int32_t i = 0; i < n; i++) tokens[i] = cf_spm_piece(spm, i);
+    clformer_status st = cf_vocab_from_tokens(tokens, (size_t)n, "the SentencePiece model", out);
+    free(tokens);
+    return st;
+}
+
 /* Vocabularies: the model's, or built from the training text for a fresh model. */
 static clformer_status vocabularies(clformer_trainer *t)
 {
@@ -72,11 +146,13 @@ static clformer_status vocabularies(clformer_trainer *t)
         return st == CLFORMER_OK ? st : cf_fail_prefix(st, "the model's vocabularies");
     }
     const clformer_train_options *o = &t->o;
-    st = cf_vocab_build(t->train_text->src, t->train_text->n, o->min_freq, o->max_vocab,
-                        &t->src_vocab);
+    st = t->spm[0] ? spm_vocab(t->spm[0], &t->src_vocab)
+                   : cf_vocab_build(t->train_text->src, t->train_text->n, o->min_freq,
+                                    o->max_vocab, &t->src_vocab);
     if (st == CLFORMER_OK)
-        st = cf_vocab_build(t->train_text->tgt, t->train_text->n, o->min_freq, o->max_vocab,
-                            &t->tgt_vocab);
+        st = t->spm[1] ? spm_vocab(t->spm[1], &t->tgt_vocab)
+                       : cf_vocab_build(t->train_text->tgt, t->train_text->n, o->min_freq,
+                                        o->max_vocab, &t->tgt_vocab);
     return st == CLFORMER_OK ? st : cf_fail_prefix(st, "building the vocabularies");
 }
 
@@ -107,7 +183,12 @@ static clformer_status fresh_model(clformer_trainer *t)
     if (st == CLFORMER_OK) st = clformer_model_set_vocabs(t->model, s, g);
     free(s);
     free(g);
-    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "setting the vocabularies");
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "setting the vocabularies");
+    const clformer_train_options *o = &t->o;
+    if (o->src_spm) st = clformer_model_set_tokenizer(t->model, false, o->src_spm, o->src_spm_size);
+    if (st == CLFORMER_OK && o->tgt_spm)
+        st = clformer_model_set_tokenizer(t->model, true, o->tgt_spm, o->tgt_spm_size);
+    return st;
 }
 
 /* The model of init_path or resume_path. */
@@ -170,7 +251,7 @@ static clformer_status restore(clformer_trainer *t)
     t->warmup = (uint64_t)warmup;
     const clformer_batcher_options bo = {(int)size, (int)tokens, shuffle != 0,
                                          strtoull(seed, NULL, 10), (int)window};
-    t->batch_size = bo.batch_size;
+    t->batching = bo;
     clformer_status st = clformer_batcher_create(t->train, &bo, &t->batcher);
     if (st == CLFORMER_OK) st = cf_batcher_state_from_json(t->batcher->b, b);
     json_decref(root);
@@ -184,9 +265,10 @@ static clformer_status setup(clformer_trainer *t)
     t->lr = o->lr;
     t->schedule = o->schedule;
     t->warmup = o->warmup;
-    t->batch_size = o->batching.batch_size;
+    t->batching = o->batching;
     CF_TRY(load_text(t));
     if (o->resume_path || o->init_path) CF_TRY(open_model(t));
+    CF_TRY(tokenizers(t));
     CF_TRY(vocabularies(t));
     CF_TRY(encode(t, t->model ? clformer_model_config(t->model)->max_len : o->config.max_len));
     if (!t->model) CF_TRY(fresh_model(t));
@@ -242,6 +324,10 @@ void clformer_trainer_free(clformer_trainer *t)
     cf_vocab_free(t->tgt_vocab);
     cf_parallel_text_free(t->own_train);
     cf_parallel_text_free(t->own_val);
+    cf_parallel_text_free(t->own_train_pieces);
+    cf_parallel_text_free(t->own_val_pieces);
+    cf_spm_free(t->spm[0]);
+    cf_spm_free(t->spm[1]);
     clformer_model_free(t->model);
     free(t);
 }
@@ -265,3 +351,17 @@ const clformer_corpus *clformer_trainer_corpus(const clformer_trainer *t, bool v
 clformer_batcher *clformer_trainer_batcher(clformer_trainer *t) { return t->batcher; }
 
 bool clformer_trainer_resumed(const clformer_trainer *t) { return t->resumed; }
+
+void clformer_trainer_settings(const clformer_trainer *t, clformer_train_options *s)
+{
+    *s = t->o;
+    if (t->model) {
+        s->config = *clformer_model_config(t->model);
+        clformer_model_optimizer(t->model, &s->optim);
+    }
+    s->lr = t->lr;
+    s->schedule = t->schedule;
+    s->warmup = t->warmup;
+    s->batching = t->batching;
+    if (t->resumed) s->seed = t->batching.seed; /* one --seed seeded both */
+}

@@ -26,6 +26,11 @@ struct clformer_trainer {
     clformer_model *model;           /* NULL once released */
     cf_parallel_text *own_train, *own_val; /* read from files */
     const cf_parallel_text *train_text, *val_text;
+    /* SentencePiece sides: the texts above are then the raw ones turned into
+     * pieces (own_*_pieces), and raw_val keeps the raw validation text for BLEU */
+    struct cf_spm *spm[2];
+    cf_parallel_text *own_train_pieces, *own_val_pieces;
+    const cf_parallel_text *raw_val;
     cf_vocab *src_vocab, *tgt_vocab;
     cf_corpus *train, *val;
     clformer_batcher *batcher;
@@ -35,7 +40,7 @@ struct clformer_trainer {
     float lr;
     clformer_lr_schedule schedule;
     uint64_t warmup;
-    int batch_size;                  /* 0 in token mode */
+    clformer_batcher_options batching;
     volatile sig_atomic_t stop;      /* set by clformer_trainer_request_stop */
 };
 

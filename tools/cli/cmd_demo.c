@@ -128,7 +128,7 @@ int cmd_demo(int argc, char **argv)
             snprintf(plot_log, sizeof plot_log, "%s.jsonl", plot);
             o.log_path = plot_log;
         }
-        rc = train_run("demo", ctx, o, plot, &model, &res);
+        rc = train_run("demo", ctx, o, plot, NULL, NULL, &model, &res);
     }
     if (rc == 0) rc = show_results(model, test, examples);
     if (rc == 0)

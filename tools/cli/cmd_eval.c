@@ -54,10 +54,50 @@ static bool read_pair(const char *a_path, const char *b_path, line_file *a, line
     return false;
 }
 
-static clformer_status model_loss(translator *t, const line_file *src, const line_file *ref,
-                                  size_t batch_size, loss_result *out)
+/* Lines as the model's vocabulary of a side reads them (SentencePiece
+ * pieces for a model trained on raw text); *out is NULL on failure. */
+static clformer_status model_lines(const clformer_model *m, bool target, const line_file *in,
+                                   char ***out)
+{
+    char **lines = calloc(in->n ? in->n : 1, sizeof *lines);
+    clformer_status st = lines ? CLFORMER_OK : CLFORMER_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < in->n && st == CLFORMER_OK; i++)
+        st = clformer_model_tokenize(m, target, in->line[i], &lines[i]);
+    if (st != CLFORMER_OK && lines) {
+        for (size_t i = 0; i < in->n; i++) free(lines[i]);
+        free(lines);
+        lines = NULL;
+    }
+    *out = lines;
+    return st;
+}
+
+static clformer_status model_loss_lines(translator *t, const line_file *src, const line_file *ref,
+                                        size_t batch_size, loss_result *out);
+
+static clformer_status model_loss(translator *t, const line_file *raw_src,
+                                  const line_file *raw_ref, size_t batch_size, loss_result *out)
 {
     memset(out, 0, sizeof *out);
+    char **s = NULL, **r = NULL;
+    clformer_status st = model_lines(t->model, false, raw_src, &s);
+    if (st == CLFORMER_OK) st = model_lines(t->model, true, raw_ref, &r);
+    if (st == CLFORMER_OK) {
+        line_file src = *raw_src, ref = *raw_ref;
+        src.line = s;
+        ref.line = r;
+        st = model_loss_lines(t, &src, &ref, batch_size, out);
+    }
+    for (size_t i = 0; s && i < raw_src->n; i++) free(s[i]);
+    for (size_t i = 0; r && i < raw_ref->n; i++) free(r[i]);
+    free(s);
+    free(r);
+    return st;
+}
+
+static clformer_status model_loss_lines(translator *t, const line_file *src, const line_file *ref,
+                                        size_t batch_size, loss_result *out)
+{
     const int max_len = clformer_model_config(t->model)->max_len;
     /* count first: the corpus functions refuse a set with no usable pair,
      * which here only means there is no loss to report */

@@ -1,6 +1,5 @@
 /* Reading and writing one-sentence-per-line files (see lines.h). */
 #include "lines.h"
-#include "text.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +18,7 @@ void line_file_free(line_file *f)
     memset(f, 0, sizeof *f);
 }
 
-bool line_has_token(const char *line)
-{
-    size_t pos = 0, start, len;
-    return cf_next_token(line, strlen(line), &pos, &start, &len);
-}
+bool line_has_token(const char *line) { return clformer_count_tokens(line) > 0; }
 
 clformer_status line_file_write(const char *path, const char *const *lines, size_t n)
 {

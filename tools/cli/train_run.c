@@ -109,7 +109,8 @@ static void print_summary(clformer_trainer *t, clformer_context *ctx, const char
 }
 
 int train_run(const char *command, clformer_context *ctx, clformer_train_options o,
-              const char *plot_path, clformer_model **model_out, clformer_train_result *result)
+              const char *plot_path, train_check check, void *check_user,
+              clformer_model **model_out, clformer_train_result *result)
 {
     memset(result, 0, sizeof *result);
     display d = {isatty(fileno(stderr)) != 0, o.steps, 0, false};
@@ -119,6 +120,11 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
     if (clformer_trainer_create(ctx, &o, &t) != CLFORMER_OK) {
         cli_runtime_error(command, NULL);
         return 1;
+    }
+    const int refused = check ? check(t, check_user) : 0;
+    if (refused) {
+        clformer_trainer_free(t);
+        return refused;
     }
     print_summary(t, ctx, o.resume_path);
     running = t;
