@@ -156,7 +156,7 @@ clformer_status clformer_session_train_step(clformer_session *s, const clformer_
         stats->step = t;
     }
     if (!isfinite(sum) || !isfinite(metrics[1]))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+        return cf_fail(CLFORMER_ERR_DIVERGED,
                        "training diverged at step %llu: loss %g, gradient norm %g; lower the "
                        "learning rate or enable clipping (--clip)",
                        (unsigned long long)t, sum / (double)count, sqrt((double)metrics[1]));
