@@ -52,6 +52,18 @@ CLFORMER_API const char *clformer_status_name(clformer_status status);
 /* The message of the last failure on the calling thread ("" if none). */
 CLFORMER_API const char *clformer_last_error(void);
 
+#if defined(__GNUC__)
+#define CLFORMER_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CLFORMER_PRINTF(f, a)
+#endif
+
+/* Records a message (printf format) as the calling thread's last error and
+ * returns `status`: code built on clformer reports its own failures the way
+ * the library does. */
+CLFORMER_API clformer_status clformer_set_error(clformer_status status, const char *format, ...)
+    CLFORMER_PRINTF(2, 3);
+
 /* True when s[0..n) is well-formed UTF-8: no overlong forms, no surrogates,
  * nothing above U+10FFFF. On false, *bad (if not NULL) is the byte offset of
  * the first ill-formed sequence. clformer accepts text (corpora, vocabularies,
@@ -93,6 +105,7 @@ typedef struct {
     bool fp16;
     bool fp64;
     bool unified_memory; /* host-unified memory: an integrated GPU or a CPU */
+    bool native_kernels; /* runs host functions on its queue (CL_EXEC_NATIVE_KERNEL) */
     bool simulator;      /* e.g. Oclgrind: chosen only when named */
 } clformer_device_info;
 
@@ -162,6 +175,8 @@ typedef struct {
     const char *kernel_dir;  /* cl/ sources to compile instead of the built-in ones (NULL) */
     const char *gemm_tuning; /* CLBlast GEMM parameters: NULL or "1" the built-in table entry
                                 for the device, "0" none, else a file of tuned sets */
+    const char *gemm;        /* GEMM provider: "clblast", "host", or NULL/"auto" for the rule
+                                of clformer_gemm_provider_for */
     bool profiling;          /* queue profiling, for clformer_context_set_profiling (false) */
     clformer_log_level log_level;      /* least important level shown (CLFORMER_LOG_WARN) */
     clformer_log_callback log_callback; /* NULL: "clformer LEVEL: message" lines on stderr */
@@ -173,7 +188,7 @@ CLFORMER_API void clformer_context_params_default(clformer_context_params *param
 
 /* The defaults, then the environment: CLFORMER_DEVICE, CLFORMER_CACHE (0, off
  * or false: no cache), CLFORMER_CACHE_DIR, CLFORMER_KERNEL_DIR,
- * CLFORMER_GEMM_TUNING and CLFORMER_LOG (error, warn, info, debug). The
+ * CLFORMER_GEMM_TUNING, CLFORMER_GEMM and CLFORMER_LOG (error, warn, info, debug). The
  * strings point into the environment. A value it cannot read is
  * CLFORMER_ERR_INVALID_ARGUMENT naming the variable and the values allowed. */
 CLFORMER_API clformer_status clformer_context_params_from_env(clformer_context_params *params);
@@ -197,6 +212,50 @@ typedef struct {
     unsigned disk_rejects;/* cache files found corrupt or stale and rebuilt */
 } clformer_program_stats;
 CLFORMER_API clformer_program_stats clformer_context_program_stats(const clformer_context *ctx);
+
+/* Kernel timing, for benchmarks. On a context created with
+ * params.profiling, every command records its device time while profiling
+ * is on (from creation until turned off); turning it on elsewhere is
+ * CLFORMER_ERR_INVALID_ARGUMENT. */
+CLFORMER_API clformer_status clformer_context_set_profiling(clformer_context *ctx, bool on);
+
+/* Device time per kernel family ("gemm", "attention", "layernorm", ...). */
+typedef struct {
+    const char *family; /* static string */
+    double ms;          /* summed over the family's commands */
+    unsigned count;     /* commands */
+} clformer_kernel_time;
+
+/* Waits for the queue, then fills up to `cap` families recorded since the
+ * last call (largest time first) and clears the record. */
+CLFORMER_API clformer_status clformer_context_kernel_times(clformer_context *ctx,
+                                                           clformer_kernel_time *times,
+                                                           size_t cap, size_t *n);
+
+/*
+ * Who computes the matrix products on a device:
+ *   clblast  CLBlast's OpenCL kernels (any device)
+ *   host     OpenBLAS's sgemm called from a native kernel on the device's own
+ *            queue, on the buffers' host memory (CPU devices that run native
+ *            kernels; only in builds that found OpenBLAS)
+ * The rule: host on a CPU device (not a simulator) that runs native kernels
+ * when the build has OpenBLAS, clblast otherwise; the CLFORMER_GEMM variable
+ * (clblast | host | auto; clformer_context_params.gemm) overrides it.
+ */
+typedef enum { CLFORMER_GEMM_CLBLAST = 0, CLFORMER_GEMM_HOST = 1 } clformer_gemm_provider;
+
+/* "clblast" or "host". */
+CLFORMER_API const char *clformer_gemm_provider_name(clformer_gemm_provider provider);
+
+/* The provider for `device` under `choice` (NULL, "" or "auto": the rule);
+ * CLFORMER_ERR_INVALID_ARGUMENT for an unknown word or a provider the device
+ * or this build cannot use, with a message that says why. Pure: no OpenCL. */
+CLFORMER_API clformer_status clformer_gemm_provider_for(const clformer_device_info *device,
+                                                        const char *choice,
+                                                        clformer_gemm_provider *provider);
+
+/* The provider a context uses (chosen when it was created). */
+CLFORMER_API clformer_gemm_provider clformer_context_gemm_provider(const clformer_context *ctx);
 
 
 /* ------------------------------------------------------------------------- */
@@ -264,6 +323,32 @@ CLFORMER_API clformer_status clformer_model_set_vocabs(clformer_model *model,
 CLFORMER_API const char *const *clformer_model_src_vocab(const clformer_model *model);
 CLFORMER_API const char *const *clformer_model_tgt_vocab(const clformer_model *model);
 
+/* SentencePiece models (a FILE.model's bytes) of a model trained on raw text
+ * (clformer train --tokenizer spm), source (target false) or target side: the
+ * side's vocabulary must be the model's pieces in id order (set it first).
+ * Checkpoints store them (metadata clformer.src_spm / clformer.tgt_spm, in
+ * base64), and a model that has them translates raw text. spm NULL clears
+ * a side. clformer_model_tokenizer gives NULL (and *size 0) for a side
+ * without one. */
+CLFORMER_API clformer_status clformer_model_set_tokenizer(clformer_model *model, bool target,
+                                                          const void *spm, size_t size);
+CLFORMER_API const void *clformer_model_tokenizer(const clformer_model *model, bool target,
+                                                  size_t *size);
+
+/* Learns a SentencePiece model ("unigram" or "bpe", vocab_size pieces with
+ * <pad> <sos> <eos> <unk> = 0..3) from n raw sentences (at most 2M sampled,
+ * every character kept); *model (malloc'd, free it) holds the FILE.model
+ * bytes. */
+CLFORMER_API clformer_status clformer_spm_train(const char *const *sentences, size_t n,
+                                                int vocab_size, const char *model_type,
+                                                void **model, size_t *size);
+
+/* A sentence as the model's vocabulary of one side sees it, as a new string
+ * in *out (free it): the SentencePiece pieces joined by spaces when the side
+ * has a SentencePiece model, else a copy of the sentence. */
+CLFORMER_API clformer_status clformer_model_tokenize(const clformer_model *model, bool target,
+                                                     const char *sentence, char **out);
+
 /* Device memory in bytes. */
 typedef struct {
     size_t parameters;   /* weights */
@@ -296,6 +381,9 @@ typedef struct {
 CLFORMER_API void clformer_optim_config_default(clformer_optim_config *config);
 CLFORMER_API clformer_status clformer_model_set_optimizer(clformer_model *model,
                                                           const clformer_optim_config *config);
+/* The optimizer settings in force (a training checkpoint's once loaded). */
+CLFORMER_API void clformer_model_optimizer(const clformer_model *model,
+                                           clformer_optim_config *config);
 
 typedef struct {
     double loss;       /* mean cross-entropy over counted target tokens, before the update */
@@ -373,6 +461,11 @@ CLFORMER_API clformer_status clformer_model_gradients(clformer_model *model,
 CLFORMER_API clformer_status clformer_model_read_tensor(clformer_model *model, const char *name,
                                                         bool gradient, float *out, size_t count);
 
+/* Replaces the named parameter's values (PyTorch name; `count` its element
+ * count), e.g. to edit a trained model; optimizer state is left as it is. */
+CLFORMER_API clformer_status clformer_model_write_tensor(clformer_model *model, const char *name,
+                                                         const float *data, size_t count);
+
 /* Optimizer steps taken so far. */
 CLFORMER_API uint64_t clformer_model_step(const clformer_model *model);
 
@@ -436,6 +529,14 @@ CLFORMER_API clformer_status clformer_model_save(clformer_model *model, const ch
 CLFORMER_API clformer_status clformer_model_load(clformer_context *ctx, const char *path,
                                                  clformer_model **model);
 
+/* Writes `checkpoint`'s weights and model metadata (config, vocabularies)
+ * to `out_path` without its training state (no optim.* tensors, no
+ * clformer.train_state), atomically: a file that PyTorch's strict
+ * load_state_dict takes and clformer_model_load loads as a plain model.
+ * Needs no device; the input is validated as loading validates it. */
+CLFORMER_API clformer_status clformer_checkpoint_export(const char *checkpoint,
+                                                        const char *out_path);
+
 /* True when the loaded checkpoint held optimizer state. */
 CLFORMER_API bool clformer_model_has_training_state(const clformer_model *model);
 
@@ -444,6 +545,367 @@ CLFORMER_API bool clformer_model_has_training_state(const clformer_model *model)
 CLFORMER_API clformer_status clformer_model_set_trainer_state(clformer_model *model,
                                                               const char *json);
 CLFORMER_API const char *clformer_model_trainer_state(const clformer_model *model);
+
+/* ------------------------------------------------------------------------- */
+/* Text data: parallel sentences, vocabularies, corpora, batches, BLEU       */
+/* ------------------------------------------------------------------------- */
+/*
+ * Sentences are UTF-8 with whitespace-separated tokens, split exactly as
+ * Python's str.split() splits (so the tokens equal sacreBLEU's with
+ * --tokenize none). The pipeline of `clformer train`:
+ *
+ *     clformer_parallel_text *text;   // validated sentence pairs
+ *     clformer_parallel_text_load("train.en", "train.de", &text);
+ *     clformer_vocab *sv, *tv;        // ids 0..3: <pad> <sos> <eos> <unk>
+ *     clformer_vocab_build(text, CLFORMER_SIDE_SOURCE, 2, 0, &sv);
+ *     clformer_vocab_build(text, CLFORMER_SIDE_TARGET, 2, 0, &tv);
+ *     clformer_corpus *corpus;        // token ids; pairs over max_len skipped
+ *     clformer_corpus_encode(text, sv, tv, 100, &corpus);
+ *     clformer_batcher *b;            // shuffled, length-bucketed batches
+ *     clformer_batcher_create(corpus, &batching, &b);
+ *     clformer_batcher_next(b, &batch); clformer_model_train_step(model, &batch, lr, &stats);
+ */
+
+typedef struct clformer_parallel_text clformer_parallel_text;
+
+/* Reads two line-aligned files (one sentence per line): strict UTF-8 (a
+ * byte order mark is skipped), the same number of lines on both sides; a
+ * pair with an empty side is skipped and counted. Errors name file:line. */
+CLFORMER_API clformer_status clformer_parallel_text_load(const char *src_path, const char *tgt_path,
+                                                         clformer_parallel_text **text);
+/* The same from n in-memory line pairs (copied); the names stand for file
+ * names in messages. */
+CLFORMER_API clformer_status clformer_parallel_text_from_lines(const char *const *src,
+                                                               const char *const *tgt, size_t n,
+                                                               const char *src_name,
+                                                               const char *tgt_name,
+                                                               clformer_parallel_text **text);
+CLFORMER_API void clformer_parallel_text_free(clformer_parallel_text *text);
+/* Pairs kept, and pair i's sentences (valid while the text lives). */
+CLFORMER_API size_t clformer_parallel_text_size(const clformer_parallel_text *text);
+CLFORMER_API const char *clformer_parallel_text_source(const clformer_parallel_text *text,
+                                                       size_t i);
+CLFORMER_API const char *clformer_parallel_text_target(const clformer_parallel_text *text,
+                                                       size_t i);
+
+/* Whitespace tokens of a NUL-terminated UTF-8 sentence. */
+CLFORMER_API size_t clformer_count_tokens(const char *sentence);
+
+/* The artificial language pair of `clformer demo`, generated from `seed`
+ * (no files): n_train training and n_test held-out pairs, no held-out
+ * source among the training ones. */
+#define CLFORMER_DEMO_TRAIN_PAIRS 12000
+#define CLFORMER_DEMO_TEST_PAIRS 200
+CLFORMER_API clformer_status clformer_demo_task(uint64_t seed, size_t n_train, size_t n_test,
+                                                clformer_parallel_text **train,
+                                                clformer_parallel_text **test);
+/* The demo languages' rules, a few lines of text. */
+CLFORMER_API const char *clformer_demo_task_description(void);
+
+/* Vocabularies: ids 0..3 are CLFORMER_PAD/SOS/EOS/UNK ("<pad>" ...), then
+ * tokens by falling frequency (ties bytewise). Immutable once made. */
+typedef struct clformer_vocab clformer_vocab;
+typedef enum { CLFORMER_SIDE_SOURCE = 0, CLFORMER_SIDE_TARGET = 1 } clformer_side;
+
+/* From one side of a text: tokens seen at least min_freq (>= 1) times, at
+ * most max_vocab ids with the specials (0: no cap). */
+CLFORMER_API clformer_status clformer_vocab_build(const clformer_parallel_text *text,
+                                                  clformer_side side, int min_freq, int max_vocab,
+                                                  clformer_vocab **vocab);
+/* From tokens in id order (specials first), e.g. clformer_model_src_vocab. */
+CLFORMER_API clformer_status clformer_vocab_from_tokens(const char *const *tokens, size_t n,
+                                                        clformer_vocab **vocab);
+/* A model's vocabulary for one side (the model must have vocabularies). */
+CLFORMER_API clformer_status clformer_vocab_from_model(const clformer_model *model,
+                                                       clformer_side side, clformer_vocab **vocab);
+CLFORMER_API void clformer_vocab_free(clformer_vocab *vocab);
+CLFORMER_API int32_t clformer_vocab_size(const clformer_vocab *vocab);
+/* The token of an id (NULL when out of range). */
+CLFORMER_API const char *clformer_vocab_token(const clformer_vocab *vocab, int32_t id);
+/* The id of a token, CLFORMER_UNK when absent. */
+CLFORMER_API int32_t clformer_vocab_id(const clformer_vocab *vocab, const char *token);
+/* Encodes a sentence (valid UTF-8): one id per token, in <sos> ... <eos>
+ * when `specials`. Writes at most `cap` ids and returns the full count
+ * (cap 0 sizes a buffer); *n_unk (may be NULL) counts <unk>s. */
+CLFORMER_API size_t clformer_vocab_encode(const clformer_vocab *vocab, const char *sentence,
+                                          bool specials, int32_t *ids, size_t cap, size_t *n_unk);
+/* Ids to a sentence (malloc'd): tokens joined by spaces, <pad>/<sos>
+ * dropped, stopping at the first <eos>. */
+CLFORMER_API clformer_status clformer_vocab_decode(const clformer_vocab *vocab, const int32_t *ids,
+                                                   size_t n, char **sentence);
+
+/* A text encoded with two vocabularies: every sequence <sos> ... <eos>;
+ * pairs with a side longer than max_len tokens (0: no limit) are skipped
+ * and counted. The text may be freed afterwards. */
+typedef struct clformer_corpus clformer_corpus;
+CLFORMER_API clformer_status clformer_corpus_encode(const clformer_parallel_text *text,
+                                                    const clformer_vocab *src_vocab,
+                                                    const clformer_vocab *tgt_vocab, int max_len,
+                                                    clformer_corpus **corpus);
+CLFORMER_API void clformer_corpus_free(clformer_corpus *corpus);
+CLFORMER_API size_t clformer_corpus_size(const clformer_corpus *corpus);
+/* One line: "29000 pairs, 12 skipped (longer than max_len 100)". */
+CLFORMER_API void clformer_corpus_summary(const clformer_corpus *corpus, char *buf, size_t size);
+
+/* Mean plain cross-entropy (dropout off, no label smoothing) of a model over
+ * every pair of a corpus, in file order, batched by about batch_tokens
+ * padded tokens; *tokens receives the target tokens counted. */
+CLFORMER_API clformer_status clformer_corpus_loss(clformer_model *model,
+                                                  const clformer_corpus *corpus,
+                                                  size_t batch_tokens, double *loss,
+                                                  size_t *tokens);
+
+/* Training batches. Exactly one of batch_size (pairs per batch; batches may
+ * straddle epochs) and batch_tokens (pairs while batch x max(src, tgt
+ * length) fits; never straddles epochs). With shuffle, every epoch's order
+ * is a pure function of (seed, epoch), and with batch_tokens the pairs are
+ * sorted by length in windows of bucket_window pairs (0: 16384; 1: none)
+ * before the batches are shuffled. */
+typedef struct {
+    int batch_size;
+    int batch_tokens;
+    bool shuffle;
+    uint64_t seed;
+    int bucket_window;
+} clformer_batcher_options;
+
+typedef struct clformer_batcher clformer_batcher;
+/* The corpus must outlive the batcher. */
+CLFORMER_API clformer_status clformer_batcher_create(const clformer_corpus *corpus,
+                                                     const clformer_batcher_options *options,
+                                                     clformer_batcher **batcher);
+CLFORMER_API void clformer_batcher_free(clformer_batcher *batcher);
+/* The next batch; its arrays belong to the batcher and stay valid until the
+ * next call. */
+CLFORMER_API clformer_status clformer_batcher_next(clformer_batcher *batcher,
+                                                   clformer_batch *batch);
+/* Epochs completed (the epoch of the next batch, from 0). */
+CLFORMER_API uint64_t clformer_batcher_epoch(const clformer_batcher *batcher);
+/* Position in the epoch: the next pair (batch_size) or batch (batch_tokens). */
+CLFORMER_API size_t clformer_batcher_index(const clformer_batcher *batcher);
+/* Batches of the current epoch (with batch_size: ceil(pairs / size)). */
+CLFORMER_API size_t clformer_batcher_batches_per_epoch(const clformer_batcher *batcher);
+/* The position with the options and a hash of the corpus, as JSON
+ * (malloc'd); restoring it into a batcher over the same corpus with the same
+ * options continues with exactly the batches that would have come next (a
+ * difference is an error naming the option). */
+CLFORMER_API clformer_status clformer_batcher_save_position(const clformer_batcher *batcher,
+                                                            char **json);
+CLFORMER_API clformer_status clformer_batcher_restore_position(clformer_batcher *batcher,
+                                                               const char *json);
+
+/* Corpus BLEU as sacreBLEU 2.x computes it (4-grams, 'exp' smoothing, one
+ * reference per sentence, case-sensitive), with its default tokenizer 13a
+ * (for detokenised text) or with none (the text's own whitespace tokens). */
+typedef enum {
+    CLFORMER_BLEU_TOKENIZE_NONE = 0,
+    CLFORMER_BLEU_TOKENIZE_13A = 1
+} clformer_bleu_tokenize;
+
+typedef struct {
+    double score;         /* 0..100 */
+    double precisions[4]; /* percent, 1- to 4-grams */
+    double bp;            /* brevity penalty */
+    uint64_t hyp_len, ref_len;
+} clformer_bleu;
+CLFORMER_API clformer_status clformer_bleu_corpus(const char *const *hyps, const char *const *refs,
+                                                  size_t n, clformer_bleu_tokenize tokenize,
+                                                  clformer_bleu *bleu);
+/* sacreBLEU's line: "BLEU = 35.12 67.1/41.0/27.3/18.7 (BP = 1.000 ratio = ...)". */
+CLFORMER_API void clformer_bleu_format(const clformer_bleu *bleu, char *buf, size_t size);
+/* sacreBLEU's signature: "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0". */
+CLFORMER_API void clformer_bleu_signature(clformer_bleu_tokenize tokenize, char *buf,
+                                          size_t size);
+
+/* Translates n sentences into outputs[i] (malloc'd; free each): sorted by
+ * length and decoded batch_size at a time; a sentence without a token gives
+ * "" without decoding; a source longer than the model's max_len is cut to
+ * fit (counted in *truncated, may be NULL). `progress` (may be NULL) is
+ * called after each batch with the sentences decoded so far and their total. */
+typedef void (*clformer_translate_progress)(void *user, size_t done, size_t total);
+CLFORMER_API clformer_status clformer_translate_sentences(
+    clformer_model *model, const char *const *sentences, size_t n,
+    const clformer_decode_options *options, size_t batch_size, char **outputs, size_t *truncated,
+    clformer_translate_progress progress, void *user);
+/* One sentence's source ids as the model reads them (<sos> ... <eos>, cut to
+ * max_len); *ids is malloc'd. */
+CLFORMER_API clformer_status clformer_encode_source(const clformer_model *model,
+                                                    const char *sentence, int32_t **ids,
+                                                    size_t *len);
+
+/* ------------------------------------------------------------------------- */
+/* Training: what `clformer train` runs                                       */
+/* ------------------------------------------------------------------------- */
+
+/* What the progress callback receives after every step and every validation. */
+typedef enum { CLFORMER_TRAIN_STEP = 0, CLFORMER_TRAIN_VALIDATION = 1 } clformer_train_event;
+
+typedef struct {
+    clformer_train_event event;
+    uint64_t step;  /* optimizer steps taken, this one included (from 1) */
+    uint64_t epoch; /* epoch of this step, from 1 */
+    double loss;    /* the step's mean training loss */
+    size_t tokens;  /* target tokens of the step */
+    float lr;
+    double grad_norm;    /* before clipping */
+    double tokens_per_s; /* over about the last 20 steps */
+    double elapsed_s;    /* since clformer_trainer_run began */
+    double steps_left;   /* estimate (exact with a step limit) */
+    bool last;           /* the run's last step */
+    /* CLFORMER_TRAIN_VALIDATION only */
+    double val_loss; /* plain cross-entropy over the validation pairs */
+    double val_ppl;  /* exp(val_loss) */
+    double val_bleu; /* greedy BLEU of the first bleu_sentences (NAN: none) */
+    size_t val_tokens, val_bleu_sentences;
+    double val_seconds;
+} clformer_train_progress;
+
+/* Return false to stop the run as clformer_trainer_request_stop does. */
+typedef bool (*clformer_train_callback)(const clformer_train_progress *progress, void *user);
+
+/* Options of a run. Strings and texts are borrowed: keep them until
+ * clformer_trainer_free. */
+typedef struct {
+    /* data: in-memory texts (used when set) or files */
+    const clformer_parallel_text *train_text, *val_text;
+    const char *src_path, *tgt_path, *val_src_path, *val_tgt_path;
+    int min_freq, max_vocab;           /* vocabularies of a fresh model (1, 0) */
+    /* SentencePiece models (FILE.model bytes) of a fresh model's sides (NULL:
+     * whitespace tokens): the texts are then raw, the vocabulary is the
+     * model's pieces, and the trained model carries them. A model from
+     * init_path or resume_path uses its own. */
+    const void *src_spm, *tgt_spm;
+    size_t src_spm_size, tgt_spm_size;
+    clformer_batcher_options batching; /* (4096 tokens, shuffled, seed 1) */
+    /* the model: fresh from `config` (vocabulary sizes from the data), or
+     * the weights of init_path, or exactly where resume_path stopped */
+    clformer_config config;
+    const char *init_path, *resume_path;
+    bool override_dropout, override_label_smoothing; /* with init_path: use config's */
+    uint64_t seed;                                   /* initialisation and dropout (1) */
+    /* optimisation (from the checkpoint when resuming) */
+    clformer_optim_config optim;
+    float lr; /* or the noam factor (5e-4) */
+    clformer_lr_schedule schedule;
+    uint64_t warmup; /* noam warm-up steps (4000) */
+    uint64_t steps;  /* stop when the model has taken `steps` steps, */
+    uint64_t epochs; /* or after `epochs` epochs: exactly one is set */
+    /* validation: loss and perplexity over val_text, BLEU over its first
+     * bleu_sentences sentences (greedy), every eval_every steps (0: only at
+     * the end) and at the end */
+    uint64_t eval_every;
+    size_t bleu_sentences; /* (200) */
+    /* output */
+    const char *save_path;      /* training checkpoint at the end */
+    uint64_t save_every;        /* and every N steps (0: never) */
+    const char *stop_save_path; /* saved on a stop request (NULL: save_path) */
+    const char *log_path;       /* JSON lines: one object per step and validation */
+    clformer_train_callback callback;
+    void *user;
+} clformer_train_options;
+
+/* The defaults noted above; config is clformer_config_default's. */
+CLFORMER_API void clformer_train_options_default(clformer_train_options *options);
+
+typedef struct {
+    uint64_t steps;       /* optimizer steps of the model at the end */
+    double loss;          /* last training loss */
+    double val_loss;      /* last validation loss (NAN when none) */
+    double val_bleu;      /* last validation BLEU (NAN when none) */
+    double seconds;       /* wall time of clformer_trainer_run */
+    double tokens_per_s;  /* target tokens per second over the run */
+    bool stopped;         /* stopped on request (after saving) */
+    const char *saved_to; /* the checkpoint written last (NULL: none) */
+} clformer_train_result;
+
+typedef struct clformer_trainer clformer_trainer;
+
+/* Prepares a run: reads and encodes the data, makes, loads or resumes the
+ * model, and positions the batcher. Errors name the option or file. */
+CLFORMER_API clformer_status clformer_trainer_create(clformer_context *ctx,
+                                                     const clformer_train_options *options,
+                                                     clformer_trainer **trainer);
+CLFORMER_API void clformer_trainer_free(clformer_trainer *trainer);
+
+/* Trains until the step or epoch limit, validating and saving as asked, then
+ * validates and saves once more. After a stop request (from any thread or a
+ * signal handler, or the callback's false) it saves at the end of the current
+ * step and returns CLFORMER_ERR_INTERRUPTED. */
+CLFORMER_API clformer_status clformer_trainer_run(clformer_trainer *trainer,
+                                                  clformer_train_result *result);
+CLFORMER_API void clformer_trainer_request_stop(clformer_trainer *trainer);
+
+/* The model being trained (owned by the trainer). */
+CLFORMER_API clformer_model *clformer_trainer_model(clformer_trainer *trainer);
+/* Hands the model to the caller, who frees it; the trainer is then spent. */
+CLFORMER_API clformer_model *clformer_trainer_release_model(clformer_trainer *trainer);
+/* The encoded training and validation data (validation: NULL when none). */
+CLFORMER_API const clformer_corpus *clformer_trainer_corpus(const clformer_trainer *trainer,
+                                                            bool validation);
+/* The batcher that feeds the steps (its position is saved with the model). */
+CLFORMER_API clformer_batcher *clformer_trainer_batcher(clformer_trainer *trainer);
+/* True when the model was resumed from resume_path. */
+CLFORMER_API bool clformer_trainer_resumed(const clformer_trainer *trainer);
+/* The options in force: the caller's, with the model's config and
+ * optimizer, and the schedule, batching and seed that the run uses (when
+ * resuming, the checkpoint's: compare them with what a user asked for). */
+CLFORMER_API void clformer_trainer_settings(const clformer_trainer *trainer,
+                                            clformer_train_options *settings);
+
+/* ------------------------------------------------------------------------- */
+/* Files: what the clformer command reads and writes, the library's way       */
+/* ------------------------------------------------------------------------- */
+
+/* Reads a whole file into a NUL-terminated malloc'd buffer (free()). */
+CLFORMER_API clformer_status clformer_read_file(const char *path, char **data, size_t *size);
+
+/* A file written atomically: `path` appears, complete, only on commit (a
+ * temp file beside it, fsync, rename, fsync of the directory). Commit and
+ * abort free the handle; abort removes the temp file (NULL is fine). */
+typedef struct clformer_atomic_file clformer_atomic_file;
+CLFORMER_API clformer_status clformer_atomic_file_open(const char *path,
+                                                       clformer_atomic_file **file);
+CLFORMER_API clformer_status clformer_atomic_file_write(clformer_atomic_file *file,
+                                                        const void *data, size_t size);
+CLFORMER_API clformer_status clformer_atomic_file_commit(clformer_atomic_file *file);
+CLFORMER_API void clformer_atomic_file_abort(clformer_atomic_file *file);
+/* Checks up front that `path` can be written atomically later (creates and
+ * removes the temp file a write would use; refuses a directory), so that a
+ * program refuses a bad output path before hours of work. */
+CLFORMER_API clformer_status clformer_atomic_file_check(const char *path);
+
+/* One sentence per line: reads `path` (NULL or "-": stdin) whole, drops a
+ * leading byte order mark, refuses invalid UTF-8 and NUL bytes (the message
+ * names file:line) and splits at '\n'; empty lines are kept (line i of an
+ * output answers line i of its input). *lines is malloc'd, with *n lines;
+ * free it with clformer_lines_free. An empty file is n = 0. */
+CLFORMER_API clformer_status clformer_lines_read(const char *path, char ***lines, size_t *n);
+CLFORMER_API void clformer_lines_free(char **lines);
+/* Writes n lines, each ended by '\n', atomically to `path` (NULL: stdout). */
+CLFORMER_API clformer_status clformer_lines_write(const char *path, const char *const *lines,
+                                                  size_t n);
+
+/* Tensors in a safetensors file, e.g. to exchange inputs and outputs with
+ * PyTorch. Saving is atomic; loading validates the whole file and reads every
+ * tensor (F32 and I32 only) into memory owned by the array, freed by
+ * clformer_tensors_free. */
+typedef enum { CLFORMER_DTYPE_F32 = 0, CLFORMER_DTYPE_I32 = 1 } clformer_dtype;
+#define CLFORMER_TENSOR_MAX_DIMS 8
+typedef struct {
+    const char *name;
+    clformer_dtype dtype;
+    int ndim;
+    int64_t shape[CLFORMER_TENSOR_MAX_DIMS];
+    const void *data; /* row-major, shape's product elements */
+} clformer_tensor;
+CLFORMER_API clformer_status clformer_tensors_save(const char *path, const clformer_tensor *tensors,
+                                                   size_t n);
+CLFORMER_API clformer_status clformer_tensors_load(const char *path, clformer_tensor **tensors,
+                                                   size_t *n);
+CLFORMER_API void clformer_tensors_free(clformer_tensor *tensors, size_t n);
+/* The tensor named `name` in an array, or NULL. */
+CLFORMER_API const clformer_tensor *clformer_tensors_find(const clformer_tensor *tensors,
+                                                          size_t n, const char *name);
 
 #ifdef __cplusplus
 }

@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config
           ocl-icd-opencl-dev opencl-headers pocl-opencl-icd oclgrind clinfo
           libclblast-dev clblast-utils libcmocka-dev libjansson-dev libcairo2-dev
-          libsentencepiece-dev)
+          libsentencepiece-dev libopenblas-dev libopenblas0-pthread)
 if [[ "${1:-}" == "--with-torch" ]]; then
     packages+=(python3 python3-torch python3-numpy)
 fi

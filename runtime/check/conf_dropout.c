@@ -12,13 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static double *widen(const float *x, size_t n)
-{
-    double *d = malloc((n ? n : 1) * sizeof *d);
-    for (size_t i = 0; d && i < n; i++) d[i] = x[i];
-    return d;
-}
-
 /* Fails `c` unless y equals `want` (a + b when b is not NULL) bit for bit,
  * or when input tensor `input` changed. */
 static ref_cmp exact(ref_cmp c, const float *y, const float *a, const float *b, size_t n)
@@ -65,8 +58,8 @@ clformer_status conf_dropout_run(cf_ctx *ctx, const conf_dropout_case *k, conf_s
     ref_rng r = ref_rng_new(k->seed);
     ref_fill_uniform(&r, conf_block_init(&blk, A), NULL, n, -range, range);
     if (two_inputs) ref_fill_uniform(&r, conf_block_init(&blk, B), NULL, n, -range, range);
-    a64 = widen(conf_block_init(&blk, A), n);
-    b64 = two_inputs ? widen(conf_block_init(&blk, B), n) : NULL;
+    a64 = conf_widen(conf_block_init(&blk, A), n);
+    b64 = two_inputs ? conf_widen(conf_block_init(&blk, B), n) : NULL;
     if (!y64 || !a0 || !a64 || (two_inputs && !b64)) {
         st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
         goto done;
@@ -77,7 +70,7 @@ clformer_status conf_dropout_run(cf_ctx *ctx, const conf_dropout_case *k, conf_s
     double ms = 0.0;
     /* once before the timed run (PoCL compiles at the first launch); the
      * upload afterwards restores the inputs */
-    for (int run = 0; run < 2; run++) {
+    for (int run = conf_warm_up(ctx) ? 0 : 1; run < 2; run++) {
         if ((st = conf_block_upload(&blk))) goto done;
         const double t0 = conf_now_ms();
         st = k->op == CONF_DROPOUT_RESIDUAL ? cf_residual_dropout_forward(ctx, vy, va, vb, n, d)

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -25,6 +26,15 @@ double conf_now_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
+
+double *conf_widen(const float *x, size_t n)
+{
+    double *d = malloc((n ? n : 1) * sizeof *d);
+    for (size_t i = 0; d && i < n; i++) d[i] = x[i];
+    return d;
+}
+
+bool conf_warm_up(const cf_ctx *ctx) { return !ctx->info.simulator; }
 
 void conf_emit(conf_sink sink, void *user, const char *op, const char *shape, ref_cmp cmp,
                double ms)

@@ -11,6 +11,7 @@
 #include "context.h"
 #include "ops.h"
 #include "ref_compare.h"
+#include "ref_random.h"
 
 typedef struct {
     char op[64];     /* "<layer>_<forward|backward>[_<variant>]", e.g. "layernorm_backward" */
@@ -36,8 +37,13 @@ extern const conf_check conf_checks[];
 
 /* Helpers for check implementations. */
 double conf_now_ms(void);
+/* Whether to run an op once untimed before timing it (PoCL compiles a kernel
+ * at its first launch); not on simulators, whose times mean nothing. */
+bool conf_warm_up(const cf_ctx *ctx);
 void conf_emit(conf_sink sink, void *user, const char *op, const char *shape, ref_cmp cmp,
                double ms);
+/* A malloc'd double copy of x[0..n) (NULL when out of memory). */
+double *conf_widen(const float *x, size_t n);
 /* The worse of two comparisons, for an op with several outputs: a failing
  * one, else the one with the larger error relative to its bound. */
 ref_cmp conf_worse(ref_cmp a, ref_cmp b);
@@ -70,6 +76,39 @@ typedef struct {
 } conf_dropout_case;
 clformer_status conf_dropout_run(cf_ctx *ctx, const conf_dropout_case *c, conf_sink sink,
                                  void *user);
+
+typedef struct {
+    size_t N, V;
+    double ls;        /* label smoothing */
+    int ignore;       /* ignore_index; every fifth row's target */
+    bool alias;       /* dlogits is the logits buffer */
+    bool gradient;    /* dlogits requested */
+    float grad_scale;
+    bool extreme;     /* logits of +-1e4, one-hot and constant rows */
+    uint64_t seed;
+} conf_loss_case;
+clformer_status conf_loss_run(cf_ctx *ctx, const conf_loss_case *c, conf_sink sink, void *user);
+/* N x V logits drawn from r: uniform in +-6, or with `extreme` rows uniform in
+ * +-1e4, rows of -1e4 with one 1e4 (on the target y[row] or elsewhere) and
+ * rows of one value. */
+void conf_loss_logits(float *x, const int32_t *y, size_t N, size_t V, bool extreme, ref_rng *r);
+
+typedef struct {
+    bool ta, tb;
+    size_t m, n, k;
+    float alpha, beta; /* C = alpha op(A) op(B) + beta C, C random at first */
+    size_t pad_a, pad_b, pad_c; /* extra columns of each leading dimension */
+    uint64_t seed;
+} conf_gemm_case;
+clformer_status conf_gemm_run(cf_ctx *ctx, const conf_gemm_case *c, conf_sink sink, void *user);
+
+typedef struct {
+    size_t N, IC, OC;
+    bool bias;
+    uint64_t seed;
+} conf_linear_case;
+clformer_status conf_linear_run(cf_ctx *ctx, const conf_linear_case *c, conf_sink sink,
+                                void *user);
 
 clformer_status conf_layernorm_run(cf_ctx *ctx, const conf_layernorm_case *c, conf_sink sink,
                                    void *user);

@@ -33,11 +33,23 @@ const char *clformer_status_name(clformer_status status)
     return "CLFORMER_ERR_UNKNOWN";
 }
 
+static void record(const char *fmt, va_list ap) { vsnprintf(last_error, sizeof last_error, fmt, ap); }
+
 clformer_status cf_fail(clformer_status status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    record(fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+/* The public twin of cf_fail, for code built on the library. */
+clformer_status clformer_set_error(clformer_status status, const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    record(format, ap);
     va_end(ap);
     return status;
 }

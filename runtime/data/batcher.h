@@ -149,4 +149,11 @@ clformer_status cf_batcher_state_from_json(cf_batcher *b, const json_t *state);
 clformer_status cf_batcher_state_dumps(const cf_batcher *b, char **json);
 clformer_status cf_batcher_state_loads(cf_batcher *b, const char *json);
 
+/* The public clformer_batcher: a batcher and the batch that the
+ * clformer_batch it hands out points into. */
+struct clformer_batcher {
+    cf_batcher *b;
+    cf_batch batch;
+};
+
 #endif

@@ -35,8 +35,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Validated sentence pairs (text). Read-only for users. */
-typedef struct {
+/* Validated sentence pairs (text), clformer_parallel_text in the public API.
+ * Read-only for users. */
+typedef struct clformer_parallel_text {
     size_t n;            /* pairs kept */
     const char **src;    /* [n] NUL-terminated source sentences, as in the file */
     const char **tgt;    /* [n] target sentences */
@@ -67,9 +68,9 @@ void cf_parallel_text_free(cf_parallel_text *text);
  * Encoded sentence pairs. Every sequence is <sos> w1 ... wn <eos>; all of
  * them lie back to back in one int32 array, so 1M pairs cost about
  * 4 bytes per token plus 24 bytes per pair. Read-only for users; use
- * cf_corpus_src / cf_corpus_tgt.
+ * cf_corpus_src / cf_corpus_tgt. clformer_corpus in the public API.
  */
-typedef struct {
+typedef struct clformer_corpus {
     size_t n;              /* pairs */
     int32_t *tokens;       /* every sequence, back to back */
     size_t *offset;        /* [2n+1] sequence k is tokens[offset[k] .. offset[k+1]),

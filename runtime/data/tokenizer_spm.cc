@@ -107,11 +107,14 @@ extern "C" clformer_status cf_spm_train(const char *const *sentences, size_t n,
         Sentences it(sentences, n);
         std::string bytes;
         const auto st = sentencepiece::SentencePieceTrainer::Train(args, &it, &bytes);
-        if (!st.ok())
+        if (!st.ok()) {
+            const char *msg = st.error_message();
+            const char *fix = strstr(msg, "smaller than required") ? " (use a larger --vocab-size)"
+                              : strstr(msg, "ocabulary size") ? " (use a smaller --vocab-size)"
+                                                              : "";
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "learning a SentencePiece vocabulary "
-                           "of %d pieces: %s%s", o->vocab_size, st.error_message(),
-                           strstr(st.error_message(), "ocabulary size") ?
-                           " (use a smaller --vocab-size)" : "");
+                           "of %d pieces: %s%s", o->vocab_size, msg, fix);
+        }
         char *copy = (char *)malloc(bytes.size());
         if (!copy) return out_of_memory("keeping the SentencePiece model");
         memcpy(copy, bytes.data(), bytes.size());
@@ -239,4 +242,39 @@ extern "C" clformer_status cf_spm_decode(const cf_spm *spm, const int32_t *ids, 
     } catch (const std::bad_alloc &) {
         return out_of_memory("decoding a sentence");
     }
+}
+
+extern "C" clformer_status cf_spm_pieces_line(const cf_spm *spm, const char *s, size_t len,
+                                              char **out)
+{
+    *out = NULL;
+    size_t n = 0;
+    CF_TRY(cf_spm_encode(spm, s, len, false, NULL, 0, &n, NULL));
+    try {
+        std::vector<int32_t> ids(n ? n : 1);
+        CF_TRY(cf_spm_encode(spm, s, len, false, ids.data(), n, &n, NULL));
+        std::string line;
+        for (size_t i = 0; i < n; i++) {
+            if (i) line += ' ';
+            line += cf_spm_piece(spm, ids[i]);
+        }
+        char *copy = (char *)malloc(line.size() + 1);
+        if (!copy) return out_of_memory("tokenising a sentence");
+        memcpy(copy, line.c_str(), line.size() + 1);
+        *out = copy;
+        return CLFORMER_OK;
+    } catch (const std::bad_alloc &) {
+        return out_of_memory("tokenising a sentence");
+    }
+}
+
+extern "C" clformer_status clformer_spm_train(const char *const *sentences, size_t n,
+                                              int vocab_size, const char *model_type,
+                                              void **model, size_t *size)
+{
+    const cf_spm_train_options o = {vocab_size, model_type, 2000000, 1, 1};
+    char *bytes = NULL;
+    clformer_status st = cf_spm_train(sentences, n, &o, &bytes, size);
+    *model = bytes;
+    return st;
 }

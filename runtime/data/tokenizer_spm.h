@@ -84,6 +84,12 @@ clformer_status cf_spm_encode(const cf_spm *spm, const char *s, size_t len, bool
  */
 clformer_status cf_spm_decode(const cf_spm *spm, const int32_t *ids, size_t n, char **out);
 
+/* The pieces of raw sentence s[0..len) joined by single spaces ("▁A ▁man
+ * ..."; <unk> for unknown ones): the sentence as a whitespace-tokenised line
+ * whose tokens are the vocabulary's, so the word-level pipeline (vocab.h,
+ * corpus.h) gives the same ids as cf_spm_encode. *out is malloc'd. */
+clformer_status cf_spm_pieces_line(const cf_spm *spm, const char *s, size_t len, char **out);
+
 #ifdef __cplusplus
 }
 #endif

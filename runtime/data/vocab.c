@@ -15,7 +15,7 @@
 
 const char *const cf_special_tokens[CF_N_SPECIALS] = {"<pad>", "<sos>", "<eos>", "<unk>"};
 
-struct cf_vocab {
+struct clformer_vocab {
     char *chars;       /* every token, NUL-terminated, back to back */
     size_t chars_len, chars_cap;
     size_t *offset;    /* [cap] token id -> start in chars */

@@ -34,7 +34,7 @@ enum {
 /* "<pad>", "<sos>", "<eos>", "<unk>" indexed by id. */
 extern const char *const cf_special_tokens[CF_N_SPECIALS];
 
-typedef struct cf_vocab cf_vocab;
+typedef struct clformer_vocab cf_vocab; /* clformer_vocab in the public API */
 
 /*
  * Builds a vocabulary from `n` NUL-terminated UTF-8 sentences (typically the

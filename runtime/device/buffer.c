@@ -120,7 +120,7 @@ clformer_status cf_copy(cf_ctx *ctx, cl_mem src, size_t src_off, cl_mem dst, siz
     /* A kernel, not clEnqueueCopyBuffer: Oclgrind 21.10 does not carry the
      * initialised state of copied memory over (see cl/tensor.cl). */
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "tensor", NULL, "copy_u32", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_COPY_U32, &k));
     size_t local = ctx->elementwise_wg;
     return CF_LAUNCH(ctx, "copy", k, 1, &count, &local, CF_MEM(dst), CF_U64(dst_off),
                      CF_MEM(src), CF_U64(src_off), CF_U64(count));
@@ -130,7 +130,7 @@ clformer_status cf_fill_u32(cf_ctx *ctx, cl_mem buf, size_t off, size_t count, u
 {
     /* A kernel, not clEnqueueFillBuffer: see cl/tensor.cl. */
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "tensor", NULL, "fill_u32", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_FILL_U32, &k));
     size_t local = ctx->elementwise_wg;
     return CF_LAUNCH(ctx, "fill", k, 1, &count, &local, CF_MEM(buf), CF_U64(off), CF_U64(count),
                      CF_U32(value));

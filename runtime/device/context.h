@@ -6,6 +6,7 @@
 #ifndef CF_CONTEXT_H
 #define CF_CONTEXT_H
 
+#include "kernel_ids.h"
 #include "log.h"
 #include "status.h"
 
@@ -39,6 +40,7 @@ struct clformer_context {
     cl_device_id device;
     cl_context context;
     cl_command_queue queue;
+    clformer_gemm_provider gemm_provider; /* see clformer_gemm_provider_for */
 
     /* Work-group size used by row-reduction kernels (power of two). */
     size_t reduce_wg;
@@ -49,14 +51,17 @@ struct clformer_context {
     cf_program_entry *programs;
     size_t n_programs;
     clformer_program_stats program_stats;
+    /* The ops' kernels by id (cf_kernel_get), NULL until first used. */
+    cl_kernel kernel_by_id[CF_K_COUNT];
 
     /* Settings from clformer_context_params (owned copies). */
     cf_log_sink log;
     char *cache_dir;  /* on-disk program cache; NULL: off */
     char *kernel_dir; /* cl/ sources read at build time; NULL: the embedded ones */
 
-    /* Profiling: enabled when the queue was created with profiling. */
-    bool profiling;
+    /* Profiling: commands record events while `profiling` is set, which
+     * needs a queue created with profiling (queue_profiling). */
+    bool profiling, queue_profiling;
     cf_profile_entry *profile;
     size_t n_profile, profile_capacity;
 

@@ -87,6 +87,9 @@ static void describe(cl_platform_id p, cl_device_id d, int pi, int di, clformer_
     cl_bool unified = CL_FALSE;
     clGetDeviceInfo(d, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
     o->unified_memory = unified == CL_TRUE;
+    cl_device_exec_capabilities exec = 0;
+    clGetDeviceInfo(d, CL_DEVICE_EXECUTION_CAPABILITIES, sizeof exec, &exec, NULL);
+    o->native_kernels = (exec & CL_EXEC_NATIVE_KERNEL) != 0;
 
     size_t ext_size = 0;
     clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, 0, NULL, &ext_size);
@@ -319,7 +322,7 @@ static atomic_size_t live_contexts;
 static clformer_status keep_settings(cf_ctx *ctx, const clformer_context_params *p)
 {
     ctx->log = (cf_log_sink){p->log_level, p->log_callback, p->log_user};
-    ctx->profiling = p->profiling;
+    ctx->profiling = ctx->queue_profiling = p->profiling;
     if (p->kernel_dir && *p->kernel_dir && !(ctx->kernel_dir = strdup(p->kernel_dir)))
         return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     if (!p->cache) return CLFORMER_OK;
@@ -371,6 +374,11 @@ clformer_status clformer_context_create_with_params(const clformer_context_param
     ctx->device = ids[chosen];
     ctx->reduce_wg = pick_reduce_wg(&ctx->info);
     ctx->elementwise_wg = ctx->info.max_work_group_size < 64 ? ctx->info.max_work_group_size : 64;
+    st = clformer_gemm_provider_for(&ctx->info, params->gemm, &ctx->gemm_provider);
+    if (st != CLFORMER_OK) {
+        cf_fail_prefix(st, "gemm provider: ");
+        goto done;
+    }
     cl_int err;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform,
                                      0};
@@ -388,6 +396,8 @@ clformer_status clformer_context_create_with_params(const clformer_context_param
     }
     cf_log(&ctx->log, CF_LOG_INFO, "device %s: %s | %s | driver %s | %s", ctx->info.selector,
            ctx->info.platform, ctx->info.name, ctx->info.driver_version, ctx->info.c_version);
+    cf_log(&ctx->log, CF_LOG_INFO, "gemm provider: %s",
+           clformer_gemm_provider_name(ctx->gemm_provider));
     cf_gemm_tuning_init(ctx, params->gemm_tuning);
 done:
     free(devs);

@@ -1,37 +1,120 @@
-/* The CLBlast wrapper: row-major layout, events recorded under "gemm". */
+/* The GEMM front end: checks a call once for both providers, then hands it
+ * to the context's provider (gemm_clblast.c or gemm_host.c). */
 #include "gemm.h"
-#include "launch.h"
-#include "log.h"
+#include "gemm_provider.h"
 
-#include <clblast_c.h>
+#include <string.h>
+#include <strings.h>
 
-static CLBlastTranspose tr(bool t) { return t ? CLBlastTransposeYes : CLBlastTransposeNo; }
-
-/* Degenerate shapes: CLBlast rejects zero sizes; k == 0 means C = beta * C. */
-static clformer_status degenerate(cf_ctx *ctx, size_t m, size_t n, size_t k, float beta,
-                                  bool *handled)
+const char *clformer_gemm_provider_name(clformer_gemm_provider provider)
 {
-    *handled = m == 0 || n == 0 || k == 0;
-    if (*handled && m && n && k == 0 && beta != 1.0f)
+    return provider == CLFORMER_GEMM_HOST ? "host" : "clblast";
+}
+
+clformer_status clformer_gemm_provider_for(const clformer_device_info *d, const char *choice,
+                                           clformer_gemm_provider *provider)
+{
+    /* The host provider needs the buffers in host memory (a CPU device) and a
+     * queue that can run host code (native kernels); a simulator keeps CLBlast
+     * so that its checks see every product. */
+    const bool host_ok = cf_gemm_host_available() && d->type == CLFORMER_DEVICE_CPU &&
+                         d->native_kernels && !d->simulator;
+    if (!choice || !*choice || strcasecmp(choice, "auto") == 0) {
+        *provider = host_ok ? CLFORMER_GEMM_HOST : CLFORMER_GEMM_CLBLAST;
+        return CLFORMER_OK;
+    }
+    if (strcasecmp(choice, "clblast") == 0) {
+        *provider = CLFORMER_GEMM_CLBLAST;
+        return CLFORMER_OK;
+    }
+    if (strcasecmp(choice, "host") != 0)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "gemm with k == 0 and beta != 1 is not supported");
-    (void)ctx;
+                       "unknown GEMM provider '%s': use clblast, host or auto", choice);
+    if (!cf_gemm_host_available())
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "the host GEMM provider is not in this build (OpenBLAS was not found "
+                       "when it was configured): install libopenblas-dev and rebuild, or use "
+                       "clblast");
+    if (!host_ok)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "the host GEMM provider needs a CPU device that runs native kernels, "
+                       "and %s is not one: use clblast or auto",
+                       d->name);
+    *provider = CLFORMER_GEMM_HOST;
     return CLFORMER_OK;
+}
+
+clformer_gemm_provider clformer_context_gemm_provider(const clformer_context *ctx)
+{
+    return ctx->gemm_provider;
+}
+
+static clformer_status check_leading(char name, size_t ld, size_t cols)
+{
+    if (ld >= cols) return CLFORMER_OK;
+    return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                   "gemm: the leading dimension of %c (%zu) is smaller than a row of %c (%zu "
+                   "elements): pass ld%c >= %zu",
+                   name, ld, name, cols, name + 'a' - 'A', cols);
+}
+
+/* The matrix rows x cols at `off` with row stride `ld` lies inside `mem`. */
+static clformer_status check_extent(char name, cl_mem mem, size_t off, size_t rows, size_t cols,
+                                    size_t ld)
+{
+    size_t bytes = 0;
+    CL_CHECK(clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof bytes, &bytes, NULL));
+    const size_t end = off + (rows - 1) * ld + cols; /* one past its last element */
+    if (end <= bytes / sizeof(float)) return CLFORMER_OK;
+    return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                   "gemm: matrix %c (%zu x %zu, leading dimension %zu, at element %zu) reaches "
+                   "element %zu, past the end of its buffer (%zu floats)",
+                   name, rows, cols, ld, off, end, bytes / sizeof(float));
+}
+
+static clformer_status check_and_run(cf_ctx *ctx, const cf_gemm_call *g)
+{
+    const size_t a_rows = g->trans_a ? g->k : g->m, a_cols = g->trans_a ? g->m : g->k;
+    const size_t b_rows = g->trans_b ? g->n : g->k, b_cols = g->trans_b ? g->k : g->n;
+    CF_TRY(check_leading('A', g->lda, a_cols));
+    CF_TRY(check_leading('B', g->ldb, b_cols));
+    CF_TRY(check_leading('C', g->ldc, g->n));
+    /* the furthest matrix of each operand */
+    size_t a_end = 0, b_end = 0, c_end = 0;
+    for (size_t i = 0; g->a_offs && i < g->batch; i++) {
+        if (g->a_offs[i] > a_end) a_end = g->a_offs[i];
+        if (g->b_offs[i] > b_end) b_end = g->b_offs[i];
+        if (g->c_offs[i] > c_end) c_end = g->c_offs[i];
+    }
+    if (!g->a_offs) {
+        a_end = g->a_off + (g->batch - 1) * g->a_stride;
+        b_end = g->b_off + (g->batch - 1) * g->b_stride;
+        c_end = g->c_off + (g->batch - 1) * g->c_stride;
+    }
+    CF_TRY(check_extent('A', g->a, a_end, a_rows, a_cols, g->lda));
+    CF_TRY(check_extent('B', g->b, b_end, b_rows, b_cols, g->ldb));
+    CF_TRY(check_extent('C', g->c, c_end, g->m, g->n, g->ldc));
+    return ctx->gemm_provider == CLFORMER_GEMM_HOST ? cf_gemm_host(ctx, g)
+                                                    : cf_gemm_clblast(ctx, g);
+}
+
+/* Degenerate shapes: nothing to do, except that k == 0 would mean C = beta * C. */
+static bool degenerate(size_t m, size_t n, size_t k, size_t batch, bool beta_one,
+                       clformer_status *st)
+{
+    *st = CLFORMER_OK;
+    if (m && n && batch && k == 0 && !beta_one)
+        *st = cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                      "gemm with k == 0 and beta != 1 is not supported");
+    return m == 0 || n == 0 || k == 0 || batch == 0;
 }
 
 clformer_status cf_gemm(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
                         float alpha, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off,
                         size_t ldb, float beta, cl_mem c, size_t c_off, size_t ldc)
 {
-    bool handled;
-    CF_TRY(degenerate(ctx, m, n, k, beta, &handled));
-    if (handled) return CLFORMER_OK;
-    cl_event begin = cf_profile_begin(ctx);
-    int err = CLBlastSgemm(CLBlastLayoutRowMajor, tr(trans_a), tr(trans_b), m, n, k, alpha, a,
-                           a_off, lda, b, b_off, ldb, beta, c, c_off, ldc, &ctx->queue, NULL);
-    cf_profile_end(ctx, "gemm", begin);
-    CLBLAST_CHECK(err);
-    return CLFORMER_OK;
+    return cf_gemm_strided_batched(ctx, trans_a, trans_b, m, n, k, alpha, a, a_off, lda, 0, b,
+                                   b_off, ldb, 0, beta, c, c_off, ldc, 0, 1);
 }
 
 clformer_status cf_gemm_strided_batched(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m,
@@ -40,17 +123,14 @@ clformer_status cf_gemm_strided_batched(cf_ctx *ctx, bool trans_a, bool trans_b,
                                         size_t ldb, size_t b_stride, float beta, cl_mem c,
                                         size_t c_off, size_t ldc, size_t c_stride, size_t batch)
 {
-    bool handled;
-    CF_TRY(degenerate(ctx, m, n, k, beta, &handled));
-    if (handled || batch == 0) return CLFORMER_OK;
-    cl_event begin = cf_profile_begin(ctx);
-    int err = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, tr(trans_a), tr(trans_b), m, n,
-                                         k, alpha, a, a_off, lda, a_stride, b, b_off, ldb,
-                                         b_stride, beta, c, c_off, ldc, c_stride, batch,
-                                         &ctx->queue, NULL);
-    cf_profile_end(ctx, "gemm", begin);
-    CLBLAST_CHECK(err);
-    return CLFORMER_OK;
+    clformer_status st;
+    if (degenerate(m, n, k, batch, beta == 1.0f, &st)) return st;
+    const cf_gemm_call g = {.trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k,
+                            .batch = batch, .a = a, .b = b, .c = c, .lda = lda, .ldb = ldb,
+                            .ldc = ldc, .a_off = a_off, .b_off = b_off, .c_off = c_off,
+                            .a_stride = a_stride, .b_stride = b_stride, .c_stride = c_stride,
+                            .alpha = alpha, .beta = beta};
+    return check_and_run(ctx, &g);
 }
 
 clformer_status cf_gemm_batched(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m, size_t n,
@@ -59,29 +139,13 @@ clformer_status cf_gemm_batched(cf_ctx *ctx, bool trans_a, bool trans_b, size_t 
                                 const float *betas, cl_mem c, const size_t *c_offs, size_t ldc,
                                 size_t batch)
 {
-    bool handled;
-    CF_TRY(degenerate(ctx, m, n, k, 1.0f, &handled));
-    if (handled || batch == 0) return CLFORMER_OK;
-    if (ctx->info.simulator) {
-        /* CLBlastSgemmBatched makes and releases small buffers per call, and
-         * Oclgrind 21.10 then misreports reads of recycled buffers as
-         * uninitialised (see cf_buffer_free): there, run the products one by one. */
-        for (size_t i = 0; i < batch; i++)
-            CF_TRY(cf_gemm(ctx, trans_a, trans_b, m, n, k, alphas[i], a, a_offs[i], lda, b,
-                           b_offs[i], ldb, betas[i], c, c_offs[i], ldc));
-        return CLFORMER_OK;
-    }
-    cl_event begin = cf_profile_begin(ctx);
-    int err = CLBlastSgemmBatched(CLBlastLayoutRowMajor, tr(trans_a), tr(trans_b), m, n, k,
-                                  alphas, a, a_offs, lda, b, b_offs, ldb, betas, c, c_offs, ldc,
-                                  batch, &ctx->queue, NULL);
-    cf_profile_end(ctx, "gemm", begin);
-    CLBLAST_CHECK(err);
-    return CLFORMER_OK;
-}
-
-void cf_gemm_release_caches(void)
-{
-    CLBlastStatusCode st = CLBlastClearCache();
-    if (st != CLBlastSuccess) cf_log(NULL, CF_LOG_DEBUG, "CLBlastClearCache returned %d", (int)st);
+    clformer_status st;
+    bool betas_one = true;
+    for (size_t i = 0; i < batch; i++) betas_one = betas_one && betas[i] == 1.0f;
+    if (degenerate(m, n, k, batch, betas_one, &st)) return st;
+    const cf_gemm_call g = {.trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k,
+                            .batch = batch, .a = a, .b = b, .c = c, .lda = lda, .ldb = ldb,
+                            .ldc = ldc, .a_offs = a_offs, .b_offs = b_offs, .c_offs = c_offs,
+                            .alphas = alphas, .betas = betas};
+    return check_and_run(ctx, &g);
 }

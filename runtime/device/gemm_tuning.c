@@ -44,6 +44,26 @@ static const cf_clblast_params pocl_pthread_avx512_amd[] = {
     {"GemmRoutine", "XGEMM_MIN_INDIRECT_SIZE=128"},
 };
 
+/* For devices whose work-groups are smaller than CLBlast's generic parameters
+ * assume (up to 256 work-items on GPUs, 64 on CPUs: PoCL with
+ * POCL_MAX_WORK_GROUP_SIZE=32 fails every GEMM with CL_INVALID_WORK_GROUP_SIZE
+ * without these): every kernel launches at most 32 work-items, the smallest
+ * maximum clformer supports (docs/DEVICES.md). Correct, not tuned: applied
+ * before the table, whose sets replace those the device can take. The
+ * divisibility rules CLBlast checks hold (e.g. Xgemm: MWG % (MDIMC*VWM) = 0,
+ * KWG % (MDIMC*NDIMC/MDIMA) = 0). */
+#define CF_SMALL_WORK_GROUP_LIMIT 256
+static const cf_clblast_params small_work_groups[] = {
+    {"Xgemm", "GEMMK=0 KREG=1 KWG=16 KWI=2 MDIMA=8 MDIMC=8 MWG=32 NDIMB=4 NDIMC=4 NWG=16 "
+              "SA=0 SB=0 STRM=0 STRN=0 VWM=4 VWN=4"},
+    {"XgemmDirect", "KWID=2 MDIMAD=8 MDIMCD=8 NDIMBD=4 NDIMCD=4 PADA=1 PADB=1 VWMD=2 VWND=2 "
+                    "WGD=16"},
+    {"Copy", "COPY_DIMX=8 COPY_DIMY=4 COPY_VW=1 COPY_WPT=1"},
+    {"Pad", "PAD_DIMX=8 PAD_DIMY=4 PAD_WPTX=1 PAD_WPTY=1"},
+    {"Transpose", "TRA_DIM=4 TRA_PAD=0 TRA_SHUFFLE=0 TRA_WPT=1"},
+    {"Padtranspose", "PADTRA_PAD=0 PADTRA_TILE=4 PADTRA_WPT=1"},
+};
+
 /* Keys are as narrow as what was measured: PoCL's multi-threaded device with
  * the same instruction set, on the same CPU vendor, PoCL major version 3. */
 static const cf_gemm_tuning table[] = {
@@ -237,8 +257,21 @@ static size_t apply_file(cf_ctx *ctx, const char *path)
     return n;
 }
 
+/* The small-work-group sets on a device that needs them (see above). */
+static void apply_small_work_groups(cf_ctx *ctx)
+{
+    if (ctx->info.max_work_group_size >= CF_SMALL_WORK_GROUP_LIMIT) return;
+    const cf_gemm_tuning t = {"work-groups of at most 32 work-items", NULL, NULL, NULL, NULL,
+                              small_work_groups,
+                              sizeof small_work_groups / sizeof *small_work_groups};
+    size_t n = cf_gemm_tuning_apply(ctx, &t, CF_LOG_WARN);
+    cf_log(&ctx->log, CF_LOG_DEBUG, "gemm tuning: %zu CLBlast parameter sets for work-groups of "
+           "at most 32 (%s allows %zu)", n, ctx->info.name, ctx->info.max_work_group_size);
+}
+
 size_t cf_gemm_tuning_init(cf_ctx *ctx, const char *setting)
 {
+    apply_small_work_groups(ctx);
     if (setting && !strcmp(setting, "0")) {
         cf_log(&ctx->log, CF_LOG_DEBUG, "gemm tuning: off (setting 0)");
         return 0;

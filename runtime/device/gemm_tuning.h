@@ -9,7 +9,10 @@
  * for the CLI): unset or 1 applies the table entry that matches the
  * device (none: CLBlast's own choice); 0 applies nothing; any other value is
  * a file of "Kernel NAME=value ..." lines (tools/tuning/tune-clblast.sh writes one)
- * applied to whatever device is chosen. Tuning never fails a context: a set
+ * applied to whatever device is chosen. Whatever the setting, a device that
+ * allows work-groups of fewer than 256 items first gets a set whose kernels
+ * launch at most 32 (CLBlast's generic sets would not run there; see
+ * docs/DEVICES.md). Tuning never fails a context: a set
  * CLBlast rejects is logged and CLBlast keeps its parameters for that kernel.
  * CLBlast keeps parameters per device for the whole process, so the setting
  * of the first context opened on a device holds for later ones.

@@ -66,6 +66,22 @@ clformer_status cf_launch(cf_ctx *ctx, const char *family, cl_kernel kernel, cl_
     return CLFORMER_OK;
 }
 
+clformer_status clformer_context_set_profiling(clformer_context *ctx, bool on)
+{
+    if (on && !ctx->queue_profiling)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "kernel profiling needs a context created with "
+                       "clformer_context_params.profiling = true");
+    ctx->profiling = on;
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_context_kernel_times(clformer_context *ctx, clformer_kernel_time *times,
+                                              size_t cap, size_t *n)
+{
+    return cf_profile_collect(ctx, times, cap, n);
+}
+
 static int by_time_desc(const void *a, const void *b)
 {
     double x = ((const cf_profile_total *)a)->ms, y = ((const cf_profile_total *)b)->ms;

@@ -46,11 +46,7 @@ cl_event cf_profile_begin(cf_ctx *ctx);
 void cf_profile_end(cf_ctx *ctx, const char *family, cl_event begin);
 
 /* Time spent per family since the last reset, after waiting for the queue. */
-typedef struct {
-    const char *family;
-    double ms;
-    unsigned count;
-} cf_profile_total;
+typedef clformer_kernel_time cf_profile_total;
 /* Fills up to `cap` totals (sorted by time, largest first) and clears the record. */
 clformer_status cf_profile_collect(cf_ctx *ctx, cf_profile_total *totals, size_t cap,
                                    size_t *n);

@@ -212,8 +212,31 @@ clformer_status cf_kernel(cf_ctx *ctx, const char *program, const char *extra_op
     return CLFORMER_OK;
 }
 
+clformer_status cf_kernel_get(cf_ctx *ctx, cf_kernel_id id, cl_kernel *out)
+{
+    static const char *const programs[CF_K_COUNT] = {
+#define CF_KERNEL_PROGRAM(id, program, kernel) program,
+        CF_KERNEL_LIST(CF_KERNEL_PROGRAM)
+#undef CF_KERNEL_PROGRAM
+    };
+    static const char *const kernels[CF_K_COUNT] = {
+#define CF_KERNEL_NAME(id, program, kernel) kernel,
+        CF_KERNEL_LIST(CF_KERNEL_NAME)
+#undef CF_KERNEL_NAME
+    };
+    if (ctx->kernel_by_id[id]) {
+        ctx->program_stats.memory_hits++;
+        *out = ctx->kernel_by_id[id];
+        return CLFORMER_OK;
+    }
+    CF_TRY(cf_kernel(ctx, programs[id], NULL, kernels[id], out));
+    ctx->kernel_by_id[id] = *out;
+    return CLFORMER_OK;
+}
+
 void cf_programs_release(cf_ctx *ctx)
 {
+    memset(ctx->kernel_by_id, 0, sizeof ctx->kernel_by_id);
     for (size_t i = 0; i < ctx->n_programs; i++) {
         cf_program_entry *e = &ctx->programs[i];
         for (size_t k = 0; k < e->n_kernels; k++) {

@@ -15,6 +15,10 @@
 clformer_status cf_kernel(cf_ctx *ctx, const char *program, const char *extra_options,
                           const char *kernel, cl_kernel *out);
 
+/* The kernel `id` (kernel_ids.h) with the default options: after the first
+ * call, a table read. Owned by the context like cf_kernel's. */
+clformer_status cf_kernel_get(cf_ctx *ctx, cf_kernel_id id, cl_kernel *out);
+
 /* The source of cl/<program>.cl with common.h inlined (malloc'd): read from
  * kernel_dir when it is set, else the embedded copy. */
 clformer_status cf_program_source(const char *kernel_dir, const char *program, char **source);

@@ -5,6 +5,9 @@
  *   clformer.config       the config as a JSON object
  *   clformer.src_vocab    JSON array of source tokens in id order
  *   clformer.tgt_vocab    JSON array of target tokens in id order
+ *   clformer.src_spm, clformer.tgt_spm  (models trained on raw text, optional)
+ *                         base64 of the side's SentencePiece model; its pieces
+ *                         are the side's vocabulary
  *   clformer.train_state  (training checkpoints) JSON: step, seed (a decimal
  *                         string: 64 bits), optimizer settings, trainer state
  * Training checkpoints add optim.m.<name> and optim.v.<name>.
@@ -16,6 +19,7 @@
  * version, checked when present) and that every value is finite.
  */
 #include "checkpoint.h"
+#include "base64.h"
 #include "buffer.h"
 #include "model.h"
 #include "safetensors.h"
@@ -110,6 +114,26 @@ static clformer_status write_all(cf_model *m, cf_st_writer *w, bool training, fl
     return CLFORMER_OK;
 }
 
+/* The metadata keys of the SentencePiece models, source then target. */
+static const char *const spm_keys[2] = {"clformer.src_spm", "clformer.tgt_spm"};
+
+/* A checkpoint's SentencePiece models, if any, checked against the model's
+ * vocabularies (clformer_model_set_tokenizer). */
+static clformer_status load_tokenizers(cf_model *m, const cf_st_reader *r)
+{
+    for (int k = 0; k < 2; k++) {
+        const char *b64 = cf_st_metadata(r, spm_keys[k]);
+        if (!b64) continue;
+        unsigned char *bytes;
+        size_t size;
+        CF_TRY(cf_base64_decode(b64, spm_keys[k], &bytes, &size));
+        clformer_status st = clformer_model_set_tokenizer(m, k == 1, bytes, size);
+        free(bytes);
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "%s: ", spm_keys[k]);
+    }
+    return CLFORMER_OK;
+}
+
 clformer_status clformer_model_save(clformer_model *m, const char *path, bool training)
 {
     if (!m->src_vocab || !m->tgt_vocab)
@@ -131,6 +155,13 @@ clformer_status clformer_model_save(clformer_model *m, const char *path, bool tr
     if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.src_vocab", src);
     if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.tgt_vocab", tgt);
     if (st == CLFORMER_OK && training) st = cf_st_set_metadata(w, "clformer.train_state", state);
+    for (int k = 0; k < 2 && st == CLFORMER_OK; k++) {
+        if (!m->spm[k]) continue;
+        char *b64 = NULL;
+        st = cf_base64_encode(m->spm[k], m->spm_size[k], &b64);
+        if (st == CLFORMER_OK) st = cf_st_set_metadata(w, spm_keys[k], b64);
+        free(b64);
+    }
     if (st == CLFORMER_OK) st = declare_all(m, w, training);
     if (st == CLFORMER_OK) st = cf_st_begin(w);
     if (st == CLFORMER_OK) st = write_all(m, w, training, host);
@@ -427,6 +458,7 @@ static clformer_status load(cf_ctx *ctx, const cf_st_reader *r, cf_model **out)
         host = malloc(m->layout.total * sizeof *host);
         if (!host) st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     }
+    if (st == CLFORMER_OK) st = load_tokenizers(m, r);
     if (st == CLFORMER_OK) st = read_checked_part(r, &h, 0, host);
     if (st == CLFORMER_OK) st = cf_upload(m->ctx, m->params, 0, host, m->layout.total);
     if (st == CLFORMER_OK && h.training) {

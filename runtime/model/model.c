@@ -5,6 +5,7 @@
 #include "buffer.h"
 #include "decode.h"
 #include "model.h"
+#include "tokenizer_spm.h"
 #include "vocab.h"
 
 #include <jansson.h>
@@ -40,6 +41,16 @@ clformer_status clformer_model_set_optimizer(clformer_model *m, const clformer_o
     m->optim.weight_decay = c->weight_decay;
     m->optim.clip = c->clip;
     return CLFORMER_OK;
+}
+
+void clformer_model_optimizer(const clformer_model *m, clformer_optim_config *c)
+{
+    c->optimizer = m->optim.adamw ? CLFORMER_ADAMW : CLFORMER_ADAM;
+    c->beta1 = m->optim.beta1;
+    c->beta2 = m->optim.beta2;
+    c->eps = m->optim.eps;
+    c->weight_decay = m->optim.weight_decay;
+    c->clip = m->optim.clip;
 }
 
 static clformer_status allocate(cf_model *m)
@@ -121,6 +132,10 @@ void clformer_model_free(clformer_model *m)
     cf_param_layout_free(&m->layout);
     free_vocab(m->src_vocab, m->cfg.src_vocab);
     free_vocab(m->tgt_vocab, m->cfg.tgt_vocab);
+    free(m->spm[0]);
+    free(m->spm[1]);
+    cf_spm_free(m->spm_proc[0]);
+    cf_spm_free(m->spm_proc[1]);
     free(m->train_state);
     free(m);
 }
@@ -178,6 +193,65 @@ clformer_status clformer_model_set_vocabs(clformer_model *m, const char *const *
     return CLFORMER_OK;
 }
 
+clformer_status clformer_model_set_tokenizer(clformer_model *m, bool target, const void *spm,
+                                             size_t size)
+{
+    const int k = target ? 1 : 0;
+    const char *side = target ? "target" : "source";
+    unsigned char *copy = NULL;
+    cf_spm *sp = NULL;
+    if (spm) {
+        char **vocab = target ? m->tgt_vocab : m->src_vocab;
+        const int n = target ? m->cfg.tgt_vocab : m->cfg.src_vocab;
+        if (!vocab)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the %s SentencePiece model needs the "
+                           "model's vocabularies first", side);
+        char origin[64];
+        snprintf(origin, sizeof origin, "the %s SentencePiece model", side);
+        CF_TRY(cf_spm_load(spm, size, origin, &sp));
+        clformer_status st = CLFORMER_OK;
+        if (cf_spm_size(sp) != n)
+            st = cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s has %d pieces but the %s vocabulary "
+                         "%d tokens: the vocabulary must be the model's pieces", origin,
+                         (int)cf_spm_size(sp), side, n);
+        for (int i = 0; st == CLFORMER_OK && i < n; i++)
+            if (strcmp(cf_spm_piece(sp, i), vocab[i]))
+                st = cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s: piece %d is '%s' but the %s "
+                             "vocabulary's token %d is '%s'", origin, i, cf_spm_piece(sp, i),
+                             side, i, vocab[i]);
+        if (st == CLFORMER_OK && !(copy = malloc(size ? size : 1)))
+            st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        if (st != CLFORMER_OK) {
+            cf_spm_free(sp);
+            return st;
+        }
+        memcpy(copy, spm, size);
+    }
+    free(m->spm[k]);
+    cf_spm_free(m->spm_proc[k]);
+    m->spm[k] = copy;
+    m->spm_proc[k] = sp;
+    m->spm_size[k] = copy ? size : 0;
+    return CLFORMER_OK;
+}
+
+const void *clformer_model_tokenizer(const clformer_model *m, bool target, size_t *size)
+{
+    const int k = target ? 1 : 0;
+    if (size) *size = m->spm_size[k];
+    return m->spm[k];
+}
+
+clformer_status clformer_model_tokenize(const clformer_model *m, bool target,
+                                        const char *sentence, char **out)
+{
+    const cf_spm *sp = m->spm_proc[target ? 1 : 0];
+    if (sp) return cf_spm_pieces_line(sp, sentence, strlen(sentence), out);
+    if (!(*out = strdup(sentence)))
+        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    return CLFORMER_OK;
+}
+
 const char *const *clformer_model_src_vocab(const clformer_model *m)
 {
     return (const char *const *)m->src_vocab;
@@ -228,8 +302,9 @@ clformer_status clformer_model_set_trainer_state(clformer_model *m, const char *
 
 const char *clformer_model_trainer_state(const clformer_model *m) { return m->train_state; }
 
-clformer_status clformer_model_read_tensor(clformer_model *m, const char *name, bool gradient,
-                                           float *out, size_t count)
+/* The parameter `name`, checked to hold `count` elements. */
+static clformer_status tensor_of_size(const clformer_model *m, const char *name, size_t count,
+                                      const cf_param_entry **out)
 {
     const cf_param_entry *e = cf_model_tensor(m, name);
     if (!e) return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the model has no tensor named '%s'", name);
@@ -237,5 +312,22 @@ clformer_status clformer_model_read_tensor(clformer_model *m, const char *name, 
     if (n != count)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "tensor '%s' has %zu elements, not %zu",
                        name, n, count);
-    return cf_download(m->ctx, gradient ? m->grads : m->params, e->offset, out, n);
+    *out = e;
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_model_read_tensor(clformer_model *m, const char *name, bool gradient,
+                                           float *out, size_t count)
+{
+    const cf_param_entry *e;
+    CF_TRY(tensor_of_size(m, name, count, &e));
+    return cf_download(m->ctx, gradient ? m->grads : m->params, e->offset, out, count);
+}
+
+clformer_status clformer_model_write_tensor(clformer_model *m, const char *name,
+                                            const float *data, size_t count)
+{
+    const cf_param_entry *e;
+    CF_TRY(tensor_of_size(m, name, count, &e));
+    return cf_upload(m->ctx, m->params, e->offset, data, count);
 }

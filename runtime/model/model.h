@@ -89,6 +89,9 @@ struct clformer_model {
     cl_mem metrics;                       /* [loss_sum, grad_norm_sq, clip_scale, spare] */
     cf_acts acts;                         /* views for the current batch shape */
     char **src_vocab, **tgt_vocab;        /* tokens in id order (may be NULL) */
+    unsigned char *spm[2];                /* SentencePiece models, source/target (may be NULL) */
+    size_t spm_size[2];
+    struct cf_spm *spm_proc[2];           /* the same, loaded */
     uint64_t seed;                        /* initialisation and dropout */
     uint64_t step;                        /* optimizer steps taken */
     cf_optim_settings optim;

@@ -58,7 +58,7 @@ clformer_status cf_bias_act_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_vi
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cf_bias_act_forward: out, inp and bias must be device buffers");
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "activation", NULL, "bias_act_forward", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_BIAS_ACT_FORWARD, &k));
     size_t local = ctx->elementwise_wg, global = (N * C + 3) / 4; /* four elements per item */
     return CF_LAUNCH(ctx, "activation", k, 1, &global, &local, CF_MEM(out.buf), CF_U64(out.off),
                      CF_MEM(inp.buf), CF_U64(inp.off), CF_MEM(bias.buf), CF_U64(bias.off),
@@ -77,7 +77,7 @@ clformer_status cf_bias_act_backward(cf_ctx *ctx, cf_view dinp, cf_view dbias, c
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cf_bias_act_backward: dinp, dout, inp and bias must be device buffers");
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "activation", NULL, "bias_act_backward", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_BIAS_ACT_BACKWARD, &k));
     size_t local = ctx->elementwise_wg, global = (N * C + 3) / 4; /* four elements per item */
     CF_TRY(CF_LAUNCH(ctx, "activation", k, 1, &global, &local, CF_MEM(dinp.buf), CF_U64(dinp.off),
                      CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(inp.buf), CF_U64(inp.off),

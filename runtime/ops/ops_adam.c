@@ -19,7 +19,7 @@ clformer_status cf_clip_scale(cf_ctx *ctx, cf_view grad_scale, cf_view norm_sq, 
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cf_clip_scale: max_norm is NaN; pass 0 to turn clipping off");
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "adam", NULL, "clip_scale", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_CLIP_SCALE, &k));
     size_t global = 1, local = 1;
     return CF_LAUNCH(ctx, "optimizer", k, 1, &global, &local, CF_MEM(grad_scale.buf),
                      CF_U64(grad_scale.off), CF_MEM(norm_sq.buf), CF_U64(norm_sq.off),
@@ -44,7 +44,7 @@ clformer_status cf_adam_update(cf_ctx *ctx, cf_view params, cf_view grads, cf_vi
     const bool has_scale = grad_scale.buf != NULL;
     const cf_view scale = has_scale ? grad_scale : grads; /* not read without a scale */
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "adam", NULL, "adam_update", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_ADAM_UPDATE, &k));
     size_t local = ctx->elementwise_wg, global = cf_round_up(n, local);
     return CF_LAUNCH(ctx, "optimizer", k, 1, &global, &local, CF_MEM(params.buf),
                      CF_U64(params.off), CF_MEM(grads.buf), CF_U64(grads.off), CF_MEM(m.buf),

@@ -28,7 +28,7 @@
 /* Heads in and out of the (B, H, T, dh) layout                              */
 /* ------------------------------------------------------------------------- */
 
-static clformer_status heads_launch(cf_ctx *ctx, const char *fn, const char *kernel, cf_view dst,
+static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id kernel, cf_view dst,
                                     cf_view src, size_t ld, size_t B, size_t T, size_t H,
                                     size_t dh, bool split)
 {
@@ -42,7 +42,7 @@ static clformer_status heads_launch(cf_ctx *ctx, const char *fn, const char *ker
                        "%s: B*T=%zu, H*dh=%zu or ld=%zu exceeds INT_MAX; split the batch", fn,
                        B * T, H * dh, ld);
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "attention", NULL, kernel, &k));
+    CF_TRY(cf_kernel_get(ctx, kernel, &k));
     const size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {H * dh, B * T};
     if (split)
         return CF_LAUNCH(ctx, "attention", k, 2, global, local, CF_MEM(dst.buf), CF_U64(dst.off),
@@ -56,13 +56,13 @@ static clformer_status heads_launch(cf_ctx *ctx, const char *fn, const char *ker
 clformer_status cf_split_heads(cf_ctx *ctx, cf_view dst, cf_view src, size_t ld, size_t B,
                                size_t T, size_t H, size_t dh)
 {
-    return heads_launch(ctx, "cf_split_heads", "split_heads", dst, src, ld, B, T, H, dh, true);
+    return heads_launch(ctx, "cf_split_heads", CF_K_SPLIT_HEADS, dst, src, ld, B, T, H, dh, true);
 }
 
 clformer_status cf_merge_heads(cf_ctx *ctx, cf_view dst, size_t ld, cf_view src, size_t B,
                                size_t T, size_t H, size_t dh)
 {
-    return heads_launch(ctx, "cf_merge_heads", "merge_heads", dst, src, ld, B, T, H, dh, false);
+    return heads_launch(ctx, "cf_merge_heads", CF_K_MERGE_HEADS, dst, src, ld, B, T, H, dh, false);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -128,7 +128,7 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
     const cf_view Pd = write_drop ? saved->probs_drop : P;
     const bool use_keys = key_tokens.buf != NULL;
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "attention", NULL, "attention_softmax", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_ATTENTION_SOFTMAX, &k));
     const size_t local = ctx->reduce_wg, global = BH * Tq * local;
     CF_TRY(CF_LAUNCH(ctx, "attention", k, 1, &global, &local, CF_MEM(P.buf), CF_U64(P.off),
                      CF_MEM(Pd.buf), CF_U64(Pd.off), CF_I32(write_drop),
@@ -189,7 +189,7 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
                                    dprobs.off, Tk, Tq * Tk, BH));
     /* dS, in place of dP_drop */
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "attention", NULL, "attention_softmax_backward", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_ATTENTION_SOFTMAX_BACKWARD, &k));
     const size_t local = ctx->reduce_wg, global = BH * Tq * local;
     CF_TRY(CF_LAUNCH(ctx, "attention", k, 1, &global, &local, CF_MEM(dprobs.buf),
                      CF_U64(dprobs.off), CF_MEM(P.buf), CF_U64(P.off), CF_I32(Tk),

@@ -34,7 +34,7 @@ static clformer_status embed(cf_ctx *ctx, cf_view out, cf_view tokens, cf_view t
     const size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {C, T};
     cl_kernel k;
     if (pos_table.buf) {
-        CF_TRY(cf_kernel(ctx, "embedding", NULL, "embedding_forward_learned", &k));
+        CF_TRY(cf_kernel_get(ctx, CF_K_EMBEDDING_FORWARD_LEARNED, &k));
         return CF_LAUNCH(ctx, "embedding", k, 2, global, local, CF_MEM(out.buf),
                          CF_U64(out.off), CF_MEM(tokens.buf), CF_U64(tokens.off),
                          CF_MEM(table.buf), CF_U64(table.off), CF_MEM(pos_table.buf),
@@ -45,7 +45,7 @@ static clformer_status embed(cf_ctx *ctx, cf_view out, cf_view tokens, cf_view t
      * hi + lo floats: the kernel's two-float arithmetic keeps its precision. */
     const double beta = pow(10000.0, -2.0 / (double)C);
     const float beta_hi = (float)beta, beta_lo = (float)(beta - (double)beta_hi);
-    CF_TRY(cf_kernel(ctx, "embedding", NULL, "embedding_forward_sinusoidal", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_EMBEDDING_FORWARD_SINUSOIDAL, &k));
     return CF_LAUNCH(ctx, "embedding", k, 2, global, local, CF_MEM(out.buf), CF_U64(out.off),
                      CF_MEM(tokens.buf), CF_U64(tokens.off), CF_MEM(table.buf),
                      CF_U64(table.off), CF_I32(B), CF_I32(T), CF_I32(C), CF_I32(pos0),
@@ -132,7 +132,7 @@ clformer_status cf_embedding_backward(cf_ctx *ctx, cf_view dtable, cf_view dpos_
     const size_t local[2] = {ctx->elementwise_wg, 1};
     const size_t by_id[2] = {C, index->n_unique};
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "embedding", NULL, "embedding_backward_table", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_EMBEDDING_BACKWARD_TABLE, &k));
     CF_TRY(CF_LAUNCH(ctx, "embedding", k, 2, by_id, local, CF_MEM(dtable.buf),
                      CF_U64(dtable.off), CF_MEM(dout.buf), CF_U64(dout.off),
                      CF_MEM(index->unique.buf), CF_U64(index->unique.off),
@@ -141,7 +141,7 @@ clformer_status cf_embedding_backward(cf_ctx *ctx, cf_view dtable, cf_view dpos_
                      CF_I32(index->n_unique), CF_I32(C), CF_F32(scale), CF_DROPOUT_ARGS(d)));
     if (!dpos_table.buf) return CLFORMER_OK;
     const size_t by_position[2] = {C, T};
-    CF_TRY(cf_kernel(ctx, "embedding", NULL, "embedding_backward_pos", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_EMBEDDING_BACKWARD_POS, &k));
     return CF_LAUNCH(ctx, "embedding", k, 2, by_position, local, CF_MEM(dpos_table.buf),
                      CF_U64(dpos_table.off), CF_MEM(dout.buf), CF_U64(dout.off), CF_I32(B),
                      CF_I32(T), CF_I32(C), CF_DROPOUT_ARGS(d));

@@ -39,7 +39,7 @@ clformer_status cf_layernorm_forward(cf_ctx *ctx, cf_view out, cf_view mean, cf_
                        "is 1e-5",
                        (double)eps);
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "layernorm", NULL, "layernorm_forward", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_LAYERNORM_FORWARD, &k));
     size_t local = ctx->reduce_wg, global = N * local;
     return CF_LAUNCH(ctx, "layernorm", k, 1, &global, &local, CF_MEM(out.buf), CF_U64(out.off),
                      CF_MEM(mean.buf), CF_U64(mean.off), CF_MEM(rstd.buf), CF_U64(rstd.off),
@@ -69,20 +69,20 @@ clformer_status cf_layernorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight
     cl_mem partials;
     CF_TRY(cf_scratch(ctx, 2 * nblocks * C, &partials));
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "layernorm", NULL, "layernorm_backward_params", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_LAYERNORM_BACKWARD_PARAMS, &k));
     size_t local2[2] = {ctx->elementwise_wg, 1}, global2[2] = {C, nblocks};
     CF_TRY(CF_LAUNCH(ctx, "layernorm", k, 2, global2, local2, CF_MEM(partials),
                      CF_U64(nblocks * C), CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(inp.buf),
                      CF_U64(inp.off), CF_MEM(mean.buf), CF_U64(mean.off), CF_MEM(rstd.buf),
                      CF_U64(rstd.off), CF_I32(N), CF_I32(C), CF_I32(rpb)));
-    CF_TRY(cf_kernel(ctx, "layernorm", NULL, "layernorm_backward_params_final", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_LAYERNORM_BACKWARD_PARAMS_FINAL, &k));
     size_t local1 = ctx->elementwise_wg, global1 = C;
     CF_TRY(CF_LAUNCH(ctx, "layernorm", k, 1, &global1, &local1, CF_MEM(dweight.buf),
                      CF_U64(dweight.off), CF_MEM(dbias.buf), CF_U64(dbias.off), CF_MEM(partials),
                      CF_U64(nblocks * C), CF_I32(nblocks), CF_I32(C)));
 
     /* dinp: one work-group per row. */
-    CF_TRY(cf_kernel(ctx, "layernorm", NULL, "layernorm_backward_input", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_LAYERNORM_BACKWARD_INPUT, &k));
     size_t local = ctx->reduce_wg, global = N * local;
     return CF_LAUNCH(ctx, "layernorm", k, 1, &global, &local, CF_MEM(dinp.buf), CF_U64(dinp.off),
                      CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(inp.buf), CF_U64(inp.off),

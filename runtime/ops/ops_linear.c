@@ -40,7 +40,7 @@ clformer_status cf_linear_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_view
                        weight.off, IC, 0.0f, out.buf, out.off, OC));
     if (!bias.buf) return CLFORMER_OK;
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "activation", NULL, "bias_add", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_BIAS_ADD, &k));
     size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {OC, N};
     return CF_LAUNCH(ctx, "activation", k, 2, global, local, CF_MEM(out.buf), CF_U64(out.off),
                      CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(N), CF_I32(OC));

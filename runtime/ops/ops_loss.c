@@ -54,7 +54,7 @@ clformer_status cf_cross_entropy(cf_ctx *ctx, cf_view losses, cf_view dlogits, c
     /* Without a gradient the kernel never writes dlogits: any valid buffer will do. */
     const cf_view dl = has_grad ? dlogits : logits;
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "loss", NULL, "cross_entropy", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_CROSS_ENTROPY, &k));
     size_t global = rows_global(ctx, N), local = ctx->reduce_wg;
     return CF_LAUNCH(ctx, "loss", k, 1, &global, &local, CF_MEM(losses.buf), CF_U64(losses.off),
                      CF_MEM(dl.buf), CF_U64(dl.off), CF_I32(has_grad), CF_MEM(logits.buf),
@@ -69,7 +69,7 @@ clformer_status cf_log_softmax_rows(cf_ctx *ctx, cf_view out, cf_view logits, si
     if (N == 0) return CLFORMER_OK;
     CF_TRY(check_alias("cf_log_softmax_rows", out, logits, N * V));
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "loss", NULL, "log_softmax_rows", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_LOG_SOFTMAX_ROWS, &k));
     size_t global = rows_global(ctx, N), local = ctx->reduce_wg;
     return CF_LAUNCH(ctx, "loss", k, 1, &global, &local, CF_MEM(out.buf), CF_U64(out.off),
                      CF_MEM(logits.buf), CF_U64(logits.off), CF_I32(N), CF_I32(V));
@@ -80,7 +80,7 @@ clformer_status cf_argmax_rows(cf_ctx *ctx, cf_view out, cf_view logits, size_t 
     CF_TRY(check_rows("cf_argmax_rows", N, V));
     if (N == 0) return CLFORMER_OK;
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "loss", NULL, "argmax_rows", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_ARGMAX_ROWS, &k));
     size_t global = rows_global(ctx, N), local = ctx->reduce_wg;
     return CF_LAUNCH(ctx, "loss", k, 1, &global, &local, CF_MEM(out.buf), CF_U64(out.off),
                      CF_MEM(logits.buf), CF_U64(logits.off), CF_I32(N), CF_I32(V));

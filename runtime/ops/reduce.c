@@ -19,11 +19,11 @@ clformer_status cf_reduce_sum(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem x,
     cl_mem partials;
     CF_TRY(cf_scratch(ctx, groups, &partials));
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "reduce", NULL, "reduce_partial", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_REDUCE_PARTIAL, &k));
     size_t global = groups * wg, local = wg;
     CF_TRY(CF_LAUNCH(ctx, "reduce", k, 1, &global, &local, CF_MEM(partials), CF_MEM(x),
                      CF_U64(x_off), CF_U64(n), CF_U64(chunk), CF_I32(square)));
-    CF_TRY(cf_kernel(ctx, "reduce", NULL, "reduce_final", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_REDUCE_FINAL, &k));
     global = wg;
     return CF_LAUNCH(ctx, "reduce", k, 1, &global, &local, CF_MEM(out), CF_U64(out_off),
                      CF_MEM(partials), CF_I32(groups), CF_I32(accumulate));
@@ -39,7 +39,7 @@ clformer_status cf_colsum_final(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem 
                                 size_t nblocks, size_t cols, bool accumulate)
 {
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "reduce", NULL, "colsum_final", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_COLSUM_FINAL, &k));
     size_t local = ctx->elementwise_wg, global = cf_round_up(cols, local);
     return CF_LAUNCH(ctx, "reduce", k, 1, &global, &local, CF_MEM(out), CF_U64(out_off),
                      CF_MEM(partials), CF_I32(nblocks), CF_I32(cols), CF_I32(accumulate));
@@ -55,7 +55,7 @@ clformer_status cf_colsum(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem x, siz
     CF_TRY(cf_scratch(ctx, nblocks * cols, &partials));
     if (rows == 0) CF_TRY(cf_fill(ctx, partials, 0, cols, 0.0f));
     cl_kernel k;
-    CF_TRY(cf_kernel(ctx, "reduce", NULL, "colsum_partial", &k));
+    CF_TRY(cf_kernel_get(ctx, CF_K_COLSUM_PARTIAL, &k));
     size_t local[2] = {ctx->elementwise_wg, 1};
     size_t global[2] = {cf_round_up(cols, local[0]), nblocks};
     if (rows)

@@ -1,8 +1,8 @@
 /*
- * GEMM checks shared by test_gemm and test_gemm_tuning: products through
- * runtime/device/gemm.h on the device under test against ref_gemm, with element
- * offsets, padded leading dimensions or gaps between batched matrices (all
- * of which must stay untouched) and canaries.
+ * GEMM checks shared by test_gemm and test_gemm_tuning: single products
+ * through the conformance library's case runner (conf_gemm_run), and batched
+ * products with arbitrary offsets or gaps between the matrices (which must
+ * stay untouched) and canaries.
  */
 #ifndef CLFORMER_TEST_GEMM_CHECK_H
 #define CLFORMER_TEST_GEMM_CHECK_H
@@ -17,47 +17,13 @@ typedef struct {
     size_t m, n, k;
 } gemm_shape;
 
-/* One product checked end to end: C (with offsets and guards) against ref. */
+/* One product checked end to end by the shared check (conf_gemm_run): A, B
+ * and C with padded leading dimensions (the padding untouched) and guards. */
 static inline void gemm_check_one(bool ta, bool tb, gemm_shape s, float alpha, float beta,
                                   uint64_t seed)
 {
-    ref_rng r = ref_rng_new(seed);
-    const size_t lda = (ta ? s.m : s.k) + 3, ldb = (tb ? s.k : s.n) + 1, ldc = s.n + 2;
-    const size_t a_rows = ta ? s.k : s.m, b_rows = tb ? s.n : s.k;
-    const size_t na = a_rows * lda, nb = b_rows * ldb, nc = s.m * ldc;
-    float *a = hmalloc(na * 4), *b = hmalloc(nb * 4), *c = hmalloc(nc * 4);
-    double *a64 = hmalloc(na * 8), *b64 = hmalloc(nb * 8), *c64 = hmalloc(nc * 8);
-    double *bound = hmalloc(s.m * s.n * 8);
-    ref_fill_uniform(&r, a, a64, na, -1, 1);
-    ref_fill_uniform(&r, b, b64, nb, -1, 1);
-    ref_fill_uniform(&r, c, c64, nc, -1, 1);
-    hbuf da = hbuf_from_f32(a, na, 5), db = hbuf_from_f32(b, nb, 3), dc = hbuf_from_f32(c, nc, 11);
-
-    assert_ok(cf_gemm(hctx(), ta, tb, s.m, s.n, s.k, alpha, da.mem, da.off, lda, db.mem, db.off,
-                      ldb, beta, dc.mem, dc.off, ldc));
-    ref_gemm(ta, tb, s.m, s.n, s.k, alpha, a64, lda, b64, ldb, beta, c64, ldc, bound);
-    hbuf_read(dc, c);
-
-    /* compare the m x n window; the padding columns of C must be untouched */
-    float *win = hmalloc(s.m * s.n * 4);
-    double *win64 = hmalloc(s.m * s.n * 8);
-    for (size_t i = 0; i < s.m; i++) {
-        for (size_t j = 0; j < s.n; j++) {
-            win[i * s.n + j] = c[i * ldc + j];
-            win64[i * s.n + j] = c64[i * ldc + j];
-        }
-        for (size_t j = s.n; j < ldc; j++)
-            if (c[i * ldc + j] != (float)c64[i * ldc + j])
-                fail_msg("gemm wrote into the padding of C at row %zu column %zu", i, j);
-    }
-    assert_gemm_close(win, win64, bound, s.m * s.n);
-    hbuf_check_canary(da);
-    hbuf_check_canary(db);
-    hbuf_check_canary(dc);
-    hbuf_free(da);
-    hbuf_free(db);
-    hbuf_free(dc);
-    free(a), free(b), free(c), free(a64), free(b64), free(c64), free(bound), free(win), free(win64);
+    const conf_gemm_case c = {ta, tb, s.m, s.n, s.k, alpha, beta, 3, 1, 2, seed};
+    assert_conformance_case(conf_gemm_run(hctx(), &c, harness_conf_sink, &failures));
 }
 
 /* `batch` products, B x C += alpha A x B: strided (attention's form: uniform

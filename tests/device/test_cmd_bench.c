@@ -157,6 +157,8 @@ static void bench_json(void **state)
     assert_int_equal(json_is_true(json_object_get(r, "quick")), quick);
     assert_string_equal(string(r, "device"), hctx()->info.name);
     assert_string_equal(string(r, "device_selector"), hctx()->info.selector);
+    assert_string_equal(string(r, "gemm_provider"),
+                        clformer_gemm_provider_name(clformer_context_gemm_provider(hctx())));
     assert_true(number(r, "batch") == 2 && number(r, "len") == 4);
     assert_true(number(r, "steps") == 1 && number(r, "warmup") == 0);
     assert_true(fabs(number(r, "dropout") - 0.1) < 1e-6);

@@ -152,9 +152,11 @@ static void learns_saves_and_resumes_exactly(void **state)
              model_args(), half);
     rc = run_tool(args, out, sizeof out);
     if (rc != 0) fail_msg("train exited %d:\n%s", rc, out);
+    /* the same command with --resume added: options equal to the checkpoint's pass */
     snprintf(args, sizeof args,
-             "train --src train.src --tgt train.tgt --resume half.safetensors --steps %d "
-             "--log resumed.jsonl --save resumed.safetensors", steps);
+             "train --src train.src --tgt train.tgt %s --batch-size 8 --steps %d --lr 2e-3 "
+             "--dropout 0.1 --log resumed.jsonl --save resumed.safetensors "
+             "--resume half.safetensors", model_args(), steps);
     rc = run_tool(args, out, sizeof out);
     if (rc != 0) fail_msg("resume exited %d:\n%s", rc, out);
     char want[64];
@@ -170,11 +172,27 @@ static void learns_saves_and_resumes_exactly(void **state)
     rc = run_tool(args, out, sizeof out);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, "is already at step"));
-    /* resuming with changed data options is refused, naming the option */
-    rc = run_tool("train --src train.src --tgt train.tgt --resume half.safetensors --steps 50 --lr 1",
-                  out, sizeof out);
-    assert_int_equal(rc, 2);
-    assert_non_null(strstr(out, "--resume continues exactly"));
+    /* a value that differs from the checkpoint's is refused, naming the
+     * option, the checkpoint's value and the given one */
+    const struct {
+        const char *option, *needle;
+    } changed[] = {
+        {"--lr 1", "--lr: the checkpoint was trained with 0.002, this command gives 1;"},
+        {"--batch-tokens 64", "--batch-tokens: the checkpoint was trained with --batch-size 8, "
+                              "this command gives 64;"},
+        {"--d-model 16 --heads 2", "--d-model: the checkpoint was trained with "},
+        {"--dropout 0.2", "--dropout: the checkpoint was trained with 0.1, this command gives 0.2;"},
+        {"--optimizer adamw", "--optimizer: the checkpoint was trained with adam, this command "
+                              "gives adamw;"},
+    };
+    for (size_t i = 0; i < sizeof changed / sizeof *changed; i++) {
+        snprintf(args, sizeof args, "train --src train.src --tgt train.tgt --resume "
+                 "half.safetensors --steps 50 %s", changed[i].option);
+        rc = run_tool(args, out, sizeof out);
+        if (rc != 2 || !strstr(out, changed[i].needle))
+            fail_msg("'%s': exit %d (want 2), output lacks '%s':\n%s", args, rc,
+                     changed[i].needle, out);
+    }
     /* a plain model cannot be resumed, only used with --init */
     rc = run_tool("train --src train.src --tgt train.tgt --init straight.safetensors --steps 1 "
                   "--batch-size 4", out, sizeof out);
@@ -214,6 +232,16 @@ static void bad_input_is_one_clear_error(void **state)
         {"train --src train.src --tgt train.tgt --steps 1 --save train.src", 2, "same file as the input --src"},
         {"train --src train.src --tgt train.tgt --steps 1 --log ./train.tgt", 2, "same file as the input --tgt"},
         {"train --src train.src --tgt train.tgt --steps 1 --plot train.src", 2, "same file as the input --src"},
+        /* SentencePiece options */
+        {"train --src train.src --tgt train.tgt --steps 1 --tokenizer spm", 2, "needs --vocab-size"},
+        {"train --src train.src --tgt train.tgt --steps 1 --vocab-size 100", 2, "go with --tokenizer spm"},
+        {"train --src train.src --tgt train.tgt --steps 1 --tokenizer spm --vocab-size 100 --tokenizer-model x.model", 2, "needs --vocab-size N (learn one) or"},
+        {"train --src train.src --tgt train.tgt --steps 1 --tokenizer spm --src-tokenizer-model x.model", 2, "go together"},
+        {"train --src train.src --tgt train.tgt --steps 1 --tokenizer spm --tokenizer-model x.model --tokenizer-type bpe", 2, "goes with --vocab-size"},
+        {"train --src train.src --tgt train.tgt --steps 1 --tokenizer spm --tokenizer-model junk.safetensors", 1, "not a SentencePiece model"},
+        {"train --src train.src --tgt train.tgt --steps 1 --tokenizer spm --tokenizer-model nosuch.model", 1, "nosuch.model"},
+        {"train --src train.src --tgt train.tgt --steps 1 --tokenizer spm --vocab-size 9", 1, "larger --vocab-size"},
+        {"train --src train.src --tgt train.tgt --steps 1 --tokenizer sentencepiece", 2, "word|spm"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int rc = run_tool(cases[i].args, out, sizeof out);

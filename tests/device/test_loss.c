@@ -1,7 +1,8 @@
 /* Softmax cross-entropy, log-softmax and argmax rows against the double
  * reference: odd and vocabulary-sized rows, ignored rows, label smoothing,
- * in-place and separate gradients, extreme logits, offsets, canaries and
- * bit-identical reruns. */
+ * in-place and separate gradients, extreme logits (the cross-entropy cases
+ * through the shared check's case runner, conf_loss_run: guards and
+ * bit-identical reruns), bad targets and arguments. */
 #include "harness.h"
 #include "conformance.h"
 #include "ops.h"
@@ -30,30 +31,10 @@ static cf_view view(hbuf b) { return cf_view_at(b.mem, b.off); }
 
 typedef enum { LOGITS_RANDOM, LOGITS_EXTREME } logits_kind;
 
-/* Logits of one kind. EXTREME mixes rows uniform in +-1e4, rows of -1e4
- * with one 1e4 (on the target or elsewhere) and rows of equal values. */
 static void make_logits(float *x, const int32_t *y, size_t N, size_t V, logits_kind kind,
                         ref_rng *r)
 {
-    if (kind == LOGITS_RANDOM) {
-        ref_fill_uniform(r, x, NULL, N * V, -6.0, 6.0);
-        return;
-    }
-    for (size_t row = 0; row < N; row++) {
-        float *xr = x + row * V;
-        switch (row % 4) {
-        case 0: ref_fill_uniform(r, xr, NULL, V, -1e4, 1e4); break;
-        case 1:
-        case 2: {
-            for (size_t c = 0; c < V; c++) xr[c] = -1e4f;
-            const bool on_target = row % 4 == 1 && y[row] >= 0 && (size_t)y[row] < V;
-            xr[on_target ? (size_t)y[row] : (size_t)(ref_rng_next(r) % V)] = 1e4f;
-            break;
-        }
-        default:
-            for (size_t c = 0; c < V; c++) xr[c] = 1e4f;
-        }
-    }
+    conf_loss_logits(x, y, N, V, kind == LOGITS_EXTREME, r);
 }
 
 /* Random targets; every fifth row (and any row drawing it) is ignore_index. */
@@ -76,62 +57,13 @@ typedef struct {
     logits_kind kind;
 } ce_case;
 
-/* One call checked end to end; separate outputs are pre-filled with junk
- * to prove they are overwritten, and a second call must repeat the bits. */
+/* One case of the shared check (runtime/check/conf_loss.c): junk-filled
+ * outputs overwritten, ignored rows zero, guards, a bit-identical rerun. */
 static void check_ce(shape s, ce_case cc, uint64_t seed)
 {
-    const size_t N = s.N, V = s.V, NV = N * V;
-    ref_rng r = ref_rng_new(seed);
-    float *x = hmalloc(NV * 4), *dx = hmalloc(NV * 4), *loss = hmalloc(N * 4);
-    float *junk = hmalloc(NV * 4), *again = hmalloc(NV * 4);
-    int32_t *y = hmalloc(N * 4);
-    double *loss64 = hmalloc(N * 8), *dx64 = hmalloc(NV * 8);
-    make_targets(y, N, V, cc.ignore, &r);
-    make_logits(x, y, N, V, cc.kind, &r);
-    double *x64 = to_double(x, NV);
-    ref_fill_uniform(&r, junk, NULL, NV, -3, 3);
-
-    hbuf hx = hbuf_from_f32(x, NV, 13), hy = hbuf_from_i32(y, N, 3);
-    hbuf hl = hbuf_from_f32(junk, N, 7);
-    hbuf hd = cc.alias ? hx : hbuf_from_f32(junk, NV, 5);
-    const cf_view dview = cc.gradient ? view(hd) : cf_view_at(NULL, 0);
-    assert_ok(cf_cross_entropy(hctx(), view(hl), dview, view(hx), view(hy), N, V, (float)cc.ls,
-                               cc.ignore, cc.grad_scale));
-    ref_cross_entropy(loss64, cc.gradient ? dx64 : NULL, x64, y, N, V, (float)cc.ls, cc.ignore,
-                      cc.grad_scale);
-    hbuf_read(hl, loss);
-    assert_forward_close(loss, loss64, N);
-    for (size_t i = 0; i < N; i++)
-        if (y[i] == cc.ignore && loss[i] != 0.0f) fail_msg("ignored row %zu has loss %g", i, loss[i]);
-    hbuf_check_canary(hl);
-    hbuf_check_canary(hx);
-    hbuf_check_canary(hy);
-    if (cc.gradient) {
-        hbuf_read(hd, dx);
-        assert_grad_close(dx, dx64, NV);
-        for (size_t i = 0; i < NV; i++)
-            if (y[i / V] == cc.ignore && dx[i] != 0.0f)
-                fail_msg("ignored row %zu has gradient %g at column %zu", i / V, dx[i], i % V);
-        hbuf_check_canary(hd);
-    }
-    if (!cc.gradient || !cc.alias) { /* logits are still the input */
-        hbuf_read(hx, again);
-        assert_memory_equal(again, x, NV * 4);
-    }
-    if (!cc.gradient || !cc.alias) { /* same inputs, same bits */
-        assert_ok(cf_cross_entropy(hctx(), view(hl), dview, view(hx), view(hy), N, V,
-                                   (float)cc.ls, cc.ignore, cc.grad_scale));
-        hbuf_read(hl, again);
-        assert_memory_equal(again, loss, N * 4);
-        if (cc.gradient) {
-            hbuf_read(hd, again);
-            assert_memory_equal(again, dx, NV * 4);
-        }
-    }
-    hbuf_free(hx), hbuf_free(hy), hbuf_free(hl);
-    if (!cc.alias) hbuf_free(hd);
-    free(x), free(dx), free(loss), free(junk), free(again), free(y), free(loss64), free(dx64);
-    free(x64);
+    const conf_loss_case c = {s.N, s.V, cc.ls, cc.ignore, cc.alias, cc.gradient, cc.grad_scale,
+                              cc.kind == LOGITS_EXTREME, seed};
+    assert_conformance_case(conf_loss_run(hctx(), &c, harness_conf_sink, &failures));
 }
 
 /* Every shape, with and without smoothing, in place and separate; the

@@ -302,6 +302,134 @@ static void damaged_and_non_finite_checkpoints_are_refused(void **state)
     unlink(path);
 }
 
+/* clformer_model_write_tensor replaces a parameter; a wrong name or size is refused. */
+static void write_tensor_round_trip(void **state)
+{
+    (void)state;
+    clformer_config c = small_config();
+    clformer_model *m = new_model(&c, 5);
+    float bias[23], back[23];
+    assert_ok(clformer_model_read_tensor(m, "generator.bias", false, bias, 23));
+    for (int i = 0; i < 23; i++) bias[i] = 0.25f * (float)i - 1.0f;
+    assert_ok(clformer_model_write_tensor(m, "generator.bias", bias, 23));
+    assert_ok(clformer_model_read_tensor(m, "generator.bias", false, back, 23));
+    assert_memory_equal(bias, back, sizeof bias);
+    assert_int_equal(clformer_model_write_tensor(m, "generator.bias", bias, 22),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_int_equal(clformer_model_write_tensor(m, "no.such.tensor", bias, 23),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "no.such.tensor"));
+    clformer_model_free(m);
+}
+
+/* Kernel times are recorded only while profiling is on, per family, and
+ * cleared by reading them; a context without profiling refuses to turn it on. */
+static void kernel_times_follow_set_profiling(void **state)
+{
+    (void)state;
+    assert_int_equal(clformer_context_set_profiling(hctx(), true), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "profiling"));
+    clformer_context_params params;
+    clformer_context_params_default(&params);
+    params.device = hctx()->info.selector;
+    params.profiling = true;
+    clformer_context *ctx;
+    assert_ok(clformer_context_create_with_params(&params, &ctx));
+    clformer_config c = small_config();
+    clformer_model *m;
+    assert_ok(clformer_model_create(ctx, &c, 3, &m));
+    int32_t src[B * S], tgt[B * T1];
+    make_batch(&c, 0, src, tgt);
+    const clformer_batch batch = {B, S, T1, src, tgt};
+    clformer_step_stats stats;
+    clformer_kernel_time times[32];
+    size_t n = 99;
+
+    assert_ok(clformer_context_set_profiling(ctx, false));
+    assert_ok(clformer_context_kernel_times(ctx, times, 32, &n)); /* drops model creation's */
+    assert_ok(clformer_model_train_step(m, &batch, 1e-3f, &stats));
+    assert_ok(clformer_context_kernel_times(ctx, times, 32, &n));
+    assert_int_equal(n, 0);
+
+    assert_ok(clformer_context_set_profiling(ctx, true));
+    assert_ok(clformer_model_train_step(m, &batch, 1e-3f, &stats));
+    assert_ok(clformer_context_kernel_times(ctx, times, 32, &n));
+    assert_true(n >= 3);
+    bool gemm = false;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(times[i].count > 0);
+        assert_true(times[i].ms >= 0.0);
+        if (i) assert_true(times[i].ms <= times[i - 1].ms);
+        if (!strcmp(times[i].family, "gemm")) gemm = true;
+    }
+    assert_true(gemm);
+    assert_ok(clformer_context_kernel_times(ctx, times, 32, &n));
+    assert_int_equal(n, 0);
+    clformer_model_free(m);
+    clformer_context_free(ctx);
+}
+
+static char *slurp(const char *path, size_t *size)
+{
+    char *data = NULL;
+    assert_ok(clformer_read_file(path, &data, size));
+    return data;
+}
+
+/* clformer_checkpoint_export of a training checkpoint is the plain save of
+ * the same model, byte for byte: no optim.* tensors, no train_state; it
+ * loads as a plain model; a file that is no checkpoint is refused. */
+static void export_drops_the_training_state(void **state)
+{
+    (void)state;
+    clformer_config c = small_config();
+    clformer_model *m = new_model(&c, 9);
+    double l[2];
+    train(m, 0, 2, l);
+    char train_path[] = "/tmp/clformer-export-train-XXXXXX";
+    char plain_path[] = "/tmp/clformer-export-plain-XXXXXX";
+    char out_path[] = "/tmp/clformer-export-out-XXXXXX";
+    close(mkstemp(train_path));
+    close(mkstemp(plain_path));
+    close(mkstemp(out_path));
+    assert_ok(clformer_model_save(m, train_path, true));
+    assert_ok(clformer_model_save(m, plain_path, false));
+    assert_ok(clformer_checkpoint_export(train_path, out_path));
+
+    size_t n_plain, n_out;
+    char *plain = slurp(plain_path, &n_plain), *out = slurp(out_path, &n_out);
+    assert_int_equal(n_out, n_plain);
+    assert_memory_equal(out, plain, n_plain);
+    free(plain);
+    free(out);
+    clformer_tensor *t;
+    size_t n;
+    assert_ok(clformer_tensors_load(out_path, &t, &n));
+    assert_true(n > 0);
+    for (size_t i = 0; i < n; i++) assert_true(strncmp(t[i].name, "optim.", 6) != 0);
+    clformer_tensors_free(t, n);
+
+    clformer_model *back = NULL;
+    assert_ok(clformer_model_load(hctx(), out_path, &back));
+    assert_false(clformer_model_has_training_state(back));
+    float a[23], b[23];
+    assert_ok(clformer_model_read_tensor(m, "generator.bias", false, a, 23));
+    assert_ok(clformer_model_read_tensor(back, "generator.bias", false, b, 23));
+    assert_memory_equal(a, b, sizeof a);
+    clformer_model_free(back);
+
+    /* exporting an export is the same file again; a non-checkpoint is refused */
+    assert_ok(clformer_checkpoint_export(out_path, plain_path));
+    const clformer_tensor junk = {"x", CLFORMER_DTYPE_F32, 1, {1}, a};
+    assert_ok(clformer_tensors_save(train_path, &junk, 1));
+    assert_int_equal(clformer_checkpoint_export(train_path, out_path), CLFORMER_ERR_FORMAT);
+    assert_non_null(strstr(clformer_last_error(), "not a clformer checkpoint"));
+    clformer_model_free(m);
+    unlink(train_path);
+    unlink(plain_path);
+    unlink(out_path);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(same_seed_same_bits),
     cmocka_unit_test(resume_gives_the_same_bits),
@@ -309,5 +437,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(damaged_and_non_finite_checkpoints_are_refused),
     cmocka_unit_test(bad_token_ids_are_refused),
     cmocka_unit_test(bad_configs_are_refused),
+    cmocka_unit_test(write_tensor_round_trip),
+    cmocka_unit_test(kernel_times_follow_set_profiling),
+    cmocka_unit_test(export_drops_the_training_state),
 };
 HARNESS_DEVICE_MAIN("model", tests)

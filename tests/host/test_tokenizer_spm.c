@@ -219,7 +219,10 @@ static void bad_models_and_options(void **state)
                  CLFORMER_ERR_INVALID_ARGUMENT, "at least 8");
     o = (cf_spm_train_options){100000, "unigram", 0, 1, 7};
     assert_error(cf_spm_train((const char *const *)en.line, en.n, &o, &model, &size),
-                 CLFORMER_ERR_INVALID_ARGUMENT, "100000", "--vocab-size");
+                 CLFORMER_ERR_INVALID_ARGUMENT, "100000", "smaller --vocab-size");
+    o = (cf_spm_train_options){20, "bpe", 0, 1, 7}; /* fewer than the text's characters */
+    assert_error(cf_spm_train((const char *const *)en.line, en.n, &o, &model, &size),
+                 CLFORMER_ERR_INVALID_ARGUMENT, "larger --vocab-size");
     o = (cf_spm_train_options){100, "unigram", 0, 1, 7};
     assert_error(cf_spm_train((const char *const *)en.line, 0, &o, &model, &size),
                  CLFORMER_ERR_INVALID_ARGUMENT, "no sentences");

@@ -23,6 +23,7 @@ static const command commands[] = {
     {"check", cmd_check, "check every op on a device against the double-precision reference"},
     {"plot", cmd_plot, "draw a training log's loss curves as a PNG"},
     {"logits", cmd_logits, "write a model's logits for given ids (for checks against PyTorch)"},
+    {"export", cmd_export, "a checkpoint without training state (loads strictly in PyTorch)"},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 

@@ -53,6 +53,14 @@ void cli_error(const char *command, const char *fmt, ...) __attribute__((format(
 /* Prints the runtime's last error as a one-line (or multi-line log) error. */
 void cli_runtime_error(const char *command, const char *doing);
 
+/* Returns a failing clformer_status from the enclosing function (whose
+ * message clformer_last_error() holds). */
+#define CLI_TRY(expr)                                                          \
+    do {                                                                       \
+        clformer_status cli_st_ = (expr);                                      \
+        if (cli_st_ != CLFORMER_OK) return cli_st_;                            \
+    } while (0)
+
 /* A JSON number, or null for NaN and infinities: JSON has neither, and
  * jansson's json_real refuses them (a dropped key would be silent garbage). */
 json_t *cli_json_number(double v);

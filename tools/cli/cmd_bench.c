@@ -24,18 +24,14 @@
  *   the full T steps. The count is still taken from the output;
  * - FLOP are the GEMMs' 2*m*n*k, counted from the shapes (bench_flops.h).
  *
- * Profiling toggles ctx->profiling on a context whose queue was created with
- * profiling enabled, so the timed steps record no events and the profiled
- * ones run on the same compiled programs and buffers.
+ * Profiling is turned on and off (clformer_context_set_profiling) on a
+ * context created with profiling, so the timed steps record no events and
+ * the profiled ones run on the same compiled programs and buffers.
  */
 #include "bench_flops.h"
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
-#include "context.h"
-#include "launch.h"
-#include "model.h"
-#include "splitmix.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -62,7 +58,7 @@ enum { MAX_FAMILIES = 32, N_BATCHES = 4, MAX_PROFILED_STEPS = 3 };
 
 /* Kernel time per family, divided by the number of profiled repetitions. */
 typedef struct {
-    cf_profile_total f[MAX_FAMILIES];
+    clformer_kernel_time f[MAX_FAMILIES];
     size_t n;
     double total_ms;  /* sum over families */
     double wall_ms;   /* wall clock of one profiled repetition */
@@ -88,6 +84,7 @@ typedef struct {
     kernel_times train_k, translate_k;
     clformer_program_stats programs_first; /* after the first step */
     clformer_program_stats programs;       /* at the end */
+    const char *gemm_provider;             /* "clblast" or "host" */
     clformer_memory memory;
 } bench;
 
@@ -108,11 +105,19 @@ static void progress(const char *what)
 /* Synthetic data                                                             */
 /* ------------------------------------------------------------------------- */
 
+/* A 64-bit linear congruential step (Knuth's MMIX constants): the same
+ * synthetic words on every machine, which rand() does not promise. */
+static uint64_t next_random(uint64_t *state)
+{
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    return *state >> 33;
+}
+
 /* <sos> n random words <eos>, words drawn from ids 4..vocab-1. */
 static void sentence(int32_t *out, size_t n, size_t vocab, uint64_t *rng)
 {
     out[0] = CLFORMER_SOS;
-    for (size_t i = 1; i <= n; i++) out[i] = 4 + (int32_t)cf_rng_below(rng, vocab - 4);
+    for (size_t i = 1; i <= n; i++) out[i] = 4 + (int32_t)(next_random(rng) % (vocab - 4));
     out[n + 1] = CLFORMER_EOS;
 }
 
@@ -146,7 +151,7 @@ static clformer_status train_steps(clformer_model *m, const bench *b, const batc
         const batch_data *d = &data[*next % N_BATCHES];
         const clformer_batch batch = {b->B, b->T, b->T + 1, d->src, d->tgt};
         clformer_step_stats stats;
-        CF_TRY(clformer_model_train_step(m, &batch, LEARNING_RATE, &stats));
+        CLI_TRY(clformer_model_train_step(m, &batch, LEARNING_RATE, &stats));
         *loss = stats.loss;
     }
     return CLFORMER_OK;
@@ -161,7 +166,7 @@ static clformer_status translate_once(clformer_model *m, const bench *b, const i
     clformer_decode_options_default(&o);
     o.max_len = (int)b->T;
     clformer_translation tr;
-    CF_TRY(clformer_translate(m, src, b->B, b->T, &o, &tr));
+    CLI_TRY(clformer_translate(m, src, b->B, b->T, &o, &tr));
     *tokens = *steps = 0;
     for (size_t r = 0; r < b->B; r++) {
         /* lengths exclude <eos>; a sentence shorter than max_len ended with one */
@@ -173,9 +178,9 @@ static clformer_status translate_once(clformer_model *m, const bench *b, const i
     return CLFORMER_OK;
 }
 
-static clformer_status collect(cf_ctx *ctx, kernel_times *k, size_t reps, double wall_s)
+static clformer_status collect(clformer_context *ctx, kernel_times *k, size_t reps, double wall_s)
 {
-    CF_TRY(cf_profile_collect(ctx, k->f, MAX_FAMILIES, &k->n));
+    CLI_TRY(clformer_context_kernel_times(ctx, k->f, MAX_FAMILIES, &k->n));
     k->reps = reps;
     k->total_ms = 0.0;
     for (size_t i = 0; i < k->n; i++) {
@@ -187,15 +192,15 @@ static clformer_status collect(cf_ctx *ctx, kernel_times *k, size_t reps, double
 }
 
 /* n training steps timed as a whole; with k, their kernel times too. */
-static clformer_status timed_steps(cf_ctx *ctx, clformer_model *m, const bench *b,
+static clformer_status timed_steps(clformer_context *ctx, clformer_model *m, const bench *b,
                                    const batch_data *data, size_t n, size_t *next, double *loss,
                                    double *seconds, kernel_times *k)
 {
-    ctx->profiling = k != NULL;
+    CLI_TRY(clformer_context_set_profiling(ctx, k != NULL));
     double t0 = now_s();
     clformer_status st = train_steps(m, b, data, n, next, loss);
     *seconds = now_s() - t0;
-    ctx->profiling = false;
+    clformer_context_set_profiling(ctx, false);
     if (st == CLFORMER_OK && k) st = collect(ctx, k, n, *seconds);
     return st;
 }
@@ -203,38 +208,53 @@ static clformer_status timed_steps(cf_ctx *ctx, clformer_model *m, const bench *
 /* Rules out <eos> so that greedy decoding runs its full length (see the top). */
 static clformer_status suppress_eos(clformer_model *m)
 {
-    const float never = -1e9f;
-    return cf_upload(m->ctx, m->params, m->layout.generator_b + CLFORMER_EOS, &never, 1);
+    const size_t V = (size_t)clformer_model_config(m)->tgt_vocab;
+    float *bias = malloc(V * sizeof *bias);
+    if (!bias) return clformer_set_error(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    clformer_status st = clformer_model_read_tensor(m, "generator.bias", false, bias, V);
+    bias[CLFORMER_EOS] = -1e9f;
+    if (st == CLFORMER_OK) st = clformer_model_write_tensor(m, "generator.bias", bias, V);
+    free(bias);
+    return st;
 }
 
 /* n greedy batches timed as a whole; with k, their kernel times too. */
-static clformer_status timed_translations(cf_ctx *ctx, clformer_model *m, const bench *b,
+static clformer_status timed_translations(clformer_context *ctx, clformer_model *m, const bench *b,
                                           const int32_t *src, size_t n, double *seconds,
                                           double *tokens, size_t *steps, kernel_times *k)
 {
     size_t sum = 0, count = 0;
+    CLI_TRY(clformer_context_set_profiling(ctx, k != NULL));
     clformer_status st = CLFORMER_OK;
-    ctx->profiling = k != NULL;
     double t0 = now_s();
     for (size_t i = 0; i < n && st == CLFORMER_OK; i++) {
         st = translate_once(m, b, src, &count, steps);
         sum += count;
     }
     *seconds = now_s() - t0;
-    ctx->profiling = false;
+    clformer_context_set_profiling(ctx, false);
     if (tokens) *tokens = (double)sum / (double)n;
     if (st == CLFORMER_OK && k) st = collect(ctx, k, n, *seconds);
     return st;
 }
 
-static clformer_status measure(cf_ctx *ctx, bench *b, const batch_data *data)
+/* The environment's device and settings, with queue profiling. */
+static clformer_status open_profiling_context(clformer_context **ctx)
 {
-    /* The queue can profile; commands record events only while this is set. */
-    ctx->profiling = false;
+    clformer_context_params params;
+    CLI_TRY(clformer_context_params_from_env(&params));
+    params.profiling = true;
+    return clformer_context_create_with_params(&params, ctx);
+}
+
+static clformer_status measure(clformer_context *ctx, bench *b, const batch_data *data)
+{
+    /* The queue can profile; commands record events only while profiling is on. */
+    CLI_TRY(clformer_context_set_profiling(ctx, false));
     clformer_model *m = NULL;
     double t0 = now_s();
     progress("creating the model");
-    CF_TRY(clformer_model_create(ctx, &b->cfg, b->seed, &m));
+    CLI_TRY(clformer_model_create(ctx, &b->cfg, b->seed, &m));
     b->create_s = now_s() - t0;
     b->params = clformer_model_parameter_count(m);
     /* --quick profiles the timed repetitions instead of running more */
@@ -249,6 +269,7 @@ static clformer_status measure(cf_ctx *ctx, bench *b, const batch_data *data)
     clformer_status st = timed_steps(ctx, m, b, data, 1, &next, &b->loss_first,
                                      &b->first_step_s, NULL);
     b->programs_first = clformer_context_program_stats(ctx);
+    b->gemm_provider = clformer_gemm_provider_name(clformer_context_gemm_provider(ctx));
     if (st == CLFORMER_OK && b->warmup) {
         progress("warm-up steps");
         st = timed_steps(ctx, m, b, data, b->warmup, &next, &loss, &s, NULL);
@@ -332,6 +353,7 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     put_str(r, "device_type", clformer_device_type_name(dev->type));
     put_str(r, "device_selector", dev->selector);
     put_str(r, "platform", dev->platform);
+    put_str(r, "gemm_provider", b->gemm_provider);
     put_str(r, "clformer_version", CLFORMER_VERSION);
     put_int(r, "batch", b->B);
     put_int(r, "len", b->T);
@@ -425,8 +447,9 @@ static void print_table(const bench *b, const clformer_device_info *dev)
            "%zu parameters\n",
            b->p->name, c->d_model, c->n_heads, c->d_ff, c->n_enc_layers, c->n_dec_layers,
            b->vocab, b->params);
-    printf("device %s: %s (%s, %s)\n", dev->selector, dev->name, clformer_device_type_name(dev->type),
-           dev->platform);
+    printf("device %s: %s (%s, %s), GEMM by %s\n", dev->selector, dev->name,
+           clformer_device_type_name(dev->type), dev->platform,
+           strcmp(b->gemm_provider, "host") == 0 ? "OpenBLAS (host)" : "CLBlast");
     printf("batch %zu sentences x len %zu tokens, dropout %.2g, %zu warm-up + %zu timed "
            "repetitions\n",
            b->B, b->T, (double)c->dropout, b->warmup, b->steps);
@@ -503,9 +526,10 @@ int cmd_bench(int argc, char **argv)
         "the length is fixed) and counts the tokens generated. FLOP are the matrix\n"
         "products' 2*m*n*k from the layer shapes (attention's QK^T and PV included);\n"
         "other kernels are not counted.\n"
-        "JSON keys: config, device, batch, len, params, train_tokens_per_s, train_step_ms,\n"
-        "train_gflops, flop_per_step, first_step_s, programs_built, translate_tokens_per_s,\n"
-        "translate_batch_ms, kernel_ms {family: ms per step}, memory {...: bytes}, and more.\n"
+        "JSON keys: config, device, gemm_provider, batch, len, params, train_tokens_per_s,\n"
+        "train_step_ms, train_gflops, flop_per_step, first_step_s, programs_built,\n"
+        "translate_tokens_per_s, translate_batch_ms, kernel_ms {family: ms per step},\n"
+        "memory {...: bytes}, and more.\n"
         "--quick replaces the preset by d_model 16, 2 heads, d_ff 32, 1+1 layers, vocab 32,\n"
         "and profiles the timed repetitions instead of running more: a check that the\n"
         "command works on a simulator, not a measurement.\n"
@@ -545,17 +569,17 @@ int cmd_bench(int argc, char **argv)
 
     batch_data data[N_BATCHES] = {{0}};
     int rc = 1;
-    cf_ctx *ctx = NULL;
+    clformer_context *ctx = NULL;
     if (!make_batches(&b, data)) {
         cli_error("bench", "out of host memory for %zu x %zu token batches", b.B, b.T);
-    } else if (cf_context_create(NULL, true, &ctx) != CLFORMER_OK) {
+    } else if (open_profiling_context(&ctx) != CLFORMER_OK) {
         cli_runtime_error("bench", "opening the device");
     } else if (measure(ctx, &b, data) != CLFORMER_OK) {
         cli_runtime_error("bench", b.p->name);
     } else if (json) {
-        rc = print_json(&b, &ctx->info);
+        rc = print_json(&b, clformer_context_device(ctx));
     } else {
-        print_table(&b, &ctx->info);
+        print_table(&b, clformer_context_device(ctx));
         rc = 0;
     }
     clformer_context_free(ctx);

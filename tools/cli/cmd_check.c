@@ -3,7 +3,7 @@
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
-#include "conformance.h"
+#include "clformer_check.h"
 
 #include <fnmatch.h>
 #include <stdio.h>
@@ -17,10 +17,10 @@ typedef struct {
     int count;
 } report;
 
-static void print_result(void *user, const conf_result *r)
+static void print_result(void *user, const clformer_check_result *r)
 {
     report *rep = user;
-    if (!r->cmp.pass) rep->failures++;
+    if (!r->pass) rep->failures++;
     rep->count++;
     if (rep->results) {
         /* errors are NaN when the device returned NaN: null in JSON */
@@ -28,34 +28,36 @@ static void print_result(void *user, const conf_result *r)
             rep->results,
             json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:s, s:b, s:o}", "op", r->op, "device",
                       rep->device, "shape", r->shape, "max_abs_err",
-                      cli_json_number(r->cmp.max_abs_err), "max_rel_err",
-                      cli_json_number(r->cmp.max_rel_err), "nmse", cli_json_number(r->cmp.nmse),
-                      "rule", r->cmp.rule, "pass", r->cmp.pass, "ms", cli_json_number(r->ms)));
+                      cli_json_number(r->max_abs_err), "max_rel_err",
+                      cli_json_number(r->max_rel_err), "nmse", cli_json_number(r->nmse),
+                      "rule", r->rule, "pass", r->pass, "ms", cli_json_number(r->ms)));
         return;
     }
     printf("%-34s %-28.28s %-24s %10.3g %10.3g  %-42s %-4s %9.2f\n", r->op, rep->device,
-           r->shape, r->cmp.max_abs_err, r->cmp.max_rel_err, r->cmp.rule,
-           r->cmp.pass ? "pass" : "FAIL", r->ms);
+           r->shape, r->max_abs_err, r->max_rel_err, r->rule,
+           r->pass ? "pass" : "FAIL", r->ms);
     fflush(stdout);
 }
 
 static int check_device(const char *selector, bool quick, const char *only, report *rep)
 {
-    cf_ctx *ctx;
-    if (cf_context_create(selector, false, &ctx) != CLFORMER_OK) {
+    clformer_context *ctx;
+    if (clformer_context_create(selector, &ctx) != CLFORMER_OK) {
         cli_runtime_error("check", "opening the device");
         return 1;
     }
-    rep->device = ctx->info.name;
-    bool small = quick || ctx->info.simulator;
+    const clformer_device_info *dev = clformer_context_device(ctx);
+    rep->device = dev->name;
+    bool small = quick || dev->simulator;
     if (!rep->results && small && !quick)
-        printf("(%s is a simulator: using --quick shapes)\n", ctx->info.name);
+        printf("(%s is a simulator: using --quick shapes)\n", dev->name);
     int errors = 0;
-    for (const conf_check *c = conf_checks; c->layer; c++) {
-        if (only && fnmatch(only, c->layer, 0) != 0) continue;
-        if (c->run(ctx, small, print_result, rep) != CLFORMER_OK) {
-            fprintf(stderr, "clformer check: error: %s on %s could not run: %s\n", c->layer,
-                    ctx->info.name, clformer_last_error());
+    for (size_t i = 0; i < clformer_check_layer_count(); i++) {
+        const char *layer = clformer_check_layer_name(i);
+        if (only && fnmatch(only, layer, 0) != 0) continue;
+        if (clformer_check_layer(ctx, i, small, print_result, rep) != CLFORMER_OK) {
+            fprintf(stderr, "clformer check: error: %s on %s could not run: %s\n", layer,
+                    dev->name, clformer_last_error());
             errors++;
         }
     }

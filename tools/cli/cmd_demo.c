@@ -2,50 +2,53 @@
  * built-in artificial language pair (no files, no downloads), then shows
  * translations of held-out sentences beside their references and the BLEU
  * of the held-out set. */
-#include "bleu.h"
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
-#include "demo_task.h"
-#include "text_io.h"
-#include "trainer.h"
+#include "train_run.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int show_results(clformer_model *model, const cf_demo_split *test, long examples,
-                        double *bleu_out)
+static int show_results(clformer_model *model, const clformer_parallel_text *test, long examples)
 {
-    text_session s;
-    char **hyps = calloc(test->n, sizeof *hyps);
+    const size_t n = clformer_parallel_text_size(test);
+    const char **src = malloc(n * sizeof *src), **ref = malloc(n * sizeof *ref);
+    char **hyps = calloc(n, sizeof *hyps);
     clformer_decode_options dec;
     clformer_decode_options_default(&dec);
-    clformer_status st = hyps ? text_session_open(model, &s) : CLFORMER_ERR_OUT_OF_MEMORY;
-    if (st == CLFORMER_OK) {
-        st = text_translate(&s, (const char *const *)test->src, test->n, &dec, 64, hyps, NULL,
-                            NULL, NULL);
-        text_session_close(&s);
+    if (!src || !ref || !hyps) {
+        free(src);
+        free(ref);
+        free(hyps);
+        cli_error("demo", "out of host memory");
+        return 1;
     }
-    cf_bleu_result b;
-    if (st == CLFORMER_OK)
-        st = cf_bleu_corpus((const char *const *)hyps, (const char *const *)test->tgt, test->n,
-                            CF_BLEU_TOKENIZE_NONE, &b);
+    for (size_t i = 0; i < n; i++) {
+        src[i] = clformer_parallel_text_source(test, i);
+        ref[i] = clformer_parallel_text_target(test, i);
+    }
+    clformer_status st = clformer_translate_sentences(model, src, n, &dec, 64, hyps, NULL, NULL,
+                                                      NULL);
+    clformer_bleu b;
+    if (st == CLFORMER_OK) st = clformer_bleu_corpus((const char *const *)hyps, ref, n,
+                                                     CLFORMER_BLEU_TOKENIZE_NONE, &b);
     if (st == CLFORMER_OK) {
         size_t exact = 0;
-        for (size_t i = 0; i < test->n; i++) exact += !strcmp(hyps[i], test->tgt[i]);
+        for (size_t i = 0; i < n; i++) exact += !strcmp(hyps[i], ref[i]);
         printf("\nheld-out sentences (never seen in training):\n");
-        for (long i = 0; i < examples && (size_t)i < test->n; i++)
-            printf("  source     %s\n  reference  %s\n  clformer   %s  %s\n\n", test->src[i],
-                   test->tgt[i], hyps[i], strcmp(hyps[i], test->tgt[i]) ? "(differs)" : "(exact)");
+        for (long i = 0; i < examples && (size_t)i < n; i++)
+            printf("  source     %s\n  reference  %s\n  clformer   %s  %s\n\n", src[i], ref[i],
+                   hyps[i], strcmp(hyps[i], ref[i]) ? "(differs)" : "(exact)");
         char line[256];
-        cf_bleu_format(&b, line, sizeof line);
-        printf("held-out set: %zu sentences, %zu translated exactly\n%s\n", test->n, exact, line);
-        *bleu_out = b.score;
+        clformer_bleu_format(&b, line, sizeof line);
+        printf("held-out set: %zu sentences, %zu translated exactly\n%s\n", n, exact, line);
     }
-    for (size_t i = 0; hyps && i < test->n; i++) free(hyps[i]);
+    for (size_t i = 0; hyps && i < n; i++) free(hyps[i]);
     free(hyps);
+    free(src);
+    free(ref);
     if (st != CLFORMER_OK) {
         cli_runtime_error("demo", "translating the held-out set");
         return 1;
@@ -55,8 +58,8 @@ static int show_results(clformer_model *model, const cf_demo_split *test, long e
 
 int cmd_demo(int argc, char **argv)
 {
-    long steps = 400, seed = 1, examples = 5, train_pairs = CF_DEMO_TRAIN_DEFAULT,
-         test_pairs = CF_DEMO_TEST_DEFAULT;
+    long steps = 400, seed = 1, examples = 5, train_pairs = CLFORMER_DEMO_TRAIN_PAIRS,
+         test_pairs = CLFORMER_DEMO_TEST_PAIRS;
     const char *save = NULL, *log = NULL, *plot = NULL;
     bool describe = false;
     const cli_option options[] = {
@@ -81,77 +84,60 @@ int cmd_demo(int argc, char **argv)
     cli_result r = cli_parse(&spec, argc, argv);
     if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
     if (describe) {
-        printf("%s\n", cf_demo_description());
+        printf("%s\n", clformer_demo_task_description());
         return 0;
     }
 
-    cf_demo_data data;
-    if (cf_demo_generate((uint64_t)seed, (size_t)train_pairs, (size_t)test_pairs, &data) !=
-        CLFORMER_OK) {
+    clformer_parallel_text *train = NULL, *test = NULL;
+    int rc = 0;
+    if (clformer_demo_task((uint64_t)seed, (size_t)train_pairs, (size_t)test_pairs, &train,
+                           &test) != CLFORMER_OK) {
         cli_runtime_error("demo", "generating the task");
         return 1;
     }
-    cf_parallel_text *train = NULL, *test = NULL;
-    int rc = 0;
-    if (cf_parallel_text_from_lines((const char *const *)data.train.src,
-                                    (const char *const *)data.train.tgt, data.train.n,
-                                    "demo source", "demo target", &train) != CLFORMER_OK ||
-        cf_parallel_text_from_lines((const char *const *)data.test.src,
-                                    (const char *const *)data.test.tgt, data.test.n,
-                                    "demo held-out source", "demo held-out target",
-                                    &test) != CLFORMER_OK) {
-        cli_runtime_error("demo", "preparing the task");
-        rc = 1;
-    }
     clformer_context *ctx = NULL;
-    if (rc == 0 && clformer_context_create(NULL, &ctx) != CLFORMER_OK) {
+    if (clformer_context_create(NULL, &ctx) != CLFORMER_OK) {
         cli_runtime_error("demo", "opening the device");
         rc = 1;
     }
     clformer_model *model = NULL;
-    trainer_result res;
+    clformer_train_result res;
     if (rc == 0) {
         printf("clformer demo: %zu sentence pairs of a made-up language pair; the translation "
                "moves adjectives after nouns and verbs to the end, and makes adjectives, nouns "
-               "and verbs agree (--describe for the rules)\n", data.train.n);
-        trainer_options o;
-        memset(&o, 0, sizeof o);
-        o.command = "demo";
+               "and verbs agree (--describe for the rules)\n", clformer_parallel_text_size(train));
+        clformer_train_options o;
+        clformer_train_options_default(&o);
         o.train_text = train;
         o.val_text = test;
-        o.min_freq = 1;
         o.batching.batch_size = 64;
-        o.batching.shuffle = true;
+        o.batching.batch_tokens = 0;
         o.batching.seed = (uint64_t)seed;
-        clformer_config_default(&o.config);
         o.config.d_model = 64, o.config.n_heads = 4, o.config.d_ff = 256;
         o.config.n_enc_layers = o.config.n_dec_layers = 2;
         o.config.max_len = 16; /* 12 words + <sos> + <eos>, with room */
         o.config.dropout = 0.1f;
         o.seed = (uint64_t)seed;
-        clformer_optim_config_default(&o.optim);
         o.lr = 1e-3f;
-        o.schedule = CLFORMER_LR_CONSTANT;
-        o.steps = steps;
+        o.steps = (uint64_t)steps;
         o.bleu_sentences = 0; /* the held-out BLEU is computed below, on every sentence */
-        o.save_path = save, o.log_path = log, o.plot_path = plot;
+        o.save_path = save, o.log_path = log;
+        o.stop_save_path = save ? save : "clformer-interrupted.safetensors";
         char plot_log[4096];
         if (plot && !log) {
             snprintf(plot_log, sizeof plot_log, "%s.jsonl", plot);
             o.log_path = plot_log;
         }
-        rc = trainer_run(&o, ctx, &model, &res);
+        rc = train_run("demo", ctx, o, plot, NULL, NULL, &model, &res);
     }
-    double bleu = NAN;
-    if (rc == 0) rc = show_results(model, &data.test, examples, &bleu);
+    if (rc == 0) rc = show_results(model, test, examples);
     if (rc == 0)
         printf("trained %llu steps in %.0fs on %s (%.0f target tokens/s)\n",
                (unsigned long long)res.steps, res.seconds, clformer_context_device(ctx)->name,
                res.tokens_per_s);
     clformer_model_free(model);
     clformer_context_free(ctx);
-    cf_parallel_text_free(train);
-    cf_parallel_text_free(test);
-    cf_demo_free(&data);
+    clformer_parallel_text_free(train);
+    clformer_parallel_text_free(test);
     return rc;
 }

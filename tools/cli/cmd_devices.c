@@ -6,6 +6,19 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* The GEMM provider this device gets under CLFORMER_GEMM; NULL (with the
+ * reason recorded) where CLFORMER_GEMM names one it cannot use. */
+static const char *gemm_provider(const clformer_device_info *d)
+{
+    clformer_context_params params;
+    clformer_gemm_provider p;
+    if (clformer_context_params_from_env(&params) != CLFORMER_OK ||
+        clformer_gemm_provider_for(d, params.gemm, &p) != CLFORMER_OK)
+        return NULL;
+    return clformer_gemm_provider_name(p);
+}
 
 static bool print_json(const clformer_device_info *d, size_t n, long selected)
 {
@@ -22,6 +35,13 @@ static bool print_json(const clformer_device_info *d, size_t n, long selected)
             (json_int_t)x->local_mem_bytes, "max_alloc_bytes", (json_int_t)x->max_alloc_bytes,
             "max_work_group_size", (json_int_t)x->max_work_group_size, "fp16", x->fp16, "fp64",
             x->fp64, "simulator", x->simulator);
+        const char *gemm = gemm_provider(x);
+        if (o && (json_object_set_new(o, "native_kernels", json_boolean(x->native_kernels)) ||
+                  json_object_set_new(o, "gemm_provider",
+                                      gemm ? json_string(gemm) : json_null()))) {
+            json_decref(o);
+            o = NULL;
+        }
         if (!o || json_array_append_new(list, o) != 0) {
             json_decref(list);
             list = NULL;
@@ -46,6 +66,14 @@ static void print_table(const clformer_device_info *d, size_t n, long selected)
         printf("        limits    work-group %zu; fp16 %s, fp64 %s\n", x->max_work_group_size,
                x->fp16 ? "yes" : "no", x->fp64 ? "yes" : "no");
         printf("        driver    %s; %s\n", x->driver_version, x->c_version);
+        const char *gemm = gemm_provider(x);
+        if (!gemm)
+            printf("        gemm      unusable: %s\n", clformer_last_error());
+        else if (strcmp(gemm, "host") == 0)
+            printf("        gemm      host: OpenBLAS sgemm in native kernels (CLFORMER_GEMM=clblast "
+                   "for CLBlast)\n");
+        else
+            printf("        gemm      clblast%s\n", x->native_kernels ? "" : " (no native kernels)");
     }
 }
 
@@ -81,7 +109,9 @@ int cmd_devices(int argc, char **argv)
         "clformer devices [--json]",
         "CLFORMER_DEVICE grammar: P:D (indices), gpu | cpu | accelerator, or parts of the\n"
         "platform/vendor and device names: amd, intel:gpu, pocl:pthread, oclgrind.\n"
-        "Unset: the best GPU, else an accelerator, else a CPU (simulators only when named).",
+        "Unset: the best GPU, else an accelerator, else a CPU (simulators only when named).\n"
+        "GEMM: CPU devices that run native kernels use OpenBLAS (\"host\"), others CLBlast;\n"
+        "CLFORMER_GEMM=clblast|host|auto overrides that.",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);
     if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
@@ -92,9 +122,11 @@ int cmd_devices(int argc, char **argv)
         cli_runtime_error("devices", "listing OpenCL devices");
         return 1;
     }
-    const char *selector = getenv("CLFORMER_DEVICE");
+    clformer_context_params env; /* CLFORMER_DEVICE and the rest, read in one place */
+    clformer_status st = clformer_context_params_from_env(&env);
+    const char *selector = env.device;
     size_t chosen = 0;
-    clformer_status st = clformer_select_device(devs, n, selector, &chosen);
+    if (st == CLFORMER_OK) st = clformer_select_device(devs, n, selector, &chosen);
     long selected = st == CLFORMER_OK ? (long)chosen : -1;
     if (ranks_get()->size > 1) return print_ranks(devs, n, selector);
     if (json) {

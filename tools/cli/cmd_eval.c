@@ -1,13 +1,10 @@
 /* `clformer eval`: corpus BLEU of a hypothesis file against references, or
  * of a model's translations of a source file, with the model's loss and
  * perplexity on the same sentence pairs. */
-#include "bleu.h"
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
-#include "corpus.h"
 #include "lines.h"
-#include "status.h"
 #include "translator.h"
 
 #include <jansson.h>
@@ -28,7 +25,7 @@ typedef struct {
 
 typedef struct {
     const char *hyp, *ref, *src, *model, *output, *tokenize_name;
-    cf_bleu_tokenize tokenize;
+    clformer_bleu_tokenize tokenize;
     bool json;
     decode_flags df;
 } eval_args;
@@ -57,43 +54,84 @@ static bool read_pair(const char *a_path, const char *b_path, line_file *a, line
     return false;
 }
 
-static clformer_status model_loss(translator *t, const line_file *src, const line_file *ref,
-                                  size_t batch_size, loss_result *out)
+/* Lines as the model's vocabulary of a side reads them (SentencePiece
+ * pieces for a model trained on raw text); *out is NULL on failure. */
+static clformer_status model_lines(const clformer_model *m, bool target, const line_file *in,
+                                   char ***out)
+{
+    char **lines = calloc(in->n ? in->n : 1, sizeof *lines);
+    clformer_status st = lines ? CLFORMER_OK : CLFORMER_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < in->n && st == CLFORMER_OK; i++)
+        st = clformer_model_tokenize(m, target, in->line[i], &lines[i]);
+    if (st != CLFORMER_OK && lines) {
+        for (size_t i = 0; i < in->n; i++) free(lines[i]);
+        free(lines);
+        lines = NULL;
+    }
+    *out = lines;
+    return st;
+}
+
+static clformer_status model_loss_lines(translator *t, const line_file *src, const line_file *ref,
+                                        size_t batch_size, loss_result *out);
+
+static clformer_status model_loss(translator *t, const line_file *raw_src,
+                                  const line_file *raw_ref, size_t batch_size, loss_result *out)
 {
     memset(out, 0, sizeof *out);
+    char **s = NULL, **r = NULL;
+    clformer_status st = model_lines(t->model, false, raw_src, &s);
+    if (st == CLFORMER_OK) st = model_lines(t->model, true, raw_ref, &r);
+    if (st == CLFORMER_OK) {
+        line_file src = *raw_src, ref = *raw_ref;
+        src.line = s;
+        ref.line = r;
+        st = model_loss_lines(t, &src, &ref, batch_size, out);
+    }
+    for (size_t i = 0; s && i < raw_src->n; i++) free(s[i]);
+    for (size_t i = 0; r && i < raw_ref->n; i++) free(r[i]);
+    free(s);
+    free(r);
+    return st;
+}
+
+static clformer_status model_loss_lines(translator *t, const line_file *src, const line_file *ref,
+                                        size_t batch_size, loss_result *out)
+{
     const int max_len = clformer_model_config(t->model)->max_len;
     /* count first: the corpus functions refuse a set with no usable pair,
      * which here only means there is no loss to report */
     for (size_t i = 0; i < src->n; i++) {
         const char *s = src->line[i], *r = ref->line[i];
         if (!line_has_token(s) || !line_has_token(r)) out->empty++;
-        else if (cf_vocab_encode(t->session.src, s, strlen(s), true, NULL, 0, NULL) > (size_t)max_len ||
-                 cf_vocab_encode(t->session.tgt, r, strlen(r), true, NULL, 0, NULL) > (size_t)max_len)
+        else if (clformer_vocab_encode(t->src, s, true, NULL, 0, NULL) > (size_t)max_len ||
+                 clformer_vocab_encode(t->tgt, r, true, NULL, 0, NULL) > (size_t)max_len)
             out->too_long++;
         else out->pairs++;
     }
     if (out->pairs == 0) return CLFORMER_OK;
-    cf_parallel_text *text = NULL;
-    cf_corpus *corpus = NULL;
-    CF_TRY(cf_parallel_text_from_lines((const char *const *)src->line,
-                                       (const char *const *)ref->line, src->n, src->name,
-                                       ref->name, &text));
-    clformer_status st = cf_corpus_encode(text, t->session.src, t->session.tgt, max_len, &corpus);
+    clformer_parallel_text *text = NULL;
+    clformer_corpus *corpus = NULL;
+    clformer_status st = clformer_parallel_text_from_lines((const char *const *)src->line,
+                                                           (const char *const *)ref->line, src->n,
+                                                           src->name, ref->name, &text);
     if (st == CLFORMER_OK)
-        st = text_corpus_loss(t->model, corpus, batch_size * (size_t)max_len, &out->loss,
-                              &out->tokens);
+        st = clformer_corpus_encode(text, t->src, t->tgt, max_len, &corpus);
+    if (st == CLFORMER_OK)
+        st = clformer_corpus_loss(t->model, corpus, batch_size * (size_t)max_len, &out->loss,
+                                  &out->tokens);
     out->have = st == CLFORMER_OK && out->tokens > 0;
-    cf_corpus_free(corpus);
-    cf_parallel_text_free(text);
+    clformer_corpus_free(corpus);
+    clformer_parallel_text_free(text);
     return st;
 }
 
-static void print_text(const cf_bleu_result *b, cf_bleu_tokenize tokenize,
+static void print_text(const clformer_bleu *b, clformer_bleu_tokenize tokenize,
                        const loss_result *loss, size_t pairs)
 {
     char line[256], sig[128];
-    cf_bleu_format(b, line, sizeof line);
-    cf_bleu_signature(tokenize, sig, sizeof sig);
+    clformer_bleu_format(b, line, sizeof line);
+    clformer_bleu_signature(tokenize, sig, sizeof sig);
     printf("%s\nsignature: %s\n", line, sig);
     if (!loss) return;
     size_t skipped = loss->empty + loss->too_long;
@@ -111,19 +149,19 @@ static void print_text(const cf_bleu_result *b, cf_bleu_tokenize tokenize,
     printf(")\n");
 }
 
-static bool print_json(const cf_bleu_result *b, cf_bleu_tokenize tokenize,
+static bool print_json(const clformer_bleu *b, clformer_bleu_tokenize tokenize,
                        const loss_result *loss, const translate_stats *ts)
 {
     json_t *o = json_object(), *p = json_array();
     char sig[128];
-    cf_bleu_signature(tokenize, sig, sizeof sig);
+    clformer_bleu_signature(tokenize, sig, sizeof sig);
     json_object_set_new(o, "bleu", json_real(b->score));
     json_object_set_new(o, "signature", json_string(sig));
-    for (int k = 0; k < CF_BLEU_ORDER; k++) json_array_append_new(p, json_real(b->precisions[k]));
+    for (int k = 0; k < 4; k++) json_array_append_new(p, json_real(b->precisions[k]));
     json_object_set_new(o, "precisions", p);
     json_object_set_new(o, "bp", json_real(b->bp));
-    json_object_set_new(o, "hyp_len", json_integer((json_int_t)b->stats.hyp_len));
-    json_object_set_new(o, "ref_len", json_integer((json_int_t)b->stats.ref_len));
+    json_object_set_new(o, "hyp_len", json_integer((json_int_t)b->hyp_len));
+    json_object_set_new(o, "ref_len", json_integer((json_int_t)b->ref_len));
     if (loss) {
         /* null when no pair fits the model: JSON has no NaN */
         json_object_set_new(o, "loss", loss->have ? cli_json_number(loss->loss) : json_null());
@@ -147,9 +185,9 @@ static int eval_files(const eval_args *a)
 {
     line_file hyp, ref;
     if (!read_pair(a->hyp, a->ref, &hyp, &ref)) return 1;
-    cf_bleu_result b;
+    clformer_bleu b;
     int rc = 1;
-    if (cf_bleu_corpus((const char *const *)hyp.line, (const char *const *)ref.line, hyp.n,
+    if (clformer_bleu_corpus((const char *const *)hyp.line, (const char *const *)ref.line, hyp.n,
                        a->tokenize, &b) != CLFORMER_OK)
         cli_runtime_error("eval", NULL);
     else if (a->json && !print_json(&b, a->tokenize, NULL, NULL))
@@ -187,13 +225,13 @@ static int eval_model(const eval_args *a)
     char **hyps = calloc(src.n, sizeof *hyps);
     translate_stats ts;
     loss_result loss;
-    cf_bleu_result b;
+    clformer_bleu b;
     if (!hyps) {
         cli_error("eval", "out of host memory");
     } else if (translator_run(&t, (const char *const *)src.line, src.n, &a->df, hyps, &ts) !=
                CLFORMER_OK) {
         cli_runtime_error("eval", "translating");
-    } else if (cf_bleu_corpus((const char *const *)hyps, (const char *const *)ref.line, src.n,
+    } else if (clformer_bleu_corpus((const char *const *)hyps, (const char *const *)ref.line, src.n,
                               a->tokenize, &b) != CLFORMER_OK) {
         cli_runtime_error("eval", NULL);
     } else if (model_loss(&t, &src, &ref, (size_t)a->df.batch_size, &loss) != CLFORMER_OK) {
@@ -270,7 +308,8 @@ int cmd_eval(int argc, char **argv)
         cli_error("eval", "%s (see clformer eval --help)", problem);
         return EXIT_USAGE;
     }
-    if (a.tokenize_name) cf_bleu_tokenize_parse(a.tokenize_name, &a.tokenize);
-    else a.tokenize = CF_BLEU_TOKENIZE_13A;
+    a.tokenize = a.tokenize_name && !strcmp(a.tokenize_name, "none")
+                     ? CLFORMER_BLEU_TOKENIZE_NONE
+                     : CLFORMER_BLEU_TOKENIZE_13A;
     return a.hyp ? eval_files(&a) : eval_model(&a);
 }

@@ -4,73 +4,70 @@
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
-#include "safetensors.h"
-#include "status.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static clformer_status read_ids(const cf_st_reader *r, const char *name, int32_t **ids,
-                                int64_t shape[2])
+/* The I32 [B, length] tensor `name` of the batch file. */
+static clformer_status find_ids(const char *path, const clformer_tensor *tensors, size_t n,
+                                const char *name, const clformer_tensor **out)
 {
-    const cf_st_tensor *t = cf_st_find(r, name);
-    if (!t || t->dtype != CF_ST_I32 || t->ndim != 2 || t->shape[0] < 1 || t->shape[1] < 1)
-        return cf_fail(CLFORMER_ERR_FORMAT, "%s: needs an I32 tensor '%s' of shape [B, length]",
-                       cf_st_path(r), name);
-    shape[0] = t->shape[0], shape[1] = t->shape[1];
-    *ids = malloc(t->nbytes);
-    if (!*ids) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    return cf_st_read(r, t, *ids, t->nbytes);
+    const clformer_tensor *t = clformer_tensors_find(tensors, n, name);
+    if (!t || t->dtype != CLFORMER_DTYPE_I32 || t->ndim != 2 || t->shape[0] < 1 ||
+        t->shape[1] < 1)
+        return clformer_set_error(CLFORMER_ERR_FORMAT,
+                                  "%s: needs an I32 tensor '%s' of shape [B, length]", path, name);
+    *out = t;
+    return CLFORMER_OK;
 }
 
 static clformer_status run(const char *model_path, const char *batch_path, const char *out_path)
 {
-    cf_st_reader *r = NULL;
-    int32_t *src = NULL, *tgt_in = NULL, *tgt = NULL;
+    clformer_tensor *in = NULL;
+    size_t n_in = 0;
+    const clformer_tensor *src = NULL, *tgt_in = NULL;
+    int32_t *tgt = NULL;
     float *logits = NULL;
     clformer_context *ctx = NULL;
     clformer_model *m = NULL;
-    cf_st_writer *w = NULL;
-    int64_t ss[2], ts[2];
-    clformer_status st = cf_st_open(batch_path, &r);
-    if (st == CLFORMER_OK) st = read_ids(r, "src", &src, ss);
-    if (st == CLFORMER_OK) st = read_ids(r, "tgt_in", &tgt_in, ts);
-    if (st == CLFORMER_OK && ss[0] != ts[0])
-        st = cf_fail(CLFORMER_ERR_FORMAT, "%s: src and tgt_in hold different batch sizes",
-                     batch_path);
+    clformer_status st = clformer_tensors_load(batch_path, &in, &n_in);
+    if (st == CLFORMER_OK) st = find_ids(batch_path, in, n_in, "src", &src);
+    if (st == CLFORMER_OK) st = find_ids(batch_path, in, n_in, "tgt_in", &tgt_in);
+    if (st == CLFORMER_OK && src->shape[0] != tgt_in->shape[0])
+        st = clformer_set_error(CLFORMER_ERR_FORMAT,
+                                "%s: src and tgt_in hold different batch sizes", batch_path);
     if (st == CLFORMER_OK) st = clformer_context_create(NULL, &ctx);
     if (st == CLFORMER_OK) st = clformer_model_load(ctx, model_path, &m);
-    const size_t B = (size_t)ss[0], S = (size_t)ss[1], T = (size_t)ts[1];
+    const size_t B = src ? (size_t)src->shape[0] : 0, S = src ? (size_t)src->shape[1] : 0;
+    const size_t T = tgt_in ? (size_t)tgt_in->shape[1] : 0;
+    const int64_t V = m ? clformer_model_config(m)->tgt_vocab : 0;
     if (st == CLFORMER_OK) {
         /* the library takes whole targets: the decoder input plus one label column */
         tgt = malloc(B * (T + 1) * sizeof *tgt);
-        logits = malloc(B * T * (size_t)clformer_model_config(m)->tgt_vocab * sizeof *logits);
-        if (!tgt || !logits) st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        logits = malloc(B * T * (size_t)V * sizeof *logits);
+        if (!tgt || !logits)
+            st = clformer_set_error(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     if (st == CLFORMER_OK) {
+        const int32_t *ids = tgt_in->data;
         for (size_t b = 0; b < B; b++) {
-            memcpy(tgt + b * (T + 1), tgt_in + b * T, T * sizeof *tgt);
+            memcpy(tgt + b * (T + 1), ids + b * T, T * sizeof *tgt);
             tgt[b * (T + 1) + T] = CLFORMER_EOS;
         }
-        const clformer_batch batch = {B, S, T + 1, src, tgt};
+        const clformer_batch batch = {B, S, T + 1, src->data, tgt};
         st = clformer_model_logits(m, &batch, logits);
     }
-    const int64_t ls[3] = {(int64_t)B, (int64_t)T, m ? clformer_model_config(m)->tgt_vocab : 0};
-    if (st == CLFORMER_OK) st = cf_st_writer_new(out_path, &w);
-    if (st == CLFORMER_OK) st = cf_st_declare(w, "src", CF_ST_I32, 2, ss);
-    if (st == CLFORMER_OK) st = cf_st_declare(w, "tgt_in", CF_ST_I32, 2, ts);
-    if (st == CLFORMER_OK) st = cf_st_declare(w, "logits", CF_ST_F32, 3, ls);
-    if (st == CLFORMER_OK) st = cf_st_begin(w);
-    if (st == CLFORMER_OK) st = cf_st_write(w, "src", src, B * S * 4);
-    if (st == CLFORMER_OK) st = cf_st_write(w, "tgt_in", tgt_in, B * T * 4);
-    if (st == CLFORMER_OK) st = cf_st_write(w, "logits", logits, B * T * (size_t)ls[2] * 4);
-    if (st == CLFORMER_OK) st = cf_st_commit(w);
-    cf_st_writer_free(w);
+    if (st == CLFORMER_OK) {
+        const clformer_tensor out[3] = {
+            *src, *tgt_in,
+            {"logits", CLFORMER_DTYPE_F32, 3, {(int64_t)B, (int64_t)T, V}, logits}};
+        st = clformer_tensors_save(out_path, out, 3);
+    }
     clformer_model_free(m);
     clformer_context_free(ctx);
-    cf_st_close(r);
-    free(src), free(tgt_in), free(tgt), free(logits);
+    clformer_tensors_free(in, n_in);
+    free(tgt), free(logits);
     return st;
 }
 

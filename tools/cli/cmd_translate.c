@@ -5,10 +5,8 @@
 #include "clformer.h"
 #include "commands.h"
 #include "lines.h"
-#include "status.h"
 #include "plot.h"
 #include "translator.h"
-#include "vocab.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,52 +14,58 @@
 
 /* Decodes `sentence` alone, greedily (the only decoding that records
  * attention), and draws the last decoder layer's cross-attention: source
- * tokens (with <sos>/<eos>) across, generated tokens down. */
-static clformer_status draw_attention(translator *t, const char *sentence, long max_len,
+ * tokens (with <sos>/<eos>) across, generated tokens down. Prints its error;
+ * returns 0 or 1. */
+static int draw_attention(translator *t, const char *sentence, long max_len,
                                       const char *png, plot_attention_mode mode, size_t line)
 {
     int32_t *ids = NULL;
     size_t len = 0;
-    CF_TRY(text_encode_source(&t->session, sentence, &ids, &len));
+    if (clformer_encode_source(t->model, sentence, &ids, &len) != CLFORMER_OK) {
+        cli_runtime_error("translate", "--attention");
+        return 1;
+    }
     clformer_decode_options o;
     clformer_decode_options_default(&o);
     o.max_len = (int)max_len;
     o.record_attention = true;
     clformer_translation tr;
-    clformer_status st = clformer_translate(t->model, ids, 1, len, &o, &tr);
-    if (st != CLFORMER_OK) {
+    if (clformer_translate(t->model, ids, 1, len, &o, &tr) != CLFORMER_OK) {
+        cli_runtime_error("translate", "--attention");
         free(ids);
-        return st;
+        return 1;
     }
     const size_t H = tr.heads, R = tr.attention_rows, S = tr.src_len;
     /* the decoder stores rows x heads x src; the figure wants heads x rows x src */
     float *w = malloc((R ? R * H * S : 1) * sizeof *w);
     const char **src_labels = malloc(S * sizeof *src_labels);
     const char **tgt_labels = malloc((R ? R : 1) * sizeof *tgt_labels);
+    int rc = 1;
     if (!w || !src_labels || !tgt_labels) {
-        st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        cli_error("translate", "--attention: out of host memory");
     } else {
         for (size_t r = 0; r < R; r++)
             for (size_t h = 0; h < H; h++)
                 memcpy(w + (h * R + r) * S, tr.attention + (r * H + h) * S, S * sizeof *w);
-        for (size_t c = 0; c < S; c++) src_labels[c] = cf_vocab_token(t->session.src, ids[c]);
+        for (size_t c = 0; c < S; c++) src_labels[c] = clformer_vocab_token(t->src, ids[c]);
         /* one row per decoding step: the generated tokens, then <eos> if it came */
         for (size_t r = 0; r < R; r++)
-            tgt_labels[r] = r < tr.lengths[0] ? cf_vocab_token(t->session.tgt, tr.tokens[r])
-                                              : cf_special_tokens[CF_EOS];
+            tgt_labels[r] = r < tr.lengths[0] ? clformer_vocab_token(t->tgt, tr.tokens[r])
+                                              : clformer_vocab_token(t->tgt, CLFORMER_EOS);
         char title[96];
         snprintf(title, sizeof title, "cross-attention, last decoder layer, line %zu%s", line,
                  mode == PLOT_ATTENTION_MEAN ? " (mean over heads)" : "");
         const plot_attention_spec spec = {w, (int)H, (int)R, (int)S, src_labels, tgt_labels,
                                           mode, title};
-        st = plot_attention(png, &spec);
+        if (plot_attention(png, &spec) == CLFORMER_OK) rc = 0;
+        else cli_runtime_error("translate", "--attention");
     }
     free(w);
     free(src_labels);
     free(tgt_labels);
     free(ids);
     clformer_translation_free(&tr);
-    return st;
+    return rc;
 }
 
 int cmd_translate(int argc, char **argv)
@@ -152,8 +156,8 @@ int cmd_translate(int argc, char **argv)
                draw_attention(&t, in.line[first], df.max_len, attention,
                               !strcmp(attention_mode, "mean") ? PLOT_ATTENTION_MEAN
                                                               : PLOT_ATTENTION_PANELS,
-                              first + 1) != CLFORMER_OK) {
-        cli_runtime_error("translate", "--attention");
+                              first + 1) != 0) {
+        /* draw_attention printed the error */
     } else if (translator_run(&t, (const char *const *)in.line, in.n, &df, outputs, &stats) !=
                CLFORMER_OK) {
         cli_runtime_error("translate", NULL);

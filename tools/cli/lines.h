@@ -1,13 +1,8 @@
 /*
- * Line files for `clformer translate` and `clformer eval`: one sentence per
- * line, read whole and validated (UTF-8, no NUL byte; a leading byte order
- * mark is dropped), and written back to stdout or atomically to a file
- * (runtime/core/fileio.h: a temp file renamed into place, so a failed run leaves
- * no half-written output).
- *
- * Unlike a training corpus (runtime/corpus.h), empty lines are kept: line i
- * of an output answers line i of its input, and a hypothesis file may hold
- * empty lines that BLEU must count.
+ * Line files for `clformer translate` and `clformer eval`, on
+ * clformer_lines_read/_write (clformer.h): one sentence per line, read whole
+ * and validated, empty lines kept, written back to stdout or atomically to a
+ * file (so a failed run leaves no half-written output).
  */
 #ifndef CLFORMER_LINES_H
 #define CLFORMER_LINES_H
@@ -21,7 +16,6 @@ typedef struct {
     size_t n;          /* lines: '\n'-terminated ones plus an unterminated last one */
     char **line;       /* [n] NUL-terminated, without the '\n' */
     const char *name;  /* the path, or "stdin", for messages */
-    char *storage;     /* private: the text the lines point into */
 } line_file;
 
 /* Reads `path`, or stdin when path is NULL or "-". Errors name the file (and

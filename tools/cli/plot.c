@@ -8,16 +8,19 @@
  * line of text. Everything is in pixels of the output image.
  */
 #include "plot.h"
-#include "status.h"
+#include "cli.h"
 
 #include <cairo.h>
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Failures are reported the library's way: a status, and the message in
+ * clformer_last_error(). */
+#define fail clformer_set_error
 
 /* ------------------------------------------------------------------------- */
 /* Style                                                                      */
@@ -289,18 +292,18 @@ static void choose_ticks(cairo_t *cr, axis *a, bool horizontal, double spacing, 
 
 static cairo_status_t write_chunk(void *file, const unsigned char *data, unsigned int len)
 {
-    return fwrite(data, 1, len, file) == len ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
+    return clformer_atomic_file_write(file, data, len) == CLFORMER_OK ? CAIRO_STATUS_SUCCESS
+                                                                       : CAIRO_STATUS_WRITE_ERROR;
 }
 
 static clformer_status cairo_failure(cairo_status_t st, const char *what, const char *path)
 {
-    return cf_fail(st == CAIRO_STATUS_NO_MEMORY ? CLFORMER_ERR_OUT_OF_MEMORY
-                                                : CLFORMER_ERR_INVALID_ARGUMENT,
-                   "drawing %s for '%s': cairo: %s", what, path, cairo_status_to_string(st));
+    return fail(st == CAIRO_STATUS_NO_MEMORY ? CLFORMER_ERR_OUT_OF_MEMORY
+                                             : CLFORMER_ERR_INVALID_ARGUMENT,
+                "drawing %s for '%s': cairo: %s", what, path, cairo_status_to_string(st));
 }
 
-/* Writes the surface through our own FILE so that a failure can name its
- * cause (errno); a file that failed half-way is removed. */
+/* Writes the PNG atomically: `path` appears only complete. */
 static clformer_status save_png(cairo_t *cr, const char *what, const char *path)
 {
     cairo_surface_t *s = cairo_get_target(cr);
@@ -308,19 +311,21 @@ static clformer_status save_png(cairo_t *cr, const char *what, const char *path)
     cairo_status_t st = cairo_status(cr);
     if (st == CAIRO_STATUS_SUCCESS) st = cairo_surface_status(s);
     if (st != CAIRO_STATUS_SUCCESS) return cairo_failure(st, what, path);
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return cf_fail(CLFORMER_ERR_IO, "cannot write the %s to '%s': %s", what, path,
-                       strerror(errno));
-    st = cairo_surface_write_to_png_stream(s, write_chunk, f);
-    int err = ferror(f) ? errno : 0;
-    if (fclose(f) != 0 && !err) err = errno;
-    if (st != CAIRO_STATUS_SUCCESS || err) {
-        remove(path);
-        return cf_fail(CLFORMER_ERR_IO, "writing the %s to '%s' failed: %s", what, path,
-                       err ? strerror(err) : cairo_status_to_string(st));
+    clformer_atomic_file *f = NULL;
+    char cause[1024]; /* the file error, copied: fail() rewrites clformer_last_error() */
+    if (clformer_atomic_file_open(path, &f) != CLFORMER_OK) {
+        snprintf(cause, sizeof cause, "%s", clformer_last_error());
+        return fail(CLFORMER_ERR_IO, "cannot write the %s: %s", what, cause);
     }
-    return CLFORMER_OK;
+    st = cairo_surface_write_to_png_stream(s, write_chunk, f);
+    if (st != CAIRO_STATUS_SUCCESS) {
+        snprintf(cause, sizeof cause, "%s",
+                 st == CAIRO_STATUS_WRITE_ERROR ? clformer_last_error()
+                                                : cairo_status_to_string(st));
+        clformer_atomic_file_abort(f);
+        return fail(CLFORMER_ERR_IO, "writing the %s to '%s' failed: %s", what, path, cause);
+    }
+    return clformer_atomic_file_commit(f);
 }
 
 static clformer_status new_canvas(int width, int height, const char *what, const char *path,
@@ -537,38 +542,38 @@ static void legend(cairo_t *cr, const plot_loss_spec *s, const axis *ax, const a
 static clformer_status check_loss_spec(const char *path, const plot_loss_spec *s)
 {
     if (!path || !*path || !s)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "plot_loss_curves needs an output path and a spec");
+        return fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                    "plot_loss_curves needs an output path and a spec");
     if ((s->n && (!s->step || !s->loss)) || (s->n_val && (!s->val_step || !s->val_loss)))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "plot_loss_curves: a series with points needs both its step and loss "
-                       "arrays");
+        return fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                    "plot_loss_curves: a series with points needs both its step and loss "
+                    "arrays");
     if (!s->n && !s->n_val)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "plot_loss_curves: no training or validation points to plot");
+        return fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                    "plot_loss_curves: no training or validation points to plot");
     if ((s->width || s->height) &&
         (s->width < 320 || s->width > 8192 || s->height < 240 || s->height > 8192))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "plot_loss_curves: size %d x %d is outside 320..8192 x 240..8192 pixels "
-                       "(0 x 0 picks 960 x 560)",
-                       s->width, s->height);
+        return fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                    "plot_loss_curves: size %d x %d is outside 320..8192 x 240..8192 pixels "
+                    "(0 x 0 picks 960 x 560)",
+                    s->width, s->height);
     return CLFORMER_OK;
 }
 
 clformer_status plot_loss_curves(const char *png_path, const plot_loss_spec *s)
 {
-    CF_TRY(check_loss_spec(png_path, s));
+    CLI_TRY(check_loss_spec(png_path, s));
     axis ax = {0}, ay = {0};
     ay.log = s->log_y;
     if (!data_range(s, false, &ax.lo, &ax.hi) || !data_range(s, true, &ay.lo, &ay.hi))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "plot_loss_curves: no %s loss value to plot in %zu training and %zu "
-                       "validation points%s",
-                       s->log_y ? "positive finite" : "finite", s->n, s->n_val,
-                       s->log_y ? " (a log scale cannot show zero or negative losses)" : "");
+        return fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                    "plot_loss_curves: no %s loss value to plot in %zu training and %zu "
+                    "validation points%s",
+                    s->log_y ? "positive finite" : "finite", s->n, s->n_val,
+                    s->log_y ? " (a log scale cannot show zero or negative losses)" : "");
     int width = s->width ? s->width : 960, height = s->height ? s->height : 560;
     cairo_t *cr;
-    CF_TRY(new_canvas(width, height, "loss curves", png_path, &cr));
+    CLI_TRY(new_canvas(width, height, "loss curves", png_path, &cr));
 
     /* Vertical layout first: the y ticks depend only on it, and their
      * label widths then set the left margin. */
@@ -655,8 +660,8 @@ clformer_status plot_loss_curves(const char *png_path, const plot_loss_spec *s)
         double *avg = malloc(s->n * sizeof *avg);
         if (!avg) {
             cairo_destroy(cr);
-            return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "plot_loss_curves: no memory for %zu "
-                           "points", s->n);
+            return fail(CLFORMER_ERR_OUT_OF_MEMORY, "plot_loss_curves: no memory for %zu "
+                        "points", s->n);
         }
         smooth(s->step, s->loss, s->n, s->log_y, avg);
         path_series(cr, &ax, &ay, s->step, avg, s->n, s->n > 2 * (right - left));
@@ -773,19 +778,19 @@ static float panel_value(const plot_attention_spec *s, int panel, int r, int c)
 static clformer_status check_attention_spec(const plot_attention_spec *s)
 {
     if (!s || !s->weights)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "plot_attention needs a spec with weights");
+        return fail(CLFORMER_ERR_INVALID_ARGUMENT, "plot_attention needs a spec with weights");
     if (s->heads < 1 || s->rows < 1 || s->cols < 1)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "plot_attention: heads, rows and cols must be positive, got %d x %d x %d",
-                       s->heads, s->rows, s->cols);
+        return fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                    "plot_attention: heads, rows and cols must be positive, got %d x %d x %d",
+                    s->heads, s->rows, s->cols);
     if (s->rows > 4096 || s->cols > 4096 || s->heads > 256)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "plot_attention: %d heads of %d x %d is too large to draw (at most 256 "
-                       "heads of 4096 x 4096); pass a slice",
-                       s->heads, s->rows, s->cols);
+        return fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                    "plot_attention: %d heads of %d x %d is too large to draw (at most 256 "
+                    "heads of 4096 x 4096); pass a slice",
+                    s->heads, s->rows, s->cols);
     if (s->mode != PLOT_ATTENTION_PANELS && s->mode != PLOT_ATTENTION_MEAN)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "plot_attention: unknown mode %d",
-                       (int)s->mode);
+        return fail(CLFORMER_ERR_INVALID_ARGUMENT, "plot_attention: unknown mode %d",
+                    (int)s->mode);
     return CLFORMER_OK;
 }
 
@@ -985,25 +990,25 @@ static clformer_status measure_attention(const plot_attention_spec *s, attn_layo
     cairo_destroy(cr);
     if (st != CAIRO_STATUS_SUCCESS) return cairo_failure(st, "attention layout", "(measuring)");
     if (L->width > 16384 || L->height > 16384)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "plot_attention: %d heads of %d x %d need a %d x %d image, over 16384 "
-                       "pixels; plot the mean or fewer heads",
-                       s->heads, s->rows, s->cols, L->width, L->height);
+        return fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                    "plot_attention: %d heads of %d x %d need a %d x %d image, over 16384 "
+                    "pixels; plot the mean or fewer heads",
+                    s->heads, s->rows, s->cols, L->width, L->height);
     return CLFORMER_OK;
 }
 
 clformer_status plot_attention_geometry(const plot_attention_spec *s, int panel, int row,
                                         int col, int *width, int *height, double *x, double *y)
 {
-    CF_TRY(check_attention_spec(s));
+    CLI_TRY(check_attention_spec(s));
     attn_layout L;
-    CF_TRY(measure_attention(s, &L));
+    CLI_TRY(measure_attention(s, &L));
     if (panel < 0 || panel >= L.panels || row < 0 || row >= s->rows || col < 0 ||
         col >= s->cols)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "plot_attention_geometry: cell (%d, %d, %d) is outside %d panels of "
-                       "%d x %d",
-                       panel, row, col, L.panels, s->rows, s->cols);
+        return fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                    "plot_attention_geometry: cell (%d, %d, %d) is outside %d panels of "
+                    "%d x %d",
+                    panel, row, col, L.panels, s->rows, s->cols);
     double px, py;
     panel_origin(&L, panel, &px, &py);
     *width = L.width, *height = L.height;
@@ -1015,12 +1020,12 @@ clformer_status plot_attention_geometry(const plot_attention_spec *s, int panel,
 clformer_status plot_attention(const char *png_path, const plot_attention_spec *s)
 {
     if (!png_path || !*png_path)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "plot_attention needs an output path");
-    CF_TRY(check_attention_spec(s));
+        return fail(CLFORMER_ERR_INVALID_ARGUMENT, "plot_attention needs an output path");
+    CLI_TRY(check_attention_spec(s));
     attn_layout L;
-    CF_TRY(measure_attention(s, &L));
+    CLI_TRY(measure_attention(s, &L));
     cairo_t *cr;
-    CF_TRY(new_canvas(L.width, L.height, "attention map", png_path, &cr));
+    CLI_TRY(new_canvas(L.width, L.height, "attention map", png_path, &cr));
     for (int p = 0; p < L.panels; p++) {
         draw_cells(cr, s, &L, p);
         draw_labels(cr, s, &L, p);

@@ -1,8 +1,5 @@
 /* A model on the device translating files line by line (see translator.h). */
 #include "translator.h"
-#include "lines.h"
-#include "status.h"
-#include "text.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -49,7 +46,8 @@ bool translator_open(const char *command, const char *model_path, translator *t)
         translator_close(t);
         return false;
     }
-    if (text_session_open(t->model, &t->session) != CLFORMER_OK) {
+    if (clformer_vocab_from_model(t->model, CLFORMER_SIDE_SOURCE, &t->src) != CLFORMER_OK ||
+        clformer_vocab_from_model(t->model, CLFORMER_SIDE_TARGET, &t->tgt) != CLFORMER_OK) {
         cli_runtime_error(command, model_path);
         translator_close(t);
         return false;
@@ -59,7 +57,8 @@ bool translator_open(const char *command, const char *model_path, translator *t)
 
 void translator_close(translator *t)
 {
-    text_session_close(&t->session);
+    clformer_vocab_free(t->src);
+    clformer_vocab_free(t->tgt);
     clformer_model_free(t->model);
     clformer_context_free(t->ctx);
     memset(t, 0, sizeof *t);
@@ -88,51 +87,17 @@ clformer_status translator_run(translator *t, const char *const *lines, size_t n
 {
     memset(stats, 0, sizeof *stats);
     stats->lines = n;
-    /* only lines with a token reach the model; the others stay empty */
-    const char **todo = malloc((n ? n : 1) * sizeof *todo);
-    size_t *where = malloc((n ? n : 1) * sizeof *where);
-    char **done = calloc(n ? n : 1, sizeof *done);
-    if (!todo || !where || !done) {
-        free(todo);
-        free(where);
-        free(done);
-        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    }
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        outputs[i] = NULL;
-        if (line_has_token(lines[i])) {
-            todo[m] = lines[i];
-            where[m++] = i;
-        }
-    }
+    for (size_t i = 0; i < n; i++) stats->sentences += clformer_count_tokens(lines[i]) > 0;
     const clformer_decode_options o = decode_flags_options(f);
     progress_state ps = {seconds_now()};
-    const bool tty = isatty(STDERR_FILENO) && m > 0;
-    clformer_status st = m == 0 ? CLFORMER_OK
-                                : text_translate(&t->session, todo, m, &o, (size_t)f->batch_size,
-                                                 done, &stats->truncated,
-                                                 tty ? show_progress : NULL, &ps);
+    const bool tty = isatty(STDERR_FILENO) && stats->sentences > 0;
+    clformer_status st = clformer_translate_sentences(t->model, lines, n, &o, (size_t)f->batch_size,
+                                                      outputs, &stats->truncated,
+                                                      tty ? show_progress : NULL, &ps);
     stats->seconds = seconds_now() - ps.start;
     if (tty) fputc('\n', stderr);
-    stats->sentences = m;
-    for (size_t k = 0; k < m && st == CLFORMER_OK; k++) {
-        outputs[where[k]] = done[k];
-        done[k] = NULL;
-        stats->tokens += cf_count_tokens(outputs[where[k]], strlen(outputs[where[k]]));
-    }
     for (size_t i = 0; i < n && st == CLFORMER_OK; i++)
-        if (!outputs[i] && !(outputs[i] = strdup("")))
-            st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    if (st != CLFORMER_OK)
-        for (size_t i = 0; i < n; i++) {
-            free(outputs[i]);
-            outputs[i] = NULL;
-        }
-    for (size_t k = 0; k < m; k++) free(done[k]);
-    free(done);
-    free(todo);
-    free(where);
+        stats->tokens += clformer_count_tokens(outputs[i]);
     return st;
 }
 

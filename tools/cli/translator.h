@@ -1,15 +1,15 @@
 /*
  * What `clformer translate` and `clformer eval --model` share: the decoding
- * flags, a model opened on the CLFORMER_DEVICE device, and the translation
- * of a file's lines with tools/text_io.h, keeping empty lines empty, showing
- * progress when stderr is a terminal, and summing up the run.
+ * flags, a model opened on the CLFORMER_DEVICE device with its vocabularies,
+ * and the translation of a file's lines (clformer_translate_sentences: empty
+ * lines stay empty), showing progress when stderr is a terminal, and summing
+ * up the run.
  */
 #ifndef CLFORMER_TRANSLATOR_H
 #define CLFORMER_TRANSLATOR_H
 
 #include "cli.h"
 #include "clformer.h"
-#include "text_io.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -41,7 +41,7 @@ clformer_decode_options decode_flags_options(const decode_flags *f);
 typedef struct {
     clformer_context *ctx;
     clformer_model *model;
-    text_session session;
+    clformer_vocab *src, *tgt; /* the model's */
 } translator;
 
 /* False, with a message naming the file, when the model cannot be read. */
@@ -64,8 +64,7 @@ typedef struct {
 } translate_stats;
 
 /* Translates lines[0..n) into outputs[i] (malloc'd, free each): a line
- * without a token gives "" and costs nothing on the device. Progress goes to
- * stderr when stderr is a terminal. */
+ * without a token gives "". Progress goes to stderr when it is a terminal. */
 clformer_status translator_run(translator *t, const char *const *lines, size_t n,
                                const decode_flags *f, char **outputs, translate_stats *stats);
 

@@ -6,7 +6,9 @@
 
 SETTING is a CLFORMER_GEMM_TUNING value: 0 (CLBlast's own parameters), 1
 (clformer's table, the default) or a parameter file such as the one
-tools/tuning/tune-clblast.sh writes; default: 0 1. For every shape, each round runs
+tools/tuning/tune-clblast.sh writes; default: 0 1. A SETTING of the form
+VAR=VALUE sets that variable instead: CLFORMER_GEMM=clblast CLFORMER_GEMM=host
+compares the two GEMM providers. For every shape, each round runs
 one gemm_bench process per setting, in an order rotated every round, so load
 that drifts on the machine hits every setting alike. A process reports its
 fastest call; the table shows, per setting, the median over rounds of that
@@ -19,8 +21,14 @@ import subprocess
 import sys
 
 
+def environment(setting):
+    var, value = setting.split("=", 1) if "=" in setting else ("CLFORMER_GEMM_TUNING", setting)
+    return var, value
+
+
 def run(bench, setting, name, extra):
-    env = dict(os.environ, CLFORMER_GEMM_TUNING=setting)
+    var, value = environment(setting)
+    env = dict(os.environ, **{var: value})
     out = subprocess.run([bench, "--only", name] + extra, env=env, check=True,
                          capture_output=True, text=True).stdout
     for line in out.splitlines():
@@ -45,7 +53,7 @@ def main():
     names = [n for n in names if args.only in n]
     k = len(args.settings)
     for i, s in enumerate(args.settings):
-        print("# [%d] CLFORMER_GEMM_TUNING=%s" % (i, s))
+        print("# [%d] %s=%s" % ((i,) + environment(s)))
     print("%-26s" % "shape (GFLOP/s)" + "".join("%8s" % ("[%d]" % i) for i in range(k)) +
           "".join("%7s" % ("%d/0" % i) for i in range(1, k)))
     ratios = [[] for _ in range(k)]

@@ -1,0 +1,74 @@
+/*
+ * Translates standard input, one sentence per line, with a trained model:
+ *
+ *     translate_stdin MODEL.safetensors < sentences.txt > translations.txt
+ *
+ * Line i of the output answers line i of the input (an empty line stays
+ * empty). The device is the one the clformer command would choose: the
+ * CLFORMER_DEVICE variable, else the best GPU, else a CPU.
+ */
+#include <clformer.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int fail(const char *doing)
+{
+    fprintf(stderr, "translate_stdin: %s: %s\n", doing, clformer_last_error());
+    return 1;
+}
+
+static int translate(clformer_context *ctx, const char *model_path)
+{
+    clformer_model *model = NULL;
+    if (clformer_model_load(ctx, model_path, &model) != CLFORMER_OK)
+        return fail("loading the model");
+
+    char **lines = NULL;
+    size_t n = 0;
+    if (clformer_lines_read(NULL, &lines, &n) != CLFORMER_OK) {
+        clformer_model_free(model);
+        return fail("reading stdin");
+    }
+
+    /* Beam search over 4 hypotheses, 32 sentences decoded together. */
+    clformer_decode_options options;
+    clformer_decode_options_default(&options);
+    options.beam = 4;
+    char **outputs = calloc(n ? n : 1, sizeof *outputs);
+    int rc = 0;
+    if (!outputs) {
+        fprintf(stderr, "translate_stdin: out of memory\n");
+        rc = 1;
+    } else if (clformer_translate_sentences(model, (const char *const *)lines, n, &options, 32,
+                                            outputs, NULL, NULL, NULL) != CLFORMER_OK) {
+        rc = fail("translating");
+    } else if (clformer_lines_write(NULL, (const char *const *)outputs, n) != CLFORMER_OK) {
+        rc = fail("writing stdout");
+    }
+
+    for (size_t i = 0; outputs && i < n; i++) free(outputs[i]);
+    free(outputs);
+    clformer_lines_free(lines);
+    clformer_model_free(model);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s MODEL.safetensors < sentences.txt\n", argv[0]);
+        return 2;
+    }
+    /* The environment's settings (CLFORMER_DEVICE, CLFORMER_CACHE_DIR, ...);
+     * clformer_context_params_default() would ignore the environment. */
+    clformer_context_params params;
+    if (clformer_context_params_from_env(&params) != CLFORMER_OK)
+        return fail("reading the environment");
+    clformer_context *ctx = NULL;
+    if (clformer_context_create_with_params(&params, &ctx) != CLFORMER_OK)
+        return fail("opening the device");
+    int rc = translate(ctx, argv[1]);
+    clformer_context_free(ctx);
+    return rc;
+}

@@ -1,0 +1,46 @@
+/*
+ * clformer_check: does a device compute clformer's operations right? Each
+ * layer's check runs its operations (forward and backward) on random inputs
+ * on the device and compares them with a double-precision C reference under
+ * docs/TESTING.md's tolerance rules. `clformer check` and the tests use it.
+ * Link the clformer_check library (it brings the reference with it).
+ */
+#ifndef CLFORMER_CHECK_H
+#define CLFORMER_CHECK_H
+
+#include "clformer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One compared output. */
+typedef struct {
+    const char *op;     /* "<layer>_<forward|backward>[_<variant>]", e.g. "layernorm_backward" */
+    const char *shape;  /* human-readable, e.g. "N=61 C=93" */
+    double max_abs_err; /* largest |y - ref| */
+    double max_rel_err; /* largest |y - ref| / |ref| over finite refs */
+    double nmse;        /* sum (y - ref)^2 / sum ref^2 */
+    const char *rule;   /* the tolerance rule in words */
+    bool pass;
+    double ms;          /* device time of the op (wall clock around a finish) */
+} clformer_check_result;
+
+/* Receives each result as it is produced (valid during the call). */
+typedef void (*clformer_check_sink)(void *user, const clformer_check_result *result);
+
+/* The layers that have a check ("gemm", "layernorm", ...), in run order. */
+CLFORMER_API size_t clformer_check_layer_count(void);
+CLFORMER_API const char *clformer_check_layer_name(size_t index);
+
+/* Runs layer `index`'s check on the context's device; quick: small shapes
+ * only (simulators). A non-OK status means the check could not run (the
+ * message says why), not that numbers were wrong: those are results with
+ * pass = false. */
+CLFORMER_API clformer_status clformer_check_layer(clformer_context *ctx, size_t index, bool quick,
+                                                  clformer_check_sink sink, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CLFORMER_CHECK_H */

@@ -1,0 +1,191 @@
+/* Sentences through a model (clformer.h): translating lists of sentences in
+ * length-sorted batches, and a model's loss over a corpus. */
+#include "batcher.h"
+#include "corpus.h"
+#include "model.h"
+#include "status.h"
+#include "text.h"
+#include "tokenizer_spm.h"
+#include "vocab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static clformer_status encode_words(const cf_vocab *v, const char *sentence, size_t max,
+                                    int32_t **ids, size_t *len, size_t *full);
+
+/* <sos> w1 ... wn <eos> of one sentence, cut to max ids (keeping <sos>, the
+ * first max-2 words and <eos>); *full receives the uncut length. A model
+ * with a source SentencePiece model reads raw text: its pieces are the words. */
+static clformer_status encode_cut(const clformer_model *model, const cf_vocab *v,
+                                  const char *sentence, size_t max, int32_t **ids, size_t *len,
+                                  size_t *full)
+{
+    if (!model->spm_proc[0]) return encode_words(v, sentence, max, ids, len, full);
+    char *pieces;
+    CF_TRY(cf_spm_pieces_line(model->spm_proc[0], sentence, strlen(sentence), &pieces));
+    clformer_status st = encode_words(v, pieces, max, ids, len, full);
+    free(pieces);
+    return st;
+}
+
+static clformer_status encode_words(const cf_vocab *v, const char *sentence, size_t max,
+                                    int32_t **ids, size_t *len, size_t *full)
+{
+    const size_t n = cf_vocab_encode(v, sentence, strlen(sentence), true, NULL, 0, NULL);
+    int32_t *buf = malloc((n > 2 ? n : 2) * sizeof *buf);
+    if (!buf) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    cf_vocab_encode(v, sentence, strlen(sentence), true, buf, n, NULL);
+    size_t used = n;
+    if (used > max) {
+        used = max;
+        buf[used - 1] = CLFORMER_EOS;
+    }
+    *ids = buf;
+    *len = used;
+    if (full) *full = n;
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_encode_source(const clformer_model *model, const char *sentence,
+                                       int32_t **ids, size_t *len)
+{
+    cf_vocab *src;
+    CF_TRY(clformer_vocab_from_model(model, CLFORMER_SIDE_SOURCE, &src));
+    clformer_status st = encode_cut(model, src, sentence,
+                                    (size_t)clformer_model_config(model)->max_len,
+                                    ids, len, NULL);
+    cf_vocab_free(src);
+    return st;
+}
+
+typedef struct {
+    size_t index, len;
+} by_len;
+
+static int compare_len(const void *a, const void *b)
+{
+    const by_len *x = a, *y = b;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Decodes the sentences in `order` (sorted by length) batch_size at a time. */
+static clformer_status translate_sorted(clformer_model *model, const cf_vocab *tgt,
+                                        int32_t *const *ids, const by_len *order, size_t n,
+                                        const clformer_decode_options *options, size_t batch_size,
+                                        char **outputs, clformer_translate_progress progress,
+                                        void *user)
+{
+    const size_t max = (size_t)clformer_model_config(model)->max_len;
+    int32_t *src = malloc(batch_size * max * sizeof *src);
+    if (!src) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    clformer_status st = CLFORMER_OK;
+    for (size_t start = 0; start < n && st == CLFORMER_OK; start += batch_size) {
+        const size_t B = n - start < batch_size ? n - start : batch_size;
+        const size_t S = order[start + B - 1].len; /* sorted: the last is the longest */
+        memset(src, 0, B * S * sizeof *src);
+        for (size_t b = 0; b < B; b++)
+            memcpy(src + b * S, ids[order[start + b].index], order[start + b].len * sizeof *src);
+        clformer_translation tr;
+        st = clformer_translate(model, src, B, S, options, &tr);
+        const bool translated = st == CLFORMER_OK;
+        for (size_t b = 0; b < B && st == CLFORMER_OK; b++)
+            st = model->spm_proc[1]
+                     ? cf_spm_decode(model->spm_proc[1], tr.tokens + b * tr.max_len,
+                                     tr.lengths[b], &outputs[order[start + b].index])
+                     : cf_vocab_decode(tgt, tr.tokens + b * tr.max_len, tr.lengths[b],
+                                       &outputs[order[start + b].index]);
+        if (translated) clformer_translation_free(&tr); /* also when a decode failed */
+        if (st == CLFORMER_OK && progress) progress(user, start + B, n);
+    }
+    free(src);
+    return st;
+}
+
+clformer_status clformer_translate_sentences(clformer_model *model, const char *const *sentences,
+                                             size_t n, const clformer_decode_options *options,
+                                             size_t batch_size, char **outputs, size_t *truncated,
+                                             clformer_translate_progress progress, void *user)
+{
+    const size_t max = (size_t)clformer_model_config(model)->max_len;
+    if (truncated) *truncated = 0;
+    if (batch_size == 0) batch_size = 1;
+    for (size_t i = 0; i < n; i++) outputs[i] = NULL;
+    cf_vocab *src_vocab = NULL, *tgt_vocab = NULL;
+    CF_TRY(clformer_vocab_from_model(model, CLFORMER_SIDE_SOURCE, &src_vocab));
+    clformer_status st = clformer_vocab_from_model(model, CLFORMER_SIDE_TARGET, &tgt_vocab);
+    by_len *order = malloc((n ? n : 1) * sizeof *order);
+    int32_t **ids = calloc(n ? n : 1, sizeof *ids);
+    if (st == CLFORMER_OK && (!order || !ids))
+        st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    size_t m = 0; /* sentences with a token; the others give "" */
+    for (size_t i = 0; i < n && st == CLFORMER_OK; i++) {
+        if (cf_count_tokens(sentences[i], strlen(sentences[i])) == 0) {
+            if (!(outputs[i] = strdup("")))
+                st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+            continue;
+        }
+        size_t full;
+        st = encode_cut(model, src_vocab, sentences[i], max, &ids[i], &order[m].len, &full);
+        if (truncated && full > max) (*truncated)++;
+        order[m++].index = i;
+    }
+    if (st == CLFORMER_OK) {
+        qsort(order, m, sizeof *order, compare_len);
+        st = translate_sorted(model, tgt_vocab, ids, order, m, options, batch_size, outputs,
+                              progress, user);
+    }
+    if (st != CLFORMER_OK)
+        for (size_t i = 0; i < n; i++) {
+            free(outputs[i]);
+            outputs[i] = NULL;
+        }
+    for (size_t i = 0; ids && i < n; i++) free(ids[i]);
+    free(ids);
+    free(order);
+    cf_vocab_free(src_vocab);
+    cf_vocab_free(tgt_vocab);
+    return st;
+}
+
+clformer_status clformer_corpus_loss(clformer_model *model, const clformer_corpus *corpus,
+                                     size_t batch_tokens, double *loss, size_t *tokens)
+{
+    /* pairs in file order, cut where the padded size would pass the budget */
+    cf_batch batch = {0};
+    size_t *pairs = malloc((corpus->n ? corpus->n : 1) * sizeof *pairs);
+    if (!pairs) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    double sum = 0.0;
+    size_t count = 0, start = 0;
+    clformer_status st = CLFORMER_OK;
+    while (start < corpus->n && st == CLFORMER_OK) {
+        size_t n = 0, width = 0;
+        while (start + n < corpus->n) {
+            int ls, lt;
+            cf_corpus_src(corpus, start + n, &ls);
+            cf_corpus_tgt(corpus, start + n, &lt);
+            size_t w = (size_t)(ls > lt ? ls : lt);
+            if (n > 0 && (n + 1) * (w > width ? w : width) > batch_tokens) break;
+            if (w > width) width = w;
+            pairs[n] = start + n;
+            n++;
+        }
+        st = cf_batch_fill(&batch, corpus, pairs, n);
+        if (st == CLFORMER_OK) {
+            const clformer_batch b = {(size_t)batch.B, (size_t)batch.S, (size_t)batch.T + 1,
+                                      batch.src, batch.tgt};
+            double part;
+            size_t part_tokens;
+            st = clformer_model_eval_loss(model, &b, &part, &part_tokens);
+            sum += part;
+            count += part_tokens;
+        }
+        start += n;
+    }
+    cf_batch_free(&batch);
+    free(pairs);
+    *loss = count ? sum / (double)count : 0.0;
+    *tokens = count;
+    return st;
+}

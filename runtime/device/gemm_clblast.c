@@ -1,0 +1,56 @@
+/* The CLBlast provider: any device; events recorded under "gemm". */
+#include "gemm.h"
+#include "gemm_provider.h"
+#include "launch.h"
+#include "log.h"
+
+#include <clblast_c.h>
+
+static CLBlastTranspose tr(bool t) { return t ? CLBlastTransposeYes : CLBlastTransposeNo; }
+
+static clformer_status one_by_one(cf_ctx *ctx, const cf_gemm_call *g)
+{
+    for (size_t i = 0; i < g->batch; i++) {
+        cf_gemm_call one = *g;
+        one.batch = 1;
+        one.a_offs = one.b_offs = one.c_offs = NULL;
+        one.a_off = g->a_offs[i], one.b_off = g->b_offs[i], one.c_off = g->c_offs[i];
+        one.alpha = g->alphas[i], one.beta = g->betas[i];
+        CF_TRY(cf_gemm_clblast(ctx, &one));
+    }
+    return CLFORMER_OK;
+}
+
+clformer_status cf_gemm_clblast(cf_ctx *ctx, const cf_gemm_call *g)
+{
+    /* CLBlastSgemmBatched makes and releases small buffers per call, and
+     * Oclgrind 21.10 then misreports reads of recycled buffers as
+     * uninitialised (see cf_buffer_free): there, run the products one by one. */
+    if (g->a_offs && ctx->info.simulator) return one_by_one(ctx, g);
+    cl_event begin = cf_profile_begin(ctx);
+    int err;
+    if (g->a_offs)
+        err = CLBlastSgemmBatched(CLBlastLayoutRowMajor, tr(g->trans_a), tr(g->trans_b), g->m,
+                                  g->n, g->k, g->alphas, g->a, g->a_offs, g->lda, g->b, g->b_offs,
+                                  g->ldb, g->betas, g->c, g->c_offs, g->ldc, g->batch,
+                                  &ctx->queue, NULL);
+    else if (g->batch == 1)
+        err = CLBlastSgemm(CLBlastLayoutRowMajor, tr(g->trans_a), tr(g->trans_b), g->m, g->n,
+                           g->k, g->alpha, g->a, g->a_off, g->lda, g->b, g->b_off, g->ldb,
+                           g->beta, g->c, g->c_off, g->ldc, &ctx->queue, NULL);
+    else
+        err = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, tr(g->trans_a), tr(g->trans_b),
+                                         g->m, g->n, g->k, g->alpha, g->a, g->a_off, g->lda,
+                                         g->a_stride, g->b, g->b_off, g->ldb, g->b_stride,
+                                         g->beta, g->c, g->c_off, g->ldc, g->c_stride, g->batch,
+                                         &ctx->queue, NULL);
+    cf_profile_end(ctx, "gemm", begin);
+    CLBLAST_CHECK(err);
+    return CLFORMER_OK;
+}
+
+void cf_gemm_release_caches(void)
+{
+    CLBlastStatusCode st = CLBlastClearCache();
+    if (st != CLBlastSuccess) cf_log(NULL, CF_LOG_DEBUG, "CLBlastClearCache returned %d", (int)st);
+}

@@ -1,0 +1,218 @@
+/*
+ * The host provider: OpenBLAS's sgemm run by a native kernel on the
+ * context's own in-order queue, so it is ordered with the OpenCL kernels
+ * around it and needs no copies. clEnqueueNativeKernel copies the argument
+ * block and replaces the cl_mem handles in it by the buffers' addresses in
+ * host memory (a CPU device keeps its buffers there), where sgemm works in
+ * place. Events are recorded under "gemm" like CLBlast's.
+ *
+ * PoCL 3.1 does not put the addresses into the slots in the order of the
+ * list of memory objects (seen as products on swapped operands, and a
+ * corrupted heap when one buffer is listed twice). So each buffer's address
+ * is learnt once, by a native kernel given that buffer alone, and kept in a
+ * table until the buffer is destroyed; the products take their addresses
+ * from the table and still list their (distinct) buffers, so that the queue
+ * orders them and tracks the buffers' contents as written.
+ */
+#include "gemm_provider.h"
+#include "launch.h"
+
+#ifdef CLFORMER_HAVE_OPENBLAS
+
+#include <cblas.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The argument block: the fixed part, then for a batch with offsets
+ * 3 * batch offsets (A's, B's, C's) and 2 * batch floats (alphas, betas). */
+typedef struct {
+    float *a, *b, *c; /* the buffers' addresses (address_of) */
+    void *slots[3];   /* PoCL writes the listed buffers' addresses here; unused */
+    int trans_a, trans_b, m, n, k, lda, ldb, ldc;
+    size_t batch, a_off, b_off, c_off, a_stride, b_stride, c_stride;
+    float alpha, beta;
+    int per_matrix; /* offsets and scalars follow the block */
+} host_args;
+
+static size_t args_size(size_t batch, bool per_matrix)
+{
+    return sizeof(host_args) +
+           (per_matrix ? batch * (3 * sizeof(size_t) + 2 * sizeof(float)) : 0);
+}
+
+static void CL_CALLBACK run(void *block)
+{
+    const host_args *h = block;
+    const float *a = h->a, *b = h->b;
+    float *c = h->c;
+    const enum CBLAS_TRANSPOSE ta = h->trans_a ? CblasTrans : CblasNoTrans,
+                               tb = h->trans_b ? CblasTrans : CblasNoTrans;
+    const unsigned char *tail = (const unsigned char *)block + sizeof(host_args);
+    for (size_t i = 0; i < h->batch; i++) {
+        size_t ao = h->a_off + i * h->a_stride, bo = h->b_off + i * h->b_stride,
+               co = h->c_off + i * h->c_stride;
+        float alpha = h->alpha, beta = h->beta;
+        if (h->per_matrix) { /* memcpy: the copied block need not be aligned for size_t */
+            memcpy(&ao, tail + i * sizeof(size_t), sizeof ao);
+            memcpy(&bo, tail + (h->batch + i) * sizeof(size_t), sizeof bo);
+            memcpy(&co, tail + (2 * h->batch + i) * sizeof(size_t), sizeof co);
+            const unsigned char *f = tail + 3 * h->batch * sizeof(size_t);
+            memcpy(&alpha, f + i * sizeof(float), sizeof alpha);
+            memcpy(&beta, f + (h->batch + i) * sizeof(float), sizeof beta);
+        }
+        cblas_sgemm(CblasRowMajor, ta, tb, h->m, h->n, h->k, alpha, a + ao, h->lda, b + bo,
+                    h->ldb, beta, c + co, h->ldc);
+    }
+}
+
+/* --- the address of each buffer, learnt once ------------------------------ */
+
+typedef struct {
+    cl_mem mem;
+    float *addr;
+} known_address;
+
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static known_address *table;
+static size_t n_table, table_cap;
+
+static float *table_find(cl_mem mem)
+{
+    float *addr = NULL;
+    pthread_mutex_lock(&table_lock);
+    for (size_t i = 0; i < n_table && !addr; i++)
+        if (table[i].mem == mem) addr = table[i].addr;
+    pthread_mutex_unlock(&table_lock);
+    return addr;
+}
+
+/* Destructor callback: the handle may be reused by a new buffer. */
+static void CL_CALLBACK table_forget(cl_mem mem, void *user)
+{
+    (void)user;
+    pthread_mutex_lock(&table_lock);
+    for (size_t i = 0; i < n_table; i++)
+        if (table[i].mem == mem) {
+            table[i] = table[--n_table];
+            break;
+        }
+    pthread_mutex_unlock(&table_lock);
+}
+
+typedef struct {
+    void *mem;   /* the buffer's address when run */
+    void **dest; /* where to write it */
+} address_args;
+
+static void CL_CALLBACK note_address(void *block)
+{
+    const address_args *a = block;
+    *a->dest = a->mem;
+}
+
+static clformer_status address_of(cf_ctx *ctx, cl_mem mem, float **out)
+{
+    if ((*out = table_find(mem))) return CLFORMER_OK;
+    void *addr = NULL;
+    address_args args = {mem, &addr};
+    const void *loc = &args.mem;
+    CL_CHECK(clEnqueueNativeKernel(ctx->queue, note_address, &args, sizeof args, 1, &mem, &loc, 0,
+                                   NULL, NULL));
+    CL_CHECK(clFinish(ctx->queue));
+    if (!addr)
+        return cf_fail(CLFORMER_ERR_OPENCL, "the device gave no host address for a buffer; use "
+                                            "CLFORMER_GEMM=clblast");
+    pthread_mutex_lock(&table_lock);
+    if (n_table == table_cap) {
+        size_t cap = table_cap ? 2 * table_cap : 64;
+        known_address *grown = realloc(table, cap * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&table_lock);
+            return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        }
+        table = grown, table_cap = cap;
+    }
+    table[n_table++] = (known_address){mem, addr};
+    pthread_mutex_unlock(&table_lock);
+    cl_int err = clSetMemObjectDestructorCallback(mem, table_forget, NULL);
+    if (err != CL_SUCCESS) {
+        table_forget(mem, NULL);
+        return cf_fail_cl(err, "clSetMemObjectDestructorCallback", __FILE__, __LINE__);
+    }
+    *out = addr;
+    return CLFORMER_OK;
+}
+
+static bool fits_int(size_t v) { return v <= INT_MAX; }
+
+clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
+{
+    if (!fits_int(g->m) || !fits_int(g->n) || !fits_int(g->k) || !fits_int(g->lda) ||
+        !fits_int(g->ldb) || !fits_int(g->ldc))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "gemm: sizes and leading dimensions above %d need the clblast provider "
+                       "(CLFORMER_GEMM=clblast)",
+                       INT_MAX);
+    float *addr[3];
+    const cl_mem operands[3] = {g->a, g->b, g->c};
+    for (int i = 0; i < 3; i++) CF_TRY(address_of(ctx, operands[i], &addr[i]));
+    const bool per_matrix = g->a_offs != NULL;
+    const size_t size = args_size(g->batch, per_matrix);
+    host_args *h = calloc(1, size);
+    if (!h) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    *h = (host_args){.a = addr[0], .b = addr[1], .c = addr[2], .trans_a = g->trans_a,
+                     .trans_b = g->trans_b, .m = (int)g->m, .n = (int)g->n, .k = (int)g->k,
+                     .lda = (int)g->lda, .ldb = (int)g->ldb, .ldc = (int)g->ldc,
+                     .batch = g->batch, .a_off = g->a_off, .b_off = g->b_off,
+                     .c_off = g->c_off, .a_stride = g->a_stride, .b_stride = g->b_stride,
+                     .c_stride = g->c_stride, .alpha = g->alpha, .beta = g->beta,
+                     .per_matrix = per_matrix};
+    if (per_matrix) {
+        unsigned char *tail = (unsigned char *)h + sizeof *h;
+        const size_t n = g->batch;
+        memcpy(tail, g->a_offs, n * sizeof(size_t));
+        memcpy(tail + n * sizeof(size_t), g->b_offs, n * sizeof(size_t));
+        memcpy(tail + 2 * n * sizeof(size_t), g->c_offs, n * sizeof(size_t));
+        memcpy(tail + 3 * n * sizeof(size_t), g->alphas, n * sizeof(float));
+        memcpy(tail + 3 * n * sizeof(size_t) + n * sizeof(float), g->betas, n * sizeof(float));
+    }
+    cl_mem mems[3];
+    const void *locs[3];
+    cl_uint n_mems = 0;
+    for (int i = 0; i < 3; i++) {
+        cl_uint j = 0;
+        while (j < n_mems && mems[j] != operands[i]) j++;
+        if (j == n_mems) {
+            locs[n_mems] = &h->slots[n_mems];
+            h->slots[n_mems] = operands[i];
+            mems[n_mems++] = operands[i];
+        }
+    }
+    cl_event *slot = cf_profile_slot(ctx, "gemm");
+    cl_int err =
+        clEnqueueNativeKernel(ctx->queue, run, h, size, n_mems, mems, locs, 0, NULL, slot);
+    free(h); /* the queue keeps its own copy */
+    if (err != CL_SUCCESS) {
+        if (slot) ctx->n_profile--;
+        return cf_fail_cl(err, "clEnqueueNativeKernel (host gemm)", __FILE__, __LINE__);
+    }
+    return CLFORMER_OK;
+}
+
+bool cf_gemm_host_available(void) { return true; }
+
+#else /* built without OpenBLAS */
+
+clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
+{
+    (void)ctx, (void)g;
+    return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                   "the host GEMM provider is not in this build (install libopenblas-dev and "
+                   "rebuild)");
+}
+
+bool cf_gemm_host_available(void) { return false; }
+
+#endif

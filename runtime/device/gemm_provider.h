@@ -1,0 +1,32 @@
+/*
+ * The two GEMM providers behind runtime/device/gemm.h. gemm.c checks every
+ * call (leading dimensions, buffer extents) and hands the providers one
+ * description of it, so both accept and refuse exactly the same calls.
+ */
+#ifndef CF_GEMM_PROVIDER_H
+#define CF_GEMM_PROVIDER_H
+
+#include "context.h"
+
+/* `batch` products C_i = alpha_i op(A_i) op(B_i) + beta_i C_i (row-major).
+ * With offs == NULL matrix i starts at x_off + i * x_stride and every
+ * product has `alpha` and `beta` (plain: batch 1); otherwise at a_offs[i],
+ * b_offs[i], c_offs[i] with alphas[i] and betas[i]. m, n, k, batch > 0. */
+typedef struct {
+    bool trans_a, trans_b;
+    size_t m, n, k, batch;
+    cl_mem a, b, c;
+    size_t lda, ldb, ldc;
+    size_t a_off, b_off, c_off, a_stride, b_stride, c_stride;
+    float alpha, beta;
+    const size_t *a_offs, *b_offs, *c_offs; /* NULL: strided */
+    const float *alphas, *betas;
+} cf_gemm_call;
+
+clformer_status cf_gemm_clblast(cf_ctx *ctx, const cf_gemm_call *call);
+clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *call);
+
+/* Whether this build has the host provider (OpenBLAS found at configure time). */
+bool cf_gemm_host_available(void);
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * clformer_checkpoint_export (clformer.h): a checkpoint's weights and model
+ * metadata without the training state (optim.* tensors, clformer.train_state),
+ * so that PyTorch's strict load_state_dict takes it. Works on the file
+ * alone, no device: the input is checked whole (as loading checks it), then
+ * each kept tensor is copied and the output is written atomically.
+ */
+#include "checkpoint.h"
+#include "safetensors.h"
+#include "status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_training_state(const char *name) { return !strncmp(name, "optim.", 6); }
+
+static bool keep_metadata(const char *key)
+{
+    return strcmp(key, "clformer.train_state") != 0 && strcmp(key, CF_ST_CRC_KEY) != 0;
+}
+
+static clformer_status copy(const cf_st_reader *r, cf_st_writer *w)
+{
+    CF_TRY(cf_st_checksums(w));
+    for (size_t i = 0; i < cf_st_metadata_count(r); i++) {
+        const char *key, *value;
+        cf_st_metadata_at(r, i, &key, &value);
+        if (keep_metadata(key)) CF_TRY(cf_st_set_metadata(w, key, value));
+    }
+    for (size_t i = 0; i < cf_st_count(r); i++) {
+        const cf_st_tensor *t = cf_st_tensor_at(r, i);
+        if (!is_training_state(t->name))
+            CF_TRY(cf_st_declare(w, t->name, t->dtype, t->ndim, t->shape));
+    }
+    CF_TRY(cf_st_begin(w));
+    for (size_t i = 0; i < cf_st_count(r); i++) {
+        const cf_st_tensor *t = cf_st_tensor_at(r, i);
+        if (is_training_state(t->name)) continue;
+        void *data = malloc(t->nbytes ? t->nbytes : 1);
+        if (!data) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        clformer_status st = cf_st_read(r, t, data, t->nbytes);
+        if (st == CLFORMER_OK) st = cf_st_write(w, t->name, data, t->nbytes);
+        free(data);
+        CF_TRY(st);
+    }
+    return cf_st_commit(w);
+}
+
+clformer_status clformer_checkpoint_export(const char *checkpoint, const char *out_path)
+{
+    if (!checkpoint || !out_path)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "export needs a checkpoint and an output path");
+    cf_st_reader *r = NULL;
+    cf_st_writer *w = NULL;
+    clformer_status st = cf_st_open(checkpoint, &r);
+    if (st == CLFORMER_OK) st = cf_checkpoint_check(r);
+    if (st != CLFORMER_OK) st = cf_fail_prefix(st, "exporting '%s': ", checkpoint);
+    if (st == CLFORMER_OK) {
+        st = cf_st_writer_new(out_path, &w);
+        if (st == CLFORMER_OK) st = copy(r, w);
+        if (st != CLFORMER_OK) st = cf_fail_prefix(st, "exporting to '%s': ", out_path);
+    }
+    cf_st_writer_free(w);
+    cf_st_close(r);
+    return st;
+}

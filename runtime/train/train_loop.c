@@ -1,0 +1,209 @@
+/* Running a prepared training run (see trainer.h): the step loop,
+ * validation, checkpoints and the JSON-lines metrics log. */
+#include "trainer.h"
+#include "status.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static bool done(const clformer_trainer *t)
+{
+    if (t->o.steps > 0) return clformer_model_step(t->model) >= t->o.steps;
+    return clformer_batcher_epoch(t->batcher) >= t->o.epochs;
+}
+
+/* Steps left (estimated from the epoch length with an epoch limit). */
+static double steps_left(const clformer_trainer *t)
+{
+    const double step = (double)clformer_model_step(t->model);
+    if (t->o.steps > 0) return (double)t->o.steps - step;
+    const double per_epoch = (double)clformer_batcher_batches_per_epoch(t->batcher);
+    const double index = (double)clformer_batcher_index(t->batcher);
+    const double in_epoch = t->batching.batch_size > 0 ? index / t->batching.batch_size : index;
+    return ((double)t->o.epochs - (double)clformer_batcher_epoch(t->batcher)) * per_epoch -
+           in_epoch;
+}
+
+static json_t *number_or_null(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+static void log_line(clformer_trainer *t, json_t *entry)
+{
+    if (t->log && entry) {
+        char *s = json_dumps(entry, JSON_COMPACT | JSON_REAL_PRECISION(8));
+        if (s) {
+            fprintf(t->log, "%s\n", s);
+            fflush(t->log);
+        }
+        free(s);
+    }
+    json_decref(entry);
+}
+
+static bool report(clformer_trainer *t, const clformer_train_progress *p)
+{
+    return !t->o.callback || t->o.callback(p, t->o.user);
+}
+
+/* Greedy BLEU of the first bleu_sentences validation sentences. */
+static clformer_status validation_bleu(clformer_trainer *t, size_t n, double *bleu)
+{
+    char **hyps = calloc(n, sizeof *hyps);
+    if (!hyps) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    clformer_decode_options dec;
+    clformer_decode_options_default(&dec);
+    /* the text as given: tokens, or raw text for a model with SentencePiece
+     * (then scored as sacreBLEU scores raw text) */
+    const cf_parallel_text *val = t->raw_val ? t->raw_val : t->val_text;
+    clformer_status st = clformer_translate_sentences(t->model, val->src, n, &dec, 64, hyps,
+                                                      NULL, NULL, NULL);
+    clformer_bleu b;
+    if (st == CLFORMER_OK)
+        st = clformer_bleu_corpus((const char *const *)hyps, val->tgt, n,
+                                  t->spm[1] ? CLFORMER_BLEU_TOKENIZE_13A
+                                            : CLFORMER_BLEU_TOKENIZE_NONE, &b);
+    for (size_t i = 0; i < n; i++) free(hyps[i]);
+    free(hyps);
+    if (st == CLFORMER_OK) *bleu = b.score;
+    return st;
+}
+
+/* Validation: loss and perplexity over the whole set, BLEU over its first
+ * bleu_sentences sentences; reported to the callback and the log. */
+static clformer_status validate(clformer_trainer *t, clformer_train_progress p,
+                                clformer_train_result *res)
+{
+    if (!t->val) return CLFORMER_OK;
+    const double t0 = now_s();
+    double loss, bleu = NAN;
+    size_t tokens;
+    clformer_status st = clformer_corpus_loss(t->model, t->val, 4096, &loss, &tokens);
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation loss");
+    size_t n = t->o.bleu_sentences < t->val_text->n ? t->o.bleu_sentences : t->val_text->n;
+    if (n > 0 && (st = validation_bleu(t, n, &bleu)) != CLFORMER_OK)
+        return cf_fail_prefix(st, "validation BLEU");
+    res->val_loss = loss;
+    res->val_bleu = bleu;
+    p.event = CLFORMER_TRAIN_VALIDATION;
+    p.step = clformer_model_step(t->model);
+    p.val_loss = loss;
+    p.val_ppl = exp(loss);
+    p.val_bleu = bleu;
+    p.val_tokens = tokens;
+    p.val_bleu_sentences = n;
+    p.val_seconds = now_s() - t0;
+    log_line(t, json_pack("{s:I, s:o, s:o, s:o, s:I}", "step", (json_int_t)p.step, "val_loss",
+                          number_or_null(loss), "val_ppl", number_or_null(p.val_ppl), "val_bleu",
+                          number_or_null(bleu), "val_tokens", (json_int_t)tokens));
+    if (!report(t, &p)) t->stop = 1;
+    return CLFORMER_OK;
+}
+
+/* A training checkpoint with the trainer's state (batcher position, schedule). */
+static clformer_status save(clformer_trainer *t, const char *path, clformer_train_result *res)
+{
+    char *state = trainer_state_json(t);
+    clformer_status st = state ? clformer_model_set_trainer_state(t->model, state)
+                               : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    free(state);
+    if (st == CLFORMER_OK) st = clformer_model_save(t->model, path, true);
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "saving");
+    res->saved_to = path;
+    return CLFORMER_OK;
+}
+
+/* One optimizer step on the next batch; fills the step's figures in *p. */
+static clformer_status train_step(clformer_trainer *t, clformer_train_progress *p)
+{
+    /* the epoch is read before the batcher hands out an epoch's last batch
+     * and moves on to the next epoch */
+    p->epoch = clformer_batcher_epoch(t->batcher) + 1;
+    clformer_batch batch;
+    clformer_status st = clformer_batcher_next(t->batcher, &batch);
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "batching");
+    const uint64_t step = clformer_model_step(t->model) + 1;
+    p->lr = clformer_learning_rate(t->schedule, t->lr, clformer_model_config(t->model)->d_model,
+                                   step, t->warmup);
+    clformer_step_stats s;
+    CF_TRY(clformer_model_train_step(t->model, &batch, p->lr, &s));
+    p->step = s.step;
+    p->loss = s.loss;
+    p->grad_norm = s.grad_norm;
+    p->tokens = s.tokens;
+    return CLFORMER_OK;
+}
+
+/* The loop; ends at the limit or on a stop request (after saving). */
+static clformer_status loop(clformer_trainer *t, clformer_train_result *res)
+{
+    const clformer_train_options *o = &t->o;
+    const double start = now_s();
+    double window_tokens = 0, window_time = 0;
+    size_t run_tokens = 0;
+    clformer_train_progress p;
+    memset(&p, 0, sizeof p);
+    while (!done(t)) {
+        const double t0 = now_s();
+        CF_TRY(train_step(t, &p));
+        run_tokens += p.tokens;
+        /* tokens/s over roughly the last 20 steps */
+        window_tokens = window_tokens * 0.95 + (double)p.tokens;
+        window_time = window_time * 0.95 + (now_s() - t0);
+        p.tokens_per_s = window_tokens / window_time;
+        p.elapsed_s = now_s() - start;
+        p.steps_left = steps_left(t);
+        p.last = done(t);
+        res->loss = p.loss;
+        log_line(t, json_pack("{s:I, s:I, s:o, s:I, s:f, s:o, s:f, s:f}", "step",
+                              (json_int_t)p.step, "epoch", (json_int_t)p.epoch, "loss",
+                              number_or_null(p.loss), "tokens", (json_int_t)p.tokens, "lr",
+                              (double)p.lr, "grad_norm", number_or_null(p.grad_norm),
+                              "tokens_per_s", p.tokens_per_s, "elapsed_s", p.elapsed_s));
+        if (!report(t, &p)) t->stop = 1;
+        if (o->eval_every > 0 && p.step % o->eval_every == 0 && !p.last)
+            CF_TRY(validate(t, p, res));
+        if (o->save_path && o->save_every > 0 && p.step % o->save_every == 0 && !p.last)
+            CF_TRY(save(t, o->save_path, res));
+        if (t->stop) {
+            res->stopped = true;
+            break;
+        }
+    }
+    res->seconds = now_s() - start;
+    res->tokens_per_s = res->seconds > 0 ? (double)run_tokens / res->seconds : 0;
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_trainer_run(clformer_trainer *t, clformer_train_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->val_loss = res->val_bleu = NAN;
+    if (!t->model)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the trainer's model was released");
+    clformer_status st = loop(t, res);
+    res->steps = clformer_model_step(t->model);
+    if (st != CLFORMER_OK) return st;
+    if (res->stopped) {
+        const char *path = t->o.stop_save_path ? t->o.stop_save_path : t->o.save_path;
+        if (path) CF_TRY(save(t, path, res));
+        return cf_fail(CLFORMER_ERR_INTERRUPTED, "training stopped at step %" PRIu64 "%s%s",
+                       res->steps, path ? "; saved " : "", path ? path : "");
+    }
+    clformer_train_progress p;
+    memset(&p, 0, sizeof p);
+    p.epoch = clformer_batcher_epoch(t->batcher);
+    p.last = true;
+    CF_TRY(validate(t, p, res));
+    if (t->o.save_path) CF_TRY(save(t, t->o.save_path, res));
+    return CLFORMER_OK;
+}

@@ -1,0 +1,367 @@
+/* Preparing a training run (see trainer.h): the data, the vocabularies, a
+ * fresh, initialised or resumed model, and the batcher at its position. */
+#include "trainer.h"
+#include "status.h"
+#include "tokenizer_spm.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+void clformer_train_options_default(clformer_train_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->min_freq = 1;
+    o->batching.batch_tokens = 4096;
+    o->batching.shuffle = true;
+    o->batching.seed = 1;
+    clformer_config_default(&o->config);
+    o->seed = 1;
+    clformer_optim_config_default(&o->optim);
+    o->lr = 5e-4f;
+    o->schedule = CLFORMER_LR_CONSTANT;
+    o->warmup = 4000;
+    o->bleu_sentences = 200;
+}
+
+static clformer_status check_options(const clformer_train_options *o)
+{
+    if (!o->train_text && (!o->src_path || !o->tgt_path))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "training needs sentence pairs: a text, or source and target files");
+    if (!o->val_text && !o->val_src_path != !o->val_tgt_path)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "validation files go in pairs: give both the source and the target");
+    if (!o->steps == !o->epochs)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "give exactly one limit: a number of steps or of epochs");
+    if (o->init_path && o->resume_path)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "init and resume exclude each other: resume continues a training "
+                       "checkpoint, init starts a new run from a model's weights");
+    return CLFORMER_OK;
+}
+
+static clformer_status load_text(clformer_trainer *t)
+{
+    const clformer_train_options *o = &t->o;
+    if (o->train_text) t->train_text = o->train_text;
+    else {
+        clformer_status st = cf_parallel_text_load(o->src_path, o->tgt_path, &t->own_train);
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "training data");
+        t->train_text = t->own_train;
+    }
+    if (o->val_text) t->val_text = o->val_text;
+    else if (o->val_src_path) {
+        clformer_status st = cf_parallel_text_load(o->val_src_path, o->val_tgt_path, &t->own_val);
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation data");
+        t->val_text = t->own_val;
+    }
+    return CLFORMER_OK;
+}
+
+/* One side of a text as SentencePiece pieces (NULL spm: the side as is). */
+static clformer_status pieces_side(const cf_spm *spm, const char **in, size_t n, char ***out)
+{
+    *out = NULL;
+    if (!spm) return CLFORMER_OK;
+    char **lines = calloc(n ? n : 1, sizeof *lines);
+    if (!lines) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    clformer_status st = CLFORMER_OK;
+    for (size_t i = 0; i < n && st == CLFORMER_OK; i++)
+        st = cf_spm_pieces_line(spm, in[i], strlen(in[i]), &lines[i]);
+    *out = lines;
+    return st;
+}
+
+static void free_lines(char **lines, size_t n)
+{
+    for (size_t i = 0; lines && i < n; i++) free(lines[i]);
+    free(lines);
+}
+
+/* The text with its SentencePiece sides turned into pieces. */
+static clformer_status pieces_text(clformer_trainer *t, const cf_parallel_text *raw,
+                                   cf_parallel_text **out)
+{
+    char **src = NULL, **tgt = NULL;
+    clformer_status st = pieces_side(t->spm[0], raw->src, raw->n, &src);
+    if (st == CLFORMER_OK) st = pieces_side(t->spm[1], raw->tgt, raw->n, &tgt);
+    if (st == CLFORMER_OK)
+        st = cf_parallel_text_from_lines(src ? (const char *const *)src : raw->src,
+                                         tgt ? (const char *const *)tgt : raw->tgt, raw->n,
+                                         raw->src_name, raw->tgt_name, out);
+    free_lines(src, raw->n);
+    free_lines(tgt, raw->n);
+    return st;
+}
+
+/* SentencePiece models: the model's (init, resume) or the options' (fresh). */
+static clformer_status tokenizers(clformer_trainer *t)
+{
+    const clformer_train_options *o = &t->o;
+    for (int k = 0; k < 2; k++) {
+        size_t size = k ? o->tgt_spm_size : o->src_spm_size;
+        const void *bytes = k ? o->tgt_spm : o->src_spm;
+        if (t->model) bytes = clformer_model_tokenizer(t->model, k == 1, &size);
+        if (bytes)
+            CF_TRY(cf_spm_load(bytes, size, k ? "the target SentencePiece model"
+                                              : "the source SentencePiece model", &t->spm[k]));
+    }
+    if (!t->spm[0] && !t->spm[1]) return CLFORMER_OK;
+    clformer_status st = pieces_text(t, t->train_text, &t->own_train_pieces);
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "training data");
+    t->train_text = t->own_train_pieces;
+    if (t->val_text) {
+        t->raw_val = t->val_text;
+        st = pieces_text(t, t->val_text, &t->own_val_pieces);
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation data");
+        t->val_text = t->own_val_pieces;
+    }
+    return CLFORMER_OK;
+}
+
+/* A fresh model's vocabulary of a SentencePiece side: its pieces. */
+static clformer_status spm_vocab(const cf_spm *spm, cf_vocab **out)
+{
+    const int32_t n = cf_spm_size(spm);
+    const char **tokens = malloc((size_t)n * sizeof *tokens);
+    if (!tokens) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (int32_t i = 0; i < n; i++) tokens[i] = cf_spm_piece(spm, i);
+    clformer_status st = cf_vocab_from_tokens(tokens, (size_t)n, "the SentencePiece model", out);
+    free(tokens);
+    return st;
+}
+
+/* Vocabularies: the model's, or built from the training text for a fresh model. */
+static clformer_status vocabularies(clformer_trainer *t)
+{
+    clformer_status st;
+    if (t->model) {
+        st = clformer_vocab_from_model(t->model, CLFORMER_SIDE_SOURCE, &t->src_vocab);
+        if (st == CLFORMER_OK)
+            st = clformer_vocab_from_model(t->model, CLFORMER_SIDE_TARGET, &t->tgt_vocab);
+        return st == CLFORMER_OK ? st : cf_fail_prefix(st, "the model's vocabularies");
+    }
+    const clformer_train_options *o = &t->o;
+    st = t->spm[0] ? spm_vocab(t->spm[0], &t->src_vocab)
+                   : cf_vocab_build(t->train_text->src, t->train_text->n, o->min_freq,
+                                    o->max_vocab, &t->src_vocab);
+    if (st == CLFORMER_OK)
+        st = t->spm[1] ? spm_vocab(t->spm[1], &t->tgt_vocab)
+                       : cf_vocab_build(t->train_text->tgt, t->train_text->n, o->min_freq,
+                                        o->max_vocab, &t->tgt_vocab);
+    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "building the vocabularies");
+}
+
+static clformer_status encode(clformer_trainer *t, int max_len)
+{
+    clformer_status st = cf_corpus_encode(t->train_text, t->src_vocab, t->tgt_vocab, max_len,
+                                          &t->train);
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "training data");
+    if (t->val_text) {
+        st = cf_corpus_encode(t->val_text, t->src_vocab, t->tgt_vocab, max_len, &t->val);
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation data");
+    }
+    return CLFORMER_OK;
+}
+
+static clformer_status fresh_model(clformer_trainer *t)
+{
+    clformer_config c = t->o.config;
+    c.src_vocab = cf_vocab_size(t->src_vocab);
+    c.tgt_vocab = cf_vocab_size(t->tgt_vocab);
+    clformer_status st = clformer_model_create(t->ctx, &c, t->o.seed, &t->model);
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "creating the model");
+    const char **s = malloc((size_t)c.src_vocab * sizeof *s);
+    const char **g = malloc((size_t)c.tgt_vocab * sizeof *g);
+    st = s && g ? CLFORMER_OK : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (int i = 0; s && i < c.src_vocab; i++) s[i] = cf_vocab_token(t->src_vocab, i);
+    for (int i = 0; g && i < c.tgt_vocab; i++) g[i] = cf_vocab_token(t->tgt_vocab, i);
+    if (st == CLFORMER_OK) st = clformer_model_set_vocabs(t->model, s, g);
+    free(s);
+    free(g);
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "setting the vocabularies");
+    const clformer_train_options *o = &t->o;
+    if (o->src_spm) st = clformer_model_set_tokenizer(t->model, false, o->src_spm, o->src_spm_size);
+    if (st == CLFORMER_OK && o->tgt_spm)
+        st = clformer_model_set_tokenizer(t->model, true, o->tgt_spm, o->tgt_spm_size);
+    return st;
+}
+
+/* The model of init_path or resume_path. */
+static clformer_status open_model(clformer_trainer *t)
+{
+    const clformer_train_options *o = &t->o;
+    const char *path = o->resume_path ? o->resume_path : o->init_path;
+    CF_TRY(clformer_model_load(t->ctx, path, &t->model));
+    if (o->resume_path && !clformer_model_has_training_state(t->model))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "'%s' is a plain model without optimizer state: use --init to start "
+                       "training from it", path);
+    if (o->init_path) {
+        clformer_model_set_seed(t->model, o->seed);
+        const clformer_config *c = clformer_model_config(t->model);
+        const float p = o->override_dropout ? o->config.dropout : c->dropout;
+        const float ls = o->override_label_smoothing ? o->config.label_smoothing
+                                                     : c->label_smoothing;
+        CF_TRY(clformer_model_set_regularization(t->model, p, ls));
+    }
+    return CLFORMER_OK;
+}
+
+char *trainer_state_json(const clformer_trainer *t)
+{
+    json_t *b = cf_batcher_state_to_json(t->batcher->b);
+    json_t *o = json_pack("{s:o, s:f, s:s, s:I}", "batching", b ? b : json_null(), "lr",
+                          (double)t->lr, "schedule",
+                          t->schedule == CLFORMER_LR_NOAM ? "noam" : "constant", "warmup",
+                          (json_int_t)t->warmup);
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+    json_decref(o);
+    return s;
+}
+
+/* Resuming: the schedule, the batching options and the batcher's position
+ * come from the checkpoint's trainer state. */
+static clformer_status restore(clformer_trainer *t)
+{
+    const char *text = clformer_model_trainer_state(t->model);
+    json_error_t err;
+    json_t *root = text ? json_loads(text, 0, &err) : NULL;
+    const char *schedule = NULL, *mode = NULL, *seed = NULL;
+    double lr = 0;
+    json_int_t warmup = 0, size = 0, tokens = 0, window = 0;
+    int shuffle = 0;
+    json_t *b = NULL;
+    if (!root || json_unpack_ex(root, &err, 0, "{s:o, s:F, s:s, s:I}", "batching", &b, "lr", &lr,
+                                "schedule", &schedule, "warmup", &warmup) != 0 ||
+        json_unpack_ex(b, &err, 0, "{s:s, s?I, s?I, s:b, s:s, s?I}", "mode", &mode,
+                       "batch_size", &size, "batch_tokens", &tokens, "shuffle", &shuffle, "seed",
+                       &seed, "bucket_window", &window) != 0) {
+        json_decref(root);
+        return cf_fail(CLFORMER_ERR_FORMAT, "'%s' has no usable trainer state (%s); start a new "
+                       "run with --init instead of --resume", t->o.resume_path,
+                       text ? err.text : "it is not a training checkpoint");
+    }
+    t->lr = (float)lr;
+    t->schedule = !strcmp(schedule, "noam") ? CLFORMER_LR_NOAM : CLFORMER_LR_CONSTANT;
+    t->warmup = (uint64_t)warmup;
+    const clformer_batcher_options bo = {(int)size, (int)tokens, shuffle != 0,
+                                         strtoull(seed, NULL, 10), (int)window};
+    t->batching = bo;
+    clformer_status st = clformer_batcher_create(t->train, &bo, &t->batcher);
+    if (st == CLFORMER_OK) st = cf_batcher_state_from_json(t->batcher->b, b);
+    json_decref(root);
+    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "resuming the batches");
+}
+
+static clformer_status setup(clformer_trainer *t)
+{
+    const clformer_train_options *o = &t->o;
+    CF_TRY(check_options(o));
+    t->lr = o->lr;
+    t->schedule = o->schedule;
+    t->warmup = o->warmup;
+    t->batching = o->batching;
+    CF_TRY(load_text(t));
+    if (o->resume_path || o->init_path) CF_TRY(open_model(t));
+    CF_TRY(tokenizers(t));
+    CF_TRY(vocabularies(t));
+    CF_TRY(encode(t, t->model ? clformer_model_config(t->model)->max_len : o->config.max_len));
+    if (!t->model) CF_TRY(fresh_model(t));
+    if (!o->resume_path) {
+        clformer_status st = clformer_model_set_optimizer(t->model, &o->optim);
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "optimizer settings");
+        st = clformer_batcher_create(t->train, &o->batching, &t->batcher);
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "batching");
+    } else {
+        CF_TRY(restore(t));
+        t->resumed = true;
+        const uint64_t at = clformer_model_step(t->model);
+        if (o->steps > 0 && at >= o->steps)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "%s is already at step %" PRIu64 "; --steps is the total number of "
+                           "steps, so ask for more than %" PRIu64, o->resume_path, at, at);
+    }
+    if (o->log_path) {
+        t->log = fopen(o->log_path, o->resume_path ? "a" : "w");
+        if (!t->log)
+            return cf_fail(CLFORMER_ERR_IO, "cannot write the log '%s': %s", o->log_path,
+                           strerror(errno));
+    }
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_trainer_create(clformer_context *ctx,
+                                        const clformer_train_options *options,
+                                        clformer_trainer **trainer)
+{
+    *trainer = NULL;
+    clformer_trainer *t = calloc(1, sizeof *t);
+    if (!t) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    t->o = *options;
+    t->ctx = ctx;
+    clformer_status st = setup(t);
+    if (st != CLFORMER_OK) {
+        clformer_trainer_free(t);
+        return st;
+    }
+    *trainer = t;
+    return CLFORMER_OK;
+}
+
+void clformer_trainer_free(clformer_trainer *t)
+{
+    if (!t) return;
+    if (t->log) fclose(t->log);
+    clformer_batcher_free(t->batcher);
+    cf_corpus_free(t->train);
+    cf_corpus_free(t->val);
+    cf_vocab_free(t->src_vocab);
+    cf_vocab_free(t->tgt_vocab);
+    cf_parallel_text_free(t->own_train);
+    cf_parallel_text_free(t->own_val);
+    cf_parallel_text_free(t->own_train_pieces);
+    cf_parallel_text_free(t->own_val_pieces);
+    cf_spm_free(t->spm[0]);
+    cf_spm_free(t->spm[1]);
+    clformer_model_free(t->model);
+    free(t);
+}
+
+void clformer_trainer_request_stop(clformer_trainer *t) { t->stop = 1; }
+
+clformer_model *clformer_trainer_model(clformer_trainer *t) { return t->model; }
+
+clformer_model *clformer_trainer_release_model(clformer_trainer *t)
+{
+    clformer_model *m = t->model;
+    t->model = NULL;
+    return m;
+}
+
+const clformer_corpus *clformer_trainer_corpus(const clformer_trainer *t, bool validation)
+{
+    return validation ? t->val : t->train;
+}
+
+clformer_batcher *clformer_trainer_batcher(clformer_trainer *t) { return t->batcher; }
+
+bool clformer_trainer_resumed(const clformer_trainer *t) { return t->resumed; }
+
+void clformer_trainer_settings(const clformer_trainer *t, clformer_train_options *s)
+{
+    *s = t->o;
+    if (t->model) {
+        s->config = *clformer_model_config(t->model);
+        clformer_model_optimizer(t->model, &s->optim);
+    }
+    s->lr = t->lr;
+    s->schedule = t->schedule;
+    s->warmup = t->warmup;
+    s->batching = t->batching;
+    if (t->resumed) s->seed = t->batching.seed; /* one --seed seeded both */
+}

@@ -1,0 +1,51 @@
+/*
+ * The trainer behind clformer_trainer_* (clformer.h): what one training run
+ * holds. trainer.c prepares a run (data, vocabularies, model, batcher);
+ * train_loop.c runs it (steps, validation, checkpoints, the metrics log).
+ *
+ * One step is train_step() in train_loop.c: next batch, learning rate,
+ * forward/backward/update. Data-parallel training slots in there (each
+ * worker takes its own batch; gradients are all-reduced between backward
+ * and clipping); the batcher's position is the trainer's `batcher` and is
+ * saved with every checkpoint (trainer_state_json).
+ */
+#ifndef CF_TRAINER_H
+#define CF_TRAINER_H
+
+#include "batcher.h"
+#include "clformer.h"
+#include "corpus.h"
+#include "vocab.h"
+
+#include <signal.h>
+#include <stdio.h>
+
+struct clformer_trainer {
+    clformer_train_options o;        /* the caller's options (strings borrowed) */
+    clformer_context *ctx;
+    clformer_model *model;           /* NULL once released */
+    cf_parallel_text *own_train, *own_val; /* read from files */
+    const cf_parallel_text *train_text, *val_text;
+    /* SentencePiece sides: the texts above are then the raw ones turned into
+     * pieces (own_*_pieces), and raw_val keeps the raw validation text for BLEU */
+    struct cf_spm *spm[2];
+    cf_parallel_text *own_train_pieces, *own_val_pieces;
+    const cf_parallel_text *raw_val;
+    cf_vocab *src_vocab, *tgt_vocab;
+    cf_corpus *train, *val;
+    clformer_batcher *batcher;
+    FILE *log;
+    bool resumed;
+    /* the schedule and batching in force: the options', or the checkpoint's */
+    float lr;
+    clformer_lr_schedule schedule;
+    uint64_t warmup;
+    clformer_batcher_options batching;
+    volatile sig_atomic_t stop;      /* set by clformer_trainer_request_stop */
+};
+
+/* The trainer's part of clformer.train_state (batcher position and
+ * schedule), malloc'd compact JSON; NULL when out of memory. */
+char *trainer_state_json(const clformer_trainer *t);
+
+#endif

@@ -1,0 +1,18 @@
+# Runs examples/translate_stdin (PROGRAM) on MODEL with three lines on stdin,
+# the middle one empty: the output must be three lines, the middle one empty,
+# and with EXPECT set the first line must be that translation.
+set(input ${WORK_DIR}/translate_stdin_input.txt)
+file(WRITE ${input} "three one four\n\nnine nine\n")
+execute_process(COMMAND ${PROGRAM} ${MODEL} INPUT_FILE ${input} RESULT_VARIABLE rc
+                OUTPUT_VARIABLE out ERROR_VARIABLE err)
+file(REMOVE ${input})
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "translate_stdin exited with ${rc}: ${err}")
+endif()
+message("${out}")
+if(NOT out MATCHES "^[^\n]+\n\n[^\n]+\n$")
+  message(FATAL_ERROR "expected three lines, the middle one empty; got:\n${out}")
+endif()
+if(EXPECT AND NOT out MATCHES "^${EXPECT}\n")
+  message(FATAL_ERROR "the first line should read '${EXPECT}'; got:\n${out}")
+endif()

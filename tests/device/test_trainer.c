@@ -1,0 +1,174 @@
+/* The library's trainer (clformer_trainer_*) through clformer.h: the progress
+ * callback sees every step and validation, a stop request saves and returns
+ * CLFORMER_ERR_INTERRUPTED, and resuming that checkpoint gives the losses of
+ * the uninterrupted run bit for bit. */
+#include "harness.h"
+
+#include "clformer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STEPS 6
+#define STOP_AT 3
+
+static char dir[512];
+
+static int setup(void **state)
+{
+    (void)state;
+    return harness_temp_dir(dir, sizeof dir, "trainer") ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    harness_remove_tree(dir);
+    return 0;
+}
+
+typedef struct {
+    clformer_trainer *trainer;  /* set after create, for the stop request */
+    uint64_t stop_at;           /* 0: never */
+    double loss[STEPS + 1];     /* by step */
+    uint64_t steps_seen, validations, last_step;
+    bool last_seen;
+} watch;
+
+static bool on_progress(const clformer_train_progress *p, void *user)
+{
+    watch *w = user;
+    if (p->event == CLFORMER_TRAIN_VALIDATION) {
+        w->validations++;
+        assert_true(isfinite(p->val_loss) && p->val_loss > 0);
+        assert_true(fabs(p->val_ppl - exp(p->val_loss)) < 1e-9 * p->val_ppl);
+        return true;
+    }
+    assert_int_equal(p->step, w->last_step + 1); /* every step, in order */
+    assert_true(p->step <= STEPS);
+    w->last_step = p->step;
+    w->steps_seen++;
+    w->loss[p->step] = p->loss;
+    w->last_seen = p->last;
+    assert_true(p->tokens > 0 && p->lr > 0 && p->epoch >= 1 && p->grad_norm > 0);
+    if (w->stop_at && p->step == w->stop_at) clformer_trainer_request_stop(w->trainer);
+    return true;
+}
+
+static void options(clformer_train_options *o, const clformer_parallel_text *train,
+                    const clformer_parallel_text *val, watch *w)
+{
+    clformer_train_options_default(o);
+    o->train_text = train;
+    o->val_text = val;
+    o->batching.batch_size = 8;
+    o->batching.batch_tokens = 0;
+    o->config.d_model = 8, o->config.n_heads = 2, o->config.d_ff = 16;
+    o->config.n_enc_layers = o->config.n_dec_layers = 1;
+    o->config.max_len = 16;
+    o->config.dropout = 0.1f; /* dropout's RNG must resume too */
+    o->lr = 3e-3f;
+    o->steps = STEPS;
+    o->eval_every = STOP_AT;
+    o->bleu_sentences = 4;
+    o->callback = on_progress;
+    o->user = w;
+}
+
+static clformer_status run(const clformer_train_options *o, watch *w, clformer_train_result *r)
+{
+    clformer_trainer *t;
+    clformer_status st = clformer_trainer_create(hctx(), o, &t);
+    if (st != CLFORMER_OK) return st;
+    w->trainer = t;
+    st = clformer_trainer_run(t, r);
+    clformer_trainer_free(t);
+    return st;
+}
+
+static void stops_and_resumes_exactly(void **state)
+{
+    (void)state;
+    clformer_parallel_text *train, *val;
+    assert_ok(clformer_demo_task(5, 120, 8, &train, &val));
+    char half[600], log[600];
+    harness_path(half, sizeof half, dir, "half.safetensors");
+    harness_path(log, sizeof log, dir, "log.jsonl");
+
+    watch straight = {0};
+    clformer_train_options o;
+    options(&o, train, val, &straight);
+    o.log_path = log;
+    clformer_train_result r;
+    assert_ok(run(&o, &straight, &r));
+    assert_int_equal(r.steps, STEPS);
+    assert_int_equal(straight.steps_seen, STEPS);
+    assert_true(straight.last_seen);
+    assert_int_equal(straight.validations, 2); /* at STOP_AT and at the end */
+    assert_false(r.stopped);
+    assert_true(isfinite(r.val_loss) && isfinite(r.val_bleu));
+    char text[1 << 14];
+    harness_slurp(log, text, sizeof text);
+    assert_non_null(strstr(text, "\"val_bleu\""));
+
+    watch stopped = {.stop_at = STOP_AT};
+    options(&o, train, val, &stopped);
+    o.stop_save_path = half;
+    assert_int_equal(run(&o, &stopped, &r), CLFORMER_ERR_INTERRUPTED);
+    assert_true(r.stopped);
+    assert_int_equal(r.steps, STOP_AT);
+    assert_non_null(r.saved_to);
+    assert_string_equal(r.saved_to, half);
+
+    watch resumed = {.last_step = STOP_AT};
+    options(&o, train, val, &resumed);
+    o.resume_path = half;
+    assert_ok(run(&o, &resumed, &r));
+    assert_int_equal(resumed.steps_seen, STEPS - STOP_AT);
+    for (int s = 1; s <= STEPS; s++) {
+        const double got = s <= STOP_AT ? stopped.loss[s] : resumed.loss[s];
+        if (got != straight.loss[s])
+            fail_msg("step %d: straight loss %.9g, stopped and resumed %.9g", s,
+                     straight.loss[s], got);
+    }
+
+    /* resuming to a step already reached is refused with a clear message */
+    o.steps = STOP_AT;
+    assert_int_equal(run(&o, &resumed, &r), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "already at step"));
+    clformer_parallel_text_free(train);
+    clformer_parallel_text_free(val);
+}
+
+static void bad_options_are_refused(void **state)
+{
+    (void)state;
+    clformer_parallel_text *train, *val;
+    assert_ok(clformer_demo_task(5, 120, 8, &train, &val));
+    watch w = {0};
+    clformer_train_options o;
+    options(&o, train, val, &w);
+    o.epochs = 1; /* and steps: two limits */
+    clformer_trainer *t = NULL;
+    assert_int_equal(clformer_trainer_create(hctx(), &o, &t), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_null(t);
+    assert_non_null(strstr(clformer_last_error(), "exactly one limit"));
+    options(&o, train, val, &w);
+    o.config.n_heads = 3; /* does not divide d_model */
+    assert_int_equal(clformer_trainer_create(hctx(), &o, &t), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "n_heads"));
+    options(&o, train, val, &w);
+    o.resume_path = "nosuch.safetensors";
+    assert_int_not_equal(clformer_trainer_create(hctx(), &o, &t), CLFORMER_OK);
+    assert_non_null(strstr(clformer_last_error(), "nosuch.safetensors"));
+    clformer_parallel_text_free(train);
+    clformer_parallel_text_free(val);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown(bad_options_are_refused, setup, teardown),
+    cmocka_unit_test_setup_teardown(stops_and_resumes_exactly, setup, teardown),
+};
+HARNESS_DEVICE_MAIN("clformer_trainer", tests)

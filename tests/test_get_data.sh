@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# tools/get-data.sh with local files (--from), no network, on the Multi30k copy
+# in ../shared/data/multi30k (the dataset's tokenised files only; skipped, exit
+# 77, where a checkout has none):
+# 1. tokenised files alone: DIR/ gets them byte for byte (their SHA-256 checked),
+#    no raw/, and a note that says what --from expects for it;
+# 2. with raw files beside them (NAME.LANG.gz or raw/NAME.LANG): DIR/raw/ too;
+#    a second run gives the same files;
+# 3. errors, each exit 1 or 2 with one clear line and the earlier outputs intact:
+#    a tokenised file with one byte changed (SHA-256), a raw file with a line
+#    missing, a missing file, --from not a directory, an unknown corpus, no DIR.
+set -uo pipefail
+script="${CLFORMER_SOURCE_DIR:?run through ctest}/tools/get-data.sh"
+shared="${CLFORMER_SOURCE_DIR}/../shared/data/multi30k"
+if [[ ! -f "$shared/train.en" ]]; then
+    echo "SKIP: $shared is not present"
+    exit 77
+fi
+tmp=$(mktemp -d /tmp/clformer-get-data-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+check() {  # description, then a command that must succeed
+    local what="$1"; shift
+    if "$@"; then echo "ok   $what"; else echo "FAIL $what"; failures=$((failures + 1)); fi
+}
+expect_fail() {  # exit code, needle, command...
+    local want="$1" needle="$2"; shift 2
+    local err rc
+    err=$("$@" 2>&1 >/dev/null); rc=$?
+    if [[ $rc -eq $want && "$err" == *"$needle"* && $(printf '%s\n' "$err" | wc -l) -eq 1 ]]; then
+        echo "ok   exit $want: $needle"
+    else
+        echo "FAIL expected exit $want and one line with '$needle', got $rc: $err"
+        failures=$((failures + 1))
+    fi
+}
+files=(train.en train.de val.en val.de test_2016_flickr.en test_2016_flickr.de)
+
+# 1. tokenised files only
+out="$tmp/out"
+note=$("$script" multi30k "$out" --from "$shared" 2>&1 >/dev/null)
+check "runs with --from on the tokenised files" [ $? -eq 0 ]
+for f in "${files[@]}"; do check "$f copied" cmp -s "$shared/$f" "$out/$f"; done
+check "no raw/ without raw files" [ ! -e "$out/raw" ]
+check "a note says what --from needs for raw/" grep -q "raw/NAME.LANG or NAME.LANG.gz" <<< "$note"
+
+# 2. with raw files (any text with the right line counts stands for them)
+src="$tmp/src"
+mkdir -p "$src/raw"
+for f in "${files[@]}"; do
+    ln -s "$shared/$f" "$src/$f"
+    sed 's/^./\U&/' "$shared/$f" > "$src/raw/$f"
+done
+gzip -c "$src/raw/val.de" > "$src/val.de.gz" && rm "$src/raw/val.de"
+check "runs with raw files" "$script" multi30k "$out" --from "$src"
+for f in "${files[@]}"; do check "raw/$f" cmp -s <(sed 's/^./\U&/' "$shared/$f") "$out/raw/$f"; done
+check "a second run" "$script" multi30k "$out" --from "$src"
+check "gives the same files" cmp -s "$shared/train.de" "$out/train.de"
+check "no temporary left" [ -z "$(ls -A "$out" | grep '^\.get-data')" ]
+
+# 3. errors
+bad="$tmp/bad"
+mkdir -p "$bad"
+for f in "${files[@]}"; do cp "$shared/$f" "$bad/$f"; done
+sed -i '5s/a/b/' "$bad/val.en"
+expect_fail 1 "val.en: SHA-256" "$script" multi30k "$out" --from "$bad"
+cp "$shared/val.en" "$bad/val.en"
+head -n 999 "$shared/test_2016_flickr.de" > "$bad/test_2016_flickr.de.gz.txt"
+gzip -c "$bad/test_2016_flickr.de.gz.txt" > "$bad/test_2016_flickr.de.gz"
+expect_fail 1 "raw/test_2016_flickr.de has 999 lines" "$script" multi30k "$out" --from "$bad"
+rm "$bad/train.de"
+expect_fail 1 "has no train.de" "$script" multi30k "$out" --from "$bad"
+check "earlier outputs intact" cmp -s "$shared/train.de" "$out/train.de"
+check "earlier raw/ intact" cmp -s <(sed 's/^./\U&/' "$shared/val.de") "$out/raw/val.de"
+expect_fail 1 "is not a directory" "$script" multi30k "$tmp/a" --from "$tmp/nowhere"
+expect_fail 2 "unknown corpus 'europarl'" "$script" europarl "$tmp/a"
+expect_fail 2 "usage" "$script" multi30k
+
+[[ $failures -eq 0 ]] || { echo "$failures check(s) failed"; exit 1; }

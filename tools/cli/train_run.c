@@ -1,0 +1,157 @@
+/* A training run on the command line (see train_run.h). */
+#include "train_run.h"
+#include "cli.h"
+#include "commands.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The run Ctrl-C stops (one at a time per process). */
+static clformer_trainer *volatile running;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    if (running) clformer_trainer_request_stop(running);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void format_duration(double s, char *buf, size_t size)
+{
+    if (!(s >= 0) || s > 1e7) snprintf(buf, size, "?");
+    else if (s < 60) snprintf(buf, size, "%.0fs", s);
+    else if (s < 3600) snprintf(buf, size, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else snprintf(buf, size, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+}
+
+typedef struct {
+    bool tty;
+    uint64_t total_steps; /* 0 with an epoch limit */
+    double last_print;
+    bool line_open;       /* a progress line waits on the terminal */
+} display;
+
+static void print_step(display *d, const clformer_train_progress *p)
+{
+    const double t = now_s();
+    const bool force = p->step == 1 || p->last;
+    if (!force && !d->tty && t - d->last_print < 10.0) return; /* plain lines: every 10 s */
+    if (!force && d->tty && t - d->last_print < 0.2) return;
+    d->last_print = t;
+    char eta[32], total[32] = "";
+    const double per_step = p->tokens_per_s > 0 ? (double)p->tokens / p->tokens_per_s : NAN;
+    format_duration(p->steps_left * per_step, eta, sizeof eta);
+    if (d->total_steps) snprintf(total, sizeof total, "/%" PRIu64, d->total_steps);
+    char line[256];
+    snprintf(line, sizeof line,
+             "step %" PRIu64 "%s | epoch %" PRIu64 " | loss %.4f | %.0f tok/s | lr %.2e | "
+             "%.0fs elapsed | ETA %s",
+             p->step, total, p->epoch, p->loss, p->tokens_per_s, p->lr, p->elapsed_s, eta);
+    if (d->tty) fprintf(stderr, "\r\033[K%s", line);
+    else fprintf(stderr, "%s\n", line);
+    d->line_open = d->tty;
+    fflush(stderr);
+}
+
+static void print_validation(display *d, const clformer_train_progress *p)
+{
+    if (d->line_open) fprintf(stderr, "\r\033[K");
+    d->line_open = false;
+    printf("step %" PRIu64 ": validation loss %.4f, perplexity %.2f", p->step, p->val_loss,
+           p->val_ppl);
+    if (isfinite(p->val_bleu))
+        printf(", BLEU %.2f (%zu sentences)", p->val_bleu, p->val_bleu_sentences);
+    printf(" [%.1fs]\n", p->val_seconds);
+    fflush(stdout);
+}
+
+static bool on_progress(const clformer_train_progress *p, void *user)
+{
+    if (p->event == CLFORMER_TRAIN_VALIDATION) print_validation(user, p);
+    else print_step(user, p);
+    return true;
+}
+
+static void print_summary(clformer_trainer *t, clformer_context *ctx, const char *resume_path)
+{
+    char line[256];
+    clformer_corpus_summary(clformer_trainer_corpus(t, false), line, sizeof line);
+    printf("training data: %s\n", line);
+    if (clformer_trainer_corpus(t, true)) {
+        clformer_corpus_summary(clformer_trainer_corpus(t, true), line, sizeof line);
+        printf("validation data: %s\n", line);
+    }
+    const clformer_model *m = clformer_trainer_model(t);
+    const clformer_config *c = clformer_model_config(m);
+    const clformer_memory mem = clformer_model_memory(m);
+    printf("model: d_model %d, %d heads, d_ff %d, %d+%d layers, %s, %s, vocab %d/%d, "
+           "%.2fM parameters (%.0f MiB with gradients and Adam state)\n",
+           c->d_model, c->n_heads, c->d_ff, c->n_enc_layers, c->n_dec_layers,
+           c->norm_first ? "pre-norm" : "post-norm",
+           c->activation == CLFORMER_ACT_GELU ? "gelu" : "relu", c->src_vocab, c->tgt_vocab,
+           (double)clformer_model_parameter_count(m) / 1e6,
+           (double)(mem.parameters + mem.gradients + mem.optimizer) / 1048576.0);
+    printf("device: %s\n", clformer_context_device(ctx)->name);
+    if (clformer_trainer_resumed(t))
+        printf("resuming %s at step %" PRIu64 "\n", resume_path, clformer_model_step(m));
+    fflush(stdout);
+}
+
+int train_run(const char *command, clformer_context *ctx, clformer_train_options o,
+              const char *plot_path, train_check check, void *check_user,
+              clformer_model **model_out, clformer_train_result *result)
+{
+    memset(result, 0, sizeof *result);
+    display d = {isatty(fileno(stderr)) != 0, o.steps, 0, false};
+    o.callback = on_progress;
+    o.user = &d;
+    clformer_trainer *t;
+    if (clformer_trainer_create(ctx, &o, &t) != CLFORMER_OK) {
+        cli_runtime_error(command, NULL);
+        return 1;
+    }
+    const int refused = check ? check(t, check_user) : 0;
+    if (refused) {
+        clformer_trainer_free(t);
+        return refused;
+    }
+    print_summary(t, ctx, o.resume_path);
+    running = t;
+    void (*previous)(int) = signal(SIGINT, on_sigint);
+    const clformer_status st = clformer_trainer_run(t, result);
+    signal(SIGINT, previous);
+    running = NULL;
+    if (d.line_open) fprintf(stderr, "\n");
+    int rc = 0;
+    if (st == CLFORMER_ERR_INTERRUPTED && result->saved_to) {
+        fprintf(stderr, "clformer %s: interrupted at step %" PRIu64 "; saved %s (resume with "
+                "--resume %s)\n", command, result->steps, result->saved_to, result->saved_to);
+        rc = EXIT_INTERRUPTED;
+    } else if (st == CLFORMER_ERR_INTERRUPTED) {
+        fprintf(stderr, "clformer %s: interrupted at step %" PRIu64 "\n", command, result->steps);
+        rc = EXIT_INTERRUPTED;
+    } else if (st != CLFORMER_OK) {
+        cli_runtime_error(command, NULL);
+        rc = 1;
+    } else if (o.save_path) {
+        printf("saved %s\n", o.save_path);
+    }
+    clformer_model *model = rc == 0 && model_out ? clformer_trainer_release_model(t) : NULL;
+    clformer_trainer_free(t); /* closes the log */
+    if (rc == 0 && plot_path && o.log_path)
+        rc = plot_training_log(command, o.log_path, plot_path, NULL, false, 0, 0);
+    if (rc == 0 && model_out) *model_out = model;
+    else clformer_model_free(model);
+    return rc;
+}
