@@ -802,6 +802,11 @@ typedef struct {
     const char *log_path;       /* JSON lines: one object per step and validation */
     clformer_train_callback callback;
     void *user;
+    /* data-parallel training (docs/DISTRIBUTED.md; NULL: alone; borrowed):
+     * at step s rank r trains on batch s*size + r of the one batch sequence;
+     * only rank 0 writes the log and checkpoints; a stop request on any rank
+     * stops every rank at the same step */
+    const clformer_collective *collective;
 } clformer_train_options;
 
 /* The defaults noted above; config is clformer_config_default's. */
