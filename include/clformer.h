@@ -39,7 +39,8 @@ typedef enum {
     CLFORMER_ERR_OUT_OF_MEMORY,    /* device or host memory exhausted */
     CLFORMER_ERR_IO,               /* a file is missing, unreadable or unwritable */
     CLFORMER_ERR_FORMAT,           /* a file is malformed: checkpoint, corpus, cache */
-    CLFORMER_ERR_INTERRUPTED       /* stopped on request (e.g. Ctrl-C) */
+    CLFORMER_ERR_INTERRUPTED,      /* stopped on request (e.g. Ctrl-C) */
+    CLFORMER_ERR_DIVERGED          /* training diverged: non-finite or exploding loss */
 } clformer_status;
 
 /* The library's version, "MAJOR.MINOR.PATCH" (CLFORMER_VERSION is the
@@ -434,7 +435,9 @@ CLFORMER_API clformer_status clformer_model_broadcast(clformer_model *model, int
 
 /* One training step: forward, loss, backward, clipping and the optimizer
  * update at learning rate `lr`, all enqueued; reads back only the loss and
- * the gradient norm. */
+ * the gradient norm. A non-finite loss or gradient norm is
+ * CLFORMER_ERR_DIVERGED, with `stats` still filled (the weights are then
+ * damaged: reload the last checkpoint). */
 CLFORMER_API clformer_status clformer_model_train_step(clformer_model *model,
                                                        const clformer_batch *batch, float lr,
                                                        clformer_step_stats *stats);

@@ -154,7 +154,7 @@ clformer_status clformer_model_train_step(clformer_model *m, const clformer_batc
         stats->step = t;
     }
     if (!isfinite(sum) || !isfinite(metrics[1]))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+        return cf_fail(CLFORMER_ERR_DIVERGED,
                        "training diverged at step %llu: loss %g, gradient norm %g; lower the "
                        "learning rate or enable clipping (--clip)",
                        (unsigned long long)t, sum / (double)count, sqrt((double)metrics[1]));

@@ -15,9 +15,24 @@
 /* The run Ctrl-C stops (one at a time per process). */
 static clformer_trainer *volatile running;
 
+static volatile sig_atomic_t sigints;
+
+/* The first Ctrl-C asks the run to stop: it finishes the step, saves and
+ * exits 130. Later ones only say so: quitting in the middle of a save would
+ * lose the newest steps (never the last good file: saves are atomic). */
 static void on_sigint(int sig)
 {
     (void)sig;
+    static const char first[] = "\nclformer: Ctrl-C: stopping after this step and saving the "
+                                "checkpoint\n";
+    static const char again[] = "\nclformer: still saving; the run ends once the checkpoint "
+                                "is complete (kill -9 quits at once, keeping the last saved "
+                                "file)\n";
+    const char *msg = sigints ? again : first;
+    size_t len = sigints ? sizeof again - 1 : sizeof first - 1;
+    sigints = 1;
+    ssize_t ignored = write(2, msg, len);
+    (void)ignored;
     if (running) clformer_trainer_request_stop(running);
 }
 
@@ -133,9 +148,18 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
     }
     if (ranks_get()->rank == 0) print_summary(t, ctx, o.resume_path);
     running = t;
-    void (*previous)(int) = signal(SIGINT, on_sigint);
+    /* sigaction, not signal(): with the strict POSIX feature macros glibc's
+     * signal() resets the handler after one delivery, so a second Ctrl-C
+     * killed the run in the middle of its save */
+    struct sigaction sa, previous;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &previous);
+    sigints = 0;
     const clformer_status st = clformer_trainer_run(t, result);
-    signal(SIGINT, previous);
+    sigaction(SIGINT, &previous, NULL);
     running = NULL;
     if (d.line_open) fprintf(stderr, "\n");
     int rc = 0;
