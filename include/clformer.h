@@ -391,9 +391,10 @@ CLFORMER_API void clformer_model_optimizer(const clformer_model *model,
                                            clformer_optim_config *config);
 
 typedef struct {
-    double loss;       /* mean cross-entropy over counted target tokens, before the update */
+    double loss;       /* mean cross-entropy over counted target tokens, before the update
+                          (of all ranks with clformer_model_set_collective) */
     double grad_norm;  /* global gradient norm before clipping */
-    size_t tokens;     /* counted (non-pad) target tokens */
+    size_t tokens;     /* counted (non-pad) target tokens (of all ranks) */
     uint64_t step;     /* optimizer steps taken, this one included */
     /* data-parallel runs (all zero alone): where the step's time went */
     double compute_s;   /* forward and backward, up to the gradients being ready */
@@ -850,6 +851,11 @@ typedef struct {
     const char *log_path;       /* JSON lines: one object per step and validation */
     clformer_train_callback callback;
     void *user;
+    /* data-parallel training (docs/DISTRIBUTED.md; NULL: alone; borrowed):
+     * at step s rank r trains on batch s*size + r of the one batch sequence;
+     * only rank 0 writes the log and checkpoints; a stop request on any rank
+     * stops every rank at the same step */
+    const clformer_collective *collective;
 } clformer_train_options;
 
 /* The defaults noted above; config is clformer_config_default's. */
