@@ -28,7 +28,8 @@ static double steps_left(const clformer_trainer *t)
 {
     const double step = (double)clformer_model_step(t->model);
     if (t->o.steps > 0) return (double)t->o.steps - step;
-    const double per_epoch = (double)clformer_batcher_batches_per_epoch(t->batcher);
+    const double per_epoch =
+        (double)clformer_batcher_batches_per_epoch(t->batcher) / cf_trainer_ranks(t);
     const double index = (double)clformer_batcher_index(t->batcher);
     const double in_epoch = t->batching.batch_size > 0 ? index / t->batching.batch_size : index;
     return ((double)t->o.epochs - (double)clformer_batcher_epoch(t->batcher)) * per_epoch -
@@ -120,6 +121,7 @@ static clformer_status validate(clformer_trainer *t, clformer_train_progress p,
 /* A training checkpoint with the trainer's state (batcher position, schedule). */
 static clformer_status save(clformer_trainer *t, const char *path, clformer_train_result *res)
 {
+    if (cf_trainer_rank(t) != 0) return CLFORMER_OK; /* every rank holds the same state */
     char *state = trainer_state_json(t);
     clformer_status st = state ? clformer_model_set_trainer_state(t->model, state)
                                : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -129,6 +131,16 @@ static clformer_status save(clformer_trainer *t, const char *path, clformer_trai
     res->saved_to = path;
     t->saved_path = path;
     t->saved_step = clformer_model_step(t->model);
+    return CLFORMER_OK;
+}
+
+/* A stop request on one rank stops every rank after the same step. */
+static clformer_status agree_on_stop(clformer_trainer *t)
+{
+    if (cf_trainer_ranks(t) == 1) return CLFORMER_OK;
+    double stop = t->stop ? 1.0 : 0.0;
+    CF_TRY(t->o.collective->allreduce_sum_f64(t->o.collective->user, &stop, 1));
+    if (stop > 0) t->stop = 1;
     return CLFORMER_OK;
 }
 
@@ -194,17 +206,22 @@ static clformer_status train_step(clformer_trainer *t, clformer_train_progress *
     /* the epoch is read before the batcher hands out an epoch's last batch
      * and moves on to the next epoch */
     p->epoch = clformer_batcher_epoch(t->batcher) + 1;
-    clformer_batch batch;
-    clformer_status st = clformer_batcher_next(t->batcher, &batch);
-    if (st != CLFORMER_OK) return cf_fail_prefix(st, "batching");
     const uint64_t step = clformer_model_step(t->model) + 1;
     p->lr = clformer_learning_rate(t->schedule, t->lr, clformer_model_config(t->model)->d_model,
                                    step, t->warmup);
+    /* N ranks deal out N consecutive batches of the one sequence: rank r
+     * trains on the r-th, so the data position stays global */
     clformer_step_stats s;
-    /* a non-finite step still reports its figures: check_divergence words it */
-    st = clformer_model_train_step(t->model, &batch, p->lr, &s);
-    if (st == CLFORMER_ERR_DIVERGED) cf_clear_error();
-    else if (st != CLFORMER_OK) return st;
+    for (int r = 0; r < cf_trainer_ranks(t); r++) {
+        clformer_batch batch;
+        clformer_status st = clformer_batcher_next(t->batcher, &batch);
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "batching");
+        if (r != cf_trainer_rank(t)) continue;
+        /* a non-finite step still reports its figures: check_divergence words it */
+        st = clformer_model_train_step(t->model, &batch, p->lr, &s);
+        if (st == CLFORMER_ERR_DIVERGED) cf_clear_error();
+        else if (st != CLFORMER_OK) return st;
+    }
     p->step = s.step;
     p->loss = s.loss;
     p->grad_norm = s.grad_norm;
@@ -240,6 +257,7 @@ static clformer_status loop(clformer_trainer *t, clformer_train_result *res)
                               "tokens_per_s", p.tokens_per_s, "elapsed_s", p.elapsed_s));
         CF_TRY(check_divergence(t, &p));
         if (!report(t, &p)) t->stop = 1;
+        CF_TRY(agree_on_stop(t));
         if (o->eval_every > 0 && p.step % o->eval_every == 0 && !p.last)
             CF_TRY(validate(t, p, res));
         if (o->save_path && o->save_every > 0 && p.step % o->save_every == 0 && !p.last &&

@@ -299,7 +299,9 @@ static clformer_status setup(clformer_trainer *t)
                            "number of epochs, so ask for more than %" PRIu64,
                            o->resume_path, epoch, epoch);
     }
-    if (o->log_path) {
+    if (o->collective && o->collective->size > 1)
+        CF_TRY(clformer_model_set_collective(t->model, o->collective));
+    if (o->log_path && cf_trainer_rank(t) == 0) {
         t->log = fopen(o->log_path, o->resume_path ? "a" : "w");
         if (!t->log)
             return cf_fail(CLFORMER_ERR_IO, "cannot write the log '%s': %s", o->log_path,

@@ -50,6 +50,16 @@ struct clformer_trainer {
     uint64_t saved_step;
 };
 
+/* This process's rank and the number of ranks (0 and 1 alone). */
+static inline int cf_trainer_rank(const clformer_trainer *t)
+{
+    return t->o.collective && t->o.collective->size > 1 ? t->o.collective->rank : 0;
+}
+static inline int cf_trainer_ranks(const clformer_trainer *t)
+{
+    return t->o.collective && t->o.collective->size > 1 ? t->o.collective->size : 1;
+}
+
 /* The trainer's part of clformer.train_state (batcher position and
  * schedule), malloc'd compact JSON; NULL when out of memory. */
 char *trainer_state_json(const clformer_trainer *t);

@@ -237,7 +237,7 @@ int cmd_train(int argc, char **argv)
                        &res);
     free(spm_bytes[0]);
     free(spm_bytes[1]);
-    if (rc == 0)
+    if (rc == 0 && ranks_get()->rank == 0)
         printf("trained to step %llu in %.1fs (%.0f target tokens/s); last loss %.4f\n",
                (unsigned long long)res.steps, res.seconds, res.tokens_per_s, res.loss);
     clformer_context_free(ctx);
