@@ -17,20 +17,48 @@
  * pthread device wrote outside the buffers whenever V < REDUCE_WG (some
  * items skip the loop after a barrier). */
 
-/* The row maximum and sum of exp(x - max) of row x (V columns), for the
- * whole group. */
-inline float2 row_max_sumexp(global const float *x, int V, local float *scratch)
+/* The row maximum m and S = sum of exp(x - m) of row x (V columns), for the
+ * whole group, in one pass over the row: each item keeps the maximum of its
+ * columns so far and its sum relative to it, rescaled when the maximum
+ * grows (online softmax); the group then rescales every item's sum to the
+ * row maximum. With `want_d` also d = sum_c (m - x_c) (label smoothing),
+ * Kahan-compensated: with logits of +-1e4 the terms reach 2e4 and the sum
+ * 1e9; every term, a rescale's n * (m_new - m_old) included, is >= 0. */
+inline float3 row_max_sumexp_d(global const float *x, int V, bool want_d, local float *scratch)
 {
     const int lid = get_local_id(0);
-    float m = -INFINITY;
-    for (int b = 0; b < V; b += REDUCE_WG)
-        if (b + lid < V) m = fmax(m, x[b + lid]);
-    m = wg_max(m, scratch);
-    float s = 0.0f;
-    for (int b = 0; b < V; b += REDUCE_WG)
-        if (b + lid < V) s += exp(x[b + lid] - m);
-    s = wg_sum(s, scratch);
-    return (float2)(m, s);
+    float m = -INFINITY, s = 0.0f, d = 0.0f, comp = 0.0f;
+    int n = 0; /* columns seen by this item */
+    for (int b = 0; b < V; b += REDUCE_WG) {
+        if (b + lid < V) {
+            const float v = x[b + lid];
+            if (v > m) {
+                s = s * exp(m - v) + 1.0f;
+                if (want_d && n > 0) { /* every earlier term grows by v - m */
+                    const float t = (float)n * (v - m) - comp, sum = d + t;
+                    comp = (sum - d) - t;
+                    d = sum;
+                }
+                m = v;
+            } else if (v != -INFINITY || m != -INFINITY) { /* -inf before any finite
+                                                             value adds 0, not NaN */
+                s += exp(v - m);
+                if (want_d) {
+                    const float t = (m - v) - comp, sum = d + t;
+                    comp = (sum - d) - t;
+                    d = sum;
+                }
+            }
+            n++;
+        }
+    }
+    const float row_m = wg_max(m, scratch);
+    /* items without columns (V < REDUCE_WG) add nothing */
+    const float row_s = wg_sum(n > 0 ? s * exp(m - row_m) : 0.0f, scratch);
+    float row_d = 0.0f;
+    if (want_d) /* uniform over the group */
+        row_d = wg_sum(n > 0 ? (d - comp) + (float)n * (row_m - m) : 0.0f, scratch);
+    return (float3)(row_m, row_s, row_d);
 }
 
 /*
@@ -65,22 +93,8 @@ kernel void cross_entropy(global float *losses, ulong losses_off, global float *
     const bool valid = y >= 0 && y < V;
     const float xy = valid ? x[y] : NAN;
 
-    const float2 ms = row_max_sumexp(x, V, scratch);
-    const float m = ms.x, s = ms.y;
-    /* d = sum_c (m - x_c), Kahan-compensated: with logits of +-1e4 the terms
-     * reach 2e4 and the sum 1e9. ls is uniform, so every item or none calls wg_sum. */
-    float d = 0.0f;
-    if (ls != 0.0f) {
-        float comp = 0.0f;
-        for (int b = 0; b < V; b += REDUCE_WG) {
-            if (b + lid < V) {
-                const float t = (m - x[b + lid]) - comp, sum = d + t;
-                comp = (sum - d) - t;
-                d = sum;
-            }
-        }
-        d = wg_sum(d, scratch);
-    }
+    const float3 msd = row_max_sumexp_d(x, V, ls != 0.0f, scratch);
+    const float m = msd.x, s = msd.y, d = msd.z;
     if (lid == 0)
         losses[losses_off + row] = log(s) + (1.0f - ls) * (m - xy) + ls * (d / (float)V);
     if (!has_grad) return;
@@ -107,7 +121,7 @@ kernel void log_softmax_rows(global float *out, ulong out_off, global const floa
     if (row >= N) return;
     global const float *x = logits + logits_off + (ulong)row * V;
     global float *o = out + out_off + (ulong)row * V;
-    const float2 ms = row_max_sumexp(x, V, scratch);
+    const float3 ms = row_max_sumexp_d(x, V, false, scratch);
     const float log_s = log(ms.y);
     for (int b = 0; b < V; b += REDUCE_WG)
         if (b + lid < V) o[b + lid] = (x[b + lid] - ms.x) - log_s;

@@ -39,7 +39,8 @@ typedef enum {
     CLFORMER_ERR_OUT_OF_MEMORY,    /* device or host memory exhausted */
     CLFORMER_ERR_IO,               /* a file is missing, unreadable or unwritable */
     CLFORMER_ERR_FORMAT,           /* a file is malformed: checkpoint, corpus, cache */
-    CLFORMER_ERR_INTERRUPTED       /* stopped on request (e.g. Ctrl-C) */
+    CLFORMER_ERR_INTERRUPTED,      /* stopped on request (e.g. Ctrl-C) */
+    CLFORMER_ERR_DIVERGED          /* training diverged: non-finite or exploding loss */
 } clformer_status;
 
 /* The library's version, "MAJOR.MINOR.PATCH" (CLFORMER_VERSION is the
@@ -298,7 +299,7 @@ CLFORMER_API clformer_status clformer_config_from_json(const char *json, clforme
 enum { CLFORMER_PAD = 0, CLFORMER_SOS = 1, CLFORMER_EOS = 2, CLFORMER_UNK = 3 };
 
 /* ------------------------------------------------------------------------- */
-/* Models: parameters, optimizer state and activations on one device         */
+/* Models: parameters, gradients and optimizer state on one device          */
 /* ------------------------------------------------------------------------- */
 
 typedef struct clformer_model clformer_model;
@@ -349,15 +350,19 @@ CLFORMER_API clformer_status clformer_spm_train(const char *const *sentences, si
 CLFORMER_API clformer_status clformer_model_tokenize(const clformer_model *model, bool target,
                                                      const char *sentence, char **out);
 
-/* Device memory in bytes. */
+/* Device memory in bytes, of a model (weights, gradients, optimizer state)
+ * or of a session (activations, decoding caches); the other's fields are 0. */
 typedef struct {
     size_t parameters;   /* weights */
     size_t gradients;
     size_t optimizer;    /* Adam m and v */
     size_t activations;  /* the arena for the largest batch so far */
-    size_t decoding;     /* inference caches */
-    size_t total;        /* everything clformer allocated on the device */
+    size_t decoding;     /* decoding caches */
+    size_t total;        /* model: everything clformer allocated on the context's device
+                            (every model and session); session: the session's bytes */
 } clformer_memory;
+/* The model's memory (and, while the clformer_model_* batch calls exist,
+ * the activations and caches of the session they use). */
 CLFORMER_API clformer_memory clformer_model_memory(const clformer_model *model);
 
 /* A batch of sentence pairs as token ids, right-padded with CLFORMER_PAD:
@@ -386,9 +391,10 @@ CLFORMER_API void clformer_model_optimizer(const clformer_model *model,
                                            clformer_optim_config *config);
 
 typedef struct {
-    double loss;       /* mean cross-entropy over counted target tokens, before the update */
+    double loss;       /* mean cross-entropy over counted target tokens, before the update
+                          (of all ranks with clformer_model_set_collective) */
     double grad_norm;  /* global gradient norm before clipping */
-    size_t tokens;     /* counted (non-pad) target tokens */
+    size_t tokens;     /* counted (non-pad) target tokens (of all ranks) */
     uint64_t step;     /* optimizer steps taken, this one included */
     /* data-parallel runs (all zero alone): where the step's time went */
     double compute_s;   /* forward and backward, up to the gradients being ready */
@@ -432,9 +438,15 @@ CLFORMER_API clformer_status clformer_model_parameter_checksum(clformer_model *m
 /* Copies rank `root`'s parameters and optimizer state to every rank. */
 CLFORMER_API clformer_status clformer_model_broadcast(clformer_model *model, int root);
 
+/* The batch calls below run on a session the model makes on first use;
+ * clformer_session_* (further down) are the same on a session of the
+ * caller's. */
+
 /* One training step: forward, loss, backward, clipping and the optimizer
  * update at learning rate `lr`, all enqueued; reads back only the loss and
- * the gradient norm. */
+ * the gradient norm. A non-finite loss or gradient norm is
+ * CLFORMER_ERR_DIVERGED, with `stats` still filled (the weights are then
+ * damaged: reload the last checkpoint). */
 CLFORMER_API clformer_status clformer_model_train_step(clformer_model *model,
                                                        const clformer_batch *batch, float lr,
                                                        clformer_step_stats *stats);
@@ -510,6 +522,43 @@ CLFORMER_API clformer_status clformer_translate(clformer_model *model, const int
                                                 size_t batch, size_t src_len,
                                                 const clformer_decode_options *options,
                                                 clformer_translation *out);
+
+/* ------------------------------------------------------------------------- */
+/* Sessions: the activations and decoding caches of one user of a model      */
+/* ------------------------------------------------------------------------- */
+
+/* A model holds weights, gradients and optimizer state; a session holds
+ * what running it needs: the activations of its batches and the caches of
+ * its translations, grown to the largest batch it has run. Several sessions
+ * can share one model (two translators, or a trainer and a validator),
+ * used in turn from one thread. Free every session before its model. */
+typedef struct clformer_session clformer_session;
+CLFORMER_API clformer_status clformer_session_create(clformer_model *model,
+                                                     clformer_session **session);
+CLFORMER_API void clformer_session_free(clformer_session *session);
+CLFORMER_API clformer_model *clformer_session_model(const clformer_session *session);
+
+/* The session's device memory: activations, decoding and their total. */
+CLFORMER_API clformer_memory clformer_session_memory(const clformer_session *session);
+
+/* The batch calls of the model section, on this session: a training step
+ * (it updates the model), the evaluation loss, the logits, the gradients
+ * (into the model's gradients) and translation. */
+CLFORMER_API clformer_status clformer_session_train_step(clformer_session *session,
+                                                         const clformer_batch *batch, float lr,
+                                                         clformer_step_stats *stats);
+CLFORMER_API clformer_status clformer_session_eval_loss(clformer_session *session,
+                                                        const clformer_batch *batch,
+                                                        double *loss_sum, size_t *tokens);
+CLFORMER_API clformer_status clformer_session_logits(clformer_session *session,
+                                                     const clformer_batch *batch, float *logits);
+CLFORMER_API clformer_status clformer_session_gradients(clformer_session *session,
+                                                        const clformer_batch *batch, double *loss);
+CLFORMER_API clformer_status clformer_session_translate(clformer_session *session,
+                                                        const int32_t *src, size_t batch,
+                                                        size_t src_len,
+                                                        const clformer_decode_options *options,
+                                                        clformer_translation *out);
 
 /* ------------------------------------------------------------------------- */
 /* Checkpoints: one .safetensors file (docs/MODEL.md)                        */
@@ -802,6 +851,11 @@ typedef struct {
     const char *log_path;       /* JSON lines: one object per step and validation */
     clformer_train_callback callback;
     void *user;
+    /* data-parallel training (docs/DISTRIBUTED.md; NULL: alone; borrowed):
+     * at step s rank r trains on batch s*size + r of the one batch sequence;
+     * only rank 0 writes the log and checkpoints; a stop request on any rank
+     * stops every rank at the same step */
+    const clformer_collective *collective;
 } clformer_train_options;
 
 /* The defaults noted above; config is clformer_config_default's. */

@@ -19,7 +19,7 @@ if [ ${#targets[@]} -eq 0 ]; then
   targets=(fuzz_safetensors fuzz_checkpoint fuzz_config fuzz_train_state fuzz_vocab
            fuzz_corpus fuzz_program_cache)
 fi
-CC=${FUZZ_CC:-clang} cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+CC=${FUZZ_CC:-clang} CXX=${FUZZ_CXX:-clang++} cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCLFORMER_FUZZ=ON -DCLFORMER_TESTS=OFF >/dev/null || exit 1
 nice -n 15 cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]}" >/dev/null || {
   echo "fuzz.sh: build failed (cmake --build build-fuzz for the output)" >&2; exit 1; }

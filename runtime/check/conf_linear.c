@@ -1,6 +1,10 @@
 /* Conformance of the linear layer: forward (GEMM + bias, GEMM rule with the
- * bias in the bound) and backward (dinp, dweight, dbias, gradient rule). */
-#include "buffer.h"
+ * bias in the bound; out overwritten even over NaN) and backward (dinp,
+ * dweight, dbias, gradient rule) overwriting dinp, accumulating into it, and
+ * without dinp; dweight and dbias add to existing values; with or without
+ * bias; every tensor guarded. `clformer check` runs an odd shape and a model
+ * width; test_linear runs many more cases. */
+#include "conf_block.h"
 #include "conformance.h"
 #include "ops.h"
 #include "ref_gemm.h"
@@ -11,73 +15,94 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static clformer_status one(cf_ctx *ctx, size_t N, size_t IC, size_t OC, conf_sink sink,
-                           void *user)
+clformer_status conf_linear_run(cf_ctx *ctx, const conf_linear_case *k, conf_sink sink,
+                                void *user)
 {
-    /* layout (host floats, doubles and the device buffer alike):
-     * inp (N IC), weight (OC IC), bias (OC), dout (N OC) | out (N OC), dinp (N IC),
-     * dweight (OC IC), dbias (OC) */
-    const size_t n_in = N * IC + OC * IC + OC + N * OC, n_all = 2 * n_in;
-    float *h = calloc(n_all, 4);
-    double *d = calloc(n_all, 8), *bound = malloc(N * OC * 8);
-    cl_mem buf = NULL;
-    clformer_status st = CLFORMER_OK;
-    if (!h || !d || !bound) {
+    const size_t N = k->N, IC = k->IC, OC = k->OC;
+    conf_block b = {0};
+    enum { X, W, BIAS, DY, Y, DX, DW, DB, COUNT };
+    const size_t len[COUNT] = {N * IC, OC * IC, OC, N * OC, N * OC, N * IC, OC * IC, OC};
+    for (int t = 0; t < COUNT; t++) conf_block_add(&b, len[t]);
+    double *in64[COUNT] = {0}, *y64 = malloc(N * OC * 8), *bound = malloc(N * OC * 8),
+           *dx64 = malloc(N * IC * 8);
+    clformer_status st = conf_block_create(ctx, &b);
+    if (st) goto done;
+    ref_rng r = ref_rng_new(k->seed);
+    for (int t = X; t <= DY; t++) ref_fill_uniform(&r, conf_block_init(&b, t), NULL, len[t], -1, 1);
+    ref_fill_uniform(&r, conf_block_init(&b, DW), NULL, OC * IC, -1, 1); /* existing gradients */
+    ref_fill_uniform(&r, conf_block_init(&b, DB), NULL, OC, -1, 1);
+    conf_block_init_fill(&b, Y, NAN);  /* overwritten */
+    conf_block_init_fill(&b, DX, NAN); /* overwritten first */
+    bool oom = !y64 || !bound || !dx64;
+    for (int t = 0; t < COUNT; t++)
+        if (t != Y && t != DX) oom |= !(in64[t] = conf_widen(conf_block_init(&b, t), len[t]));
+    if (oom) {
         st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
         goto done;
     }
-    const size_t o_w = N * IC, o_b = o_w + OC * IC, o_dout = o_b + OC, o_out = n_in,
-                 o_dinp = o_out + N * OC, o_dw = o_dinp + N * IC, o_db = o_dw + OC * IC;
-    ref_rng r = ref_rng_new(N * 7919 + IC * 31 + OC);
-    ref_fill_uniform(&r, h, d, n_in, -1, 1);
-    /* The whole buffer is uploaded (outputs as zeros): Oclgrind 21.10 marked part
-     * of a partial upload as uninitialised. */
-    if ((st = cf_buffer_alloc(ctx, n_all, "linear check", &buf)) ||
-        (st = cf_upload(ctx, buf, 0, h, n_all)))
-        goto done;
-    const cf_view inp = {buf, 0}, w = {buf, o_w}, b = {buf, o_b}, dout = {buf, o_dout},
-                  out = {buf, o_out}, dinp = {buf, o_dinp}, dw = {buf, o_dw}, db = {buf, o_db};
+    const cf_view vx = conf_block_view(&b, X), vw = conf_block_view(&b, W),
+                  vb = k->bias ? conf_block_view(&b, BIAS) : cf_view_at(NULL, 0),
+                  vdy = conf_block_view(&b, DY), vy = conf_block_view(&b, Y),
+                  vdx = conf_block_view(&b, DX), vdw = conf_block_view(&b, DW),
+                  vdb = k->bias ? conf_block_view(&b, DB) : cf_view_at(NULL, 0);
+    const double *b64 = k->bias ? in64[BIAS] : NULL;
+    double *db64 = k->bias ? in64[DB] : NULL; /* without bias: dbias stays as it was */
     char shape[96];
-    snprintf(shape, sizeof shape, "N=%zu IC=%zu OC=%zu", N, IC, OC);
+    snprintf(shape, sizeof shape, "N=%zu IC=%zu OC=%zu%s", N, IC, OC, k->bias ? "" : " no bias");
 
-    /* Each op runs once untimed first: PoCL compiles a kernel at its first launch. */
-    if ((st = cf_linear_forward(ctx, out, inp, w, b, N, IC, OC))) goto done;
+    /* Both kernels once before the timed runs (PoCL compiles at the first
+     * launch); the upload afterwards restores every initial value. */
+    if ((st = conf_block_upload(&b))) goto done;
+    if (conf_warm_up(ctx) &&
+        ((st = cf_linear_forward(ctx, vy, vx, vw, vb, N, IC, OC)) ||
+         (st = cf_linear_backward(ctx, vdx, vdw, vdb, vdy, vx, vw, N, IC, OC, false)) ||
+         (st = cf_finish(ctx)) || (st = conf_block_upload(&b))))
+        goto done;
+
     double t0 = conf_now_ms();
-    if ((st = cf_linear_forward(ctx, out, inp, w, b, N, IC, OC)) || (st = cf_finish(ctx)))
+    if ((st = cf_linear_forward(ctx, vy, vx, vw, vb, N, IC, OC)) || (st = cf_finish(ctx)))
         goto done;
     double ms = conf_now_ms() - t0;
-    if ((st = cf_download(ctx, buf, o_out, h + o_out, N * OC))) goto done;
-    ref_gemm(false, true, N, OC, IC, 1.0, d, IC, d + o_w, IC, 0.0, d + o_out, OC, bound);
-    ref_linear_forward(d + o_out, d, d + o_w, d + o_b, N, IC, OC);
-    for (size_t i = 0; i < N * OC; i++) bound[i] += fabs(d[o_b + i % OC]);
+    if ((st = conf_block_read(&b))) goto done;
+    ref_gemm(false, true, N, OC, IC, 1.0, in64[X], IC, in64[W], IC, 0.0, y64, OC, bound);
+    ref_linear_forward(y64, in64[X], in64[W], b64, N, IC, OC);
+    for (size_t i = 0; b64 && i < N * OC; i++) bound[i] += fabs(b64[i % OC]);
     conf_emit(sink, user, "linear_forward", shape,
-              ref_compare_gemm(h + o_out, d + o_out, bound, N * OC), ms);
+              conf_guarded(ref_compare_gemm(conf_block_out(&b, Y), y64, bound, N * OC), &b), ms);
 
-    if ((st = cf_linear_backward(ctx, dinp, dw, db, dout, inp, w, N, IC, OC, false)) ||
-        (st = cf_fill(ctx, buf, o_dw, OC * IC + OC, 0.0f)) || /* dweight, dbias accumulate */
-        (st = cf_finish(ctx)))
-        goto done;
-    t0 = conf_now_ms();
-    if ((st = cf_linear_backward(ctx, dinp, dw, db, dout, inp, w, N, IC, OC, false)) ||
-        (st = cf_finish(ctx)))
-        goto done;
-    ms = conf_now_ms() - t0;
-    if ((st = cf_download(ctx, buf, o_dinp, h + o_dinp, n_all - o_dinp))) goto done;
-    ref_linear_backward(d + o_dinp, d + o_dw, d + o_db, d + o_dout, d, d + o_w, N, IC, OC, false);
-    conf_emit(sink, user, "linear_backward", shape,
-              conf_worse(ref_compare_grad(h + o_dinp, d + o_dinp, N * IC),
-                         conf_worse(ref_compare_grad(h + o_dw, d + o_dw, OC * IC),
-                                    ref_compare_grad(h + o_db, d + o_db, OC))),
-              ms);
+    /* backward: dinp overwritten (over NaN), then accumulated, then not wanted */
+    static const char *const op[3] = {"linear_backward", "linear_backward_accumulate",
+                                      "linear_backward_params_only"};
+    for (int pass = 0; pass < 3; pass++) {
+        const bool acc = pass == 1, with_dx = pass < 2;
+        t0 = conf_now_ms();
+        if ((st = cf_linear_backward(ctx, with_dx ? vdx : cf_view_at(NULL, 0), vdw, vdb, vdy, vx,
+                                     vw, N, IC, OC, acc)) ||
+            (st = cf_finish(ctx)))
+            goto done;
+        ms = conf_now_ms() - t0;
+        if ((st = conf_block_read(&b))) goto done;
+        ref_linear_backward(with_dx ? dx64 : NULL, in64[DW], db64, in64[DY], in64[X], in64[W], N,
+                            IC, OC, acc);
+        ref_cmp c = conf_worse(ref_compare_grad(conf_block_out(&b, DW), in64[DW], OC * IC),
+                               ref_compare_grad(conf_block_out(&b, DB), in64[DB], OC));
+        if (with_dx) c = conf_worse(ref_compare_grad(conf_block_out(&b, DX), dx64, N * IC), c);
+        conf_emit(sink, user, op[pass], shape, conf_guarded(c, &b), ms);
+    }
 done:
-    cf_buffer_free(ctx, buf);
-    free(h), free(d), free(bound);
+    conf_block_free(&b);
+    for (int t = 0; t < COUNT; t++) free(in64[t]);
+    free(y64), free(bound), free(dx64);
     return st;
 }
 
 clformer_status conf_linear(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
 {
-    if (quick) return one(ctx, 7, 13, 5, sink, user);
-    CF_TRY(one(ctx, 93, 257, 61, sink, user));
-    return one(ctx, 128, 512, 2048, sink, user);
+    static const conf_linear_case small = {7, 13, 5, true, 7 * 7919 + 13 * 31 + 5},
+                                  full[] = {{93, 257, 61, true, 93 * 7919 + 257 * 31 + 61},
+                                            {128, 512, 2048, true, 128 * 7919 + 512 * 31 + 2048}};
+    if (quick) return conf_linear_run(ctx, &small, sink, user);
+    for (size_t i = 0; i < sizeof full / sizeof full[0]; i++)
+        CF_TRY(conf_linear_run(ctx, &full[i], sink, user));
+    return CLFORMER_OK;
 }

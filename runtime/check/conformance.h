@@ -102,6 +102,14 @@ typedef struct {
 } conf_gemm_case;
 clformer_status conf_gemm_run(cf_ctx *ctx, const conf_gemm_case *c, conf_sink sink, void *user);
 
+typedef struct {
+    size_t N, IC, OC;
+    bool bias;
+    uint64_t seed;
+} conf_linear_case;
+clformer_status conf_linear_run(cf_ctx *ctx, const conf_linear_case *c, conf_sink sink,
+                                void *user);
+
 clformer_status conf_layernorm_run(cf_ctx *ctx, const conf_layernorm_case *c, conf_sink sink,
                                    void *user);
 

@@ -29,6 +29,7 @@ const char *clformer_status_name(clformer_status status)
     case CLFORMER_ERR_IO: return "CLFORMER_ERR_IO";
     case CLFORMER_ERR_FORMAT: return "CLFORMER_ERR_FORMAT";
     case CLFORMER_ERR_INTERRUPTED: return "CLFORMER_ERR_INTERRUPTED";
+    case CLFORMER_ERR_DIVERGED: return "CLFORMER_ERR_DIVERGED";
     }
     return "CLFORMER_ERR_UNKNOWN";
 }

@@ -4,7 +4,7 @@
  * when a batch needs more than any batch before it.
  */
 #include "arena.h"
-#include "model.h"
+#include "session.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +17,10 @@ static void sub_acts(cf_arena *c, cf_sub_acts *s, size_t N, size_t d)
     s->out = cf_arena_take(c, N * d);
 }
 
-static void attn_acts(cf_arena *c, cf_attn_acts *a, const cf_model *m, size_t B, size_t Tq,
-                      size_t Tk, bool cross, bool dropout)
+static void attn_acts(cf_arena *c, cf_attn_acts *a, const clformer_config *cfg, size_t B,
+                      size_t Tq, size_t Tk, bool cross, bool dropout)
 {
-    const size_t d = (size_t)m->cfg.d_model, H = (size_t)m->cfg.n_heads;
+    const size_t d = (size_t)cfg->d_model, H = (size_t)cfg->n_heads;
     if (cross) {
         a->q = cf_arena_take(c, B * Tq * d);
         a->kv = cf_arena_take(c, B * Tk * 2 * d);
@@ -55,9 +55,8 @@ static cf_embedding_index index_views(cf_arena *c, size_t n)
 }
 
 /* Assigns every view; returns the element count. */
-static size_t layout(cf_model *m, cf_acts *a, cl_mem buf)
+static size_t layout(const clformer_config *cfg, cf_acts *a, cl_mem buf)
 {
-    const clformer_config *cfg = &m->cfg;
     const size_t B = a->B, S = a->S, T = a->T;
     const size_t d = (size_t)cfg->d_model, ff = (size_t)cfg->d_ff, H = (size_t)cfg->n_heads;
     const size_t V = (size_t)cfg->tgt_vocab, Ns = B * S, Nt = B * T;
@@ -77,7 +76,7 @@ static size_t layout(cf_model *m, cf_acts *a, cl_mem buf)
     for (int l = 0; l < cfg->n_enc_layers; l++) {
         cf_layer_acts *L = &a->enc[l];
         sub_acts(&c, &L->sub[0], Ns, d);
-        attn_acts(&c, &L->self_attn, m, B, S, S, false, drop);
+        attn_acts(&c, &L->self_attn, cfg, B, S, S, false, drop);
         sub_acts(&c, &L->sub[1], Ns, d);
         ffn_acts(&c, &L->ffn, Ns, d, ff);
     }
@@ -87,9 +86,9 @@ static size_t layout(cf_model *m, cf_acts *a, cl_mem buf)
     for (int l = 0; l < cfg->n_dec_layers; l++) {
         cf_layer_acts *L = &a->dec[l];
         sub_acts(&c, &L->sub[0], Nt, d);
-        attn_acts(&c, &L->self_attn, m, B, T, T, false, drop);
+        attn_acts(&c, &L->self_attn, cfg, B, T, T, false, drop);
         sub_acts(&c, &L->sub[1], Nt, d);
-        attn_acts(&c, &L->cross_attn, m, B, T, S, true, drop);
+        attn_acts(&c, &L->cross_attn, cfg, B, T, S, true, drop);
         sub_acts(&c, &L->sub[2], Nt, d);
         ffn_acts(&c, &L->ffn, Nt, d, ff);
     }
@@ -117,42 +116,38 @@ static size_t layout(cf_model *m, cf_acts *a, cl_mem buf)
     return c.next;
 }
 
-clformer_status cf_acts_prepare(cf_model *m, size_t B, size_t S, size_t T, bool training)
+clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, bool training)
 {
-    cf_acts *a = &m->acts;
+    const clformer_config *cfg = &s->model->cfg;
+    cf_acts *a = &s->acts;
     if (!a->enc || !a->dec) { /* both or neither: a half-made pair is made again */
         free(a->enc);
         free(a->dec);
-        a->enc = calloc((size_t)m->cfg.n_enc_layers, sizeof *a->enc);
-        a->dec = calloc((size_t)m->cfg.n_dec_layers, sizeof *a->dec);
+        a->enc = calloc((size_t)cfg->n_enc_layers, sizeof *a->enc);
+        a->dec = calloc((size_t)cfg->n_dec_layers, sizeof *a->dec);
         if (!a->enc || !a->dec) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     a->B = B;
     a->S = S;
     a->T = T;
     a->training = training;
-    size_t need = layout(m, a, NULL);
-    if (need > m->arena_capacity) {
-        cf_buffer_free(m->ctx, m->arena);
-        m->arena = NULL;
-        m->arena_capacity = 0;
-        clformer_status st = cf_buffer_alloc(m->ctx, need, "activations", &m->arena);
-        if (st != CLFORMER_OK)
-            return cf_fail_prefix(st, "batch of %zu sentences (source length %zu, target "
-                                      "length %zu) needs too much memory: ",
-                                  B, S, T + 1);
-        m->arena_capacity = need;
-    }
-    a->total = layout(m, a, m->arena);
+    size_t need = layout(cfg, a, NULL);
+    clformer_status st = cf_arena_reserve(s->ctx, &s->arena, &s->arena_capacity, need,
+                                          "activations");
+    if (st != CLFORMER_OK)
+        return cf_fail_prefix(st, "batch of %zu sentences (source length %zu, target length "
+                                  "%zu) needs too much memory: ",
+                              B, S, T + 1);
+    a->total = layout(cfg, a, s->arena);
     return CLFORMER_OK;
 }
 
-void cf_acts_release(cf_model *m)
+void cf_acts_release(cf_session *s)
 {
-    cf_buffer_free(m->ctx, m->arena);
-    m->arena = NULL;
-    m->arena_capacity = 0;
-    free(m->acts.enc);
-    free(m->acts.dec);
-    memset(&m->acts, 0, sizeof m->acts);
+    cf_buffer_free(s->ctx, s->arena);
+    s->arena = NULL;
+    s->arena_capacity = 0;
+    free(s->acts.enc);
+    free(s->acts.dec);
+    memset(&s->acts, 0, sizeof s->acts);
 }

@@ -21,4 +21,9 @@ static inline cf_view cf_arena_take(cf_arena *a, size_t count)
     return v;
 }
 
+/* Makes *buf hold at least `need` elements: a buffer of *capacity elements
+ * is kept when large enough, else replaced (its contents are not kept). */
+clformer_status cf_arena_reserve(cf_ctx *ctx, cl_mem *buf, size_t *capacity, size_t need,
+                                 const char *what);
+
 #endif

@@ -1,68 +1,68 @@
 /*
  * The backward pass: from dlogits (left in place of the logits by the
  * forward pass) back to the embeddings, accumulating every parameter
- * gradient into m->grads (zeroed by the caller). Layer by layer in reverse;
+ * gradient into the model's grads (zeroed by the caller). Layer by layer in reverse;
  * the residual stream's gradient lives in acts.d_res, the memory's in
  * acts.d_mem (summed over the decoder's cross-attentions).
  */
-#include "model.h"
+#include "session.h"
 
 #include <math.h>
 
-static cf_view P(const cf_model *m, size_t off) { return cf_view_at(m->params, off); }
-static cf_view G(const cf_model *m, size_t off) { return cf_view_at(m->grads, off); }
+static cf_view P(const cf_session *s, size_t off) { return cf_param(s, off); }
+static cf_view G(const cf_session *s, size_t off) { return cf_grad(s, off); }
 static const cf_view NONE = {NULL, 0};
 
 /* Gradient of a sublayer's F: dout -> input (dinp, += when accumulate). */
 typedef enum { F_SELF_ATTN, F_CROSS_ATTN, F_FFN } f_kind;
 
-static clformer_status attention_backward(cf_model *m, cf_attn_acts *a, const cf_attn_params *p,
+static clformer_status attention_backward(cf_session *s, cf_attn_acts *a, const cf_attn_params *p,
                                           cf_view dout, cf_view fin, cf_view dinp,
                                           bool accumulate, bool cross, size_t Tq, size_t Tk,
                                           bool causal, uint32_t site)
 {
-    cf_ctx *ctx = m->ctx;
-    cf_acts *A = &m->acts;
-    const size_t B = A->B, d = (size_t)m->cfg.d_model, H = (size_t)m->cfg.n_heads;
+    cf_ctx *ctx = s->ctx;
+    cf_acts *A = &s->acts;
+    const size_t B = A->B, d = (size_t)s->model->cfg.d_model, H = (size_t)s->model->cfg.n_heads;
     const size_t dh = d / H, Nq = B * Tq, Nk = B * Tk;
-    CF_TRY(cf_linear_backward(ctx, A->d_c, G(m, p->out_w), G(m, p->out_b), dout, a->concat,
-                              P(m, p->out_w), Nq, d, d, false));
+    CF_TRY(cf_linear_backward(ctx, A->d_c, G(s, p->out_w), G(s, p->out_b), dout, a->concat,
+                              P(s, p->out_w), Nq, d, d, false));
     CF_TRY(cf_split_heads(ctx, A->d_ctx_h, A->d_c, d, B, Tq, H, dh));
     const cf_attention_shape shape = {B, H, dh, Tq, Tk, Tk, 0, causal, Tk};
     cf_dropout ds;
     CF_TRY(cf_attention_backward(ctx, A->d_qh, A->d_kh, A->d_vh, A->d_probs, A->d_ctx_h,
                                  &a->saved, a->qh, a->kh, a->vh, &shape,
-                                 cf_model_dropout(m, site, &ds)));
+                                 cf_session_dropout(s, site, &ds)));
     if (!cross) {
         CF_TRY(cf_merge_heads(ctx, A->d_q, 3 * d, A->d_qh, B, Tq, H, dh));
         CF_TRY(cf_merge_heads(ctx, cf_view_add(A->d_q, d), 3 * d, A->d_kh, B, Tk, H, dh));
         CF_TRY(cf_merge_heads(ctx, cf_view_add(A->d_q, 2 * d), 3 * d, A->d_vh, B, Tk, H, dh));
-        return cf_linear_backward(ctx, dinp, G(m, p->in_proj_w), G(m, p->in_proj_b), A->d_q, fin,
-                                  P(m, p->in_proj_w), Nq, d, 3 * d, accumulate);
+        return cf_linear_backward(ctx, dinp, G(s, p->in_proj_w), G(s, p->in_proj_b), A->d_q, fin,
+                                  P(s, p->in_proj_w), Nq, d, 3 * d, accumulate);
     }
     CF_TRY(cf_merge_heads(ctx, A->d_q, d, A->d_qh, B, Tq, H, dh));
     CF_TRY(cf_merge_heads(ctx, A->d_kv, 2 * d, A->d_kh, B, Tk, H, dh));
     CF_TRY(cf_merge_heads(ctx, cf_view_add(A->d_kv, d), 2 * d, A->d_vh, B, Tk, H, dh));
-    CF_TRY(cf_linear_backward(ctx, dinp, G(m, p->in_proj_w), G(m, p->in_proj_b), A->d_q, fin,
-                              P(m, p->in_proj_w), Nq, d, d, accumulate));
-    return cf_linear_backward(ctx, A->d_mem, G(m, p->in_proj_w + d * d),
-                              G(m, p->in_proj_b + d), A->d_kv, A->memory,
-                              P(m, p->in_proj_w + d * d), Nk, d, 2 * d, true);
+    CF_TRY(cf_linear_backward(ctx, dinp, G(s, p->in_proj_w), G(s, p->in_proj_b), A->d_q, fin,
+                              P(s, p->in_proj_w), Nq, d, d, accumulate));
+    return cf_linear_backward(ctx, A->d_mem, G(s, p->in_proj_w + d * d),
+                              G(s, p->in_proj_b + d), A->d_kv, A->memory,
+                              P(s, p->in_proj_w + d * d), Nk, d, 2 * d, true);
 }
 
-static clformer_status ffn_backward(cf_model *m, cf_ffn_acts *f, const cf_layer_params *p,
+static clformer_status ffn_backward(cf_session *s, cf_ffn_acts *f, const cf_layer_params *p,
                                     cf_view dout, cf_view fin, cf_view dinp, bool accumulate,
                                     size_t N, uint32_t site)
 {
-    cf_ctx *ctx = m->ctx;
-    const size_t d = (size_t)m->cfg.d_model, ff = (size_t)m->cfg.d_ff;
-    const cf_view d_ff = m->acts.d_ff;
+    cf_ctx *ctx = s->ctx;
+    const size_t d = (size_t)s->model->cfg.d_model, ff = (size_t)s->model->cfg.d_ff;
+    const cf_view d_ff = s->acts.d_ff;
     cf_dropout ds;
-    CF_TRY(cf_linear_backward(ctx, d_ff, G(m, p->lin2_w), G(m, p->lin2_b), dout, f->act,
-                              P(m, p->lin2_w), N, ff, d, false));
-    CF_TRY(cf_bias_act_backward(ctx, d_ff, G(m, p->lin1_b), d_ff, f->pre, P(m, p->lin1_b), N, ff,
-                                (cf_activation)m->cfg.activation, cf_model_dropout(m, site, &ds)));
-    return cf_linear_backward(ctx, dinp, G(m, p->lin1_w), NONE, d_ff, fin, P(m, p->lin1_w), N, d,
+    CF_TRY(cf_linear_backward(ctx, d_ff, G(s, p->lin2_w), G(s, p->lin2_b), dout, f->act,
+                              P(s, p->lin2_w), N, ff, d, false));
+    CF_TRY(cf_bias_act_backward(ctx, d_ff, G(s, p->lin1_b), d_ff, f->pre, P(s, p->lin1_b), N, ff,
+                                (cf_activation)s->model->cfg.activation, cf_session_dropout(s, site, &ds)));
+    return cf_linear_backward(ctx, dinp, G(s, p->lin1_w), NONE, d_ff, fin, P(s, p->lin1_w), N, d,
                               ff, accumulate);
 }
 
@@ -78,101 +78,101 @@ typedef struct {
     uint32_t inner_site; /* attention probabilities or FFN hidden dropout */
 } f_spec;
 
-static clformer_status f_backward(cf_model *m, const f_spec *f, cf_view dout, cf_view fin,
+static clformer_status f_backward(cf_session *s, const f_spec *f, cf_view dout, cf_view fin,
                                   cf_view dinp, bool accumulate, size_t N)
 {
     if (f->kind == F_FFN)
-        return ffn_backward(m, f->ffn, f->layer_p, dout, fin, dinp, accumulate, N, f->inner_site);
-    return attention_backward(m, f->attn, f->attn_p, dout, fin, dinp, accumulate,
+        return ffn_backward(s, f->ffn, f->layer_p, dout, fin, dinp, accumulate, N, f->inner_site);
+    return attention_backward(s, f->attn, f->attn_p, dout, fin, dinp, accumulate,
                               f->kind == F_CROSS_ATTN, f->Tq, f->Tk, f->causal, f->inner_site);
 }
 
 /* On entry d_res holds dL/dy for the sublayer's output y; on return dL/dx
  * for its input x. */
-static clformer_status sublayer_backward(cf_model *m, cf_sub_acts *s, const f_spec *f, cf_view x,
+static clformer_status sublayer_backward(cf_session *s, cf_sub_acts *sub, const f_spec *f, cf_view x,
                                          size_t nw, size_t nb, size_t N, uint32_t out_site)
 {
-    cf_ctx *ctx = m->ctx;
-    cf_acts *A = &m->acts;
-    const size_t d = (size_t)m->cfg.d_model;
+    cf_ctx *ctx = s->ctx;
+    cf_acts *A = &s->acts;
+    const size_t d = (size_t)s->model->cfg.d_model;
     cf_dropout ds;
-    const cf_dropout *drop = cf_model_dropout(m, out_site, &ds);
-    if (m->cfg.norm_first) {
+    const cf_dropout *drop = cf_session_dropout(s, out_site, &ds);
+    if (s->model->cfg.norm_first) {
         /* y = x + drop(F(LN(x))) */
         CF_TRY(cf_dropout_backward(ctx, A->d_a, A->d_res, N * d, drop));
-        CF_TRY(f_backward(m, f, A->d_a, s->ln, A->d_b, false, N));
-        return cf_layernorm_backward(ctx, A->d_res, G(m, nw), G(m, nb), A->d_b, x, P(m, nw),
-                                     s->mean, s->rstd, N, d, true);
+        CF_TRY(f_backward(s, f, A->d_a, sub->ln, A->d_b, false, N));
+        return cf_layernorm_backward(ctx, A->d_res, G(s, nw), G(s, nb), A->d_b, x, P(s, nw),
+                                     sub->mean, sub->rstd, N, d, true);
     }
     /* y = LN(x + drop(F(x))) */
-    CF_TRY(cf_layernorm_backward(ctx, A->d_a, G(m, nw), G(m, nb), A->d_res, s->ln, P(m, nw),
-                                 s->mean, s->rstd, N, d, false));
+    CF_TRY(cf_layernorm_backward(ctx, A->d_a, G(s, nw), G(s, nb), A->d_res, sub->ln, P(s, nw),
+                                 sub->mean, sub->rstd, N, d, false));
     CF_TRY(cf_copy(ctx, A->d_a.buf, A->d_a.off, A->d_res.buf, A->d_res.off, N * d));
     CF_TRY(cf_dropout_backward(ctx, A->d_b, A->d_a, N * d, drop));
-    return f_backward(m, f, A->d_b, x, A->d_res, true, N);
+    return f_backward(s, f, A->d_b, x, A->d_res, true, N);
 }
 
-static clformer_status encoder_layer_backward(cf_model *m, int l)
+static clformer_status encoder_layer_backward(cf_session *s, int l)
 {
-    cf_layer_acts *L = &m->acts.enc[l];
-    const cf_layer_params *p = &m->layout.enc[l];
-    const size_t S = m->acts.S, N = m->acts.B * S;
+    cf_layer_acts *L = &s->acts.enc[l];
+    const cf_layer_params *p = &s->model->layout.enc[l];
+    const size_t S = s->acts.S, N = s->acts.B * S;
     const f_spec ffn = {F_FFN, NULL, NULL, &L->ffn, p, 0, 0, false, cf_site(l, CF_SITE_FF_HIDDEN)};
     const f_spec attn = {F_SELF_ATTN, &L->self_attn, &p->self_attn, NULL, p, S, S, false,
                          cf_site(l, CF_SITE_ATTN_PROBS)};
-    CF_TRY(sublayer_backward(m, &L->sub[1], &ffn, L->sub[0].out, p->norm_w[1], p->norm_b[1], N,
+    CF_TRY(sublayer_backward(s, &L->sub[1], &ffn, L->sub[0].out, p->norm_w[1], p->norm_b[1], N,
                              cf_site(l, CF_SITE_FF_OUT)));
-    return sublayer_backward(m, &L->sub[0], &attn, cf_layer_input(m, false, l), p->norm_w[0],
+    return sublayer_backward(s, &L->sub[0], &attn, cf_layer_input(&s->acts, false, l), p->norm_w[0],
                              p->norm_b[0], N, cf_site(l, CF_SITE_ATTN_OUT));
 }
 
-static clformer_status decoder_layer_backward(cf_model *m, int l)
+static clformer_status decoder_layer_backward(cf_session *s, int l)
 {
-    cf_layer_acts *L = &m->acts.dec[l];
-    const cf_layer_params *p = &m->layout.dec[l];
-    const size_t S = m->acts.S, T = m->acts.T, N = m->acts.B * T;
-    const int sl = m->cfg.n_enc_layers + l;
+    cf_layer_acts *L = &s->acts.dec[l];
+    const cf_layer_params *p = &s->model->layout.dec[l];
+    const size_t S = s->acts.S, T = s->acts.T, N = s->acts.B * T;
+    const int sl = s->model->cfg.n_enc_layers + l;
     const f_spec ffn = {F_FFN, NULL, NULL, &L->ffn, p, 0, 0, false, cf_site(sl, CF_SITE_FF_HIDDEN)};
     const f_spec cross = {F_CROSS_ATTN, &L->cross_attn, &p->cross_attn, NULL, p, T, S, false,
                           cf_site(sl, CF_SITE_CROSS_PROBS)};
     const f_spec self = {F_SELF_ATTN, &L->self_attn, &p->self_attn, NULL, p, T, T, true,
                          cf_site(sl, CF_SITE_ATTN_PROBS)};
-    CF_TRY(sublayer_backward(m, &L->sub[2], &ffn, L->sub[1].out, p->norm_w[2], p->norm_b[2], N,
+    CF_TRY(sublayer_backward(s, &L->sub[2], &ffn, L->sub[1].out, p->norm_w[2], p->norm_b[2], N,
                              cf_site(sl, CF_SITE_FF_OUT)));
-    CF_TRY(sublayer_backward(m, &L->sub[1], &cross, L->sub[0].out, p->norm_w[1], p->norm_b[1], N,
+    CF_TRY(sublayer_backward(s, &L->sub[1], &cross, L->sub[0].out, p->norm_w[1], p->norm_b[1], N,
                              cf_site(sl, CF_SITE_CROSS_OUT)));
-    return sublayer_backward(m, &L->sub[0], &self, cf_layer_input(m, true, l), p->norm_w[0],
+    return sublayer_backward(s, &L->sub[0], &self, cf_layer_input(&s->acts, true, l), p->norm_w[0],
                              p->norm_b[0], N, cf_site(sl, CF_SITE_ATTN_OUT));
 }
 
-clformer_status cf_backward(cf_model *m)
+clformer_status cf_backward(cf_session *s)
 {
-    cf_ctx *ctx = m->ctx;
-    cf_acts *A = &m->acts;
-    const clformer_config *c = &m->cfg;
-    const cf_param_layout *lay = &m->layout;
+    cf_ctx *ctx = s->ctx;
+    cf_acts *A = &s->acts;
+    const clformer_config *c = &s->model->cfg;
+    const cf_param_layout *lay = &s->model->layout;
     const size_t d = (size_t)c->d_model, V = (size_t)c->tgt_vocab;
     const size_t Ns = A->B * A->S, Nt = A->B * A->T;
     const float scale = sqrtf((float)d);
-    const cf_view dpos = c->positional == CLFORMER_POS_LEARNED ? G(m, lay->pos_embed) : NONE;
+    const cf_view dpos = c->positional == CLFORMER_POS_LEARNED ? G(s, lay->pos_embed) : NONE;
     cf_dropout ds;
 
     /* generator and decoder.norm */
-    CF_TRY(cf_linear_backward(ctx, A->d_a, G(m, lay->generator_w), G(m, lay->generator_b),
-                              A->logits, A->dec_out, P(m, lay->generator_w), Nt, d, V, false));
-    CF_TRY(cf_layernorm_backward(ctx, A->d_res, G(m, lay->dec_norm_w), G(m, lay->dec_norm_b),
-                                 A->d_a, cf_layer_input(m, true, c->n_dec_layers),
-                                 P(m, lay->dec_norm_w), A->dec_mean, A->dec_rstd, Nt, d, false));
+    CF_TRY(cf_linear_backward(ctx, A->d_a, G(s, lay->generator_w), G(s, lay->generator_b),
+                              A->logits, A->dec_out, P(s, lay->generator_w), Nt, d, V, false));
+    CF_TRY(cf_layernorm_backward(ctx, A->d_res, G(s, lay->dec_norm_w), G(s, lay->dec_norm_b),
+                                 A->d_a, cf_layer_input(&s->acts, true, c->n_dec_layers),
+                                 P(s, lay->dec_norm_w), A->dec_mean, A->dec_rstd, Nt, d, false));
     CF_TRY(cf_fill(ctx, A->d_mem.buf, A->d_mem.off, Ns * d, 0.0f));
-    for (int l = c->n_dec_layers - 1; l >= 0; l--) CF_TRY(decoder_layer_backward(m, l));
-    CF_TRY(cf_embedding_backward(ctx, G(m, lay->tgt_embed), dpos, A->d_res, &A->tgt_index, A->B,
-                                 A->T, d, scale, cf_model_dropout(m, CF_SITE_TGT_EMBED, &ds)));
+    for (int l = c->n_dec_layers - 1; l >= 0; l--) CF_TRY(decoder_layer_backward(s, l));
+    CF_TRY(cf_embedding_backward(ctx, G(s, lay->tgt_embed), dpos, A->d_res, &A->tgt_index, A->B,
+                                 A->T, d, scale, cf_session_dropout(s, CF_SITE_TGT_EMBED, &ds)));
 
     /* encoder.norm, then the encoder */
-    CF_TRY(cf_layernorm_backward(ctx, A->d_res, G(m, lay->enc_norm_w), G(m, lay->enc_norm_b),
-                                 A->d_mem, cf_layer_input(m, false, c->n_enc_layers),
-                                 P(m, lay->enc_norm_w), A->mem_mean, A->mem_rstd, Ns, d, false));
-    for (int l = c->n_enc_layers - 1; l >= 0; l--) CF_TRY(encoder_layer_backward(m, l));
-    return cf_embedding_backward(ctx, G(m, lay->src_embed), dpos, A->d_res, &A->src_index, A->B,
-                                 A->S, d, scale, cf_model_dropout(m, CF_SITE_SRC_EMBED, &ds));
+    CF_TRY(cf_layernorm_backward(ctx, A->d_res, G(s, lay->enc_norm_w), G(s, lay->enc_norm_b),
+                                 A->d_mem, cf_layer_input(&s->acts, false, c->n_enc_layers),
+                                 P(s, lay->enc_norm_w), A->mem_mean, A->mem_rstd, Ns, d, false));
+    for (int l = c->n_enc_layers - 1; l >= 0; l--) CF_TRY(encoder_layer_backward(s, l));
+    return cf_embedding_backward(ctx, G(s, lay->src_embed), dpos, A->d_res, &A->src_index, A->B,
+                                 A->S, d, scale, cf_session_dropout(s, CF_SITE_SRC_EMBED, &ds));
 }

@@ -271,6 +271,17 @@ static clformer_status parse_train_state(const char *text, train_state *ts)
     return st;
 }
 
+clformer_status cf_model_forget_training(cf_model *m)
+{
+    CF_TRY(cf_fill_u32(m->ctx, m->adam_m, 0, m->layout.total, 0));
+    CF_TRY(cf_fill_u32(m->ctx, m->adam_v, 0, m->layout.total, 0));
+    m->step = 0;
+    m->has_training_state = false;
+    free(m->train_state);
+    m->train_state = NULL;
+    return CLFORMER_OK;
+}
+
 clformer_status cf_train_state_check(const char *text)
 {
     train_state ts;

@@ -11,6 +11,10 @@
 
 clformer_status cf_checkpoint_check(const cf_st_reader *reader);
 
+/* Makes a loaded model a new run's starting point (training from --init):
+ * step 0, Adam moments zero, no trainer state. The weights stay. */
+clformer_status cf_model_forget_training(clformer_model *model);
+
 /* Parses a clformer.train_state value as loading does, and discards it. */
 clformer_status cf_train_state_check(const char *text);
 

@@ -1,14 +1,62 @@
 /*
- * Inference: greedy and beam-search decoding with per-layer caches of the
- * keys and values of past positions (self-attention) and of the memory
- * (cross-attention), so each new token costs one position, not the prefix.
+ * Decoding (internal): a session's caches of the keys and values of past
+ * positions (self-attention) and of the memory (cross-attention), so each
+ * new token costs one position, not the prefix. decode.c runs the steps and
+ * greedy search, beam.c the beam search.
  */
 #ifndef CF_DECODE_H
 #define CF_DECODE_H
 
-#include "model.h"
+#include "session.h"
 
-void cf_decoder_free(cf_model *m);
-size_t cf_decoder_bytes(const cf_model *m);
+/* The caches and scratch of decoding R rows (sentence * copies + k) over
+ * a source of length S for up to L positions. */
+struct cf_decoder {
+    size_t R, S, L;       /* rows, source length, positions (cache capacity) */
+    cl_mem buf;
+    size_t count;
+    cf_view *self_k, *self_v, *cross_k, *cross_v; /* per layer: (R,H,L,dh) and (R,H,S,dh) */
+    cf_view x, fin, mean, rstd;                   /* (R, d), (R) */
+    cf_view qkv, qh, ctx_h, concat, out;          /* (R, 3d), (R, d) ... */
+    cf_view ff_pre, ff_act;                       /* (R, d_ff) */
+    cf_view probs;                                /* (R, H, max(L, S)) */
+    cf_view logits;                               /* (R, V) */
+    cf_view kv;                                   /* (R*S, 2d) cross projection */
+    cf_view gather_tmp;                           /* (R, H, L, dh) */
+    cf_view tokens;                               /* int (R, L): inputs so far */
+    cf_view step_tokens, argmax, parents;         /* int (R) */
+};
+
+void cf_decoder_free(cf_session *s);
+size_t cf_decoder_bytes(const cf_session *s);
+
+/* Writes the key or value of one position `pos` of every row into a cache
+ * (R, H, cap, dh) from the head-interleaved rows src (R, ld). */
+clformer_status cf_kv_cache_write(cf_session *s, cf_view cache, cf_view src, size_t ld, size_t R,
+                                  size_t H, size_t dh, size_t cap, size_t pos);
+
+/* Reorders every self-attention cache row by `parents` (R ids, uploaded to
+ * the decoder's parents). */
+clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents);
+
+/* Encodes the source (batch x S ids, each sentence repeated `copies` times
+ * into R = batch * copies rows), projects the memory into the cross caches
+ * and starts every row from <sos> at position 0, for up to L positions. */
+clformer_status cf_decode_start(cf_session *s, const int32_t *src, size_t batch, size_t S,
+                                size_t copies, size_t L);
+
+/* Sets the next step's tokens (R host ids), which are column `col` of the
+ * token table (the self-attention's keys). */
+clformer_status cf_decode_set_tokens(cf_session *s, const int32_t *ids, size_t col);
+
+/* One decoder position t for every row: logits (R, V) from the step
+ * tokens. With `attention`, the last layer's cross-attention of row 0
+ * (H x S floats) is copied there. */
+clformer_status cf_decode_step(cf_session *s, size_t t, float *attention);
+
+/* Beam search of K hypotheses per sentence over `batch` sentences, each
+ * repeated K times in the caches (beam.c). */
+clformer_status cf_beam_search(cf_session *s, size_t batch, size_t K, size_t L, float penalty,
+                               clformer_translation *out);
 
 #endif

@@ -3,8 +3,7 @@
  * m and v), initialisation, vocabularies, memory report and tensor access.
  */
 #include "buffer.h"
-#include "decode.h"
-#include "model.h"
+#include "session.h"
 #include "tokenizer_spm.h"
 #include "vocab.h"
 
@@ -59,8 +58,7 @@ static clformer_status allocate(cf_model *m)
     CF_TRY(cf_buffer_alloc(m->ctx, n, "parameters", &m->params));
     CF_TRY(cf_buffer_alloc(m->ctx, n, "gradients", &m->grads));
     CF_TRY(cf_buffer_alloc(m->ctx, n, "Adam first moments", &m->adam_m));
-    CF_TRY(cf_buffer_alloc(m->ctx, n, "Adam second moments", &m->adam_v));
-    return cf_buffer_alloc(m->ctx, 16, "metrics", &m->metrics);
+    return cf_buffer_alloc(m->ctx, n, "Adam second moments", &m->adam_v);
 }
 
 clformer_status cf_model_new(cf_ctx *ctx, const clformer_config *config, uint64_t seed,
@@ -122,13 +120,11 @@ static void free_vocab(char **v, int n)
 void clformer_model_free(clformer_model *m)
 {
     if (!m) return;
-    cf_decoder_free(m);
-    cf_acts_release(m);
+    clformer_session_free(m->own_session);
     cf_buffer_free(m->ctx, m->params);
     cf_buffer_free(m->ctx, m->grads);
     cf_buffer_free(m->ctx, m->adam_m);
     cf_buffer_free(m->ctx, m->adam_v);
-    cf_buffer_free(m->ctx, m->metrics);
     cf_param_layout_free(&m->layout);
     free_vocab(m->src_vocab, m->cfg.src_vocab);
     free_vocab(m->tgt_vocab, m->cfg.tgt_vocab);
@@ -268,8 +264,11 @@ clformer_memory clformer_model_memory(const clformer_model *m)
     r.parameters = m->layout.total * 4;
     r.gradients = r.parameters;
     r.optimizer = 2 * r.parameters;
-    r.activations = m->arena_capacity * 4;
-    r.decoding = cf_decoder_bytes(m);
+    if (m->own_session) {
+        const clformer_memory s = clformer_session_memory(m->own_session);
+        r.activations = s.activations;
+        r.decoding = s.decoding;
+    }
     r.total = m->ctx->bytes_allocated;
     return r;
 }

@@ -36,6 +36,40 @@ static size_t add(builder *b, int rank, size_t rows, size_t cols, int init, cons
 
 static const char *attn_name(int which) { return which ? "multihead_attn" : "self_attn"; }
 
+/* The matrices of one encoder (one attention) or decoder (two) layer. */
+static void layer_matrices(builder *b, cf_layer_params *p, const char *stack, int i, int n_attn,
+                           size_t d, size_t ff)
+{
+    for (int a = 0; a < n_attn; a++) {
+        cf_attn_params *ap = a ? &p->cross_attn : &p->self_attn;
+        ap->in_proj_w = add(b, 2, 3 * d, d, CF_INIT_XAVIER, "%s.%d.%s.in_proj_weight", stack, i,
+                            attn_name(a));
+        ap->out_w = add(b, 2, d, d, CF_INIT_XAVIER, "%s.%d.%s.out_proj.weight", stack, i,
+                        attn_name(a));
+    }
+    p->lin1_w = add(b, 2, ff, d, CF_INIT_XAVIER, "%s.%d.linear1.weight", stack, i);
+    p->lin2_w = add(b, 2, d, ff, CF_INIT_XAVIER, "%s.%d.linear2.weight", stack, i);
+}
+
+/* Its biases and LayerNorm parameters (one norm per sublayer). */
+static void layer_vectors(builder *b, cf_layer_params *p, const char *stack, int i, int n_attn,
+                          size_t d, size_t ff)
+{
+    for (int a = 0; a < n_attn; a++) {
+        cf_attn_params *ap = a ? &p->cross_attn : &p->self_attn;
+        ap->in_proj_b = add(b, 1, 0, 3 * d, CF_INIT_ZEROS, "%s.%d.%s.in_proj_bias", stack, i,
+                            attn_name(a));
+        ap->out_b = add(b, 1, 0, d, CF_INIT_ZEROS, "%s.%d.%s.out_proj.bias", stack, i,
+                        attn_name(a));
+    }
+    p->lin1_b = add(b, 1, 0, ff, CF_INIT_ZEROS, "%s.%d.linear1.bias", stack, i);
+    p->lin2_b = add(b, 1, 0, d, CF_INIT_ZEROS, "%s.%d.linear2.bias", stack, i);
+    for (int n = 0; n <= n_attn; n++) {
+        p->norm_w[n] = add(b, 1, 0, d, CF_INIT_ONES, "%s.%d.norm%d.weight", stack, i, n + 1);
+        p->norm_b[n] = add(b, 1, 0, d, CF_INIT_ZEROS, "%s.%d.norm%d.bias", stack, i, n + 1);
+    }
+}
+
 clformer_status cf_param_layout_make(const clformer_config *c, cf_param_layout *l)
 {
     memset(l, 0, sizeof *l);
@@ -57,54 +91,16 @@ clformer_status cf_param_layout_make(const clformer_config *c, cf_param_layout *
     l->tgt_embed = add(&b, 2, (size_t)c->tgt_vocab, d, CF_INIT_XAVIER, "tgt_embed.weight");
     if (c->positional == CLFORMER_POS_LEARNED)
         l->pos_embed = add(&b, 2, (size_t)c->max_len, d, CF_INIT_XAVIER, "pos_embed.weight");
-    for (int i = 0; i < ne; i++) {
-        cf_layer_params *p = &l->enc[i];
-        p->self_attn.in_proj_w = add(&b, 2, 3 * d, d, CF_INIT_XAVIER, "%s.%d.self_attn.in_proj_weight", E, i);
-        p->self_attn.out_w = add(&b, 2, d, d, CF_INIT_XAVIER, "%s.%d.self_attn.out_proj.weight", E, i);
-        p->lin1_w = add(&b, 2, ff, d, CF_INIT_XAVIER, "%s.%d.linear1.weight", E, i);
-        p->lin2_w = add(&b, 2, d, ff, CF_INIT_XAVIER, "%s.%d.linear2.weight", E, i);
-    }
-    for (int i = 0; i < nd; i++) {
-        cf_layer_params *p = &l->dec[i];
-        for (int a = 0; a < 2; a++) {
-            cf_attn_params *ap = a ? &p->cross_attn : &p->self_attn;
-            ap->in_proj_w = add(&b, 2, 3 * d, d, CF_INIT_XAVIER, "%s.%d.%s.in_proj_weight", D, i, attn_name(a));
-            ap->out_w = add(&b, 2, d, d, CF_INIT_XAVIER, "%s.%d.%s.out_proj.weight", D, i, attn_name(a));
-        }
-        p->lin1_w = add(&b, 2, ff, d, CF_INIT_XAVIER, "%s.%d.linear1.weight", D, i);
-        p->lin2_w = add(&b, 2, d, ff, CF_INIT_XAVIER, "%s.%d.linear2.weight", D, i);
-    }
+    for (int i = 0; i < ne; i++) layer_matrices(&b, &l->enc[i], E, i, 1, d, ff);
+    for (int i = 0; i < nd; i++) layer_matrices(&b, &l->dec[i], D, i, 2, d, ff);
     l->generator_w = c->share_tgt_embed
                          ? l->tgt_embed
                          : add(&b, 2, (size_t)c->tgt_vocab, d, CF_INIT_XAVIER, "generator.weight");
     l->decay_end = b.next;
 
     /* rank-1 tensors: biases and LayerNorm parameters */
-    for (int i = 0; i < ne; i++) {
-        cf_layer_params *p = &l->enc[i];
-        p->self_attn.in_proj_b = add(&b, 1, 0, 3 * d, CF_INIT_ZEROS, "%s.%d.self_attn.in_proj_bias", E, i);
-        p->self_attn.out_b = add(&b, 1, 0, d, CF_INIT_ZEROS, "%s.%d.self_attn.out_proj.bias", E, i);
-        p->lin1_b = add(&b, 1, 0, ff, CF_INIT_ZEROS, "%s.%d.linear1.bias", E, i);
-        p->lin2_b = add(&b, 1, 0, d, CF_INIT_ZEROS, "%s.%d.linear2.bias", E, i);
-        for (int n = 0; n < 2; n++) {
-            p->norm_w[n] = add(&b, 1, 0, d, CF_INIT_ONES, "%s.%d.norm%d.weight", E, i, n + 1);
-            p->norm_b[n] = add(&b, 1, 0, d, CF_INIT_ZEROS, "%s.%d.norm%d.bias", E, i, n + 1);
-        }
-    }
-    for (int i = 0; i < nd; i++) {
-        cf_layer_params *p = &l->dec[i];
-        for (int a = 0; a < 2; a++) {
-            cf_attn_params *ap = a ? &p->cross_attn : &p->self_attn;
-            ap->in_proj_b = add(&b, 1, 0, 3 * d, CF_INIT_ZEROS, "%s.%d.%s.in_proj_bias", D, i, attn_name(a));
-            ap->out_b = add(&b, 1, 0, d, CF_INIT_ZEROS, "%s.%d.%s.out_proj.bias", D, i, attn_name(a));
-        }
-        p->lin1_b = add(&b, 1, 0, ff, CF_INIT_ZEROS, "%s.%d.linear1.bias", D, i);
-        p->lin2_b = add(&b, 1, 0, d, CF_INIT_ZEROS, "%s.%d.linear2.bias", D, i);
-        for (int n = 0; n < 3; n++) {
-            p->norm_w[n] = add(&b, 1, 0, d, CF_INIT_ONES, "%s.%d.norm%d.weight", D, i, n + 1);
-            p->norm_b[n] = add(&b, 1, 0, d, CF_INIT_ZEROS, "%s.%d.norm%d.bias", D, i, n + 1);
-        }
-    }
+    for (int i = 0; i < ne; i++) layer_vectors(&b, &l->enc[i], E, i, 1, d, ff);
+    for (int i = 0; i < nd; i++) layer_vectors(&b, &l->dec[i], D, i, 2, d, ff);
     l->enc_norm_w = add(&b, 1, 0, d, CF_INIT_ONES, "transformer.encoder.norm.weight");
     l->enc_norm_b = add(&b, 1, 0, d, CF_INIT_ZEROS, "transformer.encoder.norm.bias");
     l->dec_norm_w = add(&b, 1, 0, d, CF_INIT_ONES, "transformer.decoder.norm.weight");

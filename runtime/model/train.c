@@ -4,7 +4,7 @@
  * ends in one small read-back (loss sum and gradient norm).
  */
 #include "buffer.h"
-#include "model.h"
+#include "session.h"
 #include "reduce.h"
 
 #include <math.h>
@@ -52,9 +52,9 @@ static clformer_status check_batch(const cf_model *m, const clformer_batch *b)
 }
 
 /* Builds the integer region of the arena on the host and uploads it once. */
-static clformer_status upload_ints(cf_model *m, const clformer_batch *b, size_t *label_count)
+static clformer_status upload_ints(cf_session *s, const clformer_batch *b, size_t *label_count)
 {
-    cf_acts *a = &m->acts;
+    cf_acts *a = &s->acts;
     const size_t B = b->batch, S = b->src_len, T = b->tgt_len - 1;
     int32_t *h = calloc(a->ints, sizeof *h);
     if (!h) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -74,19 +74,19 @@ static clformer_status upload_ints(cf_model *m, const clformer_batch *b, size_t 
         ix[i]->n_unique = cf_embedding_index_build(tokens[i], n[i], h + ix[i]->unique.off,
                                                    h + ix[i]->starts.off,
                                                    h + ix[i]->positions.off);
-    clformer_status st = cf_upload(m->ctx, m->arena, 0, h, a->ints);
+    clformer_status st = cf_upload(s->ctx, s->arena, 0, h, a->ints);
     free(h);
     *label_count = count;
     return st;
 }
 
 /* Validates, lays out the arena and uploads: everything before the kernels. */
-static clformer_status prepare(cf_model *m, const clformer_batch *b, bool training,
+static clformer_status prepare(cf_session *s, const clformer_batch *b, bool training,
                                size_t *label_count)
 {
-    CF_TRY(check_batch(m, b));
-    CF_TRY(cf_acts_prepare(m, b->batch, b->src_len, b->tgt_len - 1, training));
-    CF_TRY(upload_ints(m, b, label_count));
+    CF_TRY(check_batch(s->model, b));
+    CF_TRY(cf_acts_prepare(s, b->batch, b->src_len, b->tgt_len - 1, training));
+    CF_TRY(upload_ints(s, b, label_count));
     if (*label_count == 0)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "the batch has no target tokens to predict (every label is <pad>)");
@@ -104,17 +104,18 @@ static double now_s(void)
  * its per-token gradients by 1 / the global count, and the ranks' gradients
  * are summed (collective.c) before the norm that clipping uses. `count`
  * becomes the global count. */
-static clformer_status forward_backward(cf_model *m, const clformer_batch *b, size_t *count,
+static clformer_status forward_backward(cf_session *s, const clformer_batch *b, size_t *count,
                                         clformer_step_stats *stats)
 {
+    cf_model *m = s->model;
     const double start = now_s();
-    CF_TRY(prepare(m, b, true, count));
+    CF_TRY(prepare(s, b, true, count));
     CF_TRY(cf_collective_count(m, count));
-    CF_TRY(cf_fill(m->ctx, m->grads, 0, m->layout.total, 0.0f));
-    CF_TRY(cf_forward(m, true, 1.0f / (float)*count));
-    CF_TRY(cf_backward(m));
+    CF_TRY(cf_fill(s->ctx, m->grads, 0, m->layout.total, 0.0f));
+    CF_TRY(cf_forward(s, true, 1.0f / (float)*count));
+    CF_TRY(cf_backward(s));
     CF_TRY(cf_collective_gradients(m, start, stats));
-    return cf_reduce_sum(m->ctx, m->metrics, 1, m->grads, 0, m->layout.total, true, false);
+    return cf_reduce_sum(s->ctx, s->metrics, 1, m->grads, 0, m->layout.total, true, false);
 }
 
 /* The loss sum of all ranks (each rank's forward wrote its own). */
@@ -124,25 +125,26 @@ static clformer_status loss_sum(cf_model *m, float local, double *sum)
     return cf_collective_sum(m, sum, 1);
 }
 
-clformer_status clformer_model_train_step(clformer_model *m, const clformer_batch *b, float lr,
-                                          clformer_step_stats *stats)
+clformer_status clformer_session_train_step(clformer_session *s, const clformer_batch *b,
+                                            float lr, clformer_step_stats *stats)
 {
     if (!(lr >= 0.0f) || !isfinite(lr))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "learning rate must be >= 0, got %g", lr);
     size_t count;
     clformer_step_stats timing = {0};
-    CF_TRY(forward_backward(m, b, &count, &timing));
+    CF_TRY(forward_backward(s, b, &count, &timing));
+    cf_model *m = s->model;
     const cf_optim_settings *o = &m->optim;
-    CF_TRY(cf_clip_scale(m->ctx, cf_view_at(m->metrics, 2), cf_view_at(m->metrics, 1), o->clip));
+    CF_TRY(cf_clip_scale(s->ctx, cf_view_at(s->metrics, 2), cf_view_at(s->metrics, 1), o->clip));
     const uint64_t t = m->step + 1;
     const cf_adam_params hp = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->adamw,
                                (float)(1.0 - pow(o->beta1, (double)t)),
                                (float)(1.0 - pow(o->beta2, (double)t))};
-    CF_TRY(cf_adam_update(m->ctx, cf_view_at(m->params, 0), cf_view_at(m->grads, 0),
+    CF_TRY(cf_adam_update(s->ctx, cf_view_at(m->params, 0), cf_view_at(m->grads, 0),
                           cf_view_at(m->adam_m, 0), cf_view_at(m->adam_v, 0), m->layout.total,
-                          m->layout.decay_end, cf_view_at(m->metrics, 2), &hp));
+                          m->layout.decay_end, cf_view_at(s->metrics, 2), &hp));
     float metrics[2];
-    CF_TRY(cf_download(m->ctx, m->metrics, 0, metrics, 2));
+    CF_TRY(cf_download(s->ctx, s->metrics, 0, metrics, 2));
     double sum;
     CF_TRY(loss_sum(m, metrics[0], &sum));
     m->step = t;
@@ -154,44 +156,45 @@ clformer_status clformer_model_train_step(clformer_model *m, const clformer_batc
         stats->step = t;
     }
     if (!isfinite(sum) || !isfinite(metrics[1]))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+        return cf_fail(CLFORMER_ERR_DIVERGED,
                        "training diverged at step %llu: loss %g, gradient norm %g; lower the "
                        "learning rate or enable clipping (--clip)",
                        (unsigned long long)t, sum / (double)count, sqrt((double)metrics[1]));
     return CLFORMER_OK;
 }
 
-clformer_status clformer_model_gradients(clformer_model *m, const clformer_batch *b,
-                                         double *loss)
+clformer_status clformer_session_gradients(clformer_session *s, const clformer_batch *b,
+                                           double *loss)
 {
     size_t count;
-    CF_TRY(forward_backward(m, b, &count, NULL));
+    CF_TRY(forward_backward(s, b, &count, NULL));
     float local;
     double sum;
-    CF_TRY(cf_download(m->ctx, m->metrics, 0, &local, 1));
-    CF_TRY(loss_sum(m, local, &sum));
+    CF_TRY(cf_download(s->ctx, s->metrics, 0, &local, 1));
+    CF_TRY(loss_sum(s->model, local, &sum));
     if (loss) *loss = sum / (double)count;
     return CLFORMER_OK;
 }
 
-clformer_status clformer_model_eval_loss(clformer_model *m, const clformer_batch *b,
-                                         double *loss_sum, size_t *tokens)
+clformer_status clformer_session_eval_loss(clformer_session *s, const clformer_batch *b,
+                                           double *loss_sum, size_t *tokens)
 {
     size_t count;
-    CF_TRY(prepare(m, b, false, &count));
-    CF_TRY(cf_forward(m, true, 1.0f));
+    CF_TRY(prepare(s, b, false, &count));
+    CF_TRY(cf_forward(s, true, 1.0f));
     float sum;
-    CF_TRY(cf_download(m->ctx, m->metrics, 0, &sum, 1));
+    CF_TRY(cf_download(s->ctx, s->metrics, 0, &sum, 1));
     *loss_sum = sum;
     *tokens = count;
     return CLFORMER_OK;
 }
 
-clformer_status clformer_model_logits(clformer_model *m, const clformer_batch *b, float *logits)
+clformer_status clformer_session_logits(clformer_session *s, const clformer_batch *b,
+                                        float *logits)
 {
     size_t count;
-    CF_TRY(prepare(m, b, false, &count));
-    CF_TRY(cf_forward(m, false, 1.0f));
-    return cf_download(m->ctx, m->acts.logits.buf, m->acts.logits.off, logits,
-                       b->batch * (b->tgt_len - 1) * (size_t)m->cfg.tgt_vocab);
+    CF_TRY(prepare(s, b, false, &count));
+    CF_TRY(cf_forward(s, false, 1.0f));
+    return cf_download(s->ctx, s->acts.logits.buf, s->acts.logits.off, logits,
+                       b->batch * (b->tgt_len - 1) * (size_t)s->model->cfg.tgt_vocab);
 }

@@ -28,7 +28,8 @@ static double steps_left(const clformer_trainer *t)
 {
     const double step = (double)clformer_model_step(t->model);
     if (t->o.steps > 0) return (double)t->o.steps - step;
-    const double per_epoch = (double)clformer_batcher_batches_per_epoch(t->batcher);
+    const double per_epoch =
+        (double)clformer_batcher_batches_per_epoch(t->batcher) / cf_trainer_ranks(t);
     const double index = (double)clformer_batcher_index(t->batcher);
     const double in_epoch = t->batching.batch_size > 0 ? index / t->batching.batch_size : index;
     return ((double)t->o.epochs - (double)clformer_batcher_epoch(t->batcher)) * per_epoch -
@@ -63,18 +64,23 @@ static clformer_status validation_bleu(clformer_trainer *t, size_t n, double *bl
     clformer_decode_options dec;
     clformer_decode_options_default(&dec);
     /* the text as given: tokens, or raw text for a model with SentencePiece
-     * (then scored as sacreBLEU scores raw text) */
+     * (then scored as sacreBLEU scores raw text); 64 sentences at a time, so
+     * that a stop request (Ctrl-C) is not kept waiting by a long validation:
+     * the rest is then abandoned */
     const cf_parallel_text *val = t->raw_val ? t->raw_val : t->val_text;
-    clformer_status st = clformer_translate_sentences(t->model, val->src, n, &dec, 64, hyps,
-                                                      NULL, NULL, NULL);
+    clformer_status st = CLFORMER_OK;
+    for (size_t start = 0; start < n && st == CLFORMER_OK && !t->stop; start += 64)
+        st = clformer_translate_sentences(t->model, val->src + start,
+                                          n - start < 64 ? n - start : 64, &dec, 64,
+                                          hyps + start, NULL, NULL, NULL);
     clformer_bleu b;
-    if (st == CLFORMER_OK)
+    if (st == CLFORMER_OK && !t->stop)
         st = clformer_bleu_corpus((const char *const *)hyps, val->tgt, n,
                                   t->spm[1] ? CLFORMER_BLEU_TOKENIZE_13A
                                             : CLFORMER_BLEU_TOKENIZE_NONE, &b);
     for (size_t i = 0; i < n; i++) free(hyps[i]);
     free(hyps);
-    if (st == CLFORMER_OK) *bleu = b.score;
+    if (st == CLFORMER_OK) *bleu = t->stop ? NAN : b.score;
     return st;
 }
 
@@ -83,15 +89,18 @@ static clformer_status validation_bleu(clformer_trainer *t, size_t n, double *bl
 static clformer_status validate(clformer_trainer *t, clformer_train_progress p,
                                 clformer_train_result *res)
 {
-    if (!t->val) return CLFORMER_OK;
+    /* on a stop request, validation (which changes nothing) is skipped or
+     * abandoned, so that the run saves and ends at once */
+    if (!t->val || t->stop) return CLFORMER_OK;
     const double t0 = now_s();
     double loss, bleu = NAN;
     size_t tokens;
     clformer_status st = clformer_corpus_loss(t->model, t->val, 4096, &loss, &tokens);
     if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation loss");
     size_t n = t->o.bleu_sentences < t->val_text->n ? t->o.bleu_sentences : t->val_text->n;
-    if (n > 0 && (st = validation_bleu(t, n, &bleu)) != CLFORMER_OK)
+    if (n > 0 && !t->stop && (st = validation_bleu(t, n, &bleu)) != CLFORMER_OK)
         return cf_fail_prefix(st, "validation BLEU");
+    if (t->stop) return CLFORMER_OK;
     res->val_loss = loss;
     res->val_bleu = bleu;
     p.event = CLFORMER_TRAIN_VALIDATION;
@@ -112,6 +121,7 @@ static clformer_status validate(clformer_trainer *t, clformer_train_progress p,
 /* A training checkpoint with the trainer's state (batcher position, schedule). */
 static clformer_status save(clformer_trainer *t, const char *path, clformer_train_result *res)
 {
+    if (cf_trainer_rank(t) != 0) return CLFORMER_OK; /* every rank holds the same state */
     char *state = trainer_state_json(t);
     clformer_status st = state ? clformer_model_set_trainer_state(t->model, state)
                                : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -119,7 +129,75 @@ static clformer_status save(clformer_trainer *t, const char *path, clformer_trai
     if (st == CLFORMER_OK) st = clformer_model_save(t->model, path, true);
     if (st != CLFORMER_OK) return cf_fail_prefix(st, "saving");
     res->saved_to = path;
+    t->saved_path = path;
+    t->saved_step = clformer_model_step(t->model);
     return CLFORMER_OK;
+}
+
+/* A stop request on one rank stops every rank after the same step. */
+static clformer_status agree_on_stop(clformer_trainer *t)
+{
+    if (cf_trainer_ranks(t) == 1) return CLFORMER_OK;
+    double stop = t->stop ? 1.0 : 0.0;
+    CF_TRY(t->o.collective->allreduce_sum_f64(t->o.collective->user, &stop, 1));
+    if (stop > 0) t->stop = 1;
+    return CLFORMER_OK;
+}
+
+/* Saves unless `path` already holds this very step (a stop right after a
+ * periodic save). */
+static clformer_status save_once(clformer_trainer *t, const char *path, clformer_train_result *res)
+{
+    if (t->saved_path && !strcmp(t->saved_path, path) &&
+        t->saved_step == clformer_model_step(t->model)) {
+        res->saved_to = path;
+        return CLFORMER_OK;
+    }
+    return save(t, path, res);
+}
+
+/* Steps in a row a loss may stay far above the best before the run counts as
+ * diverged: longer than the spikes of a healthy run. */
+#define DIVERGENCE_STEPS 20
+
+/* Divergence, checked after every step: a non-finite loss or gradient norm
+ * (the weights are then already damaged: nothing more is saved), or a loss
+ * that stays more than ln(target vocabulary) -- the whole loss of a uniform
+ * guess -- above the best loss of the run for DIVERGENCE_STEPS steps. The
+ * run stops with CLFORMER_ERR_DIVERGED; the last checkpoint is kept (and
+ * periodic saves wait while the loss is that far above its best, so that
+ * the kept one is from before the rise). */
+static clformer_status check_divergence(clformer_trainer *t, const clformer_train_progress *p)
+{
+    const double margin = log((double)clformer_model_config(t->model)->tgt_vocab);
+    char what[160];
+    if (!isfinite(p->loss) || !isfinite(p->grad_norm)) {
+        snprintf(what, sizeof what, "the %s is %s", isfinite(p->loss) ? "gradient norm" : "loss",
+                 isnan(isfinite(p->loss) ? p->grad_norm : p->loss) ? "NaN" : "infinite");
+    } else {
+        if (p->loss < t->best_loss) t->best_loss = p->loss;
+        t->high_steps = p->loss > t->best_loss + margin ? t->high_steps + 1 : 0;
+        if (t->high_steps < DIVERGENCE_STEPS) return CLFORMER_OK;
+        snprintf(what, sizeof what,
+                 "the loss has stayed above %.3g (the best, %.3g, + ln(vocabulary)) for %d "
+                 "steps and is now %.3g",
+                 t->best_loss + margin, t->best_loss, DIVERGENCE_STEPS, p->loss);
+    }
+    char kept[600];
+    if (t->saved_path)
+        snprintf(kept, sizeof kept, "The last checkpoint, %s (step %" PRIu64 "), is kept",
+                 t->saved_path, t->saved_step);
+    else if (t->o.resume_path)
+        snprintf(kept, sizeof kept, "Nothing was saved; %s is untouched", t->o.resume_path);
+    else
+        snprintf(kept, sizeof kept, "Nothing was saved");
+    return cf_fail(CLFORMER_ERR_DIVERGED,
+                   "training diverged at step %" PRIu64 ": %s. Likely causes: a learning rate "
+                   "too high for this model (lr %.3g; try 3 to 10 times lower), no warm-up "
+                   "(--lr-schedule noam --warmup N), gradient clipping off (--clip 0), or "
+                   "broken data. %s; %s with a lower --lr",
+                   p->step, what, (double)p->lr, kept,
+                   t->saved_path || t->o.resume_path ? "resume from it" : "start again");
 }
 
 /* One optimizer step on the next batch; fills the step's figures in *p. */
@@ -128,14 +206,22 @@ static clformer_status train_step(clformer_trainer *t, clformer_train_progress *
     /* the epoch is read before the batcher hands out an epoch's last batch
      * and moves on to the next epoch */
     p->epoch = clformer_batcher_epoch(t->batcher) + 1;
-    clformer_batch batch;
-    clformer_status st = clformer_batcher_next(t->batcher, &batch);
-    if (st != CLFORMER_OK) return cf_fail_prefix(st, "batching");
     const uint64_t step = clformer_model_step(t->model) + 1;
     p->lr = clformer_learning_rate(t->schedule, t->lr, clformer_model_config(t->model)->d_model,
                                    step, t->warmup);
+    /* N ranks deal out N consecutive batches of the one sequence: rank r
+     * trains on the r-th, so the data position stays global */
     clformer_step_stats s;
-    CF_TRY(clformer_model_train_step(t->model, &batch, p->lr, &s));
+    for (int r = 0; r < cf_trainer_ranks(t); r++) {
+        clformer_batch batch;
+        clformer_status st = clformer_batcher_next(t->batcher, &batch);
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "batching");
+        if (r != cf_trainer_rank(t)) continue;
+        /* a non-finite step still reports its figures: check_divergence words it */
+        st = clformer_model_train_step(t->model, &batch, p->lr, &s);
+        if (st == CLFORMER_ERR_DIVERGED) cf_clear_error();
+        else if (st != CLFORMER_OK) return st;
+    }
     p->step = s.step;
     p->loss = s.loss;
     p->grad_norm = s.grad_norm;
@@ -169,10 +255,13 @@ static clformer_status loop(clformer_trainer *t, clformer_train_result *res)
                               number_or_null(p.loss), "tokens", (json_int_t)p.tokens, "lr",
                               (double)p.lr, "grad_norm", number_or_null(p.grad_norm),
                               "tokens_per_s", p.tokens_per_s, "elapsed_s", p.elapsed_s));
+        CF_TRY(check_divergence(t, &p));
         if (!report(t, &p)) t->stop = 1;
+        CF_TRY(agree_on_stop(t));
         if (o->eval_every > 0 && p.step % o->eval_every == 0 && !p.last)
             CF_TRY(validate(t, p, res));
-        if (o->save_path && o->save_every > 0 && p.step % o->save_every == 0 && !p.last)
+        if (o->save_path && o->save_every > 0 && p.step % o->save_every == 0 && !p.last &&
+            t->high_steps == 0)
             CF_TRY(save(t, o->save_path, res));
         if (t->stop) {
             res->stopped = true;
@@ -193,17 +282,20 @@ clformer_status clformer_trainer_run(clformer_trainer *t, clformer_train_result 
     clformer_status st = loop(t, res);
     res->steps = clformer_model_step(t->model);
     if (st != CLFORMER_OK) return st;
+    if (!res->stopped) { /* the final validation; a stop request abandons it */
+        clformer_train_progress p;
+        memset(&p, 0, sizeof p);
+        p.epoch = clformer_batcher_epoch(t->batcher);
+        p.last = true;
+        CF_TRY(validate(t, p, res));
+        res->stopped = t->stop != 0;
+    }
     if (res->stopped) {
         const char *path = t->o.stop_save_path ? t->o.stop_save_path : t->o.save_path;
-        if (path) CF_TRY(save(t, path, res));
+        if (path) CF_TRY(save_once(t, path, res));
         return cf_fail(CLFORMER_ERR_INTERRUPTED, "training stopped at step %" PRIu64 "%s%s",
                        res->steps, path ? "; saved " : "", path ? path : "");
     }
-    clformer_train_progress p;
-    memset(&p, 0, sizeof p);
-    p.epoch = clformer_batcher_epoch(t->batcher);
-    p.last = true;
-    CF_TRY(validate(t, p, res));
-    if (t->o.save_path) CF_TRY(save(t, t->o.save_path, res));
+    if (t->o.save_path) CF_TRY(save_once(t, t->o.save_path, res));
     return CLFORMER_OK;
 }

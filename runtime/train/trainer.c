@@ -1,12 +1,14 @@
 /* Preparing a training run (see trainer.h): the data, the vocabularies, a
  * fresh, initialised or resumed model, and the batcher at its position. */
 #include "trainer.h"
+#include "checkpoint.h"
 #include "status.h"
 #include "tokenizer_spm.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,6 +204,11 @@ static clformer_status open_model(clformer_trainer *t)
                        "'%s' is a plain model without optimizer state: use --init to start "
                        "training from it", path);
     if (o->init_path) {
+        /* a new run from these weights: step 0 and fresh Adam moments, even
+         * from a training checkpoint (whose step would otherwise count
+         * against --steps and train nothing) */
+        clformer_status st = cf_model_forget_training(t->model);
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "starting from '%s'", path);
         clformer_model_set_seed(t->model, o->seed);
         const clformer_config *c = clformer_model_config(t->model);
         const float p = o->override_dropout ? o->config.dropout : c->dropout;
@@ -285,8 +292,16 @@ static clformer_status setup(clformer_trainer *t)
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                            "%s is already at step %" PRIu64 "; --steps is the total number of "
                            "steps, so ask for more than %" PRIu64, o->resume_path, at, at);
+        const uint64_t epoch = clformer_batcher_epoch(t->batcher);
+        if (o->epochs > 0 && epoch >= o->epochs)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "%s has already trained %" PRIu64 " epochs; --epochs is the total "
+                           "number of epochs, so ask for more than %" PRIu64,
+                           o->resume_path, epoch, epoch);
     }
-    if (o->log_path) {
+    if (o->collective && o->collective->size > 1)
+        CF_TRY(clformer_model_set_collective(t->model, o->collective));
+    if (o->log_path && cf_trainer_rank(t) == 0) {
         t->log = fopen(o->log_path, o->resume_path ? "a" : "w");
         if (!t->log)
             return cf_fail(CLFORMER_ERR_IO, "cannot write the log '%s': %s", o->log_path,
@@ -304,6 +319,7 @@ clformer_status clformer_trainer_create(clformer_context *ctx,
     if (!t) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     t->o = *options;
     t->ctx = ctx;
+    t->best_loss = INFINITY;
     clformer_status st = setup(t);
     if (st != CLFORMER_OK) {
         clformer_trainer_free(t);

@@ -42,7 +42,23 @@ struct clformer_trainer {
     uint64_t warmup;
     clformer_batcher_options batching;
     volatile sig_atomic_t stop;      /* set by clformer_trainer_request_stop */
+    /* divergence watch (train_loop.c) */
+    double best_loss;                /* the lowest step loss so far (INFINITY: none) */
+    uint64_t high_steps;             /* consecutive steps far above it */
+    /* the newest checkpoint this run wrote (for messages; NULL: none) */
+    const char *saved_path;
+    uint64_t saved_step;
 };
+
+/* This process's rank and the number of ranks (0 and 1 alone). */
+static inline int cf_trainer_rank(const clformer_trainer *t)
+{
+    return t->o.collective && t->o.collective->size > 1 ? t->o.collective->rank : 0;
+}
+static inline int cf_trainer_ranks(const clformer_trainer *t)
+{
+    return t->o.collective && t->o.collective->size > 1 ? t->o.collective->size : 1;
+}
 
 /* The trainer's part of clformer.train_state (batcher position and
  * schedule), malloc'd compact JSON; NULL when out of memory. */

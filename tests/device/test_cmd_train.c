@@ -197,6 +197,41 @@ static void learns_saves_and_resumes_exactly(void **state)
     rc = run_tool("train --src train.src --tgt train.tgt --init straight.safetensors --steps 1 "
                   "--batch-size 4", out, sizeof out);
     if (rc != 0) fail_msg("--init exited %d:\n%s", rc, out);
+
+    /* --init from a training checkpoint starts a new run at step 0 (issue 11,
+     * item 5: it kept the step, so --steps 3 from step 20 trained nothing) */
+    snprintf(args, sizeof args, "train --src train.src --tgt train.tgt --init half.safetensors "
+             "--steps 3 --batch-size 4 --log init.jsonl --save init.safetensors");
+    rc = run_tool(args, out, sizeof out);
+    if (rc != 0 || !strstr(out, "trained to step 3 "))
+        fail_msg("--init from step %d, --steps 3: exit %d:\n%s", half, rc, out);
+    assert_int_equal(read_losses("init.jsonl", b, 64), 3);
+    /* resuming at an --epochs limit already reached trains nothing: refused */
+    rc = run_tool("train --src train.src --tgt train.tgt --init half.safetensors --epochs 1 "
+                  "--batch-size 100 --save epoch.safetensors", out, sizeof out);
+    if (rc != 0) fail_msg("--epochs 1 exited %d:\n%s", rc, out);
+    rc = run_tool("train --src train.src --tgt train.tgt --resume epoch.safetensors --epochs 1",
+                  out, sizeof out);
+    if (rc != 1 || !strstr(out, "has already trained 1 epochs"))
+        fail_msg("resume at its --epochs: exit %d:\n%s", rc, out);
+}
+
+/* A learning rate far too high: the run stops at the step the loss runs
+ * away, names the causes, and saves nothing after it (issue 11, item 4). */
+static void diverging_run_stops_and_saves_nothing_bad(void **state)
+{
+    (void)state;
+    static char out[1 << 16];
+    const char *args = "train --src train.src --tgt train.tgt --config tiny --lr 1000 --clip 0 "
+                       "--batch-size 8 --steps 400 --save-every 5 --save div.safetensors";
+    int rc = run_tool(args, out, sizeof out);
+    if (rc != 1 || !strstr(out, "training diverged at step") || !strstr(out, "learning rate"))
+        fail_msg("exit %d (want 1), output lacks the divergence message:\n%s", rc, out);
+    /* the loss rose from the first steps on: no periodic save happened */
+    char path[256];
+    harness_path(path, sizeof path, dir, "div.safetensors");
+    if (access(path, F_OK) == 0) fail_msg("a diverged run saved %s:\n%s", path, out);
+    assert_non_null(strstr(out, "Nothing was saved"));
 }
 
 static void bad_input_is_one_clear_error(void **state)
@@ -226,6 +261,9 @@ static void bad_input_is_one_clear_error(void **state)
         /* output paths are checked before training, not after it */
         {"train --src train.src --tgt train.tgt --steps 1 --save nosuch/m.safetensors", 1, "--save: cannot write"},
         {"train --src train.src --tgt train.tgt --steps 1 --plot nosuch/loss.png", 1, "--plot: cannot write"},
+        /* options that would silently do nothing */
+        {"train --src train.src --tgt train.tgt --steps 1 --eval-every 5", 2, "--eval-every needs validation data"},
+        {"train --src train.src --tgt train.tgt --steps 1 --warmup 100", 2, "--warmup applies to --lr-schedule noam"},
         /* a directory that takes no new files: found by creating the real temp file */
         {"train --src train.src --tgt train.tgt --steps 1 --save /proc/m.safetensors", 1, "--save: cannot write"},
         /* an output that is an input (issue 11, item 2) */
@@ -257,5 +295,6 @@ static void bad_input_is_one_clear_error(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(bad_input_is_one_clear_error, setup, teardown),
     cmocka_unit_test_setup_teardown(learns_saves_and_resumes_exactly, setup, teardown),
+    cmocka_unit_test_setup_teardown(diverging_run_stops_and_saves_nothing_bad, setup, teardown),
 };
 HARNESS_DEVICE_MAIN("clformer train", tests)

@@ -1,7 +1,8 @@
-/* The linear layer against the double-precision reference: odd shapes and
- * model widths, with and without bias, offsets and canaries, out and dinp
- * overwritten (even over NaN) or accumulated per flag, dweight/dbias +=
- * over two backward runs, optional dinp/dbias, bit-identical repeats. */
+/* The linear layer against the double-precision reference, through the
+ * shared check's case runner (conf_linear_run: guards, out and dinp
+ * overwritten even over NaN or accumulated per flag, dweight/dbias += over
+ * the backward runs, optional dinp and bias): odd shapes and model widths,
+ * with and without bias. Then bit-identical repeats and errors. */
 #include "harness.h"
 #include "conformance.h"
 #include "ops.h"
@@ -18,70 +19,12 @@ typedef struct {
 
 static cf_view view(hbuf b) { return cf_view_at(b.mem, b.off); }
 
+/* One case of the shared check (runtime/check/conf_linear.c): forward over
+ * NaN, backward overwriting, accumulating and without dinp, guards. */
 static void check_case(shape s, bool with_bias, uint64_t seed)
 {
-    const size_t N = s.N, IC = s.IC, OC = s.OC;
-    ref_rng r = ref_rng_new(seed);
-    float *x = hmalloc(N * IC * 4), *w = hmalloc(OC * IC * 4), *b = hmalloc(OC * 4);
-    float *dy = hmalloc(N * OC * 4), *dw0 = hmalloc(OC * IC * 4), *db0 = hmalloc(OC * 4);
-    ref_fill_uniform(&r, x, NULL, N * IC, -1, 1);
-    ref_fill_uniform(&r, w, NULL, OC * IC, -1, 1);
-    ref_fill_uniform(&r, b, NULL, OC, -1, 1);
-    ref_fill_uniform(&r, dy, NULL, N * OC, -1, 1);
-    ref_fill_uniform(&r, dw0, NULL, OC * IC, -1, 1); /* existing gradients to add to */
-    ref_fill_uniform(&r, db0, NULL, OC, -1, 1);
-    double *x64 = to_double(x, N * IC), *w64 = to_double(w, OC * IC), *b64 = to_double(b, OC);
-    double *dy64 = to_double(dy, N * OC);
-
-    hbuf hx = hbuf_from_f32(x, N * IC, 3), hw = hbuf_from_f32(w, OC * IC, 5),
-         hb = hbuf_from_f32(b, OC, 7), hy = hbuf_zeros(N * OC, 11),
-         hdy = hbuf_from_f32(dy, N * OC, 13);
-    const cf_view vb = with_bias ? view(hb) : (cf_view){NULL, 0};
-
-    /* forward: overwrites out, even where it held NaN */
-    assert_ok(cf_fill(hctx(), hy.mem, hy.off, N * OC, NAN));
-    assert_ok(cf_linear_forward(hctx(), view(hy), view(hx), view(hw), vb, N, IC, OC));
-    double *y64 = hmalloc(N * OC * 8), *bound = hmalloc(N * OC * 8);
-    float *y = hmalloc(N * OC * 4);
-    ref_gemm(false, true, N, OC, IC, 1.0, x64, IC, w64, IC, 0.0, y64, OC, bound);
-    ref_linear_forward(y64, x64, w64, with_bias ? b64 : NULL, N, IC, OC);
-    for (size_t i = 0; with_bias && i < N * OC; i++) bound[i] += fabs(b64[i % OC]);
-    hbuf_read(hy, y);
-    assert_gemm_close(y, y64, bound, N * OC);
-    hbuf_check_canary(hy);
-
-    /* backward twice: dinp overwritten (over NaN), then accumulated; dweight, dbias += */
-    hbuf hdx = hbuf_zeros(N * IC, 17), hdw = hbuf_from_f32(dw0, OC * IC, 19),
-         hdb = hbuf_from_f32(db0, OC, 23);
-    assert_ok(cf_fill(hctx(), hdx.mem, hdx.off, N * IC, NAN));
-    double *dx64 = hmalloc(N * IC * 8), *dw64 = to_double(dw0, OC * IC), *db64 = to_double(db0, OC);
-    float *dx = hmalloc(N * IC * 4), *dw = hmalloc(OC * IC * 4), *db = hmalloc(OC * 4);
-    for (int pass = 0; pass < 2; pass++) {
-        const bool acc = pass == 1;
-        assert_ok(cf_linear_backward(hctx(), view(hdx), view(hdw),
-                                     with_bias ? view(hdb) : (cf_view){NULL, 0}, view(hdy),
-                                     view(hx), view(hw), N, IC, OC, acc));
-        ref_linear_backward(dx64, dw64, with_bias ? db64 : NULL, dy64, x64, w64, N, IC, OC, acc);
-        hbuf_read(hdx, dx), hbuf_read(hdw, dw), hbuf_read(hdb, db);
-        assert_grad_close(dx, dx64, N * IC);
-        assert_grad_close(dw, dw64, OC * IC);
-        assert_grad_close(db, db64, OC); /* without bias: db0 unchanged */
-        hbuf_check_canary(hdx), hbuf_check_canary(hdw), hbuf_check_canary(hdb);
-    }
-    /* dinp not wanted: parameter gradients only */
-    assert_ok(cf_linear_backward(hctx(), (cf_view){NULL, 0}, view(hdw), view(hdb), view(hdy),
-                                 view(hx), view(hw), N, IC, OC, false));
-    ref_linear_backward(NULL, dw64, db64, dy64, x64, w64, N, IC, OC, false);
-    hbuf_read(hdw, dw), hbuf_read(hdb, db);
-    assert_grad_close(dw, dw64, OC * IC);
-    assert_grad_close(db, db64, OC);
-    hbuf_check_canary(hx), hbuf_check_canary(hw), hbuf_check_canary(hb), hbuf_check_canary(hdy);
-
-    hbuf_free(hx), hbuf_free(hw), hbuf_free(hb), hbuf_free(hy), hbuf_free(hdy);
-    hbuf_free(hdx), hbuf_free(hdw), hbuf_free(hdb);
-    free(x), free(w), free(b), free(dy), free(dw0), free(db0), free(x64), free(w64), free(b64);
-    free(dy64), free(y64), free(bound), free(y), free(dx64), free(dw64), free(db64), free(dx);
-    free(dw), free(db);
+    const conf_linear_case c = {s.N, s.IC, s.OC, with_bias, seed};
+    assert_conformance_case(conf_linear_run(hctx(), &c, harness_conf_sink, &failures));
 }
 
 static const shape odd_shapes[] = {{1, 1, 1},   {7, 61, 93},  {61, 93, 257}, {93, 257, 7},

@@ -4,16 +4,12 @@
  * the up-front check creates and removes the real temp file, and CRC-32C
  * matches its definition.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
+#include "harness.h"
+
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cmocka.h>
-
-#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,24 +22,13 @@ static char tmpdir[64];
 static int make_tmpdir(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/cf_fileio_XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return harness_temp_dir(tmpdir, sizeof tmpdir, "fileio") ? 0 : -1;
 }
 
 static int remove_tmpdir(void **state)
 {
     (void)state;
-    DIR *d = opendir(tmpdir);
-    if (!d) return -1;
-    struct dirent *e;
-    char path[512];
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        snprintf(path, sizeof path, "%s/%s", tmpdir, e->d_name);
-        if (remove(path) != 0) rmdir(path);
-    }
-    closedir(d);
-    return rmdir(tmpdir);
+    return harness_remove_tree(tmpdir) ? 0 : -1;
 }
 
 static bool exists(const char *path)

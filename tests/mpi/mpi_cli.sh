@@ -6,7 +6,6 @@
 #   kill          kill -9 of one rank mid-training: the job exits non-zero within 30 s
 #   bad-selector  a selector that matches nothing on one rank: its message, a
 #                 non-zero exit, no hang
-#   check-sync    --check-sync passes on ranks that agree
 # Needs CLFORMER_BINARY, MPIRUN and CLFORMER_TEST_DATA (tests/data).
 set -u
 case_name=$1
@@ -73,11 +72,6 @@ bad-selector)
   [ $rc -ne 124 ] || { cat out; fail "the job hung"; }
   [ $rc -ne 0 ] || { cat out; fail "the job exited 0"; }
   grep -q "nosuchdevice" out || { cat out; fail "no message naming the selector"; }
-  ;;
-check-sync)
-  mpi -np 2 "$CLFORMER_BINARY" "${train[@]}" --steps 4 --check-sync 1 > out 2>&1 \
-    || { cat out; fail "training with --check-sync 1 failed"; }
-  grep -q "trained to step 4" out || { cat out; fail "did not reach step 4"; }
   ;;
 *) fail "unknown case" ;;
 esac

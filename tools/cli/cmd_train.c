@@ -133,6 +133,12 @@ int cmd_train(int argc, char **argv)
     if (init && model_flag)
         return cli_error("train", "the model's shape comes from --init: remove the model options (--config, --d-model, ...)"), EXIT_USAGE;
     if (save_every && !save) return cli_error("train", "--save-every needs --save"), EXIT_USAGE;
+    /* options that would silently do nothing */
+    if (eval_every && !val_src)
+        return cli_error("train", "--eval-every needs validation data (--val-src and --val-tgt)"), EXIT_USAGE;
+    if (g.warmup && strcmp(schedule, "noam") != 0)
+        return cli_error("train", "--warmup applies to --lr-schedule noam only (the constant schedule has no warm-up)"),
+               EXIT_USAGE;
     const char *spm_problem = spm_flags_problem(&spm, !init && !resume);
     if (spm_problem) return cli_error("train", "%s", spm_problem), EXIT_USAGE;
 
@@ -231,7 +237,7 @@ int cmd_train(int argc, char **argv)
                        &res);
     free(spm_bytes[0]);
     free(spm_bytes[1]);
-    if (rc == 0)
+    if (rc == 0 && ranks_get()->rank == 0)
         printf("trained to step %llu in %.1fs (%.0f target tokens/s); last loss %.4f\n",
                (unsigned long long)res.steps, res.seconds, res.tokens_per_s, res.loss);
     clformer_context_free(ctx);

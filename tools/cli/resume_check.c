@@ -78,24 +78,25 @@ static void shape(check *c, const clformer_config *have, const clformer_config *
            want->label_smoothing);
 }
 
+/* --batch-size or --batch-tokens: the checkpoint may batch the other way */
+static void batch_option(check *c, bool given, const char *option, int have, int want,
+                         const char *other, int other_value)
+{
+    char a[64], b[32];
+    if (!given || have == want) return;
+    if (have) snprintf(a, sizeof a, "%d", have);
+    else snprintf(a, sizeof a, "%s %d", other, other_value);
+    snprintf(b, sizeof b, "%d", want);
+    differs(c, option, a, b);
+}
+
 static void batching(check *c, const clformer_batcher_options *have,
                      const clformer_batcher_options *want, const train_given *g)
 {
-    char a[64];
-    if (g->batch_size && have->batch_size != want->batch_size) {
-        char b[32];
-        if (have->batch_size) snprintf(a, sizeof a, "%d", have->batch_size);
-        else snprintf(a, sizeof a, "--batch-tokens %d", have->batch_tokens);
-        snprintf(b, sizeof b, "%d", want->batch_size);
-        differs(c, "--batch-size", a, b);
-    }
-    if (g->batch_tokens && have->batch_tokens != want->batch_tokens) {
-        char b[32];
-        if (have->batch_tokens) snprintf(a, sizeof a, "%d", have->batch_tokens);
-        else snprintf(a, sizeof a, "--batch-size %d", have->batch_size);
-        snprintf(b, sizeof b, "%d", want->batch_tokens);
-        differs(c, "--batch-tokens", a, b);
-    }
+    batch_option(c, g->batch_size, "--batch-size", have->batch_size, want->batch_size,
+                 "--batch-tokens", have->batch_tokens);
+    batch_option(c, g->batch_tokens, "--batch-tokens", have->batch_tokens, want->batch_tokens,
+                 "--batch-size", have->batch_size);
     words(c, g->no_shuffle, "--no-shuffle", have->shuffle ? "shuffled batches" : "file order",
           want->shuffle ? "shuffled batches" : "file order");
     ints(c, g->seed, "--seed", (long long)have->seed, (long long)want->seed);

@@ -1,5 +1,6 @@
 /* A training run on the command line (see train_run.h). */
 #include "train_run.h"
+#include "ranks.h"
 #include "cli.h"
 #include "commands.h"
 
@@ -14,9 +15,24 @@
 /* The run Ctrl-C stops (one at a time per process). */
 static clformer_trainer *volatile running;
 
+static volatile sig_atomic_t sigints;
+
+/* The first Ctrl-C asks the run to stop: it finishes the step, saves and
+ * exits 130. Later ones only say so: quitting in the middle of a save would
+ * lose the newest steps (never the last good file: saves are atomic). */
 static void on_sigint(int sig)
 {
     (void)sig;
+    static const char first[] = "\nclformer: Ctrl-C: stopping after this step and saving the "
+                                "checkpoint\n";
+    static const char again[] = "\nclformer: still saving; the run ends once the checkpoint "
+                                "is complete (kill -9 quits at once, keeping the last saved "
+                                "file)\n";
+    const char *msg = sigints ? again : first;
+    size_t len = sigints ? sizeof again - 1 : sizeof first - 1;
+    sigints = 1;
+    ssize_t ignored = write(2, msg, len);
+    (void)ignored;
     if (running) clformer_trainer_request_stop(running);
 }
 
@@ -78,6 +94,7 @@ static void print_validation(display *d, const clformer_train_progress *p)
 
 static bool on_progress(const clformer_train_progress *p, void *user)
 {
+    if (ranks_get()->rank != 0) return true; /* rank 0 alone prints */
     if (p->event == CLFORMER_TRAIN_VALIDATION) print_validation(user, p);
     else print_step(user, p);
     return true;
@@ -116,6 +133,9 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
     display d = {isatty(fileno(stderr)) != 0, o.steps, 0, false};
     o.callback = on_progress;
     o.user = &d;
+    clformer_collective collective;
+    ranks_collective(&collective);
+    o.collective = &collective;
     clformer_trainer *t;
     if (clformer_trainer_create(ctx, &o, &t) != CLFORMER_OK) {
         cli_runtime_error(command, NULL);
@@ -126,11 +146,20 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
         clformer_trainer_free(t);
         return refused;
     }
-    print_summary(t, ctx, o.resume_path);
+    if (ranks_get()->rank == 0) print_summary(t, ctx, o.resume_path);
     running = t;
-    void (*previous)(int) = signal(SIGINT, on_sigint);
+    /* sigaction, not signal(): with the strict POSIX feature macros glibc's
+     * signal() resets the handler after one delivery, so a second Ctrl-C
+     * killed the run in the middle of its save */
+    struct sigaction sa, previous;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &previous);
+    sigints = 0;
     const clformer_status st = clformer_trainer_run(t, result);
-    signal(SIGINT, previous);
+    sigaction(SIGINT, &previous, NULL);
     running = NULL;
     if (d.line_open) fprintf(stderr, "\n");
     int rc = 0;
@@ -144,12 +173,12 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
     } else if (st != CLFORMER_OK) {
         cli_runtime_error(command, NULL);
         rc = 1;
-    } else if (o.save_path) {
+    } else if (o.save_path && ranks_get()->rank == 0) {
         printf("saved %s\n", o.save_path);
     }
     clformer_model *model = rc == 0 && model_out ? clformer_trainer_release_model(t) : NULL;
     clformer_trainer_free(t); /* closes the log */
-    if (rc == 0 && plot_path && o.log_path)
+    if (rc == 0 && plot_path && o.log_path && ranks_get()->rank == 0)
         rc = plot_training_log(command, o.log_path, plot_path, NULL, false, 0, 0);
     if (rc == 0 && model_out) *model_out = model;
     else clformer_model_free(model);

@@ -1,0 +1,141 @@
+/*
+ * The graph (internal): the activations of one batch and the passes over
+ * them. Every tensor of a batch shape lives in one arena of a session
+ * (session.h), sized for (B, S, T) and grown only when a batch needs more.
+ * Integer inputs of a batch (tokens, labels, embedding indices) sit at the
+ * arena's start so that a step makes one upload. The passes read the
+ * session's model (weights) and write its gradients.
+ */
+#ifndef CF_GRAPH_H
+#define CF_GRAPH_H
+
+#include "model.h"
+
+typedef struct clformer_session cf_session;
+
+/* The normalisation of one sublayer, for both orders:
+ * pre-norm  y = x + drop(F(LN(x))): ln = LN(x), the input of F
+ * post-norm y = LN(x + drop(F(x))): ln = x + drop(F(x)), the input of LN */
+typedef struct {
+    cf_view ln;          /* (N, d) */
+    cf_view mean, rstd;  /* (N) */
+    cf_view out;         /* (N, d): y, the residual stream after the sublayer */
+} cf_sub_acts;
+
+typedef struct {
+    cf_view q;           /* self: packed (N, 3d) Q|K|V; cross: (Nt, d) */
+    cf_view kv;          /* cross only: (Ns, 2d) K|V of the memory */
+    cf_view qh, kh, vh;  /* (B, H, Tq, dh), (B, H, Tk, dh), (B, H, Tk, dh) */
+    cf_attention_saved saved;
+    cf_view ctx_h;       /* (B, H, Tq, dh) */
+    cf_view concat;      /* (N, d) heads merged: the input of out_proj */
+    cf_view out;         /* (N, d) out_proj output, before dropout */
+} cf_attn_acts;
+
+typedef struct {
+    cf_view pre;         /* (N, d_ff) linear1 without its bias */
+    cf_view act;         /* (N, d_ff) dropout(act(pre + b1)): the input of linear2 */
+    cf_view out;         /* (N, d) linear2 output, before dropout */
+} cf_ffn_acts;
+
+typedef struct {
+    cf_sub_acts sub[3];  /* encoder: self-attn, ffn; decoder: self-attn, cross-attn, ffn */
+    cf_attn_acts self_attn, cross_attn;
+    cf_ffn_acts ffn;
+} cf_layer_acts;
+
+/* Every tensor of one batch shape. N* are row counts: Ns = B*S, Nt = B*T. */
+typedef struct {
+    size_t B, S, T;      /* T: decoder input length (target length - 1) */
+    bool training;       /* saves what backward needs; dropout active */
+    /* integer inputs (one upload) */
+    cf_view src, tgt_in, labels;            /* (B,S), (B,T), (B,T) int32 */
+    cf_embedding_index src_index, tgt_index;
+    size_t ints;                            /* int32 elements at the arena's start */
+    /* forward */
+    cf_view src_emb, tgt_emb;               /* (Ns, d), (Nt, d) */
+    cf_layer_acts *enc, *dec;
+    cf_view memory, mem_mean, mem_rstd;     /* encoder.norm output (Ns, d) */
+    cf_view dec_out, dec_mean, dec_rstd;    /* decoder.norm output (Nt, d) */
+    cf_view logits;                         /* (Nt, V); backward overwrites it with dlogits */
+    cf_view losses;                         /* (Nt) */
+    /* backward workspace, shared by all layers (N = max(Ns, Nt)) */
+    cf_view d_res;       /* (N, d) gradient of the residual stream */
+    cf_view d_mem;       /* (Ns, d) gradient of the memory, summed over decoder layers */
+    cf_view d_a, d_b, d_c; /* (N, d) scratch gradients */
+    cf_view d_q;         /* (N, 3d) packed Q|K|V gradient; cross: dq (Nt, d) */
+    cf_view d_kv;        /* (Ns, 2d) */
+    cf_view d_qh, d_kh, d_vh, d_ctx_h; /* (B, H, T, dh) sized for max(S, T) */
+    cf_view d_probs;     /* (B, H, Tmax, Tmax) */
+    cf_view d_ff;        /* (N, d_ff) */
+    size_t total;        /* elements of the arena */
+} cf_acts;
+
+/* Lays out the activations for a batch shape into the session's arena,
+ * growing it when needed. training: keep what backward needs (and the
+ * backward workspace). */
+clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, bool training);
+void cf_acts_release(cf_session *s);
+
+/* Dropout descriptor of site `site` at the model's current step (NULL when
+ * the session's batch is not training or dropout is off). */
+const cf_dropout *cf_session_dropout(const cf_session *s, uint32_t site, cf_dropout *storage);
+
+/* Dropout site ids: unique per place in the model. */
+enum { CF_SITE_SRC_EMBED = 0, CF_SITE_TGT_EMBED = 1 };
+static inline uint32_t cf_site(int layer, int kind) { return 16u + (uint32_t)layer * 16u + (uint32_t)kind; }
+enum { CF_SITE_ATTN_PROBS = 0, CF_SITE_ATTN_OUT = 1, CF_SITE_CROSS_PROBS = 2, CF_SITE_CROSS_OUT = 3,
+       CF_SITE_FF_HIDDEN = 4, CF_SITE_FF_OUT = 5 };
+
+/* The forward pass over the uploaded batch (cf_acts_prepare first):
+ * encoder, decoder, generator; with `labels`, the loss (per-row losses in
+ * acts.losses, their sum in the session's metrics[0] and, when training,
+ * dlogits in place of the logits with grad_scale applied). */
+clformer_status cf_forward(cf_session *s, bool with_loss, float grad_scale);
+
+/* The encoder alone: embeddings, encoder blocks, encoder.norm -> acts.memory. */
+clformer_status cf_forward_encoder(cf_session *s);
+
+/* What one decoder block runs over. Training: all T positions of a batch,
+ * keys and values split from this pass's projections into the acts' kh/vh
+ * (pos 0, cap T). Decoding: one new position `pos` per row (T 1); `cached`
+ * writes its self-attention key and value into the caches the acts' kh/vh
+ * point at (capacity `cap` positions), and the cross-attention's kh/vh
+ * already hold the projected memory (cf_cross_kv). */
+typedef struct {
+    size_t B, T, S;      /* rows, query positions, source positions */
+    size_t pos, cap;     /* first query position; key capacity of the self-attention */
+    bool cached;
+    cf_view tgt_tokens;  /* (B, cap) the self-attention's key tokens (pads masked) */
+    cf_view src_tokens;  /* (B, S) */
+    cf_view memory;      /* (B*S, d) the encoder's output; unused when cached */
+} cf_block_shape;
+
+/* Decoder layer l over x (B*T, d): self-attention, cross-attention and
+ * feed-forward, each with its residual and LayerNorm, into L. The one
+ * definition of the decoder block, for training and for decoding. */
+clformer_status cf_decoder_block(cf_session *s, int l, const cf_layer_acts *L, cf_view x,
+                                 const cf_block_shape *shape);
+
+/* The cross-attention keys and values of decoder layer l: memory (B*S, d)
+ * projected into kv (B*S, 2d) and split into kh and vh (B, H, S, dh). */
+clformer_status cf_cross_kv(cf_session *s, int l, cf_view memory, cf_view kv, cf_view kh,
+                            cf_view vh, size_t B, size_t S);
+
+/* decoder.norm and the generator: out = LN(x), logits = out W^T + b, N rows. */
+clformer_status cf_generator_forward(cf_session *s, cf_view out, cf_view mean, cf_view rstd,
+                                     cf_view x, cf_view logits, size_t N);
+
+/* The residual stream entering layer l of the encoder or decoder; l equal to
+ * the layer count gives the stack's output (its final LayerNorm's input). */
+static inline cf_view cf_layer_input(const cf_acts *a, bool decoder, int l)
+{
+    if (l == 0) return decoder ? a->tgt_emb : a->src_emb;
+    return decoder ? a->dec[l - 1].sub[2].out : a->enc[l - 1].sub[1].out;
+}
+
+/* Backward through everything, accumulating into the model's grads (zero
+ * them first). */
+clformer_status cf_backward(cf_session *s);
+
+#endif

@@ -1,0 +1,37 @@
+/*
+ * A session (internal): the workspace of one caller of a model, the
+ * llama_context to the model's llama_model. It owns the activation arena
+ * of its batches, the decoding caches and the metrics of its steps; the
+ * model owns weights, gradients and optimizer state. Sessions of one model
+ * can be used in turn (not from two threads at once: they share the
+ * model's context and, when training, its gradients).
+ */
+#ifndef CF_SESSION_H
+#define CF_SESSION_H
+
+#include "graph.h"
+
+struct clformer_session {
+    cf_model *model;
+    cf_ctx *ctx;                   /* the model's */
+    cl_mem arena;                  /* activations; arena_capacity elements */
+    size_t arena_capacity;
+    cf_acts acts;                  /* views for the current batch shape */
+    cl_mem metrics;                /* [loss_sum, grad_norm_sq, clip_scale, spare] */
+    struct cf_decoder *decoder;    /* decoding caches, made on first use */
+};
+
+/* The view of parameter (or gradient) element `off` of the session's model. */
+static inline cf_view cf_param(const cf_session *s, size_t off)
+{
+    return cf_view_at(s->model->params, off);
+}
+static inline cf_view cf_grad(const cf_session *s, size_t off)
+{
+    return cf_view_at(s->model->grads, off);
+}
+
+/* The session the clformer_model_* batch calls use, made on first use. */
+clformer_status cf_model_own_session(cf_model *m, cf_session **out);
+
+#endif

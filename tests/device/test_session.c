@@ -1,0 +1,341 @@
+/*
+ * Sessions: one model, several workspaces. Two sessions translating
+ * different batches in turn each give what they give alone, down to the
+ * decoding step (their key/value caches are their own); a validator's
+ * session between training steps changes nothing; one decoding step equals
+ * the training forward pass at that position (the decoder block is one
+ * definition); and the memory report splits model and session memory.
+ */
+#include "decode.h"
+#include "harness.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Post-norm, GELU and learned positions: the other paths than docs/MODEL.md's
+ * defaults, through training and decoding alike. */
+static clformer_config small_config(void)
+{
+    clformer_config c;
+    clformer_config_default(&c);
+    bool slow = harness_is_slow();
+    c.d_model = slow ? 8 : 32;
+    c.n_heads = 2;
+    c.d_ff = slow ? 16 : 64;
+    c.n_enc_layers = slow ? 1 : 2;
+    c.n_dec_layers = slow ? 1 : 2;
+    c.src_vocab = 19;
+    c.tgt_vocab = 23;
+    c.max_len = 12;
+    c.norm_first = false;
+    c.activation = CLFORMER_ACT_GELU;
+    c.positional = CLFORMER_POS_LEARNED;
+    c.dropout = 0.1f;
+    return c;
+}
+
+/* `rows` sentences of `len` ids: <sos> words <eos>, right-padded, seeded. */
+static int32_t *sentences(size_t rows, size_t len, int vocab, uint64_t seed)
+{
+    ref_rng r = ref_rng_new(seed);
+    int32_t *ids = hmalloc(rows * len * sizeof *ids);
+    for (size_t b = 0; b < rows; b++) {
+        size_t n = 3 + (size_t)(ref_rng_next(&r) % (len - 2));
+        for (size_t i = 0; i < len; i++)
+            ids[b * len + i] = i == 0 ? CLFORMER_SOS : i == n - 1 ? CLFORMER_EOS
+                             : i >= n ? CLFORMER_PAD
+                                      : 4 + (int32_t)(ref_rng_next(&r) % (uint64_t)(vocab - 4));
+    }
+    return ids;
+}
+
+/* A model trained a few steps, so that its translations depend on the source. */
+static clformer_model *trained_model(void)
+{
+    const clformer_config c = small_config();
+    clformer_model *m;
+    assert_ok(clformer_model_create(hctx(), &c, 7, &m));
+    clformer_session *s;
+    assert_ok(clformer_session_create(m, &s));
+    for (uint64_t k = 0; k < (harness_is_slow() ? 1u : 4u); k++) {
+        int32_t *src = sentences(4, 8, c.src_vocab, 100 + k), *tgt = sentences(4, 9, c.tgt_vocab, 200 + k);
+        const clformer_batch b = {4, 8, 9, src, tgt};
+        assert_ok(clformer_session_train_step(s, &b, 1e-2f, NULL));
+        free(src);
+        free(tgt);
+    }
+    clformer_session_free(s);
+    return m;
+}
+
+typedef struct {
+    size_t batch, len;
+    int beam;
+    int32_t *src;
+} job;
+
+static void translate(clformer_session *s, const job *j, clformer_translation *out)
+{
+    clformer_decode_options o;
+    clformer_decode_options_default(&o);
+    o.beam = j->beam;
+    o.max_len = harness_is_slow() ? 3 : 0; /* Oclgrind: a few steps show the caches */
+    assert_ok(clformer_session_translate(s, j->src, j->batch, j->len, &o, out));
+}
+
+static void assert_same_translation(const clformer_translation *a, const clformer_translation *b,
+                                    size_t batch)
+{
+    assert_int_equal(a->max_len, b->max_len);
+    for (size_t r = 0; r < batch; r++) {
+        assert_int_equal(a->lengths[r], b->lengths[r]);
+        assert_memory_equal(a->tokens + r * a->max_len, b->tokens + r * b->max_len,
+                            a->lengths[r] * sizeof(int32_t));
+    }
+}
+
+/* Greedy and beam search of two batches of different shapes, in turn on
+ * two sessions, each equal to its result on a session of its own. */
+static void two_sessions_translate_in_turn(void **state)
+{
+    (void)state;
+    clformer_model *m = trained_model();
+    const clformer_config *c = clformer_model_config(m);
+    job ja = {2, 7, 1, sentences(2, 7, c->src_vocab, 1)};
+    job jb = {3, 10, 2, sentences(3, 10, c->src_vocab, 2)};
+    clformer_translation solo_a, solo_b;
+    clformer_session *s;
+    assert_ok(clformer_session_create(m, &s));
+    translate(s, &ja, &solo_a);
+    clformer_session_free(s);
+    assert_ok(clformer_session_create(m, &s));
+    translate(s, &jb, &solo_b);
+    clformer_session_free(s);
+
+    clformer_session *a, *b;
+    assert_ok(clformer_session_create(m, &a));
+    assert_ok(clformer_session_create(m, &b));
+    assert_ptr_equal(clformer_session_model(a), m);
+    for (int round = 0; round < 2; round++) {
+        clformer_translation ta, tb;
+        translate(a, &ja, &ta);
+        translate(b, &jb, &tb);
+        assert_same_translation(&ta, &solo_a, ja.batch);
+        assert_same_translation(&tb, &solo_b, jb.batch);
+        clformer_translation_free(&ta);
+        clformer_translation_free(&tb);
+    }
+    /* the model's own calls share nothing with the sessions either */
+    clformer_translation tm;
+    clformer_decode_options o;
+    clformer_decode_options_default(&o);
+    o.max_len = harness_is_slow() ? 3 : 0;
+    assert_ok(clformer_translate(m, ja.src, ja.batch, ja.len, &o, &tm));
+    assert_same_translation(&tm, &solo_a, ja.batch);
+    clformer_translation_free(&tm);
+
+    clformer_session_free(a);
+    clformer_session_free(b);
+    clformer_translation_free(&solo_a);
+    clformer_translation_free(&solo_b);
+    free(ja.src);
+    free(jb.src);
+    clformer_model_free(m);
+}
+
+/* Decodes `batch` sentences teacher-forced with `feed` (batch x L: column
+ * 0 is <sos>, column t the input of step t), one step at a time on each
+ * session in `s` in turn; logits[i] gets session i's (L, batch, V). */
+static void decode_in_turn(clformer_session **s, size_t n, const int32_t *const *src,
+                           const size_t *batch, size_t S, const int32_t *const *feed, size_t L,
+                           float **logits)
+{
+    const size_t V = (size_t)clformer_model_config(clformer_session_model(s[0]))->tgt_vocab;
+    for (size_t i = 0; i < n; i++) assert_ok(cf_decode_start(s[i], src[i], batch[i], S, 1, L));
+    for (size_t t = 0; t < L; t++)
+        for (size_t i = 0; i < n; i++) {
+            struct cf_decoder *d = s[i]->decoder;
+            assert_ok(cf_decode_step(s[i], t, NULL));
+            assert_ok(cf_download(s[i]->ctx, d->logits.buf, d->logits.off,
+                                  logits[i] + t * batch[i] * V, batch[i] * V));
+            if (t + 1 == L) continue;
+            int32_t *col = hmalloc(batch[i] * sizeof *col);
+            for (size_t r = 0; r < batch[i]; r++) col[r] = feed[i][r * L + t + 1];
+            assert_ok(cf_decode_set_tokens(s[i], col, t + 1));
+            free(col);
+        }
+}
+
+/* Two sessions' decoding steps interleaved give the bits of each alone, and
+ * each step's logits are the training forward pass's at that position. */
+static void decoding_steps_interleave_and_match_the_forward_pass(void **state)
+{
+    (void)state;
+    clformer_model *m = trained_model();
+    const clformer_config *c = clformer_model_config(m);
+    const size_t S = 8, L = harness_is_slow() ? 3 : 6, V = (size_t)c->tgt_vocab, batch[2] = {2, 4};
+    int32_t *src[2], *feed[2];
+    float *solo[2], *mixed[2];
+    for (int i = 0; i < 2; i++) {
+        src[i] = sentences(batch[i], S, c->src_vocab, 10 + (uint64_t)i);
+        /* targets without pads: <sos> w w ... <eos> at full length */
+        feed[i] = sentences(batch[i], L + 1, c->tgt_vocab, 20 + (uint64_t)i);
+        for (size_t r = 0; r < batch[i]; r++)
+            for (size_t t = 1; t < L; t++)
+                if (feed[i][r * (L + 1) + t] < 4) feed[i][r * (L + 1) + t] = 4 + (int32_t)t;
+        solo[i] = hmalloc(L * batch[i] * V * sizeof(float));
+        mixed[i] = hmalloc(L * batch[i] * V * sizeof(float));
+    }
+    /* the decode feed is the target's first L columns: stride L + 1 */
+    int32_t *dfeed[2];
+    for (int i = 0; i < 2; i++) {
+        dfeed[i] = hmalloc(batch[i] * L * sizeof(int32_t));
+        for (size_t r = 0; r < batch[i]; r++)
+            memcpy(dfeed[i] + r * L, feed[i] + r * (L + 1), L * sizeof(int32_t));
+    }
+    clformer_session *s[2];
+    for (int i = 0; i < 2; i++) {
+        assert_ok(clformer_session_create(m, &s[i]));
+        decode_in_turn(&s[i], 1, (const int32_t *const *)&src[i], &batch[i], S,
+                       (const int32_t *const *)&dfeed[i], L, &solo[i]);
+        clformer_session_free(s[i]);
+    }
+    for (int i = 0; i < 2; i++) assert_ok(clformer_session_create(m, &s[i]));
+    decode_in_turn(s, 2, (const int32_t *const *)src, batch, S, (const int32_t *const *)dfeed, L,
+                   mixed);
+    for (int i = 0; i < 2; i++) {
+        assert_memory_equal(mixed[i], solo[i], L * batch[i] * V * sizeof(float));
+        /* the training graph on the same pairs: logits (batch, L, V) */
+        const clformer_batch b = {batch[i], S, L + 1, src[i], feed[i]};
+        float *full = hmalloc(batch[i] * L * V * sizeof(float));
+        assert_ok(clformer_session_logits(s[i], &b, full));
+        float *steps = hmalloc(batch[i] * L * V * sizeof(float));
+        for (size_t t = 0; t < L; t++)
+            for (size_t r = 0; r < batch[i]; r++)
+                memcpy(steps + (r * L + t) * V, solo[i] + (t * batch[i] + r) * V, V * sizeof(float));
+        double *ref = to_double(full, batch[i] * L * V);
+        assert_grad_close(steps, ref, batch[i] * L * V);
+        free(ref);
+        free(full);
+        free(steps);
+        clformer_session_free(s[i]);
+        free(src[i]);
+        free(feed[i]);
+        free(dfeed[i]);
+        free(solo[i]);
+        free(mixed[i]);
+    }
+    clformer_model_free(m);
+}
+
+/* A validator's session between training steps leaves the training bits
+ * alone: the same losses and weights as training without it. */
+static void a_validator_session_does_not_disturb_training(void **state)
+{
+    (void)state;
+    const clformer_config c = small_config();
+    const uint64_t steps = harness_is_slow() ? 2 : 3;
+    double losses[2][3] = {{0}};
+    float *weights[2];
+    size_t n = 0;
+    for (int run = 0; run < 2; run++) {
+        clformer_model *m;
+        assert_ok(clformer_model_create(hctx(), &c, 3, &m));
+        clformer_session *train, *val;
+        assert_ok(clformer_session_create(m, &train));
+        assert_ok(clformer_session_create(m, &val));
+        int32_t *vsrc = sentences(6, 11, c.src_vocab, 50), *vtgt = sentences(6, 12, c.tgt_vocab, 51);
+        const clformer_batch vb = {6, 11, 12, vsrc, vtgt};
+        for (uint64_t k = 0; k < steps; k++) {
+            int32_t *src = sentences(3, 7, c.src_vocab, 60 + k), *tgt = sentences(3, 8, c.tgt_vocab, 70 + k);
+            const clformer_batch b = {3, 7, 8, src, tgt};
+            clformer_step_stats st;
+            assert_ok(clformer_session_train_step(train, &b, 1e-3f, &st));
+            losses[run][k] = st.loss;
+            if (run == 1) { /* the validator runs a larger batch in between */
+                double sum;
+                size_t tokens;
+                assert_ok(clformer_session_eval_loss(val, &vb, &sum, &tokens));
+                assert_true(isfinite(sum) && tokens > 0);
+            }
+            free(src);
+            free(tgt);
+        }
+        n = clformer_model_parameter_count(m);
+        weights[run] = hmalloc(n * sizeof(float));
+        assert_ok(cf_download(hctx(), m->params, 0, weights[run], n));
+        free(vsrc);
+        free(vtgt);
+        clformer_session_free(train);
+        clformer_session_free(val);
+        clformer_model_free(m);
+    }
+    assert_memory_equal(losses[0], losses[1], sizeof losses[0]);
+    assert_memory_equal(weights[0], weights[1], n * sizeof(float));
+    free(weights[0]);
+    free(weights[1]);
+}
+
+/* The model reports weights, gradients and optimizer state; each session
+ * its own activations and caches; together they are what the device holds. */
+static void memory_is_split_between_model_and_sessions(void **state)
+{
+    (void)state;
+    const clformer_config c = small_config();
+    const size_t before = hctx()->bytes_allocated;
+    clformer_model *m;
+    assert_ok(clformer_model_create(hctx(), &c, 5, &m));
+    const size_t p = clformer_model_parameter_count(m) * 4;
+    clformer_memory mm = clformer_model_memory(m);
+    assert_int_equal(mm.parameters, p);
+    assert_int_equal(mm.gradients, p);
+    assert_int_equal(mm.optimizer, 2 * p);
+    assert_int_equal(mm.activations, 0);
+    assert_int_equal(mm.decoding, 0);
+    assert_int_equal(mm.total, before + 4 * p);
+
+    clformer_session *a, *b;
+    assert_ok(clformer_session_create(m, &a));
+    assert_ok(clformer_session_create(m, &b));
+    job j = {2, 6, 2, sentences(2, 6, c.src_vocab, 9)};
+    clformer_translation t;
+    translate(a, &j, &t);
+    clformer_translation_free(&t);
+    const clformer_memory ma = clformer_session_memory(a), mb = clformer_session_memory(b);
+    assert_int_equal(ma.parameters + ma.gradients + ma.optimizer, 0);
+    assert_true(ma.activations > 0 && ma.decoding > 0);
+    assert_true(ma.total >= ma.activations + ma.decoding);
+    assert_int_equal(mb.activations + mb.decoding, 0); /* b ran nothing */
+    mm = clformer_model_memory(m);
+    assert_int_equal(mm.activations + mm.decoding, 0);
+    assert_int_equal(mm.total, before + 4 * p + ma.total + mb.total);
+
+    /* training on b grows b's arena only */
+    int32_t *src = sentences(4, 9, c.src_vocab, 11), *tgt = sentences(4, 10, c.tgt_vocab, 12);
+    const clformer_batch batch = {4, 9, 10, src, tgt};
+    assert_ok(clformer_session_train_step(b, &batch, 1e-3f, NULL));
+    const clformer_memory mb2 = clformer_session_memory(b);
+    assert_true(mb2.activations > 0);
+    assert_int_equal(mb2.decoding, 0);
+    const clformer_memory ma2 = clformer_session_memory(a);
+    assert_memory_equal(&ma, &ma2, sizeof ma);
+    clformer_session_free(a);
+    assert_int_equal(clformer_model_memory(m).total, before + 4 * p + mb2.total);
+    clformer_session_free(b);
+    assert_int_equal(clformer_model_memory(m).total, before + 4 * p);
+    clformer_model_free(m);
+    assert_int_equal(hctx()->bytes_allocated, before);
+    free(src);
+    free(tgt);
+    free(j.src);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(two_sessions_translate_in_turn),
+    cmocka_unit_test(decoding_steps_interleave_and_match_the_forward_pass),
+    cmocka_unit_test(a_validator_session_does_not_disturb_training),
+    cmocka_unit_test(memory_is_split_between_model_and_sessions),
+};
+
+HARNESS_DEVICE_MAIN("session", tests)
