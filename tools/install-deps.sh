@@ -7,7 +7,9 @@ set -euo pipefail
 packages=(build-essential cmake pkg-config
           ocl-icd-opencl-dev opencl-headers pocl-opencl-icd oclgrind clinfo
           libclblast-dev clblast-utils libcmocka-dev libjansson-dev libcairo2-dev
-          libsentencepiece-dev libopenblas-dev libopenblas0-pthread)
+          libsentencepiece-dev libopenblas-dev libopenblas0-pthread
+          libopenmpi-dev openmpi-bin
+          clang libclang-rt-14-dev)  # clang: libFuzzer targets and the sanitizer gate
 if [[ "${1:-}" == "--with-torch" ]]; then
     packages+=(python3 python3-torch python3-numpy)
 fi
