@@ -18,6 +18,22 @@ static const uint32_t CANARY_BITS = 0x7fc0dead; /* a NaN payload nothing compute
 
 cf_ctx *hctx(void) { return current; }
 
+clformer_config harness_small_config(void)
+{
+    clformer_config c;
+    clformer_config_default(&c);
+    bool slow = harness_is_slow();
+    c.d_model = slow ? 8 : 32;
+    c.n_heads = 2;
+    c.d_ff = slow ? 16 : 64;
+    c.n_enc_layers = slow ? 1 : 2;
+    c.n_dec_layers = slow ? 1 : 2;
+    c.src_vocab = 19;
+    c.tgt_vocab = 23;
+    c.max_len = 12;
+    return c;
+}
+
 bool harness_is_slow(void) { return current && current->info.simulator; }
 
 void harness_assert_ok(clformer_status st, const char *expr, const char *file, int line)

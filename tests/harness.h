@@ -25,6 +25,11 @@ cf_ctx *hctx(void);
 /* True on a simulator (Oclgrind): tests should use their small shapes. */
 bool harness_is_slow(void);
 
+/* The small model the device tests train: d_model 32, 2 heads, d_ff 64, 2+2
+ * layers (8, 16, 1+1 on a simulator), vocabularies 19 and 23, max_len 12,
+ * the rest clformer_config_default's. Tests set what they vary on top. */
+clformer_config harness_small_config(void);
+
 /* Runs `tests` once per device; returns the number of failures (non-zero if
  * no device could be opened: a missing device is a failure, not a skip). */
 int harness_run_device_suite(const char *suite, const struct CMUnitTest *tests, size_t n);

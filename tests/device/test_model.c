@@ -15,17 +15,7 @@
 /* A small model with dropout, so determinism covers the dropout masks. */
 static clformer_config small_config(void)
 {
-    clformer_config c;
-    clformer_config_default(&c);
-    bool slow = harness_is_slow();
-    c.d_model = slow ? 8 : 32;
-    c.n_heads = 2;
-    c.d_ff = slow ? 16 : 64;
-    c.n_enc_layers = slow ? 1 : 2;
-    c.n_dec_layers = slow ? 1 : 2;
-    c.src_vocab = 19;
-    c.tgt_vocab = 23;
-    c.max_len = 12;
+    clformer_config c = harness_small_config();
     c.dropout = 0.2f;
     c.label_smoothing = 0.1f;
     return c;

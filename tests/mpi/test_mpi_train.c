@@ -47,15 +47,9 @@ static clformer_status bcast(void *user, void *data, size_t bytes, int root)
 
 static clformer_config tiny_config(float dropout)
 {
-    clformer_config c;
-    clformer_config_default(&c);
-    bool slow = harness_is_slow();
-    c.d_model = slow ? 8 : 32;
-    c.n_heads = 2;
-    c.d_ff = slow ? 16 : 64;
+    clformer_config c = harness_small_config();
     c.n_enc_layers = c.n_dec_layers = 1;
     c.src_vocab = c.tgt_vocab = VOCAB;
-    c.max_len = 12;
     c.dropout = dropout;
     return c;
 }
