@@ -34,6 +34,32 @@ clformer_config harness_small_config(void)
     return c;
 }
 
+void harness_write_reversal_corpus(const char *dir, const char *src_name, const char *tgt_name,
+                                   int lines, int min_words, int max_words, uint64_t seed)
+{
+    static const char *src_words[] = {"red", "cat", "sees", "a", "big", "dog", "runs", "home"};
+    static const char *tgt_words[] = {"rot", "katze", "sieht", "ein", "gross", "hund", "rennt", "haus"};
+    assert_true(min_words >= 1 && min_words <= max_words && max_words <= 8);
+    char ps[512], pt[512];
+    harness_path(ps, sizeof ps, dir, src_name);
+    harness_path(pt, sizeof pt, dir, tgt_name);
+    FILE *s = fopen(ps, "w"), *t = fopen(pt, "w");
+    assert_non_null(s);
+    assert_non_null(t);
+    ref_rng r = ref_rng_new(seed);
+    const uint64_t span = (uint64_t)(max_words - min_words + 1);
+    for (int i = 0; i < lines; i++) {
+        int n = min_words + (int)(ref_rng_next(&r) % span), w[8];
+        for (int k = 0; k < n; k++) w[k] = (int)(ref_rng_next(&r) % 8);
+        for (int k = 0; k < n; k++) fprintf(s, "%s%s", k ? " " : "", src_words[w[k]]);
+        for (int k = n - 1; k >= 0; k--) fprintf(t, "%s%s", k < n - 1 ? " " : "", tgt_words[w[k]]);
+        fputc('\n', s);
+        fputc('\n', t);
+    }
+    fclose(s);
+    fclose(t);
+}
+
 bool harness_is_slow(void) { return current && current->info.simulator; }
 
 void harness_assert_ok(clformer_status st, const char *expr, const char *file, int line)

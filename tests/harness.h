@@ -30,6 +30,13 @@ bool harness_is_slow(void);
  * the rest clformer_config_default's. Tests set what they vary on top. */
 clformer_config harness_small_config(void);
 
+/* Writes `lines` pairs of a small made-up language pair into dir/src_name and
+ * dir/tgt_name: min_words..max_words (<= 8) words drawn by `seed`, the target
+ * reversing the source and mapping each word through a dictionary, so a tiny
+ * model learns it in a few dozen steps. */
+void harness_write_reversal_corpus(const char *dir, const char *src_name, const char *tgt_name,
+                                   int lines, int min_words, int max_words, uint64_t seed);
+
 /* Runs `tests` once per device; returns the number of failures (non-zero if
  * no device could be opened: a missing device is a failure, not a skip). */
 int harness_run_device_suite(const char *suite, const struct CMUnitTest *tests, size_t n);

@@ -38,30 +38,10 @@ static void write_file(const char *name, const char *text)
     harness_write_file(path, text);
 }
 
-/* A small new "language pair": the target reverses the source and maps each
- * word through a dictionary, so it can be learned in a few dozen steps. */
+/* A small new "language pair" a tiny model learns in a few dozen steps. */
 static void make_corpus(int lines)
 {
-    static const char *src_words[] = {"red", "cat", "sees", "a", "big", "dog", "runs", "home"};
-    static const char *tgt_words[] = {"rot", "katze", "sieht", "ein", "gross", "hund", "rennt", "haus"};
-    char path[256];
-    harness_path(path, sizeof path, dir, "train.src");
-    FILE *s = fopen(path, "w");
-    harness_path(path, sizeof path, dir, "train.tgt");
-    FILE *t = fopen(path, "w");
-    assert_non_null(s);
-    assert_non_null(t);
-    ref_rng r = ref_rng_new(5);
-    for (int i = 0; i < lines; i++) {
-        int n = 2 + (int)(ref_rng_next(&r) % 4), w[6];
-        for (int k = 0; k < n; k++) w[k] = (int)(ref_rng_next(&r) % 8);
-        for (int k = 0; k < n; k++) fprintf(s, "%s%s", k ? " " : "", src_words[w[k]]);
-        for (int k = n - 1; k >= 0; k--) fprintf(t, "%s%s", k < n - 1 ? " " : "", tgt_words[w[k]]);
-        fputc('\n', s);
-        fputc('\n', t);
-    }
-    fclose(s);
-    fclose(t);
+    harness_write_reversal_corpus(dir, "train.src", "train.tgt", lines, 2, 5, 5);
 }
 
 static int corpus_lines(void)

@@ -30,36 +30,13 @@ static char dir[64];
 
 static void path_of(char *buf, size_t cap, const char *name) { harness_path(buf, cap, dir, name); }
 
-static void write_corpus(const char *name_src, const char *name_tgt, int lines, uint64_t seed)
-{
-    static const char *src_words[] = {"red", "cat", "sees", "a", "big", "dog", "runs", "home"};
-    static const char *tgt_words[] = {"rot", "katze", "sieht", "ein", "gross", "hund", "rennt", "haus"};
-    char ps[256], pt[256];
-    path_of(ps, sizeof ps, name_src);
-    path_of(pt, sizeof pt, name_tgt);
-    FILE *s = fopen(ps, "w"), *t = fopen(pt, "w");
-    assert_non_null(s);
-    assert_non_null(t);
-    ref_rng r = ref_rng_new(seed);
-    for (int i = 0; i < lines; i++) {
-        int n = 3 + (int)(ref_rng_next(&r) % 6), w[8];
-        for (int k = 0; k < n; k++) w[k] = (int)(ref_rng_next(&r) % 8);
-        for (int k = 0; k < n; k++) fprintf(s, "%s%s", k ? " " : "", src_words[w[k]]);
-        for (int k = n - 1; k >= 0; k--) fprintf(t, "%s%s", k < n - 1 ? " " : "", tgt_words[w[k]]);
-        fputc('\n', s);
-        fputc('\n', t);
-    }
-    fclose(s);
-    fclose(t);
-}
-
 static int setup(void **state)
 {
     (void)state;
     if (!harness_temp_dir(dir, sizeof dir, "interrupt")) return -1;
-    write_corpus("train.src", "train.tgt", 200, 5);
+    harness_write_reversal_corpus(dir, "train.src", "train.tgt", 200, 3, 8, 5);
     /* a validation set large enough that validating takes a while */
-    write_corpus("val.src", "val.tgt", 3000, 6);
+    harness_write_reversal_corpus(dir, "val.src", "val.tgt", 3000, 3, 8, 6);
     return 0;
 }
 
