@@ -101,6 +101,16 @@ typedef struct {
     uint64_t seed;
 } conf_gemm_case;
 clformer_status conf_gemm_run(cf_ctx *ctx, const conf_gemm_case *c, conf_sink sink, void *user);
+typedef struct {
+    bool strided;  /* cf_gemm_strided_batched, else cf_gemm_batched */
+    bool ta, tb;
+    size_t m, n, k, batch;
+    float alpha, beta; /* batched: matrix i gets alpha + i/4 and beta (odd i) or 0 */
+    size_t gap_a, gap_b, gap_c; /* elements between one matrix and the next */
+    uint64_t seed;
+} conf_gemm_batched_case;
+clformer_status conf_gemm_batched_run(cf_ctx *ctx, const conf_gemm_batched_case *c,
+                                      conf_sink sink, void *user);
 
 typedef struct {
     size_t N, IC, OC;
