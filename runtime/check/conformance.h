@@ -135,6 +135,23 @@ clformer_status conf_adam_run(cf_ctx *ctx, const conf_adam_case *c, conf_sink si
  * the same values. */
 void conf_adam_grads(float *g, double *g64, size_t n, ref_rng *r);
 
+typedef struct {
+    size_t B, T, C, vocab;
+    bool learned;        /* a learned position table, else sinusoidal */
+    cf_dropout drop;     /* off when p is 0 (NULL) */
+    bool positions_only; /* every id 0 in a table of zeros: the positions alone */
+    uint64_t seed;
+} conf_embedding_case;
+/* The forward (one result) and the backward, run twice so that it must add
+ * (two results: the token table, the position table). */
+clformer_status conf_embedding_forward_run(cf_ctx *ctx, const conf_embedding_case *c,
+                                           conf_sink sink, void *user);
+clformer_status conf_embedding_backward_run(cf_ctx *ctx, const conf_embedding_case *c,
+                                            conf_sink sink, void *user);
+/* B x T ids below vocab with repeats; the last position of every other row is
+ * pad (0), as in a right-padded batch. */
+void conf_embedding_tokens(int32_t *tok, size_t B, size_t T, size_t vocab, ref_rng *r);
+
 clformer_status conf_layernorm_run(cf_ctx *ctx, const conf_layernorm_case *c, conf_sink sink,
                                    void *user);
 
