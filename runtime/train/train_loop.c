@@ -23,17 +23,20 @@ static bool done(const clformer_trainer *t)
     return clformer_batcher_epoch(t->batcher) >= t->o.epochs;
 }
 
-/* Steps left (estimated from the epoch length with an epoch limit). */
+/* Steps left: exact with a step limit; with an epoch limit, the batches of
+ * the epochs still to train (the batching in force: a resumed run's is the
+ * checkpoint's) less those of this epoch already trained, divided among the
+ * ranks (one step takes a batch per rank). */
 static double steps_left(const clformer_trainer *t)
 {
     const double step = (double)clformer_model_step(t->model);
     if (t->o.steps > 0) return (double)t->o.steps - step;
-    const double per_epoch =
-        (double)clformer_batcher_batches_per_epoch(t->batcher) / cf_trainer_ranks(t);
+    const double per_epoch = (double)clformer_batcher_batches_per_epoch(t->batcher);
     const double index = (double)clformer_batcher_index(t->batcher);
     const double in_epoch = t->batching.batch_size > 0 ? index / t->batching.batch_size : index;
-    return ((double)t->o.epochs - (double)clformer_batcher_epoch(t->batcher)) * per_epoch -
-           in_epoch;
+    const double batches =
+        ((double)t->o.epochs - (double)clformer_batcher_epoch(t->batcher)) * per_epoch - in_epoch;
+    return batches / cf_trainer_ranks(t);
 }
 
 static json_t *number_or_null(double x) { return isfinite(x) ? json_real(x) : json_null(); }

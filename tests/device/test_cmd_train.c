@@ -204,6 +204,20 @@ static void learns_saves_and_resumes_exactly(void **state)
                   out, sizeof out);
     if (rc != 1 || !strstr(out, "has already trained 1 epochs"))
         fail_msg("resume at its --epochs: exit %d:\n%s", rc, out);
+
+    /* the progress after resuming mid-epoch with --epochs (issue 11, the ETA
+     * after resuming): the total is this run's steps to the end of the last
+     * epoch, with the checkpoint's batching (2 steps an epoch; the
+     * checkpoint is 1 step into epoch 1, so steps 2..4 remain), and the ETA
+     * a duration, not '?' */
+    rc = run_tool("train --src few.src --tgt few.tgt --init half.safetensors --steps 1 "
+                  "--batch-size 2 --save mid.safetensors", out, sizeof out);
+    if (rc != 0) fail_msg("--steps 1 exited %d:\n%s", rc, out);
+    rc = run_tool("train --src few.src --tgt few.tgt --resume mid.safetensors --epochs 2",
+                  out, sizeof out);
+    if (rc != 0 || !strstr(out, "step 2/4 | epoch 1 |") || !strstr(out, "step 4/4 | epoch 2 |") ||
+        !strstr(out, "trained to step 4 ") || strstr(out, "ETA ?"))
+        fail_msg("resume mid-epoch with --epochs 2: exit %d:\n%s", rc, out);
 }
 
 /* A learning rate far too high: the run stops at the step the loss runs

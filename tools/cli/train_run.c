@@ -68,7 +68,11 @@ static void print_step(display *d, const clformer_train_progress *p)
     char eta[32], total[32] = "";
     const double per_step = p->tokens_per_s > 0 ? (double)p->tokens / p->tokens_per_s : NAN;
     format_duration(p->steps_left * per_step, eta, sizeof eta);
+    /* with an epoch limit the total is the trainer's estimate: this step
+     * plus the steps the remaining epochs hold (exact on one process) */
     if (d->total_steps) snprintf(total, sizeof total, "/%" PRIu64, d->total_steps);
+    else if (p->steps_left >= 0 && p->steps_left < 1e15)
+        snprintf(total, sizeof total, "/%" PRIu64, p->step + (uint64_t)llround(p->steps_left));
     char line[256];
     snprintf(line, sizeof line,
              "step %" PRIu64 "%s | epoch %" PRIu64 " | loss %.4f | %.0f tok/s | lr %.2e | "
