@@ -179,6 +179,12 @@ static void attention_bad_arguments_are_reported(void **state)
     assert_int_equal(cf_attention_forward(hctx(), x, &same, x, x, x, x, &s, &drop),
                      CLFORMER_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(clformer_last_error(), "probs_drop"));
+    /* p = 1 would scale the kept (none) by 1/(1-p) = inf: refused */
+    const cf_attention_saved apart = {cf_view_at(b.mem, 0), cf_view_at(b.mem, 128)};
+    const cf_dropout all = {1.0f, 1, 1, 1};
+    assert_int_equal(cf_attention_forward(hctx(), x, &apart, x, x, x, x, &s, &all),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "must be below 1"));
     assert_int_equal(cf_split_heads(hctx(), x, x, 7, 1, 2, 2, 4), CLFORMER_ERR_INVALID_ARGUMENT);
     hbuf_free(a), hbuf_free(b);
 }

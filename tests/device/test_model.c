@@ -200,6 +200,28 @@ static void bad_token_ids_are_refused(void **state)
     clformer_model_free(m);
 }
 
+/* An error before any sentence is translated (here: a model without
+ * vocabularies) leaves every output NULL and frees none of the caller's
+ * values (the earlier text_io freed outputs it had never set). */
+static void translate_error_before_the_first_sentence(void **state)
+{
+    (void)state;
+    clformer_config c = small_config();
+    clformer_model *m;
+    assert_ok(clformer_model_create(hctx(), &c, 1, &m));
+    const char *sentences[2] = {"w4 w5", "w6"};
+    char stale = 0;
+    char *out[2] = {&stale, &stale}; /* not heap pointers: freeing one would crash */
+    clformer_decode_options dec;
+    clformer_decode_options_default(&dec);
+    assert_int_equal(clformer_translate_sentences(m, sentences, 2, &dec, 1, out, NULL, NULL, NULL),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "no vocabularies"));
+    assert_null(out[0]);
+    assert_null(out[1]);
+    clformer_model_free(m);
+}
+
 static void bad_configs_are_refused(void **state)
 {
     (void)state;
@@ -212,6 +234,10 @@ static void bad_configs_are_refused(void **state)
     c.d_ff = 0;
     assert_int_equal(clformer_model_create(hctx(), &c, 1, &m), CLFORMER_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(clformer_last_error(), "d_ff"));
+    c = small_config();
+    c.dropout = 1.0f; /* everything dropped: refused, not a division by 1 - p = 0 */
+    assert_int_equal(clformer_model_create(hctx(), &c, 1, &m), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "dropout must be in [0, 1)"));
     c = small_config();
     c.d_model = 1 << 19; /* parameters beyond the device's memory */
     c.n_heads = 8;
@@ -427,6 +453,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(damaged_and_non_finite_checkpoints_are_refused),
     cmocka_unit_test(bad_token_ids_are_refused),
     cmocka_unit_test(bad_configs_are_refused),
+    cmocka_unit_test(translate_error_before_the_first_sentence),
     cmocka_unit_test(write_tensor_round_trip),
     cmocka_unit_test(kernel_times_follow_set_profiling),
     cmocka_unit_test(export_drops_the_training_state),
