@@ -40,7 +40,8 @@ typedef enum {
     CLFORMER_ERR_IO,               /* a file is missing, unreadable or unwritable */
     CLFORMER_ERR_FORMAT,           /* a file is malformed: checkpoint, corpus, cache */
     CLFORMER_ERR_INTERRUPTED,      /* stopped on request (e.g. Ctrl-C) */
-    CLFORMER_ERR_DIVERGED          /* training diverged: non-finite or exploding loss */
+    CLFORMER_ERR_DIVERGED          /* training diverged: non-finite or exploding loss, or
+                                      data-parallel ranks whose parameters differ */
 } clformer_status;
 
 /* The library's version, "MAJOR.MINOR.PATCH" (CLFORMER_VERSION is the
@@ -435,6 +436,12 @@ CLFORMER_API clformer_status clformer_model_set_collective(clformer_model *model
  * data-parallel run, which `--check-sync` verifies. */
 CLFORMER_API clformer_status clformer_model_parameter_checksum(clformer_model *model, uint64_t *checksum);
 
+/* Compares the parameter checksum of every rank (all ranks call it): on a
+ * difference, CLFORMER_ERR_DIVERGED naming the ranks that differ from rank 0,
+ * on every rank. CLFORMER_OK alone. `clformer train --check-sync N` calls it
+ * every N steps (clformer_train_options.check_sync_every). */
+CLFORMER_API clformer_status clformer_model_check_sync(clformer_model *model);
+
 /* Copies rank `root`'s parameters and optimizer state to every rank. */
 CLFORMER_API clformer_status clformer_model_broadcast(clformer_model *model, int root);
 
@@ -698,7 +705,9 @@ CLFORMER_API void clformer_corpus_summary(const clformer_corpus *corpus, char *b
 
 /* Mean plain cross-entropy (dropout off, no label smoothing) of a model over
  * every pair of a corpus, in file order, batched by about batch_tokens
- * padded tokens; *tokens receives the target tokens counted. */
+ * padded tokens; *tokens receives the target tokens counted. With a
+ * data-parallel model (clformer_model_set_collective) every rank must call
+ * it: the ranks split the batches and each receives the whole corpus's. */
 CLFORMER_API clformer_status clformer_corpus_loss(clformer_model *model,
                                                   const clformer_corpus *corpus,
                                                   size_t batch_tokens, double *loss,
@@ -841,7 +850,8 @@ typedef struct {
     uint64_t epochs; /* or after `epochs` epochs: exactly one is set */
     /* validation: loss and perplexity over val_text, BLEU over its first
      * bleu_sentences sentences (greedy), every eval_every steps (0: only at
-     * the end) and at the end */
+     * the end) and at the end; on several ranks the loss is split between
+     * them and BLEU is rank 0's (NAN on the others) */
     uint64_t eval_every;
     size_t bleu_sentences; /* (200) */
     /* output */
@@ -856,6 +866,10 @@ typedef struct {
      * only rank 0 writes the log and checkpoints; a stop request on any rank
      * stops every rank at the same step */
     const clformer_collective *collective;
+    /* every N steps (0: never) compare the ranks' parameters
+     * (clformer_model_check_sync): a mismatch stops the run with
+     * CLFORMER_ERR_DIVERGED naming the step and the ranks */
+    uint64_t check_sync_every;
 } clformer_train_options;
 
 /* The defaults noted above; config is clformer_config_default's. */

@@ -10,7 +10,10 @@
 #include "fnv1a.h"
 #include "model.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -48,6 +51,12 @@ clformer_status cf_collective_sum(cf_model *m, double *values, size_t n)
 {
     if (alone(m)) return CLFORMER_OK;
     return m->collective.allreduce_sum_f64(m->collective.user, values, n);
+}
+
+void cf_collective_share(const cf_model *m, int *rank, int *size)
+{
+    *rank = alone(m) ? 0 : m->collective.rank;
+    *size = alone(m) ? 1 : m->collective.size;
 }
 
 clformer_status cf_collective_count(cf_model *m, size_t *count)
@@ -92,6 +101,57 @@ clformer_status clformer_model_parameter_checksum(clformer_model *m, uint64_t *c
     clformer_status st = cf_download(m->ctx, m->params, 0, host, n);
     *checksum = cf_fnv1a(CF_FNV1A_INIT, host, n * sizeof *host);
     free(host);
+    return st;
+}
+
+/* Every rank's checksum on every rank, through the sum callback: rank r
+ * fills slots 2r and 2r+1 (the checksum's 32-bit halves, exact in a double)
+ * and leaves the others zero, so the sum gathers them. */
+static clformer_status gather_checksums(cf_model *m, uint64_t mine, uint64_t *all)
+{
+    const int n = m->collective.size, r = m->collective.rank;
+    double *slots = calloc(2 * (size_t)n, sizeof *slots);
+    if (!slots) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    slots[2 * r] = (double)(mine >> 32);
+    slots[2 * r + 1] = (double)(mine & 0xFFFFFFFFu);
+    clformer_status st = cf_collective_sum(m, slots, 2 * (size_t)n);
+    for (int k = 0; k < n && st == CLFORMER_OK; k++)
+        all[k] = ((uint64_t)slots[2 * k] << 32) | (uint64_t)slots[2 * k + 1];
+    free(slots);
+    return st;
+}
+
+clformer_status clformer_model_check_sync(clformer_model *m)
+{
+    if (alone(m)) return CLFORMER_OK;
+    uint64_t mine;
+    CF_TRY(clformer_model_parameter_checksum(m, &mine));
+    const int n = m->collective.size;
+    uint64_t *all = malloc((size_t)n * sizeof *all);
+    if (!all) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    clformer_status st = gather_checksums(m, mine, all);
+    /* the ranks that differ from rank 0, named in the message */
+    char differ[256] = "";
+    int count = 0;
+    for (int k = 1; k < n && st == CLFORMER_OK; k++) {
+        if (all[k] == all[0]) continue;
+        size_t used = strlen(differ);
+        if (count < 16)
+            snprintf(differ + used, sizeof differ - used, "%s%d (checksum %016" PRIx64 ")",
+                     count ? ", " : "", k, all[k]);
+        else if (count == 16)
+            snprintf(differ + used, sizeof differ - used, ", ...");
+        count++;
+    }
+    if (st == CLFORMER_OK && count > 0)
+        st = cf_fail(CLFORMER_ERR_DIVERGED,
+                     "the ranks' parameters differ: %d of %d ranks differ from rank 0 "
+                     "(checksum %016" PRIx64 "): rank %s. Ranks on devices that round "
+                     "differently drift apart (run every rank on one kind of device, or "
+                     "re-synchronise with clformer_model_broadcast); otherwise the collective "
+                     "returned different sums on different ranks",
+                     count, n, all[0], differ);
+    free(all);
     return st;
 }
 

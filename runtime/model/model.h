@@ -59,5 +59,7 @@ clformer_status cf_collective_gradients(cf_model *m, double step_start,
                                         clformer_step_stats *stats);
 /* Sums a few doubles over ranks (the loss). */
 clformer_status cf_collective_sum(cf_model *m, double *values, size_t n);
+/* This rank's index and the number of ranks (0 and 1 alone), to split work. */
+void cf_collective_share(const cf_model *m, int *rank, int *size);
 
 #endif

@@ -6,6 +6,10 @@
 #   kill          kill -9 of one rank mid-training: the job exits non-zero within 30 s
 #   bad-selector  a selector that matches nothing on one rank: its message, a
 #                 non-zero exit, no hang
+#   interrupt     SIGINT (Ctrl-C) to mpirun: rank 0 saves once, every rank exits 130,
+#                 the checkpoint resumes
+# (--check-sync: the resume case's first run checks the ranks after every step;
+# test_mpi_train checks that a difference stops the run)
 # Needs CLFORMER_BINARY, MPIRUN and CLFORMER_TEST_DATA (tests/data).
 set -u
 case_name=$1
@@ -26,8 +30,8 @@ train=(train --src train.src --tgt train.tgt --config tiny --max-len 24 --batch-
 
 case $case_name in
 resume)
-  mpi -np 2 "$CLFORMER_BINARY" "${train[@]}" --steps 6 --save straight.safetensors > out1 2>&1 \
-    || { cat out1; fail "2-rank training failed"; }
+  mpi -np 2 "$CLFORMER_BINARY" "${train[@]}" --steps 6 --check-sync 1 \
+    --save straight.safetensors > out1 2>&1 || { cat out1; fail "2-rank training failed"; }
   mpi -np 2 "$CLFORMER_BINARY" "${train[@]}" --steps 3 --save half.safetensors > out2 2>&1 \
     || { cat out2; fail "2-rank training to step 3 failed"; }
   mpi -np 2 "$CLFORMER_BINARY" "${train[@]}" --resume half.safetensors --steps 6 \
@@ -72,6 +76,42 @@ bad-selector)
   [ $rc -ne 124 ] || { cat out; fail "the job hung"; }
   [ $rc -ne 0 ] || { cat out; fail "the job exited 0"; }
   grep -q "nosuchdevice" out || { cat out; fail "no message naming the selector"; }
+  ;;
+interrupt)
+  # Ctrl-C reaches mpirun, not the ranks: Open MPI's mpirun sends them SIGTERM
+  # after odls_base_sigkill_timeout seconds and SIGKILL as long again
+  # (docs/DISTRIBUTED.md), so 10 s to finish the step and save. A shell around
+  # each rank records its exit status.
+  "$MPIRUN" --allow-run-as-root --oversubscribe --mca odls_base_sigkill_timeout 10 -np 2 \
+    bash -c 'trap "" INT TERM; "$0" "$@"; echo $? > "rc.$OMPI_COMM_WORLD_RANK"' \
+    "$CLFORMER_BINARY" "${train[@]}" --steps 100000 --log log.jsonl \
+    --save stop.safetensors > out 2>&1 &
+  job=$!
+  for _ in $(seq 1 600); do  # up to 60 s for the first steps (kernels may compile)
+    [ -s log.jsonl ] && break
+    sleep 0.1
+  done
+  [ -s log.jsonl ] || { kill -9 $job; cat out; fail "no step was logged"; }
+  kill -INT $job
+  for _ in $(seq 1 600); do
+    kill -0 $job 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 $job 2>/dev/null; then
+    kill -9 $job; cat out; fail "the job still runs 60 s after Ctrl-C"
+  fi
+  wait $job; rc=$?
+  [ $rc -ne 0 ] || { cat out; fail "mpirun exited 0 after Ctrl-C"; }
+  for r in 0 1; do
+    [ "$(cat rc.$r 2>/dev/null)" = 130 ] || { cat out; fail "rank $r did not exit 130"; }
+  done
+  [ "$(grep -c 'saved stop.safetensors' out)" = 1 ] || { cat out; fail "not one save message"; }
+  step=$(sed -n 's/.*interrupted at step \([0-9]*\); saved.*/\1/p' out)
+  [ -n "$step" ] || { cat out; fail "no step in the interruption message"; }
+  "$CLFORMER_BINARY" "${train[@]}" --resume stop.safetensors --steps $((step + 1)) > out2 2>&1 \
+    || { cat out2; fail "the saved checkpoint does not resume"; }
+  grep -q "resuming stop.safetensors at step $step" out2 || { cat out2; fail "wrong resume step"; }
+  echo "mpirun exited $rc; both ranks 130; saved at step $step"
   ;;
 *) fail "unknown case" ;;
 esac
