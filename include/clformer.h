@@ -401,6 +401,8 @@ typedef struct {
     double compute_s;   /* forward and backward, up to the gradients being ready */
     double allreduce_s; /* summing the gradients over ranks (waiting included) */
     size_t allreduce_bytes; /* gradient bytes each rank contributed */
+    double overlap_s;   /* of compute_s: with summing already under way (the
+                           non-blocking collective: buckets start during backward) */
 } clformer_step_stats;
 
 /*
@@ -418,6 +420,17 @@ typedef struct {
     clformer_status (*allreduce_sum_f32)(void *user, float *data, size_t n);
     clformer_status (*allreduce_sum_f64)(void *user, double *data, size_t n);
     clformer_status (*broadcast)(void *user, void *data, size_t bytes, int root);
+    /* Optional, all three or none: a non-blocking float sum. start begins
+     * summing data[0..n) in place over ranks and returns a request; test
+     * lets the sum progress and sets *done when it is complete (the request
+     * stays valid); wait completes it and frees the request. With them the
+     * gradients are summed in buckets started as soon as backward has
+     * written them, while backward computes the rest; without them, after
+     * backward with allreduce_sum_f32. Every rank starts the same buckets in
+     * the same order. */
+    clformer_status (*allreduce_start_f32)(void *user, float *data, size_t n, void **request);
+    clformer_status (*test)(void *user, void *request, int *done);
+    clformer_status (*wait)(void *user, void *request);
 } clformer_collective;
 
 /*

@@ -4,7 +4,9 @@
  * CLFORMER_TEST_DEVICES names for it, so the same program checks two ranks
  * on one device kind and two ranks on different devices.
  *  - equivalence: 2 ranks at batch B take the steps 1 rank takes at batch 2B
- *    (dropout 0): every loss within 1e-5 relative, parameters within 1e-5;
+ *    (dropout 0): every loss within 1e-5 relative, parameters within 1e-5,
+ *    with the gradient sum overlapped with backward (non-blocking callbacks)
+ *    and with the blocking sum after it;
  *  - the ranks end every step with bit-identical parameters;
  *  - dropout: the ranks draw different masks, and a run repeats exactly;
  *  - the trainer: the validation loss split across ranks equals one rank's,
@@ -47,6 +49,35 @@ static clformer_status bcast(void *user, void *data, size_t bytes, int root)
     return MPI_Bcast(data, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD) == MPI_SUCCESS
                ? CLFORMER_OK : CLFORMER_ERR_IO;
 }
+
+/* The non-blocking sum: the gradient buckets are then summed during backward. */
+static clformer_status start_f32(void *user, float *data, size_t n, void **request)
+{
+    (void)user;
+    MPI_Request *req = hmalloc(sizeof *req);
+    *request = req;
+    return MPI_Iallreduce(MPI_IN_PLACE, data, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, req) ==
+                   MPI_SUCCESS ? CLFORMER_OK : CLFORMER_ERR_IO;
+}
+
+static clformer_status test_req(void *user, void *request, int *done)
+{
+    (void)user;
+    return MPI_Test(request, done, MPI_STATUS_IGNORE) == MPI_SUCCESS ? CLFORMER_OK
+                                                                      : CLFORMER_ERR_IO;
+}
+
+static clformer_status wait_req(void *user, void *request)
+{
+    (void)user;
+    int err = MPI_Wait(request, MPI_STATUS_IGNORE);
+    free(request);
+    return err == MPI_SUCCESS ? CLFORMER_OK : CLFORMER_ERR_IO;
+}
+
+/* Which collective new_model gives the models: with the non-blocking sum
+ * (overlapped with backward) or the blocking one alone. */
+static bool overlapped = true;
 
 static clformer_config tiny_config(float dropout)
 {
@@ -110,7 +141,9 @@ static clformer_model *new_model(float dropout, bool parallel)
     clformer_optim_config_default(&oc);
     assert_ok(clformer_model_set_optimizer(m, &oc));
     if (parallel) {
-        clformer_collective coll = {NULL, rank, size, sum_f32, sum_f64, bcast};
+        clformer_collective coll = {NULL, rank, size, sum_f32, sum_f64, bcast, NULL, NULL, NULL};
+        if (overlapped) coll.allreduce_start_f32 = start_f32, coll.test = test_req,
+                        coll.wait = wait_req;
         assert_ok(clformer_model_set_collective(m, &coll));
     }
     return m;
@@ -207,6 +240,14 @@ static void test_two_ranks_equal_one_rank_at_double_batch(void **state)
         clformer_model_free(one);
     }
     clformer_model_free(par);
+}
+
+/* The same with the blocking sum after backward (embedders that give only it). */
+static void test_equivalence_with_the_blocking_sum(void **state)
+{
+    overlapped = false;
+    test_two_ranks_equal_one_rank_at_double_batch(state);
+    overlapped = true;
 }
 
 static void test_dropout_masks_differ_by_rank_and_repeat(void **state)
@@ -387,6 +428,7 @@ int main(int argc, char **argv)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_ranks_equal_one_rank_at_double_batch),
+        cmocka_unit_test(test_equivalence_with_the_blocking_sum),
         cmocka_unit_test(test_dropout_masks_differ_by_rank_and_repeat),
         cmocka_unit_test(test_broadcast_resynchronises),
         cmocka_unit_test(test_trainer_validation_split_equals_one_rank),
