@@ -437,7 +437,8 @@ typedef struct {
  * Makes train steps data-parallel over `collective` (copied; NULL: alone).
  * A train step then counts the non-pad target tokens of all ranks, scales
  * each rank's gradient by that global count, sums the gradients over ranks
- * between backward and clipping, and reports the global loss, token count and
+ * before clipping (in buckets during backward with the non-blocking
+ * callbacks, else after it), and reports the global loss, token count and
  * gradient norm, so N ranks at batch B take the step one rank takes at batch
  * N*B. Dropout masks are drawn per rank (the seed is mixed with the rank).
  * Every rank must start from the same parameters (same seed or checkpoint).

@@ -28,6 +28,23 @@ mpi() { "$MPIRUN" --allow-run-as-root --oversubscribe "$@"; }
 train=(train --src train.src --tgt train.tgt --config tiny --max-len 24 --batch-size 4
        --dropout 0.1 --lr 1e-3)
 
+# Waits up to 60 s for job $1's first logged step (kernels may compile); kills it on a timeout.
+wait_for_first_step() {
+  for _ in $(seq 1 600); do
+    [ -s log.jsonl ] && return 0
+    sleep 0.1
+  done
+  kill -9 "$1"; cat out; fail "no step was logged"
+}
+# Waits up to $2 tenths of a second for job $1 to end; 1 if it still runs.
+wait_gone() {
+  for _ in $(seq 1 "$2"); do
+    kill -0 "$1" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 case $case_name in
 resume)
   mpi -np 2 "$CLFORMER_BINARY" "${train[@]}" --steps 6 --check-sync 1 \
@@ -48,22 +65,12 @@ kill)
   "$MPIRUN" --allow-run-as-root --oversubscribe -np 2 "$CLFORMER_BINARY" "${train[@]}" \
     --steps 100000 --log log.jsonl > out 2>&1 &
   job=$!
-  for _ in $(seq 1 600); do  # up to 60 s for the first steps (kernels may compile)
-    [ -s log.jsonl ] && break
-    sleep 0.1
-  done
-  [ -s log.jsonl ] || { kill -9 $job; cat out; fail "no step was logged"; }
+  wait_for_first_step $job
   victim=$(pgrep -P $job -x clformer | tail -n 1)
   [ -n "$victim" ] || { kill -9 $job; fail "no rank process found under mpirun $job"; }
   kill -9 "$victim"
   start=$(date +%s)
-  for _ in $(seq 1 300); do
-    kill -0 $job 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 $job 2>/dev/null; then
-    kill -9 $job; fail "the job still runs 30 s after one rank was killed"
-  fi
+  wait_gone $job 300 || { kill -9 $job; fail "the job still runs 30 s after one rank was killed"; }
   wait $job; rc=$?
   [ $rc -ne 0 ] || fail "the job exited 0 after a rank was killed"
   echo "job ended with status $rc $(( $(date +%s) - start )) s after kill -9 of rank pid $victim"
@@ -87,19 +94,9 @@ interrupt)
     "$CLFORMER_BINARY" "${train[@]}" --steps 100000 --log log.jsonl \
     --save stop.safetensors > out 2>&1 &
   job=$!
-  for _ in $(seq 1 600); do  # up to 60 s for the first steps (kernels may compile)
-    [ -s log.jsonl ] && break
-    sleep 0.1
-  done
-  [ -s log.jsonl ] || { kill -9 $job; cat out; fail "no step was logged"; }
+  wait_for_first_step $job
   kill -INT $job
-  for _ in $(seq 1 600); do
-    kill -0 $job 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 $job 2>/dev/null; then
-    kill -9 $job; cat out; fail "the job still runs 60 s after Ctrl-C"
-  fi
+  wait_gone $job 600 || { kill -9 $job; cat out; fail "the job still runs 60 s after Ctrl-C"; }
   wait $job; rc=$?
   [ $rc -ne 0 ] || { cat out; fail "mpirun exited 0 after Ctrl-C"; }
   for r in 0 1; do
