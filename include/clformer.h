@@ -727,9 +727,9 @@ CLFORMER_API clformer_status clformer_corpus_loss(clformer_model *model,
                                                   size_t batch_tokens, double *loss,
                                                   size_t *tokens);
 
-/* Training batches. Exactly one of batch_size (pairs per batch; batches may
- * straddle epochs) and batch_tokens (pairs while batch x max(src, tgt
- * length) fits; never straddles epochs). With shuffle, every epoch's order
+/* Training batches. Exactly one of batch_size (pairs per batch; an epoch's
+ * last batch holds what is left) and batch_tokens (pairs while batch x
+ * max(src, tgt length) fits). No batch straddles two epochs. With shuffle, every epoch's order
  * is a pure function of (seed, epoch), and with batch_tokens the pairs are
  * sorted by length in windows of bucket_window pairs (0: 16384; 1: none)
  * before the batches are shuffled. */

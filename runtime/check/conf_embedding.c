@@ -52,12 +52,40 @@ static void describe(char *buf, size_t cap, const conf_embedding_case *c)
              (double)c->drop.p, c->positions_only ? " positions only" : "");
 }
 
+enum { TOK, TABLE, POS, OUT };                       /* the forward's tensors */
+enum { G, DT, DP, UNIQUE, STARTS, POSITIONS };       /* the backward's */
+
+/* The forward (index NULL) or the backward, once untimed when conf_warm_up
+ * says so, then `runs` times timed; the initial contents are uploaded before
+ * the first run and again after the untimed one. *ms: the last run's time. */
+static clformer_status timed_runs(cf_ctx *ctx, const conf_embedding_case *c, conf_block *b,
+                                  const cf_embedding_index *index, int runs, double *ms)
+{
+    const float scale = sqrtf((float)c->C);
+    for (int run = conf_warm_up(ctx) ? -1 : 0; run < runs; run++) {
+        if (run < 1) CF_TRY(conf_block_upload(b));
+        const double t0 = conf_now_ms();
+        if (index)
+            CF_TRY(cf_embedding_backward(ctx, conf_block_view(b, DT),
+                                         c->learned ? conf_block_view(b, DP) : cf_view_at(NULL, 0),
+                                         conf_block_view(b, G), index, c->B, c->T, c->C, scale,
+                                         device_dropout(c)));
+        else
+            CF_TRY(cf_embedding_forward(ctx, conf_block_view(b, OUT), conf_block_view(b, TOK),
+                                        conf_block_view(b, TABLE),
+                                        c->learned ? conf_block_view(b, POS) : cf_view_at(NULL, 0),
+                                        c->B, c->T, c->C, scale, device_dropout(c)));
+        CF_TRY(cf_finish(ctx));
+        *ms = conf_now_ms() - t0;
+    }
+    return CLFORMER_OK;
+}
+
 clformer_status conf_embedding_forward_run(cf_ctx *ctx, const conf_embedding_case *c,
                                            conf_sink sink, void *user)
 {
     const size_t bt = c->B * c->T, n = bt * c->C, nt = c->vocab * c->C, np = (c->T + 3) * c->C;
     conf_block b = {0};
-    enum { TOK, TABLE, POS, OUT };
     conf_block_add(&b, bt), conf_block_add(&b, nt), conf_block_add(&b, np);
     conf_block_add(&b, n);
     int32_t *tok = malloc(bt * 4 + 4);
@@ -76,18 +104,8 @@ clformer_status conf_embedding_forward_run(cf_ctx *ctx, const conf_embedding_cas
     ref_fill_uniform(&r, conf_block_init(&b, POS), pos64, np, -1, 1);
     conf_block_init_fill(&b, OUT, NAN);
     const float scale = sqrtf((float)c->C);
-    const cf_view pos = c->learned ? conf_block_view(&b, POS) : cf_view_at(NULL, 0);
     double ms = 0.0;
-    for (int run = conf_warm_up(ctx) ? 0 : 1; run < 2; run++) {
-        if ((st = conf_block_upload(&b))) goto done;
-        const double t0 = conf_now_ms();
-        if ((st = cf_embedding_forward(ctx, conf_block_view(&b, OUT), conf_block_view(&b, TOK),
-                                       conf_block_view(&b, TABLE), pos, c->B, c->T, c->C, scale,
-                                       device_dropout(c))) ||
-            (st = cf_finish(ctx)))
-            goto done;
-        ms = conf_now_ms() - t0;
-    }
+    if ((st = timed_runs(ctx, c, &b, NULL, 1, &ms))) goto done;
     if ((st = conf_block_read(&b))) goto done;
     const ref_dropout rd = reference_dropout(c);
     ref_embedding_forward(y64, tok, table64, c->learned ? pos64 : NULL, c->B, c->T, c->C, scale,
@@ -111,7 +129,6 @@ clformer_status conf_embedding_backward_run(cf_ctx *ctx, const conf_embedding_ca
 {
     const size_t bt = c->B * c->T, n = bt * c->C, nt = c->vocab * c->C, np = (c->T + 2) * c->C;
     conf_block b = {0};
-    enum { G, DT, DP, UNIQUE, STARTS, POSITIONS };
     const size_t len[] = {n, nt, np, bt, bt + 1, bt};
     for (int t = G; t <= POSITIONS; t++) conf_block_add(&b, len[t]);
     int32_t *tok = malloc(bt * 4 + 4), *unique = malloc(bt * 4 + 4),
@@ -135,20 +152,8 @@ clformer_status conf_embedding_backward_run(cf_ctx *ctx, const conf_embedding_ca
     const cf_embedding_index index = {conf_block_view(&b, UNIQUE), conf_block_view(&b, STARTS),
                                       conf_block_view(&b, POSITIONS), n_unique};
     const float scale = sqrtf((float)c->C);
-    const cf_view dpos = c->learned ? conf_block_view(&b, DP) : cf_view_at(NULL, 0);
-
-    /* a warm-up run, then the upload restores the gradients; then twice */
     double ms = 0.0;
-    for (int run = conf_warm_up(ctx) ? -1 : 0; run < 2; run++) {
-        if (run < 1 && (st = conf_block_upload(&b))) goto done;
-        const double t0 = conf_now_ms();
-        if ((st = cf_embedding_backward(ctx, conf_block_view(&b, DT), dpos,
-                                        conf_block_view(&b, G), &index, c->B, c->T, c->C, scale,
-                                        device_dropout(c))) ||
-            (st = cf_finish(ctx)))
-            goto done;
-        ms = conf_now_ms() - t0;
-    }
+    if ((st = timed_runs(ctx, c, &b, &index, 2, &ms))) goto done; /* twice: it must add */
     if ((st = conf_block_read(&b))) goto done;
     const ref_dropout rd = reference_dropout(c);
     for (int rep = 0; rep < 2; rep++)

@@ -14,6 +14,50 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* C judged as `runs` runs of `width` elements, `pitch` apart: the runs
+ * against the reference (bound packed the same way) under the GEMM rule,
+ * the elements between runs as they were (the reference kept them), A and B
+ * unchanged, guards intact. win and win64 hold runs * width elements. */
+static ref_cmp judge(const conf_block *blk, const double *c64, const double *bound, size_t runs,
+                     size_t width, size_t pitch, float *win, double *win64)
+{
+    enum { A, B, C };
+    const float *c = conf_block_out(blk, C);
+    bool between_kept = true;
+    for (size_t i = 0; i < runs; i++) {
+        for (size_t e = 0; e < width; e++) {
+            win[i * width + e] = c[i * pitch + e];
+            win64[i * width + e] = c64[i * pitch + e];
+        }
+        for (size_t e = width; e < pitch; e++)
+            between_kept &= c[i * pitch + e] == (float)c64[i * pitch + e];
+    }
+    ref_cmp cmp = ref_compare_gemm(win, win64, bound, runs * width);
+    if (!between_kept) cmp.pass = false, cmp.why = "gemm wrote into padding or a gap of C";
+    if (!conf_block_unchanged(blk, A) || !conf_block_unchanged(blk, B))
+        cmp.pass = false, cmp.why = "gemm changed an input";
+    return conf_guarded(cmp, blk);
+}
+
+/* A, B and C uniform in +-1 from seed: staged, and in double. */
+static void fill_operands(conf_block *blk, uint64_t seed, double *a64, double *b64, double *c64)
+{
+    ref_rng r = ref_rng_new(seed);
+    ref_fill_uniform(&r, conf_block_init(blk, 0), a64, blk->len[0], -1, 1);
+    ref_fill_uniform(&r, conf_block_init(blk, 1), b64, blk->len[1], -1, 1);
+    ref_fill_uniform(&r, conf_block_init(blk, 2), c64, blk->len[2], -1, 1);
+}
+
+/* "m=.. n=.. k=..[ batch=..][ a=.. b=..]" */
+static void describe(char *shape, size_t cap, size_t m, size_t n, size_t k, size_t batch,
+                     float alpha, float beta)
+{
+    int len = snprintf(shape, cap, "m=%zu n=%zu k=%zu", m, n, k);
+    if (batch > 1) len += snprintf(shape + len, cap - (size_t)len, " batch=%zu", batch);
+    if (alpha != 1.0f || beta != 0.0f)
+        snprintf(shape + len, cap - (size_t)len, " a=%g b=%g", (double)alpha, (double)beta);
+}
+
 clformer_status conf_gemm_run(cf_ctx *ctx, const conf_gemm_case *g, conf_sink sink, void *user)
 {
     const bool ta = g->ta, tb = g->tb;
@@ -33,10 +77,7 @@ clformer_status conf_gemm_run(cf_ctx *ctx, const conf_gemm_case *g, conf_sink si
         st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
         goto done;
     }
-    ref_rng r = ref_rng_new(g->seed);
-    ref_fill_uniform(&r, conf_block_init(&blk, A), a64, na, -1, 1);
-    ref_fill_uniform(&r, conf_block_init(&blk, B), b64, nb, -1, 1);
-    ref_fill_uniform(&r, conf_block_init(&blk, C), c64, nc, -1, 1);
+    fill_operands(&blk, g->seed, a64, b64, c64);
     const cf_view va = conf_block_view(&blk, A), vb = conf_block_view(&blk, B),
                   vc = conf_block_view(&blk, C);
     double ms = 0.0;
@@ -53,26 +94,10 @@ clformer_status conf_gemm_run(cf_ctx *ctx, const conf_gemm_case *g, conf_sink si
     }
     if ((st = conf_block_read(&blk))) goto done;
     ref_gemm(ta, tb, m, n, k, g->alpha, a64, lda, b64, ldb, g->beta, c64, ldc, bound);
-    const float *c = conf_block_out(&blk, C);
-    bool padding_kept = true;
-    for (size_t i = 0; i < m; i++) {
-        for (size_t j = 0; j < n; j++) {
-            win[i * n + j] = c[i * ldc + j];
-            win64[i * n + j] = c64[i * ldc + j];
-        }
-        for (size_t j = n; j < ldc; j++) padding_kept &= c[i * ldc + j] == (float)c64[i * ldc + j];
-    }
-    ref_cmp cmp = ref_compare_gemm(win, win64, bound, m * n);
-    if (!padding_kept) cmp.pass = false, cmp.why = "gemm wrote into the padding of C";
-    if (!conf_block_unchanged(&blk, A) || !conf_block_unchanged(&blk, B))
-        cmp.pass = false, cmp.why = "gemm changed an input";
     char op[64], shape[96];
     snprintf(op, sizeof op, "gemm_%c%c", ta ? 'T' : 'N', tb ? 'T' : 'N');
-    snprintf(shape, sizeof shape, "m=%zu n=%zu k=%zu", m, n, k);
-    if (g->alpha != 1.0f || g->beta != 0.0f)
-        snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " a=%g b=%g",
-                 (double)g->alpha, (double)g->beta);
-    conf_emit(sink, user, op, shape, conf_guarded(cmp, &blk), ms);
+    describe(shape, sizeof shape, m, n, k, 1, g->alpha, g->beta);
+    conf_emit(sink, user, op, shape, judge(&blk, c64, bound, m, n, ldc, win, win64), ms);
 done:
     conf_block_free(&blk);
     free(a64), free(b64), free(c64), free(bound), free(win64), free(win);
@@ -108,10 +133,7 @@ clformer_status conf_gemm_batched_run(cf_ctx *ctx, const conf_gemm_batched_case 
         st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
         goto done;
     }
-    ref_rng r = ref_rng_new(g->seed);
-    ref_fill_uniform(&r, conf_block_init(&blk, A), a64, na, -1, 1);
-    ref_fill_uniform(&r, conf_block_init(&blk, B), b64, nb, -1, 1);
-    ref_fill_uniform(&r, conf_block_init(&blk, C), c64, nc, -1, 1);
+    fill_operands(&blk, g->seed, a64, b64, c64);
     for (size_t i = 0; i < batch; i++) {
         ao[i] = blk.off[A] + (g->strided ? i : batch - 1 - i) * sa;
         bo[i] = blk.off[B] + i * sb;
@@ -135,27 +157,11 @@ clformer_status conf_gemm_batched_run(cf_ctx *ctx, const conf_gemm_batched_case 
     for (size_t i = 0; i < batch; i++)
         ref_gemm(ta, tb, m, n, k, alphas[i], a64 + (ao[i] - blk.off[A]), lda,
                  b64 + (bo[i] - blk.off[B]), ldb, betas[i], c64 + i * sc, ldc, bound + i * mn);
-    const float *c = conf_block_out(&blk, C);
-    bool gaps_kept = true;
-    for (size_t i = 0; i < batch; i++) {
-        for (size_t e = 0; e < mn; e++) {
-            win[i * mn + e] = c[i * sc + e];
-            win64[i * mn + e] = c64[i * sc + e];
-        }
-        for (size_t e = mn; e < sc; e++) gaps_kept &= c[i * sc + e] == (float)c64[i * sc + e];
-    }
-    ref_cmp cmp = ref_compare_gemm(win, win64, bound, mn * batch);
-    if (!gaps_kept) cmp.pass = false, cmp.why = "batched gemm wrote into a gap between matrices";
-    if (!conf_block_unchanged(&blk, A) || !conf_block_unchanged(&blk, B))
-        cmp.pass = false, cmp.why = "batched gemm changed an input";
     char op[64], shape[96];
     snprintf(op, sizeof op, "gemm_%sbatched_%c%c", g->strided ? "strided_" : "", ta ? 'T' : 'N',
              tb ? 'T' : 'N');
-    snprintf(shape, sizeof shape, "m=%zu n=%zu k=%zu batch=%zu", m, n, k, batch);
-    if (g->alpha != 1.0f || g->beta != 0.0f)
-        snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " a=%g b=%g",
-                 (double)g->alpha, (double)g->beta);
-    conf_emit(sink, user, op, shape, conf_guarded(cmp, &blk), ms);
+    describe(shape, sizeof shape, m, n, k, batch, g->alpha, g->beta);
+    conf_emit(sink, user, op, shape, judge(&blk, c64, bound, batch, mn, sc, win, win64), ms);
 done:
     conf_block_free(&blk);
     free(a64), free(b64), free(c64), free(bound), free(win64), free(win), free(alphas);
