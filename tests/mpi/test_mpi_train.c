@@ -24,8 +24,9 @@
 
 enum { MAX_STEPS = 20, B = 4, VOCAB = 21 };
 
-/* 20 steps; 2 on a simulator (Oclgrind checks the path, not the dynamics). */
-static int steps(void) { return harness_is_slow() ? 2 : MAX_STEPS; }
+/* 20 steps; 1 on a simulator (Oclgrind checks the path, not the dynamics:
+ * 2 steps took 570 s there on the loaded machine). */
+static int steps(void) { return harness_is_slow() ? 1 : MAX_STEPS; }
 
 static int rank, size;
 
