@@ -121,6 +121,7 @@ void clformer_model_free(clformer_model *m)
 {
     if (!m) return;
     clformer_session_free(m->own_session);
+    cf_collective_free(m);
     cf_buffer_free(m->ctx, m->params);
     cf_buffer_free(m->ctx, m->grads);
     cf_buffer_free(m->ctx, m->adam_m);
