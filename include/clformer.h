@@ -406,10 +406,11 @@ typedef struct {
  * Data-parallel training without forcing a communication library on the
  * embedder: the caller supplies these collectives (the clformer command
  * implements them with MPI, tools/cli/mpi_collective.c) and every rank calls
- * the same model functions in the same order. Each callback works in place
- * on host memory, returns CLFORMER_OK or a status (with a message set by the
- * implementation), and must give every rank bit-identical results (a fixed
- * reduction order, as MPI_Allreduce does in practice). See docs/DISTRIBUTED.md.
+ * the same model and session functions in the same order. Each callback
+ * works in place on host memory, returns CLFORMER_OK or a status (with a
+ * message set by the implementation), and must give every rank bit-identical
+ * results (a fixed reduction order, as MPI_Allreduce does in practice). See
+ * docs/DISTRIBUTED.md.
  */
 typedef struct {
     void *user;
