@@ -40,7 +40,8 @@ typedef enum {
     CLFORMER_ERR_IO,               /* a file is missing, unreadable or unwritable */
     CLFORMER_ERR_FORMAT,           /* a file is malformed: checkpoint, corpus, cache */
     CLFORMER_ERR_INTERRUPTED,      /* stopped on request (e.g. Ctrl-C) */
-    CLFORMER_ERR_DIVERGED          /* training diverged: non-finite or exploding loss */
+    CLFORMER_ERR_DIVERGED          /* training diverged: non-finite or exploding loss, or
+                                      data-parallel ranks whose parameters differ */
 } clformer_status;
 
 /* The library's version, "MAJOR.MINOR.PATCH" (CLFORMER_VERSION is the
@@ -400,16 +401,18 @@ typedef struct {
     double compute_s;   /* forward and backward, up to the gradients being ready */
     double allreduce_s; /* summing the gradients over ranks (waiting included) */
     size_t allreduce_bytes; /* gradient bytes each rank contributed */
+    double overlap_s;   /* of compute_s: with summing already under way (the
+                           non-blocking collective: buckets start during backward) */
 } clformer_step_stats;
 
 /*
  * Data-parallel training without forcing a communication library on the
  * embedder: the caller supplies these collectives (the clformer command
- * implements them with MPI, tools/cli/mpi_collective.c) and every rank calls
- * the same model and session functions in the same order. Each callback
- * works in place on host memory, returns CLFORMER_OK or a status (with a
- * message set by the implementation), and must give every rank bit-identical
- * results (a fixed reduction order, as MPI_Allreduce does in practice). See
+ * implements them with MPI, tools/cli/ranks.c) and every rank calls the
+ * same model and session functions in the same order. Each callback works
+ * in place on host memory, returns CLFORMER_OK or a status (with a message
+ * set by the implementation), and must give every rank bit-identical results
+ * (a fixed reduction order, as MPI_Allreduce does in practice). See
  * docs/DISTRIBUTED.md.
  */
 typedef struct {
@@ -418,13 +421,25 @@ typedef struct {
     clformer_status (*allreduce_sum_f32)(void *user, float *data, size_t n);
     clformer_status (*allreduce_sum_f64)(void *user, double *data, size_t n);
     clformer_status (*broadcast)(void *user, void *data, size_t bytes, int root);
+    /* Optional, all three or none: a non-blocking float sum. start begins
+     * summing data[0..n) in place over ranks and returns a request; test
+     * lets the sum progress and sets *done when it is complete (the request
+     * stays valid); wait completes it and frees the request. With them the
+     * gradients are summed in buckets started as soon as backward has
+     * written them, while backward computes the rest; without them, after
+     * backward with allreduce_sum_f32. Every rank starts the same buckets in
+     * the same order. */
+    clformer_status (*allreduce_start_f32)(void *user, float *data, size_t n, void **request);
+    clformer_status (*test)(void *user, void *request, int *done);
+    clformer_status (*wait)(void *user, void *request);
 } clformer_collective;
 
 /*
  * Makes train steps data-parallel over `collective` (copied; NULL: alone).
  * A train step then counts the non-pad target tokens of all ranks, scales
  * each rank's gradient by that global count, sums the gradients over ranks
- * between backward and clipping, and reports the global loss, token count and
+ * before clipping (in buckets during backward with the non-blocking
+ * callbacks, else after it), and reports the global loss, token count and
  * gradient norm, so N ranks at batch B take the step one rank takes at batch
  * N*B. Dropout masks are drawn per rank (the seed is mixed with the rank).
  * Every rank must start from the same parameters (same seed or checkpoint).
@@ -435,6 +450,12 @@ CLFORMER_API clformer_status clformer_model_set_collective(clformer_model *model
 /* FNV-1a over the bytes of every parameter: equal on every rank of a
  * data-parallel run, which `--check-sync` verifies. */
 CLFORMER_API clformer_status clformer_model_parameter_checksum(clformer_model *model, uint64_t *checksum);
+
+/* Compares the parameter checksum of every rank (all ranks call it): on a
+ * difference, CLFORMER_ERR_DIVERGED naming the ranks that differ from rank 0,
+ * on every rank. CLFORMER_OK alone. `clformer train --check-sync N` calls it
+ * every N steps (clformer_train_options.check_sync_every). */
+CLFORMER_API clformer_status clformer_model_check_sync(clformer_model *model);
 
 /* Copies rank `root`'s parameters and optimizer state to every rank. */
 CLFORMER_API clformer_status clformer_model_broadcast(clformer_model *model, int root);
@@ -685,15 +706,17 @@ CLFORMER_API void clformer_corpus_summary(const clformer_corpus *corpus, char *b
 
 /* Mean plain cross-entropy (dropout off, no label smoothing) of a session's
  * model over every pair of a corpus, in file order, batched by about
- * batch_tokens padded tokens; *tokens receives the target tokens counted. */
+ * batch_tokens padded tokens; *tokens receives the target tokens counted.
+ * With a data-parallel model (clformer_model_set_collective) every rank must
+ * call it: the ranks split the batches and each receives the whole corpus's. */
 CLFORMER_API clformer_status clformer_corpus_loss(clformer_session *session,
                                                   const clformer_corpus *corpus,
                                                   size_t batch_tokens, double *loss,
                                                   size_t *tokens);
 
-/* Training batches. Exactly one of batch_size (pairs per batch; batches may
- * straddle epochs) and batch_tokens (pairs while batch x max(src, tgt
- * length) fits; never straddles epochs). With shuffle, every epoch's order
+/* Training batches. Exactly one of batch_size (pairs per batch; an epoch's
+ * last batch holds what is left) and batch_tokens (pairs while batch x
+ * max(src, tgt length) fits). No batch straddles two epochs. With shuffle, every epoch's order
  * is a pure function of (seed, epoch), and with batch_tokens the pairs are
  * sorted by length in windows of bucket_window pairs (0: 16384; 1: none)
  * before the batches are shuffled. */
@@ -829,7 +852,8 @@ typedef struct {
     uint64_t epochs; /* or after `epochs` epochs: exactly one is set */
     /* validation: loss and perplexity over val_text, BLEU over its first
      * bleu_sentences sentences (greedy), every eval_every steps (0: only at
-     * the end) and at the end */
+     * the end) and at the end; on several ranks the loss is split between
+     * them and BLEU is rank 0's (NAN on the others) */
     uint64_t eval_every;
     size_t bleu_sentences; /* (200) */
     /* output */
@@ -844,6 +868,10 @@ typedef struct {
      * only rank 0 writes the log and checkpoints; a stop request on any rank
      * stops every rank at the same step */
     const clformer_collective *collective;
+    /* every N steps (0: never) compare the ranks' parameters
+     * (clformer_model_check_sync): a mismatch stops the run with
+     * CLFORMER_ERR_DIVERGED naming the step and the ranks */
+    uint64_t check_sync_every;
 } clformer_train_options;
 
 /* The defaults noted above; config is clformer_config_default's. */

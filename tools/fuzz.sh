@@ -17,7 +17,7 @@ shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(fuzz_safetensors fuzz_checkpoint fuzz_config fuzz_train_state fuzz_vocab
-           fuzz_corpus fuzz_program_cache)
+           fuzz_corpus fuzz_program_cache fuzz_tokenizer fuzz_checksums)
 fi
 CC=${FUZZ_CC:-clang} CXX=${FUZZ_CXX:-clang++} cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCLFORMER_FUZZ=ON -DCLFORMER_TESTS=OFF >/dev/null || exit 1
@@ -34,8 +34,10 @@ for t in "${targets[@]}"; do
   dict=tests/fuzz/dict/$t.dict
   log=build-fuzz/$t.log
   # -rss_limit_mb: a parser that needs more memory than this for any input
-  # is a finding too (a small file must not cost gigabytes).
-  nice -n 15 "build-fuzz/tests/fuzz/$t" -max_total_time="$seconds" -timeout=10 \
+  # is a finding too (a small file must not cost gigabytes). -timeout: one
+  # input taking 10 s is a hang; FUZZ_TIMEOUT raises it on a starved machine
+  # (at nice 15 under load, ASan's allocator alone stalled 10 s once).
+  nice -n 15 "build-fuzz/tests/fuzz/$t" -max_total_time="$seconds" -timeout="${FUZZ_TIMEOUT:-10}" \
     -rss_limit_mb=1024 -max_len=65536 -print_final_stats=1 \
     -artifact_prefix="$art/" ${dict:+$( [ -f "$dict" ] && echo "-dict=$dict")} \
     "$work" "tests/fuzz/corpus/$t" >"$log" 2>&1

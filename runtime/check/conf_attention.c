@@ -1,15 +1,26 @@
-/* Conformance of multi-head attention: forward (output and probabilities)
- * and backward (dQ, dK, dV) for padded self-attention, causal attention with
- * a key cache (Tk_cap > Tk, q_pos0 > 0), and cross-attention with dropout. */
-#include "buffer.h"
+/* Conformance of multi-head attention, every tensor guarded: the forward
+ * (output, probabilities, probabilities after dropout) and the backward (dQ,
+ * dK, dV) against the reference, for self-, causal, cross- and decoding
+ * attention (Tk_cap > Tk, q_pos0 > 0) with any key padding. Also: the
+ * outputs pre-filled with junk that must be overwritten, rows >= Tk of dK and
+ * dV left alone, fully padded batches exactly 0 (never NaN), inputs
+ * unchanged, and a rerun (backward, then forward) giving the same bits (the
+ * gradients are overwritten, not added to). `clformer check` runs padded
+ * self-attention, causal attention over a key cache and cross-attention with
+ * dropout; test_attention runs many more cases. */
+#include "conf_block.h"
 #include "conformance.h"
 #include "ops.h"
 #include "ref_attention.h"
 #include "ref_random.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* What rows >= Tk of dK and dV hold before the backward; it must stay. */
+#define UNTOUCHED 777.0f
 
 /* The failing comparison, or among passing ones the one with the largest NMSE. */
 static ref_cmp worst_of(const ref_cmp *c, size_t n)
@@ -18,6 +29,13 @@ static ref_cmp worst_of(const ref_cmp *c, size_t n)
     for (size_t i = 1; i < n; i++)
         if ((w.pass && !c[i].pass) || (w.pass == c[i].pass && c[i].nmse > w.nmse)) w = c[i];
     return w;
+}
+
+static ref_cmp failed(ref_cmp c, const char *why)
+{
+    c.pass = false;
+    c.why = why;
+    return c;
 }
 
 /* Rows < Tk of each (b, h) block of a (B, H, Tk_cap, dh) tensor, packed. */
@@ -32,111 +50,187 @@ static void live_rows_d(double *dst, const double *src, const cf_attention_shape
         memcpy(dst + bh * s->Tk * s->dh, src + bh * s->Tk_cap * s->dh, s->Tk * s->dh * 8);
 }
 
-/* The tensors of one check, host and device, by role. */
-enum { Q, K, V, DO, OUT, P, PD, DQ, DK, DV, DP, N_T };
-
-static clformer_status run(cf_ctx *ctx, const char *variant, cf_attention_shape s, float p,
-                           conf_sink sink, void *user)
+/* Whether rows >= Tk of every head block of x still hold UNTOUCHED. */
+static bool dead_rows_untouched(const float *x, const cf_attention_shape *s)
 {
+    const size_t block = s->Tk_cap * s->dh;
+    for (size_t bh = 0; bh < s->B * s->H; bh++)
+        for (size_t e = s->Tk * s->dh; e < block; e++)
+            if (x[bh * block + e] != UNTOUCHED) return false;
+    return true;
+}
+
+/* Whether the head blocks of the fully padded batches [b0, b1) of x (per
+ * batch H blocks of `block` elements) are exactly 0. */
+static bool padded_batches_zero(const float *x, size_t b0, size_t b1, size_t H, size_t block)
+{
+    for (size_t i = b0 * H * block; i < b1 * H * block; i++)
+        if (x[i] != 0.0f) return false;
+    return true;
+}
+
+/* Key ids (B x key_ld, key_ld = Tk + 3): random non-pad ids, then the case's
+ * padding (0); the ids past Tk are 0 or 1 and must be ignored. */
+static void make_keys(const conf_attention_case *c, int32_t *keys, size_t key_ld, ref_rng *r)
+{
+    for (size_t b = 0; b < c->B; b++)
+        for (size_t j = 0; j < key_ld; j++) {
+            int32_t id = 4 + (int32_t)(ref_rng_next(r) % 1000);
+            const size_t len = c->Tk - b * c->Tk / (2 * c->B);
+            switch (c->keys) {
+            case CONF_KEYS_RIGHT_PAD: if (j >= len) id = 0; break;
+            case CONF_KEYS_RANDOM_PAD: if (ref_rng_next(r) % 5 == 0) id = 0; break;
+            case CONF_KEYS_ONE_EMPTY: if (j >= len || b == 1) id = 0; break;
+            case CONF_KEYS_ALL_EMPTY: id = 0; break;
+            default: break;
+            }
+            if (j >= c->Tk) id = (int32_t)(ref_rng_next(r) % 2);
+            keys[b * key_ld + j] = id;
+        }
+}
+
+static bool same_bits(const conf_block *b, const float *first, size_t t)
+{
+    return memcmp(conf_block_out(b, t), first + b->off[t], b->len[t] * 4) == 0;
+}
+
+enum { Q, K, V, DO, KEYS, OUT, P, PD, DQ, DK, DV, DP, N_T };
+
+clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, conf_sink sink,
+                                   void *user)
+{
+    const size_t key_ld = c->Tk + 3;
+    const cf_attention_shape s = {c->B, c->H,      c->dh,     c->Tq, c->Tk,
+                                  c->Tk_cap, c->q_pos0, c->causal, key_ld};
     const size_t BH = s.B * s.H, nq = BH * s.Tq * s.dh, nk = BH * s.Tk_cap * s.dh,
                  np = BH * s.Tq * s.Tk, nlive = BH * s.Tk * s.dh;
-    const size_t n[N_T] = {nq, nk, nk, nq, nq, np, np, nq, nk, nk, np};
-    float *f[N_T] = {0};
-    double *d[N_T] = {0};
-    cl_mem m[N_T] = {0}, keys_mem = NULL;
-    int32_t *keys = calloc(s.B * s.key_ld, sizeof *keys);
-    float *live = malloc(nlive * 4);
-    double *live64 = malloc(nlive * 8);
-    clformer_status st = CLFORMER_OK;
-    bool ok = keys && live && live64;
-    for (int i = 0; i < N_T && ok; i++) {
-        f[i] = malloc(n[i] * 4), d[i] = malloc(n[i] * 8);
-        ok = f[i] && d[i];
-    }
+    const size_t n[N_T] = {nq, nk, nk, nq, s.B * key_ld, nq, np, np, nq, nk, nk, np};
+    const bool active = c->p > 0.0f, separate = active || c->separate_drop;
+    conf_block b = {0};
+    for (int i = 0; i < N_T; i++) conf_block_add(&b, n[i]);
+    double *d[N_T] = {0}; /* the reference's tensors, by the same roles */
+    int32_t *keys = malloc(n[KEYS] * 4 + 4);
+    float *live = malloc(nlive * 4 + 4), *first = NULL;
+    double *live64 = malloc(nlive * 8 + 8);
+    clformer_status st = conf_block_create(ctx, &b);
+    if (st) goto done;
+    bool ok = keys && live && live64 && (first = malloc(b.total * 4));
+    for (int i = 0; i < N_T && ok; i++)
+        if (i != KEYS) ok = (d[i] = malloc(n[i] * 8 + 8)) != NULL;
     if (!ok) {
         st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
         goto done;
     }
-    ref_rng r = ref_rng_new(s.B * 131 + s.Tq * 17 + s.Tk * 7 + s.dh);
-    for (int i = Q; i <= DO; i++) ref_fill_uniform(&r, f[i], d[i], n[i], -1, 1);
-    /* batch b keeps its first Tk - b*Tk/(2B) keys (right padding) */
-    for (size_t b = 0; b < s.B; b++)
-        for (size_t j = 0; j < s.Tk; j++)
-            keys[b * s.key_ld + j] = j < s.Tk - b * s.Tk / (2 * s.B) ? 4 + (int32_t)j : 0;
-    for (int i = 0; i < N_T && st == CLFORMER_OK; i++)
-        st = cf_buffer_alloc(ctx, n[i] ? n[i] : 1, "attention check", &m[i]);
-    if (st == CLFORMER_OK) st = cf_buffer_alloc(ctx, s.B * s.key_ld, "attention keys", &keys_mem);
-    for (int i = Q; i <= DO && st == CLFORMER_OK; i++) st = cf_upload(ctx, m[i], 0, f[i], n[i]);
-    if (st == CLFORMER_OK) st = cf_upload(ctx, keys_mem, 0, keys, s.B * s.key_ld);
-    if (st != CLFORMER_OK) goto done;
+    ref_rng r = ref_rng_new(c->seed);
+    for (int i = Q; i <= DO; i++) ref_fill_uniform(&r, conf_block_init(&b, i), d[i], n[i], -1, 1);
+    make_keys(c, keys, key_ld, &r);
+    memcpy(conf_block_init(&b, KEYS), keys, n[KEYS] * 4); /* int32 bit for bit */
+    for (int i = OUT; i <= PD; i++) conf_block_init_fill(&b, i, NAN); /* overwritten */
+    conf_block_init_fill(&b, DQ, -3.0f);                              /* overwritten, not += */
+    conf_block_init_fill(&b, DK, UNTOUCHED);
+    conf_block_init_fill(&b, DV, UNTOUCHED);
+    if ((st = conf_block_upload(&b))) goto done;
 
-    const cf_dropout drop = {p, 0x1234abcd5678ULL, 3, 11};
-    const ref_attention_dropout rdrop = {p, drop.seed, drop.step, drop.site};
-    const ref_attention_shape rs = {s.B,      s.H,      s.dh,     s.Tq,    s.Tk,
-                                    s.Tk_cap, s.q_pos0, s.causal, s.key_ld};
-    const cf_attention_saved saved = {cf_view_at(m[P], 0), cf_view_at(m[PD], 0)};
-#define V_(i) cf_view_at(m[i], 0)
-    double t0 = conf_now_ms();
-    st = cf_attention_forward(ctx, V_(OUT), &saved, V_(Q), V_(K), V_(V), cf_view_at(keys_mem, 0),
-                              &s, &drop);
-    if (st == CLFORMER_OK) st = cf_finish(ctx);
-    const double ms_fwd = conf_now_ms() - t0;
-    for (int i = OUT; i <= PD && st == CLFORMER_OK; i++) st = cf_download(ctx, m[i], 0, f[i], n[i]);
-    if (st != CLFORMER_OK) goto done;
-    ref_attention_forward(d[OUT], d[P], d[PD], d[Q], d[K], d[V], keys, &rs, &rdrop);
-
-    char op[64], shape[96];
-    snprintf(shape, sizeof shape, "B%zu H%zu Tq%zu Tk%zu/%zu dh%zu", s.B, s.H, s.Tq, s.Tk,
-             s.Tk_cap, s.dh);
-    const ref_cmp fwd[3] = {ref_compare_grad(f[OUT], d[OUT], nq), ref_compare_grad(f[P], d[P], np),
-                            ref_compare_grad(f[PD], d[PD], np)};
-    snprintf(op, sizeof op, "attention_forward%s", variant);
-    conf_emit(sink, user, op, shape, worst_of(fwd, 3), ms_fwd);
-
-    t0 = conf_now_ms();
-    st = cf_attention_backward(ctx, V_(DQ), V_(DK), V_(DV), V_(DP), V_(DO), &saved, V_(Q), V_(K),
-                               V_(V), &s, &drop);
-    if (st == CLFORMER_OK) st = cf_finish(ctx);
-    const double ms_bwd = conf_now_ms() - t0;
+    const cf_dropout drop = {c->p, 0xfeedbeef12ULL + c->seed, 5, 21};
+    const cf_dropout *dev_drop = active ? &drop : NULL;
+    const ref_attention_dropout rdrop = {c->p, drop.seed, drop.step, drop.site};
+    const ref_attention_shape rs = {s.B,      s.H,      s.dh,     s.Tq,  s.Tk,
+                                    s.Tk_cap, s.q_pos0, s.causal, key_ld};
+    const cf_attention_saved saved = {conf_block_view(&b, P),
+                                      conf_block_view(&b, separate ? PD : P)};
+    const cf_view key_view =
+        c->keys == CONF_KEYS_NONE ? cf_view_at(NULL, 0) : conf_block_view(&b, KEYS);
+#define V_(i) conf_block_view(&b, i)
+    double ms[2] = {0, 0};
+    for (int run = 0; run < 2; run++) { /* then a rerun: backward first, forward after */
+        for (int dir = run == 0 ? 0 : 1, k = 0; k < 2; k++, dir ^= 1) {
+            const double t0 = conf_now_ms();
+            st = dir == 0 ? cf_attention_forward(ctx, V_(OUT), &saved, V_(Q), V_(K), V_(V),
+                                                 key_view, &s, dev_drop)
+                          : cf_attention_backward(ctx, V_(DQ), V_(DK), V_(DV), V_(DP), V_(DO),
+                                                  &saved, V_(Q), V_(K), V_(V), &s, dev_drop);
+            if (st || (st = cf_finish(ctx))) goto done;
+            if (run == 0) ms[dir] = conf_now_ms() - t0;
+        }
+        if ((st = conf_block_read(&b))) goto done;
+        if (run == 0) memcpy(first, b.host, b.total * 4);
+    }
 #undef V_
-    for (int i = DQ; i <= DV && st == CLFORMER_OK; i++) st = cf_download(ctx, m[i], 0, f[i], n[i]);
-    if (st != CLFORMER_OK) goto done;
+    ref_attention_forward(d[OUT], d[P], d[PD], d[Q], d[K], d[V],
+                          c->keys == CONF_KEYS_NONE ? NULL : keys, &rs, &rdrop);
     ref_attention_backward(d[DQ], d[DK], d[DV], d[DP], d[DO], d[P], d[PD], d[Q], d[K], d[V], &rs,
                            &rdrop);
+
+    /* judged on the first run's numbers (the rerun must equal them) */
+    const float *out = first + b.off[OUT], *prob = first + b.off[P], *dq = first + b.off[DQ];
+    ref_cmp fwd[3] = {ref_compare_grad(out, d[OUT], nq), ref_compare_grad(prob, d[P], np)};
+    size_t n_fwd = 2;
+    if (separate) fwd[n_fwd++] = ref_compare_grad(first + b.off[PD], d[PD], np);
+    ref_cmp f = worst_of(fwd, n_fwd);
     ref_cmp bwd[3];
-    bwd[0] = ref_compare_grad(f[DQ], d[DQ], nq);
+    bwd[0] = ref_compare_grad(dq, d[DQ], nq);
     for (int i = 1; i < 3; i++) {
-        live_rows_f(live, f[DQ + i], &s);
+        live_rows_f(live, first + b.off[DQ + i], &s);
         live_rows_d(live64, d[DQ + i], &s);
         bwd[i] = ref_compare_grad(live, live64, nlive);
     }
-    snprintf(op, sizeof op, "attention_backward%s", variant);
-    conf_emit(sink, user, op, shape, worst_of(bwd, 3), ms_bwd);
-done:
-    for (int i = 0; i < N_T; i++) {
-        cf_buffer_free(ctx, m[i]);
-        free(f[i]), free(d[i]);
+    ref_cmp g = worst_of(bwd, 3);
+    if (!dead_rows_untouched(first + b.off[DK], &s) || !dead_rows_untouched(first + b.off[DV], &s))
+        g = failed(g, "the backward wrote rows >= Tk of dK or dV");
+    if (c->keys == CONF_KEYS_ONE_EMPTY || c->keys == CONF_KEYS_ALL_EMPTY) {
+        const bool one = c->keys == CONF_KEYS_ONE_EMPTY; /* batch 1 only, else all */
+        const size_t b0 = one ? 1 : 0, b1 = one ? 2 : s.B;
+        if (!padded_batches_zero(out, b0, b1, s.H, s.Tq * s.dh) ||
+            !padded_batches_zero(prob, b0, b1, s.H, s.Tq * s.Tk))
+            f = failed(f, "a fully padded batch's output or probabilities are not 0");
+        bool zero = padded_batches_zero(dq, b0, b1, s.H, s.Tq * s.dh);
+        for (int i = 1; i < 3; i++) {
+            live_rows_f(live, first + b.off[DQ + i], &s);
+            zero = zero && padded_batches_zero(live, b0, b1, s.H, s.Tk * s.dh);
+        }
+        if (!zero) g = failed(g, "a fully padded batch's gradients are not 0");
     }
-    cf_buffer_free(ctx, keys_mem);
-    free(keys), free(live), free(live64);
+    if (!same_bits(&b, first, OUT) || !same_bits(&b, first, P) || !same_bits(&b, first, PD))
+        f = failed(f, "a second forward gave other bits");
+    if (!same_bits(&b, first, DQ) || !same_bits(&b, first, DK) || !same_bits(&b, first, DV))
+        g = failed(g, "a second backward gave other bits (added to the gradients?)");
+    bool inputs_kept = true;
+    for (int i = Q; i <= KEYS; i++) inputs_kept = inputs_kept && conf_block_unchanged(&b, i);
+    if (!inputs_kept) f = failed(f, "attention changed an input"), g = failed(g, f.why);
+
+    char op[64], shape[96];
+    snprintf(shape, sizeof shape, "B%zu H%zu Tq%zu Tk%zu/%zu dh%zu q0=%zu", s.B, s.H, s.Tq, s.Tk,
+             s.Tk_cap, s.dh, s.q_pos0);
+    const char *variant = c->causal ? (active ? "_causal_dropout" : "_causal")
+                                    : (active ? "_dropout" : "");
+    snprintf(op, sizeof op, "attention_forward%s", variant);
+    conf_emit(sink, user, op, shape, conf_guarded(f, &b), ms[0]);
+    snprintf(op, sizeof op, "attention_backward%s", variant);
+    conf_emit(sink, user, op, shape, conf_guarded(g, &b), ms[1]);
+done:
+    conf_block_free(&b);
+    for (int i = 0; i < N_T; i++) free(d[i]);
+    free(keys), free(live), free(live64), free(first);
     return st;
 }
 
 clformer_status conf_attention(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
 {
-    /* {B, H, dh, Tq, Tk, Tk_cap, q_pos0, causal, key_ld} */
-    static const cf_attention_shape small[3] = {
-        {2, 2, 8, 7, 7, 7, 0, false, 7},  /* padded self-attention */
-        {2, 1, 8, 3, 7, 9, 4, true, 8},   /* causal, queries 4..6 over a key cache */
-        {1, 2, 8, 5, 7, 7, 0, false, 7},  /* cross-attention, dropout */
+    /* {B, H, dh, Tq, Tk, Tk_cap, q_pos0, causal, keys, p, separate_drop, seed} */
+    static const conf_attention_case small[3] = {
+        /* padded self-attention */
+        {2, 2, 8, 7, 7, 7, 0, false, CONF_KEYS_RIGHT_PAD, 0.0f, false, 1},
+        /* causal, queries 4..6 over a key cache */
+        {2, 1, 8, 3, 7, 9, 4, true, CONF_KEYS_RIGHT_PAD, 0.0f, false, 2},
+        /* cross-attention, dropout */
+        {1, 2, 8, 5, 7, 7, 0, false, CONF_KEYS_RIGHT_PAD, 0.1f, true, 3},
     };
-    static const cf_attention_shape full[3] = {
-        {2, 4, 64, 61, 61, 61, 0, false, 61},
-        {2, 2, 80, 7, 93, 96, 86, true, 96},
-        {3, 2, 64, 61, 93, 93, 0, false, 93},
+    static const conf_attention_case full[3] = {
+        {2, 4, 64, 61, 61, 61, 0, false, CONF_KEYS_RIGHT_PAD, 0.0f, false, 1},
+        {2, 2, 80, 7, 93, 96, 86, true, CONF_KEYS_RIGHT_PAD, 0.0f, false, 2},
+        {3, 2, 64, 61, 93, 93, 0, false, CONF_KEYS_RIGHT_PAD, 0.1f, true, 3},
     };
-    const cf_attention_shape *s = quick ? small : full;
-    CF_TRY(run(ctx, "", s[0], 0.0f, sink, user));
-    CF_TRY(run(ctx, "_causal", s[1], 0.0f, sink, user));
-    return run(ctx, "_dropout", s[2], 0.1f, sink, user);
+    for (int i = 0; i < 3; i++)
+        CF_TRY(conf_attention_run(ctx, quick ? &small[i] : &full[i], sink, user));
+    return CLFORMER_OK;
 }

@@ -1,7 +1,11 @@
-/* Conformance of the embedding: sinusoidal positions with dropout (to
- * position 255), learned positions, and the backward into the token and
- * position tables, against the double reference. */
-#include "buffer.h"
+/* Conformance of the token embedding with positions, every tensor guarded:
+ * the forward (learned or sinusoidal positions, dropout on or off, the output
+ * pre-filled with NaN that must be overwritten, inputs unchanged) and the
+ * backward into the token and position tables (run twice onto random
+ * gradients, so it must add, not overwrite; a NULL position gradient left
+ * alone). `clformer check` runs sinusoids to position 255, learned positions
+ * and a backward; test_embedding runs many more cases. */
+#include "conf_block.h"
 #include "conformance.h"
 #include "ops.h"
 #include "ref_embedding.h"
@@ -10,152 +14,185 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-typedef struct {
-    size_t B, T, C, vocab;
-} shape;
-
-/* Host and device copies of one problem; released by problem_free. */
-typedef struct {
-    shape s;
-    int32_t *tok, *unique, *starts, *positions;
-    float *table, *pos, *g, *y, *dtable, *dpos;
-    double *table64, *pos64, *g64, *y64, *dtable64, *dpos64;
-    cl_mem d_tok, d_table, d_pos, d_out, d_g, d_dtable, d_dpos, d_unique, d_starts, d_positions;
-    size_t n_unique;
-} problem;
-
-static void problem_free(cf_ctx *ctx, problem *p)
+void conf_embedding_tokens(int32_t *tok, size_t B, size_t T, size_t vocab, ref_rng *r)
 {
-    free(p->tok), free(p->unique), free(p->starts), free(p->positions);
-    free(p->table), free(p->pos), free(p->g), free(p->y), free(p->dtable), free(p->dpos);
-    free(p->table64), free(p->pos64), free(p->g64), free(p->y64), free(p->dtable64);
-    free(p->dpos64);
-    cl_mem *mems[] = {&p->d_tok, &p->d_table,    &p->d_pos,    &p->d_out,    &p->d_g,
-                      &p->d_dtable, &p->d_dpos, &p->d_unique, &p->d_starts, &p->d_positions};
-    for (size_t i = 0; i < sizeof mems / sizeof *mems; i++) cf_buffer_free(ctx, *mems[i]);
+    for (size_t i = 0; i < B * T; i++) tok[i] = (int32_t)(ref_rng_next(r) % vocab);
+    for (size_t b = 1; b < B; b += 2) tok[b * T + T - 1] = 0;
 }
 
-static clformer_status alloc_up(cf_ctx *ctx, const void *host, size_t n, const char *what,
-                                cl_mem *out)
+/* The case's ids; all 0 for positions_only. */
+static void make_tokens(const conf_embedding_case *c, int32_t *tok, ref_rng *r)
 {
-    CF_TRY(cf_buffer_alloc(ctx, n, what, out));
-    return host ? cf_upload(ctx, *out, 0, host, n) : CLFORMER_OK;
+    if (c->positions_only) memset(tok, 0, c->B * c->T * 4);
+    else conf_embedding_tokens(tok, c->B, c->T, c->vocab, r);
 }
 
-/* Random ids (pad 0 at the end of odd rows), tables, gradient; uploaded. */
-static clformer_status problem_make(cf_ctx *ctx, shape s, uint64_t seed, problem *p)
+/* int32 tensors live in the float block bit for bit. */
+static void put_ints(conf_block *b, size_t t, const int32_t *x, size_t n)
 {
-    *p = (problem){.s = s};
-    const size_t bt = s.B * s.T, n = bt * s.C, nt = s.vocab * s.C, np = s.T * s.C;
-    p->tok = malloc(bt * 4), p->unique = malloc(bt * 4), p->starts = malloc((bt + 1) * 4);
-    p->positions = malloc(bt * 4);
-    p->table = malloc(nt * 4), p->pos = malloc(np * 4), p->g = malloc(n * 4), p->y = malloc(n * 4);
-    p->dtable = malloc(nt * 4), p->dpos = malloc(np * 4);
-    p->table64 = malloc(nt * 8), p->pos64 = malloc(np * 8), p->g64 = malloc(n * 8);
-    p->y64 = malloc(n * 8), p->dtable64 = calloc(nt, 8), p->dpos64 = calloc(np, 8);
-    if (!p->tok || !p->unique || !p->starts || !p->positions || !p->table || !p->pos || !p->g ||
-        !p->y || !p->dtable || !p->dpos || !p->table64 || !p->pos64 || !p->g64 || !p->y64 ||
-        !p->dtable64 || !p->dpos64)
-        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    ref_rng r = ref_rng_new(seed);
-    for (size_t i = 0; i < bt; i++) p->tok[i] = (int32_t)(ref_rng_next(&r) % s.vocab);
-    for (size_t b = 1; b < s.B; b += 2) p->tok[b * s.T + s.T - 1] = 0;
-    ref_fill_uniform(&r, p->table, p->table64, nt, -1, 1);
-    ref_fill_uniform(&r, p->pos, p->pos64, np, -1, 1);
-    ref_fill_uniform(&r, p->g, p->g64, n, -1, 1);
-    p->n_unique = cf_embedding_index_build(p->tok, bt, p->unique, p->starts, p->positions);
-    CF_TRY(alloc_up(ctx, p->tok, bt, "embedding tokens", &p->d_tok));
-    CF_TRY(alloc_up(ctx, p->table, nt, "embedding table", &p->d_table));
-    CF_TRY(alloc_up(ctx, p->pos, np, "position table", &p->d_pos));
-    CF_TRY(alloc_up(ctx, NULL, n, "embedding output", &p->d_out));
-    CF_TRY(alloc_up(ctx, p->g, n, "embedding dout", &p->d_g));
-    CF_TRY(alloc_up(ctx, NULL, nt, "embedding dtable", &p->d_dtable));
-    CF_TRY(alloc_up(ctx, NULL, np, "embedding dpos", &p->d_dpos));
-    CF_TRY(alloc_up(ctx, p->unique, p->n_unique, "index unique", &p->d_unique));
-    CF_TRY(alloc_up(ctx, p->starts, p->n_unique + 1, "index starts", &p->d_starts));
-    return alloc_up(ctx, p->positions, bt, "index positions", &p->d_positions);
+    memcpy(conf_block_init(b, t), x, n * 4);
 }
 
-static ref_dropout to_ref(const cf_dropout *d)
+static const cf_dropout *device_dropout(const conf_embedding_case *c)
 {
+    return c->drop.p > 0.0f ? &c->drop : NULL;
+}
+
+static ref_dropout reference_dropout(const conf_embedding_case *c)
+{
+    const cf_dropout *d = device_dropout(c);
     return d ? (ref_dropout){d->p, d->seed, d->step, d->site} : (ref_dropout){0};
 }
 
-static void describe(char *buf, size_t cap, shape s, const cf_dropout *d)
+static void describe(char *buf, size_t cap, const conf_embedding_case *c)
 {
-    snprintf(buf, cap, "B=%zu T=%zu C=%zu V=%zu p=%g", s.B, s.T, s.C, s.vocab,
-             d ? (double)d->p : 0.0);
+    snprintf(buf, cap, "B=%zu T=%zu C=%zu V=%zu p=%g%s", c->B, c->T, c->C, c->vocab,
+             (double)c->drop.p, c->positions_only ? " positions only" : "");
 }
 
-static clformer_status forward(cf_ctx *ctx, shape s, bool learned, const cf_dropout *d,
-                               const char *op, conf_sink sink, void *user)
+enum { TOK, TABLE, POS, OUT };                       /* the forward's tensors */
+enum { G, DT, DP, UNIQUE, STARTS, POSITIONS };       /* the backward's */
+
+/* The forward (index NULL) or the backward, once untimed when conf_warm_up
+ * says so, then `runs` times timed; the initial contents are uploaded before
+ * the first run and again after the untimed one. *ms: the last run's time. */
+static clformer_status timed_runs(cf_ctx *ctx, const conf_embedding_case *c, conf_block *b,
+                                  const cf_embedding_index *index, int runs, double *ms)
 {
-    problem p;
-    clformer_status st = problem_make(ctx, s, s.B * 7919 + s.T * 31 + s.C, &p);
-    const float scale = sqrtf((float)s.C);
-    const size_t n = s.B * s.T * s.C;
-    double t0 = conf_now_ms(), ms = 0.0;
-    if (st == CLFORMER_OK)
-        st = cf_embedding_forward(ctx, cf_view_at(p.d_out, 0), cf_view_at(p.d_tok, 0),
-                                  cf_view_at(p.d_table, 0),
-                                  cf_view_at(learned ? p.d_pos : NULL, 0), s.B, s.T, s.C, scale,
-                                  d);
-    if (st == CLFORMER_OK) st = cf_finish(ctx);
-    ms = conf_now_ms() - t0;
-    if (st == CLFORMER_OK) st = cf_download(ctx, p.d_out, 0, p.y, n);
-    if (st == CLFORMER_OK) {
-        const ref_dropout rd = to_ref(d);
-        ref_embedding_forward(p.y64, p.tok, p.table64, learned ? p.pos64 : NULL, s.B, s.T, s.C,
-                              scale, &rd);
-        char sh[96];
-        describe(sh, sizeof sh, s, d);
-        conf_emit(sink, user, op, sh, ref_compare_forward(p.y, p.y64, n), ms);
+    const float scale = sqrtf((float)c->C);
+    for (int run = conf_warm_up(ctx) ? -1 : 0; run < runs; run++) {
+        if (run < 1) CF_TRY(conf_block_upload(b));
+        const double t0 = conf_now_ms();
+        if (index)
+            CF_TRY(cf_embedding_backward(ctx, conf_block_view(b, DT),
+                                         c->learned ? conf_block_view(b, DP) : cf_view_at(NULL, 0),
+                                         conf_block_view(b, G), index, c->B, c->T, c->C, scale,
+                                         device_dropout(c)));
+        else
+            CF_TRY(cf_embedding_forward(ctx, conf_block_view(b, OUT), conf_block_view(b, TOK),
+                                        conf_block_view(b, TABLE),
+                                        c->learned ? conf_block_view(b, POS) : cf_view_at(NULL, 0),
+                                        c->B, c->T, c->C, scale, device_dropout(c)));
+        CF_TRY(cf_finish(ctx));
+        *ms = conf_now_ms() - t0;
     }
-    problem_free(ctx, &p);
+    return CLFORMER_OK;
+}
+
+clformer_status conf_embedding_forward_run(cf_ctx *ctx, const conf_embedding_case *c,
+                                           conf_sink sink, void *user)
+{
+    const size_t bt = c->B * c->T, n = bt * c->C, nt = c->vocab * c->C, np = (c->T + 3) * c->C;
+    conf_block b = {0};
+    conf_block_add(&b, bt), conf_block_add(&b, nt), conf_block_add(&b, np);
+    conf_block_add(&b, n);
+    int32_t *tok = malloc(bt * 4 + 4);
+    double *table64 = malloc(nt * 8 + 8), *pos64 = malloc(np * 8), *y64 = malloc(n * 8 + 8);
+    clformer_status st = conf_block_create(ctx, &b);
+    if (st) goto done;
+    if (!tok || !table64 || !pos64 || !y64) {
+        st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        goto done;
+    }
+    ref_rng r = ref_rng_new(c->seed);
+    make_tokens(c, tok, &r);
+    put_ints(&b, TOK, tok, bt);
+    if (c->positions_only) memset(table64, 0, nt * 8); /* the staged table is 0 too */
+    else ref_fill_uniform(&r, conf_block_init(&b, TABLE), table64, nt, -1, 1);
+    ref_fill_uniform(&r, conf_block_init(&b, POS), pos64, np, -1, 1);
+    conf_block_init_fill(&b, OUT, NAN);
+    const float scale = sqrtf((float)c->C);
+    double ms = 0.0;
+    if ((st = timed_runs(ctx, c, &b, NULL, 1, &ms))) goto done;
+    if ((st = conf_block_read(&b))) goto done;
+    const ref_dropout rd = reference_dropout(c);
+    ref_embedding_forward(y64, tok, table64, c->learned ? pos64 : NULL, c->B, c->T, c->C, scale,
+                          &rd);
+    ref_cmp cmp = ref_compare_forward(conf_block_out(&b, OUT), y64, n);
+    if (!conf_block_unchanged(&b, TOK) || !conf_block_unchanged(&b, TABLE) ||
+        !conf_block_unchanged(&b, POS))
+        cmp.pass = false, cmp.why = "the embedding forward changed an input";
+    char shape[96];
+    describe(shape, sizeof shape, c);
+    conf_emit(sink, user, c->learned ? "embedding_forward_learned" : "embedding_forward", shape,
+              conf_guarded(cmp, &b), ms);
+done:
+    conf_block_free(&b);
+    free(tok), free(table64), free(pos64), free(y64);
     return st;
 }
 
-static clformer_status backward(cf_ctx *ctx, shape s, const cf_dropout *d, conf_sink sink,
-                                void *user)
+clformer_status conf_embedding_backward_run(cf_ctx *ctx, const conf_embedding_case *c,
+                                            conf_sink sink, void *user)
 {
-    problem p;
-    clformer_status st = problem_make(ctx, s, s.B * 104729 + s.T * 17 + s.C, &p);
-    const float scale = sqrtf((float)s.C);
-    const size_t nt = s.vocab * s.C, np = s.T * s.C;
-    double t0 = conf_now_ms(), ms = 0.0;
-    if (st == CLFORMER_OK) {
-        const cf_embedding_index index = {cf_view_at(p.d_unique, 0), cf_view_at(p.d_starts, 0),
-                                          cf_view_at(p.d_positions, 0), p.n_unique};
-        st = cf_embedding_backward(ctx, cf_view_at(p.d_dtable, 0), cf_view_at(p.d_dpos, 0),
-                                   cf_view_at(p.d_g, 0), &index, s.B, s.T, s.C, scale, d);
+    const size_t bt = c->B * c->T, n = bt * c->C, nt = c->vocab * c->C, np = (c->T + 2) * c->C;
+    conf_block b = {0};
+    const size_t len[] = {n, nt, np, bt, bt + 1, bt};
+    for (int t = G; t <= POSITIONS; t++) conf_block_add(&b, len[t]);
+    int32_t *tok = malloc(bt * 4 + 4), *unique = malloc(bt * 4 + 4),
+            *starts = malloc((bt + 1) * 4), *positions = malloc(bt * 4 + 4);
+    double *g64 = malloc(n * 8 + 8), *dt64 = malloc(nt * 8 + 8), *dp64 = malloc(np * 8 + 8);
+    clformer_status st = conf_block_create(ctx, &b);
+    if (st) goto done;
+    if (!tok || !unique || !starts || !positions || !g64 || !dt64 || !dp64) {
+        st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        goto done;
     }
-    if (st == CLFORMER_OK) st = cf_finish(ctx);
-    ms = conf_now_ms() - t0;
-    if (st == CLFORMER_OK) st = cf_download(ctx, p.d_dtable, 0, p.dtable, nt);
-    if (st == CLFORMER_OK) st = cf_download(ctx, p.d_dpos, 0, p.dpos, np);
-    if (st == CLFORMER_OK) {
-        const ref_dropout rd = to_ref(d);
-        ref_embedding_backward(p.dtable64, p.dpos64, p.g64, p.tok, s.B, s.T, s.C, scale, &rd);
-        char sh[96];
-        describe(sh, sizeof sh, s, d);
-        conf_emit(sink, user, "embedding_backward", sh, ref_compare_grad(p.dtable, p.dtable64, nt),
-                  ms);
-        conf_emit(sink, user, "embedding_backward_positions", sh,
-                  ref_compare_grad(p.dpos, p.dpos64, np), ms);
+    ref_rng r = ref_rng_new(c->seed);
+    make_tokens(c, tok, &r);
+    ref_fill_uniform(&r, conf_block_init(&b, G), g64, n, -1, 1);
+    ref_fill_uniform(&r, conf_block_init(&b, DT), dt64, nt, -1, 1); /* gradients to add to */
+    ref_fill_uniform(&r, conf_block_init(&b, DP), dp64, np, -1, 1);
+    const size_t n_unique = cf_embedding_index_build(tok, bt, unique, starts, positions);
+    put_ints(&b, UNIQUE, unique, n_unique);
+    put_ints(&b, STARTS, starts, n_unique + 1);
+    put_ints(&b, POSITIONS, positions, bt);
+    const cf_embedding_index index = {conf_block_view(&b, UNIQUE), conf_block_view(&b, STARTS),
+                                      conf_block_view(&b, POSITIONS), n_unique};
+    const float scale = sqrtf((float)c->C);
+    double ms = 0.0;
+    if ((st = timed_runs(ctx, c, &b, &index, 2, &ms))) goto done; /* twice: it must add */
+    if ((st = conf_block_read(&b))) goto done;
+    const ref_dropout rd = reference_dropout(c);
+    for (int rep = 0; rep < 2; rep++)
+        ref_embedding_backward(dt64, c->learned ? dp64 : NULL, g64, tok, c->B, c->T, c->C, scale,
+                               &rd);
+    const bool inputs_kept = conf_block_unchanged(&b, G) && conf_block_unchanged(&b, UNIQUE) &&
+                             conf_block_unchanged(&b, STARTS) &&
+                             conf_block_unchanged(&b, POSITIONS);
+    /* the position gradient stays as it was when the positions are sinusoidal */
+    ref_cmp cmp[2] = {ref_compare_grad(conf_block_out(&b, DT), dt64, nt),
+                      ref_compare_grad(conf_block_out(&b, DP), dp64, np)};
+    char shape[96];
+    describe(shape, sizeof shape, c);
+    for (int i = 0; i < 2; i++) {
+        if (!inputs_kept)
+            cmp[i].pass = false, cmp[i].why = "the embedding backward changed an input";
+        conf_emit(sink, user, i ? "embedding_backward_positions" : "embedding_backward", shape,
+                  conf_guarded(cmp[i], &b), ms);
     }
-    problem_free(ctx, &p);
+done:
+    conf_block_free(&b);
+    free(tok), free(unique), free(starts), free(positions), free(g64), free(dt64), free(dp64);
     return st;
 }
 
 clformer_status conf_embedding(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
 {
     const cf_dropout d = {0.1f, 0x5eedULL, 1, 0};
-    /* every position up to 255 for the sinusoids */
-    const shape sin_shape = quick ? (shape){2, 256, 13, 11} : (shape){4, 256, 93, 300};
-    const shape learned = quick ? (shape){3, 7, 13, 11} : (shape){7, 61, 257, 300};
-    const shape back = quick ? (shape){3, 7, 13, 5} : (shape){16, 93, 61, 257};
-    CF_TRY(forward(ctx, sin_shape, false, &d, "embedding_forward", sink, user));
-    CF_TRY(forward(ctx, learned, true, NULL, "embedding_forward_learned", sink, user));
-    return backward(ctx, back, &d, sink, user);
+    /* {B, T, C, vocab, learned, drop, positions_only, seed}; every position up
+     * to 255 for the sinusoids */
+    static const conf_embedding_case sinusoid[2] = {{2, 256, 13, 11, false, {0}, false, 1},
+                                                    {4, 256, 93, 300, false, {0}, false, 2}};
+    static const conf_embedding_case learned[2] = {{3, 7, 13, 11, true, {0}, false, 3},
+                                                   {7, 61, 257, 300, true, {0}, false, 4}};
+    static const conf_embedding_case back[2] = {{3, 7, 13, 5, true, {0}, false, 5},
+                                                {16, 93, 61, 257, true, {0}, false, 6}};
+    conf_embedding_case s = sinusoid[!quick], b = back[!quick];
+    s.drop = b.drop = d;
+    CF_TRY(conf_embedding_forward_run(ctx, &s, sink, user));
+    CF_TRY(conf_embedding_forward_run(ctx, &learned[!quick], sink, user));
+    return conf_embedding_backward_run(ctx, &b, sink, user);
 }

@@ -1,8 +1,8 @@
 /* Conformance of the CLBlast GEMM wrapper: one product with any transposes,
  * alpha, beta and padded leading dimensions, guarded (conf_gemm_run: the
  * four transposes at odd sizes and a projection-sized product for `clformer
- * check`, many more cases in test_gemm and test_gemm_tuning), plus
- * strided-batched. */
+ * check`, many more cases in test_gemm and test_gemm_tuning), and batched
+ * products, strided or at arbitrary offsets (conf_gemm_batched_run). */
 #include "buffer.h"
 #include "conf_block.h"
 #include "conformance.h"
@@ -13,6 +13,50 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* C judged as `runs` runs of `width` elements, `pitch` apart: the runs
+ * against the reference (bound packed the same way) under the GEMM rule,
+ * the elements between runs as they were (the reference kept them), A and B
+ * unchanged, guards intact. win and win64 hold runs * width elements. */
+static ref_cmp judge(const conf_block *blk, const double *c64, const double *bound, size_t runs,
+                     size_t width, size_t pitch, float *win, double *win64)
+{
+    enum { A, B, C };
+    const float *c = conf_block_out(blk, C);
+    bool between_kept = true;
+    for (size_t i = 0; i < runs; i++) {
+        for (size_t e = 0; e < width; e++) {
+            win[i * width + e] = c[i * pitch + e];
+            win64[i * width + e] = c64[i * pitch + e];
+        }
+        for (size_t e = width; e < pitch; e++)
+            between_kept &= c[i * pitch + e] == (float)c64[i * pitch + e];
+    }
+    ref_cmp cmp = ref_compare_gemm(win, win64, bound, runs * width);
+    if (!between_kept) cmp.pass = false, cmp.why = "gemm wrote into padding or a gap of C";
+    if (!conf_block_unchanged(blk, A) || !conf_block_unchanged(blk, B))
+        cmp.pass = false, cmp.why = "gemm changed an input";
+    return conf_guarded(cmp, blk);
+}
+
+/* A, B and C uniform in +-1 from seed: staged, and in double. */
+static void fill_operands(conf_block *blk, uint64_t seed, double *a64, double *b64, double *c64)
+{
+    ref_rng r = ref_rng_new(seed);
+    ref_fill_uniform(&r, conf_block_init(blk, 0), a64, blk->len[0], -1, 1);
+    ref_fill_uniform(&r, conf_block_init(blk, 1), b64, blk->len[1], -1, 1);
+    ref_fill_uniform(&r, conf_block_init(blk, 2), c64, blk->len[2], -1, 1);
+}
+
+/* "m=.. n=.. k=..[ batch=..][ a=.. b=..]" */
+static void describe(char *shape, size_t cap, size_t m, size_t n, size_t k, size_t batch,
+                     float alpha, float beta)
+{
+    int len = snprintf(shape, cap, "m=%zu n=%zu k=%zu", m, n, k);
+    if (batch > 1) len += snprintf(shape + len, cap - (size_t)len, " batch=%zu", batch);
+    if (alpha != 1.0f || beta != 0.0f)
+        snprintf(shape + len, cap - (size_t)len, " a=%g b=%g", (double)alpha, (double)beta);
+}
 
 clformer_status conf_gemm_run(cf_ctx *ctx, const conf_gemm_case *g, conf_sink sink, void *user)
 {
@@ -33,10 +77,7 @@ clformer_status conf_gemm_run(cf_ctx *ctx, const conf_gemm_case *g, conf_sink si
         st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
         goto done;
     }
-    ref_rng r = ref_rng_new(g->seed);
-    ref_fill_uniform(&r, conf_block_init(&blk, A), a64, na, -1, 1);
-    ref_fill_uniform(&r, conf_block_init(&blk, B), b64, nb, -1, 1);
-    ref_fill_uniform(&r, conf_block_init(&blk, C), c64, nc, -1, 1);
+    fill_operands(&blk, g->seed, a64, b64, c64);
     const cf_view va = conf_block_view(&blk, A), vb = conf_block_view(&blk, B),
                   vc = conf_block_view(&blk, C);
     double ms = 0.0;
@@ -53,76 +94,78 @@ clformer_status conf_gemm_run(cf_ctx *ctx, const conf_gemm_case *g, conf_sink si
     }
     if ((st = conf_block_read(&blk))) goto done;
     ref_gemm(ta, tb, m, n, k, g->alpha, a64, lda, b64, ldb, g->beta, c64, ldc, bound);
-    const float *c = conf_block_out(&blk, C);
-    bool padding_kept = true;
-    for (size_t i = 0; i < m; i++) {
-        for (size_t j = 0; j < n; j++) {
-            win[i * n + j] = c[i * ldc + j];
-            win64[i * n + j] = c64[i * ldc + j];
-        }
-        for (size_t j = n; j < ldc; j++) padding_kept &= c[i * ldc + j] == (float)c64[i * ldc + j];
-    }
-    ref_cmp cmp = ref_compare_gemm(win, win64, bound, m * n);
-    if (!padding_kept) cmp.pass = false, cmp.why = "gemm wrote into the padding of C";
-    if (!conf_block_unchanged(&blk, A) || !conf_block_unchanged(&blk, B))
-        cmp.pass = false, cmp.why = "gemm changed an input";
     char op[64], shape[96];
     snprintf(op, sizeof op, "gemm_%c%c", ta ? 'T' : 'N', tb ? 'T' : 'N');
-    snprintf(shape, sizeof shape, "m=%zu n=%zu k=%zu", m, n, k);
-    if (g->alpha != 1.0f || g->beta != 0.0f)
-        snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " a=%g b=%g",
-                 (double)g->alpha, (double)g->beta);
-    conf_emit(sink, user, op, shape, conf_guarded(cmp, &blk), ms);
+    describe(shape, sizeof shape, m, n, k, 1, g->alpha, g->beta);
+    conf_emit(sink, user, op, shape, judge(&blk, c64, bound, m, n, ldc, win, win64), ms);
 done:
     conf_block_free(&blk);
     free(a64), free(b64), free(c64), free(bound), free(win64), free(win);
     return st;
 }
 
-/* Strided-batched products (attention's form). */
-static clformer_status one(cf_ctx *ctx, bool ta, bool tb, size_t m, size_t n, size_t k,
-                           size_t batch, conf_sink sink, void *user)
+/* `batch` products in one call. Strided: every matrix `gap_*` elements after
+ * the previous one's end, one alpha and beta. Batched: A's matrices in
+ * reverse order (the offsets are honoured), matrix i with alpha + i/4 and
+ * beta when i is odd, 0 when even. The gaps of C stay as they were, A and B
+ * unchanged, guards intact. */
+clformer_status conf_gemm_batched_run(cf_ctx *ctx, const conf_gemm_batched_case *g,
+                                      conf_sink sink, void *user)
 {
+    const bool ta = g->ta, tb = g->tb;
+    const size_t m = g->m, n = g->n, k = g->k, batch = g->batch, mn = m * n;
     const size_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
-    const size_t sa = m * k, sb = k * n, sc = m * n;
-    float *a = malloc(sa * batch * 4), *b = malloc(sb * batch * 4), *c = malloc(sc * batch * 4);
-    double *a64 = malloc(sa * batch * 8), *b64 = malloc(sb * batch * 8),
-           *c64 = calloc(sc * batch, 8), *bound = malloc(sc * batch * 8);
-    cl_mem da = NULL, db = NULL, dc = NULL;
-    clformer_status st = CLFORMER_OK;
-    if (!a || !b || !c || !a64 || !b64 || !c64 || !bound) {
+    const size_t sa = (ta ? k : m) * lda + g->gap_a, sb = (tb ? n : k) * ldb + g->gap_b,
+                 sc = m * ldc + g->gap_c;
+    const size_t na = sa * batch, nb = sb * batch, nc = sc * batch;
+    conf_block blk = {0};
+    enum { A, B, C };
+    conf_block_add(&blk, na), conf_block_add(&blk, nb), conf_block_add(&blk, nc);
+    double *a64 = malloc(na * 8), *b64 = malloc(nb * 8), *c64 = malloc(nc * 8);
+    double *bound = malloc(mn * batch * 8), *win64 = malloc(mn * batch * 8);
+    float *win = malloc(mn * batch * 4), *alphas = malloc(batch * 4), *betas = malloc(batch * 4);
+    size_t *ao = malloc(batch * sizeof *ao), *bo = malloc(batch * sizeof *bo),
+           *co = malloc(batch * sizeof *co);
+    clformer_status st = conf_block_create(ctx, &blk);
+    if (st) goto done;
+    if (!a64 || !b64 || !c64 || !bound || !win64 || !win || !alphas || !betas || !ao || !bo ||
+        !co) {
         st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
         goto done;
     }
-    ref_rng r = ref_rng_new(m * 1000003 + n * 1009 + k + batch);
-    ref_fill_uniform(&r, a, a64, sa * batch, -1, 1);
-    ref_fill_uniform(&r, b, b64, sb * batch, -1, 1);
-    if ((st = cf_buffer_alloc(ctx, sa * batch, "gemm A", &da)) ||
-        (st = cf_buffer_alloc(ctx, sb * batch, "gemm B", &db)) ||
-        (st = cf_buffer_alloc(ctx, sc * batch, "gemm C", &dc)) ||
-        (st = cf_upload(ctx, da, 0, a, sa * batch)) || (st = cf_upload(ctx, db, 0, b, sb * batch)))
-        goto done;
-    double t0 = conf_now_ms();
-    st = batch == 1 ? cf_gemm(ctx, ta, tb, m, n, k, 1.0f, da, 0, lda, db, 0, ldb, 0.0f, dc, 0, ldc)
-                    : cf_gemm_strided_batched(ctx, ta, tb, m, n, k, 1.0f, da, 0, lda, sa, db, 0,
-                                              ldb, sb, 0.0f, dc, 0, ldc, sc, batch);
-    if (st == CLFORMER_OK) st = cf_finish(ctx);
-    double ms = conf_now_ms() - t0;
-    if (st == CLFORMER_OK) st = cf_download(ctx, dc, 0, c, sc * batch);
-    if (st != CLFORMER_OK) goto done;
+    fill_operands(&blk, g->seed, a64, b64, c64);
+    for (size_t i = 0; i < batch; i++) {
+        ao[i] = blk.off[A] + (g->strided ? i : batch - 1 - i) * sa;
+        bo[i] = blk.off[B] + i * sb;
+        co[i] = blk.off[C] + i * sc;
+        alphas[i] = g->strided ? g->alpha : g->alpha + 0.25f * (float)i;
+        betas[i] = g->strided || i % 2 ? g->beta : 0.0f;
+    }
+    double ms = 0.0;
+    for (int run = conf_warm_up(ctx) ? 0 : 1; run < 2; run++) {
+        if ((st = conf_block_upload(&blk))) goto done;
+        const double t0 = conf_now_ms();
+        st = g->strided ? cf_gemm_strided_batched(ctx, ta, tb, m, n, k, g->alpha, blk.buf, ao[0],
+                                                  lda, sa, blk.buf, bo[0], ldb, sb, g->beta,
+                                                  blk.buf, co[0], ldc, sc, batch)
+                        : cf_gemm_batched(ctx, ta, tb, m, n, k, alphas, blk.buf, ao, lda, blk.buf,
+                                          bo, ldb, betas, blk.buf, co, ldc, batch);
+        if (st || (st = cf_finish(ctx))) goto done;
+        ms = conf_now_ms() - t0;
+    }
+    if ((st = conf_block_read(&blk))) goto done;
     for (size_t i = 0; i < batch; i++)
-        ref_gemm(ta, tb, m, n, k, 1.0, a64 + i * sa, lda, b64 + i * sb, ldb, 0.0, c64 + i * sc,
-                 ldc, bound + i * sc);
+        ref_gemm(ta, tb, m, n, k, alphas[i], a64 + (ao[i] - blk.off[A]), lda,
+                 b64 + (bo[i] - blk.off[B]), ldb, betas[i], c64 + i * sc, ldc, bound + i * mn);
     char op[64], shape[96];
-    snprintf(op, sizeof op, "gemm%s_%c%c", batch > 1 ? "_strided_batched" : "", ta ? 'T' : 'N',
+    snprintf(op, sizeof op, "gemm_%sbatched_%c%c", g->strided ? "strided_" : "", ta ? 'T' : 'N',
              tb ? 'T' : 'N');
-    snprintf(shape, sizeof shape, "m=%zu n=%zu k=%zu%s", m, n, k, batch > 1 ? " batch=6" : "");
-    conf_emit(sink, user, op, shape, ref_compare_gemm(c, c64, bound, sc * batch), ms);
+    describe(shape, sizeof shape, m, n, k, batch, g->alpha, g->beta);
+    conf_emit(sink, user, op, shape, judge(&blk, c64, bound, batch, mn, sc, win, win64), ms);
 done:
-    cf_buffer_free(ctx, da);
-    cf_buffer_free(ctx, db);
-    cf_buffer_free(ctx, dc);
-    free(a), free(b), free(c), free(a64), free(b64), free(c64), free(bound);
+    conf_block_free(&blk);
+    free(a64), free(b64), free(c64), free(bound), free(win64), free(win), free(alphas);
+    free(betas), free(ao), free(bo), free(co);
     return st;
 }
 
@@ -139,5 +182,8 @@ clformer_status conf_gemm(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
                                   128 * 1000003 + 512 * 1009 + 512 + 1};
         CF_TRY(conf_gemm_run(ctx, &g, sink, user));
     }
-    return one(ctx, false, true, quick ? 5 : 33, quick ? 7 : 41, quick ? 8 : 64, 6, sink, user);
+    const size_t bm = quick ? 5 : 33, bn = quick ? 7 : 41, bk = quick ? 8 : 64;
+    const conf_gemm_batched_case b = {true, false, true, bm, bn, bk, 6, 1.0f, 0.0f, 0, 0, 0,
+                                      bm * 1000003 + bn * 1009 + bk + 6};
+    return conf_gemm_batched_run(ctx, &b, sink, user);
 }

@@ -101,6 +101,16 @@ typedef struct {
     uint64_t seed;
 } conf_gemm_case;
 clformer_status conf_gemm_run(cf_ctx *ctx, const conf_gemm_case *c, conf_sink sink, void *user);
+typedef struct {
+    bool strided;  /* cf_gemm_strided_batched, else cf_gemm_batched */
+    bool ta, tb;
+    size_t m, n, k, batch;
+    float alpha, beta; /* batched: matrix i gets alpha + i/4 and beta (odd i) or 0 */
+    size_t gap_a, gap_b, gap_c; /* elements between one matrix and the next */
+    uint64_t seed;
+} conf_gemm_batched_case;
+clformer_status conf_gemm_batched_run(cf_ctx *ctx, const conf_gemm_batched_case *c,
+                                      conf_sink sink, void *user);
 
 typedef struct {
     size_t N, IC, OC;
@@ -109,6 +119,58 @@ typedef struct {
 } conf_linear_case;
 clformer_status conf_linear_run(cf_ctx *ctx, const conf_linear_case *c, conf_sink sink,
                                 void *user);
+
+typedef struct {
+    size_t n, decay_end; /* weight decay on [0, decay_end) */
+    bool decoupled;      /* AdamW, else Adam with L2 */
+    float lr, weight_decay;
+    float grad_scale;    /* read from the device; 0: none (NULL) */
+    int steps;           /* >= 1 */
+    bool decades;        /* gradients over eight decades with zeros, else uniform in +-1 */
+    uint64_t seed;
+} conf_adam_case;
+clformer_status conf_adam_run(cf_ctx *ctx, const conf_adam_case *c, conf_sink sink, void *user);
+/* Gradients over eight decades (Adam's step barely depends on the scale),
+ * with exact zeros (untouched rows of an embedding); g64 (may be NULL) gets
+ * the same values. */
+void conf_adam_grads(float *g, double *g64, size_t n, ref_rng *r);
+
+typedef struct {
+    size_t B, T, C, vocab;
+    bool learned;        /* a learned position table, else sinusoidal */
+    cf_dropout drop;     /* off when p is 0 (NULL) */
+    bool positions_only; /* every id 0 in a table of zeros: the positions alone */
+    uint64_t seed;
+} conf_embedding_case;
+/* The forward (one result) and the backward, run twice so that it must add
+ * (two results: the token table, the position table). */
+clformer_status conf_embedding_forward_run(cf_ctx *ctx, const conf_embedding_case *c,
+                                           conf_sink sink, void *user);
+clformer_status conf_embedding_backward_run(cf_ctx *ctx, const conf_embedding_case *c,
+                                            conf_sink sink, void *user);
+/* B x T ids below vocab with repeats; the last position of every other row is
+ * pad (0), as in a right-padded batch. */
+void conf_embedding_tokens(int32_t *tok, size_t B, size_t T, size_t vocab, ref_rng *r);
+
+typedef enum {
+    CONF_KEYS_NONE,       /* no key ids: no padding mask */
+    CONF_KEYS_FULL,       /* no key is padding */
+    CONF_KEYS_RIGHT_PAD,  /* batch b keeps a shorter prefix the larger b is */
+    CONF_KEYS_RANDOM_PAD, /* about a fifth of the keys are padding, anywhere */
+    CONF_KEYS_ONE_EMPTY,  /* right padding, and batch 1 is padding only */
+    CONF_KEYS_ALL_EMPTY,  /* every key of every batch is padding */
+} conf_keys;
+typedef struct {
+    size_t B, H, dh, Tq, Tk, Tk_cap, q_pos0;
+    bool causal;
+    conf_keys keys;
+    float p;            /* dropout probability */
+    bool separate_drop; /* probs_drop a tensor of its own (always with dropout) */
+    uint64_t seed;
+} conf_attention_case;
+/* Forward and backward (one result each). */
+clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, conf_sink sink,
+                                   void *user);
 
 clformer_status conf_layernorm_run(cf_ctx *ctx, const conf_layernorm_case *c, conf_sink sink,
                                    void *user);

@@ -306,11 +306,14 @@ clformer_status cf_batcher_next(cf_batcher *b, cf_batch *batch)
         for (size_t i = 0; i < count; i++) b->rows[i] = b->order[r.start + i];
         if (++b->index == b->n_batches) build_epoch(b, b->epoch + 1);
     } else {
+        /* an epoch's last batch is short rather than running into the next
+         * epoch: a batch larger than the corpus is the corpus once, and
+         * batches_per_epoch and --epochs count what was really seen */
         count = (size_t)b->cfg.batch_size;
-        for (size_t i = 0; i < count; i++) {
-            b->rows[i] = b->order[b->index];
-            if (++b->index == n) build_epoch(b, b->epoch + 1);
-        }
+        if (count > n - b->index) count = n - b->index;
+        for (size_t i = 0; i < count; i++) b->rows[i] = b->order[b->index + i];
+        b->index += count;
+        if (b->index == n) build_epoch(b, b->epoch + 1);
     }
     CF_TRY(cf_batch_fill(batch, b->corpus, b->rows, count));
     batch->epoch = epoch;

@@ -2,10 +2,10 @@
  * Batches of sentence pairs for training, as host arrays ready for upload.
  *
  * Two ways to size a batch:
- *   batch_size B     (--batch-size)  B pairs per batch, taken from an endless
- *                    stream of pairs: epoch 0's order, then epoch 1's, ...
- *                    Every batch has exactly B pairs; one may straddle two
- *                    epochs (in file order this is "wrapping at the end").
+ *   batch_size B     (--batch-size)  B consecutive pairs of the epoch's
+ *                    order per batch; the epoch's last batch holds the rest
+ *                    (fewer than B when B does not divide the corpus), so
+ *                    --epochs counts passes over the data exactly.
  *   batch_tokens N   (--batch-tokens) as many pairs as fit B * max(S, T+1) <= N
  *                    (padded tokens of the larger side; fairseq's --max-tokens).
  *                    With shuffling, each epoch's order is cut into windows of

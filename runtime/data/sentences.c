@@ -155,14 +155,19 @@ clformer_status clformer_translate_sentences(clformer_session *session,
 clformer_status clformer_corpus_loss(clformer_session *session, const clformer_corpus *corpus,
                                      size_t batch_tokens, double *loss, size_t *tokens)
 {
+    clformer_model *model = clformer_session_model(session);
     /* pairs in file order, cut where the padded size would pass the budget */
     cf_batch batch = {0};
     size_t *pairs = malloc((corpus->n ? corpus->n : 1) * sizeof *pairs);
     if (!pairs) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    /* a data-parallel model's ranks take turns: rank r evaluates batches
+     * r, r + size, ... and the sums are added up over the ranks */
+    int rank = 0, ranks = 1;
+    cf_collective_share(model, &rank, &ranks);
     double sum = 0.0;
     size_t count = 0, start = 0;
     clformer_status st = CLFORMER_OK;
-    while (start < corpus->n && st == CLFORMER_OK) {
+    for (size_t k = 0; start < corpus->n && st == CLFORMER_OK; k++) {
         size_t n = 0, width = 0;
         while (start + n < corpus->n) {
             int ls, lt;
@@ -173,6 +178,10 @@ clformer_status clformer_corpus_loss(clformer_session *session, const clformer_c
             if (w > width) width = w;
             pairs[n] = start + n;
             n++;
+        }
+        if (k % (size_t)ranks != (size_t)rank) {
+            start += n;
+            continue;
         }
         st = cf_batch_fill(&batch, corpus, pairs, n);
         if (st == CLFORMER_OK) {
@@ -188,7 +197,9 @@ clformer_status clformer_corpus_loss(clformer_session *session, const clformer_c
     }
     cf_batch_free(&batch);
     free(pairs);
-    *loss = count ? sum / (double)count : 0.0;
-    *tokens = count;
+    double both[2] = {sum, (double)count}; /* counts are exact below 2^53 */
+    if (st == CLFORMER_OK) st = cf_collective_sum(model, both, 2);
+    *loss = both[1] > 0 ? both[0] / both[1] : 0.0;
+    *tokens = (size_t)both[1];
     return st;
 }

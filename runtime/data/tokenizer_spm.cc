@@ -4,6 +4,7 @@
 // C++ type crosses into the C code.
 extern "C" {
 #include "fileio.h"
+#include "spm_charsmap.h"
 #include "status.h"
 #include "tokenizer_spm.h"
 #include "vocab.h"
@@ -130,8 +131,10 @@ extern "C" clformer_status cf_spm_load(const void *model, size_t size, const cha
                                        cf_spm **out)
 {
     *out = NULL;
+    CF_TRY(cf_spm_check_charsmaps(model, size, origin));
+    cf_spm *spm = NULL;
     try {
-        cf_spm *spm = new cf_spm;
+        spm = new cf_spm;
         spm->bytes.assign((const char *)model, size);
         const auto st = spm->proc.LoadFromSerializedProto(spm->bytes);
         if (!st.ok() || spm->proc.GetPieceSize() <= 0) {
@@ -150,7 +153,13 @@ extern "C" clformer_status cf_spm_load(const void *model, size_t size, const cha
         *out = spm;
         return CLFORMER_OK;
     } catch (const std::bad_alloc &) {
+        delete spm;
         return out_of_memory("loading a SentencePiece model");
+    } catch (const std::exception &e) { // e.g. darts-clone refusing an empty piece
+        delete spm;
+        return cf_fail(CLFORMER_ERR_FORMAT, "%s is not a usable SentencePiece model (%s): give a "
+                       "FILE.model written by spm_train or by clformer train --tokenizer spm",
+                       origin, e.what());
     }
 }
 
@@ -163,6 +172,21 @@ extern "C" clformer_status cf_spm_load_file(const char *path, cf_spm **out)
     clformer_status st = cf_spm_load(data, size, path, out);
     free(data);
     return st;
+}
+
+extern "C" clformer_status cf_spm_check_vocab(const cf_spm *spm, const char *const *vocab, int n,
+                                              const char *origin, const char *side)
+{
+    if (cf_spm_size(spm) != n)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s has %d pieces but the %s vocabulary %d "
+                       "tokens: the vocabulary must be the model's pieces", origin,
+                       (int)cf_spm_size(spm), side, n);
+    for (int i = 0; i < n; i++)
+        if (strcmp(cf_spm_piece(spm, i), vocab[i]))
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s: piece %d is '%s' but the %s "
+                           "vocabulary's token %d is '%s'", origin, i, cf_spm_piece(spm, i), side,
+                           i, vocab[i]);
+    return CLFORMER_OK;
 }
 
 extern "C" void cf_spm_free(cf_spm *spm) { delete spm; }
@@ -209,7 +233,8 @@ extern "C" clformer_status cf_spm_encode(const cf_spm *spm, const char *s, size_
         *count = k;
         return CLFORMER_OK;
     } catch (const std::bad_alloc &) {
-        return out_of_memory("encoding a sentence");
+        return out_of_memory("encoding a sentence");    } catch (const std::exception &e) {
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "SentencePiece failed encoding a sentence: %s", e.what());
     }
 }
 
@@ -240,7 +265,8 @@ extern "C" clformer_status cf_spm_decode(const cf_spm *spm, const int32_t *ids, 
         *out = copy;
         return CLFORMER_OK;
     } catch (const std::bad_alloc &) {
-        return out_of_memory("decoding a sentence");
+        return out_of_memory("decoding a sentence");    } catch (const std::exception &e) {
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "SentencePiece failed decoding a sentence: %s", e.what());
     }
 }
 
@@ -264,7 +290,8 @@ extern "C" clformer_status cf_spm_pieces_line(const cf_spm *spm, const char *s, 
         *out = copy;
         return CLFORMER_OK;
     } catch (const std::bad_alloc &) {
-        return out_of_memory("tokenising a sentence");
+        return out_of_memory("tokenising a sentence");    } catch (const std::exception &e) {
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "SentencePiece failed tokenising a sentence: %s", e.what());
     }
 }
 

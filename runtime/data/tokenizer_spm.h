@@ -53,6 +53,15 @@ clformer_status cf_spm_train(const char *const *sentences, size_t n,
  */
 clformer_status cf_spm_load(const void *model, size_t size, const char *origin, cf_spm **out);
 
+/*
+ * Checks that the model's pieces are exactly vocab[0..n) in id order, as the
+ * vocabulary stored beside it in a checkpoint must be. `origin` names the
+ * model and `side` ("source", "target") the vocabulary in errors
+ * (CLFORMER_ERR_INVALID_ARGUMENT, naming the first difference).
+ */
+clformer_status cf_spm_check_vocab(const cf_spm *spm, const char *const *vocab, int n,
+                                   const char *origin, const char *side);
+
 /* Reads FILE.model (as written by spm_train or cf_spm_save) and loads it. */
 clformer_status cf_spm_load_file(const char *path, cf_spm **out);
 

@@ -6,6 +6,8 @@
 #include "arena.h"
 #include "session.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +118,48 @@ static size_t layout(const clformer_config *cfg, cf_acts *a, cl_mem buf)
     return c.next;
 }
 
+/* a * b * c * d elements, or false when that overflows size_t */
+static bool product(size_t a, size_t b, size_t c, size_t d, size_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out) && !__builtin_mul_overflow(*out, c, out) &&
+           !__builtin_mul_overflow(*out, d, out);
+}
+
+#define MIB(bytes) ((double)(bytes) / (1024.0 * 1024.0))
+
+clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t max_alloc_bytes, size_t B,
+                                    size_t S, size_t T)
+{
+    const size_t H = (size_t)cfg->n_heads, L = S > T ? S : T, d = (size_t)cfg->d_model;
+    const size_t limit = max_alloc_bytes / 4, ff = (size_t)cfg->d_ff;
+    const size_t wide = 3 * d > ff ? 3 * d : ff;
+    static const char fix[] = "use a smaller --batch-tokens or --batch-size (fewer sentences per "
+                              "batch) or a smaller --max-len (shorter sentences)";
+    size_t n;
+    const bool fits = product(B, H, L, L, &n);
+    if (!fits || n > limit) {
+        char size[64];
+        if (fits && n <= SIZE_MAX / 4)
+            snprintf(size, sizeof size, "%.0f MiB", MIB(n * 4));
+        else
+            snprintf(size, sizeof size, "more bytes than size_t can count");
+        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY,
+                       "a batch of %zu sentences with %zu attention heads and length %zu needs "
+                       "attention scores of %zu x %zu x %zu x %zu floats per layer (%s), more "
+                       "than one device buffer may hold (%.0f MiB): %s",
+                       B, H, L, B, H, L, L, size, MIB(max_alloc_bytes), fix);
+    }
+    const size_t V = (size_t)cfg->tgt_vocab;
+    size_t rows;
+    if (!product(B, T, V, 1, &n) || n > limit || !product(B, L, wide, 1, &rows) || rows > limit)
+        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY,
+                       "a batch of %zu sentences of length %zu needs logits of %zu x %zu x %zu "
+                       "floats and rows of %zu x %zu x %zu, more than one device buffer may hold "
+                       "(%.0f MiB): %s",
+                       B, L, B, T, V, B, L, wide, MIB(max_alloc_bytes), fix);
+    return CLFORMER_OK;
+}
+
 clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, bool training)
 {
     const clformer_config *cfg = &s->model->cfg;
@@ -127,6 +171,9 @@ clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, boo
         a->dec = calloc((size_t)cfg->n_dec_layers, sizeof *a->dec);
         if (!a->enc || !a->dec) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     }
+    /* the sizes below are products of these: refuse any that overflows or
+     * could never fit before computing them */
+    CF_TRY(cf_acts_check_shape(cfg, s->ctx->info.max_alloc_bytes, B, S, T));
     a->B = B;
     a->S = S;
     a->T = T;

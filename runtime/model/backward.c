@@ -157,22 +157,37 @@ clformer_status cf_backward(cf_session *s)
     const cf_view dpos = c->positional == CLFORMER_POS_LEARNED ? G(s, lay->pos_embed) : NONE;
     cf_dropout ds;
 
+    /* gradients are final at the points numbered here, in this order
+     * (collective.c's ready_point numbers each tensor alike) */
+    cf_model *m = s->model;
+    int point = 0;
+
     /* generator and decoder.norm */
     CF_TRY(cf_linear_backward(ctx, A->d_a, G(s, lay->generator_w), G(s, lay->generator_b),
                               A->logits, A->dec_out, P(s, lay->generator_w), Nt, d, V, false));
     CF_TRY(cf_layernorm_backward(ctx, A->d_res, G(s, lay->dec_norm_w), G(s, lay->dec_norm_b),
                                  A->d_a, cf_layer_input(&s->acts, true, c->n_dec_layers),
                                  P(s, lay->dec_norm_w), A->dec_mean, A->dec_rstd, Nt, d, false));
+    CF_TRY(cf_grads_ready(m, point++));
     CF_TRY(cf_fill(ctx, A->d_mem.buf, A->d_mem.off, Ns * d, 0.0f));
-    for (int l = c->n_dec_layers - 1; l >= 0; l--) CF_TRY(decoder_layer_backward(s, l));
+    for (int l = c->n_dec_layers - 1; l >= 0; l--) {
+        CF_TRY(decoder_layer_backward(s, l));
+        CF_TRY(cf_grads_ready(m, point++));
+    }
     CF_TRY(cf_embedding_backward(ctx, G(s, lay->tgt_embed), dpos, A->d_res, &A->tgt_index, A->B,
                                  A->T, d, scale, cf_session_dropout(s, CF_SITE_TGT_EMBED, &ds)));
+    CF_TRY(cf_grads_ready(m, point++));
 
     /* encoder.norm, then the encoder */
     CF_TRY(cf_layernorm_backward(ctx, A->d_res, G(s, lay->enc_norm_w), G(s, lay->enc_norm_b),
                                  A->d_mem, cf_layer_input(&s->acts, false, c->n_enc_layers),
                                  P(s, lay->enc_norm_w), A->mem_mean, A->mem_rstd, Ns, d, false));
-    for (int l = c->n_enc_layers - 1; l >= 0; l--) CF_TRY(encoder_layer_backward(s, l));
-    return cf_embedding_backward(ctx, G(s, lay->src_embed), dpos, A->d_res, &A->src_index, A->B,
-                                 A->S, d, scale, cf_session_dropout(s, CF_SITE_SRC_EMBED, &ds));
+    CF_TRY(cf_grads_ready(m, point++));
+    for (int l = c->n_enc_layers - 1; l >= 0; l--) {
+        CF_TRY(encoder_layer_backward(s, l));
+        CF_TRY(cf_grads_ready(m, point++));
+    }
+    CF_TRY(cf_embedding_backward(ctx, G(s, lay->src_embed), dpos, A->d_res, &A->src_index, A->B,
+                                 A->S, d, scale, cf_session_dropout(s, CF_SITE_SRC_EMBED, &ds)));
+    return cf_grads_ready(m, point);
 }

@@ -75,6 +75,18 @@ typedef struct {
  * growing it when needed. training: keep what backward needs (and the
  * backward workspace). */
 clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, bool training);
+
+/*
+ * Whether a batch shape's activations can exist on a device whose largest
+ * buffer is max_alloc_bytes, checked before anything is laid out: each
+ * attention layer's scores (B x heads x L x L floats, L = max(S, T)), the
+ * logits (B x T x tgt_vocab) and the widest rows (B x L x max(3 d_model,
+ * d_ff)) must each fit in size_t and in one buffer. Too large:
+ * CLFORMER_ERR_OUT_OF_MEMORY naming the batch, the heads, the length and
+ * the options that shrink them (cf_acts_prepare runs this first).
+ */
+clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t max_alloc_bytes, size_t B,
+                                    size_t S, size_t T);
 void cf_acts_release(cf_session *s);
 
 /* Dropout descriptor of site `site` at the model's current step (NULL when

@@ -120,6 +120,7 @@ static void free_vocab(char **v, int n)
 void clformer_model_free(clformer_model *m)
 {
     if (!m) return;
+    cf_collective_free(m);
     cf_buffer_free(m->ctx, m->params);
     cf_buffer_free(m->ctx, m->grads);
     cf_buffer_free(m->ctx, m->adam_m);
@@ -204,16 +205,7 @@ clformer_status clformer_model_set_tokenizer(clformer_model *m, bool target, con
         char origin[64];
         snprintf(origin, sizeof origin, "the %s SentencePiece model", side);
         CF_TRY(cf_spm_load(spm, size, origin, &sp));
-        clformer_status st = CLFORMER_OK;
-        if (cf_spm_size(sp) != n)
-            st = cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s has %d pieces but the %s vocabulary "
-                         "%d tokens: the vocabulary must be the model's pieces", origin,
-                         (int)cf_spm_size(sp), side, n);
-        for (int i = 0; st == CLFORMER_OK && i < n; i++)
-            if (strcmp(cf_spm_piece(sp, i), vocab[i]))
-                st = cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s: piece %d is '%s' but the %s "
-                             "vocabulary's token %d is '%s'", origin, i, cf_spm_piece(sp, i),
-                             side, i, vocab[i]);
+        clformer_status st = cf_spm_check_vocab(sp, (const char *const *)vocab, n, origin, side);
         if (st == CLFORMER_OK && !(copy = malloc(size ? size : 1)))
             st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
         if (st != CLFORMER_OK) {

@@ -36,6 +36,7 @@ struct clformer_model {
     char *train_state;                    /* trainer's JSON (data position ...), may be NULL */
     bool has_training_state;              /* loaded with optimizer state */
     clformer_collective collective;       /* data-parallel ranks (size 1: alone) */
+    struct cf_grad_overlap *overlap;      /* buckets summed during backward (collective.c) */
 };
 typedef struct clformer_model cf_model;
 
@@ -56,5 +57,13 @@ clformer_status cf_collective_gradients(cf_model *m, double step_start,
                                         clformer_step_stats *stats);
 /* Sums a few doubles over ranks (the loss). */
 clformer_status cf_collective_sum(cf_model *m, double *values, size_t n);
+/* Backward calls this at each of its points, in order from 0 (backward.c):
+ * the gradients final there are read back and, after backward has been
+ * enqueued, summed while the device computes the rest. */
+clformer_status cf_grads_ready(cf_model *m, int point);
+void cf_collective_free(cf_model *m);
+
+/* This rank's index and the number of ranks (0 and 1 alone), to split work. */
+void cf_collective_share(const cf_model *m, int *rank, int *size);
 
 #endif

@@ -85,19 +85,23 @@ static clformer_status validation_bleu(clformer_trainer *t, size_t n, double *bl
 }
 
 /* Validation: loss and perplexity over the whole set, BLEU over its first
- * bleu_sentences sentences; reported to the callback and the log. */
+ * bleu_sentences sentences; reported to the callback and the log. On
+ * several ranks the loss is split between them (clformer_corpus_loss of a
+ * data-parallel model) and BLEU is rank 0's alone. */
 static clformer_status validate(clformer_trainer *t, clformer_train_progress p,
                                 clformer_train_result *res)
 {
     /* on a stop request, validation (which changes nothing) is skipped or
-     * abandoned, so that the run saves and ends at once */
-    if (!t->val || t->stop) return CLFORMER_OK;
+     * abandoned, so that the run saves and ends at once; skipped only on an
+     * agreed request, as every rank takes part in the loss */
+    if (!t->val || t->stopping) return CLFORMER_OK;
     const double t0 = now_s();
     double loss, bleu = NAN;
     size_t tokens;
     clformer_status st = clformer_corpus_loss(t->session, t->val, 4096, &loss, &tokens);
     if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation loss");
     size_t n = t->o.bleu_sentences < t->val_text->n ? t->o.bleu_sentences : t->val_text->n;
+    if (cf_trainer_rank(t) != 0) n = 0;
     if (n > 0 && !t->stop && (st = validation_bleu(t, n, &bleu)) != CLFORMER_OK)
         return cf_fail_prefix(st, "validation BLEU");
     if (t->stop) return CLFORMER_OK;
@@ -134,13 +138,15 @@ static clformer_status save(clformer_trainer *t, const char *path, clformer_trai
     return CLFORMER_OK;
 }
 
-/* A stop request on one rank stops every rank after the same step. */
+/* A stop request on one rank stops every rank after the same step: sets
+ * t->stopping on every rank when any rank has a request. */
 static clformer_status agree_on_stop(clformer_trainer *t)
 {
-    if (cf_trainer_ranks(t) == 1) return CLFORMER_OK;
     double stop = t->stop ? 1.0 : 0.0;
-    CF_TRY(t->o.collective->allreduce_sum_f64(t->o.collective->user, &stop, 1));
+    if (cf_trainer_ranks(t) > 1)
+        CF_TRY(t->o.collective->allreduce_sum_f64(t->o.collective->user, &stop, 1));
     if (stop > 0) t->stop = 1;
+    t->stopping = stop > 0;
     return CLFORMER_OK;
 }
 
@@ -200,6 +206,14 @@ static clformer_status check_divergence(clformer_trainer *t, const clformer_trai
                    t->saved_path || t->o.resume_path ? "resume from it" : "start again");
 }
 
+/* check_sync_every: the ranks' parameters compared after every N-th step. */
+static clformer_status check_sync(clformer_trainer *t, uint64_t step)
+{
+    if (t->o.check_sync_every == 0 || step % t->o.check_sync_every != 0) return CLFORMER_OK;
+    clformer_status st = clformer_model_check_sync(t->model);
+    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "parameter check after step %" PRIu64, step);
+}
+
 /* One optimizer step on the next batch; fills the step's figures in *p. */
 static clformer_status train_step(clformer_trainer *t, clformer_train_progress *p)
 {
@@ -256,14 +270,17 @@ static clformer_status loop(clformer_trainer *t, clformer_train_result *res)
                               (double)p.lr, "grad_norm", number_or_null(p.grad_norm),
                               "tokens_per_s", p.tokens_per_s, "elapsed_s", p.elapsed_s));
         CF_TRY(check_divergence(t, &p));
+        CF_TRY(check_sync(t, p.step));
         if (!report(t, &p)) t->stop = 1;
         CF_TRY(agree_on_stop(t));
-        if (o->eval_every > 0 && p.step % o->eval_every == 0 && !p.last)
+        if (o->eval_every > 0 && p.step % o->eval_every == 0 && !p.last) {
             CF_TRY(validate(t, p, res));
+            CF_TRY(agree_on_stop(t)); /* a request during validation */
+        }
         if (o->save_path && o->save_every > 0 && p.step % o->save_every == 0 && !p.last &&
             t->high_steps == 0)
             CF_TRY(save(t, o->save_path, res));
-        if (t->stop) {
+        if (t->stopping) {
             res->stopped = true;
             break;
         }
@@ -288,7 +305,8 @@ clformer_status clformer_trainer_run(clformer_trainer *t, clformer_train_result 
         p.epoch = clformer_batcher_epoch(t->batcher);
         p.last = true;
         CF_TRY(validate(t, p, res));
-        res->stopped = t->stop != 0;
+        CF_TRY(agree_on_stop(t));
+        res->stopped = t->stopping;
     }
     if (res->stopped) {
         const char *path = t->o.stop_save_path ? t->o.stop_save_path : t->o.save_path;

@@ -43,6 +43,9 @@ struct clformer_trainer {
     uint64_t warmup;
     clformer_batcher_options batching;
     volatile sig_atomic_t stop;      /* set by clformer_trainer_request_stop */
+    /* a stop request of any rank, agreed by all ranks at the end of a step
+     * (train_loop.c): what every rank acts on, so that all take the same path */
+    bool stopping;
     /* divergence watch (train_loop.c) */
     double best_loss;                /* the lowest step loss so far (INFINITY: none) */
     uint64_t high_steps;             /* consecutive steps far above it */

@@ -32,66 +32,22 @@ static ref_adam_params to_ref(const cf_adam_params *hp)
                              hp->bias_correction1, hp->bias_correction2};
 }
 
-/* Gradients over eight decades (Adam's step barely depends on the scale),
- * with exact zeros (untouched rows of an embedding). */
-static void make_grads(float *g, size_t n, ref_rng *r)
-{
-    static const float decades[4] = {1.0f, 1e-2f, 1e-4f, 1e-6f};
-    for (size_t i = 0; i < n; i++)
-        g[i] = i % 13 == 5 ? 0.0f : (float)ref_rng_uniform(r, -1, 1) * decades[(i / 3) % 4];
-}
-
 /* x - y elementwise in double, as float (exact inputs; one rounding). */
 static void diff(float *out, const float *x, const float *y, size_t n)
 {
     for (size_t i = 0; i < n; i++) out[i] = (float)((double)x[i] - (double)y[i]);
 }
 
-/*
- * `steps` updates. Each step is checked against the reference run from the
- * device's own state before it (p under the forward rule, m and v under the
- * gradient rule); after the last, p against the reference that ran in
- * double throughout. (The step p' - p itself is not compared per step: when
- * m nearly cancels, the step falls to the size of p's own fp32 rounding and
- * no rule for it holds on one element; conf_adam compares the displacement
- * over a large buffer.)
- */
+/* `steps` updates through the shared check (conf_adam_run): each step against
+ * the reference from the device's own state, the last p and the total
+ * displacement against the reference in double throughout, with guards.
+ * Gradients over eight decades with exact zeros. */
 static void check_steps(size_t n, size_t decay_end, bool decoupled, bool with_scale, int steps,
                         uint64_t seed)
 {
-    ref_rng r = ref_rng_new(seed);
-    const float scale = 0.37f;
-    float *p = hmalloc(n * 4), *m = hmalloc(n * 4), *v = hmalloc(n * 4), *g = hmalloc(n * 4);
-    double *p64 = hmalloc(n * 8), *m64 = hmalloc(n * 8), *v64 = hmalloc(n * 8);
-    double *c_p = hmalloc(n * 8), *c_m = hmalloc(n * 8), *c_v = hmalloc(n * 8);
-    ref_fill_uniform(&r, p, c_p, n, -1, 1);
-    memset(m, 0, n * 4), memset(v, 0, n * 4);
-    memset(c_m, 0, n * 8), memset(c_v, 0, n * 8);
-    hbuf hp_ = hbuf_from_f32(p, n, 3), hg = hbuf_zeros(n, 5), hm = hbuf_zeros(n, 7),
-         hv = hbuf_zeros(n, 1), hs = hbuf_from_f32(&scale, 1, 2);
-    for (int t = 1; t <= steps; t++) {
-        make_grads(g, n, &r);
-        assert_ok(cf_upload(hctx(), hg.mem, hg.off, g, n));
-        const cf_adam_params hp = hparams(1e-2f, 0.1f, decoupled, t);
-        const ref_adam_params rhp = to_ref(&hp);
-        assert_ok(cf_adam_update(hctx(), view(hp_), view(hg), view(hm), view(hv), n, decay_end,
-                                 with_scale ? view(hs) : cf_view_at(NULL, 0), &hp));
-        double *g64 = to_double(g, n);
-        for (size_t i = 0; i < n; i++) p64[i] = p[i], m64[i] = m[i], v64[i] = v[i];
-        ref_adam_update(p64, g64, m64, v64, n, decay_end, with_scale ? scale : 1.0, &rhp);
-        ref_adam_update(c_p, g64, c_m, c_v, n, decay_end, with_scale ? scale : 1.0, &rhp);
-        hbuf_read(hp_, p), hbuf_read(hm, m), hbuf_read(hv, v);
-        assert_forward_close(p, p64, n);
-        assert_grad_close(m, m64, n);
-        assert_grad_close(v, v64, n);
-        hbuf_check_canary(hp_), hbuf_check_canary(hg), hbuf_check_canary(hm);
-        hbuf_check_canary(hv), hbuf_check_canary(hs);
-        free(g64);
-    }
-    assert_forward_close(p, c_p, n);
-    hbuf_free(hp_), hbuf_free(hg), hbuf_free(hm), hbuf_free(hv), hbuf_free(hs);
-    free(p), free(m), free(v), free(g), free(p64), free(m64), free(v64), free(c_p), free(c_m);
-    free(c_v);
+    const conf_adam_case c = {n,    decay_end, decoupled, 1e-2f, 0.1f, with_scale ? 0.37f : 0.0f,
+                              steps, true,     seed};
+    assert_conformance_case(conf_adam_run(hctx(), &c, harness_conf_sink, &failures));
 }
 
 static void adam_and_adamw_steps(void **state)
@@ -225,7 +181,7 @@ static void rerun_bits_and_arguments(void **state)
     float *p = hmalloc(n * 4), *g = hmalloc(n * 4), *mv = hmalloc(n * 4);
     float *out[2][3];
     ref_fill_uniform(&r, p, NULL, n, -1, 1);
-    make_grads(g, n, &r);
+    conf_adam_grads(g, NULL, n, &r);
     ref_fill_uniform(&r, mv, NULL, n, 0, 1e-3);
     const cf_adam_params hp = hparams(1e-3f, 0.01f, false, 7);
     for (int run = 0; run < 2; run++) {

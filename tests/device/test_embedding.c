@@ -1,11 +1,13 @@
-/* Embedding + positions on each device against the double reference: odd
- * B, T, C and vocabularies, repeated ids and pad 0, learned and sinusoidal
- * positions (accurate to position 255 and beyond), dropout on and off,
- * offsets, canaries, backward accumulating (+=) and bit-identical reruns. */
+/* Embedding + positions on each device against the double reference,
+ * through the shared check's case runners (conf_embedding_forward_run and
+ * conf_embedding_backward_run: guards on every tensor, inputs unchanged,
+ * backward accumulating (+=)): odd B, T, C and vocabularies, repeated ids and
+ * pad 0, learned and sinusoidal positions (accurate to position 255 and
+ * beyond), dropout on and off. Then what only the device test does:
+ * bit-identical reruns, the forward's mask in the backward, bad arguments. */
 #include "harness.h"
 #include "conformance.h"
 #include "ops.h"
-#include "ref_embedding.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -30,48 +32,16 @@ static const shape *shapes(size_t *n)
     return harness_is_slow() ? small_shapes : odd_shapes;
 }
 
-/* Random ids below vocab with repeats; the last position of every other
- * row is pad (0), as in a right-padded batch. */
-static int32_t *make_tokens(shape s, ref_rng *r)
+static conf_embedding_case to_case(shape s, bool learned, const cf_dropout *d, uint64_t seed)
 {
-    int32_t *tok = hmalloc(s.B * s.T * 4);
-    for (size_t i = 0; i < s.B * s.T; i++) tok[i] = (int32_t)(ref_rng_next(r) % s.vocab);
-    for (size_t b = 1; b < s.B; b += 2) tok[b * s.T + s.T - 1] = 0;
-    return tok;
-}
-
-static ref_dropout to_ref(const cf_dropout *d)
-{
-    return d ? (ref_dropout){d->p, d->seed, d->step, d->site} : (ref_dropout){0};
+    return (conf_embedding_case){s.B, s.T, s.C, s.vocab, learned, d ? *d : (cf_dropout){0},
+                                 false, seed};
 }
 
 static void check_forward(shape s, bool learned, const cf_dropout *d, uint64_t seed)
 {
-    ref_rng r = ref_rng_new(seed);
-    const size_t n = s.B * s.T * s.C, max_len = s.T + 3;
-    int32_t *tok = make_tokens(s, &r);
-    float *table = hmalloc(s.vocab * s.C * 4), *pos = hmalloc(max_len * s.C * 4),
-          *y = hmalloc(n * 4);
-    double *table64 = hmalloc(s.vocab * s.C * 8), *pos64 = hmalloc(max_len * s.C * 8),
-           *y64 = hmalloc(n * 8);
-    ref_fill_uniform(&r, table, table64, s.vocab * s.C, -1, 1);
-    ref_fill_uniform(&r, pos, pos64, max_len * s.C, -1, 1);
-    hbuf dtok = hbuf_from_i32(tok, s.B * s.T, 3), dtable = hbuf_from_f32(table, s.vocab * s.C, 5),
-         dpos = hbuf_from_f32(pos, max_len * s.C, 2), out = hbuf_zeros(n, 7);
-    const float scale = sqrtf((float)s.C);
-    assert_ok(cf_embedding_forward(hctx(), V(out), V(dtok), V(dtable),
-                                   learned ? V(dpos) : cf_view_at(NULL, 0), s.B, s.T, s.C, scale,
-                                   d));
-    const ref_dropout rd = to_ref(d);
-    ref_embedding_forward(y64, tok, table64, learned ? pos64 : NULL, s.B, s.T, s.C, scale, &rd);
-    hbuf_read(out, y);
-    assert_forward_close(y, y64, n);
-    hbuf_check_canary(out);
-    hbuf_check_canary(dtok);
-    hbuf_check_canary(dtable);
-    hbuf_check_canary(dpos);
-    hbuf_free(dtok), hbuf_free(dtable), hbuf_free(dpos), hbuf_free(out);
-    free(tok), free(table), free(pos), free(y), free(table64), free(pos64), free(y64);
+    const conf_embedding_case c = to_case(s, learned, d, seed);
+    assert_conformance_case(conf_embedding_forward_run(hctx(), &c, harness_conf_sink, &failures));
 }
 
 static void embedding_forward_odd_shapes(void **state)
@@ -99,18 +69,9 @@ static void sinusoid_accurate_at_large_positions(void **state)
     for (size_t k = 0; k < count; k++) {
         const size_t T = harness_is_slow() ? slow[k][0] : fast[k][0];
         const size_t C = harness_is_slow() ? slow[k][1] : fast[k][1];
-        int32_t *tok = hmalloc(T * 4); /* all id 0 */
-        float *y = hmalloc(T * C * 4);
-        double *zero = hmalloc(C * 8), *y64 = hmalloc(T * C * 8);
-        hbuf dtok = hbuf_from_i32(tok, T, 1), dtable = hbuf_zeros(C, 0), out = hbuf_zeros(T * C, 0);
-        assert_ok(cf_embedding_forward(hctx(), V(out), V(dtok), V(dtable), cf_view_at(NULL, 0), 1,
-                                       T, C, 1.0f, NULL));
-        ref_embedding_forward(y64, tok, zero, NULL, 1, T, C, 1.0, NULL);
-        hbuf_read(out, y);
-        assert_forward_close(y, y64, T * C);
-        hbuf_check_canary(out);
-        hbuf_free(dtok), hbuf_free(dtable), hbuf_free(out);
-        free(tok), free(y), free(zero), free(y64);
+        const conf_embedding_case c = {1, T, C, 1, false, {0}, true, k};
+        assert_conformance_case(
+            conf_embedding_forward_run(hctx(), &c, harness_conf_sink, &failures));
     }
 }
 
@@ -144,37 +105,11 @@ static void free_index(dev_index *d)
 }
 
 /* dtable and dpos start from random values; backward runs twice, so the
- * result is init + 2 grad when it accumulates. */
+ * result is init + 2 grad when it accumulates (dpos unchanged when sinusoidal). */
 static void check_backward(shape s, bool learned, const cf_dropout *d, uint64_t seed)
 {
-    ref_rng r = ref_rng_new(seed);
-    const size_t n = s.B * s.T * s.C, nt = s.vocab * s.C, np = (s.T + 2) * s.C;
-    int32_t *tok = make_tokens(s, &r);
-    float *g = hmalloc(n * 4), *dt = hmalloc(nt * 4), *dp = hmalloc(np * 4);
-    double *g64 = hmalloc(n * 8), *dt64 = hmalloc(nt * 8), *dp64 = hmalloc(np * 8);
-    ref_fill_uniform(&r, g, g64, n, -1, 1);
-    ref_fill_uniform(&r, dt, dt64, nt, -1, 1);
-    ref_fill_uniform(&r, dp, dp64, np, -1, 1);
-    dev_index idx = upload_index(tok, s.B * s.T);
-    hbuf dg = hbuf_from_f32(g, n, 9), ddt = hbuf_from_f32(dt, nt, 3),
-         ddp = hbuf_from_f32(dp, np, 8);
-    const float scale = sqrtf((float)s.C);
-    for (int rep = 0; rep < 2; rep++)
-        assert_ok(cf_embedding_backward(hctx(), V(ddt), learned ? V(ddp) : cf_view_at(NULL, 0),
-                                        V(dg), &idx.index, s.B, s.T, s.C, scale, d));
-    const ref_dropout rd = to_ref(d);
-    for (int rep = 0; rep < 2; rep++)
-        ref_embedding_backward(dt64, learned ? dp64 : NULL, g64, tok, s.B, s.T, s.C, scale, &rd);
-    hbuf_read(ddt, dt);
-    hbuf_read(ddp, dp);
-    assert_grad_close(dt, dt64, nt);
-    assert_grad_close(dp, dp64, np); /* unchanged when sinusoidal */
-    hbuf_check_canary(ddt);
-    hbuf_check_canary(ddp);
-    hbuf_check_canary(dg);
-    free_index(&idx);
-    hbuf_free(dg), hbuf_free(ddt), hbuf_free(ddp);
-    free(tok), free(g), free(dt), free(dp), free(g64), free(dt64), free(dp64);
+    const conf_embedding_case c = to_case(s, learned, d, seed);
+    assert_conformance_case(conf_embedding_backward_run(hctx(), &c, harness_conf_sink, &failures));
 }
 
 static void embedding_backward_accumulates(void **state)
@@ -198,7 +133,8 @@ static void embedding_backward_is_deterministic(void **state)
     (void)state;
     const shape s = harness_is_slow() ? (shape){3, 7, 5, 4} : (shape){16, 93, 61, 300};
     ref_rng r = ref_rng_new(9);
-    int32_t *tok = make_tokens(s, &r);
+    int32_t *tok = hmalloc(s.B * s.T * 4);
+    conf_embedding_tokens(tok, s.B, s.T, s.vocab, &r);
     for (size_t i = 0; i < s.B * s.T; i += 2) tok[i] = 0;
     const size_t n = s.B * s.T * s.C, nt = s.vocab * s.C, np = s.T * s.C;
     float *g = hmalloc(n * 4);

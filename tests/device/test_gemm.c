@@ -6,6 +6,7 @@
 #include "buffer.h"
 #include "gemm.h"
 #include "gemm_check.h"
+#include "ref_gemm.h"
 
 #include <stdlib.h>
 #include <string.h>

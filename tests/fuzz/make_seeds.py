@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz targets (tests/fuzz/corpus/<target>/).
 
-Usage: tests/fuzz/make_seeds.py CHECKPOINT...   (clformer training checkpoints,
-e.g. the micro ones of tests/fuzz/README.md). The checkpoints become seeds
-of fuzz_checkpoint and fuzz_safetensors (also a copy without checksums);
-their metadata values seed fuzz_config, fuzz_train_state and fuzz_vocab.
-The corpus and program cache seeds are written from scratch. Crash
+Usage: tests/fuzz/make_seeds.py CHECKPOINT... [FILE.model...]   (clformer
+training checkpoints, e.g. the micro ones of tests/fuzz/README.md, and
+SentencePiece models). The checkpoints become seeds of fuzz_checkpoint and
+fuzz_safetensors (also a copy without checksums); their metadata values seed
+fuzz_config, fuzz_train_state and fuzz_vocab. The SentencePiece models (and
+tests/data/spm/default_ids.model) seed fuzz_tokenizer, as bytes and as
+base64 metadata values. The corpus, program cache and checksum seeds are
+written from scratch. Crash
 regression files are added by hand and never regenerated.
 """
+import base64
 import json
 import os
 import struct
@@ -34,8 +38,47 @@ def fnv1a(data):
     return h
 
 
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def checksum_seeds():
+    """fuzz_checksums: byte 0 = tensor count | 0x80 for reversed data, the
+    tensors' 4 bytes each, then the clformer.crc32c value."""
+    tensors = [struct.pack("<f", v) for v in (1.0, -2.5, 0.0, 3e38)]
+    for n in range(5):
+        for reversed_ in (False, True):
+            flag = n | (0x80 if reversed_ else 0)
+            text = " ".join("%08x" % crc32c(t) for t in tensors[:n])
+            put("fuzz_checksums", f"good{n}{'r' if reversed_ else ''}",
+                bytes([flag]) + b"".join(tensors[:n]) + text.encode())
+    good = " ".join("%08x" % crc32c(t) for t in tensors[:3])
+    for name, text in [("wrong", good[:-1] + ("0" if good[-1] != "0" else "1")),
+                       ("upper", good.upper()), ("short", good[:-1]),
+                       ("tab", good.replace(" ", "\t")), ("trailing_space", good + " ")]:
+        put("fuzz_checksums", name, bytes([3]) + b"".join(tensors[:3]) + text.encode())
+
+
+def tokenizer_seeds(models):
+    """fuzz_tokenizer: byte 0 even = the model's bytes follow, odd = its base64."""
+    models = [os.path.join(HERE, "..", "data", "spm", "default_ids.model")] + models
+    for path in models:
+        name = os.path.splitext(os.path.basename(path))[0]
+        blob = open(path, "rb").read()
+        put("fuzz_tokenizer", f"{name}.model", b"\x00" + blob)
+        put("fuzz_tokenizer", f"{name}.b64", b"\x01" + base64.b64encode(blob))
+
+
 def main():
-    for i, path in enumerate(sys.argv[1:]):
+    checkpoints = [a for a in sys.argv[1:] if not a.endswith(".model")]
+    tokenizer_seeds([a for a in sys.argv[1:] if a.endswith(".model")])
+    checksum_seeds()
+    for i, path in enumerate(checkpoints):
         blob = open(path, "rb").read()
         put("fuzz_checkpoint", f"checkpoint{i}.safetensors", blob)
         put("fuzz_safetensors", f"checkpoint{i}.safetensors", blob)

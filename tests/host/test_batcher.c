@@ -129,25 +129,38 @@ static void config_errors(void **state)
     free_fixture(&f);
 }
 
-static void file_order_wraps(void **state)
+/* Sentence batches in file order: an epoch's last batch is short (10 pairs
+ * in batches of 4: 4, 4, 2) and the next epoch starts at pair 0; a batch
+ * larger than the corpus is the corpus once, one epoch. */
+static void file_order_short_last_batch(void **state)
 {
     (void)state;
     fixture f = make_corpus(10, 8, 2);
     cf_batcher *b = make_batcher(f.corpus, 4, 0, false, 0, 0);
     cf_batch bt = {0};
-    const size_t want[5][4] = {{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 0, 1}, {2, 3, 4, 5},
-                               {6, 7, 8, 9}};
+    const size_t want[5][4] = {{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9}, {0, 1, 2, 3}, {4, 5, 6, 7}};
+    const size_t want_size[5] = {4, 4, 2, 4, 4};
     const uint64_t want_epoch[5] = {0, 0, 0, 1, 1};
     assert_int_equal(cf_batcher_batches_per_epoch(b), 3);
     for (int k = 0; k < 5; k++) {
         assert_ok(cf_batcher_next(b, &bt));
-        assert_int_equal(bt.B, 4);
-        for (int r = 0; r < 4; r++) assert_int_equal(bt.pair[r], want[k][r]);
+        assert_int_equal(bt.B, want_size[k]);
+        for (size_t r = 0; r < want_size[k]; r++) assert_int_equal(bt.pair[r], want[k][r]);
         assert_int_equal(bt.epoch, want_epoch[k]);
         check_batch(&bt, f.corpus);
     }
-    assert_int_equal(cf_batcher_epoch(b), 2); /* 20 pairs taken: two whole epochs */
+    assert_int_equal(cf_batcher_epoch(b), 1);
+    assert_int_equal(cf_batcher_index(b), 8);
+    cf_batcher_free(b);
+
+    b = make_batcher(f.corpus, 100, 0, false, 0, 0);
+    assert_int_equal(cf_batcher_batches_per_epoch(b), 1);
+    assert_ok(cf_batcher_next(b, &bt));
+    assert_int_equal(bt.B, 10);
+    assert_int_equal(bt.epoch, 0);
+    assert_int_equal(cf_batcher_epoch(b), 1); /* the corpus once, not ten times */
     assert_int_equal(cf_batcher_index(b), 0);
+    check_batch(&bt, f.corpus);
     cf_batch_free(&bt);
     cf_batcher_free(b);
     free_fixture(&f);
@@ -497,7 +510,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(splitmix_known_answers),
         cmocka_unit_test(config_errors),
-        cmocka_unit_test(file_order_wraps),
+        cmocka_unit_test(file_order_short_last_batch),
         cmocka_unit_test(shuffled_epochs_cover_every_pair),
         cmocka_unit_test(same_seed_same_batches),
         cmocka_unit_test(token_budget_and_bucketing),

@@ -72,6 +72,29 @@ static void plots_the_sample_log(void **state)
     expect(run("--help", NULL), 0, "plot");
 }
 
+/* Two runs compared in one figure, named by --label; a bad second log is
+ * named in the error. */
+static void compares_runs(void **state)
+{
+    (void)state;
+    char png[128], bad[128];
+    harness_path(png, sizeof png, dir, "compare.png");
+    const char *log = sample_log();
+    expect(run("plot", "--log", log, "--label", "one rank", "--log", log, "--label", "two ranks",
+               "--out", png, NULL),
+           0, "800 training and 16 validation points from 2 runs");
+    expect_png(png, 960, 560);
+    expect(run("plot", "--log", log, "--log", log, "--label", "only one", "--out", png, NULL), 2,
+           "give one label per log");
+    expect(run("plot", "--log", log, "--log", log, "--log", log, "--log", log, "--log", log,
+               "--log", log, "--log", log, "--out", png, NULL),
+           2, "at most 6");
+    harness_path(bad, sizeof bad, dir, "second.jsonl");
+    harness_write_file(bad, "{\"step\": 1, \"loss\": \"x\"}\n");
+    expect(run("plot", "--log", log, "--log", bad, "--out", png, NULL), 1, "second.jsonl:1:");
+    assert_int_equal(access(png, F_OK), -1);
+}
+
 static void usage_errors_exit_2(void **state)
 {
     (void)state;
@@ -135,6 +158,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(plots_the_sample_log),
+        cmocka_unit_test(compares_runs),
         cmocka_unit_test(usage_errors_exit_2),
         cmocka_unit_test(bad_logs_name_file_and_line),
     };

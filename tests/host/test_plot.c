@@ -109,6 +109,8 @@ static int distance(colour a, colour b) { return abs(a.r - b.r) + abs(a.g - b.g)
 
 /* The series' colours in plot.c. */
 static const colour TRAIN = {31, 120, 181}, VAL = {217, 94, 3};
+/* The third run's colour when runs are compared (RUN_COLOURS[2]). */
+static const colour THIRD_RUN = {43, 161, 43};
 
 /* ---- loss curves ---------------------------------------------------------- */
 
@@ -136,7 +138,8 @@ static void loss_thousands_of_points_with_gaps(void **state)
         vloss[i] = 2.3 + 6 * exp(-(double)i / (NV / 6.0));
     }
     vloss[3] = NAN;
-    plot_loss_spec s = {step, loss, N, vstep, vloss, NV, "5000 steps, gaps", false, 0, 0};
+    plot_loss_run run = {NULL, step, loss, N, vstep, vloss, NV};
+    plot_loss_spec s = {&run, 1, "5000 steps, gaps", false, 0, 0};
     const char *path = out_path("loss_many.png");
     if (plot_loss_curves(path, &s) != CLFORMER_OK) fail_msg("%s", clformer_last_error());
     cairo_surface_t *img = load(path, 960, 560);
@@ -158,7 +161,8 @@ static void loss_single_point_without_validation(void **state)
 {
     (void)state;
     double step = 7, loss = 3.25;
-    plot_loss_spec s = {&step, &loss, 1, NULL, NULL, 0, NULL, false, 640, 400};
+    plot_loss_run run = {NULL, &step, &loss, 1, NULL, NULL, 0};
+    plot_loss_spec s = {&run, 1, NULL, false, 640, 400};
     const char *path = out_path("loss_one.png");
     if (plot_loss_curves(path, &s) != CLFORMER_OK) fail_msg("%s", clformer_last_error());
     cairo_surface_t *img = load(path, 640, 400);
@@ -169,7 +173,8 @@ static void loss_single_point_without_validation(void **state)
 
     /* a short run: no smoothed line, the raw one solid */
     double steps[5] = {0, 10, 20, 30, 40}, losses[5] = {9, 6, 4.5, 3.9, 3.7};
-    s = (plot_loss_spec){steps, losses, 5, NULL, NULL, 0, "short", true, 0, 0};
+    run = (plot_loss_run){NULL, steps, losses, 5, NULL, NULL, 0};
+    s = (plot_loss_spec){&run, 1, "short", true, 0, 0};
     path = out_path("loss_short_log.png");
     if (plot_loss_curves(path, &s) != CLFORMER_OK) fail_msg("%s", clformer_last_error());
     img = load(path, 960, 560);
@@ -181,7 +186,8 @@ static void loss_validation_only(void **state)
 {
     (void)state;
     double vstep[3] = {1000, 2000, 3000}, vloss[3] = {4.1, 3.2, 2.9};
-    plot_loss_spec s = {NULL, NULL, 0, vstep, vloss, 3, "validation only", true, 0, 0};
+    plot_loss_run run = {NULL, NULL, NULL, 0, vstep, vloss, 3};
+    plot_loss_spec s = {&run, 1, "validation only", true, 0, 0};
     const char *path = out_path("loss_val_only.png");
     if (plot_loss_curves(path, &s) != CLFORMER_OK) fail_msg("%s", clformer_last_error());
     cairo_surface_t *img = load(path, 960, 560);
@@ -204,15 +210,19 @@ static void loss_errors(void **state)
     (void)state;
     double step[3] = {1, 2, 3}, nan3[3] = {NAN, INFINITY, NAN}, neg[3] = {0, -1, -2};
     const char *ok_path = out_path("never_written.png");
-    plot_loss_spec s = {step, nan3, 3, NULL, NULL, 0, NULL, false, 0, 0};
+    plot_loss_run run = {NULL, step, nan3, 3, NULL, NULL, 0};
+    plot_loss_spec s = {&run, 1, NULL, false, 0, 0};
     expect_error(plot_loss_curves(ok_path, &s), CLFORMER_ERR_INVALID_ARGUMENT, "finite");
-    s.loss = neg, s.log_y = true;
+    run.loss = neg, s.log_y = true;
     expect_error(plot_loss_curves(ok_path, &s), CLFORMER_ERR_INVALID_ARGUMENT, "log scale");
-    s = (plot_loss_spec){step, NULL, 3, NULL, NULL, 0, NULL, false, 0, 0};
+    run = (plot_loss_run){NULL, step, NULL, 3, NULL, NULL, 0};
+    s = (plot_loss_spec){&run, 1, NULL, false, 0, 0};
     expect_error(plot_loss_curves(ok_path, &s), CLFORMER_ERR_INVALID_ARGUMENT, "arrays");
-    s = (plot_loss_spec){NULL, NULL, 0, NULL, NULL, 0, NULL, false, 0, 0};
+    run = (plot_loss_run){NULL, NULL, NULL, 0, NULL, NULL, 0};
+    s = (plot_loss_spec){&run, 1, NULL, false, 0, 0};
     expect_error(plot_loss_curves(ok_path, &s), CLFORMER_ERR_INVALID_ARGUMENT, "no training");
-    s = (plot_loss_spec){step, neg, 3, NULL, NULL, 0, NULL, false, 10, 10};
+    run = (plot_loss_run){NULL, step, neg, 3, NULL, NULL, 0};
+    s = (plot_loss_spec){&run, 1, NULL, false, 10, 10};
     expect_error(plot_loss_curves(ok_path, &s), CLFORMER_ERR_INVALID_ARGUMENT, "10 x 10");
     s.width = s.height = 0;
     expect_error(plot_loss_curves(NULL, &s), CLFORMER_ERR_INVALID_ARGUMENT, "path");
@@ -221,6 +231,46 @@ static void loss_errors(void **state)
     snprintf(missing, sizeof missing, "%s/no/such/dir/loss.png", dir);
     expect_error(plot_loss_curves(missing, &s), CLFORMER_ERR_IO, missing);
     assert_int_equal(access(ok_path, F_OK), -1);
+}
+
+/* Three runs on one figure: each in its own colour, the first two in the
+ * single-run colours, the third in neither. */
+static void loss_runs_compared(void **state)
+{
+    (void)state;
+    enum { N = 400, NV = 8 };
+    static double step[3][N], loss[3][N], vstep[NV], vloss[3][NV];
+    plot_loss_run runs[3];
+    const char *labels[3] = {"1 rank, batch 64", "2 ranks, batch 32 each", "third"};
+    for (int r = 0; r < 3; r++) {
+        make_curve(step[r], loss[r], N, 1);
+        for (int i = 0; i < N; i++) loss[r][i] += 1.5 * r;
+        for (int i = 0; i < NV; i++) {
+            vstep[i] = (i + 1) * 50;
+            vloss[r][i] = 2.5 + 1.5 * r + 4 * exp(-(double)i / 2);
+        }
+        runs[r] = (plot_loss_run){labels[r], step[r], loss[r], N, vstep, vloss[r], NV};
+    }
+    plot_loss_spec s = {runs, 2, "two runs", false, 0, 0};
+    const char *path = out_path("loss_two_runs.png");
+    if (plot_loss_curves(path, &s) != CLFORMER_OK) fail_msg("%s", clformer_last_error());
+    cairo_surface_t *img = load(path, 960, 560);
+    assert_true(count_colour(img, TRAIN, 20) > 300);
+    assert_true(count_colour(img, VAL, 20) > 300); /* the second run's line and markers */
+    assert_int_equal(count_colour(img, THIRD_RUN, 20), 0);
+    cairo_surface_destroy(img);
+
+    s.n_runs = 3;
+    path = out_path("loss_three_runs.png");
+    if (plot_loss_curves(path, &s) != CLFORMER_OK) fail_msg("%s", clformer_last_error());
+    img = load(path, 960, 560);
+    assert_true(count_colour(img, THIRD_RUN, 20) > 300);
+    cairo_surface_destroy(img);
+
+    s.n_runs = PLOT_MAX_RUNS + 1;
+    expect_error(plot_loss_curves(path, &s), CLFORMER_ERR_INVALID_ARGUMENT, "runs given");
+    s.n_runs = 0;
+    expect_error(plot_loss_curves(path, &s), CLFORMER_ERR_INVALID_ARGUMENT, "runs given");
 }
 
 /* ---- attention ------------------------------------------------------------ */
@@ -360,6 +410,7 @@ int main(void)
         cmocka_unit_test(loss_single_point_without_validation),
         cmocka_unit_test(loss_validation_only),
         cmocka_unit_test(loss_errors),
+        cmocka_unit_test(loss_runs_compared),
         cmocka_unit_test(attention_single_head_with_awkward_tokens),
         cmocka_unit_test(attention_heads_as_panels_and_mean),
         cmocka_unit_test(attention_many_positions),

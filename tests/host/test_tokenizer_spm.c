@@ -9,7 +9,9 @@
  *   becomes 3 and is counted, decoding drops <pad>/<sos> and stops at <eos>;
  * - a model trained by spm_train with its default ids (unk 0, bos 1, eos 2,
  *   no pad: tests/data/spm/default_ids.model) is mapped to the same ids;
- * - errors: garbage and truncated model bytes, a missing file, an id out of
+ * - errors: garbage and truncated model bytes, models the fuzzer made that
+ *   libsentencepiece cannot use safely (a character map pointing outside
+ *   itself, an empty piece), a missing file, an id out of
  *   range, bad training options, a vocabulary larger than the text allows.
  */
 #include "data_util.h"
@@ -229,6 +231,20 @@ static void bad_models_and_options(void **state)
     free_sample(&en);
 }
 
+/* Models the fuzzer (tests/fuzz/fuzz_tokenizer) made that libsentencepiece
+ * loads but cannot use safely: refused when loading, with the reason. */
+static void hostile_models(void **state)
+{
+    (void)state;
+    cf_spm *spm = (cf_spm *)1;
+    assert_error(cf_spm_load_file(data_path("spm/damaged_charsmap.model"), &spm), CLFORMER_ERR_FORMAT,
+                 "damaged_charsmap.model", "character map", "outside its strings");
+    assert_null(spm);
+    assert_error(cf_spm_load_file(data_path("spm/empty_piece.model"), &spm), CLFORMER_ERR_FORMAT,
+                 "empty_piece.model", "not a usable", "zero-length key");
+    assert_null(spm);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -237,6 +253,7 @@ int main(void)
         cmocka_unit_test(special_ids),
         cmocka_unit_test(external_model_ids),
         cmocka_unit_test(bad_models_and_options),
+        cmocka_unit_test(hostile_models),
     };
     return cmocka_run_group_tests_name("SentencePiece tokenizer", tests, NULL, NULL);
 }

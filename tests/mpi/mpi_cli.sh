@@ -6,6 +6,10 @@
 #   kill          kill -9 of one rank mid-training: the job exits non-zero within 30 s
 #   bad-selector  a selector that matches nothing on one rank: its message, a
 #                 non-zero exit, no hang
+#   interrupt     SIGINT (Ctrl-C) to mpirun: rank 0 saves once, every rank exits 130,
+#                 the checkpoint resumes
+# (--check-sync: the resume case's first run checks the ranks after every step;
+# test_mpi_train checks that a difference stops the run)
 # Needs CLFORMER_BINARY, MPIRUN and CLFORMER_TEST_DATA (tests/data).
 set -u
 case_name=$1
@@ -24,10 +28,27 @@ mpi() { "$MPIRUN" --allow-run-as-root --oversubscribe "$@"; }
 train=(train --src train.src --tgt train.tgt --config tiny --max-len 24 --batch-size 4
        --dropout 0.1 --lr 1e-3)
 
+# Waits up to 60 s for job $1's first logged step (kernels may compile); kills it on a timeout.
+wait_for_first_step() {
+  for _ in $(seq 1 600); do
+    [ -s log.jsonl ] && return 0
+    sleep 0.1
+  done
+  kill -9 "$1"; cat out; fail "no step was logged"
+}
+# Waits up to $2 tenths of a second for job $1 to end; 1 if it still runs.
+wait_gone() {
+  for _ in $(seq 1 "$2"); do
+    kill -0 "$1" 2>/dev/null || return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 case $case_name in
 resume)
-  mpi -np 2 "$CLFORMER_BINARY" "${train[@]}" --steps 6 --save straight.safetensors > out1 2>&1 \
-    || { cat out1; fail "2-rank training failed"; }
+  mpi -np 2 "$CLFORMER_BINARY" "${train[@]}" --steps 6 --check-sync 1 \
+    --save straight.safetensors > out1 2>&1 || { cat out1; fail "2-rank training failed"; }
   mpi -np 2 "$CLFORMER_BINARY" "${train[@]}" --steps 3 --save half.safetensors > out2 2>&1 \
     || { cat out2; fail "2-rank training to step 3 failed"; }
   mpi -np 2 "$CLFORMER_BINARY" "${train[@]}" --resume half.safetensors --steps 6 \
@@ -44,22 +65,12 @@ kill)
   "$MPIRUN" --allow-run-as-root --oversubscribe -np 2 "$CLFORMER_BINARY" "${train[@]}" \
     --steps 100000 --log log.jsonl > out 2>&1 &
   job=$!
-  for _ in $(seq 1 600); do  # up to 60 s for the first steps (kernels may compile)
-    [ -s log.jsonl ] && break
-    sleep 0.1
-  done
-  [ -s log.jsonl ] || { kill -9 $job; cat out; fail "no step was logged"; }
+  wait_for_first_step $job
   victim=$(pgrep -P $job -x clformer | tail -n 1)
   [ -n "$victim" ] || { kill -9 $job; fail "no rank process found under mpirun $job"; }
   kill -9 "$victim"
   start=$(date +%s)
-  for _ in $(seq 1 300); do
-    kill -0 $job 2>/dev/null || break
-    sleep 0.1
-  done
-  if kill -0 $job 2>/dev/null; then
-    kill -9 $job; fail "the job still runs 30 s after one rank was killed"
-  fi
+  wait_gone $job 300 || { kill -9 $job; fail "the job still runs 30 s after one rank was killed"; }
   wait $job; rc=$?
   [ $rc -ne 0 ] || fail "the job exited 0 after a rank was killed"
   echo "job ended with status $rc $(( $(date +%s) - start )) s after kill -9 of rank pid $victim"
@@ -72,6 +83,32 @@ bad-selector)
   [ $rc -ne 124 ] || { cat out; fail "the job hung"; }
   [ $rc -ne 0 ] || { cat out; fail "the job exited 0"; }
   grep -q "nosuchdevice" out || { cat out; fail "no message naming the selector"; }
+  ;;
+interrupt)
+  # Ctrl-C reaches mpirun, not the ranks: Open MPI's mpirun sends them SIGTERM
+  # after odls_base_sigkill_timeout seconds and SIGKILL as long again
+  # (docs/DISTRIBUTED.md), so 10 s to finish the step and save. A shell around
+  # each rank records its exit status.
+  "$MPIRUN" --allow-run-as-root --oversubscribe --mca odls_base_sigkill_timeout 10 -np 2 \
+    bash -c 'trap "" INT TERM; "$0" "$@"; echo $? > "rc.$OMPI_COMM_WORLD_RANK"' \
+    "$CLFORMER_BINARY" "${train[@]}" --steps 100000 --log log.jsonl \
+    --save stop.safetensors > out 2>&1 &
+  job=$!
+  wait_for_first_step $job
+  kill -INT $job
+  wait_gone $job 600 || { kill -9 $job; cat out; fail "the job still runs 60 s after Ctrl-C"; }
+  wait $job; rc=$?
+  [ $rc -ne 0 ] || { cat out; fail "mpirun exited 0 after Ctrl-C"; }
+  for r in 0 1; do
+    [ "$(cat rc.$r 2>/dev/null)" = 130 ] || { cat out; fail "rank $r did not exit 130"; }
+  done
+  [ "$(grep -c 'saved stop.safetensors' out)" = 1 ] || { cat out; fail "not one save message"; }
+  step=$(sed -n 's/.*interrupted at step \([0-9]*\); saved.*/\1/p' out)
+  [ -n "$step" ] || { cat out; fail "no step in the interruption message"; }
+  "$CLFORMER_BINARY" "${train[@]}" --resume stop.safetensors --steps $((step + 1)) > out2 2>&1 \
+    || { cat out2; fail "the saved checkpoint does not resume"; }
+  grep -q "resuming stop.safetensors at step $step" out2 || { cat out2; fail "wrong resume step"; }
+  echo "mpirun exited $rc; both ranks 130; saved at step $step"
   ;;
 *) fail "unknown case" ;;
 esac

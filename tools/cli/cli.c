@@ -103,6 +103,19 @@ static bool set_value(const cli_spec *s, const cli_option *o, const char *v)
         }
         *(const char **)o->target = v;
         return true;
+    case CLI_STRINGS: {
+        cli_strings *list = o->target;
+        if (!*v) {
+            cli_error(s->command, "%s expects a non-empty value", o->name);
+            return false;
+        }
+        if (list->n == CLI_MAX_REPEAT) {
+            cli_error(s->command, "%s may be given at most %d times", o->name, CLI_MAX_REPEAT);
+            return false;
+        }
+        list->item[list->n++] = v;
+        return true;
+    }
     case CLI_FLAG: break;
     }
     return false;

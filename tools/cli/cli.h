@@ -15,8 +15,17 @@ typedef enum {
     CLI_INT,    /* long within [min, max] */
     CLI_DOUBLE, /* double within [min, max] */
     CLI_STRING, /* const char * */
-    CLI_CHOICE  /* const char *, one of `choices` ("a|b|c") */
+    CLI_CHOICE, /* const char *, one of `choices` ("a|b|c") */
+    CLI_STRINGS /* cli_strings: the option may be given up to CLI_MAX_REPEAT times */
 } cli_kind;
+
+enum { CLI_MAX_REPEAT = 8 };
+
+/* The values of a repeatable option, in command-line order. */
+typedef struct {
+    const char *item[CLI_MAX_REPEAT];
+    size_t n;
+} cli_strings;
 
 typedef struct {
     const char *name; /* "--steps" */

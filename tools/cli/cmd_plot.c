@@ -133,72 +133,125 @@ static bool read_log(const char *cmd, const char *path, training_log *log)
     return ok;
 }
 
+static void free_log(training_log *log)
+{
+    free(log->train.step);
+    free(log->train.loss);
+    free(log->val.step);
+    free(log->val.loss);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* Reads n logs and draws them in one figure: one run alone, or compared,
+ * each named by its label (default: the log's file name). */
+static int plot_logs(const char *cmd, const char *const *paths, const char *const *labels,
+                     size_t n, const char *out, const char *title, bool log_y, int width,
+                     int height)
+{
+    training_log logs[PLOT_MAX_RUNS] = {0};
+    plot_loss_run runs[PLOT_MAX_RUNS];
+    int rc = 1;
+    size_t read = 0;
+    while (read < n && read_log(cmd, paths[read], &logs[read])) read++;
+    if (read == n) {
+        for (size_t i = 0; i < n; i++) {
+            const training_log *l = &logs[i];
+            runs[i] = (plot_loss_run){
+                .label = labels[i] ? labels[i] : base_name(paths[i]),
+                .step = l->train.step, .loss = l->train.loss, .n = l->train.n,
+                .val_step = l->val.step, .val_loss = l->val.loss, .n_val = l->val.n,
+            };
+        }
+        plot_loss_spec ps = {
+            .runs = runs, .n_runs = n,
+            .title = title ? title : n == 1 ? base_name(paths[0]) : NULL,
+            .log_y = log_y, .width = width, .height = height,
+        };
+        if (plot_loss_curves(out, &ps) != CLFORMER_OK) {
+            cli_runtime_error(cmd, NULL);
+        } else {
+            size_t train = 0, val = 0, not_finite = 0;
+            for (size_t i = 0; i < n; i++)
+                train += logs[i].train.n, val += logs[i].val.n, not_finite += logs[i].not_finite;
+            printf("wrote %s: %zu training and %zu validation points", out, train, val);
+            if (n > 1) printf(" from %zu runs", n);
+            if (not_finite)
+                printf(" (%zu null loss%s skipped)", not_finite, not_finite == 1 ? "" : "es");
+            printf("\n");
+            rc = 0;
+        }
+    }
+    for (size_t i = 0; i < n; i++) free_log(&logs[i]);
+    return rc;
+}
+
 int cmd_plot(int argc, char **argv)
 {
-    const char *log_path = NULL, *out = NULL, *title = NULL;
+    cli_strings logs = {0}, labels = {0};
+    const char *out = NULL, *title = NULL;
     bool log_y = false;
     long width = 0, height = 0;
     const cli_option options[] = {
-        {"--log", CLI_STRING, &log_path, "FILE.jsonl", "the training log (required)"},
+        {"--log", CLI_STRINGS, &logs, "FILE.jsonl",
+         "a training log (required; give it up to 6 times to compare runs)"},
+        {"--label", CLI_STRINGS, &labels, "NAME",
+         "legend name of each --log, in order (default: the file names)"},
         {"--out", CLI_STRING, &out, "FILE.png", "where to write the figure (required)"},
-        {"--title", CLI_STRING, &title, "TEXT", "figure title (default: the log's file name)"},
+        {"--title", CLI_STRING, &title, "TEXT",
+         "figure title (default: the log's file name, or \"Loss\" for several)"},
         {"--log-y", CLI_FLAG, &log_y, NULL, "logarithmic loss axis"},
         {"--width", CLI_INT, &width, "PIXELS", "image width (default 960)", 320, 8192},
         {"--height", CLI_INT, &height, "PIXELS", "image height (default 560)", 240, 8192},
     };
     const cli_spec spec = {
         "plot", "Draw the loss curves of a training log as a PNG: the training loss per step\n"
-                "with a smoothed line, and the validation loss as markers.",
-        "clformer plot --log FILE.jsonl --out FILE.png [--title TEXT] [--log-y]",
+                "with a smoothed line, and the validation loss as markers. Several logs are\n"
+                "drawn on the same axes, one colour each, to compare runs.",
+        "clformer plot --log FILE.jsonl [--log FILE.jsonl ...] --out FILE.png [options]",
         "The log holds one JSON object per line. Lines with \"loss\" are training steps,\n"
         "lines with \"val_loss\" validation results; both need \"step\". A null loss (a\n"
         "NaN or inf during training) is skipped; other keys and lines are ignored.\n"
         "  {\"step\": 100, \"loss\": 4.12, \"lr\": 0.0007}\n"
         "  {\"step\": 500, \"val_loss\": 3.87}\n"
-        "example: clformer plot --log run/train.jsonl --out loss.png --log-y",
+        "examples:\n"
+        "  clformer plot --log run/train.jsonl --out loss.png --log-y\n"
+        "  clformer plot --log one.jsonl --label '1 rank' --log two.jsonl --label '2 ranks' \\\n"
+        "      --out compare.png",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);
     if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
-    if (!log_path || !out) {
-        cli_error("plot", "%s is required (see clformer plot --help)",
-                  !log_path ? "--log" : "--out");
+    if (!logs.n || !out) {
+        cli_error("plot", "%s is required (see clformer plot --help)", !logs.n ? "--log" : "--out");
+        return EXIT_USAGE;
+    }
+    if (logs.n > PLOT_MAX_RUNS) {
+        cli_error("plot", "%zu logs given; one figure compares at most %d", logs.n,
+                  PLOT_MAX_RUNS);
+        return EXIT_USAGE;
+    }
+    if (labels.n && labels.n != logs.n) {
+        cli_error("plot", "%zu --label for %zu --log: give one label per log, or none",
+                  labels.n, logs.n);
         return EXIT_USAGE;
     }
     if (!width != !height) {
         cli_error("plot", "--width and --height go together");
         return EXIT_USAGE;
     }
-
-    return plot_training_log("plot", log_path, out, title, log_y, (int)width, (int)height);
+    const char *names[PLOT_MAX_RUNS] = {0};
+    for (size_t i = 0; i < labels.n; i++) names[i] = labels.item[i];
+    return plot_logs("plot", logs.item, names, logs.n, out, title, log_y, (int)width,
+                     (int)height);
 }
 
 int plot_training_log(const char *cmd, const char *log_path, const char *out, const char *title,
                       bool log_y, int width, int height)
 {
-    training_log log = {0};
-    int rc = 1;
-    if (read_log(cmd, log_path, &log)) {
-        const char *base = strrchr(log_path, '/');
-        plot_loss_spec ps = {
-            .step = log.train.step, .loss = log.train.loss, .n = log.train.n,
-            .val_step = log.val.step, .val_loss = log.val.loss, .n_val = log.val.n,
-            .title = title ? title : base ? base + 1 : log_path,
-            .log_y = log_y, .width = width, .height = height,
-        };
-        if (plot_loss_curves(out, &ps) != CLFORMER_OK) {
-            cli_runtime_error(cmd, NULL);
-        } else {
-            printf("wrote %s: %zu training and %zu validation points", out, log.train.n,
-                   log.val.n);
-            if (log.not_finite)
-                printf(" (%zu null loss%s skipped)", log.not_finite, log.not_finite == 1 ? "" : "es");
-            printf("\n");
-            rc = 0;
-        }
-    }
-    free(log.train.step);
-    free(log.train.loss);
-    free(log.val.step);
-    free(log.val.loss);
-    return rc;
+    const char *label = NULL;
+    return plot_logs(cmd, &log_path, &label, 1, out, title, log_y, width, height);
 }

@@ -49,6 +49,7 @@ int cmd_train(int argc, char **argv)
                *optimizer = "adam";
     long min_freq = 1, max_vocab = 0, batch_size = 0, batch_tokens = 0, steps = 0, epochs = 0,
          warmup = 4000, eval_every = 0, save_every = 0, bleu_sentences = 200, seed = 1,
+         check_sync = 0,
          d_model = 0, heads = 0, d_ff = 0, enc_layers = 0, dec_layers = 0, max_len = 0;
     double lr = 5e-4, clip = 1.0, weight_decay = 0.0, dropout = 0.1, label_smoothing = 0.0;
     bool no_shuffle = false, post_norm = false, tie = false;
@@ -100,6 +101,7 @@ int cmd_train(int argc, char **argv)
         {"--save-every", CLI_INT, &save_every, "N", "also save every N steps", 1, 1L << 40},
         {"--log", CLI_STRING, &log, "FILE", "metrics as JSON lines: step, loss, tokens, lr, ..."},
         {"--plot", CLI_STRING, &plot, "FILE.png", "draw the loss curves at the end"},
+        {"--check-sync", CLI_INT, &check_sync, "N", "under mpirun: every N steps check that all ranks hold the same parameters; stop on a difference", 1, 1L << 40},
     };
     const cli_spec spec = {
         "train",
@@ -115,7 +117,8 @@ int cmd_train(int argc, char **argv)
         "  clformer train --src train.en --tgt train.de --resume model.safetensors --steps 20000\n"
         "  clformer train --src raw/train.en --tgt raw/train.de --tokenizer spm --vocab-size 8000 \\\n"
         "      --steps 2000 --save spm.safetensors\n"
-        "Ctrl-C saves a training checkpoint (--save, else clformer-interrupted.safetensors).\n"
+        "Ctrl-C (or SIGTERM) saves a training checkpoint (--save, else\n"
+        "clformer-interrupted.safetensors). Under mpirun see docs/DISTRIBUTED.md.\n"
         "The device is CLFORMER_DEVICE's choice (see clformer devices).",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);
@@ -187,6 +190,7 @@ int cmd_train(int argc, char **argv)
     o.save_path = save, o.save_every = (uint64_t)save_every;
     o.stop_save_path = save ? save : "clformer-interrupted.safetensors";
     o.log_path = log;
+    o.check_sync_every = (uint64_t)check_sync;
     char plot_log[4096];
     if (plot && !log) { /* the figure is drawn from the log: keep one beside it */
         snprintf(plot_log, sizeof plot_log, "%s.jsonl", plot);

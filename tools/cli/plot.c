@@ -36,6 +36,12 @@ static const rgb SOFT_INK = {0.33, 0.33, 0.33}; /* tick labels, frames */
 static const rgb GRID = {0.90, 0.90, 0.90};
 static const rgb TRAIN = {0.12, 0.47, 0.71};
 static const rgb VAL = {0.85, 0.37, 0.01};
+/* Runs compared in one figure: one colour each, for training and validation
+ * alike (the first two are TRAIN and VAL; the rest stay apart from both). */
+static const rgb RUN_COLOURS[PLOT_MAX_RUNS] = {
+    {0.12, 0.47, 0.71}, {0.85, 0.37, 0.01}, {0.17, 0.63, 0.17},
+    {0.84, 0.15, 0.16}, {0.58, 0.40, 0.74}, {0.55, 0.34, 0.29},
+};
 static const rgb MISSING = {0.82, 0.82, 0.82}; /* NaN heatmap cells */
 
 #define FONT_FAMILY "sans-serif"
@@ -450,19 +456,22 @@ static void markers(cairo_t *cr, const axis *ax, const axis *ay, const double *x
     cairo_stroke(cr);
 }
 
-/* Data range over both series, padded by 4% (or around a single value). */
+/* Data range over every run's two series, padded by 4% (or around a
+ * single value). */
 static bool data_range(const plot_loss_spec *s, bool want_y, double *lo, double *hi)
 {
     *lo = INFINITY, *hi = -INFINITY;
-    for (int k = 0; k < 2; k++) {
-        const double *x = k ? s->val_step : s->step, *y = k ? s->val_loss : s->loss;
-        size_t n = k ? s->n_val : s->n;
-        for (size_t i = 0; i < n; i++) {
-            if (!point_ok(x[i], y[i], s->log_y)) continue;
-            double v = want_y ? (s->log_y ? log10(y[i]) : y[i]) : x[i];
-            *lo = fmin(*lo, v), *hi = fmax(*hi, v);
+    for (size_t r = 0; r < s->n_runs; r++)
+        for (int k = 0; k < 2; k++) {
+            const plot_loss_run *run = &s->runs[r];
+            const double *x = k ? run->val_step : run->step, *y = k ? run->val_loss : run->loss;
+            size_t n = k ? run->n_val : run->n;
+            for (size_t i = 0; i < n; i++) {
+                if (!point_ok(x[i], y[i], s->log_y)) continue;
+                double v = want_y ? (s->log_y ? log10(y[i]) : y[i]) : x[i];
+                *lo = fmin(*lo, v), *hi = fmax(*hi, v);
+            }
         }
-    }
     if (*lo > *hi) return false;
     if (*hi - *lo < 1e-12 * fmax(1, fabs(*hi))) {
         double pad = want_y ? (s->log_y ? 0.1 : fmax(fabs(*lo) * 0.1, 0.1)) : 1;
@@ -486,15 +495,17 @@ static size_t covered(const plot_loss_spec *s, const axis *ax, const axis *ay, d
                       double y, double w, double h)
 {
     size_t count = 0;
-    for (int k = 0; k < 2; k++) {
-        const double *px = k ? s->val_step : s->step, *py = k ? s->val_loss : s->loss;
-        size_t n = k ? s->n_val : s->n;
-        for (size_t i = 0; i < n; i++) {
-            if (!point_ok(px[i], py[i], s->log_y)) continue;
-            double u = axis_px(ax, px[i]), v = axis_px(ay, py[i]);
-            count += u >= x - 6 && u <= x + w + 6 && v >= y - 6 && v <= y + h + 6;
+    for (size_t r = 0; r < s->n_runs; r++)
+        for (int k = 0; k < 2; k++) {
+            const plot_loss_run *run = &s->runs[r];
+            const double *px = k ? run->val_step : run->step, *py = k ? run->val_loss : run->loss;
+            size_t n = k ? run->n_val : run->n;
+            for (size_t i = 0; i < n; i++) {
+                if (!point_ok(px[i], py[i], s->log_y)) continue;
+                double u = axis_px(ax, px[i]), v = axis_px(ay, py[i]);
+                count += u >= x - 6 && u <= x + w + 6 && v >= y - 6 && v <= y + h + 6;
+            }
         }
-    }
     return count;
 }
 
@@ -544,11 +555,21 @@ static clformer_status check_loss_spec(const char *path, const plot_loss_spec *s
     if (!path || !*path || !s)
         return fail(CLFORMER_ERR_INVALID_ARGUMENT,
                     "plot_loss_curves needs an output path and a spec");
-    if ((s->n && (!s->step || !s->loss)) || (s->n_val && (!s->val_step || !s->val_loss)))
+    if (!s->runs || s->n_runs < 1 || s->n_runs > PLOT_MAX_RUNS)
         return fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                    "plot_loss_curves: a series with points needs both its step and loss "
-                    "arrays");
-    if (!s->n && !s->n_val)
+                    "plot_loss_curves: %zu runs given; one figure holds 1 to %d", s->n_runs,
+                    PLOT_MAX_RUNS);
+    size_t points = 0;
+    for (size_t r = 0; r < s->n_runs; r++) {
+        const plot_loss_run *run = &s->runs[r];
+        if ((run->n && (!run->step || !run->loss)) ||
+            (run->n_val && (!run->val_step || !run->val_loss)))
+            return fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                        "plot_loss_curves: a series with points needs both its step and loss "
+                        "arrays");
+        points += run->n + run->n_val;
+    }
+    if (!points)
         return fail(CLFORMER_ERR_INVALID_ARGUMENT,
                     "plot_loss_curves: no training or validation points to plot");
     if ((s->width || s->height) &&
@@ -560,6 +581,75 @@ static clformer_status check_loss_spec(const char *path, const plot_loss_spec *s
     return CLFORMER_OK;
 }
 
+/* Draws one run's curves in the clipped frame: the training loss (faint per
+ * step with a smoothed line, or solid with markers when short) and the
+ * validation loss as markers joined by a thin line. Runs compared in one
+ * figure leave out the faint per-step line, which would hide the others. */
+static clformer_status draw_run(cairo_t *cr, const axis *ax, const axis *ay,
+                                const plot_loss_run *run, bool compare, rgb train, rgb val)
+{
+    const double plot_w = ax->px1 - ax->px0;
+    const bool envelope = run->n > 2 * plot_w, smoothed = run->n >= SMOOTH_MIN_POINTS;
+    if (run->n && !(smoothed && compare)) {
+        path_series(cr, ax, ay, run->step, run->loss, run->n, envelope);
+        set_rgb(cr, train, smoothed ? 0.35 : 1);
+        cairo_set_line_width(cr, smoothed ? 1 : 2);
+        cairo_stroke(cr);
+        if (!smoothed) markers(cr, ax, ay, run->step, run->loss, run->n, 3.5, train);
+    }
+    if (smoothed) {
+        double *avg = malloc(run->n * sizeof *avg);
+        if (!avg)
+            return fail(CLFORMER_ERR_OUT_OF_MEMORY, "plot_loss_curves: no memory for %zu "
+                        "points", run->n);
+        smooth(run->step, run->loss, run->n, ay->log, avg);
+        path_series(cr, ax, ay, run->step, avg, run->n, envelope);
+        free(avg);
+        set_rgb(cr, train, 1);
+        cairo_set_line_width(cr, 2);
+        cairo_stroke(cr);
+    }
+    if (run->n_val) {
+        path_series(cr, ax, ay, run->val_step, run->val_loss, run->n_val, false);
+        set_rgb(cr, val, 0.6);
+        cairo_set_line_width(cr, 1.3);
+        cairo_stroke(cr);
+        markers(cr, ax, ay, run->val_step, run->val_loss, run->n_val,
+                run->n_val > 150 ? 2.5 : 3.5, val);
+    }
+    return CLFORMER_OK;
+}
+
+/* Legend lines of one run: "training (per step)/(smoothed)" or "training",
+ * and "validation", prefixed by the run's label when runs are compared. */
+static int run_legend(const plot_loss_run *run, bool compare, rgb train, rgb val,
+                      char text[3][LABEL_BYTES + 32], legend_entry *e)
+{
+    char clean[LABEL_BYTES + 8];
+    const char *name = NULL;
+    if (compare && run->label) {
+        utf8_clean(run->label, clean);
+        name = clean;
+    }
+    int n = 0;
+    const bool smoothed = run->n >= SMOOTH_MIN_POINTS;
+#define LINE(what) snprintf(text[n], sizeof text[n], "%s%s%s", name ? name : "", name ? ": " : "", what)
+    if (run->n && smoothed && !compare) {
+        LINE("training (per step)");
+        e[n] = (legend_entry){text[n], train, 0.35, 1, 0}, n++;
+    }
+    if (run->n) {
+        LINE(smoothed ? "training (smoothed)" : "training");
+        e[n] = (legend_entry){text[n], train, 1, 2, smoothed ? 0 : 3.5}, n++;
+    }
+    if (run->n_val) {
+        LINE("validation");
+        e[n] = (legend_entry){text[n], val, 0.6, 1.3, 3.5}, n++;
+    }
+#undef LINE
+    return n;
+}
+
 clformer_status plot_loss_curves(const char *png_path, const plot_loss_spec *s)
 {
     CLI_TRY(check_loss_spec(png_path, s));
@@ -567,9 +657,8 @@ clformer_status plot_loss_curves(const char *png_path, const plot_loss_spec *s)
     ay.log = s->log_y;
     if (!data_range(s, false, &ax.lo, &ax.hi) || !data_range(s, true, &ay.lo, &ay.hi))
         return fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                    "plot_loss_curves: no %s loss value to plot in %zu training and %zu "
-                    "validation points%s",
-                    s->log_y ? "positive finite" : "finite", s->n, s->n_val,
+                    "plot_loss_curves: no %s loss value to plot%s",
+                    s->log_y ? "positive finite" : "finite",
                     s->log_y ? " (a log scale cannot show zero or negative losses)" : "");
     int width = s->width ? s->width : 960, height = s->height ? s->height : 560;
     cairo_t *cr;
@@ -648,35 +737,14 @@ clformer_status plot_loss_curves(const char *png_path, const plot_loss_spec *s)
     cairo_save(cr);
     cairo_rectangle(cr, left, top, right - left, bottom - top);
     cairo_clip(cr);
-    bool smoothed = s->n >= SMOOTH_MIN_POINTS;
-    if (s->n) {
-        path_series(cr, &ax, &ay, s->step, s->loss, s->n, s->n > 2 * (right - left));
-        set_rgb(cr, TRAIN, smoothed ? 0.35 : 1);
-        cairo_set_line_width(cr, smoothed ? 1 : 2);
-        cairo_stroke(cr);
-        if (!smoothed) markers(cr, &ax, &ay, s->step, s->loss, s->n, 3.5, TRAIN);
-    }
-    if (smoothed) {
-        double *avg = malloc(s->n * sizeof *avg);
-        if (!avg) {
+    const bool compare = s->n_runs > 1;
+    for (size_t r = 0; r < s->n_runs; r++) {
+        const rgb train = compare ? RUN_COLOURS[r] : TRAIN, val = compare ? RUN_COLOURS[r] : VAL;
+        clformer_status st = draw_run(cr, &ax, &ay, &s->runs[r], compare, train, val);
+        if (st != CLFORMER_OK) {
             cairo_destroy(cr);
-            return fail(CLFORMER_ERR_OUT_OF_MEMORY, "plot_loss_curves: no memory for %zu "
-                        "points", s->n);
+            return st;
         }
-        smooth(s->step, s->loss, s->n, s->log_y, avg);
-        path_series(cr, &ax, &ay, s->step, avg, s->n, s->n > 2 * (right - left));
-        free(avg);
-        set_rgb(cr, TRAIN, 1);
-        cairo_set_line_width(cr, 2);
-        cairo_stroke(cr);
-    }
-    if (s->n_val) {
-        path_series(cr, &ax, &ay, s->val_step, s->val_loss, s->n_val, false);
-        set_rgb(cr, VAL, 0.6);
-        cairo_set_line_width(cr, 1.3);
-        cairo_stroke(cr);
-        markers(cr, &ax, &ay, s->val_step, s->val_loss, s->n_val, s->n_val > 150 ? 2.5 : 3.5,
-                VAL);
     }
     cairo_restore(cr);
 
@@ -691,15 +759,14 @@ clformer_status plot_loss_curves(const char *png_path, const plot_loss_spec *s)
     text_turned(cr, MARGIN + label_h / 2, (top + bottom) / 2, -PI / 2, ylabel, 0.5);
     set_font(cr, TITLE_PT, true);
     text_at(cr, width / 2.0, MARGIN + title_h / 2, title_buf, 0.5);
-    legend_entry entries[3];
+    legend_entry entries[3 * PLOT_MAX_RUNS];
+    char text[3 * PLOT_MAX_RUNS][LABEL_BYTES + 32];
     int n_entries = 0;
-    if (s->n && smoothed) {
-        entries[n_entries++] = (legend_entry){"training (per step)", TRAIN, 0.35, 1, 0};
-        entries[n_entries++] = (legend_entry){"training (smoothed)", TRAIN, 1, 2, 0};
-    } else if (s->n) {
-        entries[n_entries++] = (legend_entry){"training", TRAIN, 1, 2, 3.5};
+    for (size_t r = 0; r < s->n_runs; r++) {
+        const rgb train = compare ? RUN_COLOURS[r] : TRAIN, val = compare ? RUN_COLOURS[r] : VAL;
+        n_entries += run_legend(&s->runs[r], compare, train, val,
+                                (char(*)[LABEL_BYTES + 32])text[n_entries], entries + n_entries);
     }
-    if (s->n_val) entries[n_entries++] = (legend_entry){"validation", VAL, 0.6, 1.3, 3.5};
     legend(cr, s, &ax, &ay, entries, n_entries);
 
     clformer_status st = save_png(cr, "loss curves", png_path);

@@ -2,7 +2,8 @@
  * Figures for the `clformer` tool, drawn with cairo into PNG files:
  *
  *   plot_loss_curves  training loss per step (faint) with a smoothed line,
- *                     validation loss as markers, against the step.
+ *                     validation loss as markers, against the step; one run
+ *                     or several on the same axes.
  *   plot_attention    attention weights as a heatmap, one panel per head or
  *                     the mean over heads, tokens along both axes.
  *
@@ -17,7 +18,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* One training run's losses. */
 typedef struct {
+    const char *label; /* legend name when several runs share the figure */
     /* Training loss at each step; NaN/inf values are skipped (the line
      * breaks there). n may be 0 when there are validation points. */
     const double *step, *loss;
@@ -25,6 +28,15 @@ typedef struct {
     /* Validation loss; n_val = 0 when there is none. */
     const double *val_step, *val_loss;
     size_t n_val;
+} plot_loss_run;
+
+enum { PLOT_MAX_RUNS = 6 };
+
+/* One run, or up to PLOT_MAX_RUNS on the same axes to compare them (each in
+ * its own colour, named by its label). */
+typedef struct {
+    const plot_loss_run *runs;
+    size_t n_runs;
     const char *title; /* NULL: "Loss" */
     bool log_y;        /* logarithmic loss axis (non-positive values skipped) */
     int width, height; /* pixels; 0: 960 x 560 */

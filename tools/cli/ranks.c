@@ -124,6 +124,37 @@ static clformer_status sum_f64(void *user, double *data, size_t n)
     return allreduce(data, n, sizeof *data, MPI_DOUBLE);
 }
 
+/* The non-blocking sum the model starts for each gradient bucket as soon as
+ * backward has written it (a bucket is at most 4M floats, within int). */
+static clformer_status sum_start_f32(void *user, float *data, size_t n, void **request)
+{
+    (void)user;
+    MPI_Request *req = malloc(sizeof *req);
+    if (!req) return CLFORMER_ERR_OUT_OF_MEMORY;
+    int err = MPI_Iallreduce(MPI_IN_PLACE, data, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, req);
+    if (err != MPI_SUCCESS) {
+        free(req);
+        return mpi_failed(err, "MPI_Iallreduce");
+    }
+    *request = req;
+    return CLFORMER_OK;
+}
+
+static clformer_status sum_test(void *user, void *request, int *done)
+{
+    (void)user;
+    int err = MPI_Test(request, done, MPI_STATUS_IGNORE);
+    return err == MPI_SUCCESS ? CLFORMER_OK : mpi_failed(err, "MPI_Test");
+}
+
+static clformer_status sum_wait(void *user, void *request)
+{
+    (void)user;
+    int err = MPI_Wait(request, MPI_STATUS_IGNORE);
+    free(request);
+    return err == MPI_SUCCESS ? CLFORMER_OK : mpi_failed(err, "MPI_Wait");
+}
+
 static clformer_status broadcast(void *user, void *data, size_t bytes, int root)
 {
     (void)user;
@@ -148,6 +179,9 @@ void ranks_collective(clformer_collective *c)
     c->allreduce_sum_f32 = sum_f32;
     c->allreduce_sum_f64 = sum_f64;
     c->broadcast = broadcast;
+    c->allreduce_start_f32 = sum_start_f32;
+    c->test = sum_test;
+    c->wait = sum_wait;
 #endif
 }
 

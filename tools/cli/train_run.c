@@ -16,23 +16,30 @@
 static clformer_trainer *volatile running;
 
 static volatile sig_atomic_t sigints;
+static volatile sig_atomic_t quiet; /* ranks other than 0 stop without a word */
 
-/* The first Ctrl-C asks the run to stop: it finishes the step, saves and
- * exits 130. Later ones only say so: quitting in the middle of a save would
+/* The first Ctrl-C (SIGINT) or SIGTERM asks the run to stop: it finishes the
+ * step, saves and exits 130. SIGTERM is what mpirun sends the ranks when it
+ * ends a job on Ctrl-C, and what batch systems send before SIGKILL at a time
+ * limit. Later signals only say so: quitting in the middle of a save would
  * lose the newest steps (never the last good file: saves are atomic). */
-static void on_sigint(int sig)
+static void on_stop_signal(int sig)
 {
-    (void)sig;
-    static const char first[] = "\nclformer: Ctrl-C: stopping after this step and saving the "
-                                "checkpoint\n";
+    static const char first_int[] = "\nclformer: Ctrl-C: stopping after this step and saving "
+                                    "the checkpoint\n";
+    static const char first_term[] = "\nclformer: SIGTERM: stopping after this step and "
+                                     "saving the checkpoint\n";
     static const char again[] = "\nclformer: still saving; the run ends once the checkpoint "
                                 "is complete (kill -9 quits at once, keeping the last saved "
                                 "file)\n";
-    const char *msg = sigints ? again : first;
-    size_t len = sigints ? sizeof again - 1 : sizeof first - 1;
+    const char *msg = sigints ? again : sig == SIGTERM ? first_term : first_int;
+    size_t len = sigints ? sizeof again - 1
+                         : sig == SIGTERM ? sizeof first_term - 1 : sizeof first_int - 1;
     sigints = 1;
-    ssize_t ignored = write(2, msg, len);
-    (void)ignored;
+    if (!quiet) {
+        ssize_t ignored = write(2, msg, len);
+        (void)ignored;
+    }
     if (running) clformer_trainer_request_stop(running);
 }
 
@@ -163,19 +170,24 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
     /* sigaction, not signal(): with the strict POSIX feature macros glibc's
      * signal() resets the handler after one delivery, so a second Ctrl-C
      * killed the run in the middle of its save */
-    struct sigaction sa, previous;
+    struct sigaction sa, previous_int, previous_term;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
+    sa.sa_handler = on_stop_signal;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &previous);
+    sigaction(SIGINT, &sa, &previous_int);
+    sigaction(SIGTERM, &sa, &previous_term);
     sigints = 0;
+    quiet = ranks_get()->rank != 0;
     const clformer_status st = clformer_trainer_run(t, result);
-    sigaction(SIGINT, &previous, NULL);
+    sigaction(SIGINT, &previous_int, NULL);
+    sigaction(SIGTERM, &previous_term, NULL);
     running = NULL;
     if (d.line_open) fprintf(stderr, "\n");
     int rc = 0;
-    if (st == CLFORMER_ERR_INTERRUPTED && result->saved_to) {
+    if (st == CLFORMER_ERR_INTERRUPTED && quiet) {
+        rc = EXIT_INTERRUPTED; /* rank 0 says where it saved */
+    } else if (st == CLFORMER_ERR_INTERRUPTED && result->saved_to) {
         fprintf(stderr, "clformer %s: interrupted at step %" PRIu64 "; saved %s (resume with "
                 "--resume %s)\n", command, result->steps, result->saved_to, result->saved_to);
         rc = EXIT_INTERRUPTED;
