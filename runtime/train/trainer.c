@@ -163,6 +163,13 @@ static clformer_status encode(clformer_trainer *t, int max_len)
     clformer_status st = cf_corpus_encode(t->train_text, t->src_vocab, t->tgt_vocab, max_len,
                                           &t->train);
     if (st != CLFORMER_OK) return cf_fail_prefix(st, "training data");
+    /* the training text is not needed once encoded: freeing it here halves
+     * the memory a large corpus holds for the rest of the run (the
+     * validation text stays, for BLEU's references) */
+    cf_parallel_text_free(t->own_train);
+    cf_parallel_text_free(t->own_train_pieces);
+    t->own_train = t->own_train_pieces = NULL;
+    t->train_text = NULL;
     if (t->val_text) {
         st = cf_corpus_encode(t->val_text, t->src_vocab, t->tgt_vocab, max_len, &t->val);
         if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation data");

@@ -225,7 +225,10 @@ static void test_two_ranks_equal_one_rank_at_double_batch(void **state)
     clformer_model *par = new_model(0.0f, true);
     double par_loss[MAX_STEPS];
     train_parallel(par, par_loss);
-    if (rank == 0) {
+    /* on a simulator the 2-rank step (the all-reduce path, ranks bit-identical)
+     * without the 1-rank comparison: PoCL checks the numbers, and each step
+     * costs minutes on Oclgrind */
+    if (rank == 0 && !harness_is_slow()) {
         clformer_model *one = new_model(0.0f, false);
         clformer_session *alone;
         assert_ok(clformer_session_create(one, &alone));
