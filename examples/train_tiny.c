@@ -57,8 +57,13 @@ static clformer_status translate(clformer_model *model, char **out)
 {
     clformer_decode_options greedy;
     clformer_decode_options_default(&greedy);
-    return clformer_translate_sentences(model, tests, TESTS, &greedy, TESTS, out, NULL, NULL,
-                                        NULL);
+    clformer_session *session = NULL; /* the model's activations and decoding caches */
+    clformer_status st = clformer_session_create(model, &session);
+    if (st == CLFORMER_OK)
+        st = clformer_translate_sentences(session, tests, TESTS, &greedy, TESTS, out, NULL,
+                                          NULL, NULL);
+    clformer_session_free(session);
+    return st;
 }
 
 static int fail(const char *doing)

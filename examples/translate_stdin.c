@@ -23,10 +23,17 @@ static int translate(clformer_context *ctx, const char *model_path)
     clformer_model *model = NULL;
     if (clformer_model_load(ctx, model_path, &model) != CLFORMER_OK)
         return fail("loading the model");
+    /* the weights are the model's; what translating needs is the session's */
+    clformer_session *session = NULL;
+    if (clformer_session_create(model, &session) != CLFORMER_OK) {
+        clformer_model_free(model);
+        return fail("making a session");
+    }
 
     char **lines = NULL;
     size_t n = 0;
     if (clformer_lines_read(NULL, &lines, &n) != CLFORMER_OK) {
+        clformer_session_free(session);
         clformer_model_free(model);
         return fail("reading stdin");
     }
@@ -40,8 +47,8 @@ static int translate(clformer_context *ctx, const char *model_path)
     if (!outputs) {
         fprintf(stderr, "translate_stdin: out of memory\n");
         rc = 1;
-    } else if (clformer_translate_sentences(model, (const char *const *)lines, n, &options, 32,
-                                            outputs, NULL, NULL, NULL) != CLFORMER_OK) {
+    } else if (clformer_translate_sentences(session, (const char *const *)lines, n, &options,
+                                            32, outputs, NULL, NULL, NULL) != CLFORMER_OK) {
         rc = fail("translating");
     } else if (clformer_lines_write(NULL, (const char *const *)outputs, n) != CLFORMER_OK) {
         rc = fail("writing stdout");
@@ -50,6 +57,7 @@ static int translate(clformer_context *ctx, const char *model_path)
     for (size_t i = 0; outputs && i < n; i++) free(outputs[i]);
     free(outputs);
     clformer_lines_free(lines);
+    clformer_session_free(session);
     clformer_model_free(model);
     return rc;
 }

@@ -352,18 +352,18 @@ CLFORMER_API clformer_status clformer_model_tokenize(const clformer_model *model
                                                      const char *sentence, char **out);
 
 /* Device memory in bytes, of a model (weights, gradients, optimizer state)
- * or of a session (activations, decoding caches); the other's fields are 0. */
+ * or of a session (activations, decoding caches); the other's fields are 0,
+ * so a model's and its sessions' figures add up to what they hold. */
 typedef struct {
     size_t parameters;   /* weights */
     size_t gradients;
     size_t optimizer;    /* Adam m and v */
     size_t activations;  /* the arena for the largest batch so far */
     size_t decoding;     /* decoding caches */
-    size_t total;        /* model: everything clformer allocated on the context's device
-                            (every model and session); session: the session's bytes */
+    size_t total;        /* the owner's bytes, all of the above and small buffers */
 } clformer_memory;
-/* The model's memory (and, while the clformer_model_* batch calls exist,
- * the activations and caches of the session they use). */
+/* The model's own memory: weights, gradients and optimizer state (its
+ * sessions report theirs with clformer_session_memory). */
 CLFORMER_API clformer_memory clformer_model_memory(const clformer_model *model);
 
 /* A batch of sentence pairs as token ids, right-padded with CLFORMER_PAD:
@@ -408,11 +408,12 @@ typedef struct {
 /*
  * Data-parallel training without forcing a communication library on the
  * embedder: the caller supplies these collectives (the clformer command
- * implements them with MPI, tools/cli/ranks.c) and every rank calls
- * the same model functions in the same order. Each callback works in place
- * on host memory, returns CLFORMER_OK or a status (with a message set by the
- * implementation), and must give every rank bit-identical results (a fixed
- * reduction order, as MPI_Allreduce does in practice). See docs/DISTRIBUTED.md.
+ * implements them with MPI, tools/cli/ranks.c) and every rank calls the
+ * same model and session functions in the same order. Each callback works
+ * in place on host memory, returns CLFORMER_OK or a status (with a message
+ * set by the implementation), and must give every rank bit-identical results
+ * (a fixed reduction order, as MPI_Allreduce does in practice). See
+ * docs/DISTRIBUTED.md.
  */
 typedef struct {
     void *user;
@@ -458,36 +459,6 @@ CLFORMER_API clformer_status clformer_model_check_sync(clformer_model *model);
 
 /* Copies rank `root`'s parameters and optimizer state to every rank. */
 CLFORMER_API clformer_status clformer_model_broadcast(clformer_model *model, int root);
-
-/* The batch calls below run on a session the model makes on first use;
- * clformer_session_* (further down) are the same on a session of the
- * caller's. */
-
-/* One training step: forward, loss, backward, clipping and the optimizer
- * update at learning rate `lr`, all enqueued; reads back only the loss and
- * the gradient norm. A non-finite loss or gradient norm is
- * CLFORMER_ERR_DIVERGED, with `stats` still filled (the weights are then
- * damaged: reload the last checkpoint). */
-CLFORMER_API clformer_status clformer_model_train_step(clformer_model *model,
-                                                       const clformer_batch *batch, float lr,
-                                                       clformer_step_stats *stats);
-
-/* Loss without training (dropout off, and no label smoothing: the plain
- * cross-entropy, whose exp is the perplexity): sum of token losses and
- * their count. */
-CLFORMER_API clformer_status clformer_model_eval_loss(clformer_model *model,
-                                                      const clformer_batch *batch, double *loss_sum,
-                                                      size_t *tokens);
-
-/* Logits (batch x (tgt_len-1) x tgt_vocab floats) of a batch, dropout off. */
-CLFORMER_API clformer_status clformer_model_logits(clformer_model *model,
-                                                   const clformer_batch *batch, float *logits);
-
-/* Forward and backward without an update, for gradient checks: afterwards
- * clformer_model_read_tensor(..., gradient=true) gives this batch's
- * gradients of the mean loss (dropout as in training). */
-CLFORMER_API clformer_status clformer_model_gradients(clformer_model *model,
-                                                      const clformer_batch *batch, double *loss);
 
 /* Copies the named parameter (PyTorch name) or its gradient to host memory;
  * `count` must be the tensor's element count. */
@@ -537,22 +508,23 @@ typedef struct {
 } clformer_translation;
 CLFORMER_API void clformer_translation_free(clformer_translation *translation);
 
-/* Translates `batch` source sentences (batch x src_len ids, right-padded with
- * <pad>; each sentence <sos> ... <eos> as in training). */
-CLFORMER_API clformer_status clformer_translate(clformer_model *model, const int32_t *src,
-                                                size_t batch, size_t src_len,
-                                                const clformer_decode_options *options,
-                                                clformer_translation *out);
-
 /* ------------------------------------------------------------------------- */
 /* Sessions: the activations and decoding caches of one user of a model      */
 /* ------------------------------------------------------------------------- */
 
 /* A model holds weights, gradients and optimizer state; a session holds
  * what running it needs: the activations of its batches and the caches of
- * its translations, grown to the largest batch it has run. Several sessions
- * can share one model (two translators, or a trainer and a validator),
- * used in turn from one thread. Free every session before its model. */
+ * its translations, grown to the largest batch it has run. Every batch call
+ * (training, loss, logits, gradients, translation) runs on a session the
+ * caller makes. Several sessions can share one model (two translators, or a
+ * trainer and a validator), used in turn from one thread. Free every
+ * session before its model.
+ *
+ *     clformer_session *s;
+ *     clformer_session_create(model, &s);
+ *     clformer_session_train_step(s, &batch, lr, &stats);
+ *     clformer_session_free(s);
+ */
 typedef struct clformer_session clformer_session;
 CLFORMER_API clformer_status clformer_session_create(clformer_model *model,
                                                      clformer_session **session);
@@ -562,19 +534,34 @@ CLFORMER_API clformer_model *clformer_session_model(const clformer_session *sess
 /* The session's device memory: activations, decoding and their total. */
 CLFORMER_API clformer_memory clformer_session_memory(const clformer_session *session);
 
-/* The batch calls of the model section, on this session: a training step
- * (it updates the model), the evaluation loss, the logits, the gradients
- * (into the model's gradients) and translation. */
+/* One training step of the session's model: forward, loss, backward,
+ * clipping and the optimizer update at learning rate `lr`, all enqueued;
+ * reads back only the loss and the gradient norm. A non-finite loss or
+ * gradient norm is CLFORMER_ERR_DIVERGED, with `stats` (may be NULL) still
+ * filled (the weights are then damaged: reload the last checkpoint). */
 CLFORMER_API clformer_status clformer_session_train_step(clformer_session *session,
                                                          const clformer_batch *batch, float lr,
                                                          clformer_step_stats *stats);
+
+/* Loss without training (dropout off, and no label smoothing: the plain
+ * cross-entropy, whose exp is the perplexity): sum of token losses and
+ * their count. */
 CLFORMER_API clformer_status clformer_session_eval_loss(clformer_session *session,
                                                         const clformer_batch *batch,
                                                         double *loss_sum, size_t *tokens);
+
+/* Logits (batch x (tgt_len-1) x tgt_vocab floats) of a batch, dropout off. */
 CLFORMER_API clformer_status clformer_session_logits(clformer_session *session,
                                                      const clformer_batch *batch, float *logits);
+
+/* Forward and backward without an update, for gradient checks: afterwards
+ * clformer_model_read_tensor(..., gradient=true) gives this batch's
+ * gradients of the mean loss (dropout as in training). */
 CLFORMER_API clformer_status clformer_session_gradients(clformer_session *session,
                                                         const clformer_batch *batch, double *loss);
+
+/* Translates `batch` source sentences (batch x src_len ids, right-padded with
+ * <pad>; each sentence <sos> ... <eos> as in training). */
 CLFORMER_API clformer_status clformer_session_translate(clformer_session *session,
                                                         const int32_t *src, size_t batch,
                                                         size_t src_len,
@@ -633,7 +620,7 @@ CLFORMER_API const char *clformer_model_trainer_state(const clformer_model *mode
  *     clformer_corpus_encode(text, sv, tv, 100, &corpus);
  *     clformer_batcher *b;            // shuffled, length-bucketed batches
  *     clformer_batcher_create(corpus, &batching, &b);
- *     clformer_batcher_next(b, &batch); clformer_model_train_step(model, &batch, lr, &stats);
+ *     clformer_batcher_next(b, &batch); clformer_session_train_step(session, &batch, lr, &stats);
  */
 
 typedef struct clformer_parallel_text clformer_parallel_text;
@@ -717,12 +704,12 @@ CLFORMER_API size_t clformer_corpus_size(const clformer_corpus *corpus);
 /* One line: "29000 pairs, 12 skipped (longer than max_len 100)". */
 CLFORMER_API void clformer_corpus_summary(const clformer_corpus *corpus, char *buf, size_t size);
 
-/* Mean plain cross-entropy (dropout off, no label smoothing) of a model over
- * every pair of a corpus, in file order, batched by about batch_tokens
- * padded tokens; *tokens receives the target tokens counted. With a
- * data-parallel model (clformer_model_set_collective) every rank must call
- * it: the ranks split the batches and each receives the whole corpus's. */
-CLFORMER_API clformer_status clformer_corpus_loss(clformer_model *model,
+/* Mean plain cross-entropy (dropout off, no label smoothing) of a session's
+ * model over every pair of a corpus, in file order, batched by about
+ * batch_tokens padded tokens; *tokens receives the target tokens counted.
+ * With a data-parallel model (clformer_model_set_collective) every rank must
+ * call it: the ranks split the batches and each receives the whole corpus's. */
+CLFORMER_API clformer_status clformer_corpus_loss(clformer_session *session,
                                                   const clformer_corpus *corpus,
                                                   size_t batch_tokens, double *loss,
                                                   size_t *tokens);
@@ -789,14 +776,15 @@ CLFORMER_API void clformer_bleu_format(const clformer_bleu *bleu, char *buf, siz
 CLFORMER_API void clformer_bleu_signature(clformer_bleu_tokenize tokenize, char *buf,
                                           size_t size);
 
-/* Translates n sentences into outputs[i] (malloc'd; free each): sorted by
- * length and decoded batch_size at a time; a sentence without a token gives
+/* Translates n sentences with a session's model into outputs[i] (malloc'd;
+ * free each): sorted by length and decoded batch_size at a time on the
+ * session (its caches grow to batch_size); a sentence without a token gives
  * "" without decoding; a source longer than the model's max_len is cut to
  * fit (counted in *truncated, may be NULL). `progress` (may be NULL) is
  * called after each batch with the sentences decoded so far and their total. */
 typedef void (*clformer_translate_progress)(void *user, size_t done, size_t total);
 CLFORMER_API clformer_status clformer_translate_sentences(
-    clformer_model *model, const char *const *sentences, size_t n,
+    clformer_session *session, const char *const *sentences, size_t n,
     const clformer_decode_options *options, size_t batch_size, char **outputs, size_t *truncated,
     clformer_translate_progress progress, void *user);
 /* One sentence's source ids as the model reads them (<sos> ... <eos>, cut to
@@ -919,7 +907,12 @@ CLFORMER_API void clformer_trainer_request_stop(clformer_trainer *trainer);
 
 /* The model being trained (owned by the trainer). */
 CLFORMER_API clformer_model *clformer_trainer_model(clformer_trainer *trainer);
-/* Hands the model to the caller, who frees it; the trainer is then spent. */
+/* The trainer's session on that model (owned by the trainer): it runs the
+ * training steps and validation, so its memory is the run's activations and
+ * decoding caches. */
+CLFORMER_API clformer_session *clformer_trainer_session(clformer_trainer *trainer);
+/* Hands the model to the caller, who frees it; the trainer frees its
+ * session and is then spent. */
 CLFORMER_API clformer_model *clformer_trainer_release_model(clformer_trainer *trainer);
 /* The encoded training and validation data (validation: NULL when none). */
 CLFORMER_API const clformer_corpus *clformer_trainer_corpus(const clformer_trainer *trainer,

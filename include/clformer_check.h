@@ -40,6 +40,24 @@ CLFORMER_API const char *clformer_check_layer_name(size_t index);
 CLFORMER_API clformer_status clformer_check_layer(clformer_context *ctx, size_t index, bool quick,
                                                   clformer_check_sink sink, void *user);
 
+/* One matrix product as the model issues it: C (m x n) = op(A) op(B) with
+ * op(A) m x k and op(B) k x n, row-major, packed; batch > 1 is a strided
+ * batch of such products (attention's per-head products). */
+typedef struct {
+    bool trans_a, trans_b;
+    size_t m, n, k, batch;
+} clformer_gemm_shape;
+
+/* Times `shape` through the context's GEMM provider: runs it once to compile
+ * and warm up, then call by call (finishing the queue after each) until
+ * min_seconds have passed, at least 3 calls and at most 1000, and gives the
+ * fastest call, the figure least disturbed by other load. For tuning
+ * (tools/tuning/gemm_bench); *gflops counts 2mnk per product. */
+CLFORMER_API clformer_status clformer_check_gemm_time(clformer_context *ctx,
+                                                      const clformer_gemm_shape *shape,
+                                                      double min_seconds, double *best_ms,
+                                                      double *gflops);
+
 #ifdef __cplusplus
 }
 #endif

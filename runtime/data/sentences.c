@@ -1,5 +1,5 @@
-/* Sentences through a model (clformer.h): translating lists of sentences in
- * length-sorted batches, and a model's loss over a corpus. */
+/* Sentences through a model's session (clformer.h): translating lists of
+ * sentences in length-sorted batches, and a model's loss over a corpus. */
 #include "batcher.h"
 #include "corpus.h"
 #include "model.h"
@@ -71,12 +71,13 @@ static int compare_len(const void *a, const void *b)
 }
 
 /* Decodes the sentences in `order` (sorted by length) batch_size at a time. */
-static clformer_status translate_sorted(clformer_model *model, const cf_vocab *tgt,
+static clformer_status translate_sorted(clformer_session *session, const cf_vocab *tgt,
                                         int32_t *const *ids, const by_len *order, size_t n,
                                         const clformer_decode_options *options, size_t batch_size,
                                         char **outputs, clformer_translate_progress progress,
                                         void *user)
 {
+    const clformer_model *model = clformer_session_model(session);
     const size_t max = (size_t)clformer_model_config(model)->max_len;
     int32_t *src = malloc(batch_size * max * sizeof *src);
     if (!src) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -88,7 +89,7 @@ static clformer_status translate_sorted(clformer_model *model, const cf_vocab *t
         for (size_t b = 0; b < B; b++)
             memcpy(src + b * S, ids[order[start + b].index], order[start + b].len * sizeof *src);
         clformer_translation tr;
-        st = clformer_translate(model, src, B, S, options, &tr);
+        st = clformer_session_translate(session, src, B, S, options, &tr);
         const bool translated = st == CLFORMER_OK;
         for (size_t b = 0; b < B && st == CLFORMER_OK; b++)
             st = model->spm_proc[1]
@@ -103,11 +104,13 @@ static clformer_status translate_sorted(clformer_model *model, const cf_vocab *t
     return st;
 }
 
-clformer_status clformer_translate_sentences(clformer_model *model, const char *const *sentences,
-                                             size_t n, const clformer_decode_options *options,
+clformer_status clformer_translate_sentences(clformer_session *session,
+                                             const char *const *sentences, size_t n,
+                                             const clformer_decode_options *options,
                                              size_t batch_size, char **outputs, size_t *truncated,
                                              clformer_translate_progress progress, void *user)
 {
+    const clformer_model *model = clformer_session_model(session);
     const size_t max = (size_t)clformer_model_config(model)->max_len;
     if (truncated) *truncated = 0;
     if (batch_size == 0) batch_size = 1;
@@ -133,7 +136,7 @@ clformer_status clformer_translate_sentences(clformer_model *model, const char *
     }
     if (st == CLFORMER_OK) {
         qsort(order, m, sizeof *order, compare_len);
-        st = translate_sorted(model, tgt_vocab, ids, order, m, options, batch_size, outputs,
+        st = translate_sorted(session, tgt_vocab, ids, order, m, options, batch_size, outputs,
                               progress, user);
     }
     if (st != CLFORMER_OK)
@@ -149,9 +152,10 @@ clformer_status clformer_translate_sentences(clformer_model *model, const char *
     return st;
 }
 
-clformer_status clformer_corpus_loss(clformer_model *model, const clformer_corpus *corpus,
+clformer_status clformer_corpus_loss(clformer_session *session, const clformer_corpus *corpus,
                                      size_t batch_tokens, double *loss, size_t *tokens)
 {
+    clformer_model *model = clformer_session_model(session);
     /* pairs in file order, cut where the padded size would pass the budget */
     cf_batch batch = {0};
     size_t *pairs = malloc((corpus->n ? corpus->n : 1) * sizeof *pairs);
@@ -185,7 +189,7 @@ clformer_status clformer_corpus_loss(clformer_model *model, const clformer_corpu
                                       batch.src, batch.tgt};
             double part;
             size_t part_tokens;
-            st = clformer_model_eval_loss(model, &b, &part, &part_tokens);
+            st = clformer_session_eval_loss(session, &b, &part, &part_tokens);
             sum += part;
             count += part_tokens;
         }

@@ -3,7 +3,7 @@
  * m and v), initialisation, vocabularies, memory report and tensor access.
  */
 #include "buffer.h"
-#include "session.h"
+#include "model.h"
 #include "tokenizer_spm.h"
 #include "vocab.h"
 
@@ -120,7 +120,6 @@ static void free_vocab(char **v, int n)
 void clformer_model_free(clformer_model *m)
 {
     if (!m) return;
-    clformer_session_free(m->own_session);
     cf_collective_free(m);
     cf_buffer_free(m->ctx, m->params);
     cf_buffer_free(m->ctx, m->grads);
@@ -256,12 +255,7 @@ clformer_memory clformer_model_memory(const clformer_model *m)
     r.parameters = m->layout.total * 4;
     r.gradients = r.parameters;
     r.optimizer = 2 * r.parameters;
-    if (m->own_session) {
-        const clformer_memory s = clformer_session_memory(m->own_session);
-        r.activations = s.activations;
-        r.decoding = s.decoding;
-    }
-    r.total = m->ctx->bytes_allocated;
+    r.total = r.parameters + r.gradients + r.optimizer;
     return r;
 }
 

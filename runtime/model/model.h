@@ -35,9 +35,6 @@ struct clformer_model {
     cf_optim_settings optim;
     char *train_state;                    /* trainer's JSON (data position ...), may be NULL */
     bool has_training_state;              /* loaded with optimizer state */
-    /* the session behind the clformer_model_* batch calls, made on first use
-     * (those calls remain until every caller makes its own session) */
-    struct clformer_session *own_session;
     clformer_collective collective;       /* data-parallel ranks (size 1: alone) */
     struct cf_grad_overlap *overlap;      /* buckets summed during backward (collective.c) */
 };

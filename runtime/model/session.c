@@ -1,8 +1,7 @@
 /*
  * Sessions: the workspace a caller makes for a model (activations,
  * decoding caches, step metrics), created empty and grown by the batches
- * it runs. Also the model's own session behind the clformer_model_* batch
- * calls.
+ * it runs.
  */
 #include "buffer.h"
 #include "decode.h"
@@ -46,53 +45,4 @@ clformer_memory clformer_session_memory(const clformer_session *s)
     r.decoding = cf_decoder_bytes(s);
     r.total = r.activations + r.decoding + 16 * 4;
     return r;
-}
-
-clformer_status cf_model_own_session(cf_model *m, cf_session **out)
-{
-    if (!m->own_session) CF_TRY(clformer_session_create(m, &m->own_session));
-    *out = m->own_session;
-    return CLFORMER_OK;
-}
-
-/* The clformer_model_* batch calls: the same on the model's own session. */
-
-clformer_status clformer_model_train_step(clformer_model *m, const clformer_batch *b, float lr,
-                                          clformer_step_stats *stats)
-{
-    cf_session *s;
-    CF_TRY(cf_model_own_session(m, &s));
-    return clformer_session_train_step(s, b, lr, stats);
-}
-
-clformer_status clformer_model_gradients(clformer_model *m, const clformer_batch *b,
-                                         double *loss)
-{
-    cf_session *s;
-    CF_TRY(cf_model_own_session(m, &s));
-    return clformer_session_gradients(s, b, loss);
-}
-
-clformer_status clformer_model_eval_loss(clformer_model *m, const clformer_batch *b,
-                                         double *loss_sum, size_t *tokens)
-{
-    cf_session *s;
-    CF_TRY(cf_model_own_session(m, &s));
-    return clformer_session_eval_loss(s, b, loss_sum, tokens);
-}
-
-clformer_status clformer_model_logits(clformer_model *m, const clformer_batch *b, float *logits)
-{
-    cf_session *s;
-    CF_TRY(cf_model_own_session(m, &s));
-    return clformer_session_logits(s, b, logits);
-}
-
-clformer_status clformer_translate(clformer_model *m, const int32_t *src, size_t batch,
-                                   size_t src_len, const clformer_decode_options *o,
-                                   clformer_translation *out)
-{
-    cf_session *s;
-    CF_TRY(cf_model_own_session(m, &s));
-    return clformer_session_translate(s, src, batch, src_len, o, out);
 }

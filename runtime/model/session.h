@@ -31,7 +31,4 @@ static inline cf_view cf_grad(const cf_session *s, size_t off)
     return cf_view_at(s->model->grads, off);
 }
 
-/* The session the clformer_model_* batch calls use, made on first use. */
-clformer_status cf_model_own_session(cf_model *m, cf_session **out);
-
 #endif

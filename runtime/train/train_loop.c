@@ -73,7 +73,7 @@ static clformer_status validation_bleu(clformer_trainer *t, size_t n, double *bl
     const cf_parallel_text *val = t->raw_val ? t->raw_val : t->val_text;
     clformer_status st = CLFORMER_OK;
     for (size_t start = 0; start < n && st == CLFORMER_OK && !t->stop; start += 64)
-        st = clformer_translate_sentences(t->model, val->src + start,
+        st = clformer_translate_sentences(t->session, val->src + start,
                                           n - start < 64 ? n - start : 64, &dec, 64,
                                           hyps + start, NULL, NULL, NULL);
     clformer_bleu b;
@@ -101,7 +101,7 @@ static clformer_status validate(clformer_trainer *t, clformer_train_progress p,
     const double t0 = now_s();
     double loss, bleu = NAN;
     size_t tokens;
-    clformer_status st = clformer_corpus_loss(t->model, t->val, 4096, &loss, &tokens);
+    clformer_status st = clformer_corpus_loss(t->session, t->val, 4096, &loss, &tokens);
     if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation loss");
     size_t n = t->o.bleu_sentences < t->val_text->n ? t->o.bleu_sentences : t->val_text->n;
     if (cf_trainer_rank(t) != 0) n = 0;
@@ -235,7 +235,7 @@ static clformer_status train_step(clformer_trainer *t, clformer_train_progress *
         if (st != CLFORMER_OK) return cf_fail_prefix(st, "batching");
         if (r != cf_trainer_rank(t)) continue;
         /* a non-finite step still reports its figures: check_divergence words it */
-        st = clformer_model_train_step(t->model, &batch, p->lr, &s);
+        st = clformer_session_train_step(t->session, &batch, p->lr, &s);
         if (st == CLFORMER_ERR_DIVERGED) cf_clear_error();
         else if (st != CLFORMER_OK) return st;
     }

@@ -163,6 +163,13 @@ static clformer_status encode(clformer_trainer *t, int max_len)
     clformer_status st = cf_corpus_encode(t->train_text, t->src_vocab, t->tgt_vocab, max_len,
                                           &t->train);
     if (st != CLFORMER_OK) return cf_fail_prefix(st, "training data");
+    /* the training text is not needed once encoded: freeing it here halves
+     * the memory a large corpus holds for the rest of the run (the
+     * validation text stays, for BLEU's references) */
+    cf_parallel_text_free(t->own_train);
+    cf_parallel_text_free(t->own_train_pieces);
+    t->own_train = t->own_train_pieces = NULL;
+    t->train_text = NULL;
     if (t->val_text) {
         st = cf_corpus_encode(t->val_text, t->src_vocab, t->tgt_vocab, max_len, &t->val);
         if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation data");
@@ -301,6 +308,7 @@ static clformer_status setup(clformer_trainer *t)
     }
     if (o->collective && o->collective->size > 1)
         CF_TRY(clformer_model_set_collective(t->model, o->collective));
+    CF_TRY(clformer_session_create(t->model, &t->session));
     if (o->log_path && cf_trainer_rank(t) == 0) {
         t->log = fopen(o->log_path, o->resume_path ? "a" : "w");
         if (!t->log)
@@ -344,6 +352,7 @@ void clformer_trainer_free(clformer_trainer *t)
     cf_parallel_text_free(t->own_val_pieces);
     cf_spm_free(t->spm[0]);
     cf_spm_free(t->spm[1]);
+    clformer_session_free(t->session); /* before its model */
     clformer_model_free(t->model);
     free(t);
 }
@@ -352,8 +361,12 @@ void clformer_trainer_request_stop(clformer_trainer *t) { t->stop = 1; }
 
 clformer_model *clformer_trainer_model(clformer_trainer *t) { return t->model; }
 
+clformer_session *clformer_trainer_session(clformer_trainer *t) { return t->session; }
+
 clformer_model *clformer_trainer_release_model(clformer_trainer *t)
 {
+    clformer_session_free(t->session); /* a session must not outlive its model */
+    t->session = NULL;
     clformer_model *m = t->model;
     t->model = NULL;
     return m;

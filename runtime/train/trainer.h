@@ -24,6 +24,7 @@ struct clformer_trainer {
     clformer_train_options o;        /* the caller's options (strings borrowed) */
     clformer_context *ctx;
     clformer_model *model;           /* NULL once released */
+    clformer_session *session;       /* on `model`: training steps and validation */
     cf_parallel_text *own_train, *own_val; /* read from files */
     const cf_parallel_text *train_text, *val_text;
     /* SentencePiece sides: the texts above are then the raw ones turned into

@@ -3,8 +3,8 @@
  * runs $CLFORMER_BINARY with CLFORMER_DEVICE set to the device under test on
  * the tiny parity model (tests/data/parity/e_tiny_oclgrind) and checks its
  * output against the library in this process: the same sentences encoded
- * with the model's vocabulary, clformer_translate, and
- * clformer_model_eval_loss. Also the output file (atomic), the attention
+ * with the model's vocabulary, clformer_session_translate, and
+ * clformer_session_eval_loss. Also the output file (atomic), the attention
  * PNG, empty lines, truncation, and the errors for broken checkpoints and
  * bad flags. The child's stderr is copied to ours, so that check_log.cmake
  * sees any Oclgrind report from it. On the simulator the input is smaller
@@ -127,6 +127,7 @@ static void write_lines(const char *path, const char *const *lines, size_t n)
 
 typedef struct {
     clformer_model *model;
+    clformer_session *session;
     cf_vocab *src, *tgt;
     int max_len;
 } library;
@@ -134,6 +135,7 @@ typedef struct {
 static void library_open(library *l)
 {
     assert_ok(clformer_model_load(hctx(), model_path(), &l->model));
+    assert_ok(clformer_session_create(l->model, &l->session));
     const clformer_config *c = clformer_model_config(l->model);
     l->max_len = c->max_len;
     assert_ok(cf_vocab_from_tokens(clformer_model_src_vocab(l->model), (size_t)c->src_vocab,
@@ -146,6 +148,7 @@ static void library_close(library *l)
 {
     cf_vocab_free(l->src);
     cf_vocab_free(l->tgt);
+    clformer_session_free(l->session);
     clformer_model_free(l->model);
 }
 
@@ -163,7 +166,7 @@ static int32_t *encode(const library *l, const cf_vocab *v, const char *s, size_
     return ids;
 }
 
-/* One sentence alone through clformer_translate; "" for a blank line. */
+/* One sentence alone through clformer_session_translate; "" for a blank line. */
 static char *library_translate(const library *l, const char *sentence, int beam,
                                const char *max_len)
 {
@@ -176,7 +179,7 @@ static char *library_translate(const library *l, const char *sentence, int beam,
     o.beam = beam;
     o.max_len = max_len ? atoi(max_len) : 0;
     clformer_translation tr;
-    assert_ok(clformer_translate(l->model, ids, 1, n, &o, &tr));
+    assert_ok(clformer_session_translate(l->session, ids, 1, n, &o, &tr));
     char *text;
     assert_ok(cf_vocab_decode(l->tgt, tr.tokens, tr.lengths[0], &text));
     clformer_translation_free(&tr);
@@ -376,7 +379,7 @@ static void eval_model_reports_loss(void **state)
     const clformer_batch batch = {B, S, T, bs, bt};
     double sum;
     size_t tokens;
-    assert_ok(clformer_model_eval_loss(l.model, &batch, &sum, &tokens));
+    assert_ok(clformer_session_eval_loss(l.session, &batch, &sum, &tokens));
     const double want = sum / (double)tokens;
     if (fabs(loss - want) > 1e-5 * fabs(want))
         fail_msg("eval's loss %.9g, the library's %.9g over the same %zu pairs", loss, want, B);

@@ -4,6 +4,7 @@
  * =host, see tests/CMakeLists.txt), and once with the device's own choice. */
 #include "harness.h"
 #include "buffer.h"
+#include "clformer_check.h"
 #include "gemm.h"
 #include "gemm_check.h"
 #include "ref_gemm.h"
@@ -179,6 +180,27 @@ static void gemm_conformance(void **state)
     assert_conformance(conf_gemm);
 }
 
+/* clformer_check_gemm_time (what tools/tuning/gemm_bench reports): a time
+ * and a rate for a single and a batched product, and bad shapes refused. */
+static void gemm_timing_through_the_check_api(void **state)
+{
+    (void)state;
+    const clformer_gemm_shape shapes[] = {{false, true, 17, 9, 33, 1}, {true, false, 8, 16, 4, 3}};
+    for (size_t i = 0; i < 2; i++) {
+        double ms = -1, gflops = -1;
+        assert_ok(clformer_check_gemm_time(hctx(), &shapes[i], 0, &ms, &gflops));
+        if (!(ms > 0 && ms < 1e6) || !(gflops > 0 && gflops < 1e6))
+            fail_msg("shape %zu: %g ms, %g GFLOP/s", i, ms, gflops);
+    }
+    const clformer_gemm_shape empty = {false, false, 4, 0, 4, 1};
+    double ms, gflops;
+    assert_int_equal(clformer_check_gemm_time(hctx(), &empty, 0, &ms, &gflops),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "batch >= 1"));
+    assert_int_equal(clformer_check_gemm_time(hctx(), NULL, 0, &ms, &gflops),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(gemm_odd_sizes_all_transposes),
     cmocka_unit_test(gemm_alpha_beta_accumulate),
@@ -190,5 +212,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(gemm_past_the_buffer_is_refused),
     cmocka_unit_test(gemm_provider_is_the_one_asked_for),
     cmocka_unit_test(gemm_conformance),
+    cmocka_unit_test(gemm_timing_through_the_check_api),
 };
 HARNESS_DEVICE_MAIN("gemm", tests)

@@ -68,18 +68,23 @@ static void make_batch(const clformer_config *c, int k, int32_t *src, int32_t *t
     }
 }
 
+/* Steps from..to-1 on a session of their own: what a step computes depends
+ * on the model alone (weights, optimizer state, step count, seed). */
 static void train(clformer_model *m, int from, int to, double *losses)
 {
     const clformer_config *c = clformer_model_config(m);
+    clformer_session *session;
+    assert_ok(clformer_session_create(m, &session));
     int32_t src[B * S], tgt[B * T1];
     for (int k = from; k < to; k++) {
         make_batch(c, k, src, tgt);
         clformer_batch b = {B, S, T1, src, tgt};
         clformer_step_stats s;
-        assert_ok(clformer_model_train_step(m, &b, 1e-3f, &s));
+        assert_ok(clformer_session_train_step(session, &b, 1e-3f, &s));
         assert_true(isfinite(s.loss));
         losses[k] = s.loss;
     }
+    clformer_session_free(session);
 }
 
 static void same_seed_same_bits(void **state)
@@ -181,22 +186,28 @@ static void bad_token_ids_are_refused(void **state)
     (void)state;
     clformer_config c = small_config();
     clformer_model *m = new_model(&c, 5);
+    clformer_session *session;
+    assert_ok(clformer_session_create(m, &session));
     int32_t src[B * S], tgt[B * T1];
     make_batch(&c, 0, src, tgt);
     src[4] = c.src_vocab; /* one past the end */
     clformer_batch b = {B, S, T1, src, tgt};
     clformer_step_stats s;
-    assert_int_equal(clformer_model_train_step(m, &b, 1e-3f, &s), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_int_equal(clformer_session_train_step(session, &b, 1e-3f, &s),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(clformer_last_error(), "out of range"));
     assert_non_null(strstr(clformer_last_error(), "source sentence 0 position 4"));
     assert_int_equal(clformer_model_step(m), 0); /* nothing ran */
     make_batch(&c, 0, src, tgt);
     tgt[T1 + 2] = -1;
-    assert_int_equal(clformer_model_train_step(m, &b, 1e-3f, &s), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_int_equal(clformer_session_train_step(session, &b, 1e-3f, &s),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(clformer_last_error(), "target sentence 1 position 2"));
     b.tgt_len = c.max_len + 1;
-    assert_int_equal(clformer_model_train_step(m, &b, 1e-3f, &s), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_int_equal(clformer_session_train_step(session, &b, 1e-3f, &s),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(clformer_last_error(), "max_len"));
+    clformer_session_free(session);
     clformer_model_free(m);
 }
 
@@ -354,6 +365,8 @@ static void kernel_times_follow_set_profiling(void **state)
     clformer_config c = small_config();
     clformer_model *m;
     assert_ok(clformer_model_create(ctx, &c, 3, &m));
+    clformer_session *session;
+    assert_ok(clformer_session_create(m, &session));
     int32_t src[B * S], tgt[B * T1];
     make_batch(&c, 0, src, tgt);
     const clformer_batch batch = {B, S, T1, src, tgt};
@@ -363,12 +376,12 @@ static void kernel_times_follow_set_profiling(void **state)
 
     assert_ok(clformer_context_set_profiling(ctx, false));
     assert_ok(clformer_context_kernel_times(ctx, times, 32, &n)); /* drops model creation's */
-    assert_ok(clformer_model_train_step(m, &batch, 1e-3f, &stats));
+    assert_ok(clformer_session_train_step(session, &batch, 1e-3f, &stats));
     assert_ok(clformer_context_kernel_times(ctx, times, 32, &n));
     assert_int_equal(n, 0);
 
     assert_ok(clformer_context_set_profiling(ctx, true));
-    assert_ok(clformer_model_train_step(m, &batch, 1e-3f, &stats));
+    assert_ok(clformer_session_train_step(session, &batch, 1e-3f, &stats));
     assert_ok(clformer_context_kernel_times(ctx, times, 32, &n));
     assert_true(n >= 3);
     bool gemm = false;
@@ -381,6 +394,7 @@ static void kernel_times_follow_set_profiling(void **state)
     assert_true(gemm);
     assert_ok(clformer_context_kernel_times(ctx, times, 32, &n));
     assert_int_equal(n, 0);
+    clformer_session_free(session);
     clformer_model_free(m);
     clformer_context_free(ctx);
 }

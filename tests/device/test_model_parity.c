@@ -18,6 +18,7 @@ typedef struct {
     char dir[512];
     cf_st_reader *fx;
     clformer_model *model;
+    clformer_session *session; /* on model: every batch call */
     size_t steps, B, S, T1;
     int32_t *src, *tgt;
     double *losses, *grad_norms;
@@ -82,10 +83,12 @@ static void open_fixture(fixture *f, const char *name)
     f->losses = read_all(f->fx, "losses", CF_ST_F64, NULL);
     f->grad_norms = read_all(f->fx, "grad_norms", CF_ST_F64, NULL);
     load_model(f);
+    assert_ok(clformer_session_create(f->model, &f->session));
 }
 
 static void close_fixture(fixture *f)
 {
+    clformer_session_free(f->session);
     clformer_model_free(f->model);
     cf_st_close(f->fx);
     free(f->src), free(f->tgt), free(f->losses), free(f->grad_norms);
@@ -123,12 +126,12 @@ static void logits_and_gradients(const char *name)
     float *want = read_all(f.fx, "logits", CF_ST_F32, &n);
     assert_int_equal(n, f.B * (f.T1 - 1) * (size_t)c->tgt_vocab);
     float *got = hmalloc(n * 4);
-    assert_ok(clformer_model_logits(f.model, &b, got));
+    assert_ok(clformer_session_logits(f.session, &b, got));
     double *ref = to_double(want, n);
     assert_grad_close(got, ref, n);
 
     double loss;
-    assert_ok(clformer_model_gradients(f.model, &b, &loss));
+    assert_ok(clformer_session_gradients(f.session, &b, &loss));
     assert_true(fabs(loss - f.losses[0]) <= 1e-4);
     for (size_t i = 0; i < cf_st_count(f.fx); i++) {
         const char *tn = cf_st_tensor_at(f.fx, i)->name;
@@ -146,7 +149,7 @@ static void ten_steps(const char *name)
     for (size_t k = 0; k < f.steps; k++) {
         clformer_batch b = batch_of(&f, k);
         clformer_step_stats s;
-        assert_ok(clformer_model_train_step(f.model, &b, f.lr, &s));
+        assert_ok(clformer_session_train_step(f.session, &b, f.lr, &s));
         if (fabs(s.loss - f.losses[k]) > 1e-4 ||
             fabs(s.grad_norm - f.grad_norms[k]) > 1e-4 * (1.0 + f.grad_norms[k]))
             fail_msg("%s step %zu: loss %.8f (PyTorch %.8f), grad norm %.8f (PyTorch %.8f)",
@@ -171,7 +174,7 @@ static void ten_steps(const char *name)
     clformer_decode_options o;
     clformer_decode_options_default(&o);
     clformer_translation tr;
-    assert_ok(clformer_translate(f.model, gsrc, rows, S, &o, &tr));
+    assert_ok(clformer_session_translate(f.session, gsrc, rows, S, &o, &tr));
     size_t compared = 0;
     for (size_t r = 0; r < rows; r++) {
         /* PyTorch's ids up to <eos>; stop at the first step too close to call */

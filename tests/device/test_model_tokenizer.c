@@ -213,7 +213,8 @@ static void trainer_takes_raw_text(void **state)
     clformer_decode_options_default(&dec);
     dec.max_len = 12;
     char *out[1];
-    assert_ok(clformer_translate_sentences(m, &raw, 1, &dec, 1, out, NULL, NULL, NULL));
+    assert_ok(clformer_translate_sentences(clformer_trainer_session(t), &raw, 1, &dec, 1, out,
+                                           NULL, NULL, NULL));
     assert_null(strstr(out[0], "\xe2\x96\x81")); /* decoded to raw text */
     free(out[0]);
     clformer_trainer_free(t);

@@ -1,7 +1,8 @@
 /* The library's trainer (clformer_trainer_*) through clformer.h: the progress
  * callback sees every step and validation, a stop request saves and returns
  * CLFORMER_ERR_INTERRUPTED, and resuming that checkpoint gives the losses of
- * the uninterrupted run bit for bit. */
+ * the uninterrupted run bit for bit. The trainer's session holds the run's
+ * activations and decoding caches, and goes when the model is released. */
 #include "harness.h"
 
 #include "clformer.h"
@@ -81,6 +82,25 @@ static void options(clformer_train_options *o, const clformer_parallel_text *tra
     o->user = w;
 }
 
+/* After a run with validation: the trainer's session on its model holds the
+ * activations and validation's decoding caches, the model none of them;
+ * releasing the model frees the session (a session must not outlive it). */
+static void check_session_and_release(clformer_trainer *t)
+{
+    clformer_session *s = clformer_trainer_session(t);
+    assert_non_null(s);
+    assert_ptr_equal(clformer_session_model(s), clformer_trainer_model(t));
+    const clformer_memory sm = clformer_session_memory(s);
+    const clformer_memory mm = clformer_model_memory(clformer_trainer_model(t));
+    assert_true(sm.activations > 0 && sm.decoding > 0);
+    assert_int_equal(mm.activations + mm.decoding, 0);
+    const size_t before = hctx()->bytes_allocated;
+    clformer_model *m = clformer_trainer_release_model(t);
+    assert_null(clformer_trainer_session(t));
+    assert_int_equal(hctx()->bytes_allocated, before - sm.total);
+    clformer_model_free(m);
+}
+
 static clformer_status run(const clformer_train_options *o, watch *w, clformer_train_result *r)
 {
     clformer_trainer *t;
@@ -88,6 +108,7 @@ static clformer_status run(const clformer_train_options *o, watch *w, clformer_t
     if (st != CLFORMER_OK) return st;
     w->trainer = t;
     st = clformer_trainer_run(t, r);
+    if (st == CLFORMER_OK) check_session_and_release(t);
     clformer_trainer_free(t);
     return st;
 }

@@ -1,5 +1,5 @@
 /*
- * tools/cli/plot.c: loss curves and attention heatmaps are drawn into PNG files
+ * tools/cli/plot_loss.c and plot_attention.c: loss curves and attention heatmaps are drawn into PNG files
  * in a temporary directory and read back with cairo. The checks are about
  * what a reader would see: the image has the promised size, it is not
  * blank, the series' colours are on it, a high attention weight is drawn
@@ -107,7 +107,7 @@ static double luma(colour c) { return 0.299 * c.r + 0.587 * c.g + 0.114 * c.b; }
 
 static int distance(colour a, colour b) { return abs(a.r - b.r) + abs(a.g - b.g) + abs(a.b - b.b); }
 
-/* The series' colours in plot.c. */
+/* The series' colours in plot_loss.c. */
 static const colour TRAIN = {31, 120, 181}, VAL = {217, 94, 3};
 /* The third run's colour when runs are compared (RUN_COLOURS[2]). */
 static const colour THIRD_RUN = {43, 161, 43};

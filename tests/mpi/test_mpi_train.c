@@ -190,6 +190,8 @@ static void assert_same_on_all_ranks(clformer_model *m, const char *when)
 /* Trains steps() steps: this rank's half of each global batch. */
 static void train_parallel(clformer_model *m, double *losses)
 {
+    clformer_session *session;
+    assert_ok(clformer_session_create(m, &session));
     int32_t src[B * 10], tgt[B * 10];
     for (int step = 0; step < steps(); step++) {
         global_batch g;
@@ -197,12 +199,24 @@ static void train_parallel(clformer_model *m, double *losses)
         clformer_batch b;
         take_rows(&g, rank * B, B, src, tgt, &b);
         clformer_step_stats st;
-        assert_ok(clformer_model_train_step(m, &b, LR, &st));
+        assert_ok(clformer_session_train_step(session, &b, LR, &st));
         losses[step] = st.loss;
         char when[32];
         snprintf(when, sizeof when, "after step %d", step + 1);
         assert_same_on_all_ranks(m, when);
     }
+    clformer_session_free(session);
+}
+
+/* The loss and gradients of one batch on a session of their own. */
+static double gradients(clformer_model *m, const clformer_batch *b)
+{
+    clformer_session *session;
+    assert_ok(clformer_session_create(m, &session));
+    double loss;
+    assert_ok(clformer_session_gradients(session, b, &loss));
+    clformer_session_free(session);
+    return loss;
 }
 
 static void test_two_ranks_equal_one_rank_at_double_batch(void **state)
@@ -216,6 +230,8 @@ static void test_two_ranks_equal_one_rank_at_double_batch(void **state)
      * costs minutes on Oclgrind */
     if (rank == 0 && !harness_is_slow()) {
         clformer_model *one = new_model(0.0f, false);
+        clformer_session *alone;
+        assert_ok(clformer_session_create(one, &alone));
         int32_t src[2 * B * 10], tgt[2 * B * 10];
         for (int step = 0; step < steps(); step++) {
             global_batch g;
@@ -223,7 +239,7 @@ static void test_two_ranks_equal_one_rank_at_double_batch(void **state)
             clformer_batch b;
             take_rows(&g, 0, 2 * B, src, tgt, &b);
             clformer_step_stats st;
-            assert_ok(clformer_model_train_step(one, &b, LR, &st));
+            assert_ok(clformer_session_train_step(alone, &b, LR, &st));
             double rel = fabs(st.loss - par_loss[step]) / fabs(st.loss);
             if (rel > 1e-5)
                 harness_fail_at(__FILE__, __LINE__, "step %d: loss %.9g on 1 rank, %.9g on 2 "
@@ -241,6 +257,7 @@ static void test_two_ranks_equal_one_rank_at_double_batch(void **state)
                                 "ranks, %.9g on 1", i, n, entry_of(par, i), a[i], x[i]);
         free(a);
         free(x);
+        clformer_session_free(alone);
         clformer_model_free(one);
     }
     clformer_model_free(par);
@@ -265,13 +282,11 @@ static void test_dropout_masks_differ_by_rank_and_repeat(void **state)
     clformer_batch b;
     take_rows(&g, 0, B, src, tgt, &b);
     clformer_model *par = new_model(0.3f, true);
-    double global;
-    assert_ok(clformer_model_gradients(par, &b, &global));
+    const double global = gradients(par, &b);
     clformer_model_free(par);
     if (rank == 0) {
         clformer_model *alone = new_model(0.3f, false);
-        double own;
-        assert_ok(clformer_model_gradients(alone, &b, &own));
+        const double own = gradients(alone, &b);
         clformer_model_free(alone);
         if (fabs(global - own) <= 1e-6 * fabs(own))
             harness_fail_at(__FILE__, __LINE__, "the ranks drew the same dropout masks: mean "
@@ -393,7 +408,8 @@ static void test_trainer_validation_split_equals_one_rank(void **state)
     assert_ok(clformer_model_set_collective(m, NULL));
     double alone;
     size_t tokens;
-    assert_ok(clformer_corpus_loss(m, clformer_trainer_corpus(t, true), 4096, &alone, &tokens));
+    assert_ok(clformer_corpus_loss(clformer_trainer_session(t), clformer_trainer_corpus(t, true),
+                                   4096, &alone, &tokens));
     const double rel = fabs(res.val_loss - alone) / alone;
     if (!(rel <= 1e-5))
         harness_fail_at(__FILE__, __LINE__, "rank %d: validation loss %.9g split over 2 ranks, "

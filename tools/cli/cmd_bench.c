@@ -144,14 +144,14 @@ static bool make_batches(const bench *b, batch_data *out)
 /* Measuring                                                                  */
 /* ------------------------------------------------------------------------- */
 
-static clformer_status train_steps(clformer_model *m, const bench *b, const batch_data *data,
+static clformer_status train_steps(clformer_session *s, const bench *b, const batch_data *data,
                                    size_t n, size_t *next, double *loss)
 {
     for (size_t i = 0; i < n; i++, (*next)++) {
         const batch_data *d = &data[*next % N_BATCHES];
         const clformer_batch batch = {b->B, b->T, b->T + 1, d->src, d->tgt};
         clformer_step_stats stats;
-        CLI_TRY(clformer_model_train_step(m, &batch, LEARNING_RATE, &stats));
+        CLI_TRY(clformer_session_train_step(s, &batch, LEARNING_RATE, &stats));
         *loss = stats.loss;
     }
     return CLFORMER_OK;
@@ -159,14 +159,14 @@ static clformer_status train_steps(clformer_model *m, const bench *b, const batc
 
 /* One greedy batch; `tokens` gets the tokens generated (<eos> included) and
  * `steps` the decoder steps run (the longest sentence). */
-static clformer_status translate_once(clformer_model *m, const bench *b, const int32_t *src,
+static clformer_status translate_once(clformer_session *s, const bench *b, const int32_t *src,
                                       size_t *tokens, size_t *steps)
 {
     clformer_decode_options o;
     clformer_decode_options_default(&o);
     o.max_len = (int)b->T;
     clformer_translation tr;
-    CLI_TRY(clformer_translate(m, src, b->B, b->T, &o, &tr));
+    CLI_TRY(clformer_session_translate(s, src, b->B, b->T, &o, &tr));
     *tokens = *steps = 0;
     for (size_t r = 0; r < b->B; r++) {
         /* lengths exclude <eos>; a sentence shorter than max_len ended with one */
@@ -192,13 +192,13 @@ static clformer_status collect(clformer_context *ctx, kernel_times *k, size_t re
 }
 
 /* n training steps timed as a whole; with k, their kernel times too. */
-static clformer_status timed_steps(clformer_context *ctx, clformer_model *m, const bench *b,
+static clformer_status timed_steps(clformer_context *ctx, clformer_session *s, const bench *b,
                                    const batch_data *data, size_t n, size_t *next, double *loss,
                                    double *seconds, kernel_times *k)
 {
     CLI_TRY(clformer_context_set_profiling(ctx, k != NULL));
     double t0 = now_s();
-    clformer_status st = train_steps(m, b, data, n, next, loss);
+    clformer_status st = train_steps(s, b, data, n, next, loss);
     *seconds = now_s() - t0;
     clformer_context_set_profiling(ctx, false);
     if (st == CLFORMER_OK && k) st = collect(ctx, k, n, *seconds);
@@ -219,8 +219,9 @@ static clformer_status suppress_eos(clformer_model *m)
 }
 
 /* n greedy batches timed as a whole; with k, their kernel times too. */
-static clformer_status timed_translations(clformer_context *ctx, clformer_model *m, const bench *b,
-                                          const int32_t *src, size_t n, double *seconds,
+static clformer_status timed_translations(clformer_context *ctx, clformer_session *s,
+                                          const bench *b, const int32_t *src, size_t n,
+                                          double *seconds,
                                           double *tokens, size_t *steps, kernel_times *k)
 {
     size_t sum = 0, count = 0;
@@ -228,7 +229,7 @@ static clformer_status timed_translations(clformer_context *ctx, clformer_model 
     clformer_status st = CLFORMER_OK;
     double t0 = now_s();
     for (size_t i = 0; i < n && st == CLFORMER_OK; i++) {
-        st = translate_once(m, b, src, &count, steps);
+        st = translate_once(s, b, src, &count, steps);
         sum += count;
     }
     *seconds = now_s() - t0;
@@ -236,6 +237,17 @@ static clformer_status timed_translations(clformer_context *ctx, clformer_model 
     if (tokens) *tokens = (double)sum / (double)n;
     if (st == CLFORMER_OK && k) st = collect(ctx, k, n, *seconds);
     return st;
+}
+
+/* The device memory of the model and of its one session, in one report. */
+static clformer_memory device_memory(const clformer_model *m, const clformer_session *s)
+{
+    clformer_memory r = clformer_model_memory(m);
+    const clformer_memory sm = clformer_session_memory(s);
+    r.activations = sm.activations;
+    r.decoding = sm.decoding;
+    r.total += sm.total;
+    return r;
 }
 
 /* The environment's device and settings, with queue profiling. */
@@ -252,10 +264,16 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
     /* The queue can profile; commands record events only while profiling is on. */
     CLI_TRY(clformer_context_set_profiling(ctx, false));
     clformer_model *m = NULL;
+    clformer_session *session = NULL;
     double t0 = now_s();
     progress("creating the model");
     CLI_TRY(clformer_model_create(ctx, &b->cfg, b->seed, &m));
     b->create_s = now_s() - t0;
+    clformer_status st = clformer_session_create(m, &session);
+    if (st != CLFORMER_OK) {
+        clformer_model_free(m);
+        return st;
+    }
     b->params = clformer_model_parameter_count(m);
     /* --quick profiles the timed repetitions instead of running more */
     kernel_times *train_k = b->quick ? &b->train_k : NULL;
@@ -266,45 +284,46 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
     double s, loss, tokens;
 
     progress("first training step (compiles kernels)");
-    clformer_status st = timed_steps(ctx, m, b, data, 1, &next, &b->loss_first,
-                                     &b->first_step_s, NULL);
+    st = timed_steps(ctx, session, b, data, 1, &next, &b->loss_first, &b->first_step_s, NULL);
     b->programs_first = clformer_context_program_stats(ctx);
     b->gemm_provider = clformer_gemm_provider_name(clformer_context_gemm_provider(ctx));
     if (st == CLFORMER_OK && b->warmup) {
         progress("warm-up steps");
-        st = timed_steps(ctx, m, b, data, b->warmup, &next, &loss, &s, NULL);
+        st = timed_steps(ctx, session, b, data, b->warmup, &next, &loss, &s, NULL);
     }
     if (st == CLFORMER_OK) {
         progress("timed training steps");
-        st = timed_steps(ctx, m, b, data, b->steps, &next, &b->loss_last, &s, train_k);
+        st = timed_steps(ctx, session, b, data, b->steps, &next, &b->loss_last, &s, train_k);
         b->train_step_s = s / (double)b->steps;
     }
     if (st == CLFORMER_OK && !b->quick) {
         progress("profiled training steps");
-        st = timed_steps(ctx, m, b, data, profiled, &next, &loss, &s, &b->train_k);
+        st = timed_steps(ctx, session, b, data, profiled, &next, &loss, &s, &b->train_k);
     }
 
     if (st == CLFORMER_OK) st = suppress_eos(m);
     if (st == CLFORMER_OK) {
         progress("first translation (compiles kernels)");
-        st = timed_translations(ctx, m, b, src, 1, &b->translate_first_s, NULL, &steps, NULL);
+        st = timed_translations(ctx, session, b, src, 1, &b->translate_first_s, NULL, &steps,
+                                NULL);
     }
     if (st == CLFORMER_OK && b->warmup) {
         progress("warm-up translations");
-        st = timed_translations(ctx, m, b, src, b->warmup, &s, NULL, &steps, NULL);
+        st = timed_translations(ctx, session, b, src, b->warmup, &s, NULL, &steps, NULL);
     }
     if (st == CLFORMER_OK) {
         progress("timed translations");
-        st = timed_translations(ctx, m, b, src, b->steps, &s, &b->translate_tokens,
+        st = timed_translations(ctx, session, b, src, b->steps, &s, &b->translate_tokens,
                                 &b->translate_steps, translate_k);
         b->translate_s = s / (double)b->steps;
     }
     if (st == CLFORMER_OK && !b->quick) {
         progress("profiled translation");
-        st = timed_translations(ctx, m, b, src, 1, &s, &tokens, &steps, &b->translate_k);
+        st = timed_translations(ctx, session, b, src, 1, &s, &tokens, &steps, &b->translate_k);
     }
-    b->memory = clformer_model_memory(m);
+    b->memory = device_memory(m, session);
     b->programs = clformer_context_program_stats(ctx);
+    clformer_session_free(session);
     clformer_model_free(m);
     if (st != CLFORMER_OK) return st;
     b->train_flop = bench_train_flop(&b->cfg, b->B, b->T, b->T);

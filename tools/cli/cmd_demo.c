@@ -29,8 +29,11 @@ static int show_results(clformer_model *model, const clformer_parallel_text *tes
         src[i] = clformer_parallel_text_source(test, i);
         ref[i] = clformer_parallel_text_target(test, i);
     }
-    clformer_status st = clformer_translate_sentences(model, src, n, &dec, 64, hyps, NULL, NULL,
-                                                      NULL);
+    clformer_session *session;
+    clformer_status st = clformer_session_create(model, &session);
+    if (st == CLFORMER_OK)
+        st = clformer_translate_sentences(session, src, n, &dec, 64, hyps, NULL, NULL, NULL);
+    clformer_session_free(session);
     clformer_bleu b;
     if (st == CLFORMER_OK) st = clformer_bleu_corpus((const char *const *)hyps, ref, n,
                                                      CLFORMER_BLEU_TOKENIZE_NONE, &b);

@@ -118,7 +118,7 @@ static clformer_status model_loss_lines(translator *t, const line_file *src, con
     if (st == CLFORMER_OK)
         st = clformer_corpus_encode(text, t->src, t->tgt, max_len, &corpus);
     if (st == CLFORMER_OK)
-        st = clformer_corpus_loss(t->model, corpus, batch_size * (size_t)max_len, &out->loss,
+        st = clformer_corpus_loss(t->session, corpus, batch_size * (size_t)max_len, &out->loss,
                                   &out->tokens);
     out->have = st == CLFORMER_OK && out->tokens > 0;
     clformer_corpus_free(corpus);

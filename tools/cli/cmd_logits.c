@@ -31,6 +31,7 @@ static clformer_status run(const char *model_path, const char *batch_path, const
     float *logits = NULL;
     clformer_context *ctx = NULL;
     clformer_model *m = NULL;
+    clformer_session *session = NULL;
     clformer_status st = clformer_tensors_load(batch_path, &in, &n_in);
     if (st == CLFORMER_OK) st = find_ids(batch_path, in, n_in, "src", &src);
     if (st == CLFORMER_OK) st = find_ids(batch_path, in, n_in, "tgt_in", &tgt_in);
@@ -39,6 +40,7 @@ static clformer_status run(const char *model_path, const char *batch_path, const
                                 "%s: src and tgt_in hold different batch sizes", batch_path);
     if (st == CLFORMER_OK) st = clformer_context_create(NULL, &ctx);
     if (st == CLFORMER_OK) st = clformer_model_load(ctx, model_path, &m);
+    if (st == CLFORMER_OK) st = clformer_session_create(m, &session);
     const size_t B = src ? (size_t)src->shape[0] : 0, S = src ? (size_t)src->shape[1] : 0;
     const size_t T = tgt_in ? (size_t)tgt_in->shape[1] : 0;
     const int64_t V = m ? clformer_model_config(m)->tgt_vocab : 0;
@@ -56,7 +58,7 @@ static clformer_status run(const char *model_path, const char *batch_path, const
             tgt[b * (T + 1) + T] = CLFORMER_EOS;
         }
         const clformer_batch batch = {B, S, T + 1, src->data, tgt};
-        st = clformer_model_logits(m, &batch, logits);
+        st = clformer_session_logits(session, &batch, logits);
     }
     if (st == CLFORMER_OK) {
         const clformer_tensor out[3] = {
@@ -64,6 +66,7 @@ static clformer_status run(const char *model_path, const char *batch_path, const
             {"logits", CLFORMER_DTYPE_F32, 3, {(int64_t)B, (int64_t)T, V}, logits}};
         st = clformer_tensors_save(out_path, out, 3);
     }
+    clformer_session_free(session);
     clformer_model_free(m);
     clformer_context_free(ctx);
     clformer_tensors_free(in, n_in);

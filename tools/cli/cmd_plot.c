@@ -1,5 +1,5 @@
 /* `clformer plot`: draws a training log (JSON lines) as loss curves in a PNG.
- * Parsing lives here; drawing is tools/cli/plot.c. */
+ * Parsing lives here; drawing is tools/cli/plot_loss.c. */
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"

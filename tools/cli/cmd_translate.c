@@ -30,7 +30,7 @@ static int draw_attention(translator *t, const char *sentence, long max_len,
     o.max_len = (int)max_len;
     o.record_attention = true;
     clformer_translation tr;
-    if (clformer_translate(t->model, ids, 1, len, &o, &tr) != CLFORMER_OK) {
+    if (clformer_session_translate(t->session, ids, 1, len, &o, &tr) != CLFORMER_OK) {
         cli_runtime_error("translate", "--attention");
         free(ids);
         return 1;

@@ -136,6 +136,18 @@ static void print_summary(clformer_trainer *t, clformer_context *ctx, const char
     fflush(stdout);
 }
 
+/* Device memory at the end of a run: the model's and the session's (the
+ * activations of the largest batch and validation's decoding caches). */
+static void print_memory(clformer_trainer *t)
+{
+    const clformer_memory m = clformer_model_memory(clformer_trainer_model(t));
+    const clformer_memory s = clformer_session_memory(clformer_trainer_session(t));
+    printf("device memory: %.1f MiB model (weights, gradients, Adam state) + %.1f MiB session "
+           "(activations %.1f, decoding caches %.1f)\n", (double)m.total / 1048576.0,
+           (double)s.total / 1048576.0, (double)s.activations / 1048576.0,
+           (double)s.decoding / 1048576.0);
+}
+
 int train_run(const char *command, clformer_context *ctx, clformer_train_options o,
               const char *plot_path, train_check check, void *check_user,
               clformer_model **model_out, clformer_train_result *result)
@@ -189,8 +201,9 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
     } else if (st != CLFORMER_OK) {
         cli_runtime_error(command, NULL);
         rc = 1;
-    } else if (o.save_path && ranks_get()->rank == 0) {
-        printf("saved %s\n", o.save_path);
+    } else if (ranks_get()->rank == 0) {
+        print_memory(t);
+        if (o.save_path) printf("saved %s\n", o.save_path);
     }
     clformer_model *model = rc == 0 && model_out ? clformer_trainer_release_model(t) : NULL;
     clformer_trainer_free(t); /* closes the log */

@@ -46,6 +46,11 @@ bool translator_open(const char *command, const char *model_path, translator *t)
         translator_close(t);
         return false;
     }
+    if (clformer_session_create(t->model, &t->session) != CLFORMER_OK) {
+        cli_runtime_error(command, "making a session on the model");
+        translator_close(t);
+        return false;
+    }
     if (clformer_vocab_from_model(t->model, CLFORMER_SIDE_SOURCE, &t->src) != CLFORMER_OK ||
         clformer_vocab_from_model(t->model, CLFORMER_SIDE_TARGET, &t->tgt) != CLFORMER_OK) {
         cli_runtime_error(command, model_path);
@@ -59,6 +64,7 @@ void translator_close(translator *t)
 {
     clformer_vocab_free(t->src);
     clformer_vocab_free(t->tgt);
+    clformer_session_free(t->session); /* before its model */
     clformer_model_free(t->model);
     clformer_context_free(t->ctx);
     memset(t, 0, sizeof *t);
@@ -91,7 +97,7 @@ clformer_status translator_run(translator *t, const char *const *lines, size_t n
     const clformer_decode_options o = decode_flags_options(f);
     progress_state ps = {seconds_now()};
     const bool tty = isatty(STDERR_FILENO) && stats->sentences > 0;
-    clformer_status st = clformer_translate_sentences(t->model, lines, n, &o, (size_t)f->batch_size,
+    clformer_status st = clformer_translate_sentences(t->session, lines, n, &o, (size_t)f->batch_size,
                                                       outputs, &stats->truncated,
                                                       tty ? show_progress : NULL, &ps);
     stats->seconds = seconds_now() - ps.start;

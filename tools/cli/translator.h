@@ -41,13 +41,15 @@ clformer_decode_options decode_flags_options(const decode_flags *f);
 typedef struct {
     clformer_context *ctx;
     clformer_model *model;
+    clformer_session *session; /* the model's activations and decoding caches */
     clformer_vocab *src, *tgt; /* the model's */
 } translator;
 
 /* False, with a message naming the file, when the model cannot be read. */
 bool translator_model_readable(const char *command, const char *model_path);
 
-/* Opens the device and loads the checkpoint at `model_path`. On failure
+/* Opens the device, loads the checkpoint at `model_path` and makes a
+ * session on it. On failure
  * prints the error as `clformer COMMAND: error: ...` and returns false. */
 bool translator_open(const char *command, const char *model_path, translator *t);
 void translator_close(translator *t);

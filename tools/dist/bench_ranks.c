@@ -86,12 +86,14 @@ int main(int argc, char **argv)
     c.dropout = 0.0f;
     clformer_context *ctx = NULL;
     clformer_model *m = NULL;
+    clformer_session *session = NULL;
     clformer_collective coll;
     ranks_collective(&coll);
     if (blocking) coll.allreduce_start_f32 = NULL, coll.test = NULL, coll.wait = NULL;
     if (ranks_context_create(&ctx) != CLFORMER_OK ||
         clformer_model_create(ctx, &c, 1, &m) != CLFORMER_OK ||
-        clformer_model_set_collective(m, &coll) != CLFORMER_OK) {
+        clformer_model_set_collective(m, &coll) != CLFORMER_OK ||
+        clformer_session_create(m, &session) != CLFORMER_OK) {
         fprintf(stderr, "bench_ranks: rank %d: %s\n", ri->rank, clformer_last_error());
         ranks_abort(1);
     }
@@ -110,7 +112,7 @@ int main(int argc, char **argv)
         clformer_step_stats st;
         MPI_Barrier(MPI_COMM_WORLD);
         const double t0 = now_s();
-        if (clformer_model_train_step(m, &batch, 1e-4f, &st) != CLFORMER_OK) {
+        if (clformer_session_train_step(session, &batch, 1e-4f, &st) != CLFORMER_OK) {
             fprintf(stderr, "bench_ranks: rank %d: %s\n", ri->rank, clformer_last_error());
             ranks_abort(1);
         }
@@ -139,6 +141,7 @@ int main(int argc, char **argv)
     }
     free(src);
     free(tgt);
+    clformer_session_free(session);
     clformer_model_free(m);
     clformer_context_free(ctx);
     ranks_finalize();

@@ -1,6 +1,6 @@
 /*
- * gemm_bench: GFLOP/s of cf_gemm and cf_gemm_strided_batched on the GEMM
- * shapes a Transformer training step issues, on the device CLFORMER_DEVICE
+ * gemm_bench: GFLOP/s of the GEMM provider (single and strided-batched
+ * products) on the shapes a Transformer training step issues, on the device CLFORMER_DEVICE
  * selects, to compare CLBlast's own parameters (CLFORMER_GEMM_TUNING=0) with
  * tuned ones. Not part of the clformer command: CMake builds it as
  * build/gemm_bench, and tools/tuning/tune-clblast.sh -c runs it.
@@ -16,31 +16,23 @@
  *
  * Linear layers keep W as (out, in) like PyTorch, so a forward is X W^T (NT),
  * the input gradient dY W (NN) and the weight gradient dY^T X (TN).
- * Each shape is run once to compile and warm up, then timed call by call
- * (clFinish after each) until --min-time seconds have passed; the fastest
- * call is reported, the figure least disturbed by other load on the machine.
+ * clformer_check_gemm_time (include/clformer_check.h) runs each shape once to
+ * compile and warm up, then call by call until --min-time seconds have
+ * passed; the fastest call is reported, the figure least disturbed by other
+ * load on the machine. Only public headers: the timing loop is the library's.
  */
-#include "buffer.h"
-#include "gemm.h"
+#include "clformer.h"
+#include "clformer_check.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct {
     char name[48];
-    bool ta, tb;
-    size_t m, n, k, batch;
+    clformer_gemm_shape g;
 } shape;
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* Appends one shape named by a printf format. */
 static void add(shape *s, size_t *n, bool ta, bool tb, size_t m, size_t nn, size_t k,
@@ -49,7 +41,7 @@ static void add(shape *s, size_t *n, bool ta, bool tb, size_t m, size_t nn, size
                 size_t batch, const char *fmt, ...)
 {
     shape *x = &s[(*n)++];
-    *x = (shape){.ta = ta, .tb = tb, .m = m, .n = nn, .k = k, .batch = batch};
+    *x = (shape){.g = {.trans_a = ta, .trans_b = tb, .m = m, .n = nn, .k = k, .batch = batch}};
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(x->name, sizeof x->name, fmt, ap);
@@ -91,43 +83,6 @@ static size_t build_shapes(shape *s, bool quick)
     return n;
 }
 
-static clformer_status run(cf_ctx *ctx, const shape *s, cl_mem a, cl_mem b, cl_mem c)
-{
-    size_t lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n, ldc = s->n;
-    if (s->batch == 1)
-        return cf_gemm(ctx, s->ta, s->tb, s->m, s->n, s->k, 1.0f, a, 0, lda, b, 0, ldb, 0.0f, c,
-                       0, ldc);
-    return cf_gemm_strided_batched(ctx, s->ta, s->tb, s->m, s->n, s->k, 1.0f, a, 0, lda,
-                                   s->m * s->k, b, 0, ldb, s->k * s->n, 0.0f, c, 0, ldc,
-                                   s->m * s->n, s->batch);
-}
-
-static clformer_status bench(cf_ctx *ctx, const shape *s, double min_time, double *best_ms)
-{
-    size_t na = s->m * s->k * s->batch, nb = s->k * s->n * s->batch, nc = s->m * s->n * s->batch;
-    cl_mem a = NULL, b = NULL, c = NULL;
-    clformer_status st = cf_buffer_alloc(ctx, na, "A", &a);
-    if (st == CLFORMER_OK) st = cf_buffer_alloc(ctx, nb, "B", &b);
-    if (st == CLFORMER_OK) st = cf_buffer_alloc(ctx, nc, "C", &c);
-    if (st == CLFORMER_OK) st = cf_fill(ctx, a, 0, na, 0.5f);
-    if (st == CLFORMER_OK) st = cf_fill(ctx, b, 0, nb, 0.25f);
-    if (st == CLFORMER_OK) st = run(ctx, s, a, b, c); /* compile + warm up */
-    if (st == CLFORMER_OK) st = cf_finish(ctx);
-    double start = now(), best = 1e30;
-    for (int i = 0; st == CLFORMER_OK && (i < 3 || now() - start < min_time) && i < 1000; i++) {
-        double t0 = now();
-        st = run(ctx, s, a, b, c);
-        if (st == CLFORMER_OK) st = cf_finish(ctx);
-        double t = now() - t0;
-        if (t < best) best = t;
-    }
-    if (a) cf_buffer_free(ctx, a);
-    if (b) cf_buffer_free(ctx, b);
-    if (c) cf_buffer_free(ctx, c);
-    *best_ms = 1e3 * best;
-    return st;
-}
-
 int main(int argc, char **argv)
 {
     bool quick = false;
@@ -150,22 +105,22 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n; i++) printf("%s\n", shapes[i].name);
         return 0;
     }
-    cf_ctx *ctx = NULL;
-    clformer_status st = cf_context_create(NULL, false, &ctx);
+    clformer_context *ctx = NULL;
+    clformer_status st = clformer_context_create(NULL, &ctx);
     if (st != CLFORMER_OK) {
         fprintf(stderr, "gemm_bench: %s\n", clformer_last_error());
         return 1;
     }
-    printf("# device: %s | %s\n", ctx->info.platform, ctx->info.name);
+    const clformer_device_info *dev = clformer_context_device(ctx);
+    printf("# device: %s | %s\n", dev->platform, dev->name);
     for (size_t i = 0; i < n && st == CLFORMER_OK; i++) {
         const shape *s = &shapes[i];
         if (only && !strstr(s->name, only)) continue;
-        double ms = 0;
-        st = bench(ctx, s, min_time, &ms);
+        double ms = 0, gflops = 0;
+        st = clformer_check_gemm_time(ctx, &s->g, min_time, &ms, &gflops);
         if (st != CLFORMER_OK) break;
-        double gflops = cf_gemm_flops(s->m, s->n, s->k) * (double)s->batch / (ms * 1e6);
-        printf("%-26s %5zu %5zu %5zu %4zu %10.3f %7.1f\n", s->name, s->m, s->n, s->k, s->batch,
-               ms, gflops);
+        printf("%-26s %5zu %5zu %5zu %4zu %10.3f %7.1f\n", s->name, s->g.m, s->g.n, s->g.k,
+               s->g.batch, ms, gflops);
         fflush(stdout);
     }
     if (st != CLFORMER_OK) fprintf(stderr, "gemm_bench: %s\n", clformer_last_error());

@@ -1,0 +1,62 @@
+/* clformer_check_gemm_time: the GEMM timing loop behind tools/tuning/gemm_bench,
+ * kept in the library so that the tool needs only the public headers. */
+#include "buffer.h"
+#include "clformer_check.h"
+#include "gemm.h"
+#include "status.h"
+
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static clformer_status run(cf_ctx *ctx, const clformer_gemm_shape *s, cl_mem a, cl_mem b,
+                           cl_mem c)
+{
+    size_t lda = s->trans_a ? s->m : s->k, ldb = s->trans_b ? s->k : s->n, ldc = s->n;
+    if (s->batch == 1)
+        return cf_gemm(ctx, s->trans_a, s->trans_b, s->m, s->n, s->k, 1.0f, a, 0, lda, b, 0, ldb,
+                       0.0f, c, 0, ldc);
+    return cf_gemm_strided_batched(ctx, s->trans_a, s->trans_b, s->m, s->n, s->k, 1.0f, a, 0,
+                                   lda, s->m * s->k, b, 0, ldb, s->k * s->n, 0.0f, c, 0, ldc,
+                                   s->m * s->n, s->batch);
+}
+
+clformer_status clformer_check_gemm_time(clformer_context *ctx, const clformer_gemm_shape *s,
+                                         double min_seconds, double *best_ms, double *gflops)
+{
+    if (!ctx || !s || !best_ms || !gflops || !s->m || !s->n || !s->k || !s->batch)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "clformer_check_gemm_time needs a context, a shape with m, n, k and "
+                       "batch >= 1, and two outputs");
+    const size_t na = s->m * s->k * s->batch, nb = s->k * s->n * s->batch,
+                 nc = s->m * s->n * s->batch;
+    cl_mem a = NULL, b = NULL, c = NULL;
+    clformer_status st = cf_buffer_alloc(ctx, na, "A", &a);
+    if (st == CLFORMER_OK) st = cf_buffer_alloc(ctx, nb, "B", &b);
+    if (st == CLFORMER_OK) st = cf_buffer_alloc(ctx, nc, "C", &c);
+    if (st == CLFORMER_OK) st = cf_fill(ctx, a, 0, na, 0.5f);
+    if (st == CLFORMER_OK) st = cf_fill(ctx, b, 0, nb, 0.25f);
+    if (st == CLFORMER_OK) st = run(ctx, s, a, b, c); /* compile + warm up */
+    if (st == CLFORMER_OK) st = cf_finish(ctx);
+    double start = now(), best = 1e30;
+    for (int i = 0; st == CLFORMER_OK && (i < 3 || now() - start < min_seconds) && i < 1000;
+         i++) {
+        double t0 = now();
+        st = run(ctx, s, a, b, c);
+        if (st == CLFORMER_OK) st = cf_finish(ctx);
+        double t = now() - t0;
+        if (t < best) best = t;
+    }
+    if (a) cf_buffer_free(ctx, a);
+    if (b) cf_buffer_free(ctx, b);
+    if (c) cf_buffer_free(ctx, c);
+    if (st != CLFORMER_OK) return st;
+    *best_ms = 1e3 * best;
+    *gflops = cf_gemm_flops(s->m, s->n, s->k) * (double)s->batch / (best * 1e9);
+    return CLFORMER_OK;
+}
