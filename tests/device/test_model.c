@@ -225,11 +225,14 @@ static void translate_error_before_the_first_sentence(void **state)
     char *out[2] = {&stale, &stale}; /* not heap pointers: freeing one would crash */
     clformer_decode_options dec;
     clformer_decode_options_default(&dec);
-    assert_int_equal(clformer_translate_sentences(m, sentences, 2, &dec, 1, out, NULL, NULL, NULL),
+    clformer_session *s;
+    assert_ok(clformer_session_create(m, &s));
+    assert_int_equal(clformer_translate_sentences(s, sentences, 2, &dec, 1, out, NULL, NULL, NULL),
                      CLFORMER_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(clformer_last_error(), "no vocabularies"));
     assert_null(out[0]);
     assert_null(out[1]);
+    clformer_session_free(s);
     clformer_model_free(m);
 }
 
