@@ -41,67 +41,74 @@ static int check_resume(clformer_trainer *t, void *user)
     return resume_check("train", a->want, a->given, &have);
 }
 
-int cmd_train(int argc, char **argv)
+/* Everything `clformer train` parses, as the options table writes it. */
+typedef struct {
+    const char *src, *tgt, *val_src, *val_tgt, *init, *resume, *save, *log, *plot, *config_name,
+        *activation, *positional, *schedule, *optimizer;
+    long min_freq, max_vocab, batch_size, batch_tokens, steps, epochs, warmup, eval_every,
+        save_every, bleu_sentences, seed, check_sync, d_model, heads, d_ff, enc_layers, dec_layers,
+        max_len;
+    double lr, clip, weight_decay, dropout, label_smoothing;
+    bool no_shuffle, post_norm, tie;
+    train_given g;
+    spm_flags spm;
+    char plot_log[4096]; /* --plot without --log: the log kept beside the figure */
+} train_args;
+
+/* Parses the command line into `a` (defaults first); returns -1 to go on,
+ * else the exit code (0 after --help). */
+static int parse_args(int argc, char **argv, train_args *a)
 {
-    const char *src = NULL, *tgt = NULL, *val_src = NULL, *val_tgt = NULL, *init = NULL,
-               *resume = NULL, *save = NULL, *log = NULL, *plot = NULL, *config_name = "small",
-               *activation = NULL, *positional = NULL, *schedule = "constant",
-               *optimizer = "adam";
-    long min_freq = 1, max_vocab = 0, batch_size = 0, batch_tokens = 0, steps = 0, epochs = 0,
-         warmup = 4000, eval_every = 0, save_every = 0, bleu_sentences = 200, seed = 1,
-         check_sync = 0,
-         d_model = 0, heads = 0, d_ff = 0, enc_layers = 0, dec_layers = 0, max_len = 0;
-    double lr = 5e-4, clip = 1.0, weight_decay = 0.0, dropout = 0.1, label_smoothing = 0.0;
-    bool no_shuffle = false, post_norm = false, tie = false;
-    train_given g = {0};
-    spm_flags spm = {0};
+    *a = (train_args){.config_name = "small", .schedule = "constant", .optimizer = "adam",
+                      .min_freq = 1, .warmup = 4000, .bleu_sentences = 200, .seed = 1,
+                      .lr = 5e-4, .clip = 1.0, .dropout = 0.1};
     const cli_option options[] = {
-        {"--src", CLI_STRING, &src, "FILE", "training source sentences, one per line (required)"},
-        {"--tgt", CLI_STRING, &tgt, "FILE", "training target sentences, line-aligned (required)"},
-        {"--val-src", CLI_STRING, &val_src, "FILE", "validation source sentences"},
-        {"--val-tgt", CLI_STRING, &val_tgt, "FILE", "validation target sentences"},
-        {"--config", CLI_CHOICE, &config_name, NULL, "model size preset (default small)", 0, 0, "tiny|small|base", &g.config},
-        {"--d-model", CLI_INT, &d_model, "N", "width of token vectors", 1, 65536, NULL, &g.d_model},
-        {"--heads", CLI_INT, &heads, "N", "attention heads (must divide --d-model)", 1, 4096, NULL, &g.heads},
-        {"--d-ff", CLI_INT, &d_ff, "N", "feed-forward hidden width", 1, 1 << 20, NULL, &g.d_ff},
-        {"--enc-layers", CLI_INT, &enc_layers, "N", "encoder blocks", 1, 1024, NULL, &g.enc_layers},
-        {"--dec-layers", CLI_INT, &dec_layers, "N", "decoder blocks", 1, 1024, NULL, &g.dec_layers},
-        {"--max-len", CLI_INT, &max_len, "N", "longest sequence with <sos>/<eos> (default 256); longer pairs are skipped", 3, 65536, NULL, &g.max_len},
-        {"--post-norm", CLI_FLAG, &post_norm, NULL, "post-norm blocks (the paper's) instead of pre-norm", 0, 0, NULL, &g.post_norm},
-        {"--activation", CLI_CHOICE, &activation, NULL, "feed-forward activation (default relu)", 0, 0, "relu|gelu", &g.activation},
-        {"--positional", CLI_CHOICE, &positional, NULL, "positional encoding (default sinusoidal)", 0, 0, "sinusoidal|learned", &g.positional},
-        {"--tie-embeddings", CLI_FLAG, &tie, NULL, "tie the generator to the target embedding", 0, 0, NULL, &g.tie},
-        {"--dropout", CLI_DOUBLE, &dropout, "P", "dropout probability (default 0.1)", 0, 0.99, NULL, &g.dropout},
-        {"--label-smoothing", CLI_DOUBLE, &label_smoothing, "E", "label smoothing (default 0)", 0, 0.99, NULL, &g.label_smoothing},
-        {"--min-freq", CLI_INT, &min_freq, "N", "vocabulary: keep tokens seen at least N times (default 1)", 1, 1000000},
-        {"--max-vocab", CLI_INT, &max_vocab, "N", "vocabulary: at most N tokens with the 4 specials (0: all)", 0, 1 << 24},
-        {"--tokenizer", CLI_CHOICE, &spm.tokenizer, NULL, "word: whitespace tokens (default); spm: raw text, SentencePiece subwords", 0, 0, "word|spm"},
-        {"--vocab-size", CLI_INT, &spm.vocab_size, "N", "spm: learn a joint vocabulary of N pieces from the training text", 8, 1 << 20},
-        {"--tokenizer-type", CLI_CHOICE, &spm.type, NULL, "spm: the kind learned (default unigram)", 0, 0, "unigram|bpe"},
-        {"--tokenizer-model", CLI_STRING, &spm.model, "FILE.model", "spm: use this SentencePiece model for both sides"},
-        {"--src-tokenizer-model", CLI_STRING, &spm.src_model, "FILE.model", "spm: the source side's model"},
-        {"--tgt-tokenizer-model", CLI_STRING, &spm.tgt_model, "FILE.model", "spm: the target side's model"},
-        {"--init", CLI_STRING, &init, "MODEL", "start from these weights (config and vocabularies from the file)"},
-        {"--resume", CLI_STRING, &resume, "CKPT", "continue a training checkpoint exactly (step, optimizer, data position); options given with it must equal the checkpoint's"},
-        {"--steps", CLI_INT, &steps, "N", "train until the model has taken N steps in total", 1, 1L << 40},
-        {"--epochs", CLI_INT, &epochs, "N", "train for N passes over the data (instead of --steps)", 1, 1000000},
-        {"--batch-size", CLI_INT, &batch_size, "B", "sentence pairs per step", 1, 1 << 20, NULL, &g.batch_size},
-        {"--batch-tokens", CLI_INT, &batch_tokens, "N", "padded tokens per step, length-bucketed (default 4096)", 1, 1 << 30, NULL, &g.batch_tokens},
-        {"--no-shuffle", CLI_FLAG, &no_shuffle, NULL, "batches of consecutive pairs in file order", 0, 0, NULL, &g.no_shuffle},
-        {"--seed", CLI_INT, &seed, "N", "seed of initialisation, dropout and shuffling (default 1)", 0, 0, NULL, &g.seed},
-        {"--lr", CLI_DOUBLE, &lr, "LR", "learning rate, or the noam factor (default 5e-4)", 0, 1000, NULL, &g.lr},
-        {"--lr-schedule", CLI_CHOICE, &schedule, NULL, "learning-rate schedule (default constant)", 0, 0, "constant|noam", &g.schedule},
-        {"--warmup", CLI_INT, &warmup, "N", "noam warm-up steps (default 4000)", 1, 1L << 30, NULL, &g.warmup},
-        {"--optimizer", CLI_CHOICE, &optimizer, NULL, "Adam (L2 decay) or AdamW (decoupled) (default adam)", 0, 0, "adam|adamw", &g.optimizer},
-        {"--weight-decay", CLI_DOUBLE, &weight_decay, "W", "weight decay of matrices and embeddings (default 0)", 0, 10, NULL, &g.weight_decay},
-        {"--clip", CLI_DOUBLE, &clip, "NORM", "global gradient-norm clip, 0 = off (default 1)", 0, 1e6, NULL, &g.clip},
-        {"--eval-every", CLI_INT, &eval_every, "N", "validate every N steps (and at the end)", 1, 1L << 40},
-        {"--bleu-sentences", CLI_INT, &bleu_sentences, "N", "validation sentences translated for BLEU (default 200, 0: none)", 0, 1 << 30},
-        {"--save", CLI_STRING, &save, "FILE", "write a training checkpoint here at the end (and on Ctrl-C)"},
-        {"--save-every", CLI_INT, &save_every, "N", "also save every N steps", 1, 1L << 40},
-        {"--log", CLI_STRING, &log, "FILE", "metrics as JSON lines: step, loss, tokens, lr, ..."},
-        {"--plot", CLI_STRING, &plot, "FILE.png", "draw the loss curves at the end"},
-        {"--check-sync", CLI_INT, &check_sync, "N", "under mpirun: every N steps check that all ranks hold the same parameters; stop on a difference", 1, 1L << 40},
+        {"--src", CLI_STRING, &a->src, "FILE", "training source sentences, one per line (required)"},
+        {"--tgt", CLI_STRING, &a->tgt, "FILE", "training target sentences, line-aligned (required)"},
+        {"--val-src", CLI_STRING, &a->val_src, "FILE", "validation source sentences"},
+        {"--val-tgt", CLI_STRING, &a->val_tgt, "FILE", "validation target sentences"},
+        {"--config", CLI_CHOICE, &a->config_name, NULL, "model size preset (default small)", 0, 0, "tiny|small|base", &a->g.config},
+        {"--d-model", CLI_INT, &a->d_model, "N", "width of token vectors", 1, 65536, NULL, &a->g.d_model},
+        {"--heads", CLI_INT, &a->heads, "N", "attention heads (must divide --d-model)", 1, 4096, NULL, &a->g.heads},
+        {"--d-ff", CLI_INT, &a->d_ff, "N", "feed-forward hidden width", 1, 1 << 20, NULL, &a->g.d_ff},
+        {"--enc-layers", CLI_INT, &a->enc_layers, "N", "encoder blocks", 1, 1024, NULL, &a->g.enc_layers},
+        {"--dec-layers", CLI_INT, &a->dec_layers, "N", "decoder blocks", 1, 1024, NULL, &a->g.dec_layers},
+        {"--max-len", CLI_INT, &a->max_len, "N", "longest sequence with <sos>/<eos> (default 256); longer pairs are skipped", 3, 65536, NULL, &a->g.max_len},
+        {"--post-norm", CLI_FLAG, &a->post_norm, NULL, "post-norm blocks (the paper's) instead of pre-norm", 0, 0, NULL, &a->g.post_norm},
+        {"--activation", CLI_CHOICE, &a->activation, NULL, "feed-forward activation (default relu)", 0, 0, "relu|gelu", &a->g.activation},
+        {"--positional", CLI_CHOICE, &a->positional, NULL, "positional encoding (default sinusoidal)", 0, 0, "sinusoidal|learned", &a->g.positional},
+        {"--tie-embeddings", CLI_FLAG, &a->tie, NULL, "tie the generator to the target embedding", 0, 0, NULL, &a->g.tie},
+        {"--dropout", CLI_DOUBLE, &a->dropout, "P", "dropout probability (default 0.1)", 0, 0.99, NULL, &a->g.dropout},
+        {"--label-smoothing", CLI_DOUBLE, &a->label_smoothing, "E", "label smoothing (default 0)", 0, 0.99, NULL, &a->g.label_smoothing},
+        {"--min-freq", CLI_INT, &a->min_freq, "N", "vocabulary: keep tokens seen at least N times (default 1)", 1, 1000000},
+        {"--max-vocab", CLI_INT, &a->max_vocab, "N", "vocabulary: at most N tokens with the 4 specials (0: all)", 0, 1 << 24},
+        {"--tokenizer", CLI_CHOICE, &a->spm.tokenizer, NULL, "word: whitespace tokens (default); spm: raw text, SentencePiece subwords", 0, 0, "word|spm"},
+        {"--vocab-size", CLI_INT, &a->spm.vocab_size, "N", "spm: learn a joint vocabulary of N pieces from the training text", 8, 1 << 20},
+        {"--tokenizer-type", CLI_CHOICE, &a->spm.type, NULL, "spm: the kind learned (default unigram)", 0, 0, "unigram|bpe"},
+        {"--tokenizer-model", CLI_STRING, &a->spm.model, "FILE.model", "spm: use this SentencePiece model for both sides"},
+        {"--src-tokenizer-model", CLI_STRING, &a->spm.src_model, "FILE.model", "spm: the source side's model"},
+        {"--tgt-tokenizer-model", CLI_STRING, &a->spm.tgt_model, "FILE.model", "spm: the target side's model"},
+        {"--init", CLI_STRING, &a->init, "MODEL", "start from these weights (config and vocabularies from the file)"},
+        {"--resume", CLI_STRING, &a->resume, "CKPT", "continue a training checkpoint exactly (step, optimizer, data position); options given with it must equal the checkpoint's"},
+        {"--steps", CLI_INT, &a->steps, "N", "train until the model has taken N steps in total", 1, 1L << 40},
+        {"--epochs", CLI_INT, &a->epochs, "N", "train for N passes over the data (instead of --steps)", 1, 1000000},
+        {"--batch-size", CLI_INT, &a->batch_size, "B", "sentence pairs per step", 1, 1 << 20, NULL, &a->g.batch_size},
+        {"--batch-tokens", CLI_INT, &a->batch_tokens, "N", "padded tokens per step, length-bucketed (default 4096)", 1, 1 << 30, NULL, &a->g.batch_tokens},
+        {"--no-shuffle", CLI_FLAG, &a->no_shuffle, NULL, "batches of consecutive pairs in file order", 0, 0, NULL, &a->g.no_shuffle},
+        {"--seed", CLI_INT, &a->seed, "N", "seed of initialisation, dropout and shuffling (default 1)", 0, 0, NULL, &a->g.seed},
+        {"--lr", CLI_DOUBLE, &a->lr, "LR", "learning rate, or the noam factor (default 5e-4)", 0, 1000, NULL, &a->g.lr},
+        {"--lr-schedule", CLI_CHOICE, &a->schedule, NULL, "learning-rate schedule (default constant)", 0, 0, "constant|noam", &a->g.schedule},
+        {"--warmup", CLI_INT, &a->warmup, "N", "noam warm-up steps (default 4000)", 1, 1L << 30, NULL, &a->g.warmup},
+        {"--optimizer", CLI_CHOICE, &a->optimizer, NULL, "Adam (L2 decay) or AdamW (decoupled) (default adam)", 0, 0, "adam|adamw", &a->g.optimizer},
+        {"--weight-decay", CLI_DOUBLE, &a->weight_decay, "W", "weight decay of matrices and embeddings (default 0)", 0, 10, NULL, &a->g.weight_decay},
+        {"--clip", CLI_DOUBLE, &a->clip, "NORM", "global gradient-norm clip, 0 = off (default 1)", 0, 1e6, NULL, &a->g.clip},
+        {"--eval-every", CLI_INT, &a->eval_every, "N", "validate every N steps (and at the end)", 1, 1L << 40},
+        {"--bleu-sentences", CLI_INT, &a->bleu_sentences, "N", "validation sentences translated for BLEU (default 200, 0: none)", 0, 1 << 30},
+        {"--save", CLI_STRING, &a->save, "FILE", "write a training checkpoint here at the end (and on Ctrl-C)"},
+        {"--save-every", CLI_INT, &a->save_every, "N", "also save every N steps", 1, 1L << 40},
+        {"--log", CLI_STRING, &a->log, "FILE", "metrics as JSON lines: step, loss, tokens, lr, ..."},
+        {"--plot", CLI_STRING, &a->plot, "FILE.png", "draw the loss curves at the end"},
+        {"--check-sync", CLI_INT, &a->check_sync, "N", "under mpirun: every N steps check that all ranks hold the same parameters; stop on a difference", 1, 1L << 40},
     };
     const cli_spec spec = {
         "train",
@@ -122,52 +129,63 @@ int cmd_train(int argc, char **argv)
         "The device is CLFORMER_DEVICE's choice (see clformer devices).",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);
-    if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
+    return r == CLI_OK ? -1 : r == CLI_HELP ? 0 : EXIT_USAGE;
+}
 
-    /* option consistency, each a one-line error */
-    if (!src || !tgt) return cli_error("train", "--src and --tgt are required"), EXIT_USAGE;
-    if (!val_src != !val_tgt) return cli_error("train", "--val-src and --val-tgt go together"), EXIT_USAGE;
-    if (!steps == !epochs) return cli_error("train", "give exactly one of --steps and --epochs"), EXIT_USAGE;
-    if (batch_size && batch_tokens) return cli_error("train", "give --batch-size or --batch-tokens, not both"), EXIT_USAGE;
-    if (init && resume) return cli_error("train", "--init and --resume exclude each other"), EXIT_USAGE;
-    const bool model_flag = g.config || g.d_model || g.heads || g.d_ff || g.enc_layers ||
-                            g.dec_layers || g.max_len || g.post_norm || g.activation ||
-                            g.positional || g.tie;
-    if (init && model_flag)
+/* Options that contradict each other or would silently do nothing: a
+ * one-line error each and EXIT_USAGE; -1 when there is none. */
+static int check_consistency(const train_args *a)
+{
+    if (!a->src || !a->tgt) return cli_error("train", "--src and --tgt are required"), EXIT_USAGE;
+    if (!a->val_src != !a->val_tgt) return cli_error("train", "--val-src and --val-tgt go together"), EXIT_USAGE;
+    if (!a->steps == !a->epochs) return cli_error("train", "give exactly one of --steps and --epochs"), EXIT_USAGE;
+    if (a->batch_size && a->batch_tokens) return cli_error("train", "give --batch-size or --batch-tokens, not both"), EXIT_USAGE;
+    if (a->init && a->resume) return cli_error("train", "--init and --resume exclude each other"), EXIT_USAGE;
+    const train_given *g = &a->g;
+    const bool model_flag = g->config || g->d_model || g->heads || g->d_ff || g->enc_layers ||
+                            g->dec_layers || g->max_len || g->post_norm || g->activation ||
+                            g->positional || g->tie;
+    if (a->init && model_flag)
         return cli_error("train", "the model's shape comes from --init: remove the model options (--config, --d-model, ...)"), EXIT_USAGE;
-    if (save_every && !save) return cli_error("train", "--save-every needs --save"), EXIT_USAGE;
+    if (a->save_every && !a->save) return cli_error("train", "--save-every needs --save"), EXIT_USAGE;
     /* options that would silently do nothing */
-    if (eval_every && !val_src)
+    if (a->eval_every && !a->val_src)
         return cli_error("train", "--eval-every needs validation data (--val-src and --val-tgt)"), EXIT_USAGE;
-    if (g.warmup && strcmp(schedule, "noam") != 0)
+    if (a->g.warmup && strcmp(a->schedule, "noam") != 0)
         return cli_error("train", "--warmup applies to --lr-schedule noam only (the constant schedule has no warm-up)"),
                EXIT_USAGE;
-    const char *spm_problem = spm_flags_problem(&spm, !init && !resume);
+    const char *spm_problem = spm_flags_problem(&a->spm, !a->init && !a->resume);
     if (spm_problem) return cli_error("train", "%s", spm_problem), EXIT_USAGE;
 
-    clformer_train_options o;
-    clformer_train_options_default(&o);
-    o.src_path = src, o.tgt_path = tgt, o.val_src_path = val_src, o.val_tgt_path = val_tgt;
-    o.min_freq = (int)min_freq, o.max_vocab = (int)max_vocab;
-    o.batching.batch_size = (int)batch_size;
-    o.batching.batch_tokens = batch_size ? 0 : (int)(batch_tokens ? batch_tokens : 4096);
-    o.batching.shuffle = !no_shuffle;
-    o.batching.seed = (uint64_t)seed;
-    preset(config_name, &o.config);
-    clformer_config *c = &o.config;
-    if (d_model) c->d_model = (int)d_model;
-    if (heads) c->n_heads = (int)heads;
-    if (d_ff) c->d_ff = (int)d_ff;
-    if (enc_layers) c->n_enc_layers = (int)enc_layers;
-    if (dec_layers) c->n_dec_layers = (int)dec_layers;
-    if (max_len) c->max_len = (int)max_len;
-    c->norm_first = !post_norm;
-    if (activation) c->activation = !strcmp(activation, "gelu") ? CLFORMER_ACT_GELU : CLFORMER_ACT_RELU;
-    if (positional) c->positional = !strcmp(positional, "learned") ? CLFORMER_POS_LEARNED : CLFORMER_POS_SINUSOIDAL;
-    c->share_tgt_embed = tie;
-    c->dropout = (float)dropout;
-    c->label_smoothing = (float)label_smoothing;
-    if (!init && !resume) {
+    return -1;
+}
+
+/* The library's training options from the parsed command line; -1 to go
+ * on, else the exit code (a model shape clformer_config_validate refuses). */
+static int build_options(train_args *a, clformer_train_options *o)
+{
+    clformer_train_options_default(o);
+    o->src_path = a->src, o->tgt_path = a->tgt, o->val_src_path = a->val_src, o->val_tgt_path = a->val_tgt;
+    o->min_freq = (int)a->min_freq, o->max_vocab = (int)a->max_vocab;
+    o->batching.batch_size = (int)a->batch_size;
+    o->batching.batch_tokens = a->batch_size ? 0 : (int)(a->batch_tokens ? a->batch_tokens : 4096);
+    o->batching.shuffle = !a->no_shuffle;
+    o->batching.seed = (uint64_t)a->seed;
+    preset(a->config_name, &o->config);
+    clformer_config *c = &o->config;
+    if (a->d_model) c->d_model = (int)a->d_model;
+    if (a->heads) c->n_heads = (int)a->heads;
+    if (a->d_ff) c->d_ff = (int)a->d_ff;
+    if (a->enc_layers) c->n_enc_layers = (int)a->enc_layers;
+    if (a->dec_layers) c->n_dec_layers = (int)a->dec_layers;
+    if (a->max_len) c->max_len = (int)a->max_len;
+    c->norm_first = !a->post_norm;
+    if (a->activation) c->activation = !strcmp(a->activation, "gelu") ? CLFORMER_ACT_GELU : CLFORMER_ACT_RELU;
+    if (a->positional) c->positional = !strcmp(a->positional, "learned") ? CLFORMER_POS_LEARNED : CLFORMER_POS_SINUSOIDAL;
+    c->share_tgt_embed = a->tie;
+    c->dropout = (float)a->dropout;
+    c->label_smoothing = (float)a->label_smoothing;
+    if (!a->init && !a->resume) {
         /* check the shape now (vocabulary sizes are filled in from the data) */
         clformer_config probe = *c;
         probe.src_vocab = probe.tgt_vocab = 5;
@@ -176,34 +194,41 @@ int cmd_train(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    o.init_path = init, o.resume_path = resume;
-    o.override_dropout = g.dropout, o.override_label_smoothing = g.label_smoothing;
-    o.seed = (uint64_t)seed;
-    o.optim.optimizer = !strcmp(optimizer, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM;
-    o.optim.weight_decay = (float)weight_decay;
-    o.optim.clip = (float)clip;
-    o.lr = (float)lr;
-    o.schedule = !strcmp(schedule, "noam") ? CLFORMER_LR_NOAM : CLFORMER_LR_CONSTANT;
-    o.warmup = (uint64_t)warmup;
-    o.steps = (uint64_t)steps, o.epochs = (uint64_t)epochs;
-    o.eval_every = (uint64_t)eval_every, o.bleu_sentences = (size_t)bleu_sentences;
-    o.save_path = save, o.save_every = (uint64_t)save_every;
-    o.stop_save_path = save ? save : "clformer-interrupted.safetensors";
-    o.log_path = log;
-    o.check_sync_every = (uint64_t)check_sync;
-    char plot_log[4096];
-    if (plot && !log) { /* the figure is drawn from the log: keep one beside it */
-        snprintf(plot_log, sizeof plot_log, "%s.jsonl", plot);
-        o.log_path = plot_log;
+    o->init_path = a->init, o->resume_path = a->resume;
+    o->override_dropout = a->g.dropout, o->override_label_smoothing = a->g.label_smoothing;
+    o->seed = (uint64_t)a->seed;
+    o->optim.optimizer = !strcmp(a->optimizer, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM;
+    o->optim.weight_decay = (float)a->weight_decay;
+    o->optim.clip = (float)a->clip;
+    o->lr = (float)a->lr;
+    o->schedule = !strcmp(a->schedule, "noam") ? CLFORMER_LR_NOAM : CLFORMER_LR_CONSTANT;
+    o->warmup = (uint64_t)a->warmup;
+    o->steps = (uint64_t)a->steps, o->epochs = (uint64_t)a->epochs;
+    o->eval_every = (uint64_t)a->eval_every, o->bleu_sentences = (size_t)a->bleu_sentences;
+    o->save_path = a->save, o->save_every = (uint64_t)a->save_every;
+    o->stop_save_path = a->save ? a->save : "clformer-interrupted.safetensors";
+    o->log_path = a->log;
+    o->check_sync_every = (uint64_t)a->check_sync;
+    if (a->plot && !a->log) { /* the figure is drawn from the log: keep one beside it */
+        snprintf(a->plot_log, sizeof a->plot_log, "%s.jsonl", a->plot);
+        o->log_path = a->plot_log;
     }
+    return -1;
+}
 
-    /* a run's results must not be lost at the end to a mistyped path, nor
-     * its inputs to an output named like one (--save may replace --resume's
-     * checkpoint: it is read whole first, and replaced atomically) */
-    const cli_file outputs[] = {{"--save", save}, {"--plot", plot}, {"--log", o.log_path}};
-    const cli_file inputs[] = {{"--src", src},         {"--tgt", tgt},   {"--val-src", val_src},
-                               {"--val-tgt", val_tgt}, {"--log", o.log_path}, {"--plot", plot},
-                               {"--save", save},       {"--init", init}, {"--resume", resume}};
+/* A run's results must not be lost at the end to a mistyped path, nor its
+ * inputs to an output named like one (--save may replace --resume's
+ * checkpoint: it is read whole first, and replaced atomically). -1 to go on,
+ * else the exit code. */
+static int check_outputs(const clformer_train_options *o, const char *plot)
+{
+    const char *save = o->save_path;
+    const cli_file outputs[] = {{"--save", save}, {"--plot", plot}, {"--log", o->log_path}};
+    const cli_file inputs[] = {{"--src", o->src_path},         {"--tgt", o->tgt_path},
+                               {"--val-src", o->val_src_path}, {"--val-tgt", o->val_tgt_path},
+                               {"--log", o->log_path},         {"--plot", plot},
+                               {"--save", save},               {"--init", o->init_path},
+                               {"--resume", o->resume_path}};
     for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++) {
         if (!outputs[i].path) continue;
         /* every input but the output itself, and for --save the checkpoints */
@@ -223,10 +248,22 @@ int cmd_train(int argc, char **argv)
             return 1;
         }
     }
+    return -1;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    train_args a;
+    clformer_train_options o;
+    int rc = parse_args(argc, argv, &a);
+    if (rc < 0) rc = check_consistency(&a);
+    if (rc < 0) rc = build_options(&a, &o);
+    if (rc < 0) rc = check_outputs(&o, a.plot);
+    if (rc >= 0) return rc;
 
     if (ranks_require("train")) return 1;
     void *spm_bytes[2];
-    if (spm_setup(&spm, &o, spm_bytes)) return 1;
+    if (spm_setup(&a.spm, &o, spm_bytes)) return 1;
     clformer_context *ctx;
     if (ranks_context_create(&ctx) != CLFORMER_OK) {
         cli_runtime_error("train", "opening the device");
@@ -236,9 +273,9 @@ int cmd_train(int argc, char **argv)
     }
     clformer_train_result res;
     /* --resume: the options given must be the checkpoint's */
-    const resume_args check = {&o, &g};
-    int rc = train_run("train", ctx, o, plot, resume ? check_resume : NULL, (void *)&check, NULL,
-                       &res);
+    const resume_args check = {&o, &a.g};
+    rc = train_run("train", ctx, o, a.plot, a.resume ? check_resume : NULL, (void *)&check, NULL,
+                   &res);
     free(spm_bytes[0]);
     free(spm_bytes[1]);
     if (rc == 0 && ranks_get()->rank == 0)
