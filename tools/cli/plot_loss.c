@@ -124,22 +124,34 @@ static void markers(cairo_t *cr, const axis *ax, const axis *ay, const double *x
     cairo_stroke(cr);
 }
 
+/* One line of points: a run's training or validation losses. */
+typedef struct {
+    const double *x, *y;
+    size_t n;
+} series;
+
+/* The figure's series j: run j / 2's training (even j) or validation (odd j)
+ * losses. */
+static series series_at(const plot_loss_spec *s, size_t j)
+{
+    const plot_loss_run *run = &s->runs[j / 2];
+    return j % 2 ? (series){run->val_step, run->val_loss, run->n_val}
+                 : (series){run->step, run->loss, run->n};
+}
+
 /* Data range over every run's two series, padded by 4% (or around a
  * single value). */
 static bool data_range(const plot_loss_spec *s, bool want_y, double *lo, double *hi)
 {
     *lo = INFINITY, *hi = -INFINITY;
-    for (size_t r = 0; r < s->n_runs; r++)
-        for (int k = 0; k < 2; k++) {
-            const plot_loss_run *run = &s->runs[r];
-            const double *x = k ? run->val_step : run->step, *y = k ? run->val_loss : run->loss;
-            size_t n = k ? run->n_val : run->n;
-            for (size_t i = 0; i < n; i++) {
-                if (!point_ok(x[i], y[i], s->log_y)) continue;
-                double v = want_y ? (s->log_y ? log10(y[i]) : y[i]) : x[i];
-                *lo = fmin(*lo, v), *hi = fmax(*hi, v);
-            }
+    for (size_t j = 0; j < 2 * s->n_runs; j++) {
+        const series q = series_at(s, j);
+        for (size_t i = 0; i < q.n; i++) {
+            if (!point_ok(q.x[i], q.y[i], s->log_y)) continue;
+            double v = want_y ? (s->log_y ? log10(q.y[i]) : q.y[i]) : q.x[i];
+            *lo = fmin(*lo, v), *hi = fmax(*hi, v);
         }
+    }
     if (*lo > *hi) return false;
     if (*hi - *lo < 1e-12 * fmax(1, fabs(*hi))) {
         double pad = want_y ? (s->log_y ? 0.1 : fmax(fabs(*lo) * 0.1, 0.1)) : 1;
@@ -163,17 +175,14 @@ static size_t covered(const plot_loss_spec *s, const axis *ax, const axis *ay, d
                       double w, double h)
 {
     size_t count = 0;
-    for (size_t r = 0; r < s->n_runs; r++)
-        for (int k = 0; k < 2; k++) {
-            const plot_loss_run *run = &s->runs[r];
-            const double *px = k ? run->val_step : run->step, *py = k ? run->val_loss : run->loss;
-            size_t n = k ? run->n_val : run->n;
-            for (size_t i = 0; i < n; i++) {
-                if (!point_ok(px[i], py[i], s->log_y)) continue;
-                double u = plot_axis_px(ax, px[i]), v = plot_axis_px(ay, py[i]);
-                count += u >= x - 6 && u <= x + w + 6 && v >= y - 6 && v <= y + h + 6;
-            }
+    for (size_t j = 0; j < 2 * s->n_runs; j++) {
+        const series q = series_at(s, j);
+        for (size_t i = 0; i < q.n; i++) {
+            if (!point_ok(q.x[i], q.y[i], s->log_y)) continue;
+            double u = plot_axis_px(ax, q.x[i]), v = plot_axis_px(ay, q.y[i]);
+            count += u >= x - 6 && u <= x + w + 6 && v >= y - 6 && v <= y + h + 6;
         }
+    }
     return count;
 }
 
