@@ -1,11 +1,11 @@
 /* The table of conformance checks and shared helpers. */
 #include "conformance.h"
+#include "clock.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 const conf_check conf_checks[] = {
     {"gemm", conf_gemm},
@@ -20,12 +20,7 @@ const conf_check conf_checks[] = {
     {NULL, NULL},
 };
 
-double conf_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
+double conf_now_ms(void) { return 1e3 * cf_now_s(); }
 
 double *conf_widen(const float *x, size_t n)
 {

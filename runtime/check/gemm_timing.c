@@ -1,18 +1,11 @@
 /* clformer_check_gemm_time: the GEMM timing loop behind tools/tuning/gemm_bench,
  * kept in the library so that the tool needs only the public headers. */
 #include "buffer.h"
+#include "clock.h"
 #include "clformer_check.h"
 #include "gemm.h"
 #include "status.h"
 
-#include <time.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static clformer_status run(cf_ctx *ctx, const clformer_gemm_shape *s, cl_mem a, cl_mem b,
                            cl_mem c)
@@ -43,13 +36,13 @@ clformer_status clformer_check_gemm_time(clformer_context *ctx, const clformer_g
     if (st == CLFORMER_OK) st = cf_fill(ctx, b, 0, nb, 0.25f);
     if (st == CLFORMER_OK) st = run(ctx, s, a, b, c); /* compile + warm up */
     if (st == CLFORMER_OK) st = cf_finish(ctx);
-    double start = now(), best = 1e30;
-    for (int i = 0; st == CLFORMER_OK && (i < 3 || now() - start < min_seconds) && i < 1000;
+    double start = cf_now_s(), best = 1e30;
+    for (int i = 0; st == CLFORMER_OK && (i < 3 || cf_now_s() - start < min_seconds) && i < 1000;
          i++) {
-        double t0 = now();
+        double t0 = cf_now_s();
         st = run(ctx, s, a, b, c);
         if (st == CLFORMER_OK) st = cf_finish(ctx);
-        double t = now() - t0;
+        double t = cf_now_s() - t0;
         if (t < best) best = t;
     }
     if (a) cf_buffer_free(ctx, a);

@@ -7,6 +7,7 @@
  * communicator.
  */
 #include "buffer.h"
+#include "clock.h"
 #include "fnv1a.h"
 #include "model.h"
 #include "status.h"
@@ -19,13 +20,6 @@
 #include <time.h>
 
 static bool alone(const cf_model *m) { return m->collective.size <= 1; }
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- overlapping the gradient sum with backward ------------------------
  * Backward marks numbered points (backward.c) where the gradients of some
@@ -231,7 +225,7 @@ static clformer_status overlapped_sum(cf_model *m, double step_start, clformer_s
         if (st != CLFORMER_OK) break;
         clReleaseEvent(b->read);
         b->read = NULL;
-        ready = now_s();
+        ready = cf_now_s();
         if (started == 0) first_start = ready;
         st = m->collective.allreduce_start_f32(m->collective.user, o->host + b->off, b->n,
                                                &b->request);
@@ -246,7 +240,7 @@ static clformer_status overlapped_sum(cf_model *m, double step_start, clformer_s
     for (size_t k = 0; k < o->n; k++)
         if (o->buckets[k].read) clReleaseEvent(o->buckets[k].read), o->buckets[k].read = NULL;
     if (st != CLFORMER_OK) return st;
-    const double done = now_s();
+    const double done = cf_now_s();
     /* one write; later commands on the in-order queue see it, and the next
      * step's reads into `host` come after it */
     CL_CHECK(clEnqueueWriteBuffer(m->ctx->queue, m->grads, CL_FALSE, 0,
@@ -271,7 +265,7 @@ clformer_status cf_collective_gradients(cf_model *m, double step_start,
     if (m->overlap) return overlapped_sum(m, step_start, stats);
     const size_t n = m->layout.total;
     CF_TRY(cf_finish(m->ctx));
-    const double t0 = now_s();
+    const double t0 = cf_now_s();
     cl_int err;
     float *g = clEnqueueMapBuffer(m->ctx->queue, m->grads, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE,
                                   0, n * sizeof(float), 0, NULL, NULL, &err);
@@ -282,7 +276,7 @@ clformer_status cf_collective_gradients(cf_model *m, double step_start,
         st = cf_fail_cl(err, "clEnqueueUnmapMemObject", __FILE__, __LINE__);
     if (stats) {
         stats->compute_s = t0 - step_start;
-        stats->allreduce_s = now_s() - t0;
+        stats->allreduce_s = cf_now_s() - t0;
         stats->allreduce_bytes = n * sizeof(float);
     }
     return st;

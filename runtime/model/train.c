@@ -4,13 +4,13 @@
  * ends in one small read-back (loss sum and gradient norm).
  */
 #include "buffer.h"
+#include "clock.h"
 #include "session.h"
 #include "reduce.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 float clformer_learning_rate(clformer_lr_schedule schedule, float base, int d_model,
                              uint64_t step, uint64_t warmup)
@@ -93,13 +93,6 @@ static clformer_status prepare(cf_session *s, const clformer_batch *b, bool trai
     return CLFORMER_OK;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Gradients of the mean loss over the labels of all ranks: each rank scales
  * its per-token gradients by 1 / the global count, and the ranks' gradients
  * are summed (collective.c) before the norm that clipping uses. `count`
@@ -108,7 +101,7 @@ static clformer_status forward_backward(cf_session *s, const clformer_batch *b, 
                                         clformer_step_stats *stats)
 {
     cf_model *m = s->model;
-    const double start = now_s();
+    const double start = cf_now_s();
     CF_TRY(prepare(s, b, true, count));
     CF_TRY(cf_collective_count(m, count));
     CF_TRY(cf_fill(s->ctx, m->grads, 0, m->layout.total, 0.0f));

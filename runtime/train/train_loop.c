@@ -1,6 +1,7 @@
 /* Running a prepared training run (see trainer.h): the step loop,
  * validation, checkpoints and the JSON-lines metrics log. */
 #include "trainer.h"
+#include "clock.h"
 #include "status.h"
 
 #include <inttypes.h>
@@ -8,14 +9,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static bool done(const clformer_trainer *t)
 {
@@ -98,7 +91,7 @@ static clformer_status validate(clformer_trainer *t, clformer_train_progress p,
      * abandoned, so that the run saves and ends at once; skipped only on an
      * agreed request, as every rank takes part in the loss */
     if (!t->val || t->stopping) return CLFORMER_OK;
-    const double t0 = now_s();
+    const double t0 = cf_now_s();
     double loss, bleu = NAN;
     size_t tokens;
     clformer_status st = clformer_corpus_loss(t->session, t->val, 4096, &loss, &tokens);
@@ -117,7 +110,7 @@ static clformer_status validate(clformer_trainer *t, clformer_train_progress p,
     p.val_bleu = bleu;
     p.val_tokens = tokens;
     p.val_bleu_sentences = n;
-    p.val_seconds = now_s() - t0;
+    p.val_seconds = cf_now_s() - t0;
     log_line(t, json_pack("{s:I, s:o, s:o, s:o, s:I}", "step", (json_int_t)p.step, "val_loss",
                           number_or_null(loss), "val_ppl", number_or_null(p.val_ppl), "val_bleu",
                           number_or_null(bleu), "val_tokens", (json_int_t)tokens));
@@ -250,20 +243,20 @@ static clformer_status train_step(clformer_trainer *t, clformer_train_progress *
 static clformer_status loop(clformer_trainer *t, clformer_train_result *res)
 {
     const clformer_train_options *o = &t->o;
-    const double start = now_s();
+    const double start = cf_now_s();
     double window_tokens = 0, window_time = 0;
     size_t run_tokens = 0;
     clformer_train_progress p;
     memset(&p, 0, sizeof p);
     while (!done(t)) {
-        const double t0 = now_s();
+        const double t0 = cf_now_s();
         CF_TRY(train_step(t, &p));
         run_tokens += p.tokens;
         /* tokens/s over roughly the last 20 steps */
         window_tokens = window_tokens * 0.95 + (double)p.tokens;
-        window_time = window_time * 0.95 + (now_s() - t0);
+        window_time = window_time * 0.95 + (cf_now_s() - t0);
         p.tokens_per_s = window_tokens / window_time;
-        p.elapsed_s = now_s() - start;
+        p.elapsed_s = cf_now_s() - start;
         p.steps_left = steps_left(t);
         p.last = done(t);
         res->loss = p.loss;
@@ -288,7 +281,7 @@ static clformer_status loop(clformer_trainer *t, clformer_train_result *res)
             break;
         }
     }
-    res->seconds = now_s() - start;
+    res->seconds = cf_now_s() - start;
     res->tokens_per_s = res->seconds > 0 ? (double)run_tokens / res->seconds : 0;
     return CLFORMER_OK;
 }

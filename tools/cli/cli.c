@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void cli_error(const char *command, const char *fmt, ...)
 {
@@ -172,6 +173,13 @@ cli_result cli_parse(const cli_spec *s, int argc, char **argv)
         if (!set_value(s, o, value)) return CLI_ERROR;
     }
     return CLI_OK;
+}
+
+double cli_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 json_t *cli_json_number(double v) { return isfinite(v) ? json_real(v) : json_null(); }

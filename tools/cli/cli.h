@@ -70,6 +70,9 @@ void cli_runtime_error(const char *command, const char *doing);
         if (cli_st_ != CLFORMER_OK) return cli_st_;                            \
     } while (0)
 
+/* Seconds since an arbitrary start, monotonic: the tools' one clock. */
+double cli_now_s(void);
+
 /* A JSON number, or null for NaN and infinities: JSON has neither, and
  * jansson's json_real refuses them (a dropped key would be silent garbage). */
 json_t *cli_json_number(double v);

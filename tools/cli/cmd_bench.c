@@ -37,7 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 typedef struct {
@@ -87,13 +86,6 @@ typedef struct {
     const char *gemm_provider;             /* "clblast" or "host" */
     clformer_memory memory;
 } bench;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static bool verbose; /* progress lines on stderr when it is a terminal */
 static void progress(const char *what)
@@ -197,9 +189,9 @@ static clformer_status timed_steps(clformer_context *ctx, clformer_session *s, c
                                    double *seconds, kernel_times *k)
 {
     CLI_TRY(clformer_context_set_profiling(ctx, k != NULL));
-    double t0 = now_s();
+    double t0 = cli_now_s();
     clformer_status st = train_steps(s, b, data, n, next, loss);
-    *seconds = now_s() - t0;
+    *seconds = cli_now_s() - t0;
     clformer_context_set_profiling(ctx, false);
     if (st == CLFORMER_OK && k) st = collect(ctx, k, n, *seconds);
     return st;
@@ -227,12 +219,12 @@ static clformer_status timed_translations(clformer_context *ctx, clformer_sessio
     size_t sum = 0, count = 0;
     CLI_TRY(clformer_context_set_profiling(ctx, k != NULL));
     clformer_status st = CLFORMER_OK;
-    double t0 = now_s();
+    double t0 = cli_now_s();
     for (size_t i = 0; i < n && st == CLFORMER_OK; i++) {
         st = translate_once(s, b, src, &count, steps);
         sum += count;
     }
-    *seconds = now_s() - t0;
+    *seconds = cli_now_s() - t0;
     clformer_context_set_profiling(ctx, false);
     if (tokens) *tokens = (double)sum / (double)n;
     if (st == CLFORMER_OK && k) st = collect(ctx, k, n, *seconds);
@@ -265,10 +257,10 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
     CLI_TRY(clformer_context_set_profiling(ctx, false));
     clformer_model *m = NULL;
     clformer_session *session = NULL;
-    double t0 = now_s();
+    double t0 = cli_now_s();
     progress("creating the model");
     CLI_TRY(clformer_model_create(ctx, &b->cfg, b->seed, &m));
-    b->create_s = now_s() - t0;
+    b->create_s = cli_now_s() - t0;
     clformer_status st = clformer_session_create(m, &session);
     if (st != CLFORMER_OK) {
         clformer_model_free(m);

@@ -9,7 +9,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* The run Ctrl-C stops (one at a time per process). */
@@ -43,13 +42,6 @@ static void on_stop_signal(int sig)
     if (running) clformer_trainer_request_stop(running);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void format_duration(double s, char *buf, size_t size)
 {
     if (!(s >= 0) || s > 1e7) snprintf(buf, size, "?");
@@ -67,7 +59,7 @@ typedef struct {
 
 static void print_step(display *d, const clformer_train_progress *p)
 {
-    const double t = now_s();
+    const double t = cli_now_s();
     const bool force = p->step == 1 || p->last;
     if (!force && !d->tty && t - d->last_print < 10.0) return; /* plain lines: every 10 s */
     if (!force && d->tty && t - d->last_print < 0.2) return;

@@ -5,15 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 clformer_decode_options decode_flags_options(const decode_flags *f)
 {
@@ -82,7 +74,7 @@ typedef struct {
 static void show_progress(void *user, size_t done, size_t total)
 {
     const progress_state *p = user;
-    double dt = seconds_now() - p->start;
+    double dt = cli_now_s() - p->start;
     fprintf(stderr, "\rtranslating: %zu/%zu sentences, %.1f sentences/s   ", done, total,
             dt > 0 ? (double)done / dt : 0.0);
     fflush(stderr);
@@ -95,12 +87,12 @@ clformer_status translator_run(translator *t, const char *const *lines, size_t n
     stats->lines = n;
     for (size_t i = 0; i < n; i++) stats->sentences += clformer_count_tokens(lines[i]) > 0;
     const clformer_decode_options o = decode_flags_options(f);
-    progress_state ps = {seconds_now()};
+    progress_state ps = {cli_now_s()};
     const bool tty = isatty(STDERR_FILENO) && stats->sentences > 0;
     clformer_status st = clformer_translate_sentences(t->session, lines, n, &o, (size_t)f->batch_size,
                                                       outputs, &stats->truncated,
                                                       tty ? show_progress : NULL, &ps);
-    stats->seconds = seconds_now() - ps.start;
+    stats->seconds = cli_now_s() - ps.start;
     if (tty) fputc('\n', stderr);
     for (size_t i = 0; i < n && st == CLFORMER_OK; i++)
         stats->tokens += clformer_count_tokens(outputs[i]);

@@ -74,7 +74,4 @@ clformer_status translator_run(translator *t, const char *const *lines, size_t n
  * one-line summary: sentences, tokens, time, tokens/s, device. */
 void translator_report(const char *command, const translator *t, const translate_stats *s);
 
-/* Seconds since an arbitrary start, monotonic. */
-double seconds_now(void);
-
 #endif

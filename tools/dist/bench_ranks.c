@@ -16,6 +16,7 @@
  * `clformer train` (CLFORMER_DEVICE, local rank).
  */
 #include "clformer.h"
+#include "cli.h"
 #include "ranks.h"
 
 #include <mpi.h>
@@ -23,14 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void usage(FILE *out)
 {
@@ -111,13 +104,13 @@ int main(int argc, char **argv)
     for (long s = 0; s < steps + 2; s++) { /* two untimed steps: kernels compile */
         clformer_step_stats st;
         MPI_Barrier(MPI_COMM_WORLD);
-        const double t0 = now_s();
+        const double t0 = cli_now_s();
         if (clformer_session_train_step(session, &batch, 1e-4f, &st) != CLFORMER_OK) {
             fprintf(stderr, "bench_ranks: rank %d: %s\n", ri->rank, clformer_last_error());
             ranks_abort(1);
         }
         if (s < 2) continue;
-        sums[0] += now_s() - t0;
+        sums[0] += cli_now_s() - t0;
         sums[1] += st.compute_s;
         sums[2] += st.allreduce_s;
         sums[3] += st.overlap_s;
