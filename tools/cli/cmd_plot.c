@@ -156,9 +156,9 @@ static int plot_logs(const char *cmd, const char *const *paths, const char *cons
     training_log logs[PLOT_MAX_RUNS] = {0};
     plot_loss_run runs[PLOT_MAX_RUNS];
     int rc = 1;
-    size_t read = 0;
-    while (read < n && read_log(cmd, paths[read], &logs[read])) read++;
-    if (read == n) {
+    size_t n_read = 0;
+    while (n_read < n && read_log(cmd, paths[n_read], &logs[n_read])) n_read++;
+    if (n_read == n) {
         for (size_t i = 0; i < n; i++) {
             const training_log *l = &logs[i];
             runs[i] = (plot_loss_run){
