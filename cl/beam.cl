@@ -92,8 +92,9 @@ kernel void beam_candidates(global double *cand_score, ulong cand_score_off,
  * their sorted lists), in rank order until K continue; one that ends the
  * sentence (<eos>, or any on the last step) is finished instead: scored
  * score / pen[t + 1] (pen[n] = n^penalty), it replaces the sentence's best
- * when higher. A sentence is done when K finished, none continues, or at
- * the last step; done ones keep their rows (parent = itself, token <eos>).
+ * when higher. A sentence is done when K finished, none continues, none
+ * can still beat the best, or at the last step; done ones keep their rows
+ * (parent = itself, token <eos>).
  * Writes the next scores, parents and tokens; counts done sentences in
  * n_done. The token table (R, L) holds each row's <sos> and its t tokens. */
 kernel void beam_select(global double *score, ulong score_off,
@@ -164,7 +165,15 @@ kernel void beam_select(global double *score, ulong score_off,
     }
     best_score[best_score_off + i] = best;
     finished[finished_off + i] = n_finished;
-    if (n_finished >= K || kept == 0 || last) {
+    /* Scores never rise (log-probabilities <= 0), so a live hypothesis can
+     * at most reach score / L^penalty: when none can beat the best, the
+     * sentence is decided early, with the result it would get anyway. */
+    bool hopeless = kept > 0;
+    for (int k = 0; k < kept; k++) {
+        const double s = score[score_off + r0 + k];
+        hopeless = hopeless && s <= 0.0 && s / pen[pen_off + L] <= best;
+    }
+    if (n_finished >= K || kept == 0 || last || hopeless) {
         done[done_off + i] = 1;
         atomic_inc(n_done + n_done_off);
     }

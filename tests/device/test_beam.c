@@ -3,7 +3,7 @@
  * references: each row's candidates in rank order with many tied
  * log-probabilities, the token table's reordering, and one step's
  * selection in hand-worked cases (ties across beams, finished hypotheses,
- * the last step, done sentences). The whole search against the host search
+ * early decisions, the last step, done sentences). The whole search against the host search
  * is in test_session.
  */
 #include "harness.h"
@@ -180,6 +180,14 @@ static void selection_follows_the_host_search(void **state)
     assert_int_equal(r.parents[0], 0), assert_int_equal(r.parents[1], 1);
     assert_int_equal(r.next[0], 5), assert_int_equal(r.next[1], 4);
     assert_int_equal(r.finished, 1), assert_int_equal(r.done, 0);
+
+    /* a finished hypothesis no live one can beat (-1 / 4 <= -0.1): decided */
+    select_case hopeless = eos_first;
+    hopeless.cand_score[0] = -0.2;
+    r = run_select(&hopeless);
+    assert_true(r.best_score == -0.1);
+    assert_int_equal(r.finished, 1), assert_int_equal(r.done, 1), assert_int_equal(r.n_done, 1);
+    assert_int_equal(r.parents[0], 0), assert_int_equal(r.parents[1], 1);
 
     /* last step: the 2K best all finish; the best keeps its last token */
     select_case last = eos_first;
