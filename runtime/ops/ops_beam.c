@@ -47,7 +47,9 @@ clformer_status cf_beam_candidates(cf_ctx *ctx, const cf_beam_views *b, cf_view 
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BEAM_CANDIDATES, &k));
     size_t global = R * ctx->reduce_wg, local = ctx->reduce_wg;
-    return CF_LAUNCH(ctx, "beam", k, 1, &global, &local, CF_MEM(b->cand_score.buf),
+    /* reads the log-probabilities and scores, writes M (double, int) pairs a row */
+    const uint64_t bytes = cf_f32_bytes(R * V + 2 * R + R / K) + (uint64_t)R * M * 12u;
+    return CF_LAUNCH(ctx, "beam", bytes, k, 1, &global, &local, CF_MEM(b->cand_score.buf),
                      CF_U64(dbl(b->cand_score)), CF_MEM(b->cand_token.buf),
                      CF_U64(b->cand_token.off), CF_MEM(logp.buf), CF_U64(logp.off),
                      CF_MEM(b->score.buf), CF_U64(dbl(b->score)), CF_MEM(b->done.buf),
@@ -70,7 +72,11 @@ clformer_status cf_beam_select(cf_ctx *ctx, const cf_beam_views *b, cf_view toke
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BEAM_SELECT, &k));
     size_t local = ctx->elementwise_wg, global = cf_round_up(batch, local);
-    return CF_LAUNCH(ctx, "beam", k, 1, &global, &local, CF_MEM(b->score.buf),
+    /* reads the candidates and scores; writes scores, parents, tokens and the
+     * sentences' state (the best's tokens counted once) */
+    const size_t R = batch * K;
+    const uint64_t bytes = (uint64_t)R * M * 12u + cf_f32_bytes(6 * R + batch * (L + 10));
+    return CF_LAUNCH(ctx, "beam", bytes, k, 1, &global, &local, CF_MEM(b->score.buf),
                      CF_U64(dbl(b->score)), CF_MEM(b->cand_score.buf),
                      CF_U64(dbl(b->cand_score)), CF_MEM(b->cand_token.buf),
                      CF_U64(b->cand_token.off), CF_MEM(b->pen.buf), CF_U64(dbl(b->pen)),
@@ -96,7 +102,8 @@ clformer_status cf_beam_tokens(cf_ctx *ctx, cf_view dst, cf_view src, cf_view pa
     CF_TRY(cf_kernel_get(ctx, CF_K_BEAM_TOKENS, &k));
     size_t local[2] = {ctx->elementwise_wg, 1};
     size_t global[2] = {cf_round_up(L, local[0]), R};
-    return CF_LAUNCH(ctx, "beam", k, 2, global, local, CF_MEM(dst.buf), CF_U64(dst.off),
-                     CF_MEM(src.buf), CF_U64(src.off), CF_MEM(parents.buf), CF_U64(parents.off),
-                     CF_MEM(next.buf), CF_U64(next.off), CF_I32(L), CF_I32(R), CF_I32(col));
+    return CF_LAUNCH(ctx, "beam", cf_f32_bytes(2 * R * L + 2 * R), k, 2, global, local,
+                     CF_MEM(dst.buf), CF_U64(dst.off), CF_MEM(src.buf), CF_U64(src.off),
+                     CF_MEM(parents.buf), CF_U64(parents.off), CF_MEM(next.buf),
+                     CF_U64(next.off), CF_I32(L), CF_I32(R), CF_I32(col));
 }
