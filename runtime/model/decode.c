@@ -99,22 +99,23 @@ static clformer_status decoder_prepare(cf_session *s, size_t R, size_t S, size_t
 
 static const cf_view NONE = {NULL, 0};
 
-static clformer_status launch2(cf_session *s, const char *kernel, size_t g0, size_t g1,
-                               size_t nargs, const cf_arg *args)
+static clformer_status launch2(cf_session *s, const char *kernel, uint64_t bytes, size_t g0,
+                               size_t g1, size_t nargs, const cf_arg *args)
 {
     cl_kernel k;
     CF_TRY(cf_kernel(s->ctx, "decode", NULL, kernel, &k));
     size_t local[2] = {s->ctx->elementwise_wg, 1}, global[2] = {g0, g1};
-    return cf_launch(s->ctx, "decode", k, 2, global, local, nargs, args);
+    return cf_launch(s->ctx, "decode", bytes, k, 2, global, local, nargs, args);
 }
-#define LAUNCH2(s, kernel, g0, g1, ...)                                                        \
-    launch2((s), (kernel), (g0), (g1), sizeof((cf_arg[]){__VA_ARGS__}) / sizeof(cf_arg),       \
-            (cf_arg[]){__VA_ARGS__})
+/* `bytes`: the launch's ideal traffic (launch.h). */
+#define LAUNCH2(s, kernel, bytes, g0, g1, ...)                                                 \
+    launch2((s), (kernel), (bytes), (g0), (g1),                                                \
+            sizeof((cf_arg[]){__VA_ARGS__}) / sizeof(cf_arg), (cf_arg[]){__VA_ARGS__})
 
 clformer_status cf_kv_cache_write(cf_session *s, cf_view cache, cf_view src, size_t ld, size_t R,
                                   size_t H, size_t dh, size_t cap, size_t pos)
 {
-    return LAUNCH2(s, "kv_cache_write", dh, R * H, CF_MEM(cache.buf), CF_U64(cache.off),
+    return LAUNCH2(s, "kv_cache_write", cf_f32_bytes(2 * R * H * dh), dh, R * H, CF_MEM(cache.buf), CF_U64(cache.off),
                    CF_MEM(src.buf), CF_U64(src.off), CF_I32(ld), CF_I32(R), CF_I32(H),
                    CF_I32(dh), CF_I32(cap), CF_I32(pos));
 }
@@ -127,7 +128,7 @@ clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents)
     for (int l = 0; l < s->model->cfg.n_dec_layers; l++)
         for (int kv = 0; kv < 2; kv++) {
             cf_view cache = kv ? d->self_v[l] : d->self_k[l];
-            CF_TRY(LAUNCH2(s, "gather_rows", row, R, CF_MEM(d->gather_tmp.buf),
+            CF_TRY(LAUNCH2(s, "gather_rows", cf_f32_bytes(2 * R * row + R), row, R, CF_MEM(d->gather_tmp.buf),
                            CF_U64(d->gather_tmp.off), CF_MEM(cache.buf), CF_U64(cache.off),
                            CF_MEM(d->parents.buf), CF_U64(d->parents.off), CF_U64(row),
                            CF_I32(R)));
@@ -178,7 +179,7 @@ clformer_status cf_decode_set_tokens(cf_session *s, const int32_t *ids, size_t c
 {
     struct cf_decoder *d = s->decoder;
     CF_TRY(cf_upload(s->ctx, d->step_tokens.buf, d->step_tokens.off, ids, d->R));
-    return LAUNCH2(s, "set_column", d->R, 1, CF_MEM(d->tokens.buf), CF_U64(d->tokens.off),
+    return LAUNCH2(s, "set_column", cf_f32_bytes(2 * d->R), d->R, 1, CF_MEM(d->tokens.buf), CF_U64(d->tokens.off),
                    CF_I32(d->L), CF_I32(col), CF_MEM(d->step_tokens.buf),
                    CF_U64(d->step_tokens.off), CF_I32(d->R));
 }
