@@ -185,8 +185,11 @@ static clformer_status forward_fused(cf_ctx *ctx, cf_view out, const cf_attentio
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_FLASH_ATTENTION_FORWARD, &k));
     const cf_view L = saved->stats;
-    return CF_LAUNCH(ctx, "attention", k, 1, &global, &local, CF_MEM(out.buf), CF_U64(out.off),
-                     CF_MEM(L.buf), CF_U64(L.off), CF_MEM(qh.buf), CF_U64(qh.off),
+    /* ideal traffic: Q, K, V read and O written once, two statistics per row */
+    const size_t moved = 2 * rows * s->dh + 2 * s->B * s->H * s->Tk * s->dh + 2 * rows;
+    return CF_LAUNCH(ctx, "attention", cf_f32_bytes(moved), k, 1, &global, &local,
+                     CF_MEM(out.buf), CF_U64(out.off), CF_MEM(L.buf), CF_U64(L.off),
+                     CF_MEM(qh.buf), CF_U64(qh.off),
                      CF_MEM(kh.buf), CF_U64(kh.off), CF_MEM(vh.buf), CF_U64(vh.off),
                      FUSED_ARGS(key_tokens, qh.buf, s, rows, dropout));
 }
@@ -267,7 +270,10 @@ static clformer_status backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_FLASH_ATTENTION_BACKWARD_DQ, &k));
     size_t global = cf_round_up(rows, local);
-    CF_TRY(CF_LAUNCH(ctx, "attention", k, 1, &global, &local, CF_MEM(dqh.buf), CF_U64(dqh.off),
+    /* ideal traffic: dO, O, Q read and dQ written; K, V read; statistics, D */
+    const size_t q_rows = rows * s->dh, k_rows = keyrows * s->dh;
+    CF_TRY(CF_LAUNCH(ctx, "attention", cf_f32_bytes(4 * q_rows + 2 * k_rows + 3 * rows), k, 1,
+                     &global, &local, CF_MEM(dqh.buf), CF_U64(dqh.off),
                      CF_MEM(dsum.buf), CF_U64(dsum.off), CF_MEM(dout.buf), CF_U64(dout.off),
                      CF_MEM(O.buf), CF_U64(O.off), CF_MEM(L.buf), CF_U64(L.off),
                      CF_MEM(qh.buf), CF_U64(qh.off), CF_MEM(kh.buf), CF_U64(kh.off),
@@ -275,7 +281,9 @@ static clformer_status backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
                      FUSED_ARGS(key_tokens, qh.buf, s, rows, dropout)));
     CF_TRY(cf_kernel_get(ctx, CF_K_FLASH_ATTENTION_BACKWARD_DKV, &k));
     global = cf_round_up(keyrows, local);
-    return CF_LAUNCH(ctx, "attention", k, 1, &global, &local, CF_MEM(dkh.buf), CF_U64(dkh.off),
+    /* ideal traffic: Q, dO read; K, V read and dK, dV written; statistics, D */
+    return CF_LAUNCH(ctx, "attention", cf_f32_bytes(2 * q_rows + 4 * k_rows + 3 * rows), k, 1,
+                     &global, &local, CF_MEM(dkh.buf), CF_U64(dkh.off),
                      CF_MEM(dvh.buf), CF_U64(dvh.off), CF_MEM(dsum.buf), CF_U64(dsum.off),
                      CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(L.buf), CF_U64(L.off),
                      CF_MEM(qh.buf), CF_U64(qh.off), CF_MEM(kh.buf), CF_U64(kh.off),
