@@ -226,6 +226,8 @@ typedef struct {
     const char *family; /* static string */
     double ms;          /* summed over the family's commands */
     unsigned count;     /* commands */
+    uint64_t bytes;     /* ideal memory traffic, summed: each command's inputs read
+                           once and outputs written once, from the shapes */
 } clformer_kernel_time;
 
 /* Waits for the queue, then fills up to `cap` families recorded since the
@@ -233,6 +235,16 @@ typedef struct {
 CLFORMER_API clformer_status clformer_context_kernel_times(clformer_context *ctx,
                                                            clformer_kernel_time *times,
                                                            size_t cap, size_t *n);
+
+/* The device's copy bandwidth in GB/s (1e9 bytes/s), the roof that
+ * memory-bound kernels are measured against: the best of a few
+ * clEnqueueCopyBuffer calls between two buffers of `bytes` (0: 256 MiB; capped
+ * at the device's largest allocation), counting each copy as 2 x bytes (read
+ * and write). Timed with events on a context created with params.profiling,
+ * by the wall clock otherwise. Takes device memory for two such buffers
+ * while it runs. */
+CLFORMER_API clformer_status clformer_context_copy_bandwidth(clformer_context *ctx, size_t bytes,
+                                                             double *gb_per_s);
 
 /*
  * Who computes the matrix products on a device:

@@ -25,11 +25,13 @@ typedef struct {
     cl_kernel *kernels;
 } cf_program_entry;
 
-/* One profiled command: the family it is counted under and its event. For
+/* One profiled command: the family it is counted under, the bytes it moves
+ * (launch.h) and its event. For
  * a library call that enqueues several kernels (CLBlast), `start` is a
  * marker before them and `event` a marker after them. */
 typedef struct {
     const char *family; /* static string: "gemm", "attention", ... */
+    uint64_t bytes;
     cl_event event;
     cl_event start;     /* NULL for a single command */
 } cf_profile_entry;

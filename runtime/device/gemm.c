@@ -72,6 +72,17 @@ static clformer_status check_extent(char name, cl_mem mem, size_t off, size_t ro
                    name, rows, cols, ld, off, end, bytes / sizeof(float));
 }
 
+uint64_t cf_gemm_call_bytes(const cf_gemm_call *g)
+{
+    const uint64_t once = (uint64_t)g->m * g->k + (uint64_t)g->k * g->n + (uint64_t)g->m * g->n;
+    uint64_t floats = once * g->batch;
+    for (size_t i = 0; i < g->batch; i++) {
+        const float beta = g->betas ? g->betas[i] : g->beta;
+        if (beta != 0.0f) floats += (uint64_t)g->m * g->n;
+    }
+    return 4 * floats;
+}
+
 static clformer_status check_and_run(cf_ctx *ctx, const cf_gemm_call *g)
 {
     const size_t a_rows = g->trans_a ? g->k : g->m, a_cols = g->trans_a ? g->m : g->k;

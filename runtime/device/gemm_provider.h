@@ -23,6 +23,10 @@ typedef struct {
     const float *alphas, *betas;
 } cf_gemm_call;
 
+/* The call's ideal traffic (launch.h): A, B and C once per product (m*k +
+ * k*n + m*n floats), plus C read where beta != 0. */
+uint64_t cf_gemm_call_bytes(const cf_gemm_call *call);
+
 clformer_status cf_gemm_clblast(cf_ctx *ctx, const cf_gemm_call *call);
 clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *call);
 

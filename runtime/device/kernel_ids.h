@@ -18,6 +18,9 @@
     X(MERGE_HEADS, "attention", "merge_heads")                                                 \
     X(ATTENTION_SOFTMAX, "attention", "attention_softmax")                                     \
     X(ATTENTION_SOFTMAX_BACKWARD, "attention", "attention_softmax_backward")                   \
+    X(BEAM_CANDIDATES, "beam", "beam_candidates")                                              \
+    X(BEAM_SELECT, "beam", "beam_select")                                                      \
+    X(BEAM_TOKENS, "beam", "beam_tokens")                                                      \
     X(DROPOUT_BACKWARD, "dropout", "dropout_backward")                                         \
     X(RESIDUAL_DROPOUT_FORWARD, "dropout", "residual_dropout_forward")                         \
     X(EMBEDDING_BACKWARD_POS, "embedding", "embedding_backward_pos")                           \

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-cl_event *cf_profile_slot(cf_ctx *ctx, const char *family)
+cl_event *cf_profile_slot(cf_ctx *ctx, const char *family, uint64_t bytes)
 {
     if (!ctx->profiling) return NULL;
     if (ctx->n_profile == ctx->profile_capacity) {
@@ -16,6 +16,7 @@ cl_event *cf_profile_slot(cf_ctx *ctx, const char *family)
     }
     cf_profile_entry *e = &ctx->profile[ctx->n_profile++];
     e->family = family;
+    e->bytes = bytes;
     e->event = NULL;
     e->start = NULL;
     return &e->event;
@@ -29,10 +30,10 @@ cl_event cf_profile_begin(cf_ctx *ctx)
     return begin;
 }
 
-void cf_profile_end(cf_ctx *ctx, const char *family, cl_event begin)
+void cf_profile_end(cf_ctx *ctx, const char *family, uint64_t bytes, cl_event begin)
 {
     if (!begin) return;
-    cl_event *slot = cf_profile_slot(ctx, family);
+    cl_event *slot = cf_profile_slot(ctx, family, bytes);
     if (!slot || clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, slot) != CL_SUCCESS) {
         if (slot) ctx->n_profile--;
         clReleaseEvent(begin);
@@ -41,8 +42,8 @@ void cf_profile_end(cf_ctx *ctx, const char *family, cl_event begin)
     ctx->profile[ctx->n_profile - 1].start = begin;
 }
 
-clformer_status cf_launch(cf_ctx *ctx, const char *family, cl_kernel kernel, cl_uint dims,
-                          const size_t *global, const size_t *local, size_t nargs,
+clformer_status cf_launch(cf_ctx *ctx, const char *family, uint64_t bytes, cl_kernel kernel,
+                          cl_uint dims, const size_t *global, const size_t *local, size_t nargs,
                           const cf_arg *args)
 {
     size_t rounded[3];
@@ -52,7 +53,7 @@ clformer_status cf_launch(cf_ctx *ctx, const char *family, cl_kernel kernel, cl_
     }
     for (size_t i = 0; i < nargs; i++)
         CL_CHECK(clSetKernelArg(kernel, (cl_uint)i, args[i].size, args[i].value));
-    cl_event *slot = cf_profile_slot(ctx, family);
+    cl_event *slot = cf_profile_slot(ctx, family, bytes);
     cl_int err = clEnqueueNDRangeKernel(ctx->queue, kernel, dims, NULL, rounded, local, 0, NULL,
                                         slot);
     if (err != CL_SUCCESS) {
@@ -105,10 +106,11 @@ clformer_status cf_profile_collect(cf_ctx *ctx, cf_profile_total *totals, size_t
             end >= start) {
             size_t j = 0;
             while (j < *n && strcmp(totals[j].family, e->family)) j++;
-            if (j == *n && *n < cap) totals[(*n)++] = (cf_profile_total){e->family, 0.0, 0};
+            if (j == *n && *n < cap) totals[(*n)++] = (cf_profile_total){e->family, 0.0, 0, 0};
             if (j < *n) {
                 totals[j].ms += (double)(end - start) * 1e-6;
                 totals[j].count++;
+                totals[j].bytes += e->bytes;
             }
         }
         clReleaseEvent(e->event);

@@ -2,10 +2,15 @@
  * Enqueueing kernels: argument lists without boilerplate, global sizes
  * rounded up to the work-group size, and optional profiling by family.
  *
- *   CF_LAUNCH(ctx, "layernorm", k, 1, global, local,
+ *   CF_LAUNCH(ctx, "layernorm", cf_f32_bytes(2 * n), k, 1, global, local,
  *             CF_MEM(out), CF_U64(out_off), CF_MEM(inp), CF_U64(inp_off), CF_I32(n));
  *
- * Kernels check their own bounds (global sizes are rounded up).
+ * Every launch states the bytes it moves: the ideal traffic of the op, every
+ * input element read once and every output element written once (an output
+ * that is accumulated into is read too), from the op's shapes. Profiling sums
+ * them per family, so `clformer bench` can set each family's time against
+ * the device's copy bandwidth. Kernels check their own bounds (global sizes
+ * are rounded up).
  */
 #ifndef CF_LAUNCH_H
 #define CF_LAUNCH_H
@@ -24,28 +29,31 @@ typedef struct {
 #define CF_F32(x) ((cf_arg){sizeof(cl_float), &(cl_float){(cl_float)(x)}})
 #define CF_LOCAL(bytes) ((cf_arg){(bytes), NULL})
 
-clformer_status cf_launch(cf_ctx *ctx, const char *family, cl_kernel kernel, cl_uint dims,
-                          const size_t *global, const size_t *local, size_t nargs,
+clformer_status cf_launch(cf_ctx *ctx, const char *family, uint64_t bytes, cl_kernel kernel,
+                          cl_uint dims, const size_t *global, const size_t *local, size_t nargs,
                           const cf_arg *args);
 
-#define CF_LAUNCH(ctx, family, kernel, dims, global, local, ...)                               \
-    cf_launch((ctx), (family), (kernel), (dims), (global), (local),                            \
+#define CF_LAUNCH(ctx, family, bytes, kernel, dims, global, local, ...)                        \
+    cf_launch((ctx), (family), (bytes), (kernel), (dims), (global), (local),                   \
               sizeof((cf_arg[]){__VA_ARGS__}) / sizeof(cf_arg), (cf_arg[]){__VA_ARGS__})
+
+/* The bytes of n elements of 4 bytes (float, int32, uint32: every tensor here). */
+static inline uint64_t cf_f32_bytes(size_t n) { return (uint64_t)n * 4u; }
 
 /* Rounds n up to a multiple of m (m > 0). */
 static inline size_t cf_round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
-/* Where profiling is on, the event slot for the next command of `family`
- * (NULL when off). The event is owned by the profile record. */
-cl_event *cf_profile_slot(cf_ctx *ctx, const char *family);
+/* Where profiling is on, the event slot for the next command of `family`,
+ * which moves `bytes` (NULL when off). The event is owned by the profile record. */
+cl_event *cf_profile_slot(cf_ctx *ctx, const char *family, uint64_t bytes);
 
 /* Brackets a library call that enqueues several commands (CLBlast may pad,
  * transpose and multiply): markers before and after, so the whole call is
  * timed, not only its last kernel. No-ops when profiling is off. */
 cl_event cf_profile_begin(cf_ctx *ctx);
-void cf_profile_end(cf_ctx *ctx, const char *family, cl_event begin);
+void cf_profile_end(cf_ctx *ctx, const char *family, uint64_t bytes, cl_event begin);
 
-/* Time spent per family since the last reset, after waiting for the queue. */
+/* Time and bytes per family since the last reset, after waiting for the queue. */
 typedef clformer_kernel_time cf_profile_total;
 /* Fills up to `cap` totals (sorted by time, largest first) and clears the record. */
 clformer_status cf_profile_collect(cf_ctx *ctx, cf_profile_total *totals, size_t cap,

@@ -6,8 +6,9 @@
  * caches; each step then runs the decoder block (forward.c) on ONE new
  * position per row, appending that position's self-attention keys and
  * values to the caches. Rows: r = sentence * beam + k. A step reads back
- * only what the search needs: the argmax ids (greedy) or the
- * log-probabilities (beam). Everything lives in the session.
+ * only what the search needs: the argmax ids (greedy), one counter (beam
+ * search on the device, beam_device.c) or the log-probabilities (beam.c,
+ * for devices without fp64). Everything lives in the session.
  */
 #include "decode.h"
 #include "arena.h"
@@ -23,6 +24,7 @@ void cf_decoder_free(cf_session *s)
     struct cf_decoder *d = s->decoder;
     if (!d) return;
     cf_buffer_free(s->ctx, d->buf);
+    cf_buffer_free(s->ctx, d->beam_buf);
     free(d->self_k);
     free(d->self_v);
     free(d->cross_k);
@@ -31,7 +33,10 @@ void cf_decoder_free(cf_session *s)
     s->decoder = NULL;
 }
 
-size_t cf_decoder_bytes(const cf_session *s) { return s->decoder ? s->decoder->count * 4 : 0; }
+size_t cf_decoder_bytes(const cf_session *s)
+{
+    return s->decoder ? (s->decoder->count + s->decoder->beam_count) * 4 : 0;
+}
 
 static size_t layout(const clformer_config *c, struct cf_decoder *d, cl_mem buf)
 {
@@ -99,22 +104,23 @@ static clformer_status decoder_prepare(cf_session *s, size_t R, size_t S, size_t
 
 static const cf_view NONE = {NULL, 0};
 
-static clformer_status launch2(cf_session *s, const char *kernel, size_t g0, size_t g1,
-                               size_t nargs, const cf_arg *args)
+static clformer_status launch2(cf_session *s, const char *kernel, uint64_t bytes, size_t g0,
+                               size_t g1, size_t nargs, const cf_arg *args)
 {
     cl_kernel k;
     CF_TRY(cf_kernel(s->ctx, "decode", NULL, kernel, &k));
     size_t local[2] = {s->ctx->elementwise_wg, 1}, global[2] = {g0, g1};
-    return cf_launch(s->ctx, "decode", k, 2, global, local, nargs, args);
+    return cf_launch(s->ctx, "decode", bytes, k, 2, global, local, nargs, args);
 }
-#define LAUNCH2(s, kernel, g0, g1, ...)                                                        \
-    launch2((s), (kernel), (g0), (g1), sizeof((cf_arg[]){__VA_ARGS__}) / sizeof(cf_arg),       \
-            (cf_arg[]){__VA_ARGS__})
+/* `bytes`: the launch's ideal traffic (launch.h). */
+#define LAUNCH2(s, kernel, bytes, g0, g1, ...)                                                 \
+    launch2((s), (kernel), (bytes), (g0), (g1),                                                \
+            sizeof((cf_arg[]){__VA_ARGS__}) / sizeof(cf_arg), (cf_arg[]){__VA_ARGS__})
 
 clformer_status cf_kv_cache_write(cf_session *s, cf_view cache, cf_view src, size_t ld, size_t R,
                                   size_t H, size_t dh, size_t cap, size_t pos)
 {
-    return LAUNCH2(s, "kv_cache_write", dh, R * H, CF_MEM(cache.buf), CF_U64(cache.off),
+    return LAUNCH2(s, "kv_cache_write", cf_f32_bytes(2 * R * H * dh), dh, R * H, CF_MEM(cache.buf), CF_U64(cache.off),
                    CF_MEM(src.buf), CF_U64(src.off), CF_I32(ld), CF_I32(R), CF_I32(H),
                    CF_I32(dh), CF_I32(cap), CF_I32(pos));
 }
@@ -122,12 +128,18 @@ clformer_status cf_kv_cache_write(cf_session *s, cf_view cache, cf_view src, siz
 clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents)
 {
     struct cf_decoder *d = s->decoder;
+    CF_TRY(cf_upload(s->ctx, d->parents.buf, d->parents.off, parents, d->R));
+    return cf_decoder_gather_device(s);
+}
+
+clformer_status cf_decoder_gather_device(cf_session *s)
+{
+    struct cf_decoder *d = s->decoder;
     const size_t R = d->R, row = d->L * (size_t)s->model->cfg.d_model; /* H x L x dh */
-    CF_TRY(cf_upload(s->ctx, d->parents.buf, d->parents.off, parents, R));
     for (int l = 0; l < s->model->cfg.n_dec_layers; l++)
         for (int kv = 0; kv < 2; kv++) {
             cf_view cache = kv ? d->self_v[l] : d->self_k[l];
-            CF_TRY(LAUNCH2(s, "gather_rows", row, R, CF_MEM(d->gather_tmp.buf),
+            CF_TRY(LAUNCH2(s, "gather_rows", cf_f32_bytes(2 * R * row + R), row, R, CF_MEM(d->gather_tmp.buf),
                            CF_U64(d->gather_tmp.off), CF_MEM(cache.buf), CF_U64(cache.off),
                            CF_MEM(d->parents.buf), CF_U64(d->parents.off), CF_U64(row),
                            CF_I32(R)));
@@ -178,7 +190,7 @@ clformer_status cf_decode_set_tokens(cf_session *s, const int32_t *ids, size_t c
 {
     struct cf_decoder *d = s->decoder;
     CF_TRY(cf_upload(s->ctx, d->step_tokens.buf, d->step_tokens.off, ids, d->R));
-    return LAUNCH2(s, "set_column", d->R, 1, CF_MEM(d->tokens.buf), CF_U64(d->tokens.off),
+    return LAUNCH2(s, "set_column", cf_f32_bytes(2 * d->R), d->R, 1, CF_MEM(d->tokens.buf), CF_U64(d->tokens.off),
                    CF_I32(d->L), CF_I32(col), CF_MEM(d->step_tokens.buf),
                    CF_U64(d->step_tokens.off), CF_I32(d->R));
 }
@@ -297,8 +309,9 @@ clformer_status clformer_session_translate(clformer_session *s, const int32_t *s
     const size_t K = (size_t)o->beam;
     if (st == CLFORMER_OK) st = cf_decode_start(s, src, batch, src_len, K, L);
     if (st == CLFORMER_OK)
-        st = K == 1 ? greedy(s, batch, L, out)
-                    : cf_beam_search(s, batch, K, L, o->length_penalty, out);
+        st = K == 1              ? greedy(s, batch, L, out)
+             : s->ctx->info.fp64 ? cf_beam_search_device(s, batch, K, L, o->length_penalty, out)
+                                 : cf_beam_search_host(s, batch, K, L, o->length_penalty, out);
     if (st != CLFORMER_OK) clformer_translation_free(out);
     return st;
 }

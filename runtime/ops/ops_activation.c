@@ -60,7 +60,8 @@ clformer_status cf_bias_act_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_vi
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BIAS_ACT_FORWARD, &k));
     size_t local = ctx->elementwise_wg, global = (N * C + 3) / 4; /* four elements per item */
-    return CF_LAUNCH(ctx, "activation", k, 1, &global, &local, CF_MEM(out.buf), CF_U64(out.off),
+    return CF_LAUNCH(ctx, "activation", cf_f32_bytes(2 * N * C + C), k, 1, &global, &local,
+                     CF_MEM(out.buf), CF_U64(out.off),
                      CF_MEM(inp.buf), CF_U64(inp.off), CF_MEM(bias.buf), CF_U64(bias.off),
                      CF_I32(N), CF_I32(C), CF_I32(act), CF_F32(s.p), CF_U64(s.seed),
                      CF_U32(s.step), CF_U32(s.site));
@@ -79,7 +80,9 @@ clformer_status cf_bias_act_backward(cf_ctx *ctx, cf_view dinp, cf_view dbias, c
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BIAS_ACT_BACKWARD, &k));
     size_t local = ctx->elementwise_wg, global = (N * C + 3) / 4; /* four elements per item */
-    CF_TRY(CF_LAUNCH(ctx, "activation", k, 1, &global, &local, CF_MEM(dinp.buf), CF_U64(dinp.off),
+    /* reads dout, inp and bias, writes dinp */
+    CF_TRY(CF_LAUNCH(ctx, "activation", cf_f32_bytes(3 * N * C + C), k, 1, &global, &local,
+                     CF_MEM(dinp.buf), CF_U64(dinp.off),
                      CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(inp.buf), CF_U64(inp.off),
                      CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(N), CF_I32(C), CF_I32(act),
                      CF_F32(s.p), CF_U64(s.seed), CF_U32(s.step), CF_U32(s.site)));

@@ -21,7 +21,8 @@ clformer_status cf_clip_scale(cf_ctx *ctx, cf_view grad_scale, cf_view norm_sq, 
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_CLIP_SCALE, &k));
     size_t global = 1, local = 1;
-    return CF_LAUNCH(ctx, "optimizer", k, 1, &global, &local, CF_MEM(grad_scale.buf),
+    return CF_LAUNCH(ctx, "optimizer", cf_f32_bytes(2), k, 1, &global, &local,
+                     CF_MEM(grad_scale.buf),
                      CF_U64(grad_scale.off), CF_MEM(norm_sq.buf), CF_U64(norm_sq.off),
                      CF_F32(max_norm));
 }
@@ -46,7 +47,9 @@ clformer_status cf_adam_update(cf_ctx *ctx, cf_view params, cf_view grads, cf_vi
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_ADAM_UPDATE, &k));
     size_t local = ctx->elementwise_wg, global = cf_round_up(n, local);
-    return CF_LAUNCH(ctx, "optimizer", k, 1, &global, &local, CF_MEM(params.buf),
+    /* reads params, grads, m, v (and the scale); writes params, m, v */
+    return CF_LAUNCH(ctx, "optimizer", cf_f32_bytes(7 * n + has_scale), k, 1, &global, &local,
+                     CF_MEM(params.buf),
                      CF_U64(params.off), CF_MEM(grads.buf), CF_U64(grads.off), CF_MEM(m.buf),
                      CF_U64(m.off), CF_MEM(v.buf), CF_U64(v.off), CF_U64(n),
                      CF_U64(wd != 0.0 ? decay_end : 0), CF_MEM(scale.buf), CF_U64(scale.off),

@@ -44,12 +44,14 @@ static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id ke
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, kernel, &k));
     const size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {H * dh, B * T};
+    const uint64_t bytes = cf_f32_bytes(2 * B * T * H * dh); /* each element read and written */
     if (split)
-        return CF_LAUNCH(ctx, "attention", k, 2, global, local, CF_MEM(dst.buf), CF_U64(dst.off),
+        return CF_LAUNCH(ctx, "attention", bytes, k, 2, global, local, CF_MEM(dst.buf),
+                         CF_U64(dst.off),
                          CF_MEM(src.buf), CF_U64(src.off), CF_I32(ld), CF_I32(B), CF_I32(T),
                          CF_I32(H), CF_I32(dh));
-    return CF_LAUNCH(ctx, "attention", k, 2, global, local, CF_MEM(dst.buf), CF_U64(dst.off),
-                     CF_I32(ld), CF_MEM(src.buf), CF_U64(src.off), CF_I32(B), CF_I32(T),
+    return CF_LAUNCH(ctx, "attention", bytes, k, 2, global, local, CF_MEM(dst.buf),
+                     CF_U64(dst.off), CF_I32(ld), CF_MEM(src.buf), CF_U64(src.off), CF_I32(B), CF_I32(T),
                      CF_I32(H), CF_I32(dh));
 }
 
@@ -130,7 +132,11 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_ATTENTION_SOFTMAX, &k));
     const size_t local = ctx->reduce_wg, global = BH * Tq * local;
-    CF_TRY(CF_LAUNCH(ctx, "attention", k, 1, &global, &local, CF_MEM(P.buf), CF_U64(P.off),
+    /* scores read, probabilities written (twice with a separate probs_drop), key ids read */
+    const size_t scores = BH * Tq * Tk;
+    const size_t moved = (write_drop ? 3 : 2) * scores + (use_keys ? s->B * Tk : 0);
+    CF_TRY(CF_LAUNCH(ctx, "attention", cf_f32_bytes(moved), k, 1, &global, &local, CF_MEM(P.buf),
+                     CF_U64(P.off),
                      CF_MEM(Pd.buf), CF_U64(Pd.off), CF_I32(write_drop),
                      CF_MEM(use_keys ? key_tokens.buf : P.buf), CF_U64(key_tokens.off),
                      CF_I32(s->key_ld), CF_I32(use_keys), CF_I32(s->H), CF_I32(Tq), CF_I32(Tk),
@@ -191,7 +197,9 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_ATTENTION_SOFTMAX_BACKWARD, &k));
     const size_t local = ctx->reduce_wg, global = BH * Tq * local;
-    CF_TRY(CF_LAUNCH(ctx, "attention", k, 1, &global, &local, CF_MEM(dprobs.buf),
+    /* dP and P read, dS written */
+    CF_TRY(CF_LAUNCH(ctx, "attention", cf_f32_bytes(3 * BH * Tq * Tk), k, 1, &global, &local,
+                     CF_MEM(dprobs.buf),
                      CF_U64(dprobs.off), CF_MEM(P.buf), CF_U64(P.off), CF_I32(Tk),
                      CF_F32(1.0f / sqrtf((float)dh)), CF_F32(active ? dropout->p : 0.0f),
                      CF_U64(active ? dropout->seed : 0), CF_U32(active ? dropout->step : 0),

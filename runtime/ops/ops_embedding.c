@@ -32,10 +32,13 @@ static clformer_status embed(cf_ctx *ctx, cf_view out, cf_view tokens, cf_view t
                        "kernels; split the batch",
                        B, T, C);
     const size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {C, T};
+    /* reads the ids and their table rows, writes out; learned positions add T rows */
+    const size_t moved = B * T + 2 * B * T * C + (pos_table.buf ? T * C : 0);
     cl_kernel k;
     if (pos_table.buf) {
         CF_TRY(cf_kernel_get(ctx, CF_K_EMBEDDING_FORWARD_LEARNED, &k));
-        return CF_LAUNCH(ctx, "embedding", k, 2, global, local, CF_MEM(out.buf),
+        return CF_LAUNCH(ctx, "embedding", cf_f32_bytes(moved), k, 2, global, local,
+                         CF_MEM(out.buf),
                          CF_U64(out.off), CF_MEM(tokens.buf), CF_U64(tokens.off),
                          CF_MEM(table.buf), CF_U64(table.off), CF_MEM(pos_table.buf),
                          CF_U64(pos_table.off), CF_I32(B), CF_I32(T), CF_I32(C), CF_I32(pos0),
@@ -46,8 +49,8 @@ static clformer_status embed(cf_ctx *ctx, cf_view out, cf_view tokens, cf_view t
     const double beta = pow(10000.0, -2.0 / (double)C);
     const float beta_hi = (float)beta, beta_lo = (float)(beta - (double)beta_hi);
     CF_TRY(cf_kernel_get(ctx, CF_K_EMBEDDING_FORWARD_SINUSOIDAL, &k));
-    return CF_LAUNCH(ctx, "embedding", k, 2, global, local, CF_MEM(out.buf), CF_U64(out.off),
-                     CF_MEM(tokens.buf), CF_U64(tokens.off), CF_MEM(table.buf),
+    return CF_LAUNCH(ctx, "embedding", cf_f32_bytes(moved), k, 2, global, local,
+                     CF_MEM(out.buf), CF_U64(out.off), CF_MEM(tokens.buf), CF_U64(tokens.off), CF_MEM(table.buf),
                      CF_U64(table.off), CF_I32(B), CF_I32(T), CF_I32(C), CF_I32(pos0),
                      CF_F32(scale), CF_F32(beta_hi), CF_F32(beta_lo), CF_DROPOUT_ARGS(d));
 }
@@ -133,7 +136,11 @@ clformer_status cf_embedding_backward(cf_ctx *ctx, cf_view dtable, cf_view dpos_
     const size_t by_id[2] = {C, index->n_unique};
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_EMBEDDING_BACKWARD_TABLE, &k));
-    CF_TRY(CF_LAUNCH(ctx, "embedding", k, 2, by_id, local, CF_MEM(dtable.buf),
+    /* reads dout, the index (unique, starts, positions) and the rows of dtable it adds to,
+     * writes those rows */
+    const size_t U = index->n_unique, rows = B * T;
+    CF_TRY(CF_LAUNCH(ctx, "embedding", cf_f32_bytes(rows * C + 2 * U + 1 + rows + 2 * U * C), k,
+                     2, by_id, local, CF_MEM(dtable.buf),
                      CF_U64(dtable.off), CF_MEM(dout.buf), CF_U64(dout.off),
                      CF_MEM(index->unique.buf), CF_U64(index->unique.off),
                      CF_MEM(index->starts.buf), CF_U64(index->starts.off),
@@ -142,7 +149,8 @@ clformer_status cf_embedding_backward(cf_ctx *ctx, cf_view dtable, cf_view dpos_
     if (!dpos_table.buf) return CLFORMER_OK;
     const size_t by_position[2] = {C, T};
     CF_TRY(cf_kernel_get(ctx, CF_K_EMBEDDING_BACKWARD_POS, &k));
-    return CF_LAUNCH(ctx, "embedding", k, 2, by_position, local, CF_MEM(dpos_table.buf),
+    return CF_LAUNCH(ctx, "embedding", cf_f32_bytes(rows * C + 2 * T * C), k, 2, by_position,
+                     local, CF_MEM(dpos_table.buf),
                      CF_U64(dpos_table.off), CF_MEM(dout.buf), CF_U64(dout.off), CF_I32(B),
                      CF_I32(T), CF_I32(C), CF_DROPOUT_ARGS(d));
 }

@@ -41,8 +41,9 @@ clformer_status cf_layernorm_forward(cf_ctx *ctx, cf_view out, cf_view mean, cf_
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_LAYERNORM_FORWARD, &k));
     size_t local = ctx->reduce_wg, global = N * local;
-    return CF_LAUNCH(ctx, "layernorm", k, 1, &global, &local, CF_MEM(out.buf), CF_U64(out.off),
-                     CF_MEM(mean.buf), CF_U64(mean.off), CF_MEM(rstd.buf), CF_U64(rstd.off),
+    /* reads inp, weight, bias; writes out, mean, rstd */
+    return CF_LAUNCH(ctx, "layernorm", cf_f32_bytes(2 * N * C + 2 * C + 2 * N), k, 1, &global,
+                     &local, CF_MEM(out.buf), CF_U64(out.off), CF_MEM(mean.buf), CF_U64(mean.off), CF_MEM(rstd.buf), CF_U64(rstd.off),
                      CF_MEM(inp.buf), CF_U64(inp.off), CF_MEM(weight.buf), CF_U64(weight.off),
                      CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(C), CF_F32(eps));
 }
@@ -71,20 +72,26 @@ clformer_status cf_layernorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_LAYERNORM_BACKWARD_PARAMS, &k));
     size_t local2[2] = {ctx->elementwise_wg, 1}, global2[2] = {C, nblocks};
-    CF_TRY(CF_LAUNCH(ctx, "layernorm", k, 2, global2, local2, CF_MEM(partials),
+    CF_TRY(CF_LAUNCH(ctx, "layernorm", cf_f32_bytes(2 * N * C + 2 * N + 2 * nblocks * C), k, 2,
+                     global2, local2, CF_MEM(partials),
                      CF_U64(nblocks * C), CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(inp.buf),
                      CF_U64(inp.off), CF_MEM(mean.buf), CF_U64(mean.off), CF_MEM(rstd.buf),
                      CF_U64(rstd.off), CF_I32(N), CF_I32(C), CF_I32(rpb)));
     CF_TRY(cf_kernel_get(ctx, CF_K_LAYERNORM_BACKWARD_PARAMS_FINAL, &k));
     size_t local1 = ctx->elementwise_wg, global1 = C;
-    CF_TRY(CF_LAUNCH(ctx, "layernorm", k, 1, &global1, &local1, CF_MEM(dweight.buf),
+    /* partials read; dweight and dbias accumulated into (read and written) */
+    CF_TRY(CF_LAUNCH(ctx, "layernorm", cf_f32_bytes(2 * nblocks * C + 4 * C), k, 1, &global1,
+                     &local1, CF_MEM(dweight.buf),
                      CF_U64(dweight.off), CF_MEM(dbias.buf), CF_U64(dbias.off), CF_MEM(partials),
                      CF_U64(nblocks * C), CF_I32(nblocks), CF_I32(C)));
 
     /* dinp: one work-group per row. */
     CF_TRY(cf_kernel_get(ctx, CF_K_LAYERNORM_BACKWARD_INPUT, &k));
     size_t local = ctx->reduce_wg, global = N * local;
-    return CF_LAUNCH(ctx, "layernorm", k, 1, &global, &local, CF_MEM(dinp.buf), CF_U64(dinp.off),
+    /* reads dout, inp, weight, mean, rstd (and dinp when accumulating); writes dinp */
+    const size_t moved = (accumulate ? 4 : 3) * N * C + C + 2 * N;
+    return CF_LAUNCH(ctx, "layernorm", cf_f32_bytes(moved), k, 1, &global, &local,
+                     CF_MEM(dinp.buf), CF_U64(dinp.off),
                      CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(inp.buf), CF_U64(inp.off),
                      CF_MEM(weight.buf), CF_U64(weight.off), CF_MEM(mean.buf), CF_U64(mean.off),
                      CF_MEM(rstd.buf), CF_U64(rstd.off), CF_I32(C), CF_I32(accumulate));

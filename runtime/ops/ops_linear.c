@@ -42,7 +42,9 @@ clformer_status cf_linear_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_view
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BIAS_ADD, &k));
     size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {OC, N};
-    return CF_LAUNCH(ctx, "activation", k, 2, global, local, CF_MEM(out.buf), CF_U64(out.off),
+    /* out += bias, in place: out read and written, bias read */
+    return CF_LAUNCH(ctx, "activation", cf_f32_bytes(2 * N * OC + OC), k, 2, global, local,
+                     CF_MEM(out.buf), CF_U64(out.off),
                      CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(N), CF_I32(OC));
 }
 

@@ -56,7 +56,10 @@ clformer_status cf_cross_entropy(cf_ctx *ctx, cf_view losses, cf_view dlogits, c
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_CROSS_ENTROPY, &k));
     size_t global = rows_global(ctx, N), local = ctx->reduce_wg;
-    return CF_LAUNCH(ctx, "loss", k, 1, &global, &local, CF_MEM(losses.buf), CF_U64(losses.off),
+    /* reads logits and targets; writes losses (and dlogits) */
+    const size_t moved = N * V + 2 * N + (has_grad ? N * V : 0);
+    return CF_LAUNCH(ctx, "loss", cf_f32_bytes(moved), k, 1, &global, &local, CF_MEM(losses.buf),
+                     CF_U64(losses.off),
                      CF_MEM(dl.buf), CF_U64(dl.off), CF_I32(has_grad), CF_MEM(logits.buf),
                      CF_U64(logits.off), CF_MEM(targets.buf), CF_U64(targets.off), CF_I32(N),
                      CF_I32(V), CF_F32(label_smoothing), CF_I32(ignore_index),
@@ -71,7 +74,8 @@ clformer_status cf_log_softmax_rows(cf_ctx *ctx, cf_view out, cf_view logits, si
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_LOG_SOFTMAX_ROWS, &k));
     size_t global = rows_global(ctx, N), local = ctx->reduce_wg;
-    return CF_LAUNCH(ctx, "loss", k, 1, &global, &local, CF_MEM(out.buf), CF_U64(out.off),
+    return CF_LAUNCH(ctx, "loss", cf_f32_bytes(2 * N * V), k, 1, &global, &local,
+                     CF_MEM(out.buf), CF_U64(out.off),
                      CF_MEM(logits.buf), CF_U64(logits.off), CF_I32(N), CF_I32(V));
 }
 
@@ -82,6 +86,7 @@ clformer_status cf_argmax_rows(cf_ctx *ctx, cf_view out, cf_view logits, size_t 
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_ARGMAX_ROWS, &k));
     size_t global = rows_global(ctx, N), local = ctx->reduce_wg;
-    return CF_LAUNCH(ctx, "loss", k, 1, &global, &local, CF_MEM(out.buf), CF_U64(out.off),
+    return CF_LAUNCH(ctx, "loss", cf_f32_bytes(N * V + N), k, 1, &global, &local,
+                     CF_MEM(out.buf), CF_U64(out.off),
                      CF_MEM(logits.buf), CF_U64(logits.off), CF_I32(N), CF_I32(V));
 }

@@ -21,12 +21,14 @@ clformer_status cf_reduce_sum(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem x,
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_REDUCE_PARTIAL, &k));
     size_t global = groups * wg, local = wg;
-    CF_TRY(CF_LAUNCH(ctx, "reduce", k, 1, &global, &local, CF_MEM(partials), CF_MEM(x),
+    CF_TRY(CF_LAUNCH(ctx, "reduce", cf_f32_bytes(n + groups), k, 1, &global, &local,
+                     CF_MEM(partials), CF_MEM(x),
                      CF_U64(x_off), CF_U64(n), CF_U64(chunk), CF_I32(square)));
     CF_TRY(cf_kernel_get(ctx, CF_K_REDUCE_FINAL, &k));
     global = wg;
-    return CF_LAUNCH(ctx, "reduce", k, 1, &global, &local, CF_MEM(out), CF_U64(out_off),
-                     CF_MEM(partials), CF_I32(groups), CF_I32(accumulate));
+    return CF_LAUNCH(ctx, "reduce", cf_f32_bytes(groups + 1 + accumulate), k, 1, &global,
+                     &local, CF_MEM(out), CF_U64(out_off), CF_MEM(partials), CF_I32(groups),
+                     CF_I32(accumulate));
 }
 
 size_t cf_colsum_rows_per_block(size_t rows)
@@ -41,8 +43,10 @@ clformer_status cf_colsum_final(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem 
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_COLSUM_FINAL, &k));
     size_t local = ctx->elementwise_wg, global = cf_round_up(cols, local);
-    return CF_LAUNCH(ctx, "reduce", k, 1, &global, &local, CF_MEM(out), CF_U64(out_off),
-                     CF_MEM(partials), CF_I32(nblocks), CF_I32(cols), CF_I32(accumulate));
+    const size_t moved = nblocks * cols + cols + (accumulate ? cols : 0);
+    return CF_LAUNCH(ctx, "reduce", cf_f32_bytes(moved), k, 1, &global, &local, CF_MEM(out),
+                     CF_U64(out_off), CF_MEM(partials), CF_I32(nblocks), CF_I32(cols),
+                     CF_I32(accumulate));
 }
 
 clformer_status cf_colsum(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem x, size_t x_off,
@@ -59,7 +63,8 @@ clformer_status cf_colsum(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem x, siz
     size_t local[2] = {ctx->elementwise_wg, 1};
     size_t global[2] = {cf_round_up(cols, local[0]), nblocks};
     if (rows)
-        CF_TRY(CF_LAUNCH(ctx, "reduce", k, 2, global, local, CF_MEM(partials), CF_MEM(x),
+        CF_TRY(CF_LAUNCH(ctx, "reduce", cf_f32_bytes(rows * cols + nblocks * cols), k, 2, global,
+                         local, CF_MEM(partials), CF_MEM(x),
                          CF_U64(x_off), CF_I32(rows), CF_I32(cols), CF_I32(ld), CF_I32(rpb)));
     return cf_colsum_final(ctx, out, out_off, partials, nblocks, cols, accumulate);
 }

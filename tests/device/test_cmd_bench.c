@@ -138,6 +138,41 @@ static double check_families(json_t *o, const char *key)
     return sum;
 }
 
+/* The roofline: per family bytes > 0, GB/s = bytes / ms, the copy fraction
+ * GB/s over the copy bandwidth; GEMM's GFLOP/s from the step's FLOP; the
+ * non-GEMM time and its share of the profiled step. */
+static void check_roofline(json_t *r, double flop, double kernel_ms, double step_wall_ms)
+{
+    const double bw = positive(r, "copy_bandwidth_gbps");
+    json_t *ms = object(r, "kernel_ms"), *bytes = object(r, "kernel_bytes");
+    json_t *gbps = object(r, "kernel_gbps"), *frac = object(r, "kernel_copy_fraction");
+    assert_int_equal(json_object_size(bytes), json_object_size(ms));
+    const char *name;
+    json_t *v;
+    json_object_foreach(ms, name, v) {
+        const double t = json_number_value(v), by = positive(bytes, name);
+        if (by != floor(by)) fail_msg("kernel_bytes.%s is %g, not a whole number", name, by);
+        const double want = t > 0 ? by / (t * 1e-3) * 1e-9 : 0.0;
+        if (fabs(number(gbps, name) - want) > 1e-4 * want + 1e-9)
+            fail_msg("kernel_gbps.%s is %g, bytes / ms give %g", name, number(gbps, name), want);
+        if (fabs(number(frac, name) - want / bw) > 1e-4 * want / bw + 1e-9)
+            fail_msg("kernel_copy_fraction.%s is %g, expected %g", name, number(frac, name),
+                     want / bw);
+    }
+    const double gemm_ms = positive(ms, "gemm");
+    const double gf = positive(r, "gemm_kernel_gflops");
+    if (fabs(gf - flop / (gemm_ms * 1e-3) * 1e-9) > 1e-4 * gf)
+        fail_msg("gemm_kernel_gflops %g disagrees with flop_per_step / kernel_ms.gemm", gf);
+    const double non_gemm = number(r, "non_gemm_kernel_ms");
+    if (fabs(non_gemm - (kernel_ms - gemm_ms)) > 1e-3 * kernel_ms + 1e-6)
+        fail_msg("non_gemm_kernel_ms %g is not kernel time %g minus gemm %g", non_gemm, kernel_ms,
+                 gemm_ms);
+    if (fabs(number(r, "non_gemm_step_fraction") - non_gemm / step_wall_ms) > 1e-4)
+        fail_msg("non_gemm_step_fraction is not non_gemm_kernel_ms / profiled_step_ms");
+    positive(object(r, "translate_kernel_bytes"), "gemm");
+    positive(object(r, "translate_kernel_gbps"), "gemm");
+}
+
 /* The tiny preset; on a simulator, --quick's micro model (a tiny step takes
  * minutes there). */
 static void bench_json(void **state)
@@ -208,9 +243,10 @@ static void bench_json(void **state)
     const double kernels = check_families(r, "kernel_ms");
     if (fabs(kernels - number(r, "kernel_total_ms")) > 1e-3 * kernels + 1e-6)
         fail_msg("kernel_total_ms is not the sum of kernel_ms");
-    positive(r, "profiled_step_ms");
+    const double step_wall = positive(r, "profiled_step_ms");
     assert_true(number(r, "profiled_steps") == 1);
     positive(object(r, "kernel_launches"), "gemm");
+    check_roofline(r, flop, kernels, step_wall);
     check_families(r, "translate_kernel_ms");
     positive(r, "translate_kernel_total_ms");
     positive(r, "translate_profiled_batch_ms");
@@ -236,6 +272,9 @@ static void bench_table(void **state)
     mentions("GFLOP/s");
     mentions("generated tokens/s");
     mentions("gemm");
+    mentions("copy bandwidth");
+    mentions("GB/s");
+    mentions("non-GEMM");
     mentions("total allocated by clformer");
 }
 

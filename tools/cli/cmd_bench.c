@@ -7,7 +7,8 @@
  * is reported on its own), --warmup untimed steps, --steps timed steps (wall
  * clock; a step reads back its loss, so it ends when the device is done),
  * then up to three more steps with OpenCL profiling on for the time of each
- * kernel family. Translation follows the same pattern: a first greedy batch,
+ * kernel family and the bytes it moves (each launch's ideal traffic), set
+ * against the device's copy bandwidth measured first: a roofline table. Translation follows the same pattern: a first greedy batch,
  * --warmup untimed, --steps timed, one profiled. --quick (for simulators,
  * where a tiny step takes minutes) shrinks the model and profiles the timed
  * repetitions instead of running more.
@@ -54,8 +55,9 @@ enum { MAX_FAMILIES = 32, N_BATCHES = 4, MAX_PROFILED_STEPS = 3 };
 #define MAX_LEN 256
 #define LEARNING_RATE 1e-4f /* tools/reference/bench_torch.py's */
 #define QUICK_VOCAB 32
+#define QUICK_COPY_BYTES ((size_t)64 << 10)
 
-/* Kernel time per family, divided by the number of profiled repetitions. */
+/* Kernel time and bytes per family, divided by the number of profiled repetitions. */
 typedef struct {
     clformer_kernel_time f[MAX_FAMILIES];
     size_t n;
@@ -73,6 +75,7 @@ typedef struct {
     clformer_config cfg;
     /* what was measured */
     size_t params;
+    double copy_gbps; /* the device's copy bandwidth, GB/s */
     double create_s, first_step_s, train_step_s;
     double loss_first, loss_last;
     uint64_t train_flop;
@@ -177,6 +180,7 @@ static clformer_status collect(clformer_context *ctx, kernel_times *k, size_t re
     k->total_ms = 0.0;
     for (size_t i = 0; i < k->n; i++) {
         k->f[i].ms /= (double)reps;
+        k->f[i].bytes /= reps;
         k->total_ms += k->f[i].ms;
     }
     k->wall_ms = 1e3 * wall_s / (double)reps;
@@ -257,6 +261,9 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
     CLI_TRY(clformer_context_set_profiling(ctx, false));
     clformer_model *m = NULL;
     clformer_session *session = NULL;
+    progress("measuring the copy bandwidth");
+    /* --quick runs on simulators: a small copy, it is not a measurement there */
+    CLI_TRY(clformer_context_copy_bandwidth(ctx, b->quick ? QUICK_COPY_BYTES : 0, &b->copy_gbps));
     double t0 = cli_now_s();
     progress("creating the model");
     CLI_TRY(clformer_model_create(ctx, &b->cfg, b->seed, &m));
@@ -338,13 +345,39 @@ static void put_int(json_t *o, const char *key, uint64_t v)
 static void put_real(json_t *o, const char *key, double v) { json_object_set_new(o, key, cli_json_number(v)); }
 static void put_str(json_t *o, const char *key, const char *v) { json_object_set_new(o, key, json_string(v)); }
 
-/* {family: ms per repetition} or {family: launches per repetition}. */
-static json_t *kernel_json(const kernel_times *k, bool launches)
+/* A family's achieved bandwidth: its bytes over its time, GB/s. */
+static double family_gbps(const clformer_kernel_time *f)
+{
+    return f->ms > 0 ? (double)f->bytes / (f->ms * 1e-3) * 1e-9 : 0.0;
+}
+
+/* The GEMM family's time per repetition (0 when none ran). */
+static double gemm_ms(const kernel_times *k)
+{
+    for (size_t i = 0; i < k->n; i++)
+        if (!strcmp(k->f[i].family, "gemm")) return k->f[i].ms;
+    return 0.0;
+}
+
+typedef enum { PER_MS, PER_LAUNCHES, PER_BYTES, PER_GBPS, PER_COPY_FRACTION } per_family;
+
+/* {family: one figure per repetition}: ms, launches, bytes, GB/s, or the
+ * fraction of the copy bandwidth that GB/s is. */
+static json_t *kernel_json(const kernel_times *k, per_family what, double copy_gbps)
 {
     json_t *o = json_object();
-    for (size_t i = 0; i < k->n && o; i++)
-        put_real(o, k->f[i].family,
-                 launches ? (double)k->f[i].count / (double)k->reps : k->f[i].ms);
+    for (size_t i = 0; i < k->n && o; i++) {
+        const clformer_kernel_time *f = &k->f[i];
+        switch (what) {
+        case PER_MS: put_real(o, f->family, f->ms); break;
+        case PER_LAUNCHES: put_real(o, f->family, (double)f->count / (double)k->reps); break;
+        case PER_BYTES: put_int(o, f->family, f->bytes); break;
+        case PER_GBPS: put_real(o, f->family, family_gbps(f)); break;
+        case PER_COPY_FRACTION:
+            put_real(o, f->family, copy_gbps > 0 ? family_gbps(f) / copy_gbps : 0.0);
+            break;
+        }
+    }
     return o;
 }
 
@@ -405,14 +438,26 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     put_int(r, "translate_flop", b->translate_flop);
     put_real(r, "translate_gflops", gflops(b->translate_flop, b->translate_s));
 
-    json_object_set_new(r, "kernel_ms", kernel_json(&b->train_k, false));
-    json_object_set_new(r, "kernel_launches", kernel_json(&b->train_k, true));
-    put_real(r, "kernel_total_ms", b->train_k.total_ms);
-    put_real(r, "profiled_step_ms", b->train_k.wall_ms);
-    put_int(r, "profiled_steps", b->train_k.reps);
-    json_object_set_new(r, "translate_kernel_ms", kernel_json(&b->translate_k, false));
-    put_real(r, "translate_kernel_total_ms", b->translate_k.total_ms);
-    put_real(r, "translate_profiled_batch_ms", b->translate_k.wall_ms);
+    const kernel_times *tk = &b->train_k, *xk = &b->translate_k;
+    const double bw = b->copy_gbps;
+    put_real(r, "copy_bandwidth_gbps", bw);
+    json_object_set_new(r, "kernel_ms", kernel_json(tk, PER_MS, bw));
+    json_object_set_new(r, "kernel_launches", kernel_json(tk, PER_LAUNCHES, bw));
+    json_object_set_new(r, "kernel_bytes", kernel_json(tk, PER_BYTES, bw));
+    json_object_set_new(r, "kernel_gbps", kernel_json(tk, PER_GBPS, bw));
+    json_object_set_new(r, "kernel_copy_fraction", kernel_json(tk, PER_COPY_FRACTION, bw));
+    put_real(r, "kernel_total_ms", tk->total_ms);
+    put_real(r, "gemm_kernel_gflops", gemm_ms(tk) > 0 ? gflops(b->train_flop, 1e-3 * gemm_ms(tk)) : 0.0);
+    put_real(r, "non_gemm_kernel_ms", tk->total_ms - gemm_ms(tk));
+    put_real(r, "non_gemm_step_fraction",
+             tk->wall_ms > 0 ? (tk->total_ms - gemm_ms(tk)) / tk->wall_ms : 0.0);
+    put_real(r, "profiled_step_ms", tk->wall_ms);
+    put_int(r, "profiled_steps", tk->reps);
+    json_object_set_new(r, "translate_kernel_ms", kernel_json(xk, PER_MS, bw));
+    json_object_set_new(r, "translate_kernel_bytes", kernel_json(xk, PER_BYTES, bw));
+    json_object_set_new(r, "translate_kernel_gbps", kernel_json(xk, PER_GBPS, bw));
+    put_real(r, "translate_kernel_total_ms", xk->total_ms);
+    put_real(r, "translate_profiled_batch_ms", xk->wall_ms);
 
     put_int(mem, "parameters", b->memory.parameters);
     put_int(mem, "gradients", b->memory.gradients);
@@ -433,17 +478,33 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     return 0;
 }
 
-static void print_kernels(const char *title, const kernel_times *k, const char *per)
+/* The roofline table: per family its time, share of kernel time, launches,
+ * bytes (ideal traffic), achieved GB/s and that as a share of the copy
+ * bandwidth; GEMM adds GFLOP/s (`flop` per repetition). */
+static void print_kernels(const char *title, const kernel_times *k, const char *per,
+                          uint64_t flop, double copy_gbps)
 {
-    printf("\n%s (OpenCL profiling, %zu %s%s)\n", title, k->reps, per, k->reps == 1 ? "" : "s");
-    printf("  %-12s %12s %7s %10s\n", "family", "ms/", "share", "launches");
-    for (size_t i = 0; i < k->n; i++)
-        printf("  %-12s %12.3f %6.1f%% %10.1f\n", k->f[i].family, k->f[i].ms,
-               k->total_ms > 0 ? 100.0 * k->f[i].ms / k->total_ms : 0.0,
-               (double)k->f[i].count / (double)k->reps);
-    printf("  %-12s %12.3f\n", "all kernels", k->total_ms);
-    printf("  %-12s %12.3f  (wall clock minus kernel time: host work, transfers, gaps)\n",
+    printf("\n%s (OpenCL profiling, %zu %s%s; copy bandwidth %.1f GB/s)\n", title, k->reps, per,
+           k->reps == 1 ? "" : "s", copy_gbps);
+    printf("  %-12s %10s %7s %9s %10s %8s %7s\n", "family", "ms", "share", "launches", "MB",
+           "GB/s", "% copy");
+    for (size_t i = 0; i < k->n; i++) {
+        const clformer_kernel_time *f = &k->f[i];
+        const double gbps = family_gbps(f);
+        printf("  %-12s %10.3f %6.1f%% %9.1f %10.2f %8.2f %6.1f%%", f->family, f->ms,
+               k->total_ms > 0 ? 100.0 * f->ms / k->total_ms : 0.0,
+               (double)f->count / (double)k->reps, (double)f->bytes * 1e-6, gbps,
+               copy_gbps > 0 ? 100.0 * gbps / copy_gbps : 0.0);
+        if (!strcmp(f->family, "gemm") && f->ms > 0)
+            printf("  %.2f GFLOP/s", gflops(flop, 1e-3 * f->ms));
+        printf("\n");
+    }
+    const double non_gemm = k->total_ms - gemm_ms(k);
+    printf("  %-12s %10.3f\n", "all kernels", k->total_ms);
+    printf("  %-12s %10.3f  (wall clock minus kernel time: host work, transfers, gaps)\n",
            "other", k->wall_ms - k->total_ms);
+    printf("  %-12s %10.3f  (%.1f%% of the %.3f ms %s)\n", "non-GEMM", non_gemm,
+           k->wall_ms > 0 ? 100.0 * non_gemm / k->wall_ms : 0.0, k->wall_ms, per);
 }
 
 static void print_mib(const char *what, size_t bytes)
@@ -485,8 +546,9 @@ static void print_table(const bench *b, const clformer_device_info *dev)
     printf("  %-28s %10.4g GFLOP per batch\n", "work", (double)b->translate_flop * 1e-9);
     printf("  %-28s %10.2f GFLOP/s\n", "achieved", gflops(b->translate_flop, b->translate_s));
 
-    print_kernels("kernel time per training step", &b->train_k, "step");
-    print_kernels("kernel time per translated batch", &b->translate_k, "batch");
+    print_kernels("kernels per training step", &b->train_k, "step", b->train_flop, b->copy_gbps);
+    print_kernels("kernels per translated batch", &b->translate_k, "batch", b->translate_flop,
+                  b->copy_gbps);
 
     printf("\ndevice memory\n");
     print_mib("parameters", b->memory.parameters);
@@ -525,7 +587,8 @@ int cmd_bench(int argc, char **argv)
     const cli_spec spec = {
         "bench",
         "Measure training and translation speed of a preset model on the device: tokens/s,\n"
-        "achieved GFLOP/s, time per kernel family (OpenCL profiling), device memory and\n"
+        "achieved GFLOP/s, per kernel family its time (OpenCL profiling), bytes moved and\n"
+        "GB/s against the device's copy bandwidth (a roofline table), device memory and\n"
         "the first step's compile time. Data are random tokens (fixed seed).",
         "clformer bench [--config tiny|small|base] [--batch B] [--len T] [--json] [options]",
         "Presets (max_len 256, pre-norm, ReLU, dropout 0.1, Adam with clipping 1.0):\n"
@@ -537,10 +600,17 @@ int cmd_bench(int argc, char **argv)
         "the length is fixed) and counts the tokens generated. FLOP are the matrix\n"
         "products' 2*m*n*k from the layer shapes (attention's QK^T and PV included);\n"
         "other kernels are not counted.\n"
+        "Roofline: a family's bytes are its launches' ideal traffic (every input element\n"
+        "read once, every output written once, from the shapes); GB/s is bytes over its\n"
+        "time, '% copy' that against the copy bandwidth (the best of a few 256 MiB\n"
+        "buffer copies, read + write counted). non-GEMM is every other family's time\n"
+        "and its share of the profiled step's wall clock.\n"
         "JSON keys: config, device, gemm_provider, batch, len, params, train_tokens_per_s,\n"
         "train_step_ms, train_gflops, flop_per_step, first_step_s, programs_built,\n"
-        "translate_tokens_per_s, translate_batch_ms, kernel_ms {family: ms per step},\n"
-        "memory {...: bytes}, and more.\n"
+        "translate_tokens_per_s, translate_batch_ms, copy_bandwidth_gbps, per family\n"
+        "per step kernel_ms, kernel_launches, kernel_bytes, kernel_gbps,\n"
+        "kernel_copy_fraction, then gemm_kernel_gflops, non_gemm_kernel_ms,\n"
+        "non_gemm_step_fraction, memory {...: bytes}, and more.\n"
         "--quick replaces the preset by d_model 16, 2 heads, d_ff 32, 1+1 layers, vocab 32,\n"
         "and profiles the timed repetitions instead of running more: a check that the\n"
         "command works on a simulator, not a measurement.\n"
