@@ -60,6 +60,7 @@ struct clformer_context {
     /* Settings from clformer_context_params (owned copies). */
     cf_log_sink log;
     char *cache_dir;  /* on-disk program cache; NULL: off */
+    struct cf_deferred_store *deferred_stores; /* built, written at free (program_store.c) */
     char *kernel_dir; /* cl/ sources read at build time; NULL: the embedded ones */
 
     /* Profiling: commands record events while `profiling` is set, which

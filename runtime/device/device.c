@@ -432,6 +432,7 @@ void clformer_context_free(clformer_context *ctx)
 {
     if (!ctx) return;
     if (ctx->queue) clFinish(ctx->queue);
+    cf_cache_write_deferred(ctx);
     for (size_t i = 0; i < ctx->n_profile; i++) {
         if (ctx->profile[i].event) clReleaseEvent(ctx->profile[i].event);
         if (ctx->profile[i].start) clReleaseEvent(ctx->profile[i].start);
