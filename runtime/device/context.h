@@ -43,6 +43,7 @@ struct clformer_context {
     cl_context context;
     cl_command_queue queue;
     clformer_gemm_provider gemm_provider; /* see clformer_gemm_provider_for */
+    clformer_attention_path attention_path; /* the choice; acts.c applies it per batch */
 
     /* Work-group size used by row-reduction kernels (power of two). */
     size_t reduce_wg;
@@ -59,6 +60,7 @@ struct clformer_context {
     /* Settings from clformer_context_params (owned copies). */
     cf_log_sink log;
     char *cache_dir;  /* on-disk program cache; NULL: off */
+    struct cf_deferred_store *deferred_stores; /* built, written at free (program_store.c) */
     char *kernel_dir; /* cl/ sources read at build time; NULL: the embedded ones */
 
     /* Profiling: commands record events while `profiling` is set, which

@@ -379,6 +379,8 @@ clformer_status clformer_context_create_with_params(const clformer_context_param
         cf_fail_prefix(st, "gemm provider: ");
         goto done;
     }
+    st = clformer_attention_path_parse(params->attention, &ctx->attention_path);
+    if (st != CLFORMER_OK) goto done;
     cl_int err;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform,
                                      0};
@@ -430,6 +432,7 @@ void clformer_context_free(clformer_context *ctx)
 {
     if (!ctx) return;
     if (ctx->queue) clFinish(ctx->queue);
+    cf_cache_write_deferred(ctx);
     for (size_t i = 0; i < ctx->n_profile; i++) {
         if (ctx->profile[i].event) clReleaseEvent(ctx->profile[i].event);
         if (ctx->profile[i].start) clReleaseEvent(ctx->profile[i].start);

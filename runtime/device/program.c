@@ -129,7 +129,7 @@ static clformer_status compile(cf_ctx *ctx, const char *name, const char *option
         if (st == CLFORMER_OK) {
             ctx->program_stats.builds++;
             cf_log(&ctx->log, CF_LOG_DEBUG, "program %s: built from source", name);
-            cf_cache_store(ctx, &key, *out);
+            cf_cache_defer(ctx, &key, *out);
         }
     }
     cf_cache_key_free(&key);

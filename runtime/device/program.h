@@ -52,6 +52,15 @@ bool cf_cache_parse(const char *data, size_t size, const char *key,
 /* Loads a binary and builds it; *rejected is set when a file existed but was unusable. */
 bool cf_cache_load(cf_ctx *ctx, const cf_cache_key *key, const char *options, cl_program *out,
                    bool *rejected);
-void cf_cache_store(cf_ctx *ctx, const cf_cache_key *key, cl_program program);
+/* Writes the program's binary to key->path: false, with *reason filled,
+ * when the file could not be written (a driver without binaries is no failure). */
+bool cf_cache_store(const cf_cache_key *key, cl_program program, char *reason, size_t cap);
+
+/* Deferred writes (program_store.c): cf_cache_defer takes `key` (left
+ * empty) and a reference to `program` and writes nothing yet;
+ * cf_cache_write_deferred writes the queue (clformer_context_free). */
+void cf_cache_defer(cf_ctx *ctx, cf_cache_key *key, cl_program program);
+size_t cf_cache_deferred_count(const cf_ctx *ctx);
+void cf_cache_write_deferred(cf_ctx *ctx);
 
 #endif

@@ -121,18 +121,17 @@ bool cf_cache_load(cf_ctx *ctx, const cf_cache_key *key, const char *options, cl
     return true;
 }
 
-void cf_cache_store(cf_ctx *ctx, const cf_cache_key *key, cl_program program)
+bool cf_cache_store(const cf_cache_key *key, cl_program program, char *reason, size_t cap)
 {
-    (void)ctx;
-    if (!key->path) return;
+    if (!key->path) return true;
     size_t bin_len = 0;
     if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof bin_len, &bin_len, NULL) !=
             CL_SUCCESS || bin_len == 0)
-        return; /* this driver gives no binaries: nothing to cache */
+        return true; /* this driver gives no binaries: nothing to cache */
     uint64_t key_len = strlen(key->key), blen = bin_len;
     size_t total = (sizeof MAGIC - 1) + 8 + key_len + 8 + bin_len + 8;
     unsigned char *buf = malloc(total);
-    if (!buf) return;
+    if (!buf) return true; /* skipped, not failed: the next run tries again */
     unsigned char *p = buf;
     memcpy(p, MAGIC, sizeof MAGIC - 1);
     p += sizeof MAGIC - 1;
@@ -146,7 +145,7 @@ void cf_cache_store(cf_ctx *ctx, const cf_cache_key *key, cl_program program)
     if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof binary, &binary, NULL) !=
         CL_SUCCESS) {
         free(buf);
-        return;
+        return true;
     }
     p += bin_len;
     uint64_t sum = cf_fnv1a(CF_FNV1A_INIT, binary, bin_len);
@@ -155,12 +154,15 @@ void cf_cache_store(cf_ctx *ctx, const cf_cache_key *key, cl_program program)
     char *dir = strdup(key->path);
     char *slash = dir ? strrchr(dir, '/') : NULL;
     if (slash) *slash = '\0';
-    if (!dir || cf_make_dirs(dir) != CLFORMER_OK ||
-        cf_write_file_atomic(key->path, buf, total) != CLFORMER_OK) {
-        cf_log(&ctx->log, CF_LOG_WARN, "cannot write program cache %s: %s (choose another cache "
-               "directory, CLFORMER_CACHE_DIR for the CLI, or turn the cache off with CLFORMER_CACHE=0)", key->path, clformer_last_error());
+    bool ok = dir && cf_make_dirs(dir) == CLFORMER_OK &&
+              cf_write_file_atomic(key->path, buf, total) == CLFORMER_OK;
+    if (!ok) {
+        snprintf(reason, cap, "cannot write program cache %s: %s (choose another cache "
+                 "directory, CLFORMER_CACHE_DIR for the CLI, or turn the cache off with "
+                 "CLFORMER_CACHE=0)", key->path, clformer_last_error());
         cf_clear_error();
     }
     free(dir);
     free(buf);
+    return ok;
 }

@@ -31,10 +31,18 @@ typedef struct {
     int32_t token;
 } candidate;
 
-static int by_score_desc(const void *a, const void *b)
+/* The candidates' order, total so that ties never depend on the heap or
+ * qsort: higher score first, then the lower beam, then the lower token
+ * (the device search, beam_device.c, ranks them the same way). */
+static bool before(const candidate *a, const candidate *b)
 {
-    double x = ((const candidate *)a)->score, y = ((const candidate *)b)->score;
-    return (x < y) - (x > y);
+    if (a->score != b->score) return a->score > b->score;
+    return a->beam != b->beam ? a->beam < b->beam : a->token < b->token;
+}
+
+static int by_rank(const void *a, const void *b)
+{
+    return before(a, b) ? -1 : before(b, a) ? 1 : 0;
 }
 
 /* Keeps the `cap` best candidates seen in a min-heap (worst at the root):
@@ -44,20 +52,20 @@ static void heap_offer(candidate *heap, size_t *n, size_t cap, candidate c)
     size_t i;
     if (*n < cap) {
         i = (*n)++;
-        while (i > 0 && heap[(i - 1) / 2].score > c.score) {
+        while (i > 0 && before(&heap[(i - 1) / 2], &c)) {
             heap[i] = heap[(i - 1) / 2];
             i = (i - 1) / 2;
         }
         heap[i] = c;
         return;
     }
-    if (c.score <= heap[0].score) return;
+    if (!before(&c, &heap[0])) return;
     i = 0;
     for (;;) { /* sift the new candidate down from the root */
         size_t l = 2 * i + 1, r = l + 1, m = i;
-        double ms = c.score;
-        if (l < cap && heap[l].score < ms) m = l, ms = heap[l].score;
-        if (r < cap && heap[r].score < ms) m = r;
+        const candidate *worst = &c;
+        if (l < cap && before(worst, &heap[l])) m = l, worst = &heap[l];
+        if (r < cap && before(worst, &heap[r])) m = r;
         if (m == i) break;
         heap[i] = heap[m];
         i = m;
@@ -156,7 +164,7 @@ static void advance(beam_state *b, size_t i, bool last)
         for (size_t v = 0; v < V; v++)
             heap_offer(b->cand, &nc, 2 * K, (candidate){s->alive[k].score + lp[v], k, (int32_t)v});
     }
-    qsort(b->cand, nc, sizeof *b->cand, by_score_desc);
+    qsort(b->cand, nc, sizeof *b->cand, by_rank);
     size_t kept = 0;
     for (size_t c = 0; c < nc && kept < K; c++) {
         const hypothesis *h = &s->alive[b->cand[c].beam];
@@ -212,7 +220,7 @@ static clformer_status reorder(cf_session *s, const beam_state *b)
     return cf_upload(s->ctx, d->step_tokens.buf, d->step_tokens.off, b->next, R);
 }
 
-clformer_status cf_beam_search(cf_session *s, size_t batch, size_t K, size_t L, float penalty,
+clformer_status cf_beam_search_host(cf_session *s, size_t batch, size_t K, size_t L, float penalty,
                                clformer_translation *out)
 {
     struct cf_decoder *d = s->decoder;

@@ -6,8 +6,9 @@
  * caches; each step then runs the decoder block (forward.c) on ONE new
  * position per row, appending that position's self-attention keys and
  * values to the caches. Rows: r = sentence * beam + k. A step reads back
- * only what the search needs: the argmax ids (greedy) or the
- * log-probabilities (beam). Everything lives in the session.
+ * only what the search needs: the argmax ids (greedy), one counter (beam
+ * search on the device, beam_device.c) or the log-probabilities (beam.c,
+ * for devices without fp64). Everything lives in the session.
  */
 #include "decode.h"
 #include "arena.h"
@@ -23,6 +24,7 @@ void cf_decoder_free(cf_session *s)
     struct cf_decoder *d = s->decoder;
     if (!d) return;
     cf_buffer_free(s->ctx, d->buf);
+    cf_buffer_free(s->ctx, d->beam_buf);
     free(d->self_k);
     free(d->self_v);
     free(d->cross_k);
@@ -31,7 +33,10 @@ void cf_decoder_free(cf_session *s)
     s->decoder = NULL;
 }
 
-size_t cf_decoder_bytes(const cf_session *s) { return s->decoder ? s->decoder->count * 4 : 0; }
+size_t cf_decoder_bytes(const cf_session *s)
+{
+    return s->decoder ? (s->decoder->count + s->decoder->beam_count) * 4 : 0;
+}
 
 static size_t layout(const clformer_config *c, struct cf_decoder *d, cl_mem buf)
 {
@@ -123,8 +128,14 @@ clformer_status cf_kv_cache_write(cf_session *s, cf_view cache, cf_view src, siz
 clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents)
 {
     struct cf_decoder *d = s->decoder;
+    CF_TRY(cf_upload(s->ctx, d->parents.buf, d->parents.off, parents, d->R));
+    return cf_decoder_gather_device(s);
+}
+
+clformer_status cf_decoder_gather_device(cf_session *s)
+{
+    struct cf_decoder *d = s->decoder;
     const size_t R = d->R, row = d->L * (size_t)s->model->cfg.d_model; /* H x L x dh */
-    CF_TRY(cf_upload(s->ctx, d->parents.buf, d->parents.off, parents, R));
     for (int l = 0; l < s->model->cfg.n_dec_layers; l++)
         for (int kv = 0; kv < 2; kv++) {
             cf_view cache = kv ? d->self_v[l] : d->self_k[l];
@@ -298,8 +309,9 @@ clformer_status clformer_session_translate(clformer_session *s, const int32_t *s
     const size_t K = (size_t)o->beam;
     if (st == CLFORMER_OK) st = cf_decode_start(s, src, batch, src_len, K, L);
     if (st == CLFORMER_OK)
-        st = K == 1 ? greedy(s, batch, L, out)
-                    : cf_beam_search(s, batch, K, L, o->length_penalty, out);
+        st = K == 1              ? greedy(s, batch, L, out)
+             : s->ctx->info.fp64 ? cf_beam_search_device(s, batch, K, L, o->length_penalty, out)
+                                 : cf_beam_search_host(s, batch, K, L, o->length_penalty, out);
     if (st != CLFORMER_OK) clformer_translation_free(out);
     return st;
 }

@@ -25,6 +25,8 @@ struct cf_decoder {
     cf_view gather_tmp;                           /* (R, H, L, dh) */
     cf_view tokens;                               /* int (R, L): inputs so far */
     cf_view step_tokens, argmax, parents;         /* int (R) */
+    cl_mem beam_buf;                              /* the device beam search's state */
+    size_t beam_count;
 };
 
 void cf_decoder_free(cf_session *s);
@@ -38,6 +40,9 @@ clformer_status cf_kv_cache_write(cf_session *s, cf_view cache, cf_view src, siz
 /* Reorders every self-attention cache row by `parents` (R ids, uploaded to
  * the decoder's parents). */
 clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents);
+
+/* The same, by the parents already in the decoder's `parents` view. */
+clformer_status cf_decoder_gather_device(cf_session *s);
 
 /* Encodes the source (batch x S ids, each sentence repeated `copies` times
  * into R = batch * copies rows), projects the memory into the cross caches
@@ -55,8 +60,13 @@ clformer_status cf_decode_set_tokens(cf_session *s, const int32_t *ids, size_t c
 clformer_status cf_decode_step(cf_session *s, size_t t, float *attention);
 
 /* Beam search of K hypotheses per sentence over `batch` sentences, each
- * repeated K times in the caches (beam.c). */
-clformer_status cf_beam_search(cf_session *s, size_t batch, size_t K, size_t L, float penalty,
-                               clformer_translation *out);
+ * repeated K times in the caches, after cf_decode_start: on the host, which
+ * reads every step's log-probabilities (beam.c), or on the device, which
+ * needs fp64 (beam_device.c). Both give the same hypotheses; out->tokens
+ * and out->lengths (batch x L, batch) receive the best of each sentence. */
+clformer_status cf_beam_search_host(cf_session *s, size_t batch, size_t K, size_t L,
+                                    float penalty, clformer_translation *out);
+clformer_status cf_beam_search_device(cf_session *s, size_t batch, size_t K, size_t L,
+                                      float penalty, clformer_translation *out);
 
 #endif

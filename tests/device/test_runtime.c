@@ -1,5 +1,5 @@
-/* Runtime basics on each device: the program cache (memory, disk, corrupt
- * entries, CLFORMER_CACHE=0), context params (cache directory, log callback,
+/* Runtime basics on each device: the program cache (memory, disk, written
+ * when the context is freed, corrupt entries, CLFORMER_CACHE=0), context params (cache directory, log callback,
  * selector errors), buffers and their errors, deterministic
  * reductions. */
 #include "harness.h"
@@ -90,6 +90,28 @@ static void program_cache_miss_then_hit(void **state)
     s = load_reduce_kernel();
     assert_int_equal(s.builds, 0);
     assert_int_equal(s.disk_hits, 1);
+    remove_cache_dir();
+}
+
+/* Asking PoCL for a binary compiles every kernel of the program again, so
+ * entries are written when the context is freed, never during the run
+ * (program_store.c): none while the context lives, all after. */
+static void cache_entries_are_written_when_the_context_is_freed(void **state)
+{
+    (void)state;
+    if (!device_gives_binaries()) skip(); /* nothing is ever written there */
+    fresh_cache_dir();
+    cf_ctx *ctx;
+    assert_ok(cf_context_create(hctx()->info.selector, false, &ctx));
+    cl_kernel k;
+    assert_ok(cf_kernel(ctx, "reduce", NULL, "reduce_partial", &k));
+    assert_ok(cf_kernel(ctx, "tensor", NULL, "fill_u32", &k));
+    const size_t deferred = cf_cache_deferred_count(ctx);
+    const int during = count_cache_files(NULL, 0);
+    clformer_context_free(ctx);
+    assert_int_equal(deferred, 2);
+    assert_int_equal(during, 0);
+    assert_int_equal(count_cache_files(NULL, 0), 2);
     remove_cache_dir();
 }
 
@@ -382,6 +404,7 @@ static void colsum_matches_reference_and_accumulates(void **state)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(program_cache_miss_then_hit),
+    cmocka_unit_test(cache_entries_are_written_when_the_context_is_freed),
     cmocka_unit_test(corrupt_cache_entry_is_rebuilt),
     cmocka_unit_test(cache_off_builds_every_time),
     cmocka_unit_test(kernel_dir_override_and_build_errors),

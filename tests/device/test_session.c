@@ -318,7 +318,57 @@ static void memory_is_split_between_model_and_sessions(void **state)
     free(j.src);
 }
 
+/* One beam search of `batch` sentences on the device or the host search. */
+static void search(clformer_session *s, const int32_t *src, size_t batch, size_t S, size_t K,
+                   size_t L, float penalty, bool device, clformer_translation *out)
+{
+    out->tokens = hmalloc(batch * L * sizeof *out->tokens);
+    out->lengths = hmalloc(batch * sizeof *out->lengths);
+    out->attention = NULL;
+    out->max_len = L;
+    memset(out->tokens, 0, batch * L * sizeof *out->tokens);
+    assert_ok(cf_decode_start(s, src, batch, S, K, L));
+    assert_ok(device ? cf_beam_search_device(s, batch, K, L, penalty, out)
+                     : cf_beam_search_host(s, batch, K, L, penalty, out));
+}
+
+/* The device search (top-k, finished hypotheses and cache reordering on
+ * the device) gives the host search's hypotheses, for several beams and
+ * length penalties, including beams wider than the live candidates. */
+static void beam_search_on_the_device_equals_the_host_search(void **state)
+{
+    (void)state;
+    if (!hctx()->info.fp64) skip(); /* the host search serves devices without fp64 */
+    /* untrained: its spread-out predictions keep hypotheses long */
+    const clformer_config cfg = small_config();
+    clformer_model *m;
+    assert_ok(clformer_model_create(hctx(), &cfg, 3, &m));
+    const clformer_config *c = clformer_model_config(m);
+    const bool slow = harness_is_slow();
+    const size_t batch = slow ? 2 : 5, S = 9, L = slow ? 3 : (size_t)c->max_len - 1;
+    int32_t *src = sentences(batch, S, c->src_vocab, 11);
+    const size_t beams[] = {2, 3, 5, 12}; /* 12: 2K candidates exceed the 23 tokens */
+    const float penalties[] = {0.0f, 1.0f, 0.6f, 1.0f};
+    clformer_session *s;
+    assert_ok(clformer_session_create(m, &s));
+    size_t words = 0;
+    for (size_t i = 0; i < (slow ? 1u : 4u); i++) {
+        clformer_translation host, device;
+        search(s, src, batch, S, beams[i], L, penalties[i], false, &host);
+        search(s, src, batch, S, beams[i], L, penalties[i], true, &device);
+        assert_same_translation(&device, &host, batch);
+        for (size_t r = 0; r < batch; r++) words += host.lengths[r];
+        clformer_translation_free(&host);
+        clformer_translation_free(&device);
+    }
+    assert_true(words > 0); /* the searches produced something to compare */
+    clformer_session_free(s);
+    free(src);
+    clformer_model_free(m);
+}
+
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(beam_search_on_the_device_equals_the_host_search),
     cmocka_unit_test(two_sessions_translate_in_turn),
     cmocka_unit_test(decoding_steps_interleave_and_match_the_forward_pass),
     cmocka_unit_test(a_validator_session_does_not_disturb_training),

@@ -1,0 +1,189 @@
+/*
+ * Beam search on the device (runtime/model/beam_device.c drives it): the
+ * candidates of every hypothesis, the choice of each sentence's next beams
+ * and finished hypotheses, and the reordering of the token table, so that
+ * a step reads back one counter instead of the log-probabilities.
+ *
+ * Rows r = sentence * K + k. Scores are sums of float log-probabilities in
+ * double, as the host search (runtime/model/beam.c) keeps them; candidates
+ * rank by score (higher first), then beam, then token (lower first), the
+ * host's order, so both give the same hypotheses. Needs cl_khr_fp64: the
+ * host search serves devices without it.
+ */
+#include "common.h"
+
+#define BEAM_EOS 2 /* CLFORMER_EOS */
+
+/* table[r*L + c] = c == col ? next[r] : src[parents[r]*L + c]: the token
+ * table reordered by parent, with the step's tokens as column `col`. */
+kernel void beam_tokens(global int *dst, ulong dst_off, global const int *src, ulong src_off,
+                        global const int *parents, ulong parents_off, global const int *next,
+                        ulong next_off, int L, int R, int col)
+{
+    const int c = get_global_id(0), r = get_global_id(1);
+    if (c >= L || r >= R) return;
+    dst[dst_off + (ulong)r * L + c] =
+        c == col ? next[next_off + r] : src[src_off + (ulong)parents[parents_off + r] * L + c];
+}
+
+#if HAS_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+
+/* True when (sb, vb) ranks before (sa, va): higher score, then lower index. */
+inline bool beam_before(double sb, int vb, double sa, int va)
+{
+    return sb > sa || (sb == sa && vb < va);
+}
+
+#define BEAM_MAX_M 128 /* 2 x the widest beam (64) */
+
+/* The M best continuations of row r (one work-group of REDUCE_WG items per
+ * row), in rank order: cand_score = score[r] + logp[r][v], cand_token = v;
+ * token -1 ends a list shorter than M (V < M). Each item keeps the M best of
+ * its columns in a sorted list (one pass over the row); the group then
+ * takes the best list head M times. Ranks are a total order, so ties are
+ * exact and the lists the same on every device. Rows of finished sentences
+ * and dead hypotheses (score not finite) are skipped: beam_select never
+ * reads them. */
+kernel void beam_candidates(global double *cand_score, ulong cand_score_off,
+                            global int *cand_token, ulong cand_token_off,
+                            global const float *logp, ulong logp_off, global const double *score,
+                            ulong score_off, global const int *done, ulong done_off, int R,
+                            int K, int V, int M)
+{
+    local double vals[REDUCE_WG];
+    local int idx[REDUCE_WG];
+    const int r = get_group_id(0), lid = get_local_id(0);
+    if (r >= R) return;
+    const double base = score[score_off + r];
+    if (done[done_off + r / K] || !isfinite(base)) return;
+    global const float *x = logp + logp_off + (ulong)r * V;
+    double ls[BEAM_MAX_M];
+    int lv[BEAM_MAX_M], n = 0;
+    for (int v = lid; v < V; v += REDUCE_WG) { /* increasing v: ties stay behind */
+        const double s = base + (double)x[v];
+        if (n == M && !beam_before(s, v, ls[M - 1], lv[M - 1])) continue;
+        int j = n < M ? n++ : M - 1;
+        for (; j > 0 && beam_before(s, v, ls[j - 1], lv[j - 1]); j--) {
+            ls[j] = ls[j - 1];
+            lv[j] = lv[j - 1];
+        }
+        ls[j] = s;
+        lv[j] = v;
+    }
+    int head = 0;
+    for (int j = 0; j < M; j++) {
+        vals[lid] = head < n ? ls[head] : -INFINITY;
+        idx[lid] = head < n ? lv[head] : INT_MAX; /* "none": loses every tie */
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int h = REDUCE_WG / 2; h > 0; h >>= 1) {
+            if (lid < h && beam_before(vals[lid + h], idx[lid + h], vals[lid], idx[lid])) {
+                vals[lid] = vals[lid + h];
+                idx[lid] = idx[lid + h];
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        const double best = vals[0];
+        const int at = idx[0];
+        barrier(CLK_LOCAL_MEM_FENCE); /* every item has read the winner */
+        if (head < n && lv[head] == at) head++; /* columns are distinct: one owner */
+        if (lid == 0) {
+            cand_score[cand_score_off + (ulong)r * M + j] = best;
+            cand_token[cand_token_off + (ulong)r * M + j] = at == INT_MAX ? -1 : at;
+        }
+        if (at == INT_MAX) break;
+    }
+}
+
+/* The beams of one step (one work item per sentence i), as the host's
+ * advance(): the 2K best candidates of the sentence's live beams (a merge of
+ * their sorted lists), in rank order until K continue; one that ends the
+ * sentence (<eos>, or any on the last step) is finished instead: scored
+ * score / pen[t + 1] (pen[n] = n^penalty), it replaces the sentence's best
+ * when higher. A sentence is done when K finished, none continues, none
+ * can still beat the best, or at the last step; done ones keep their rows
+ * (parent = itself, token <eos>).
+ * Writes the next scores, parents and tokens; counts done sentences in
+ * n_done. The token table (R, L) holds each row's <sos> and its t tokens. */
+kernel void beam_select(global double *score, ulong score_off,
+                        global const double *cand_score, ulong cand_score_off,
+                        global const int *cand_token, ulong cand_token_off,
+                        global const double *pen, ulong pen_off,
+                        global const int *tokens, ulong tokens_off,
+                        global int *parents, ulong parents_off, global int *next, ulong next_off,
+                        global double *best_score, ulong best_score_off,
+                        global int *best_tokens, ulong best_tokens_off,
+                        global int *best_len, ulong best_len_off,
+                        global int *finished, ulong finished_off,
+                        global int *done, ulong done_off, global int *n_done, ulong n_done_off,
+                        int batch, int K, int M, int L, int t, int last)
+{
+    const int i = get_global_id(0);
+    if (i >= batch) return;
+    const int r0 = i * K;
+    if (done[done_off + i]) { /* finished sentences idle on <eos> */
+        for (int k = 0; k < K; k++) {
+            parents[parents_off + r0 + k] = r0 + k;
+            next[next_off + r0 + k] = BEAM_EOS;
+        }
+        return;
+    }
+    int head[64]; /* per beam: its next candidate; M when it has none */
+    for (int k = 0; k < K; k++) head[k] = isfinite(score[score_off + r0 + k]) ? 0 : M;
+    int kept = 0, n_finished = finished[finished_off + i];
+    double best = best_score[best_score_off + i];
+    for (int n = 0; n < 2 * K && kept < K; n++) {
+        int bk = -1, tok = -1;
+        double bs = -INFINITY;
+        for (int k = 0; k < K; k++) { /* ties go to the lower beam */
+            if (head[k] >= M) continue;
+            const ulong c = (ulong)(r0 + k) * M + head[k];
+            const int v = cand_token[cand_token_off + c];
+            const double s = cand_score[cand_score_off + c];
+            if (v >= 0 && (bk < 0 || s > bs)) {
+                bk = k;
+                bs = s;
+                tok = v;
+            }
+        }
+        if (bk < 0) break;
+        head[bk]++;
+        if (tok == BEAM_EOS || last) {
+            const double ns = bs / pen[pen_off + t + 1];
+            if (ns > best) {
+                global const int *h = tokens + tokens_off + (ulong)(r0 + bk) * L;
+                global int *b = best_tokens + best_tokens_off + (ulong)i * L;
+                for (int j = 0; j < t; j++) b[j] = h[j + 1];
+                if (tok != BEAM_EOS) b[t] = tok;
+                best = ns;
+                best_len[best_len_off + i] = t + (tok != BEAM_EOS);
+            }
+            n_finished++;
+            continue;
+        }
+        score[score_off + r0 + kept] = bs;
+        parents[parents_off + r0 + kept] = r0 + bk;
+        next[next_off + r0 + kept] = tok;
+        kept++;
+    }
+    for (int k = kept; k < K; k++) { /* fewer live candidates than beams */
+        score[score_off + r0 + k] = -INFINITY;
+        parents[parents_off + r0 + k] = r0;
+        next[next_off + r0 + k] = BEAM_EOS;
+    }
+    best_score[best_score_off + i] = best;
+    finished[finished_off + i] = n_finished;
+    /* Scores never rise (log-probabilities <= 0), so a live hypothesis can
+     * at most reach score / L^penalty: when none can beat the best, the
+     * sentence is decided early, with the result it would get anyway. */
+    bool hopeless = kept > 0;
+    for (int k = 0; k < kept; k++) {
+        const double s = score[score_off + r0 + k];
+        hopeless = hopeless && s <= 0.0 && s / pen[pen_off + L] <= best;
+    }
+    if (n_finished >= K || kept == 0 || last || hopeless) {
+        done[done_off + i] = 1;
+        atomic_inc(n_done + n_done_off);
+    }
+}
+#endif

@@ -1,0 +1,221 @@
+/*
+ * The kernels of beam search on the device (cl/beam.cl) against host
+ * references: each row's candidates in rank order with many tied
+ * log-probabilities, the token table's reordering, and one step's
+ * selection in hand-worked cases (ties across beams, finished hypotheses,
+ * early decisions, the last step, done sentences). The whole search against the host search
+ * is in test_session.
+ */
+#include "harness.h"
+#include "ops_beam.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static cf_view view(hbuf b) { return cf_view_at(b.mem, b.off); }
+
+/* n doubles at element offset 2 (doubles must start at an even offset). */
+static hbuf doubles(const double *host, size_t n) { return hbuf_from_f32((const float *)host, 2 * n, 2); }
+
+typedef struct {
+    double score;
+    int32_t token;
+} ranked;
+
+static int by_rank(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    return (x->token > y->token) - (x->token < y->token);
+}
+
+/* Rows of V log-probabilities drawn from four values (ties everywhere);
+ * sentence 1 is done and beam 2 of each sentence dead: their candidate
+ * rows must stay untouched. */
+static void check_candidates(size_t V)
+{
+    const size_t batch = 3, K = 3, R = batch * K, M = 2 * K;
+    ref_rng rng = ref_rng_new(40 + V);
+    float *logp = hmalloc(R * V * sizeof *logp);
+    for (size_t i = 0; i < R * V; i++) logp[i] = -0.5f * (float)(ref_rng_next(&rng) % 4);
+    double score[9], cand_score[9 * 6];
+    int32_t cand_token[9 * 6], done[3] = {0, 1, 0};
+    for (size_t r = 0; r < R; r++) score[r] = r % K == 2 ? -INFINITY : -1.25 * (double)r - 0.1;
+    for (size_t i = 0; i < R * M; i++) cand_score[i] = 12345.0, cand_token[i] = -7;
+    hbuf lp = hbuf_from_f32(logp, R * V, 3), sc = doubles(score, R), cs = doubles(cand_score, R * M);
+    hbuf ct = hbuf_from_i32(cand_token, R * M, 5), dn = hbuf_from_i32(done, batch, 1);
+    cf_beam_views b = {0};
+    b.score = view(sc);
+    b.cand_score = view(cs);
+    b.cand_token = view(ct);
+    b.done = view(dn);
+    assert_ok(cf_beam_candidates(hctx(), &b, view(lp), R, K, V, M));
+    double got_score[9 * 6];
+    int32_t got_token[9 * 6];
+    hbuf_read(cs, got_score);
+    hbuf_read(ct, got_token);
+    hbuf_check_canary(cs);
+    hbuf_check_canary(ct);
+    ranked *want = hmalloc(V * sizeof *want);
+    for (size_t r = 0; r < R; r++) {
+        const bool skipped = done[r / K] || !isfinite(score[r]);
+        for (size_t v = 0; v < V; v++) want[v] = (ranked){score[r] + (double)logp[r * V + v], (int32_t)v};
+        qsort(want, V, sizeof *want, by_rank);
+        for (size_t j = 0; j < M; j++) {
+            const double ws = skipped ? 12345.0 : want[j < V ? j : 0].score;
+            /* -1 ends a short list; nothing is written after it */
+            const int32_t wt = skipped || j > V ? -7 : j < V ? want[j].token : -1;
+            if (got_token[r * M + j] != wt || (wt >= 0 && got_score[r * M + j] != ws))
+                fail_msg("V=%zu row %zu candidate %zu: got token %d score %.17g, want %d %.17g",
+                         V, r, j, got_token[r * M + j], got_score[r * M + j], wt, ws);
+        }
+    }
+    free(want);
+    free(logp);
+    hbuf_free(lp);
+    hbuf_free(sc);
+    hbuf_free(cs);
+    hbuf_free(ct);
+    hbuf_free(dn);
+}
+
+static void candidates_are_ranked_with_ties_to_the_lower_token(void **state)
+{
+    (void)state;
+    if (!hctx()->info.fp64) skip(); /* the host search serves devices without fp64 */
+    static const size_t fast[] = {1, 5, 23, 300, 10007}, slow[] = {1, 5, 23, 70};
+    const size_t n = harness_is_slow() ? sizeof slow / sizeof *slow : sizeof fast / sizeof *fast;
+    for (size_t i = 0; i < n; i++) check_candidates(harness_is_slow() ? slow[i] : fast[i]);
+}
+
+/* Rows gathered by parent, column `col` replaced by the step's tokens. */
+static void token_table_is_reordered_by_parent(void **state)
+{
+    (void)state;
+    enum { R = 5, L = 7, COL = 3 };
+    int32_t table[R * L], parents[R] = {2, 2, 0, 4, 1}, next[R] = {9, 8, 7, 6, 5}, got[R * L];
+    for (int i = 0; i < R * L; i++) table[i] = 100 + i;
+    hbuf src = hbuf_from_i32(table, R * L, 1), dst = hbuf_zeros(R * L, 4);
+    hbuf par = hbuf_from_i32(parents, R, 2), nx = hbuf_from_i32(next, R, 0);
+    assert_ok(cf_beam_tokens(hctx(), view(dst), view(src), view(par), view(nx), L, R, COL));
+    hbuf_read(dst, got);
+    hbuf_check_canary(dst);
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < L; c++)
+            assert_int_equal(got[r * L + c], c == COL ? next[r] : table[parents[r] * L + c]);
+    hbuf_free(src);
+    hbuf_free(dst);
+    hbuf_free(par);
+    hbuf_free(nx);
+}
+
+/* One sentence, K = 2, M = 4, step t = 1 of L = 4, penalty 1 (pen[n] = n). */
+enum { SK = 2, SM = 4, SL = 4 };
+typedef struct {
+    double score[SK], cand_score[SK * SM];
+    int32_t cand_token[SK * SM];
+    int32_t done, last;
+} select_case;
+
+typedef struct {
+    double score[SK], best_score;
+    int32_t parents[SK], next[SK], best_tokens[SL], best_len, finished, done, n_done;
+} select_result;
+
+static select_result run_select(const select_case *c)
+{
+    const double pen[SL + 1] = {1, 1, 2, 3, 4}, best = -INFINITY;
+    const int32_t tokens[SK * SL] = {CLFORMER_SOS, 11, 2, 2, CLFORMER_SOS, 12, 2, 2};
+    const int32_t ints[4] = {0, 0, c->done, 0}; /* best_len, finished, done, n_done */
+    hbuf sc = doubles(c->score, SK), cs = doubles(c->cand_score, SK * SM);
+    hbuf ct = hbuf_from_i32(c->cand_token, SK * SM, 1), pn = doubles(pen, SL + 1);
+    hbuf bs = doubles(&best, 1), bt = hbuf_zeros(SL, 3), st = hbuf_from_i32(ints, 4, 1);
+    hbuf tk = hbuf_from_i32(tokens, SK * SL, 0), par = hbuf_zeros(SK, 1), nx = hbuf_zeros(SK, 2);
+    const cf_beam_views b = {view(sc), view(cs), view(ct), view(pn), view(bs), view(bt),
+                             view(st), cf_view_add(view(st), 1), cf_view_add(view(st), 2),
+                             cf_view_add(view(st), 3)};
+    assert_ok(cf_beam_select(hctx(), &b, view(tk), view(par), view(nx), 1, SK, SM, SL, 1,
+                             c->last));
+    select_result r;
+    int32_t got[4];
+    hbuf_read(sc, r.score);
+    hbuf_read(bs, &r.best_score);
+    hbuf_read(par, r.parents);
+    hbuf_read(nx, r.next);
+    hbuf_read(bt, r.best_tokens);
+    hbuf_read(st, got);
+    r.best_len = got[0], r.finished = got[1], r.done = got[2], r.n_done = got[3];
+    hbuf_check_canary(sc);
+    hbuf_check_canary(bt);
+    hbuf_check_canary(st);
+    hbuf_check_canary(par);
+    hbuf_check_canary(nx);
+    hbuf_free(sc), hbuf_free(cs), hbuf_free(ct), hbuf_free(pn), hbuf_free(bs);
+    hbuf_free(bt), hbuf_free(st), hbuf_free(tk), hbuf_free(par), hbuf_free(nx);
+    return r;
+}
+
+static void selection_follows_the_host_search(void **state)
+{
+    (void)state;
+    if (!hctx()->info.fp64) skip(); /* the host search serves devices without fp64 */
+    const int E = CLFORMER_EOS;
+    /* equal scores across beams: the lower beam first, whatever the tokens */
+    select_case c = {{-0.5, -0.75}, {-1, -1.5, -3, -4, -1, -1.25, -5, -6},
+                     {5, E, 7, 8, 4, 6, 9, 10}, 0, 0};
+    select_result r = run_select(&c);
+    assert_int_equal(r.parents[0], 0), assert_int_equal(r.parents[1], 1);
+    assert_int_equal(r.next[0], 5), assert_int_equal(r.next[1], 4);
+    assert_true(r.score[0] == -1 && r.score[1] == -1);
+    assert_int_equal(r.finished, 0), assert_int_equal(r.done, 0), assert_int_equal(r.n_done, 0);
+    assert_true(r.best_score == -INFINITY);
+
+    /* <eos> first: finished (score / 2 with its <eos>), then two continue */
+    const select_case eos_first = {{-0.5, -0.75}, {-0.6, -1, -3, -4, -1, -1.25, -5, -6},
+                                   {E, 5, 7, 8, 4, 6, 9, 10}, 0, 0};
+    r = run_select(&eos_first);
+    assert_true(r.best_score == -0.3);
+    assert_int_equal(r.best_len, 1), assert_int_equal(r.best_tokens[0], 11);
+    assert_int_equal(r.parents[0], 0), assert_int_equal(r.parents[1], 1);
+    assert_int_equal(r.next[0], 5), assert_int_equal(r.next[1], 4);
+    assert_int_equal(r.finished, 1), assert_int_equal(r.done, 0);
+
+    /* a finished hypothesis no live one can beat (-1 / 4 <= -0.1): decided */
+    select_case hopeless = eos_first;
+    hopeless.cand_score[0] = -0.2;
+    r = run_select(&hopeless);
+    assert_true(r.best_score == -0.1);
+    assert_int_equal(r.finished, 1), assert_int_equal(r.done, 1), assert_int_equal(r.n_done, 1);
+    assert_int_equal(r.parents[0], 0), assert_int_equal(r.parents[1], 1);
+
+    /* last step: the 2K best all finish; the best keeps its last token */
+    select_case last = eos_first;
+    last.cand_score[SM] = -0.4;
+    last.last = 1;
+    r = run_select(&last);
+    assert_true(r.best_score == -0.2);
+    assert_int_equal(r.best_len, 2);
+    assert_int_equal(r.best_tokens[0], 12), assert_int_equal(r.best_tokens[1], 4);
+    assert_int_equal(r.finished, 2 * SK), assert_int_equal(r.done, 1);
+    assert_int_equal(r.n_done, 1);
+    assert_true(r.score[0] == -INFINITY && r.score[1] == -INFINITY);
+    assert_int_equal(r.next[0], E), assert_int_equal(r.next[1], E);
+
+    /* a done sentence idles: each row its own parent, <eos> next */
+    select_case idle = c;
+    idle.done = 1;
+    r = run_select(&idle);
+    assert_int_equal(r.parents[0], 0), assert_int_equal(r.parents[1], 1);
+    assert_int_equal(r.next[0], E), assert_int_equal(r.next[1], E);
+    assert_true(r.score[0] == -0.5 && r.score[1] == -0.75);
+    assert_int_equal(r.n_done, 0);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(candidates_are_ranked_with_ties_to_the_lower_token),
+    cmocka_unit_test(token_table_is_reordered_by_parent),
+    cmocka_unit_test(selection_follows_the_host_search),
+};
+
+HARNESS_DEVICE_MAIN("beam", tests)
