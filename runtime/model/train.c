@@ -5,6 +5,7 @@
  */
 #include "buffer.h"
 #include "clock.h"
+#include "program.h"
 #include "session.h"
 #include "reduce.h"
 
@@ -101,6 +102,8 @@ static clformer_status forward_backward(cf_session *s, const clformer_batch *b, 
                                         clformer_step_stats *stats)
 {
     cf_model *m = s->model;
+    /* the first step's kernels, compiled together (and with progress shown) */
+    CF_TRY(cf_programs_prepare_ops(s->ctx));
     const double start = cf_now_s();
     CF_TRY(prepare(s, b, true, count));
     CF_TRY(cf_collective_count(m, count));
