@@ -35,12 +35,16 @@ inline bool beam_before(double sb, int vb, double sa, int va)
     return sb > sa || (sb == sa && vb < va);
 }
 
+#define BEAM_MAX_M 128 /* 2 x the widest beam (64) */
+
 /* The M best continuations of row r (one work-group of REDUCE_WG items per
  * row), in rank order: cand_score = score[r] + logp[r][v], cand_token = v;
- * token -1 ends a list shorter than M (V < M). Each pass takes the best
- * candidate ranked after the previous one, so ties are exact and the order
- * total. Rows of finished sentences and dead hypotheses (score not finite)
- * are skipped: beam_select never reads them. */
+ * token -1 ends a list shorter than M (V < M). Each item keeps the M best of
+ * its columns in a sorted list (one pass over the row); the group then
+ * takes the best list head M times. Ranks are a total order, so ties are
+ * exact and the lists the same on every device. Rows of finished sentences
+ * and dead hypotheses (score not finite) are skipped: beam_select never
+ * reads them. */
 kernel void beam_candidates(global double *cand_score, ulong cand_score_off,
                             global int *cand_token, ulong cand_token_off,
                             global const float *logp, ulong logp_off, global const double *score,
@@ -54,20 +58,23 @@ kernel void beam_candidates(global double *cand_score, ulong cand_score_off,
     const double base = score[score_off + r];
     if (done[done_off + r / K] || !isfinite(base)) return;
     global const float *x = logp + logp_off + (ulong)r * V;
-    double prev = INFINITY;
-    int prev_v = -1;
-    for (int j = 0; j < M; j++) {
-        double best = -INFINITY;
-        int at = INT_MAX; /* "none yet": loses every tie to a real token */
-        for (int v = lid; v < V; v += REDUCE_WG) {
-            const double s = base + (double)x[v];
-            if (beam_before(prev, prev_v, s, v) && beam_before(s, v, best, at)) {
-                best = s;
-                at = v;
-            }
+    double ls[BEAM_MAX_M];
+    int lv[BEAM_MAX_M], n = 0;
+    for (int v = lid; v < V; v += REDUCE_WG) { /* increasing v: ties stay behind */
+        const double s = base + (double)x[v];
+        if (n == M && !beam_before(s, v, ls[M - 1], lv[M - 1])) continue;
+        int j = n < M ? n++ : M - 1;
+        for (; j > 0 && beam_before(s, v, ls[j - 1], lv[j - 1]); j--) {
+            ls[j] = ls[j - 1];
+            lv[j] = lv[j - 1];
         }
-        vals[lid] = best;
-        idx[lid] = at;
+        ls[j] = s;
+        lv[j] = v;
+    }
+    int head = 0;
+    for (int j = 0; j < M; j++) {
+        vals[lid] = head < n ? ls[head] : -INFINITY;
+        idx[lid] = head < n ? lv[head] : INT_MAX; /* "none": loses every tie */
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int h = REDUCE_WG / 2; h > 0; h >>= 1) {
             if (lid < h && beam_before(vals[lid + h], idx[lid + h], vals[lid], idx[lid])) {
@@ -76,14 +83,15 @@ kernel void beam_candidates(global double *cand_score, ulong cand_score_off,
             }
             barrier(CLK_LOCAL_MEM_FENCE);
         }
-        prev = vals[0];
-        prev_v = idx[0];
+        const double best = vals[0];
+        const int at = idx[0];
         barrier(CLK_LOCAL_MEM_FENCE); /* every item has read the winner */
+        if (head < n && lv[head] == at) head++; /* columns are distinct: one owner */
         if (lid == 0) {
-            cand_score[cand_score_off + (ulong)r * M + j] = prev;
-            cand_token[cand_token_off + (ulong)r * M + j] = prev_v == INT_MAX ? -1 : prev_v;
+            cand_score[cand_score_off + (ulong)r * M + j] = best;
+            cand_token[cand_token_off + (ulong)r * M + j] = at == INT_MAX ? -1 : at;
         }
-        if (prev_v == INT_MAX) break;
+        if (at == INT_MAX) break;
     }
 }
 

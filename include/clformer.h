@@ -186,6 +186,8 @@ typedef struct {
                                 for the device, "0" none, else a file of tuned sets */
     const char *gemm;        /* GEMM provider: "clblast", "host", or NULL/"auto" for the rule
                                 of clformer_gemm_provider_for */
+    const char *attention;   /* attention path: "fused", "unfused", or NULL/"auto" for the
+                                rule of clformer_attention_path */
     bool profiling;          /* queue profiling, for clformer_context_set_profiling (false) */
     clformer_log_level log_level;      /* least important level shown (CLFORMER_LOG_WARN) */
     clformer_log_callback log_callback; /* NULL: "clformer LEVEL: message" lines on stderr */
@@ -199,7 +201,8 @@ CLFORMER_API void clformer_context_params_default(clformer_context_params *param
 
 /* The defaults, then the environment: CLFORMER_DEVICE, CLFORMER_CACHE (0, off
  * or false: no cache), CLFORMER_CACHE_DIR, CLFORMER_KERNEL_DIR,
- * CLFORMER_GEMM_TUNING, CLFORMER_GEMM and CLFORMER_LOG (error, warn, info, debug). The
+ * CLFORMER_GEMM_TUNING, CLFORMER_GEMM, CLFORMER_ATTENTION and CLFORMER_LOG (error, warn,
+ * info, debug). The
  * strings point into the environment. A value it cannot read is
  * CLFORMER_ERR_INVALID_ARGUMENT naming the variable and the values allowed. */
 CLFORMER_API clformer_status clformer_context_params_from_env(clformer_context_params *params);
@@ -279,6 +282,38 @@ CLFORMER_API clformer_status clformer_gemm_provider_for(const clformer_device_in
 
 /* The provider a context uses (chosen when it was created). */
 CLFORMER_API clformer_gemm_provider clformer_context_gemm_provider(const clformer_context *ctx);
+
+/*
+ * How attention runs in training and evaluation batches:
+ *   fused    one kernel per query row with an online softmax (and two for
+ *            its backward); saves two numbers per query row: 2 x B x heads x T
+ *            floats per attention layer
+ *   unfused  GEMMs around a softmax kernel; saves the probabilities: B x
+ *            heads x Tq x Tk floats per attention layer (twice with dropout)
+ *   auto     per batch: unfused while the probabilities of all attention
+ *            layers stay small (CLFORMER_ATTENTION_UNFUSED_MAX_BYTES), fused above
+ * Both give the same results to fp32 rounding (the same dropout mask).
+ * Decoding and attention plots always use the unfused kernels (one query
+ * row per step; the plot needs the probabilities). The CLFORMER_ATTENTION
+ * variable (fused | unfused | auto; clformer_context_params.attention)
+ * chooses.
+ */
+typedef enum {
+    CLFORMER_ATTENTION_AUTO = 0,
+    CLFORMER_ATTENTION_FUSED = 1,
+    CLFORMER_ATTENTION_UNFUSED = 2
+} clformer_attention_path;
+/* Above this many bytes of saved probabilities per batch, auto is fused. */
+#define CLFORMER_ATTENTION_UNFUSED_MAX_BYTES ((size_t)256 << 20)
+
+/* "auto", "fused" or "unfused". */
+CLFORMER_API const char *clformer_attention_path_name(clformer_attention_path path);
+/* The path a word names (NULL or "": auto); CLFORMER_ERR_INVALID_ARGUMENT
+ * naming the words allowed for any other. */
+CLFORMER_API clformer_status clformer_attention_path_parse(const char *choice,
+                                                           clformer_attention_path *path);
+/* The path a context was created with. */
+CLFORMER_API clformer_attention_path clformer_context_attention_path(const clformer_context *ctx);
 
 
 /* ------------------------------------------------------------------------- */

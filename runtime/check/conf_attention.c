@@ -7,7 +7,9 @@
  * unchanged, and a rerun (backward, then forward) giving the same bits (the
  * gradients are overwritten, not added to). `clformer check` runs padded
  * self-attention, causal attention over a key cache and cross-attention with
- * dropout; test_attention runs many more cases. */
+ * dropout; test_attention runs many more cases. Every case runs on the
+ * unfused path (probabilities saved) and on the fused one (row statistics
+ * saved; the same output and gradients are expected, dropout mask included). */
 #include "conf_block.h"
 #include "conformance.h"
 #include "ops.h"
@@ -104,8 +106,10 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
                                   c->Tk_cap, c->q_pos0, c->causal, key_ld};
     const size_t BH = s.B * s.H, nq = BH * s.Tq * s.dh, nk = BH * s.Tk_cap * s.dh,
                  np = BH * s.Tq * s.Tk, nlive = BH * s.Tk * s.dh;
-    const size_t n[N_T] = {nq, nk, nk, nq, s.B * key_ld, nq, np, np, nq, nk, nk, np};
-    const bool active = c->p > 0.0f, separate = active || c->separate_drop;
+    /* fused: P holds the row statistics, PD is unused, DP is (B, H, Tq) */
+    const size_t nl = 2 * BH * s.Tq, n_p = c->fused ? nl : np, n_pd = c->fused ? 1 : np;
+    const size_t n[N_T] = {nq, nk, nk, nq, s.B * key_ld, nq, n_p, n_pd, nq, nk, nk, n_p};
+    const bool active = c->p > 0.0f, separate = !c->fused && (active || c->separate_drop);
     conf_block b = {0};
     for (int i = 0; i < N_T; i++) conf_block_add(&b, n[i]);
     double *d[N_T] = {0}; /* the reference's tensors, by the same roles */
@@ -115,8 +119,9 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
     clformer_status st = conf_block_create(ctx, &b);
     if (st) goto done;
     bool ok = keys && live && live64 && (first = malloc(b.total * 4));
+    const size_t n_ref[N_T] = {nq, nk, nk, nq, 0, nq, np, np, nq, nk, nk, np};
     for (int i = 0; i < N_T && ok; i++)
-        if (i != KEYS) ok = (d[i] = malloc(n[i] * 8 + 8)) != NULL;
+        if (i != KEYS) ok = (d[i] = malloc(n_ref[i] * 8 + 8)) != NULL;
     if (!ok) {
         st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
         goto done;
@@ -136,10 +141,15 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
     const ref_attention_dropout rdrop = {c->p, drop.seed, drop.step, drop.site};
     const ref_attention_shape rs = {s.B,      s.H,      s.dh,     s.Tq,  s.Tk,
                                     s.Tk_cap, s.q_pos0, s.causal, key_ld};
-    const cf_attention_saved saved = {conf_block_view(&b, P),
-                                      conf_block_view(&b, separate ? PD : P)};
     const cf_view key_view =
         c->keys == CONF_KEYS_NONE ? cf_view_at(NULL, 0) : conf_block_view(&b, KEYS);
+    const cf_view none = cf_view_at(NULL, 0);
+    const cf_attention_saved saved =
+        c->fused ? (cf_attention_saved){none, none, conf_block_view(&b, P),
+                                        conf_block_view(&b, OUT), key_view}
+                 : (cf_attention_saved){conf_block_view(&b, P),
+                                        conf_block_view(&b, separate ? PD : P), none, none,
+                                        none};
 #define V_(i) conf_block_view(&b, i)
     double ms[2] = {0, 0};
     for (int run = 0; run < 2; run++) { /* then a rerun: backward first, forward after */
@@ -163,8 +173,9 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
 
     /* judged on the first run's numbers (the rerun must equal them) */
     const float *out = first + b.off[OUT], *prob = first + b.off[P], *dq = first + b.off[DQ];
-    ref_cmp fwd[3] = {ref_compare_grad(out, d[OUT], nq), ref_compare_grad(prob, d[P], np)};
-    size_t n_fwd = 2;
+    ref_cmp fwd[3] = {ref_compare_grad(out, d[OUT], nq)};
+    size_t n_fwd = 1;
+    if (!c->fused) fwd[n_fwd++] = ref_compare_grad(prob, d[P], np);
     if (separate) fwd[n_fwd++] = ref_compare_grad(first + b.off[PD], d[PD], np);
     ref_cmp f = worst_of(fwd, n_fwd);
     ref_cmp bwd[3];
@@ -181,7 +192,7 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
         const bool one = c->keys == CONF_KEYS_ONE_EMPTY; /* batch 1 only, else all */
         const size_t b0 = one ? 1 : 0, b1 = one ? 2 : s.B;
         if (!padded_batches_zero(out, b0, b1, s.H, s.Tq * s.dh) ||
-            !padded_batches_zero(prob, b0, b1, s.H, s.Tq * s.Tk))
+            (!c->fused && !padded_batches_zero(prob, b0, b1, s.H, s.Tq * s.Tk)))
             f = failed(f, "a fully padded batch's output or probabilities are not 0");
         bool zero = padded_batches_zero(dq, b0, b1, s.H, s.Tq * s.dh);
         for (int i = 1; i < 3; i++) {
@@ -203,9 +214,10 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
              s.Tk_cap, s.dh, s.q_pos0);
     const char *variant = c->causal ? (active ? "_causal_dropout" : "_causal")
                                     : (active ? "_dropout" : "");
-    snprintf(op, sizeof op, "attention_forward%s", variant);
+    const char *path = c->fused ? "_fused" : "";
+    snprintf(op, sizeof op, "attention%s_forward%s", path, variant);
     conf_emit(sink, user, op, shape, conf_guarded(f, &b), ms[0]);
-    snprintf(op, sizeof op, "attention_backward%s", variant);
+    snprintf(op, sizeof op, "attention%s_backward%s", path, variant);
     conf_emit(sink, user, op, shape, conf_guarded(g, &b), ms[1]);
 done:
     conf_block_free(&b);
@@ -230,7 +242,11 @@ clformer_status conf_attention(cf_ctx *ctx, bool quick, conf_sink sink, void *us
         {2, 2, 80, 7, 93, 96, 86, true, CONF_KEYS_RIGHT_PAD, 0.0f, false, 2},
         {3, 2, 64, 61, 93, 93, 0, false, CONF_KEYS_RIGHT_PAD, 0.1f, true, 3},
     };
-    for (int i = 0; i < 3; i++)
-        CF_TRY(conf_attention_run(ctx, quick ? &small[i] : &full[i], sink, user));
+    for (int fused = 0; fused < 2; fused++) /* both paths, the same cases */
+        for (int i = 0; i < 3; i++) {
+            conf_attention_case c = quick ? small[i] : full[i];
+            c.fused = fused;
+            CF_TRY(conf_attention_run(ctx, &c, sink, user));
+        }
     return CLFORMER_OK;
 }

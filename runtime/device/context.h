@@ -43,6 +43,7 @@ struct clformer_context {
     cl_context context;
     cl_command_queue queue;
     clformer_gemm_provider gemm_provider; /* see clformer_gemm_provider_for */
+    clformer_attention_path attention_path; /* the choice; acts.c applies it per batch */
 
     /* Work-group size used by row-reduction kernels (power of two). */
     size_t reduce_wg;

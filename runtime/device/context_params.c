@@ -61,6 +61,7 @@ clformer_status clformer_context_params_from_env(clformer_context_params *p)
     p->kernel_dir = env("CLFORMER_KERNEL_DIR");
     p->gemm_tuning = env("CLFORMER_GEMM_TUNING");
     p->gemm = env("CLFORMER_GEMM");
+    p->attention = env("CLFORMER_ATTENTION");
     CF_TRY(read_bool("CLFORMER_CACHE", &p->cache));
     return read_log_level("CLFORMER_LOG", &p->log_level);
 }

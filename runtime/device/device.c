@@ -381,6 +381,8 @@ clformer_status clformer_context_create_with_params(const clformer_context_param
         cf_fail_prefix(st, "gemm provider: ");
         goto done;
     }
+    st = clformer_attention_path_parse(params->attention, &ctx->attention_path);
+    if (st != CLFORMER_OK) goto done;
     cl_int err;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform,
                                      0};

@@ -22,6 +22,9 @@
     X(BEAM_SELECT, "beam", "beam_select")                                                      \
     X(BEAM_TOKENS, "beam", "beam_tokens")                                                      \
     X(DROPOUT_BACKWARD, "dropout", "dropout_backward")                                         \
+    X(FLASH_ATTENTION_FORWARD, "flash_attention", "flash_attention_forward")                   \
+    X(FLASH_ATTENTION_BACKWARD_DQ, "flash_attention", "flash_attention_backward_dq")           \
+    X(FLASH_ATTENTION_BACKWARD_DKV, "flash_attention", "flash_attention_backward_dkv")                                         \
     X(RESIDUAL_DROPOUT_FORWARD, "dropout", "residual_dropout_forward")                         \
     X(EMBEDDING_BACKWARD_POS, "embedding", "embedding_backward_pos")                           \
     X(EMBEDDING_BACKWARD_TABLE, "embedding", "embedding_backward_table")                       \

@@ -19,8 +19,9 @@ static void sub_acts(cf_arena *c, cf_sub_acts *s, size_t N, size_t d)
     s->out = cf_arena_take(c, N * d);
 }
 
+/* keys: the key tokens the forward masks with (the fused backward reads them again). */
 static void attn_acts(cf_arena *c, cf_attn_acts *a, const clformer_config *cfg, size_t B,
-                      size_t Tq, size_t Tk, bool cross, bool dropout)
+                      size_t Tq, size_t Tk, bool cross, bool dropout, bool fused, cf_view keys)
 {
     const size_t d = (size_t)cfg->d_model, H = (size_t)cfg->n_heads;
     if (cross) {
@@ -32,9 +33,17 @@ static void attn_acts(cf_arena *c, cf_attn_acts *a, const clformer_config *cfg, 
     a->qh = cf_arena_take(c, B * Tq * d);
     a->kh = cf_arena_take(c, B * Tk * d);
     a->vh = cf_arena_take(c, B * Tk * d);
-    a->saved.probs = cf_arena_take(c, B * H * Tq * Tk);
-    a->saved.probs_drop = dropout ? cf_arena_take(c, B * H * Tq * Tk) : a->saved.probs;
+    const cf_view none = {NULL, 0};
+    a->saved = (cf_attention_saved){none, none, none, none, none};
+    if (fused) {
+        a->saved.stats = cf_arena_take(c, 2 * B * H * Tq);
+        a->saved.key_tokens = keys;
+    } else {
+        a->saved.probs = cf_arena_take(c, B * H * Tq * Tk);
+        a->saved.probs_drop = dropout ? cf_arena_take(c, B * H * Tq * Tk) : a->saved.probs;
+    }
     a->ctx_h = cf_arena_take(c, B * Tq * d);
+    if (fused) a->saved.out = a->ctx_h;
     a->concat = cf_arena_take(c, B * Tq * d);
     a->out = cf_arena_take(c, B * Tq * d);
 }
@@ -63,7 +72,7 @@ static size_t layout(const clformer_config *cfg, cf_acts *a, cl_mem buf)
     const size_t d = (size_t)cfg->d_model, ff = (size_t)cfg->d_ff, H = (size_t)cfg->n_heads;
     const size_t V = (size_t)cfg->tgt_vocab, Ns = B * S, Nt = B * T;
     const size_t N = Ns > Nt ? Ns : Nt, Tmax = S > T ? S : T;
-    const bool drop = a->training && cfg->dropout > 0.0f;
+    const bool drop = a->training && cfg->dropout > 0.0f, fused = a->fused_attention;
     cf_arena c = {buf, 0};
 
     a->src = cf_arena_take(&c, Ns);
@@ -78,7 +87,7 @@ static size_t layout(const clformer_config *cfg, cf_acts *a, cl_mem buf)
     for (int l = 0; l < cfg->n_enc_layers; l++) {
         cf_layer_acts *L = &a->enc[l];
         sub_acts(&c, &L->sub[0], Ns, d);
-        attn_acts(&c, &L->self_attn, cfg, B, S, S, false, drop);
+        attn_acts(&c, &L->self_attn, cfg, B, S, S, false, drop, fused, a->src);
         sub_acts(&c, &L->sub[1], Ns, d);
         ffn_acts(&c, &L->ffn, Ns, d, ff);
     }
@@ -88,9 +97,9 @@ static size_t layout(const clformer_config *cfg, cf_acts *a, cl_mem buf)
     for (int l = 0; l < cfg->n_dec_layers; l++) {
         cf_layer_acts *L = &a->dec[l];
         sub_acts(&c, &L->sub[0], Nt, d);
-        attn_acts(&c, &L->self_attn, cfg, B, T, T, false, drop);
+        attn_acts(&c, &L->self_attn, cfg, B, T, T, false, drop, fused, a->tgt_in);
         sub_acts(&c, &L->sub[1], Nt, d);
-        attn_acts(&c, &L->cross_attn, cfg, B, T, S, true, drop);
+        attn_acts(&c, &L->cross_attn, cfg, B, T, S, true, drop, fused, a->src);
         sub_acts(&c, &L->sub[2], Nt, d);
         ffn_acts(&c, &L->ffn, Nt, d, ff);
     }
@@ -112,7 +121,7 @@ static size_t layout(const clformer_config *cfg, cf_acts *a, cl_mem buf)
         a->d_kh = cf_arena_take(&c, B * Tmax * d);
         a->d_vh = cf_arena_take(&c, B * Tmax * d);
         a->d_ctx_h = cf_arena_take(&c, B * Tmax * d);
-        a->d_probs = cf_arena_take(&c, B * H * Tmax * Tmax);
+        a->d_probs = cf_arena_take(&c, B * H * Tmax * (fused ? 1 : Tmax));
         a->d_ff = cf_arena_take(&c, N * ff);
     }
     return c.next;
@@ -127,8 +136,29 @@ static bool product(size_t a, size_t b, size_t c, size_t d, size_t *out)
 
 #define MIB(bytes) ((double)(bytes) / (1024.0 * 1024.0))
 
+bool cf_attention_fused_for(clformer_attention_path path, const clformer_config *cfg,
+                            size_t max_alloc_bytes, size_t B, size_t S, size_t T, bool training)
+{
+    if (path != CLFORMER_ATTENTION_AUTO) return path == CLFORMER_ATTENTION_FUSED;
+    /* the probabilities the unfused path saves, per batch, in floats:
+     * encoder S x S, decoder T x T and T x S per layer, twice with dropout,
+     * and the backward's (Tmax x Tmax) workspace */
+    const size_t H = (size_t)cfg->n_heads, L = S > T ? S : T;
+    const size_t copies = training && cfg->dropout > 0.0f ? 2 : 1;
+    size_t a, b, c, w;
+    if (!product(B, H, S, S, &a) || !product(B, H, T, T + S, &b) || !product(B, H, L, L, &w) ||
+        w > max_alloc_bytes / 4)
+        return true;
+    if (__builtin_mul_overflow(a, (size_t)cfg->n_enc_layers, &a) ||
+        __builtin_mul_overflow(b, (size_t)cfg->n_dec_layers, &b) ||
+        __builtin_add_overflow(a, b, &c) || __builtin_mul_overflow(c, copies, &c) ||
+        __builtin_add_overflow(c, training ? w : 0, &c))
+        return true;
+    return c > CLFORMER_ATTENTION_UNFUSED_MAX_BYTES / 4;
+}
+
 clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t max_alloc_bytes, size_t B,
-                                    size_t S, size_t T)
+                                    size_t S, size_t T, bool fused)
 {
     const size_t H = (size_t)cfg->n_heads, L = S > T ? S : T, d = (size_t)cfg->d_model;
     const size_t limit = max_alloc_bytes / 4, ff = (size_t)cfg->d_ff;
@@ -136,7 +166,8 @@ clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t max_alloc
     static const char fix[] = "use a smaller --batch-tokens or --batch-size (fewer sentences per "
                               "batch) or a smaller --max-len (shorter sentences)";
     size_t n;
-    const bool fits = product(B, H, L, L, &n);
+    const size_t cols = fused ? 2 : L; /* fused: two statistics per row */
+    const bool fits = product(B, H, L, cols, &n);
     if (!fits || n > limit) {
         char size[64];
         if (fits && n <= SIZE_MAX / 4)
@@ -147,7 +178,7 @@ clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t max_alloc
                        "a batch of %zu sentences with %zu attention heads and length %zu needs "
                        "attention scores of %zu x %zu x %zu x %zu floats per layer (%s), more "
                        "than one device buffer may hold (%.0f MiB): %s",
-                       B, H, L, B, H, L, L, size, MIB(max_alloc_bytes), fix);
+                       B, H, L, B, H, L, cols, size, MIB(max_alloc_bytes), fix);
     }
     const size_t V = (size_t)cfg->tgt_vocab;
     size_t rows;
@@ -173,11 +204,15 @@ clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, boo
     }
     /* the sizes below are products of these: refuse any that overflows or
      * could never fit before computing them */
-    CF_TRY(cf_acts_check_shape(cfg, s->ctx->info.max_alloc_bytes, B, S, T));
+    const size_t max_alloc = s->ctx->info.max_alloc_bytes;
+    const bool fused =
+        cf_attention_fused_for(s->ctx->attention_path, cfg, max_alloc, B, S, T, training);
+    CF_TRY(cf_acts_check_shape(cfg, max_alloc, B, S, T, fused));
     a->B = B;
     a->S = S;
     a->T = T;
     a->training = training;
+    a->fused_attention = fused;
     size_t need = layout(cfg, a, NULL);
     clformer_status st = cf_arena_reserve(s->ctx, &s->arena, &s->arena_capacity, need,
                                           "activations");

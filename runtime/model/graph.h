@@ -48,6 +48,7 @@ typedef struct {
 typedef struct {
     size_t B, S, T;      /* T: decoder input length (target length - 1) */
     bool training;       /* saves what backward needs; dropout active */
+    bool fused_attention; /* attention saves row statistics, not probabilities (ops.h) */
     /* integer inputs (one upload) */
     cf_view src, tgt_in, labels;            /* (B,S), (B,T), (B,T) int32 */
     cf_embedding_index src_index, tgt_index;
@@ -66,7 +67,7 @@ typedef struct {
     cf_view d_q;         /* (N, 3d) packed Q|K|V gradient; cross: dq (Nt, d) */
     cf_view d_kv;        /* (Ns, 2d) */
     cf_view d_qh, d_kh, d_vh, d_ctx_h; /* (B, H, T, dh) sized for max(S, T) */
-    cf_view d_probs;     /* (B, H, Tmax, Tmax) */
+    cf_view d_probs;     /* (B, H, Tmax, Tmax); fused attention: (B, H, Tmax) */
     cf_view d_ff;        /* (N, d_ff) */
     size_t total;        /* elements of the arena */
 } cf_acts;
@@ -76,17 +77,24 @@ typedef struct {
  * backward workspace). */
 clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, bool training);
 
+/* Whether a batch shape's attention takes the fused path under `path`
+ * (auto: when the unfused path's saved probabilities would exceed
+ * CLFORMER_ATTENTION_UNFUSED_MAX_BYTES or one buffer). */
+bool cf_attention_fused_for(clformer_attention_path path, const clformer_config *cfg,
+                            size_t max_alloc_bytes, size_t B, size_t S, size_t T, bool training);
+
 /*
  * Whether a batch shape's activations can exist on a device whose largest
  * buffer is max_alloc_bytes, checked before anything is laid out: each
- * attention layer's scores (B x heads x L x L floats, L = max(S, T)), the
+ * attention layer's scores (B x heads x L x L floats, L = max(S, T); with
+ * `fused` attention B x heads x L), the
  * logits (B x T x tgt_vocab) and the widest rows (B x L x max(3 d_model,
  * d_ff)) must each fit in size_t and in one buffer. Too large:
  * CLFORMER_ERR_OUT_OF_MEMORY naming the batch, the heads, the length and
  * the options that shrink them (cf_acts_prepare runs this first).
  */
 clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t max_alloc_bytes, size_t B,
-                                    size_t S, size_t T);
+                                    size_t S, size_t T, bool fused);
 void cf_acts_release(cf_session *s);
 
 /* Dropout descriptor of site `site` at the model's current step (NULL when

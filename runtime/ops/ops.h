@@ -164,24 +164,42 @@ typedef struct {
     size_t key_ld;   /* row stride of key_tokens: key j of batch b is key_tokens[b*key_ld + j] */
 } cf_attention_shape;
 
-/* Tensors the backward pass needs, filled by the forward pass. */
+/* Tensors the backward pass needs, filled by the forward pass. Two paths:
+ * - unfused (stats.buf NULL): Q K^T and P V are strided-batched GEMMs around
+ *   one mask+scale+softmax+dropout kernel; the probabilities are saved,
+ *   O(B*H*Tq*Tk) floats.
+ * - fused (stats.buf set; cl/flash_attention.cl): one kernel per query row
+ *   computes the softmax and P V without storing P; only two numbers per
+ *   row are saved, O(B*H*Tq), and the backward recomputes P from them and
+ *   the output from `out`. probs and probs_drop are not used.
+ * Both draw the same dropout mask and agree to fp32 rounding. */
 typedef struct {
     cf_view probs;      /* (B, H, Tq, Tk) softmax(scores), before dropout */
     cf_view probs_drop; /* (B, H, Tq, Tk) after dropout; may equal probs when no dropout */
+    cf_view stats;      /* fused: (B, H, Tq, 2) each row's maximum scaled score and the
+                           reciprocal of its sum of exp(score - maximum) */
+    cf_view out;        /* fused: the forward's ctx_h, which the backward reads */
+    cf_view key_tokens; /* fused: the forward's key_tokens, for the backward's masks */
 } cf_attention_saved;
+
+static inline bool cf_attention_fused(const cf_attention_saved *saved)
+{
+    return saved->stats.buf != NULL;
+}
 
 /* ctx_h (B, H, Tq, dh) = dropout(softmax(qh kh^T / sqrt(dh) + mask)) vh.
  * Masks: key j of batch b is masked when key_tokens[b*key_ld + j] == 0 (pad)
  * or, if causal, when j > q_pos0 + t. Masked scores are -inf; a row whose
  * keys are all masked gives probabilities 0 and output 0, never NaN.
- * Q K^T and P V are strided-batched GEMMs; mask+scale+softmax+dropout is one
- * kernel (a fused flash-style kernel can replace this function later). */
+ * The path (fused or not) follows `saved`; with the fused one, saved->out
+ * must be ctx_h and saved->key_tokens key_tokens. */
 clformer_status cf_attention_forward(cf_ctx *ctx, cf_view ctx_h, const cf_attention_saved *saved,
                                      cf_view qh, cf_view kh, cf_view vh, cf_view key_tokens,
                                      const cf_attention_shape *shape, const cf_dropout *dropout);
 
 /* Gradients in head-split layout, OVERWRITTEN: dqh (B,H,Tq,dh), dkh and dvh
- * (B,H,Tk_cap,dh, rows < Tk written). dprobs (B,H,Tq,Tk) is workspace. */
+ * (B,H,Tk_cap,dh, rows < Tk written). dprobs is workspace: (B,H,Tq,Tk)
+ * floats on the unfused path, (B,H,Tq) on the fused one. */
 clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
                                       cf_view dprobs, cf_view dctx_h,
                                       const cf_attention_saved *saved, cf_view qh, cf_view kh,

@@ -1,7 +1,10 @@
 /*
  * Multi-head scaled dot-product attention (contract in runtime/ops/ops.h).
  *
- * Forward, per (b, h), as three launches over all B*H heads at once:
+ * Two paths, chosen by the saved tensors the caller gives. The fused one is
+ * one forward launch and two backward launches of cl/flash_attention.cl
+ * (per query row, then per key row), saving only two numbers per query row.
+ * The unfused one, per (b, h), is three launches over all B*H heads at once:
  *   S = Qh Kh^T                      strided-batched GEMM into saved->probs
  *   P = softmax(scale S + mask)      attention_softmax, in place; P_drop beside it
  *   O = P_drop Vh                    strided-batched GEMM
@@ -86,11 +89,16 @@ static clformer_status check_args(const char *fn, const cf_attention_shape *s,
         s->Tq > INT_MAX - s->q_pos0 - 1)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "%s: H, dh, Tk, key_ld and q_pos0+Tq must fit in an int", fn);
+    const size_t T = s->Tq > s->Tk ? s->Tq : s->Tk;
+    if (cf_attention_fused(saved) && T > 0 && s->B * s->H > INT_MAX / T)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "%s: B*H*max(Tq, Tk) exceeds INT_MAX on the fused path; split the batch",
+                       fn);
     if (cf_dropout_active(dropout)) {
         if (!(dropout->p < 1.0f))
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                            "%s: dropout p=%g must be below 1", fn, (double)dropout->p);
-        if (same_view(saved->probs_drop, saved->probs))
+        if (!cf_attention_fused(saved) && same_view(saved->probs_drop, saved->probs))
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                            "%s: with dropout, saved->probs_drop must be a tensor apart from "
                            "saved->probs (backward needs both)", fn);
@@ -149,6 +157,43 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
                                    out.off, dh, Tq * dh, BH);
 }
 
+/* The dropout arguments every attention kernel ends with. */
+#define DROP_ARGS(active, dropout)                                                              \
+    CF_F32((active) ? (dropout)->p : 0.0f), CF_U64((active) ? (dropout)->seed : 0),             \
+        CF_U32((active) ? (dropout)->step : 0), CF_U32((active) ? (dropout)->site : 0)
+
+/* The shape arguments of the fused kernels, after their tensors: key
+ * tokens, then sizes, then scale and dropout. `rows` is the work items. */
+#define FUSED_ARGS(key_tokens, any, s, rows, dropout)                                           \
+    CF_MEM((key_tokens).buf ? (key_tokens).buf : (any)), CF_U64((key_tokens).off),             \
+        CF_I32((s)->key_ld), CF_I32((key_tokens).buf != NULL), CF_I32(rows), CF_I32((s)->H),   \
+        CF_I32((s)->Tq), CF_I32((s)->Tk), CF_I32((s)->Tk_cap), CF_I32((s)->dh),                 \
+        CF_I32((s)->q_pos0), CF_I32((s)->causal), CF_F32(1.0f / sqrtf((float)(s)->dh)),        \
+        DROP_ARGS(cf_dropout_active(dropout), dropout)
+
+/* One work item per query row: softmax statistics, then the output. */
+static clformer_status forward_fused(cf_ctx *ctx, cf_view out, const cf_attention_saved *saved,
+                                     cf_view qh, cf_view kh, cf_view vh, cf_view key_tokens,
+                                     const cf_attention_shape *s, const cf_dropout *dropout)
+{
+    if (!same_view(saved->out, out) || !same_view(saved->key_tokens, key_tokens))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_attention_forward: on the fused path saved->out must be ctx_h and "
+                       "saved->key_tokens the key_tokens given (the backward reads them)");
+    const size_t rows = s->B * s->H * s->Tq, local = ctx->elementwise_wg;
+    const size_t global = cf_round_up(rows, local);
+    cl_kernel k;
+    CF_TRY(cf_kernel_get(ctx, CF_K_FLASH_ATTENTION_FORWARD, &k));
+    const cf_view L = saved->stats;
+    /* ideal traffic: Q, K, V read and O written once, two statistics per row */
+    const size_t moved = 2 * rows * s->dh + 2 * s->B * s->H * s->Tk * s->dh + 2 * rows;
+    return CF_LAUNCH(ctx, "attention", cf_f32_bytes(moved), k, 1, &global, &local,
+                     CF_MEM(out.buf), CF_U64(out.off), CF_MEM(L.buf), CF_U64(L.off),
+                     CF_MEM(qh.buf), CF_U64(qh.off),
+                     CF_MEM(kh.buf), CF_U64(kh.off), CF_MEM(vh.buf), CF_U64(vh.off),
+                     FUSED_ARGS(key_tokens, qh.buf, s, rows, dropout));
+}
+
 clformer_status cf_attention_forward(cf_ctx *ctx, cf_view ctx_h, const cf_attention_saved *saved,
                                      cf_view qh, cf_view kh, cf_view vh, cf_view key_tokens,
                                      const cf_attention_shape *shape, const cf_dropout *dropout)
@@ -164,10 +209,8 @@ clformer_status cf_attention_forward(cf_ctx *ctx, cf_view ctx_h, const cf_attent
     /* No keys: every row is fully masked, so the output is 0. */
     if (s->Tk == 0) return cf_fill(ctx, ctx_h.buf, ctx_h.off, s->B * s->H * s->Tq * s->dh, 0.0f);
 
-    /* A fused flash-style kernel (scores, online softmax and P V per query
-     * tile, never writing P to global memory) slots in here: for inference
-     * it needs no saved tensors at all; for training it would save the row
-     * log-sum-exp instead of P, with a matching path in the backward. */
+    if (cf_attention_fused(saved))
+        return forward_fused(ctx, ctx_h, saved, qh, kh, vh, key_tokens, s, dropout);
     return forward_unfused(ctx, ctx_h, saved, qh, kh, vh, key_tokens, s, dropout);
 }
 
@@ -213,6 +256,41 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
                                    dkh.off, dh, kstride, BH);
 }
 
+/* dQ and D = rowsum(dO * O) per query row, then dK and dV per key row. */
+static clformer_status backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
+                                      cf_view dsum, cf_view dout,
+                                      const cf_attention_saved *saved, cf_view qh, cf_view kh,
+                                      cf_view vh, const cf_attention_shape *s,
+                                      const cf_dropout *dropout)
+{
+    const cf_view key_tokens = saved->key_tokens;
+    const size_t BH = s->B * s->H, rows = BH * s->Tq, keyrows = BH * s->Tk;
+    const size_t local = ctx->elementwise_wg;
+    const cf_view L = saved->stats, O = saved->out;
+    cl_kernel k;
+    CF_TRY(cf_kernel_get(ctx, CF_K_FLASH_ATTENTION_BACKWARD_DQ, &k));
+    size_t global = cf_round_up(rows, local);
+    /* ideal traffic: dO, O, Q read and dQ written; K, V read; statistics, D */
+    const size_t q_rows = rows * s->dh, k_rows = keyrows * s->dh;
+    CF_TRY(CF_LAUNCH(ctx, "attention", cf_f32_bytes(4 * q_rows + 2 * k_rows + 3 * rows), k, 1,
+                     &global, &local, CF_MEM(dqh.buf), CF_U64(dqh.off),
+                     CF_MEM(dsum.buf), CF_U64(dsum.off), CF_MEM(dout.buf), CF_U64(dout.off),
+                     CF_MEM(O.buf), CF_U64(O.off), CF_MEM(L.buf), CF_U64(L.off),
+                     CF_MEM(qh.buf), CF_U64(qh.off), CF_MEM(kh.buf), CF_U64(kh.off),
+                     CF_MEM(vh.buf), CF_U64(vh.off),
+                     FUSED_ARGS(key_tokens, qh.buf, s, rows, dropout)));
+    CF_TRY(cf_kernel_get(ctx, CF_K_FLASH_ATTENTION_BACKWARD_DKV, &k));
+    global = cf_round_up(keyrows, local);
+    /* ideal traffic: Q, dO read; K, V read and dK, dV written; statistics, D */
+    return CF_LAUNCH(ctx, "attention", cf_f32_bytes(2 * q_rows + 4 * k_rows + 3 * rows), k, 1,
+                     &global, &local, CF_MEM(dkh.buf), CF_U64(dkh.off),
+                     CF_MEM(dvh.buf), CF_U64(dvh.off), CF_MEM(dsum.buf), CF_U64(dsum.off),
+                     CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(L.buf), CF_U64(L.off),
+                     CF_MEM(qh.buf), CF_U64(qh.off), CF_MEM(kh.buf), CF_U64(kh.off),
+                     CF_MEM(vh.buf), CF_U64(vh.off),
+                     FUSED_ARGS(key_tokens, qh.buf, s, keyrows, dropout));
+}
+
 clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
                                       cf_view dprobs, cf_view dctx_h,
                                       const cf_attention_saved *saved, cf_view qh, cf_view kh,
@@ -230,7 +308,7 @@ clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
         CF_TRY(zero_head_rows(ctx, dvh, BH, s->Tk, s->Tk_cap, s->dh));
         return zero_head_rows(ctx, dqh, BH, s->Tq, s->Tq, s->dh);
     }
-    /* The fused forward's backward (recomputing P per tile from the saved
-     * log-sum-exp) would be chosen here. */
+    if (cf_attention_fused(saved))
+        return backward_fused(ctx, dqh, dkh, dvh, dprobs, dctx_h, saved, qh, kh, vh, s, dropout);
     return backward_unfused(ctx, dqh, dkh, dvh, dprobs, dctx_h, saved, qh, kh, vh, s, dropout);
 }

@@ -43,6 +43,9 @@ clformer_status cf_beam_candidates(cf_ctx *ctx, const cf_beam_views *b, cf_view 
     if (!aligned(b))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "cf_beam_candidates: a double view is "
                                                       "at an odd element offset");
+    if (M == 0 || M > 128)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_beam_candidates: %zu candidates a row; the kernel keeps 1..128", M);
     if (R == 0) return CLFORMER_OK;
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BEAM_CANDIDATES, &k));

@@ -3,7 +3,8 @@
  * tensor, rows >= Tk of dK and dV untouched, fully padded batches 0, a
  * bit-identical rerun): head dims 8, 64, 80; odd lengths; self-, causal,
  * cross- and decoding attention (Tk_cap > Tk, q_pos0 > 0); padded and fully
- * padded keys; dropout on and off. Then what only the device test does:
+ * padded keys; dropout on and off; every case on the unfused and the fused
+ * path. Then what only the device test does:
  * degenerate sizes, argument errors, the head split/merge layout. */
 #include "harness.h"
 #include "conformance.h"
@@ -24,14 +25,17 @@ static void assert_zero(const float *x, size_t from, size_t to, const char *what
         if (x[i] != 0.0f) fail_msg("%s[%zu] = %g in a fully padded batch, want 0", what, i, x[i]);
 }
 
-/* Each case through the shared check, with seeds seed, seed + 1, ... */
+/* Each case through the shared check on both paths (unfused, then fused),
+ * with seeds seed, seed + 1, ... */
 static void run_cases(const conf_attention_case *cases, size_t n, uint64_t seed)
 {
-    for (size_t i = 0; i < n; i++) {
-        conf_attention_case c = cases[i];
-        c.seed = seed + i;
-        assert_conformance_case(conf_attention_run(hctx(), &c, harness_conf_sink, &failures));
-    }
+    for (int fused = 0; fused < 2; fused++)
+        for (size_t i = 0; i < n; i++) {
+            conf_attention_case c = cases[i];
+            c.seed = seed + i;
+            c.fused = fused;
+            assert_conformance_case(conf_attention_run(hctx(), &c, harness_conf_sink, &failures));
+        }
 }
 #define RUN(cases, seed) run_cases((cases), sizeof(cases) / sizeof *(cases), (seed))
 

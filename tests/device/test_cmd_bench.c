@@ -286,7 +286,7 @@ static void bench_usage_errors(void **state)
     expect(run_bench("--batch", "0", NULL), 2, "--batch");
     expect(run_bench("--batch", "two", NULL), 2, "whole number");
     expect(run_bench("--len", "2", NULL), 2, "--len");
-    expect(run_bench("--len", "256", NULL), 2, "--len");
+    expect(run_bench("--len", "4097", NULL), 2, "--len");
     expect(run_bench("--steps", "0", NULL), 2, "--steps");
     expect(run_bench("--warmup", "-1", NULL), 2, "--warmup");
     expect(run_bench("--vocab", "4", NULL), 2, "--vocab");

@@ -3,8 +3,10 @@
  * (cf_acts_check_shape, runtime/model/acts.c): attention scores of batch x
  * heads x length x length floats that overflow size_t, or that no device
  * buffer can hold, are refused with a message naming the batch, the heads,
- * the length and the options to change; a shape that fits passes. Host
- * only: nothing is allocated.
+ * the length and the options to change; a shape that fits passes. With
+ * fused attention only B x heads x length floats count. Also the rule of
+ * the auto attention path and the path's words. Host only: nothing is
+ * allocated.
  */
 #include "data_util.h"
 
@@ -31,11 +33,11 @@ static void fitting_shape_passes(void **state)
     (void)state;
     clformer_config c = config();
     /* 64 x 8 x 100 x 100 floats = 20 MB of scores */
-    assert_ok(cf_acts_check_shape(&c, GiB, 64, 100, 99));
+    assert_ok(cf_acts_check_shape(&c, GiB, 64, 100, 99, false));
     /* exactly at the limit: 1 x 8 x 128 x 128 floats = 512 KiB (all else smaller) */
     c.d_model = c.n_heads = c.tgt_vocab = 8;
     c.d_ff = 16;
-    assert_ok(cf_acts_check_shape(&c, 8 * 128 * 128 * 4, 1, 128, 127));
+    assert_ok(cf_acts_check_shape(&c, 8 * 128 * 128 * 4, 1, 128, 127, false));
 }
 
 static void scores_beyond_the_largest_buffer(void **state)
@@ -43,13 +45,13 @@ static void scores_beyond_the_largest_buffer(void **state)
     (void)state;
     clformer_config c = config();
     /* 4 x 8 x 65536 x 65536 floats = 512 GiB */
-    assert_error(cf_acts_check_shape(&c, 4 * GiB, 4, 65536, 65535), CLFORMER_ERR_OUT_OF_MEMORY,
+    assert_error(cf_acts_check_shape(&c, 4 * GiB, 4, 65536, 65535, false), CLFORMER_ERR_OUT_OF_MEMORY,
                  "4 sentences", "8 attention heads", "length 65536", "524288 MiB", "4096 MiB",
                  "--batch-tokens", "--max-len");
     /* one float more than the limit */
     c.d_model = c.n_heads = c.tgt_vocab = 8;
     c.d_ff = 16;
-    assert_error(cf_acts_check_shape(&c, 8 * 128 * 128 * 4 - 1, 1, 128, 127),
+    assert_error(cf_acts_check_shape(&c, 8 * 128 * 128 * 4 - 1, 1, 128, 127, false),
                  CLFORMER_ERR_OUT_OF_MEMORY, "1 sentences", "length 128");
 }
 
@@ -59,10 +61,10 @@ static void scores_overflowing_size_t(void **state)
     clformer_config c = config();
     /* 2^40 x 8 x 2^16 x 2^16 wraps around 2^64 (to 0: it must not pass) */
     const size_t B = (size_t)1 << 40;
-    assert_error(cf_acts_check_shape(&c, SIZE_MAX, B, 65536, 65535), CLFORMER_ERR_OUT_OF_MEMORY,
+    assert_error(cf_acts_check_shape(&c, SIZE_MAX, B, 65536, 65535, false), CLFORMER_ERR_OUT_OF_MEMORY,
                  "1099511627776 sentences", "length 65536", "more bytes than size_t can count",
                  "--batch-tokens");
-    assert_error(cf_acts_check_shape(&c, SIZE_MAX, SIZE_MAX, 2, 1), CLFORMER_ERR_OUT_OF_MEMORY,
+    assert_error(cf_acts_check_shape(&c, SIZE_MAX, SIZE_MAX, 2, 1, false), CLFORMER_ERR_OUT_OF_MEMORY,
                  "--max-len");
 }
 
@@ -72,8 +74,57 @@ static void logits_beyond_the_largest_buffer(void **state)
     clformer_config c = config();
     c.tgt_vocab = 1 << 20;
     /* scores 64 x 8 x 64 x 64 fit; logits 64 x 63 x 2^20 floats (16 GiB) do not */
-    assert_error(cf_acts_check_shape(&c, GiB, 64, 64, 63), CLFORMER_ERR_OUT_OF_MEMORY,
+    assert_error(cf_acts_check_shape(&c, GiB, 64, 64, 63, false), CLFORMER_ERR_OUT_OF_MEMORY,
                  "64 sentences", "logits of 64 x 63 x 1048576", "--batch-tokens");
+}
+
+/* The fused path saves B x heads x L floats per layer, not B x heads x L x L:
+ * the base model at length 1024 with 16 sentences passes there only. */
+static void fused_attention_needs_no_score_matrix(void **state)
+{
+    (void)state;
+    clformer_config c = config();
+    /* 16 x 8 x 1024 x 1024 floats = 512 MiB > a 384 MiB buffer; logits
+     * (16 x 1023 x 1000) and rows (16 x 1024 x 2048) fit */
+    const size_t buffer = 3 * GiB / 8;
+    assert_error(cf_acts_check_shape(&c, buffer, 16, 1024, 1023, false),
+                 CLFORMER_ERR_OUT_OF_MEMORY, "16 sentences", "length 1024", "1024 x 1024");
+    assert_ok(cf_acts_check_shape(&c, buffer, 16, 1024, 1023, true));
+}
+
+/* auto: unfused while the saved probabilities stay small, fused above; an
+ * explicit choice is kept whatever the shape. */
+static void auto_attention_path_follows_the_probabilities_size(void **state)
+{
+    (void)state;
+    clformer_config c = config(); /* 6 + 6 layers, 8 heads */
+    c.dropout = 0.1f;
+    /* training, 32 x 32: 32*8*32*32*(6 + 12)*2 + 32*8*32*32 floats ~ 38 MiB */
+    assert_false(cf_attention_fused_for(CLFORMER_ATTENTION_AUTO, &c, GiB, 32, 32, 32, true));
+    /* training, 16 x 1024: ~ 9.5 GiB of probabilities */
+    assert_true(cf_attention_fused_for(CLFORMER_ATTENTION_AUTO, &c, GiB, 16, 1024, 1023, true));
+    /* one score matrix beyond the largest buffer: fused even when small in all */
+    assert_true(cf_attention_fused_for(CLFORMER_ATTENTION_AUTO, &c, 4096, 1, 32, 31, false));
+    assert_false(cf_attention_fused_for(CLFORMER_ATTENTION_UNFUSED, &c, GiB, 16, 1024, 1023, true));
+    assert_true(cf_attention_fused_for(CLFORMER_ATTENTION_FUSED, &c, GiB, 1, 2, 1, false));
+    /* sizes whose product overflows size_t are never unfused */
+    assert_true(cf_attention_fused_for(CLFORMER_ATTENTION_AUTO, &c, SIZE_MAX, SIZE_MAX, 2, 1,
+                                       false));
+}
+
+static void attention_path_words(void **state)
+{
+    (void)state;
+    clformer_attention_path p = CLFORMER_ATTENTION_FUSED;
+    assert_ok(clformer_attention_path_parse(NULL, &p));
+    assert_int_equal(p, CLFORMER_ATTENTION_AUTO);
+    assert_ok(clformer_attention_path_parse("Fused", &p));
+    assert_int_equal(p, CLFORMER_ATTENTION_FUSED);
+    assert_ok(clformer_attention_path_parse("unfused", &p));
+    assert_int_equal(p, CLFORMER_ATTENTION_UNFUSED);
+    assert_string_equal(clformer_attention_path_name(p), "unfused");
+    assert_error(clformer_attention_path_parse("flash", &p), CLFORMER_ERR_INVALID_ARGUMENT,
+                 "'flash'", "CLFORMER_ATTENTION", "fused, unfused or auto");
 }
 
 int main(void)
@@ -83,6 +134,9 @@ int main(void)
         cmocka_unit_test(scores_beyond_the_largest_buffer),
         cmocka_unit_test(scores_overflowing_size_t),
         cmocka_unit_test(logits_beyond_the_largest_buffer),
+        cmocka_unit_test(fused_attention_needs_no_score_matrix),
+        cmocka_unit_test(auto_attention_path_follows_the_probabilities_size),
+        cmocka_unit_test(attention_path_words),
     };
     return cmocka_run_group_tests_name("activation shape check", tests, NULL, NULL);
 }

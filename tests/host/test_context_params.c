@@ -11,7 +11,8 @@
 
 static const char *const variables[] = {"CLFORMER_DEVICE",      "CLFORMER_CACHE",
                                         "CLFORMER_CACHE_DIR",   "CLFORMER_KERNEL_DIR",
-                                        "CLFORMER_GEMM_TUNING", "CLFORMER_LOG"};
+                                        "CLFORMER_GEMM_TUNING", "CLFORMER_LOG",
+                                        "CLFORMER_ATTENTION"};
 
 static void clear_environment(void)
 {
@@ -29,6 +30,7 @@ static void defaults_need_no_environment(void **state)
     assert_null(p.cache_dir);
     assert_null(p.kernel_dir);
     assert_null(p.gemm_tuning);
+    assert_null(p.attention);
     assert_false(p.profiling);
     assert_int_equal(p.log_level, CLFORMER_LOG_WARN);
     assert_null(p.log_callback);
@@ -50,6 +52,7 @@ static void every_variable_is_read(void **state)
     setenv("CLFORMER_KERNEL_DIR", "/src/cl", 1);
     setenv("CLFORMER_GEMM_TUNING", "0", 1);
     setenv("CLFORMER_LOG", "DEBUG", 1);
+    setenv("CLFORMER_ATTENTION", "fused", 1);
     clformer_context_params p;
     assert_int_equal(clformer_context_params_from_env(&p), CLFORMER_OK);
     assert_string_equal(p.device, "pocl:pthread");
@@ -58,6 +61,7 @@ static void every_variable_is_read(void **state)
     assert_string_equal(p.kernel_dir, "/src/cl");
     assert_string_equal(p.gemm_tuning, "0");
     assert_int_equal(p.log_level, CLFORMER_LOG_DEBUG);
+    assert_string_equal(p.attention, "fused");
 
     setenv("CLFORMER_CACHE", "1", 1);
     setenv("CLFORMER_LOG", "error", 1);

@@ -52,7 +52,8 @@ static const preset presets[] = {
 };
 
 enum { MAX_FAMILIES = 32, N_BATCHES = 4, MAX_PROFILED_STEPS = 3 };
-#define MAX_LEN 256
+#define MAX_LEN 256      /* the presets' max_len, raised to --len + 1 for longer sentences */
+#define LONGEST_LEN 4096
 #define LEARNING_RATE 1e-4f /* tools/reference/bench_torch.py's */
 #define QUICK_VOCAB 32
 #define QUICK_COPY_BYTES ((size_t)64 << 10)
@@ -574,7 +575,7 @@ int cmd_bench(int argc, char **argv)
         {"--config", CLI_CHOICE, &config, NULL, "model preset (tiny)", 0, 0, "tiny|small|base"},
         {"--batch", CLI_INT, &batch, "B", "sentences per batch (32)", 1, 65536},
         {"--len", CLI_INT, &len, "T", "tokens per sentence, <sos> and <eos> included (32)", 3,
-         MAX_LEN - 1},
+         LONGEST_LEN},
         {"--steps", CLI_INT, &steps, "N", "timed repetitions (5)", 1, 1000000},
         {"--warmup", CLI_INT, &warmup, "N", "untimed repetitions after the first (2)", 0, 1000000},
         {"--vocab", CLI_INT, &vocab, "V", "source and target vocabulary size (8000)", 5,
@@ -595,6 +596,8 @@ int cmd_bench(int argc, char **argv)
         "  tiny   d_model 64,  4 heads, d_ff 256,  2+2 layers\n"
         "  small  d_model 256, 4 heads, d_ff 1024, 3+3 layers\n"
         "  base   d_model 512, 8 heads, d_ff 2048, 6+6 layers\n"
+        "(max_len is --len + 1 for a longer --len). CLFORMER_ATTENTION picks the attention\n"
+        "path (fused, unfused or auto: see the README).\n"
         "Counting: a training step takes B pairs of T tokens and counts B*T target tokens;\n"
         "translation decodes B sources greedily for T tokens each (<eos> is ruled out so\n"
         "the length is fixed) and counts the tokens generated. FLOP are the matrix\n"
@@ -635,7 +638,7 @@ int cmd_bench(int argc, char **argv)
     b.cfg.d_ff = b.p->d_ff;
     b.cfg.n_enc_layers = b.p->n_enc;
     b.cfg.n_dec_layers = b.p->n_dec;
-    b.cfg.max_len = MAX_LEN;
+    b.cfg.max_len = len < MAX_LEN ? MAX_LEN : (int)len + 1; /* long --len: attention timings */
     b.quick = quick;
     if (quick) {
         /* Oclgrind runs a tiny training step in minutes; this one in seconds */
