@@ -54,7 +54,7 @@ struct clformer_context {
     cf_program_entry *programs;
     size_t n_programs;
     clformer_program_stats program_stats;
-    bool ops_prepared; /* cf_programs_prepare_ops has run */
+    bool ops_prepared[2]; /* cf_programs_prepare_ops has run, by fused_attention */
     /* The ops' kernels by id (cf_kernel_get), NULL until first used. */
     cl_kernel kernel_by_id[CF_K_COUNT];
 

@@ -73,8 +73,9 @@ clformer_status cf_programs_prepare(cf_ctx *ctx, const char *const *names, size_
                                     unsigned threads);
 
 /* cf_programs_prepare for the programs of the ops' kernels (kernel_ids.h:
- * everything a training step runs), once per context. */
-clformer_status cf_programs_prepare_ops(cf_ctx *ctx);
+ * what a training step runs), without cl/flash_attention.cl unless the
+ * batch takes the fused attention path; once per context and path. */
+clformer_status cf_programs_prepare_ops(cf_ctx *ctx, bool fused_attention);
 
 /* The pieces cf_programs_prepare runs on its threads and then in the
  * caller's (program.c). obtain reads the context only: source, disk cache or

@@ -140,15 +140,20 @@ clformer_status cf_programs_prepare(cf_ctx *ctx, const char *const *names, size_
     return st;
 }
 
-clformer_status cf_programs_prepare_ops(cf_ctx *ctx)
+clformer_status cf_programs_prepare_ops(cf_ctx *ctx, bool fused_attention)
 {
-    if (ctx->ops_prepared) return CLFORMER_OK;
+    if (ctx->ops_prepared[fused_attention]) return CLFORMER_OK;
     static const char *const programs[] = {
 #define CF_KERNEL_PROGRAM(id, program, kernel) program,
         CF_KERNEL_LIST(CF_KERNEL_PROGRAM)
 #undef CF_KERNEL_PROGRAM
     };
-    CF_TRY(cf_programs_prepare(ctx, programs, sizeof programs / sizeof *programs, 0));
-    ctx->ops_prepared = true;
+    const char *names[sizeof programs / sizeof *programs];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof programs / sizeof *programs; i++)
+        if (fused_attention || strcmp(programs[i], "flash_attention") != 0)
+            names[n++] = programs[i];
+    CF_TRY(cf_programs_prepare(ctx, names, n, 0));
+    ctx->ops_prepared[fused_attention] = true;
     return CLFORMER_OK;
 }

@@ -188,7 +188,8 @@ static void prepare_builds_each_program_once_with_progress(void **state)
 }
 
 /* What a training step prepares: the programs of the ops' kernels, once,
- * and not the decoder's (translation builds it when it runs). */
+ * the fused attention's only for a batch that takes that path, and not the
+ * decoder's (translation builds it when it runs). */
 static void prepare_ops_builds_the_training_programs_only(void **state)
 {
     (void)state;
@@ -198,17 +199,23 @@ static void prepare_ops_builds_the_training_programs_only(void **state)
     fresh_cache_dir();
     progress_record r;
     cf_ctx *ctx = context_with_progress(&r, false);
-    assert_ok(cf_programs_prepare_ops(ctx));
+    assert_ok(cf_programs_prepare_ops(ctx, false));
     char options[1024];
     cf_program_options(ctx, NULL, options, sizeof options);
-#define CF_KERNEL_LOADED(id, program, kernel) assert_true(cf_program_loaded(ctx, program, options));
+#define CF_KERNEL_LOADED(id, program, kernel)                                                      \
+    assert_true(cf_program_loaded(ctx, program, options) ==                                    \
+                (strcmp(program, "flash_attention") != 0));
     CF_KERNEL_LIST(CF_KERNEL_LOADED)
 #undef CF_KERNEL_LOADED
     assert_false(cf_program_loaded(ctx, "decode", options));
     const size_t calls = r.calls;
     assert_true(calls >= 2 && r.last_done == r.last_total);
-    assert_ok(cf_programs_prepare_ops(ctx)); /* once per context */
+    assert_ok(cf_programs_prepare_ops(ctx, false)); /* once per context */
     assert_int_equal(r.calls, calls);
+    assert_ok(cf_programs_prepare_ops(ctx, true)); /* the fused path: its one program more */
+    assert_true(cf_program_loaded(ctx, "flash_attention", options));
+    assert_int_equal(r.calls, calls + 2);
+    assert_int_equal(r.last_total, 1);
     clformer_context_free(ctx);
     remove_cache_dir();
 }
@@ -228,7 +235,7 @@ static void concurrent_and_lazy_builds_compute_the_same(void **state)
         fresh_cache_dir();
         progress_record r;
         cf_ctx *ctx = context_with_progress(&r, false); /* built here, not loaded */
-        if (concurrent) assert_ok(cf_programs_prepare_ops(ctx));
+        if (concurrent) assert_ok(cf_programs_prepare_ops(ctx, false));
         cl_mem in, out;
         assert_ok(cf_buffer_alloc(ctx, n, "x", &in));
         assert_ok(cf_buffer_alloc(ctx, 2, "sums", &out));
