@@ -1,8 +1,9 @@
 /*
  * Beam search on the device (runtime/model/beam_device.c drives it): the
  * candidates of every hypothesis, the choice of each sentence's next beams
- * and finished hypotheses, and the reordering of the token table, so that
- * a step reads back one counter instead of the log-probabilities.
+ * and finished hypotheses, and the reordering of the token table and the
+ * self-attention caches, so that a step reads back one counter instead of
+ * the log-probabilities.
  *
  * Rows r = sentence * K + k. Scores are sums of float log-probabilities in
  * double, as the host search (runtime/model/beam.c) keeps them; candidates
@@ -24,6 +25,22 @@ kernel void beam_tokens(global int *dst, ulong dst_off, global const int *src, u
     if (c >= L || r >= R) return;
     dst[dst_off + (ulong)r * L + c] =
         c == col ? next[next_off + r] : src[src_off + (ulong)parents[parents_off + r] * L + c];
+}
+
+/* Positions p < n of a cache (R, H, cap, dh), for the rows that change
+ * parent (parents[r] != r): dst[r, h, p] = src[from_parent ? parents[r] : r,
+ * h, p]. Reordering runs it into a scratch by parent, then back unchanged.
+ * Three dimensions, no divisions: they cost more than the copy on CPUs. */
+kernel void beam_gather_cache(global float *dst, ulong dst_off, global const float *src,
+                              ulong src_off, global const int *parents, ulong parents_off,
+                              int R, int H, int cap, int dh, int n, int from_parent)
+{
+    const int i = get_global_id(0), h = get_global_id(1), r = get_global_id(2);
+    if (i >= n * dh || h >= H || r >= R) return;
+    const int p = parents[parents_off + r];
+    if (p == r) return;
+    const ulong from = ((ulong)(from_parent ? p : r) * H + h) * cap * dh + i;
+    dst[dst_off + ((ulong)r * H + h) * cap * dh + i] = src[src_off + from];
 }
 
 #if HAS_FP64
