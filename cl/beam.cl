@@ -76,16 +76,23 @@ kernel void beam_candidates(global double *cand_score, ulong cand_score_off,
     if (done[done_off + r / K] || !isfinite(base)) return;
     global const float *x = logp + logp_off + (ulong)r * V;
     double ls[BEAM_MAX_M];
+    float lx[BEAM_MAX_M]; /* the entries' log-probabilities */
     int lv[BEAM_MAX_M], n = 0;
     for (int v = lid; v < V; v += REDUCE_WG) { /* increasing v: ties stay behind */
+        /* A full list takes v (above every v in it) only with a score above
+         * its last's, which needs a larger log-probability (the score rises
+         * with it, never falls): one float compare rejects the rest. */
+        if (n == M && !(x[v] > lx[M - 1])) continue;
         const double s = base + (double)x[v];
         if (n == M && !beam_before(s, v, ls[M - 1], lv[M - 1])) continue;
         int j = n < M ? n++ : M - 1;
         for (; j > 0 && beam_before(s, v, ls[j - 1], lv[j - 1]); j--) {
             ls[j] = ls[j - 1];
+            lx[j] = lx[j - 1];
             lv[j] = lv[j - 1];
         }
         ls[j] = s;
+        lx[j] = x[v];
         lv[j] = v;
     }
     int head = 0;
