@@ -5,9 +5,10 @@
  *
  * The dropout mask is on the activation output: element (r, c) keeps with
  * dropout_scale(p, seed, step, site, r*C + c), recomputed in backward.
- * bias_act_* give each work item four consecutive elements of the flat
- * (N, C) tensor, whose dropout bits come from one Philox block
- * (dropout_scale4); bias_add is element-wise with work item (column, row).
+ * bias_act_* give each work item 32 consecutive elements of the flat
+ * (N, C) tensor, whose dropout bits come from eight Philox blocks computed
+ * together (dropout_scale32); the column is found with one division per item,
+ * not one per element. bias_add is element-wise with work item (column, row).
  * dbias is a separate deterministic column sum of dinp.
  */
 #include "common.h"
@@ -35,15 +36,16 @@ kernel void bias_act_forward(global float *out, ulong out_off, global const floa
                              ulong inp_off, global const float *bias, ulong bias_off, int N,
                              int C, int act, float p, ulong seed, uint step, uint site)
 {
-    /* work item q: flat elements 4q .. 4q+3, one Philox block for their mask */
-    const ulong q = get_global_id(0), i0 = 4 * q, n = (ulong)N * C;
+    const ulong g = get_global_id(0), i0 = DROP_BLOCK * g, n = (ulong)N * C;
     if (i0 >= n) return;
-    const float4 m4 = dropout_scale4(p, seed, step, site, q);
-    const float m[4] = {m4.s0, m4.s1, m4.s2, m4.s3};
-    for (int k = 0; k < 4 && i0 + k < n; k++) {
+    float m[DROP_BLOCK];
+    dropout_scale32(p, seed, step, site, g, m);
+    const int count = n - i0 < DROP_BLOCK ? (int)(n - i0) : DROP_BLOCK;
+    int c = (int)(i0 - (i0 / C) * C); /* not %: see attention.cl on Oclgrind */
+    for (int k = 0; k < count; k++) {
         const ulong i = i0 + k;
-        const int c = (int)(i - (i / C) * C); /* not %: see attention.cl on Oclgrind */
         out[out_off + i] = act_value(inp[inp_off + i] + bias[bias_off + c], act) * m[k];
+        if (++c == C) c = 0;
     }
 }
 
@@ -54,14 +56,16 @@ kernel void bias_act_backward(global float *dinp, ulong dinp_off, global const f
                               global const float *bias, ulong bias_off, int N, int C, int act,
                               float p, ulong seed, uint step, uint site)
 {
-    const ulong q = get_global_id(0), i0 = 4 * q, n = (ulong)N * C;
+    const ulong g = get_global_id(0), i0 = DROP_BLOCK * g, n = (ulong)N * C;
     if (i0 >= n) return;
-    const float4 m4 = dropout_scale4(p, seed, step, site, q);
-    const float m[4] = {m4.s0, m4.s1, m4.s2, m4.s3};
-    for (int k = 0; k < 4 && i0 + k < n; k++) {
+    float m[DROP_BLOCK];
+    dropout_scale32(p, seed, step, site, g, m);
+    const int count = n - i0 < DROP_BLOCK ? (int)(n - i0) : DROP_BLOCK;
+    int c = (int)(i0 - (i0 / C) * C);
+    for (int k = 0; k < count; k++) {
         const ulong i = i0 + k;
-        const int c = (int)(i - (i / C) * C);
         dinp[dinp_off + i] = dout[dout_off + i] * m[k] * act_grad(inp[inp_off + i] + bias[bias_off + c], act);
+        if (++c == C) c = 0;
     }
 }
 

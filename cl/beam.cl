@@ -1,8 +1,9 @@
 /*
  * Beam search on the device (runtime/model/beam_device.c drives it): the
  * candidates of every hypothesis, the choice of each sentence's next beams
- * and finished hypotheses, and the reordering of the token table, so that
- * a step reads back one counter instead of the log-probabilities.
+ * and finished hypotheses, and the reordering of the token table and the
+ * self-attention caches, so that a step reads back one counter instead of
+ * the log-probabilities.
  *
  * Rows r = sentence * K + k. Scores are sums of float log-probabilities in
  * double, as the host search (runtime/model/beam.c) keeps them; candidates
@@ -26,6 +27,22 @@ kernel void beam_tokens(global int *dst, ulong dst_off, global const int *src, u
         c == col ? next[next_off + r] : src[src_off + (ulong)parents[parents_off + r] * L + c];
 }
 
+/* Positions p < n of a cache (R, H, cap, dh), for the rows that change
+ * parent (parents[r] != r): dst[r, h, p] = src[from_parent ? parents[r] : r,
+ * h, p]. Reordering runs it into a scratch by parent, then back unchanged.
+ * Three dimensions, no divisions: they cost more than the copy on CPUs. */
+kernel void beam_gather_cache(global float *dst, ulong dst_off, global const float *src,
+                              ulong src_off, global const int *parents, ulong parents_off,
+                              int R, int H, int cap, int dh, int n, int from_parent)
+{
+    const int i = get_global_id(0), h = get_global_id(1), r = get_global_id(2);
+    if (i >= n * dh || h >= H || r >= R) return;
+    const int p = parents[parents_off + r];
+    if (p == r) return;
+    const ulong from = ((ulong)(from_parent ? p : r) * H + h) * cap * dh + i;
+    dst[dst_off + ((ulong)r * H + h) * cap * dh + i] = src[src_off + from];
+}
+
 #if HAS_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
@@ -35,12 +52,16 @@ inline bool beam_before(double sb, int vb, double sa, int va)
     return sb > sa || (sb == sa && vb < va);
 }
 
+#define BEAM_MAX_M 128 /* 2 x the widest beam (64) */
+
 /* The M best continuations of row r (one work-group of REDUCE_WG items per
  * row), in rank order: cand_score = score[r] + logp[r][v], cand_token = v;
- * token -1 ends a list shorter than M (V < M). Each pass takes the best
- * candidate ranked after the previous one, so ties are exact and the order
- * total. Rows of finished sentences and dead hypotheses (score not finite)
- * are skipped: beam_select never reads them. */
+ * token -1 ends a list shorter than M (V < M). Each item keeps the M best of
+ * its columns in a sorted list (one pass over the row); the group then
+ * takes the best list head M times. Ranks are a total order, so ties are
+ * exact and the lists the same on every device. Rows of finished sentences
+ * and dead hypotheses (score not finite) are skipped: beam_select never
+ * reads them. */
 kernel void beam_candidates(global double *cand_score, ulong cand_score_off,
                             global int *cand_token, ulong cand_token_off,
                             global const float *logp, ulong logp_off, global const double *score,
@@ -54,20 +75,30 @@ kernel void beam_candidates(global double *cand_score, ulong cand_score_off,
     const double base = score[score_off + r];
     if (done[done_off + r / K] || !isfinite(base)) return;
     global const float *x = logp + logp_off + (ulong)r * V;
-    double prev = INFINITY;
-    int prev_v = -1;
-    for (int j = 0; j < M; j++) {
-        double best = -INFINITY;
-        int at = INT_MAX; /* "none yet": loses every tie to a real token */
-        for (int v = lid; v < V; v += REDUCE_WG) {
-            const double s = base + (double)x[v];
-            if (beam_before(prev, prev_v, s, v) && beam_before(s, v, best, at)) {
-                best = s;
-                at = v;
-            }
+    double ls[BEAM_MAX_M];
+    float lx[BEAM_MAX_M]; /* the entries' log-probabilities */
+    int lv[BEAM_MAX_M], n = 0;
+    for (int v = lid; v < V; v += REDUCE_WG) { /* increasing v: ties stay behind */
+        /* A full list takes v (above every v in it) only with a score above
+         * its last's, which needs a larger log-probability (the score rises
+         * with it, never falls): one float compare rejects the rest. */
+        if (n == M && !(x[v] > lx[M - 1])) continue;
+        const double s = base + (double)x[v];
+        if (n == M && !beam_before(s, v, ls[M - 1], lv[M - 1])) continue;
+        int j = n < M ? n++ : M - 1;
+        for (; j > 0 && beam_before(s, v, ls[j - 1], lv[j - 1]); j--) {
+            ls[j] = ls[j - 1];
+            lx[j] = lx[j - 1];
+            lv[j] = lv[j - 1];
         }
-        vals[lid] = best;
-        idx[lid] = at;
+        ls[j] = s;
+        lx[j] = x[v];
+        lv[j] = v;
+    }
+    int head = 0;
+    for (int j = 0; j < M; j++) {
+        vals[lid] = head < n ? ls[head] : -INFINITY;
+        idx[lid] = head < n ? lv[head] : INT_MAX; /* "none": loses every tie */
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int h = REDUCE_WG / 2; h > 0; h >>= 1) {
             if (lid < h && beam_before(vals[lid + h], idx[lid + h], vals[lid], idx[lid])) {
@@ -76,14 +107,15 @@ kernel void beam_candidates(global double *cand_score, ulong cand_score_off,
             }
             barrier(CLK_LOCAL_MEM_FENCE);
         }
-        prev = vals[0];
-        prev_v = idx[0];
+        const double best = vals[0];
+        const int at = idx[0];
         barrier(CLK_LOCAL_MEM_FENCE); /* every item has read the winner */
+        if (head < n && lv[head] == at) head++; /* columns are distinct: one owner */
         if (lid == 0) {
-            cand_score[cand_score_off + (ulong)r * M + j] = prev;
-            cand_token[cand_token_off + (ulong)r * M + j] = prev_v == INT_MAX ? -1 : prev_v;
+            cand_score[cand_score_off + (ulong)r * M + j] = best;
+            cand_token[cand_token_off + (ulong)r * M + j] = at == INT_MAX ? -1 : at;
         }
-        if (prev_v == INT_MAX) break;
+        if (at == INT_MAX) break;
     }
 }
 

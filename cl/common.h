@@ -100,4 +100,48 @@ inline float4 dropout_scale4(float p, ulong seed, uint step, uint tensor, ulong 
     return select((float4)(1.0f / (1.0f - p)), (float4)(0.0f), u < (float4)(p));
 }
 
+/* Dropout multipliers of DROP_BLOCK consecutive elements: work items of
+ * the element-wise dropout kernels take 32 elements each. */
+#define DROP_BLOCK 32
+
+/* The multipliers of elements 32g .. 32g+31 of a dropout site into m[0..31]:
+ * the same values as dropout_scale4 of the eight Philox blocks 8g .. 8g+7,
+ * computed together, one block per lane of 8-wide vectors. On CPU devices a
+ * lone block runs as scalar code (PoCL vectorizes no work-item loop that
+ * holds an inner loop), and Philox is most of an element-wise dropout
+ * kernel's time. The lanes go out through private arrays, not shuffles
+ * (Oclgrind 21.10's uninitialised checker crashes on those). */
+inline void dropout_scale32(float p, ulong seed, uint step, uint tensor, ulong g, float *m)
+{
+    if (p <= 0.0f) {
+        for (int i = 0; i < DROP_BLOCK; i++) m[i] = 1.0f;
+        return;
+    }
+    const ulong8 q = (ulong8)(8 * g) + (ulong8)(0, 1, 2, 3, 4, 5, 6, 7);
+    uint8 x = convert_uint8(q), y = convert_uint8(q >> 32), z = (uint8)(tensor), w = (uint8)(step);
+    uint kx = (uint)seed, ky = (uint)(seed >> 32);
+#pragma unroll
+    for (int r = 0; r < 10; r++) { /* philox4x32_10's rounds, lane by lane */
+        const ulong8 p0 = convert_ulong8(x) * (ulong8)(0xD2511F53u);
+        const ulong8 p1 = convert_ulong8(z) * (ulong8)(0xCD9E8D57u);
+        const uint8 hi0 = convert_uint8(p0 >> 32), lo0 = convert_uint8(p0);
+        const uint8 hi1 = convert_uint8(p1 >> 32), lo1 = convert_uint8(p1);
+        x = hi1 ^ y ^ (uint8)(kx);
+        y = lo1;
+        z = hi0 ^ w ^ (uint8)(ky);
+        w = lo0;
+        kx += 0x9E3779B9u;
+        ky += 0xBB67AE85u;
+    }
+    const float8 keep = (float8)(1.0f / (1.0f - p)), drop = (float8)(0.0f), pv = (float8)(p);
+    const float scale = 1.0f / 16777216.0f;
+    float t[4][8];
+    vstore8(select(keep, drop, convert_float8(x >> 8) * scale < pv), 0, t[0]);
+    vstore8(select(keep, drop, convert_float8(y >> 8) * scale < pv), 0, t[1]);
+    vstore8(select(keep, drop, convert_float8(z >> 8) * scale < pv), 0, t[2]);
+    vstore8(select(keep, drop, convert_float8(w >> 8) * scale < pv), 0, t[3]);
+    for (int j = 0; j < 8; j++)
+        for (int k = 0; k < 4; k++) m[4 * j + k] = t[k][j];
+}
+
 #endif

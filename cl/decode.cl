@@ -22,13 +22,3 @@ kernel void set_column(global int *table, ulong table_off, int ld, int col,
     const int r = get_global_id(0);
     if (r < R) table[table_off + (ulong)r * ld + col] = values[values_off + r];
 }
-
-/* dst row r = src row index[r], rows of `row` elements */
-kernel void gather_rows(global float *dst, ulong dst_off, global const float *src, ulong src_off,
-                        global const int *index, ulong index_off, ulong row, int R)
-{
-    const ulong i = get_global_id(0);
-    const int r = get_global_id(1);
-    if (i >= row || r >= R) return;
-    dst[dst_off + (ulong)r * row + i] = src[src_off + (ulong)index[index_off + r] * row + i];
-}

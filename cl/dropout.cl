@@ -8,19 +8,20 @@
  */
 #include "common.h"
 
-/* Each work item q handles elements 4q .. 4q+3, whose multipliers come from
- * one Philox block (dropout_scale4). */
+/* Each work item g handles elements 32g .. 32g+31, whose multipliers come
+ * from eight Philox blocks at once (dropout_scale32). */
 
 /* out[i] = res[i] + x[i] * dropout multiplier of i. */
 kernel void residual_dropout_forward(global float *out, ulong out_off, global const float *res,
                                      ulong res_off, global const float *x, ulong x_off, ulong n,
                                      float p, ulong seed, uint step, uint site)
 {
-    const ulong q = get_global_id(0), i0 = 4 * q;
+    const ulong g = get_global_id(0), i0 = DROP_BLOCK * g;
     if (i0 >= n) return;
-    const float4 m4 = dropout_scale4(p, seed, step, site, q);
-    const float m[4] = {m4.s0, m4.s1, m4.s2, m4.s3};
-    for (int k = 0; k < 4 && i0 + k < n; k++) {
+    float m[DROP_BLOCK];
+    dropout_scale32(p, seed, step, site, g, m);
+    const int count = n - i0 < DROP_BLOCK ? (int)(n - i0) : DROP_BLOCK;
+    for (int k = 0; k < count; k++) {
         const ulong i = i0 + k;
         const float r = res[res_off + i];
         const float v = x[x_off + i] * m[k];
@@ -32,10 +33,10 @@ kernel void residual_dropout_forward(global float *out, ulong out_off, global co
 kernel void dropout_backward(global float *dx, ulong dx_off, global const float *dout,
                              ulong dout_off, ulong n, float p, ulong seed, uint step, uint site)
 {
-    const ulong q = get_global_id(0), i0 = 4 * q;
+    const ulong g = get_global_id(0), i0 = DROP_BLOCK * g;
     if (i0 >= n) return;
-    const float4 m4 = dropout_scale4(p, seed, step, site, q);
-    const float m[4] = {m4.s0, m4.s1, m4.s2, m4.s3};
-    for (int k = 0; k < 4 && i0 + k < n; k++)
-        dx[dx_off + i0 + k] = dout[dout_off + i0 + k] * m[k];
+    float m[DROP_BLOCK];
+    dropout_scale32(p, seed, step, site, g, m);
+    const int count = n - i0 < DROP_BLOCK ? (int)(n - i0) : DROP_BLOCK;
+    for (int k = 0; k < count; k++) dx[dx_off + i0 + k] = dout[dout_off + i0 + k] * m[k];
 }

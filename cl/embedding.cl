@@ -1,9 +1,12 @@
 /*
  * Token embedding plus positions, with dropout, and its backward.
  *
- * Forward: one work item per (t, c) loops over the batch, so a position
- * value (sinusoidal or learned) is computed once per column and shared by
- * the B rows that use it. Dropout element i is the flat index (b*T+t)*C+c.
+ * Forward: one work item per (t, four columns 4k..4k+3) loops over the
+ * batch, so a position value (sinusoidal or learned) is computed once per
+ * column and shared by the B rows that use it. Dropout element i is the flat
+ * index (b*T+t)*C+c; with C a multiple of 4 the four columns of a row are
+ * one Philox block (dropout_scale4), else each takes its own (dropout_scale).
+ * The backward kernels take four columns per work item the same way.
  *
  * Sinusoidal positions in fp32 must match a double reference within 2e-5
  * at positions in the hundreds. sin(t * w) loses accuracy through its
@@ -47,21 +50,46 @@ inline float sinusoid(int t, int c, float2 beta)
     return (c & 1) ? co - s * lo : s + co * lo;
 }
 
-/* Writes out[b,t,c] for every b, given the position value pe = P[t,c]. */
-inline void embed_column(global float *out, ulong out_off, global const int *tokens,
-                         ulong tok_off, global const float *table, ulong table_off, int B, int T,
-                         int C, int t, int c, float scale, float pe, float p, ulong seed,
-                         uint step, uint site)
+/* The dropout multipliers of flat elements i0 .. i0+n-1 (n <= 4) of a row of
+ * C columns, i0 = row*C + a multiple of 4: one Philox block when C is a
+ * multiple of 4 (then i0 is too), one per element otherwise. */
+inline void drop4(float *m, int n, int C, ulong i0, float p, ulong seed, uint step, uint site)
+{
+    if ((C & 3) == 0) {
+        const float4 m4 = dropout_scale4(p, seed, step, site, i0 >> 2);
+        m[0] = m4.s0, m[1] = m4.s1, m[2] = m4.s2, m[3] = m4.s3;
+        return;
+    }
+    for (int j = 0; j < 4; j++) m[j] = j < n ? dropout_scale(p, seed, step, site, i0 + j) : 0.0f;
+}
+
+/* Writes out[b,t,c0+j] for every b, given the position values pe[j] = P[t,c0+j], j < n. */
+inline void embed_columns(global float *out, ulong out_off, global const int *tokens,
+                          ulong tok_off, global const float *table, ulong table_off, int B,
+                          int T, int C, int t, int c0, int n, float scale, const float *pe,
+                          float p, ulong seed, uint step, uint site)
 {
     for (int b = 0; b < B; b++) {
-        const ulong row = (ulong)b * T + t, i = row * C + c;
+        const ulong row = (ulong)b * T + t, i0 = row * C + c0;
         const int id = tokens[tok_off + row];
-        const float v = table[table_off + (ulong)id * C + c] * scale + pe;
-        out[out_off + i] = v * dropout_scale(p, seed, step, site, i);
+        float m[4];
+        drop4(m, n, C, i0, p, seed, step, site);
+        for (int j = 0; j < n; j++) {
+            const float v = table[table_off + (ulong)id * C + c0 + j] * scale + pe[j];
+            out[out_off + i0 + j] = v * m[j];
+        }
     }
 }
 
-/* Global (C, T). beta = 10000^(-2/C) as hi + lo. Row t holds position
+/* The first of work item k's four columns, and how many of them exist. */
+inline int first_column(int k, int C, int *n)
+{
+    const int c0 = 4 * k;
+    *n = C - c0 < 4 ? C - c0 : 4;
+    return c0;
+}
+
+/* Global (ceil(C/4), T). beta = 10000^(-2/C) as hi + lo. Row t holds position
  * pos0 + t (pos0 > 0 when decoding one position at a time). */
 kernel void embedding_forward_sinusoidal(global float *out, ulong out_off,
                                          global const int *tokens, ulong tok_off,
@@ -69,14 +97,16 @@ kernel void embedding_forward_sinusoidal(global float *out, ulong out_off,
                                          int T, int C, int pos0, float scale, float beta_hi,
                                          float beta_lo, float p, ulong seed, uint step, uint site)
 {
-    const int c = get_global_id(0), t = get_global_id(1);
-    if (c >= C || t >= T) return;
-    const float pe = sinusoid(pos0 + t, c, (float2)(beta_hi, beta_lo));
-    embed_column(out, out_off, tokens, tok_off, table, table_off, B, T, C, t, c, scale, pe, p,
-                 seed, step, site);
+    int n;
+    const int c0 = first_column(get_global_id(0), C, &n), t = get_global_id(1);
+    if (n <= 0 || t >= T) return;
+    float pe[4];
+    for (int j = 0; j < n; j++) pe[j] = sinusoid(pos0 + t, c0 + j, (float2)(beta_hi, beta_lo));
+    embed_columns(out, out_off, tokens, tok_off, table, table_off, B, T, C, t, c0, n, scale, pe,
+                  p, seed, step, site);
 }
 
-/* Global (C, T). pos: the learned table, position q at pos_off + q*C; row t
+/* Global (ceil(C/4), T). pos: the learned table, position q at pos_off + q*C; row t
  * holds position pos0 + t. */
 kernel void embedding_forward_learned(global float *out, ulong out_off, global const int *tokens,
                                       ulong tok_off, global const float *table, ulong table_off,
@@ -84,15 +114,17 @@ kernel void embedding_forward_learned(global float *out, ulong out_off, global c
                                       int C, int pos0, float scale, float p, ulong seed,
                                       uint step, uint site)
 {
-    const int c = get_global_id(0), t = get_global_id(1);
-    if (c >= C || t >= T) return;
-    const float pe = pos[pos_off + (ulong)(pos0 + t) * C + c];
-    embed_column(out, out_off, tokens, tok_off, table, table_off, B, T, C, t, c, scale, pe, p,
-                 seed, step, site);
+    int n;
+    const int c0 = first_column(get_global_id(0), C, &n), t = get_global_id(1);
+    if (n <= 0 || t >= T) return;
+    float pe[4];
+    for (int j = 0; j < n; j++) pe[j] = pos[pos_off + (ulong)(pos0 + t) * C + c0 + j];
+    embed_columns(out, out_off, tokens, tok_off, table, table_off, B, T, C, t, c0, n, scale, pe,
+                  p, seed, step, site);
 }
 
-/* Global (C, n_unique): dtable[unique[u], c] += scale * sum of g over the
- * positions of unique[u], in the index's (increasing) order. */
+/* Global (ceil(C/4), n_unique): dtable[unique[u], c] += scale * sum of g
+ * over the positions of unique[u], in the index's (increasing) order. */
 kernel void embedding_backward_table(global float *dtable, ulong dtable_off,
                                      global const float *dout, ulong dout_off,
                                      global const int *unique, ulong unique_off,
@@ -101,29 +133,33 @@ kernel void embedding_backward_table(global float *dtable, ulong dtable_off,
                                      int n_unique, int C, float scale, float p, ulong seed,
                                      uint step, uint site)
 {
-    const int c = get_global_id(0), u = get_global_id(1);
-    if (c >= C || u >= n_unique) return;
+    int n;
+    const int c0 = first_column(get_global_id(0), C, &n), u = get_global_id(1);
+    if (n <= 0 || u >= n_unique) return;
     const int begin = starts[starts_off + u], end = starts[starts_off + u + 1];
-    float acc = 0.0f;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, m[4];
     for (int j = begin; j < end; j++) {
-        const ulong i = (ulong)positions[positions_off + j] * C + c;
-        acc += dout[dout_off + i] * dropout_scale(p, seed, step, site, i);
+        const ulong i0 = (ulong)positions[positions_off + j] * C + c0;
+        drop4(m, n, C, i0, p, seed, step, site);
+        for (int k = 0; k < n; k++) acc[k] += dout[dout_off + i0 + k] * m[k];
     }
-    const ulong d = dtable_off + (ulong)unique[unique_off + u] * C + c;
-    dtable[d] += scale * acc;
+    const ulong d = dtable_off + (ulong)unique[unique_off + u] * C + c0;
+    for (int k = 0; k < n; k++) dtable[d + k] += scale * acc[k];
 }
 
-/* Global (C, T): dpos[t, c] += sum over b (in order) of g[b, t, c]. */
+/* Global (ceil(C/4), T): dpos[t, c] += sum over b (in order) of g[b, t, c]. */
 kernel void embedding_backward_pos(global float *dpos, ulong dpos_off, global const float *dout,
                                    ulong dout_off, int B, int T, int C, float p, ulong seed,
                                    uint step, uint site)
 {
-    const int c = get_global_id(0), t = get_global_id(1);
-    if (c >= C || t >= T) return;
-    float acc = 0.0f;
+    int n;
+    const int c0 = first_column(get_global_id(0), C, &n), t = get_global_id(1);
+    if (n <= 0 || t >= T) return;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, m[4];
     for (int b = 0; b < B; b++) {
-        const ulong i = ((ulong)b * T + t) * C + c;
-        acc += dout[dout_off + i] * dropout_scale(p, seed, step, site, i);
+        const ulong i0 = ((ulong)b * T + t) * C + c0;
+        drop4(m, n, C, i0, p, seed, step, site);
+        for (int k = 0; k < n; k++) acc[k] += dout[dout_off + i0 + k] * m[k];
     }
-    dpos[dpos_off + (ulong)t * C + c] += acc;
+    for (int k = 0; k < n; k++) dpos[dpos_off + (ulong)t * C + c0 + k] += acc[k];
 }

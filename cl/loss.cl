@@ -2,9 +2,10 @@
  * Softmax cross-entropy over the vocabulary (the loss and its gradient in one
  * kernel), and the row-wise log-softmax and argmax that decoding needs.
  *
- * One work-group of REDUCE_WG items per row: each item walks the columns
- * lid, lid + REDUCE_WG, ... and the group combines with wg_max / wg_sum from
- * common.h, so the order of every sum is fixed (bit-identical reruns).
+ * One work-group of REDUCE_WG items per row: each item walks its own columns
+ * (chunks of ROW_VEC, below; argmax column by column) and the group combines
+ * with wg_max / wg_sum from common.h, so the order of every sum is fixed
+ * (bit-identical reruns).
  * Everything is computed relative to the row maximum m: exp(x - m) <= 1
  * cannot overflow, and m - x >= 0 sums without cancellation, which keeps
  * logits of +-1e4 over 50k classes accurate.
@@ -17,47 +18,70 @@
  * pthread device wrote outside the buffers whenever V < REDUCE_WG (some
  * items skip the loop after a barrier). */
 
+/* Rows are walked in chunks of ROW_VEC columns: work item lid takes chunks
+ * lid, lid + REDUCE_WG, ... (vload8/vstore8), and the last V % ROW_VEC
+ * columns one each, so every item reads and writes the same columns in each
+ * pass. On CPU devices the vector types are what makes exp and the sums SIMD
+ * (PoCL does not vectorize a loop inside a work item, and the earlier
+ * one-pass online softmax, column by column with a data-dependent rescale,
+ * ran at ~0.2 GB/s); on GPUs a chunk is one 32-byte load per item. */
+#define ROW_VEC 8
+
+/* The largest of the 8 lanes, and their sum in a fixed order. The lanes go
+ * through a private array: Oclgrind 21.10's uninitialised-memory checker
+ * crashes on the lane shuffles that combining them in registers compiles to. */
+inline float max8(float8 v)
+{
+    float t[ROW_VEC];
+    vstore8(v, 0, t);
+    return fmax(fmax(fmax(t[0], t[4]), fmax(t[2], t[6])), fmax(fmax(t[1], t[5]), fmax(t[3], t[7])));
+}
+
+inline float sum8(float8 v)
+{
+    float t[ROW_VEC];
+    vstore8(v, 0, t);
+    return ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
+}
+
 /* The row maximum m and S = sum of exp(x - m) of row x (V columns), for the
- * whole group, in one pass over the row: each item keeps the maximum of its
- * columns so far and its sum relative to it, rescaled when the maximum
- * grows (online softmax); the group then rescales every item's sum to the
- * row maximum. With `want_d` also d = sum_c (m - x_c) (label smoothing),
- * Kahan-compensated: with logits of +-1e4 the terms reach 2e4 and the sum
- * 1e9; every term, a rescale's n * (m_new - m_old) included, is >= 0. */
+ * whole group, in two passes over the row (it is read again from the cache):
+ * the maximum, then the sums. With `want_d` also d = sum_c (m - x_c) (label
+ * smoothing), Kahan-compensated per lane: with logits of +-1e4 the terms
+ * reach 2e4 and the sum 1e9; every term is >= 0. A NaN logit makes S, and so
+ * the loss, NaN; -inf logits add 0 to S. */
 inline float3 row_max_sumexp_d(global const float *x, int V, bool want_d, local float *scratch)
 {
-    const int lid = get_local_id(0);
-    float m = -INFINITY, s = 0.0f, d = 0.0f, comp = 0.0f;
-    int n = 0; /* columns seen by this item */
-    for (int b = 0; b < V; b += REDUCE_WG) {
-        if (b + lid < V) {
-            const float v = x[b + lid];
-            if (v > m) {
-                s = s * exp(m - v) + 1.0f;
-                if (want_d && n > 0) { /* every earlier term grows by v - m */
-                    const float t = (float)n * (v - m) - comp, sum = d + t;
-                    comp = (sum - d) - t;
-                    d = sum;
-                }
-                m = v;
-            } else if (v != -INFINITY || m != -INFINITY) { /* -inf before any finite
-                                                             value adds 0, not NaN */
-                s += exp(v - m);
-                if (want_d) {
-                    const float t = (m - v) - comp, sum = d + t;
-                    comp = (sum - d) - t;
-                    d = sum;
-                }
+    const int lid = get_local_id(0), chunks = V / ROW_VEC, tail0 = chunks * ROW_VEC;
+    float8 m8 = (float8)(-INFINITY);
+    for (int b = 0; b < chunks; b += REDUCE_WG)
+        if (b + lid < chunks) m8 = fmax(m8, vload8(b + lid, x));
+    float m = max8(m8);
+    for (int b = tail0; b < V; b += REDUCE_WG)
+        if (b + lid < V) m = fmax(m, x[b + lid]);
+    const float row_m = wg_max(m, scratch);
+
+    float8 s8 = (float8)(0.0f), d8 = (float8)(0.0f), comp8 = (float8)(0.0f);
+    for (int b = 0; b < chunks; b += REDUCE_WG) {
+        if (b + lid < chunks) {
+            const float8 v = vload8(b + lid, x);
+            s8 += exp(v - row_m);
+            if (want_d) {
+                const float8 t = (row_m - v) - comp8, sum = d8 + t;
+                comp8 = (sum - d8) - t;
+                d8 = sum;
             }
-            n++;
         }
     }
-    const float row_m = wg_max(m, scratch);
-    /* items without columns (V < REDUCE_WG) add nothing */
-    const float row_s = wg_sum(n > 0 ? s * exp(m - row_m) : 0.0f, scratch);
-    float row_d = 0.0f;
-    if (want_d) /* uniform over the group */
-        row_d = wg_sum(n > 0 ? (d - comp) + (float)n * (row_m - m) : 0.0f, scratch);
+    float s = sum8(s8), d = want_d ? sum8(d8 - comp8) : 0.0f;
+    for (int b = tail0; b < V; b += REDUCE_WG) {
+        if (b + lid < V) {
+            s += exp(x[b + lid] - row_m);
+            d += row_m - x[b + lid];
+        }
+    }
+    const float row_s = wg_sum(s, scratch);
+    const float row_d = want_d ? wg_sum(d, scratch) : 0.0f; /* want_d is uniform */
     return (float3)(row_m, row_s, row_d);
 }
 
@@ -101,7 +125,18 @@ kernel void cross_entropy(global float *losses, ulong losses_off, global float *
 
     barrier(CLK_GLOBAL_MEM_FENCE); /* every item has read x_y before column y is overwritten */
     const float off_target = ls / (float)V, on_target = 1.0f - ls + off_target;
-    for (int b = 0; b < V; b += REDUCE_WG) {
+    const int chunks = V / ROW_VEC, tail0 = chunks * ROW_VEC;
+    const int8 lane = (int8)(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int b = 0; b < chunks; b += REDUCE_WG) {
+        const int j = b + lid;
+        if (j < chunks) {
+            const float8 p = exp(vload8(j, x) - m) / s;
+            const float8 q = select((float8)(off_target), (float8)(on_target),
+                                    (int8)(j * ROW_VEC) + lane == (int8)(y));
+            vstore8(valid ? grad_scale * (p - q) : (float8)(NAN), j, dx);
+        }
+    }
+    for (int b = tail0; b < V; b += REDUCE_WG) {
         const int c = b + lid;
         if (c < V) {
             const float p = exp(x[c] - m) / s;
@@ -123,7 +158,10 @@ kernel void log_softmax_rows(global float *out, ulong out_off, global const floa
     global float *o = out + out_off + (ulong)row * V;
     const float3 ms = row_max_sumexp_d(x, V, false, scratch);
     const float log_s = log(ms.y);
-    for (int b = 0; b < V; b += REDUCE_WG)
+    const int chunks = V / ROW_VEC;
+    for (int b = 0; b < chunks; b += REDUCE_WG)
+        if (b + lid < chunks) vstore8((vload8(b + lid, x) - ms.x) - log_s, b + lid, o);
+    for (int b = chunks * ROW_VEC; b < V; b += REDUCE_WG)
         if (b + lid < V) o[b + lid] = (x[b + lid] - ms.x) - log_s;
 }
 

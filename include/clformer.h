@@ -166,6 +166,13 @@ typedef enum {
  * the trailing newline, valid only during the call. */
 typedef void (*clformer_log_callback)(clformer_log_level level, const char *message, void *user);
 
+/* Long waits a run would otherwise pass in silence: compiling kernel
+ * programs ("compiling kernels") and writing them to the disk cache
+ * ("saving compiled kernels"). Called from the thread that called into the
+ * library when the wait begins (done = 0) and after each of `total` programs. */
+typedef void (*clformer_progress_callback)(const char *what, size_t done, size_t total,
+                                           void *user);
+
 /* Everything a context can be configured with. The library reads no
  * environment variable for these; clformer_context_params_from_env() is the
  * one place that does (for the CLI and clformer_context_create). Strings are
@@ -185,6 +192,8 @@ typedef struct {
     clformer_log_level log_level;      /* least important level shown (CLFORMER_LOG_WARN) */
     clformer_log_callback log_callback; /* NULL: "clformer LEVEL: message" lines on stderr */
     void *log_user;                     /* passed to log_callback */
+    clformer_progress_callback progress; /* NULL: none */
+    void *progress_user;                 /* passed to progress */
 } clformer_context_params;
 
 /* The defaults above. */

@@ -54,11 +54,14 @@ struct clformer_context {
     cf_program_entry *programs;
     size_t n_programs;
     clformer_program_stats program_stats;
+    bool ops_prepared[2]; /* cf_programs_prepare_ops has run, by fused_attention */
     /* The ops' kernels by id (cf_kernel_get), NULL until first used. */
     cl_kernel kernel_by_id[CF_K_COUNT];
 
     /* Settings from clformer_context_params (owned copies). */
     cf_log_sink log;
+    clformer_progress_callback progress; /* NULL: none */
+    void *progress_user;
     char *cache_dir;  /* on-disk program cache; NULL: off */
     struct cf_deferred_store *deferred_stores; /* built, written at free (program_store.c) */
     char *kernel_dir; /* cl/ sources read at build time; NULL: the embedded ones */

@@ -322,6 +322,8 @@ static atomic_size_t live_contexts;
 static clformer_status keep_settings(cf_ctx *ctx, const clformer_context_params *p)
 {
     ctx->log = (cf_log_sink){p->log_level, p->log_callback, p->log_user};
+    ctx->progress = p->progress;
+    ctx->progress_user = p->progress_user;
     ctx->profiling = ctx->queue_profiling = p->profiling;
     if (p->kernel_dir && *p->kernel_dir && !(ctx->kernel_dir = strdup(p->kernel_dir)))
         return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");

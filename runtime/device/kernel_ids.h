@@ -19,6 +19,7 @@
     X(ATTENTION_SOFTMAX, "attention", "attention_softmax")                                     \
     X(ATTENTION_SOFTMAX_BACKWARD, "attention", "attention_softmax_backward")                   \
     X(BEAM_CANDIDATES, "beam", "beam_candidates")                                              \
+    X(BEAM_GATHER_CACHE, "beam", "beam_gather_cache")                                          \
     X(BEAM_SELECT, "beam", "beam_select")                                                      \
     X(BEAM_TOKENS, "beam", "beam_tokens")                                                      \
     X(DROPOUT_BACKWARD, "dropout", "dropout_backward")                                         \

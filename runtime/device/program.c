@@ -69,15 +69,15 @@ clformer_status cf_program_source(const char *kernel_dir, const char *program, c
     return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "no kernel program named '%s' in cl/", program);
 }
 
-static void make_options(const cf_ctx *ctx, const char *extra, char *out, size_t cap)
+void cf_program_options(const cf_ctx *ctx, const char *extra, char *out, size_t cap)
 {
     snprintf(out, cap, "-cl-std=CL1.2 -DREDUCE_WG=%zu -DHAS_FP16=%d -DHAS_FP64=%d%s%s",
              ctx->reduce_wg, ctx->info.fp16, ctx->info.fp64, extra && *extra ? " " : "",
              extra ? extra : "");
 }
 
-static clformer_status build_log_failure(cf_ctx *ctx, cl_program program, const char *name,
-                                         const char *options, cl_int err)
+static clformer_status build_log_failure(const cf_ctx *ctx, cl_program program,
+                                         const char *name, const char *options, cl_int err)
 {
     size_t n = 0;
     clGetProgramBuildInfo(program, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
@@ -92,8 +92,9 @@ static clformer_status build_log_failure(cf_ctx *ctx, cl_program program, const 
     return st;
 }
 
-static clformer_status build_from_source(cf_ctx *ctx, const char *name, const char *source,
-                                         const char *options, cl_program *out)
+static clformer_status build_from_source(const cf_ctx *ctx, const char *name,
+                                         const char *source, const char *options,
+                                         cl_program *out)
 {
     cl_int err;
     cl_program program = clCreateProgramWithSource(ctx->context, 1, &source, NULL, &err);
@@ -108,36 +109,48 @@ static clformer_status build_from_source(cf_ctx *ctx, const char *name, const ch
     return CLFORMER_OK;
 }
 
-static clformer_status compile(cf_ctx *ctx, const char *name, const char *options,
-                               cl_program *out)
+clformer_status cf_program_obtain(const cf_ctx *ctx, const char *name, const char *options,
+                                  cl_program *out, cf_cache_key *key, cf_program_origin *how)
 {
+    memset(key, 0, sizeof *key);
     char *source = NULL;
     CF_TRY(cf_program_source(ctx->kernel_dir, name, &source));
-    cf_cache_key key;
-    clformer_status st = cf_cache_key_make(ctx, source, options, &key);
-    if (st != CLFORMER_OK) {
-        free(source);
-        return st;
-    }
+    clformer_status st = cf_cache_key_make(ctx, source, options, key);
     bool rejected = false;
-    if (cf_cache_load(ctx, &key, options, out, &rejected)) {
-        ctx->program_stats.disk_hits++;
-        cf_log(&ctx->log, CF_LOG_DEBUG, "program %s: disk cache hit (%s)", name, key.path);
-    } else {
-        if (rejected) ctx->program_stats.disk_rejects++;
+    if (st == CLFORMER_OK && cf_cache_load(ctx, key, options, out, &rejected)) {
+        *how = CF_PROGRAM_FROM_DISK;
+    } else if (st == CLFORMER_OK) {
+        *how = rejected ? CF_PROGRAM_REBUILT : CF_PROGRAM_BUILT;
         st = build_from_source(ctx, name, source, options, out);
-        if (st == CLFORMER_OK) {
-            ctx->program_stats.builds++;
-            cf_log(&ctx->log, CF_LOG_DEBUG, "program %s: built from source", name);
-            cf_cache_defer(ctx, &key, *out);
-        }
     }
-    cf_cache_key_free(&key);
     free(source);
+    if (st != CLFORMER_OK) cf_cache_key_free(key);
     return st;
 }
 
-static cf_program_entry *find_program(cf_ctx *ctx, const char *name, const char *options)
+/* The caller's side of obtaining `program`: counters, log, the deferred
+ * cache write (which takes `key`). */
+static void account(cf_ctx *ctx, const char *name, cl_program program, cf_cache_key *key,
+                    cf_program_origin how)
+{
+    if (how == CF_PROGRAM_FROM_DISK) {
+        ctx->program_stats.disk_hits++;
+        cf_log(&ctx->log, CF_LOG_DEBUG, "program %s: disk cache hit (%s)", name, key->path);
+    } else {
+        if (how == CF_PROGRAM_REBUILT) {
+            ctx->program_stats.disk_rejects++;
+            cf_log(&ctx->log, CF_LOG_DEBUG, "program cache entry %s is corrupt or stale; rebuilt",
+                   key->path);
+        }
+        ctx->program_stats.builds++;
+        cf_log(&ctx->log, CF_LOG_DEBUG, "program %s: built from source", name);
+        cf_cache_defer(ctx, key, program);
+    }
+    cf_cache_key_free(key);
+}
+
+static cf_program_entry *find_program(const cf_ctx *ctx, const char *name,
+                                      const char *options)
 {
     for (size_t i = 0; i < ctx->n_programs; i++)
         if (!strcmp(ctx->programs[i].program_name, name) && !strcmp(ctx->programs[i].options, options))
@@ -145,16 +158,10 @@ static cf_program_entry *find_program(cf_ctx *ctx, const char *name, const char 
     return NULL;
 }
 
-static clformer_status get_program(cf_ctx *ctx, const char *name, const char *options,
-                                   cf_program_entry **out)
+/* Adds `program` to the context's table (which then owns it; released on failure). */
+static clformer_status add_program(cf_ctx *ctx, const char *name, const char *options,
+                                   cl_program program, cf_program_entry **out)
 {
-    cf_program_entry *e = find_program(ctx, name, options);
-    if (e) {
-        *out = e;
-        return CLFORMER_OK;
-    }
-    cl_program program;
-    CF_TRY(compile(ctx, name, options, &program));
     cf_program_entry *grown = realloc(ctx->programs, (ctx->n_programs + 1) * sizeof *grown);
     if (!grown) {
         clReleaseProgram(program);
@@ -168,20 +175,44 @@ static clformer_status get_program(cf_ctx *ctx, const char *name, const char *op
         clReleaseProgram(program);
         return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     }
-    e = &ctx->programs[ctx->n_programs++];
+    cf_program_entry *e = &ctx->programs[ctx->n_programs++];
     memset(e, 0, sizeof *e);
     e->program_name = name_copy;
     e->options = options_copy;
     e->program = program;
-    *out = e;
+    if (out) *out = e;
     return CLFORMER_OK;
+}
+
+bool cf_program_loaded(const cf_ctx *ctx, const char *name, const char *options)
+{
+    return find_program(ctx, name, options) != NULL;
+}
+
+clformer_status cf_program_adopt(cf_ctx *ctx, const char *name, const char *options,
+                                 cl_program program, cf_cache_key *key, cf_program_origin how)
+{
+    account(ctx, name, program, key, how);
+    return add_program(ctx, name, options, program, NULL);
+}
+
+static clformer_status get_program(cf_ctx *ctx, const char *name, const char *options,
+                                   cf_program_entry **out)
+{
+    if ((*out = find_program(ctx, name, options))) return CLFORMER_OK;
+    cl_program program;
+    cf_cache_key key;
+    cf_program_origin how;
+    CF_TRY(cf_program_obtain(ctx, name, options, &program, &key, &how));
+    account(ctx, name, program, &key, how);
+    return add_program(ctx, name, options, program, out);
 }
 
 clformer_status cf_kernel(cf_ctx *ctx, const char *program, const char *extra_options,
                           const char *kernel, cl_kernel *out)
 {
     char options[1024];
-    make_options(ctx, extra_options, options, sizeof options);
+    cf_program_options(ctx, extra_options, options, sizeof options);
     cf_program_entry *e = NULL;
     bool cached = find_program(ctx, program, options) != NULL;
     CF_TRY(get_program(ctx, program, options, &e));

@@ -42,7 +42,7 @@ typedef struct {
     char *key;      /* full text of what the binary depends on */
     char *path;     /* cache file path, NULL when caching is off */
 } cf_cache_key;
-clformer_status cf_cache_key_make(cf_ctx *ctx, const char *source, const char *options,
+clformer_status cf_cache_key_make(const cf_ctx *ctx, const char *source, const char *options,
                                   cf_cache_key *key);
 void cf_cache_key_free(cf_cache_key *key);
 /* The binary in a cache file's `size` bytes when they are a complete, intact
@@ -50,7 +50,7 @@ void cf_cache_key_free(cf_cache_key *key);
 bool cf_cache_parse(const char *data, size_t size, const char *key,
                     const unsigned char **binary, size_t *binary_len);
 /* Loads a binary and builds it; *rejected is set when a file existed but was unusable. */
-bool cf_cache_load(cf_ctx *ctx, const cf_cache_key *key, const char *options, cl_program *out,
+bool cf_cache_load(const cf_ctx *ctx, const cf_cache_key *key, const char *options, cl_program *out,
                    bool *rejected);
 /* Writes the program's binary to key->path: false, with *reason filled,
  * when the file could not be written (a driver without binaries is no failure). */
@@ -62,5 +62,37 @@ bool cf_cache_store(const cf_cache_key *key, cl_program program, char *reason, s
 void cf_cache_defer(cf_ctx *ctx, cf_cache_key *key, cl_program program);
 size_t cf_cache_deferred_count(const cf_ctx *ctx);
 void cf_cache_write_deferred(cf_ctx *ctx);
+
+/* Builds (or loads from the disk cache) every program in `names` that the
+ * context does not hold yet, with the default options, several at once on
+ * up to `threads` threads (0: one per online CPU; simulators use one), and
+ * reports each to the context's progress callback as "compiling kernels".
+ * Afterwards cf_kernel finds them in memory. The first failure is returned
+ * (the programs that did build are kept). */
+clformer_status cf_programs_prepare(cf_ctx *ctx, const char *const *names, size_t n,
+                                    unsigned threads);
+
+/* cf_programs_prepare for the programs of the ops' kernels (kernel_ids.h:
+ * what a training step runs), without cl/flash_attention.cl unless the
+ * batch takes the fused attention path; once per context and path. */
+clformer_status cf_programs_prepare_ops(cf_ctx *ctx, bool fused_attention);
+
+/* The pieces cf_programs_prepare runs on its threads and then in the
+ * caller's (program.c). obtain reads the context only: source, disk cache or
+ * build, and how it went; adopt does the rest (counters, log, deferred
+ * cache write, the context's table) and takes `program` and `key`. */
+typedef enum {
+    CF_PROGRAM_FROM_DISK,
+    CF_PROGRAM_BUILT,
+    CF_PROGRAM_REBUILT /* its cache entry was unusable */
+} cf_program_origin;
+void cf_program_options(const cf_ctx *ctx, const char *extra, char *out, size_t cap);
+bool cf_program_loaded(const cf_ctx *ctx, const char *name, const char *options);
+clformer_status cf_program_obtain(const cf_ctx *ctx, const char *name, const char *options,
+                                  cl_program *out, cf_cache_key *key,
+                                  cf_program_origin *how);
+clformer_status cf_program_adopt(cf_ctx *ctx, const char *name, const char *options,
+                                 cl_program program, cf_cache_key *key,
+                                 cf_program_origin how);
 
 #endif

@@ -20,7 +20,7 @@
 
 static const char MAGIC[] = "CLFORMER-BIN-1\n";
 
-clformer_status cf_cache_key_make(cf_ctx *ctx, const char *source, const char *options,
+clformer_status cf_cache_key_make(const cf_ctx *ctx, const char *source, const char *options,
                                   cf_cache_key *key)
 {
     memset(key, 0, sizeof *key);
@@ -82,7 +82,7 @@ bool cf_cache_parse(const char *data, size_t size, const char *key,
     return ok;
 }
 
-bool cf_cache_load(cf_ctx *ctx, const cf_cache_key *key, const char *options, cl_program *out,
+bool cf_cache_load(const cf_ctx *ctx, const cf_cache_key *key, const char *options, cl_program *out,
                    bool *rejected)
 {
     *rejected = false;
@@ -113,8 +113,7 @@ bool cf_cache_load(cf_ctx *ctx, const cf_cache_key *key, const char *options, cl
     }
     free(data);
     if (!ok) {
-        cf_log(&ctx->log, CF_LOG_DEBUG, "program cache entry %s is corrupt or stale; rebuilding", key->path);
-        *rejected = true;
+        *rejected = true; /* the caller logs it: this may run on a compile thread */
         return false;
     }
     *out = program;

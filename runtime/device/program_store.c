@@ -44,7 +44,9 @@ size_t cf_cache_deferred_count(const cf_ctx *ctx)
 void cf_cache_write_deferred(cf_ctx *ctx)
 {
     bool warned = false;
-    while (ctx->deferred_stores) {
+    const size_t total = cf_cache_deferred_count(ctx);
+    if (total && ctx->progress) ctx->progress("saving compiled kernels", 0, total, ctx->progress_user);
+    for (size_t done = 1; ctx->deferred_stores; done++) {
         struct cf_deferred_store *d = ctx->deferred_stores;
         ctx->deferred_stores = d->next;
         char reason[1024];
@@ -55,5 +57,6 @@ void cf_cache_write_deferred(cf_ctx *ctx)
         clReleaseProgram(d->program);
         cf_cache_key_free(&d->key);
         free(d);
+        if (ctx->progress) ctx->progress("saving compiled kernels", done, total, ctx->progress_user);
     }
 }

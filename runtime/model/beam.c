@@ -201,11 +201,11 @@ static void advance(beam_state *b, size_t i, bool last)
 
 /* The next step's inputs: caches reordered by parent, the token table
  * rebuilt from the hypotheses (it is small), and the step tokens. */
-static clformer_status reorder(cf_session *s, const beam_state *b)
+static clformer_status reorder(cf_session *s, const beam_state *b, size_t t)
 {
     struct cf_decoder *d = s->decoder;
     const size_t R = d->R, L = b->L, K = b->K;
-    CF_TRY(cf_decoder_gather(s, b->parents));
+    CF_TRY(cf_decoder_gather(s, b->parents, t + 1)); /* positions 0..t are written */
     int32_t *table = malloc(R * L * sizeof *table);
     if (!table) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     for (size_t r = 0; r < R; r++) {
@@ -234,7 +234,7 @@ clformer_status cf_beam_search_host(cf_session *s, size_t batch, size_t K, size_
         if (st == CLFORMER_OK) st = cf_download(s->ctx, d->logits.buf, d->logits.off, b.logp, R * V);
         for (size_t i = 0; i < batch && st == CLFORMER_OK; i++) advance(&b, i, t + 1 == L);
         if (st != CLFORMER_OK || t + 1 >= L || b.sentences_done == batch) break;
-        st = reorder(s, &b);
+        st = reorder(s, &b, t);
     }
     for (size_t i = 0; i < batch && st == CLFORMER_OK; i++) {
         memcpy(out->tokens + i * L, b.sb[i].best.tokens, b.sb[i].best.len * sizeof(int32_t));

@@ -49,7 +49,8 @@ static clformer_status beam_start(cf_ctx *ctx, const cf_beam_views *b, size_t ba
     for (size_t i = 0; i < batch; i++) best[i] = -INFINITY;
     clformer_status st = cf_upload(ctx, b->score.buf, b->score.off, score, 2 * R);
     if (st == CLFORMER_OK) st = cf_upload(ctx, b->pen.buf, b->pen.off, pen, 2 * (L + 1));
-    if (st == CLFORMER_OK) st = cf_upload(ctx, b->best_score.buf, b->best_score.off, best, 2 * batch);
+    if (st == CLFORMER_OK)
+        st = cf_upload(ctx, b->best_score.buf, b->best_score.off, best, 2 * batch);
     free(host);
     CF_TRY(st);
     /* best_len, finished, done and n_done are consecutive */
@@ -78,7 +79,7 @@ clformer_status cf_beam_search_device(cf_session *s, size_t batch, size_t K, siz
         int32_t n_done;
         CF_TRY(cf_download(s->ctx, b.n_done.buf, b.n_done.off, &n_done, 1));
         if (last || (size_t)n_done == batch) break;
-        CF_TRY(cf_decoder_gather_device(s));
+        CF_TRY(cf_decoder_gather_device(s, t + 1)); /* positions 0..t are written */
         CF_TRY(cf_beam_tokens(s->ctx, tmp, d->tokens, d->parents, d->step_tokens, L, R, t + 1));
         CF_TRY(cf_copy(s->ctx, tmp.buf, tmp.off, d->tokens.buf, d->tokens.off, R * L));
     }

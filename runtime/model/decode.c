@@ -13,6 +13,7 @@
 #include "decode.h"
 #include "arena.h"
 #include "launch.h"
+#include "ops_beam.h"
 #include "program.h"
 
 #include <math.h>
@@ -125,26 +126,29 @@ clformer_status cf_kv_cache_write(cf_session *s, cf_view cache, cf_view src, siz
                    CF_I32(dh), CF_I32(cap), CF_I32(pos));
 }
 
-clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents)
+clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents, size_t n)
 {
     struct cf_decoder *d = s->decoder;
     CF_TRY(cf_upload(s->ctx, d->parents.buf, d->parents.off, parents, d->R));
-    return cf_decoder_gather_device(s);
+    return cf_decoder_gather_device(s, n);
 }
 
-clformer_status cf_decoder_gather_device(cf_session *s)
+clformer_status cf_decoder_gather_device(cf_session *s, size_t n)
 {
     struct cf_decoder *d = s->decoder;
-    const size_t R = d->R, row = d->L * (size_t)s->model->cfg.d_model; /* H x L x dh */
+    const size_t R = d->R, D = (size_t)s->model->cfg.d_model, H = (size_t)s->model->cfg.n_heads;
+    const size_t dh = D / H;
+    if (n == 0 || n > d->L)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_decoder_gather_device: %zu positions of %zu", n, d->L);
+    /* into the scratch by parent, then back: rows that keep their parent move not */
     for (int l = 0; l < s->model->cfg.n_dec_layers; l++)
         for (int kv = 0; kv < 2; kv++) {
-            cf_view cache = kv ? d->self_v[l] : d->self_k[l];
-            CF_TRY(LAUNCH2(s, "gather_rows", cf_f32_bytes(2 * R * row + R), row, R, CF_MEM(d->gather_tmp.buf),
-                           CF_U64(d->gather_tmp.off), CF_MEM(cache.buf), CF_U64(cache.off),
-                           CF_MEM(d->parents.buf), CF_U64(d->parents.off), CF_U64(row),
-                           CF_I32(R)));
-            CF_TRY(cf_copy(s->ctx, d->gather_tmp.buf, d->gather_tmp.off, cache.buf, cache.off,
-                           R * row));
+            const cf_view cache = kv ? d->self_v[l] : d->self_k[l];
+            CF_TRY(cf_beam_gather_cache(s->ctx, d->gather_tmp, cache, d->parents, R, H, d->L, dh,
+                                        n, true));
+            CF_TRY(cf_beam_gather_cache(s->ctx, cache, d->gather_tmp, d->parents, R, H, d->L, dh,
+                                        n, false));
         }
     return CLFORMER_OK;
 }

@@ -38,11 +38,11 @@ clformer_status cf_kv_cache_write(cf_session *s, cf_view cache, cf_view src, siz
                                   size_t H, size_t dh, size_t cap, size_t pos);
 
 /* Reorders every self-attention cache row by `parents` (R ids, uploaded to
- * the decoder's parents). */
-clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents);
+ * the decoder's parents): its first n positions (those written so far). */
+clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents, size_t n);
 
 /* The same, by the parents already in the decoder's `parents` view. */
-clformer_status cf_decoder_gather_device(cf_session *s);
+clformer_status cf_decoder_gather_device(cf_session *s, size_t n);
 
 /* Encodes the source (batch x S ids, each sentence repeated `copies` times
  * into R = batch * copies rows), projects the memory into the cross caches

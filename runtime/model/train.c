@@ -5,6 +5,7 @@
  */
 #include "buffer.h"
 #include "clock.h"
+#include "program.h"
 #include "session.h"
 #include "reduce.h"
 
@@ -103,6 +104,8 @@ static clformer_status forward_backward(cf_session *s, const clformer_batch *b, 
     cf_model *m = s->model;
     const double start = cf_now_s();
     CF_TRY(prepare(s, b, true, count));
+    /* the first step's kernels, compiled together (and with progress shown) */
+    CF_TRY(cf_programs_prepare_ops(s->ctx, s->acts.fused_attention));
     CF_TRY(cf_collective_count(m, count));
     CF_TRY(cf_fill(s->ctx, m->grads, 0, m->layout.total, 0.0f));
     CF_TRY(cf_forward(s, true, 1.0f / (float)*count));

@@ -43,6 +43,9 @@ clformer_status cf_beam_candidates(cf_ctx *ctx, const cf_beam_views *b, cf_view 
     if (!aligned(b))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "cf_beam_candidates: a double view is "
                                                       "at an odd element offset");
+    if (M == 0 || M > 128)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_beam_candidates: %zu candidates a row; the kernel keeps 1..128", M);
     if (R == 0) return CLFORMER_OK;
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BEAM_CANDIDATES, &k));
@@ -106,4 +109,23 @@ clformer_status cf_beam_tokens(cf_ctx *ctx, cf_view dst, cf_view src, cf_view pa
                      CF_MEM(dst.buf), CF_U64(dst.off), CF_MEM(src.buf), CF_U64(src.off),
                      CF_MEM(parents.buf), CF_U64(parents.off), CF_MEM(next.buf),
                      CF_U64(next.off), CF_I32(L), CF_I32(R), CF_I32(col));
+}
+
+clformer_status cf_beam_gather_cache(cf_ctx *ctx, cf_view dst, cf_view src, cf_view parents,
+                                     size_t R, size_t H, size_t cap, size_t dh, size_t n,
+                                     bool from_parent)
+{
+    if (R == 0 || H == 0 || dh == 0 || n == 0) return CLFORMER_OK;
+    if (n > cap || R * H > INT_MAX || n * dh > INT_MAX || cap * dh > INT_MAX)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_beam_gather_cache: %zu positions of %zu, %zu rows x %zu heads x %zu",
+                       n, cap, R, H, dh);
+    cl_kernel k;
+    CF_TRY(cf_kernel_get(ctx, CF_K_BEAM_GATHER_CACHE, &k));
+    size_t local[3] = {ctx->elementwise_wg, 1, 1}, global[3] = {n * dh, H, R};
+    const uint64_t bytes = cf_f32_bytes(2 * R * H * n * dh + R); /* when every row moves */
+    return CF_LAUNCH(ctx, "beam", bytes, k, 3, global, local, CF_MEM(dst.buf), CF_U64(dst.off),
+                     CF_MEM(src.buf), CF_U64(src.off), CF_MEM(parents.buf),
+                     CF_U64(parents.off), CF_I32(R), CF_I32(H), CF_I32(cap), CF_I32(dh),
+                     CF_I32(n), CF_I32(from_parent));
 }

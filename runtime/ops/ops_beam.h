@@ -42,4 +42,11 @@ clformer_status cf_beam_select(cf_ctx *ctx, const cf_beam_views *b, cf_view toke
 clformer_status cf_beam_tokens(cf_ctx *ctx, cf_view dst, cf_view src, cf_view parents,
                                cf_view next, size_t L, size_t R, size_t col);
 
+/* Rows of a cache (R, H, cap, dh) that change parent (parents[r] != r),
+ * their first n positions: dst row r = src row (from_parent ? parents[r]
+ * : r). Reordering by parent is one call into a scratch, one back. */
+clformer_status cf_beam_gather_cache(cf_ctx *ctx, cf_view dst, cf_view src, cf_view parents,
+                                     size_t R, size_t H, size_t cap, size_t dh, size_t n,
+                                     bool from_parent);
+
 #endif

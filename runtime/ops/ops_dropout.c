@@ -26,9 +26,9 @@ static clformer_status launch_residual(cf_ctx *ctx, cf_view out, cf_view res, cf
 {
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_RESIDUAL_DROPOUT_FORWARD, &k));
-    size_t local = ctx->elementwise_wg, quads = (n + 3) / 4; /* four elements per item */
+    size_t local = ctx->elementwise_wg, items = (n + 31) / 32; /* 32 elements per item */
     /* reads res and x, writes out */
-    return CF_LAUNCH(ctx, "dropout", cf_f32_bytes(3 * n), k, 1, &quads, &local, CF_MEM(out.buf),
+    return CF_LAUNCH(ctx, "dropout", cf_f32_bytes(3 * n), k, 1, &items, &local, CF_MEM(out.buf),
                      CF_U64(out.off),
                      CF_MEM(res.buf), CF_U64(res.off), CF_MEM(x.buf), CF_U64(x.off), CF_U64(n),
                      CF_DROPOUT_ARGS(*s));
@@ -59,8 +59,8 @@ clformer_status cf_dropout_backward(cf_ctx *ctx, cf_view dx, cf_view dout, size_
         return CLFORMER_OK; /* identity in place */
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_DROPOUT_BACKWARD, &k));
-    size_t local = ctx->elementwise_wg, quads = (n + 3) / 4; /* four elements per item */
-    return CF_LAUNCH(ctx, "dropout", cf_f32_bytes(2 * n), k, 1, &quads, &local, CF_MEM(dx.buf),
+    size_t local = ctx->elementwise_wg, items = (n + 31) / 32; /* 32 elements per item */
+    return CF_LAUNCH(ctx, "dropout", cf_f32_bytes(2 * n), k, 1, &items, &local, CF_MEM(dx.buf),
                      CF_U64(dx.off),
                      CF_MEM(dout.buf), CF_U64(dout.off), CF_U64(n), CF_DROPOUT_ARGS(s));
 }

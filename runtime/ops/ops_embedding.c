@@ -31,7 +31,8 @@ static clformer_status embed(cf_ctx *ctx, cf_view out, cf_view tokens, cf_view t
                        "cf_embedding_forward: B=%zu T=%zu C=%zu exceed the int range of the "
                        "kernels; split the batch",
                        B, T, C);
-    const size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {C, T};
+    /* four columns per work item (cl/embedding.cl) */
+    const size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {(C + 3) / 4, T};
     /* reads the ids and their table rows, writes out; learned positions add T rows */
     const size_t moved = B * T + 2 * B * T * C + (pos_table.buf ? T * C : 0);
     cl_kernel k;
@@ -133,7 +134,7 @@ clformer_status cf_embedding_backward(cf_ctx *ctx, cf_view dtable, cf_view dpos_
                        "not built by cf_embedding_index_build for these B and T",
                        index->n_unique, B * T);
     const size_t local[2] = {ctx->elementwise_wg, 1};
-    const size_t by_id[2] = {C, index->n_unique};
+    const size_t by_id[2] = {(C + 3) / 4, index->n_unique}; /* four columns per item */
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_EMBEDDING_BACKWARD_TABLE, &k));
     /* reads dout, the index (unique, starts, positions) and the rows of dtable it adds to,
@@ -147,7 +148,7 @@ clformer_status cf_embedding_backward(cf_ctx *ctx, cf_view dtable, cf_view dpos_
                      CF_MEM(index->positions.buf), CF_U64(index->positions.off),
                      CF_I32(index->n_unique), CF_I32(C), CF_F32(scale), CF_DROPOUT_ARGS(d)));
     if (!dpos_table.buf) return CLFORMER_OK;
-    const size_t by_position[2] = {C, T};
+    const size_t by_position[2] = {(C + 3) / 4, T};
     CF_TRY(cf_kernel_get(ctx, CF_K_EMBEDDING_BACKWARD_POS, &k));
     return CF_LAUNCH(ctx, "embedding", cf_f32_bytes(rows * C + 2 * T * C), k, 2, by_position,
                      local, CF_MEM(dpos_table.buf),

@@ -1,10 +1,10 @@
 /*
  * The kernels of beam search on the device (cl/beam.cl) against host
  * references: each row's candidates in rank order with many tied
- * log-probabilities, the token table's reordering, and one step's
- * selection in hand-worked cases (ties across beams, finished hypotheses,
- * early decisions, the last step, done sentences). The whole search against the host search
- * is in test_session.
+ * log-probabilities, the token table's and the caches' reordering, and one
+ * step's selection in hand-worked cases (ties across beams, finished
+ * hypotheses, early decisions, the last step, done sentences). The whole
+ * search against the host search is in test_session.
  */
 #include "harness.h"
 #include "ops_beam.h"
@@ -16,7 +16,10 @@
 static cf_view view(hbuf b) { return cf_view_at(b.mem, b.off); }
 
 /* n doubles at element offset 2 (doubles must start at an even offset). */
-static hbuf doubles(const double *host, size_t n) { return hbuf_from_f32((const float *)host, 2 * n, 2); }
+static hbuf doubles(const double *host, size_t n)
+{
+    return hbuf_from_f32((const float *)host, 2 * n, 2);
+}
 
 typedef struct {
     double score;
@@ -43,7 +46,8 @@ static void check_candidates(size_t V)
     int32_t cand_token[9 * 6], done[3] = {0, 1, 0};
     for (size_t r = 0; r < R; r++) score[r] = r % K == 2 ? -INFINITY : -1.25 * (double)r - 0.1;
     for (size_t i = 0; i < R * M; i++) cand_score[i] = 12345.0, cand_token[i] = -7;
-    hbuf lp = hbuf_from_f32(logp, R * V, 3), sc = doubles(score, R), cs = doubles(cand_score, R * M);
+    hbuf lp = hbuf_from_f32(logp, R * V, 3), sc = doubles(score, R);
+    hbuf cs = doubles(cand_score, R * M);
     hbuf ct = hbuf_from_i32(cand_token, R * M, 5), dn = hbuf_from_i32(done, batch, 1);
     cf_beam_views b = {0};
     b.score = view(sc);
@@ -60,7 +64,8 @@ static void check_candidates(size_t V)
     ranked *want = hmalloc(V * sizeof *want);
     for (size_t r = 0; r < R; r++) {
         const bool skipped = done[r / K] || !isfinite(score[r]);
-        for (size_t v = 0; v < V; v++) want[v] = (ranked){score[r] + (double)logp[r * V + v], (int32_t)v};
+        for (size_t v = 0; v < V; v++)
+            want[v] = (ranked){score[r] + (double)logp[r * V + v], (int32_t)v};
         qsort(want, V, sizeof *want, by_rank);
         for (size_t j = 0; j < M; j++) {
             const double ws = skipped ? 12345.0 : want[j < V ? j : 0].score;
@@ -108,6 +113,38 @@ static void token_table_is_reordered_by_parent(void **state)
     hbuf_free(dst);
     hbuf_free(par);
     hbuf_free(nx);
+}
+
+/* Cache rows by parent, through a scratch and back, as decoding reorders
+ * its caches: the first n positions of rows that change parent move, the
+ * rest stays. */
+static void cache_rows_follow_their_parents(void **state)
+{
+    (void)state;
+    enum { R = 6, H = 3, CAP = 5, DH = 4, N = 3, COUNT = R * H * CAP * DH };
+    const int32_t parents[R] = {0, 0, 3, 1, 4, 2}; /* 0 and 4 keep theirs */
+    float cache[COUNT], got[COUNT];
+    for (int i = 0; i < COUNT; i++) cache[i] = (float)i;
+    hbuf c = hbuf_from_f32(cache, COUNT, 3), tmp = hbuf_zeros(COUNT, 1);
+    hbuf par = hbuf_from_i32(parents, R, 2);
+    assert_ok(cf_beam_gather_cache(hctx(), view(tmp), view(c), view(par), R, H, CAP, DH, N, true));
+    assert_ok(cf_beam_gather_cache(hctx(), view(c), view(tmp), view(par), R, H, CAP, DH, N, false));
+    hbuf_read(c, got);
+    hbuf_check_canary(c);
+    hbuf_check_canary(tmp);
+    for (int r = 0; r < R; r++)
+        for (int h = 0; h < H; h++)
+            for (int p = 0; p < CAP; p++)
+                for (int j = 0; j < DH; j++) {
+                    const int at = ((r * H + h) * CAP + p) * DH + j;
+                    const int from = p < N ? ((parents[r] * H + h) * CAP + p) * DH + j : at;
+                    if (got[at] != cache[from])
+                        fail_msg("row %d head %d position %d: got %g, want %g", r, h, p,
+                                 (double)got[at], (double)cache[from]);
+                }
+    hbuf_free(c);
+    hbuf_free(tmp);
+    hbuf_free(par);
 }
 
 /* One sentence, K = 2, M = 4, step t = 1 of L = 4, penalty 1 (pen[n] = n). */
@@ -215,6 +252,7 @@ static void selection_follows_the_host_search(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(candidates_are_ranked_with_ties_to_the_lower_token),
     cmocka_unit_test(token_table_is_reordered_by_parent),
+    cmocka_unit_test(cache_rows_follow_their_parents),
     cmocka_unit_test(selection_follows_the_host_search),
 };
 

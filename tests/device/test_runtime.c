@@ -1,13 +1,16 @@
 /* Runtime basics on each device: the program cache (memory, disk, written
- * when the context is freed, corrupt entries, CLFORMER_CACHE=0), context params (cache directory, log callback,
+ * when the context is freed, corrupt entries, CLFORMER_CACHE=0), compiling
+ * several programs at once (cf_programs_prepare), context params (cache directory, log callback,
  * selector errors), buffers and their errors, deterministic
  * reductions. */
+#include "buffer.h"
 #include "harness.h"
 #include "program.h"
 #include "reduce.h"
 
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +116,141 @@ static void cache_entries_are_written_when_the_context_is_freed(void **state)
     assert_int_equal(during, 0);
     assert_int_equal(count_cache_files(NULL, 0), 2);
     remove_cache_dir();
+}
+
+/* Progress as the library reports it, and from which thread. */
+typedef struct {
+    size_t calls, last_done, last_total;
+    bool in_order, on_caller_thread;
+    pthread_t caller;
+} progress_record;
+
+static void record_progress(const char *what, size_t done, size_t total, void *user)
+{
+    progress_record *r = user;
+    if (strcmp(what, "compiling kernels") != 0) return;
+    r->in_order = r->in_order && done == (r->calls ? r->last_done + 1 : 0) && done <= total;
+    r->on_caller_thread = r->on_caller_thread && pthread_equal(pthread_self(), r->caller);
+    r->calls++;
+    r->last_done = done, r->last_total = total;
+}
+
+static cf_ctx *context_with_progress(progress_record *r, bool cache)
+{
+    *r = (progress_record){.in_order = true, .on_caller_thread = true, .caller = pthread_self()};
+    clformer_context_params params;
+    clformer_context_params_default(&params);
+    params.device = hctx()->info.selector;
+    params.cache = cache;
+    params.cache_dir = cache_dir;
+    params.progress = record_progress;
+    params.progress_user = r;
+    cf_ctx *ctx = NULL;
+    assert_ok(clformer_context_create_with_params(&params, &ctx));
+    return ctx;
+}
+
+/* Several programs on two threads: each built once, progress 0..n in order
+ * from the caller's thread, then every kernel comes from memory. */
+static void prepare_builds_each_program_once_with_progress(void **state)
+{
+    (void)state;
+    fresh_cache_dir();
+    progress_record r;
+    cf_ctx *ctx = context_with_progress(&r, true);
+    const clformer_program_stats before = clformer_context_program_stats(ctx);
+    const char *names[] = {"reduce", "loss", "reduce", "layernorm"};
+    assert_ok(cf_programs_prepare(ctx, names, 4, 2));
+    clformer_program_stats s = clformer_context_program_stats(ctx);
+    assert_int_equal(s.builds - before.builds, 3);
+    assert_int_equal(r.calls, 4); /* 0, 1, 2, 3 of 3 */
+    assert_int_equal(r.last_done, 3);
+    assert_int_equal(r.last_total, 3);
+    assert_true(r.in_order);
+    assert_true(r.on_caller_thread);
+    cl_kernel k;
+    assert_ok(cf_kernel(ctx, "loss", NULL, "cross_entropy", &k));
+    assert_ok(cf_kernel(ctx, "layernorm", NULL, "layernorm_forward", &k));
+    assert_int_equal(clformer_context_program_stats(ctx).builds, s.builds);
+    /* all held: nothing to do, nothing reported */
+    assert_ok(cf_programs_prepare(ctx, names, 4, 2));
+    assert_int_equal(r.calls, 4);
+    assert_int_equal(clformer_context_program_stats(ctx).builds, s.builds);
+    /* a name that is no program: named in the error, the others still built */
+    const char *bad[] = {"nosuchprogram", "adam"};
+    assert_int_equal(cf_programs_prepare(ctx, bad, 2, 2), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "nosuchprogram"));
+    char options[1024];
+    cf_program_options(ctx, NULL, options, sizeof options);
+    assert_true(cf_program_loaded(ctx, "adam", options));
+    clformer_context_free(ctx);
+    remove_cache_dir();
+}
+
+/* What a training step prepares: the programs of the ops' kernels, once,
+ * the fused attention's only for a batch that takes that path, and not the
+ * decoder's (translation builds it when it runs). */
+static void prepare_ops_builds_the_training_programs_only(void **state)
+{
+    (void)state;
+    /* which programs is the same on every device; the PoCL variants cover it
+     * (on Oclgrind it would only compile nine programs once more) */
+    if (harness_is_slow()) skip();
+    fresh_cache_dir();
+    progress_record r;
+    cf_ctx *ctx = context_with_progress(&r, false);
+    assert_ok(cf_programs_prepare_ops(ctx, false));
+    char options[1024];
+    cf_program_options(ctx, NULL, options, sizeof options);
+#define CF_KERNEL_LOADED(id, program, kernel)                                                      \
+    assert_true(cf_program_loaded(ctx, program, options) ==                                    \
+                (strcmp(program, "flash_attention") != 0));
+    CF_KERNEL_LIST(CF_KERNEL_LOADED)
+#undef CF_KERNEL_LOADED
+    assert_false(cf_program_loaded(ctx, "decode", options));
+    const size_t calls = r.calls;
+    assert_true(calls >= 2 && r.last_done == r.last_total);
+    assert_ok(cf_programs_prepare_ops(ctx, false)); /* once per context */
+    assert_int_equal(r.calls, calls);
+    assert_ok(cf_programs_prepare_ops(ctx, true)); /* the fused path: its one program more */
+    assert_true(cf_program_loaded(ctx, "flash_attention", options));
+    assert_int_equal(r.calls, calls + 2);
+    assert_int_equal(r.last_total, 1);
+    clformer_context_free(ctx);
+    remove_cache_dir();
+}
+
+/* Sums on one context whose programs were compiled concurrently and on one
+ * that compiled them one by one on first use: the same bits. */
+static void concurrent_and_lazy_builds_compute_the_same(void **state)
+{
+    (void)state;
+    if (harness_is_slow()) skip(); /* simulators compile on one thread: nothing to compare */
+    const size_t n = 4099;
+    float *x = hmalloc(n * 4);
+    ref_rng rng = ref_rng_new(7);
+    ref_fill_uniform(&rng, x, NULL, n, -1, 1);
+    float got[2][2];
+    for (int concurrent = 0; concurrent < 2; concurrent++) {
+        fresh_cache_dir();
+        progress_record r;
+        cf_ctx *ctx = context_with_progress(&r, false); /* built here, not loaded */
+        if (concurrent) assert_ok(cf_programs_prepare_ops(ctx, false));
+        cl_mem in, out;
+        assert_ok(cf_buffer_alloc(ctx, n, "x", &in));
+        assert_ok(cf_buffer_alloc(ctx, 2, "sums", &out));
+        assert_ok(cf_upload(ctx, in, 0, x, n));
+        assert_ok(cf_reduce_sum(ctx, out, 0, in, 0, n, false, false));
+        assert_ok(cf_reduce_sum(ctx, out, 1, in, 0, n, true, false));
+        assert_ok(cf_download(ctx, out, 0, got[concurrent], 2));
+        assert_int_equal(clformer_context_program_stats(ctx).builds > 0, true);
+        cf_buffer_free(ctx, in);
+        cf_buffer_free(ctx, out);
+        clformer_context_free(ctx);
+        remove_cache_dir();
+    }
+    assert_memory_equal(got[0], got[1], sizeof got[0]);
+    free(x);
 }
 
 static void corrupt_cache_entry_is_rebuilt(void **state)
@@ -405,6 +543,9 @@ static void colsum_matches_reference_and_accumulates(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(program_cache_miss_then_hit),
     cmocka_unit_test(cache_entries_are_written_when_the_context_is_freed),
+    cmocka_unit_test(prepare_builds_each_program_once_with_progress),
+    cmocka_unit_test(prepare_ops_builds_the_training_programs_only),
+    cmocka_unit_test(concurrent_and_lazy_builds_compute_the_same),
     cmocka_unit_test(corrupt_cache_entry_is_rebuilt),
     cmocka_unit_test(cache_off_builds_every_time),
     cmocka_unit_test(kernel_dir_override_and_build_errors),

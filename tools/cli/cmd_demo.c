@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
+#include "context_open.h"
 #include "train_run.h"
 
 #include <stdio.h>
@@ -99,7 +100,7 @@ int cmd_demo(int argc, char **argv)
         return 1;
     }
     clformer_context *ctx = NULL;
-    if (clformer_context_create(NULL, &ctx) != CLFORMER_OK) {
+    if (cli_context_create(NULL, &ctx) != CLFORMER_OK) {
         cli_runtime_error("demo", "opening the device");
         rc = 1;
     }

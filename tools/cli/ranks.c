@@ -6,6 +6,7 @@
  */
 #include "ranks.h"
 #include "cli.h"
+#include "context_open.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -199,7 +200,7 @@ bool ranks_any(bool flag)
 
 clformer_status ranks_context_create(clformer_context **ctx)
 {
-    if (info.size <= 1) return clformer_context_create(NULL, ctx);
+    if (info.size <= 1) return cli_context_create(NULL, ctx);
     const char *selector = getenv("CLFORMER_DEVICE");
     clformer_device_info *devs = NULL;
     size_t n = 0, chosen = 0;
@@ -209,7 +210,7 @@ clformer_status ranks_context_create(clformer_context **ctx)
     char pair[32] = "";
     if (st == CLFORMER_OK) snprintf(pair, sizeof pair, "%s", devs[chosen].selector);
     free(devs);
-    return st == CLFORMER_OK ? clformer_context_create(pair, ctx) : st;
+    return st == CLFORMER_OK ? cli_context_create(pair, ctx) : st;
 }
 
 void ranks_print_in_order(const char *line)

@@ -1,5 +1,6 @@
 /* A model on the device translating files line by line (see translator.h). */
 #include "translator.h"
+#include "context_open.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -29,7 +30,7 @@ bool translator_open(const char *command, const char *model_path, translator *t)
     memset(t, 0, sizeof *t);
     /* a missing file is the user's typo: say so before waking a device */
     if (!translator_model_readable(command, model_path)) return false;
-    if (clformer_context_create(NULL, &t->ctx) != CLFORMER_OK) {
+    if (cli_context_create(NULL, &t->ctx) != CLFORMER_OK) {
         cli_runtime_error(command, "opening the device");
         return false;
     }
