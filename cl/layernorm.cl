@@ -8,12 +8,28 @@
  * plain sum of x would, and Welford's running update costs a division per
  * element).
  *
- * Backward: the input gradient is again one work-group per row; dweight and
- * dbias are column sums over rows, written as per-row-block partials in
- * reduce.cl's [block][col] layout and then summed block by block, so the
- * sum order is fixed and results repeat bit for bit.
+ * Backward: the input gradient is again one work-group per row (float4
+ * chunks, as forward); dweight and dbias are column sums over rows, written
+ * as per-row-block partials in reduce.cl's [block][col] layout and then
+ * summed block by block, so the sum order is fixed and results repeat bit
+ * for bit.
  */
 #include "common.h"
+
+/* Rows are walked in float4 chunks, work item lid taking chunks lid,
+ * lid + REDUCE_WG, ... and the last C % 4 columns one each: on CPU devices
+ * the vector type is what makes the sums SIMD (PoCL does not vectorize a
+ * loop inside a work item). */
+#define LN_VEC 4
+
+/* The 4 lanes summed in a fixed order, through a private array: Oclgrind
+ * 21.10's uninitialised checker crashes on the shuffles of a register sum. */
+inline float sum4(float4 v)
+{
+    float t[LN_VEC];
+    vstore4(v, 0, t);
+    return (t[0] + t[2]) + (t[1] + t[3]);
+}
 
 /* out = (x - mean) * rstd * weight + bias; mean[row], rstd[row] saved. */
 kernel void layernorm_forward(global float *out, ulong out_off, global float *mean,
@@ -23,26 +39,36 @@ kernel void layernorm_forward(global float *out, ulong out_off, global float *me
                               global const float *bias, ulong bias_off, int C, float eps)
 {
     local float scratch[REDUCE_WG];
-    const int lid = get_local_id(0);
+    const int lid = get_local_id(0), chunks = C / LN_VEC, tail0 = chunks * LN_VEC;
     const ulong row = get_group_id(0);
     global const float *x = inp + inp_off + row * C;
     global float *y = out + out_off + row * C;
+    global const float *w = weight + weight_off, *b = bias + bias_off;
     const float shift = x[0];
 
-    float s = 0.0f;
-    for (int c = lid; c < C; c += REDUCE_WG) s += x[c] - shift;
+    float4 s4 = (float4)(0.0f);
+    for (int j = lid; j < chunks; j += REDUCE_WG) s4 += vload4(j, x) - shift;
+    float s = sum4(s4);
+    for (int c = tail0 + lid; c < C; c += REDUCE_WG) s += x[c] - shift;
     const float dmean = wg_sum(s, scratch) / C; /* mean - shift */
 
-    float q = 0.0f;
-    for (int c = lid; c < C; c += REDUCE_WG) {
+    float4 q4 = (float4)(0.0f);
+    for (int j = lid; j < chunks; j += REDUCE_WG) {
+        const float4 d = (vload4(j, x) - shift) - dmean;
+        q4 += d * d;
+    }
+    float q = sum4(q4);
+    for (int c = tail0 + lid; c < C; c += REDUCE_WG) {
         const float d = (x[c] - shift) - dmean;
         q += d * d;
     }
     const float var = wg_sum(q, scratch) / C; /* biased, as PyTorch */
     const float rs = 1.0f / sqrt(var + eps);
 
-    for (int c = lid; c < C; c += REDUCE_WG)
-        y[c] = ((x[c] - shift) - dmean) * rs * weight[weight_off + c] + bias[bias_off + c];
+    for (int j = lid; j < chunks; j += REDUCE_WG)
+        vstore4(((vload4(j, x) - shift) - dmean) * rs * vload4(j, w) + vload4(j, b), j, y);
+    for (int c = tail0 + lid; c < C; c += REDUCE_WG)
+        y[c] = ((x[c] - shift) - dmean) * rs * w[c] + b[c];
     if (lid == 0) {
         mean[mean_off + row] = shift + dmean;
         rstd[rstd_off + row] = rs;
@@ -63,7 +89,7 @@ kernel void layernorm_backward_input(global float *dinp, ulong dinp_off,
      * make g - mean(g) nonzero where it is exactly zero (rows of one element). */
 #pragma OPENCL FP_CONTRACT OFF
     local float scratch[REDUCE_WG];
-    const int lid = get_local_id(0);
+    const int lid = get_local_id(0), chunks = C / LN_VEC, tail0 = chunks * LN_VEC;
     const ulong row = get_group_id(0);
     global const float *x = inp + inp_off + row * C;
     global const float *dy = dout + dout_off + row * C;
@@ -71,8 +97,14 @@ kernel void layernorm_backward_input(global float *dinp, ulong dinp_off,
     global const float *w = weight + weight_off;
     const float m = mean[mean_off + row], rs = rstd[rstd_off + row];
 
-    float sg = 0.0f, sgx = 0.0f;
-    for (int c = lid; c < C; c += REDUCE_WG) {
+    float4 sg4 = (float4)(0.0f), sgx4 = (float4)(0.0f);
+    for (int j = lid; j < chunks; j += REDUCE_WG) {
+        const float4 g = vload4(j, dy) * vload4(j, w);
+        sg4 += g;
+        sgx4 += g * ((vload4(j, x) - m) * rs);
+    }
+    float sg = sum4(sg4), sgx = sum4(sgx4);
+    for (int c = tail0 + lid; c < C; c += REDUCE_WG) {
         const float g = dy[c] * w[c];
         sg += g;
         sgx += g * ((x[c] - m) * rs);
@@ -80,7 +112,12 @@ kernel void layernorm_backward_input(global float *dinp, ulong dinp_off,
     const float mg = wg_sum(sg, scratch) / C;
     const float mgx = wg_sum(sgx, scratch) / C;
 
-    for (int c = lid; c < C; c += REDUCE_WG) {
+    for (int j = lid; j < chunks; j += REDUCE_WG) {
+        const float4 g = vload4(j, dy) * vload4(j, w);
+        const float4 v = (g - mg - ((vload4(j, x) - m) * rs) * mgx) * rs;
+        vstore4(accumulate ? vload4(j, dx) + v : v, j, dx);
+    }
+    for (int c = tail0 + lid; c < C; c += REDUCE_WG) {
         const float g = dy[c] * w[c];
         const float v = (g - mg - ((x[c] - m) * rs) * mgx) * rs;
         dx[c] = accumulate ? dx[c] + v : v;

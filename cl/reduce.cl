@@ -7,19 +7,31 @@
  */
 #include "common.h"
 
-/* partials[g] = sum of x (or x*x) over elements [g*chunk, (g+1)*chunk). */
+/* partials[g] = sum of x (or x*x) over elements [g*chunk, (g+1)*chunk).
+ * Work item lid sums float4 chunks lid, lid + REDUCE_WG, ... of the range
+ * (SIMD on CPU devices, where PoCL runs the loop of one work item as scalar
+ * code) and then its part of the last range % 4 elements. The four lanes are
+ * added through a private array: Oclgrind 21.10's uninitialised checker
+ * crashes on the shuffles of a register sum. */
 kernel void reduce_partial(global float *partials, global const float *x, ulong x_off, ulong n,
                            ulong chunk, int square)
 {
     local float scratch[REDUCE_WG];
     const int lid = get_local_id(0);
-    const ulong begin = get_group_id(0) * chunk;
-    const ulong end = min(n, begin + chunk);
-    float acc = 0.0f;
-    for (ulong i = begin + lid; i < end; i += REDUCE_WG) {
-        const float v = x[x_off + i];
-        acc += square ? v * v : v;
+    /* begin <= end without a saturating subtraction (Oclgrind 21.10 lacks
+     * llvm.usub.sat): the last groups' ranges may be empty */
+    const ulong begin = min(n, get_group_id(0) * chunk), end = min(n, begin + chunk);
+    global const float *v = x + x_off + begin;
+    const ulong len = end - begin, quads = len / 4;
+    float4 acc4 = (float4)(0.0f);
+    for (ulong j = lid; j < quads; j += REDUCE_WG) {
+        const float4 q = vload4(j, v);
+        acc4 += square ? q * q : q;
     }
+    float t[4];
+    vstore4(acc4, 0, t);
+    float acc = (t[0] + t[2]) + (t[1] + t[3]);
+    for (ulong i = 4 * quads + lid; i < len; i += REDUCE_WG) acc += square ? v[i] * v[i] : v[i];
     acc = wg_sum(acc, scratch);
     if (lid == 0) partials[get_group_id(0)] = acc;
 }

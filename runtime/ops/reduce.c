@@ -10,8 +10,16 @@ clformer_status cf_reduce_sum(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem x,
                               size_t n, bool square, bool accumulate)
 {
     const size_t wg = ctx->reduce_wg;
-    /* Enough groups to fill a GPU, at least 4 work items' worth of data each. */
+    /* Enough groups to fill a GPU, at least 4 work items' worth of data each.
+     * Other devices get 8 per compute unit: a work-group with barriers costs
+     * PoCL tens of microseconds, which 1024 groups turned into most of the
+     * time of a norm over 1M floats. The count is fixed per device, so the
+     * sums repeat bit for bit there. */
+    const size_t max_groups = ctx->info.type == CLFORMER_DEVICE_GPU || !ctx->info.compute_units
+                                  ? MAX_PARTIALS
+                                  : 8 * (size_t)ctx->info.compute_units;
     size_t groups = (n + wg * 4 - 1) / (wg * 4);
+    if (groups > max_groups) groups = max_groups;
     if (groups > MAX_PARTIALS) groups = MAX_PARTIALS;
     if (groups == 0) groups = 1;
     size_t chunk = (n + groups - 1) / groups;
