@@ -290,8 +290,10 @@ CLFORMER_API clformer_gemm_provider clformer_context_gemm_provider(const clforme
  *            floats per attention layer
  *   unfused  GEMMs around a softmax kernel; saves the probabilities: B x
  *            heads x Tq x Tk floats per attention layer (twice with dropout)
- *   auto     per batch: unfused while the probabilities of all attention
- *            layers stay small (CLFORMER_ATTENTION_UNFUSED_MAX_BYTES), fused above
+ *   auto     fused on CPU devices (not simulators), where it was measured
+ *            faster; elsewhere, per batch, unfused while the probabilities of
+ *            all attention layers stay small (CLFORMER_ATTENTION_UNFUSED_MAX_BYTES)
+ *            and fused above
  * Both give the same results to fp32 rounding (the same dropout mask).
  * Decoding and attention plots always use the unfused kernels (one query
  * row per step; the plot needs the probabilities). The CLFORMER_ATTENTION
@@ -303,7 +305,7 @@ typedef enum {
     CLFORMER_ATTENTION_FUSED = 1,
     CLFORMER_ATTENTION_UNFUSED = 2
 } clformer_attention_path;
-/* Above this many bytes of saved probabilities per batch, auto is fused. */
+/* Above this many bytes of saved probabilities per batch, auto is fused everywhere. */
 #define CLFORMER_ATTENTION_UNFUSED_MAX_BYTES ((size_t)256 << 20)
 
 /* "auto", "fused" or "unfused". */
