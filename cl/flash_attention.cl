@@ -25,15 +25,110 @@
  *
  * Layout as in ops.h: q, out, dq (B*H, Tq, dh); k, v, dk, dv (B*H, Tk_cap, dh)
  * with rows < Tk used; stats (B*H*Tq, 2); dsum (B*H*Tq).
+ *
+ * Speed on CPUs: keys go in blocks of four, so that one Philox call draws
+ * the four dropout multipliers of a block (the query-row kernels start the
+ * blocks where the Philox blocks of their row start), four dot products
+ * share each load of the query row, and the inner loops run on float8.
+ * Lanes of a block outside [0, jend) or on padding are masked; they read a
+ * clamped (valid) key row and weigh 0.
  */
 #include "common.h"
 
-inline float dot_row(global const float *a, global const float *b, int n)
+inline float hsum8(float8 s)
 {
-    float s = 0.0f;
-    for (int d = 0; d < n; d++) s += a[d] * b[d];
+    const float4 a = s.lo + s.hi;
+    return (a.x + a.z) + (a.y + a.w);
+}
+
+/* (a . r0, a . r1, a . r2, a . r3) over n floats. */
+inline float4 dots4(global const float *a, global const float *r0, global const float *r1,
+                    global const float *r2, global const float *r3, int n)
+{
+    float8 s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+    int d = 0;
+    for (; d + 8 <= n; d += 8) {
+        const float8 x = vload8(0, a + d);
+        s0 += x * vload8(0, r0 + d);
+        s1 += x * vload8(0, r1 + d);
+        s2 += x * vload8(0, r2 + d);
+        s3 += x * vload8(0, r3 + d);
+    }
+    float4 s = (float4)(hsum8(s0), hsum8(s1), hsum8(s2), hsum8(s3));
+    for (; d < n; d++) s += a[d] * (float4)(r0[d], r1[d], r2[d], r3[d]);
     return s;
 }
+
+/* y += w.x r0 + w.y r1 + w.z r2 + w.w r3 over n floats. */
+inline void axpy4(global float *y, float4 w, global const float *r0, global const float *r1,
+                  global const float *r2, global const float *r3, int n)
+{
+    int d = 0;
+    for (; d + 8 <= n; d += 8)
+        vstore8(vload8(0, y + d) + w.x * vload8(0, r0 + d) + w.y * vload8(0, r1 + d) +
+                    w.z * vload8(0, r2 + d) + w.w * vload8(0, r3 + d),
+                0, y + d);
+    for (; d < n; d++) y[d] += w.x * r0[d] + w.y * r1[d] + w.z * r2[d] + w.w * r3[d];
+}
+
+/* y_l += w_l x for the four rows y0..y3, one after the other (rows may be
+ * the same: a masked lane's clamped row, with weight 0). */
+inline void outer4(global float *y0, global float *y1, global float *y2, global float *y3,
+                   float4 w, global const float *x, int n)
+{
+    int d = 0;
+    for (; d + 8 <= n; d += 8) {
+        const float8 xv = vload8(0, x + d);
+        vstore8(vload8(0, y0 + d) + w.x * xv, 0, y0 + d);
+        vstore8(vload8(0, y1 + d) + w.y * xv, 0, y1 + d);
+        vstore8(vload8(0, y2 + d) + w.z * xv, 0, y2 + d);
+        vstore8(vload8(0, y3 + d) + w.w * xv, 0, y3 + d);
+    }
+    for (; d < n; d++) {
+        const float xd = x[d];
+        y0[d] += w.x * xd;
+        y1[d] += w.y * xd;
+        y2[d] += w.z * xd;
+        y3[d] += w.w * xd;
+    }
+}
+
+/* The dropout multipliers of elements i0 .. i0+3 of a site (any i0): the
+ * same values as dropout_scale of each, from the one or two Philox blocks
+ * they lie in. */
+inline float4 dropout_scale_run4(float p, ulong seed, uint step, uint site, ulong i0)
+{
+    if (p <= 0.0f) return (float4)(1.0f);
+    const uint r = (uint)(i0 & 3);
+    const float4 a = dropout_scale4(p, seed, step, site, i0 >> 2);
+    if (r == 0) return a;
+    const float4 b = dropout_scale4(p, seed, step, site, (i0 >> 2) + 1);
+    return shuffle2(a, b, (uint4)(r) + (uint4)(0, 1, 2, 3));
+}
+
+/* One block of four keys j .. j+3 for a query row: which are visible (key
+ * in [0, jend) and not padding) and their clamped row numbers. */
+typedef struct {
+    int4 visible; /* -1 visible, 0 masked */
+    int4 key;     /* clamped into [lo, hi] */
+} key_block;
+
+inline key_block block_of(global const int *kt, int use_keys, int j, int lo, int jend, int hi)
+{
+    key_block k;
+    const int4 key = (int4)(j) + (int4)(0, 1, 2, 3);
+    k.key = clamp(key, (int4)(lo), (int4)(hi));
+    k.visible = (key >= (int4)(lo)) & (key < (int4)(jend));
+    if (use_keys)
+        k.visible &= (int4)(kt[k.key.x], kt[k.key.y], kt[k.key.z], kt[k.key.w]) != (int4)(0);
+    return k;
+}
+
+inline bool none_visible(int4 v) { return !any(v); }
+
+#define ROWS4(base, k, dh)                                                                     \
+    (base) + (ulong)(k).x * (dh), (base) + (ulong)(k).y * (dh), (base) + (ulong)(k).z * (dh), \
+        (base) + (ulong)(k).w * (dh)
 
 /* The first key a query at position qpos may not see (causal), or Tk. */
 inline int causal_end(int causal, int Tk, int qpos) { return causal ? min(Tk, qpos + 1) : Tk; }
@@ -55,32 +150,37 @@ kernel void flash_attention_forward(global float *out, ulong out_off, global flo
     global const float *kb = k + k_off + (ulong)bh * Tk_cap * dh;
     global const float *vb = v + v_off + (ulong)bh * Tk_cap * dh;
     global float *o = out + out_off + (ulong)row * dh;
+    const ulong first = (ulong)row * Tk; /* the dropout element of key 0 */
+    const int j0 = -(int)(first & 3);    /* blocks start on Philox blocks */
 
-    /* pass 1: the row's maximum and sum (online: the sum is rescaled when
-     * the maximum grows) */
+    /* pass 1: maximum and sum, online per block */
     float m = -INFINITY, l = 0.0f;
-    for (int j = 0; j < jend; j++) {
-        if (use_keys && kt[j] == 0) continue;
-        const float s = dot_row(qi, kb + (ulong)j * dh, dh) * scale;
-        if (s > m) {
-            l *= exp(m - s);
-            m = s;
+    for (int j = j0; j < jend; j += 4) {
+        const key_block kk = block_of(kt, use_keys, j, 0, jend, jend - 1);
+        if (none_visible(kk.visible)) continue;
+        const float4 s = select((float4)(-INFINITY),
+                                dots4(qi, ROWS4(kb, kk.key, dh), dh) * scale, kk.visible);
+        const float bm = fmax(fmax(s.x, s.y), fmax(s.z, s.w));
+        if (bm > m) {
+            l *= exp(m - bm);
+            m = bm;
         }
-        l += exp(s - m);
+        const float4 e = exp(s - m);
+        l += (e.x + e.y) + (e.z + e.w);
     }
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
     /* pass 2: the output from the final probabilities, p = exp(s - m) / l as
      * attention_softmax computes them (so the rounding matches the unfused
      * path's and PyTorch's softmax-then-product closely) */
     for (int d = 0; d < dh; d++) o[d] = 0.0f;
-    for (int j = 0; j < jend; j++) {
-        if (use_keys && kt[j] == 0) continue;
-        const float p = exp(dot_row(qi, kb + (ulong)j * dh, dh) * scale - m) * inv;
-        const float w = p * dropout_scale(drop_p, seed, step, site, (ulong)row * Tk + j);
-        if (w != 0.0f) {
-            global const float *vj = vb + (ulong)j * dh;
-            for (int d = 0; d < dh; d++) o[d] += w * vj[d];
-        }
+    for (int j = j0; j < jend; j += 4) {
+        const key_block kk = block_of(kt, use_keys, j, 0, jend, jend - 1);
+        if (none_visible(kk.visible)) continue;
+        const float4 s = dots4(qi, ROWS4(kb, kk.key, dh), dh) * scale;
+        const float4 p = select((float4)(0.0f), exp(s - m) * inv, kk.visible);
+        const float4 w =
+            p * dropout_scale4(drop_p, seed, step, site, (first + (ulong)(long)j) >> 2);
+        axpy4(o, w, ROWS4(vb, kk.key, dh), dh);
     }
     stats[stats_off + 2 * (ulong)row] = m;
     stats[stats_off + 2 * (ulong)row + 1] = inv;
@@ -109,24 +209,27 @@ kernel void flash_attention_backward_dq(global float *dq, ulong dq_off, global f
     global const float *kb = k + k_off + (ulong)bh * Tk_cap * dh;
     global const float *vb = v + v_off + (ulong)bh * Tk_cap * dh;
     global float *g = dq + dq_off + (ulong)row * dh;
+    const ulong first = (ulong)row * Tk;
+    const int j0 = -(int)(first & 3);
 
-    const float D = dot_row(doi, out + out_off + (ulong)row * dh, dh);
+    const float D = dots4(doi, ROWS4(out + out_off, (int4)(row), dh), dh).x;
     dsum[dsum_off + row] = D;
     const float M = stats[stats_off + 2 * (ulong)row], inv = stats[stats_off + 2 * (ulong)row + 1];
     for (int d = 0; d < dh; d++) g[d] = 0.0f;
-    for (int j = 0; j < jend; j++) {
-        if (use_keys && kt[j] == 0) continue;
-        global const float *kj = kb + (ulong)j * dh;
-        const float p = exp(dot_row(qi, kj, dh) * scale - M) * inv;
-        const float r = dropout_scale(drop_p, seed, step, site, (ulong)row * Tk + j);
-        const float dp = r != 0.0f ? r * dot_row(doi, vb + (ulong)j * dh, dh) : 0.0f;
-        const float ds = p * (dp - D);
-        for (int d = 0; d < dh; d++) g[d] += ds * kj[d];
+    for (int j = j0; j < jend; j += 4) {
+        const key_block kk = block_of(kt, use_keys, j, 0, jend, jend - 1);
+        if (none_visible(kk.visible)) continue;
+        const float4 s = dots4(qi, ROWS4(kb, kk.key, dh), dh) * scale;
+        const float4 p = select((float4)(0.0f), exp(s - M) * inv, kk.visible);
+        const float4 r = dropout_scale4(drop_p, seed, step, site, (first + (ulong)(long)j) >> 2);
+        const float4 dp = r * dots4(doi, ROWS4(vb, kk.key, dh), dh);
+        axpy4(g, p * (dp - D), ROWS4(kb, kk.key, dh), dh);
     }
     for (int d = 0; d < dh; d++) g[d] *= scale;
 }
 
-/* dk and dv (rows < Tk overwritten) per key row; dsum from the dq pass. */
+/* dk and dv (rows < Tk overwritten) for a block of four key rows 4w .. 4w+3
+ * of a head; dsum from the dq pass. */
 kernel void flash_attention_backward_dkv(global float *dk, ulong dk_off, global float *dv,
                                          ulong dv_off, global const float *dsum, ulong dsum_off,
                                          global const float *dout, ulong dout_off,
@@ -135,33 +238,40 @@ kernel void flash_attention_backward_dkv(global float *dk, ulong dk_off, global 
                                          global const float *k, ulong k_off,
                                          global const float *v, ulong v_off,
                                          global const int *keys, ulong keys_off, int key_ld,
-                                         int use_keys, int keyrows, int H, int Tq, int Tk,
+                                         int use_keys, int blocks, int H, int Tq, int Tk,
                                          int Tk_cap, int dh, int q_pos0, int causal, float scale,
                                          float drop_p, ulong seed, uint step, uint site)
 {
     const int gid = get_global_id(0);
-    if (gid >= keyrows) return;
-    const int bh = gid / Tk, j = gid - bh * Tk, b = bh / H;
-    const ulong kr = ((ulong)bh * Tk_cap + j) * dh;
-    global const float *kj = k + k_off + kr, *vj = v + v_off + kr;
-    global float *gk = dk + dk_off + kr, *gv = dv + dv_off + kr;
-    for (int d = 0; d < dh; d++) gk[d] = gv[d] = 0.0f;
-    if (use_keys && keys[keys_off + (ulong)b * key_ld + j] == 0) return; /* seen by no query */
+    if (gid >= blocks) return;
+    const int per_head = (Tk + 3) / 4, bh = gid / per_head, b = bh / H;
+    const int j = 4 * (gid - bh * per_head);
+    const key_block kk = block_of(keys + keys_off + (ulong)b * key_ld, use_keys, j, 0, Tk, Tk - 1);
+    const ulong head = (ulong)bh * Tk_cap * dh;
+    global const float *kb = k + k_off + head, *vb = v + v_off + head;
+    global float *gk = dk + dk_off + head, *gv = dv + dv_off + head;
+    const int n = min(4, Tk - j); /* rows this block owns */
+    for (int r = 0; r < n; r++)
+        for (int d = 0; d < dh; d++) gk[(ulong)(j + r) * dh + d] = gv[(ulong)(j + r) * dh + d] = 0.0f;
+    if (none_visible(kk.visible)) return; /* padding: seen by no query */
 
-    /* causal: query i sees key j when j <= q_pos0 + i */
+    /* causal: query i sees key j when j <= q_pos0 + i; lane 0 is seen first */
     for (int i = causal ? max(0, j - q_pos0) : 0; i < Tq; i++) {
         const int row = bh * Tq + i;
+        const int4 vis =
+            causal ? kk.visible & ((int4)(j) + (int4)(0, 1, 2, 3) <= (int4)(q_pos0 + i))
+                   : kk.visible;
         global const float *qi = q + q_off + (ulong)row * dh;
         global const float *doi = dout + dout_off + (ulong)row * dh;
-        const float p = exp(dot_row(qi, kj, dh) * scale - stats[stats_off + 2 * (ulong)row]) *
-                        stats[stats_off + 2 * (ulong)row + 1];
-        const float r = dropout_scale(drop_p, seed, step, site, (ulong)row * Tk + j);
-        const float dp = r != 0.0f ? r * dot_row(doi, vj, dh) : 0.0f;
-        const float ds = p * (dp - dsum[dsum_off + row]), pd = p * r;
-        for (int d = 0; d < dh; d++) {
-            gv[d] += pd * doi[d];
-            gk[d] += ds * qi[d];
-        }
+        const float4 s = dots4(qi, ROWS4(kb, kk.key, dh), dh) * scale;
+        const float M = stats[stats_off + 2 * (ulong)row], inv = stats[stats_off + 2 * (ulong)row + 1];
+        const float4 p = select((float4)(0.0f), exp(s - M) * inv, vis);
+        const float4 r = dropout_scale_run4(drop_p, seed, step, site, (ulong)row * Tk + j);
+        const float4 dp = r * dots4(doi, ROWS4(vb, kk.key, dh), dh);
+        const float4 ds = p * (dp - dsum[dsum_off + row]);
+        outer4(ROWS4(gv, kk.key, dh), p * r, doi, dh);
+        outer4(ROWS4(gk, kk.key, dh), ds, qi, dh);
     }
-    for (int d = 0; d < dh; d++) gk[d] *= scale;
+    for (int r = 0; r < n; r++)
+        for (int d = 0; d < dh; d++) gk[(ulong)(j + r) * dh + d] *= scale;
 }

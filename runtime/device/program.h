@@ -72,9 +72,9 @@ void cf_cache_write_deferred(cf_ctx *ctx);
 clformer_status cf_programs_prepare(cf_ctx *ctx, const char *const *names, size_t n,
                                     unsigned threads);
 
-/* cf_programs_prepare for the programs of the ops' kernels (kernel_ids.h:
- * what a training step runs), without cl/flash_attention.cl unless the
- * batch takes the fused attention path; once per context and path. */
+/* cf_programs_prepare for the programs of the ops' kernels (kernel_ids.h)
+ * that a training step runs: not beam search's, and cl/flash_attention.cl
+ * only for a batch on the fused attention path; once per context and path. */
 clformer_status cf_programs_prepare_ops(cf_ctx *ctx, bool fused_attention);
 
 /* The pieces cf_programs_prepare runs on its threads and then in the

@@ -140,6 +140,14 @@ clformer_status cf_programs_prepare(cf_ctx *ctx, const char *const *names, size_
     return st;
 }
 
+/* Whether a training step with this attention path runs kernels of `program`:
+ * beam search's are translation's alone, and the fused attention has its own. */
+static bool training_runs(const char *program, bool fused_attention)
+{
+    if (!strcmp(program, "beam")) return false;
+    return fused_attention || strcmp(program, "flash_attention") != 0;
+}
+
 clformer_status cf_programs_prepare_ops(cf_ctx *ctx, bool fused_attention)
 {
     if (ctx->ops_prepared[fused_attention]) return CLFORMER_OK;
@@ -151,8 +159,7 @@ clformer_status cf_programs_prepare_ops(cf_ctx *ctx, bool fused_attention)
     const char *names[sizeof programs / sizeof *programs];
     size_t n = 0;
     for (size_t i = 0; i < sizeof programs / sizeof *programs; i++)
-        if (fused_attention || strcmp(programs[i], "flash_attention") != 0)
-            names[n++] = programs[i];
+        if (training_runs(programs[i], fused_attention)) names[n++] = programs[i];
     CF_TRY(cf_programs_prepare(ctx, names, n, 0));
     ctx->ops_prepared[fused_attention] = true;
     return CLFORMER_OK;

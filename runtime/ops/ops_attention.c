@@ -183,7 +183,8 @@ static clformer_status forward_fused(cf_ctx *ctx, cf_view out, const cf_attentio
     const size_t rows = s->B * s->H * s->Tq, local = ctx->elementwise_wg;
     const size_t global = cf_round_up(rows, local);
     cl_kernel k;
-    CF_TRY(cf_kernel_get(ctx, CF_K_FLASH_ATTENTION_FORWARD, &k));
+    CF_TRY(cf_kernel_get(ctx, ctx->info.simulator ? CF_K_FLASH_ATTENTION_FORWARD_SIMPLE
+                                                  : CF_K_FLASH_ATTENTION_FORWARD, &k));
     const cf_view L = saved->stats;
     /* ideal traffic: Q, K, V read and O written once, two statistics per row */
     const size_t moved = 2 * rows * s->dh + 2 * s->B * s->H * s->Tk * s->dh + 2 * rows;
@@ -256,7 +257,7 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
                                    dkh.off, dh, kstride, BH);
 }
 
-/* dQ and D = rowsum(dO * O) per query row, then dK and dV per key row. */
+/* dQ and D = rowsum(dO * O) per query row, then dK and dV per four key rows. */
 static clformer_status backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
                                       cf_view dsum, cf_view dout,
                                       const cf_attention_saved *saved, cf_view qh, cf_view kh,
@@ -268,7 +269,10 @@ static clformer_status backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
     const size_t local = ctx->elementwise_wg;
     const cf_view L = saved->stats, O = saved->out;
     cl_kernel k;
-    CF_TRY(cf_kernel_get(ctx, CF_K_FLASH_ATTENTION_BACKWARD_DQ, &k));
+    /* simulators: the scalar kernels of cl/flash_attention_simple.cl (why: there) */
+    const bool simple = ctx->info.simulator;
+    CF_TRY(cf_kernel_get(ctx, simple ? CF_K_FLASH_ATTENTION_BACKWARD_DQ_SIMPLE
+                                     : CF_K_FLASH_ATTENTION_BACKWARD_DQ, &k));
     size_t global = cf_round_up(rows, local);
     /* ideal traffic: dO, O, Q read and dQ written; K, V read; statistics, D */
     const size_t q_rows = rows * s->dh, k_rows = keyrows * s->dh;
@@ -279,8 +283,11 @@ static clformer_status backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
                      CF_MEM(qh.buf), CF_U64(qh.off), CF_MEM(kh.buf), CF_U64(kh.off),
                      CF_MEM(vh.buf), CF_U64(vh.off),
                      FUSED_ARGS(key_tokens, qh.buf, s, rows, dropout)));
-    CF_TRY(cf_kernel_get(ctx, CF_K_FLASH_ATTENTION_BACKWARD_DKV, &k));
-    global = cf_round_up(keyrows, local);
+    CF_TRY(cf_kernel_get(ctx, simple ? CF_K_FLASH_ATTENTION_BACKWARD_DKV_SIMPLE
+                                     : CF_K_FLASH_ATTENTION_BACKWARD_DKV, &k));
+    /* a work item per four key rows (simple: per key row) */
+    const size_t blocks = simple ? keyrows : BH * ((s->Tk + 3) / 4);
+    global = cf_round_up(blocks, local);
     /* ideal traffic: Q, dO read; K, V read and dK, dV written; statistics, D */
     return CF_LAUNCH(ctx, "attention", cf_f32_bytes(2 * q_rows + 4 * k_rows + 3 * rows), k, 1,
                      &global, &local, CF_MEM(dkh.buf), CF_U64(dkh.off),
@@ -288,7 +295,7 @@ static clformer_status backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
                      CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(L.buf), CF_U64(L.off),
                      CF_MEM(qh.buf), CF_U64(qh.off), CF_MEM(kh.buf), CF_U64(kh.off),
                      CF_MEM(vh.buf), CF_U64(vh.off),
-                     FUSED_ARGS(key_tokens, qh.buf, s, keyrows, dropout));
+                     FUSED_ARGS(key_tokens, qh.buf, s, blocks, dropout));
 }
 
 clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,

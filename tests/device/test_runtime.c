@@ -188,8 +188,8 @@ static void prepare_builds_each_program_once_with_progress(void **state)
 }
 
 /* What a training step prepares: the programs of the ops' kernels, once,
- * the fused attention's only for a batch that takes that path, and not the
- * decoder's (translation builds it when it runs). */
+ * the fused attention's only for a batch that takes that path, and not
+ * translation's (decode, beam: built when a translation runs). */
 static void prepare_ops_builds_the_training_programs_only(void **state)
 {
     (void)state;
@@ -204,10 +204,11 @@ static void prepare_ops_builds_the_training_programs_only(void **state)
     cf_program_options(ctx, NULL, options, sizeof options);
 #define CF_KERNEL_LOADED(id, program, kernel)                                                      \
     assert_true(cf_program_loaded(ctx, program, options) ==                                    \
-                (strcmp(program, "flash_attention") != 0));
+                (strcmp(program, "flash_attention") != 0 && strcmp(program, "beam") != 0));
     CF_KERNEL_LIST(CF_KERNEL_LOADED)
 #undef CF_KERNEL_LOADED
     assert_false(cf_program_loaded(ctx, "decode", options));
+    assert_false(cf_program_loaded(ctx, "beam", options));
     const size_t calls = r.calls;
     assert_true(calls >= 2 && r.last_done == r.last_total);
     assert_ok(cf_programs_prepare_ops(ctx, false)); /* once per context */

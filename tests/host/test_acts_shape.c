@@ -92,24 +92,40 @@ static void fused_attention_needs_no_score_matrix(void **state)
     assert_ok(cf_acts_check_shape(&c, buffer, 16, 1024, 1023, true));
 }
 
-/* auto: unfused while the saved probabilities stay small, fused above; an
- * explicit choice is kept whatever the shape. */
-static void auto_attention_path_follows_the_probabilities_size(void **state)
+/* auto: fused on a CPU for long sentences; elsewhere unfused while the saved
+ * probabilities stay small, fused above; an explicit choice is kept whatever the shape. */
+static void auto_attention_path_follows_the_device_and_size(void **state)
 {
     (void)state;
     clformer_config c = config(); /* 6 + 6 layers, 8 heads */
     c.dropout = 0.1f;
+    clformer_device_info gpu = {0}, cpu = {0}, sim = {0};
+    gpu.type = CLFORMER_DEVICE_GPU;
+    cpu.type = sim.type = CLFORMER_DEVICE_CPU;
+    sim.simulator = true;
+    gpu.max_alloc_bytes = cpu.max_alloc_bytes = sim.max_alloc_bytes = GiB;
+    const clformer_attention_path A = CLFORMER_ATTENTION_AUTO;
     /* training, 32 x 32: 32*8*32*32*(6 + 12)*2 + 32*8*32*32 floats ~ 38 MiB */
-    assert_false(cf_attention_fused_for(CLFORMER_ATTENTION_AUTO, &c, GiB, 32, 32, 32, true));
+    assert_false(cf_attention_fused_for(A, &gpu, &c, 32, 32, 32, true));
+    assert_false(cf_attention_fused_for(A, &sim, &c, 32, 32, 32, true));
+    assert_false(cf_attention_fused_for(A, &cpu, &c, 32, 32, 32, true));
+    /* a CPU from length 128 on (source or target), not a simulator */
+    assert_true(cf_attention_fused_for(A, &cpu, &c, 2, 128, 20, true));
+    assert_true(cf_attention_fused_for(A, &cpu, &c, 2, 20, 128, true));
+    assert_false(cf_attention_fused_for(A, &cpu, &c, 2, 127, 126, true));
+    assert_false(cf_attention_fused_for(A, &sim, &c, 2, 128, 127, true));
     /* training, 16 x 1024: ~ 9.5 GiB of probabilities */
-    assert_true(cf_attention_fused_for(CLFORMER_ATTENTION_AUTO, &c, GiB, 16, 1024, 1023, true));
+    assert_true(cf_attention_fused_for(A, &gpu, &c, 16, 1024, 1023, true));
     /* one score matrix beyond the largest buffer: fused even when small in all */
-    assert_true(cf_attention_fused_for(CLFORMER_ATTENTION_AUTO, &c, 4096, 1, 32, 31, false));
-    assert_false(cf_attention_fused_for(CLFORMER_ATTENTION_UNFUSED, &c, GiB, 16, 1024, 1023, true));
-    assert_true(cf_attention_fused_for(CLFORMER_ATTENTION_FUSED, &c, GiB, 1, 2, 1, false));
+    gpu.max_alloc_bytes = 4096;
+    assert_true(cf_attention_fused_for(A, &gpu, &c, 1, 32, 31, false));
+    gpu.max_alloc_bytes = GiB;
+    assert_false(cf_attention_fused_for(CLFORMER_ATTENTION_UNFUSED, &cpu, &c, 16, 1024, 1023,
+                                        true));
+    assert_true(cf_attention_fused_for(CLFORMER_ATTENTION_FUSED, &gpu, &c, 1, 2, 1, false));
     /* sizes whose product overflows size_t are never unfused */
-    assert_true(cf_attention_fused_for(CLFORMER_ATTENTION_AUTO, &c, SIZE_MAX, SIZE_MAX, 2, 1,
-                                       false));
+    gpu.max_alloc_bytes = SIZE_MAX;
+    assert_true(cf_attention_fused_for(A, &gpu, &c, SIZE_MAX, 2, 1, false));
 }
 
 static void attention_path_words(void **state)
@@ -135,7 +151,7 @@ int main(void)
         cmocka_unit_test(scores_overflowing_size_t),
         cmocka_unit_test(logits_beyond_the_largest_buffer),
         cmocka_unit_test(fused_attention_needs_no_score_matrix),
-        cmocka_unit_test(auto_attention_path_follows_the_probabilities_size),
+        cmocka_unit_test(auto_attention_path_follows_the_device_and_size),
         cmocka_unit_test(attention_path_words),
     };
     return cmocka_run_group_tests_name("activation shape check", tests, NULL, NULL);
