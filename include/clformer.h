@@ -290,9 +290,10 @@ CLFORMER_API clformer_gemm_provider clformer_context_gemm_provider(const clforme
  *            floats per attention layer
  *   unfused  GEMMs around a softmax kernel; saves the probabilities: B x
  *            heads x Tq x Tk floats per attention layer (twice with dropout)
- *   auto     fused on CPU devices (not simulators), where it was measured
- *            faster; elsewhere, per batch, unfused while the probabilities of
- *            all attention layers stay small (CLFORMER_ATTENTION_UNFUSED_MAX_BYTES)
+ *   auto     per batch: fused on CPU devices (not simulators) for sentences
+ *            of CLFORMER_ATTENTION_FUSED_CPU_LEN tokens or more, where it was
+ *            measured faster; otherwise unfused while the probabilities of all
+ *            attention layers stay small (CLFORMER_ATTENTION_UNFUSED_MAX_BYTES)
  *            and fused above
  * Both give the same results to fp32 rounding (the same dropout mask).
  * Decoding and attention plots always use the unfused kernels (one query
@@ -307,6 +308,8 @@ typedef enum {
 } clformer_attention_path;
 /* Above this many bytes of saved probabilities per batch, auto is fused everywhere. */
 #define CLFORMER_ATTENTION_UNFUSED_MAX_BYTES ((size_t)256 << 20)
+/* From this length on (source or target), auto is fused on CPU devices. */
+#define CLFORMER_ATTENTION_FUSED_CPU_LEN 128
 
 /* "auto", "fused" or "unfused". */
 CLFORMER_API const char *clformer_attention_path_name(clformer_attention_path path);

@@ -141,9 +141,12 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
                             bool training)
 {
     if (path != CLFORMER_ATTENTION_AUTO) return path == CLFORMER_ATTENTION_FUSED;
-    /* measured on PoCL (README): fused as fast at length 32 and about twice as
-     * fast at 256 as the GEMM path; elsewhere unmeasured, so only memory decides */
-    if (device->type == CLFORMER_DEVICE_CPU && !device->simulator) return true;
+    /* measured on PoCL (README): about level with the GEMM path at length 32,
+     * twice as fast from 256 on; elsewhere unmeasured, so only memory decides */
+    const size_t longest = S > T ? S : T;
+    if (device->type == CLFORMER_DEVICE_CPU && !device->simulator &&
+        longest >= CLFORMER_ATTENTION_FUSED_CPU_LEN)
+        return true;
     const size_t max_alloc_bytes = device->max_alloc_bytes;
     /* the probabilities the unfused path saves, per batch, in floats:
      * encoder S x S, decoder T x T and T x S per layer, twice with dropout,

@@ -92,8 +92,8 @@ static void fused_attention_needs_no_score_matrix(void **state)
     assert_ok(cf_acts_check_shape(&c, buffer, 16, 1024, 1023, true));
 }
 
-/* auto: fused on a CPU; elsewhere unfused while the saved probabilities stay
- * small, fused above; an explicit choice is kept whatever the shape. */
+/* auto: fused on a CPU for long sentences; elsewhere unfused while the saved
+ * probabilities stay small, fused above; an explicit choice is kept whatever the shape. */
 static void auto_attention_path_follows_the_device_and_size(void **state)
 {
     (void)state;
@@ -108,7 +108,12 @@ static void auto_attention_path_follows_the_device_and_size(void **state)
     /* training, 32 x 32: 32*8*32*32*(6 + 12)*2 + 32*8*32*32 floats ~ 38 MiB */
     assert_false(cf_attention_fused_for(A, &gpu, &c, 32, 32, 32, true));
     assert_false(cf_attention_fused_for(A, &sim, &c, 32, 32, 32, true));
-    assert_true(cf_attention_fused_for(A, &cpu, &c, 32, 32, 32, true));
+    assert_false(cf_attention_fused_for(A, &cpu, &c, 32, 32, 32, true));
+    /* a CPU from length 128 on (source or target), not a simulator */
+    assert_true(cf_attention_fused_for(A, &cpu, &c, 2, 128, 20, true));
+    assert_true(cf_attention_fused_for(A, &cpu, &c, 2, 20, 128, true));
+    assert_false(cf_attention_fused_for(A, &cpu, &c, 2, 127, 126, true));
+    assert_false(cf_attention_fused_for(A, &sim, &c, 2, 128, 127, true));
     /* training, 16 x 1024: ~ 9.5 GiB of probabilities */
     assert_true(cf_attention_fused_for(A, &gpu, &c, 16, 1024, 1023, true));
     /* one score matrix beyond the largest buffer: fused even when small in all */
