@@ -78,7 +78,7 @@ static void gemm_batch_of_many_small_products(void **state)
 {
     (void)state;
     const gemm_shape s = {32, 24, 16};
-    const size_t batch = harness_is_slow() ? 3 : 96;
+    const size_t batch = harness_is_slow() ? 3 : 40;
     for (int t = 0; t < 4; t++) {
         gemm_check_batched(true, t & 1, t & 2, s, batch, 60 + t);
         gemm_check_batched(false, t & 1, t & 2, s, batch, 70 + t);
