@@ -109,13 +109,19 @@ static void direct_call(const clformer_gemm_shape *g, const float *a, const floa
                     lda, b + i * g->k * g->n, ldb, 0.0f, c + i * g->m * g->n, n);
 }
 
+static float *aligned_floats(size_t n)
+{
+    return aligned_alloc(128, (n * sizeof(float) + 127) / 128 * 128);
+}
+
 /* The timing loop of clformer_check_gemm_time (one warm-up call, then the
  * fastest of at least 3 calls and min_time seconds) around direct_call. */
 static int time_direct(const clformer_gemm_shape *g, double min_time, double *ms, double *gflops)
 {
     const size_t na = g->m * g->k * g->batch, nb = g->k * g->n * g->batch,
                  nc = g->m * g->n * g->batch;
-    float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b), *c = malloc(nc * sizeof *c);
+    /* aligned like a device buffer (PoCL aligns them to at least 128 bytes) */
+    float *a = aligned_floats(na), *b = aligned_floats(nb), *c = aligned_floats(nc);
     if (!a || !b || !c) {
         free(a), free(b), free(c);
         fprintf(stderr, "gemm_bench: out of host memory\n");
