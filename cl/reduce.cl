@@ -8,13 +8,17 @@
 #include "common.h"
 
 /* partials[g] = sum of x (or x*x) over elements [g*chunk, (g+1)*chunk).
- * Work item lid sums float4 chunks lid, lid + REDUCE_WG, ... of the range
- * (SIMD on CPU devices, where PoCL runs the loop of one work item as scalar
- * code) and then its part of the last range % 4 elements. The four lanes are
+ * Work items sum float4 chunks of the range (SIMD on CPU devices, where PoCL
+ * runs the loop of one work item as scalar code): with `blocked` item lid
+ * takes the lid-th contiguous run of them (CPU devices: PoCL runs the items
+ * of a group one after another, and items striding over a range larger than
+ * the cache would each stream all of it), else chunks lid, lid + REDUCE_WG,
+ * ... (GPUs: neighbouring items read neighbouring memory); then its part of
+ * the last range % 4 elements. The four lanes are
  * added through a private array: Oclgrind 21.10's uninitialised checker
  * crashes on the shuffles of a register sum. */
 kernel void reduce_partial(global float *partials, global const float *x, ulong x_off, ulong n,
-                           ulong chunk, int square)
+                           ulong chunk, int square, int blocked)
 {
     local float scratch[REDUCE_WG];
     const int lid = get_local_id(0);
@@ -24,9 +28,17 @@ kernel void reduce_partial(global float *partials, global const float *x, ulong 
     global const float *v = x + x_off + begin;
     const ulong len = end - begin, quads = len / 4;
     float4 acc4 = (float4)(0.0f);
-    for (ulong j = lid; j < quads; j += REDUCE_WG) {
-        const float4 q = vload4(j, v);
-        acc4 += square ? q * q : q;
+    if (blocked) { /* one contiguous run of quads per item */
+        const ulong per = (quads + REDUCE_WG - 1) / REDUCE_WG, j1 = min(quads, (lid + 1) * per);
+        for (ulong j = lid * per; j < j1; j++) {
+            const float4 q = vload4(j, v);
+            acc4 += square ? q * q : q;
+        }
+    } else {
+        for (ulong j = lid; j < quads; j += REDUCE_WG) {
+            const float4 q = vload4(j, v);
+            acc4 += square ? q * q : q;
+        }
     }
     float t[4];
     vstore4(acc4, 0, t);

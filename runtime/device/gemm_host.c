@@ -22,8 +22,10 @@
 #include <cblas.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The argument block: the fixed part, then for a batch with offsets
  * 3 * batch offsets (A's, B's, C's) and 2 * batch floats (alphas, betas). */
@@ -42,29 +44,129 @@ static size_t args_size(size_t batch, bool per_matrix)
            (per_matrix ? batch * (3 * sizeof(size_t) + 2 * sizeof(float)) : 0);
 }
 
+/* Product i of the call. */
+static void product(const host_args *h, size_t i)
+{
+    const unsigned char *tail = (const unsigned char *)h + sizeof(host_args);
+    size_t ao = h->a_off + i * h->a_stride, bo = h->b_off + i * h->b_stride,
+           co = h->c_off + i * h->c_stride;
+    float alpha = h->alpha, beta = h->beta;
+    if (h->per_matrix) { /* memcpy: the copied block need not be aligned for size_t */
+        memcpy(&ao, tail + i * sizeof(size_t), sizeof ao);
+        memcpy(&bo, tail + (h->batch + i) * sizeof(size_t), sizeof bo);
+        memcpy(&co, tail + (2 * h->batch + i) * sizeof(size_t), sizeof co);
+        const unsigned char *f = tail + 3 * h->batch * sizeof(size_t);
+        memcpy(&alpha, f + i * sizeof(float), sizeof alpha);
+        memcpy(&beta, f + (h->batch + i) * sizeof(float), sizeof beta);
+    }
+    cblas_sgemm(CblasRowMajor, h->trans_a ? CblasTrans : CblasNoTrans,
+                h->trans_b ? CblasTrans : CblasNoTrans, h->m, h->n, h->k, alpha, h->a + ao,
+                h->lda, h->b + bo, h->ldb, beta, h->c + co, h->ldc);
+}
+
+/* --- batches of small products, spread over helper threads ---------------
+ * OpenBLAS runs a product below about 2^18 multiply-adds on the calling
+ * thread alone, so a batch of them (attention's per-head products) would
+ * keep one core busy while the others wait. The native kernel runs on one
+ * device thread; helper threads (one per further OpenBLAS thread, started
+ * once, asleep between batches) take products from a shared counter beside
+ * it. The caller takes products too and never waits for a helper to wake:
+ * on a loaded machine it may do the whole batch itself. Each product is
+ * computed by exactly one thread in the same way, so results do not depend
+ * on which. */
+
+enum { SMALL_PRODUCT = 1 << 18 };
+
+typedef struct {
+    const host_args *h;
+    atomic_size_t next; /* the next product to take */
+} batch_job;
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER; /* a job was posted */
+static pthread_cond_t pool_idle = PTHREAD_COND_INITIALIZER; /* a helper left the job */
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static batch_job *pool_job;      /* the posted job, NULL when none */
+static unsigned long pool_posts; /* jobs posted so far */
+static int pool_users;           /* helpers working on pool_job */
+static int pool_helpers;         /* helper threads running */
+
+static void take_products(batch_job *job)
+{
+    for (size_t i; (i = atomic_fetch_add(&job->next, 1)) < job->h->batch;) product(job->h, i);
+}
+
+static void *helper_main(void *unused)
+{
+    (void)unused;
+    unsigned long seen = 0;
+    pthread_mutex_lock(&pool_lock);
+    for (;;) {
+        while (pool_posts == seen) pthread_cond_wait(&pool_wake, &pool_lock);
+        seen = pool_posts;
+        batch_job *job = pool_job;
+        if (!job) continue;
+        pool_users++;
+        pthread_mutex_unlock(&pool_lock);
+        take_products(job);
+        pthread_mutex_lock(&pool_lock);
+        if (--pool_users == 0) pthread_cond_broadcast(&pool_idle);
+    }
+    return NULL;
+}
+
+static void start_helpers(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int want = openblas_get_num_threads();
+    if (cores > 0 && want > cores) want = (int)cores;
+    for (int i = 1; i < want && i < 64; i++) {
+        pthread_t t;
+        pthread_attr_t attr;
+        if (pthread_attr_init(&attr) != 0) break;
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        const bool started = pthread_create(&t, &attr, helper_main, NULL) == 0;
+        pthread_attr_destroy(&attr);
+        if (!started) break; /* fewer helpers: the caller does more itself */
+        pthread_mutex_lock(&pool_lock);
+        pool_helpers++;
+        pthread_mutex_unlock(&pool_lock);
+    }
+}
+
+/* Runs the batch with the helpers, or alone when there are none or they are
+ * busy with another queue's batch. */
+static void run_spread(const host_args *h)
+{
+    pthread_once(&pool_once, start_helpers);
+    batch_job job = {.h = h};
+    atomic_init(&job.next, 0);
+    pthread_mutex_lock(&pool_lock);
+    const bool posted = pool_helpers > 0 && !pool_job && pool_users == 0;
+    if (posted) {
+        pool_job = &job;
+        pool_posts++;
+        pthread_cond_broadcast(&pool_wake);
+    }
+    pthread_mutex_unlock(&pool_lock);
+    take_products(&job);
+    if (!posted) return;
+    /* every product is taken; wait for the helpers still computing theirs */
+    pthread_mutex_lock(&pool_lock);
+    pool_job = NULL;
+    while (pool_users > 0) pthread_cond_wait(&pool_idle, &pool_lock);
+    pthread_mutex_unlock(&pool_lock);
+}
+
 static void CL_CALLBACK run(void *block)
 {
     const host_args *h = block;
-    const float *a = h->a, *b = h->b;
-    float *c = h->c;
-    const enum CBLAS_TRANSPOSE ta = h->trans_a ? CblasTrans : CblasNoTrans,
-                               tb = h->trans_b ? CblasTrans : CblasNoTrans;
-    const unsigned char *tail = (const unsigned char *)block + sizeof(host_args);
-    for (size_t i = 0; i < h->batch; i++) {
-        size_t ao = h->a_off + i * h->a_stride, bo = h->b_off + i * h->b_stride,
-               co = h->c_off + i * h->c_stride;
-        float alpha = h->alpha, beta = h->beta;
-        if (h->per_matrix) { /* memcpy: the copied block need not be aligned for size_t */
-            memcpy(&ao, tail + i * sizeof(size_t), sizeof ao);
-            memcpy(&bo, tail + (h->batch + i) * sizeof(size_t), sizeof bo);
-            memcpy(&co, tail + (2 * h->batch + i) * sizeof(size_t), sizeof co);
-            const unsigned char *f = tail + 3 * h->batch * sizeof(size_t);
-            memcpy(&alpha, f + i * sizeof(float), sizeof alpha);
-            memcpy(&beta, f + (h->batch + i) * sizeof(float), sizeof beta);
-        }
-        cblas_sgemm(CblasRowMajor, ta, tb, h->m, h->n, h->k, alpha, a + ao, h->lda, b + bo,
-                    h->ldb, beta, c + co, h->ldc);
+    const double work = (double)h->m * (double)h->n * (double)h->k;
+    if (h->batch > 1 && work < SMALL_PRODUCT) {
+        run_spread(h);
+        return;
     }
+    for (size_t i = 0; i < h->batch; i++) product(h, i);
 }
 
 /* --- the address of each buffer, learnt once ------------------------------ */

@@ -29,9 +29,10 @@ clformer_status cf_reduce_sum(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem x,
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_REDUCE_PARTIAL, &k));
     size_t global = groups * wg, local = wg;
+    const bool blocked = ctx->info.type != CLFORMER_DEVICE_GPU; /* see cl/reduce.cl */
     CF_TRY(CF_LAUNCH(ctx, "reduce", cf_f32_bytes(n + groups), k, 1, &global, &local,
-                     CF_MEM(partials), CF_MEM(x),
-                     CF_U64(x_off), CF_U64(n), CF_U64(chunk), CF_I32(square)));
+                     CF_MEM(partials), CF_MEM(x), CF_U64(x_off), CF_U64(n), CF_U64(chunk),
+                     CF_I32(square), CF_I32(blocked)));
     CF_TRY(cf_kernel_get(ctx, CF_K_REDUCE_FINAL, &k));
     global = wg;
     return CF_LAUNCH(ctx, "reduce", cf_f32_bytes(groups + 1 + accumulate), k, 1, &global,

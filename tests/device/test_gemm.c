@@ -71,6 +71,20 @@ static void gemm_batched_offsets(void **state)
     for (int t = 0; t < 4; t++) gemm_check_batched(false, t & 1, t & 2, s, batch, 50 + t);
 }
 
+/* Many small products in one call, like attention's per-head ones: the host
+ * provider spreads such a batch over helper threads beside the native
+ * kernel's, so every product must come out right whichever thread took it. */
+static void gemm_batch_of_many_small_products(void **state)
+{
+    (void)state;
+    const gemm_shape s = {32, 24, 16};
+    const size_t batch = harness_is_slow() ? 3 : 40;
+    for (int t = 0; t < 4; t++) {
+        gemm_check_batched(true, t & 1, t & 2, s, batch, 60 + t);
+        gemm_check_batched(false, t & 1, t & 2, s, batch, 70 + t);
+    }
+}
+
 /* A, B and C at different offsets of one buffer (the model keeps its
  * tensors in an arena), plain and strided-batched, with OpenCL kernels
  * between them that read and write the same buffer. */
@@ -207,6 +221,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(gemm_transformer_shapes),
     cmocka_unit_test(gemm_strided_batched),
     cmocka_unit_test(gemm_batched_offsets),
+    cmocka_unit_test(gemm_batch_of_many_small_products),
     cmocka_unit_test(gemm_operands_in_one_buffer),
     cmocka_unit_test(gemm_bad_leading_dimension_is_reported),
     cmocka_unit_test(gemm_past_the_buffer_is_refused),

@@ -5,13 +5,16 @@
  * tuned ones. Not part of the clformer command: CMake builds it as
  * build/gemm_bench, and tools/tuning/tune-clblast.sh -c runs it.
  *
- *   gemm_bench [--quick] [--min-time S] [--only NAME] [--list]
+ *   gemm_bench [--quick] [--min-time S] [--only NAME] [--list] [--direct]
  *
  * prints one line per shape: name, m n k batch, milliseconds, GFLOP/s.
  * Shapes: d_model 256 and 512, N = 1024 and 4096 rows, d_ff = 4 d_model,
  * vocabulary 8000, attention with T = 32 at 64 and 256 (batch x heads);
  * --quick: N = 1024 and 64 only; --only: the shapes whose name contains
- * NAME; --list: their names.
+ * NAME; --list: their names; --direct: no device, cblas_sgemm called
+ * here on host arrays, a loop over the batch (what the host provider's
+ * native kernel calls, without OpenCL around it: the bar for that provider;
+ * needs a build with OpenBLAS).
  * tools/tuning/gemm_compare.py runs it to compare settings, interleaved.
  *
  * Linear layers keep W as (out, in) like PyTorch, so a forward is X W^T (NT),
@@ -28,6 +31,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#ifdef GEMM_BENCH_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
 
 typedef struct {
     char name[48];
@@ -83,19 +91,86 @@ static size_t build_shapes(shape *s, bool quick)
     return n;
 }
 
+#ifdef GEMM_BENCH_HAVE_OPENBLAS
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void direct_call(const clformer_gemm_shape *g, const float *a, const float *b, float *c)
+{
+    const int m = (int)g->m, n = (int)g->n, k = (int)g->k;
+    const int lda = g->trans_a ? m : k, ldb = g->trans_b ? k : n;
+    for (size_t i = 0; i < g->batch; i++)
+        cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
+                    g->trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a + i * g->m * g->k,
+                    lda, b + i * g->k * g->n, ldb, 0.0f, c + i * g->m * g->n, n);
+}
+
+/* The timing loop of clformer_check_gemm_time (one warm-up call, then the
+ * fastest of at least 3 calls and min_time seconds) around direct_call. */
+static int time_direct(const clformer_gemm_shape *g, double min_time, double *ms, double *gflops)
+{
+    const size_t na = g->m * g->k * g->batch, nb = g->k * g->n * g->batch,
+                 nc = g->m * g->n * g->batch;
+    float *a = malloc(na * sizeof *a), *b = malloc(nb * sizeof *b), *c = malloc(nc * sizeof *c);
+    if (!a || !b || !c) {
+        free(a), free(b), free(c);
+        fprintf(stderr, "gemm_bench: out of host memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < na; i++) a[i] = 0.5f;
+    for (size_t i = 0; i < nb; i++) b[i] = 0.25f;
+    direct_call(g, a, b, c);
+    double start = seconds_now(), best = 1e30;
+    for (int i = 0; (i < 3 || seconds_now() - start < min_time) && i < 1000; i++) {
+        double t0 = seconds_now();
+        direct_call(g, a, b, c);
+        double t = seconds_now() - t0;
+        if (t < best) best = t;
+    }
+    free(a), free(b), free(c);
+    *ms = 1e3 * best;
+    *gflops = 2.0 * (double)g->m * (double)g->n * (double)g->k * (double)g->batch / (best * 1e9);
+    return 0;
+}
+#endif
+
+static void print_row(const shape *s, double ms, double gflops)
+{
+    printf("%-26s %5zu %5zu %5zu %4zu %10.3f %7.1f\n", s->name, s->g.m, s->g.n, s->g.k,
+           s->g.batch, ms, gflops);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     bool quick = false;
     double min_time = 0.5;
     const char *only = NULL;
-    bool list = false;
+    bool list = false, direct = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) min_time = atof(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--list")) list = true;
-        else {
-            fprintf(stderr, "usage: gemm_bench [--quick] [--min-time S] [--only NAME] [--list]\n");
+        else if (!strcmp(argv[i], "--direct")) direct = true;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: gemm_bench [--quick] [--min-time S] [--only NAME] [--list] "
+                   "[--direct]\n\n"
+                   "GFLOP/s of the GEMM provider of the device CLFORMER_DEVICE selects on a\n"
+                   "Transformer step's shapes (fastest call of at least --min-time seconds, 0.5).\n"
+                   "  --quick      N = 1024 rows and 64 attention heads only\n"
+                   "  --only NAME  the shapes whose name contains NAME\n"
+                   "  --list       print the shapes' names\n"
+                   "  --direct     no device: cblas_sgemm called here on host arrays, the bar\n"
+                   "               for the host provider (builds with OpenBLAS)\n");
+            return 0;
+        } else {
+            fprintf(stderr, "usage: gemm_bench [--quick] [--min-time S] [--only NAME] [--list] "
+                            "[--direct]\n");
             return 2;
         }
     }
@@ -104,6 +179,23 @@ int main(int argc, char **argv)
     if (list) {
         for (size_t i = 0; i < n; i++) printf("%s\n", shapes[i].name);
         return 0;
+    }
+    if (direct) {
+#ifdef GEMM_BENCH_HAVE_OPENBLAS
+        printf("# device: none | cblas_sgemm called directly (OpenBLAS, %d threads)\n",
+               openblas_get_num_threads());
+        for (size_t i = 0; i < n; i++) {
+            double ms = 0, gflops = 0;
+            if (only && !strstr(shapes[i].name, only)) continue;
+            if (time_direct(&shapes[i].g, min_time, &ms, &gflops) != 0) return 1;
+            print_row(&shapes[i], ms, gflops);
+        }
+        return 0;
+#else
+        fprintf(stderr, "gemm_bench: --direct needs a build with OpenBLAS (install "
+                        "libopenblas-dev and rebuild)\n");
+        return 1;
+#endif
     }
     clformer_context *ctx = NULL;
     clformer_status st = clformer_context_create(NULL, &ctx);
@@ -119,9 +211,7 @@ int main(int argc, char **argv)
         double ms = 0, gflops = 0;
         st = clformer_check_gemm_time(ctx, &s->g, min_time, &ms, &gflops);
         if (st != CLFORMER_OK) break;
-        printf("%-26s %5zu %5zu %5zu %4zu %10.3f %7.1f\n", s->name, s->g.m, s->g.n, s->g.k,
-               s->g.batch, ms, gflops);
-        fflush(stdout);
+        print_row(s, ms, gflops);
     }
     if (st != CLFORMER_OK) fprintf(stderr, "gemm_bench: %s\n", clformer_last_error());
     clformer_context_free(ctx);

@@ -8,7 +8,9 @@ SETTING is a CLFORMER_GEMM_TUNING value: 0 (CLBlast's own parameters), 1
 (clformer's table, the default) or a parameter file such as the one
 tools/tuning/tune-clblast.sh writes; default: 0 1. A SETTING of the form
 VAR=VALUE sets that variable instead: CLFORMER_GEMM=clblast CLFORMER_GEMM=host
-compares the two GEMM providers. For every shape, each round runs
+compares the two GEMM providers. The SETTING `direct` runs gemm_bench --direct:
+cblas_sgemm called without OpenCL, the bar for the host provider
+(`direct CLFORMER_GEMM=host`). For every shape, each round runs
 one gemm_bench process per setting, in an order rotated every round, so load
 that drifts on the machine hits every setting alike. A process reports its
 fastest call; the table shows, per setting, the median over rounds of that
@@ -22,14 +24,20 @@ import sys
 
 
 def environment(setting):
+    if setting == "direct":
+        return "gemm_bench", "--direct"
     var, value = setting.split("=", 1) if "=" in setting else ("CLFORMER_GEMM_TUNING", setting)
     return var, value
 
 
 def run(bench, setting, name, extra):
-    var, value = environment(setting)
-    env = dict(os.environ, **{var: value})
-    out = subprocess.run([bench, "--only", name] + extra, env=env, check=True,
+    env, flags = dict(os.environ), []
+    if setting == "direct":
+        flags = ["--direct"]
+    else:
+        var, value = environment(setting)
+        env[var] = value
+    out = subprocess.run([bench, "--only", name] + extra + flags, env=env, check=True,
                          capture_output=True, text=True).stdout
     for line in out.splitlines():
         if line.startswith(name + " "):
