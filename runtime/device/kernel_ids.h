@@ -26,11 +26,11 @@
     X(FLASH_ATTENTION_FORWARD, "flash_attention", "flash_attention_forward")                   \
     X(FLASH_ATTENTION_BACKWARD_DQ, "flash_attention", "flash_attention_backward_dq")           \
     X(FLASH_ATTENTION_BACKWARD_DKV, "flash_attention", "flash_attention_backward_dkv")         \
-    X(FLASH_ATTENTION_FORWARD_SIMPLE, "flash_attention_simple",                                \
+    X(FLASH_ATTENTION_FORWARD_SIMPLE, "flash_attention",                                       \
       "flash_attention_forward_simple")                                                        \
-    X(FLASH_ATTENTION_BACKWARD_DQ_SIMPLE, "flash_attention_simple",                            \
+    X(FLASH_ATTENTION_BACKWARD_DQ_SIMPLE, "flash_attention",                                   \
       "flash_attention_backward_dq_simple")                                                    \
-    X(FLASH_ATTENTION_BACKWARD_DKV_SIMPLE, "flash_attention_simple",                           \
+    X(FLASH_ATTENTION_BACKWARD_DKV_SIMPLE, "flash_attention",                                  \
       "flash_attention_backward_dkv_simple")                                                   \
     X(RESIDUAL_DROPOUT_FORWARD, "dropout", "residual_dropout_forward")                         \
     X(EMBEDDING_BACKWARD_POS, "embedding", "embedding_backward_pos")                           \

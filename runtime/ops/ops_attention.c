@@ -269,7 +269,7 @@ static clformer_status backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
     const size_t local = ctx->elementwise_wg;
     const cf_view L = saved->stats, O = saved->out;
     cl_kernel k;
-    /* simulators: the scalar kernels of cl/flash_attention_simple.cl (why: there) */
+    /* simulators: the scalar *_simple kernels (why: cl/flash_attention.cl) */
     const bool simple = ctx->info.simulator;
     CF_TRY(cf_kernel_get(ctx, simple ? CF_K_FLASH_ATTENTION_BACKWARD_DQ_SIMPLE
                                      : CF_K_FLASH_ATTENTION_BACKWARD_DQ, &k));

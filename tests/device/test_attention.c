@@ -4,8 +4,9 @@
  * bit-identical rerun): head dims 8, 64, 80; odd lengths; self-, causal,
  * cross- and decoding attention (Tk_cap > Tk, q_pos0 > 0); padded and fully
  * padded keys; dropout on and off; every case on the unfused and the fused
- * path. Then what only the device test does:
- * degenerate sizes, argument errors, the head split/merge layout. */
+ * path. Then what only the device test does: the fused backward against
+ * finite differences of the fused forward, degenerate sizes, argument
+ * errors, the head split/merge layout. */
 #include "harness.h"
 #include "conformance.h"
 #include "ops.h"
@@ -228,6 +229,64 @@ static void split_merge_heads(void **state)
     }
 }
 
+/* The fused backward against central finite differences of the fused
+ * forward itself, in float on the device: L = sum(out * W) over a causal,
+ * padded case with dropout (a fixed mask: L is smooth in q, k and v), so
+ * dL/dx is the backward with dout = W. Every 5th element of q, k and v. */
+static void fused_backward_matches_finite_differences(void **state)
+{
+    (void)state;
+    enum { B = 1, H = 2, TQ = 5, TK = 6, DH = 8, NQ = B * H * TQ * DH, NK = B * H * TK * DH };
+    const cf_attention_shape s = {B, H, DH, TQ, TK, TK, 1, true, TK};
+    const cf_dropout drop = {0.2f, 99, 3, 7};
+    const int32_t keys[TK] = {5, 9, 0, 7, 8, 6}; /* key 2 is padding */
+    float x[3][NK], w[NQ], got[3][NK], out[NQ];
+    const size_t n[3] = {NQ, NK, NK};
+    ref_rng r = ref_rng_new(77);
+    double scratch[NK];
+    for (int t = 0; t < 3; t++) ref_fill_uniform(&r, x[t], scratch, n[t], -1, 1);
+    ref_fill_uniform(&r, w, scratch, NQ, -1, 1);
+    hbuf in[3], grad[3];
+    for (int t = 0; t < 3; t++) in[t] = hbuf_from_f32(x[t], n[t], 3), grad[t] = hbuf_zeros(n[t], 5);
+    hbuf o = hbuf_zeros(NQ, 7), dout = hbuf_from_f32(w, NQ, 9), stats = hbuf_zeros(2 * B * H * TQ, 11),
+         dsum = hbuf_zeros(B * H * TQ, 13), kt = hbuf_from_i32(keys, TK, 15);
+#define V_(b) cf_view_at((b).mem, (b).off)
+    const cf_view none = cf_view_at(NULL, 0);
+    const cf_attention_saved saved = {none, none, V_(stats), V_(o), V_(kt)};
+    assert_ok(cf_attention_forward(hctx(), V_(o), &saved, V_(in[0]), V_(in[1]), V_(in[2]), V_(kt),
+                                   &s, &drop));
+    assert_ok(cf_attention_backward(hctx(), V_(grad[0]), V_(grad[1]), V_(grad[2]), V_(dsum),
+                                    V_(dout), &saved, V_(in[0]), V_(in[1]), V_(in[2]), &s, &drop));
+    for (int t = 0; t < 3; t++) hbuf_read(grad[t], got[t]);
+    const float h = 1e-2f;
+    for (int t = 0; t < 3; t++) {
+        float gmax = 0.0f;
+        for (size_t i = 0; i < n[t]; i++) gmax = fmaxf(gmax, fabsf(got[t][i]));
+        for (size_t i = 0; i < n[t]; i += 5) {
+            double L[2];
+            for (int side = 0; side < 2; side++) {
+                float y[NK];
+                memcpy(y, x[t], n[t] * 4);
+                y[i] += side ? -h : h;
+                assert_ok(cf_upload(hctx(), in[t].mem, in[t].off, y, n[t]));
+                assert_ok(cf_attention_forward(hctx(), V_(o), &saved, V_(in[0]), V_(in[1]),
+                                               V_(in[2]), V_(kt), &s, &drop));
+                hbuf_read(o, out);
+                L[side] = 0.0;
+                for (size_t e = 0; e < NQ; e++) L[side] += (double)out[e] * w[e];
+            }
+            assert_ok(cf_upload(hctx(), in[t].mem, in[t].off, x[t], n[t]));
+            const double fd = (L[0] - L[1]) / (2.0 * h);
+            if (fabs(fd - got[t][i]) > 2e-3 * gmax + 2e-4)
+                fail_msg("d%c[%zu]: fused backward %.6g, finite differences %.6g", "qkv"[t], i,
+                         got[t][i], fd);
+        }
+    }
+#undef V_
+    for (int t = 0; t < 3; t++) hbuf_free(in[t]), hbuf_free(grad[t]);
+    hbuf_free(o), hbuf_free(dout), hbuf_free(stats), hbuf_free(dsum), hbuf_free(kt);
+}
+
 static void attention_conformance_check(void **state)
 {
     (void)state;
@@ -244,6 +303,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(attention_degenerate_sizes),
     cmocka_unit_test(attention_bad_arguments_are_reported),
     cmocka_unit_test(split_merge_heads),
+    cmocka_unit_test(fused_backward_matches_finite_differences),
     cmocka_unit_test(attention_conformance_check),
 };
 HARNESS_DEVICE_MAIN("attention", tests)
