@@ -46,6 +46,14 @@ inline bool key_visible(global const int *keys, int use_keys, int j, int jmax)
     return j < jmax && (!use_keys || keys[j] != 0);
 }
 
+/* The dropout multipliers of Philox block q (flat elements 4q .. 4q+3),
+ * the values dropout_scale gives each, one draw for the four. */
+inline void philox_block_scales(float *d, float p, ulong seed, uint step, uint site, ulong q)
+{
+    const float4 m = dropout_scale4(p, seed, step, site, q);
+    d[0] = m.s0, d[1] = m.s1, d[2] = m.s2, d[3] = m.s3;
+}
+
 /*
  * In place on the scores S (B, H, Tq, Tk) from Q K^T: p = softmax over the
  * row of scale * S with masked keys removed. When write_drop is set, also
@@ -79,14 +87,34 @@ kernel void attention_softmax(global float *p, ulong p_off, global float *pd, ul
     s = wg_sum(s, scratch);
     const float inv = s > 0.0f ? 1.0f / s : 0.0f;
 
-    /* Each item rewrites only the elements it read, so in-place is safe. */
-    for (int j = lid; j < Tk; j += REDUCE_WG) {
-        const float y = key_visible(k, use_keys, j, jmax) ? exp(x[j] * scale - m) * inv : 0.0f;
-        x[j] = y;
-        /* Philox is costly on CPUs: no draw for a zero (masked) probability. */
-        if (write_drop)
-            pd[pd_off + row * Tk + j] =
-                y != 0.0f ? y * dropout_scale(drop_p, seed, step, site, row * Tk + j) : 0.0f;
+    /* The outputs go by Philox block (flat elements 4q .. 4q+3, which may
+     * straddle rows: only this row's are touched), so one draw serves four
+     * elements; the values are dropout_scale's, element by element. An item
+     * now rewrites elements that others read above: the barrier orders
+     * those reads (wg_sum's barriers fence local memory only) before the
+     * writes, in place. */
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    const ulong first = row * Tk, end = first + Tk;
+    for (ulong q = first / 4 + lid; 4 * q < end; q += REDUCE_WG) {
+        float y[4];
+        bool any = false;
+        for (int i = 0; i < 4; i++) {
+            const ulong e = 4 * q + i;
+            const int j = (int)(e - first);
+            y[i] = e >= first && e < end && key_visible(k, use_keys, j, jmax)
+                       ? exp(x[j] * scale - m) * inv
+                       : 0.0f;
+            any = any || y[i] != 0.0f;
+        }
+        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        /* Philox is costly on CPUs: no draw for a block of zero (masked) probabilities. */
+        if (write_drop && any) philox_block_scales(d, drop_p, seed, step, site, q);
+        for (int i = 0; i < 4; i++) {
+            const ulong e = 4 * q + i;
+            if (e < first || e >= end) continue;
+            x[e - first] = y[i];
+            if (write_drop) pd[pd_off + e] = y[i] != 0.0f ? y[i] * d[i] : 0.0f;
+        }
     }
 }
 
@@ -105,16 +133,28 @@ kernel void attention_softmax_backward(global float *dp, ulong dp_off, global co
     global float *g = dp + dp_off + row * Tk;
     global const float *y = p + p_off + row * Tk;
 
-    /* dP replaces dP_drop, so the mask is drawn once per element, and not at
-     * all where P == 0 (dS is 0 there whatever dP is). Each item rewrites
-     * only its own elements. */
-    float dot = 0.0f;
-    for (int j = lid; j < Tk; j += REDUCE_WG) {
-        const float d =
-            y[j] != 0.0f ? g[j] * dropout_scale(drop_p, seed, step, site, row * Tk + j) : 0.0f;
-        g[j] = d;
-        dot += d * y[j];
+    /* dP replaces dP_drop, drawn by Philox block as in the forward and not
+     * at all for a block where P == 0 (dS is 0 there whatever dP is). */
+    const ulong first = row * Tk, end = first + Tk;
+    for (ulong q = first / 4 + lid; 4 * q < end; q += REDUCE_WG) {
+        bool any = false;
+        for (int i = 0; i < 4; i++) {
+            const ulong e = 4 * q + i;
+            any = any || (e >= first && e < end && y[e - first] != 0.0f);
+        }
+        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (any) philox_block_scales(d, drop_p, seed, step, site, q);
+        for (int i = 0; i < 4; i++) {
+            const ulong e = 4 * q + i;
+            if (e < first || e >= end) continue;
+            g[e - first] = y[e - first] != 0.0f ? g[e - first] * d[i] : 0.0f;
+        }
     }
+    /* The dot product in the strided order it always had (the same rounding),
+     * once every item's dP is written. */
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    float dot = 0.0f;
+    for (int j = lid; j < Tk; j += REDUCE_WG) dot += g[j] * y[j];
     dot = wg_sum(dot, scratch);
 
     for (int j = lid; j < Tk; j += REDUCE_WG) g[j] = y[j] * (g[j] - dot) * scale;
