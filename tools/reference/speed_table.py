@@ -67,8 +67,8 @@ def bench(binary, config, cold, args):
     return {"error": err} if err else last_json(out) or {"error": "no JSON printed"}
 
 
-def peer(script, config, args, env=None, timeout=3600):
-    steps, warmup = REPS[config]
+def peer(script, config, args, env=None, timeout=3600, reps=None):
+    steps, warmup = reps or REPS[config]
     cmd = ["/usr/bin/python3", os.path.join(HERE, script), "--config", config, "--batch",
            str(args.batch), "--len", str(args.len), "--steps", str(steps), "--warmup",
            str(max(warmup, 2))]
@@ -132,7 +132,7 @@ def main():
             r["torch"] = peer("bench_torch.py", c, args)
         if c in args.tinygrad.split(","):
             print(f"{c}: tinygrad", file=sys.stderr)
-            r["tinygrad"] = peer("bench_tinygrad.py", c, args, {"DEV": "CL"})
+            r["tinygrad"] = peer("bench_tinygrad.py", c, args, {"DEV": "CL"}, reps=(3, 2))
         with open(os.path.join(args.out, "results.json"), "w") as f:
             json.dump(results, f, indent=1)
 
