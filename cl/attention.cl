@@ -18,25 +18,47 @@
  * x % y pair into that form behind a `freeze`, which Oclgrind 21.10's
  * uninitialised-value checker cannot execute. */
 
+/* dh floats from s to d: float4 moves while four remain (vload4/vstore4
+ * need only float alignment). */
+inline void copy_run(global float *d, global const float *s, int dh)
+{
+    int j = 0;
+    for (; j + 4 <= dh; j += 4) vstore4(vload4(0, s + j), 0, d + j);
+    for (; j < dh; j++) d[j] = s[j];
+}
+
 /* dst[((b*H + h)*T + t)*dh + j] = src[(b*T + t)*ld + h*dh + j].
- * dim 0: column c = h*dh + j of the packed rows, dim 1: row r = b*T + t. */
+ * dim 1: row r = b*T + t. per_head (CPU devices, where a work item's loop
+ * runs as scalar code and every element paid two divisions): dim 0 is the
+ * head h and an item moves the head's dh contiguous floats; otherwise (GPUs,
+ * coalesced) dim 0 is the column c = h*dh + j, one element per item. */
 kernel void split_heads(global float *dst, ulong dst_off, global const float *src, ulong src_off,
-                        int ld, int B, int T, int H, int dh)
+                        int ld, int B, int T, int H, int dh, int per_head)
 {
     const int c = get_global_id(0), r = get_global_id(1);
-    if (c >= H * dh || r >= B * T) return;
-    const int b = r / T, t = r - b * T, h = c / dh, j = c - h * dh;
-    dst[dst_off + (((ulong)b * H + h) * T + t) * dh + j] = src[src_off + (ulong)r * ld + c];
+    if (c >= (per_head ? H : H * dh) || r >= B * T) return;
+    const int b = r / T, t = r - b * T, h = per_head ? c : c / dh, j = per_head ? 0 : c - h * dh;
+    global float *d = dst + dst_off + (((ulong)b * H + h) * T + t) * dh + j;
+    global const float *s = src + src_off + (ulong)r * ld + (ulong)h * dh + j;
+    if (per_head)
+        copy_run(d, s, dh);
+    else
+        *d = *s;
 }
 
 /* The inverse: dst[(b*T + t)*ld + h*dh + j] = src[((b*H + h)*T + t)*dh + j]. */
 kernel void merge_heads(global float *dst, ulong dst_off, int ld, global const float *src,
-                        ulong src_off, int B, int T, int H, int dh)
+                        ulong src_off, int B, int T, int H, int dh, int per_head)
 {
     const int c = get_global_id(0), r = get_global_id(1);
-    if (c >= H * dh || r >= B * T) return;
-    const int b = r / T, t = r - b * T, h = c / dh, j = c - h * dh;
-    dst[dst_off + (ulong)r * ld + c] = src[src_off + (((ulong)b * H + h) * T + t) * dh + j];
+    if (c >= (per_head ? H : H * dh) || r >= B * T) return;
+    const int b = r / T, t = r - b * T, h = per_head ? c : c / dh, j = per_head ? 0 : c - h * dh;
+    global float *d = dst + dst_off + (ulong)r * ld + (ulong)h * dh + j;
+    global const float *s = src + src_off + (((ulong)b * H + h) * T + t) * dh + j;
+    if (per_head)
+        copy_run(d, s, dh);
+    else
+        *d = *s;
 }
 
 /* Whether key j is visible: not padding (when a key mask is given) and, for
