@@ -5,19 +5,19 @@
 #include "program.h"
 
 #define MAX_PARTIALS 1024
+#define CPU_PARTIALS 16
 
 clformer_status cf_reduce_sum(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem x, size_t x_off,
                               size_t n, bool square, bool accumulate)
 {
     const size_t wg = ctx->reduce_wg;
     /* Enough groups to fill a GPU, at least 4 work items' worth of data each.
-     * Other devices get 8 per compute unit: a work-group with barriers costs
-     * PoCL tens of microseconds, which 1024 groups turned into most of the
-     * time of a norm over 1M floats. The count is fixed per device, so the
-     * sums repeat bit for bit there. */
-    const size_t max_groups = ctx->info.type == CLFORMER_DEVICE_GPU || !ctx->info.compute_units
-                                  ? MAX_PARTIALS
-                                  : 8 * (size_t)ctx->info.compute_units;
+     * Other devices get CPU_PARTIALS: a work-group with barriers costs PoCL
+     * tens of microseconds, which 1024 groups turned into most of the time
+     * of a norm over 1M floats. The count is the same on every CPU device
+     * (not per compute unit), so PoCL pthread and basic ranks of one MPI
+     * run sum alike, bit for bit (test_mpi_train@pocl_mixed). */
+    const size_t max_groups = ctx->info.type == CLFORMER_DEVICE_GPU ? MAX_PARTIALS : CPU_PARTIALS;
     size_t groups = (n + wg * 4 - 1) / (wg * 4);
     if (groups > max_groups) groups = max_groups;
     if (groups > MAX_PARTIALS) groups = MAX_PARTIALS;
