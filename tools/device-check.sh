@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# The GPU check in one script: the test suite, `clformer check --all` and
+# `clformer bench` (tiny, small, base; every precision the build offers) on a
+# GPU, written up as a Markdown report (format: docs/DEVICE-CHECK.md).
+#
+#   tools/device-check.sh [REPORT.md]          build here, then check (a GPU machine
+#                                              with clformer's build dependencies)
+#   tools/device-check.sh bundle [DIR]         build here and pack binaries, kernels,
+#                                              tests and shared libraries into
+#                                              DIR/bundle.tar.xz (DIR: .devcarry) for a
+#                                              GPU machine with a driver but no build deps
+#   tools/device-check.sh run [DIR] [REPORT]   on that machine: check from the bundle
+#
+# The device is CLFORMER_DEVICE (default gpu). Every phase has its own time
+# limit and the report says what each one did; the script exits non-zero when a
+# phase failed. Budget: about 8 minutes on a current GPU.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+device=${CLFORMER_DEVICE:-gpu}
+
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+
+# --- bundle: a Release build whose tests select the GPU, plus its libraries --
+bundle() {
+    local top=${1:-.devcarry}
+    mkdir -p "$top/tree"
+    top=$(cd "$top" && pwd)
+    local dir=$top/tree
+    cmake -S . -B "$dir/build" -DCMAKE_BUILD_TYPE=Release -DCLFORMER_TEST_DEVICES=gpu \
+        >/dev/null || return 1
+    cmake --build "$dir/build" -j "$(nproc)" >/dev/null || return 1
+    find "$dir/build" -name '*.o' -delete
+    find "$dir/build" -maxdepth 1 -name '*.a' -delete
+    find "$dir/build" -type f -perm -u+x -exec strip --strip-unneeded {} + 2>/dev/null
+    # every shared library the binaries need except the C runtime (the GPU
+    # machine has a newer one), and ctest for machines without it
+    mkdir -p "$dir/lib" "$dir/bin"
+    cp "$(command -v ctest)" "$dir/bin/"
+    find "$dir/build" -type f -perm -u+x -print0 | xargs -0 ldd 2>/dev/null |
+        awk '$3 ~ /^\// {print $3}' | sort -u |
+        grep -v -E '/(libc|libm|libpthread|libdl|librt|libgcc_s|libstdc\+\+|ld-linux[^/]*)\.so' |
+        xargs -r cp -L -t "$dir/lib"
+    ldd "$dir/bin/ctest" | awk '$3 ~ /^\// {print $3}' |
+        grep -v -E '/(libc|libm|libpthread|libdl|librt|libgcc_s|libstdc\+\+)\.so' |
+        xargs -r cp -L -t "$dir/lib"
+    rm -f "$dir/build/icd/"*.icd   # this machine's CPU devices are not there
+    echo "$root" > "$dir/source-dir"
+    git rev-parse --short HEAD > "$dir/commit" 2>/dev/null
+    # compressed, it travels in about half the space
+    tar -cJf "$top/bundle.tar.xz" -C "$top" tree && rm -rf "$dir"
+    du -sh "$top/bundle.tar.xz" | awk '{print "device-check: bundle " $2 " is " $1}'
+}
+
+# --- helpers for the run ------------------------------------------------------
+report=
+say() { printf '%s\n' "$*" | tee -a "$report"; }
+failed=0
+
+# phase NAME SECONDS CMD...: runs CMD with a limit, keeps its output in the
+# report folder and says in the report how it ended
+phase() {
+    local name=$1 limit=$2; shift 2
+    local log="$logdir/$name.log" start=$SECONDS rc
+    timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
+    rc=$?
+    local took=$((SECONDS - start))
+    if ((rc == 0)); then
+        say "- \`$name\`: passed in ${took} s"
+    elif ((rc == 124 || rc == 137)); then
+        say "- \`$name\`: **stopped at its ${limit} s limit**"; failed=1
+    else
+        say "- \`$name\`: **failed (exit $rc)** after ${took} s"; failed=1
+    fi
+    return $rc
+}
+
+# the NVIDIA ICD where the driver ships its library but no vendors file
+nvidia_icd() {
+    local icd_dir=$1 lib
+    lib=$(ldconfig -p 2>/dev/null | awk '/libnvidia-opencl\.so\.1/ {print $NF; exit}')
+    [[ -z "$lib" ]] && lib=$(find / -xdev -name 'libnvidia-opencl.so.1' 2>/dev/null | head -1)
+    [[ -n "$lib" ]] && echo "$lib" > "$icd_dir/nvidia.icd"
+    [[ -n "$lib" ]]
+}
+
+run_checks() {
+    local build=$1 out=$2
+    report=$out
+    logdir="${out%.md}-logs"
+    mkdir -p "$logdir"
+    : >"$report"
+    local clf="$build/clformer"
+    export OCL_ICD_VENDORS="$build/icd" CLFORMER_DEVICE="$device"
+    export CLFORMER_CACHE_DIR="$build/device-check-cache"
+    mkdir -p "$OCL_ICD_VENDORS"
+    [[ -e "$OCL_ICD_VENDORS/nvidia.icd" ]] || nvidia_icd "$OCL_ICD_VENDORS" ||
+        [[ -n "$(ls "$OCL_ICD_VENDORS")" ]] || unset OCL_ICD_VENDORS
+
+    say "# clformer device check"
+    say ""
+    say "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    say "- commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || cat "$build/../commit" 2>/dev/null || echo unknown)"
+    if command -v nvidia-smi >/dev/null; then
+        say "- GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
+    fi
+    say "- selector: CLFORMER_DEVICE=$device"
+    say ""
+    say '```'
+    "$clf" devices 2>&1 | tee -a "$report" >/dev/null
+    say '```'
+    say ""
+    say "## Phases"
+    say ""
+    local jobs
+    jobs=$(nproc); ((jobs > 8)) && jobs=8
+    phase suite 330 "$ctest" --test-dir "$build" --output-on-failure -j "$jobs" --timeout 240 \
+        -E 'mpi|asan|sanitize|fuzz|get_data'
+    grep -E 'tests passed|tests failed|Total Test time' "$logdir/suite.log" | sed 's/^/  /' | tee -a "$report"
+    grep -E '^\s+[0-9]+ - ' "$logdir/suite.log" | sed 's/^/  failed: /' | tee -a "$report"
+    phase check_all 120 "$clf" check --all
+    tail -n 3 "$logdir/check_all.log" | sed 's/^/  /' | tee -a "$report"
+
+    say ""
+    say "## Bench"
+    say ""
+    local precisions=(fp32)
+    if "$clf" bench --help 2>&1 | grep -q -- '--precision'; then precisions=(fp32 bf16 fp16); fi
+    say "| config | precision | batch x len | train tok/s | train GFLOP/s | translate tok/s | first step s |"
+    say "| --- | --- | --- | ---: | ---: | ---: | ---: |"
+    local config prec batch args
+    for config in tiny small base; do
+        batch=64
+        for prec in "${precisions[@]}"; do
+            args=(bench --config "$config" --batch "$batch" --len 64 --json)
+            [[ $prec != fp32 ]] && args+=(--precision "$prec")
+            if timeout 90 "$clf" "${args[@]}" >"$logdir/bench-$config-$prec.json" 2>"$logdir/bench-$config-$prec.err"; then
+                python3 - "$config" "$prec" "$batch" "$logdir/bench-$config-$prec.json" <<'EOF' | tee -a "$report"
+import json, sys
+c, p, b, f = sys.argv[1:]
+j = json.load(open(f))
+print(f"| {c} | {p} | {b} x 64 | {j['train_tokens_per_s']:,.0f} | {j['train_gflops']:,.0f} | "
+      f"{j['translate_tokens_per_s']:,.0f} | {j['first_step_s']:.1f} |")
+EOF
+            else
+                say "| $config | $prec | $batch x 64 | failed: $(tail -n 1 "$logdir/bench-$config-$prec.err") | | | |"
+                failed=1
+            fi
+        done
+    done
+    say ""
+    say "Logs: $(basename "$logdir")/"
+    return $failed
+}
+
+case "${1:-}" in
+    -h|--help) usage; exit 0 ;;
+    bundle) bundle "${2:-.devcarry}"; exit $? ;;
+    run)
+        top=$(cd "${2:-.devcarry}" && pwd) || exit 1
+        [[ -d "$top/tree" ]] || tar -xJf "$top/bundle.tar.xz" -C "$top" || exit 1
+        dir=$top/tree
+        # the bundle's CTest files name the source and build folders of the machine
+        # that built it: make those paths lead here
+        src=$(cat "$dir/source-dir")
+        if [[ "$src" != "$root" && ! -e "$src" ]]; then
+            mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"
+        fi
+        bdir_built="$src/${dir#"$root"/}/build"
+        export LD_LIBRARY_PATH="$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        ctest=$(command -v ctest || echo "$dir/bin/ctest")
+        run_checks "$bdir_built" "${3:-device-check.md}"
+        exit $? ;;
+    *)
+        ctest=ctest
+        tools/build.sh -DCLFORMER_TEST_DEVICES="$device" || exit 1
+        mkdir -p build/icd
+        run_checks "$root/build" "${1:-device-check.md}"
+        exit $? ;;
+esac
