@@ -114,11 +114,11 @@ run_checks() {
     say ""
     local jobs
     jobs=$(nproc); ((jobs > 8)) && jobs=8
-    phase suite 330 "$ctest" --test-dir "$build" --output-on-failure -j "$jobs" --timeout 240 \
+    phase suite 300 "$ctest" --test-dir "$build" --output-on-failure -j "$jobs" --timeout 240 \
         -E 'mpi|asan|sanitize|fuzz|get_data'
     grep -E 'tests passed|tests failed|Total Test time' "$logdir/suite.log" | sed 's/^/  /' | tee -a "$report"
     grep -E '^\s+[0-9]+ - ' "$logdir/suite.log" | sed 's/^/  failed: /' | tee -a "$report"
-    phase check_all 120 "$clf" check --all
+    phase check_all 100 "$clf" check --all
     tail -n 3 "$logdir/check_all.log" | sed 's/^/  /' | tee -a "$report"
 
     say ""
@@ -134,7 +134,7 @@ run_checks() {
         for prec in "${precisions[@]}"; do
             args=(bench --config "$config" --batch "$batch" --len 64 --json)
             [[ $prec != fp32 ]] && args+=(--precision "$prec")
-            if timeout 90 "$clf" "${args[@]}" >"$logdir/bench-$config-$prec.json" 2>"$logdir/bench-$config-$prec.err"; then
+            if timeout 60 "$clf" "${args[@]}" >"$logdir/bench-$config-$prec.json" 2>"$logdir/bench-$config-$prec.err"; then
                 python3 - "$config" "$prec" "$batch" "$logdir/bench-$config-$prec.json" <<'EOF' | tee -a "$report"
 import json, sys
 c, p, b, f = sys.argv[1:]
