@@ -1,5 +1,5 @@
 /*
- * Bias + activation (ReLU, exact-erf GELU) + dropout, fused, for the
+ * Bias + activation (ReLU, exact-erf GELU, tanh GELU) + dropout, fused, for the
  * feed-forward block (runtime/ops_activation.c), and the bias add of
  * linear layers (runtime/ops_linear.c).
  *
@@ -15,16 +15,29 @@
 
 #define ACT_RELU 0
 #define ACT_GELU 1
+#define ACT_GELU_TANH 2
+
+/* GPT-2's GELU: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3). */
+#define GELU_TANH_K 0.7978845608028654f
+#define GELU_TANH_C 0.044715f
 
 inline float act_value(float x, int act)
 {
     if (act == ACT_GELU) return 0.5f * x * (1.0f + erf(x * M_SQRT1_2_F));
+    if (act == ACT_GELU_TANH)
+        return 0.5f * x * (1.0f + tanh(GELU_TANH_K * (x + GELU_TANH_C * x * x * x)));
     return x < 0.0f ? 0.0f : x; /* NaN passes through, as in PyTorch */
 }
 
-/* GELU' = Phi(x) + x phi(x); ReLU'(0) = 0, as PyTorch. */
+/* GELU' = Phi(x) + x phi(x); tanh form: 0.5 (1 + t) + 0.5 x (1 - t^2) u'(x);
+ * ReLU'(0) = 0, as PyTorch. */
 inline float act_grad(float x, int act)
 {
+    if (act == ACT_GELU_TANH) {
+        const float t = tanh(GELU_TANH_K * (x + GELU_TANH_C * x * x * x));
+        return 0.5f * (1.0f + t) +
+               0.5f * x * (1.0f - t * t) * GELU_TANH_K * (1.0f + 3.0f * GELU_TANH_C * x * x);
+    }
     if (act == ACT_GELU)
         return 0.5f * (1.0f + erf(x * M_SQRT1_2_F)) +
                x * exp(-0.5f * x * x) * (0.5f * M_2_SQRTPI_F * M_SQRT1_2_F);

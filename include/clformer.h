@@ -325,16 +325,24 @@ CLFORMER_API clformer_attention_path clformer_context_attention_path(const clfor
 /* Model configuration (docs/MODEL.md)                                       */
 /* ------------------------------------------------------------------------- */
 
-typedef enum { CLFORMER_ACT_RELU = 0, CLFORMER_ACT_GELU = 1 } clformer_activation;
+/* GELU: the exact erf form; GELU_TANH: the tanh approximation GPT-2 uses,
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+typedef enum {
+    CLFORMER_ACT_RELU = 0,
+    CLFORMER_ACT_GELU = 1,
+    CLFORMER_ACT_GELU_TANH = 2
+} clformer_activation;
 typedef enum { CLFORMER_POS_SINUSOIDAL = 0, CLFORMER_POS_LEARNED = 1 } clformer_positional;
 
 typedef struct {
     int d_model;         /* width of every token vector (512) */
     int n_heads;         /* attention heads, d_model % n_heads == 0 (8) */
     int d_ff;            /* feed-forward hidden width (2048) */
-    int n_enc_layers;    /* (6) */
+    int n_enc_layers;    /* (6); 0: a decoder-only language model (GPT): no encoder,
+                            no cross-attention, no source vocabulary, no padding */
     int n_dec_layers;    /* (6) */
-    int src_vocab;       /* sizes including the 4 special tokens */
+    int src_vocab;       /* sizes including the 4 special tokens (src_vocab 0 when
+                            decoder-only) */
     int tgt_vocab;
     int max_len;         /* longest sequence, specials included (256) */
     bool norm_first;     /* pre-norm (true) or the paper's post-norm */
@@ -344,7 +352,19 @@ typedef struct {
     float ln_eps;        /* (1e-5) */
     float label_smoothing; /* (0.0) */
     bool share_tgt_embed;  /* generator weight tied to the target embedding */
+    bool scale_embed;      /* token embeddings times sqrt(d_model), as the paper (true);
+                              GPT-2 does not scale */
+    bool generator_bias;   /* the generator (lm_head) has a bias (true); GPT-2's has none */
 } clformer_config;
+
+/* "relu", "gelu" or "gelu_tanh" (configs and the command line). */
+CLFORMER_API const char *clformer_activation_name(clformer_activation activation);
+
+/* A decoder-only language model (n_enc_layers 0). */
+static inline bool clformer_config_decoder_only(const clformer_config *c)
+{
+    return c->n_enc_layers == 0;
+}
 
 /* docs/MODEL.md's defaults; vocabulary sizes are left 0 (they come from data). */
 CLFORMER_API void clformer_config_default(clformer_config *config);
@@ -630,6 +650,38 @@ CLFORMER_API clformer_status clformer_session_translate(clformer_session *sessio
                                                         clformer_translation *out);
 
 /* ------------------------------------------------------------------------- */
+/* Language models: sampling from a decoder-only model                       */
+/* ------------------------------------------------------------------------- */
+
+typedef struct {
+    int max_tokens;      /* new tokens to generate (200) */
+    float temperature;   /* logits divided by it; 0: greedy (1.0) */
+    int top_k;           /* sample among the k most likely; 0: all (0); 1: greedy */
+    float top_p;         /* then among the fewest whose probabilities sum to >= top_p (1.0) */
+    uint64_t seed;       /* draw n uses uniform(seed, n): same seed, same draws (1) */
+} clformer_sample_options;
+CLFORMER_API void clformer_sample_options_default(clformer_sample_options *options);
+
+/* Called with each new token as it is chosen; return false to stop early
+ * (e.g. on Ctrl-C). */
+typedef bool (*clformer_token_callback)(void *user, int32_t token);
+
+/*
+ * Continues `prompt` (n >= 1 ids) with a decoder-only model, one token at a
+ * time on the device with key/value caches; each token's choice is made on
+ * the host from the step's logits (greedy, or temperature, top-k, top-p and
+ * a counter-based draw, so a seed gives the same text wherever the logits
+ * agree). When prompt and output outgrow the model's max_len positions, the
+ * caches restart from the last max_len / 2 tokens. `out` (may be NULL)
+ * receives up to max_tokens ids; *count (may be NULL) how many were made.
+ */
+CLFORMER_API clformer_status clformer_session_generate(clformer_session *session,
+                                                       const int32_t *prompt, size_t n,
+                                                       const clformer_sample_options *options,
+                                                       clformer_token_callback on_token,
+                                                       void *user, int32_t *out, size_t *count);
+
+/* ------------------------------------------------------------------------- */
 /* Checkpoints: one .safetensors file (docs/MODEL.md)                        */
 /* ------------------------------------------------------------------------- */
 
@@ -643,7 +695,9 @@ CLFORMER_API clformer_status clformer_model_save(clformer_model *model, const ch
 
 /* Loads a checkpoint, validating everything (header, dtypes, shapes,
  * metadata, vocabularies) before allocating on the device. A training
- * checkpoint restores the optimizer state and step as well. */
+ * checkpoint restores the optimizer state and step as well. A directory is
+ * read as Hugging Face's GPT-2 (config.json + model.safetensors, as
+ * transformers' save_pretrained writes it): a decoder-only plain model. */
 CLFORMER_API clformer_status clformer_model_load(clformer_context *ctx, const char *path,
                                                  clformer_model **model);
 
@@ -654,6 +708,15 @@ CLFORMER_API clformer_status clformer_model_load(clformer_context *ctx, const ch
  * Needs no device; the input is validated as loading validates it. */
 CLFORMER_API clformer_status clformer_checkpoint_export(const char *checkpoint,
                                                         const char *out_path);
+
+/* Writes a GPT-2 shaped decoder-only model (train --task lm) into `dir` in
+ * Hugging Face's layout: model.safetensors (transformer.wte.weight, ...,
+ * Conv1D weights as [in, out]), config.json, and clformer_vocab.json (the
+ * tokens), so that transformers' GPT2LMHeadModel.from_pretrained(dir)
+ * loads it with no missing or unexpected key. Each file is written
+ * atomically. */
+CLFORMER_API clformer_status clformer_model_export_hf_gpt2(clformer_model *model,
+                                                           const char *dir);
 
 /* True when the loaded checkpoint held optimizer state. */
 CLFORMER_API bool clformer_model_has_training_state(const clformer_model *model);

@@ -1,4 +1,4 @@
-/* Conformance of bias + activation + dropout, for ReLU and GELU: forward
+/* Conformance of bias + activation + dropout, for ReLU, GELU and GELU tanh: forward
  * (forward rule) and backward (dinp and dbias, gradient rule) twice and once
  * in place (dinp = dout), with dropout so the device's Philox mask is checked
  * against the reference's, every tensor guarded. `clformer check` runs one
@@ -35,8 +35,8 @@ clformer_status conf_activation_run(cf_ctx *ctx, const conf_activation_case *k, 
     const size_t N = k->N, C = k->C, NC = N * C;
     const cf_dropout drop = {k->p, 0x1234567890ull + k->seed, (uint32_t)k->seed, 11};
     const ref_act_dropout rdrop = {drop.p, drop.seed, drop.step, drop.site};
-    const ref_activation ract = k->act == CF_ACT_GELU ? REF_ACT_GELU : REF_ACT_RELU;
-    const char *name = k->act == CF_ACT_GELU ? "gelu" : "relu";
+    const ref_activation ract = (ref_activation)k->act; /* the same numbering */
+    const char *name = clformer_activation_name((clformer_activation)k->act);
     conf_block b = {0};
     enum { X, BIAS, DY, Y, DX, DB, COUNT };
     const size_t len[COUNT] = {NC, C, NC, NC, NC, C};
@@ -115,7 +115,7 @@ done:
 clformer_status conf_activation(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
 {
     const size_t N = quick ? 7 : 257, C = quick ? 37 : 2048;
-    for (int act = CF_ACT_RELU; act <= CF_ACT_GELU; act++) {
+    for (int act = CF_ACT_RELU; act <= CF_ACT_GELU_TANH; act++) {
         const conf_activation_case k = {N, C, (cf_activation)act, 0.1f, N * 7919 + C + (uint64_t)act};
         CF_TRY(conf_activation_run(ctx, &k, sink, user));
     }

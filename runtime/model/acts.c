@@ -94,13 +94,18 @@ static size_t layout(const clformer_config *cfg, cf_acts *a, cl_mem buf)
     a->memory = cf_arena_take(&c, Ns * d);
     a->mem_mean = cf_arena_take(&c, Ns);
     a->mem_rstd = cf_arena_take(&c, Ns);
+    const cf_view none = {NULL, 0};
     for (int l = 0; l < cfg->n_dec_layers; l++) {
         cf_layer_acts *L = &a->dec[l];
         sub_acts(&c, &L->sub[0], Nt, d);
-        attn_acts(&c, &L->self_attn, cfg, B, T, T, false, drop, fused, a->tgt_in);
-        sub_acts(&c, &L->sub[1], Nt, d);
-        attn_acts(&c, &L->cross_attn, cfg, B, T, S, true, drop, fused, a->src);
-        sub_acts(&c, &L->sub[2], Nt, d);
+        /* decoder-only: no padding, so no key tokens to mask with */
+        attn_acts(&c, &L->self_attn, cfg, B, T, T, false, drop, fused,
+                  a->cross ? a->tgt_in : none);
+        if (a->cross) {
+            sub_acts(&c, &L->sub[1], Nt, d);
+            attn_acts(&c, &L->cross_attn, cfg, B, T, S, true, drop, fused, a->src);
+        }
+        sub_acts(&c, &L->sub[cf_ffn_sub(a->cross)], Nt, d);
         ffn_acts(&c, &L->ffn, Nt, d, ff);
     }
     a->dec_out = cf_arena_take(&c, Nt * d);
@@ -111,7 +116,7 @@ static size_t layout(const clformer_config *cfg, cf_acts *a, cl_mem buf)
 
     if (a->training) {
         a->d_res = cf_arena_take(&c, N * d);
-        a->d_mem = cf_arena_take(&c, Ns * d);
+        a->d_mem = cf_arena_take(&c, a->cross ? Ns * d : 0);
         a->d_a = cf_arena_take(&c, N * d);
         a->d_b = cf_arena_take(&c, N * d);
         a->d_c = cf_arena_take(&c, N * d);
@@ -206,7 +211,8 @@ clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, boo
     if (!a->enc || !a->dec) { /* both or neither: a half-made pair is made again */
         free(a->enc);
         free(a->dec);
-        a->enc = calloc((size_t)cfg->n_enc_layers, sizeof *a->enc);
+        /* at least one entry: a decoder-only model has no encoder layers */
+        a->enc = calloc((size_t)cfg->n_enc_layers + 1, sizeof *a->enc);
         a->dec = calloc((size_t)cfg->n_dec_layers, sizeof *a->dec);
         if (!a->enc || !a->dec) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     }
@@ -220,6 +226,7 @@ clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, boo
     a->T = T;
     a->training = training;
     a->fused_attention = fused;
+    a->cross = !clformer_config_decoder_only(cfg);
     size_t need = layout(cfg, a, NULL);
     clformer_status st = cf_arena_reserve(s->ctx, &s->arena, &s->arena_capacity, need,
                                           "activations");

@@ -137,10 +137,12 @@ static clformer_status decoder_layer_backward(cf_session *s, int l)
                           cf_site(sl, CF_SITE_CROSS_PROBS)};
     const f_spec self = {F_SELF_ATTN, &L->self_attn, &p->self_attn, NULL, p, T, T, true,
                          cf_site(sl, CF_SITE_ATTN_PROBS)};
-    CF_TRY(sublayer_backward(s, &L->sub[2], &ffn, L->sub[1].out, p->norm_w[2], p->norm_b[2], N,
-                             cf_site(sl, CF_SITE_FF_OUT)));
-    CF_TRY(sublayer_backward(s, &L->sub[1], &cross, L->sub[0].out, p->norm_w[1], p->norm_b[1], N,
-                             cf_site(sl, CF_SITE_CROSS_OUT)));
+    const int f = cf_ffn_sub(s->acts.cross);
+    CF_TRY(sublayer_backward(s, &L->sub[f], &ffn, L->sub[f - 1].out, p->norm_w[f], p->norm_b[f],
+                             N, cf_site(sl, CF_SITE_FF_OUT)));
+    if (s->acts.cross)
+        CF_TRY(sublayer_backward(s, &L->sub[1], &cross, L->sub[0].out, p->norm_w[1],
+                                 p->norm_b[1], N, cf_site(sl, CF_SITE_CROSS_OUT)));
     return sublayer_backward(s, &L->sub[0], &self, cf_layer_input(&s->acts, true, l), p->norm_w[0],
                              p->norm_b[0], N, cf_site(sl, CF_SITE_ATTN_OUT));
 }
@@ -153,7 +155,7 @@ clformer_status cf_backward(cf_session *s)
     const cf_param_layout *lay = &s->model->layout;
     const size_t d = (size_t)c->d_model, V = (size_t)c->tgt_vocab;
     const size_t Ns = A->B * A->S, Nt = A->B * A->T;
-    const float scale = sqrtf((float)d);
+    const float scale = cf_embed_scale(c);
     const cf_view dpos = c->positional == CLFORMER_POS_LEARNED ? G(s, lay->pos_embed) : NONE;
     cf_dropout ds;
 
@@ -169,7 +171,7 @@ clformer_status cf_backward(cf_session *s)
                                  A->d_a, cf_layer_input(&s->acts, true, c->n_dec_layers),
                                  P(s, lay->dec_norm_w), A->dec_mean, A->dec_rstd, Nt, d, false));
     CF_TRY(cf_grads_ready(m, point++));
-    CF_TRY(cf_fill(ctx, A->d_mem.buf, A->d_mem.off, Ns * d, 0.0f));
+    if (A->cross) CF_TRY(cf_fill(ctx, A->d_mem.buf, A->d_mem.off, Ns * d, 0.0f));
     for (int l = c->n_dec_layers - 1; l >= 0; l--) {
         CF_TRY(decoder_layer_backward(s, l));
         CF_TRY(cf_grads_ready(m, point++));
@@ -177,6 +179,10 @@ clformer_status cf_backward(cf_session *s)
     CF_TRY(cf_embedding_backward(ctx, G(s, lay->tgt_embed), dpos, A->d_res, &A->tgt_index, A->B,
                                  A->T, d, scale, cf_session_dropout(s, CF_SITE_TGT_EMBED, &ds)));
     CF_TRY(cf_grads_ready(m, point++));
+    if (clformer_config_decoder_only(c)) { /* no encoder: its points pass with nothing new */
+        CF_TRY(cf_grads_ready(m, point++));
+        return cf_grads_ready(m, point);
+    }
 
     /* encoder.norm, then the encoder */
     CF_TRY(cf_layernorm_backward(ctx, A->d_res, G(s, lay->enc_norm_w), G(s, lay->enc_norm_b),

@@ -136,23 +136,24 @@ static clformer_status load_tokenizers(cf_model *m, const cf_st_reader *r)
 
 clformer_status clformer_model_save(clformer_model *m, const char *path, bool training)
 {
-    if (!m->src_vocab || !m->tgt_vocab)
+    const bool lm = clformer_config_decoder_only(&m->cfg); /* no source side */
+    if ((!lm && !m->src_vocab) || !m->tgt_vocab)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cannot save '%s': the model has no vocabularies (set them first)", path);
     char *config = clformer_config_to_json(&m->cfg);
-    char *src = vocab_json(m->src_vocab, m->cfg.src_vocab);
+    char *src = lm ? NULL : vocab_json(m->src_vocab, m->cfg.src_vocab);
     char *tgt = vocab_json(m->tgt_vocab, m->cfg.tgt_vocab);
     char *state = training ? train_state_json(m) : NULL;
     float *host = malloc(m->layout.total * sizeof *host);
     cf_st_writer *w = NULL;
-    clformer_status st = config && src && tgt && host && (!training || state)
+    clformer_status st = config && (lm || src) && tgt && host && (!training || state)
                              ? CLFORMER_OK
                              : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     if (st == CLFORMER_OK) st = cf_st_writer_new(path, &w);
     if (st == CLFORMER_OK) st = cf_st_checksums(w);
     if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.format", "1");
     if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.config", config);
-    if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.src_vocab", src);
+    if (st == CLFORMER_OK && !lm) st = cf_st_set_metadata(w, "clformer.src_vocab", src);
     if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.tgt_vocab", tgt);
     if (st == CLFORMER_OK && training) st = cf_st_set_metadata(w, "clformer.train_state", state);
     for (int k = 0; k < 2 && st == CLFORMER_OK; k++) {
@@ -420,7 +421,8 @@ static clformer_status check_header(const cf_st_reader *r, header *h)
     h->training = state != NULL;
     st = cf_param_layout_make(&h->config, &h->layout);
     h->has_layout = st == CLFORMER_OK;
-    if (st == CLFORMER_OK) st = parse_vocab(r, "clformer.src_vocab", h->config.src_vocab, &h->src);
+    if (st == CLFORMER_OK && !clformer_config_decoder_only(&h->config))
+        st = parse_vocab(r, "clformer.src_vocab", h->config.src_vocab, &h->src);
     if (st == CLFORMER_OK) st = parse_vocab(r, "clformer.tgt_vocab", h->config.tgt_vocab, &h->tgt);
     if (st == CLFORMER_OK)
         st = check_tensors(r, &h->layout, h->training, h->config.share_tgt_embed);
@@ -493,6 +495,10 @@ static clformer_status load(cf_ctx *ctx, const cf_st_reader *r, cf_model **out)
 clformer_status clformer_model_load(clformer_context *ctx, const char *path, clformer_model **out)
 {
     *out = NULL;
+    if (cf_is_directory(path)) {
+        clformer_status st = cf_model_load_hf_gpt2(ctx, path, out);
+        return st == CLFORMER_OK ? st : cf_fail_prefix(st, "loading '%s': ", path);
+    }
     cf_st_reader *r = NULL;
     clformer_status st = cf_st_open(path, &r);
     if (st == CLFORMER_OK) {

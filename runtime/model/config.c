@@ -27,6 +27,16 @@ void clformer_config_default(clformer_config *c)
     c->ln_eps = 1e-5f;
     c->label_smoothing = 0.0f;
     c->share_tgt_embed = false;
+    c->scale_embed = true;
+    c->generator_bias = true;
+}
+
+static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh"};
+
+/* The activation's name in configs and on the command line. */
+const char *clformer_activation_name(clformer_activation a)
+{
+    return (unsigned)a < 3 ? ACTIVATIONS[a] : "unknown";
 }
 
 /* Large enough for every real model, small enough that sizes never overflow. */
@@ -50,19 +60,28 @@ clformer_status clformer_config_validate(const clformer_config *c)
                        "choose n_heads among the divisors of d_model (e.g. %d)",
                        c->d_model, c->n_heads, c->d_model % 8 == 0 ? 8 : 1);
     CF_TRY(positive("d_ff", c->d_ff, MAX_DIM));
-    CF_TRY(positive("n_enc_layers", c->n_enc_layers, 1024));
+    if (c->n_enc_layers < 0 || c->n_enc_layers > 1024)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "n_enc_layers must be between 0 (decoder-only) and 1024, got %d",
+                       c->n_enc_layers);
     CF_TRY(positive("n_dec_layers", c->n_dec_layers, 1024));
     CF_TRY(positive("max_len", c->max_len, 65536));
     if (c->max_len < 2)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "max_len must be at least 2 (<sos> and <eos>), got %d", c->max_len);
-    if (c->src_vocab < 5 || c->tgt_vocab < 5 || c->src_vocab > (1 << 24) ||
+    if (clformer_config_decoder_only(c) && c->src_vocab != 0)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "a decoder-only model (n_enc_layers 0) has no source vocabulary: "
+                       "src_vocab must be 0, got %d", c->src_vocab);
+    const int src_min = clformer_config_decoder_only(c) ? 0 : 5;
+    if (c->src_vocab < src_min || c->tgt_vocab < 5 || c->src_vocab > (1 << 24) ||
         c->tgt_vocab > (1 << 24))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "vocabulary sizes must be between 5 (4 special tokens and one word) and "
                        "%d, got src_vocab %d, tgt_vocab %d", 1 << 24, c->src_vocab, c->tgt_vocab);
-    if (c->activation != CLFORMER_ACT_RELU && c->activation != CLFORMER_ACT_GELU)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "activation must be relu or gelu");
+    if ((unsigned)c->activation > CLFORMER_ACT_GELU_TANH)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "activation must be relu, gelu or gelu_tanh, got %d", (int)c->activation);
     if (c->positional != CLFORMER_POS_SINUSOIDAL && c->positional != CLFORMER_POS_LEARNED)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "positional must be sinusoidal or learned");
     if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
@@ -79,16 +98,17 @@ clformer_status clformer_config_validate(const clformer_config *c)
 
 char *clformer_config_to_json(const clformer_config *c)
 {
-    json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:s, s:s, s:f, s:f, s:f, s:b}",
+    json_t *o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:b, s:s, s:s, s:f, s:f, s:f, s:b, s:b, s:b}",
                           "d_model", c->d_model, "n_heads", c->n_heads, "d_ff", c->d_ff,
                           "n_enc_layers", c->n_enc_layers, "n_dec_layers", c->n_dec_layers,
                           "src_vocab", c->src_vocab, "tgt_vocab", c->tgt_vocab, "max_len",
                           c->max_len, "norm_first", c->norm_first, "activation",
-                          c->activation == CLFORMER_ACT_GELU ? "gelu" : "relu", "positional",
+                          clformer_activation_name(c->activation), "positional",
                           c->positional == CLFORMER_POS_LEARNED ? "learned" : "sinusoidal",
                           "dropout", (double)c->dropout, "ln_eps", (double)c->ln_eps,
                           "label_smoothing", (double)c->label_smoothing, "share_tgt_embed",
-                          c->share_tgt_embed);
+                          c->share_tgt_embed, "scale_embed", c->scale_embed, "generator_bias",
+                          c->generator_bias);
     if (!o) return NULL;
     /* floats keep their float32 value exactly when printed with 9 digits */
     char *s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(9));
@@ -137,10 +157,29 @@ static clformer_status get_choice(json_t *o, const char *key, const char *a, con
     return CLFORMER_OK;
 }
 
+static clformer_status get_activation(json_t *o, clformer_activation *out)
+{
+    const char *s = json_string_value(json_object_get(o, "activation"));
+    for (int i = 0; s && i < 3; i++)
+        if (!strcmp(s, ACTIVATIONS[i])) {
+            *out = (clformer_activation)i;
+            return CLFORMER_OK;
+        }
+    return cf_fail(CLFORMER_ERR_FORMAT,
+                   "config \"activation\" must be \"relu\", \"gelu\" or \"gelu_tanh\"");
+}
+
+/* Keys added after format 1 was first written: absent means the old behaviour. */
+static clformer_status get_optional_bool(json_t *o, const char *key, bool *out)
+{
+    return json_object_get(o, key) ? get_bool(o, key, out) : CLFORMER_OK;
+}
+
 static const char *const KEYS[] = {"d_model", "n_heads", "d_ff", "n_enc_layers", "n_dec_layers",
                                    "src_vocab", "tgt_vocab", "max_len", "norm_first",
                                    "activation", "positional", "dropout", "ln_eps",
-                                   "label_smoothing", "share_tgt_embed"};
+                                   "label_smoothing", "share_tgt_embed", "scale_embed",
+                                   "generator_bias"};
 
 clformer_status clformer_config_from_json(const char *text, clformer_config *c)
 {
@@ -161,7 +200,7 @@ clformer_status clformer_config_from_json(const char *text, clformer_config *c)
             }
         }
     clformer_config_default(c);
-    int act = 0, pos = 0;
+    int pos = 0;
     if (st == CLFORMER_OK) st = get_int(o, "d_model", &c->d_model);
     if (st == CLFORMER_OK) st = get_int(o, "n_heads", &c->n_heads);
     if (st == CLFORMER_OK) st = get_int(o, "d_ff", &c->d_ff);
@@ -171,13 +210,14 @@ clformer_status clformer_config_from_json(const char *text, clformer_config *c)
     if (st == CLFORMER_OK) st = get_int(o, "tgt_vocab", &c->tgt_vocab);
     if (st == CLFORMER_OK) st = get_int(o, "max_len", &c->max_len);
     if (st == CLFORMER_OK) st = get_bool(o, "norm_first", &c->norm_first);
-    if (st == CLFORMER_OK) st = get_choice(o, "activation", "relu", "gelu", &act);
+    if (st == CLFORMER_OK) st = get_activation(o, &c->activation);
     if (st == CLFORMER_OK) st = get_choice(o, "positional", "sinusoidal", "learned", &pos);
     if (st == CLFORMER_OK) st = get_float(o, "dropout", &c->dropout);
     if (st == CLFORMER_OK) st = get_float(o, "ln_eps", &c->ln_eps);
     if (st == CLFORMER_OK) st = get_float(o, "label_smoothing", &c->label_smoothing);
     if (st == CLFORMER_OK) st = get_bool(o, "share_tgt_embed", &c->share_tgt_embed);
-    c->activation = act ? CLFORMER_ACT_GELU : CLFORMER_ACT_RELU;
+    if (st == CLFORMER_OK) st = get_optional_bool(o, "scale_embed", &c->scale_embed);
+    if (st == CLFORMER_OK) st = get_optional_bool(o, "generator_bias", &c->generator_bias);
     c->positional = pos ? CLFORMER_POS_LEARNED : CLFORMER_POS_SINUSOIDAL;
     json_decref(o);
     if (st == CLFORMER_OK) st = clformer_config_validate(c);

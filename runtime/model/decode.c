@@ -178,7 +178,7 @@ clformer_status cf_decode_step(cf_session *s, size_t t, float *attention)
     const cf_view pos = c->positional == CLFORMER_POS_LEARNED ? cf_param(s, m->layout.pos_embed)
                                                               : NONE;
     CF_TRY(cf_embedding_forward_at(s->ctx, d->x, d->step_tokens, cf_param(s, m->layout.tgt_embed),
-                                   pos, d->R, t, D, sqrtf((float)D)));
+                                   pos, d->R, t, D, cf_embed_scale(c)));
     const cf_block_shape shape = {d->R, 1, d->S, t, d->L, true, d->tokens, s->acts.src, NONE};
     for (int l = 0; l < c->n_dec_layers; l++) {
         const cf_layer_acts L = step_acts(d, l);
@@ -188,6 +188,12 @@ clformer_status cf_decode_step(cf_session *s, size_t t, float *attention)
         CF_TRY(cf_download(s->ctx, d->probs.buf, d->probs.off, attention,
                            (size_t)c->n_heads * d->S));
     return cf_generator_forward(s, d->fin, d->mean, d->rstd, d->x, d->logits, d->R);
+}
+
+clformer_status cf_decode_start_lm(cf_session *s, size_t R, size_t L)
+{
+    CF_TRY(cf_acts_prepare(s, R, 0, 1, false)); /* the step reads acts.src: empty here */
+    return decoder_prepare(s, R, 0, L);
 }
 
 clformer_status cf_decode_set_tokens(cf_session *s, const int32_t *ids, size_t col)

@@ -50,6 +50,20 @@ clformer_status cf_decoder_gather_device(cf_session *s, size_t n);
 clformer_status cf_decode_start(cf_session *s, const int32_t *src, size_t batch, size_t S,
                                 size_t copies, size_t L);
 
+/* A decoder-only model's caches for R rows and L positions (no source). */
+clformer_status cf_decode_start_lm(cf_session *s, size_t R, size_t L);
+
+/* Sampling (generate.c): one token from the logits (V floats) of draw
+ * number `draw` under o: greedy (temperature 0, top_k 1: the first
+ * largest), else softmax(logits / temperature) cut to the top_k, then to
+ * the top_p nucleus, drawn with uniform(seed, draw). c: scratch of V. */
+typedef struct {
+    double p;
+    int32_t id;
+} cf_sample_candidate;
+int32_t cf_sample_token(const float *logits, size_t V, const clformer_sample_options *o,
+                        uint64_t draw, cf_sample_candidate *c);
+
 /* Sets the next step's tokens (R host ids), which are column `col` of the
  * token table (the self-attention's keys). */
 clformer_status cf_decode_set_tokens(cf_session *s, const int32_t *ids, size_t col);

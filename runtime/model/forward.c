@@ -1,6 +1,7 @@
 /*
- * The forward pass of the encoder-decoder Transformer (docs/MODEL.md) over
- * one uploaded batch: embeddings, encoder blocks, decoder blocks, generator
+ * The forward pass of the encoder-decoder Transformer (docs/MODEL.md), or
+ * of a decoder-only one (no encoder, no cross-attention), over one uploaded
+ * batch: embeddings, encoder blocks, decoder blocks, generator
  * and, when asked, the softmax cross-entropy (its gradient written in place
  * of the logits). The decoder block here is also the one decoding runs,
  * one position at a time (decode.c). Everything is enqueued; nothing is
@@ -171,13 +172,16 @@ clformer_status cf_decoder_block(cf_session *s, int l, const cf_layer_acts *L, c
     const cf_layer_params *p = &s->model->layout.dec[l];
     const size_t H = (size_t)c->n_heads, dh = (size_t)c->d_model / H, N = b->B * b->T;
     const int site_layer = c->n_enc_layers + l;
+    /* decoder-only: no memory to attend to, and no padding among the keys */
+    const bool cross = !clformer_config_decoder_only(c);
     const attn_spec self = {{b->B, H, dh, b->T, b->pos + b->T, b->cap, b->pos, true, b->cap},
-                            b->tgt_tokens, false, b->cached, NONE};
-    const attn_spec cross = {{b->B, H, dh, b->T, b->S, b->S, 0, false, b->S}, b->src_tokens,
-                             true, b->cached, b->memory};
+                            cross ? b->tgt_tokens : NONE, false, b->cached, NONE};
+    const attn_spec cross_spec = {{b->B, H, dh, b->T, b->S, b->S, 0, false, b->S},
+                                  b->src_tokens, true, b->cached, b->memory};
     CF_TRY(sublayer(s, L, p, 0, x, N, &self, l, site_layer));
-    CF_TRY(sublayer(s, L, p, 1, L->sub[0].out, N, &cross, l, site_layer));
-    return sublayer(s, L, p, 2, L->sub[1].out, N, NULL, l, site_layer);
+    if (cross) CF_TRY(sublayer(s, L, p, 1, L->sub[0].out, N, &cross_spec, l, site_layer));
+    const int f = cf_ffn_sub(cross);
+    return sublayer(s, L, p, f, L->sub[f - 1].out, N, NULL, l, site_layer);
 }
 
 clformer_status cf_forward_encoder(cf_session *s)
@@ -190,7 +194,7 @@ clformer_status cf_forward_encoder(cf_session *s)
                                                               : NONE;
     cf_dropout ds;
     CF_TRY(cf_embedding_forward(s->ctx, a->src_emb, a->src, cf_param(s, m->layout.src_embed), pos,
-                                a->B, a->S, d, sqrtf((float)d),
+                                a->B, a->S, d, cf_embed_scale(c),
                                 cf_session_dropout(s, CF_SITE_SRC_EMBED, &ds)));
     for (int l = 0; l < c->n_enc_layers; l++) CF_TRY(encoder_block(s, l, cf_layer_input(a, false, l)));
     return cf_layernorm_forward(s->ctx, a->memory, a->mem_mean, a->mem_rstd,
@@ -220,9 +224,9 @@ clformer_status cf_forward(cf_session *s, bool with_loss, float grad_scale)
                                                               : NONE;
     cf_dropout ds;
 
-    CF_TRY(cf_forward_encoder(s));
+    if (!clformer_config_decoder_only(c)) CF_TRY(cf_forward_encoder(s));
     CF_TRY(cf_embedding_forward(s->ctx, a->tgt_emb, a->tgt_in, cf_param(s, m->layout.tgt_embed),
-                                pos, a->B, a->T, d, sqrtf((float)d),
+                                pos, a->B, a->T, d, cf_embed_scale(c),
                                 cf_session_dropout(s, CF_SITE_TGT_EMBED, &ds)));
     const cf_block_shape shape = {a->B, a->T, a->S, 0, a->T, false, a->tgt_in, a->src, a->memory};
     for (int l = 0; l < c->n_dec_layers; l++)
@@ -233,6 +237,6 @@ clformer_status cf_forward(cf_session *s, bool with_loss, float grad_scale)
     /* evaluation reports the plain cross-entropy: smoothing is a training device */
     CF_TRY(cf_cross_entropy(s->ctx, a->losses, a->training ? a->logits : NONE, a->logits,
                             a->labels, Nt, V, a->training ? c->label_smoothing : 0.0f,
-                            CLFORMER_PAD, grad_scale));
+                            cf_ignore_label(c), grad_scale));
     return cf_reduce_sum(s->ctx, s->metrics, 0, a->losses.buf, a->losses.off, Nt, false, false);
 }

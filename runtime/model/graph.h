@@ -11,6 +11,8 @@
 
 #include "model.h"
 
+#include <math.h>
+
 typedef struct clformer_session cf_session;
 
 /* The normalisation of one sublayer, for both orders:
@@ -39,7 +41,8 @@ typedef struct {
 } cf_ffn_acts;
 
 typedef struct {
-    cf_sub_acts sub[3];  /* encoder: self-attn, ffn; decoder: self-attn, cross-attn, ffn */
+    cf_sub_acts sub[3];  /* encoder and decoder-only: self-attn, ffn;
+                            decoder: self-attn, cross-attn, ffn */
     cf_attn_acts self_attn, cross_attn;
     cf_ffn_acts ffn;
 } cf_layer_acts;
@@ -49,6 +52,7 @@ typedef struct {
     size_t B, S, T;      /* T: decoder input length (target length - 1) */
     bool training;       /* saves what backward needs; dropout active */
     bool fused_attention; /* attention saves row statistics, not probabilities (ops.h) */
+    bool cross;          /* decoder layers have cross-attention (false: decoder-only, S 0) */
     /* integer inputs (one upload) */
     cf_view src, tgt_in, labels;            /* (B,S), (B,T), (B,T) int32 */
     cf_embedding_index src_index, tgt_index;
@@ -149,12 +153,29 @@ clformer_status cf_cross_kv(cf_session *s, int l, cf_view memory, cf_view kv, cf
 clformer_status cf_generator_forward(cf_session *s, cf_view out, cf_view mean, cf_view rstd,
                                      cf_view x, cf_view logits, size_t N);
 
+/* The index of a layer's feed-forward sublayer (its last): 2 after self-
+ * and cross-attention, 1 after self-attention alone. */
+static inline int cf_ffn_sub(bool cross) { return cross ? 2 : 1; }
+
 /* The residual stream entering layer l of the encoder or decoder; l equal to
  * the layer count gives the stack's output (its final LayerNorm's input). */
 static inline cf_view cf_layer_input(const cf_acts *a, bool decoder, int l)
 {
     if (l == 0) return decoder ? a->tgt_emb : a->src_emb;
-    return decoder ? a->dec[l - 1].sub[2].out : a->enc[l - 1].sub[1].out;
+    return decoder ? a->dec[l - 1].sub[cf_ffn_sub(a->cross)].out : a->enc[l - 1].sub[1].out;
+}
+
+/* What token embeddings are multiplied by: sqrt(d_model) (the paper) or 1 (GPT-2). */
+static inline float cf_embed_scale(const clformer_config *c)
+{
+    return c->scale_embed ? sqrtf((float)c->d_model) : 1.0f;
+}
+
+/* The label the loss ignores: <pad>, or none (-1) in a decoder-only model,
+ * whose windows are never padded and whose id 0 may be a real token. */
+static inline int cf_ignore_label(const clformer_config *c)
+{
+    return clformer_config_decoder_only(c) ? -1 : CLFORMER_PAD;
 }
 
 /* Backward through everything, accumulating into the model's grads (zero

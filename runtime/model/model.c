@@ -176,7 +176,9 @@ clformer_status clformer_model_set_vocabs(clformer_model *m, const char *const *
                                           const char *const *tgt)
 {
     char **s = NULL, **t = NULL;
-    CF_TRY(copy_vocab(&s, src, m->cfg.src_vocab, "source vocabulary"));
+    /* a decoder-only model has no source side: src is ignored (may be NULL) */
+    if (!clformer_config_decoder_only(&m->cfg))
+        CF_TRY(copy_vocab(&s, src, m->cfg.src_vocab, "source vocabulary"));
     clformer_status st = copy_vocab(&t, tgt, m->cfg.tgt_vocab, "target vocabulary");
     if (st != CLFORMER_OK) {
         free_vocab(s, m->cfg.src_vocab);

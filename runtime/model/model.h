@@ -48,6 +48,12 @@ clformer_status cf_model_new(cf_ctx *ctx, const clformer_config *config, uint64_
  * tgt_embed.weight. NULL when unknown. */
 const cf_param_entry *cf_model_tensor(const cf_model *m, const char *name);
 
+/* Hugging Face GPT-2 directories (hf_gpt2.c): whether `path` is a
+ * directory, and the model of one (config.json + model.safetensors). */
+bool cf_is_directory(const char *path);
+clformer_status cf_model_load_hf_gpt2(clformer_context *ctx, const char *dir,
+                                      clformer_model **out);
+
 /* Data parallelism (collective.c). The rank's share of the dropout seed. */
 uint64_t cf_rank_seed(const cf_model *m);
 /* Sums the label count over ranks (the loss scale is 1 / the global count). */

@@ -84,15 +84,24 @@ clformer_status cf_param_layout_make(const clformer_config *c, cf_param_layout *
         return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     builder b = {l, max_entries, 0};
+    /* decoder-only: no encoder, so decoder layers have no cross-attention */
+    const int dec_attn = clformer_config_decoder_only(c) ? 1 : 2;
+    l->src_embed = l->enc_norm_w = l->enc_norm_b = l->generator_b = CF_NO_PARAM;
     const char *E = "transformer.encoder.layers", *D = "transformer.decoder.layers";
 
     /* rank-2 tensors: the weight-decay prefix */
-    l->src_embed = add(&b, 2, (size_t)c->src_vocab, d, CF_INIT_XAVIER, "src_embed.weight");
+    if (ne > 0)
+        l->src_embed = add(&b, 2, (size_t)c->src_vocab, d, CF_INIT_XAVIER, "src_embed.weight");
     l->tgt_embed = add(&b, 2, (size_t)c->tgt_vocab, d, CF_INIT_XAVIER, "tgt_embed.weight");
     if (c->positional == CLFORMER_POS_LEARNED)
         l->pos_embed = add(&b, 2, (size_t)c->max_len, d, CF_INIT_XAVIER, "pos_embed.weight");
     for (int i = 0; i < ne; i++) layer_matrices(&b, &l->enc[i], E, i, 1, d, ff);
-    for (int i = 0; i < nd; i++) layer_matrices(&b, &l->dec[i], D, i, 2, d, ff);
+    for (int i = 0; i < nd && dec_attn == 1; i++) {
+        const cf_attn_params none = {CF_NO_PARAM, CF_NO_PARAM, CF_NO_PARAM, CF_NO_PARAM};
+        l->dec[i].cross_attn = none;
+        l->dec[i].norm_w[2] = l->dec[i].norm_b[2] = CF_NO_PARAM;
+    }
+    for (int i = 0; i < nd; i++) layer_matrices(&b, &l->dec[i], D, i, dec_attn, d, ff);
     l->generator_w = c->share_tgt_embed
                          ? l->tgt_embed
                          : add(&b, 2, (size_t)c->tgt_vocab, d, CF_INIT_XAVIER, "generator.weight");
@@ -100,12 +109,15 @@ clformer_status cf_param_layout_make(const clformer_config *c, cf_param_layout *
 
     /* rank-1 tensors: biases and LayerNorm parameters */
     for (int i = 0; i < ne; i++) layer_vectors(&b, &l->enc[i], E, i, 1, d, ff);
-    for (int i = 0; i < nd; i++) layer_vectors(&b, &l->dec[i], D, i, 2, d, ff);
-    l->enc_norm_w = add(&b, 1, 0, d, CF_INIT_ONES, "transformer.encoder.norm.weight");
-    l->enc_norm_b = add(&b, 1, 0, d, CF_INIT_ZEROS, "transformer.encoder.norm.bias");
+    for (int i = 0; i < nd; i++) layer_vectors(&b, &l->dec[i], D, i, dec_attn, d, ff);
+    if (ne > 0) {
+        l->enc_norm_w = add(&b, 1, 0, d, CF_INIT_ONES, "transformer.encoder.norm.weight");
+        l->enc_norm_b = add(&b, 1, 0, d, CF_INIT_ZEROS, "transformer.encoder.norm.bias");
+    }
     l->dec_norm_w = add(&b, 1, 0, d, CF_INIT_ONES, "transformer.decoder.norm.weight");
     l->dec_norm_b = add(&b, 1, 0, d, CF_INIT_ZEROS, "transformer.decoder.norm.bias");
-    l->generator_b = add(&b, 1, 0, (size_t)c->tgt_vocab, CF_INIT_ZEROS, "generator.bias");
+    if (c->generator_bias)
+        l->generator_b = add(&b, 1, 0, (size_t)c->tgt_vocab, CF_INIT_ZEROS, "generator.bias");
     l->total = b.next;
     return CLFORMER_OK;
 }

@@ -12,6 +12,7 @@
 #include "clformer.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* A multi-head attention block: packed Q/K/V projection and output projection. */
 typedef struct {
@@ -24,10 +25,11 @@ typedef struct {
 /* Feed-forward block and the LayerNorms of one encoder or decoder layer. */
 typedef struct {
     cf_attn_params self_attn;
-    cf_attn_params cross_attn; /* decoder layers only */
+    cf_attn_params cross_attn; /* decoder layers with an encoder only */
     size_t lin1_w, lin1_b;     /* (d_ff, d), (d_ff) */
     size_t lin2_w, lin2_b;     /* (d, d_ff), (d) */
-    size_t norm_w[3], norm_b[3]; /* norm1, norm2 (and norm3 for decoder layers), (d) each */
+    size_t norm_w[3], norm_b[3]; /* one per sublayer: norm1, norm2 (and norm3 for decoder
+                                    layers with cross-attention), (d) each */
 } cf_layer_params;
 
 /* One named tensor, for checkpoints and initialisation. */
@@ -41,13 +43,17 @@ typedef struct {
 
 enum { CF_INIT_XAVIER, CF_INIT_ZEROS, CF_INIT_ONES };
 
+/* The offset of a tensor the configuration does not have (a decoder-only
+ * model's encoder and source embedding, a generator without bias). */
+#define CF_NO_PARAM SIZE_MAX
+
 typedef struct {
-    size_t src_embed;   /* (src_vocab, d) */
+    size_t src_embed;   /* (src_vocab, d); CF_NO_PARAM decoder-only */
     size_t tgt_embed;   /* (tgt_vocab, d) */
     size_t pos_embed;   /* (max_len, d), learned positions only */
     size_t generator_w; /* (tgt_vocab, d); equals tgt_embed when tied */
-    size_t generator_b; /* (tgt_vocab) */
-    size_t enc_norm_w, enc_norm_b, dec_norm_w, dec_norm_b;
+    size_t generator_b; /* (tgt_vocab); CF_NO_PARAM without generator_bias */
+    size_t enc_norm_w, enc_norm_b, dec_norm_w, dec_norm_b; /* enc_*: CF_NO_PARAM decoder-only */
     cf_layer_params *enc; /* n_enc_layers */
     cf_layer_params *dec; /* n_dec_layers */
     cf_param_entry *entries; /* every stored tensor, in buffer order */

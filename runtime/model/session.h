@@ -22,13 +22,15 @@ struct clformer_session {
 };
 
 /* The view of parameter (or gradient) element `off` of the session's model. */
+/* A parameter (or its gradient) by offset; none ({NULL, 0}) for CF_NO_PARAM,
+ * so an absent bias is simply not applied. */
 static inline cf_view cf_param(const cf_session *s, size_t off)
 {
-    return cf_view_at(s->model->params, off);
+    return off == CF_NO_PARAM ? (cf_view){NULL, 0} : cf_view_at(s->model->params, off);
 }
 static inline cf_view cf_grad(const cf_session *s, size_t off)
 {
-    return cf_view_at(s->model->grads, off);
+    return off == CF_NO_PARAM ? (cf_view){NULL, 0} : cf_view_at(s->model->grads, off);
 }
 
 #endif

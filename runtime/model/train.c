@@ -39,11 +39,25 @@ static clformer_status check_ids(const int32_t *ids, size_t rows, size_t cols, i
 
 static clformer_status check_batch(const cf_model *m, const clformer_batch *b)
 {
-    if (!b || !b->src || !b->tgt || b->batch == 0 || b->src_len == 0)
+    /* a decoder-only model reads tgt alone: windows of text, src_len 0 */
+    const bool lm = clformer_config_decoder_only(&m->cfg);
+    if (lm && b && b->src_len != 0)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "a decoder-only model has no source: the batch's src_len must be 0, "
+                       "got %zu (put the text windows in tgt)", b->src_len);
+    if (!b || (!lm && !b->src) || !b->tgt || b->batch == 0 || (!lm && b->src_len == 0))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "empty batch: no sentences or no tokens");
     if (b->tgt_len < 2)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "target length %zu is too short: targets hold <sos> ... <eos>", b->tgt_len);
+                       lm ? "window length %zu is too short: a window holds its inputs and one "
+                            "more token (the last label)"
+                          : "target length %zu is too short: targets hold <sos> ... <eos>",
+                       b->tgt_len);
+    if (lm && b->tgt_len > (size_t)m->cfg.max_len + 1)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "window length %zu exceeds the model's context of %d tokens plus the "
+                       "last label", b->tgt_len, m->cfg.max_len);
+    if (lm) return check_ids(b->tgt, b->batch, b->tgt_len, m->cfg.tgt_vocab, "target");
     if (b->src_len > (size_t)m->cfg.max_len || b->tgt_len > (size_t)m->cfg.max_len)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "batch lengths (source %zu, target %zu) exceed the model's max_len %d",
@@ -59,14 +73,15 @@ static clformer_status upload_ints(cf_session *s, const clformer_batch *b, size_
     const size_t B = b->batch, S = b->src_len, T = b->tgt_len - 1;
     int32_t *h = calloc(a->ints, sizeof *h);
     if (!h) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    memcpy(h + a->src.off, b->src, B * S * sizeof *h);
+    if (S) memcpy(h + a->src.off, b->src, B * S * sizeof *h);
+    const int ignore = cf_ignore_label(&s->model->cfg);
     size_t count = 0;
     for (size_t r = 0; r < B; r++)
         for (size_t t = 0; t < T; t++) {
             h[a->tgt_in.off + r * T + t] = b->tgt[r * b->tgt_len + t];
             int32_t y = b->tgt[r * b->tgt_len + t + 1];
             h[a->labels.off + r * T + t] = y;
-            count += y != CLFORMER_PAD;
+            count += y != ignore;
         }
     cf_embedding_index *ix[2] = {&a->src_index, &a->tgt_index};
     const int32_t *tokens[2] = {h + a->src.off, h + a->tgt_in.off};

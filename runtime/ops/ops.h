@@ -122,7 +122,7 @@ clformer_status cf_linear_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, c
                                    cf_view dout, cf_view inp, cf_view weight, size_t N,
                                    size_t IC, size_t OC, bool accumulate);
 
-typedef enum { CF_ACT_RELU = 0, CF_ACT_GELU = 1 } cf_activation;
+typedef enum { CF_ACT_RELU = 0, CF_ACT_GELU = 1, CF_ACT_GELU_TANH = 2 } cf_activation;
 
 /* out = dropout(act(inp + bias)) over (N, C), bias (C); GELU is the exact erf
  * form 0.5 x (1 + erf(x / sqrt 2)). out must not alias inp (backward needs inp). */

@@ -31,9 +31,10 @@ static clformer_status check_args(const char *op, size_t N, size_t C, cf_activat
     if (N > INT_MAX || C > INT_MAX)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "%s: N=%zu C=%zu exceed the kernels' int range; split the rows", op, N, C);
-    if (act != CF_ACT_RELU && act != CF_ACT_GELU)
+    if (act != CF_ACT_RELU && act != CF_ACT_GELU && act != CF_ACT_GELU_TANH)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "%s: unknown activation %d; use CF_ACT_RELU or CF_ACT_GELU", op, (int)act);
+                       "%s: unknown activation %d; use CF_ACT_RELU, CF_ACT_GELU or "
+                       "CF_ACT_GELU_TANH", op, (int)act);
     *s = (site_args){0.0f, 0, 0, 0};
     if (cf_dropout_active(dropout)) {
         if (!(dropout->p <= 1.0f))

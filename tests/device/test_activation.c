@@ -27,7 +27,7 @@ static const size_t odd[] = {1, 7, 61, 93, 257};
 static void activation_odd_shapes(void **state)
 {
     (void)state;
-    for (int act = 0; act < 2; act++) {
+    for (int act = 0; act <= CF_ACT_GELU_TANH; act++) {
         if (harness_is_slow()) {
             const size_t shapes[][2] = {{1, 1}, {7, 5}, {40, 9}, {3, 37}};
             for (size_t i = 0; i < 4; i++)
@@ -43,7 +43,7 @@ static void activation_odd_shapes(void **state)
 static void activation_model_widths(void **state)
 {
     (void)state;
-    for (int act = 0; act < 2; act++) {
+    for (int act = 0; act <= CF_ACT_GELU_TANH; act++) {
         if (harness_is_slow()) {
             check_case(2, 512, act, 0.1f, 40);
             continue;

@@ -64,7 +64,7 @@ static void activation_backward_matches_finite_differences(void **state)
     (void)state;
     const ref_act_dropout drop = {0.3f, 1234, 5, 6};
     const size_t shapes[][2] = {{1, 1}, {7, 5}, {3, 61}};
-    for (int act = 0; act < 2; act++)
+    for (int act = 0; act <= REF_ACT_GELU_TANH; act++)
         for (size_t s = 0; s < 3; s++) {
             check(shapes[s][0], shapes[s][1], (ref_activation)act, NULL, 10 * s + act);
             check(shapes[s][0], shapes[s][1], (ref_activation)act, &drop, 20 * s + act);
@@ -98,6 +98,13 @@ static void activation_known_values(void **state)
     assert_true(fabs(y[2] + 0.15865525393145707) < 1e-15);
     assert_true(fabs(y[3] - 1.9544997361036416) < 1e-15);
     ref_bias_act_backward(d, db, ones, x, zero, 4, 1, REF_ACT_GELU, NULL);
+    assert_true(fabs(d[0] - 0.5) < 1e-15);
+    /* GPT-2's tanh form: gelu_tanh(1) = 0.5 (1 + tanh(sqrt(2/pi) 1.044715)) */
+    ref_bias_act_forward(y, x, zero, 4, 1, REF_ACT_GELU_TANH, NULL);
+    assert_true(y[0] == 0.0);
+    assert_true(fabs(y[1] - 0.8411919906082768) < 1e-15);
+    assert_true(fabs(y[2] + 0.15880800939172324) < 1e-15);
+    ref_bias_act_backward(d, db, ones, x, zero, 4, 1, REF_ACT_GELU_TANH, NULL);
     assert_true(fabs(d[0] - 0.5) < 1e-15);
     ref_bias_act_backward(d, db, ones, x, zero, 4, 1, REF_ACT_RELU, NULL);
     assert_true(d[0] == 0.0 && d[1] == 1.0 && d[2] == 0.0 && d[3] == 1.0);

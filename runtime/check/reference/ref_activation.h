@@ -8,7 +8,7 @@
 
 #include "ref_philox.h"
 
-typedef enum { REF_ACT_RELU = 0, REF_ACT_GELU = 1 } ref_activation;
+typedef enum { REF_ACT_RELU = 0, REF_ACT_GELU = 1, REF_ACT_GELU_TANH = 2 } ref_activation;
 
 /* One dropout site, as cf_dropout: p == 0 (or a NULL pointer) is identity. */
 typedef ref_dropout ref_act_dropout;

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Hugging Face side of clformer's GPT-2 parity tests (tests/data/gpt2/README.md).
+
+  generate --out tests/data/gpt2
+      for each small random GPT-2 configuration writes DIR/<name>/:
+        model/           what GPT2LMHeadModel.save_pretrained writes (model.safetensors
+                         in Hugging Face's names, Conv1D [in, out] weights, config.json),
+                         which clformer reads as it reads any such directory;
+        golden.safetensors  token ids, transformers' logits (float64 model, stored as
+                         float32), the losses of 10 AdamW steps (float64), and greedy
+                         generate() output for a prompt.
+  check-export DIR
+      loads a directory `clformer export --format hf-gpt2` wrote with
+      GPT2LMHeadModel.from_pretrained, fails on any missing or unexpected key, and
+      prints the logits' largest difference from clformer's (DIR/clformer_logits.npy
+      when present).
+
+Run in a venv with transformers 4.36.x over Debian's torch 1.13:
+  python3 -m venv --system-site-packages /work/venv-lm
+  /work/venv-lm/bin/pip install transformers==4.36.2 tokenizers
+Nothing in the C build needs Python: the generated files are committed.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+from safetensors.numpy import save_file
+from transformers import GPT2Config, GPT2LMHeadModel
+
+STEPS = 10
+# the optimizer both sides use: AdamW with decay on rank-2 tensors, clipping
+OPTIM = {"lr": 3e-3, "beta1": 0.9, "beta2": 0.95, "eps": 1e-8, "weight_decay": 0.1, "clip": 1.0}
+
+# name: (n_embd, n_head, n_layer, n_positions, vocab, n_inner, batch, window, prompt, new)
+CONFIGS = {
+    "a_small": (32, 4, 2, 16, 37, None, 3, 13, 5, 10),
+    "b_inner": (24, 3, 3, 24, 50, 40, 2, 21, 4, 16),
+    "c_tiny_oclgrind": (8, 2, 1, 8, 11, None, 2, 7, 3, 4),
+}
+
+
+def make_model(name, seed):
+    d, h, layers, positions, vocab, inner, *_ = CONFIGS[name]
+    cfg = GPT2Config(vocab_size=vocab, n_positions=positions, n_embd=d, n_layer=layers,
+                     n_head=h, n_inner=inner, activation_function="gelu_new",
+                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
+                     layer_norm_epsilon=1e-5, bos_token_id=0, eos_token_id=0)
+    torch.manual_seed(seed)
+    model = GPT2LMHeadModel(cfg)
+    # GPT-2's initialisation leaves biases 0 and LayerNorms 1/0: move them off
+    # those values so that a bias or LayerNorm mapped wrongly shows
+    with torch.no_grad():
+        for pname, p in model.named_parameters():
+            if p.dim() == 1:
+                p.add_(0.1 * torch.randn_like(p))
+            else:
+                p.mul_(5.0)  # std 0.1: logits far from uniform
+    return model
+
+
+def batches(name, seed):
+    *_, batch, window, _, _ = CONFIGS[name]
+    vocab = CONFIGS[name][4]
+    g = np.random.default_rng(seed)
+    return g.integers(0, vocab, size=(STEPS + 1, batch, window), dtype=np.int64)
+
+
+def loss_of(model, ids):
+    logits = model(torch.from_numpy(ids[:, :-1])).logits
+    v = logits.shape[-1]
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, v),
+                                             torch.from_numpy(ids[:, 1:]).reshape(-1)), logits
+
+
+def generate_one(name, out_dir, seed):
+    model = make_model(name, seed)
+    os.makedirs(os.path.join(out_dir, "model"), exist_ok=True)
+    model.save_pretrained(os.path.join(out_dir, "model"), safe_serialization=True)
+    for extra in ("generation_config.json",):
+        path = os.path.join(out_dir, "model", extra)
+        if os.path.exists(path):
+            os.remove(path)  # not needed to load the model, and not read by clformer
+    ids = batches(name, seed + 1)
+    m = model.double().eval()
+    with torch.no_grad():
+        _, logits = loss_of(m, ids[STEPS])
+        *_, prompt_len, new = CONFIGS[name]
+        prompt = torch.from_numpy(ids[STEPS, :1, :prompt_len])
+        out = m.generate(prompt, max_new_tokens=new, do_sample=False, pad_token_id=0)
+    generated = out[0, prompt_len:].numpy()
+    # 10 AdamW steps in float64, decay on rank-2 tensors (wte, wpe, matrices)
+    decay = [p for p in m.parameters() if p.dim() >= 2]
+    rest = [p for p in m.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": OPTIM["weight_decay"]},
+                             {"params": rest, "weight_decay": 0.0}], lr=OPTIM["lr"],
+                            betas=(OPTIM["beta1"], OPTIM["beta2"]), eps=OPTIM["eps"])
+    m.train()
+    losses = []
+    for k in range(STEPS):
+        opt.zero_grad()
+        loss, _ = loss_of(m, ids[k])
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), OPTIM["clip"])
+        opt.step()
+        losses.append(loss.item())
+    save_file({"ids": ids.astype(np.int32),
+               "logits": logits.numpy().astype(np.float32),
+               "losses": np.array(losses, dtype=np.float64),
+               "prompt": prompt[0].numpy().astype(np.int32),
+               "generated": generated.astype(np.int32)},
+              os.path.join(out_dir, "golden.safetensors"),
+              metadata={k: repr(v) for k, v in OPTIM.items()} | {"steps": str(STEPS)})
+    print(f"{name}: loss {losses[0]:.6f} -> {losses[-1]:.6f}, generated {generated.tolist()}")
+
+
+def check_export(directory):
+    model, info = GPT2LMHeadModel.from_pretrained(directory, output_loading_info=True)
+    problems = {k: v for k, v in info.items() if v}
+    if problems:
+        print(f"not a strict load: {problems}")
+        return 1
+    print(f"{directory}: GPT2LMHeadModel loads it strictly "
+          f"({sum(p.numel() for p in model.parameters())} parameters)")
+    ids_path = os.path.join(directory, "clformer_ids.npy")
+    if os.path.exists(ids_path):
+        ids = np.load(ids_path)
+        theirs = model.double().eval()(torch.from_numpy(ids.astype(np.int64))).logits.detach().numpy()
+        ours = np.load(os.path.join(directory, "clformer_logits.npy"))
+        diff = np.abs(theirs - ours).max()
+        print(f"logits: largest difference from clformer's {diff:.3g}")
+        return 0 if diff <= 1e-4 else 1
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("generate")
+    g.add_argument("--out", required=True)
+    c = sub.add_parser("check-export")
+    c.add_argument("dir")
+    a = p.parse_args()
+    torch.set_num_threads(1)
+    if a.cmd == "generate":
+        for i, name in enumerate(CONFIGS):
+            generate_one(name, os.path.join(a.out, name), 1000 + 10 * i)
+        return 0
+    return check_export(a.dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
