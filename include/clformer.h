@@ -563,10 +563,40 @@ CLFORMER_API clformer_status clformer_model_set_regularization(clformer_model *m
 CLFORMER_API void clformer_model_set_seed(clformer_model *model, uint64_t seed);
 
 /* Learning rate at step (from 1): constant, or the paper's noam schedule
- * factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5). */
-typedef enum { CLFORMER_LR_CONSTANT = 0, CLFORMER_LR_NOAM = 1 } clformer_lr_schedule;
+ * factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), or cosine
+ * (clformer_learning_rate_cosine; clformer_learning_rate gives its value
+ * with decay over 10 x warmup steps to base / 10). */
+typedef enum {
+    CLFORMER_LR_CONSTANT = 0,
+    CLFORMER_LR_NOAM = 1,
+    CLFORMER_LR_COSINE = 2
+} clformer_lr_schedule;
 CLFORMER_API float clformer_learning_rate(clformer_lr_schedule schedule, float base, int d_model,
                                           uint64_t step, uint64_t warmup);
+/* GPT-style: linear warm-up to `base` over `warmup` steps (step s gives
+ * base * s / (warmup + 1)), then a cosine from base down to min_lr at step
+ * decay_steps, min_lr after it. */
+CLFORMER_API float clformer_learning_rate_cosine(float base, float min_lr, uint64_t step,
+                                                 uint64_t warmup, uint64_t decay_steps);
+
+/* Text for a decoder-only model. Character and byte tokenizers spell a
+ * whitespace or control character, and every byte of a byte vocabulary, as
+ * the token "<0xNN>"; other characters are tokens of their own. */
+typedef enum { CLFORMER_LM_CHAR = 0, CLFORMER_LM_BYTE = 1 } clformer_lm_tokenizer;
+/* The ids of `text` (len bytes) under the model's vocabulary, malloc'd into
+ * *ids (free it); characters it lacks become <unk>. */
+CLFORMER_API clformer_status clformer_lm_encode(const clformer_model *model, const char *text,
+                                                size_t len, int32_t **ids, size_t *n);
+/* The text of n ids, a malloc'd NUL-terminated string (free it). */
+CLFORMER_API clformer_status clformer_lm_decode(const clformer_model *model, const int32_t *ids,
+                                                size_t n, char **text);
+/* A fresh vocabulary for `text`: the 4 specials, then its characters (or all
+ * 256 bytes); *tokens and each token malloc'd (free with
+ * clformer_lm_vocab_free). */
+CLFORMER_API clformer_status clformer_lm_vocab(const char *text, size_t len,
+                                               clformer_lm_tokenizer tokenizer, char ***tokens,
+                                               int *n);
+CLFORMER_API void clformer_lm_vocab_free(char **tokens, int n);
 
 /* ------------------------------------------------------------------------- */
 /* Translation (greedy or beam search, with key/value caches)                */
@@ -996,6 +1026,18 @@ typedef struct {
      * (clformer_model_check_sync): a mismatch stops the run with
      * CLFORMER_ERR_DIVERGED naming the step and the ranks */
     uint64_t check_sync_every;
+    /* language modelling (config.n_enc_layers 0): text_path, one text file,
+     * is encoded once into a token stream; each step takes batching.batch_size
+     * windows of config.max_len + 1 tokens at random offsets drawn from
+     * (seed, step), so a resumed run takes the same windows */
+    const char *text_path, *val_text_path;
+    float val_fraction;              /* no val_text_path: the text's last fraction validates */
+    clformer_lm_tokenizer lm_tokenizer; /* a fresh model's vocabulary (char) */
+    size_t eval_batches;             /* LM validation: batches of random windows (20) */
+    /* the cosine schedule (CLFORMER_LR_COSINE): decay until step decay_steps
+     * (0: the step limit) down to min_lr (negative: lr / 10) */
+    uint64_t decay_steps;
+    float min_lr;
 } clformer_train_options;
 
 /* The defaults noted above; config is clformer_config_default's. */
@@ -1038,6 +1080,10 @@ CLFORMER_API clformer_session *clformer_trainer_session(clformer_trainer *traine
 /* Hands the model to the caller, who frees it; the trainer frees its
  * session and is then spent. */
 CLFORMER_API clformer_model *clformer_trainer_release_model(clformer_trainer *trainer);
+/* One line about the training or validation data (sentence pairs or an LM's
+ * token stream) into buf; false when there is no such data. */
+CLFORMER_API bool clformer_trainer_data_summary(const clformer_trainer *trainer, bool validation,
+                                                char *buf, size_t cap);
 /* The encoded training and validation data (validation: NULL when none). */
 CLFORMER_API const clformer_corpus *clformer_trainer_corpus(const clformer_trainer *trainer,
                                                             bool validation);

@@ -10,6 +10,8 @@
 #include "reduce.h"
 
 #include <math.h>
+
+#define M_PI_VALUE 3.14159265358979323846
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,9 +19,22 @@ float clformer_learning_rate(clformer_lr_schedule schedule, float base, int d_mo
                              uint64_t step, uint64_t warmup)
 {
     if (schedule == CLFORMER_LR_CONSTANT) return base;
+    if (schedule == CLFORMER_LR_COSINE)
+        return clformer_learning_rate_cosine(base, base / 10.0f, step, warmup, 10 * warmup);
     double s = step ? (double)step : 1.0, w = warmup ? (double)warmup : 1.0;
     double f = fmin(1.0 / sqrt(s), s * pow(w, -1.5));
     return (float)(base / sqrt((double)d_model) * f);
+}
+
+float clformer_learning_rate_cosine(float base, float min_lr, uint64_t step, uint64_t warmup,
+                                    uint64_t decay_steps)
+{
+    /* iteration it = step - 1 counts from 0, as GPT training scripts count */
+    const double it = step ? (double)(step - 1) : 0.0, w = (double)warmup;
+    if (it < w) return (float)(base * (it + 1.0) / (w + 1.0));
+    if (it > (double)decay_steps || decay_steps <= warmup) return min_lr;
+    const double ratio = (it - w) / ((double)decay_steps - w);
+    return (float)(min_lr + 0.5 * (1.0 + cos(M_PI_VALUE * ratio)) * (base - min_lr));
 }
 
 static clformer_status check_ids(const int32_t *ids, size_t rows, size_t cols, int vocab,

@@ -10,6 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+static uint64_t epoch_of(const clformer_trainer *t)
+{
+    return t->batcher ? clformer_batcher_epoch(t->batcher) : 0; /* LM windows: no epochs */
+}
+
 static bool done(const clformer_trainer *t)
 {
     if (t->o.steps > 0) return clformer_model_step(t->model) >= t->o.steps;
@@ -90,13 +95,16 @@ static clformer_status validate(clformer_trainer *t, clformer_train_progress p,
     /* on a stop request, validation (which changes nothing) is skipped or
      * abandoned, so that the run saves and ends at once; skipped only on an
      * agreed request, as every rank takes part in the loss */
-    if (!t->val || t->stopping) return CLFORMER_OK;
+    if ((!t->val && !cf_lm_has_validation(t)) || t->stopping) return CLFORMER_OK;
     const double t0 = cf_now_s();
     double loss, bleu = NAN;
     size_t tokens;
-    clformer_status st = clformer_corpus_loss(t->session, t->val, 4096, &loss, &tokens);
+    clformer_status st = t->lm ? cf_lm_validation_loss(t, &loss, &tokens)
+                               : clformer_corpus_loss(t->session, t->val, 4096, &loss, &tokens);
     if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation loss");
-    size_t n = t->o.bleu_sentences < t->val_text->n ? t->o.bleu_sentences : t->val_text->n;
+    size_t n = t->lm                               ? 0
+               : t->o.bleu_sentences < t->val_text->n ? t->o.bleu_sentences
+                                                      : t->val_text->n;
     if (cf_trainer_rank(t) != 0) n = 0;
     if (n > 0 && !t->stop && (st = validation_bleu(t, n, &bleu)) != CLFORMER_OK)
         return cf_fail_prefix(st, "validation BLEU");
@@ -215,20 +223,24 @@ static clformer_status train_step(clformer_trainer *t, clformer_train_progress *
 {
     /* the epoch is read before the batcher hands out an epoch's last batch
      * and moves on to the next epoch */
-    p->epoch = clformer_batcher_epoch(t->batcher) + 1;
+    p->epoch = epoch_of(t) + 1;
     const uint64_t step = clformer_model_step(t->model) + 1;
-    p->lr = clformer_learning_rate(t->schedule, t->lr, clformer_model_config(t->model)->d_model,
-                                   step, t->warmup);
+    p->lr = cf_trainer_lr(t, step);
     /* N ranks deal out N consecutive batches of the one sequence: rank r
      * trains on the r-th, so the data position stays global */
     clformer_step_stats s;
     for (int r = 0; r < cf_trainer_ranks(t); r++) {
         clformer_batch batch;
-        clformer_status st = clformer_batcher_next(t->batcher, &batch);
-        if (st != CLFORMER_OK) return cf_fail_prefix(st, "batching");
-        if (r != cf_trainer_rank(t)) continue;
+        if (t->lm) { /* windows by counter: only this rank's batch is made */
+            if (r != cf_trainer_rank(t)) continue;
+            batch = cf_lm_batch(t, (step - 1) * (uint64_t)cf_trainer_ranks(t) + (uint64_t)r);
+        } else {
+            clformer_status st = clformer_batcher_next(t->batcher, &batch);
+            if (st != CLFORMER_OK) return cf_fail_prefix(st, "batching");
+            if (r != cf_trainer_rank(t)) continue;
+        }
         /* a non-finite step still reports its figures: check_divergence words it */
-        st = clformer_session_train_step(t->session, &batch, p->lr, &s);
+        clformer_status st = clformer_session_train_step(t->session, &batch, p->lr, &s);
         if (st == CLFORMER_ERR_DIVERGED) cf_clear_error();
         else if (st != CLFORMER_OK) return st;
     }
@@ -298,7 +310,7 @@ clformer_status clformer_trainer_run(clformer_trainer *t, clformer_train_result 
     if (!res->stopped) { /* the final validation; a stop request abandons it */
         clformer_train_progress p;
         memset(&p, 0, sizeof p);
-        p.epoch = clformer_batcher_epoch(t->batcher);
+        p.epoch = epoch_of(t);
         p.last = true;
         CF_TRY(validate(t, p, res));
         CF_TRY(agree_on_stop(t));

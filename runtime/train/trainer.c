@@ -26,10 +26,28 @@ void clformer_train_options_default(clformer_train_options *o)
     o->schedule = CLFORMER_LR_CONSTANT;
     o->warmup = 4000;
     o->bleu_sentences = 200;
+    o->eval_batches = 20;
+    o->min_lr = -1.0f;
+}
+
+float cf_trainer_lr(const clformer_trainer *t, uint64_t step)
+{
+    if (t->schedule != CLFORMER_LR_COSINE)
+        return clformer_learning_rate(t->schedule, t->lr, clformer_model_config(t->model)->d_model,
+                                      step, t->warmup);
+    const float min_lr = t->min_lr >= 0.0f ? t->min_lr : t->lr / 10.0f;
+    const uint64_t decay = t->decay_steps ? t->decay_steps : t->o.steps;
+    return clformer_learning_rate_cosine(t->lr, min_lr, step, t->warmup, decay);
+}
+
+static const char *schedule_name(clformer_lr_schedule s)
+{
+    return s == CLFORMER_LR_NOAM ? "noam" : s == CLFORMER_LR_COSINE ? "cosine" : "constant";
 }
 
 static clformer_status check_options(const clformer_train_options *o)
 {
+    if (o->text_path) return CLFORMER_OK; /* a language model: lm.c checks the rest */
     if (!o->train_text && (!o->src_path || !o->tgt_path))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "training needs sentence pairs: a text, or source and target files");
@@ -228,11 +246,16 @@ static clformer_status open_model(clformer_trainer *t)
 
 char *trainer_state_json(const clformer_trainer *t)
 {
-    json_t *b = cf_batcher_state_to_json(t->batcher->b);
-    json_t *o = json_pack("{s:o, s:f, s:s, s:I}", "batching", b ? b : json_null(), "lr",
-                          (double)t->lr, "schedule",
-                          t->schedule == CLFORMER_LR_NOAM ? "noam" : "constant", "warmup",
-                          (json_int_t)t->warmup);
+    char seed[32];
+    snprintf(seed, sizeof seed, "%" PRIu64, t->batching.seed);
+    /* a language model's windows follow from (seed, step): no position to keep */
+    json_t *b = t->lm ? json_pack("{s:s, s:I, s:b, s:s}", "mode", "lm", "batch_size",
+                                  (json_int_t)t->batching.batch_size, "shuffle", 1, "seed", seed)
+                      : cf_batcher_state_to_json(t->batcher->b);
+    json_t *o = json_pack("{s:o, s:f, s:s, s:I, s:I, s:f}", "batching", b ? b : json_null(), "lr",
+                          (double)t->lr, "schedule", schedule_name(t->schedule), "warmup",
+                          (json_int_t)t->warmup, "decay_steps", (json_int_t)t->decay_steps,
+                          "min_lr", (double)t->min_lr);
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
     json_decref(o);
     return s;
@@ -246,12 +269,14 @@ static clformer_status restore(clformer_trainer *t)
     json_error_t err;
     json_t *root = text ? json_loads(text, 0, &err) : NULL;
     const char *schedule = NULL, *mode = NULL, *seed = NULL;
-    double lr = 0;
-    json_int_t warmup = 0, size = 0, tokens = 0, window = 0;
+    double lr = 0, min_lr = -1;
+    json_int_t warmup = 0, size = 0, tokens = 0, window = 0, decay = 0;
     int shuffle = 0;
     json_t *b = NULL;
-    if (!root || json_unpack_ex(root, &err, 0, "{s:o, s:F, s:s, s:I}", "batching", &b, "lr", &lr,
-                                "schedule", &schedule, "warmup", &warmup) != 0 ||
+    if (!root ||
+        json_unpack_ex(root, &err, 0, "{s:o, s:F, s:s, s:I, s?I, s?F}", "batching", &b, "lr", &lr,
+                       "schedule", &schedule, "warmup", &warmup, "decay_steps", &decay,
+                       "min_lr", &min_lr) != 0 ||
         json_unpack_ex(b, &err, 0, "{s:s, s?I, s?I, s:b, s:s, s?I}", "mode", &mode,
                        "batch_size", &size, "batch_tokens", &tokens, "shuffle", &shuffle, "seed",
                        &seed, "bucket_window", &window) != 0) {
@@ -261,11 +286,25 @@ static clformer_status restore(clformer_trainer *t)
                        text ? err.text : "it is not a training checkpoint");
     }
     t->lr = (float)lr;
-    t->schedule = !strcmp(schedule, "noam") ? CLFORMER_LR_NOAM : CLFORMER_LR_CONSTANT;
+    t->schedule = !strcmp(schedule, "noam")     ? CLFORMER_LR_NOAM
+                  : !strcmp(schedule, "cosine") ? CLFORMER_LR_COSINE
+                                                : CLFORMER_LR_CONSTANT;
     t->warmup = (uint64_t)warmup;
+    t->decay_steps = (uint64_t)decay;
+    t->min_lr = (float)min_lr;
     const clformer_batcher_options bo = {(int)size, (int)tokens, shuffle != 0,
                                          strtoull(seed, NULL, 10), (int)window};
     t->batching = bo;
+    if ((strcmp(mode, "lm") == 0) != (t->lm != NULL)) {
+        json_decref(root);
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "'%s' is a %s checkpoint: resume it with "
+                       "%s", t->o.resume_path, t->lm ? "translation" : "language-model",
+                       t->lm ? "translation data" : "--task lm");
+    }
+    if (t->lm) {
+        json_decref(root);
+        return CLFORMER_OK;
+    }
     clformer_status st = clformer_batcher_create(t->train, &bo, &t->batcher);
     if (st == CLFORMER_OK) st = cf_batcher_state_from_json(t->batcher->b, b);
     json_decref(root);
@@ -279,17 +318,24 @@ static clformer_status setup(clformer_trainer *t)
     t->lr = o->lr;
     t->schedule = o->schedule;
     t->warmup = o->warmup;
+    t->decay_steps = o->decay_steps;
+    t->min_lr = o->min_lr;
     t->batching = o->batching;
-    CF_TRY(load_text(t));
-    if (o->resume_path || o->init_path) CF_TRY(open_model(t));
-    CF_TRY(tokenizers(t));
-    CF_TRY(vocabularies(t));
-    CF_TRY(encode(t, t->model ? clformer_model_config(t->model)->max_len : o->config.max_len));
-    if (!t->model) CF_TRY(fresh_model(t));
+    if (o->text_path) {
+        if (o->resume_path || o->init_path) CF_TRY(open_model(t));
+        CF_TRY(cf_lm_setup(t));
+    } else {
+        CF_TRY(load_text(t));
+        if (o->resume_path || o->init_path) CF_TRY(open_model(t));
+        CF_TRY(tokenizers(t));
+        CF_TRY(vocabularies(t));
+        CF_TRY(encode(t, t->model ? clformer_model_config(t->model)->max_len : o->config.max_len));
+        if (!t->model) CF_TRY(fresh_model(t));
+    }
     if (!o->resume_path) {
         clformer_status st = clformer_model_set_optimizer(t->model, &o->optim);
         if (st != CLFORMER_OK) return cf_fail_prefix(st, "optimizer settings");
-        st = clformer_batcher_create(t->train, &o->batching, &t->batcher);
+        if (!t->lm) st = clformer_batcher_create(t->train, &o->batching, &t->batcher);
         if (st != CLFORMER_OK) return cf_fail_prefix(st, "batching");
     } else {
         CF_TRY(restore(t));
@@ -299,7 +345,7 @@ static clformer_status setup(clformer_trainer *t)
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                            "%s is already at step %" PRIu64 "; --steps is the total number of "
                            "steps, so ask for more than %" PRIu64, o->resume_path, at, at);
-        const uint64_t epoch = clformer_batcher_epoch(t->batcher);
+        const uint64_t epoch = t->batcher ? clformer_batcher_epoch(t->batcher) : 0;
         if (o->epochs > 0 && epoch >= o->epochs)
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                            "%s has already trained %" PRIu64 " epochs; --epochs is the total "
@@ -342,6 +388,7 @@ void clformer_trainer_free(clformer_trainer *t)
     if (!t) return;
     if (t->log) fclose(t->log);
     clformer_batcher_free(t->batcher);
+    cf_lm_free(t->lm);
     cf_corpus_free(t->train);
     cf_corpus_free(t->val);
     cf_vocab_free(t->src_vocab);
@@ -380,6 +427,20 @@ const clformer_corpus *clformer_trainer_corpus(const clformer_trainer *t, bool v
 clformer_batcher *clformer_trainer_batcher(clformer_trainer *t) { return t->batcher; }
 
 bool clformer_trainer_resumed(const clformer_trainer *t) { return t->resumed; }
+
+bool clformer_trainer_data_summary(const clformer_trainer *t, bool validation, char *buf,
+                                   size_t cap)
+{
+    if (t->lm) {
+        if (validation && !cf_lm_has_validation(t)) return false;
+        cf_lm_summary(t, validation, buf, cap);
+        return true;
+    }
+    const clformer_corpus *c = validation ? t->val : t->train;
+    if (!c) return false;
+    clformer_corpus_summary(c, buf, cap);
+    return true;
+}
 
 void clformer_trainer_settings(const clformer_trainer *t, clformer_train_options *s)
 {

@@ -52,7 +52,25 @@ struct clformer_trainer {
     /* the newest checkpoint this run wrote (for messages; NULL: none) */
     const char *saved_path;
     uint64_t saved_step;
+    /* language modelling (lm.c; NULL: translation): the token streams; the
+     * batcher, corpora and vocabularies above are then unused */
+    struct cf_lm_data *lm;
+    uint64_t decay_steps;            /* the cosine schedule in force */
+    float min_lr;
 };
+
+/* Language modelling (lm.c): the streams and a fresh model when none was
+ * loaded; batch `index` of the training windows (valid until the next
+ * call); the validation loss over eval_batches batches of fixed windows. */
+clformer_status cf_lm_setup(clformer_trainer *t);
+void cf_lm_free(struct cf_lm_data *d);
+clformer_batch cf_lm_batch(clformer_trainer *t, uint64_t index);
+clformer_status cf_lm_validation_loss(clformer_trainer *t, double *loss, size_t *tokens);
+bool cf_lm_has_validation(const clformer_trainer *t);
+void cf_lm_summary(const clformer_trainer *t, bool validation, char *buf, size_t cap);
+
+/* The learning rate of `step` under the schedule in force. */
+float cf_trainer_lr(const clformer_trainer *t, uint64_t step);
 
 /* This process's rank and the number of ranks (0 and 1 alone). */
 static inline int cf_trainer_rank(const clformer_trainer *t)

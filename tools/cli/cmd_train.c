@@ -1,4 +1,5 @@
-/* `clformer train`: train a translation model on parallel text. */
+/* `clformer train`: train a translation model on parallel text, or (--task
+ * lm) a decoder-only language model on plain text. */
 #include "cli.h"
 #include "spm_setup.h"
 #include "clformer.h"
@@ -22,6 +23,23 @@ static bool preset(const char *name, clformer_config *c)
         c->d_model = 256, c->n_heads = 4, c->d_ff = 1024, c->n_enc_layers = c->n_dec_layers = 3;
     } else if (!strcmp(name, "base")) {
         c->d_model = 512, c->n_heads = 8, c->d_ff = 2048, c->n_enc_layers = c->n_dec_layers = 6;
+    } else if (!strncmp(name, "gpt", 3)) {
+        /* GPT-2's layout: decoder-only, pre-norm with a final LayerNorm,
+         * learned positions, tied embeddings, tanh GELU, no embedding scale,
+         * no lm_head bias. gpt-mini is nanoGPT's CPU run, gpt-char its
+         * shakespeare_char config, gpt2 the 124M model. */
+        c->n_enc_layers = 0, c->positional = CLFORMER_POS_LEARNED, c->share_tgt_embed = true;
+        c->activation = CLFORMER_ACT_GELU_TANH, c->scale_embed = false, c->generator_bias = false;
+        c->norm_first = true, c->dropout = 0.0f;
+        if (!strcmp(name, "gpt-mini"))
+            c->d_model = 128, c->n_heads = 4, c->n_dec_layers = 4, c->max_len = 64;
+        else if (!strcmp(name, "gpt-char"))
+            c->d_model = 384, c->n_heads = 6, c->n_dec_layers = 6, c->max_len = 256, c->dropout = 0.2f;
+        else if (!strcmp(name, "gpt2"))
+            c->d_model = 768, c->n_heads = 12, c->n_dec_layers = 12, c->max_len = 1024;
+        else
+            return false;
+        c->d_ff = 4 * c->d_model;
     } else {
         return false;
     }
@@ -44,11 +62,12 @@ static int check_resume(clformer_trainer *t, void *user)
 /* Everything `clformer train` parses, as the options table writes it. */
 typedef struct {
     const char *src, *tgt, *val_src, *val_tgt, *init, *resume, *save, *log, *plot, *config_name,
-        *activation, *positional, *schedule, *optimizer;
+        *activation, *positional, *schedule, *optimizer, *task, *text, *val_text;
     long min_freq, max_vocab, batch_size, batch_tokens, steps, epochs, warmup, eval_every,
         save_every, bleu_sentences, seed, check_sync, d_model, heads, d_ff, enc_layers, dec_layers,
-        max_len;
-    double lr, clip, weight_decay, dropout, label_smoothing;
+        max_len, context, eval_batches, decay_steps;
+    double lr, clip, weight_decay, dropout, label_smoothing, val_fraction, min_lr;
+    bool given_val_fraction, given_min_lr, given_config_lm;
     bool no_shuffle, post_norm, tie;
     train_given g;
     spm_flags spm;
@@ -61,13 +80,22 @@ static int parse_args(int argc, char **argv, train_args *a)
 {
     *a = (train_args){.config_name = "small", .schedule = "constant", .optimizer = "adam",
                       .min_freq = 1, .warmup = 4000, .bleu_sentences = 200, .seed = 1,
-                      .lr = 5e-4, .clip = 1.0, .dropout = 0.1};
+                      .lr = 5e-4, .clip = 1.0, .dropout = 0.1, .task = "translate",
+                      .val_fraction = 0.1, .eval_batches = 20};
     const cli_option options[] = {
+        {"--task", CLI_CHOICE, &a->task, NULL, "translate: sentence pairs (default); lm: a decoder-only language model on plain text", 0, 0, "translate|lm"},
+        {"--text", CLI_STRING, &a->text, "FILE", "lm: the training text (required with --task lm)"},
+        {"--val-text", CLI_STRING, &a->val_text, "FILE", "lm: validation text (default: the last --val-fraction of --text)"},
+        {"--val-fraction", CLI_DOUBLE, &a->val_fraction, "F", "lm: without --val-text, validate on the text's last fraction (default 0.1; 0: none)", 0, 0.9, NULL, &a->given_val_fraction},
+        {"--context", CLI_INT, &a->context, "N", "lm: tokens the model sees (default: the preset's)", 2, 65536, NULL, &a->g.max_len},
+        {"--eval-batches", CLI_INT, &a->eval_batches, "N", "lm: validation batches of random windows (default 20)", 1, 1 << 20},
+        {"--lr-decay-steps", CLI_INT, &a->decay_steps, "N", "cosine: the step the decay ends (default --steps)", 1, 1L << 40},
+        {"--min-lr", CLI_DOUBLE, &a->min_lr, "LR", "cosine: the rate after the decay (default --lr / 10)", 0, 1000, NULL, &a->given_min_lr},
         {"--src", CLI_STRING, &a->src, "FILE", "training source sentences, one per line (required)"},
         {"--tgt", CLI_STRING, &a->tgt, "FILE", "training target sentences, line-aligned (required)"},
         {"--val-src", CLI_STRING, &a->val_src, "FILE", "validation source sentences"},
         {"--val-tgt", CLI_STRING, &a->val_tgt, "FILE", "validation target sentences"},
-        {"--config", CLI_CHOICE, &a->config_name, NULL, "model size preset (default small)", 0, 0, "tiny|small|base", &a->g.config},
+        {"--config", CLI_CHOICE, &a->config_name, NULL, "model preset (default small; lm: gpt-mini)", 0, 0, "tiny|small|base|gpt-mini|gpt-char|gpt2", &a->g.config},
         {"--d-model", CLI_INT, &a->d_model, "N", "width of token vectors", 1, 65536, NULL, &a->g.d_model},
         {"--heads", CLI_INT, &a->heads, "N", "attention heads (must divide --d-model)", 1, 4096, NULL, &a->g.heads},
         {"--d-ff", CLI_INT, &a->d_ff, "N", "feed-forward hidden width", 1, 1 << 20, NULL, &a->g.d_ff},
@@ -75,14 +103,14 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--dec-layers", CLI_INT, &a->dec_layers, "N", "decoder blocks", 1, 1024, NULL, &a->g.dec_layers},
         {"--max-len", CLI_INT, &a->max_len, "N", "longest sequence with <sos>/<eos> (default 256); longer pairs are skipped", 3, 65536, NULL, &a->g.max_len},
         {"--post-norm", CLI_FLAG, &a->post_norm, NULL, "post-norm blocks (the paper's) instead of pre-norm", 0, 0, NULL, &a->g.post_norm},
-        {"--activation", CLI_CHOICE, &a->activation, NULL, "feed-forward activation (default relu)", 0, 0, "relu|gelu", &a->g.activation},
+        {"--activation", CLI_CHOICE, &a->activation, NULL, "feed-forward activation (default relu)", 0, 0, "relu|gelu|gelu_tanh", &a->g.activation},
         {"--positional", CLI_CHOICE, &a->positional, NULL, "positional encoding (default sinusoidal)", 0, 0, "sinusoidal|learned", &a->g.positional},
         {"--tie-embeddings", CLI_FLAG, &a->tie, NULL, "tie the generator to the target embedding", 0, 0, NULL, &a->g.tie},
         {"--dropout", CLI_DOUBLE, &a->dropout, "P", "dropout probability (default 0.1)", 0, 0.99, NULL, &a->g.dropout},
         {"--label-smoothing", CLI_DOUBLE, &a->label_smoothing, "E", "label smoothing (default 0)", 0, 0.99, NULL, &a->g.label_smoothing},
         {"--min-freq", CLI_INT, &a->min_freq, "N", "vocabulary: keep tokens seen at least N times (default 1)", 1, 1000000},
         {"--max-vocab", CLI_INT, &a->max_vocab, "N", "vocabulary: at most N tokens with the 4 specials (0: all)", 0, 1 << 24},
-        {"--tokenizer", CLI_CHOICE, &a->spm.tokenizer, NULL, "word: whitespace tokens (default); spm: raw text, SentencePiece subwords", 0, 0, "word|spm"},
+        {"--tokenizer", CLI_CHOICE, &a->spm.tokenizer, NULL, "word: whitespace tokens (default); spm: raw text, SentencePiece subwords; lm: char (default) or byte", 0, 0, "word|spm|char|byte"},
         {"--vocab-size", CLI_INT, &a->spm.vocab_size, "N", "spm: learn a joint vocabulary of N pieces from the training text", 8, 1 << 20},
         {"--tokenizer-type", CLI_CHOICE, &a->spm.type, NULL, "spm: the kind learned (default unigram)", 0, 0, "unigram|bpe"},
         {"--tokenizer-model", CLI_STRING, &a->spm.model, "FILE.model", "spm: use this SentencePiece model for both sides"},
@@ -97,8 +125,8 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--no-shuffle", CLI_FLAG, &a->no_shuffle, NULL, "batches of consecutive pairs in file order", 0, 0, NULL, &a->g.no_shuffle},
         {"--seed", CLI_INT, &a->seed, "N", "seed of initialisation, dropout and shuffling (default 1)", 0, 0, NULL, &a->g.seed},
         {"--lr", CLI_DOUBLE, &a->lr, "LR", "learning rate, or the noam factor (default 5e-4)", 0, 1000, NULL, &a->g.lr},
-        {"--lr-schedule", CLI_CHOICE, &a->schedule, NULL, "learning-rate schedule (default constant)", 0, 0, "constant|noam", &a->g.schedule},
-        {"--warmup", CLI_INT, &a->warmup, "N", "noam warm-up steps (default 4000)", 1, 1L << 30, NULL, &a->g.warmup},
+        {"--lr-schedule", CLI_CHOICE, &a->schedule, NULL, "learning-rate schedule (default constant; lm: cosine)", 0, 0, "constant|noam|cosine", &a->g.schedule},
+        {"--warmup", CLI_INT, &a->warmup, "N", "noam/cosine warm-up steps (default 4000; lm: 100)", 0, 1L << 30, NULL, &a->g.warmup},
         {"--optimizer", CLI_CHOICE, &a->optimizer, NULL, "Adam (L2 decay) or AdamW (decoupled) (default adam)", 0, 0, "adam|adamw", &a->g.optimizer},
         {"--weight-decay", CLI_DOUBLE, &a->weight_decay, "W", "weight decay of matrices and embeddings (default 0)", 0, 10, NULL, &a->g.weight_decay},
         {"--clip", CLI_DOUBLE, &a->clip, "NORM", "global gradient-norm clip, 0 = off (default 1)", 0, 1e6, NULL, &a->g.clip},
@@ -113,7 +141,13 @@ static int parse_args(int argc, char **argv, train_args *a)
     const cli_spec spec = {
         "train",
         "Train an encoder-decoder Transformer on parallel text (one sentence per line,\n"
-        "whitespace tokens). Vocabularies come from the training data (or --init/--resume).\n"
+        "whitespace tokens), or with --task lm a decoder-only (GPT) language model on plain\n"
+        "text: the text is encoded once (characters or bytes), each step takes --batch-size\n"
+        "random windows of --context tokens drawn from (seed, step), so --resume is exact.\n"
+        "lm defaults follow nanoGPT: AdamW (0.9, 0.99), lr 1e-3, weight decay 0.1, cosine\n"
+        "schedule with 100 warm-up steps down to lr/10, batch 12, clip 1.\n"
+        "Vocabularies come from the training data (or --init/--resume; --init also takes a\n"
+        "Hugging Face GPT-2 directory).\n"
         "With --tokenizer spm the text is raw and the vocabulary SentencePiece subwords, learned\n"
         "(--vocab-size) or given (--tokenizer-model); the checkpoint carries the tokenizer, so\n"
         "translate and eval take and give raw text.",
@@ -124,6 +158,8 @@ static int parse_args(int argc, char **argv, train_args *a)
         "  clformer train --src train.en --tgt train.de --resume model.safetensors --steps 20000\n"
         "  clformer train --src raw/train.en --tgt raw/train.de --tokenizer spm --vocab-size 8000 \\\n"
         "      --steps 2000 --save spm.safetensors\n"
+        "  clformer train --task lm --text input.txt --config gpt-mini --steps 2000 \\\n"
+        "      --eval-every 250 --save lm.safetensors\n"
         "Ctrl-C (or SIGTERM) saves a training checkpoint (--save, else\n"
         "clformer-interrupted.safetensors). Under mpirun see docs/DISTRIBUTED.md.\n"
         "The device is CLFORMER_DEVICE's choice (see clformer devices).",
@@ -134,8 +170,40 @@ static int parse_args(int argc, char **argv, train_args *a)
 
 /* Options that contradict each other or would silently do nothing: a
  * one-line error each and EXIT_USAGE; -1 when there is none. */
+static int check_lm_consistency(const train_args *a)
+{
+    if (!a->text) return cli_error("train", "--task lm needs --text FILE (the training text)"), EXIT_USAGE;
+    if (a->src || a->tgt || a->val_src || a->val_tgt)
+        return cli_error("train", "--task lm reads --text (and --val-text), not --src/--tgt"), EXIT_USAGE;
+    if (!a->steps || a->epochs)
+        return cli_error("train", "--task lm trains for --steps N (random windows have no epochs)"), EXIT_USAGE;
+    if (a->batch_tokens) return cli_error("train", "--task lm batches --batch-size windows, not --batch-tokens"), EXIT_USAGE;
+    if (a->spm.tokenizer && strcmp(a->spm.tokenizer, "char") && strcmp(a->spm.tokenizer, "byte"))
+        return cli_error("train", "--task lm tokenizes with --tokenizer char or byte (SentencePiece and GPT-2 BPE are not supported for lm yet)"), EXIT_USAGE;
+    if (a->val_text && a->given_val_fraction)
+        return cli_error("train", "give --val-text or --val-fraction, not both"), EXIT_USAGE;
+    if (a->g.config && strncmp(a->config_name, "gpt", 3))
+        return cli_error("train", "--task lm takes a gpt preset (--config gpt-mini|gpt-char|gpt2)"), EXIT_USAGE;
+    if (a->g.enc_layers) return cli_error("train", "a language model has no encoder: remove --enc-layers"), EXIT_USAGE;
+    if (a->init && (a->g.config || a->g.d_model || a->g.heads || a->g.d_ff || a->g.dec_layers || a->g.max_len))
+        return cli_error("train", "the model's shape comes from --init: remove the model options (--config, --context, ...)"), EXIT_USAGE;
+    if (a->init && a->resume) return cli_error("train", "--init and --resume exclude each other"), EXIT_USAGE;
+    if (a->save_every && !a->save) return cli_error("train", "--save-every needs --save"), EXIT_USAGE;
+    return -1;
+}
+
 static int check_consistency(const train_args *a)
 {
+    const bool lm = !strcmp(a->task, "lm");
+    if (lm) return check_lm_consistency(a);
+    if (a->text || a->val_text)
+        return cli_error("train", "--text is for --task lm; translation reads --src and --tgt"), EXIT_USAGE;
+    if (a->spm.tokenizer && (!strcmp(a->spm.tokenizer, "char") || !strcmp(a->spm.tokenizer, "byte")))
+        return cli_error("train", "--tokenizer char|byte is for --task lm"), EXIT_USAGE;
+    if (a->g.config && !strncmp(a->config_name, "gpt", 3))
+        return cli_error("train", "the gpt presets are decoder-only language models: add --task lm"), EXIT_USAGE;
+    if (!strcmp(a->schedule, "cosine") && !a->g.warmup)
+        return cli_error("train", "--lr-schedule cosine needs --warmup N (warm-up steps, 0 for none)"), EXIT_USAGE;
     if (!a->src || !a->tgt) return cli_error("train", "--src and --tgt are required"), EXIT_USAGE;
     if (!a->val_src != !a->val_tgt) return cli_error("train", "--val-src and --val-tgt go together"), EXIT_USAGE;
     if (!a->steps == !a->epochs) return cli_error("train", "give exactly one of --steps and --epochs"), EXIT_USAGE;
@@ -151,8 +219,8 @@ static int check_consistency(const train_args *a)
     /* options that would silently do nothing */
     if (a->eval_every && !a->val_src)
         return cli_error("train", "--eval-every needs validation data (--val-src and --val-tgt)"), EXIT_USAGE;
-    if (a->g.warmup && strcmp(a->schedule, "noam") != 0)
-        return cli_error("train", "--warmup applies to --lr-schedule noam only (the constant schedule has no warm-up)"),
+    if (a->g.warmup && !strcmp(a->schedule, "constant"))
+        return cli_error("train", "--warmup applies to --lr-schedule noam or cosine (the constant schedule has no warm-up)"),
                EXIT_USAGE;
     const char *spm_problem = spm_flags_problem(&a->spm, !a->init && !a->resume);
     if (spm_problem) return cli_error("train", "%s", spm_problem), EXIT_USAGE;
@@ -165,6 +233,24 @@ static int check_consistency(const train_args *a)
 static int build_options(train_args *a, clformer_train_options *o)
 {
     clformer_train_options_default(o);
+    const bool lm = !strcmp(a->task, "lm");
+    if (lm) { /* nanoGPT's defaults where the command line is silent */
+        if (!a->g.config) a->config_name = "gpt-mini";
+        if (!a->g.batch_size) a->batch_size = 12;
+        if (!a->g.lr) a->lr = 1e-3;
+        if (!a->g.schedule) a->schedule = "cosine";
+        if (!a->g.warmup) a->warmup = 100;
+        if (!a->g.optimizer) a->optimizer = "adamw";
+        if (!a->g.weight_decay) a->weight_decay = 0.1;
+        o->text_path = a->text, o->val_text_path = a->val_text;
+        o->val_fraction = a->val_text ? 0.0f : (float)a->val_fraction;
+        o->lm_tokenizer = a->spm.tokenizer && !strcmp(a->spm.tokenizer, "byte") ? CLFORMER_LM_BYTE
+                                                                                : CLFORMER_LM_CHAR;
+        o->eval_batches = (size_t)a->eval_batches;
+        o->bleu_sentences = 0;
+    }
+    o->decay_steps = (uint64_t)a->decay_steps;
+    o->min_lr = a->given_min_lr ? (float)a->min_lr : -1.0f;
     o->src_path = a->src, o->tgt_path = a->tgt, o->val_src_path = a->val_src, o->val_tgt_path = a->val_tgt;
     o->min_freq = (int)a->min_freq, o->max_vocab = (int)a->max_vocab;
     o->batching.batch_size = (int)a->batch_size;
@@ -180,15 +266,20 @@ static int build_options(train_args *a, clformer_train_options *o)
     if (a->dec_layers) c->n_dec_layers = (int)a->dec_layers;
     if (a->max_len) c->max_len = (int)a->max_len;
     c->norm_first = !a->post_norm;
-    if (a->activation) c->activation = !strcmp(a->activation, "gelu") ? CLFORMER_ACT_GELU : CLFORMER_ACT_RELU;
+    if (a->activation)
+        c->activation = !strcmp(a->activation, "gelu")        ? CLFORMER_ACT_GELU
+                        : !strcmp(a->activation, "gelu_tanh") ? CLFORMER_ACT_GELU_TANH
+                                                              : CLFORMER_ACT_RELU;
     if (a->positional) c->positional = !strcmp(a->positional, "learned") ? CLFORMER_POS_LEARNED : CLFORMER_POS_SINUSOIDAL;
-    c->share_tgt_embed = a->tie;
-    c->dropout = (float)a->dropout;
+    if (!lm) c->share_tgt_embed = a->tie; /* gpt presets are tied */
+    if (lm && a->context) c->max_len = (int)a->context;
+    if (!lm || a->g.dropout) c->dropout = (float)a->dropout; /* lm: the preset's unless given */
     c->label_smoothing = (float)a->label_smoothing;
     if (!a->init && !a->resume) {
         /* check the shape now (vocabulary sizes are filled in from the data) */
         clformer_config probe = *c;
-        probe.src_vocab = probe.tgt_vocab = 5;
+        probe.src_vocab = lm ? 0 : 5;
+        probe.tgt_vocab = 5;
         if (clformer_config_validate(&probe) != CLFORMER_OK) {
             cli_runtime_error("train", "model options");
             return EXIT_USAGE;
@@ -201,7 +292,14 @@ static int build_options(train_args *a, clformer_train_options *o)
     o->optim.weight_decay = (float)a->weight_decay;
     o->optim.clip = (float)a->clip;
     o->lr = (float)a->lr;
-    o->schedule = !strcmp(a->schedule, "noam") ? CLFORMER_LR_NOAM : CLFORMER_LR_CONSTANT;
+    o->schedule = !strcmp(a->schedule, "noam")     ? CLFORMER_LR_NOAM
+                  : !strcmp(a->schedule, "cosine") ? CLFORMER_LR_COSINE
+                                                   : CLFORMER_LR_CONSTANT;
+    if (lm) { /* GPT training's AdamW: torch's eps, nanoGPT's beta2 (0.95 for gpt2) */
+        o->optim.beta1 = 0.9f;
+        o->optim.beta2 = !strcmp(a->config_name, "gpt2") ? 0.95f : 0.99f;
+        o->optim.eps = 1e-8f;
+    }
     o->warmup = (uint64_t)a->warmup;
     o->steps = (uint64_t)a->steps, o->epochs = (uint64_t)a->epochs;
     o->eval_every = (uint64_t)a->eval_every, o->bleu_sentences = (size_t)a->bleu_sentences;
@@ -224,7 +322,8 @@ static int check_outputs(const clformer_train_options *o, const char *plot)
 {
     const char *save = o->save_path;
     const cli_file outputs[] = {{"--save", save}, {"--plot", plot}, {"--log", o->log_path}};
-    const cli_file inputs[] = {{"--src", o->src_path},         {"--tgt", o->tgt_path},
+    const cli_file inputs[] = {{"--text", o->text_path},       {"--val-text", o->val_text_path},
+                               {"--src", o->src_path},         {"--tgt", o->tgt_path},
                                {"--val-src", o->val_src_path}, {"--val-tgt", o->val_tgt_path},
                                {"--log", o->log_path},         {"--plot", plot},
                                {"--save", save},               {"--init", o->init_path},
@@ -262,8 +361,8 @@ int cmd_train(int argc, char **argv)
     if (rc >= 0) return rc;
 
     if (ranks_require("train")) return 1;
-    void *spm_bytes[2];
-    if (spm_setup(&a.spm, &o, spm_bytes)) return 1;
+    void *spm_bytes[2] = {NULL, NULL};
+    if (!o.text_path && spm_setup(&a.spm, &o, spm_bytes)) return 1;
     clformer_context *ctx;
     if (ranks_context_create(&ctx) != CLFORMER_OK) {
         cli_runtime_error("train", "opening the device");
@@ -279,8 +378,9 @@ int cmd_train(int argc, char **argv)
     free(spm_bytes[0]);
     free(spm_bytes[1]);
     if (rc == 0 && ranks_get()->rank == 0)
-        printf("trained to step %llu in %.1fs (%.0f target tokens/s); last loss %.4f\n",
-               (unsigned long long)res.steps, res.seconds, res.tokens_per_s, res.loss);
+        printf("trained to step %llu in %.1fs (%.0f %stokens/s); last loss %.4f\n",
+               (unsigned long long)res.steps, res.seconds, res.tokens_per_s,
+               o.text_path ? "" : "target ", res.loss);
     clformer_context_free(ctx);
     return rc;
 }

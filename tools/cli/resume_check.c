@@ -66,8 +66,8 @@ static void shape(check *c, const clformer_config *have, const clformer_config *
     ints(c, g->max_len, "--max-len", have->max_len, want->max_len);
     words(c, g->post_norm, "--post-norm", have->norm_first ? "pre-norm" : "post-norm",
           want->norm_first ? "pre-norm" : "post-norm");
-    words(c, g->activation, "--activation", have->activation == CLFORMER_ACT_GELU ? "gelu" : "relu",
-          want->activation == CLFORMER_ACT_GELU ? "gelu" : "relu");
+    words(c, g->activation, "--activation", clformer_activation_name(have->activation),
+          clformer_activation_name(want->activation));
     words(c, g->positional, "--positional",
           have->positional == CLFORMER_POS_LEARNED ? "learned" : "sinusoidal",
           want->positional == CLFORMER_POS_LEARNED ? "learned" : "sinusoidal");
@@ -109,8 +109,8 @@ int resume_check(const char *command, const clformer_train_options *want, const 
     shape(&c, &have->config, &want->config, g);
     batching(&c, &have->batching, &want->batching, g);
     floats(&c, g->lr, "--lr", have->lr, want->lr);
-    words(&c, g->schedule, "--lr-schedule", have->schedule == CLFORMER_LR_NOAM ? "noam" : "constant",
-          want->schedule == CLFORMER_LR_NOAM ? "noam" : "constant");
+    static const char *const schedules[3] = {"constant", "noam", "cosine"};
+    words(&c, g->schedule, "--lr-schedule", schedules[have->schedule], schedules[want->schedule]);
     ints(&c, g->warmup, "--warmup", (long long)have->warmup, (long long)want->warmup);
     words(&c, g->optimizer, "--optimizer", have->optim.optimizer == CLFORMER_ADAMW ? "adamw" : "adam",
           want->optim.optimizer == CLFORMER_ADAMW ? "adamw" : "adam");

@@ -106,12 +106,10 @@ static bool on_progress(const clformer_train_progress *p, void *user)
 static void print_summary(clformer_trainer *t, clformer_context *ctx, const char *resume_path)
 {
     char line[256];
-    clformer_corpus_summary(clformer_trainer_corpus(t, false), line, sizeof line);
-    printf("training data: %s\n", line);
-    if (clformer_trainer_corpus(t, true)) {
-        clformer_corpus_summary(clformer_trainer_corpus(t, true), line, sizeof line);
+    if (clformer_trainer_data_summary(t, false, line, sizeof line))
+        printf("training data: %s\n", line);
+    if (clformer_trainer_data_summary(t, true, line, sizeof line))
         printf("validation data: %s\n", line);
-    }
     const clformer_model *m = clformer_trainer_model(t);
     const clformer_config *c = clformer_model_config(m);
     const clformer_memory mem = clformer_model_memory(m);
@@ -119,7 +117,7 @@ static void print_summary(clformer_trainer *t, clformer_context *ctx, const char
            "%.2fM parameters (%.0f MiB with gradients and Adam state)\n",
            c->d_model, c->n_heads, c->d_ff, c->n_enc_layers, c->n_dec_layers,
            c->norm_first ? "pre-norm" : "post-norm",
-           c->activation == CLFORMER_ACT_GELU ? "gelu" : "relu", c->src_vocab, c->tgt_vocab,
+           clformer_activation_name(c->activation), c->src_vocab, c->tgt_vocab,
            (double)clformer_model_parameter_count(m) / 1e6,
            (double)(mem.parameters + mem.gradients + mem.optimizer) / 1048576.0);
     printf("device: %s\n", clformer_context_device(ctx)->name);
