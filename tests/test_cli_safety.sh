@@ -169,17 +169,20 @@ train)
   [[ $rc -eq 130 && -s locked.safetensors && ! -e locked.safetensors.lock ]] \
     && ok "the first run saved on Ctrl-C (130) and released its lock" \
     || bad "the first run: exit $rc: $(cat run1)"
-  # SIGTERM while the data loads and kernels compile: 130 and one line
-  "$bin" "${train[@]}" --steps 5 --no-save > /dev/null 2> run2 &
+  # SIGTERM while the data loads: 130 and one line (the source is a FIFO
+  # nobody writes, so the run is still reading it when the signal comes)
+  mkfifo slow.src
+  "$bin" train --src slow.src --tgt train.tgt --config tiny --steps 5 --no-save > /dev/null 2> run2 &
   job=$!; pids+=("$job")
-  sleep 0.5; kill -TERM "$job"; wait "$job"; rc=$?
+  sleep 1; kill -TERM "$job"; wait "$job"; rc=$?
   [[ $rc -eq 130 && "$(grep -v '^$' run2)" == "clformer train: interrupted" ]] \
     && ok "SIGTERM while loading: 130, one line" || bad "SIGTERM while loading: exit $rc: $(cat run2)"
   # a second signal after the interrupt save ends with 130, not with -15
   "$bin" "${train[@]}" --steps 100000 --save twice.safetensors --log twice.jsonl > /dev/null 2> run3 &
   job=$!; pids+=("$job")
   for _ in $(seq 1 600); do [[ -s twice.jsonl ]] && break; sleep 0.1; done
-  kill -INT "$job"; sleep 0.05; kill -TERM "$job"; sleep 0.05; kill -TERM "$job"; wait "$job"; rc=$?
+  kill -INT "$job"; sleep 0.05; kill -TERM "$job" 2>/dev/null; sleep 0.05
+  kill -TERM "$job" 2>/dev/null; wait "$job"; rc=$?
   [[ $rc -eq 130 ]] && ok "signals during the interrupt save: 130" \
     || bad "signals during the interrupt save: exit $rc: $(cat run3)"
   ;;
