@@ -3,6 +3,7 @@
 #include "ranks.h"
 #include "cli.h"
 #include "commands.h"
+#include "exit_guard.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -190,7 +191,9 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
     } else if (st == CLFORMER_ERR_INTERRUPTED) {
         fprintf(stderr, "clformer %s: interrupted at step %" PRIu64 "\n", command, result->steps);
         rc = EXIT_INTERRUPTED;
-    } else if (st != CLFORMER_OK) {
+    }
+    /* a signal from now on ends the process (130) without another line */
+    if (rc == EXIT_INTERRUPTED) exit_guard_said(); else if (st != CLFORMER_OK) {
         cli_runtime_error(command, NULL);
         rc = 1;
     } else if (ranks_get()->rank == 0) {
@@ -199,8 +202,13 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
     }
     clformer_model *model = rc == 0 && model_out ? clformer_trainer_release_model(t) : NULL;
     clformer_trainer_free(t); /* closes the log */
-    if (rc == 0 && plot_path && o.log_path && ranks_get()->rank == 0)
+    if (rc == 0 && plot_path && o.log_path && ranks_get()->rank == 0) {
         rc = plot_training_log(command, o.log_path, plot_path, NULL, false, 0, 0);
+        if (rc != 0 && o.save_path) /* the figure failed, not the training */
+            fprintf(stderr, "clformer %s: the model was saved to %s; only --plot failed (draw it "
+                    "again with clformer plot --log %s --out FILE.png)\n", command, o.save_path,
+                    o.log_path);
+    }
     if (rc == 0 && model_out) *model_out = model;
     else clformer_model_free(model);
     return rc;
