@@ -5,6 +5,7 @@
 #   messages  the exact lines of errors that used to be wrong (lost separators,
 #             wrong blame, lists printed twice, help text, pipes refused)
 #   stdout    output that cannot reach stdout (/dev/full) is exit 1, not 0
+#   signals   SIGINT/SIGTERM during translate and eval: 130 and one line
 #   outputs   outputs that would overwrite an input or each other, and
 #             checkpoints aimed at devices or FIFOs, refused before any work
 #   train     (device) a run keeps what it trained; --log on a full device;
@@ -129,6 +130,23 @@ outputs)
     || bad "a device or FIFO was replaced"
   expect 2 "clformer train: error: --save and --no-save exclude each other" \
     "$bin" "${train[@]}" --steps 1 --save a --no-save
+  ;;
+signals)
+  # translate and eval had no handler: a signal killed them without a word.
+  # Their input is a FIFO nobody writes, so each is still reading it.
+  mkfifo never
+  echo model > m.safetensors
+  for run in "translate --model m.safetensors --input never" "eval --hyp never --ref never"; do
+    for sig in INT TERM; do
+      # shellcheck disable=SC2086
+      "$bin" $run > /dev/null 2> err &
+      job=$!; pids+=("$job")
+      sleep 0.5; kill -"$sig" "$job"; wait "$job"; rc=$?
+      cmd=${run%% *}
+      [[ $rc -eq 130 && "$(grep -v '^$' err)" == "clformer $cmd: interrupted" ]] \
+        && ok "SIG$sig during $cmd: 130, one line" || bad "SIG$sig during $cmd: exit $rc: $(cat err)"
+    done
+  done
   ;;
 train)
   export CLFORMER_DEVICE=${CLFORMER_DEVICE:-pocl:pthread}
