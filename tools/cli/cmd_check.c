@@ -48,9 +48,13 @@ static int check_device(const char *selector, bool quick, const char *only, repo
     }
     const clformer_device_info *dev = clformer_context_device(ctx);
     rep->device = dev->name;
-    bool small = quick || dev->simulator;
+    const clformer_device_profile *profile = clformer_context_profile(ctx);
+    bool small = quick || !profile->timings_meaningful;
     if (!rep->results && small && !quick)
         printf("(%s is a simulator: using --quick shapes)\n", dev->name);
+    if (!rep->results && profile->forced)
+        printf("(%s: %s layouts forced by CLFORMER_PROFILE=%s)\n", dev->name,
+               profile->gpu_layouts ? "GPU" : "CPU", profile->forced);
     int errors = 0;
     for (size_t i = 0; i < clformer_check_layer_count(); i++) {
         const char *layer = clformer_check_layer_name(i);
