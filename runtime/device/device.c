@@ -233,7 +233,9 @@ static bool matches(const clformer_device_info *d, const char *sel)
     clformer_device_type type;
     const char *colon = strchr(sel, ':');
     if (!colon) {
-        if (type_word(sel, &type)) return d->type == type;
+        /* a simulator only when named: a type word never picks Oclgrind,
+         * which would otherwise be "the best GPU" of a machine without one */
+        if (type_word(sel, &type)) return d->type == type && !d->simulator;
         return contains_nocase(d->platform, sel) || contains_nocase(d->platform_vendor, sel) ||
                contains_nocase(d->vendor, sel) || contains_nocase(d->name, sel);
     }

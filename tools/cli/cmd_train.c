@@ -31,6 +31,7 @@ static bool preset(const char *name, clformer_config *c)
 typedef struct {
     const clformer_train_options *want;
     const train_given *given;
+    const spm_flags *spm;
 } resume_args;
 
 static int check_resume(clformer_trainer *t, void *user)
@@ -38,7 +39,12 @@ static int check_resume(clformer_trainer *t, void *user)
     const resume_args *a = user;
     clformer_train_options have;
     clformer_trainer_settings(t, &have);
-    return resume_check("train", a->want, a->given, &have);
+    int rc = resume_check("train", a->want, a->given, &have);
+    if (rc == 0)
+        rc = resume_check_vocab("train", clformer_trainer_model(t), a->want, a->given,
+                                a->spm->tokenizer, a->spm->vocab_size, a->spm->type,
+                                a->spm->model, a->spm->src_model, a->spm->tgt_model);
+    return rc;
 }
 
 /* Everything `clformer train` parses, as the options table writes it. */
@@ -80,8 +86,8 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--tie-embeddings", CLI_FLAG, &a->tie, NULL, "tie the generator to the target embedding", 0, 0, NULL, &a->g.tie},
         {"--dropout", CLI_DOUBLE, &a->dropout, "P", "dropout probability (default 0.1)", 0, 0.99, NULL, &a->g.dropout},
         {"--label-smoothing", CLI_DOUBLE, &a->label_smoothing, "E", "label smoothing (default 0)", 0, 0.99, NULL, &a->g.label_smoothing},
-        {"--min-freq", CLI_INT, &a->min_freq, "N", "vocabulary: keep tokens seen at least N times (default 1)", 1, 1000000},
-        {"--max-vocab", CLI_INT, &a->max_vocab, "N", "vocabulary: at most N tokens with the 4 specials (0: all)", 0, 1 << 24},
+        {"--min-freq", CLI_INT, &a->min_freq, "N", "vocabulary: keep tokens seen at least N times (default 1)", 1, 1000000, NULL, &a->g.min_freq},
+        {"--max-vocab", CLI_INT, &a->max_vocab, "N", "vocabulary: at most N tokens with the 4 specials (0: all)", 0, 1 << 24, NULL, &a->g.max_vocab},
         {"--tokenizer", CLI_CHOICE, &a->spm.tokenizer, NULL, "word: whitespace tokens (default); spm: raw text, SentencePiece subwords", 0, 0, "word|spm"},
         {"--vocab-size", CLI_INT, &a->spm.vocab_size, "N", "spm: learn a joint vocabulary of N pieces from the training text", 8, 1 << 20},
         {"--tokenizer-type", CLI_CHOICE, &a->spm.type, NULL, "spm: the kind learned (default unigram)", 0, 0, "unigram|bpe"},
@@ -151,10 +157,12 @@ static int check_consistency(const train_args *a)
     /* options that would silently do nothing */
     if (a->eval_every && !a->val_src)
         return cli_error("train", "--eval-every needs validation data (--val-src and --val-tgt)"), EXIT_USAGE;
-    if (a->g.warmup && strcmp(a->schedule, "noam") != 0)
+    /* with --resume and no --lr-schedule the checkpoint's schedule decides
+     * (resume_check) */
+    if (a->g.warmup && strcmp(a->schedule, "noam") != 0 && (!a->resume || a->g.schedule))
         return cli_error("train", "--warmup applies to --lr-schedule noam only (the constant schedule has no warm-up)"),
                EXIT_USAGE;
-    const char *spm_problem = spm_flags_problem(&a->spm, !a->init && !a->resume);
+    const char *spm_problem = spm_flags_problem(&a->spm, !a->init && !a->resume, a->resume);
     if (spm_problem) return cli_error("train", "%s", spm_problem), EXIT_USAGE;
 
     return -1;
@@ -273,7 +281,7 @@ int cmd_train(int argc, char **argv)
     }
     clformer_train_result res;
     /* --resume: the options given must be the checkpoint's */
-    const resume_args check = {&o, &a.g};
+    const resume_args check = {&o, &a.g, &a.spm};
     rc = train_run("train", ctx, o, a.plot, a.resume ? check_resume : NULL, (void *)&check, NULL,
                    &res);
     free(spm_bytes[0]);
