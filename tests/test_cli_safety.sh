@@ -177,6 +177,20 @@ train)
   [[ $rc -eq 1 && "$out" == *"$warn"* && "$(tail -n 1 <<< "$out")" == "$last" && -s full.safetensors ]] \
     && ok "--log on a full device: $last" || bad "--log on a full device: exit $rc: $out"
   [[ -c $full ]] && ok "the device is still a device" || bad "the log replaced $full"
+  # --plot failing after the save (the figure onto a full device) says the model was saved
+  out=$("$bin" "${train[@]}" --steps 2 --save p.safetensors --log p.jsonl --plot "$full" 2>&1 >/dev/null); rc=$?
+  last="clformer train: the model was saved to p.safetensors; only --plot failed (draw it again with clformer plot --log p.jsonl --out FILE.png)"
+  [[ $rc -eq 1 && "$(tail -n 1 <<< "$out")" == "$last" && -s p.safetensors ]] \
+    && ok "--plot failing after the save: $last" || bad "--plot failing after the save: exit $rc: $out"
+  # a save that fails says "saving 'x': ..." once (it said "savingsaving 'x'")
+  mkdir gone
+  "$bin" "${train[@]}" --steps 100000 --save gone/x.safetensors --log gone.jsonl > /dev/null 2> run0 &
+  job=$!; pids+=("$job")
+  for _ in $(seq 1 600); do [[ -s gone.jsonl ]] && break; sleep 0.1; done
+  rm -rf gone; kill -INT "$job"; wait "$job"; rc=$?
+  err=$(grep '^clformer train: error' run0)
+  [[ $rc -eq 1 && "$err" == "clformer train: error: saving 'gone/x.safetensors': cannot write 'gone/x.safetensors.tmp."*": No such file or directory" ]] \
+    && ok "a failed save: $err" || bad "a failed save: exit $rc: $(cat run0)"
   # one run per --save path: a second run is refused while the first trains
   "$bin" "${train[@]}" --steps 100000 --save locked.safetensors --log lock.jsonl > run1 2>&1 &
   first=$!; pids+=("$first")
