@@ -38,7 +38,7 @@ fail() {
 corpus="" dir="" from=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
-        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         --from) [[ $# -ge 2 ]] || usage; from="$2"; shift 2 ;;
         --from=*) from="${1#--from=}"; shift ;;
         -*) echo "get-data.sh: error: unknown option $1 (see --help)" >&2; exit 2 ;;

@@ -106,6 +106,9 @@ interrupt)
     [ "$(cat rc.$r 2>/dev/null)" = 130 ] || { cat out; fail "rank $r did not exit 130"; }
   done
   [ "$(grep -c 'saved stop.safetensors' out)" = 1 ] || { cat out; fail "not one save message"; }
+  # the promise to save says what it depends on (issue 21: mpirun may kill first)
+  grep -qx "clformer: SIGTERM: stopping after this step and saving the checkpoint, if mpirun allows the time (--mca odls_base_sigkill_timeout 30; see docs/DISTRIBUTED.md)" out \
+    || { cat out; fail "no SIGTERM line naming mpirun's time limit"; }
   step=$(sed -n 's/.*interrupted at step \([0-9]*\); saved.*/\1/p' out)
   [ -n "$step" ] || { cat out; fail "no step in the interruption message"; }
   "$CLFORMER_BINARY" "${train[@]}" --resume stop.safetensors --steps $((step + 1)) > out2 2>&1 \

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
+#include "exit_guard.h"
 #include "ranks.h"
 
 #include <stdio.h>
@@ -74,9 +75,12 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < n_commands; i++)
         if (!strcmp(argv[1], commands[i].name)) {
+            /* a signal while MPI starts still ends with 130 and one line */
+            exit_guard_install(commands[i].name, false);
             pocl_devices_for_selector();
             ranks_init(&argc, &argv);
-            int rc = commands[i].run(argc - 1, argv + 1);
+            exit_guard_install(commands[i].name, ranks_get()->rank != 0);
+            int rc = exit_guard_finish(commands[i].name, commands[i].run(argc - 1, argv + 1));
             /* a failure on one rank of several ends them all, never a hang; a
              * Ctrl-C (130) is agreed by all ranks and ends normally */
             if (rc != 0 && rc != EXIT_INTERRUPTED && ranks_get()->size > 1) ranks_abort(rc);

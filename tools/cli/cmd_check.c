@@ -96,6 +96,22 @@ int cmd_check(int argc, char **argv)
     cli_result r = cli_parse(&spec, argc, argv);
     if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
 
+    if (only) { /* a pattern that names no layer: said before any device work */
+        size_t matched = 0;
+        char names[1024] = "";
+        for (size_t i = 0; i < clformer_check_layer_count(); i++) {
+            const char *layer = clformer_check_layer_name(i);
+            matched += fnmatch(only, layer, 0) == 0;
+            if (strlen(names) + strlen(layer) + 3 < sizeof names) {
+                if (i) strcat(names, ", ");
+                strcat(names, layer);
+            }
+        }
+        if (!matched) {
+            cli_error("check", "--layer '%s' matches no layer; the layers are %s", only, names);
+            return EXIT_USAGE;
+        }
+    }
     report rep = {json ? json_array() : NULL, "", 0, 0};
     int errors = 0;
     if (all) {

@@ -116,17 +116,22 @@ int cmd_devices(int argc, char **argv)
     cli_result r = cli_parse(&spec, argc, argv);
     if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
 
+    /* CLFORMER_DEVICE and the rest, read in one place; a bad setting
+     * (CLFORMER_LOG=verbose) is its own error, not a device's */
+    clformer_context_params env;
+    if (clformer_context_params_from_env(&env) != CLFORMER_OK) {
+        cli_runtime_error("devices", NULL);
+        return 1;
+    }
     clformer_device_info *devs = NULL;
     size_t n = 0;
     if (clformer_list_devices(&devs, &n) != CLFORMER_OK) {
         cli_runtime_error("devices", "listing OpenCL devices");
         return 1;
     }
-    clformer_context_params env; /* CLFORMER_DEVICE and the rest, read in one place */
-    clformer_status st = clformer_context_params_from_env(&env);
     const char *selector = env.device;
     size_t chosen = 0;
-    if (st == CLFORMER_OK) st = clformer_select_device(devs, n, selector, &chosen);
+    clformer_status st = clformer_select_device(devs, n, selector, &chosen);
     long selected = st == CLFORMER_OK ? (long)chosen : -1;
     if (ranks_get()->size > 1) return print_ranks(devs, n, selector);
     if (json) {
@@ -137,7 +142,7 @@ int cmd_devices(int argc, char **argv)
             free(devs);
             return 1;
         }
-    } else if (n) {
+    } else if (n && st == CLFORMER_OK) { /* else the selector's error lists them */
         print_table(devs, n, selected);
     }
     if (st != CLFORMER_OK) {

@@ -115,6 +115,7 @@ int cmd_translate(int argc, char **argv)
     for (size_t i = 2; i < 4; i++) {
         if (!files[i].path) continue;
         cli_file inputs[3] = {files[0], files[1], files[i == 2 ? 3 : 2]};
+        inputs[2].output = true; /* the other output */
         if (check_not_input(files[i].path, inputs, 3) != CLFORMER_OK) {
             cli_runtime_error("translate", files[i].option);
             return EXIT_USAGE;

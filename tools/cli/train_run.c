@@ -4,6 +4,7 @@
 #include "rank_agreement.h"
 #include "cli.h"
 #include "commands.h"
+#include "exit_guard.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -17,6 +18,7 @@ static clformer_trainer *volatile running;
 
 static volatile sig_atomic_t sigints;
 static volatile sig_atomic_t quiet; /* ranks other than 0 stop without a word */
+static volatile sig_atomic_t several_ranks; /* under mpirun */
 
 /* The first Ctrl-C (SIGINT) or SIGTERM asks the run to stop: it finishes the
  * step, saves and exits 130. SIGTERM is what mpirun sends the ranks when it
@@ -32,9 +34,16 @@ static void on_stop_signal(int sig)
     static const char again[] = "\nclformer: still saving; the run ends once the checkpoint "
                                 "is complete (kill -9 quits at once, keeping the last saved "
                                 "file)\n";
-    const char *msg = sigints ? again : sig == SIGTERM ? first_term : first_int;
-    size_t len = sigints ? sizeof again - 1
-                         : sig == SIGTERM ? sizeof first_term - 1 : sizeof first_int - 1;
+    /* under mpirun, SIGTERM comes from mpirun, which kills the ranks
+     * odls_base_sigkill_timeout seconds later: the save may not finish */
+    static const char first_term_mpi[] = "\nclformer: SIGTERM: stopping after this step and "
+                                         "saving the checkpoint, if mpirun allows the time "
+                                         "(--mca odls_base_sigkill_timeout 30; see "
+                                         "docs/DISTRIBUTED.md)\n";
+    const char *term = several_ranks ? first_term_mpi : first_term;
+    const size_t term_len = several_ranks ? sizeof first_term_mpi - 1 : sizeof first_term - 1;
+    const char *msg = sigints ? again : sig == SIGTERM ? term : first_int;
+    size_t len = sigints ? sizeof again - 1 : sig == SIGTERM ? term_len : sizeof first_int - 1;
     sigints = 1;
     if (!quiet) {
         ssize_t ignored = write(2, msg, len);
@@ -186,6 +195,9 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
     /* sigaction, not signal(): with the strict POSIX feature macros glibc's
      * signal() resets the handler after one delivery, so a second Ctrl-C
      * killed the run in the middle of its save */
+    sigints = 0; /* set before the handler can run */
+    quiet = ranks_get()->rank != 0;
+    several_ranks = ranks_get()->size > 1;
     struct sigaction sa, previous_int, previous_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
@@ -193,8 +205,6 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &previous_int);
     sigaction(SIGTERM, &sa, &previous_term);
-    sigints = 0;
-    quiet = ranks_get()->rank != 0;
     const clformer_status st = clformer_trainer_run(t, result);
     sigaction(SIGINT, &previous_int, NULL);
     sigaction(SIGTERM, &previous_term, NULL);
@@ -210,7 +220,9 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
     } else if (st == CLFORMER_ERR_INTERRUPTED) {
         fprintf(stderr, "clformer %s: interrupted at step %" PRIu64 "\n", command, result->steps);
         rc = EXIT_INTERRUPTED;
-    } else if (st != CLFORMER_OK) {
+    }
+    /* a signal from now on ends the process (130) without another line */
+    if (rc == EXIT_INTERRUPTED) exit_guard_said(); else if (st != CLFORMER_OK) {
         cli_runtime_error(command, NULL);
         rc = 1;
     } else if (ranks_get()->rank == 0) {
@@ -219,8 +231,13 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
     }
     clformer_model *model = rc == 0 && model_out ? clformer_trainer_release_model(t) : NULL;
     clformer_trainer_free(t); /* closes the log */
-    if (rc == 0 && plot_path && o.log_path && ranks_get()->rank == 0)
+    if (rc == 0 && plot_path && o.log_path && ranks_get()->rank == 0) {
         rc = plot_training_log(command, o.log_path, plot_path, NULL, false, 0, 0);
+        if (rc != 0 && o.save_path) /* the figure failed, not the training */
+            fprintf(stderr, "clformer %s: the model was saved to %s; only --plot failed (draw it "
+                    "again with clformer plot --log %s --out FILE.png)\n", command, o.save_path,
+                    o.log_path);
+    }
     if (rc == 0 && model_out) *model_out = model;
     else clformer_model_free(model);
     return rc;
