@@ -19,14 +19,15 @@ typedef struct {
 static const command commands[] = {
     {"devices", cmd_devices, "list OpenCL devices and the one CLFORMER_DEVICE selects"},
     {"demo", cmd_demo, "train on a built-in toy language pair and translate (no files needed)"},
-    {"train", cmd_train, "train a translation model on parallel text"},
+    {"train", cmd_train, "train a translation model, or (--task lm) a language model"},
     {"translate", cmd_translate, "translate sentences with a trained model"},
-    {"eval", cmd_eval, "score translations with BLEU (and a model's loss)"},
+    {"generate", cmd_generate, "continue a prompt with a language model (train --task lm)"},
+    {"eval", cmd_eval, "score translations with BLEU, or a language model on a text (--text)"},
     {"bench", cmd_bench, "measure training and translation speed of a preset model"},
     {"check", cmd_check, "check every op on a device against the double-precision reference"},
     {"plot", cmd_plot, "draw a training log's loss curves as a PNG"},
     {"logits", cmd_logits, "write a model's logits for given ids (for checks against PyTorch)"},
-    {"export", cmd_export, "a checkpoint without training state (loads strictly in PyTorch)"},
+    {"export", cmd_export, "a checkpoint without training state, or a Hugging Face GPT-2 directory"},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 
@@ -34,7 +35,8 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: clformer COMMAND [options]\n"
                  "       clformer --version\n\n"
-                 "Train and run the encoder-decoder Transformer on any OpenCL device.\n\n"
+                 "Train and run Transformers (encoder-decoder translation, decoder-only language\n"
+                 "models) on any OpenCL device.\n\n"
                  "commands:\n");
     for (size_t i = 0; i < n_commands; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);

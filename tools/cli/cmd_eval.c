@@ -259,6 +259,8 @@ static int eval_model(const eval_args *a)
 
 int cmd_eval(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* a language model on a text: its own options */
+        if (!strcmp(argv[i], "--text")) return eval_lm(argc, argv);
     eval_args a = {.df = DECODE_FLAGS_DEFAULT};
     const cli_option options[] = {
         {"--hyp", CLI_STRING, &a.hyp, "FILE", "hypotheses, one per line ('-': stdin)"},
@@ -282,7 +284,9 @@ int cmd_eval(int argc, char **argv)
         "With --model, translate --src first and also report the model's loss and perplexity\n"
         "on the (source, reference) pairs.",
         "clformer eval --hyp FILE --ref FILE [--json]\n"
-        "       clformer eval --model FILE --src FILE --ref FILE [--output FILE] [options]",
+        "       clformer eval --model FILE --src FILE --ref FILE [--output FILE] [options]\n"
+        "       clformer eval --model LM --text FILE [--batch-size B] [--json]\n"
+        "                      (a language model: loss, perplexity and bits per byte)",
         "The files are line-aligned: line i of the hypotheses (or sources) answers line i of\n"
         "the references. The loss is the plain cross-entropy (no label smoothing) per target\n"
         "token, so perplexity = exp(loss); pairs longer than the model's max_len, or with an empty side, are left\n"

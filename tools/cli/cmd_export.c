@@ -1,25 +1,54 @@
 /* `clformer export`: a checkpoint without its training state, for PyTorch's
- * strict load_state_dict and for shipping a model. */
+ * strict load_state_dict and for shipping a model; or (--format hf-gpt2) a
+ * language model as a Hugging Face GPT-2 directory. */
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
+#include "context_open.h"
 #include "lines.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/* The model loaded on the device and written into DIR in GPT-2's layout. */
+static int export_hf_gpt2(const char *model, const char *dir)
+{
+    const cli_file inputs[] = {{"--model", model}};
+    if (check_not_input(dir, inputs, 1) != CLFORMER_OK) {
+        cli_runtime_error("export", "--out");
+        return EXIT_USAGE;
+    }
+    clformer_context *ctx = NULL;
+    clformer_model *m = NULL;
+    clformer_status st = cli_context_create(NULL, &ctx);
+    if (st == CLFORMER_OK) st = clformer_model_load(ctx, model, &m);
+    if (st == CLFORMER_OK) st = clformer_model_export_hf_gpt2(m, dir);
+    if (st != CLFORMER_OK) cli_runtime_error("export", NULL);
+    else printf("wrote %s/model.safetensors, config.json and clformer_vocab.json (Hugging Face "
+                "GPT-2: GPT2LMHeadModel.from_pretrained loads it)\n", dir);
+    clformer_model_free(m);
+    clformer_context_free(ctx);
+    return st == CLFORMER_OK ? 0 : 1;
+}
 
 int cmd_export(int argc, char **argv)
 {
-    const char *model = NULL, *out = NULL;
+    const char *model = NULL, *out = NULL, *format = "clformer";
     const cli_option options[] = {
         {"--model", CLI_STRING, &model, "FILE", "the checkpoint, training or plain (required)"},
-        {"--out", CLI_STRING, &out, "FILE", "write the weights and model metadata here (required)"},
+        {"--out", CLI_STRING, &out, "FILE", "write the weights and model metadata here (required; hf-gpt2: a directory)"},
+        {"--format", CLI_CHOICE, &format, NULL, "clformer: a plain checkpoint (default); hf-gpt2: a language model as Hugging Face GPT-2 (model.safetensors + config.json)", 0, 0, "clformer|hf-gpt2"},
     };
     const cli_spec spec = {
         "export",
         "Write a checkpoint's weights, config and vocabularies without its training state\n"
         "(no optim.* tensors, no train_state): the file loads with PyTorch's strict\n"
-        "load_state_dict, and in clformer as a plain model. No device is used.",
-        "clformer export --model FILE --out FILE",
+        "load_state_dict, and in clformer as a plain model. No device is used.\n"
+        "--format hf-gpt2 writes a decoder-only model (train --task lm) as the directory\n"
+        "transformers' save_pretrained writes (Conv1D weights [in, out], config.json), which\n"
+        "GPT2LMHeadModel.from_pretrained loads with no missing or unexpected key; generate,\n"
+        "eval and train --init read such a directory too.",
+        "clformer export --model FILE --out FILE [--format clformer|hf-gpt2]",
         "The output is written atomically; README.md shows the Python that loads it.",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);
@@ -28,6 +57,7 @@ int cmd_export(int argc, char **argv)
         cli_error("export", "--model and --out are required");
         return EXIT_USAGE;
     }
+    if (!strcmp(format, "hf-gpt2")) return export_hf_gpt2(model, out);
     const cli_file inputs[] = {{"--model", model}};
     if (check_not_input(out, inputs, 1) != CLFORMER_OK) {
         cli_runtime_error("export", "--out");

@@ -13,6 +13,9 @@ int cmd_eval(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+/* `clformer eval --text`: a language model on a text (cmd_generate.c). */
+int eval_lm(int argc, char **argv);
 
 #include <stdbool.h>
 

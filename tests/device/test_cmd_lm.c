@@ -1,0 +1,103 @@
+/*
+ * The language-model commands end to end on a small text: train --task lm
+ * (and its resume: the same losses as one run), generate (a seed repeats its
+ * text), eval --text, export --format hf-gpt2 read back by eval, and the
+ * usage errors of --task lm.
+ */
+#include "harness.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The "loss" values of a training log's step lines, in order. */
+static size_t losses(const char *path, char out[][32], size_t cap)
+{
+    static char buf[1 << 16];
+    harness_slurp(path, buf, sizeof buf);
+    size_t n = 0;
+    for (const char *p = buf; (p = strstr(p, "\"loss\":")) && n < cap; p += 7) {
+        size_t k = strcspn(p + 7, ",}");
+        snprintf(out[n++], 32, "%.*s", (int)(k < 31 ? k : 31), p + 7);
+    }
+    return n;
+}
+
+static void lm_commands(void **state)
+{
+    (void)state;
+    char dir[64], text[128], a[128], b[128], la[128], lb[128], hf[128];
+    static char out[1 << 15], out2[1 << 15];
+    const harness_cmd cmd = {out, sizeof out}, cmd2 = {out2, sizeof out2};
+    assert_true(harness_temp_dir(dir, sizeof dir, "lm"));
+    harness_path(text, sizeof text, dir, "text.txt");
+    harness_path(a, sizeof a, dir, "a.safetensors");
+    harness_path(b, sizeof b, dir, "b.safetensors");
+    harness_path(la, sizeof la, dir, "a.jsonl");
+    harness_path(lb, sizeof lb, dir, "b.jsonl");
+    harness_path(hf, sizeof hf, dir, "hf");
+    static char corpus[6000];
+    size_t at = 0;
+    for (int i = 0; at + 40 < sizeof corpus; i++)
+        at += (size_t)snprintf(corpus + at, sizeof corpus - at, "line %d: the cat sat on mat %d\n",
+                               i, i % 7);
+    harness_write_file(text, corpus);
+    const bool slow = harness_is_slow();
+    const char *steps = slow ? "4" : "6", *half = slow ? "2" : "3";
+#define SHAPE "--task", "lm", "--text", text, "--d-model", "16", "--heads", "2", "--dec-layers", \
+              "1", "--d-ff", "32", "--context", "12", "--batch-size", "3", "--eval-batches", "2", \
+              "--seed", "3", "--warmup", "2"
+    int rc = harness_run_clformer(&cmd, "train", SHAPE, "--steps", steps, "--eval-every", half,
+                                  "--save", a, "--log", la, NULL);
+    if (rc != 0) fail_msg("train --task lm exited with %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "validation loss"));
+    /* half the steps, then resumed: the same losses as the run in one go */
+    rc = harness_run_clformer(&cmd, "train", SHAPE, "--steps", half, "--save", b, "--log", lb, NULL);
+    if (rc != 0) fail_msg("train (first half) exited with %d:\n%s", rc, out);
+    rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--resume", b,
+                              "--steps", steps, "--log", lb, NULL);
+    if (rc != 0) fail_msg("train --resume exited with %d:\n%s", rc, out);
+    char one[8][32], two[8][32];
+    const size_t n1 = losses(la, one, 8), n2 = losses(lb, two, 8);
+    assert_int_equal(n1, (size_t)atoi(steps));
+    assert_int_equal(n2, n1);
+    for (size_t i = 0; i < n1; i++) assert_string_equal(one[i], two[i]);
+
+    /* generate: the prompt first, then the continuation; a seed repeats itself */
+    rc = harness_run_clformer(&cmd, "generate", "--model", a, "--prompt", "line 1", "--max-tokens",
+                              "30", "--seed", "5", NULL);
+    if (rc != 0) fail_msg("generate exited with %d:\n%s", rc, out);
+    assert_true(!strncmp(out, "line 1", 6));
+    rc = harness_run_clformer(&cmd2, "generate", "--model", a, "--prompt", "line 1",
+                              "--max-tokens", "30", "--seed", "5", NULL);
+    assert_int_equal(rc, 0);
+    assert_string_equal(out, out2);
+
+    /* eval --text, and the same figures from the Hugging Face export */
+    rc = harness_run_clformer(&cmd, "eval", "--model", a, "--text", text, "--json", NULL);
+    if (rc != 0) fail_msg("eval --text exited with %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "\"bits_per_byte\""));
+    rc = harness_run_clformer(&cmd2, "export", "--format", "hf-gpt2", "--model", a, "--out", hf,
+                              NULL);
+    if (rc != 0) fail_msg("export --format hf-gpt2 exited with %d:\n%s", rc, out2);
+    rc = harness_run_clformer(&cmd2, "eval", "--model", hf, "--text", text, "--json", NULL);
+    if (rc != 0) fail_msg("eval of the export exited with %d:\n%s", rc, out2);
+    assert_string_equal(out, out2);
+
+    /* usage errors: one line naming the fix, exit 2 */
+    rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--steps", "3", NULL);
+    harness_expect_run(&cmd, rc, 2, "--task lm needs --text");
+    rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--epochs", "1", NULL);
+    harness_expect_run(&cmd, rc, 2, "--steps");
+    rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--steps", "2",
+                              "--config", "small", NULL);
+    harness_expect_run(&cmd, rc, 2, "gpt preset");
+    rc = harness_run_clformer(&cmd, "generate", "--model", a, NULL);
+    harness_expect_run(&cmd, rc, 2, "--prompt");
+    harness_remove_tree(dir);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(lm_commands),
+};
+HARNESS_DEVICE_MAIN("cmd_lm", tests)
