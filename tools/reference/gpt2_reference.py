@@ -9,11 +9,12 @@
         golden.safetensors  token ids, transformers' logits (float64 model, stored as
                          float32), the losses of 10 AdamW steps (float64), and greedy
                          generate() output for a prompt.
-  check-export DIR
+  check-export DIR [--text FILE]
       loads a directory `clformer export --format hf-gpt2` wrote with
-      GPT2LMHeadModel.from_pretrained, fails on any missing or unexpected key, and
-      prints the logits' largest difference from clformer's (DIR/clformer_logits.npy
-      when present).
+      GPT2LMHeadModel.from_pretrained, fails on any missing or unexpected key and,
+      with --text, prints transformers' loss on the text in the windows
+      `clformer eval --text` uses (tokens from DIR/clformer_vocab.json), to set
+      beside clformer's.
 
 Run in a venv with transformers 4.36.x over Debian's torch 1.13:
   python3 -m venv --system-site-packages /work/venv-lm
@@ -117,7 +118,23 @@ def generate_one(name, out_dir, seed):
     print(f"{name}: loss {losses[0]:.6f} -> {losses[-1]:.6f}, generated {generated.tolist()}")
 
 
-def check_export(directory):
+def encode(vocab, text):
+    """clformer's character/byte rule: a character that is a token is that id,
+    else each of its UTF-8 bytes as <0xNN>, else <unk> (3)."""
+    index = {t: i for i, t in enumerate(vocab)}
+    ids = []
+    for ch in text:
+        raw = ch.encode("utf-8")
+        spelled = (len(raw) == 1 and (raw[0] < 0x21 or raw[0] >= 0x7F)) or ch.isspace()
+        if not spelled and ch in index:
+            ids.append(index[ch])
+            continue
+        for b in raw:
+            ids.append(index.get(f"<0x{b:02X}>", 3))
+    return ids
+
+
+def check_export(directory, text_path):
     model, info = GPT2LMHeadModel.from_pretrained(directory, output_loading_info=True)
     problems = {k: v for k, v in info.items() if v}
     if problems:
@@ -125,14 +142,23 @@ def check_export(directory):
         return 1
     print(f"{directory}: GPT2LMHeadModel loads it strictly "
           f"({sum(p.numel() for p in model.parameters())} parameters)")
-    ids_path = os.path.join(directory, "clformer_ids.npy")
-    if os.path.exists(ids_path):
-        ids = np.load(ids_path)
-        theirs = model.double().eval()(torch.from_numpy(ids.astype(np.int64))).logits.detach().numpy()
-        ours = np.load(os.path.join(directory, "clformer_logits.npy"))
-        diff = np.abs(theirs - ours).max()
-        print(f"logits: largest difference from clformer's {diff:.3g}")
-        return 0 if diff <= 1e-4 else 1
+    if text_path:
+        with open(os.path.join(directory, "clformer_vocab.json"), encoding="utf-8") as f:
+            vocab = json.load(f)
+        with open(text_path, encoding="utf-8") as f:
+            ids = encode(vocab, f.read())
+        T = model.config.n_positions
+        total, count, at = 0.0, 0, 0
+        m = model.double().eval()
+        with torch.no_grad():
+            while at + 1 < len(ids):
+                window = ids[at:at + T + 1]
+                x = torch.tensor([window])
+                logits = m(x[:, :-1]).logits[0]
+                total += torch.nn.functional.cross_entropy(logits, x[0, 1:], reduction="sum").item()
+                count += len(window) - 1
+                at += len(window) - 1
+        print(f"{text_path}: transformers loss {total / count:.4f} ({count} tokens scored)")
     return 0
 
 
@@ -143,13 +169,14 @@ def main():
     g.add_argument("--out", required=True)
     c = sub.add_parser("check-export")
     c.add_argument("dir")
+    c.add_argument("--text")
     a = p.parse_args()
     torch.set_num_threads(1)
     if a.cmd == "generate":
         for i, name in enumerate(CONFIGS):
             generate_one(name, os.path.join(a.out, name), 1000 + 10 * i)
         return 0
-    return check_export(a.dir)
+    return check_export(a.dir, a.text)
 
 
 if __name__ == "__main__":
