@@ -17,7 +17,7 @@ typedef struct {
     int count;
 } report;
 
-static void print_result(void *user, const clformer_check_result *r)
+static void print_result(const clformer_check_result *r, void *user)
 {
     report *rep = user;
     if (!r->pass) rep->failures++;
