@@ -42,11 +42,11 @@ static int choose_device(cl_device_id *out)
     if (clformer_list_devices(&devs, &n) != CLFORMER_OK ||
         clformer_context_params_from_env(&env) != CLFORMER_OK ||
         clformer_select_device(devs, n, env.device, &chosen) != CLFORMER_OK) {
-        free(devs);
+        clformer_free(devs);
         return fail("choosing a device");
     }
     const int pi = devs[chosen].platform_index, di = devs[chosen].device_index;
-    free(devs);
+    clformer_free(devs);
     cl_platform_id platforms[16];
     cl_uint np = 0, nd = 0;
     cl_int err = clGetPlatformIDs(16, platforms, &np);
