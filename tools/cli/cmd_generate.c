@@ -6,6 +6,7 @@
  */
 #include "cli.h"
 #include "clformer.h"
+#include "clformer_util.h"
 #include "commands.h"
 #include "context_open.h"
 
