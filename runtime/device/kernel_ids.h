@@ -22,6 +22,8 @@
     X(BEAM_GATHER_CACHE, "beam", "beam_gather_cache")                                          \
     X(BEAM_SELECT, "beam", "beam_select")                                                      \
     X(BEAM_TOKENS, "beam", "beam_tokens")                                                      \
+    X(KV_CACHE_WRITE, "decode", "kv_cache_write")                                              \
+    X(SET_COLUMN, "decode", "set_column")                                                      \
     X(DROPOUT_BACKWARD, "dropout", "dropout_backward")                                         \
     X(FLASH_ATTENTION_FORWARD, "flash_attention", "flash_attention_forward")                   \
     X(FLASH_ATTENTION_BACKWARD_DQ, "flash_attention", "flash_attention_backward_dq")           \
