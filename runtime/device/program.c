@@ -71,9 +71,11 @@ clformer_status cf_program_source(const char *kernel_dir, const char *program, c
 
 void cf_program_options(const cf_ctx *ctx, const char *extra, char *out, size_t cap)
 {
-    snprintf(out, cap, "-cl-std=CL1.2 -DREDUCE_WG=%zu -DHAS_FP16=%d -DHAS_FP64=%d%s%s",
-             ctx->reduce_wg, ctx->info.fp16, ctx->info.fp64, extra && *extra ? " " : "",
-             extra ? extra : "");
+    snprintf(out, cap,
+             "-cl-std=CL1.2 -DREDUCE_WG=%zu -DHAS_FP16=%d -DHAS_FP64=%d -DACT_RELU=%d "
+             "-DACT_GELU=%d%s%s",
+             ctx->reduce_wg, ctx->info.fp16, ctx->info.fp64, (int)CLFORMER_ACT_RELU,
+             (int)CLFORMER_ACT_GELU, extra && *extra ? " " : "", extra ? extra : "");
 }
 
 static clformer_status build_log_failure(const cf_ctx *ctx, cl_program program,

@@ -40,17 +40,6 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct {
-    const char *name;
-    int d_model, n_heads, d_ff, n_enc, n_dec;
-} preset;
-
-static const preset presets[] = {
-    {"tiny", 64, 4, 256, 2, 2},
-    {"small", 256, 4, 1024, 3, 3},
-    {"base", 512, 8, 2048, 6, 6},
-};
-
 enum { MAX_FAMILIES = 32, N_BATCHES = 4, MAX_PROFILED_STEPS = 3 };
 #define MAX_LEN 256      /* the presets' max_len, raised to --len + 1 for longer sentences */
 #define LONGEST_LEN 4096
@@ -69,7 +58,7 @@ typedef struct {
 
 typedef struct {
     /* what was asked */
-    const preset *p;
+    const char *preset; /* clformer_config_preset's name */
     size_t B, T, steps, warmup, vocab;
     uint64_t seed;
     bool quick;
@@ -393,7 +382,7 @@ static int print_json(const bench *b, const clformer_device_info *dev)
         cli_error("bench", "out of host memory");
         return 1;
     }
-    put_str(r, "config", b->p->name);
+    put_str(r, "config", b->preset);
     put_str(r, "device", dev->name);
     put_str(r, "device_type", clformer_device_type_name(dev->type));
     put_str(r, "device_selector", dev->selector);
@@ -518,7 +507,7 @@ static void print_table(const bench *b, const clformer_device_info *dev)
     const clformer_config *c = &b->cfg;
     printf("clformer bench: %s (d_model %d, %d heads, d_ff %d, %d+%d layers, vocab %zu), "
            "%zu parameters\n",
-           b->p->name, c->d_model, c->n_heads, c->d_ff, c->n_enc_layers, c->n_dec_layers,
+           b->preset, c->d_model, c->n_heads, c->d_ff, c->n_enc_layers, c->n_dec_layers,
            b->vocab, b->params);
     printf("device %s: %s (%s, %s), GEMM by %s\n", dev->selector, dev->name,
            clformer_device_type_name(dev->type), dev->platform,
@@ -624,8 +613,7 @@ int cmd_bench(int argc, char **argv)
     if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
 
     bench b = {0};
-    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
-        if (!strcmp(presets[i].name, config)) b.p = &presets[i];
+    b.preset = config;
     b.B = (size_t)batch;
     b.T = (size_t)len;
     b.steps = (size_t)steps;
@@ -633,11 +621,10 @@ int cmd_bench(int argc, char **argv)
     b.vocab = (size_t)vocab;
     b.seed = (uint64_t)seed;
     clformer_config_default(&b.cfg);
-    b.cfg.d_model = b.p->d_model;
-    b.cfg.n_heads = b.p->n_heads;
-    b.cfg.d_ff = b.p->d_ff;
-    b.cfg.n_enc_layers = b.p->n_enc;
-    b.cfg.n_dec_layers = b.p->n_dec;
+    if (clformer_config_preset(config, &b.cfg) != CLFORMER_OK) {
+        cli_runtime_error("bench", "--config");
+        return EXIT_USAGE;
+    }
     b.cfg.max_len = len < MAX_LEN ? MAX_LEN : (int)len + 1; /* long --len: attention timings */
     b.quick = quick;
     if (quick) {
@@ -659,7 +646,7 @@ int cmd_bench(int argc, char **argv)
     } else if (open_profiling_context(&ctx) != CLFORMER_OK) {
         cli_runtime_error("bench", "opening the device");
     } else if (measure(ctx, &b, data) != CLFORMER_OK) {
-        cli_runtime_error("bench", b.p->name);
+        cli_runtime_error("bench", b.preset);
     } else if (json) {
         rc = print_json(&b, clformer_context_device(ctx));
     } else {

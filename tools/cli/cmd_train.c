@@ -13,22 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Named model sizes (issue #5): tiny, small and the paper's base. */
-static bool preset(const char *name, clformer_config *c)
-{
-    clformer_config_default(c);
-    if (!strcmp(name, "tiny")) {
-        c->d_model = 64, c->n_heads = 4, c->d_ff = 256, c->n_enc_layers = c->n_dec_layers = 2;
-    } else if (!strcmp(name, "small")) {
-        c->d_model = 256, c->n_heads = 4, c->d_ff = 1024, c->n_enc_layers = c->n_dec_layers = 3;
-    } else if (!strcmp(name, "base")) {
-        c->d_model = 512, c->n_heads = 8, c->d_ff = 2048, c->n_enc_layers = c->n_dec_layers = 6;
-    } else {
-        return false;
-    }
-    return true;
-}
-
 typedef struct {
     const clformer_train_options *want;
     const train_given *given;
@@ -71,9 +55,15 @@ typedef struct {
  * else the exit code (0 after --help). */
 static int parse_args(int argc, char **argv, train_args *a)
 {
-    *a = (train_args){.config_name = "small", .schedule = "constant", .optimizer = "adam",
-                      .min_freq = 1, .warmup = 4000, .bleu_sentences = 200, .seed = 1,
-                      .lr = 5e-4, .clip = 1.0, .dropout = 0.1};
+    clformer_train_options d; /* the library's defaults, not copies of them */
+    clformer_train_options_default(&d);
+    *a = (train_args){.config_name = "small",
+                      .schedule = d.schedule == CLFORMER_LR_NOAM ? "noam" : "constant",
+                      .optimizer = d.optim.optimizer == CLFORMER_ADAMW ? "adamw" : "adam",
+                      .min_freq = d.min_freq, .warmup = (long)d.warmup,
+                      .bleu_sentences = (long)d.bleu_sentences, .seed = (long)d.seed,
+                      .lr = d.lr, .clip = d.optim.clip, .dropout = d.config.dropout,
+                      .label_smoothing = d.config.label_smoothing};
     const cli_option options[] = {
         {"--src", CLI_STRING, &a->src, "FILE", "training source sentences, one per line (required)"},
         {"--tgt", CLI_STRING, &a->tgt, "FILE", "training target sentences, line-aligned (required)"},
@@ -186,20 +176,27 @@ static int build_options(train_args *a, clformer_train_options *o)
     o->src_path = a->src, o->tgt_path = a->tgt, o->val_src_path = a->val_src, o->val_tgt_path = a->val_tgt;
     o->min_freq = (int)a->min_freq, o->max_vocab = (int)a->max_vocab;
     o->batching.batch_size = (int)a->batch_size;
-    o->batching.batch_tokens = a->batch_size ? 0 : (int)(a->batch_tokens ? a->batch_tokens : 4096);
+    if (a->batch_size) o->batching.batch_tokens = 0;
+    else if (a->batch_tokens) o->batching.batch_tokens = (int)a->batch_tokens;
     o->batching.shuffle = !a->no_shuffle;
     o->batching.seed = (uint64_t)a->seed;
-    preset(a->config_name, &o->config);
     clformer_config *c = &o->config;
+    if (clformer_config_preset(a->config_name, c) != CLFORMER_OK) {
+        cli_runtime_error("train", "--config");
+        return EXIT_USAGE;
+    }
     if (a->d_model) c->d_model = (int)a->d_model;
     if (a->heads) c->n_heads = (int)a->heads;
     if (a->d_ff) c->d_ff = (int)a->d_ff;
     if (a->enc_layers) c->n_enc_layers = (int)a->enc_layers;
     if (a->dec_layers) c->n_dec_layers = (int)a->dec_layers;
     if (a->max_len) c->max_len = (int)a->max_len;
-    c->norm_first = !a->post_norm;
-    if (a->activation) c->activation = !strcmp(a->activation, "gelu") ? CLFORMER_ACT_GELU : CLFORMER_ACT_RELU;
-    if (a->positional) c->positional = !strcmp(a->positional, "learned") ? CLFORMER_POS_LEARNED : CLFORMER_POS_SINUSOIDAL;
+    if (a->post_norm) c->norm_first = false;
+    if ((a->activation && clformer_activation_parse(a->activation, &c->activation) != CLFORMER_OK) ||
+        (a->positional && clformer_positional_parse(a->positional, &c->positional) != CLFORMER_OK)) {
+        cli_runtime_error("train", "model options");
+        return EXIT_USAGE;
+    }
     c->share_tgt_embed = a->tie;
     c->dropout = (float)a->dropout;
     c->label_smoothing = (float)a->label_smoothing;
