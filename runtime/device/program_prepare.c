@@ -141,10 +141,11 @@ clformer_status cf_programs_prepare(cf_ctx *ctx, const char *const *names, size_
 }
 
 /* Whether a training step with this attention path runs kernels of `program`:
- * beam search's are translation's alone, and the fused attention has its own. */
+ * decoding's and beam search's are translation's alone, and the fused
+ * attention has its own. */
 static bool training_runs(const char *program, bool fused_attention)
 {
-    if (!strcmp(program, "beam")) return false;
+    if (!strcmp(program, "beam") || !strcmp(program, "decode")) return false;
     return fused_attention || strcmp(program, "flash_attention") != 0;
 }
 
