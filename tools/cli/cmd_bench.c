@@ -558,10 +558,12 @@ static void print_table(const bench *b, const clformer_device_info *dev)
 int cmd_bench(int argc, char **argv)
 {
     const char *config = "tiny";
+    char preset_choices[128];
+    cli_choices(preset_choices, sizeof preset_choices, clformer_config_presets());
     long batch = 32, len = 32, steps = 5, warmup = 2, vocab = 8000, seed = 0;
     bool json = false, quick = false;
     const cli_option options[] = {
-        {"--config", CLI_CHOICE, &config, NULL, "model preset (tiny)", 0, 0, "tiny|small|base"},
+        {"--config", CLI_CHOICE, &config, NULL, "model preset (tiny; clformer presets lists them)", 0, 0, preset_choices},
         {"--batch", CLI_INT, &batch, "B", "sentences per batch (32)", 1, 65536},
         {"--len", CLI_INT, &len, "T", "tokens per sentence, <sos> and <eos> included (32)", 3,
          LONGEST_LEN},
@@ -581,12 +583,9 @@ int cmd_bench(int argc, char **argv)
         "GB/s against the device's copy bandwidth (a roofline table), device memory and\n"
         "the first step's compile time. Data are random tokens (fixed seed).",
         "clformer bench [--config tiny|small|base] [--batch B] [--len T] [--json] [options]",
-        "Presets (max_len 256, pre-norm, ReLU, dropout 0.1, Adam with clipping 1.0):\n"
-        "  tiny   d_model 64,  4 heads, d_ff 256,  2+2 layers\n"
-        "  small  d_model 256, 4 heads, d_ff 1024, 3+3 layers\n"
-        "  base   d_model 512, 8 heads, d_ff 2048, 6+6 layers\n"
-        "(max_len is --len + 1 for a longer --len). CLFORMER_ATTENTION picks the attention\n"
-        "path (fused, unfused or auto: see the README).\n"
+        "Presets: 'clformer presets' lists their sizes; the rest is max_len 256, pre-norm,\n"
+        "ReLU, dropout 0.1, Adam with clipping 1.0 (max_len is --len + 1 for a longer --len).\n"
+        "CLFORMER_ATTENTION picks the attention path (fused, unfused or auto: see the README).\n"
         "Counting: a training step takes B pairs of T tokens and counts B*T target tokens;\n"
         "translation decodes B sources greedily for T tokens each (<eos> is ruled out so\n"
         "the length is fixed) and counts the tokens generated. FLOP are the matrix\n"

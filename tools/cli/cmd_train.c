@@ -64,12 +64,22 @@ static int parse_args(int argc, char **argv, train_args *a)
                       .bleu_sentences = (long)d.bleu_sentences, .seed = (long)d.seed,
                       .lr = d.lr, .clip = d.optim.clip, .dropout = d.config.dropout,
                       .label_smoothing = d.config.label_smoothing};
+    /* the choices the library names (its enums and presets) */
+    const char *acts[8] = {0}, *positions[8] = {0};
+    for (int i = 0; i < 7 && clformer_activation_name((clformer_activation)i); i++)
+        acts[i] = clformer_activation_name((clformer_activation)i);
+    for (int i = 0; i < 7 && clformer_positional_name((clformer_positional)i); i++)
+        positions[i] = clformer_positional_name((clformer_positional)i);
+    char preset_choices[128], act_choices[128], pos_choices[128];
+    cli_choices(preset_choices, sizeof preset_choices, clformer_config_presets());
+    cli_choices(act_choices, sizeof act_choices, acts);
+    cli_choices(pos_choices, sizeof pos_choices, positions);
     const cli_option options[] = {
         {"--src", CLI_STRING, &a->src, "FILE", "training source sentences, one per line (required)"},
         {"--tgt", CLI_STRING, &a->tgt, "FILE", "training target sentences, line-aligned (required)"},
         {"--val-src", CLI_STRING, &a->val_src, "FILE", "validation source sentences"},
         {"--val-tgt", CLI_STRING, &a->val_tgt, "FILE", "validation target sentences"},
-        {"--config", CLI_CHOICE, &a->config_name, NULL, "model size preset (default small)", 0, 0, "tiny|small|base", &a->g.config},
+        {"--config", CLI_CHOICE, &a->config_name, NULL, "model size preset (default small; clformer presets lists them)", 0, 0, preset_choices, &a->g.config},
         {"--d-model", CLI_INT, &a->d_model, "N", "width of token vectors", 1, 65536, NULL, &a->g.d_model},
         {"--heads", CLI_INT, &a->heads, "N", "attention heads (must divide --d-model)", 1, 4096, NULL, &a->g.heads},
         {"--d-ff", CLI_INT, &a->d_ff, "N", "feed-forward hidden width", 1, 1 << 20, NULL, &a->g.d_ff},
@@ -77,8 +87,8 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--dec-layers", CLI_INT, &a->dec_layers, "N", "decoder blocks", 1, 1024, NULL, &a->g.dec_layers},
         {"--max-len", CLI_INT, &a->max_len, "N", "longest sequence with <sos>/<eos> (default 256); longer pairs are skipped", 3, 65536, NULL, &a->g.max_len},
         {"--post-norm", CLI_FLAG, &a->post_norm, NULL, "post-norm blocks (the paper's) instead of pre-norm", 0, 0, NULL, &a->g.post_norm},
-        {"--activation", CLI_CHOICE, &a->activation, NULL, "feed-forward activation (default relu)", 0, 0, "relu|gelu", &a->g.activation},
-        {"--positional", CLI_CHOICE, &a->positional, NULL, "positional encoding (default sinusoidal)", 0, 0, "sinusoidal|learned", &a->g.positional},
+        {"--activation", CLI_CHOICE, &a->activation, NULL, "feed-forward activation (default relu)", 0, 0, act_choices, &a->g.activation},
+        {"--positional", CLI_CHOICE, &a->positional, NULL, "positional encoding (default sinusoidal)", 0, 0, pos_choices, &a->g.positional},
         {"--tie-embeddings", CLI_FLAG, &a->tie, NULL, "tie the generator to the target embedding", 0, 0, NULL, &a->g.tie},
         {"--dropout", CLI_DOUBLE, &a->dropout, "P", "dropout probability (default 0.1)", 0, 0.99, NULL, &a->g.dropout},
         {"--label-smoothing", CLI_DOUBLE, &a->label_smoothing, "E", "label smoothing (default 0)", 0, 0.99, NULL, &a->g.label_smoothing},
