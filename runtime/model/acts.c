@@ -233,7 +233,7 @@ static size_t arena_bytes(cf_session *s, size_t B, size_t S, size_t T, bool trai
 {
     const clformer_config *cfg = &s->model->cfg;
     const bool fused =
-        cf_attention_fused_for(s->ctx->attention_path, &s->ctx->info, cfg, B, S, T, training);
+        cf_attention_fused_for(s->ctx->attention_path, &s->ctx->device_profile, cfg, B, S, T, training);
     if (cf_acts_check_shape(cfg, s->ctx->info.max_alloc_bytes, B, S, T, fused) != CLFORMER_OK)
         return SIZE_MAX;
     set_shape(&s->acts, B, S, T, training, fused);
