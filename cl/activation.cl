@@ -1,7 +1,7 @@
 /*
  * Bias + activation (ReLU, exact-erf GELU, tanh GELU) + dropout, fused, for the
- * feed-forward block (runtime/ops_activation.c), and the bias add of
- * linear layers (runtime/ops_linear.c).
+ * feed-forward block (runtime/ops/ops_activation.c), and the bias add of
+ * linear layers (runtime/ops/ops_linear.c).
  *
  * The dropout mask is on the activation output: element (r, c) keeps with
  * dropout_scale(p, seed, step, site, r*C + c), recomputed in backward.
@@ -13,9 +13,8 @@
  */
 #include "common.h"
 
-#define ACT_RELU 0
-#define ACT_GELU 1
-#define ACT_GELU_TANH 2
+/* ACT_RELU, ACT_GELU and ACT_GELU_TANH come from the build options
+ * (cf_program_options): clformer_activation's values, the one activation enum. */
 
 /* GPT-2's GELU: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3). */
 #define GELU_TANH_K 0.7978845608028654f

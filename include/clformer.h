@@ -439,6 +439,20 @@ typedef enum {
 } clformer_activation;
 typedef enum { CLFORMER_POS_SINUSOIDAL = 0, CLFORMER_POS_LEARNED = 1 } clformer_positional;
 
+/* The one spelling of each choice, used by the command line, the logs and
+ * the checkpoint JSON: "relu"/"gelu"/"gelu_tanh", "sinusoidal"/"learned", "pre"/"post"
+ * (norm_first true/false). A _name function gives NULL for a value outside
+ * its enum; a _parse function fails with CLFORMER_ERR_INVALID_ARGUMENT
+ * naming the words allowed. */
+CLFORMER_API const char *clformer_activation_name(clformer_activation activation);
+CLFORMER_API clformer_status clformer_activation_parse(const char *word,
+                                                       clformer_activation *activation);
+CLFORMER_API const char *clformer_positional_name(clformer_positional positional);
+CLFORMER_API clformer_status clformer_positional_parse(const char *word,
+                                                       clformer_positional *positional);
+CLFORMER_API const char *clformer_norm_name(bool norm_first);
+CLFORMER_API clformer_status clformer_norm_parse(const char *word, bool *norm_first);
+
 typedef struct {
     int d_model;         /* width of every token vector (512) */
     int n_heads;         /* attention heads, d_model % n_heads == 0 (8) */
@@ -462,9 +476,6 @@ typedef struct {
     bool generator_bias;   /* the generator (lm_head) has a bias (true); GPT-2's has none */
 } clformer_config;
 
-/* "relu", "gelu" or "gelu_tanh" (configs and the command line). */
-CLFORMER_API const char *clformer_activation_name(clformer_activation activation);
-
 /* A decoder-only language model (n_enc_layers 0). */
 static inline bool clformer_config_decoder_only(const clformer_config *c)
 {
@@ -473,6 +484,23 @@ static inline bool clformer_config_decoder_only(const clformer_config *c)
 
 /* docs/MODEL.md's defaults; vocabulary sizes are left 0 (they come from data). */
 CLFORMER_API void clformer_config_default(clformer_config *config);
+
+/* The model-size presets, the one table of them: "tiny" (d_model 64, 4 heads,
+ * d_ff 256, 2+2 layers), "small" (256, 4, 1024, 3+3) and the paper's "base"
+ * (512, 8, 2048, 6+6). Sets those five fields of *config and leaves the
+ * others; an unknown name is CLFORMER_ERR_INVALID_ARGUMENT naming the
+ * presets. `clformer presets --json` prints them. */
+CLFORMER_API clformer_status clformer_config_preset(const char *name, clformer_config *config);
+/* The preset names, NULL-terminated. */
+CLFORMER_API const char *const *clformer_config_presets(void);
+/* The language-model presets (decoder-only, GPT-2's layout: learned positions,
+ * tied embeddings, tanh GELU, no embedding scale, no generator bias):
+ * "gpt-mini" (d_model 128, 4 heads, 4 layers, context 64: nanoGPT's CPU run),
+ * "gpt-char" (384, 6, 6, 256, dropout 0.2: its shakespeare_char) and "gpt2"
+ * (768, 12, 12, 1024: the 124M model); d_ff 4 x d_model. Sets every field
+ * but the vocabulary sizes, ln_eps and label smoothing. */
+CLFORMER_API clformer_status clformer_config_lm_preset(const char *name, clformer_config *config);
+CLFORMER_API const char *const *clformer_config_lm_presets(void);
 
 /* Checks every field; the message names the field, the value and the fix. */
 CLFORMER_API clformer_status clformer_config_validate(const clformer_config *config);

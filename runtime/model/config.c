@@ -31,14 +31,6 @@ void clformer_config_default(clformer_config *c)
     c->generator_bias = true;
 }
 
-static const char *const ACTIVATIONS[] = {"relu", "gelu", "gelu_tanh"};
-
-/* The activation's name in configs and on the command line. */
-const char *clformer_activation_name(clformer_activation a)
-{
-    return (unsigned)a < 3 ? ACTIVATIONS[a] : "unknown";
-}
-
 /* Large enough for every real model, small enough that sizes never overflow. */
 #define MAX_DIM (1 << 20)
 
@@ -79,11 +71,15 @@ clformer_status clformer_config_validate(const clformer_config *c)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "vocabulary sizes must be between 5 (4 special tokens and one word) and "
                        "%d, got src_vocab %d, tgt_vocab %d", 1 << 24, c->src_vocab, c->tgt_vocab);
-    if ((unsigned)c->activation > CLFORMER_ACT_GELU_TANH)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "activation must be relu, gelu or gelu_tanh, got %d", (int)c->activation);
-    if (c->positional != CLFORMER_POS_SINUSOIDAL && c->positional != CLFORMER_POS_LEARNED)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "positional must be sinusoidal or learned");
+    if (!clformer_activation_name(c->activation))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "activation must be %s, %s or %s",
+                       clformer_activation_name(CLFORMER_ACT_RELU),
+                       clformer_activation_name(CLFORMER_ACT_GELU),
+                       clformer_activation_name(CLFORMER_ACT_GELU_TANH));
+    if (!clformer_positional_name(c->positional))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "positional must be %s or %s",
+                       clformer_positional_name(CLFORMER_POS_SINUSOIDAL),
+                       clformer_positional_name(CLFORMER_POS_LEARNED));
     if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "dropout must be in [0, 1), got %g",
                        c->dropout);
@@ -104,7 +100,7 @@ char *clformer_config_to_json(const clformer_config *c)
                           "src_vocab", c->src_vocab, "tgt_vocab", c->tgt_vocab, "max_len",
                           c->max_len, "norm_first", c->norm_first, "activation",
                           clformer_activation_name(c->activation), "positional",
-                          c->positional == CLFORMER_POS_LEARNED ? "learned" : "sinusoidal",
+                          clformer_positional_name(c->positional),
                           "dropout", (double)c->dropout, "ln_eps", (double)c->ln_eps,
                           "label_smoothing", (double)c->label_smoothing, "share_tgt_embed",
                           c->share_tgt_embed, "scale_embed", c->scale_embed, "generator_bias",
@@ -145,28 +141,19 @@ static clformer_status get_bool(json_t *o, const char *key, bool *out)
     return CLFORMER_OK;
 }
 
-static clformer_status get_choice(json_t *o, const char *key, const char *a, const char *b,
-                                  int *out)
+/* A string value that `parse` reads (clformer_activation_parse, ...). */
+static clformer_status get_word(json_t *o, const char *key, const char **out)
 {
     json_t *v = json_object_get(o, key);
     if (!v) return cf_fail(CLFORMER_ERR_FORMAT, "config lacks \"%s\"", key);
-    const char *s = json_string_value(v);
-    if (s && !strcmp(s, a)) *out = 0;
-    else if (s && !strcmp(s, b)) *out = 1;
-    else return cf_fail(CLFORMER_ERR_FORMAT, "config \"%s\" must be \"%s\" or \"%s\"", key, a, b);
+    if (!json_is_string(v)) return cf_fail(CLFORMER_ERR_FORMAT, "config \"%s\" must be a string", key);
+    *out = json_string_value(v);
     return CLFORMER_OK;
 }
 
-static clformer_status get_activation(json_t *o, clformer_activation *out)
+static clformer_status format_error(clformer_status st, const char *key)
 {
-    const char *s = json_string_value(json_object_get(o, "activation"));
-    for (int i = 0; s && i < 3; i++)
-        if (!strcmp(s, ACTIVATIONS[i])) {
-            *out = (clformer_activation)i;
-            return CLFORMER_OK;
-        }
-    return cf_fail(CLFORMER_ERR_FORMAT,
-                   "config \"activation\" must be \"relu\", \"gelu\" or \"gelu_tanh\"");
+    return st == CLFORMER_OK ? st : cf_fail_prefix(CLFORMER_ERR_FORMAT, "config \"%s\": ", key);
 }
 
 /* Keys added after format 1 was first written: absent means the old behaviour. */
@@ -200,7 +187,7 @@ clformer_status clformer_config_from_json(const char *text, clformer_config *c)
             }
         }
     clformer_config_default(c);
-    int pos = 0;
+    const char *act = NULL, *pos = NULL;
     if (st == CLFORMER_OK) st = get_int(o, "d_model", &c->d_model);
     if (st == CLFORMER_OK) st = get_int(o, "n_heads", &c->n_heads);
     if (st == CLFORMER_OK) st = get_int(o, "d_ff", &c->d_ff);
@@ -210,15 +197,18 @@ clformer_status clformer_config_from_json(const char *text, clformer_config *c)
     if (st == CLFORMER_OK) st = get_int(o, "tgt_vocab", &c->tgt_vocab);
     if (st == CLFORMER_OK) st = get_int(o, "max_len", &c->max_len);
     if (st == CLFORMER_OK) st = get_bool(o, "norm_first", &c->norm_first);
-    if (st == CLFORMER_OK) st = get_activation(o, &c->activation);
-    if (st == CLFORMER_OK) st = get_choice(o, "positional", "sinusoidal", "learned", &pos);
+    if (st == CLFORMER_OK) st = get_word(o, "activation", &act);
+    if (st == CLFORMER_OK)
+        st = format_error(clformer_activation_parse(act, &c->activation), "activation");
+    if (st == CLFORMER_OK) st = get_word(o, "positional", &pos);
+    if (st == CLFORMER_OK)
+        st = format_error(clformer_positional_parse(pos, &c->positional), "positional");
     if (st == CLFORMER_OK) st = get_float(o, "dropout", &c->dropout);
     if (st == CLFORMER_OK) st = get_float(o, "ln_eps", &c->ln_eps);
     if (st == CLFORMER_OK) st = get_float(o, "label_smoothing", &c->label_smoothing);
     if (st == CLFORMER_OK) st = get_bool(o, "share_tgt_embed", &c->share_tgt_embed);
     if (st == CLFORMER_OK) st = get_optional_bool(o, "scale_embed", &c->scale_embed);
     if (st == CLFORMER_OK) st = get_optional_bool(o, "generator_bias", &c->generator_bias);
-    c->positional = pos ? CLFORMER_POS_LEARNED : CLFORMER_POS_SINUSOIDAL;
     json_decref(o);
     if (st == CLFORMER_OK) st = clformer_config_validate(c);
     return st;

@@ -14,39 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Named model sizes (issue #5): tiny, small and the paper's base. */
-static bool preset(const char *name, clformer_config *c)
-{
-    clformer_config_default(c);
-    if (!strcmp(name, "tiny")) {
-        c->d_model = 64, c->n_heads = 4, c->d_ff = 256, c->n_enc_layers = c->n_dec_layers = 2;
-    } else if (!strcmp(name, "small")) {
-        c->d_model = 256, c->n_heads = 4, c->d_ff = 1024, c->n_enc_layers = c->n_dec_layers = 3;
-    } else if (!strcmp(name, "base")) {
-        c->d_model = 512, c->n_heads = 8, c->d_ff = 2048, c->n_enc_layers = c->n_dec_layers = 6;
-    } else if (!strncmp(name, "gpt", 3)) {
-        /* GPT-2's layout: decoder-only, pre-norm with a final LayerNorm,
-         * learned positions, tied embeddings, tanh GELU, no embedding scale,
-         * no lm_head bias. gpt-mini is nanoGPT's CPU run, gpt-char its
-         * shakespeare_char config, gpt2 the 124M model. */
-        c->n_enc_layers = 0, c->positional = CLFORMER_POS_LEARNED, c->share_tgt_embed = true;
-        c->activation = CLFORMER_ACT_GELU_TANH, c->scale_embed = false, c->generator_bias = false;
-        c->norm_first = true, c->dropout = 0.0f;
-        if (!strcmp(name, "gpt-mini"))
-            c->d_model = 128, c->n_heads = 4, c->n_dec_layers = 4, c->max_len = 64;
-        else if (!strcmp(name, "gpt-char"))
-            c->d_model = 384, c->n_heads = 6, c->n_dec_layers = 6, c->max_len = 256, c->dropout = 0.2f;
-        else if (!strcmp(name, "gpt2"))
-            c->d_model = 768, c->n_heads = 12, c->n_dec_layers = 12, c->max_len = 1024;
-        else
-            return false;
-        c->d_ff = 4 * c->d_model;
-    } else {
-        return false;
-    }
-    return true;
-}
-
 typedef struct {
     const clformer_train_options *want;
     const train_given *given;
@@ -90,10 +57,29 @@ typedef struct {
  * else the exit code (0 after --help). */
 static int parse_args(int argc, char **argv, train_args *a)
 {
-    *a = (train_args){.config_name = "small", .schedule = "constant", .optimizer = "adam",
-                      .min_freq = 1, .warmup = 4000, .bleu_sentences = 200, .seed = 1,
-                      .lr = 5e-4, .clip = 1.0, .dropout = 0.1, .task = "translate",
-                      .val_fraction = 0.1, .eval_batches = 20};
+    clformer_train_options d; /* the library's defaults, not copies of them */
+    clformer_train_options_default(&d);
+    *a = (train_args){.config_name = "small",
+                      .schedule = d.schedule == CLFORMER_LR_NOAM ? "noam" : "constant",
+                      .optimizer = d.optim.optimizer == CLFORMER_ADAMW ? "adamw" : "adam",
+                      .min_freq = d.min_freq, .warmup = (long)d.warmup,
+                      .bleu_sentences = (long)d.bleu_sentences, .seed = (long)d.seed,
+                      .lr = d.lr, .clip = d.optim.clip, .dropout = d.config.dropout,
+                      .label_smoothing = d.config.label_smoothing, .task = "translate",
+                      .val_fraction = 0.1, .eval_batches = (long)d.eval_batches};
+    /* the choices the library names (its enums and presets) */
+    const char *acts[8] = {0}, *positions[8] = {0}, *presets[16] = {0};
+    for (int i = 0; i < 7 && clformer_activation_name((clformer_activation)i); i++)
+        acts[i] = clformer_activation_name((clformer_activation)i);
+    for (int i = 0; i < 7 && clformer_positional_name((clformer_positional)i); i++)
+        positions[i] = clformer_positional_name((clformer_positional)i);
+    int np = 0;
+    for (const char *const *p = clformer_config_presets(); *p && np < 7; p++) presets[np++] = *p;
+    for (const char *const *p = clformer_config_lm_presets(); *p && np < 15; p++) presets[np++] = *p;
+    char preset_choices[160], act_choices[128], pos_choices[128];
+    cli_choices(preset_choices, sizeof preset_choices, presets);
+    cli_choices(act_choices, sizeof act_choices, acts);
+    cli_choices(pos_choices, sizeof pos_choices, positions);
     const cli_option options[] = {
         {"--task", CLI_CHOICE, &a->task, NULL, "translate: sentence pairs (default); lm: a decoder-only language model on plain text", 0, 0, "translate|lm"},
         {"--text", CLI_STRING, &a->text, "FILE", "lm: the training text (required with --task lm)"},
@@ -107,7 +93,7 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--tgt", CLI_STRING, &a->tgt, "FILE", "training target sentences, line-aligned (required)"},
         {"--val-src", CLI_STRING, &a->val_src, "FILE", "validation source sentences"},
         {"--val-tgt", CLI_STRING, &a->val_tgt, "FILE", "validation target sentences"},
-        {"--config", CLI_CHOICE, &a->config_name, NULL, "model preset (default small; lm: gpt-mini)", 0, 0, "tiny|small|base|gpt-mini|gpt-char|gpt2", &a->g.config},
+        {"--config", CLI_CHOICE, &a->config_name, NULL, "model preset (default small; lm: gpt-mini; clformer presets lists the translation ones)", 0, 0, preset_choices, &a->g.config},
         {"--d-model", CLI_INT, &a->d_model, "N", "width of token vectors", 1, 65536, NULL, &a->g.d_model},
         {"--heads", CLI_INT, &a->heads, "N", "attention heads (must divide --d-model)", 1, 4096, NULL, &a->g.heads},
         {"--d-ff", CLI_INT, &a->d_ff, "N", "feed-forward hidden width", 1, 1 << 20, NULL, &a->g.d_ff},
@@ -115,8 +101,8 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--dec-layers", CLI_INT, &a->dec_layers, "N", "decoder blocks", 1, 1024, NULL, &a->g.dec_layers},
         {"--max-len", CLI_INT, &a->max_len, "N", "longest sequence with <sos>/<eos> (default 256); longer pairs are skipped", 3, 65536, NULL, &a->g.max_len},
         {"--post-norm", CLI_FLAG, &a->post_norm, NULL, "post-norm blocks (the paper's) instead of pre-norm", 0, 0, NULL, &a->g.post_norm},
-        {"--activation", CLI_CHOICE, &a->activation, NULL, "feed-forward activation (default relu)", 0, 0, "relu|gelu|gelu_tanh", &a->g.activation},
-        {"--positional", CLI_CHOICE, &a->positional, NULL, "positional encoding (default sinusoidal)", 0, 0, "sinusoidal|learned", &a->g.positional},
+        {"--activation", CLI_CHOICE, &a->activation, NULL, "feed-forward activation (default relu)", 0, 0, act_choices, &a->g.activation},
+        {"--positional", CLI_CHOICE, &a->positional, NULL, "positional encoding (default sinusoidal)", 0, 0, pos_choices, &a->g.positional},
         {"--tie-embeddings", CLI_FLAG, &a->tie, NULL, "tie the generator to the target embedding", 0, 0, NULL, &a->g.tie},
         {"--dropout", CLI_DOUBLE, &a->dropout, "P", "dropout probability (default 0.1)", 0, 0.99, NULL, &a->g.dropout},
         {"--label-smoothing", CLI_DOUBLE, &a->label_smoothing, "E", "label smoothing (default 0)", 0, 0.99, NULL, &a->g.label_smoothing},
@@ -273,23 +259,28 @@ static int build_options(train_args *a, clformer_train_options *o)
     o->src_path = a->src, o->tgt_path = a->tgt, o->val_src_path = a->val_src, o->val_tgt_path = a->val_tgt;
     o->min_freq = (int)a->min_freq, o->max_vocab = (int)a->max_vocab;
     o->batching.batch_size = (int)a->batch_size;
-    o->batching.batch_tokens = a->batch_size ? 0 : (int)(a->batch_tokens ? a->batch_tokens : 4096);
+    if (a->batch_size) o->batching.batch_tokens = 0;
+    else if (a->batch_tokens) o->batching.batch_tokens = (int)a->batch_tokens;
     o->batching.shuffle = !a->no_shuffle;
     o->batching.seed = (uint64_t)a->seed;
-    preset(a->config_name, &o->config);
     clformer_config *c = &o->config;
+    if ((lm ? clformer_config_lm_preset(a->config_name, c)
+            : clformer_config_preset(a->config_name, c)) != CLFORMER_OK) {
+        cli_runtime_error("train", "--config");
+        return EXIT_USAGE;
+    }
     if (a->d_model) c->d_model = (int)a->d_model;
     if (a->heads) c->n_heads = (int)a->heads;
     if (a->d_ff) c->d_ff = (int)a->d_ff;
     if (a->enc_layers) c->n_enc_layers = (int)a->enc_layers;
     if (a->dec_layers) c->n_dec_layers = (int)a->dec_layers;
     if (a->max_len) c->max_len = (int)a->max_len;
-    c->norm_first = !a->post_norm;
-    if (a->activation)
-        c->activation = !strcmp(a->activation, "gelu")        ? CLFORMER_ACT_GELU
-                        : !strcmp(a->activation, "gelu_tanh") ? CLFORMER_ACT_GELU_TANH
-                                                              : CLFORMER_ACT_RELU;
-    if (a->positional) c->positional = !strcmp(a->positional, "learned") ? CLFORMER_POS_LEARNED : CLFORMER_POS_SINUSOIDAL;
+    if (a->post_norm) c->norm_first = false;
+    if ((a->activation && clformer_activation_parse(a->activation, &c->activation) != CLFORMER_OK) ||
+        (a->positional && clformer_positional_parse(a->positional, &c->positional) != CLFORMER_OK)) {
+        cli_runtime_error("train", "model options");
+        return EXIT_USAGE;
+    }
     if (!lm) c->share_tgt_embed = a->tie; /* gpt presets are tied */
     if (lm && a->context) c->max_len = (int)a->context;
     if (!lm || a->g.dropout) c->dropout = (float)a->dropout; /* lm: the preset's unless given */

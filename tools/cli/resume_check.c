@@ -70,9 +70,8 @@ static void shape(check *c, const clformer_config *have, const clformer_config *
           want->norm_first ? "pre-norm" : "post-norm");
     words(c, g->activation, "--activation", clformer_activation_name(have->activation),
           clformer_activation_name(want->activation));
-    words(c, g->positional, "--positional",
-          have->positional == CLFORMER_POS_LEARNED ? "learned" : "sinusoidal",
-          want->positional == CLFORMER_POS_LEARNED ? "learned" : "sinusoidal");
+    words(c, g->positional, "--positional", clformer_positional_name(have->positional),
+          clformer_positional_name(want->positional));
     words(c, g->tie, "--tie-embeddings", have->share_tgt_embed ? "tied embeddings" : "untied embeddings",
           want->share_tgt_embed ? "tied embeddings" : "untied embeddings");
     floats(c, g->dropout, "--dropout", have->dropout, want->dropout);
