@@ -109,9 +109,10 @@ int resume_check(const char *command, const clformer_train_options *want, const 
     shape(&c, &have->config, &want->config, g);
     batching(&c, &have->batching, &want->batching, g);
     floats(&c, g->lr, "--lr", have->lr, want->lr);
-    words(&c, g->schedule, "--lr-schedule", have->schedule == CLFORMER_LR_NOAM ? "noam" : "constant",
-          want->schedule == CLFORMER_LR_NOAM ? "noam" : "constant");
+    static const char *const schedules[] = {"constant", "noam", "inverse-sqrt"};
+    words(&c, g->schedule, "--lr-schedule", schedules[have->schedule], schedules[want->schedule]);
     ints(&c, g->warmup, "--warmup", (long long)have->warmup, (long long)want->warmup);
+    floats(&c, g->warmup_init_lr, "--warmup-init-lr", have->warmup_init_lr, want->warmup_init_lr);
     words(&c, g->optimizer, "--optimizer", have->optim.optimizer == CLFORMER_ADAMW ? "adamw" : "adam",
           want->optim.optimizer == CLFORMER_ADAMW ? "adamw" : "adam");
     floats(&c, g->weight_decay, "--weight-decay", have->optim.weight_decay,

@@ -16,7 +16,7 @@
 typedef struct {
     bool config, d_model, heads, d_ff, enc_layers, dec_layers, max_len, post_norm, activation,
         positional, tie, dropout, label_smoothing, lr, schedule, warmup, optimizer,
-        weight_decay, clip, batch_size, batch_tokens, no_shuffle, seed;
+        weight_decay, clip, batch_size, batch_tokens, no_shuffle, seed, warmup_init_lr;
 } train_given;
 
 /* Compares the given options of `want` (what the command asks for) with
