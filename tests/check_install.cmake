@@ -12,9 +12,11 @@ function(run what)
   endif()
 endfunction()
 
-# A program linked to the installed library runs and prints its usage line.
+# A program linked to the installed library runs and prints its usage line,
+# as a user starts it: no LD_LIBRARY_PATH (the prefix is not one the dynamic
+# loader searches; the program's run path must find the library).
 function(check_runs program)
-  execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${prefix}/${LIBDIR} ${program}
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH ${program}
                   RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
   if(NOT rc EQUAL 2 OR NOT err MATCHES "usage: ")
     message(FATAL_ERROR "${program} did not start as expected (exit ${rc}): ${err}")
@@ -43,6 +45,27 @@ run("cc with pkg-config's flags" ${CC} -std=c11 -Wall -Werror ${SOURCE_DIR}/exam
     ${flags} -o ${WORK_DIR}/translate_stdin_pc)
 check_runs(${WORK_DIR}/translate_stdin_pc)
 message("pkg-config: built and ran translate_stdin with ${flags}")
+
+# pkg-config --static: the static library with every library it needs
+# (OpenBLAS among them when the build has the host GEMM provider).
+execute_process(COMMAND ${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${prefix}/${LIBDIR}/pkgconfig
+                        ${PKG_CONFIG} --static --cflags --libs clformer
+                RESULT_VARIABLE rc OUTPUT_VARIABLE static_flags ERROR_VARIABLE err
+                OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "pkg-config --static --cflags --libs clformer failed: ${err}")
+endif()
+separate_arguments(static_flags UNIX_COMMAND "${static_flags}")
+# -lclformer would take the shared library: name the archive instead
+list(TRANSFORM static_flags REPLACE "^-lclformer$" "-l:libclformer.a")
+run("cc with pkg-config --static's flags" ${CC} -std=c11 -Wall -Werror
+    ${SOURCE_DIR}/examples/translate_stdin.c ${static_flags} -o ${WORK_DIR}/translate_stdin_static)
+execute_process(COMMAND ldd ${WORK_DIR}/translate_stdin_static OUTPUT_VARIABLE deps)
+if(deps MATCHES "libclformer")
+  message(FATAL_ERROR "the --static build still loads libclformer.so:\n${deps}")
+endif()
+check_runs(${WORK_DIR}/translate_stdin_static)
+message("pkg-config --static: built and ran translate_stdin with ${static_flags}")
 
 # CMake: examples/ as a project of its own, finding the installed package.
 run("configuring examples/ with find_package(clformer)"

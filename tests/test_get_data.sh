@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# tools/get-data.sh with local files (--from), no network, on the Multi30k copy
-# in ../shared/data/multi30k (the dataset's tokenised files only; skipped, exit
-# 77, where a checkout has none):
+# tools/get-data.sh with local files (--from), no network, on a made-up copy
+# of Multi30k's tokenised files (the right names and line counts; their
+# SHA-256 sums given through GET_DATA_SHA256), so that the test needs no
+# data set and no other file can change what it sees:
 # 1. tokenised files alone: DIR/ gets them byte for byte (their SHA-256 checked),
 #    no raw/, and a note that says what --from expects for it;
 # 2. with raw files beside them (NAME.LANG.gz or raw/NAME.LANG): DIR/raw/ too;
@@ -11,11 +12,6 @@
 #    missing, a missing file, --from not a directory, an unknown corpus, no DIR.
 set -uo pipefail
 script="${CLFORMER_SOURCE_DIR:?run through ctest}/tools/get-data.sh"
-shared="${CLFORMER_SOURCE_DIR}/../shared/data/multi30k"
-if [[ ! -f "$shared/train.en" ]]; then
-    echo "SKIP: $shared is not present"
-    exit 77
-fi
 tmp=$(mktemp -d /tmp/clformer-get-data-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 failures=0
@@ -35,6 +31,18 @@ expect_fail() {  # exit code, needle, command...
     fi
 }
 files=(train.en train.de val.en val.de test_2016_flickr.en test_2016_flickr.de)
+
+# the fixture: Multi30k's line counts, made-up lower-case sentences
+shared="$tmp/multi30k"
+mkdir -p "$shared"
+declare -A lines=([train]=29000 [val]=1014 [test_2016_flickr]=1000)
+for f in "${files[@]}"; do
+    n=${lines[${f%.*}]}
+    awk -v n="$n" -v l="${f##*.}" 'BEGIN { for (i = 1; i <= n; i++)
+        printf "a %s sentence number %d of %d .\n", l, i, n }' > "$shared/$f"
+done
+(cd "$shared" && sha256sum "${files[@]}") > "$tmp/sums"
+export GET_DATA_SHA256="$tmp/sums"
 
 # 1. tokenised files only
 out="$tmp/out"

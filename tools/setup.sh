@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
-tools/build.sh
+# configured as tools/test.sh configures (warnings as errors), so that the
+# test run after this one reuses the build instead of rebuilding everything
+tools/build.sh -DCLFORMER_WERROR=ON
 echo
 ./build/clformer devices
 echo

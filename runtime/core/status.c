@@ -62,8 +62,14 @@ clformer_status cf_fail_prefix(clformer_status status, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
-    /* shift the old message right, truncating its end, and put the prefix first */
+    /* a context without its own separator ("training data") gets ": ", so
+     * no caller can glue two messages into one word */
     size_t p = strlen(prefix), old = strlen(last_error);
+    if (p > 0 && old > 0 && prefix[p - 1] != ' ' && p + 2 < sizeof prefix) {
+        memcpy(prefix + p, ": ", 3);
+        p += 2;
+    }
+    /* shift the old message right, truncating its end, and put the prefix first */
     if (p + old >= sizeof last_error) old = sizeof last_error - 1 - p;
     memmove(last_error + p, last_error, old);
     memcpy(last_error, prefix, p);

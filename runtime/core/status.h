@@ -17,7 +17,8 @@
 clformer_status cf_fail(clformer_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Prefixes the recorded message with context ("loading x.safetensors: ..."). */
+/* Prefixes the recorded message with context ("loading x.safetensors: ..."); a
+ * context that does not end in a space is followed by ": ". */
 clformer_status cf_fail_prefix(clformer_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

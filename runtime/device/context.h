@@ -38,6 +38,9 @@ typedef struct {
 
 struct clformer_context {
     clformer_device_info info;
+    /* Every device-dependent choice (profile.c); nothing else asks what the
+     * device is. */
+    clformer_device_profile device_profile;
     cl_platform_id platform;
     cl_device_id device;
     cl_context context;
@@ -45,9 +48,10 @@ struct clformer_context {
     clformer_gemm_provider gemm_provider; /* see clformer_gemm_provider_for */
     clformer_attention_path attention_path; /* the choice; acts.c applies it per batch */
 
-    /* Work-group size used by row-reduction kernels (power of two). */
+    /* Copies of device_profile.reduce_wg and .elementwise_wg, which every
+     * launcher reads: work-group sizes of row reductions (a power of two)
+     * and of element-wise kernels. */
     size_t reduce_wg;
-    /* Work-group size for element-wise kernels. */
     size_t elementwise_wg;
 
     /* Programs compiled for this device, searched linearly (there are few). */

@@ -5,6 +5,7 @@
  */
 #include "context.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,20 @@ static clformer_status read_log_level(const char *name, clformer_log_level *out)
                    "%s='%s' is not a log level: use error, warn, info or debug", name, v);
 }
 
+/* CLFORMER_GEMM_TUNING is 0, 1 or a file: a file that cannot be read is
+ * said at once, not ignored (the tuning would silently not apply). */
+static clformer_status read_gemm_tuning(const char *v)
+{
+    if (!v || !strcmp(v, "0") || !strcmp(v, "1")) return CLFORMER_OK;
+    FILE *f = fopen(v, "rb");
+    if (!f)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "CLFORMER_GEMM_TUNING='%s': cannot open it (%s); name a tuning file, or "
+                       "use 1 (the built-in table) or 0 (none)", v, strerror(errno));
+    fclose(f);
+    return CLFORMER_OK;
+}
+
 clformer_status clformer_context_params_from_env(clformer_context_params *p)
 {
     clformer_context_params_default(p);
@@ -62,7 +77,9 @@ clformer_status clformer_context_params_from_env(clformer_context_params *p)
     p->gemm_tuning = env("CLFORMER_GEMM_TUNING");
     p->gemm = env("CLFORMER_GEMM");
     p->attention = env("CLFORMER_ATTENTION");
+    p->profile = env("CLFORMER_PROFILE");
     CF_TRY(read_bool("CLFORMER_CACHE", &p->cache));
+    CF_TRY(read_gemm_tuning(p->gemm_tuning));
     return read_log_level("CLFORMER_LOG", &p->log_level);
 }
 

@@ -90,9 +90,8 @@ static void run_all(cf_ctx *ctx, work *w, unsigned threads)
 
 static unsigned default_threads(const cf_ctx *ctx, unsigned threads)
 {
-    /* Oclgrind's compiler is not known to be safe on several threads. */
-    if (ctx->info.simulator) return 1;
     if (threads) return threads;
+    if (ctx->device_profile.compile_threads) return ctx->device_profile.compile_threads;
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     return cpus > 1 ? (unsigned)cpus : 1;
 }

@@ -430,13 +430,44 @@ static clformer_status check_header(const cf_st_reader *r, header *h)
 }
 
 /* Reads part `part` (0 weights, 1 optim.m., 2 optim.v.) into `host`, checked. */
+/* Values no training run writes, found before they reach the device: a
+ * weight beyond WEIGHT_LIMIT in magnitude (a weight of 3.4e38 made every
+ * logit infinite and translations empty), a non-finite Adam moment, or a
+ * negative second moment (Adam takes its square root: the first step then
+ * diverged, and the message blamed the learning rate). A checksum cannot
+ * catch these when the file was written that way. */
+#define WEIGHT_LIMIT 1e6f
+clformer_status cf_checkpoint_check_values(const cf_param_layout *layout, int part,
+                                           const float *host)
+{
+    for (size_t e = 0; e < layout->n_entries; e++) {
+        const cf_param_entry *t = &layout->entries[e];
+        const size_t n = (t->rank == 2 ? t->rows : 1) * t->cols;
+        for (size_t i = 0; i < n; i++) {
+            const float x = host[t->offset + i];
+            const bool bad = !isfinite(x) || (part == 0 && fabsf(x) > WEIGHT_LIMIT) ||
+                             (part == 2 && x < 0);
+            if (bad)
+                return cf_fail(CLFORMER_ERR_FORMAT,
+                               "%s%s element %zu is %g, which no training writes (%s): the file "
+                               "is damaged; use an intact checkpoint",
+                               part ? (part == 1 ? "optim.m." : "optim.v.") : "", t->name, i,
+                               (double)x,
+                               part == 0 ? "weights are finite and within 1e6"
+                               : part == 1 ? "Adam moments are finite"
+                                           : "Adam second moments are finite and not negative");
+        }
+    }
+    return CLFORMER_OK;
+}
+
 static clformer_status read_checked_part(const cf_st_reader *r, const header *h, int part,
                                          float *host)
 {
     static const char *const prefix[3] = {"", "optim.m.", "optim.v."};
     CF_TRY(read_part(r, &h->layout, prefix[part], host));
     if (part == 0 && h->config.share_tgt_embed) CF_TRY(check_tied(r, &h->config, &h->layout, host));
-    return CLFORMER_OK;
+    return cf_checkpoint_check_values(&h->layout, part, host);
 }
 
 clformer_status cf_checkpoint_check(const cf_st_reader *r)

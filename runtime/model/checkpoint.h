@@ -8,8 +8,16 @@
 #define CF_CHECKPOINT_H
 
 #include "safetensors.h"
+#include "params.h"
 
 clformer_status cf_checkpoint_check(const cf_st_reader *reader);
+
+/* Refuses values no training writes in one part of a checkpoint (0 weights,
+ * 1 Adam first moments, 2 second moments), laid out as `layout`: non-finite
+ * ones, weights beyond 1e6 in magnitude, negative second moments
+ * (CLFORMER_ERR_FORMAT naming the tensor and element). */
+clformer_status cf_checkpoint_check_values(const cf_param_layout *layout, int part,
+                                           const float *host);
 
 /* Makes a loaded model a new run's starting point (training from --init):
  * step 0, Adam moments zero, no trainer state. The weights stay. */

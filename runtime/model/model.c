@@ -77,7 +77,9 @@ clformer_status cf_model_new(cf_ctx *ctx, const clformer_config *config, uint64_
     clformer_status st = cf_param_layout_make(config, &m->layout);
     if (st == CLFORMER_OK) {
         st = allocate(m);
-        if (st != CLFORMER_OK)
+        /* only a failed allocation means "does not fit": a missing kernel
+         * directory or a build error says so itself */
+        if (st == CLFORMER_ERR_OUT_OF_MEMORY)
             st = cf_fail_prefix(st, "model with %zu parameters does not fit the device: ",
                                 m->layout.total);
     }

@@ -3,8 +3,10 @@
 #include "trainer.h"
 #include "checkpoint_files.h"
 #include "clock.h"
+#include "log.h"
 #include "status.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -35,17 +37,44 @@ static double steps_left(const clformer_trainer *t)
 
 static json_t *number_or_null(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
+/* Notes the log's first failed write and warns at once; the run goes on
+ * (its model is worth more than its log) and ends with an error. */
+static void log_failed(clformer_trainer *t, int err)
+{
+    if (t->log_errno) return;
+    t->log_errno = err ? err : EIO;
+    t->log_lost_step = clformer_model_step(t->model);
+    cf_log(NULL, CF_LOG_WARN, "cannot write the log '%s' at step %" PRIu64 ": %s; training "
+           "goes on, and the run will end with an error", t->o.log_path, t->log_lost_step,
+           strerror(t->log_errno));
+}
+
 static void log_line(clformer_trainer *t, json_t *entry)
 {
-    if (t->log && entry) {
+    if (t->log && entry && !t->log_errno) {
         char *s = json_dumps(entry, JSON_COMPACT | JSON_REAL_PRECISION(8));
-        if (s) {
-            fprintf(t->log, "%s\n", s);
-            fflush(t->log);
-        }
+        errno = 0;
+        if (!s) log_failed(t, ENOMEM);
+        else if (fprintf(t->log, "%s\n", s) < 0 || fflush(t->log) != 0) log_failed(t, errno);
         free(s);
     }
     json_decref(entry);
+}
+
+/* Closes the log (its last bytes reach the file here) and turns a lost log
+ * into the run's error, saying where the model went. */
+static clformer_status close_log(clformer_trainer *t, const clformer_train_result *res)
+{
+    if (t->log) {
+        errno = 0;
+        if (fclose(t->log) != 0) log_failed(t, errno);
+        t->log = NULL;
+    }
+    if (!t->log_errno) return CLFORMER_OK;
+    return cf_fail(CLFORMER_ERR_IO, "the log '%s' is incomplete: writing it failed at step %" PRIu64
+                   " (%s)%s%s", t->o.log_path, t->log_lost_step, strerror(t->log_errno),
+                   res->saved_to ? "; the model was saved to " : "; nothing was saved",
+                   res->saved_to ? res->saved_to : "");
 }
 
 static bool report(clformer_trainer *t, const clformer_train_progress *p)
@@ -98,11 +127,11 @@ static clformer_status validate(clformer_trainer *t, clformer_train_progress p,
     double loss, bleu = NAN;
     size_t tokens;
     clformer_status st = clformer_corpus_loss(t->session, t->val, 4096, &loss, &tokens);
-    if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation loss");
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation loss: ");
     size_t n = t->o.bleu_sentences < t->val_text->n ? t->o.bleu_sentences : t->val_text->n;
     if (cf_trainer_rank(t) != 0) n = 0;
     if (n > 0 && !t->stop && (st = validation_bleu(t, n, &bleu)) != CLFORMER_OK)
-        return cf_fail_prefix(st, "validation BLEU");
+        return cf_fail_prefix(st, "validation BLEU: ");
     if (t->stop) return CLFORMER_OK;
     res->val_loss = loss;
     res->val_bleu = bleu;
@@ -130,7 +159,7 @@ static clformer_status save_checkpoint(clformer_trainer *t, const char *path)
                                : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     free(state);
     if (st == CLFORMER_OK) st = clformer_model_save(t->model, path, true);
-    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "saving");
+    return st; /* the message already says "saving 'path': " */
 }
 
 static clformer_status save(clformer_trainer *t, const char *path, clformer_train_result *res)
@@ -146,8 +175,7 @@ static clformer_status save(clformer_trainer *t, const char *path, clformer_trai
         if (cf_checkpoint_name(t->o.save_path, "step", t->saved_step, numbered,
                                sizeof numbered) != CLFORMER_OK)
             return cf_fail_prefix(CLFORMER_ERR_INVALID_ARGUMENT, "--keep-last");
-        clformer_status st = clformer_model_save(t->model, numbered, false);
-        if (st != CLFORMER_OK) return cf_fail_prefix(st, "saving");
+        CF_TRY(clformer_model_save(t->model, numbered, false)); /* names the file */
         CF_TRY(cf_checkpoints_prune(t->o.save_path, t->o.keep_last));
     }
     return CLFORMER_OK;
@@ -260,7 +288,7 @@ static clformer_status check_sync(clformer_trainer *t, uint64_t step)
 {
     if (t->o.check_sync_every == 0 || step % t->o.check_sync_every != 0) return CLFORMER_OK;
     clformer_status st = clformer_model_check_sync(t->model);
-    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "parameter check after step %" PRIu64, step);
+    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "parameter check after step %" PRIu64 ": ", step);
 }
 
 /* One optimizer step on the next batch; fills the step's figures in *p. */
@@ -281,7 +309,7 @@ static clformer_status train_step(clformer_trainer *t, clformer_train_progress *
     for (int r = 0; r < cf_trainer_ranks(t); r++) {
         clformer_batch batch;
         clformer_status st = clformer_batcher_next(t->batcher, &batch);
-        if (st != CLFORMER_OK) return cf_fail_prefix(st, "batching");
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "batching: ");
         if (r != cf_trainer_rank(t)) continue;
         /* a non-finite step still reports its figures: check_divergence words it */
         st = clformer_session_train_step(t->session, &batch, p->lr, &s);
@@ -376,5 +404,5 @@ clformer_status clformer_trainer_run(clformer_trainer *t, clformer_train_result 
                     : t->o.best_metric == CLFORMER_METRIC_BLEU ? -t->best_val
                                                                 : t->best_val;
     res->best_step = t->best_step;
-    return CLFORMER_OK;
+    return close_log(t, res);
 }

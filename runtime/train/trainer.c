@@ -76,13 +76,13 @@ static clformer_status load_text(clformer_trainer *t)
     if (o->train_text) t->train_text = o->train_text;
     else {
         clformer_status st = cf_parallel_text_load(o->src_path, o->tgt_path, &t->own_train);
-        if (st != CLFORMER_OK) return cf_fail_prefix(st, "training data");
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "training data: ");
         t->train_text = t->own_train;
     }
     if (o->val_text) t->val_text = o->val_text;
     else if (o->val_src_path) {
         clformer_status st = cf_parallel_text_load(o->val_src_path, o->val_tgt_path, &t->own_val);
-        if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation data");
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation data: ");
         t->val_text = t->own_val;
     }
     return CLFORMER_OK;
@@ -138,12 +138,12 @@ static clformer_status tokenizers(clformer_trainer *t)
     }
     if (!t->spm[0] && !t->spm[1]) return CLFORMER_OK;
     clformer_status st = pieces_text(t, t->train_text, &t->own_train_pieces);
-    if (st != CLFORMER_OK) return cf_fail_prefix(st, "training data");
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "training data: ");
     t->train_text = t->own_train_pieces;
     if (t->val_text) {
         t->raw_val = t->val_text;
         st = pieces_text(t, t->val_text, &t->own_val_pieces);
-        if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation data");
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation data: ");
         t->val_text = t->own_val_pieces;
     }
     return CLFORMER_OK;
@@ -169,7 +169,7 @@ static clformer_status vocabularies(clformer_trainer *t)
         st = clformer_vocab_from_model(t->model, CLFORMER_SIDE_SOURCE, &t->src_vocab);
         if (st == CLFORMER_OK)
             st = clformer_vocab_from_model(t->model, CLFORMER_SIDE_TARGET, &t->tgt_vocab);
-        return st == CLFORMER_OK ? st : cf_fail_prefix(st, "the model's vocabularies");
+        return st == CLFORMER_OK ? st : cf_fail_prefix(st, "the model's vocabularies: ");
     }
     const clformer_train_options *o = &t->o;
     st = t->spm[0] ? spm_vocab(t->spm[0], &t->src_vocab)
@@ -179,14 +179,14 @@ static clformer_status vocabularies(clformer_trainer *t)
         st = t->spm[1] ? spm_vocab(t->spm[1], &t->tgt_vocab)
                        : cf_vocab_build(t->train_text->tgt, t->train_text->n, o->min_freq,
                                         o->max_vocab, &t->tgt_vocab);
-    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "building the vocabularies");
+    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "building the vocabularies: ");
 }
 
 static clformer_status encode(clformer_trainer *t, int max_len)
 {
     clformer_status st = cf_corpus_encode(t->train_text, t->src_vocab, t->tgt_vocab, max_len,
                                           &t->train);
-    if (st != CLFORMER_OK) return cf_fail_prefix(st, "training data");
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "training data: ");
     /* the training text is not needed once encoded: freeing it here halves
      * the memory a large corpus holds for the rest of the run (the
      * validation text stays, for BLEU's references) */
@@ -196,7 +196,7 @@ static clformer_status encode(clformer_trainer *t, int max_len)
     t->train_text = NULL;
     if (t->val_text) {
         st = cf_corpus_encode(t->val_text, t->src_vocab, t->tgt_vocab, max_len, &t->val);
-        if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation data");
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation data: ");
     }
     return CLFORMER_OK;
 }
@@ -207,7 +207,7 @@ static clformer_status fresh_model(clformer_trainer *t)
     c.src_vocab = cf_vocab_size(t->src_vocab);
     c.tgt_vocab = cf_vocab_size(t->tgt_vocab);
     clformer_status st = clformer_model_create(t->ctx, &c, t->o.seed, &t->model);
-    if (st != CLFORMER_OK) return cf_fail_prefix(st, "creating the model");
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "creating the model: ");
     const char **s = malloc((size_t)c.src_vocab * sizeof *s);
     const char **g = malloc((size_t)c.tgt_vocab * sizeof *g);
     st = s && g ? CLFORMER_OK : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -216,7 +216,7 @@ static clformer_status fresh_model(clformer_trainer *t)
     if (st == CLFORMER_OK) st = clformer_model_set_vocabs(t->model, s, g);
     free(s);
     free(g);
-    if (st != CLFORMER_OK) return cf_fail_prefix(st, "setting the vocabularies");
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "setting the vocabularies: ");
     const clformer_train_options *o = &t->o;
     if (o->src_spm) st = clformer_model_set_tokenizer(t->model, false, o->src_spm, o->src_spm_size);
     if (st == CLFORMER_OK && o->tgt_spm)
@@ -239,7 +239,7 @@ static clformer_status open_model(clformer_trainer *t)
          * from a training checkpoint (whose step would otherwise count
          * against --steps and train nothing) */
         clformer_status st = cf_model_forget_training(t->model);
-        if (st != CLFORMER_OK) return cf_fail_prefix(st, "starting from '%s'", path);
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "starting from '%s': ", path);
         clformer_model_set_seed(t->model, o->seed);
         const clformer_config *c = clformer_model_config(t->model);
         const float p = o->override_dropout ? o->config.dropout : c->dropout;
@@ -312,7 +312,7 @@ static clformer_status restore(clformer_trainer *t)
     clformer_status st = clformer_batcher_create(t->train, &bo, &t->batcher);
     if (st == CLFORMER_OK) st = cf_batcher_state_from_json(t->batcher->b, b);
     json_decref(root);
-    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "resuming the batches");
+    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "resuming the batches: ");
 }
 
 static clformer_status setup(clformer_trainer *t)
@@ -332,9 +332,9 @@ static clformer_status setup(clformer_trainer *t)
     if (!t->model) CF_TRY(fresh_model(t));
     if (!o->resume_path) {
         clformer_status st = clformer_model_set_optimizer(t->model, &o->optim);
-        if (st != CLFORMER_OK) return cf_fail_prefix(st, "optimizer settings");
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "optimizer settings: ");
         st = clformer_batcher_create(t->train, &o->batching, &t->batcher);
-        if (st != CLFORMER_OK) return cf_fail_prefix(st, "batching");
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "batching: ");
     } else {
         CF_TRY(restore(t));
         t->resumed = true;

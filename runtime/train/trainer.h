@@ -36,6 +36,10 @@ struct clformer_trainer {
     cf_corpus *train, *val;
     clformer_batcher *batcher;
     FILE *log;
+    /* the first failed write of the log (errno, and the step it was lost
+     * at): warned about at once, an error at the end of the run (0: none) */
+    int log_errno;
+    uint64_t log_lost_step;
     bool resumed;
     /* the schedule and batching in force: the options', or the checkpoint's */
     float lr;

@@ -60,7 +60,23 @@ static void check_json(void **state)
     json_decref(doc);
 }
 
+/* The table names the device in full, however long its name (PoCL's
+ * include the CPU's: "pthread-skylake-avx512-AMD EPYC 9R14 96-Core..."). */
+static void check_table_names_the_whole_device(void **state)
+{
+    (void)state;
+    static char out[1 << 16], err_text[1 << 14];
+    const char *const args[] = {"check", "--quick", "--layer", "layernorm", NULL};
+    const harness_cmd cmd = {out, sizeof out, err_text, sizeof err_text, NULL, NULL, true};
+    int rc = harness_run_clformer_argv(&cmd, args);
+    if (rc != 0) fail_msg("clformer check exited with %d:\n%s\n%s", rc, out, err_text);
+    char line[512];
+    snprintf(line, sizeof line, "device: %s (", hctx()->info.name);
+    if (!strstr(out, line)) fail_msg("no line '%s...' in:\n%s", line, out);
+}
+
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(check_table_names_the_whole_device),
     cmocka_unit_test(devices_json),
     cmocka_unit_test(check_json),
 };

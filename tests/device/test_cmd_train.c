@@ -220,6 +220,80 @@ static void learns_saves_and_resumes_exactly(void **state)
         fail_msg("resume mid-epoch with --epochs 2: exit %d:\n%s", rc, out);
 }
 
+/* "Rerun the same command with --resume added" holds for every option of
+ * the first command (issue 21): a --warmup equal to the checkpoint's noam
+ * warm-up without --lr-schedule, --tokenizer spm with its --vocab-size and
+ * --tokenizer-type, --min-freq and --max-vocab; each different value is
+ * refused naming the option, none is ignored. */
+static void resume_takes_the_first_command_again(void **state)
+{
+    (void)state;
+    static char out[1 << 16];
+    /* ten words, so that a 30-piece SentencePiece vocabulary can be learned */
+    FILE *s = NULL, *t = NULL;
+    char path[256];
+    harness_path(path, sizeof path, dir, "words.src");
+    assert_non_null(s = fopen(path, "w"));
+    harness_path(path, sizeof path, dir, "words.tgt");
+    assert_non_null(t = fopen(path, "w"));
+    static const char *const w[] = {"alpha", "beta", "gamma", "delta", "eps",
+                                    "zeta",  "eta",  "theta", "iota",  "kappa"};
+    for (int i = 0; i < 40; i++) {
+        const int a = i % 10, b = (i * 7 + 3) % 10, c = (i * 3 + 1) % 10;
+        fprintf(s, "%s %s %s\n", w[a], w[b], w[c]);
+        fprintf(t, "%s %s %s\n", w[c], w[b], w[a]);
+    }
+    fclose(s);
+    fclose(t);
+    const char *data = "--src words.src --tgt words.tgt --batch-size 8 --max-len 24";
+    const char *model = "--d-model 8 --heads 2 --d-ff 16 --enc-layers 1 --dec-layers 1";
+    char args[1024];
+    struct {
+        const char *first, *again; /* the first command's options, the resumed one's */
+        int rc;
+        const char *needle;
+    } cases[] = {
+        /* noam: an equal --warmup without --lr-schedule, then a different one */
+        {"--lr-schedule noam --warmup 4 --min-freq 1", "--warmup 4 --min-freq 1", 0, NULL},
+        {NULL, "--warmup 5", 2, "--warmup: the checkpoint was trained with 4, this command gives 5"},
+        {NULL, "--min-freq 13", 2, "--min-freq: the checkpoint was trained with vocabularies of 14 "
+                                  "and 14 words, this command gives --min-freq 13"},
+        {NULL, "--max-vocab 8", 2, "--max-vocab: the checkpoint was trained with vocabularies of "
+                                   "14 and 14 words, this command gives --min-freq 1 --max-vocab 8"},
+        {NULL, "--max-vocab 14", 0, NULL},
+        {NULL, "--tokenizer spm", 2, "--tokenizer: the checkpoint was trained with word, this "
+                                     "command gives spm"},
+        /* constant: no warm-up to equal */
+        {"--lr 1e-3", "--warmup 4", 2, "--warmup: the checkpoint was trained with the constant "
+                                       "schedule (no warm-up), this command gives --warmup 4"},
+        /* SentencePiece: the first command again, then a different size and type */
+        {"--tokenizer spm --vocab-size 30 --tokenizer-type bpe",
+         "--tokenizer spm --vocab-size 30 --tokenizer-type bpe", 0, NULL},
+        {NULL, "--tokenizer spm --vocab-size 31", 2,
+         "--vocab-size: the checkpoint was trained with 30 and 30 pieces, this command gives 31"},
+        {NULL, "--tokenizer spm --vocab-size 30 --tokenizer-type unigram", 2,
+         "--tokenizer-type: the checkpoint was trained with bpe, this command gives unigram"},
+        {NULL, "--tokenizer word", 2, "--tokenizer: the checkpoint was trained with spm, this "
+                                      "command gives word"},
+    };
+    int run = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        if (cases[i].first) {
+            run++;
+            snprintf(args, sizeof args, "train %s %s %s --steps 1 --save r%d.safetensors", data,
+                     model, cases[i].first, run);
+            int rc = run_tool(args, out, sizeof out);
+            if (rc != 0) fail_msg("'%s' exited %d:\n%s", args, rc, out);
+        }
+        snprintf(args, sizeof args, "train %s %s %s --steps 2 --resume r%d.safetensors --save again.safetensors", data,
+                 cases[i].first ? model : "", cases[i].again, run);
+        int rc = run_tool(args, out, sizeof out);
+        if (rc != cases[i].rc || (cases[i].needle && !strstr(out, cases[i].needle)))
+            fail_msg("'%s': exit %d (want %d), output lacks '%s':\n%s", args, rc, cases[i].rc,
+                     cases[i].needle ? cases[i].needle : "", out);
+    }
+}
+
 /* A learning rate far too high: the run stops at the step the loss runs
  * away, names the causes, and saves nothing after it (issue 11, item 4). */
 static void diverging_run_stops_and_saves_nothing_bad(void **state)
@@ -304,5 +378,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(bad_input_is_one_clear_error, setup, teardown),
     cmocka_unit_test_setup_teardown(learns_saves_and_resumes_exactly, setup, teardown),
     cmocka_unit_test_setup_teardown(diverging_run_stops_and_saves_nothing_bad, setup, teardown),
+    cmocka_unit_test_setup_teardown(resume_takes_the_first_command_again, setup, teardown),
 };
 HARNESS_DEVICE_MAIN("clformer train", tests)

@@ -18,6 +18,41 @@ static const gemm_shape odd_shapes[] = {{1, 1, 1}, {7, 61, 93}, {61, 93, 257}, {
                                         {257, 7, 61}, {65, 129, 33}};
 static const gemm_shape small_shapes[] = {{1, 1, 1}, {7, 5, 3}, {3, 7, 13}, {13, 3, 5}};
 
+/* Work-items of one CLBlast kernel's parameter set, worked out here from
+ * CLBlast's parameter names rather than by the runtime's own helper: the
+ * product of the kernel's two local sizes (0: it launches none). */
+static size_t set_work_items(const cf_clblast_params *set)
+{
+    static const char *const locals[][3] = {
+        {"Xgemm", "MDIMC=", "NDIMC="},      {"XgemmDirect", "MDIMCD=", "NDIMCD="},
+        {"Copy", "COPY_DIMX=", "COPY_DIMY="}, {"Pad", "PAD_DIMX=", "PAD_DIMY="},
+        {"Transpose", "TRA_DIM=", "TRA_DIM="}, {"Padtranspose", "PADTRA_TILE=", "PADTRA_TILE="},
+    };
+    for (size_t k = 0; k < sizeof locals / sizeof *locals; k++) {
+        if (strcmp(set->kernel, locals[k][0]) != 0) continue;
+        size_t product = 1;
+        for (int axis = 1; axis <= 2; axis++) {
+            /* the name at the start of a token: "MDIMC=" must not match "MDIMCD=" */
+            const char *p = set->params;
+            size_t len = strlen(locals[k][axis]);
+            while ((p = strstr(p, locals[k][axis])) && p != set->params && p[-1] != ' ') p += len;
+            if (!p) fail_msg("%s set without %s: %s", set->kernel, locals[k][axis], set->params);
+            product *= strtoul(p + len, NULL, 10);
+        }
+        return product;
+    }
+    return 0;
+}
+
+/* How many of an entry's sets this device can launch. */
+static size_t sets_that_fit(const cf_gemm_tuning *t)
+{
+    size_t fit = 0;
+    for (size_t s = 0; s < t->n_sets; s++)
+        fit += set_work_items(&t->sets[s]) <= hctx()->info.max_work_group_size;
+    return fit;
+}
+
 static void run_all_shapes(uint64_t seed)
 {
     const gemm_shape *shapes = harness_is_slow() ? small_shapes : odd_shapes;
@@ -51,10 +86,7 @@ static void table_entries_are_right_on_this_device(void **state)
         /* every set whose work-groups fit the device must be accepted: a
          * rejected one means the table no longer fits this CLBlast
          * (parameter names changed); the others must be refused */
-        size_t fit = 0;
-        for (size_t s = 0; s < table[i].n_sets; s++)
-            fit += cf_clblast_params_work_group(table[i].sets[s].kernel, table[i].sets[s].params) <=
-                   hctx()->info.max_work_group_size;
+        size_t fit = sets_that_fit(&table[i]);
         if (cf_gemm_tuning_apply(hctx(), &table[i], CF_LOG_INFO) != fit)
             fail_msg("%zu of the %zu parameter sets of '%s' fit this device, but CLBlast did not "
                      "take exactly those",
@@ -113,14 +145,66 @@ static void tuning_file_is_read_and_bad_files_ignored(void **state)
     assert_int_equal(cf_gemm_tuning_init(hctx(), "0"), 0);
 
     const cf_gemm_tuning *t = cf_gemm_tuning_find(&hctx()->info);
-    assert_int_equal(cf_gemm_tuning_init(hctx(), NULL), t ? t->n_sets : 0);
+    assert_int_equal(cf_gemm_tuning_init(hctx(), NULL), t ? sets_that_fit(t) : 0);
     run_all_shapes(8000);
+}
+
+/* The unset setting on a device each table entry matches: the device under
+ * test takes the entry's identity (platform, vendor, name, driver), so the
+ * entry for an AMD EPYC is exercised on an Intel machine too, and with
+ * POCL_MAX_WORK_GROUP_SIZE=64 (test_gemm_tuning@pocl_wg64) some of its sets
+ * are too wide: exactly those that fit must be applied, no more, no fewer.
+ * CLFORMER_TEST_TUNING_DEVICE="platform|vendor|name|driver" adds one
+ * identity of the caller's choice (e.g. a machine whose run failed). */
+static void matching_entry_applies_the_sets_that_fit(void **state)
+{
+    (void)state;
+    clformer_device_info saved = hctx()->info;
+    size_t n = 0;
+    const cf_gemm_tuning *table = cf_gemm_tuning_table(&n);
+    for (size_t i = 0; i <= n; i++) {
+        clformer_device_info *d = &hctx()->info;
+        if (i < n) {
+            snprintf(d->platform, sizeof d->platform, "%s", table[i].platform);
+            snprintf(d->vendor, sizeof d->vendor, "%s", table[i].vendor);
+            snprintf(d->name, sizeof d->name, "%sAMD EPYC 9R14 (test)", table[i].device_prefix);
+            snprintf(d->driver_version, sizeof d->driver_version, "%s1+test",
+                     table[i].driver_prefix);
+        } else {
+            const char *given = getenv("CLFORMER_TEST_TUNING_DEVICE");
+            if (!given || !*given) break;
+            char f[4][128] = {{0}};
+            const char *p = given;
+            for (int k = 0; k < 4 && p; k++) {
+                const char *bar = strchr(p, '|');
+                size_t len = bar ? (size_t)(bar - p) : strlen(p);
+                snprintf(f[k], sizeof f[k], "%.*s", (int)(len < 127 ? len : 127), p);
+                p = bar ? bar + 1 : NULL;
+            }
+            snprintf(d->platform, sizeof d->platform, "%s", f[0]);
+            snprintf(d->vendor, sizeof d->vendor, "%s", f[1]);
+            snprintf(d->name, sizeof d->name, "%s", f[2]);
+            snprintf(d->driver_version, sizeof d->driver_version, "%s", f[3]);
+        }
+        const cf_gemm_tuning *t = cf_gemm_tuning_find(d);
+        if (i < n && t != &table[i]) fail_msg("table entry '%s' does not match its own keys",
+                                              table[i].label);
+        size_t want = t ? sets_that_fit(t) : 0, got = cf_gemm_tuning_init(hctx(), NULL);
+        hctx()->info = saved;
+        if (got != want)
+            fail_msg("'%s': %zu of its sets fit work-groups of %zu, but %zu were applied",
+                     t ? t->label : "(no entry)", want, saved.max_work_group_size, got);
+    }
+    hctx()->info = saved;
+    /* back to this device's own setting for the tests after this one */
+    cf_gemm_tuning_init(hctx(), NULL);
 }
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(table_entries_are_right_on_this_device),
     cmocka_unit_test(too_wide_sets_are_refused),
     cmocka_unit_test(tuning_file_is_read_and_bad_files_ignored),
+    cmocka_unit_test(matching_entry_applies_the_sets_that_fit),
 };
 int main(void)
 {

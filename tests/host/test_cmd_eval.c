@@ -186,7 +186,7 @@ static void errors_are_one_line(void **state)
     /* files */
     expect(run(NULL, "eval", "--hyp", missing, "--ref", b, NULL), 1, missing);
     expect(run(NULL, "eval", "--hyp", a, "--ref", missing, NULL), 1, missing);
-    expect(run(NULL, "eval", "--hyp", dir, "--ref", b, NULL), 1, "not a regular file");
+    expect(run(NULL, "eval", "--hyp", dir, "--ref", b, NULL), 1, "is a directory; name a file");
     expect(run(NULL, "eval", "--hyp", a, "--ref", b, NULL), 1, "has 3 lines but");
     assert_non_null(strstr(err, a));
     assert_non_null(strstr(err, b));

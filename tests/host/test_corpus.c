@@ -140,7 +140,7 @@ static void file_errors(void **state)
     assert_null(text);
     assert_error(cf_parallel_text_load(sp, missing, &text), CLFORMER_ERR_IO, "nope.en");
     assert_error(cf_parallel_text_load(tmp_dir(), tp, &text), CLFORMER_ERR_IO, tmp_dir(),
-                 "not a regular file");
+                 "is a directory");
     free(sp);
     free(tp);
 

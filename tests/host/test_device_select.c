@@ -102,6 +102,17 @@ static void simulator_only_when_alone_or_named(void **state)
     assert_int_equal(pick(machine, n_machine, "OCLGRIND"), 5);
     /* a type selector prefers a real device of that type */
     assert_int_equal(pick(machine, n_machine, "cpu"), 1);
+    /* and never takes a simulator, even when no real device has the type:
+     * Oclgrind presenting itself as a GPU on a CPU-only machine */
+    clformer_device_info gpu_sim = machine[5];
+    gpu_sim.type = CLFORMER_DEVICE_GPU;
+    clformer_device_info cpu_only[] = {machine[0], machine[1], gpu_sim};
+    size_t index = 999;
+    assert_int_equal(clformer_select_device(cpu_only, 3, "gpu", &index), CLFORMER_ERR_NO_DEVICE);
+    assert_non_null(strstr(clformer_last_error(), "Oclgrind Simulator")); /* listed, not taken */
+    assert_int_equal(pick(cpu_only, 3, "oclgrind"), 2);
+    assert_int_equal(pick(cpu_only, 3, "oclgrind:gpu"), 2);
+    assert_int_equal(pick(cpu_only, 3, "4:0"), 2);
 }
 
 static void index_pairs(void **state)

@@ -2,9 +2,12 @@
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
+#include "exit_guard.h"
 #include "ranks.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
 #include <string.h>
 
 typedef struct {
@@ -40,6 +43,23 @@ static void usage(FILE *out)
                  "CLFORMER_DEVICE (e.g. gpu, pocl:pthread, 0:1); see 'clformer devices'.\n");
 }
 
+/* PoCL shows only its pthread device unless POCL_DEVICES says otherwise
+ * (read when the first OpenCL call loads it), so CLFORMER_DEVICE=pocl:basic
+ * alone would match nothing: a selector naming "basic" turns both PoCL CPU
+ * devices on when POCL_DEVICES is unset, as the test suite and the README's
+ * "pthread basic" do (so P:D indices are those). An explicit POCL_DEVICES is
+ * left as it is. */
+static void pocl_devices_for_selector(void)
+{
+    const char *sel = getenv("CLFORMER_DEVICE");
+    if (!sel || getenv("POCL_DEVICES")) return;
+    for (const char *p = sel; *p; p++)
+        if (!strncasecmp(p, "basic", 5)) {
+            setenv("POCL_DEVICES", "pthread basic", 0);
+            return;
+        }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -56,8 +76,12 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < n_commands; i++)
         if (!strcmp(argv[1], commands[i].name)) {
+            /* a signal while MPI starts still ends with 130 and one line */
+            exit_guard_install(commands[i].name, false);
+            pocl_devices_for_selector();
             ranks_init(&argc, &argv);
-            int rc = commands[i].run(argc - 1, argv + 1);
+            exit_guard_install(commands[i].name, ranks_get()->rank != 0);
+            int rc = exit_guard_finish(commands[i].name, commands[i].run(argc - 1, argv + 1));
             /* a failure on one rank of several ends them all, never a hang; a
              * Ctrl-C (130) is agreed by all ranks and ends normally */
             if (rc != 0 && rc != EXIT_INTERRUPTED && ranks_get()->size > 1) ranks_abort(rc);

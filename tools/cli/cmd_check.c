@@ -33,8 +33,8 @@ static void print_result(void *user, const clformer_check_result *r)
                       "rule", r->rule, "pass", r->pass, "ms", cli_json_number(r->ms)));
         return;
     }
-    printf("%-34s %-28.28s %-24s %10.3g %10.3g  %-42s %-4s %9.2f\n", r->op, rep->device,
-           r->shape, r->max_abs_err, r->max_rel_err, r->rule,
+    printf("%-34s %-24s %10.3g %10.3g  %-42s %-4s %9.2f\n", r->op, r->shape, r->max_abs_err,
+           r->max_rel_err, r->rule,
            r->pass ? "pass" : "FAIL", r->ms);
     fflush(stdout);
 }
@@ -48,9 +48,20 @@ static int check_device(const char *selector, bool quick, const char *only, repo
     }
     const clformer_device_info *dev = clformer_context_device(ctx);
     rep->device = dev->name;
-    bool small = quick || dev->simulator;
+    /* the device's whole name on its own line: names run to 60 characters
+     * and more (PoCL's name the CPU's), too wide for a column */
+    if (!rep->results) {
+        printf("device: %s (%s)\n", dev->name, dev->selector);
+        printf("%-34s %-24s %10s %10s  %-42s %-4s %9s\n", "op", "shape", "max_abs", "max_rel",
+               "tolerance", "", "ms");
+    }
+    const clformer_device_profile *profile = clformer_context_profile(ctx);
+    bool small = quick || !profile->timings_meaningful;
     if (!rep->results && small && !quick)
         printf("(%s is a simulator: using --quick shapes)\n", dev->name);
+    if (!rep->results && profile->forced)
+        printf("(%s: %s layouts forced by CLFORMER_PROFILE=%s)\n", dev->name,
+               profile->gpu_layouts ? "GPU" : "CPU", profile->forced);
     int errors = 0;
     for (size_t i = 0; i < clformer_check_layer_count(); i++) {
         const char *layer = clformer_check_layer_name(i);
@@ -80,7 +91,8 @@ int cmd_check(int argc, char **argv)
         "check",
         "Run every operation (forward and backward, GEMM included) on random inputs on the\n"
         "device, compare with clformer's double-precision C reference, and print a table:\n"
-        "op, device, shape, max abs error, max rel error, tolerance rule, pass/fail, time (ms).\n"
+        "op, shape, max abs error, max rel error, tolerance rule, pass/fail, time (ms), under\n"
+        "a line naming each device in full.\n"
         "Exits non-zero when any op fails or cannot run.",
         "clformer check [--all] [--quick] [--json] [--layer GLOB]",
         "The device is CLFORMER_DEVICE's choice (see clformer devices).",
@@ -88,10 +100,23 @@ int cmd_check(int argc, char **argv)
     cli_result r = cli_parse(&spec, argc, argv);
     if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
 
+    if (only) { /* a pattern that names no layer: said before any device work */
+        size_t matched = 0;
+        char names[1024] = "";
+        for (size_t i = 0; i < clformer_check_layer_count(); i++) {
+            const char *layer = clformer_check_layer_name(i);
+            matched += fnmatch(only, layer, 0) == 0;
+            if (strlen(names) + strlen(layer) + 3 < sizeof names) {
+                if (i) strcat(names, ", ");
+                strcat(names, layer);
+            }
+        }
+        if (!matched) {
+            cli_error("check", "--layer '%s' matches no layer; the layers are %s", only, names);
+            return EXIT_USAGE;
+        }
+    }
     report rep = {json ? json_array() : NULL, "", 0, 0};
-    if (!json)
-        printf("%-34s %-28s %-24s %10s %10s  %-42s %-4s %9s\n", "op", "device", "shape",
-               "max_abs", "max_rel", "tolerance", "", "ms");
     int errors = 0;
     if (all) {
         clformer_device_info *devs = NULL;

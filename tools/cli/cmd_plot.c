@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
+#include "lines.h"
 #include "plot.h"
 
 #include <errno.h>
@@ -241,6 +242,13 @@ int cmd_plot(int argc, char **argv)
     }
     if (!width != !height) {
         cli_error("plot", "--width and --height go together");
+        return EXIT_USAGE;
+    }
+    /* the figure must not replace a log it is drawn from */
+    cli_file inputs[PLOT_MAX_RUNS];
+    for (size_t i = 0; i < logs.n; i++) inputs[i] = (cli_file){"--log", logs.item[i], false};
+    if (check_not_input(out, inputs, logs.n) != CLFORMER_OK) {
+        cli_runtime_error("plot", "--out");
         return EXIT_USAGE;
     }
     const char *names[PLOT_MAX_RUNS] = {0};

@@ -6,6 +6,7 @@
 #include "ranks.h"
 #include "lines.h"
 #include "resume_check.h"
+#include "save_lock.h"
 #include "train_run.h"
 
 #include <stdio.h>
@@ -31,6 +32,7 @@ static bool preset(const char *name, clformer_config *c)
 typedef struct {
     const clformer_train_options *want;
     const train_given *given;
+    const spm_flags *spm;
 } resume_args;
 
 static int check_resume(clformer_trainer *t, void *user)
@@ -38,8 +40,17 @@ static int check_resume(clformer_trainer *t, void *user)
     const resume_args *a = user;
     clformer_train_options have;
     clformer_trainer_settings(t, &have);
-    return resume_check("train", a->want, a->given, &have);
+    int rc = resume_check("train", a->want, a->given, &have);
+    if (rc == 0)
+        rc = resume_check_vocab("train", clformer_trainer_model(t), a->want, a->given,
+                                a->spm->tokenizer, a->spm->vocab_size, a->spm->type,
+                                a->spm->model, a->spm->src_model, a->spm->tgt_model);
+    return rc;
 }
+
+/* Where a run without --save keeps its model: never nowhere (issue 21). */
+#define DEFAULT_SAVE "clformer-model.safetensors"
+#define INTERRUPTED_SAVE "clformer-interrupted.safetensors"
 
 /* Everything `clformer train` parses, as the options table writes it. */
 typedef struct {
@@ -49,7 +60,8 @@ typedef struct {
         save_every, bleu_sentences, seed, check_sync, d_model, heads, d_ff, enc_layers, dec_layers,
         max_len, keep_last, patience;
     double lr, clip, weight_decay, dropout, label_smoothing, warmup_init_lr;
-    bool no_shuffle, post_norm, tie, save_best, best_metric_given;
+    bool no_shuffle, post_norm, tie, no_save, save_best, best_metric_given;
+    const char *save_default; /* why --save was filled in (NULL: given) */
     train_given g;
     spm_flags spm;
     char plot_log[4096]; /* --plot without --log: the log kept beside the figure */
@@ -80,8 +92,8 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--tie-embeddings", CLI_FLAG, &a->tie, NULL, "tie the generator to the target embedding", 0, 0, NULL, &a->g.tie},
         {"--dropout", CLI_DOUBLE, &a->dropout, "P", "dropout probability (default 0.1)", 0, 0.99, NULL, &a->g.dropout},
         {"--label-smoothing", CLI_DOUBLE, &a->label_smoothing, "E", "label smoothing (default 0)", 0, 0.99, NULL, &a->g.label_smoothing},
-        {"--min-freq", CLI_INT, &a->min_freq, "N", "vocabulary: keep tokens seen at least N times (default 1)", 1, 1000000},
-        {"--max-vocab", CLI_INT, &a->max_vocab, "N", "vocabulary: at most N tokens with the 4 specials (0: all)", 0, 1 << 24},
+        {"--min-freq", CLI_INT, &a->min_freq, "N", "vocabulary: keep tokens seen at least N times (default 1)", 1, 1000000, NULL, &a->g.min_freq},
+        {"--max-vocab", CLI_INT, &a->max_vocab, "N", "vocabulary: at most N tokens with the 4 specials (0: all)", 0, 1 << 24, NULL, &a->g.max_vocab},
         {"--tokenizer", CLI_CHOICE, &a->spm.tokenizer, NULL, "word: whitespace tokens (default); spm: raw text, SentencePiece subwords", 0, 0, "word|spm"},
         {"--vocab-size", CLI_INT, &a->spm.vocab_size, "N", "spm: learn a joint vocabulary of N pieces from the training text", 8, 1 << 20},
         {"--tokenizer-type", CLI_CHOICE, &a->spm.type, NULL, "spm: the kind learned (default unigram)", 0, 0, "unigram|bpe"},
@@ -105,7 +117,8 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--clip", CLI_DOUBLE, &a->clip, "NORM", "global gradient-norm clip, 0 = off (default 1)", 0, 1e6, NULL, &a->g.clip},
         {"--eval-every", CLI_INT, &a->eval_every, "N", "validate every N steps (and at the end)", 1, 1L << 40},
         {"--bleu-sentences", CLI_INT, &a->bleu_sentences, "N", "validation sentences translated for BLEU (default 200, 0: none)", 0, 1 << 30},
-        {"--save", CLI_STRING, &a->save, "FILE", "write a training checkpoint here at the end (and on Ctrl-C)"},
+        {"--save", CLI_STRING, &a->save, "FILE", "write a training checkpoint here at the end (and on Ctrl-C); default: --resume's file, else " DEFAULT_SAVE},
+        {"--no-save", CLI_FLAG, &a->no_save, NULL, "keep nothing at the end of the run (Ctrl-C still saves " INTERRUPTED_SAVE ")"},
         {"--save-every", CLI_INT, &a->save_every, "N", "also save every N steps", 1, 1L << 40},
         {"--keep-last", CLI_INT, &a->keep_last, "N", "with --save P.safetensors and --save-every: also write the weights to P.step<S>.safetensors at each save, keeping the newest N (for clformer average)", 1, 1L << 30},
         {"--save-best", CLI_FLAG, &a->save_best, NULL, "write P.best.safetensors whenever validation improves (--best-metric)"},
@@ -129,8 +142,10 @@ static int parse_args(int argc, char **argv, train_args *a)
         "  clformer train --src train.en --tgt train.de --resume model.safetensors --steps 20000\n"
         "  clformer train --src raw/train.en --tgt raw/train.de --tokenizer spm --vocab-size 8000 \\\n"
         "      --steps 2000 --save spm.safetensors\n"
-        "Ctrl-C (or SIGTERM) saves a training checkpoint (--save, else\n"
-        "clformer-interrupted.safetensors). Under mpirun see docs/DISTRIBUTED.md.\n"
+        "The model is saved at the end to --save, else back to --resume's file, else to\n"
+        DEFAULT_SAVE " (--no-save: nothing). Ctrl-C (or SIGTERM) saves there too\n"
+        "(with --no-save to " INTERRUPTED_SAVE "). One run at a time per --save file.\n"
+        "Under mpirun see docs/DISTRIBUTED.md.\n"
         "The device is CLFORMER_DEVICE's choice (see clformer devices).",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);
@@ -153,18 +168,21 @@ static int check_consistency(const train_args *a)
     if (a->init && model_flag)
         return cli_error("train", "the model's shape comes from --init: remove the model options (--config, --d-model, ...)"), EXIT_USAGE;
     if (a->save_every && !a->save) return cli_error("train", "--save-every needs --save"), EXIT_USAGE;
+    if (a->save && a->no_save) return cli_error("train", "--save and --no-save exclude each other"), EXIT_USAGE;
     /* options that would silently do nothing */
     if (a->eval_every && !a->val_src)
         return cli_error("train", "--eval-every needs validation data (--val-src and --val-tgt)"), EXIT_USAGE;
-    if (a->g.warmup && !strcmp(a->schedule, "constant"))
+    /* with --resume and no --lr-schedule the checkpoint's schedule decides
+     * (resume_check) */
+    if (a->g.warmup && !strcmp(a->schedule, "constant") && (!a->resume || a->g.schedule))
         return cli_error("train", "--warmup applies to --lr-schedule noam or inverse-sqrt only (the constant schedule has no warm-up)"),
                EXIT_USAGE;
-    if (a->g.warmup_init_lr && strcmp(a->schedule, "inverse-sqrt") != 0)
+    if (a->g.warmup_init_lr && strcmp(a->schedule, "inverse-sqrt") != 0 && (!a->resume || a->g.schedule))
         return cli_error("train", "--warmup-init-lr applies to --lr-schedule inverse-sqrt only"), EXIT_USAGE;
     if (a->keep_last && !a->save_every)
         return cli_error("train", "--keep-last needs --save-every N (the numbered checkpoints are written at those saves)"), EXIT_USAGE;
-    if ((a->keep_last || a->save_best) && !a->save)
-        return cli_error("train", "%s needs --save (its files are named after it)", a->keep_last ? "--keep-last" : "--save-best"), EXIT_USAGE;
+    if ((a->keep_last || a->save_best) && a->no_save)
+        return cli_error("train", "%s and --no-save exclude each other (its files are named after --save)", a->keep_last ? "--keep-last" : "--save-best"), EXIT_USAGE;
     if ((a->save_best || a->patience) && !a->val_src)
         return cli_error("train", "%s needs validation data (--val-src and --val-tgt)", a->save_best ? "--save-best" : "--patience"), EXIT_USAGE;
     if (a->patience && !a->eval_every)
@@ -173,7 +191,7 @@ static int check_consistency(const train_args *a)
         return cli_error("train", "--best-metric applies to --save-best and --patience only"), EXIT_USAGE;
     if (a->best_metric && !strcmp(a->best_metric, "bleu") && a->bleu_sentences == 0)
         return cli_error("train", "--best-metric bleu needs --bleu-sentences > 0"), EXIT_USAGE;
-    const char *spm_problem = spm_flags_problem(&a->spm, !a->init && !a->resume);
+    const char *spm_problem = spm_flags_problem(&a->spm, !a->init && !a->resume, a->resume);
     if (spm_problem) return cli_error("train", "%s", spm_problem), EXIT_USAGE;
 
     return -1;
@@ -232,8 +250,14 @@ static int build_options(train_args *a, clformer_train_options *o)
     o->patience = (uint64_t)a->patience;
     o->steps = (uint64_t)a->steps, o->epochs = (uint64_t)a->epochs;
     o->eval_every = (uint64_t)a->eval_every, o->bleu_sentences = (size_t)a->bleu_sentences;
+    /* a run keeps what it trained unless told not to: back into --resume's
+     * file (the run continues it), else a default named at the start */
+    if (!a->save && !a->no_save) {
+        a->save = a->resume ? a->resume : DEFAULT_SAVE;
+        a->save_default = a->resume ? "--resume's file" : "the default";
+    }
     o->save_path = a->save, o->save_every = (uint64_t)a->save_every;
-    o->stop_save_path = a->save ? a->save : "clformer-interrupted.safetensors";
+    o->stop_save_path = a->save ? a->save : INTERRUPTED_SAVE;
     o->log_path = a->log;
     o->check_sync_every = (uint64_t)a->check_sync;
     if (a->plot && !a->log) { /* the figure is drawn from the log: keep one beside it */
@@ -244,34 +268,36 @@ static int build_options(train_args *a, clformer_train_options *o)
 }
 
 /* A run's results must not be lost at the end to a mistyped path, nor its
- * inputs to an output named like one (--save may replace --resume's
- * checkpoint: it is read whole first, and replaced atomically). -1 to go on,
- * else the exit code. */
-static int check_outputs(const clformer_train_options *o, const char *plot)
+ * inputs to an output named like one, nor one output to another: one check
+ * of every file the command names, before any work. --save may replace
+ * --resume's checkpoint (it is read whole first, and replaced atomically: the
+ * run continues it); --init's weights are a starting point kept as they are.
+ * -1 to go on, else the exit code. */
+static int check_outputs(const clformer_train_options *o, const char *plot, const spm_flags *spm)
 {
     const char *save = o->save_path;
-    const cli_file outputs[] = {{"--save", save}, {"--plot", plot}, {"--log", o->log_path}};
-    const cli_file inputs[] = {{"--src", o->src_path},         {"--tgt", o->tgt_path},
-                               {"--val-src", o->val_src_path}, {"--val-tgt", o->val_tgt_path},
-                               {"--log", o->log_path},         {"--plot", plot},
-                               {"--save", save},               {"--init", o->init_path},
-                               {"--resume", o->resume_path}};
-    for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++) {
-        if (!outputs[i].path) continue;
-        /* every input but the output itself, and for --save the checkpoints */
-        cli_file others[sizeof inputs / sizeof *inputs];
+    const cli_file files[] = {
+        {"--save", save, true},         {"--plot", plot, true},
+        {"--log", o->log_path, true},   {"--src", o->src_path, false},
+        {"--tgt", o->tgt_path, false},  {"--val-src", o->val_src_path, false},
+        {"--val-tgt", o->val_tgt_path, false}, {"--init", o->init_path, false},
+        {"--resume", o->resume_path, false}, {"--tokenizer-model", spm->model, false},
+        {"--src-tokenizer-model", spm->src_model, false},
+        {"--tgt-tokenizer-model", spm->tgt_model, false}};
+    const size_t n_files = sizeof files / sizeof *files;
+    for (size_t i = 0; i < 3; i++) {
+        if (!files[i].path) continue;
+        cli_file others[sizeof files / sizeof *files];
         size_t n = 0;
-        for (size_t k = 0; k < sizeof inputs / sizeof *inputs; k++)
-            if (strcmp(inputs[k].option, outputs[i].option) != 0 &&
-                !(i == 0 && (!strcmp(inputs[k].option, "--init") ||
-                             !strcmp(inputs[k].option, "--resume"))))
-                others[n++] = inputs[k];
-        if (check_not_input(outputs[i].path, others, n) != CLFORMER_OK) {
-            cli_runtime_error("train", outputs[i].option);
+        for (size_t k = 0; k < n_files; k++)
+            if (k != i && !(i == 0 && !strcmp(files[k].option, "--resume"))) others[n++] = files[k];
+        if (check_not_input(files[i].path, others, n) != CLFORMER_OK ||
+            (i == 0 && check_regular_output(save, "a checkpoint") != CLFORMER_OK)) {
+            cli_runtime_error("train", files[i].option);
             return EXIT_USAGE;
         }
-        if (check_writable(outputs[i].path) != CLFORMER_OK) {
-            cli_runtime_error("train", outputs[i].option);
+        if (check_writable(files[i].path) != CLFORMER_OK) {
+            cli_runtime_error("train", files[i].option);
             return 1;
         }
     }
@@ -285,22 +311,35 @@ int cmd_train(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc < 0) rc = check_consistency(&a);
     if (rc < 0) rc = build_options(&a, &o);
-    if (rc < 0) rc = check_outputs(&o, a.plot);
+    if (rc < 0) rc = check_outputs(&o, a.plot, &a.spm);
     if (rc >= 0) return rc;
 
     if (ranks_require("train")) return 1;
+    /* one run per checkpoint path (rank 0 alone saves) */
+    save_lock lock = {-1, NULL};
+    if (o.save_path && ranks_get()->rank == 0 && save_lock_take("train", o.save_path, &lock))
+        return 1;
+    if (a.save_default && ranks_get()->rank == 0) {
+        printf("no --save given: the model will be saved to %s (%s; --save FILE to choose, "
+               "--no-save for none)\n", o.save_path, a.save_default);
+        fflush(stdout);
+    }
     void *spm_bytes[2];
-    if (spm_setup(&a.spm, &o, spm_bytes)) return 1;
+    if (spm_setup(&a.spm, &o, spm_bytes)) {
+        save_lock_release(&lock);
+        return 1;
+    }
     clformer_context *ctx;
     if (ranks_context_create(&ctx) != CLFORMER_OK) {
         cli_runtime_error("train", "opening the device");
         free(spm_bytes[0]);
         free(spm_bytes[1]);
+        save_lock_release(&lock);
         return 1;
     }
     clformer_train_result res;
     /* --resume: the options given must be the checkpoint's */
-    const resume_args check = {&o, &a.g};
+    const resume_args check = {&o, &a.g, &a.spm};
     rc = train_run("train", ctx, o, a.plot, a.resume ? check_resume : NULL, (void *)&check, NULL,
                    &res);
     free(spm_bytes[0]);
@@ -314,5 +353,6 @@ int cmd_train(int argc, char **argv)
                (unsigned long long)res.steps, res.seconds, res.tokens_per_s, res.loss);
     }
     clformer_context_free(ctx);
+    save_lock_release(&lock);
     return rc;
 }

@@ -86,9 +86,11 @@ int cmd_translate(int argc, char **argv)
     };
     const cli_spec spec = {
         "translate",
-        "Translate sentences with a trained model: one source sentence per input line\n"
-        "(tokens separated by spaces, as in training), one translation per output line\n"
-        "(tokens separated by spaces, no special tokens). An empty line gives an empty line.",
+        "Translate sentences with a trained model: one source sentence per input line,\n"
+        "one translation per output line (no special tokens). A word-level model takes\n"
+        "tokens separated by spaces, as in training, and writes them so; a model trained\n"
+        "with --tokenizer spm carries its SentencePiece models and takes raw text (cased,\n"
+        "not tokenised) and writes raw text. An empty line gives an empty line.",
         "clformer translate --model FILE [--input FILE] [--output FILE] [options]",
         "Decoding is greedy unless --beam K > 1. A source longer than the model's max_len is\n"
         "cut to fit (reported on stderr). Progress (on a terminal) and a summary go to stderr.\n"
@@ -113,6 +115,7 @@ int cmd_translate(int argc, char **argv)
     for (size_t i = 2; i < 4; i++) {
         if (!files[i].path) continue;
         cli_file inputs[3] = {files[0], files[1], files[i == 2 ? 3 : 2]};
+        inputs[2].output = true; /* the other output */
         if (check_not_input(files[i].path, inputs, 3) != CLFORMER_OK) {
             cli_runtime_error("translate", files[i].option);
             return EXIT_USAGE;

@@ -41,12 +41,20 @@ clformer_status check_writable(const char *path);
 /* A file named on the command line, and the option that named it. */
 typedef struct {
     const char *option; /* "--src" */
-    const char *path;   /* NULL: not given */
+    const char *path;   /* NULL or "-": not given, or stdin/stdout */
+    bool output;        /* another output of the command (its messages say so) */
 } cli_file;
 
 /* Fails (CLFORMER_ERR_INVALID_ARGUMENT) when the output `path` is the same
- * file as one of the n `inputs` (same device and inode, so links and other
- * spellings count): writing it would destroy that input. */
-clformer_status check_not_input(const char *path, const cli_file *inputs, size_t n);
+ * file as one of the n `others`: for files that exist, the same device and
+ * inode (so links and other spellings count); for files still to be made,
+ * the same directory and name. Writing it would destroy that input, or two
+ * outputs would overwrite each other. */
+clformer_status check_not_input(const char *path, const cli_file *others, size_t n);
+
+/* Fails (CLFORMER_ERR_INVALID_ARGUMENT) when `path` exists and is not a
+ * regular file (a device, a FIFO): for outputs that must be files, such as
+ * checkpoints; `what` names it ("a checkpoint"). */
+clformer_status check_regular_output(const char *path, const char *what);
 
 #endif

@@ -436,6 +436,15 @@ clformer_status plot_loss_curves(const char *png_path, const plot_loss_spec *s)
     plot_set_rgb(cr, INK, 1);
     plot_set_font(cr, LABEL_PT, false);
     plot_text_at(cr, (left + right) / 2, height - MARGIN - label_h / 2, "step", 0.5);
+    /* the two curves measure different things when a run used label
+     * smoothing: training adds it to the loss, validation never does */
+    char note[LABEL_BYTES + 8];
+    snprintf(note, sizeof note, "%s", "training loss includes label smoothing; validation: plain cross-entropy");
+    plot_set_font(cr, TICK_PT, false);
+    plot_set_rgb(cr, SOFT_INK, 1);
+    plot_fit_width(cr, note, (right - left) / 2 - 40);
+    plot_text_at(cr, right, height - MARGIN - label_h / 2, note, 1);
+    plot_set_rgb(cr, INK, 1);
     plot_text_turned(cr, MARGIN + label_h / 2, (top + bottom) / 2, -PI / 2, ylabel, 0.5);
     plot_set_font(cr, TITLE_PT, true);
     plot_text_at(cr, width / 2.0, MARGIN + title_h / 2, title_buf, 0.5);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *spm_flags_problem(const spm_flags *f, bool fresh)
+const char *spm_flags_problem(const spm_flags *f, bool fresh, bool resume)
 {
     const bool spm = f->tokenizer && !strcmp(f->tokenizer, "spm");
     const bool any_model = f->model || f->src_model || f->tgt_model;
@@ -15,8 +15,10 @@ const char *spm_flags_problem(const spm_flags *f, bool fresh)
             return "--vocab-size, --tokenizer-type and --tokenizer-model go with --tokenizer spm";
         return NULL;
     }
-    if (!fresh)
-        return "--init and --resume use the model's own tokenizer: remove --tokenizer";
+    /* --resume: the same command again, whose tokenizer options are then
+     * compared with the checkpoint's models (resume_check_vocab) */
+    if (resume) return NULL;
+    if (!fresh) return "--init uses the model's own tokenizer: remove --tokenizer";
     if (f->model && (f->src_model || f->tgt_model))
         return "give --tokenizer-model (both sides) or --src-/--tgt-tokenizer-model, not both";
     if (!f->model && !f->src_model != !f->tgt_model)
@@ -75,6 +77,7 @@ int spm_setup(const spm_flags *f, clformer_train_options *o, void *owned[2])
 {
     owned[0] = owned[1] = NULL;
     if (!f->tokenizer || strcmp(f->tokenizer, "spm")) return 0;
+    if (o->resume_path) return 0; /* the checkpoint brings its models */
     int rc;
     if (f->vocab_size || f->model) {
         rc = f->vocab_size ? learn(f, o, &owned[0], &o->src_spm_size)

@@ -14,12 +14,14 @@ typedef struct {
 } spm_flags;
 
 /* A usage problem of the flags (one line), or NULL. `fresh`: no --init or
- * --resume (whose model brings its own tokenizers). */
-const char *spm_flags_problem(const spm_flags *f, bool fresh);
+ * --resume (whose model brings its own tokenizers); `resume`: --resume, with
+ * which the flags of the run's first command are accepted (and checked
+ * against the checkpoint later). */
+const char *spm_flags_problem(const spm_flags *f, bool fresh, bool resume);
 
 /* Sets o->src_spm/tgt_spm (bytes kept in *owned, free both) from the flags:
- * learned from o->src_path and o->tgt_path, or read. 0, or 1 after printing
- * the error. */
+ * learned from o->src_path and o->tgt_path, or read; nothing with --resume.
+ * 0, or 1 after printing the error. */
 int spm_setup(const spm_flags *f, clformer_train_options *o, void *owned[2]);
 
 #endif

@@ -1,8 +1,10 @@
 /* A training run on the command line (see train_run.h). */
 #include "train_run.h"
 #include "ranks.h"
+#include "rank_agreement.h"
 #include "cli.h"
 #include "commands.h"
+#include "exit_guard.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -16,6 +18,7 @@ static clformer_trainer *volatile running;
 
 static volatile sig_atomic_t sigints;
 static volatile sig_atomic_t quiet; /* ranks other than 0 stop without a word */
+static volatile sig_atomic_t several_ranks; /* under mpirun */
 
 /* The first Ctrl-C (SIGINT) or SIGTERM asks the run to stop: it finishes the
  * step, saves and exits 130. SIGTERM is what mpirun sends the ranks when it
@@ -31,9 +34,16 @@ static void on_stop_signal(int sig)
     static const char again[] = "\nclformer: still saving; the run ends once the checkpoint "
                                 "is complete (kill -9 quits at once, keeping the last saved "
                                 "file)\n";
-    const char *msg = sigints ? again : sig == SIGTERM ? first_term : first_int;
-    size_t len = sigints ? sizeof again - 1
-                         : sig == SIGTERM ? sizeof first_term - 1 : sizeof first_int - 1;
+    /* under mpirun, SIGTERM comes from mpirun, which kills the ranks
+     * odls_base_sigkill_timeout seconds later: the save may not finish */
+    static const char first_term_mpi[] = "\nclformer: SIGTERM: stopping after this step and "
+                                         "saving the checkpoint, if mpirun allows the time "
+                                         "(--mca odls_base_sigkill_timeout 30; see "
+                                         "docs/DISTRIBUTED.md)\n";
+    const char *term = several_ranks ? first_term_mpi : first_term;
+    const size_t term_len = several_ranks ? sizeof first_term_mpi - 1 : sizeof first_term - 1;
+    const char *msg = sigints ? again : sig == SIGTERM ? term : first_int;
+    size_t len = sigints ? sizeof again - 1 : sig == SIGTERM ? term_len : sizeof first_int - 1;
     sigints = 1;
     if (!quiet) {
         ssize_t ignored = write(2, msg, len);
@@ -72,11 +82,13 @@ static void print_step(display *d, const clformer_train_progress *p)
     if (d->total_steps) snprintf(total, sizeof total, "/%" PRIu64, d->total_steps);
     else if (p->steps_left >= 0 && p->steps_left < 1e15)
         snprintf(total, sizeof total, "/%" PRIu64, p->step + (uint64_t)llround(p->steps_left));
-    char line[256];
+    char line[256], ranks[32] = "";
+    if (ranks_get()->size > 1) snprintf(ranks, sizeof ranks, " (%d ranks)", ranks_get()->size);
     snprintf(line, sizeof line,
-             "step %" PRIu64 "%s | epoch %" PRIu64 " | loss %.4f | %.0f tok/s | lr %.2e | "
+             "step %" PRIu64 "%s | epoch %" PRIu64 " | loss %.4f | %.0f tok/s%s | lr %.2e | "
              "%.0fs elapsed | ETA %s",
-             p->step, total, p->epoch, p->loss, p->tokens_per_s, p->lr, p->elapsed_s, eta);
+             p->step, total, p->epoch, p->loss, p->tokens_per_s, ranks, p->lr, p->elapsed_s,
+             eta);
     if (d->tty) fprintf(stderr, "\r\033[K%s", line);
     else fprintf(stderr, "%s\n", line);
     d->line_open = d->tty;
@@ -105,6 +117,21 @@ static bool on_progress(const clformer_train_progress *p, void *user)
 
 static void print_summary(clformer_trainer *t, clformer_context *ctx, const char *resume_path)
 {
+    const int n_ranks = ranks_get()->size;
+    if (n_ranks > 1) {
+        /* the batching in force (the checkpoint's when resuming) */
+        clformer_train_options in_force;
+        clformer_trainer_settings(t, &in_force);
+        const clformer_batcher_options *b = &in_force.batching;
+        if (b->batch_size)
+            printf("ranks: %d, data-parallel: %d sentence pairs a rank, a global batch of %lld "
+                   "pairs a step (tok/s counts every rank's tokens)\n", n_ranks, b->batch_size,
+                   (long long)b->batch_size * n_ranks);
+        else
+            printf("ranks: %d, data-parallel: %d padded tokens a rank, a global batch of up to "
+                   "%lld tokens a step (tok/s counts every rank's tokens)\n", n_ranks,
+                   b->batch_tokens, (long long)b->batch_tokens * n_ranks);
+    }
     char line[256];
     clformer_corpus_summary(clformer_trainer_corpus(t, false), line, sizeof line);
     printf("training data: %s\n", line);
@@ -156,7 +183,9 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
         cli_runtime_error(command, NULL);
         return 1;
     }
-    const int refused = check ? check(t, check_user) : 0;
+    /* under mpirun: every rank was given the same data and options */
+    int refused = rank_agreement(command, &o, clformer_trainer_model(t));
+    if (!refused && check) refused = check(t, check_user);
     if (refused) {
         clformer_trainer_free(t);
         return refused;
@@ -166,6 +195,9 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
     /* sigaction, not signal(): with the strict POSIX feature macros glibc's
      * signal() resets the handler after one delivery, so a second Ctrl-C
      * killed the run in the middle of its save */
+    sigints = 0; /* set before the handler can run */
+    quiet = ranks_get()->rank != 0;
+    several_ranks = ranks_get()->size > 1;
     struct sigaction sa, previous_int, previous_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
@@ -173,8 +205,6 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &previous_int);
     sigaction(SIGTERM, &sa, &previous_term);
-    sigints = 0;
-    quiet = ranks_get()->rank != 0;
     const clformer_status st = clformer_trainer_run(t, result);
     sigaction(SIGINT, &previous_int, NULL);
     sigaction(SIGTERM, &previous_term, NULL);
@@ -190,7 +220,9 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
     } else if (st == CLFORMER_ERR_INTERRUPTED) {
         fprintf(stderr, "clformer %s: interrupted at step %" PRIu64 "\n", command, result->steps);
         rc = EXIT_INTERRUPTED;
-    } else if (st != CLFORMER_OK) {
+    }
+    /* a signal from now on ends the process (130) without another line */
+    if (rc == EXIT_INTERRUPTED) exit_guard_said(); else if (st != CLFORMER_OK) {
         cli_runtime_error(command, NULL);
         rc = 1;
     } else if (ranks_get()->rank == 0) {
@@ -199,8 +231,13 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
     }
     clformer_model *model = rc == 0 && model_out ? clformer_trainer_release_model(t) : NULL;
     clformer_trainer_free(t); /* closes the log */
-    if (rc == 0 && plot_path && o.log_path && ranks_get()->rank == 0)
+    if (rc == 0 && plot_path && o.log_path && ranks_get()->rank == 0) {
         rc = plot_training_log(command, o.log_path, plot_path, NULL, false, 0, 0);
+        if (rc != 0 && o.save_path) /* the figure failed, not the training */
+            fprintf(stderr, "clformer %s: the model was saved to %s; only --plot failed (draw it "
+                    "again with clformer plot --log %s --out FILE.png)\n", command, o.save_path,
+                    o.log_path);
+    }
     if (rc == 0 && model_out) *model_out = model;
     else clformer_model_free(model);
     return rc;
