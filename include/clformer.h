@@ -409,6 +409,11 @@ typedef struct {
     float ln_eps;        /* (1e-5) */
     float label_smoothing; /* (0.0) */
     bool share_tgt_embed;  /* generator weight tied to the target embedding */
+    /* dropout of the attention probabilities and of the feed-forward
+     * activation (fairseq's attention_dropout, activation_dropout); below 0
+     * (-1, the default): `dropout`, as PyTorch's nn.Transformer has it */
+    float attention_dropout;
+    float activation_dropout;
 } clformer_config;
 
 /* docs/MODEL.md's defaults; vocabulary sizes are left 0 (they come from data). */

@@ -246,6 +246,9 @@ static clformer_status open_model(clformer_trainer *t)
         const float ls = o->override_label_smoothing ? o->config.label_smoothing
                                                      : c->label_smoothing;
         CF_TRY(clformer_model_set_regularization(t->model, p, ls));
+        if (o->override_dropout)
+            CF_TRY(cf_model_set_dropout_kinds(t->model, o->config.attention_dropout,
+                                              o->config.activation_dropout));
     }
     return CLFORMER_OK;
 }

@@ -59,7 +59,8 @@ typedef struct {
     long min_freq, max_vocab, batch_size, batch_tokens, steps, epochs, warmup, eval_every,
         save_every, bleu_sentences, seed, check_sync, d_model, heads, d_ff, enc_layers, dec_layers,
         max_len, keep_last, patience;
-    double lr, clip, weight_decay, dropout, label_smoothing, warmup_init_lr;
+    double lr, clip, weight_decay, dropout, label_smoothing, warmup_init_lr, attention_dropout,
+        activation_dropout;
     bool no_shuffle, post_norm, tie, no_save, save_best, best_metric_given;
     const char *save_default; /* why --save was filled in (NULL: given) */
     train_given g;
@@ -91,6 +92,8 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--positional", CLI_CHOICE, &a->positional, NULL, "positional encoding (default sinusoidal)", 0, 0, "sinusoidal|learned", &a->g.positional},
         {"--tie-embeddings", CLI_FLAG, &a->tie, NULL, "tie the generator to the target embedding", 0, 0, NULL, &a->g.tie},
         {"--dropout", CLI_DOUBLE, &a->dropout, "P", "dropout probability (default 0.1)", 0, 0.99, NULL, &a->g.dropout},
+        {"--attention-dropout", CLI_DOUBLE, &a->attention_dropout, "P", "dropout of the attention probabilities (default: --dropout's)", 0, 0.99, NULL, &a->g.attention_dropout},
+        {"--activation-dropout", CLI_DOUBLE, &a->activation_dropout, "P", "dropout after the feed-forward activation (default: --dropout's)", 0, 0.99, NULL, &a->g.activation_dropout},
         {"--label-smoothing", CLI_DOUBLE, &a->label_smoothing, "E", "label smoothing (default 0)", 0, 0.99, NULL, &a->g.label_smoothing},
         {"--min-freq", CLI_INT, &a->min_freq, "N", "vocabulary: keep tokens seen at least N times (default 1)", 1, 1000000, NULL, &a->g.min_freq},
         {"--max-vocab", CLI_INT, &a->max_vocab, "N", "vocabulary: at most N tokens with the 4 specials (0: all)", 0, 1 << 24, NULL, &a->g.max_vocab},
@@ -221,6 +224,8 @@ static int build_options(train_args *a, clformer_train_options *o)
     if (a->positional) c->positional = !strcmp(a->positional, "learned") ? CLFORMER_POS_LEARNED : CLFORMER_POS_SINUSOIDAL;
     c->share_tgt_embed = a->tie;
     c->dropout = (float)a->dropout;
+    c->attention_dropout = a->g.attention_dropout ? (float)a->attention_dropout : -1.0f;
+    c->activation_dropout = a->g.activation_dropout ? (float)a->activation_dropout : -1.0f;
     c->label_smoothing = (float)a->label_smoothing;
     if (!a->init && !a->resume) {
         /* check the shape now (vocabulary sizes are filled in from the data) */
@@ -232,7 +237,7 @@ static int build_options(train_args *a, clformer_train_options *o)
         }
     }
     o->init_path = a->init, o->resume_path = a->resume;
-    o->override_dropout = a->g.dropout, o->override_label_smoothing = a->g.label_smoothing;
+    o->override_dropout = a->g.dropout || a->g.attention_dropout || a->g.activation_dropout, o->override_label_smoothing = a->g.label_smoothing;
     o->seed = (uint64_t)a->seed;
     o->optim.optimizer = !strcmp(a->optimizer, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM;
     o->optim.weight_decay = (float)a->weight_decay;

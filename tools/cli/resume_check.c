@@ -75,6 +75,12 @@ static void shape(check *c, const clformer_config *have, const clformer_config *
     words(c, g->tie, "--tie-embeddings", have->share_tgt_embed ? "tied embeddings" : "untied embeddings",
           want->share_tgt_embed ? "tied embeddings" : "untied embeddings");
     floats(c, g->dropout, "--dropout", have->dropout, want->dropout);
+    floats(c, g->attention_dropout, "--attention-dropout",
+           have->attention_dropout < 0 ? have->dropout : have->attention_dropout,
+           want->attention_dropout);
+    floats(c, g->activation_dropout, "--activation-dropout",
+           have->activation_dropout < 0 ? have->dropout : have->activation_dropout,
+           want->activation_dropout);
     floats(c, g->label_smoothing, "--label-smoothing", have->label_smoothing,
            want->label_smoothing);
 }
