@@ -23,6 +23,7 @@ typedef struct {
     size_t n_kernels;
     char **kernel_names;
     cl_kernel *kernels;
+    cf_kernel_id *kernel_ids; /* each kernel's row of kernel_ids.h (its argument kinds) */
 } cf_program_entry;
 
 /* One profiled command: the family it is counted under, the bytes it moves
@@ -61,6 +62,9 @@ struct clformer_context {
     bool ops_prepared[2]; /* cf_programs_prepare_ops has run, by fused_attention */
     /* The ops' kernels by id (cf_kernel_get), NULL until first used. */
     cl_kernel kernel_by_id[CF_K_COUNT];
+    /* Launches of each kernel since the context opened (cf_launch): the
+     * tests check that every kernel of every op ran. */
+    uint64_t kernel_launches[CF_K_COUNT];
 
     /* Settings from clformer_context_params (owned copies). */
     cf_log_sink log;

@@ -74,7 +74,7 @@ typedef struct {
 } progress_state;
 
 /* On a terminal only: "\r" and "erase to the end of the line" redraw it. */
-static void show_progress(void *user, size_t done, size_t total)
+static void show_progress(size_t done, size_t total, void *user)
 {
     const progress_state *p = user;
     char line[160];
