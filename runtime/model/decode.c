@@ -141,10 +141,7 @@ clformer_status cf_gather_rows(cf_session *s, cf_view dst, cf_view src, cf_view 
         width > INT_MAX || rows > INT_MAX)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cf_gather_rows: %zu rows of %zu words do not fit the scratch", rows, width);
-    CF_TRY(LAUNCH2(s, "gather_rows", cf_f32_bytes(2 * rows * width + rows), width, rows,
-                   CF_MEM(d->gather_tmp.buf), CF_U64(d->gather_tmp.off), CF_MEM(src.buf),
-                   CF_U64(src.off), CF_MEM(map.buf), CF_U64(map.off), CF_I32(width),
-                   CF_I32(rows)));
+    CF_TRY(cf_gather_rows_words(s->ctx, d->gather_tmp, src, map, width, rows));
     return cf_copy(s->ctx, d->gather_tmp.buf, d->gather_tmp.off, dst.buf, dst.off, rows * width);
 }
 

@@ -3,6 +3,7 @@
  * the best validation), patience's early stop, and clformer_checkpoint_average
  * (the element-wise mean, no training state; different models refused). */
 #include "harness.h"
+#include "clformer_util.h"
 
 #include "clformer.h"
 

@@ -9,6 +9,7 @@
  * compares the command's output with the previous implementation's.
  */
 #include "harness.h"
+#include "clformer_util.h"
 #include "session.h"
 
 #include "clformer.h"

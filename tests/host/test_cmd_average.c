@@ -6,6 +6,7 @@
  * that is an input, no --out, no checkpoints, a missing file.
  */
 #include "harness.h"
+#include "clformer_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
