@@ -70,7 +70,8 @@ static bool is_training_state(const char *name) { return !strncmp(name, "optim."
 
 static bool keep_metadata(const char *key)
 {
-    return strcmp(key, "clformer.train_state") != 0 && strcmp(key, CF_ST_CRC_KEY) != 0;
+    return strcmp(key, "clformer.train_state") != 0 && strcmp(key, CF_ST_CRC_KEY) != 0 &&
+           strcmp(key, CF_ST_META_CRC_KEY) != 0; /* both sums are written afresh */
 }
 
 /* Weights of checkpoint 0's layout, the mean over all (float32 tensors:
