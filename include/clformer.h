@@ -109,10 +109,71 @@ typedef struct {
     bool unified_memory; /* host-unified memory: an integrated GPU or a CPU */
     bool native_kernels; /* runs host functions on its queue (CL_EXEC_NATIVE_KERNEL) */
     bool simulator;      /* e.g. Oclgrind: chosen only when named */
+    bool bf16;           /* a bfloat16 extension (cl_intel_bfloat16_conversions, ...) */
+    uint32_t vector_width_float;        /* CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT */
+    uint32_t native_vector_width_float; /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT */
+    uint32_t subgroup_sizes[8];         /* CL_DEVICE_SUB_GROUP_SIZES_INTEL, where known */
+    uint32_t n_subgroup_sizes;          /* 0: the device names none */
 } clformer_device_info;
 
 /* "gpu", "cpu", "accelerator" or "other": the words CLFORMER_DEVICE accepts. */
 CLFORMER_API const char *clformer_device_type_name(clformer_device_type type);
+
+/*
+ * The device profile: every device fact a code path depends on, and the
+ * choices made from them, in one place (runtime/device/profile.c). A context
+ * makes its profile when it opens; no other code asks what kind of device it
+ * runs on. Kernels receive the choices as launch arguments or build options.
+ */
+typedef enum {
+    CLFORMER_KIND_CPU = 0,
+    CLFORMER_KIND_GPU,
+    CLFORMER_KIND_ACCELERATOR,
+    CLFORMER_KIND_SIMULATOR, /* Oclgrind: checks every access, times mean nothing */
+    CLFORMER_KIND_OTHER
+} clformer_device_kind;
+
+typedef struct {
+    size_t size;                 /* sizeof(clformer_device_profile) of the library that made it */
+    clformer_device_kind kind;
+    char vendor[16];             /* intel, amd, nvidia, apple, arm, qualcomm, or other */
+    /* facts, from clformer_device_info */
+    uint32_t vector_width_float, native_vector_width_float;
+    uint32_t subgroup_sizes[8], n_subgroup_sizes;
+    bool fp16, fp64, bf16;
+    bool native_kernels, unified_memory;
+    uint64_t max_alloc_bytes;
+    size_t max_work_group_size;
+    /* choices: the code paths this device takes */
+    const char *forced;          /* static: the CLFORMER_PROFILE word that forced the layouts, or NULL */
+    bool gpu_layouts;            /* split/merge heads one work item per element (coalesced) and
+                                    reductions over strided items, as on GPUs; otherwise one item
+                                    per head row and contiguous runs per item, as on CPUs */
+    size_t reduce_wg;            /* work-group of the reduction kernels (a power of two) */
+    size_t elementwise_wg;       /* work-group of element-wise kernels */
+    size_t reduce_partials;      /* most partial sums of a full reduction (cl/reduce.cl) */
+    bool scalar_attention;       /* flash attention's one-key-at-a-time *_simple kernels */
+    bool host_gemm;              /* the host GEMM provider can run here (a CPU with native
+                                    kernels; whether OpenBLAS is built in is not a device fact) */
+    bool fused_attention_long;   /* auto attention path: fused from CLFORMER_ATTENTION_FUSED_CPU_LEN */
+    bool stage_uploads;          /* uploads go through a whole staging buffer (Oclgrind 21.10) */
+    bool keep_released_buffers;  /* buffers are released with the context (Oclgrind 21.10) */
+    bool batched_gemm_one_by_one;/* batched products one call each (Oclgrind 21.10) */
+    unsigned compile_threads;    /* threads that build kernel programs (0: one per online CPU) */
+    bool timings_meaningful;     /* warm-ups before timing; full-size `clformer check` shapes */
+} clformer_device_profile;
+
+/* "cpu", "gpu", "accelerator", "simulator" or "other". */
+CLFORMER_API const char *clformer_device_kind_name(clformer_device_kind kind);
+
+/* The profile of `device` (pure: no OpenCL). `force` (NULL, "" or "auto": the
+ * device's own choices) is what CLFORMER_PROFILE says: "gpu-layouts" makes a
+ * device take a GPU's work-group layouts and reduction partition,
+ * "cpu-layouts" a CPU's, so that every path runs on any device in tests.
+ * Another word is CLFORMER_ERR_INVALID_ARGUMENT naming the words allowed. */
+CLFORMER_API clformer_status clformer_device_profile_for(const clformer_device_info *device,
+                                                         const char *force,
+                                                         clformer_device_profile *profile);
 
 /* Lists every device of every platform. Free the array with free(). */
 CLFORMER_API clformer_status clformer_list_devices(clformer_device_info **devices, size_t *count);
@@ -188,6 +249,8 @@ typedef struct {
                                 of clformer_gemm_provider_for */
     const char *attention;   /* attention path: "fused", "unfused", or NULL/"auto" for the
                                 rule of clformer_attention_path */
+    const char *profile;     /* forced device-profile choices: "gpu-layouts", "cpu-layouts", or
+                                NULL/"auto" (clformer_device_profile_for) */
     bool profiling;          /* queue profiling, for clformer_context_set_profiling (false) */
     clformer_log_level log_level;      /* least important level shown (CLFORMER_LOG_WARN) */
     clformer_log_callback log_callback; /* NULL: "clformer LEVEL: message" lines on stderr */
@@ -201,7 +264,7 @@ CLFORMER_API void clformer_context_params_default(clformer_context_params *param
 
 /* The defaults, then the environment: CLFORMER_DEVICE, CLFORMER_CACHE (0, off
  * or false: no cache), CLFORMER_CACHE_DIR, CLFORMER_KERNEL_DIR,
- * CLFORMER_GEMM_TUNING, CLFORMER_GEMM, CLFORMER_ATTENTION and CLFORMER_LOG (error, warn,
+ * CLFORMER_GEMM_TUNING, CLFORMER_GEMM, CLFORMER_ATTENTION, CLFORMER_PROFILE and CLFORMER_LOG (error, warn,
  * info, debug). The
  * strings point into the environment. A value it cannot read is
  * CLFORMER_ERR_INVALID_ARGUMENT naming the variable and the values allowed. */
@@ -217,6 +280,8 @@ CLFORMER_API clformer_status clformer_context_create_with_params(
 CLFORMER_API clformer_status clformer_context_create(const char *selector, clformer_context **ctx);
 CLFORMER_API void clformer_context_free(clformer_context *ctx);
 CLFORMER_API const clformer_device_info *clformer_context_device(const clformer_context *ctx);
+/* The profile the context made when it opened (valid while it lives). */
+CLFORMER_API const clformer_device_profile *clformer_context_profile(const clformer_context *ctx);
 
 /* Kernel program cache counters, for tests and `clformer bench`. */
 typedef struct {

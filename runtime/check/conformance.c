@@ -29,7 +29,7 @@ double *conf_widen(const float *x, size_t n)
     return d;
 }
 
-bool conf_warm_up(const cf_ctx *ctx) { return !ctx->info.simulator; }
+bool conf_warm_up(const cf_ctx *ctx) { return ctx->device_profile.timings_meaningful; }
 
 void conf_emit(conf_sink sink, void *user, const char *op, const char *shape, ref_cmp cmp,
                double ms)

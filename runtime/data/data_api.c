@@ -87,19 +87,6 @@ clformer_status clformer_vocab_from_tokens(const char *const *tokens, size_t n,
     return cf_vocab_from_tokens(tokens, n, "vocabulary", vocab);
 }
 
-clformer_status clformer_vocab_from_model(const clformer_model *model, clformer_side side,
-                                          clformer_vocab **vocab)
-{
-    const clformer_config *c = clformer_model_config(model);
-    const bool target = side == CLFORMER_SIDE_TARGET;
-    const char *const *tokens = target ? clformer_model_tgt_vocab(model)
-                                       : clformer_model_src_vocab(model);
-    if (!tokens)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the model has no vocabularies");
-    return cf_vocab_from_tokens(tokens, (size_t)(target ? c->tgt_vocab : c->src_vocab),
-                                target ? "target vocabulary" : "source vocabulary", vocab);
-}
-
 void clformer_vocab_free(clformer_vocab *vocab) { cf_vocab_free(vocab); }
 
 int32_t clformer_vocab_size(const clformer_vocab *vocab) { return cf_vocab_size(vocab); }

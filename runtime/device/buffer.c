@@ -56,7 +56,7 @@ clformer_status cf_buffer_alloc(cf_ctx *ctx, size_t count, const char *what, cl_
  * uninitialised. On a simulator, buffers are released with the context. */
 static void release(cf_ctx *ctx, cl_mem buf)
 {
-    if (ctx->info.simulator) {
+    if (ctx->device_profile.keep_released_buffers) {
         cl_mem *grown = realloc(ctx->retired, (ctx->n_retired + 1) * sizeof *grown);
         if (grown) {
             ctx->retired = grown;
@@ -100,7 +100,7 @@ static clformer_status upload_via_staging(cf_ctx *ctx, cl_mem buf, size_t off, c
 clformer_status cf_upload(cf_ctx *ctx, cl_mem buf, size_t off, const void *host, size_t count)
 {
     if (count == 0) return CLFORMER_OK;
-    if (ctx->info.simulator) return upload_via_staging(ctx, buf, off, host, count);
+    if (ctx->device_profile.stage_uploads) return upload_via_staging(ctx, buf, off, host, count);
     CL_CHECK(clEnqueueWriteBuffer(ctx->queue, buf, CL_TRUE, off * 4, count * 4, host, 0, NULL,
                                   NULL));
     return CLFORMER_OK;

@@ -23,6 +23,7 @@ typedef struct {
     size_t n_kernels;
     char **kernel_names;
     cl_kernel *kernels;
+    cf_kernel_id *kernel_ids; /* each kernel's row of kernel_ids.h (its argument kinds) */
 } cf_program_entry;
 
 /* One profiled command: the family it is counted under, the bytes it moves
@@ -38,6 +39,9 @@ typedef struct {
 
 struct clformer_context {
     clformer_device_info info;
+    /* Every device-dependent choice (profile.c); nothing else asks what the
+     * device is. */
+    clformer_device_profile device_profile;
     cl_platform_id platform;
     cl_device_id device;
     cl_context context;
@@ -45,9 +49,10 @@ struct clformer_context {
     clformer_gemm_provider gemm_provider; /* see clformer_gemm_provider_for */
     clformer_attention_path attention_path; /* the choice; acts.c applies it per batch */
 
-    /* Work-group size used by row-reduction kernels (power of two). */
+    /* Copies of device_profile.reduce_wg and .elementwise_wg, which every
+     * launcher reads: work-group sizes of row reductions (a power of two)
+     * and of element-wise kernels. */
     size_t reduce_wg;
-    /* Work-group size for element-wise kernels. */
     size_t elementwise_wg;
 
     /* Programs compiled for this device, searched linearly (there are few). */
@@ -57,6 +62,9 @@ struct clformer_context {
     bool ops_prepared[2]; /* cf_programs_prepare_ops has run, by fused_attention */
     /* The ops' kernels by id (cf_kernel_get), NULL until first used. */
     cl_kernel kernel_by_id[CF_K_COUNT];
+    /* Launches of each kernel since the context opened (cf_launch): the
+     * tests check that every kernel of every op ran. */
+    uint64_t kernel_launches[CF_K_COUNT];
 
     /* Settings from clformer_context_params (owned copies). */
     cf_log_sink log;

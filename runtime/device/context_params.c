@@ -77,6 +77,7 @@ clformer_status clformer_context_params_from_env(clformer_context_params *p)
     p->gemm_tuning = env("CLFORMER_GEMM_TUNING");
     p->gemm = env("CLFORMER_GEMM");
     p->attention = env("CLFORMER_ATTENTION");
+    p->profile = env("CLFORMER_PROFILE");
     CF_TRY(read_bool("CLFORMER_CACHE", &p->cache));
     CF_TRY(read_gemm_tuning(p->gemm_tuning));
     return read_log_level("CLFORMER_LOG", &p->log_level);

@@ -9,6 +9,7 @@
 #include "gemm.h"
 #include "gemm_tuning.h"
 #include "log.h"
+#include "profile.h"
 #include "program.h"
 
 #include <ctype.h>
@@ -43,6 +44,19 @@ static bool contains_nocase(const char *haystack, const char *needle)
     for (const char *h = haystack; *h; h++)
         if (strncasecmp(h, needle, n) == 0) return true;
     return false;
+}
+
+/* The sub-group sizes a device names (Intel's extension; other devices
+ * leave the list empty). */
+static void subgroup_sizes(cl_device_id d, const char *ext, clformer_device_info *o)
+{
+    const cl_device_info sizes_intel = 0x4108; /* CL_DEVICE_SUB_GROUP_SIZES_INTEL */
+    size_t sizes[8], bytes = 0;
+    if (!strstr(ext, "cl_intel_required_subgroup_size") ||
+        clGetDeviceInfo(d, sizes_intel, sizeof sizes, sizes, &bytes) != CL_SUCCESS)
+        return;
+    o->n_subgroup_sizes = (uint32_t)(bytes / sizeof *sizes);
+    for (uint32_t i = 0; i < o->n_subgroup_sizes; i++) o->subgroup_sizes[i] = (uint32_t)sizes[i];
 }
 
 static void describe(cl_platform_id p, cl_device_id d, int pi, int di, clformer_device_info *o)
@@ -97,8 +111,16 @@ static void describe(cl_platform_id p, cl_device_id d, int pi, int di, clformer_
     if (ext && clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS, ext_size, ext, NULL) == CL_SUCCESS) {
         o->fp16 = strstr(ext, "cl_khr_fp16") != NULL;
         o->fp64 = strstr(ext, "cl_khr_fp64") != NULL;
+        o->bf16 = strstr(ext, "bfloat16") != NULL;
+        subgroup_sizes(d, ext, o);
     }
     free(ext);
+    u = 0;
+    clGetDeviceInfo(d, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof u, &u, NULL);
+    o->vector_width_float = u;
+    u = 0;
+    clGetDeviceInfo(d, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof u, &u, NULL);
+    o->native_vector_width_float = u;
     o->simulator = contains_nocase(o->platform, "oclgrind") || contains_nocase(o->name, "oclgrind");
 }
 
@@ -165,22 +187,9 @@ clformer_status clformer_list_devices(clformer_device_info **devices, size_t *co
 /* Selection                                                                  */
 /* ------------------------------------------------------------------------- */
 
-/* Lower tier is preferred: discrete GPU, integrated GPU, accelerator, CPU,
- * anything else, and simulators last. */
-static int tier(const clformer_device_info *d)
-{
-    if (d->simulator) return 5;
-    switch (d->type) {
-    case CLFORMER_DEVICE_GPU: return d->unified_memory ? 1 : 0;
-    case CLFORMER_DEVICE_ACCELERATOR: return 2;
-    case CLFORMER_DEVICE_CPU: return 3;
-    default: return 4;
-    }
-}
-
 static bool better(const clformer_device_info *a, const clformer_device_info *b)
 {
-    int ta = tier(a), tb = tier(b);
+    int ta = cf_device_tier(a), tb = cf_device_tier(b);
     if (ta != tb) return ta < tb;
     uint64_t pa = (uint64_t)a->compute_units * a->clock_mhz;
     uint64_t pb = (uint64_t)b->compute_units * b->clock_mhz;
@@ -309,14 +318,6 @@ clformer_status clformer_select_device(const clformer_device_info *devs, size_t 
 /* Context                                                                    */
 /* ------------------------------------------------------------------------- */
 
-static size_t pick_reduce_wg(const clformer_device_info *d)
-{
-    /* PoCL's CPU devices run barrier kernels fastest with small groups. */
-    size_t want = d->type == CLFORMER_DEVICE_GPU ? 256 : 16;
-    while (want > 1 && want > d->max_work_group_size) want /= 2;
-    return want;
-}
-
 /* Contexts alive in this process; CLBlast's caches go with the last one. */
 static atomic_size_t live_contexts;
 
@@ -376,8 +377,10 @@ clformer_status clformer_context_create_with_params(const clformer_context_param
     ctx->info = devs[chosen];
     ctx->platform = plats[chosen];
     ctx->device = ids[chosen];
-    ctx->reduce_wg = pick_reduce_wg(&ctx->info);
-    ctx->elementwise_wg = ctx->info.max_work_group_size < 64 ? ctx->info.max_work_group_size : 64;
+    st = clformer_device_profile_for(&ctx->info, params->profile, &ctx->device_profile);
+    if (st != CLFORMER_OK) goto done;
+    ctx->reduce_wg = ctx->device_profile.reduce_wg;
+    ctx->elementwise_wg = ctx->device_profile.elementwise_wg;
     st = clformer_gemm_provider_for(&ctx->info, params->gemm, &ctx->gemm_provider);
     if (st != CLFORMER_OK) {
         cf_fail_prefix(st, "gemm provider: ");
@@ -456,6 +459,11 @@ void clformer_context_free(clformer_context *ctx)
     free(ctx);
 }
 
+const clformer_device_profile *clformer_context_profile(const clformer_context *ctx)
+{
+    return &ctx->device_profile;
+}
+
 const clformer_device_info *clformer_context_device(const clformer_context *ctx)
 {
     return &ctx->info;
@@ -475,7 +483,7 @@ static bool among_matches(const clformer_device_info *d, const clformer_device_i
 {
     const char *colon = strchr(sel, ':');
     int pi, di;
-    if (sel[0] == '\0') return tier(d) == tier(best);
+    if (sel[0] == '\0') return cf_device_tier(d) == cf_device_tier(best);
     if (colon && parse_index(sel, (size_t)(colon - sel), &pi) &&
         parse_index(colon + 1, strlen(colon + 1), &di))
         return d == best;

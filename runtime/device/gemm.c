@@ -14,11 +14,11 @@ const char *clformer_gemm_provider_name(clformer_gemm_provider provider)
 clformer_status clformer_gemm_provider_for(const clformer_device_info *d, const char *choice,
                                            clformer_gemm_provider *provider)
 {
-    /* The host provider needs the buffers in host memory (a CPU device) and a
-     * queue that can run host code (native kernels); a simulator keeps CLBlast
-     * so that its checks see every product. */
-    const bool host_ok = cf_gemm_host_available() && d->type == CLFORMER_DEVICE_CPU &&
-                         d->native_kernels && !d->simulator;
+    /* The host provider needs the buffers in host memory and a queue that
+     * can run host code (the profile's host_gemm) and OpenBLAS in the build. */
+    clformer_device_profile profile;
+    clformer_device_profile_for(d, NULL, &profile);
+    const bool host_ok = cf_gemm_host_available() && profile.host_gemm;
     if (!choice || !*choice || strcasecmp(choice, "auto") == 0) {
         *provider = host_ok ? CLFORMER_GEMM_HOST : CLFORMER_GEMM_CLBLAST;
         return CLFORMER_OK;

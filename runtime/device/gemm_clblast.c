@@ -26,7 +26,7 @@ clformer_status cf_gemm_clblast(cf_ctx *ctx, const cf_gemm_call *g)
     /* CLBlastSgemmBatched makes and releases small buffers per call, and
      * Oclgrind 21.10 then misreports reads of recycled buffers as
      * uninitialised (see cf_buffer_free): there, run the products one by one. */
-    if (g->a_offs && ctx->info.simulator) return one_by_one(ctx, g);
+    if (g->a_offs && ctx->device_profile.batched_gemm_one_by_one) return one_by_one(ctx, g);
     cl_event begin = cf_profile_begin(ctx);
     int err;
     if (g->a_offs)

@@ -42,6 +42,51 @@ void cf_profile_end(cf_ctx *ctx, const char *family, uint64_t bytes, cl_event be
     ctx->profile[ctx->n_profile - 1].start = begin;
 }
 
+static const char *kind_name(char kind)
+{
+    switch (kind) {
+    case 'M': return "a buffer";
+    case 'L': return "local memory";
+    case 'u': return "a ulong";
+    case 'U': return "a uint";
+    case 'i': return "an int";
+    case 'f': return "a float";
+    default: return "an unknown kind";
+    }
+}
+
+/* The launch's arguments against the kernel's signature in cl/ (kernel_ids.h):
+ * the same count and, argument by argument, the same kind. Every kernel comes
+ * from cf_kernel, which recorded its row. */
+static clformer_status check_kinds(cf_ctx *ctx, cl_kernel kernel, size_t nargs,
+                                   const cf_arg *args)
+{
+    for (size_t p = 0; p < ctx->n_programs; p++) {
+        const cf_program_entry *e = &ctx->programs[p];
+        for (size_t k = 0; k < e->n_kernels; k++) {
+            if (e->kernels[k] != kernel) continue;
+            const cf_kernel_id id = e->kernel_ids[k];
+            if (id == CF_K_COUNT) return CLFORMER_OK; /* not in cl/ (a test's own source) */
+            const char *kinds = cf_kernel_kinds[id];
+            if (strlen(kinds) != nargs)
+                return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                               "kernel %s: launched with %zu arguments, but cl/%s.cl declares "
+                               "%zu; fix the launcher's argument list",
+                               cf_kernel_names[id], nargs, cf_kernel_programs[id], strlen(kinds));
+            for (size_t i = 0; i < nargs; i++)
+                if (args[i].kind != kinds[i])
+                    return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                                   "kernel %s: argument %zu is %s in the launch but %s in "
+                                   "cl/%s.cl; fix the launcher's argument list",
+                                   cf_kernel_names[id], i, kind_name(args[i].kind),
+                                   kind_name(kinds[i]), cf_kernel_programs[id]);
+            ctx->kernel_launches[id]++;
+            return CLFORMER_OK;
+        }
+    }
+    return CLFORMER_OK; /* a kernel made outside cf_kernel: nothing to compare with */
+}
+
 clformer_status cf_launch(cf_ctx *ctx, const char *family, uint64_t bytes, cl_kernel kernel,
                           cl_uint dims, const size_t *global, const size_t *local, size_t nargs,
                           const cf_arg *args)
@@ -51,6 +96,7 @@ clformer_status cf_launch(cf_ctx *ctx, const char *family, uint64_t bytes, cl_ke
         if (global[d] == 0) return CLFORMER_OK; /* empty tensor: nothing to do */
         rounded[d] = local ? cf_round_up(global[d], local[d]) : global[d];
     }
+    CF_TRY(check_kinds(ctx, kernel, nargs, args));
     for (size_t i = 0; i < nargs; i++)
         CL_CHECK(clSetKernelArg(kernel, (cl_uint)i, args[i].size, args[i].value));
     cl_event *slot = cf_profile_slot(ctx, family, bytes);

@@ -17,17 +17,23 @@
 
 #include "context.h"
 
+/* One kernel argument. `kind` is the letter cmake/kernel_list.cmake gives
+ * the kernel's parameter: cf_launch refuses a launch whose kinds differ from
+ * the kernel's signature in cl/ (kernel_ids.h), naming the argument. */
 typedef struct {
     size_t size;
     const void *value; /* NULL with size > 0: __local memory of that many bytes */
+    char kind;         /* M buffer, L local, u ulong, U uint, i int, f float */
 } cf_arg;
 
-#define CF_MEM(m) ((cf_arg){sizeof(cl_mem), &(cl_mem){(m)}})
-#define CF_U64(x) ((cf_arg){sizeof(cl_ulong), &(cl_ulong){(cl_ulong)(x)}})
-#define CF_I32(x) ((cf_arg){sizeof(cl_int), &(cl_int){(cl_int)(x)}})
-#define CF_U32(x) ((cf_arg){sizeof(cl_uint), &(cl_uint){(cl_uint)(x)}})
-#define CF_F32(x) ((cf_arg){sizeof(cl_float), &(cl_float){(cl_float)(x)}})
-#define CF_LOCAL(bytes) ((cf_arg){(bytes), NULL})
+#define CF_MEM(m) ((cf_arg){sizeof(cl_mem), &(cl_mem){(m)}, 'M'})
+#define CF_U64(x) ((cf_arg){sizeof(cl_ulong), &(cl_ulong){(cl_ulong)(x)}, 'u'})
+#define CF_I32(x) ((cf_arg){sizeof(cl_int), &(cl_int){(cl_int)(x)}, 'i'})
+#define CF_U32(x) ((cf_arg){sizeof(cl_uint), &(cl_uint){(cl_uint)(x)}, 'U'})
+#define CF_F32(x) ((cf_arg){sizeof(cl_float), &(cl_float){(cl_float)(x)}, 'f'})
+#define CF_LOCAL(bytes) ((cf_arg){(bytes), NULL, 'L'})
+/* A tensor view as the kernels take it: the buffer, then its element offset. */
+#define CF_VIEW(v) CF_MEM((v).buf), CF_U64((v).off)
 
 clformer_status cf_launch(cf_ctx *ctx, const char *family, uint64_t bytes, cl_kernel kernel,
                           cl_uint dims, const size_t *global, const size_t *local, size_t nargs,

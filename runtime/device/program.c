@@ -231,36 +231,53 @@ clformer_status cf_kernel(cf_ctx *ctx, const char *program, const char *extra_op
     if (names) e->kernel_names = names;
     cl_kernel *ks = realloc(e->kernels, (e->n_kernels + 1) * sizeof *ks);
     if (ks) e->kernels = ks;
-    char *kernel_copy = names && ks ? strdup(kernel) : NULL;
+    cf_kernel_id *ids = realloc(e->kernel_ids, (e->n_kernels + 1) * sizeof *ids);
+    if (ids) e->kernel_ids = ids;
+    char *kernel_copy = names && ks && ids ? strdup(kernel) : NULL;
     if (!kernel_copy) {
         clReleaseKernel(k);
         return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     e->kernel_names[e->n_kernels] = kernel_copy;
+    e->kernel_ids[e->n_kernels] = cf_kernel_find(program, kernel);
     e->kernels[e->n_kernels++] = k;
     if (cached) ctx->program_stats.memory_hits++;
     *out = k;
     return CLFORMER_OK;
 }
 
+const char *const cf_kernel_programs[CF_K_COUNT] = {
+#define CF_KERNEL_PROGRAM(id, program, kernel, kinds) program,
+    CF_KERNEL_LIST(CF_KERNEL_PROGRAM)
+#undef CF_KERNEL_PROGRAM
+};
+const char *const cf_kernel_names[CF_K_COUNT] = {
+#define CF_KERNEL_NAME(id, program, kernel, kinds) kernel,
+    CF_KERNEL_LIST(CF_KERNEL_NAME)
+#undef CF_KERNEL_NAME
+};
+const char *const cf_kernel_kinds[CF_K_COUNT] = {
+#define CF_KERNEL_KINDS(id, program, kernel, kinds) kinds,
+    CF_KERNEL_LIST(CF_KERNEL_KINDS)
+#undef CF_KERNEL_KINDS
+};
+
+cf_kernel_id cf_kernel_find(const char *program, const char *kernel)
+{
+    for (int id = 0; id < CF_K_COUNT; id++)
+        if (!strcmp(cf_kernel_names[id], kernel) && !strcmp(cf_kernel_programs[id], program))
+            return (cf_kernel_id)id;
+    return CF_K_COUNT;
+}
+
 clformer_status cf_kernel_get(cf_ctx *ctx, cf_kernel_id id, cl_kernel *out)
 {
-    static const char *const programs[CF_K_COUNT] = {
-#define CF_KERNEL_PROGRAM(id, program, kernel) program,
-        CF_KERNEL_LIST(CF_KERNEL_PROGRAM)
-#undef CF_KERNEL_PROGRAM
-    };
-    static const char *const kernels[CF_K_COUNT] = {
-#define CF_KERNEL_NAME(id, program, kernel) kernel,
-        CF_KERNEL_LIST(CF_KERNEL_NAME)
-#undef CF_KERNEL_NAME
-    };
     if (ctx->kernel_by_id[id]) {
         ctx->program_stats.memory_hits++;
         *out = ctx->kernel_by_id[id];
         return CLFORMER_OK;
     }
-    CF_TRY(cf_kernel(ctx, programs[id], NULL, kernels[id], out));
+    CF_TRY(cf_kernel(ctx, cf_kernel_programs[id], NULL, cf_kernel_names[id], out));
     ctx->kernel_by_id[id] = *out;
     return CLFORMER_OK;
 }
@@ -276,6 +293,7 @@ void cf_programs_release(cf_ctx *ctx)
         }
         free(e->kernels);
         free(e->kernel_names);
+        free(e->kernel_ids);
         clReleaseProgram(e->program);
         free(e->program_name);
         free(e->options);

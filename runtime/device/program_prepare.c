@@ -90,9 +90,8 @@ static void run_all(cf_ctx *ctx, work *w, unsigned threads)
 
 static unsigned default_threads(const cf_ctx *ctx, unsigned threads)
 {
-    /* Oclgrind's compiler is not known to be safe on several threads. */
-    if (ctx->info.simulator) return 1;
     if (threads) return threads;
+    if (ctx->device_profile.compile_threads) return ctx->device_profile.compile_threads;
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     return cpus > 1 ? (unsigned)cpus : 1;
 }
@@ -141,18 +140,24 @@ clformer_status cf_programs_prepare(cf_ctx *ctx, const char *const *names, size_
 }
 
 /* Whether a training step with this attention path runs kernels of `program`:
- * beam search's are translation's alone, and the fused attention has its own. */
+ * the programs the model's forward and backward use, and the fused attention
+ * where it is on (decoding's and beam search's are translation's alone, and
+ * an op the model does not use yet compiles on its first launch). */
 static bool training_runs(const char *program, bool fused_attention)
 {
-    if (!strcmp(program, "beam")) return false;
-    return fused_attention || strcmp(program, "flash_attention") != 0;
+    static const char *const trained[] = {"activation", "adam",      "attention", "dropout",
+                                          "embedding",  "layernorm", "loss",      "reduce",
+                                          "tensor"};
+    for (size_t i = 0; i < sizeof trained / sizeof *trained; i++)
+        if (!strcmp(program, trained[i])) return true;
+    return fused_attention && !strcmp(program, "flash_attention");
 }
 
 clformer_status cf_programs_prepare_ops(cf_ctx *ctx, bool fused_attention)
 {
     if (ctx->ops_prepared[fused_attention]) return CLFORMER_OK;
     static const char *const programs[] = {
-#define CF_KERNEL_PROGRAM(id, program, kernel) program,
+#define CF_KERNEL_PROGRAM(id, program, kernel, kinds) program,
         CF_KERNEL_LIST(CF_KERNEL_PROGRAM)
 #undef CF_KERNEL_PROGRAM
     };

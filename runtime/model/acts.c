@@ -136,7 +136,7 @@ static bool product(size_t a, size_t b, size_t c, size_t d, size_t *out)
 
 #define MIB(bytes) ((double)(bytes) / (1024.0 * 1024.0))
 
-bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_info *device,
+bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_profile *device,
                             const clformer_config *cfg, size_t B, size_t S, size_t T,
                             bool training)
 {
@@ -144,8 +144,7 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
     /* measured on PoCL (README): about level with the GEMM path at length 32,
      * twice as fast from 256 on; elsewhere unmeasured, so only memory decides */
     const size_t longest = S > T ? S : T;
-    if (device->type == CLFORMER_DEVICE_CPU && !device->simulator &&
-        longest >= CLFORMER_ATTENTION_FUSED_CPU_LEN)
+    if (device->fused_attention_long && longest >= CLFORMER_ATTENTION_FUSED_CPU_LEN)
         return true;
     const size_t max_alloc_bytes = device->max_alloc_bytes;
     /* the probabilities the unfused path saves, per batch, in floats:
@@ -213,7 +212,7 @@ clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, boo
     /* the sizes below are products of these: refuse any that overflows or
      * could never fit before computing them */
     const bool fused =
-        cf_attention_fused_for(s->ctx->attention_path, &s->ctx->info, cfg, B, S, T, training);
+        cf_attention_fused_for(s->ctx->attention_path, &s->ctx->device_profile, cfg, B, S, T, training);
     CF_TRY(cf_acts_check_shape(cfg, s->ctx->info.max_alloc_bytes, B, S, T, fused));
     a->B = B;
     a->S = S;

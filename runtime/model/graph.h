@@ -82,7 +82,7 @@ clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, boo
  * CLFORMER_ATTENTION_FUSED_CPU_LEN or more, else when the unfused path's
  * saved probabilities would exceed CLFORMER_ATTENTION_UNFUSED_MAX_BYTES or
  * one buffer). */
-bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_info *device,
+bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_profile *device,
                             const clformer_config *cfg, size_t B, size_t S, size_t T,
                             bool training);
 

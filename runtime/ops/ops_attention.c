@@ -48,7 +48,7 @@ static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id ke
     CF_TRY(cf_kernel_get(ctx, kernel, &k));
     /* CPU devices: one work item per (row, head) moving dh floats (see
      * cl/attention.cl); GPUs: one per element, coalesced. */
-    const bool per_head = ctx->info.type != CLFORMER_DEVICE_GPU;
+    const bool per_head = !ctx->device_profile.gpu_layouts;
     const size_t local[2] = {per_head ? 1 : ctx->elementwise_wg, 1},
                  global[2] = {per_head ? H : H * dh, B * T};
     const uint64_t bytes = cf_f32_bytes(2 * B * T * H * dh); /* each element read and written */
@@ -186,7 +186,7 @@ static clformer_status forward_fused(cf_ctx *ctx, cf_view out, const cf_attentio
     const size_t rows = s->B * s->H * s->Tq, local = ctx->elementwise_wg;
     const size_t global = cf_round_up(rows, local);
     cl_kernel k;
-    CF_TRY(cf_kernel_get(ctx, ctx->info.simulator ? CF_K_FLASH_ATTENTION_FORWARD_SIMPLE
+    CF_TRY(cf_kernel_get(ctx, ctx->device_profile.scalar_attention ? CF_K_FLASH_ATTENTION_FORWARD_SIMPLE
                                                   : CF_K_FLASH_ATTENTION_FORWARD, &k));
     const cf_view L = saved->stats;
     /* ideal traffic: Q, K, V read and O written once, two statistics per row */
@@ -273,7 +273,7 @@ static clformer_status backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
     const cf_view L = saved->stats, O = saved->out;
     cl_kernel k;
     /* simulators: the scalar *_simple kernels (why: cl/flash_attention.cl) */
-    const bool simple = ctx->info.simulator;
+    const bool simple = ctx->device_profile.scalar_attention;
     CF_TRY(cf_kernel_get(ctx, simple ? CF_K_FLASH_ATTENTION_BACKWARD_DQ_SIMPLE
                                      : CF_K_FLASH_ATTENTION_BACKWARD_DQ, &k));
     size_t global = cf_round_up(rows, local);

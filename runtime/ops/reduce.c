@@ -4,20 +4,15 @@
 #include "launch.h"
 #include "program.h"
 
-#define MAX_PARTIALS 1024
-#define CPU_PARTIALS 16
+#define MAX_PARTIALS 1024 /* the most any profile asks for (profile.c) */
 
 clformer_status cf_reduce_sum(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem x, size_t x_off,
                               size_t n, bool square, bool accumulate)
 {
     const size_t wg = ctx->reduce_wg;
-    /* Enough groups to fill a GPU, at least 4 work items' worth of data each.
-     * Other devices get CPU_PARTIALS: a work-group with barriers costs PoCL
-     * tens of microseconds, which 1024 groups turned into most of the time
-     * of a norm over 1M floats. The count is the same on every CPU device
-     * (not per compute unit), so PoCL pthread and basic ranks of one MPI
-     * run sum alike, bit for bit (test_mpi_train@pocl_mixed). */
-    const size_t max_groups = ctx->info.type == CLFORMER_DEVICE_GPU ? MAX_PARTIALS : CPU_PARTIALS;
+    /* At least 4 work items' worth of data per group, at most the profile's
+     * partition (why it differs between GPUs and CPUs: profile.c). */
+    const size_t max_groups = ctx->device_profile.reduce_partials;
     size_t groups = (n + wg * 4 - 1) / (wg * 4);
     if (groups > max_groups) groups = max_groups;
     if (groups > MAX_PARTIALS) groups = MAX_PARTIALS;
@@ -29,7 +24,7 @@ clformer_status cf_reduce_sum(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem x,
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_REDUCE_PARTIAL, &k));
     size_t global = groups * wg, local = wg;
-    const bool blocked = ctx->info.type != CLFORMER_DEVICE_GPU; /* see cl/reduce.cl */
+    const bool blocked = !ctx->device_profile.gpu_layouts; /* see cl/reduce.cl */
     CF_TRY(CF_LAUNCH(ctx, "reduce", cf_f32_bytes(n + groups), k, 1, &global, &local,
                      CF_MEM(partials), CF_MEM(x), CF_U64(x_off), CF_U64(n), CF_U64(chunk),
                      CF_I32(square), CF_I32(blocked)));

@@ -5,6 +5,7 @@
  * reductions. */
 #include "buffer.h"
 #include "harness.h"
+#include "launch.h"
 #include "program.h"
 #include "reduce.h"
 
@@ -202,11 +203,12 @@ static void prepare_ops_builds_the_training_programs_only(void **state)
     assert_ok(cf_programs_prepare_ops(ctx, false));
     char options[1024];
     cf_program_options(ctx, NULL, options, sizeof options);
-#define CF_KERNEL_LOADED(id, program, kernel)                                                      \
-    assert_true(cf_program_loaded(ctx, program, options) ==                                    \
-                (strcmp(program, "flash_attention") != 0 && strcmp(program, "beam") != 0));
-    CF_KERNEL_LIST(CF_KERNEL_LOADED)
-#undef CF_KERNEL_LOADED
+    static const char *const trained[] = {"activation", "adam",      "attention", "dropout",
+                                          "embedding",  "layernorm", "loss",      "reduce",
+                                          "tensor"};
+    for (size_t i = 0; i < sizeof trained / sizeof *trained; i++)
+        assert_true(cf_program_loaded(ctx, trained[i], options));
+    assert_false(cf_program_loaded(ctx, "flash_attention", options));
     assert_false(cf_program_loaded(ctx, "decode", options));
     assert_false(cf_program_loaded(ctx, "beam", options));
     const size_t calls = r.calls;
@@ -541,6 +543,40 @@ static void colsum_matches_reference_and_accumulates(void **state)
     }
 }
 
+/* A launch whose arguments differ from the kernel's signature in cl/ is
+ * refused before anything is enqueued: too few, and one of the wrong kind
+ * (fill_u32 takes buffer, ulong, ulong, uint), each naming the kernel. */
+static void launch_with_wrong_argument_kinds_is_refused(void **state)
+{
+    (void)state;
+    assert_string_equal(cf_kernel_kinds[CF_K_FILL_U32], "MuuU");
+    assert_int_equal(cf_kernel_find("tensor", "fill_u32"), CF_K_FILL_U32);
+    assert_int_equal(cf_kernel_find("tensor", "no_such_kernel"), CF_K_COUNT);
+    hbuf b = hbuf_zeros(16, 4);
+    cl_kernel k;
+    assert_ok(cf_kernel_get(hctx(), CF_K_FILL_U32, &k));
+    size_t global = 16, local = 16;
+    const uint64_t before = hctx()->kernel_launches[CF_K_FILL_U32];
+    assert_int_equal(CF_LAUNCH(hctx(), "fill", 64, k, 1, &global, &local, CF_MEM(b.mem),
+                               CF_U64(b.off), CF_U64(16)),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "fill_u32: launched with 3 arguments"));
+    assert_int_equal(CF_LAUNCH(hctx(), "fill", 64, k, 1, &global, &local, CF_MEM(b.mem),
+                               CF_U64(b.off), CF_U64(16), CF_F32(1.0f)),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "argument 3 is a float in the launch but a "
+                                                  "uint in cl/tensor.cl"));
+    assert_int_equal(hctx()->kernel_launches[CF_K_FILL_U32], before);
+    assert_ok(CF_LAUNCH(hctx(), "fill", 64, k, 1, &global, &local, CF_MEM(b.mem), CF_U64(b.off),
+                        CF_U64(16), CF_U32(7)));
+    assert_int_equal(hctx()->kernel_launches[CF_K_FILL_U32], before + 1);
+    uint32_t got[16];
+    hbuf_read(b, got);
+    for (int i = 0; i < 16; i++) assert_int_equal(got[i], 7);
+    hbuf_check_canary(b);
+    hbuf_free(b);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(program_cache_miss_then_hit),
     cmocka_unit_test(cache_entries_are_written_when_the_context_is_freed),
@@ -556,5 +592,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(oversized_allocation_names_sizes),
     cmocka_unit_test(reduce_sum_is_exact_enough_and_repeatable),
     cmocka_unit_test(colsum_matches_reference_and_accumulates),
+    cmocka_unit_test(launch_with_wrong_argument_kinds_is_refused),
 };
 HARNESS_DEVICE_MAIN("runtime", tests)

@@ -99,11 +99,15 @@ static void auto_attention_path_follows_the_device_and_size(void **state)
     (void)state;
     clformer_config c = config(); /* 6 + 6 layers, 8 heads */
     c.dropout = 0.1f;
-    clformer_device_info gpu = {0}, cpu = {0}, sim = {0};
-    gpu.type = CLFORMER_DEVICE_GPU;
-    cpu.type = sim.type = CLFORMER_DEVICE_CPU;
-    sim.simulator = true;
-    gpu.max_alloc_bytes = cpu.max_alloc_bytes = sim.max_alloc_bytes = GiB;
+    clformer_device_info gi = {0}, ci = {0}, si = {0};
+    gi.type = CLFORMER_DEVICE_GPU;
+    ci.type = si.type = CLFORMER_DEVICE_CPU;
+    si.simulator = true;
+    gi.max_alloc_bytes = ci.max_alloc_bytes = si.max_alloc_bytes = GiB;
+    clformer_device_profile gpu, cpu, sim;
+    assert_int_equal(clformer_device_profile_for(&gi, NULL, &gpu), CLFORMER_OK);
+    assert_int_equal(clformer_device_profile_for(&ci, NULL, &cpu), CLFORMER_OK);
+    assert_int_equal(clformer_device_profile_for(&si, NULL, &sim), CLFORMER_OK);
     const clformer_attention_path A = CLFORMER_ATTENTION_AUTO;
     /* training, 32 x 32: 32*8*32*32*(6 + 12)*2 + 32*8*32*32 floats ~ 38 MiB */
     assert_false(cf_attention_fused_for(A, &gpu, &c, 32, 32, 32, true));

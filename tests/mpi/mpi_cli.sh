@@ -8,6 +8,9 @@
 #                 non-zero exit, no hang
 #   interrupt     SIGINT (Ctrl-C) to mpirun: rank 0 saves once, every rank exits 130,
 #                 the checkpoint resumes
+#   disagree      ranks given different --src or options: refused before training,
+#                 naming what differs and the ranks; agreeing ranks print their
+#                 count and the global batch
 # (--check-sync: the resume case's first run checks the ranks after every step;
 # test_mpi_train checks that a difference stops the run)
 # Needs CLFORMER_BINARY, MPIRUN and CLFORMER_TEST_DATA (tests/data).
@@ -112,6 +115,35 @@ interrupt)
     || { cat out2; fail "the saved checkpoint does not resume"; }
   grep -q "resuming stop.safetensors at step $step" out2 || { cat out2; fail "wrong resume step"; }
   echo "mpirun exited $rc; both ranks 130; saved at step $step"
+  ;;
+disagree)
+  # ranks started with different data or options (mpirun's ':'-separated
+  # parts): refused before the first step, naming what differs and the ranks
+  sed '3s/^/ein /' train.src > other.src
+  timeout 120 "$MPIRUN" --allow-run-as-root --oversubscribe \
+    -np 1 "$CLFORMER_BINARY" "${train[@]}" --steps 5 --save a.safetensors : \
+    -np 1 "$CLFORMER_BINARY" train --src other.src --tgt train.tgt "${train[@]:5}" --steps 5 \
+    --save a.safetensors > out 2>&1
+  rc=$?
+  [ $rc -ne 124 ] || { cat out; fail "the job hung"; }
+  [ $rc -ne 0 ] || { cat out; fail "ranks with different --src trained (exit 0)"; }
+  grep -q "rank 1 differs from rank 0 in the training source text (--src)" out \
+    || { cat out; fail "no message naming --src and rank 1"; }
+  ! grep -q "^step 1" out || { cat out; fail "a step was trained"; }
+  [ ! -e a.safetensors ] || fail "a checkpoint was saved"
+  timeout 120 "$MPIRUN" --allow-run-as-root --oversubscribe \
+    -np 2 "$CLFORMER_BINARY" "${train[@]}" --steps 5 : \
+    -np 1 "$CLFORMER_BINARY" "${train[@]}" --steps 5 --lr 2e-3 > out 2>&1
+  rc=$?
+  [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat out; fail "ranks with different --lr: exit $rc"; }
+  grep -q "rank 2 differs from rank 0 in the training options" out \
+    || { cat out; fail "no message naming the options and rank 2"; }
+  # agreeing ranks: the summary and the progress line say how many and the global batch
+  timeout 120 "$MPIRUN" --allow-run-as-root --oversubscribe -np 2 "$CLFORMER_BINARY" \
+    "${train[@]}" --steps 2 > out 2>&1 || { cat out; fail "2 agreeing ranks failed"; }
+  grep -q "ranks: 2, data-parallel: 4 sentence pairs a rank, a global batch of 8 pairs" out \
+    || { cat out; fail "no line with the rank count and the global batch"; }
+  grep -q "^step 2/2 .* tok/s (2 ranks) |" out || { cat out; fail "progress line without the ranks"; }
   ;;
 *) fail "unknown case" ;;
 esac

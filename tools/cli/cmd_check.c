@@ -55,9 +55,13 @@ static int check_device(const char *selector, bool quick, const char *only, repo
         printf("%-34s %-24s %10s %10s  %-42s %-4s %9s\n", "op", "shape", "max_abs", "max_rel",
                "tolerance", "", "ms");
     }
-    bool small = quick || dev->simulator;
+    const clformer_device_profile *profile = clformer_context_profile(ctx);
+    bool small = quick || !profile->timings_meaningful;
     if (!rep->results && small && !quick)
         printf("(%s is a simulator: using --quick shapes)\n", dev->name);
+    if (!rep->results && profile->forced)
+        printf("(%s: %s layouts forced by CLFORMER_PROFILE=%s)\n", dev->name,
+               profile->gpu_layouts ? "GPU" : "CPU", profile->forced);
     int errors = 0;
     for (size_t i = 0; i < clformer_check_layer_count(); i++) {
         const char *layer = clformer_check_layer_name(i);

@@ -20,6 +20,49 @@ static const char *gemm_provider(const clformer_device_info *d)
     return clformer_gemm_provider_name(p);
 }
 
+/* The device profile a context on this device would make under
+ * CLFORMER_PROFILE; false (with the reason recorded) for a bad word. */
+static bool profile_of(const clformer_device_info *d, clformer_device_profile *p)
+{
+    clformer_context_params params;
+    return clformer_context_params_from_env(&params) == CLFORMER_OK &&
+           clformer_device_profile_for(d, params.profile, p) == CLFORMER_OK;
+}
+
+static json_t *profile_json(const clformer_device_info *d)
+{
+    clformer_device_profile p;
+    if (!profile_of(d, &p)) return json_null();
+    json_t *sub = json_array();
+    for (uint32_t i = 0; sub && i < p.n_subgroup_sizes; i++)
+        json_array_append_new(sub, json_integer(p.subgroup_sizes[i]));
+    json_t *facts = json_pack(
+        "{s:s, s:s, s:I, s:I, s:o, s:b, s:b, s:b, s:b, s:b, s:I, s:I}", "kind",
+        clformer_device_kind_name(p.kind), "vendor", p.vendor, "vector_width_float",
+        (json_int_t)p.vector_width_float, "native_vector_width_float",
+        (json_int_t)p.native_vector_width_float, "subgroup_sizes", sub ? sub : json_null(),
+        "fp16", p.fp16, "fp64", p.fp64, "bf16", p.bf16, "native_kernels", p.native_kernels,
+        "unified_memory", p.unified_memory, "max_alloc_bytes", (json_int_t)p.max_alloc_bytes,
+        "max_work_group_size", (json_int_t)p.max_work_group_size);
+    json_t *choices = json_pack(
+        "{s:o, s:b, s:I, s:I, s:I, s:b, s:b, s:b, s:b, s:b, s:b, s:I, s:b}", "forced",
+        p.forced ? json_string(p.forced) : json_null(), "gpu_layouts", p.gpu_layouts,
+        "reduce_wg", (json_int_t)p.reduce_wg, "elementwise_wg", (json_int_t)p.elementwise_wg,
+        "reduce_partials", (json_int_t)p.reduce_partials, "scalar_attention",
+        p.scalar_attention, "host_gemm", p.host_gemm, "fused_attention_long",
+        p.fused_attention_long, "stage_uploads", p.stage_uploads, "keep_released_buffers",
+        p.keep_released_buffers, "batched_gemm_one_by_one", p.batched_gemm_one_by_one,
+        "compile_threads", (json_int_t)p.compile_threads, "timings_meaningful",
+        p.timings_meaningful);
+    if (facts && choices && json_object_update(facts, choices) == 0) {
+        json_decref(choices);
+        return facts;
+    }
+    json_decref(facts);
+    json_decref(choices);
+    return NULL;
+}
+
 static bool print_json(const clformer_device_info *d, size_t n, long selected)
 {
     json_t *list = json_array();
@@ -38,7 +81,8 @@ static bool print_json(const clformer_device_info *d, size_t n, long selected)
         const char *gemm = gemm_provider(x);
         if (o && (json_object_set_new(o, "native_kernels", json_boolean(x->native_kernels)) ||
                   json_object_set_new(o, "gemm_provider",
-                                      gemm ? json_string(gemm) : json_null()))) {
+                                      gemm ? json_string(gemm) : json_null()) ||
+                  json_object_set_new(o, "profile", profile_json(x)))) {
             json_decref(o);
             o = NULL;
         }
@@ -66,6 +110,14 @@ static void print_table(const clformer_device_info *d, size_t n, long selected)
         printf("        limits    work-group %zu; fp16 %s, fp64 %s\n", x->max_work_group_size,
                x->fp16 ? "yes" : "no", x->fp64 ? "yes" : "no");
         printf("        driver    %s; %s\n", x->driver_version, x->c_version);
+        clformer_device_profile p;
+        if (profile_of(x, &p))
+            printf("        profile   %s (%s), %s layouts%s%s, reduce %zu x %zu, float vectors %u\n",
+                   clformer_device_kind_name(p.kind), p.vendor, p.gpu_layouts ? "GPU" : "CPU",
+                   p.forced ? " forced by CLFORMER_PROFILE=" : "", p.forced ? p.forced : "",
+                   p.reduce_partials, p.reduce_wg, p.vector_width_float);
+        else
+            printf("        profile   unusable: %s\n", clformer_last_error());
         const char *gemm = gemm_provider(x);
         if (!gemm)
             printf("        gemm      unusable: %s\n", clformer_last_error());
@@ -111,7 +163,9 @@ int cmd_devices(int argc, char **argv)
         "platform/vendor and device names: amd, intel:gpu, pocl:pthread, oclgrind.\n"
         "Unset: the best GPU, else an accelerator, else a CPU (simulators only when named).\n"
         "GEMM: CPU devices that run native kernels use OpenBLAS (\"host\"), others CLBlast;\n"
-        "CLFORMER_GEMM=clblast|host|auto overrides that.",
+        "CLFORMER_GEMM=clblast|host|auto overrides that. The profile is every choice made\n"
+        "from what the device is; CLFORMER_PROFILE=gpu-layouts|cpu-layouts forces the\n"
+        "work-group layouts and reduction partition of a GPU or a CPU (for tests).",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);
     if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;

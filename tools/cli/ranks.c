@@ -213,6 +213,24 @@ clformer_status ranks_context_create(clformer_context **ctx)
     return st == CLFORMER_OK ? cli_context_create(pair, ctx) : st;
 }
 
+void ranks_allgather_u64(const uint64_t *mine, size_t n, uint64_t *all)
+{
+#ifdef CLFORMER_HAVE_MPI
+    if (info.mpi && info.size > 1) {
+        MPI_Allgather(mine, (int)n, MPI_UINT64_T, all, (int)n, MPI_UINT64_T, MPI_COMM_WORLD);
+        return;
+    }
+#endif
+    memcpy(all, mine, n * sizeof *mine);
+}
+
+void ranks_barrier(void)
+{
+#ifdef CLFORMER_HAVE_MPI
+    if (info.mpi && info.size > 1) MPI_Barrier(MPI_COMM_WORLD);
+#endif
+}
+
 void ranks_print_in_order(const char *line)
 {
 #ifdef CLFORMER_HAVE_MPI

@@ -9,6 +9,8 @@
 #include "clformer.h"
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     int rank, size;  /* in the job */
@@ -40,6 +42,11 @@ bool ranks_any(bool flag);
 /* This rank's device: CLFORMER_DEVICE's (local rank mod matches)-th match
  * under mpirun (clformer_select_device_for_rank), else its one choice. */
 clformer_status ranks_context_create(clformer_context **ctx);
+
+/* Every rank's `n` values, rank after rank, into `all` (size * n values). */
+void ranks_allgather_u64(const uint64_t *mine, size_t n, uint64_t *all);
+/* Waits for every rank (nothing alone). */
+void ranks_barrier(void);
 
 /* Rank 0 prints every rank's line, in rank order (alone: this line). */
 void ranks_print_in_order(const char *line);

@@ -1,6 +1,7 @@
 /* A training run on the command line (see train_run.h). */
 #include "train_run.h"
 #include "ranks.h"
+#include "rank_agreement.h"
 #include "cli.h"
 #include "commands.h"
 #include "exit_guard.h"
@@ -81,11 +82,13 @@ static void print_step(display *d, const clformer_train_progress *p)
     if (d->total_steps) snprintf(total, sizeof total, "/%" PRIu64, d->total_steps);
     else if (p->steps_left >= 0 && p->steps_left < 1e15)
         snprintf(total, sizeof total, "/%" PRIu64, p->step + (uint64_t)llround(p->steps_left));
-    char line[256];
+    char line[256], ranks[32] = "";
+    if (ranks_get()->size > 1) snprintf(ranks, sizeof ranks, " (%d ranks)", ranks_get()->size);
     snprintf(line, sizeof line,
-             "step %" PRIu64 "%s | epoch %" PRIu64 " | loss %.4f | %.0f tok/s | lr %.2e | "
+             "step %" PRIu64 "%s | epoch %" PRIu64 " | loss %.4f | %.0f tok/s%s | lr %.2e | "
              "%.0fs elapsed | ETA %s",
-             p->step, total, p->epoch, p->loss, p->tokens_per_s, p->lr, p->elapsed_s, eta);
+             p->step, total, p->epoch, p->loss, p->tokens_per_s, ranks, p->lr, p->elapsed_s,
+             eta);
     if (d->tty) fprintf(stderr, "\r\033[K%s", line);
     else fprintf(stderr, "%s\n", line);
     d->line_open = d->tty;
@@ -114,6 +117,21 @@ static bool on_progress(const clformer_train_progress *p, void *user)
 
 static void print_summary(clformer_trainer *t, clformer_context *ctx, const char *resume_path)
 {
+    const int n_ranks = ranks_get()->size;
+    if (n_ranks > 1) {
+        /* the batching in force (the checkpoint's when resuming) */
+        clformer_train_options in_force;
+        clformer_trainer_settings(t, &in_force);
+        const clformer_batcher_options *b = &in_force.batching;
+        if (b->batch_size)
+            printf("ranks: %d, data-parallel: %d sentence pairs a rank, a global batch of %lld "
+                   "pairs a step (tok/s counts every rank's tokens)\n", n_ranks, b->batch_size,
+                   (long long)b->batch_size * n_ranks);
+        else
+            printf("ranks: %d, data-parallel: %d padded tokens a rank, a global batch of up to "
+                   "%lld tokens a step (tok/s counts every rank's tokens)\n", n_ranks,
+                   b->batch_tokens, (long long)b->batch_tokens * n_ranks);
+    }
     char line[256];
     clformer_corpus_summary(clformer_trainer_corpus(t, false), line, sizeof line);
     printf("training data: %s\n", line);
@@ -165,7 +183,9 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
         cli_runtime_error(command, NULL);
         return 1;
     }
-    const int refused = check ? check(t, check_user) : 0;
+    /* under mpirun: every rank was given the same data and options */
+    int refused = rank_agreement(command, &o, clformer_trainer_model(t));
+    if (!refused && check) refused = check(t, check_user);
     if (refused) {
         clformer_trainer_free(t);
         return refused;
