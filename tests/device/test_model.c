@@ -4,6 +4,7 @@
  * checkpoints that round-trip, and bad input refused before any kernel runs.
  */
 #include "harness.h"
+#include "clformer_util.h"
 #include "safetensors.h"
 
 #include <math.h>
