@@ -207,7 +207,7 @@ clformer_status cf_decode_start(cf_session *s, const int32_t *src, size_t batch,
     int32_t *rows = malloc(R * S * sizeof *rows);
     if (!rows) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     for (size_t r = 0; r < R; r++) memcpy(rows + r * S, src + (r / copies) * S, S * sizeof *rows);
-    clformer_status st = cf_upload(s->ctx, s->arena, s->acts.src.off, rows, R * S);
+    clformer_status st = cf_upload(s->ctx, s->acts.src.buf, s->acts.src.off, rows, R * S);
     free(rows);
     CF_TRY(st);
     CF_TRY(cf_forward_encoder(s));
