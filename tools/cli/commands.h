@@ -16,6 +16,7 @@ int cmd_export(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 /* `clformer eval --text`: a language model on a text (cmd_generate.c). */
 int eval_lm(int argc, char **argv);
+int cmd_average(int argc, char **argv);
 int cmd_presets(int argc, char **argv);
 
 #include <stdbool.h>
