@@ -121,3 +121,10 @@ clformer_status conf_activation(cf_ctx *ctx, bool quick, conf_sink sink, void *u
     }
     return CLFORMER_OK;
 }
+
+CONF_OP(activation) = {"activation", "bias_act_forward bias_act_backward",
+    "cf_bias_act_forward, cf_bias_act_backward",
+    "ref_bias_act_forward, ref_bias_act_backward (reference/ref_activation.c)",
+    "forward rule for out; gradient rule for dinp and dbias",
+    conf_activation, NULL,
+    "test_activation (many more cases, determinism, argument errors); finite differences of the reference: test_ref_activation"};

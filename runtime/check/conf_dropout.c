@@ -121,3 +121,10 @@ clformer_status conf_dropout(cf_ctx *ctx, bool quick, conf_sink sink, void *user
     for (size_t i = 0; i < 3; i++) CF_TRY(conf_dropout_run(ctx, &cases[i], sink, user));
     return CLFORMER_OK;
 }
+
+CONF_OP(dropout) = {"dropout", "residual_dropout_forward dropout_backward",
+    "cf_residual_dropout_forward, cf_dropout_backward, cf_add",
+    "ref_residual_dropout_forward, ref_dropout_backward, ref_add (reference/ref_dropout.c)",
+    "forward rule",
+    conf_dropout, NULL,
+    "test_dropout (many more cases, determinism, argument errors); finite differences of the reference: test_ref_dropout"};

@@ -132,3 +132,10 @@ clformer_status conf_layernorm(cf_ctx *ctx, bool quick, conf_sink sink, void *us
         CF_TRY(conf_layernorm_run(ctx, &full[i], sink, user));
     return CLFORMER_OK;
 }
+
+CONF_OP(layernorm) = {"layernorm", "layernorm_forward layernorm_backward_input layernorm_backward_params layernorm_backward_params_final",
+    "cf_layernorm_forward, cf_layernorm_backward",
+    "ref_layernorm_forward, ref_layernorm_backward (reference/ref_layernorm.c)",
+    "forward rule for out, mean, rstd; gradient rule for dinp, dweight, dbias",
+    conf_layernorm, NULL,
+    "test_layernorm (many more cases, determinism, argument errors); finite differences of the reference: test_ref_layernorm"};

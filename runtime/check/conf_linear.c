@@ -106,3 +106,10 @@ clformer_status conf_linear(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
         CF_TRY(conf_linear_run(ctx, &full[i], sink, user));
     return CLFORMER_OK;
 }
+
+CONF_OP(linear) = {"linear", "bias_add",
+    "cf_linear_forward, cf_linear_backward",
+    "ref_linear_forward, ref_linear_backward (reference/ref_linear.c)",
+    "GEMM rule with the bias for out; gradient rule for the gradients",
+    conf_linear, NULL,
+    "test_linear (many more cases, determinism, argument errors); finite differences of the reference: test_ref_linear"};

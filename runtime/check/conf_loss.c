@@ -148,3 +148,10 @@ clformer_status conf_loss(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
     }
     return CLFORMER_OK;
 }
+
+CONF_OP(loss) = {"loss", "cross_entropy ~log_softmax_rows ~argmax_rows",
+    "cf_cross_entropy, cf_log_softmax_rows, cf_argmax_rows",
+    "ref_cross_entropy, ref_log_softmax_rows, ref_argmax_rows (reference/ref_loss.c)",
+    "forward rule for the losses; gradient rule for dlogits",
+    conf_loss, NULL,
+    "test_loss (log_softmax_rows, argmax_rows, many more cases, determinism, argument errors); finite differences of the reference: test_ref_loss"};
