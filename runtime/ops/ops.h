@@ -107,6 +107,17 @@ clformer_status cf_layernorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight
                                       cf_view dout, cf_view inp, cf_view weight, cf_view mean,
                                       cf_view rstd, size_t N, size_t C, bool accumulate);
 
+/* RMSNorm over the last dimension (ops_rmsnorm.c): out = inp * rstd * weight
+ * per row, rstd = 1 / sqrt(mean(inp^2) + eps) saved (N); no bias. */
+clformer_status cf_rmsnorm_forward(cf_ctx *ctx, cf_view out, cf_view rstd, cf_view inp,
+                                   cf_view weight, size_t N, size_t C, float eps);
+
+/* dweight += sum_rows(dout * inp * rstd) (deterministic); dinp = (or += when
+ * accumulate) the input gradient. dinp must not alias dout. */
+clformer_status cf_rmsnorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, cf_view dout,
+                                    cf_view inp, cf_view weight, cf_view rstd, size_t N,
+                                    size_t C, bool accumulate);
+
 /* ------------------------------------------------------------------------- */
 /* Linear layers (GEMM through CLBlast) and activations                      */
 /* ------------------------------------------------------------------------- */
