@@ -129,4 +129,4 @@ CONF_OP(adam) = {"adam", "adam_update ~clip_scale",
     "ref_adam_update, ref_clip_scale (reference/ref_adam.c)",
     "gradient rule for the displacement and m, v; forward rule for p",
     conf_adam, NULL,
-    "test_adam (clip_scale, many more cases, determinism, argument errors); finite differences of the reference: test_ref_adam"};
+    "test_adam (clip_scale, many more cases, determinism, argument errors); no backward: test_ref_adam checks the reference against PyTorch and by hand"};
