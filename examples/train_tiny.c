@@ -137,7 +137,7 @@ int main(int argc, char **argv)
             }
         }
     }
-    for (int i = 0; i < TESTS; i++) free(before[i]), free(after[i]);
+    for (int i = 0; i < TESTS; i++) clformer_free(before[i]), clformer_free(after[i]);
     clformer_model_free(reloaded);
     clformer_trainer_free(trainer);
     clformer_parallel_text_free(text);

@@ -7,10 +7,43 @@
  * empty). The device is the one the clformer command would choose: the
  * CLFORMER_DEVICE variable, else the best GPU, else a CPU.
  */
+#define _POSIX_C_SOURCE 200809L /* getline */
 #include <clformer.h>
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* Reads stdin into *lines (without their '\n'); false when out of memory
+ * or on a read error. */
+static bool read_lines(char ***lines, size_t *n)
+{
+    char *line = NULL;
+    size_t cap = 0, have = 0;
+    ssize_t len;
+    *lines = NULL;
+    *n = 0;
+    while ((len = getline(&line, &cap, stdin)) >= 0) {
+        if (len > 0 && line[len - 1] == '\n') line[len - 1] = '\0';
+        if (*n == have) {
+            have = have ? 2 * have : 64;
+            char **grown = realloc(*lines, have * sizeof *grown);
+            if (!grown) break;
+            *lines = grown;
+        }
+        if (!((*lines)[*n] = strdup(line))) break;
+        ++*n;
+    }
+    const bool ok = feof(stdin) && !ferror(stdin);
+    free(line);
+    return ok;
+}
+
+static void free_lines(char **lines, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(lines[i]);
+    free(lines);
+}
 
 static int fail(const char *doing)
 {
@@ -32,10 +65,12 @@ static int translate(clformer_context *ctx, const char *model_path)
 
     char **lines = NULL;
     size_t n = 0;
-    if (clformer_lines_read(NULL, &lines, &n) != CLFORMER_OK) {
+    if (!read_lines(&lines, &n)) {
+        free_lines(lines, n);
         clformer_session_free(session);
         clformer_model_free(model);
-        return fail("reading stdin");
+        fprintf(stderr, "translate_stdin: cannot read stdin\n");
+        return 1;
     }
 
     /* Beam search over 4 hypotheses, 32 sentences decoded together. */
@@ -50,13 +85,17 @@ static int translate(clformer_context *ctx, const char *model_path)
     } else if (clformer_translate_sentences(session, (const char *const *)lines, n, &options,
                                             32, outputs, NULL, NULL, NULL) != CLFORMER_OK) {
         rc = fail("translating");
-    } else if (clformer_lines_write(NULL, (const char *const *)outputs, n) != CLFORMER_OK) {
-        rc = fail("writing stdout");
+    } else {
+        for (size_t i = 0; i < n; i++) printf("%s\n", outputs[i]);
+        if (fflush(stdout) != 0) {
+            fprintf(stderr, "translate_stdin: cannot write stdout\n");
+            rc = 1;
+        }
     }
 
-    for (size_t i = 0; outputs && i < n; i++) free(outputs[i]);
+    for (size_t i = 0; outputs && i < n; i++) clformer_free(outputs[i]);
     free(outputs);
-    clformer_lines_free(lines);
+    free_lines(lines, n);
     clformer_session_free(session);
     clformer_model_free(model);
     return rc;

@@ -4,7 +4,23 @@
  * The public C API. Every object is an opaque handle with a create/free pair;
  * every function that can fail returns a clformer_status, and
  * clformer_last_error() gives the message of the last failure on this thread
- * (it names the problem and, where there is one, the fix).
+ * (it names the problem and, where there is one, the fix). What is stable and
+ * how the API grows: docs/API.md.
+ *
+ * Conventions. Options structs (clformer_context_params, clformer_optim_config,
+ * clformer_decode_options, clformer_train_options) start with their `size`:
+ * fill them with their _default() function, then set fields; the library
+ * refuses a size it does not know. Memory the library allocates for the
+ * caller is released with clformer_free(). Callbacks take `void *user` last
+ * (clformer_collective's functions, an interface, take it first, as `self`).
+ *
+ * Threads. A context and everything made on it (models, sessions, trainers)
+ * are used by one thread at a time; different contexts may be used from
+ * different threads at once. Objects without a context (vocabularies,
+ * corpora, texts, batchers) are used by one thread at a time each. Pure
+ * functions (device selection and profile, config, names and parsing, UTF-8)
+ * may be called from any thread. Errors are per thread, and callbacks run on
+ * the thread that called into the library, during that call.
  */
 #ifndef CLFORMER_H
 #define CLFORMER_H
@@ -60,11 +76,11 @@ CLFORMER_API const char *clformer_last_error(void);
 #define CLFORMER_PRINTF(f, a)
 #endif
 
-/* Records a message (printf format) as the calling thread's last error and
- * returns `status`: code built on clformer reports its own failures the way
- * the library does. */
-CLFORMER_API clformer_status clformer_set_error(clformer_status status, const char *format, ...)
-    CLFORMER_PRINTF(2, 3);
+/* Releases memory the library allocated for the caller: strings, arrays and
+ * lists that a function's comment says to release with clformer_free (never
+ * with free(): the library's allocator may change). NULL is fine. Handles
+ * have their own _free functions. */
+CLFORMER_API void clformer_free(void *memory);
 
 /* True when s[0..n) is well-formed UTF-8: no overlong forms, no surrogates,
  * nothing above U+10FFFF. On false, *bad (if not NULL) is the byte offset of
@@ -175,7 +191,7 @@ CLFORMER_API clformer_status clformer_device_profile_for(const clformer_device_i
                                                          const char *force,
                                                          clformer_device_profile *profile);
 
-/* Lists every device of every platform. Free the array with free(). */
+/* Lists every device of every platform. Release the array with clformer_free. */
 CLFORMER_API clformer_status clformer_list_devices(clformer_device_info **devices, size_t *count);
 
 /*
@@ -239,6 +255,7 @@ typedef void (*clformer_progress_callback)(const char *what, size_t done, size_t
  * one place that does (for the CLI and clformer_context_create). Strings are
  * the caller's and need to live only until the create call returns. */
 typedef struct {
+    size_t size;             /* sizeof(clformer_context_params): set by _default (docs/API.md) */
     const char *device;      /* a selector, as clformer_select_device (NULL: the best device) */
     bool cache;              /* keep compiled kernels on disk (true) */
     const char *cache_dir;   /* where (NULL: $XDG_CACHE_HOME/clformer or ~/.cache/clformer) */
@@ -274,6 +291,29 @@ CLFORMER_API clformer_status clformer_context_params_from_env(clformer_context_p
  * matches nothing is CLFORMER_ERR_NO_DEVICE listing the devices. */
 CLFORMER_API clformer_status clformer_context_create_with_params(
     const clformer_context_params *params, clformer_context **ctx);
+
+/*
+ * A context on an OpenCL context, device and in-order queue the application
+ * already has (the types are OpenCL's cl_context, cl_device_id and
+ * cl_command_queue, spelled so that this header needs no OpenCL header).
+ * clformer enqueues its work on that queue, so the application's own commands
+ * and clformer's run in the order they were enqueued, and its buffers live in
+ * that context. clformer retains the three objects until clformer_context_free,
+ * which waits for the queue (clFinish) and releases them; the application
+ * keeps its own references. `params` (NULL: the defaults) gives every setting
+ * but the device (params.device is ignored); params.profiling needs a queue
+ * created with CL_QUEUE_PROFILING_ENABLE. An out-of-order queue, or a queue of
+ * another context or device, is CLFORMER_ERR_INVALID_ARGUMENT.
+ * examples/context_from_cl.c shows it.
+ */
+struct _cl_context;
+struct _cl_device_id;
+struct _cl_command_queue;
+CLFORMER_API clformer_status clformer_context_from_cl(struct _cl_context *context,
+                                                      struct _cl_device_id *device,
+                                                      struct _cl_command_queue *queue,
+                                                      const clformer_context_params *params,
+                                                      clformer_context **ctx);
 
 /* Opens the device chosen by `selector` with the environment's settings
  * (clformer_context_params_from_env; NULL selector: CLFORMER_DEVICE). */
@@ -417,7 +457,7 @@ CLFORMER_API void clformer_config_default(clformer_config *config);
 /* Checks every field; the message names the field, the value and the fix. */
 CLFORMER_API clformer_status clformer_config_validate(const clformer_config *config);
 
-/* The config as the JSON object stored in checkpoints (malloc'd string). */
+/* The config as the JSON object stored in checkpoints (release with clformer_free). */
 CLFORMER_API char *clformer_config_to_json(const clformer_config *config);
 /* Parses that JSON object; unknown keys and missing keys are errors. */
 CLFORMER_API clformer_status clformer_config_from_json(const char *json, clformer_config *config);
@@ -465,14 +505,14 @@ CLFORMER_API const void *clformer_model_tokenizer(const clformer_model *model, b
 
 /* Learns a SentencePiece model ("unigram" or "bpe", vocab_size pieces with
  * <pad> <sos> <eos> <unk> = 0..3) from n raw sentences (at most 2M sampled,
- * every character kept); *model (malloc'd, free it) holds the FILE.model
+ * every character kept); *model (release with clformer_free) holds the FILE.model
  * bytes. */
 CLFORMER_API clformer_status clformer_spm_train(const char *const *sentences, size_t n,
                                                 int vocab_size, const char *model_type,
                                                 void **model, size_t *size);
 
 /* A sentence as the model's vocabulary of one side sees it, as a new string
- * in *out (free it): the SentencePiece pieces joined by spaces when the side
+ * in *out (release with clformer_free): the SentencePiece pieces joined by spaces when the side
  * has a SentencePiece model, else a copy of the sentence. */
 CLFORMER_API clformer_status clformer_model_tokenize(const clformer_model *model, bool target,
                                                      const char *sentence, char **out);
@@ -505,6 +545,7 @@ typedef struct {
 typedef enum { CLFORMER_ADAM = 0, CLFORMER_ADAMW = 1 } clformer_optimizer;
 
 typedef struct {
+    size_t size;                  /* sizeof(clformer_optim_config): set by _default */
     clformer_optimizer optimizer; /* Adam (L2 decay) or AdamW (decoupled) */
     float beta1, beta2, eps;      /* (0.9, 0.98, 1e-9): the paper's */
     float weight_decay;           /* rank-2 tensors only (0) */
@@ -618,6 +659,7 @@ CLFORMER_API float clformer_learning_rate(clformer_lr_schedule schedule, float b
 /* ------------------------------------------------------------------------- */
 
 typedef struct {
+    size_t size;           /* sizeof(clformer_decode_options): set by _default */
     int beam;              /* 1: greedy decoding */
     int max_len;           /* most output tokens (with <eos>); 0: the model's max_len - 1 */
     float length_penalty;  /* beam: hypotheses ranked by logprob / length^penalty (1.0) */
@@ -812,7 +854,7 @@ CLFORMER_API int32_t clformer_vocab_id(const clformer_vocab *vocab, const char *
  * (cap 0 sizes a buffer); *n_unk (may be NULL) counts <unk>s. */
 CLFORMER_API size_t clformer_vocab_encode(const clformer_vocab *vocab, const char *sentence,
                                           bool specials, int32_t *ids, size_t cap, size_t *n_unk);
-/* Ids to a sentence (malloc'd): tokens joined by spaces, <pad>/<sos>
+/* Ids to a sentence (release with clformer_free): tokens joined by spaces, <pad>/<sos>
  * dropped, stopping at the first <eos>. */
 CLFORMER_API clformer_status clformer_vocab_decode(const clformer_vocab *vocab, const int32_t *ids,
                                                    size_t n, char **sentence);
@@ -871,7 +913,7 @@ CLFORMER_API size_t clformer_batcher_index(const clformer_batcher *batcher);
 /* Batches of the current epoch (with batch_size: ceil(pairs / size)). */
 CLFORMER_API size_t clformer_batcher_batches_per_epoch(const clformer_batcher *batcher);
 /* The position with the options and a hash of the corpus, as JSON
- * (malloc'd); restoring it into a batcher over the same corpus with the same
+ * (release with clformer_free); restoring it into a batcher over the same corpus with the same
  * options continues with exactly the batches that would have come next (a
  * difference is an error naming the option). */
 CLFORMER_API clformer_status clformer_batcher_save_position(const clformer_batcher *batcher,
@@ -902,19 +944,19 @@ CLFORMER_API void clformer_bleu_format(const clformer_bleu *bleu, char *buf, siz
 CLFORMER_API void clformer_bleu_signature(clformer_bleu_tokenize tokenize, char *buf,
                                           size_t size);
 
-/* Translates n sentences with a session's model into outputs[i] (malloc'd;
- * free each): sorted by length and decoded batch_size at a time on the
+/* Translates n sentences with a session's model into outputs[i] (release
+ * each with clformer_free): sorted by length and decoded batch_size at a time on the
  * session (its caches grow to batch_size); a sentence without a token gives
  * "" without decoding; a source longer than the model's max_len is cut to
  * fit (counted in *truncated, may be NULL). `progress` (may be NULL) is
  * called after each batch with the sentences decoded so far and their total. */
-typedef void (*clformer_translate_progress)(void *user, size_t done, size_t total);
+typedef void (*clformer_translate_progress)(size_t done, size_t total, void *user);
 CLFORMER_API clformer_status clformer_translate_sentences(
     clformer_session *session, const char *const *sentences, size_t n,
     const clformer_decode_options *options, size_t batch_size, char **outputs, size_t *truncated,
     clformer_translate_progress progress, void *user);
 /* One sentence's source ids as the model reads them (<sos> ... <eos>, cut to
- * max_len); *ids is malloc'd. */
+ * max_len); release *ids with clformer_free. */
 CLFORMER_API clformer_status clformer_encode_source(const clformer_model *model,
                                                     const char *sentence, int32_t **ids,
                                                     size_t *len);
@@ -952,6 +994,7 @@ typedef bool (*clformer_train_callback)(const clformer_train_progress *progress,
 /* Options of a run. Strings and texts are borrowed: keep them until
  * clformer_trainer_free. */
 typedef struct {
+    size_t size; /* sizeof(clformer_train_options): set by _default (docs/API.md) */
     /* data: in-memory texts (used when set) or files */
     const clformer_parallel_text *train_text, *val_text;
     const char *src_path, *tgt_path, *val_src_path, *val_tgt_path;
@@ -1052,61 +1095,6 @@ CLFORMER_API bool clformer_trainer_resumed(const clformer_trainer *trainer);
  * resuming, the checkpoint's: compare them with what a user asked for). */
 CLFORMER_API void clformer_trainer_settings(const clformer_trainer *trainer,
                                             clformer_train_options *settings);
-
-/* ------------------------------------------------------------------------- */
-/* Files: what the clformer command reads and writes, the library's way       */
-/* ------------------------------------------------------------------------- */
-
-/* Reads a whole file into a NUL-terminated malloc'd buffer (free()). */
-CLFORMER_API clformer_status clformer_read_file(const char *path, char **data, size_t *size);
-
-/* A file written atomically: `path` appears, complete, only on commit (a
- * temp file beside it, fsync, rename, fsync of the directory). Commit and
- * abort free the handle; abort removes the temp file (NULL is fine). */
-typedef struct clformer_atomic_file clformer_atomic_file;
-CLFORMER_API clformer_status clformer_atomic_file_open(const char *path,
-                                                       clformer_atomic_file **file);
-CLFORMER_API clformer_status clformer_atomic_file_write(clformer_atomic_file *file,
-                                                        const void *data, size_t size);
-CLFORMER_API clformer_status clformer_atomic_file_commit(clformer_atomic_file *file);
-CLFORMER_API void clformer_atomic_file_abort(clformer_atomic_file *file);
-/* Checks up front that `path` can be written atomically later (creates and
- * removes the temp file a write would use; refuses a directory), so that a
- * program refuses a bad output path before hours of work. */
-CLFORMER_API clformer_status clformer_atomic_file_check(const char *path);
-
-/* One sentence per line: reads `path` (NULL or "-": stdin) whole, drops a
- * leading byte order mark, refuses invalid UTF-8 and NUL bytes (the message
- * names file:line) and splits at '\n'; empty lines are kept (line i of an
- * output answers line i of its input). *lines is malloc'd, with *n lines;
- * free it with clformer_lines_free. An empty file is n = 0. */
-CLFORMER_API clformer_status clformer_lines_read(const char *path, char ***lines, size_t *n);
-CLFORMER_API void clformer_lines_free(char **lines);
-/* Writes n lines, each ended by '\n', atomically to `path` (NULL: stdout). */
-CLFORMER_API clformer_status clformer_lines_write(const char *path, const char *const *lines,
-                                                  size_t n);
-
-/* Tensors in a safetensors file, e.g. to exchange inputs and outputs with
- * PyTorch. Saving is atomic; loading validates the whole file and reads every
- * tensor (F32 and I32 only) into memory owned by the array, freed by
- * clformer_tensors_free. */
-typedef enum { CLFORMER_DTYPE_F32 = 0, CLFORMER_DTYPE_I32 = 1 } clformer_dtype;
-#define CLFORMER_TENSOR_MAX_DIMS 8
-typedef struct {
-    const char *name;
-    clformer_dtype dtype;
-    int ndim;
-    int64_t shape[CLFORMER_TENSOR_MAX_DIMS];
-    const void *data; /* row-major, shape's product elements */
-} clformer_tensor;
-CLFORMER_API clformer_status clformer_tensors_save(const char *path, const clformer_tensor *tensors,
-                                                   size_t n);
-CLFORMER_API clformer_status clformer_tensors_load(const char *path, clformer_tensor **tensors,
-                                                   size_t *n);
-CLFORMER_API void clformer_tensors_free(clformer_tensor *tensors, size_t n);
-/* The tensor named `name` in an array, or NULL. */
-CLFORMER_API const clformer_tensor *clformer_tensors_find(const clformer_tensor *tensors,
-                                                          size_t n, const char *name);
 
 #ifdef __cplusplus
 }

@@ -27,7 +27,7 @@ typedef struct {
 } clformer_check_result;
 
 /* Receives each result as it is produced (valid during the call). */
-typedef void (*clformer_check_sink)(void *user, const clformer_check_result *result);
+typedef void (*clformer_check_sink)(const clformer_check_result *result, void *user);
 
 /* The layers that have a check ("gemm", "layernorm", ...), in run order. */
 CLFORMER_API size_t clformer_check_layer_count(void);

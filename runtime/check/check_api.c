@@ -18,7 +18,7 @@ static void pass_on(void *user, const conf_result *r)
                                        r->cmp.rule ? r->cmp.rule : "",
                                        r->cmp.pass,
                                        r->ms};
-    f->sink(f->user, &out);
+    f->sink(&out, f->user);
 }
 
 size_t clformer_check_layer_count(void) { return conf_op_check_count(); }

@@ -45,16 +45,6 @@ clformer_status cf_fail(clformer_status status, const char *fmt, ...)
     return status;
 }
 
-/* The public twin of cf_fail, for code built on the library. */
-clformer_status clformer_set_error(clformer_status status, const char *format, ...)
-{
-    va_list ap;
-    va_start(ap, format);
-    record(format, ap);
-    va_end(ap);
-    return status;
-}
-
 clformer_status cf_fail_prefix(clformer_status status, const char *fmt, ...)
 {
     char prefix[1024];
@@ -203,4 +193,14 @@ clformer_status cf_fail_clblast(int err, const char *call, const char *file, int
     }
     return cf_fail(CLFORMER_ERR_CLBLAST, "CLBlast error %d %s in %s (%s:%d)", err, text, call,
                    file, line);
+}
+
+clformer_status cf_check_size(const char *type, size_t got, size_t want, bool given)
+{
+    if (!given) return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s is NULL", type);
+    if (got == want) return CLFORMER_OK;
+    return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                   "%s.size is %zu, but this library's %s is %zu bytes: fill it with %s_default() "
+                   "before setting fields (and rebuild against the clformer.h of this library)",
+                   type, got, type, want, type);
 }

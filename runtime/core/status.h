@@ -22,6 +22,13 @@ clformer_status cf_fail(clformer_status status, const char *fmt, ...)
 clformer_status cf_fail_prefix(clformer_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* CLFORMER_OK when an options struct's `size` field is this library's
+ * sizeof (`want`); else CLFORMER_ERR_INVALID_ARGUMENT naming the struct and
+ * the fix. Options structs grow at their end; the size is how the library
+ * tells a caller built against another clformer.h (docs/API.md). */
+#define CF_CHECK_SIZE(type, p) cf_check_size(#type, (p) ? (p)->size : 0, sizeof(type), (p) != NULL)
+clformer_status cf_check_size(const char *type, size_t got, size_t want, bool given);
+
 /* Records an OpenCL failure; maps allocation errors to OUT_OF_MEMORY. */
 clformer_status cf_fail_cl(cl_int err, const char *call, const char *file, int line);
 

@@ -14,6 +14,7 @@
 void clformer_context_params_default(clformer_context_params *p)
 {
     memset(p, 0, sizeof *p);
+    p->size = sizeof *p;
     p->cache = true;
     p->log_level = CLFORMER_LOG_WARN;
 }

@@ -341,6 +341,129 @@ static clformer_status keep_settings(cf_ctx *ctx, const clformer_context_params 
     return CLFORMER_OK;
 }
 
+/* What every context takes from its params once its device (ctx->info) is
+ * known: the settings it keeps, its profile, GEMM provider and attention path. */
+static clformer_status configure(cf_ctx *ctx, const clformer_context_params *params)
+{
+    CF_TRY(keep_settings(ctx, params));
+    CF_TRY(clformer_device_profile_for(&ctx->info, params->profile, &ctx->device_profile));
+    ctx->reduce_wg = ctx->device_profile.reduce_wg;
+    ctx->elementwise_wg = ctx->device_profile.elementwise_wg;
+    clformer_status st = clformer_gemm_provider_for(&ctx->info, params->gemm, &ctx->gemm_provider);
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "gemm provider: ");
+    return clformer_attention_path_parse(params->attention, &ctx->attention_path);
+}
+
+/* Logs the device and provider, and hands CLBlast its parameters. */
+static void announce(cf_ctx *ctx, const clformer_context_params *params)
+{
+    cf_log(&ctx->log, CF_LOG_INFO, "device %s: %s | %s | driver %s | %s", ctx->info.selector,
+           ctx->info.platform, ctx->info.name, ctx->info.driver_version, ctx->info.c_version);
+    cf_log(&ctx->log, CF_LOG_INFO, "gemm provider: %s",
+           clformer_gemm_provider_name(ctx->gemm_provider));
+    cf_gemm_tuning_init(ctx, params->gemm_tuning);
+}
+
+static clformer_status check_params(const clformer_context_params *params)
+{
+    CF_TRY(CF_CHECK_SIZE(clformer_context_params, params));
+    if (params->log_level < CLFORMER_LOG_ERROR || params->log_level > CLFORMER_LOG_DEBUG)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "log_level %d is not a clformer_log_level (CLFORMER_LOG_ERROR .. "
+                       "CLFORMER_LOG_DEBUG)", (int)params->log_level);
+    return CLFORMER_OK;
+}
+
+/* The record of `device` as clformer_list_devices lists it (its index pair
+ * among every platform's devices, -1:-1 when the loader does not list it). */
+static clformer_status describe_listed(cl_platform_id platform, cl_device_id device,
+                                       clformer_device_info *info)
+{
+    size_t n = 0;
+    CF_TRY(enumerate(NULL, NULL, NULL, 0, &n));
+    clformer_device_info *devs = calloc(n ? n : 1, sizeof *devs);
+    cl_device_id *ids = calloc(n ? n : 1, sizeof *ids);
+    clformer_status st = devs && ids ? enumerate(devs, NULL, ids, n, &n)
+                                     : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    size_t i = 0;
+    while (st == CLFORMER_OK && i < n && ids[i] != device) i++;
+    if (st == CLFORMER_OK && i < n)
+        *info = devs[i];
+    else if (st == CLFORMER_OK)
+        describe(platform, device, -1, -1, info);
+    free(devs);
+    free(ids);
+    return st;
+}
+
+clformer_status clformer_context_from_cl(cl_context context, cl_device_id device,
+                                         cl_command_queue queue,
+                                         const clformer_context_params *params,
+                                         clformer_context **out)
+{
+    if (!out) return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "clformer_context_from_cl: out is NULL");
+    *out = NULL;
+    if (!context || !device || !queue)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "clformer_context_from_cl: the context, device and queue are all "
+                       "needed (one is NULL)");
+    clformer_context_params defaults;
+    if (!params) {
+        clformer_context_params_default(&defaults);
+        params = &defaults;
+    }
+    CF_TRY(check_params(params));
+    cl_context queue_context = NULL;
+    cl_device_id queue_device = NULL;
+    cl_command_queue_properties props = 0;
+    cl_platform_id platform = NULL;
+    CL_CHECK(clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof queue_context, &queue_context,
+                                   NULL));
+    CL_CHECK(clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof queue_device, &queue_device,
+                                   NULL));
+    CL_CHECK(clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL));
+    CL_CHECK(clGetDeviceInfo(device, CL_DEVICE_PLATFORM, sizeof platform, &platform, NULL));
+    if (queue_context != context || queue_device != device)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "clformer_context_from_cl: the queue belongs to another %s: pass the "
+                       "queue's own context and device",
+                       queue_context != context ? "context" : "device");
+    if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "clformer_context_from_cl: the queue runs commands out of order; "
+                       "clformer enqueues a step's kernels in order: pass an in-order queue");
+    if (params->profiling && !(props & CL_QUEUE_PROFILING_ENABLE))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "clformer_context_from_cl: params.profiling needs a queue created with "
+                       "CL_QUEUE_PROFILING_ENABLE");
+    cf_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    clformer_status st = describe_listed(platform, device, &ctx->info);
+    ctx->platform = platform;
+    ctx->device = device;
+    if (st == CLFORMER_OK) st = configure(ctx, params);
+    if (st == CLFORMER_OK) {
+        /* the caller's objects, kept alive for as long as this context */
+        cl_int err = clRetainContext(context);
+        if (err == CL_SUCCESS) {
+            ctx->context = context;
+            atomic_fetch_add(&live_contexts, 1);
+            err = clRetainCommandQueue(queue);
+        }
+        if (err == CL_SUCCESS) {
+            ctx->queue = queue;
+            ctx->queue_profiling = (props & CL_QUEUE_PROFILING_ENABLE) != 0;
+            announce(ctx, params);
+            *out = ctx;
+            return CLFORMER_OK;
+        }
+        st = cf_fail_cl(err, ctx->context ? "clRetainCommandQueue" : "clRetainContext", __FILE__,
+                        __LINE__);
+    }
+    clformer_context_free(ctx);
+    return st;
+}
+
 clformer_status clformer_context_create_with_params(const clformer_context_params *params,
                                                     cf_ctx **out)
 {
@@ -350,10 +473,7 @@ clformer_status clformer_context_create_with_params(const clformer_context_param
         clformer_context_params_default(&defaults);
         params = &defaults;
     }
-    if (params->log_level < CLFORMER_LOG_ERROR || params->log_level > CLFORMER_LOG_DEBUG)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "log_level %d is not a clformer_log_level (CLFORMER_LOG_ERROR .. "
-                       "CLFORMER_LOG_DEBUG)", (int)params->log_level);
+    CF_TRY(check_params(params));
     const char *selector = params->device;
     const bool profiling = params->profiling;
     size_t n = 0;
@@ -372,21 +492,10 @@ clformer_status clformer_context_create_with_params(const clformer_context_param
     if (st == CLFORMER_OK) st = clformer_select_device(devs, n, selector, &chosen);
     if (st != CLFORMER_OK) goto done;
 
-    st = keep_settings(ctx, params);
-    if (st != CLFORMER_OK) goto done;
     ctx->info = devs[chosen];
     ctx->platform = plats[chosen];
     ctx->device = ids[chosen];
-    st = clformer_device_profile_for(&ctx->info, params->profile, &ctx->device_profile);
-    if (st != CLFORMER_OK) goto done;
-    ctx->reduce_wg = ctx->device_profile.reduce_wg;
-    ctx->elementwise_wg = ctx->device_profile.elementwise_wg;
-    st = clformer_gemm_provider_for(&ctx->info, params->gemm, &ctx->gemm_provider);
-    if (st != CLFORMER_OK) {
-        cf_fail_prefix(st, "gemm provider: ");
-        goto done;
-    }
-    st = clformer_attention_path_parse(params->attention, &ctx->attention_path);
+    st = configure(ctx, params);
     if (st != CLFORMER_OK) goto done;
     cl_int err;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ctx->platform,
@@ -403,11 +512,7 @@ clformer_status clformer_context_create_with_params(const clformer_context_param
         st = cf_fail_cl(err, "clCreateCommandQueue", __FILE__, __LINE__);
         goto done;
     }
-    cf_log(&ctx->log, CF_LOG_INFO, "device %s: %s | %s | driver %s | %s", ctx->info.selector,
-           ctx->info.platform, ctx->info.name, ctx->info.driver_version, ctx->info.c_version);
-    cf_log(&ctx->log, CF_LOG_INFO, "gemm provider: %s",
-           clformer_gemm_provider_name(ctx->gemm_provider));
-    cf_gemm_tuning_init(ctx, params->gemm_tuning);
+    announce(ctx, params);
 done:
     free(devs);
     free(plats);

@@ -69,11 +69,12 @@ clformer_status cf_program_source(const char *kernel_dir, const char *program, c
     return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "no kernel program named '%s' in cl/", program);
 }
 
+/* The device profile's facts and choices that kernels compile in. */
 void cf_program_options(const cf_ctx *ctx, const char *extra, char *out, size_t cap)
 {
+    const clformer_device_profile *p = &ctx->device_profile;
     snprintf(out, cap, "-cl-std=CL1.2 -DREDUCE_WG=%zu -DHAS_FP16=%d -DHAS_FP64=%d%s%s",
-             ctx->reduce_wg, ctx->info.fp16, ctx->info.fp64, extra && *extra ? " " : "",
-             extra ? extra : "");
+             p->reduce_wg, p->fp16, p->fp64, extra && *extra ? " " : "", extra ? extra : "");
 }
 
 static clformer_status build_log_failure(const cf_ctx *ctx, cl_program program,

@@ -258,8 +258,10 @@ static clformer_status parse_train_state(const char *text, train_state *ts)
         seed_ok = errno == 0;
     }
     ts->step = (uint64_t)step;
-    ts->optim = (clformer_optim_config){!strcmp(name, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM,
-                                        (float)b1, (float)b2, (float)eps, (float)wd, (float)clip};
+    clformer_optim_config_default(&ts->optim);
+    ts->optim.optimizer = !strcmp(name, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM;
+    ts->optim.beta1 = (float)b1, ts->optim.beta2 = (float)b2, ts->optim.eps = (float)eps;
+    ts->optim.weight_decay = (float)wd, ts->optim.clip = (float)clip;
     clformer_status st = seed_ok ? CLFORMER_OK
                                  : cf_fail(CLFORMER_ERR_FORMAT,
                                            "clformer.train_state seed is not a number");

@@ -261,6 +261,8 @@ static clformer_status greedy(cf_session *s, size_t batch, size_t L, clformer_tr
 
 void clformer_decode_options_default(clformer_decode_options *o)
 {
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
     o->beam = 1;
     o->max_len = 0;
     o->length_penalty = 1.0f;
@@ -292,6 +294,7 @@ clformer_status clformer_session_translate(clformer_session *s, const int32_t *s
                            "token id %d at source sentence %zu position %zu is out of range: "
                            "the source vocabulary has %d tokens", (int)src[i], i / src_len,
                            i % src_len, c->src_vocab);
+    CF_TRY(CF_CHECK_SIZE(clformer_decode_options, o));
     if (o->beam < 1 || o->beam > 64)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "beam size must be 1..64, got %d", o->beam);
     if (o->max_len < 0 || !(o->length_penalty >= 0.0f))

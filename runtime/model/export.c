@@ -16,7 +16,8 @@ static bool is_training_state(const char *name) { return !strncmp(name, "optim."
 
 static bool keep_metadata(const char *key)
 {
-    return strcmp(key, "clformer.train_state") != 0 && strcmp(key, CF_ST_CRC_KEY) != 0;
+    return strcmp(key, "clformer.train_state") != 0 && strcmp(key, CF_ST_CRC_KEY) != 0 &&
+           strcmp(key, CF_ST_META_CRC_KEY) != 0; /* both sums are written afresh */
 }
 
 static clformer_status copy(const cf_st_reader *r, cf_st_writer *w)

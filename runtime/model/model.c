@@ -14,6 +14,8 @@
 
 void clformer_optim_config_default(clformer_optim_config *c)
 {
+    memset(c, 0, sizeof *c);
+    c->size = sizeof *c;
     c->optimizer = CLFORMER_ADAM;
     c->beta1 = 0.9f;
     c->beta2 = 0.98f;
@@ -24,6 +26,7 @@ void clformer_optim_config_default(clformer_optim_config *c)
 
 clformer_status clformer_model_set_optimizer(clformer_model *m, const clformer_optim_config *c)
 {
+    CF_TRY(CF_CHECK_SIZE(clformer_optim_config, c));
     if (!(c->beta1 >= 0 && c->beta1 < 1 && c->beta2 >= 0 && c->beta2 < 1))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "Adam betas must be in [0, 1), got %g and %g", c->beta1, c->beta2);
@@ -44,6 +47,7 @@ clformer_status clformer_model_set_optimizer(clformer_model *m, const clformer_o
 
 void clformer_model_optimizer(const clformer_model *m, clformer_optim_config *c)
 {
+    clformer_optim_config_default(c);
     c->optimizer = m->optim.adamw ? CLFORMER_ADAMW : CLFORMER_ADAM;
     c->beta1 = m->optim.beta1;
     c->beta2 = m->optim.beta2;

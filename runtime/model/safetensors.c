@@ -239,6 +239,63 @@ static clformer_status parse_metadata(cf_st_reader *r, json_t *meta)
     return CLFORMER_OK;
 }
 
+/* ------------------------------------------------------------------------- */
+/* The metadata checksum (CF_ST_META_CRC_KEY)                                 */
+/* ------------------------------------------------------------------------- */
+
+static bool meta_covered(const char *key)
+{
+    return strncmp(key, "clformer.", 9) == 0 && strcmp(key, CF_ST_CRC_KEY) != 0 &&
+           strcmp(key, CF_ST_META_CRC_KEY) != 0;
+}
+
+uint32_t cf_st_metadata_crc(const char *const *keys, const char *const *values, size_t n)
+{
+    /* bytewise key order without sorting: the next key after `last` each
+     * time (n is at most CF_ST_MAX_METADATA; keys are unique) */
+    uint32_t crc = 0;
+    const char *last = NULL;
+    for (;;) {
+        size_t next = n;
+        for (size_t i = 0; i < n; i++)
+            if (meta_covered(keys[i]) && (!last || strcmp(keys[i], last) > 0) &&
+                (next == n || strcmp(keys[i], keys[next]) < 0))
+                next = i;
+        if (next == n) return crc;
+        crc = cf_crc32c(crc, keys[next], strlen(keys[next]) + 1);
+        crc = cf_crc32c(crc, values[next], strlen(values[next]) + 1);
+        last = keys[next];
+    }
+}
+
+/* A file with CF_ST_META_CRC_KEY: the metadata must be what was written. */
+static clformer_status check_metadata_crc(const cf_st_reader *r)
+{
+    const char *text = cf_st_metadata(r, CF_ST_META_CRC_KEY);
+    if (!text) return CLFORMER_OK;
+    uint32_t want = 0;
+    bool ok = strlen(text) == 8;
+    for (int k = 0; ok && k < 8; k++) {
+        char h = text[k];
+        ok = (h >= '0' && h <= '9') || (h >= 'a' && h <= 'f');
+        want = (want << 4) | (uint32_t)(h <= '9' ? h - '0' : h - 'a' + 10);
+    }
+    if (!ok)
+        return cf_fail(CLFORMER_ERR_FORMAT,
+                       "'%s': metadata \"%s\" is not an 8-digit lowercase hex checksum", r->path,
+                       CF_ST_META_CRC_KEY);
+    const uint32_t got = cf_st_metadata_crc(r->meta_keys, r->meta_values, r->meta_count);
+    if (got != want)
+        return cf_fail(CLFORMER_ERR_FORMAT,
+                       "'%s': the metadata (config, vocabularies, train state or tokenizer) "
+                       "does not match its checksum (CRC-32C %08x, stored %08x): the file was "
+                       "damaged or edited. An intended edit must also remove the \"%s\" entry "
+                       "(the file then loads unchecked, and `clformer export` writes a fresh "
+                       "checksum)",
+                       r->path, (unsigned)got, (unsigned)want, CF_ST_META_CRC_KEY);
+    return CLFORMER_OK;
+}
+
 static int span_order(const void *a, const void *b)
 {
     const span *x = a, *y = b;
@@ -360,7 +417,10 @@ static clformer_status parse_header(cf_st_reader *r, const char *text, size_t n)
         return cf_fail(CLFORMER_ERR_FORMAT, "'%s': header is not a JSON object", r->path);
 
     json_t *meta = json_object_get(r->root, "__metadata__");
-    if (meta) CF_TRY(parse_metadata(r, meta));
+    if (meta) {
+        CF_TRY(parse_metadata(r, meta));
+        CF_TRY(check_metadata_crc(r));
+    }
     size_t n_entries = json_object_size(r->root) - (meta ? 1 : 0);
     if (n_entries > CF_ST_MAX_TENSORS)
         return cf_fail(CLFORMER_ERR_FORMAT, "'%s' has %zu tensors; at most %d are supported",
@@ -720,7 +780,21 @@ static clformer_status declare_checksums(cf_st_writer *w)
     placeholder[len] = '\0';
     clformer_status st = cf_st_set_metadata(w, CF_ST_CRC_KEY, placeholder);
     free(placeholder);
-    return st;
+    CF_TRY(st);
+    /* the metadata's own checksum, now that every entry is set */
+    const char **keys = malloc((w->meta_count ? w->meta_count : 1) * sizeof *keys);
+    const char **values = malloc((w->meta_count ? w->meta_count : 1) * sizeof *values);
+    if (!keys || !values) {
+        free(keys);
+        free(values);
+        return writer_fail(w, cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory"));
+    }
+    for (size_t i = 0; i < w->meta_count; i++) keys[i] = w->meta[i].key, values[i] = w->meta[i].value;
+    char text[9];
+    snprintf(text, sizeof text, "%08x", (unsigned)cf_st_metadata_crc(keys, values, w->meta_count));
+    free(keys);
+    free(values);
+    return cf_st_set_metadata(w, CF_ST_META_CRC_KEY, text);
 }
 
 static int meta_order(const void *a, const void *b)

@@ -86,6 +86,19 @@ size_t cf_st_dtype_size(cf_st_dtype dtype); /* bytes per element */
  * without the key are read unchecked. */
 #define CF_ST_CRC_KEY "clformer.crc32c"
 
+/* The metadata key of the metadata's own checksum (written with the tensor
+ * checksums by cf_st_checksums): a lowercase 8-hex-digit CRC-32C over every
+ * "clformer.*" metadata entry but the two checksum keys, in bytewise key
+ * order, each as its key, a NUL, its value and a NUL. It covers the config,
+ * the vocabularies, the train state and the embedded SentencePiece models.
+ * A file with the key must match it; a file without it (written before the
+ * key existed, or edited by hand with the key removed) is read unchecked.
+ * Other keys (a tool's own) are not covered. */
+#define CF_ST_META_CRC_KEY "clformer.meta_crc32c"
+
+/* The CF_ST_META_CRC_KEY value of these entries (any order). */
+uint32_t cf_st_metadata_crc(const char *const *keys, const char *const *values, size_t n);
+
 /* One tensor of an open file. A shape of [] is a scalar (1 element); a zero
  * in the shape makes an empty tensor (0 bytes). */
 typedef struct {

@@ -98,7 +98,7 @@ static clformer_status translate_sorted(clformer_session *session, const cf_voca
                      : cf_vocab_decode(tgt, tr.tokens + b * tr.max_len, tr.lengths[b],
                                        &outputs[order[start + b].index]);
         if (translated) clformer_translation_free(&tr); /* also when a decode failed */
-        if (st == CLFORMER_OK && progress) progress(user, start + B, n);
+        if (st == CLFORMER_OK && progress) progress(start + B, n, user);
     }
     free(src);
     return st;

@@ -15,6 +15,7 @@
 void clformer_train_options_default(clformer_train_options *o)
 {
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
     o->min_freq = 1;
     o->batching.batch_tokens = 4096;
     o->batching.shuffle = true;
@@ -323,6 +324,7 @@ clformer_status clformer_trainer_create(clformer_context *ctx,
                                         clformer_trainer **trainer)
 {
     *trainer = NULL;
+    CF_TRY(CF_CHECK_SIZE(clformer_train_options, options));
     clformer_trainer *t = calloc(1, sizeof *t);
     if (!t) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     t->o = *options;

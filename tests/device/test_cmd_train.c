@@ -294,6 +294,79 @@ static void resume_takes_the_first_command_again(void **state)
     }
 }
 
+/* Reads a whole file into malloc'd memory. */
+static unsigned char *read_all(const char *name, size_t *n)
+{
+    char path[256];
+    harness_path(path, sizeof path, dir, name);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc(*n);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, *n, f), *n);
+    fclose(f);
+    return b;
+}
+
+static void write_all(const char *name, const unsigned char *b, size_t n)
+{
+    char path[256];
+    harness_path(path, sizeof path, dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The metadata's checksum as a user meets it (issue 21, item 5): a train
+ * state edited from step 1 to 2 is refused by every command that reads the
+ * checkpoint; the README's rule for an intended edit (remove the
+ * clformer.meta_crc32c entry) makes it load, and `clformer export` then
+ * writes a file with fresh sums. */
+static void edited_metadata_is_refused_and_export_writes_fresh_sums(void **state)
+{
+    (void)state;
+    static char out[1 << 16];
+    int rc = run_tool("train --src train.src --tgt train.tgt --d-model 8 --heads 2 --d-ff 16 "
+                      "--enc-layers 1 --dec-layers 1 --max-len 10 --batch-size 8 --steps 1 "
+                      "--save m.safetensors", out, sizeof out);
+    if (rc != 0) fail_msg("train exited %d:\n%s", rc, out);
+    size_t n;
+    unsigned char *b = read_all("m.safetensors", &n);
+    char *header = (char *)b + 8;
+    char *step = strstr(header, "\"step\\\":1");
+    char *key = strstr(header, "\"clformer.meta_crc32c\"");
+    assert_non_null(step);
+    assert_non_null(key);
+    step[strlen("\"step\\\":")] = '2';
+    write_all("edited.safetensors", b, n);
+    static const char *const readers[] = {
+        "export --model edited.safetensors --out e.safetensors",
+        "translate --model edited.safetensors --input train.src --output t.txt",
+        "train --src train.src --tgt train.tgt --resume edited.safetensors --steps 3",
+    };
+    for (size_t i = 0; i < sizeof readers / sizeof *readers; i++) {
+        rc = run_tool(readers[i], out, sizeof out);
+        if (rc != 1 || !strstr(out, "does not match its checksum") ||
+            !strstr(out, "must also remove the \"clformer.meta_crc32c\" entry"))
+            fail_msg("'%s' on an edited train state: exit %d:\n%s", readers[i], rc, out);
+    }
+    memcpy(key, "\"clformer.xxxx_crc32c\"", strlen("\"clformer.xxxx_crc32c\""));
+    write_all("edited.safetensors", b, n);
+    free(b);
+    rc = run_tool("export --model edited.safetensors --out e.safetensors", out, sizeof out);
+    if (rc != 0) fail_msg("export of an edit without the checksum entry: exit %d:\n%s", rc, out);
+    b = read_all("e.safetensors", &n);
+    assert_non_null(strstr((char *)b + 8, "\"clformer.meta_crc32c\":\""));
+    free(b);
+    rc = run_tool("translate --model e.safetensors --input train.src --output t.txt", out,
+                  sizeof out);
+    if (rc != 0) fail_msg("translate with the exported file: exit %d:\n%s", rc, out);
+}
+
 /* A learning rate far too high: the run stops at the step the loss runs
  * away, names the causes, and saves nothing after it (issue 11, item 4). */
 static void diverging_run_stops_and_saves_nothing_bad(void **state)
@@ -379,5 +452,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(learns_saves_and_resumes_exactly, setup, teardown),
     cmocka_unit_test_setup_teardown(diverging_run_stops_and_saves_nothing_bad, setup, teardown),
     cmocka_unit_test_setup_teardown(resume_takes_the_first_command_again, setup, teardown),
+    cmocka_unit_test_setup_teardown(edited_metadata_is_refused_and_export_writes_fresh_sums, setup,
+                                    teardown),
 };
 HARNESS_DEVICE_MAIN("clformer train", tests)

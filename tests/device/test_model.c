@@ -4,6 +4,7 @@
  * checkpoints that round-trip, and bad input refused before any kernel runs.
  */
 #include "harness.h"
+#include "clformer_util.h"
 #include "safetensors.h"
 
 #include <math.h>
@@ -263,7 +264,7 @@ static void bad_configs_are_refused(void **state)
 }
 
 /* Replaces the 4 bytes of tensor `name`'s element 0 in the checkpoint at
- * `path` with `value`; with `drop_crc`, also renames the checksum key so the
+ * `path` with `value`; with `drop_crc`, also renames the checksum keys so the
  * file reads as one written without checksums. */
 static void poke(const char *path, const char *name, float value, bool drop_crc)
 {
@@ -284,6 +285,12 @@ static void poke(const char *path, const char *name, float value, bool drop_crc)
         assert_non_null(key);
         assert_int_equal(fseek(fp, (long)(key - head) + 1, SEEK_SET), 0);
         assert_int_equal(fwrite("clformer.crc32x", 15, 1, fp), 1);
+        /* and the metadata's checksum, which covers that rename: a file of
+         * before the checksums */
+        key = strstr(head + 8, "\"clformer.meta_crc32c\"");
+        assert_non_null(key);
+        assert_int_equal(fseek(fp, (long)(key - head) + 1, SEEK_SET), 0);
+        assert_int_equal(fwrite("clformer.meta_crc32x", 20, 1, fp), 1);
     }
     assert_int_equal(fclose(fp), 0);
 }

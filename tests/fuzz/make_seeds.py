@@ -74,10 +74,50 @@ def tokenizer_seeds(models):
         put("fuzz_tokenizer", f"{name}.b64", b"\x01" + base64.b64encode(blob))
 
 
+def metadata_checksum_seeds(checkpoints):
+    """fuzz_checkpoint and fuzz_safetensors: checkpoints that carry the metadata
+    checksum (clformer.meta_crc32c), each with same-length edits of its
+    metadata (every one refused on open) and one edit with the checksum key
+    renamed (loads unchecked, as files written before the checksum)."""
+    key = b'"clformer.meta_crc32c"'
+    for i, path in enumerate(checkpoints):
+        blob = open(path, "rb").read()
+        if key not in blob:
+            continue
+        meta = header(blob)["__metadata__"]
+        name = f"meta{i}"
+        put("fuzz_checkpoint", f"{name}.safetensors", blob)
+        put("fuzz_safetensors", f"{name}.safetensors", blob)
+        edits = []
+        vocab = json.loads(meta["clformer.src_vocab"])
+        if len(vocab) > 5:  # two words swapped (the JSON keeps its length)
+            a, b = (json.dumps(vocab[k], ensure_ascii=False)[1:-1].encode() for k in (4, 5))
+            old = b'\\"' + a + b'\\",\\"' + b + b'\\"'
+            edits.append(("vocab_swapped", old, b'\\"' + b + b'\\",\\"' + a + b'\\"'))
+        step = json.loads(meta["clformer.train_state"]).get("step")
+        if step is not None and step < 9:
+            edits.append(("step_edited", b'step\\":%d' % step, b'step\\":%d' % (step + 1)))
+        edits.append(("config_edited", b'max_len\\":', b'max_lem\\":'))
+        if "clformer.src_spm" in meta:  # one base64 character of the embedded model
+            spm = meta["clformer.src_spm"].encode()
+            mid = spm[len(spm) // 2:len(spm) // 2 + 8]
+            flipped = bytes([mid[0] ^ 1 if chr(mid[0] ^ 1).isalnum() else mid[0] ^ 2]) + mid[1:]
+            edits.append(("spm_flipped", mid, flipped))
+        for what, old, new in edits:
+            assert old in blob and len(old) == len(new), what
+            edited = blob.replace(old, new, 1)
+            put("fuzz_checkpoint", f"{name}_{what}.safetensors", edited)
+            put("fuzz_safetensors", f"{name}_{what}.safetensors", edited)
+            if what == "step_edited":
+                put("fuzz_checkpoint", f"{name}_{what}_unchecked.safetensors",
+                    edited.replace(key, b'"clformer.meta_crc32x"', 1))
+
+
 def main():
     checkpoints = [a for a in sys.argv[1:] if not a.endswith(".model")]
     tokenizer_seeds([a for a in sys.argv[1:] if a.endswith(".model")])
     checksum_seeds()
+    metadata_checksum_seeds(checkpoints)
     for i, path in enumerate(checkpoints):
         blob = open(path, "rb").read()
         put("fuzz_checkpoint", f"checkpoint{i}.safetensors", blob)

@@ -12,7 +12,7 @@
 static const char *const variables[] = {"CLFORMER_DEVICE",      "CLFORMER_CACHE",
                                         "CLFORMER_CACHE_DIR",   "CLFORMER_KERNEL_DIR",
                                         "CLFORMER_GEMM_TUNING", "CLFORMER_LOG",
-                                        "CLFORMER_ATTENTION"};
+                                        "CLFORMER_ATTENTION",   "CLFORMER_PROFILE"};
 
 static void clear_environment(void)
 {
@@ -53,6 +53,7 @@ static void every_variable_is_read(void **state)
     setenv("CLFORMER_GEMM_TUNING", "0", 1);
     setenv("CLFORMER_LOG", "DEBUG", 1);
     setenv("CLFORMER_ATTENTION", "fused", 1);
+    setenv("CLFORMER_PROFILE", "gpu-layouts", 1);
     clformer_context_params p;
     assert_int_equal(clformer_context_params_from_env(&p), CLFORMER_OK);
     assert_string_equal(p.device, "pocl:pthread");
@@ -62,6 +63,8 @@ static void every_variable_is_read(void **state)
     assert_string_equal(p.gemm_tuning, "0");
     assert_int_equal(p.log_level, CLFORMER_LOG_DEBUG);
     assert_string_equal(p.attention, "fused");
+    assert_string_equal(p.profile, "gpu-layouts");
+    assert_int_equal(p.size, sizeof p);
 
     setenv("CLFORMER_CACHE", "1", 1);
     setenv("CLFORMER_LOG", "error", 1);
@@ -90,12 +93,34 @@ static void unreadable_values_are_errors(void **state)
     clear_environment();
 }
 
+/* The size that _default() sets is checked before anything else: a struct
+ * from another clformer.h (or filled by hand) is refused with the fix. */
+static void a_wrong_size_is_refused(void **state)
+{
+    (void)state;
+    clformer_context_params p;
+    clformer_context_params_default(&p);
+    p.size = sizeof p - 8;
+    clformer_context *ctx = NULL;
+    assert_int_equal(clformer_context_create_with_params(&p, &ctx),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_null(ctx);
+    assert_non_null(strstr(clformer_last_error(), "clformer_context_params.size"));
+    assert_non_null(strstr(clformer_last_error(), "clformer_context_params_default()"));
+    /* clformer_context_from_cl: every OpenCL object is needed */
+    assert_int_equal(clformer_context_from_cl(NULL, NULL, NULL, NULL, &ctx),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "clformer_context_from_cl"));
+    assert_null(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(defaults_need_no_environment),
         cmocka_unit_test(every_variable_is_read),
         cmocka_unit_test(unreadable_values_are_errors),
+        cmocka_unit_test(a_wrong_size_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

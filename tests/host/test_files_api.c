@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "clformer.h"
+#include "clformer_util.h"
 
 static char dir[] = "/tmp/clformer-files-api-XXXXXX";
 

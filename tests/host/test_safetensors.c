@@ -855,6 +855,85 @@ static void checksums_are_written_and_verified(void **state)
     free(bytes);
 }
 
+/* The metadata's own checksum (issue 21, item 5): every "clformer.*" entry
+ * is covered, whatever is edited in it (two vocabulary words swapped, a
+ * digit of the train state changed, a bit of an embedded model flipped); a
+ * file whose checksum entry was removed loads unchecked; keys of other tools
+ * are not covered. */
+static void metadata_checksum_covers_every_clformer_entry(void **state)
+{
+    (void)state;
+    const char *path = tpath("meta.safetensors");
+    static const float x[2] = {1, 2};
+    const int64_t shape[1] = {2};
+    cf_st_writer *w;
+    assert_ok_st(cf_st_writer_new(path, &w), "writer_new");
+    assert_ok_st(cf_st_checksums(w), "checksums");
+    assert_ok_st(cf_st_set_metadata(w, "clformer.src_vocab", "[\"<pad>\",\"dog\",\"cat\"]"), "vocab");
+    assert_ok_st(cf_st_set_metadata(w, "clformer.train_state", "{\"step\":20}"), "train_state");
+    assert_ok_st(cf_st_set_metadata(w, "clformer.src_spm", "QUJDRA=="), "spm");
+    assert_ok_st(cf_st_set_metadata(w, "other.tool", "free text"), "other");
+    assert_ok_st(cf_st_declare(w, "x", CF_ST_F32, 1, shape), "declare");
+    assert_ok_st(cf_st_begin(w), "begin");
+    assert_ok_st(cf_st_write(w, "x", x, sizeof x), "write");
+    assert_ok_st(cf_st_commit(w), "commit");
+    cf_st_writer_free(w);
+    size_t n;
+    unsigned char *bytes = slurp(path, &n);
+    cf_st_reader *r;
+    assert_ok_st(cf_st_open(path, &r), "open");
+    assert_non_null(cf_st_metadata(r, CF_ST_META_CRC_KEY));
+    cf_st_close(r);
+
+    /* same-length edits, so the header stays valid safetensors */
+    static const struct {
+        const char *from, *to;
+    } edits[] = {
+        /* (in the header JSON the values' quotes are escaped) */
+        {"dog\\\",\\\"cat", "cat\\\",\\\"dog"}, /* two vocabulary words swapped */
+        {"step\\\":20", "step\\\":28"},         /* the train state */
+        {"QUJDRA==", "QUJDRQ=="},                      /* a bit of the tokenizer model */
+        {"\"clformer.src_vocab\"", "\"clformer.src_vocaB\""}, /* a key */
+    };
+    unsigned char *edited = malloc(n);
+    assert_non_null(edited);
+    for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
+        memcpy(edited, bytes, n);
+        char *at = strstr((char *)edited + 8, edits[i].from);
+        assert_non_null(at);
+        memcpy(at, edits[i].to, strlen(edits[i].to));
+        write_bytes(path, edited, n);
+        r = NULL;
+        assert_fails(cf_st_open(path, &r), CLFORMER_ERR_FORMAT,
+                     "does not match its checksum (CRC-32C");
+        assert_null(r);
+    }
+    /* another tool's key: not clformer's to check */
+    memcpy(edited, bytes, n);
+    memcpy(strstr((char *)edited + 8, "free text"), "FREE TEXT", 9);
+    write_bytes(path, edited, n);
+    assert_ok_st(cf_st_open(path, &r), "open with another tool's key edited");
+    cf_st_close(r);
+    /* an edit with the checksum entry's name changed (removed, for the rule):
+     * the file loads unchecked, as files written before the checksum did */
+    memcpy(edited, bytes, n);
+    memcpy(strstr((char *)edited + 8, "step\\\":20"), "step\\\":28", 9);
+    memcpy(strstr((char *)edited + 8, CF_ST_META_CRC_KEY), "clformer.xxxx_crc32c", 20);
+    write_bytes(path, edited, n);
+    assert_ok_st(cf_st_open(path, &r), "open without the metadata checksum");
+    assert_string_equal(cf_st_metadata(r, "clformer.train_state"), "{\"step\":28}");
+    cf_st_close(r);
+    /* a malformed checksum */
+    memcpy(edited, bytes, n);
+    char *value = strstr((char *)edited + 8, "\"" CF_ST_META_CRC_KEY "\":\"") +
+                  strlen("\"" CF_ST_META_CRC_KEY "\":\"");
+    value[2] = 'x';
+    write_bytes(path, edited, n);
+    assert_fails(cf_st_open(path, &r), CLFORMER_ERR_FORMAT, "is not an 8-digit lowercase hex checksum");
+    free(edited);
+    free(bytes);
+}
+
 /* A small header of very many JSON values is refused before it is parsed (a
  * 72 MB header of 24 million empty objects once took 5.6 GB and 44 s). */
 static void header_of_many_values_is_refused_before_parsing(void **state)
@@ -898,6 +977,7 @@ int main(void)
         cmocka_unit_test(too_short_and_unreadable_files),
         cmocka_unit_test(unusual_but_valid_files),
         cmocka_unit_test(checksums_are_written_and_verified),
+        cmocka_unit_test(metadata_checksum_covers_every_clformer_entry),
         cmocka_unit_test(header_of_many_values_is_refused_before_parsing),
     };
     return cmocka_run_group_tests_name("safetensors", tests, make_tmpdir, remove_tmpdir);

@@ -32,6 +32,7 @@
 #include "bench_flops.h"
 #include "cli.h"
 #include "clformer.h"
+#include "clformer_util.h"
 #include "commands.h"
 
 #include <jansson.h>

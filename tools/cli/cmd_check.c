@@ -17,7 +17,7 @@ typedef struct {
     int count;
 } report;
 
-static void print_result(void *user, const clformer_check_result *r)
+static void print_result(const clformer_check_result *r, void *user)
 {
     report *rep = user;
     if (!r->pass) rep->failures++;
@@ -124,11 +124,11 @@ int cmd_check(int argc, char **argv)
         if (clformer_list_devices(&devs, &n) != CLFORMER_OK || n == 0) {
             json_decref(rep.results);
             cli_runtime_error("check", n == 0 ? "no OpenCL device found" : "listing devices");
-            free(devs);
+            clformer_free(devs);
             return 1;
         }
         for (size_t i = 0; i < n; i++) errors += check_device(devs[i].selector, quick, only, &rep);
-        free(devs);
+        clformer_free(devs);
     } else {
         errors += check_device(NULL, quick, only, &rep);
     }

@@ -144,7 +144,7 @@ static int print_ranks(clformer_device_info *devs, size_t n, const char *selecto
     else
         snprintf(line, sizeof line, "rank %d of %d (local rank %d): no device: %s", ri->rank,
                  ri->size, ri->local_rank, clformer_last_error());
-    free(devs);
+    clformer_free(devs);
     ranks_print_in_order(line);
     return ranks_any(st != CLFORMER_OK) ? 1 : 0; /* printed before any rank ends the job */
 }
@@ -193,7 +193,7 @@ int cmd_devices(int argc, char **argv)
             /* jansson refuses strings that are not UTF-8 */
             cli_error("devices", "cannot write the device list as JSON: out of memory, or a "
                       "driver reports a name that is not valid UTF-8");
-            free(devs);
+            clformer_free(devs);
             return 1;
         }
     } else if (n && st == CLFORMER_OK) { /* else the selector's error lists them */
@@ -201,7 +201,7 @@ int cmd_devices(int argc, char **argv)
     }
     if (st != CLFORMER_OK) {
         cli_runtime_error("devices", selector && *selector ? "CLFORMER_DEVICE" : NULL);
-        free(devs);
+        clformer_free(devs);
         return 1;
     }
     if (!json) {
@@ -214,6 +214,6 @@ int cmd_devices(int argc, char **argv)
             printf("# or, stable across driver installs: export CLFORMER_DEVICE='%s'\n",
                    devs[chosen].name);
     }
-    free(devs);
+    clformer_free(devs);
     return 0;
 }

@@ -3,6 +3,7 @@
  * tools/reference/torch_reference.py roundtrip). */
 #include "cli.h"
 #include "clformer.h"
+#include "clformer_util.h"
 #include "commands.h"
 
 #include <stdio.h>

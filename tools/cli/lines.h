@@ -8,6 +8,7 @@
 #define CLFORMER_LINES_H
 
 #include "clformer.h"
+#include "clformer_util.h"
 
 #include <stdbool.h>
 #include <stddef.h>

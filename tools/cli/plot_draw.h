@@ -9,6 +9,7 @@
 #define CLFORMER_PLOT_DRAW_H
 
 #include "clformer.h"
+#include "clformer_util.h"
 
 #include <cairo.h>
 #include <stdbool.h>

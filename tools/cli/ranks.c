@@ -209,7 +209,7 @@ clformer_status ranks_context_create(clformer_context **ctx)
         st = clformer_select_device_for_rank(devs, n, selector, info.local_rank, &chosen, NULL);
     char pair[32] = "";
     if (st == CLFORMER_OK) snprintf(pair, sizeof pair, "%s", devs[chosen].selector);
-    free(devs);
+    clformer_free(devs);
     return st == CLFORMER_OK ? cli_context_create(pair, ctx) : st;
 }
 

@@ -1,6 +1,7 @@
 /* Options of a resumed run against its checkpoint's (see resume_check.h). */
 #include "resume_check.h"
 #include "cli.h"
+#include "clformer_util.h"
 
 #include <inttypes.h>
 #include <stdio.h>

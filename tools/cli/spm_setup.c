@@ -1,6 +1,7 @@
 /* `clformer train --tokenizer spm` (spm_setup.h). */
 #include "spm_setup.h"
 #include "cli.h"
+#include "clformer_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

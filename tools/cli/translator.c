@@ -72,7 +72,7 @@ typedef struct {
     double start;
 } progress_state;
 
-static void show_progress(void *user, size_t done, size_t total)
+static void show_progress(size_t done, size_t total, void *user)
 {
     const progress_state *p = user;
     double dt = cli_now_s() - p->start;

@@ -1,8 +1,9 @@
 /*
- * clformer_tensors_save/_load (clformer.h): plain F32 and I32 tensors in a
+ * clformer_tensors_save/_load (clformer_util.h): plain F32 and I32 tensors in a
  * safetensors file, through the strict reader and atomic writer of
  * safetensors.h.
  */
+#include "clformer_util.h"
 #include "safetensors.h"
 #include "status.h"
 

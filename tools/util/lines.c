@@ -1,10 +1,11 @@
 /*
- * One-sentence-per-line files (clformer_lines_read/_write in clformer.h), as
+ * One-sentence-per-line files (clformer_lines_read/_write in clformer_util.h), as
  * `clformer translate` and `clformer eval` read and write them. Unlike a
  * training corpus (corpus.h), empty lines are kept: line i of an output
  * answers line i of its input, and a hypothesis file may hold empty lines
  * that BLEU must count.
  */
+#include "clformer_util.h"
 #include "fileio.h"
 #include "status.h"
 #include "text.h"
