@@ -17,8 +17,8 @@ CONF_OP(tensor) = {"tensor", "fill_u32 copy_u32", "cf_fill, cf_copy (buffer.h)",
 CONF_OP(beam) = {"beam", "beam_tokens beam_gather_cache beam_candidates beam_select",
                  "cf_beam_* (ops_beam.h)", NULL, NULL, NULL, NULL,
                  "test_beam (against the host beam search)"};
-CONF_OP(decode) = {"decode", "kv_cache_write set_column", "runtime/model/decode.c", NULL, NULL,
-                   NULL, NULL, "test_session and test_model (decoding against the full forward)"};
+CONF_OP(decode) = {"decode", "kv_cache_write set_column gather_rows", "runtime/model/decode.c", NULL, NULL,
+                   NULL, NULL, "test_session and test_model (decoding against the full forward), test_beam (gather_rows)"};
 
 size_t conf_op_check_count(void)
 {
