@@ -46,12 +46,19 @@ inline float act_grad(float x, int act)
 /* The same, four lanes at a time (the fast path below). */
 inline float4 act_value4(float4 x, int act)
 {
+    if (act == ACT_GELU_TANH)
+        return 0.5f * x * (1.0f + tanh(GELU_TANH_K * (x + GELU_TANH_C * x * x * x)));
     if (act == ACT_GELU) return 0.5f * x * (1.0f + erf(x * M_SQRT1_2_F));
     return select(x, (float4)(0.0f), isless(x, (float4)(0.0f))); /* NaN passes */
 }
 
 inline float4 act_grad4(float4 x, int act)
 {
+    if (act == ACT_GELU_TANH) {
+        const float4 t = tanh(GELU_TANH_K * (x + GELU_TANH_C * x * x * x));
+        return 0.5f * (1.0f + t) +
+               0.5f * x * (1.0f - t * t) * GELU_TANH_K * (1.0f + 3.0f * GELU_TANH_C * x * x);
+    }
     if (act == ACT_GELU)
         return 0.5f * (1.0f + erf(x * M_SQRT1_2_F)) +
                x * exp(-0.5f * x * x) * (0.5f * M_2_SQRTPI_F * M_SQRT1_2_F);
