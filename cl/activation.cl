@@ -1,7 +1,7 @@
 /*
  * Bias + activation (ReLU, exact-erf GELU) + dropout, fused, for the
- * feed-forward block (runtime/ops_activation.c), and the bias add of
- * linear layers (runtime/ops_linear.c).
+ * feed-forward block (runtime/ops/ops_activation.c), and the bias add of
+ * linear layers (runtime/ops/ops_linear.c).
  *
  * The dropout mask is on the activation output: element (r, c) keeps with
  * dropout_scale(p, seed, step, site, r*C + c), recomputed in backward.
@@ -13,8 +13,8 @@
  */
 #include "common.h"
 
-#define ACT_RELU 0
-#define ACT_GELU 1
+/* ACT_RELU and ACT_GELU come from the build options (cf_program_options):
+ * clformer_activation's values, the one activation enum. */
 
 inline float act_value(float x, int act)
 {

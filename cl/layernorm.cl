@@ -1,5 +1,5 @@
 /*
- * LayerNorm over the last dimension (runtime/ops_layernorm.c launches these).
+ * LayerNorm over the last dimension (runtime/ops/ops_layernorm.c launches these).
  *
  * Forward: one work-group of REDUCE_WG items per row. The statistics are
  * computed in two passes around a shift, the row's first element: for

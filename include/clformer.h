@@ -434,6 +434,20 @@ CLFORMER_API clformer_attention_path clformer_context_attention_path(const clfor
 typedef enum { CLFORMER_ACT_RELU = 0, CLFORMER_ACT_GELU = 1 } clformer_activation;
 typedef enum { CLFORMER_POS_SINUSOIDAL = 0, CLFORMER_POS_LEARNED = 1 } clformer_positional;
 
+/* The one spelling of each choice, used by the command line, the logs and
+ * the checkpoint JSON: "relu"/"gelu", "sinusoidal"/"learned", "pre"/"post"
+ * (norm_first true/false). A _name function gives NULL for a value outside
+ * its enum; a _parse function fails with CLFORMER_ERR_INVALID_ARGUMENT
+ * naming the words allowed. */
+CLFORMER_API const char *clformer_activation_name(clformer_activation activation);
+CLFORMER_API clformer_status clformer_activation_parse(const char *word,
+                                                       clformer_activation *activation);
+CLFORMER_API const char *clformer_positional_name(clformer_positional positional);
+CLFORMER_API clformer_status clformer_positional_parse(const char *word,
+                                                       clformer_positional *positional);
+CLFORMER_API const char *clformer_norm_name(bool norm_first);
+CLFORMER_API clformer_status clformer_norm_parse(const char *word, bool *norm_first);
+
 typedef struct {
     size_t size;         /* sizeof(clformer_config): set by _default (docs/API.md) */
     int d_model;         /* width of every token vector (512) */
@@ -455,6 +469,15 @@ typedef struct {
 
 /* docs/MODEL.md's defaults; vocabulary sizes are left 0 (they come from data). */
 CLFORMER_API void clformer_config_default(clformer_config *config);
+
+/* The model-size presets, the one table of them: "tiny" (d_model 64, 4 heads,
+ * d_ff 256, 2+2 layers), "small" (256, 4, 1024, 3+3) and the paper's "base"
+ * (512, 8, 2048, 6+6). Sets those five fields of *config and leaves the
+ * others; an unknown name is CLFORMER_ERR_INVALID_ARGUMENT naming the
+ * presets. `clformer presets --json` prints them. */
+CLFORMER_API clformer_status clformer_config_preset(const char *name, clformer_config *config);
+/* The preset names, NULL-terminated. */
+CLFORMER_API const char *const *clformer_config_presets(void);
 
 /* Checks every field; the message names the field, the value and the fix. */
 CLFORMER_API clformer_status clformer_config_validate(const clformer_config *config);

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages clformer needs, only those that are missing.
-# Usage: tools/install-deps.sh [--with-torch]   (--with-torch: PyTorch for the
-# reference-data and comparison scripts; the C build and tests never need it)
+# Usage: tools/install-deps.sh [--with-torch] [--with-intel-opencl]
+#   --with-torch         PyTorch for the reference-data and comparison scripts
+#                        (the C build and tests never need it)
+#   --with-intel-opencl  also Intel's OpenCL CPU runtime, pinned, in a venv under
+#                        ~/.cache/clformer (tools/intel-opencl.sh): the test suite
+#                        then runs on it too (CTest label intel_cpu)
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config
@@ -10,9 +14,19 @@ packages=(build-essential cmake pkg-config
           libsentencepiece-dev libopenblas-dev libopenblas0-pthread
           libopenmpi-dev openmpi-bin
           clang libclang-rt-14-dev)  # clang: libFuzzer targets and the sanitizer gate
-if [[ "${1:-}" == "--with-torch" ]]; then
-    packages+=(python3 python3-torch python3-numpy)
-fi
+intel=0
+for arg in "$@"; do
+    case "$arg" in
+        --with-torch) packages+=(python3 python3-torch python3-numpy) ;;
+        --with-intel-opencl) packages+=(python3 python3-venv); intel=1 ;;
+        *) echo "install-deps: unknown option '$arg' (usage: tools/install-deps.sh" \
+                "[--with-torch] [--with-intel-opencl])" >&2; exit 2 ;;
+    esac
+done
+# Runs when the Debian packages are in place (Intel's runtime needs python3-venv).
+intel_opencl() {
+    if ((intel)); then "$(dirname "$0")/intel-opencl.sh"; fi
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -22,6 +36,7 @@ for p in "${packages[@]}"; do
 done
 if ((${#missing[@]} == 0)); then
     echo "install-deps: all ${#packages[@]} packages already installed"
+    intel_opencl
     exit 0
 fi
 
@@ -33,3 +48,4 @@ fi
 echo "install-deps: installing ${missing[*]}"
 "${sudo[@]}" apt-get update -qq
 DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+intel_opencl

@@ -16,7 +16,7 @@
 /* ReLU'(0) = 0 exactly: every fifth pre-activation is exactly 0. */
 static ref_cmp relu_kink(ref_cmp c, const conf_activation_case *k, const float *dx)
 {
-    if (k->act == CF_ACT_RELU)
+    if (k->act == CLFORMER_ACT_RELU)
         for (size_t i = 0; i < k->N * k->C; i += 5)
             if (dx[i] != 0.0f) {
                 c.pass = false;
@@ -35,8 +35,7 @@ clformer_status conf_activation_run(cf_ctx *ctx, const conf_activation_case *k, 
     const size_t N = k->N, C = k->C, NC = N * C;
     const cf_dropout drop = {k->p, 0x1234567890ull + k->seed, (uint32_t)k->seed, 11};
     const ref_act_dropout rdrop = {drop.p, drop.seed, drop.step, drop.site};
-    const ref_activation ract = k->act == CF_ACT_GELU ? REF_ACT_GELU : REF_ACT_RELU;
-    const char *name = k->act == CF_ACT_GELU ? "gelu" : "relu";
+    const char *name = clformer_activation_name(k->act);
     conf_block b = {0};
     enum { X, BIAS, DY, Y, DX, DB, COUNT };
     const size_t len[COUNT] = {NC, C, NC, NC, NC, C};
@@ -80,7 +79,7 @@ clformer_status conf_activation_run(cf_ctx *ctx, const conf_activation_case *k, 
         goto done;
     double ms = conf_now_ms() - t0;
     if ((st = conf_block_read(&b))) goto done;
-    ref_bias_act_forward(y64, x64, b64, N, C, ract, &rdrop);
+    ref_bias_act_forward(y64, x64, b64, N, C, k->act, &rdrop);
     snprintf(op, sizeof op, "activation_forward_%s", name);
     conf_emit(sink, user, op, shape,
               conf_guarded(ref_compare_forward(conf_block_out(&b, Y), y64, NC), &b), ms);
@@ -96,7 +95,7 @@ clformer_status conf_activation_run(cf_ctx *ctx, const conf_activation_case *k, 
             goto done;
         ms = conf_now_ms() - t0;
         if ((st = conf_block_read(&b))) goto done;
-        ref_bias_act_backward(dx64, db64, dy64, x64, b64, N, C, ract, &rdrop);
+        ref_bias_act_backward(dx64, db64, dy64, x64, b64, N, C, k->act, &rdrop);
         const float *dx = conf_block_out(&b, pass == 2 ? DY : DX);
         snprintf(op, sizeof op, "activation_backward%s_%s", pass_name[pass], name);
         conf_emit(sink, user, op, shape,
@@ -115,8 +114,8 @@ done:
 clformer_status conf_activation(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
 {
     const size_t N = quick ? 7 : 257, C = quick ? 37 : 2048;
-    for (int act = CF_ACT_RELU; act <= CF_ACT_GELU; act++) {
-        const conf_activation_case k = {N, C, (cf_activation)act, 0.1f, N * 7919 + C + (uint64_t)act};
+    for (int act = CLFORMER_ACT_RELU; act <= CLFORMER_ACT_GELU; act++) {
+        const conf_activation_case k = {N, C, (clformer_activation)act, 0.1f, N * 7919 + C + (uint64_t)act};
         CF_TRY(conf_activation_run(ctx, &k, sink, user));
     }
     return CLFORMER_OK;

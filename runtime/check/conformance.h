@@ -58,7 +58,7 @@ typedef struct {
 } conf_layernorm_case;
 typedef struct {
     size_t N, C;
-    cf_activation act;
+    clformer_activation act;
     float p; /* dropout */
     uint64_t seed;
 } conf_activation_case;

@@ -228,27 +228,32 @@ const char *clformer_device_type_name(clformer_device_type t)
     }
 }
 
-static bool matches(const clformer_device_info *d, const char *sel)
+/* How well device d matches a text selector: 0 not at all; 1 through the
+ * device's vendor or name only; 2 through its platform's name or vendor (or
+ * its type). A name like `intel` matches both Intel's own OpenCL platform and
+ * PoCL's device on an Intel CPU (named "pthread-...-Intel(R) Xeon(R)", vendor
+ * GenuineIntel): the platform is meant, so platform matches win. */
+static int matches(const clformer_device_info *d, const char *sel)
 {
     clformer_device_type type;
     const char *colon = strchr(sel, ':');
     if (!colon) {
         /* a simulator only when named: a type word never picks Oclgrind,
          * which would otherwise be "the best GPU" of a machine without one */
-        if (type_word(sel, &type)) return d->type == type && !d->simulator;
-        return contains_nocase(d->platform, sel) || contains_nocase(d->platform_vendor, sel) ||
-               contains_nocase(d->vendor, sel) || contains_nocase(d->name, sel);
+        if (type_word(sel, &type)) return d->type == type && !d->simulator ? 2 : 0;
+        if (contains_nocase(d->platform, sel) || contains_nocase(d->platform_vendor, sel)) return 2;
+        return contains_nocase(d->vendor, sel) || contains_nocase(d->name, sel) ? 1 : 0;
     }
     char left[256], right[256];
     size_t ll = (size_t)(colon - sel);
-    if (ll >= sizeof left || strlen(colon + 1) >= sizeof right) return false;
+    if (ll >= sizeof left || strlen(colon + 1) >= sizeof right) return 0;
     memcpy(left, sel, ll);
     left[ll] = '\0';
     strcpy(right, colon + 1);
-    bool left_ok = contains_nocase(d->platform, left) || contains_nocase(d->platform_vendor, left) ||
-                   contains_nocase(d->vendor, left);
     bool right_ok = type_word(right, &type) ? d->type == type : contains_nocase(d->name, right);
-    return left_ok && right_ok;
+    if (!right_ok) return 0;
+    if (contains_nocase(d->platform, left) || contains_nocase(d->platform_vendor, left)) return 2;
+    return contains_nocase(d->vendor, left) ? 1 : 0;
 }
 
 static void list_devices_into(char *buf, size_t cap, const clformer_device_info *devs, size_t n)
@@ -296,9 +301,14 @@ clformer_status clformer_select_device(const clformer_device_info *devs, size_t 
         for (size_t i = 0; i < n; i++)
             if (devs[i].platform_index == pi && devs[i].device_index == di) best = (long)i;
     } else {
-        for (size_t i = 0; i < n; i++)
-            if (matches(&devs[i], sel) && (best < 0 || better(&devs[i], &devs[best])))
+        int strength = 0;
+        for (size_t i = 0; i < n; i++) {
+            int m = matches(&devs[i], sel);
+            if (m > strength || (m > 0 && m == strength && better(&devs[i], &devs[best]))) {
                 best = (long)i;
+                strength = m;
+            }
+        }
     }
     if (best < 0) {
         char listing[4096];
@@ -592,7 +602,7 @@ static bool among_matches(const clformer_device_info *d, const clformer_device_i
     if (colon && parse_index(sel, (size_t)(colon - sel), &pi) &&
         parse_index(colon + 1, strlen(colon + 1), &di))
         return d == best;
-    return matches(d, sel);
+    return matches(d, sel) == matches(best, sel);
 }
 
 clformer_status clformer_select_device_for_rank(const clformer_device_info *devs, size_t n,

@@ -1,6 +1,7 @@
 /*
- * The activation arena: one buffer holding every tensor of a batch shape.
- * Laid out in two passes (count, then assign views); the buffer grows only
+ * The activation arena: every tensor of a batch shape, in as many buffers
+ * as it takes (each at most the device's largest allocation; arena.h).
+ * Laid out in two passes (count, then assign views); a buffer grows only
  * when a batch needs more than any batch before it.
  */
 #include "arena.h"
@@ -11,48 +12,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void sub_acts(cf_arena *c, cf_sub_acts *s, size_t N, size_t d)
+static void sub_acts(cf_split_arena *c, cf_sub_acts *s, size_t N, size_t d)
 {
-    s->ln = cf_arena_take(c, N * d);
-    s->mean = cf_arena_take(c, N);
-    s->rstd = cf_arena_take(c, N);
-    s->out = cf_arena_take(c, N * d);
+    s->ln = cf_split_arena_take(c, N * d);
+    s->mean = cf_split_arena_take(c, N);
+    s->rstd = cf_split_arena_take(c, N);
+    s->out = cf_split_arena_take(c, N * d);
 }
 
 /* keys: the key tokens the forward masks with (the fused backward reads them again). */
-static void attn_acts(cf_arena *c, cf_attn_acts *a, const clformer_config *cfg, size_t B,
+static void attn_acts(cf_split_arena *c, cf_attn_acts *a, const clformer_config *cfg, size_t B,
                       size_t Tq, size_t Tk, bool cross, bool dropout, bool fused, cf_view keys)
 {
     const size_t d = (size_t)cfg->d_model, H = (size_t)cfg->n_heads;
     if (cross) {
-        a->q = cf_arena_take(c, B * Tq * d);
-        a->kv = cf_arena_take(c, B * Tk * 2 * d);
+        a->q = cf_split_arena_take(c, B * Tq * d);
+        a->kv = cf_split_arena_take(c, B * Tk * 2 * d);
     } else {
-        a->q = cf_arena_take(c, B * Tq * 3 * d);
+        a->q = cf_split_arena_take(c, B * Tq * 3 * d);
     }
-    a->qh = cf_arena_take(c, B * Tq * d);
-    a->kh = cf_arena_take(c, B * Tk * d);
-    a->vh = cf_arena_take(c, B * Tk * d);
+    a->qh = cf_split_arena_take(c, B * Tq * d);
+    a->kh = cf_split_arena_take(c, B * Tk * d);
+    a->vh = cf_split_arena_take(c, B * Tk * d);
     const cf_view none = {NULL, 0};
     a->saved = (cf_attention_saved){none, none, none, none, none};
     if (fused) {
-        a->saved.stats = cf_arena_take(c, 2 * B * H * Tq);
+        a->saved.stats = cf_split_arena_take(c, 2 * B * H * Tq);
         a->saved.key_tokens = keys;
     } else {
-        a->saved.probs = cf_arena_take(c, B * H * Tq * Tk);
-        a->saved.probs_drop = dropout ? cf_arena_take(c, B * H * Tq * Tk) : a->saved.probs;
+        a->saved.probs = cf_split_arena_take(c, B * H * Tq * Tk);
+        a->saved.probs_drop = dropout ? cf_split_arena_take(c, B * H * Tq * Tk) : a->saved.probs;
     }
-    a->ctx_h = cf_arena_take(c, B * Tq * d);
+    a->ctx_h = cf_split_arena_take(c, B * Tq * d);
     if (fused) a->saved.out = a->ctx_h;
-    a->concat = cf_arena_take(c, B * Tq * d);
-    a->out = cf_arena_take(c, B * Tq * d);
+    a->concat = cf_split_arena_take(c, B * Tq * d);
+    a->out = cf_split_arena_take(c, B * Tq * d);
 }
 
-static void ffn_acts(cf_arena *c, cf_ffn_acts *f, size_t N, size_t d, size_t ff)
+static void ffn_acts(cf_split_arena *c, cf_ffn_acts *f, size_t N, size_t d, size_t ff)
 {
-    f->pre = cf_arena_take(c, N * ff);
-    f->act = cf_arena_take(c, N * ff);
-    f->out = cf_arena_take(c, N * d);
+    f->pre = cf_split_arena_take(c, N * ff);
+    f->act = cf_split_arena_take(c, N * ff);
+    f->out = cf_split_arena_take(c, N * d);
 }
 
 static cf_embedding_index index_views(cf_arena *c, size_t n)
@@ -65,66 +66,77 @@ static cf_embedding_index index_views(cf_arena *c, size_t n)
     return ix;
 }
 
-/* Assigns every view; returns the element count. */
-static size_t layout(const clformer_config *cfg, cf_acts *a, cl_mem buf)
+/* The integer inputs, laid out in one buffer (they are uploaded at once). */
+static void int_views(cf_arena *c, cf_acts *a, size_t Ns, size_t Nt)
+{
+    a->src = cf_arena_take(c, Ns);
+    a->tgt_in = cf_arena_take(c, Nt);
+    a->labels = cf_arena_take(c, Nt);
+    a->src_index = index_views(c, Ns);
+    a->tgt_index = index_views(c, Nt);
+}
+
+/* Assigns every view, handing out of `c` (buffers NULL: counts only). */
+static void layout(const clformer_config *cfg, cf_acts *a, cf_split_arena *arena)
 {
     const size_t B = a->B, S = a->S, T = a->T;
     const size_t d = (size_t)cfg->d_model, ff = (size_t)cfg->d_ff, H = (size_t)cfg->n_heads;
     const size_t V = (size_t)cfg->tgt_vocab, Ns = B * S, Nt = B * T;
     const size_t N = Ns > Nt ? Ns : Nt, Tmax = S > T ? S : T;
     const bool drop = a->training && cfg->dropout > 0.0f, fused = a->fused_attention;
-    cf_arena c = {buf, 0};
+    cf_split_arena *const c = arena;
 
-    a->src = cf_arena_take(&c, Ns);
-    a->tgt_in = cf_arena_take(&c, Nt);
-    a->labels = cf_arena_take(&c, Nt);
-    a->src_index = index_views(&c, Ns);
-    a->tgt_index = index_views(&c, Nt);
-    a->ints = c.next;
+    /* the integer region at the start of the first buffer: counted, then
+     * taken as one block and carved */
+    cf_arena ints = {NULL, 0};
+    int_views(&ints, a, Ns, Nt);
+    const cf_view block = cf_split_arena_take(c, ints.next);
+    ints = (cf_arena){block.buf, block.off};
+    int_views(&ints, a, Ns, Nt);
+    a->ints = ints.next;
 
-    a->src_emb = cf_arena_take(&c, Ns * d);
-    a->tgt_emb = cf_arena_take(&c, Nt * d);
+    a->src_emb = cf_split_arena_take(c, Ns * d);
+    a->tgt_emb = cf_split_arena_take(c, Nt * d);
     for (int l = 0; l < cfg->n_enc_layers; l++) {
         cf_layer_acts *L = &a->enc[l];
-        sub_acts(&c, &L->sub[0], Ns, d);
-        attn_acts(&c, &L->self_attn, cfg, B, S, S, false, drop, fused, a->src);
-        sub_acts(&c, &L->sub[1], Ns, d);
-        ffn_acts(&c, &L->ffn, Ns, d, ff);
+        sub_acts(c, &L->sub[0], Ns, d);
+        attn_acts(c, &L->self_attn, cfg, B, S, S, false, drop, fused, a->src);
+        sub_acts(c, &L->sub[1], Ns, d);
+        ffn_acts(c, &L->ffn, Ns, d, ff);
     }
-    a->memory = cf_arena_take(&c, Ns * d);
-    a->mem_mean = cf_arena_take(&c, Ns);
-    a->mem_rstd = cf_arena_take(&c, Ns);
+    a->memory = cf_split_arena_take(c, Ns * d);
+    a->mem_mean = cf_split_arena_take(c, Ns);
+    a->mem_rstd = cf_split_arena_take(c, Ns);
     for (int l = 0; l < cfg->n_dec_layers; l++) {
         cf_layer_acts *L = &a->dec[l];
-        sub_acts(&c, &L->sub[0], Nt, d);
-        attn_acts(&c, &L->self_attn, cfg, B, T, T, false, drop, fused, a->tgt_in);
-        sub_acts(&c, &L->sub[1], Nt, d);
-        attn_acts(&c, &L->cross_attn, cfg, B, T, S, true, drop, fused, a->src);
-        sub_acts(&c, &L->sub[2], Nt, d);
-        ffn_acts(&c, &L->ffn, Nt, d, ff);
+        sub_acts(c, &L->sub[0], Nt, d);
+        attn_acts(c, &L->self_attn, cfg, B, T, T, false, drop, fused, a->tgt_in);
+        sub_acts(c, &L->sub[1], Nt, d);
+        attn_acts(c, &L->cross_attn, cfg, B, T, S, true, drop, fused, a->src);
+        sub_acts(c, &L->sub[2], Nt, d);
+        ffn_acts(c, &L->ffn, Nt, d, ff);
     }
-    a->dec_out = cf_arena_take(&c, Nt * d);
-    a->dec_mean = cf_arena_take(&c, Nt);
-    a->dec_rstd = cf_arena_take(&c, Nt);
-    a->logits = cf_arena_take(&c, Nt * V);
-    a->losses = cf_arena_take(&c, Nt);
+    a->dec_out = cf_split_arena_take(c, Nt * d);
+    a->dec_mean = cf_split_arena_take(c, Nt);
+    a->dec_rstd = cf_split_arena_take(c, Nt);
+    a->logits = cf_split_arena_take(c, Nt * V);
+    a->losses = cf_split_arena_take(c, Nt);
 
     if (a->training) {
-        a->d_res = cf_arena_take(&c, N * d);
-        a->d_mem = cf_arena_take(&c, Ns * d);
-        a->d_a = cf_arena_take(&c, N * d);
-        a->d_b = cf_arena_take(&c, N * d);
-        a->d_c = cf_arena_take(&c, N * d);
-        a->d_q = cf_arena_take(&c, N * 3 * d);
-        a->d_kv = cf_arena_take(&c, Ns * 2 * d);
-        a->d_qh = cf_arena_take(&c, B * Tmax * d);
-        a->d_kh = cf_arena_take(&c, B * Tmax * d);
-        a->d_vh = cf_arena_take(&c, B * Tmax * d);
-        a->d_ctx_h = cf_arena_take(&c, B * Tmax * d);
-        a->d_probs = cf_arena_take(&c, B * H * Tmax * (fused ? 1 : Tmax));
-        a->d_ff = cf_arena_take(&c, N * ff);
+        a->d_res = cf_split_arena_take(c, N * d);
+        a->d_mem = cf_split_arena_take(c, Ns * d);
+        a->d_a = cf_split_arena_take(c, N * d);
+        a->d_b = cf_split_arena_take(c, N * d);
+        a->d_c = cf_split_arena_take(c, N * d);
+        a->d_q = cf_split_arena_take(c, N * 3 * d);
+        a->d_kv = cf_split_arena_take(c, Ns * 2 * d);
+        a->d_qh = cf_split_arena_take(c, B * Tmax * d);
+        a->d_kh = cf_split_arena_take(c, B * Tmax * d);
+        a->d_vh = cf_split_arena_take(c, B * Tmax * d);
+        a->d_ctx_h = cf_split_arena_take(c, B * Tmax * d);
+        a->d_probs = cf_split_arena_take(c, B * H * Tmax * (fused ? 1 : Tmax));
+        a->d_ff = cf_split_arena_take(c, N * ff);
     }
-    return c.next;
 }
 
 /* a * b * c * d elements, or false when that overflows size_t */
@@ -198,6 +210,71 @@ clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t max_alloc
     return CLFORMER_OK;
 }
 
+static void set_shape(cf_acts *a, size_t B, size_t S, size_t T, bool training, bool fused)
+{
+    a->B = B;
+    a->S = S;
+    a->T = T;
+    a->training = training;
+    a->fused_attention = fused;
+}
+
+/* Elements one arena buffer may hold: the device's largest allocation, or
+ * the session's own smaller limit (tests split small arenas with it). */
+static size_t arena_limit(const cf_session *s)
+{
+    size_t limit = (size_t)(s->ctx->info.max_alloc_bytes / 4);
+    if (s->arena_limit && s->arena_limit < limit) limit = s->arena_limit;
+    return limit < 16 ? 16 : limit;
+}
+
+/* Bytes the arena of a batch shape takes (its buffers' sum). */
+static size_t arena_bytes(cf_session *s, size_t B, size_t S, size_t T, bool training)
+{
+    const clformer_config *cfg = &s->model->cfg;
+    const bool fused =
+        cf_attention_fused_for(s->ctx->attention_path, &s->ctx->device_profile, cfg, B, S, T, training);
+    if (cf_acts_check_shape(cfg, s->ctx->info.max_alloc_bytes, B, S, T, fused) != CLFORMER_OK)
+        return SIZE_MAX;
+    set_shape(&s->acts, B, S, T, training, fused);
+    cf_split_arena count = {.bufs = NULL, .limit = arena_limit(s)};
+    layout(cfg, &s->acts, &count);
+    if (count.overflow) return SIZE_MAX;
+    size_t n = 0;
+    for (size_t i = 0; i < count.count; i++) n += count.used[i];
+    return n > SIZE_MAX / 4 ? SIZE_MAX : n * 4;
+}
+
+/* The batch could not be allocated: the arena's buffers are released, and
+ * the message names the largest batch of these lengths that fits in the
+ * device memory left (a binary search over the layout's size). */
+static clformer_status too_large(cf_session *s, clformer_status st, size_t B, size_t S, size_t T,
+                                 bool training)
+{
+    cf_split_buffers_free(s->ctx, &s->arena);
+    const clformer_device_info *d = &s->ctx->info;
+    const size_t used = (size_t)s->ctx->bytes_allocated;
+    const size_t left = d->global_mem_bytes > used ? (size_t)d->global_mem_bytes - used : 0;
+    size_t lo = 0, hi = B; /* the largest batch that fits lies in [lo, hi) */
+    while (hi - lo > 1) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (arena_bytes(s, mid, S, T, training) <= left) lo = mid;
+        else hi = mid;
+    }
+    s->acts.B = 0; /* no shape is laid out now */
+    if (lo == 0)
+        return cf_fail_prefix(st, "a batch of %zu sentences (source length %zu, target length "
+                                  "%zu) needs too much memory, and not even one sentence of "
+                                  "these lengths fits in the %.0f MiB the device has left (use "
+                                  "a smaller --max-len or model): ",
+                              B, S, T + 1, MIB(left));
+    return cf_fail_prefix(st, "a batch of %zu sentences (source length %zu, target length %zu) "
+                              "needs too much memory; a batch of %zu such sentences fits in the "
+                              "%.0f MiB the device has left (%zu source tokens; use a smaller "
+                              "--batch-size or --batch-tokens): ",
+                          B, S, T + 1, lo, MIB(left), lo * S);
+}
+
 clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, bool training)
 {
     const clformer_config *cfg = &s->model->cfg;
@@ -214,27 +291,23 @@ clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, boo
     const bool fused =
         cf_attention_fused_for(s->ctx->attention_path, &s->ctx->device_profile, cfg, B, S, T, training);
     CF_TRY(cf_acts_check_shape(cfg, s->ctx->info.max_alloc_bytes, B, S, T, fused));
-    a->B = B;
-    a->S = S;
-    a->T = T;
-    a->training = training;
-    a->fused_attention = fused;
-    size_t need = layout(cfg, a, NULL);
-    clformer_status st = cf_arena_reserve(s->ctx, &s->arena, &s->arena_capacity, need,
-                                          "activations");
-    if (st != CLFORMER_OK)
-        return cf_fail_prefix(st, "batch of %zu sentences (source length %zu, target length "
-                                  "%zu) needs too much memory: ",
-                              B, S, T + 1);
-    a->total = layout(cfg, a, s->arena);
+    set_shape(a, B, S, T, training, fused);
+    const size_t limit = arena_limit(s);
+    cf_split_arena count = {.bufs = NULL, .limit = limit};
+    layout(cfg, a, &count);
+    clformer_status st = cf_split_buffers_reserve(s->ctx, &s->arena, &count, "activations");
+    if (st != CLFORMER_OK) return too_large(s, st, B, S, T, training);
+    cf_split_arena arena = {.bufs = s->arena.bufs, .limit = limit};
+    layout(cfg, a, &arena);
+    a->total = 0;
+    for (size_t i = 0; i < arena.count; i++) a->total += arena.used[i];
+    a->buffers = arena.count;
     return CLFORMER_OK;
 }
 
 void cf_acts_release(cf_session *s)
 {
-    cf_buffer_free(s->ctx, s->arena);
-    s->arena = NULL;
-    s->arena_capacity = 0;
+    cf_split_buffers_free(s->ctx, &s->arena);
     free(s->acts.enc);
     free(s->acts.dec);
     memset(&s->acts, 0, sizeof s->acts);

@@ -1,4 +1,4 @@
-/* Growing an arena's buffer (arena.h). */
+/* Growing an arena's buffers (arena.h). */
 #include "arena.h"
 
 clformer_status cf_arena_reserve(cf_ctx *ctx, cl_mem *buf, size_t *capacity, size_t need,
@@ -11,4 +11,61 @@ clformer_status cf_arena_reserve(cf_ctx *ctx, cl_mem *buf, size_t *capacity, siz
     CF_TRY(cf_buffer_alloc(ctx, need, what, buf));
     *capacity = need;
     return CLFORMER_OK;
+}
+
+cf_view cf_split_arena_take(cf_split_arena *a, size_t count)
+{
+    const size_t n = cf_arena_round(count);
+    size_t i = a->count ? a->count - 1 : 0;
+    if (a->count == 0 || (a->used[i] > 0 && n > a->limit - a->used[i])) {
+        if (a->count == CF_SPLIT_ARENA_MAX) {
+            a->overflow = true; /* keep counting in the last buffer; reserve refuses */
+        } else {
+            i = a->count++;
+            a->used[i] = 0;
+        }
+    }
+    cf_view v = {a->bufs ? a->bufs[i] : NULL, a->used[i]};
+    a->used[i] += n;
+    return v;
+}
+
+clformer_status cf_split_buffers_reserve(cf_ctx *ctx, cf_split_buffers *b,
+                                         const cf_split_arena *a, const char *what)
+{
+    if (a->overflow)
+        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY,
+                       "cannot allocate %s: more than %d buffers of the device's largest "
+                       "allocation (%.1f MiB) are needed; use a smaller batch or model",
+                       what, CF_SPLIT_ARENA_MAX, (double)a->limit * 4 / (1024.0 * 1024.0));
+    for (size_t i = 0; i < a->count; i++)
+        if (i < b->count && b->capacity[i] < a->used[i]) {
+            cf_buffer_free(ctx, b->bufs[i]);
+            b->bufs[i] = NULL;
+            b->capacity[i] = 0;
+        }
+    for (size_t i = 0; i < a->count; i++) {
+        if (i >= b->count) {
+            b->bufs[i] = NULL;
+            b->capacity[i] = 0;
+            b->count = i + 1;
+        }
+        if (b->bufs[i]) continue;
+        CF_TRY(cf_buffer_alloc(ctx, a->used[i], what, &b->bufs[i]));
+        b->capacity[i] = a->used[i];
+    }
+    return CLFORMER_OK;
+}
+
+size_t cf_split_buffers_elements(const cf_split_buffers *b)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->count; i++) n += b->capacity[i];
+    return n;
+}
+
+void cf_split_buffers_free(cf_ctx *ctx, cf_split_buffers *b)
+{
+    for (size_t i = 0; i < b->count; i++) cf_buffer_free(ctx, b->bufs[i]);
+    b->count = 0;
 }

@@ -61,7 +61,7 @@ static clformer_status ffn_backward(cf_session *s, cf_ffn_acts *f, const cf_laye
     CF_TRY(cf_linear_backward(ctx, d_ff, G(s, p->lin2_w), G(s, p->lin2_b), dout, f->act,
                               P(s, p->lin2_w), N, ff, d, false));
     CF_TRY(cf_bias_act_backward(ctx, d_ff, G(s, p->lin1_b), d_ff, f->pre, P(s, p->lin1_b), N, ff,
-                                (cf_activation)s->model->cfg.activation, cf_session_dropout(s, site, &ds)));
+                                s->model->cfg.activation, cf_session_dropout(s, site, &ds)));
     return cf_linear_backward(ctx, dinp, G(s, p->lin1_w), NONE, d_ff, fin, P(s, p->lin1_w), N, d,
                               ff, accumulate);
 }

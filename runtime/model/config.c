@@ -63,10 +63,14 @@ clformer_status clformer_config_validate(const clformer_config *c)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "vocabulary sizes must be between 5 (4 special tokens and one word) and "
                        "%d, got src_vocab %d, tgt_vocab %d", 1 << 24, c->src_vocab, c->tgt_vocab);
-    if (c->activation != CLFORMER_ACT_RELU && c->activation != CLFORMER_ACT_GELU)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "activation must be relu or gelu");
-    if (c->positional != CLFORMER_POS_SINUSOIDAL && c->positional != CLFORMER_POS_LEARNED)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "positional must be sinusoidal or learned");
+    if (!clformer_activation_name(c->activation))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "activation must be %s or %s",
+                       clformer_activation_name(CLFORMER_ACT_RELU),
+                       clformer_activation_name(CLFORMER_ACT_GELU));
+    if (!clformer_positional_name(c->positional))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "positional must be %s or %s",
+                       clformer_positional_name(CLFORMER_POS_SINUSOIDAL),
+                       clformer_positional_name(CLFORMER_POS_LEARNED));
     if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "dropout must be in [0, 1), got %g",
                        c->dropout);
@@ -86,8 +90,8 @@ char *clformer_config_to_json(const clformer_config *c)
                           "n_enc_layers", c->n_enc_layers, "n_dec_layers", c->n_dec_layers,
                           "src_vocab", c->src_vocab, "tgt_vocab", c->tgt_vocab, "max_len",
                           c->max_len, "norm_first", c->norm_first, "activation",
-                          c->activation == CLFORMER_ACT_GELU ? "gelu" : "relu", "positional",
-                          c->positional == CLFORMER_POS_LEARNED ? "learned" : "sinusoidal",
+                          clformer_activation_name(c->activation), "positional",
+                          clformer_positional_name(c->positional),
                           "dropout", (double)c->dropout, "ln_eps", (double)c->ln_eps,
                           "label_smoothing", (double)c->label_smoothing, "share_tgt_embed",
                           c->share_tgt_embed);
@@ -127,16 +131,19 @@ static clformer_status get_bool(json_t *o, const char *key, bool *out)
     return CLFORMER_OK;
 }
 
-static clformer_status get_choice(json_t *o, const char *key, const char *a, const char *b,
-                                  int *out)
+/* A string value that `parse` reads (clformer_activation_parse, ...). */
+static clformer_status get_word(json_t *o, const char *key, const char **out)
 {
     json_t *v = json_object_get(o, key);
     if (!v) return cf_fail(CLFORMER_ERR_FORMAT, "config lacks \"%s\"", key);
-    const char *s = json_string_value(v);
-    if (s && !strcmp(s, a)) *out = 0;
-    else if (s && !strcmp(s, b)) *out = 1;
-    else return cf_fail(CLFORMER_ERR_FORMAT, "config \"%s\" must be \"%s\" or \"%s\"", key, a, b);
+    if (!json_is_string(v)) return cf_fail(CLFORMER_ERR_FORMAT, "config \"%s\" must be a string", key);
+    *out = json_string_value(v);
     return CLFORMER_OK;
+}
+
+static clformer_status format_error(clformer_status st, const char *key)
+{
+    return st == CLFORMER_OK ? st : cf_fail_prefix(CLFORMER_ERR_FORMAT, "config \"%s\": ", key);
 }
 
 static const char *const KEYS[] = {"d_model", "n_heads", "d_ff", "n_enc_layers", "n_dec_layers",
@@ -163,7 +170,7 @@ clformer_status clformer_config_from_json(const char *text, clformer_config *c)
             }
         }
     clformer_config_default(c);
-    int act = 0, pos = 0;
+    const char *act = NULL, *pos = NULL;
     if (st == CLFORMER_OK) st = get_int(o, "d_model", &c->d_model);
     if (st == CLFORMER_OK) st = get_int(o, "n_heads", &c->n_heads);
     if (st == CLFORMER_OK) st = get_int(o, "d_ff", &c->d_ff);
@@ -173,14 +180,16 @@ clformer_status clformer_config_from_json(const char *text, clformer_config *c)
     if (st == CLFORMER_OK) st = get_int(o, "tgt_vocab", &c->tgt_vocab);
     if (st == CLFORMER_OK) st = get_int(o, "max_len", &c->max_len);
     if (st == CLFORMER_OK) st = get_bool(o, "norm_first", &c->norm_first);
-    if (st == CLFORMER_OK) st = get_choice(o, "activation", "relu", "gelu", &act);
-    if (st == CLFORMER_OK) st = get_choice(o, "positional", "sinusoidal", "learned", &pos);
+    if (st == CLFORMER_OK) st = get_word(o, "activation", &act);
+    if (st == CLFORMER_OK)
+        st = format_error(clformer_activation_parse(act, &c->activation), "activation");
+    if (st == CLFORMER_OK) st = get_word(o, "positional", &pos);
+    if (st == CLFORMER_OK)
+        st = format_error(clformer_positional_parse(pos, &c->positional), "positional");
     if (st == CLFORMER_OK) st = get_float(o, "dropout", &c->dropout);
     if (st == CLFORMER_OK) st = get_float(o, "ln_eps", &c->ln_eps);
     if (st == CLFORMER_OK) st = get_float(o, "label_smoothing", &c->label_smoothing);
     if (st == CLFORMER_OK) st = get_bool(o, "share_tgt_embed", &c->share_tgt_embed);
-    c->activation = act ? CLFORMER_ACT_GELU : CLFORMER_ACT_RELU;
-    c->positional = pos ? CLFORMER_POS_LEARNED : CLFORMER_POS_SINUSOIDAL;
     json_decref(o);
     if (st == CLFORMER_OK) st = clformer_config_validate(c);
     return st;

@@ -12,9 +12,8 @@
  */
 #include "decode.h"
 #include "arena.h"
-#include "launch.h"
 #include "ops_beam.h"
-#include "program.h"
+#include "ops_decode.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -105,27 +104,6 @@ static clformer_status decoder_prepare(cf_session *s, size_t R, size_t S, size_t
 
 static const cf_view NONE = {NULL, 0};
 
-static clformer_status launch2(cf_session *s, const char *kernel, uint64_t bytes, size_t g0,
-                               size_t g1, size_t nargs, const cf_arg *args)
-{
-    cl_kernel k;
-    CF_TRY(cf_kernel(s->ctx, "decode", NULL, kernel, &k));
-    size_t local[2] = {s->ctx->elementwise_wg, 1}, global[2] = {g0, g1};
-    return cf_launch(s->ctx, "decode", bytes, k, 2, global, local, nargs, args);
-}
-/* `bytes`: the launch's ideal traffic (launch.h). */
-#define LAUNCH2(s, kernel, bytes, g0, g1, ...)                                                 \
-    launch2((s), (kernel), (bytes), (g0), (g1),                                                \
-            sizeof((cf_arg[]){__VA_ARGS__}) / sizeof(cf_arg), (cf_arg[]){__VA_ARGS__})
-
-clformer_status cf_kv_cache_write(cf_session *s, cf_view cache, cf_view src, size_t ld, size_t R,
-                                  size_t H, size_t dh, size_t cap, size_t pos)
-{
-    return LAUNCH2(s, "kv_cache_write", cf_f32_bytes(2 * R * H * dh), dh, R * H, CF_MEM(cache.buf), CF_U64(cache.off),
-                   CF_MEM(src.buf), CF_U64(src.off), CF_I32(ld), CF_I32(R), CF_I32(H),
-                   CF_I32(dh), CF_I32(cap), CF_I32(pos));
-}
-
 clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents, size_t n)
 {
     struct cf_decoder *d = s->decoder;
@@ -194,9 +172,7 @@ clformer_status cf_decode_set_tokens(cf_session *s, const int32_t *ids, size_t c
 {
     struct cf_decoder *d = s->decoder;
     CF_TRY(cf_upload(s->ctx, d->step_tokens.buf, d->step_tokens.off, ids, d->R));
-    return LAUNCH2(s, "set_column", cf_f32_bytes(2 * d->R), d->R, 1, CF_MEM(d->tokens.buf), CF_U64(d->tokens.off),
-                   CF_I32(d->L), CF_I32(col), CF_MEM(d->step_tokens.buf),
-                   CF_U64(d->step_tokens.off), CF_I32(d->R));
+    return cf_set_column(s->ctx, d->tokens, d->L, col, d->step_tokens, d->R);
 }
 
 clformer_status cf_decode_start(cf_session *s, const int32_t *src, size_t batch, size_t S,
@@ -207,7 +183,7 @@ clformer_status cf_decode_start(cf_session *s, const int32_t *src, size_t batch,
     int32_t *rows = malloc(R * S * sizeof *rows);
     if (!rows) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     for (size_t r = 0; r < R; r++) memcpy(rows + r * S, src + (r / copies) * S, S * sizeof *rows);
-    clformer_status st = cf_upload(s->ctx, s->arena, s->acts.src.off, rows, R * S);
+    clformer_status st = cf_upload(s->ctx, s->acts.src.buf, s->acts.src.off, rows, R * S);
     free(rows);
     CF_TRY(st);
     CF_TRY(cf_forward_encoder(s));

@@ -32,11 +32,6 @@ struct cf_decoder {
 void cf_decoder_free(cf_session *s);
 size_t cf_decoder_bytes(const cf_session *s);
 
-/* Writes the key or value of one position `pos` of every row into a cache
- * (R, H, cap, dh) from the head-interleaved rows src (R, ld). */
-clformer_status cf_kv_cache_write(cf_session *s, cf_view cache, cf_view src, size_t ld, size_t R,
-                                  size_t H, size_t dh, size_t cap, size_t pos);
-
 /* Reorders every self-attention cache row by `parents` (R ids, uploaded to
  * the decoder's parents): its first n positions (those written so far). */
 clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents, size_t n);

@@ -7,6 +7,7 @@
  * read back here.
  */
 #include "decode.h"
+#include "ops_decode.h"
 #include "reduce.h"
 #include "session.h"
 
@@ -76,9 +77,9 @@ static clformer_status attention(cf_session *s, const cf_attn_acts *a, const cf_
         CF_TRY(cf_linear_forward(ctx, a->q, x, w, b, Nq, d, 3 * d));
         CF_TRY(cf_split_heads(ctx, a->qh, a->q, 3 * d, B, Tq, H, dh));
         if (spec->cached) {
-            CF_TRY(cf_kv_cache_write(s, a->kh, cf_view_add(a->q, d), 3 * d, B, H, dh,
+            CF_TRY(cf_kv_cache_write(ctx, a->kh, cf_view_add(a->q, d), 3 * d, B, H, dh,
                                      sh->Tk_cap, sh->q_pos0));
-            CF_TRY(cf_kv_cache_write(s, a->vh, cf_view_add(a->q, 2 * d), 3 * d, B, H, dh,
+            CF_TRY(cf_kv_cache_write(ctx, a->vh, cf_view_add(a->q, 2 * d), 3 * d, B, H, dh,
                                      sh->Tk_cap, sh->q_pos0));
         } else {
             CF_TRY(cf_split_heads(ctx, a->kh, cf_view_add(a->q, d), 3 * d, B, Tq, H, dh));
@@ -119,7 +120,7 @@ static clformer_status feed_forward(cf_session *s, const cf_ffn_acts *f,
     cf_dropout ds;
     CF_TRY(cf_linear_forward(s->ctx, f->pre, x, cf_param(s, p->lin1_w), NONE, N, d, ff));
     CF_TRY(cf_bias_act_forward(s->ctx, f->act, f->pre, cf_param(s, p->lin1_b), N, ff,
-                               (cf_activation)c->activation, cf_session_dropout(s, site, &ds)));
+                               c->activation, cf_session_dropout(s, site, &ds)));
     return cf_linear_forward(s->ctx, f->out, f->act, cf_param(s, p->lin2_w),
                              cf_param(s, p->lin2_b), N, ff, d);
 }

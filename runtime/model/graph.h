@@ -1,9 +1,11 @@
 /*
  * The graph (internal): the activations of one batch and the passes over
  * them. Every tensor of a batch shape lives in one arena of a session
- * (session.h), sized for (B, S, T) and grown only when a batch needs more.
- * Integer inputs of a batch (tokens, labels, embedding indices) sit at the
- * arena's start so that a step makes one upload. The passes read the
+ * (session.h), sized for (B, S, T) and grown only when a batch needs more;
+ * it spans as many device buffers as the device's largest allocation
+ * requires (no tensor straddles two). Integer inputs of a batch (tokens,
+ * labels, embedding indices) sit at the start of its first buffer so that
+ * a step makes one upload. The passes read the
  * session's model (weights) and write its gradients.
  */
 #ifndef CF_GRAPH_H
@@ -70,6 +72,7 @@ typedef struct {
     cf_view d_probs;     /* (B, H, Tmax, Tmax); fused attention: (B, H, Tmax) */
     cf_view d_ff;        /* (N, d_ff) */
     size_t total;        /* elements of the arena */
+    size_t buffers;      /* device buffers it spans (arena.h) */
 } cf_acts;
 
 /* Lays out the activations for a batch shape into the session's arena,

@@ -35,8 +35,11 @@ struct clformer_model {
     cf_optim_settings optim;
     char *train_state;                    /* trainer's JSON (data position ...), may be NULL */
     bool has_training_state;              /* loaded with optimizer state */
-    clformer_collective collective;       /* data-parallel ranks (size 1: alone) */
-    struct cf_grad_overlap *overlap;      /* buckets summed during backward (collective.c) */
+    /* data parallelism (parallel.c): hooks and state that the train layer's
+     * collective.c installs (clformer_model_set_collective); NULL: alone */
+    const struct cf_parallel_hooks *parallel;
+    void *parallel_state;
+    int rank, ranks;                      /* this rank and the number of ranks when parallel */
 };
 typedef struct clformer_model cf_model;
 
@@ -48,7 +51,19 @@ clformer_status cf_model_new(cf_ctx *ctx, const clformer_config *config, uint64_
  * tgt_embed.weight. NULL when unknown. */
 const cf_param_entry *cf_model_tensor(const cf_model *m, const char *name);
 
-/* Data parallelism (collective.c). The rank's share of the dropout seed. */
+/* Data parallelism as the model sees it. The collective itself (the
+ * caller's clformer_collective, the gradient buckets) belongs to the train
+ * layer (runtime/train/collective.c), which installs these hooks; the model
+ * calls them through the functions below (parallel.c), which do nothing
+ * alone. */
+typedef struct cf_parallel_hooks {
+    clformer_status (*sum_f64)(cf_model *m, double *values, size_t n);
+    clformer_status (*gradients)(cf_model *m, double step_start, clformer_step_stats *stats);
+    clformer_status (*grads_ready)(cf_model *m, int point);
+    void (*release)(cf_model *m); /* frees parallel_state */
+} cf_parallel_hooks;
+
+/* The rank's share of the dropout seed. */
 uint64_t cf_rank_seed(const cf_model *m);
 /* Sums the label count over ranks (the loss scale is 1 / the global count). */
 clformer_status cf_collective_count(cf_model *m, size_t *count);
@@ -61,6 +76,7 @@ clformer_status cf_collective_sum(cf_model *m, double *values, size_t n);
  * the gradients final there are read back and, after backward has been
  * enqueued, summed while the device computes the rest. */
 clformer_status cf_grads_ready(cf_model *m, int point);
+/* Releases the hooks' state; the model runs alone again. */
 void cf_collective_free(cf_model *m);
 
 /* This rank's index and the number of ranks (0 and 1 alone), to split work. */

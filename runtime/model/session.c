@@ -41,7 +41,7 @@ clformer_model *clformer_session_model(const clformer_session *s) { return s->mo
 clformer_memory clformer_session_memory(const clformer_session *s)
 {
     clformer_memory r = {0};
-    r.activations = s->arena_capacity * 4;
+    r.activations = cf_split_buffers_elements(&s->arena) * 4;
     r.decoding = cf_decoder_bytes(s);
     r.total = r.activations + r.decoding + 16 * 4;
     return r;

@@ -9,13 +9,15 @@
 #ifndef CF_SESSION_H
 #define CF_SESSION_H
 
+#include "arena.h"
 #include "graph.h"
 
 struct clformer_session {
     cf_model *model;
     cf_ctx *ctx;                   /* the model's */
-    cl_mem arena;                  /* activations; arena_capacity elements */
-    size_t arena_capacity;
+    cf_split_buffers arena;        /* activations (arena.h) */
+    size_t arena_limit;            /* elements per arena buffer; 0: the device's largest
+                                    * allocation (tests set less to split small arenas) */
     cf_acts acts;                  /* views for the current batch shape */
     cl_mem metrics;                /* [loss_sum, grad_norm_sq, clip_scale, spare] */
     struct cf_decoder *decoder;    /* decoding caches, made on first use */

@@ -75,7 +75,7 @@ static clformer_status upload_ints(cf_session *s, const clformer_batch *b, size_
         ix[i]->n_unique = cf_embedding_index_build(tokens[i], n[i], h + ix[i]->unique.off,
                                                    h + ix[i]->starts.off,
                                                    h + ix[i]->positions.off);
-    clformer_status st = cf_upload(s->ctx, s->arena, 0, h, a->ints);
+    clformer_status st = cf_upload(s->ctx, a->src.buf, 0, h, a->ints);
     free(h);
     *label_count = count;
     return st;

@@ -122,19 +122,17 @@ clformer_status cf_linear_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, c
                                    cf_view dout, cf_view inp, cf_view weight, size_t N,
                                    size_t IC, size_t OC, bool accumulate);
 
-typedef enum { CF_ACT_RELU = 0, CF_ACT_GELU = 1 } cf_activation;
-
 /* out = dropout(act(inp + bias)) over (N, C), bias (C); GELU is the exact erf
  * form 0.5 x (1 + erf(x / sqrt 2)). out must not alias inp (backward needs inp). */
 clformer_status cf_bias_act_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_view bias,
-                                    size_t N, size_t C, cf_activation act,
+                                    size_t N, size_t C, clformer_activation act,
                                     const cf_dropout *dropout);
 
 /* dinp = dropout_mask(dout) * act'(inp + bias): overwrites dinp (may alias
  * dout); dbias += sum_rows(dinp). */
 clformer_status cf_bias_act_backward(cf_ctx *ctx, cf_view dinp, cf_view dbias, cf_view dout,
                                      cf_view inp, cf_view bias, size_t N, size_t C,
-                                     cf_activation act, const cf_dropout *dropout);
+                                     clformer_activation act, const cf_dropout *dropout);
 
 /* ------------------------------------------------------------------------- */
 /* Multi-head scaled dot-product attention                                   */

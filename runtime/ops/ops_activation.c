@@ -25,15 +25,16 @@ typedef struct {
     cl_uint step, site;
 } site_args;
 
-static clformer_status check_args(const char *op, size_t N, size_t C, cf_activation act,
+static clformer_status check_args(const char *op, size_t N, size_t C, clformer_activation act,
                                   const cf_dropout *dropout, site_args *s)
 {
     if (N > INT_MAX || C > INT_MAX)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "%s: N=%zu C=%zu exceed the kernels' int range; split the rows", op, N, C);
-    if (act != CF_ACT_RELU && act != CF_ACT_GELU)
+    if (!clformer_activation_name(act))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "%s: unknown activation %d; use CF_ACT_RELU or CF_ACT_GELU", op, (int)act);
+                       "%s: unknown activation %d; use CLFORMER_ACT_RELU or CLFORMER_ACT_GELU",
+                       op, (int)act);
     *s = (site_args){0.0f, 0, 0, 0};
     if (cf_dropout_active(dropout)) {
         if (!(dropout->p <= 1.0f))
@@ -48,7 +49,7 @@ static clformer_status check_args(const char *op, size_t N, size_t C, cf_activat
 }
 
 clformer_status cf_bias_act_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_view bias,
-                                    size_t N, size_t C, cf_activation act,
+                                    size_t N, size_t C, clformer_activation act,
                                     const cf_dropout *dropout)
 {
     site_args s;
@@ -69,7 +70,7 @@ clformer_status cf_bias_act_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_vi
 
 clformer_status cf_bias_act_backward(cf_ctx *ctx, cf_view dinp, cf_view dbias, cf_view dout,
                                      cf_view inp, cf_view bias, size_t N, size_t C,
-                                     cf_activation act, const cf_dropout *dropout)
+                                     clformer_activation act, const cf_dropout *dropout)
 {
     site_args s;
     CF_TRY(check_args("cf_bias_act_backward", N, C, act, dropout, &s));

@@ -16,7 +16,7 @@ static cf_view view(hbuf b) { return cf_view_at(b.mem, b.off); }
 
 /* One case of the shared check (runtime/check/conf_activation.c): forward,
  * backward twice and in place, ReLU'(0) = 0, every tensor guarded. */
-static void check_case(size_t N, size_t C, cf_activation act, float p, uint64_t seed)
+static void check_case(size_t N, size_t C, clformer_activation act, float p, uint64_t seed)
 {
     const conf_activation_case c = {N, C, act, p, seed};
     assert_conformance_case(conf_activation_run(hctx(), &c, harness_conf_sink, &failures));
@@ -66,16 +66,16 @@ static void activation_dropout_limits(void **state)
     hbuf hx = hbuf_from_f32(x, NC, 1), hb = hbuf_from_f32(b, C, 2), hy = hbuf_zeros(NC, 3),
          hdb = hbuf_zeros(C, 4);
     const cf_dropout all = {1.0f, 5, 6, 7}, none = {0.0f, 5, 6, 7};
-    assert_ok(cf_bias_act_forward(hctx(), view(hy), view(hx), view(hb), N, C, CF_ACT_GELU, &all));
+    assert_ok(cf_bias_act_forward(hctx(), view(hy), view(hx), view(hb), N, C, CLFORMER_ACT_GELU, &all));
     hbuf_read(hy, y);
     for (size_t i = 0; i < NC; i++) assert_true(y[i] == 0.0f);
-    assert_ok(cf_bias_act_forward(hctx(), view(hy), view(hx), view(hb), N, C, CF_ACT_GELU, &none));
+    assert_ok(cf_bias_act_forward(hctx(), view(hy), view(hx), view(hb), N, C, CLFORMER_ACT_GELU, &none));
     hbuf_read(hy, y0);
-    assert_ok(cf_bias_act_forward(hctx(), view(hy), view(hx), view(hb), N, C, CF_ACT_GELU, NULL));
+    assert_ok(cf_bias_act_forward(hctx(), view(hy), view(hx), view(hb), N, C, CLFORMER_ACT_GELU, NULL));
     hbuf_read(hy, y);
     assert_memory_equal(y, y0, NC * 4);
     assert_ok(cf_bias_act_backward(hctx(), view(hy), view(hdb), view(hy), view(hx), view(hb), N, C,
-                                   CF_ACT_RELU, &all));
+                                   CLFORMER_ACT_RELU, &all));
     hbuf_read(hy, y);
     for (size_t i = 0; i < NC; i++) assert_true(y[i] == 0.0f);
     hbuf_check_canary(hy), hbuf_check_canary(hdb);
@@ -98,10 +98,10 @@ static void activation_is_deterministic(void **state)
     for (int run = 0; run < 2; run++) {
         float *dst = run ? again : first;
         hbuf y = hbuf_zeros(NC, 0), dx = hbuf_zeros(NC, 0), db = hbuf_zeros(C, 0);
-        assert_ok(cf_bias_act_forward(hctx(), view(y), view(hx), view(hb), N, C, CF_ACT_GELU,
+        assert_ok(cf_bias_act_forward(hctx(), view(y), view(hx), view(hb), N, C, CLFORMER_ACT_GELU,
                                       &drop));
         assert_ok(cf_bias_act_backward(hctx(), view(dx), view(db), view(hdy), view(hx), view(hb), N,
-                                       C, CF_ACT_GELU, &drop));
+                                       C, CLFORMER_ACT_GELU, &drop));
         hbuf_read(y, dst), hbuf_read(dx, dst + NC), hbuf_read(db, dst + 2 * NC);
         hbuf_free(y), hbuf_free(dx), hbuf_free(db);
     }
@@ -115,17 +115,17 @@ static void activation_bad_arguments(void **state)
     (void)state;
     hbuf a = hbuf_zeros(16, 0);
     const cf_dropout negative = {-0.5f, 1, 2, 3}, above_one = {1.5f, 1, 2, 3};
-    assert_int_equal(cf_bias_act_forward(hctx(), view(a), view(a), view(a), 2, 2, (cf_activation)7,
+    assert_int_equal(cf_bias_act_forward(hctx(), view(a), view(a), view(a), 2, 2, (clformer_activation)7,
                                          NULL),
                      CLFORMER_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(clformer_last_error(), "CF_ACT_RELU"));
-    assert_int_equal(cf_bias_act_forward(hctx(), view(a), view(a), view(a), 2, 2, CF_ACT_RELU,
+    assert_non_null(strstr(clformer_last_error(), "CLFORMER_ACT_RELU"));
+    assert_int_equal(cf_bias_act_forward(hctx(), view(a), view(a), view(a), 2, 2, CLFORMER_ACT_RELU,
                                          &negative),
                      CLFORMER_ERR_INVALID_ARGUMENT);
     assert_int_equal(cf_bias_act_backward(hctx(), view(a), view(a), view(a), view(a), view(a), 2,
-                                          2, CF_ACT_GELU, &above_one),
+                                          2, CLFORMER_ACT_GELU, &above_one),
                      CLFORMER_ERR_INVALID_ARGUMENT);
-    assert_ok(cf_bias_act_forward(hctx(), view(a), view(a), view(a), 0, 2, CF_ACT_RELU, NULL));
+    assert_ok(cf_bias_act_forward(hctx(), view(a), view(a), view(a), 0, 2, CLFORMER_ACT_RELU, NULL));
     hbuf_check_canary(a);
     hbuf_free(a);
 }

@@ -100,6 +100,36 @@ static clformer_batch batch_of(const fixture *f, size_t step)
                             f->tgt + step * f->B * f->T1};
 }
 
+/* Weights after training whose first gradient (PyTorch's, float64) is not zero
+ * but below 1e-6 of the tensor's largest: Adam's first update moves a weight
+ * by lr * sign(g) whatever |g| is, and at that size the sign of a float32
+ * gradient is rounding noise, so the weight lands lr away on either side
+ * (a_prenorm_relu_sin's decoder.layers.0.self_attn.out_proj.weight[733]:
+ * g = 1.6e-8 against 0.067; after 10 steps PoCL is 3.4e-5 off, Intel's CPU
+ * runtime 5.0e-5, the bound 4.2e-5). They are taken from the reference; at
+ * most 2 per tensor, so the rule cannot hide a real error (the K biases,
+ * skipped whole by the caller, are not counted). */
+static void skip_noise_signs(fixture *f, const char *fixture_name, float *got, const double *ref,
+                             size_t n, size_t skip_from, size_t skip_to)
+{
+    char grad_name[512];
+    snprintf(grad_name, sizeof grad_name, "grad.%s", fixture_name + strlen("final."));
+    if (!cf_st_find(f->fx, grad_name)) return;
+    size_t gn;
+    float *g = read_all(f->fx, grad_name, CF_ST_F32, &gn);
+    assert_int_equal(gn, n);
+    float top = 0.0f;
+    for (size_t i = 0; i < n; i++) top = fmaxf(top, fabsf(g[i]));
+    size_t skipped = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((i < skip_from || i >= skip_to) && g[i] != 0.0f && fabsf(g[i]) <= 1e-6f * top) {
+            got[i] = (float)ref[i];
+            skipped++;
+        }
+    if (skipped > 2) fail_msg("%s: %zu weights with a noise-sized first gradient", fixture_name, skipped);
+    free(g);
+}
+
 /* Compares a tensor of the model (value or gradient) with a float32 fixture tensor. */
 static void compare_tensor(fixture *f, const char *name, const char *fixture_name, bool gradient,
                            size_t skip_from, size_t skip_to)
@@ -110,6 +140,7 @@ static void compare_tensor(fixture *f, const char *name, const char *fixture_nam
     assert_ok(clformer_model_read_tensor(f->model, name, gradient, got, n));
     double *ref = to_double(want, n);
     for (size_t i = skip_from; i < skip_to && i < n; i++) got[i] = (float)ref[i];
+    if (!gradient) skip_noise_signs(f, fixture_name, got, ref, n, skip_from, skip_to);
     ref_cmp r = ref_compare_grad(got, ref, n);
     if (!r.pass) print_error("tensor %s of %s\n", fixture_name, f->dir);
     harness_assert_cmp(r, fixture_name, __FILE__, __LINE__);

@@ -160,6 +160,32 @@ static void platform_colon_device(void **state)
                      CLFORMER_ERR_NO_DEVICE);
 }
 
+/* On an Intel CPU, PoCL's device carries the CPU's name and vendor
+ * ("pthread-...-Intel(R) Xeon(R)", GenuineIntel) and Intel's CPU runtime
+ * reports the same CPU: `intel` means Intel's platform, whose devices win
+ * over those that only carry the word in their name or vendor. */
+static void platform_match_beats_device_name_match(void **state)
+{
+    (void)state;
+    clformer_device_info xeon[] = {
+        dev(0, 0, "Portable Computing Language", "The pocl project", "GenuineIntel",
+            "pthread-skylake-avx512-Intel(R) Xeon(R) Processor", CLFORMER_DEVICE_CPU, 16, 2100,
+            true),
+        dev(1, 0, "Intel(R) OpenCL", "Intel(R) Corporation", "Intel(R) Corporation",
+            "Intel(R) Xeon(R) Processor", CLFORMER_DEVICE_CPU, 8, 2000, true),
+    };
+    assert_int_equal(pick(xeon, 2, "intel"), 1);
+    assert_int_equal(pick(xeon, 2, "intel:cpu"), 1);
+    assert_int_equal(pick(xeon, 2, "Intel:xeon"), 1);
+    assert_int_equal(pick(xeon, 2, "pocl"), 0);
+    assert_int_equal(pick(xeon, 2, "xeon"), 0); /* both by name: the larger one */
+    size_t index = 99, count = 0;
+    assert_int_equal(clformer_select_device_for_rank(xeon, 2, "intel", 1, &index, &count),
+                     CLFORMER_OK);
+    assert_int_equal(index, 1);
+    assert_int_equal(count, 1);
+}
+
 static void no_match_names_selector_and_lists_devices(void **state)
 {
     (void)state;
@@ -242,6 +268,7 @@ int main(void)
         cmocka_unit_test(types),
         cmocka_unit_test(substrings_of_platform_vendor_name),
         cmocka_unit_test(platform_colon_device),
+        cmocka_unit_test(platform_match_beats_device_name_match),
         cmocka_unit_test(no_match_names_selector_and_lists_devices),
         cmocka_unit_test(no_devices_at_all),
         cmocka_unit_test(ranks_take_the_matches_in_turn),

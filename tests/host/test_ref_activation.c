@@ -13,14 +13,14 @@
 
 typedef struct {
     size_t N, C;
-    ref_activation act;
+    clformer_activation act;
     const ref_act_dropout *dropout;
     double *inp, *bias, *g, *out;
 } problem;
 
 static double *alloc(size_t n) { return test_calloc(n ? n : 1, sizeof(double)); }
 
-static problem make(size_t N, size_t C, ref_activation act, const ref_act_dropout *d,
+static problem make(size_t N, size_t C, clformer_activation act, const ref_act_dropout *d,
                     uint64_t seed)
 {
     problem p = {N, C, act, d, alloc(N * C), alloc(C), alloc(N * C), alloc(N * C)};
@@ -48,7 +48,7 @@ static double loss(void *user)
     return fd_dot(p->out, p->g, p->N * p->C);
 }
 
-static void check(size_t N, size_t C, ref_activation act, const ref_act_dropout *d, uint64_t seed)
+static void check(size_t N, size_t C, clformer_activation act, const ref_act_dropout *d, uint64_t seed)
 {
     problem p = make(N, C, act, d, seed);
     double *dinp = alloc(N * C), *db = alloc(C);
@@ -66,8 +66,8 @@ static void activation_backward_matches_finite_differences(void **state)
     const size_t shapes[][2] = {{1, 1}, {7, 5}, {3, 61}};
     for (int act = 0; act < 2; act++)
         for (size_t s = 0; s < 3; s++) {
-            check(shapes[s][0], shapes[s][1], (ref_activation)act, NULL, 10 * s + act);
-            check(shapes[s][0], shapes[s][1], (ref_activation)act, &drop, 20 * s + act);
+            check(shapes[s][0], shapes[s][1], (clformer_activation)act, NULL, 10 * s + act);
+            check(shapes[s][0], shapes[s][1], (clformer_activation)act, &drop, 20 * s + act);
         }
 }
 
@@ -75,11 +75,11 @@ static void activation_backward_matches_finite_differences(void **state)
 static void activation_backward_accumulates_dbias(void **state)
 {
     (void)state;
-    problem p = make(4, 3, REF_ACT_GELU, NULL, 7);
+    problem p = make(4, 3, CLFORMER_ACT_GELU, NULL, 7);
     double *d1 = alloc(12), *b1 = alloc(3), *b2 = alloc(3);
-    ref_bias_act_backward(d1, b1, p.g, p.inp, p.bias, 4, 3, REF_ACT_GELU, NULL);
-    ref_bias_act_backward(p.out, b2, p.g, p.inp, p.bias, 4, 3, REF_ACT_GELU, NULL);
-    ref_bias_act_backward(p.g, b2, p.g, p.inp, p.bias, 4, 3, REF_ACT_GELU, NULL); /* aliased */
+    ref_bias_act_backward(d1, b1, p.g, p.inp, p.bias, 4, 3, CLFORMER_ACT_GELU, NULL);
+    ref_bias_act_backward(p.out, b2, p.g, p.inp, p.bias, 4, 3, CLFORMER_ACT_GELU, NULL);
+    ref_bias_act_backward(p.g, b2, p.g, p.inp, p.bias, 4, 3, CLFORMER_ACT_GELU, NULL); /* aliased */
     for (size_t i = 0; i < 12; i++) assert_true(p.g[i] == d1[i]);
     for (size_t c = 0; c < 3; c++) assert_true(fabs(b2[c] - 2.0 * b1[c]) < 1e-12);
     test_free(d1), test_free(b1), test_free(b2);
@@ -92,14 +92,14 @@ static void activation_known_values(void **state)
     (void)state;
     const double x[4] = {0.0, 1.0, -1.0, 2.0}, zero[1] = {0.0};
     double y[4], d[4], db[1] = {0.0}, ones[4] = {1, 1, 1, 1};
-    ref_bias_act_forward(y, x, zero, 4, 1, REF_ACT_GELU, NULL);
+    ref_bias_act_forward(y, x, zero, 4, 1, CLFORMER_ACT_GELU, NULL);
     assert_true(y[0] == 0.0);
     assert_true(fabs(y[1] - 0.8413447460685429) < 1e-15); /* Phi(1) */
     assert_true(fabs(y[2] + 0.15865525393145707) < 1e-15);
     assert_true(fabs(y[3] - 1.9544997361036416) < 1e-15);
-    ref_bias_act_backward(d, db, ones, x, zero, 4, 1, REF_ACT_GELU, NULL);
+    ref_bias_act_backward(d, db, ones, x, zero, 4, 1, CLFORMER_ACT_GELU, NULL);
     assert_true(fabs(d[0] - 0.5) < 1e-15);
-    ref_bias_act_backward(d, db, ones, x, zero, 4, 1, REF_ACT_RELU, NULL);
+    ref_bias_act_backward(d, db, ones, x, zero, 4, 1, CLFORMER_ACT_RELU, NULL);
     assert_true(d[0] == 0.0 && d[1] == 1.0 && d[2] == 0.0 && d[3] == 1.0);
 }
 

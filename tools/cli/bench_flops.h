@@ -1,6 +1,6 @@
 /*
  * Floating-point operation counts for `clformer bench`: every matrix product
- * the runtime enqueues (runtime/forward.c, backward.c, decode.c), counted as
+ * the runtime enqueues (runtime/model/forward.c, backward.c, decode.c), counted as
  * 2*m*n*k from the layer shapes. Element-wise kernels, softmax, LayerNorm and
  * the optimizer are left out: they are a few FLOP per element, not per
  * weight, and counting them would blur what "achieved GFLOP/s" compares.

@@ -23,6 +23,7 @@ static const command commands[] = {
     {"translate", cmd_translate, "translate sentences with a trained model"},
     {"eval", cmd_eval, "score translations with BLEU (and a model's loss)"},
     {"bench", cmd_bench, "measure training and translation speed of a preset model"},
+    {"presets", cmd_presets, "list the model-size presets (tiny, small, base)"},
     {"check", cmd_check, "check every op on a device against the double-precision reference"},
     {"plot", cmd_plot, "draw a training log's loss curves as a PNG"},
     {"logits", cmd_logits, "write a model's logits for given ids (for checks against PyTorch)"},

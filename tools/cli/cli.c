@@ -193,3 +193,12 @@ bool cli_print_json(json_t *value)
     free(text);
     return true;
 }
+
+const char *cli_choices(char *buf, size_t cap, const char *const *names)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; names[i] && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? "|" : "", names[i]);
+    return buf;
+}

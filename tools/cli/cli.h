@@ -52,6 +52,11 @@ typedef struct {
 
 typedef enum { CLI_OK, CLI_HELP, CLI_ERROR } cli_result;
 
+/* Joins names[0..] (up to the first NULL) as "a|b|c" for an option's
+ * `choices`, into buf (cap bytes): choices come from the library's tables
+ * (clformer_config_presets, clformer_activation_name ...), not copies. */
+const char *cli_choices(char *buf, size_t cap, const char *const *names);
+
 /* Parses argv[1..] (argv[0] is the subcommand). Prints --help to stdout, and
  * errors to stderr as "clformer CMD: message". */
 cli_result cli_parse(const cli_spec *spec, int argc, char **argv);

@@ -41,17 +41,6 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct {
-    const char *name;
-    int d_model, n_heads, d_ff, n_enc, n_dec;
-} preset;
-
-static const preset presets[] = {
-    {"tiny", 64, 4, 256, 2, 2},
-    {"small", 256, 4, 1024, 3, 3},
-    {"base", 512, 8, 2048, 6, 6},
-};
-
 enum { MAX_FAMILIES = 32, N_BATCHES = 4, MAX_PROFILED_STEPS = 3 };
 #define MAX_LEN 256      /* the presets' max_len, raised to --len + 1 for longer sentences */
 #define LONGEST_LEN 4096
@@ -70,7 +59,7 @@ typedef struct {
 
 typedef struct {
     /* what was asked */
-    const preset *p;
+    const char *preset; /* clformer_config_preset's name */
     size_t B, T, steps, warmup, vocab;
     uint64_t seed;
     bool quick;
@@ -394,7 +383,7 @@ static int print_json(const bench *b, const clformer_device_info *dev)
         cli_error("bench", "out of host memory");
         return 1;
     }
-    put_str(r, "config", b->p->name);
+    put_str(r, "config", b->preset);
     put_str(r, "device", dev->name);
     put_str(r, "device_type", clformer_device_type_name(dev->type));
     put_str(r, "device_selector", dev->selector);
@@ -519,7 +508,7 @@ static void print_table(const bench *b, const clformer_device_info *dev)
     const clformer_config *c = &b->cfg;
     printf("clformer bench: %s (d_model %d, %d heads, d_ff %d, %d+%d layers, vocab %zu), "
            "%zu parameters\n",
-           b->p->name, c->d_model, c->n_heads, c->d_ff, c->n_enc_layers, c->n_dec_layers,
+           b->preset, c->d_model, c->n_heads, c->d_ff, c->n_enc_layers, c->n_dec_layers,
            b->vocab, b->params);
     printf("device %s: %s (%s, %s), GEMM by %s\n", dev->selector, dev->name,
            clformer_device_type_name(dev->type), dev->platform,
@@ -570,10 +559,12 @@ static void print_table(const bench *b, const clformer_device_info *dev)
 int cmd_bench(int argc, char **argv)
 {
     const char *config = "tiny";
+    char preset_choices[128];
+    cli_choices(preset_choices, sizeof preset_choices, clformer_config_presets());
     long batch = 32, len = 32, steps = 5, warmup = 2, vocab = 8000, seed = 0;
     bool json = false, quick = false;
     const cli_option options[] = {
-        {"--config", CLI_CHOICE, &config, NULL, "model preset (tiny)", 0, 0, "tiny|small|base"},
+        {"--config", CLI_CHOICE, &config, NULL, "model preset (tiny; clformer presets lists them)", 0, 0, preset_choices},
         {"--batch", CLI_INT, &batch, "B", "sentences per batch (32)", 1, 65536},
         {"--len", CLI_INT, &len, "T", "tokens per sentence, <sos> and <eos> included (32)", 3,
          LONGEST_LEN},
@@ -593,12 +584,9 @@ int cmd_bench(int argc, char **argv)
         "GB/s against the device's copy bandwidth (a roofline table), device memory and\n"
         "the first step's compile time. Data are random tokens (fixed seed).",
         "clformer bench [--config tiny|small|base] [--batch B] [--len T] [--json] [options]",
-        "Presets (max_len 256, pre-norm, ReLU, dropout 0.1, Adam with clipping 1.0):\n"
-        "  tiny   d_model 64,  4 heads, d_ff 256,  2+2 layers\n"
-        "  small  d_model 256, 4 heads, d_ff 1024, 3+3 layers\n"
-        "  base   d_model 512, 8 heads, d_ff 2048, 6+6 layers\n"
-        "(max_len is --len + 1 for a longer --len). CLFORMER_ATTENTION picks the attention\n"
-        "path (fused, unfused or auto: see the README).\n"
+        "Presets: 'clformer presets' lists their sizes; the rest is max_len 256, pre-norm,\n"
+        "ReLU, dropout 0.1, Adam with clipping 1.0 (max_len is --len + 1 for a longer --len).\n"
+        "CLFORMER_ATTENTION picks the attention path (fused, unfused or auto: see the README).\n"
         "Counting: a training step takes B pairs of T tokens and counts B*T target tokens;\n"
         "translation decodes B sources greedily for T tokens each (<eos> is ruled out so\n"
         "the length is fixed) and counts the tokens generated. FLOP are the matrix\n"
@@ -625,8 +613,7 @@ int cmd_bench(int argc, char **argv)
     if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
 
     bench b = {0};
-    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
-        if (!strcmp(presets[i].name, config)) b.p = &presets[i];
+    b.preset = config;
     b.B = (size_t)batch;
     b.T = (size_t)len;
     b.steps = (size_t)steps;
@@ -634,11 +621,10 @@ int cmd_bench(int argc, char **argv)
     b.vocab = (size_t)vocab;
     b.seed = (uint64_t)seed;
     clformer_config_default(&b.cfg);
-    b.cfg.d_model = b.p->d_model;
-    b.cfg.n_heads = b.p->n_heads;
-    b.cfg.d_ff = b.p->d_ff;
-    b.cfg.n_enc_layers = b.p->n_enc;
-    b.cfg.n_dec_layers = b.p->n_dec;
+    if (clformer_config_preset(config, &b.cfg) != CLFORMER_OK) {
+        cli_runtime_error("bench", "--config");
+        return EXIT_USAGE;
+    }
     b.cfg.max_len = len < MAX_LEN ? MAX_LEN : (int)len + 1; /* long --len: attention timings */
     b.quick = quick;
     if (quick) {
@@ -660,7 +646,7 @@ int cmd_bench(int argc, char **argv)
     } else if (open_profiling_context(&ctx) != CLFORMER_OK) {
         cli_runtime_error("bench", "opening the device");
     } else if (measure(ctx, &b, data) != CLFORMER_OK) {
-        cli_runtime_error("bench", b.p->name);
+        cli_runtime_error("bench", b.preset);
     } else if (json) {
         rc = print_json(&b, clformer_context_device(ctx));
     } else {

@@ -13,22 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Named model sizes (issue #5): tiny, small and the paper's base. */
-static bool preset(const char *name, clformer_config *c)
-{
-    clformer_config_default(c);
-    if (!strcmp(name, "tiny")) {
-        c->d_model = 64, c->n_heads = 4, c->d_ff = 256, c->n_enc_layers = c->n_dec_layers = 2;
-    } else if (!strcmp(name, "small")) {
-        c->d_model = 256, c->n_heads = 4, c->d_ff = 1024, c->n_enc_layers = c->n_dec_layers = 3;
-    } else if (!strcmp(name, "base")) {
-        c->d_model = 512, c->n_heads = 8, c->d_ff = 2048, c->n_enc_layers = c->n_dec_layers = 6;
-    } else {
-        return false;
-    }
-    return true;
-}
-
 typedef struct {
     const clformer_train_options *want;
     const train_given *given;
@@ -71,15 +55,31 @@ typedef struct {
  * else the exit code (0 after --help). */
 static int parse_args(int argc, char **argv, train_args *a)
 {
-    *a = (train_args){.config_name = "small", .schedule = "constant", .optimizer = "adam",
-                      .min_freq = 1, .warmup = 4000, .bleu_sentences = 200, .seed = 1,
-                      .lr = 5e-4, .clip = 1.0, .dropout = 0.1};
+    clformer_train_options d; /* the library's defaults, not copies of them */
+    clformer_train_options_default(&d);
+    *a = (train_args){.config_name = "small",
+                      .schedule = d.schedule == CLFORMER_LR_NOAM ? "noam" : "constant",
+                      .optimizer = d.optim.optimizer == CLFORMER_ADAMW ? "adamw" : "adam",
+                      .min_freq = d.min_freq, .warmup = (long)d.warmup,
+                      .bleu_sentences = (long)d.bleu_sentences, .seed = (long)d.seed,
+                      .lr = d.lr, .clip = d.optim.clip, .dropout = d.config.dropout,
+                      .label_smoothing = d.config.label_smoothing};
+    /* the choices the library names (its enums and presets) */
+    const char *acts[8] = {0}, *positions[8] = {0};
+    for (int i = 0; i < 7 && clformer_activation_name((clformer_activation)i); i++)
+        acts[i] = clformer_activation_name((clformer_activation)i);
+    for (int i = 0; i < 7 && clformer_positional_name((clformer_positional)i); i++)
+        positions[i] = clformer_positional_name((clformer_positional)i);
+    char preset_choices[128], act_choices[128], pos_choices[128];
+    cli_choices(preset_choices, sizeof preset_choices, clformer_config_presets());
+    cli_choices(act_choices, sizeof act_choices, acts);
+    cli_choices(pos_choices, sizeof pos_choices, positions);
     const cli_option options[] = {
         {"--src", CLI_STRING, &a->src, "FILE", "training source sentences, one per line (required)"},
         {"--tgt", CLI_STRING, &a->tgt, "FILE", "training target sentences, line-aligned (required)"},
         {"--val-src", CLI_STRING, &a->val_src, "FILE", "validation source sentences"},
         {"--val-tgt", CLI_STRING, &a->val_tgt, "FILE", "validation target sentences"},
-        {"--config", CLI_CHOICE, &a->config_name, NULL, "model size preset (default small)", 0, 0, "tiny|small|base", &a->g.config},
+        {"--config", CLI_CHOICE, &a->config_name, NULL, "model size preset (default small; clformer presets lists them)", 0, 0, preset_choices, &a->g.config},
         {"--d-model", CLI_INT, &a->d_model, "N", "width of token vectors", 1, 65536, NULL, &a->g.d_model},
         {"--heads", CLI_INT, &a->heads, "N", "attention heads (must divide --d-model)", 1, 4096, NULL, &a->g.heads},
         {"--d-ff", CLI_INT, &a->d_ff, "N", "feed-forward hidden width", 1, 1 << 20, NULL, &a->g.d_ff},
@@ -87,8 +87,8 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--dec-layers", CLI_INT, &a->dec_layers, "N", "decoder blocks", 1, 1024, NULL, &a->g.dec_layers},
         {"--max-len", CLI_INT, &a->max_len, "N", "longest sequence with <sos>/<eos> (default 256); longer pairs are skipped", 3, 65536, NULL, &a->g.max_len},
         {"--post-norm", CLI_FLAG, &a->post_norm, NULL, "post-norm blocks (the paper's) instead of pre-norm", 0, 0, NULL, &a->g.post_norm},
-        {"--activation", CLI_CHOICE, &a->activation, NULL, "feed-forward activation (default relu)", 0, 0, "relu|gelu", &a->g.activation},
-        {"--positional", CLI_CHOICE, &a->positional, NULL, "positional encoding (default sinusoidal)", 0, 0, "sinusoidal|learned", &a->g.positional},
+        {"--activation", CLI_CHOICE, &a->activation, NULL, "feed-forward activation (default relu)", 0, 0, act_choices, &a->g.activation},
+        {"--positional", CLI_CHOICE, &a->positional, NULL, "positional encoding (default sinusoidal)", 0, 0, pos_choices, &a->g.positional},
         {"--tie-embeddings", CLI_FLAG, &a->tie, NULL, "tie the generator to the target embedding", 0, 0, NULL, &a->g.tie},
         {"--dropout", CLI_DOUBLE, &a->dropout, "P", "dropout probability (default 0.1)", 0, 0.99, NULL, &a->g.dropout},
         {"--label-smoothing", CLI_DOUBLE, &a->label_smoothing, "E", "label smoothing (default 0)", 0, 0.99, NULL, &a->g.label_smoothing},
@@ -186,20 +186,27 @@ static int build_options(train_args *a, clformer_train_options *o)
     o->src_path = a->src, o->tgt_path = a->tgt, o->val_src_path = a->val_src, o->val_tgt_path = a->val_tgt;
     o->min_freq = (int)a->min_freq, o->max_vocab = (int)a->max_vocab;
     o->batching.batch_size = (int)a->batch_size;
-    o->batching.batch_tokens = a->batch_size ? 0 : (int)(a->batch_tokens ? a->batch_tokens : 4096);
+    if (a->batch_size) o->batching.batch_tokens = 0;
+    else if (a->batch_tokens) o->batching.batch_tokens = (int)a->batch_tokens;
     o->batching.shuffle = !a->no_shuffle;
     o->batching.seed = (uint64_t)a->seed;
-    preset(a->config_name, &o->config);
     clformer_config *c = &o->config;
+    if (clformer_config_preset(a->config_name, c) != CLFORMER_OK) {
+        cli_runtime_error("train", "--config");
+        return EXIT_USAGE;
+    }
     if (a->d_model) c->d_model = (int)a->d_model;
     if (a->heads) c->n_heads = (int)a->heads;
     if (a->d_ff) c->d_ff = (int)a->d_ff;
     if (a->enc_layers) c->n_enc_layers = (int)a->enc_layers;
     if (a->dec_layers) c->n_dec_layers = (int)a->dec_layers;
     if (a->max_len) c->max_len = (int)a->max_len;
-    c->norm_first = !a->post_norm;
-    if (a->activation) c->activation = !strcmp(a->activation, "gelu") ? CLFORMER_ACT_GELU : CLFORMER_ACT_RELU;
-    if (a->positional) c->positional = !strcmp(a->positional, "learned") ? CLFORMER_POS_LEARNED : CLFORMER_POS_SINUSOIDAL;
+    if (a->post_norm) c->norm_first = false;
+    if ((a->activation && clformer_activation_parse(a->activation, &c->activation) != CLFORMER_OK) ||
+        (a->positional && clformer_positional_parse(a->positional, &c->positional) != CLFORMER_OK)) {
+        cli_runtime_error("train", "model options");
+        return EXIT_USAGE;
+    }
     c->share_tgt_embed = a->tie;
     c->dropout = (float)a->dropout;
     c->label_smoothing = (float)a->label_smoothing;

@@ -48,7 +48,16 @@ int exit_guard_finish(const char *command, int rc)
 {
     errno = 0;
     const bool lost = fflush(stdout) != 0 || ferror(stdout);
-    const int err = errno;
+    int err = errno;
+    if (lost && err == 0) {
+        /* the stream failed in an earlier flush (output longer than its
+         * buffer: `devices --json` with four devices), whose errno later
+         * calls overwrote; the output is incomplete already, so one more
+         * byte is written to learn why */
+        clearerr(stdout);
+        errno = 0;
+        if (fputc('\n', stdout) == EOF || fflush(stdout) != 0) err = errno;
+    }
     if (lost && rc == 0) {
         fprintf(stderr, "clformer %s: error: cannot write to stdout: %s\n", command,
                 err ? strerror(err) : "write error");

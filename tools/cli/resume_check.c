@@ -68,11 +68,10 @@ static void shape(check *c, const clformer_config *have, const clformer_config *
     ints(c, g->max_len, "--max-len", have->max_len, want->max_len);
     words(c, g->post_norm, "--post-norm", have->norm_first ? "pre-norm" : "post-norm",
           want->norm_first ? "pre-norm" : "post-norm");
-    words(c, g->activation, "--activation", have->activation == CLFORMER_ACT_GELU ? "gelu" : "relu",
-          want->activation == CLFORMER_ACT_GELU ? "gelu" : "relu");
-    words(c, g->positional, "--positional",
-          have->positional == CLFORMER_POS_LEARNED ? "learned" : "sinusoidal",
-          want->positional == CLFORMER_POS_LEARNED ? "learned" : "sinusoidal");
+    words(c, g->activation, "--activation", clformer_activation_name(have->activation),
+          clformer_activation_name(want->activation));
+    words(c, g->positional, "--positional", clformer_positional_name(have->positional),
+          clformer_positional_name(want->positional));
     words(c, g->tie, "--tie-embeddings", have->share_tgt_embed ? "tied embeddings" : "untied embeddings",
           want->share_tgt_embed ? "tied embeddings" : "untied embeddings");
     floats(c, g->dropout, "--dropout", have->dropout, want->dropout);

@@ -142,11 +142,11 @@ static void print_summary(clformer_trainer *t, clformer_context *ctx, const char
     const clformer_model *m = clformer_trainer_model(t);
     const clformer_config *c = clformer_model_config(m);
     const clformer_memory mem = clformer_model_memory(m);
-    printf("model: d_model %d, %d heads, d_ff %d, %d+%d layers, %s, %s, vocab %d/%d, "
+    printf("model: d_model %d, %d heads, d_ff %d, %d+%d layers, %s-norm, %s, vocab %d/%d, "
            "%.2fM parameters (%.0f MiB with gradients and Adam state)\n",
            c->d_model, c->n_heads, c->d_ff, c->n_enc_layers, c->n_dec_layers,
-           c->norm_first ? "pre-norm" : "post-norm",
-           c->activation == CLFORMER_ACT_GELU ? "gelu" : "relu", c->src_vocab, c->tgt_vocab,
+           clformer_norm_name(c->norm_first), clformer_activation_name(c->activation),
+           c->src_vocab, c->tgt_vocab,
            (double)clformer_model_parameter_count(m) / 1e6,
            (double)(mem.parameters + mem.gradients + mem.optimizer) / 1048576.0);
     printf("device: %s\n", clformer_context_device(ctx)->name);

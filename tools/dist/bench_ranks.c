@@ -65,9 +65,8 @@ int main(int argc, char **argv)
     const ranks_info *ri = ranks_get();
     clformer_config c;
     clformer_config_default(&c);
-    if (!strcmp(config, "tiny")) c.d_model = 64, c.n_heads = 4, c.d_ff = 256, c.n_enc_layers = c.n_dec_layers = 2;
-    else if (!strcmp(config, "small")) c.d_model = 256, c.n_heads = 4, c.d_ff = 1024, c.n_enc_layers = c.n_dec_layers = 3;
-    else if (strcmp(config, "base")) {
+    if (clformer_config_preset(config, &c) != CLFORMER_OK) {
+        fprintf(stderr, "bench_ranks: %s\n", clformer_last_error());
         usage(stderr);
         ranks_abort(2);
     }

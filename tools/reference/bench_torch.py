@@ -37,20 +37,17 @@ import torch.nn as nn
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_reference as ref  # noqa: E402  (the shared module tree)
 
-CONFIGS = {  # d_model, n_heads, d_ff, n_enc_layers, n_dec_layers
-    "tiny": (64, 4, 256, 2, 2),
-    "small": (256, 4, 1024, 3, 3),
-    "base": (512, 8, 2048, 6, 6),
-}
+# The library's presets (clformer_config_preset), as `clformer presets --json`
+# writes them; test_presets_json keeps this file equal to that output.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "presets.json")) as f:
+    CONFIGS = json.load(f)
 VOCAB = 8000
 MAX_LEN = 256
 
 
 def model_config(name):
-    d, h, ff, ne, nd = CONFIGS[name]
-    return {"d_model": d, "n_heads": h, "d_ff": ff, "n_enc_layers": ne, "n_dec_layers": nd,
-            "src_vocab": VOCAB, "tgt_vocab": VOCAB, "max_len": MAX_LEN, "norm_first": True,
-            "activation": "relu", "positional": "sinusoidal", "dropout": 0.1, "ln_eps": 1e-5,
+    return {**CONFIGS[name], "src_vocab": VOCAB, "tgt_vocab": VOCAB, "max_len": MAX_LEN,
+            "norm_first": True, "activation": "relu", "positional": "sinusoidal", "dropout": 0.1, "ln_eps": 1e-5,
             "label_smoothing": 0.0, "share_tgt_embed": False}
 
 

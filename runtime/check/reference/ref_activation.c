@@ -4,23 +4,23 @@
 
 #include <math.h>
 
-static double act_value(double x, ref_activation act)
+static double act_value(double x, clformer_activation act)
 {
-    if (act == REF_ACT_GELU) return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    if (act == CLFORMER_ACT_GELU) return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
     return x > 0.0 ? x : 0.0;
 }
 
 /* d/dx of x Phi(x) = Phi(x) + x phi(x); ReLU'(0) = 0. */
-static double act_grad(double x, ref_activation act)
+static double act_grad(double x, clformer_activation act)
 {
     const double inv_sqrt_2pi = 0.39894228040143267794;
-    if (act == REF_ACT_GELU)
+    if (act == CLFORMER_ACT_GELU)
         return 0.5 * (1.0 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) * inv_sqrt_2pi;
     return x > 0.0 ? 1.0 : 0.0;
 }
 
 void ref_bias_act_forward(double *out, const double *inp, const double *bias, size_t N, size_t C,
-                          ref_activation act, const ref_act_dropout *dropout)
+                          clformer_activation act, const ref_act_dropout *dropout)
 {
     for (size_t r = 0; r < N; r++)
         for (size_t c = 0; c < C; c++) {
@@ -30,7 +30,7 @@ void ref_bias_act_forward(double *out, const double *inp, const double *bias, si
 }
 
 void ref_bias_act_backward(double *dinp, double *dbias, const double *dout, const double *inp,
-                           const double *bias, size_t N, size_t C, ref_activation act,
+                           const double *bias, size_t N, size_t C, clformer_activation act,
                            const ref_act_dropout *dropout)
 {
     for (size_t r = 0; r < N; r++)

@@ -4,7 +4,9 @@
  * backward and clipping, the loss sum, and the parameter checksum and
  * broadcast that keep or verify the ranks in step. docs/DISTRIBUTED.md has
  * the design and why the library takes callbacks rather than an MPI
- * communicator.
+ * communicator. The model sees this only through the hooks of model.h
+ * (cf_parallel_hooks), installed by clformer_model_set_collective: the
+ * collective and the gradient buckets belong to training, not to the model.
  */
 #include "buffer.h"
 #include "clock.h"
@@ -19,7 +21,14 @@
 #include <string.h>
 #include <time.h>
 
-static bool alone(const cf_model *m) { return m->collective.size <= 1; }
+/* The state behind the model's hooks (model.h); set only with two ranks or more. */
+typedef struct {
+    clformer_collective collective;  /* the caller's, copied */
+    struct cf_grad_overlap *overlap; /* buckets summed during backward (NULL: after it) */
+} data_parallel;
+
+static data_parallel *dp(const cf_model *m) { return m->parallel_state; }
+static bool alone(const cf_model *m) { return m->parallel_state == NULL; }
 
 /* ---- overlapping the gradient sum with backward ------------------------
  * Backward marks numbered points (backward.c) where the gradients of some
@@ -110,25 +119,26 @@ static clformer_status plan_overlap(cf_model *m)
                                                point, NULL, NULL};
     }
     qsort(o->buckets, o->n, sizeof *o->buckets, by_point);
-    m->overlap = o;
+    dp(m)->overlap = o;
     return CLFORMER_OK;
 }
 
-void cf_collective_free(cf_model *m)
+static void release(cf_model *m)
 {
-    struct cf_grad_overlap *o = m->overlap;
-    if (!o) return;
-    for (size_t k = 0; k < o->n; k++)
-        if (o->buckets[k].read) clReleaseEvent(o->buckets[k].read);
-    free(o->buckets);
-    free(o->host);
-    free(o);
-    m->overlap = NULL;
+    struct cf_grad_overlap *o = dp(m)->overlap;
+    if (o) {
+        for (size_t k = 0; k < o->n; k++)
+            if (o->buckets[k].read) clReleaseEvent(o->buckets[k].read);
+        free(o->buckets);
+        free(o->host);
+        free(o);
+    }
+    free(dp(m));
 }
 
-clformer_status cf_grads_ready(cf_model *m, int point)
+static clformer_status grads_ready(cf_model *m, int point)
 {
-    struct cf_grad_overlap *o = m->overlap;
+    struct cf_grad_overlap *o = dp(m)->overlap;
     if (!o) return CLFORMER_OK;
     for (size_t k = 0; k < o->n; k++) {
         grad_bucket *b = &o->buckets[k];
@@ -140,13 +150,19 @@ clformer_status cf_grads_ready(cf_model *m, int point)
     return CLFORMER_OK;
 }
 
+static clformer_status sum_f64(cf_model *m, double *values, size_t n)
+{
+    return dp(m)->collective.allreduce_sum_f64(dp(m)->collective.user, values, n);
+}
+
+static clformer_status gradients(cf_model *m, double step_start, clformer_step_stats *stats);
+
+static const cf_parallel_hooks hooks = {sum_f64, gradients, grads_ready, release};
+
 clformer_status clformer_model_set_collective(clformer_model *m, const clformer_collective *c)
 {
     cf_collective_free(m);
-    if (!c || c->size <= 1) {
-        memset(&m->collective, 0, sizeof m->collective);
-        return CLFORMER_OK;
-    }
+    if (!c || c->size <= 1) return CLFORMER_OK;
     const int nonblocking = !!c->allreduce_start_f32 + !!c->test + !!c->wait;
     if (c->rank < 0 || c->rank >= c->size || !c->allreduce_sum_f32 || !c->allreduce_sum_f64 ||
         !c->broadcast || (nonblocking != 0 && nonblocking != 3))
@@ -154,35 +170,17 @@ clformer_status clformer_model_set_collective(clformer_model *m, const clformer_
                        "collective: rank %d of %d, or a missing callback; give rank in "
                        "0..size-1, the three blocking callbacks, and all or none of "
                        "allreduce_start_f32, test and wait", c->rank, c->size);
-    m->collective = *c;
-    return nonblocking ? plan_overlap(m) : CLFORMER_OK;
-}
-
-uint64_t cf_rank_seed(const cf_model *m)
-{
-    /* rank 0 keeps the seed, so one rank draws what a single process draws */
-    return m->seed ^ (0x9E3779B97F4A7C15ULL * (uint64_t)(alone(m) ? 0 : m->collective.rank));
-}
-
-clformer_status cf_collective_sum(cf_model *m, double *values, size_t n)
-{
-    if (alone(m)) return CLFORMER_OK;
-    return m->collective.allreduce_sum_f64(m->collective.user, values, n);
-}
-
-void cf_collective_share(const cf_model *m, int *rank, int *size)
-{
-    *rank = alone(m) ? 0 : m->collective.rank;
-    *size = alone(m) ? 1 : m->collective.size;
-}
-
-clformer_status cf_collective_count(cf_model *m, size_t *count)
-{
-    if (alone(m)) return CLFORMER_OK;
-    double c = (double)*count; /* exact below 2^53 tokens */
-    CF_TRY(cf_collective_sum(m, &c, 1));
-    *count = (size_t)c;
-    return CLFORMER_OK;
+    data_parallel *state = calloc(1, sizeof *state);
+    if (!state) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    state->collective = *c;
+    m->parallel = &hooks;
+    m->parallel_state = state;
+    m->rank = c->rank;
+    m->ranks = c->size;
+    if (!nonblocking) return CLFORMER_OK;
+    clformer_status st = plan_overlap(m);
+    if (st != CLFORMER_OK) cf_collective_free(m);
+    return st;
 }
 
 /* Waits for a bucket's read, letting the sums already started progress
@@ -198,7 +196,7 @@ static clformer_status wait_for_read(cf_model *m, cl_event read, void *running)
         if (status == CL_COMPLETE) return CLFORMER_OK;
         if (running) {
             int done;
-            CF_TRY(m->collective.test(m->collective.user, running, &done));
+            CF_TRY(dp(m)->collective.test(dp(m)->collective.user, running, &done));
         }
         const struct timespec pause = {0, 20000};
         nanosleep(&pause, NULL);
@@ -209,7 +207,7 @@ static clformer_status wait_for_read(cf_model *m, cl_event read, void *running)
  * written back in one piece. */
 static clformer_status overlapped_sum(cf_model *m, double step_start, clformer_step_stats *stats)
 {
-    struct cf_grad_overlap *o = m->overlap;
+    struct cf_grad_overlap *o = dp(m)->overlap;
     CL_CHECK(clFlush(m->ctx->queue));
     clformer_status st = CLFORMER_OK;
     double first_start = 0, ready = 0;
@@ -227,13 +225,13 @@ static clformer_status overlapped_sum(cf_model *m, double step_start, clformer_s
         b->read = NULL;
         ready = cf_now_s();
         if (started == 0) first_start = ready;
-        st = m->collective.allreduce_start_f32(m->collective.user, o->host + b->off, b->n,
+        st = dp(m)->collective.allreduce_start_f32(dp(m)->collective.user, o->host + b->off, b->n,
                                                &b->request);
         if (st != CLFORMER_OK) break;
     }
     /* every started sum is completed (and freed), also after an error */
     for (size_t k = 0; k < started; k++) {
-        clformer_status w = m->collective.wait(m->collective.user, o->buckets[k].request);
+        clformer_status w = dp(m)->collective.wait(dp(m)->collective.user, o->buckets[k].request);
         o->buckets[k].request = NULL;
         if (st == CLFORMER_OK) st = w;
     }
@@ -258,11 +256,9 @@ static clformer_status overlapped_sum(cf_model *m, double step_start, clformer_s
  * them the whole gradient buffer is mapped and summed after backward: no
  * copy on CPU and unified-memory devices; a discrete GPU's driver copies it
  * to host memory and back. */
-clformer_status cf_collective_gradients(cf_model *m, double step_start,
-                                        clformer_step_stats *stats)
+static clformer_status gradients(cf_model *m, double step_start, clformer_step_stats *stats)
 {
-    if (alone(m)) return CLFORMER_OK;
-    if (m->overlap) return overlapped_sum(m, step_start, stats);
+    if (dp(m)->overlap) return overlapped_sum(m, step_start, stats);
     const size_t n = m->layout.total;
     CF_TRY(cf_finish(m->ctx));
     const double t0 = cf_now_s();
@@ -270,7 +266,7 @@ clformer_status cf_collective_gradients(cf_model *m, double step_start,
     float *g = clEnqueueMapBuffer(m->ctx->queue, m->grads, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE,
                                   0, n * sizeof(float), 0, NULL, NULL, &err);
     if (err != CL_SUCCESS) return cf_fail_cl(err, "clEnqueueMapBuffer", __FILE__, __LINE__);
-    clformer_status st = m->collective.allreduce_sum_f32(m->collective.user, g, n);
+    clformer_status st = dp(m)->collective.allreduce_sum_f32(dp(m)->collective.user, g, n);
     err = clEnqueueUnmapMemObject(m->ctx->queue, m->grads, g, 0, NULL, NULL);
     if (st == CLFORMER_OK && err != CL_SUCCESS)
         st = cf_fail_cl(err, "clEnqueueUnmapMemObject", __FILE__, __LINE__);
@@ -298,7 +294,7 @@ clformer_status clformer_model_parameter_checksum(clformer_model *m, uint64_t *c
  * and leaves the others zero, so the sum gathers them. */
 static clformer_status gather_checksums(cf_model *m, uint64_t mine, uint64_t *all)
 {
-    const int n = m->collective.size, r = m->collective.rank;
+    const int n = dp(m)->collective.size, r = dp(m)->collective.rank;
     double *slots = calloc(2 * (size_t)n, sizeof *slots);
     if (!slots) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     slots[2 * r] = (double)(mine >> 32);
@@ -315,7 +311,7 @@ clformer_status clformer_model_check_sync(clformer_model *m)
     if (alone(m)) return CLFORMER_OK;
     uint64_t mine;
     CF_TRY(clformer_model_parameter_checksum(m, &mine));
-    const int n = m->collective.size;
+    const int n = dp(m)->collective.size;
     uint64_t *all = malloc((size_t)n * sizeof *all);
     if (!all) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     clformer_status st = gather_checksums(m, mine, all);
@@ -349,7 +345,7 @@ static clformer_status broadcast_buffer(cf_model *m, cl_mem buf, float *host, in
 {
     const size_t n = m->layout.total;
     CF_TRY(cf_download(m->ctx, buf, 0, host, n));
-    CF_TRY(m->collective.broadcast(m->collective.user, host, n * sizeof *host, root));
+    CF_TRY(dp(m)->collective.broadcast(dp(m)->collective.user, host, n * sizeof *host, root));
     return cf_upload(m->ctx, buf, 0, host, n);
 }
 

@@ -1,0 +1,75 @@
+/*
+ * The one spelling of each configuration choice (clformer.h): the CLI's
+ * options, the logs and the checkpoint JSON (runtime/model/config.c) all go
+ * through these tables. In core because every layer names them: the ops
+ * check an activation, the model writes checkpoints, the reference shares
+ * the enum.
+ */
+#include "names.h"
+#include "status.h"
+
+#include <string.h>
+
+clformer_status cf_parse_word(const char *what, const char *const *names, int n,
+                              const char *word, int *out)
+{
+    for (int i = 0; i < n && word; i++)
+        if (!strcmp(word, names[i])) {
+            *out = i;
+            return CLFORMER_OK;
+        }
+    char allowed[128] = "";
+    for (int i = 0; i < n; i++) {
+        strncat(allowed, i ? (i + 1 == n ? " or " : ", ") : "",
+                sizeof allowed - strlen(allowed) - 1);
+        strncat(allowed, names[i], sizeof allowed - strlen(allowed) - 1);
+    }
+    return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "unknown %s '%s': use %s", what,
+                   word ? word : "(none)", allowed);
+}
+
+/* indexed by clformer_activation */
+static const char *const activation_names[] = {"relu", "gelu"};
+
+const char *clformer_activation_name(clformer_activation a)
+{
+    return (int)a >= 0 && (int)a < CF_COUNT(activation_names) ? activation_names[a] : NULL;
+}
+
+clformer_status clformer_activation_parse(const char *word, clformer_activation *out)
+{
+    int i;
+    CF_TRY(cf_parse_word("activation", activation_names, CF_COUNT(activation_names), word, &i));
+    *out = (clformer_activation)i;
+    return CLFORMER_OK;
+}
+
+/* indexed by clformer_positional */
+static const char *const positional_names[] = {"sinusoidal", "learned"};
+
+const char *clformer_positional_name(clformer_positional p)
+{
+    return (int)p >= 0 && (int)p < CF_COUNT(positional_names) ? positional_names[p] : NULL;
+}
+
+clformer_status clformer_positional_parse(const char *word, clformer_positional *out)
+{
+    int i;
+    CF_TRY(cf_parse_word("positional encoding", positional_names, CF_COUNT(positional_names), word, &i));
+    *out = (clformer_positional)i;
+    return CLFORMER_OK;
+}
+
+/* index 1: norm_first */
+static const char *const norm_names[] = {"post", "pre"};
+
+const char *clformer_norm_name(bool norm_first) { return norm_names[norm_first ? 1 : 0]; }
+
+clformer_status clformer_norm_parse(const char *word, bool *norm_first)
+{
+    int i;
+    CF_TRY(cf_parse_word("norm placement", norm_names, CF_COUNT(norm_names), word, &i));
+    *norm_first = i == 1;
+    return CLFORMER_OK;
+}
+

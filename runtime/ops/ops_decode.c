@@ -1,0 +1,36 @@
+/* Host side of cl/decode.cl (ops_decode.h). */
+#include "ops_decode.h"
+#include "launch.h"
+#include "program.h"
+
+clformer_status cf_kv_cache_write(cf_ctx *ctx, cf_view cache, cf_view src, size_t ld, size_t R,
+                                  size_t H, size_t dh, size_t cap, size_t pos)
+{
+    if (R == 0 || H == 0 || dh == 0) return CLFORMER_OK;
+    if (pos >= cap)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_kv_cache_write: position %zu past the cache's %zu", pos, cap);
+    cl_kernel k;
+    CF_TRY(cf_kernel_get(ctx, CF_K_KV_CACHE_WRITE, &k));
+    size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {dh, R * H};
+    /* reads and writes R * H * dh floats */
+    return CF_LAUNCH(ctx, "decode", cf_f32_bytes(2 * R * H * dh), k, 2, global, local,
+                     CF_MEM(cache.buf), CF_U64(cache.off), CF_MEM(src.buf), CF_U64(src.off),
+                     CF_I32(ld), CF_I32(R), CF_I32(H), CF_I32(dh), CF_I32(cap), CF_I32(pos));
+}
+
+clformer_status cf_set_column(cf_ctx *ctx, cf_view table, size_t ld, size_t col, cf_view values,
+                              size_t R)
+{
+    if (R == 0) return CLFORMER_OK;
+    if (col >= ld)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_set_column: column %zu of a table %zu wide", col, ld);
+    cl_kernel k;
+    CF_TRY(cf_kernel_get(ctx, CF_K_SET_COLUMN, &k));
+    size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {R, 1};
+    /* reads and writes R ints (4 bytes, as floats) */
+    return CF_LAUNCH(ctx, "decode", cf_f32_bytes(2 * R), k, 2, global, local, CF_MEM(table.buf),
+                     CF_U64(table.off), CF_I32(ld), CF_I32(col), CF_MEM(values.buf),
+                     CF_U64(values.off), CF_I32(R));
+}

@@ -1,0 +1,19 @@
+/*
+ * Host side of cl/decode.cl: the two small kernels of incremental decoding
+ * (runtime/model/decode.c), launched by kernel id like every other op.
+ */
+#ifndef CF_OPS_DECODE_H
+#define CF_OPS_DECODE_H
+
+#include "buffer.h"
+
+/* Writes the key or value of one position `pos` of every row into a cache
+ * (R, H, cap, dh) from the head-interleaved rows src (R, ld). */
+clformer_status cf_kv_cache_write(cf_ctx *ctx, cf_view cache, cf_view src, size_t ld, size_t R,
+                                  size_t H, size_t dh, size_t cap, size_t pos);
+
+/* table[r * ld + col] = values[r] for the R rows of an int table. */
+clformer_status cf_set_column(cf_ctx *ctx, cf_view table, size_t ld, size_t col, cf_view values,
+                              size_t R);
+
+#endif

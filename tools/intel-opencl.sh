@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs Intel's OpenCL CPU runtime (oneAPI, from PyPI) into a venv of its
+# own and writes an ICD file naming it, so that the test suite can run on a
+# second vendor's OpenCL compiler next to PoCL and Oclgrind. Never touches
+# system Python or /etc/OpenCL/vendors: the build's ICD directory (build/icd)
+# picks the ICD file up (tests/CMakeLists.txt).
+#
+# Usage: tools/intel-opencl.sh [--print-dir]
+#   --print-dir  print where it is (or would be) installed and exit
+# The place: $CLFORMER_INTEL_OPENCL_DIR, else $XDG_CACHE_HOME/clformer/intel-opencl,
+# else ~/.cache/clformer/intel-opencl. About 310 MiB.
+set -euo pipefail
+
+# Pinned: the versions the suite was last run on (docs/DEVICES.md).
+INTEL_OPENCL_RT=2026.2.0
+INTEL_CMPLR_LIB_RT=2026.2.0
+stamp="intel-opencl-rt==${INTEL_OPENCL_RT} intel-cmplr-lib-rt==${INTEL_CMPLR_LIB_RT}"
+
+dir=${CLFORMER_INTEL_OPENCL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/clformer/intel-opencl}
+if [[ "${1:-}" == "--print-dir" ]]; then
+    echo "$dir"
+    exit 0
+elif [[ $# -gt 0 ]]; then
+    echo "intel-opencl: unknown argument '$1' (usage: tools/intel-opencl.sh [--print-dir])" >&2
+    exit 2
+fi
+
+# The stamp is written last: a run that stopped half-way is redone.
+if [[ -f "$dir/clformer-stamp" && "$(cat "$dir/clformer-stamp")" == "$stamp" &&
+      -f "$dir/lib/libintelocl.so" && -f "$dir/intel-cpu.icd" ]]; then
+    echo "intel-opencl: $stamp already in $dir"
+    exit 0
+fi
+python3 -c 'import ensurepip, venv' 2>/dev/null || {
+    echo "intel-opencl: python3 with venv is needed (apt-get install python3-venv)" >&2
+    exit 1
+}
+echo "intel-opencl: installing $stamp into $dir"
+rm -rf "$dir"
+mkdir -p "$(dirname "$dir")"
+python3 -m venv "$dir"
+"$dir/bin/pip" install --quiet --disable-pip-version-check \
+    "intel-opencl-rt==${INTEL_OPENCL_RT}" "intel-cmplr-lib-rt==${INTEL_CMPLR_LIB_RT}"
+[[ -f "$dir/lib/libintelocl.so" ]] || {
+    echo "intel-opencl: $dir/lib/libintelocl.so missing after pip install" >&2
+    exit 1
+}
+# The ICD names the library by its full path; libintelocl.so finds its own
+# dependencies next to it (RUNPATH $ORIGIN), so nothing goes on LD_LIBRARY_PATH
+# (the venv's lib/ also holds Intel's own libOpenCL.so.1 and a libhwloc that
+# would shadow the system's for every program).
+echo "$dir/lib/libintelocl.so" > "$dir/intel-cpu.icd.tmp"
+mv "$dir/intel-cpu.icd.tmp" "$dir/intel-cpu.icd"
+echo "$stamp" > "$dir/clformer-stamp.tmp"
+mv "$dir/clformer-stamp.tmp" "$dir/clformer-stamp"
+echo "intel-opencl: done; reconfigure (tools/test.sh does) to add intel:cpu to the test devices"
