@@ -24,6 +24,10 @@ set(CLFORMER_LAYER_USES_model ops data)
 set(CLFORMER_LAYER_USES_pipeline model)
 set(CLFORMER_LAYER_USES_train pipeline)
 set(CLFORMER_LAYER_USES_check ops reference)
+# Layers that neither include OpenCL's headers (test_layer_includes) nor call
+# an OpenCL function (test_layer_symbols): core and data are host-only; the
+# names of OpenCL's error codes are the device layer's (cl_status.h).
+set(CLFORMER_HOST_ONLY_LAYERS reference core data)
 
 # The folder of a layer, relative to the source tree.
 function(clformer_layer_dir layer out)

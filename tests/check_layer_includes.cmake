@@ -4,7 +4,8 @@
 # against the headers of every layer, as the compiler would find it on an
 # include path holding all of them; a name two layers both define counts as
 # the layer the includer may see. Prints the include edges between layers,
-# which docs/ARCHITECTURE.md quotes.
+# which docs/ARCHITECTURE.md quotes. A host-only layer (CLFORMER_HOST_ONLY_LAYERS)
+# must not include OpenCL's headers (<CL/...>) either.
 cmake_policy(SET CMP0057 NEW) # if(... IN_LIST ...) in a -P script
 include(${SOURCE_DIR}/cmake/runtime_layers.cmake)
 
@@ -42,6 +43,12 @@ foreach(l IN LISTS CLFORMER_LAYERS)
        ${SOURCE_DIR}/${dir}/*.h)
   foreach(f IN LISTS files)
     math(EXPR checked "${checked} + 1")
+    if(l IN_LIST CLFORMER_HOST_ONLY_LAYERS)
+      file(STRINGS ${SOURCE_DIR}/${f} cl_lines REGEX "^[ \t]*#[ \t]*include[ \t]*<CL/")
+      if(cl_lines)
+        list(APPEND found "${f}: includes OpenCL, but layer ${l} is host-only")
+      endif()
+    endif()
     file(STRINGS ${SOURCE_DIR}/${f} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
     foreach(line IN LISTS lines)
       string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*" "\\1" inc "${line}")

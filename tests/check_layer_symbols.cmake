@@ -3,7 +3,8 @@
 # includes, but every layer sees include/clformer.h, so a call up through the
 # public API (ops calling a clformer_model_* function, say) passes the
 # include check and compiles; the object files tell. Each layer's object files
-# come in OBJECTS_<layer> ('|'-separated); NM lists their symbols.
+# come in OBJECTS_<layer> ('|'-separated); NM lists their symbols. A layer of
+# CLFORMER_HOST_ONLY_LAYERS must not call OpenCL (cl* functions) at all.
 cmake_policy(SET CMP0057 NEW)
 include(${SOURCE_DIR}/cmake/runtime_layers.cmake)
 
@@ -44,6 +45,13 @@ set(edges "")
 foreach(l IN LISTS layers)
   clformer_layer_visible(${l} visible)
   symbols(${l} -u used)
+  if(l IN_LIST CLFORMER_HOST_ONLY_LAYERS)
+    foreach(s IN LISTS used)
+      if(s MATCHES "^cl[A-Z]")
+        list(APPEND found "layer ${l} is host-only but calls OpenCL's ${s}")
+      endif()
+    endforeach()
+  endif()
   foreach(s IN LISTS used)
     set(t "${owner_${s}}")
     if(t STREQUAL "" OR t STREQUAL l)

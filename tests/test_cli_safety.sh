@@ -45,6 +45,17 @@ got exit $rc and
   fi
 }
 
+# wait_rc PID SECONDS: PID's exit status, or 124 after killing it (-9) when it
+# still runs after SECONDS (a signal it ignored must fail the test, not hang it)
+wait_rc() {
+  for _ in $(seq 1 $(( $2 * 10 ))); do
+    kill -0 "$1" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$1" 2>/dev/null; then kill -9 "$1"; wait "$1"; return 124; fi
+  wait "$1"
+}
+
 # a character device like /dev/null (minor 3) or /dev/full (7): a copy when
 # mknod works (root), else the original
 char_device() {
@@ -64,9 +75,9 @@ case $case_name in
 messages)
   # cf_fail_prefix glued its context to the message ("training datacannot open")
   expect 1 "clformer train: error: training data: cannot open 'nope.en': No such file or directory" \
-    "$bin" train --src nope.en --tgt train.tgt --steps 1 --no-save
+    "$bin" train --src nope.en --tgt train.tgt --steps 1 --save never.safetensors
   head -n 3 train.tgt > short.tgt
-  err=$("$bin" train --src train.src --tgt short.tgt --steps 1 --no-save 2>&1 >/dev/null)
+  err=$("$bin" train --src train.src --tgt short.tgt --steps 1 --save never.safetensors 2>&1 >/dev/null)
   [[ "$err" == "clformer train: error: training data: 'train.src' has "* ]] && ok "separator: $err" \
     || bad "the line-count error lost its separator: $err"
   # settings that are wrong are said as such, once
@@ -141,7 +152,7 @@ signals)
       # shellcheck disable=SC2086
       "$bin" $run > /dev/null 2> err &
       job=$!; pids+=("$job")
-      sleep 0.5; kill -"$sig" "$job"; wait "$job"; rc=$?
+      sleep 0.5; kill -"$sig" "$job"; wait_rc "$job" 10; rc=$?
       cmd=${run%% *}
       [[ $rc -eq 130 && "$(grep -v '^$' err)" == "clformer $cmd: interrupted" ]] \
         && ok "SIG$sig during $cmd: 130, one line" || bad "SIG$sig during $cmd: exit $rc: $(cat err)"
@@ -151,7 +162,7 @@ signals)
 train)
   export CLFORMER_DEVICE=${CLFORMER_DEVICE:-pocl:pthread}
   # a missing kernel directory is not "does not fit the device"
-  err=$(CLFORMER_KERNEL_DIR=$dir/none "$bin" "${train[@]}" --steps 1 --no-save 2>&1 >/dev/null)
+  err=$(CLFORMER_KERNEL_DIR=$dir/none "$bin" "${train[@]}" --steps 1 --save kd.safetensors 2>&1 >/dev/null)
   [[ "$err" == *"kernel directory $dir/none (CLFORMER_KERNEL_DIR): cannot open"* &&
      "$err" != *"does not fit"* ]] && ok "CLFORMER_KERNEL_DIR: $err" \
     || bad "a missing CLFORMER_KERNEL_DIR: $err"
@@ -187,7 +198,7 @@ train)
   "$bin" "${train[@]}" --steps 100000 --save gone/x.safetensors --log gone.jsonl > /dev/null 2> run0 &
   job=$!; pids+=("$job")
   for _ in $(seq 1 600); do [[ -s gone.jsonl ]] && break; sleep 0.1; done
-  rm -rf gone; kill -INT "$job"; wait "$job"; rc=$?
+  rm -rf gone; kill -INT "$job"; wait_rc "$job" 120; rc=$?
   err=$(grep '^clformer train: error' run0)
   [[ $rc -eq 1 && "$err" == "clformer train: error: saving 'gone/x.safetensors': cannot write 'gone/x.safetensors.tmp."*": No such file or directory" ]] \
     && ok "a failed save: $err" || bad "a failed save: exit $rc: $(cat run0)"
@@ -197,16 +208,16 @@ train)
   for _ in $(seq 1 600); do [[ -s lock.jsonl ]] && break; sleep 0.1; done
   expect 1 "clformer train: error: another training run is saving to 'locked.safetensors' (it holds 'locked.safetensors.lock'); wait for it to end, or choose another --save" \
     "$bin" "${train[@]}" --steps 2 --save locked.safetensors
-  kill -INT "$first"; wait "$first"; rc=$?
+  kill -INT "$first"; wait_rc "$first" 120; rc=$?
   [[ $rc -eq 130 && -s locked.safetensors && ! -e locked.safetensors.lock ]] \
     && ok "the first run saved on Ctrl-C (130) and released its lock" \
     || bad "the first run: exit $rc: $(cat run1)"
   # SIGTERM while the data loads: 130 and one line (the source is a FIFO
   # nobody writes, so the run is still reading it when the signal comes)
   mkfifo slow.src
-  "$bin" train --src slow.src --tgt train.tgt --config tiny --steps 5 --no-save > /dev/null 2> run2 &
+  "$bin" train --src slow.src --tgt train.tgt --config tiny --steps 5 --save slow.safetensors > /dev/null 2> run2 &
   job=$!; pids+=("$job")
-  sleep 1; kill -TERM "$job"; wait "$job"; rc=$?
+  sleep 1; kill -TERM "$job"; wait_rc "$job" 10; rc=$?
   [[ $rc -eq 130 && "$(grep -v '^$' run2)" == "clformer train: interrupted" ]] \
     && ok "SIGTERM while loading: 130, one line" || bad "SIGTERM while loading: exit $rc: $(cat run2)"
   # a second signal after the interrupt save ends with 130, not with -15
@@ -214,7 +225,7 @@ train)
   job=$!; pids+=("$job")
   for _ in $(seq 1 600); do [[ -s twice.jsonl ]] && break; sleep 0.1; done
   kill -INT "$job"; sleep 0.05; kill -TERM "$job" 2>/dev/null; sleep 0.05
-  kill -TERM "$job" 2>/dev/null; wait "$job"; rc=$?
+  kill -TERM "$job" 2>/dev/null; wait_rc "$job" 120; rc=$?
   [[ $rc -eq 130 ]] && ok "signals during the interrupt save: 130" \
     || bad "signals during the interrupt save: exit $rc: $(cat run3)"
   ;;
@@ -241,7 +252,7 @@ files)
   cat out.fifo > got &
   reader=$!; pids+=("$reader")
   "$bin" translate --model model.safetensors --input in.txt --output out.fifo 2>/dev/null; rc=$?
-  wait "$reader"
+  wait_rc "$reader" 10
   [[ $rc -eq 0 && -p out.fifo && $(wc -l < got) -eq 1 ]] && ok "translate --output a FIFO" \
     || bad "translate --output a FIFO: exit $rc, $(wc -l < got) lines read"
   # --output through a symbolic link to stdout's file

@@ -6,6 +6,7 @@
 #ifndef CF_CONTEXT_H
 #define CF_CONTEXT_H
 
+#include "cl_status.h"
 #include "kernel_ids.h"
 #include "log.h"
 #include "status.h"

@@ -313,12 +313,21 @@ clformer_status clformer_select_device(const clformer_device_info *devs, size_t 
     if (best < 0) {
         char listing[4096];
         list_devices_into(listing, sizeof listing, devs, n);
+        /* a type word that only a simulator has: say why it was not taken */
+        const char *simulator = NULL;
+        clformer_device_type type;
+        for (size_t i = 0; i < n && !colon && type_word(sel, &type); i++)
+            if (devs[i].simulator && devs[i].type == type) simulator = devs[i].name;
+        char why[320] = "";
+        if (simulator)
+            snprintf(why, sizeof why, "\n%s is a simulator, which a type never selects: name it "
+                     "(e.g. oclgrind) to use it", simulator);
         return cf_fail(CLFORMER_ERR_NO_DEVICE,
-                       "device selector '%s' matches no OpenCL device. Devices:%s\n"
+                       "device selector '%s' matches no OpenCL device. Devices:%s%s\n"
                        "Select a device by an index pair P:D, a type (gpu, cpu, accelerator) "
                        "or part of a platform/device name, e.g. pocl:pthread (the clformer "
                        "command reads it from CLFORMER_DEVICE)",
-                       sel, listing);
+                       sel, listing, why);
     }
     *index = (size_t)best;
     return CLFORMER_OK;

@@ -228,6 +228,9 @@ static void learns_saves_and_resumes_exactly(void **state)
 static void resume_takes_the_first_command_again(void **state)
 {
     (void)state;
+    /* eleven runs of the command: option checks, the same on every device,
+     * and minutes each on a simulator (the resume itself runs there above) */
+    if (harness_is_slow()) skip();
     static char out[1 << 16];
     /* ten words, so that a 30-piece SentencePiece vocabulary can be learned */
     FILE *s = NULL, *t = NULL;
@@ -329,6 +332,8 @@ static void write_all(const char *name, const unsigned char *b, size_t n)
 static void edited_metadata_is_refused_and_export_writes_fresh_sums(void **state)
 {
     (void)state;
+    /* the checksum is read on the host: a simulator adds only minutes */
+    if (harness_is_slow()) skip();
     static char out[1 << 16];
     int rc = run_tool("train --src train.src --tgt train.tgt --d-model 8 --heads 2 --d-ff 16 "
                       "--enc-layers 1 --dec-layers 1 --max-len 10 --batch-size 8 --steps 1 "

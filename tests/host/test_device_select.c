@@ -109,7 +109,8 @@ static void simulator_only_when_alone_or_named(void **state)
     clformer_device_info cpu_only[] = {machine[0], machine[1], gpu_sim};
     size_t index = 999;
     assert_int_equal(clformer_select_device(cpu_only, 3, "gpu", &index), CLFORMER_ERR_NO_DEVICE);
-    assert_non_null(strstr(clformer_last_error(), "Oclgrind Simulator")); /* listed, not taken */
+    assert_non_null(strstr(clformer_last_error(), "Oclgrind Simulator is a simulator, which a "
+                                                  "type never selects: name it"));
     assert_int_equal(pick(cpu_only, 3, "oclgrind"), 2);
     assert_int_equal(pick(cpu_only, 3, "oclgrind:gpu"), 2);
     assert_int_equal(pick(cpu_only, 3, "4:0"), 2);
