@@ -465,6 +465,11 @@ typedef struct {
     float ln_eps;        /* (1e-5) */
     float label_smoothing; /* (0.0) */
     bool share_tgt_embed;  /* generator weight tied to the target embedding */
+    /* dropout of the attention probabilities and of the feed-forward
+     * activation (fairseq's attention_dropout, activation_dropout); below 0
+     * (-1, the default): `dropout`, as PyTorch's nn.Transformer has it */
+    float attention_dropout;
+    float activation_dropout;
 } clformer_config;
 
 /* docs/MODEL.md's defaults; vocabulary sizes are left 0 (they come from data). */
@@ -674,10 +679,20 @@ CLFORMER_API clformer_status clformer_model_set_regularization(clformer_model *m
 CLFORMER_API void clformer_model_set_seed(clformer_model *model, uint64_t seed);
 
 /* Learning rate at step (from 1): constant, or the paper's noam schedule
- * factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5). */
-typedef enum { CLFORMER_LR_CONSTANT = 0, CLFORMER_LR_NOAM = 1 } clformer_lr_schedule;
+ * factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), or fairseq's
+ * inverse_sqrt (clformer_learning_rate_inverse_sqrt with init_lr 0). */
+typedef enum {
+    CLFORMER_LR_CONSTANT = 0,
+    CLFORMER_LR_NOAM = 1,
+    CLFORMER_LR_INVERSE_SQRT = 2
+} clformer_lr_schedule;
 CLFORMER_API float clformer_learning_rate(clformer_lr_schedule schedule, float base, int d_model,
                                           uint64_t step, uint64_t warmup);
+/* fairseq's inverse_sqrt schedule at step (from 1), which follows u = step - 1
+ * updates: init_lr + u (lr - init_lr) / warmup while u < warmup (a linear
+ * warm-up from init_lr), then lr * sqrt(warmup / u). */
+CLFORMER_API float clformer_learning_rate_inverse_sqrt(float lr, float init_lr, uint64_t step,
+                                                       uint64_t warmup);
 
 /* ------------------------------------------------------------------------- */
 /* Translation (greedy or beam search, with key/value caches)                */
@@ -786,6 +801,15 @@ CLFORMER_API clformer_status clformer_model_load(clformer_context *ctx, const ch
  * Needs no device; the input is validated as loading validates it. */
 CLFORMER_API clformer_status clformer_checkpoint_export(const char *checkpoint,
                                                         const char *out_path);
+
+/* Writes the element-wise mean of the weights of n checkpoints of one model
+ * (training or plain) to `out_path`, atomically, as a plain model: the
+ * first's metadata, no optimizer state, no train_state. Refuses (naming the
+ * files and what differs) checkpoints whose config (dropout and label
+ * smoothing aside), vocabularies or tokenizers differ, and a path given
+ * twice. Needs no device; every input is validated as loading validates it. */
+CLFORMER_API clformer_status clformer_checkpoint_average(const char *const *paths, size_t n,
+                                                         const char *out_path);
 
 /* True when the loaded checkpoint held optimizer state. */
 CLFORMER_API bool clformer_model_has_training_state(const clformer_model *model);
@@ -1016,6 +1040,10 @@ typedef struct {
 /* Return false to stop the run as clformer_trainer_request_stop does. */
 typedef bool (*clformer_train_callback)(const clformer_train_progress *progress, void *user);
 
+/* The validation figure that --save-best and --patience watch: loss
+ * (lower is better) or BLEU over bleu_sentences sentences (higher). */
+typedef enum { CLFORMER_METRIC_LOSS = 0, CLFORMER_METRIC_BLEU = 1 } clformer_val_metric;
+
 /* Options of a run. Strings and texts are borrowed: keep them until
  * clformer_trainer_free. */
 typedef struct {
@@ -1041,7 +1069,8 @@ typedef struct {
     clformer_optim_config optim;
     float lr; /* or the noam factor (5e-4) */
     clformer_lr_schedule schedule;
-    uint64_t warmup; /* noam warm-up steps (4000) */
+    uint64_t warmup;      /* noam and inverse-sqrt warm-up steps (4000) */
+    float warmup_init_lr; /* inverse-sqrt: the warm-up's first rate (0) */
     uint64_t steps;  /* stop when the model has taken `steps` steps, */
     uint64_t epochs; /* or after `epochs` epochs: exactly one is set */
     /* validation: loss and perplexity over val_text, BLEU over its first
@@ -1054,6 +1083,16 @@ typedef struct {
     const char *save_path;      /* training checkpoint at the end */
     uint64_t save_every;        /* and every N steps (0: never) */
     const char *stop_save_path; /* saved on a stop request (NULL: save_path) */
+    /* with save_path P.safetensors (P: the path less ".safetensors"):
+     * keep_last N (0: off) also writes the weights alone to P.step<S>.safetensors
+     * at each save and removes all but the newest N such files; save_best
+     * writes P.best.safetensors (a training checkpoint) whenever validation
+     * improves best_metric; patience N (0: off) stops the run after N
+     * validations in a row without improvement (result.early_stopped) */
+    uint64_t keep_last;
+    bool save_best;
+    clformer_val_metric best_metric; /* (CLFORMER_METRIC_LOSS) */
+    uint64_t patience;
     const char *log_path;       /* JSON lines: one object per step and validation */
     clformer_train_callback callback;
     void *user;
@@ -1079,6 +1118,9 @@ typedef struct {
     double seconds;       /* wall time of clformer_trainer_run */
     double tokens_per_s;  /* target tokens per second over the run */
     bool stopped;         /* stopped on request (after saving) */
+    bool early_stopped;   /* stopped by patience (a normal end: saved, status OK) */
+    double best_val;      /* best validation figure of best_metric (NAN: none) */
+    uint64_t best_step;   /* the step it was reached at */
     const char *saved_to; /* the checkpoint written last (NULL: none) */
 } clformer_train_result;
 

@@ -5,6 +5,7 @@
  * when a batch needs more than any batch before it.
  */
 #include "arena.h"
+#include "config.h"
 #include "session.h"
 
 #include <stdint.h>
@@ -83,7 +84,7 @@ static void layout(const clformer_config *cfg, cf_acts *a, cf_split_arena *arena
     const size_t d = (size_t)cfg->d_model, ff = (size_t)cfg->d_ff, H = (size_t)cfg->n_heads;
     const size_t V = (size_t)cfg->tgt_vocab, Ns = B * S, Nt = B * T;
     const size_t N = Ns > Nt ? Ns : Nt, Tmax = S > T ? S : T;
-    const bool drop = a->training && cfg->dropout > 0.0f, fused = a->fused_attention;
+    const bool drop = a->training && cf_config_any_dropout(cfg), fused = a->fused_attention;
     cf_split_arena *const c = arena;
 
     /* the integer region at the start of the first buffer: counted, then
@@ -163,7 +164,7 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
      * encoder S x S, decoder T x T and T x S per layer, twice with dropout,
      * and the backward's (Tmax x Tmax) workspace */
     const size_t H = (size_t)cfg->n_heads, L = S > T ? S : T;
-    const size_t copies = training && cfg->dropout > 0.0f ? 2 : 1;
+    const size_t copies = training && cf_config_any_dropout(cfg) ? 2 : 1;
     size_t a, b, c, w;
     if (!product(B, H, S, S, &a) || !product(B, H, T, T + S, &b) || !product(B, H, L, L, &w) ||
         w > max_alloc_bytes / 4)

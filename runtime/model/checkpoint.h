@@ -23,6 +23,11 @@ clformer_status cf_checkpoint_check_values(const cf_param_layout *layout, int pa
  * step 0, Adam moments zero, no trainer state. The weights stay. */
 clformer_status cf_model_forget_training(clformer_model *model);
 
+/* Sets a loaded model's attention and activation dropout (training from
+ * --init with new rates; model.c). */
+clformer_status cf_model_set_dropout_kinds(clformer_model *model, float attention,
+                                           float activation);
+
 /* Parses a clformer.train_state value as loading does, and discards it. */
 clformer_status cf_train_state_check(const char *text);
 

@@ -3,7 +3,7 @@
  * that name the field and the fix, and the JSON form stored in checkpoints
  * under clformer.config.
  */
-#include "clformer.h"
+#include "config.h"
 #include "status.h"
 
 #include <jansson.h>
@@ -28,6 +28,21 @@ void clformer_config_default(clformer_config *c)
     c->ln_eps = 1e-5f;
     c->label_smoothing = 0.0f;
     c->share_tgt_embed = false;
+    c->attention_dropout = -1.0f;
+    c->activation_dropout = -1.0f;
+}
+
+float cf_config_dropout_of(const clformer_config *c, cf_dropout_kind kind)
+{
+    const float p = kind == CF_DROPOUT_ATTENTION    ? c->attention_dropout
+                    : kind == CF_DROPOUT_ACTIVATION ? c->activation_dropout
+                                                    : c->dropout;
+    return p < 0.0f ? c->dropout : p;
+}
+
+bool cf_config_any_dropout(const clformer_config *c)
+{
+    return c->dropout > 0.0f || c->attention_dropout > 0.0f || c->activation_dropout > 0.0f;
 }
 
 /* Large enough for every real model, small enough that sizes never overflow. */
@@ -74,6 +89,10 @@ clformer_status clformer_config_validate(const clformer_config *c)
     if (!(c->dropout >= 0.0f && c->dropout < 1.0f))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "dropout must be in [0, 1), got %g",
                        c->dropout);
+    if (!(c->attention_dropout < 1.0f) || !(c->activation_dropout < 1.0f))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "attention_dropout and activation_dropout must be below 1 (below 0: "
+                       "dropout's), got %g and %g", c->attention_dropout, c->activation_dropout);
     if (!(c->ln_eps > 0.0f && c->ln_eps < 1.0f))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "ln_eps must be in (0, 1), got %g",
                        c->ln_eps);
@@ -96,6 +115,12 @@ char *clformer_config_to_json(const clformer_config *c)
                           "label_smoothing", (double)c->label_smoothing, "share_tgt_embed",
                           c->share_tgt_embed);
     if (!o) return NULL;
+    /* written only when set, so that a model without them loads in earlier
+     * versions of clformer as before */
+    if (c->attention_dropout >= 0.0f)
+        json_object_set_new(o, "attention_dropout", json_real((double)c->attention_dropout));
+    if (c->activation_dropout >= 0.0f)
+        json_object_set_new(o, "activation_dropout", json_real((double)c->activation_dropout));
     /* floats keep their float32 value exactly when printed with 9 digits */
     char *s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(9));
     json_decref(o);
@@ -149,7 +174,8 @@ static clformer_status format_error(clformer_status st, const char *key)
 static const char *const KEYS[] = {"d_model", "n_heads", "d_ff", "n_enc_layers", "n_dec_layers",
                                    "src_vocab", "tgt_vocab", "max_len", "norm_first",
                                    "activation", "positional", "dropout", "ln_eps",
-                                   "label_smoothing", "share_tgt_embed"};
+                                   "label_smoothing", "share_tgt_embed", "attention_dropout",
+                                   "activation_dropout"};
 
 clformer_status clformer_config_from_json(const char *text, clformer_config *c)
 {
@@ -190,6 +216,11 @@ clformer_status clformer_config_from_json(const char *text, clformer_config *c)
     if (st == CLFORMER_OK) st = get_float(o, "ln_eps", &c->ln_eps);
     if (st == CLFORMER_OK) st = get_float(o, "label_smoothing", &c->label_smoothing);
     if (st == CLFORMER_OK) st = get_bool(o, "share_tgt_embed", &c->share_tgt_embed);
+    /* optional (absent: dropout's) */
+    if (st == CLFORMER_OK && json_object_get(o, "attention_dropout"))
+        st = get_float(o, "attention_dropout", &c->attention_dropout);
+    if (st == CLFORMER_OK && json_object_get(o, "activation_dropout"))
+        st = get_float(o, "activation_dropout", &c->activation_dropout);
     json_decref(o);
     if (st == CLFORMER_OK) st = clformer_config_validate(c);
     return st;

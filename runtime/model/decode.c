@@ -15,6 +15,7 @@
 #include "ops_beam.h"
 #include "ops_decode.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +64,7 @@ static size_t layout(const clformer_config *c, struct cf_decoder *d, cl_mem buf)
     d->probs = cf_arena_take(&a, R * H * (L > S ? L : S));
     d->logits = cf_arena_take(&a, R * V);
     d->kv = cf_arena_take(&a, R * S * 2 * D);
-    d->gather_tmp = cf_arena_take(&a, R * L * D);
+    d->gather_tmp = cf_arena_take(&a, R * (L > S ? L : S) * D);
     d->tokens = cf_arena_take(&a, R * L);
     d->step_tokens = cf_arena_take(&a, R);
     d->argmax = cf_arena_take(&a, R);
@@ -128,6 +129,52 @@ clformer_status cf_decoder_gather_device(cf_session *s, size_t n)
             CF_TRY(cf_beam_gather_cache(s->ctx, cache, d->gather_tmp, d->parents, R, H, d->L, dh,
                                         n, false));
         }
+    return CLFORMER_OK;
+}
+
+clformer_status cf_gather_rows(cf_session *s, cf_view dst, cf_view src, cf_view map,
+                               size_t width, size_t rows)
+{
+    struct cf_decoder *d = s->decoder;
+    if (rows == 0 || width == 0) return CLFORMER_OK;
+    if (rows * width > d->R * (d->L > d->S ? d->L : d->S) * (size_t)s->model->cfg.d_model ||
+        width > INT_MAX || rows > INT_MAX)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_gather_rows: %zu rows of %zu words do not fit the scratch", rows, width);
+    CF_TRY(cf_gather_rows_words(s->ctx, d->gather_tmp, src, map, width, rows));
+    return cf_copy(s->ctx, d->gather_tmp.buf, d->gather_tmp.off, dst.buf, dst.off, rows * width);
+}
+
+clformer_status cf_decoder_compact(cf_session *s, const int32_t *keep, size_t n, size_t written)
+{
+    struct cf_decoder *d = s->decoder;
+    const clformer_config *c = &s->model->cfg;
+    const size_t H = (size_t)c->n_heads, dh = (size_t)c->d_model / H;
+    if (n == 0 || n > d->R || written == 0 || written > d->L)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_decoder_compact: %zu of %zu rows, %zu of %zu positions", n, d->R,
+                       written, d->L);
+    for (size_t j = 0; j < n; j++) /* increasing: a row never moves down past another */
+        if (keep[j] < (int32_t)j || (size_t)keep[j] >= d->R || (j && keep[j] <= keep[j - 1]))
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "cf_decoder_compact: row list not increasing at %zu", j);
+    CF_TRY(cf_upload(s->ctx, d->parents.buf, d->parents.off, keep, n));
+    /* the caches: rows that stay in place (keep[j] == j) are not copied */
+    for (int l = 0; l < c->n_dec_layers; l++)
+        for (int kv = 0; kv < 4; kv++) {
+            const bool self = kv < 2;
+            const cf_view cache = kv == 0 ? d->self_k[l] : kv == 1 ? d->self_v[l]
+                                  : kv == 2 ? d->cross_k[l] : d->cross_v[l];
+            const size_t cap = self ? d->L : d->S, used = self ? written : d->S;
+            CF_TRY(cf_beam_gather_cache(s->ctx, d->gather_tmp, cache, d->parents, n, H, cap, dh,
+                                        used, true));
+            CF_TRY(cf_beam_gather_cache(s->ctx, cache, d->gather_tmp, d->parents, n, H, cap, dh,
+                                        used, false));
+        }
+    CF_TRY(cf_gather_rows(s, d->tokens, d->tokens, d->parents, d->L, n));
+    CF_TRY(cf_gather_rows(s, d->step_tokens, d->step_tokens, d->parents, 1, n));
+    CF_TRY(cf_gather_rows(s, s->acts.src, s->acts.src, d->parents, d->S, n));
+    d->R = n;
     return CLFORMER_OK;
 }
 
@@ -201,36 +248,66 @@ clformer_status cf_decode_start(cf_session *s, const int32_t *src, size_t batch,
     return st;
 }
 
+/* Whether dropping `done` of `rows` live rows pays: the copy of the kept
+ * rows' caches costs about a step, so rows go once a quarter of them is
+ * finished (a handful of times per batch), not at every finish. */
+static bool worth_compacting(size_t done, size_t rows) { return done > 0 && 4 * done >= rows; }
+
+/* Greedy decoding of `batch` rows. Finished rows leave the batch
+ * (cf_decoder_compact) so that later steps run on live rows only; row[j]
+ * is the sentence that live row j decodes. */
 static clformer_status greedy(cf_session *s, size_t batch, size_t L, clformer_translation *out)
 {
     struct cf_decoder *d = s->decoder;
-    const size_t R = batch, H = (size_t)s->model->cfg.n_heads, S = d->S;
-    int32_t *ids = malloc(R * sizeof *ids);
-    bool *done = calloc(R, sizeof *done);
-    clformer_status st = ids && done ? CLFORMER_OK
-                                     : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    const size_t H = (size_t)s->model->cfg.n_heads, S = d->S;
+    int32_t *ids = malloc(batch * sizeof *ids);
+    int32_t *row = malloc(batch * sizeof *row), *keep = malloc(batch * sizeof *keep);
+    bool *done = calloc(batch, sizeof *done);
+    clformer_status st = ids && row && keep && done
+                             ? CLFORMER_OK
+                             : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (size_t r = 0; r < batch && st == CLFORMER_OK; r++) row[r] = (int32_t)r;
     size_t finished = 0;
-    for (size_t t = 0; t < L && finished < R && st == CLFORMER_OK; t++) {
+    for (size_t t = 0; t < L && finished < batch && st == CLFORMER_OK; t++) {
+        const size_t R = d->R;
+        /* sentence 0 stays live row 0 until it is finished */
         float *att = out->attention && !done[0] ? out->attention + t * H * S : NULL;
         st = cf_decode_step(s, t, att);
         if (att) out->attention_rows = t + 1;
         if (st == CLFORMER_OK)
             st = cf_argmax_rows(s->ctx, d->argmax, d->logits, R, (size_t)s->model->cfg.tgt_vocab);
         if (st == CLFORMER_OK) st = cf_download(s->ctx, d->argmax.buf, d->argmax.off, ids, R);
-        for (size_t r = 0; r < R && st == CLFORMER_OK; r++) {
-            if (done[r]) {
-                ids[r] = CLFORMER_EOS; /* finished rows idle on <eos> */
+        size_t idle = 0; /* finished rows still in the batch */
+        for (size_t j = 0; j < R && st == CLFORMER_OK; j++) {
+            const size_t i = (size_t)row[j];
+            if (done[i]) {
+                ids[j] = CLFORMER_EOS; /* finished rows idle on <eos> until dropped */
+                idle++;
                 continue;
             }
-            if (ids[r] == CLFORMER_EOS || t + 1 == L) {
-                done[r] = true;
+            if (ids[j] == CLFORMER_EOS || t + 1 == L) {
+                done[i] = true;
                 finished++;
+                idle++;
             }
-            if (ids[r] != CLFORMER_EOS) out->tokens[r * L + out->lengths[r]++] = ids[r];
+            if (ids[j] != CLFORMER_EOS) out->tokens[i * L + out->lengths[i]++] = ids[j];
         }
-        if (st == CLFORMER_OK && t + 1 < L && finished < R) st = cf_decode_set_tokens(s, ids, t + 1);
+        if (st != CLFORMER_OK || t + 1 >= L || finished == batch) break;
+        if (!s->keep_finished_rows && worth_compacting(idle, R)) {
+            size_t n = 0;
+            for (size_t j = 0; j < R; j++)
+                if (!done[row[j]]) {
+                    keep[n] = (int32_t)j;
+                    row[n] = row[j];
+                    ids[n++] = ids[j];
+                }
+            st = cf_decoder_compact(s, keep, n, t + 1);
+        }
+        if (st == CLFORMER_OK) st = cf_decode_set_tokens(s, ids, t + 1);
     }
     free(ids);
+    free(row);
+    free(keep);
     free(done);
     return st;
 }

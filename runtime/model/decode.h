@@ -39,6 +39,20 @@ clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents, size_t 
 /* The same, by the parents already in the decoder's `parents` view. */
 clformer_status cf_decoder_gather_device(cf_session *s, size_t n);
 
+/* Drops finished rows: row j of every per-row tensor of decoding (the
+ * self-attention caches' first `written` positions, the cross-attention
+ * caches, the token table, the step tokens and the source ids of the
+ * attention masks) becomes row keep[j], for n increasing row ids; R becomes
+ * n. Each kept row's numbers are unchanged, so its later steps give the
+ * bits they would have given in the full batch (every kernel and GEMM
+ * computes a row from that row alone). */
+clformer_status cf_decoder_compact(cf_session *s, const int32_t *keep, size_t n, size_t written);
+
+/* dst rows (rows x width 32-bit words) = src rows by `map` (device ints),
+ * through the decoder's scratch (dst may be src). */
+clformer_status cf_gather_rows(cf_session *s, cf_view dst, cf_view src, cf_view map,
+                               size_t width, size_t rows);
+
 /* Encodes the source (batch x S ids, each sentence repeated `copies` times
  * into R = batch * copies rows), projects the memory into the cross caches
  * and starts every row from <sos> at position 0, for up to L positions. */

@@ -6,6 +6,7 @@
  * one position at a time (decode.c). Everything is enqueued; nothing is
  * read back here.
  */
+#include "config.h"
 #include "decode.h"
 #include "ops_decode.h"
 #include "reduce.h"
@@ -18,8 +19,16 @@ static const cf_view NONE = {NULL, 0};
 const cf_dropout *cf_session_dropout(const cf_session *s, uint32_t site, cf_dropout *storage)
 {
     const cf_model *m = s->model;
-    if (!s->acts.training || m->cfg.dropout <= 0.0f) return NULL;
-    storage->p = m->cfg.dropout;
+    /* sites of a layer: cf_site(layer, kind); below 16: the embeddings */
+    const uint32_t kind = site >= 16 ? (site - 16) % 16 : (uint32_t)-1;
+    const float p = cf_config_dropout_of(&m->cfg, kind == CF_SITE_ATTN_PROBS ||
+                                                          kind == CF_SITE_CROSS_PROBS
+                                                      ? CF_DROPOUT_ATTENTION
+                                                  : kind == CF_SITE_FF_HIDDEN
+                                                      ? CF_DROPOUT_ACTIVATION
+                                                      : CF_DROPOUT_RESIDUAL);
+    if (!s->acts.training || p <= 0.0f) return NULL;
+    storage->p = p;
     storage->seed = cf_rank_seed(m);
     storage->step = (uint32_t)m->step;
     storage->site = site;

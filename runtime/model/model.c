@@ -161,6 +161,16 @@ clformer_status clformer_model_set_regularization(clformer_model *m, float dropo
     return CLFORMER_OK;
 }
 
+clformer_status cf_model_set_dropout_kinds(clformer_model *m, float attention, float activation)
+{
+    clformer_config c = m->cfg;
+    c.attention_dropout = attention;
+    c.activation_dropout = activation;
+    CF_TRY(clformer_config_validate(&c));
+    m->cfg = c;
+    return CLFORMER_OK;
+}
+
 static clformer_status copy_vocab(char ***dst, const char *const *src, int n, const char *side)
 {
     cf_vocab *check; /* the same rules as every vocabulary: specials first, distinct tokens */

@@ -21,6 +21,9 @@ struct clformer_session {
     cf_acts acts;                  /* views for the current batch shape */
     cl_mem metrics;                /* [loss_sum, grad_norm_sq, clip_scale, spare] */
     struct cf_decoder *decoder;    /* decoding caches, made on first use */
+    /* decoding keeps finished rows in the batch, as before they were
+     * dropped (tests compare both ways: the output must not change) */
+    bool keep_finished_rows;
 };
 
 /* The view of parameter (or gradient) element `off` of the session's model. */

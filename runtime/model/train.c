@@ -17,9 +17,21 @@ float clformer_learning_rate(clformer_lr_schedule schedule, float base, int d_mo
                              uint64_t step, uint64_t warmup)
 {
     if (schedule == CLFORMER_LR_CONSTANT) return base;
+    if (schedule == CLFORMER_LR_INVERSE_SQRT)
+        return clformer_learning_rate_inverse_sqrt(base, 0.0f, step, warmup);
     double s = step ? (double)step : 1.0, w = warmup ? (double)warmup : 1.0;
     double f = fmin(1.0 / sqrt(s), s * pow(w, -1.5));
     return (float)(base / sqrt((double)d_model) * f);
+}
+
+/* fairseq's InverseSquareRootSchedule: it sets the rate after each update
+ * from the number of updates done, so step s (from 1) runs at u = s - 1. */
+float clformer_learning_rate_inverse_sqrt(float lr, float init_lr, uint64_t step, uint64_t warmup)
+{
+    const double u = step ? (double)(step - 1) : 0.0, w = (double)warmup;
+    if (warmup == 0) return lr; /* no warm-up: no schedule */
+    if (u < w) return (float)((double)init_lr + u * ((double)lr - (double)init_lr) / w);
+    return (float)((double)lr * sqrt(w / u)); /* u >= w >= 1 here */
 }
 
 static clformer_status check_ids(const int32_t *ids, size_t rows, size_t cols, int vocab,

@@ -1,6 +1,7 @@
 /* Running a prepared training run (see trainer.h): the step loop,
  * validation, checkpoints and the JSON-lines metrics log. */
 #include "trainer.h"
+#include "checkpoint_files.h"
 #include "clock.h"
 #include "log.h"
 #include "status.h"
@@ -81,6 +82,8 @@ static bool report(clformer_trainer *t, const clformer_train_progress *p)
     return !t->o.callback || t->o.callback(p, t->o.user);
 }
 
+static clformer_status track_best(clformer_trainer *t, double loss, double bleu);
+
 /* Greedy BLEU of the first bleu_sentences validation sentences. */
 static clformer_status validation_bleu(clformer_trainer *t, size_t n, double *bleu)
 {
@@ -132,6 +135,7 @@ static clformer_status validate(clformer_trainer *t, clformer_train_progress p,
     if (t->stop) return CLFORMER_OK;
     res->val_loss = loss;
     res->val_bleu = bleu;
+    CF_TRY(track_best(t, loss, bleu));
     p.event = CLFORMER_TRAIN_VALIDATION;
     p.step = clformer_model_step(t->model);
     p.val_loss = loss;
@@ -148,18 +152,56 @@ static clformer_status validate(clformer_trainer *t, clformer_train_progress p,
 }
 
 /* A training checkpoint with the trainer's state (batcher position, schedule). */
-static clformer_status save(clformer_trainer *t, const char *path, clformer_train_result *res)
+static clformer_status save_checkpoint(clformer_trainer *t, const char *path)
 {
-    if (cf_trainer_rank(t) != 0) return CLFORMER_OK; /* every rank holds the same state */
     char *state = trainer_state_json(t);
     clformer_status st = state ? clformer_model_set_trainer_state(t->model, state)
                                : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     free(state);
     if (st == CLFORMER_OK) st = clformer_model_save(t->model, path, true);
-    if (st != CLFORMER_OK) return st; /* the message already says "saving 'path': " */
+    return st; /* the message already says "saving 'path': " */
+}
+
+static clformer_status save(clformer_trainer *t, const char *path, clformer_train_result *res)
+{
+    if (cf_trainer_rank(t) != 0) return CLFORMER_OK; /* every rank holds the same state */
+    CF_TRY(save_checkpoint(t, path));
     res->saved_to = path;
     t->saved_path = path;
     t->saved_step = clformer_model_step(t->model);
+    /* keep_last: the weights of this step as well, numbered, then the oldest go */
+    if (t->o.keep_last && t->o.save_path && !strcmp(path, t->o.save_path)) {
+        char numbered[4096];
+        if (cf_checkpoint_name(t->o.save_path, "step", t->saved_step, numbered,
+                               sizeof numbered) != CLFORMER_OK)
+            return cf_fail_prefix(CLFORMER_ERR_INVALID_ARGUMENT, "--keep-last");
+        CF_TRY(clformer_model_save(t->model, numbered, false)); /* names the file */
+        CF_TRY(cf_checkpoints_prune(t->o.save_path, t->o.keep_last));
+    }
+    return CLFORMER_OK;
+}
+
+/* After a validation: a new best (lower loss, or higher BLEU) is saved with
+ * save_best; else one more validation without improvement for patience.
+ * Rank 0 judges (BLEU is its alone); early_stop is agreed in the loop. */
+static clformer_status track_best(clformer_trainer *t, double loss, double bleu)
+{
+    if (cf_trainer_rank(t) != 0 || (!t->o.save_best && !t->o.patience)) return CLFORMER_OK;
+    const double v = t->o.best_metric == CLFORMER_METRIC_BLEU ? -bleu : loss;
+    if (isfinite(v) && v < t->best_val) {
+        t->best_val = v;
+        t->best_step = clformer_model_step(t->model);
+        t->bad_validations = 0;
+        if (t->o.save_best) {
+            char best[4096];
+            if (cf_checkpoint_name(t->o.save_path, "best", 0, best, sizeof best) != CLFORMER_OK)
+                return cf_fail_prefix(CLFORMER_ERR_INVALID_ARGUMENT, "--save-best");
+            CF_TRY(save_checkpoint(t, best));
+        }
+    } else {
+        t->bad_validations++;
+        if (t->o.patience && t->bad_validations >= t->o.patience) t->early_stop = true;
+    }
     return CLFORMER_OK;
 }
 
@@ -172,6 +214,16 @@ static clformer_status agree_on_stop(clformer_trainer *t)
         CF_TRY(t->o.collective->allreduce_sum_f64(t->o.collective->user, &stop, 1));
     if (stop > 0) t->stop = 1;
     t->stopping = stop > 0;
+    return CLFORMER_OK;
+}
+
+/* Patience's verdict of rank 0, shared: every rank stops after the same step. */
+static clformer_status agree_on_early_stop(clformer_trainer *t)
+{
+    double stop = t->early_stop ? 1.0 : 0.0;
+    if (cf_trainer_ranks(t) > 1)
+        CF_TRY(t->o.collective->allreduce_sum_f64(t->o.collective->user, &stop, 1));
+    t->early_stop = stop > 0;
     return CLFORMER_OK;
 }
 
@@ -246,8 +298,11 @@ static clformer_status train_step(clformer_trainer *t, clformer_train_progress *
      * and moves on to the next epoch */
     p->epoch = clformer_batcher_epoch(t->batcher) + 1;
     const uint64_t step = clformer_model_step(t->model) + 1;
-    p->lr = clformer_learning_rate(t->schedule, t->lr, clformer_model_config(t->model)->d_model,
-                                   step, t->warmup);
+    p->lr = t->schedule == CLFORMER_LR_INVERSE_SQRT
+                ? clformer_learning_rate_inverse_sqrt(t->lr, t->warmup_init_lr, step, t->warmup)
+                : clformer_learning_rate(t->schedule, t->lr,
+                                         clformer_model_config(t->model)->d_model, step,
+                                         t->warmup);
     /* N ranks deal out N consecutive batches of the one sequence: rank r
      * trains on the r-th, so the data position stays global */
     clformer_step_stats s;
@@ -301,6 +356,11 @@ static clformer_status loop(clformer_trainer *t, clformer_train_result *res)
         if (o->eval_every > 0 && p.step % o->eval_every == 0 && !p.last) {
             CF_TRY(validate(t, p, res));
             CF_TRY(agree_on_stop(t)); /* a request during validation */
+            CF_TRY(agree_on_early_stop(t));
+        }
+        if (t->early_stop && !t->stopping) {
+            res->early_stopped = true;
+            break;
         }
         if (o->save_path && o->save_every > 0 && p.step % o->save_every == 0 && !p.last &&
             t->high_steps == 0)
@@ -318,13 +378,13 @@ static clformer_status loop(clformer_trainer *t, clformer_train_result *res)
 clformer_status clformer_trainer_run(clformer_trainer *t, clformer_train_result *res)
 {
     memset(res, 0, sizeof *res);
-    res->val_loss = res->val_bleu = NAN;
+    res->val_loss = res->val_bleu = res->best_val = NAN;
     if (!t->model)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the trainer's model was released");
     clformer_status st = loop(t, res);
     res->steps = clformer_model_step(t->model);
     if (st != CLFORMER_OK) return st;
-    if (!res->stopped) { /* the final validation; a stop request abandons it */
+    if (!res->stopped && !res->early_stopped) { /* the final validation; a stop request abandons it */
         clformer_train_progress p;
         memset(&p, 0, sizeof p);
         p.epoch = clformer_batcher_epoch(t->batcher);
@@ -340,5 +400,9 @@ clformer_status clformer_trainer_run(clformer_trainer *t, clformer_train_result 
                        res->steps, path ? "; saved " : "", path ? path : "");
     }
     if (t->o.save_path) CF_TRY(save_once(t, t->o.save_path, res));
+    res->best_val = !isfinite(t->best_val)                         ? NAN
+                    : t->o.best_metric == CLFORMER_METRIC_BLEU ? -t->best_val
+                                                                : t->best_val;
+    res->best_step = t->best_step;
     return close_log(t, res);
 }

@@ -44,6 +44,30 @@ static clformer_status check_options(const clformer_train_options *o)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "init and resume exclude each other: resume continues a training "
                        "checkpoint, init starts a new run from a model's weights");
+    if ((o->keep_last || o->save_best) && !o->save_path)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "keeping numbered or best checkpoints needs a save path: their names "
+                       "are made from it");
+    if (o->keep_last && !o->save_every)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "keeping the last %" PRIu64 " checkpoints needs periodic saves (save "
+                       "every N steps)", o->keep_last);
+    const bool has_val = o->val_text || o->val_src_path;
+    if ((o->save_best || o->patience) && !has_val)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "the best checkpoint and early stopping need validation data");
+    if ((o->save_best || o->patience) && o->best_metric == CLFORMER_METRIC_BLEU &&
+        o->bleu_sentences == 0)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "judging checkpoints by BLEU needs validation sentences to translate "
+                       "(bleu_sentences > 0)");
+    if (o->schedule == CLFORMER_LR_INVERSE_SQRT && o->warmup == 0)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "the inverse-sqrt schedule needs a warm-up of at least 1 step");
+    if (!(o->warmup_init_lr >= 0.0f))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "the warm-up's initial learning rate must be >= 0, got %g",
+                       (double)o->warmup_init_lr);
     return CLFORMER_OK;
 }
 
@@ -223,17 +247,29 @@ static clformer_status open_model(clformer_trainer *t)
         const float ls = o->override_label_smoothing ? o->config.label_smoothing
                                                      : c->label_smoothing;
         CF_TRY(clformer_model_set_regularization(t->model, p, ls));
+        if (o->override_dropout)
+            CF_TRY(cf_model_set_dropout_kinds(t->model, o->config.attention_dropout,
+                                              o->config.activation_dropout));
     }
     return CLFORMER_OK;
 }
+
+static const char *const schedule_names[] = {"constant", "noam", "inverse_sqrt"};
 
 char *trainer_state_json(const clformer_trainer *t)
 {
     json_t *b = cf_batcher_state_to_json(t->batcher->b);
     json_t *o = json_pack("{s:o, s:f, s:s, s:I}", "batching", b ? b : json_null(), "lr",
-                          (double)t->lr, "schedule",
-                          t->schedule == CLFORMER_LR_NOAM ? "noam" : "constant", "warmup",
+                          (double)t->lr, "schedule", schedule_names[t->schedule], "warmup",
                           (json_int_t)t->warmup);
+    /* added later: older checkpoints lack them (restore takes them as optional) */
+    if (o && t->warmup_init_lr != 0.0f)
+        json_object_set_new(o, "warmup_init_lr", json_real((double)t->warmup_init_lr));
+    if (o && isfinite(t->best_val)) {
+        json_object_set_new(o, "best_val", json_real(t->best_val));
+        json_object_set_new(o, "best_step", json_integer((json_int_t)t->best_step));
+        json_object_set_new(o, "bad_validations", json_integer((json_int_t)t->bad_validations));
+    }
     char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
     json_decref(o);
     return s;
@@ -247,12 +283,15 @@ static clformer_status restore(clformer_trainer *t)
     json_error_t err;
     json_t *root = text ? json_loads(text, 0, &err) : NULL;
     const char *schedule = NULL, *mode = NULL, *seed = NULL;
-    double lr = 0;
-    json_int_t warmup = 0, size = 0, tokens = 0, window = 0;
+    double lr = 0, init_lr = 0, best_val = INFINITY;
+    json_int_t warmup = 0, size = 0, tokens = 0, window = 0, best_step = 0, bad = 0;
     int shuffle = 0;
     json_t *b = NULL;
-    if (!root || json_unpack_ex(root, &err, 0, "{s:o, s:F, s:s, s:I}", "batching", &b, "lr", &lr,
-                                "schedule", &schedule, "warmup", &warmup) != 0 ||
+    if (!root ||
+        json_unpack_ex(root, &err, 0, "{s:o, s:F, s:s, s:I, s?F, s?F, s?I, s?I}", "batching", &b,
+                       "lr", &lr, "schedule", &schedule, "warmup", &warmup, "warmup_init_lr",
+                       &init_lr, "best_val", &best_val, "best_step", &best_step,
+                       "bad_validations", &bad) != 0 ||
         json_unpack_ex(b, &err, 0, "{s:s, s?I, s?I, s:b, s:s, s?I}", "mode", &mode,
                        "batch_size", &size, "batch_tokens", &tokens, "shuffle", &shuffle, "seed",
                        &seed, "bucket_window", &window) != 0) {
@@ -262,8 +301,15 @@ static clformer_status restore(clformer_trainer *t)
                        text ? err.text : "it is not a training checkpoint");
     }
     t->lr = (float)lr;
-    t->schedule = !strcmp(schedule, "noam") ? CLFORMER_LR_NOAM : CLFORMER_LR_CONSTANT;
+    t->schedule = !strcmp(schedule, "noam")           ? CLFORMER_LR_NOAM
+                  : !strcmp(schedule, "inverse_sqrt") ? CLFORMER_LR_INVERSE_SQRT
+                                                      : CLFORMER_LR_CONSTANT;
     t->warmup = (uint64_t)warmup;
+    t->warmup_init_lr = (float)init_lr;
+    /* the best validation so far counts on (its metric is the options' now) */
+    t->best_val = best_val;
+    t->best_step = (uint64_t)best_step;
+    t->bad_validations = (uint64_t)bad;
     const clformer_batcher_options bo = {(int)size, (int)tokens, shuffle != 0,
                                          strtoull(seed, NULL, 10), (int)window};
     t->batching = bo;
@@ -280,6 +326,7 @@ static clformer_status setup(clformer_trainer *t)
     t->lr = o->lr;
     t->schedule = o->schedule;
     t->warmup = o->warmup;
+    t->warmup_init_lr = o->warmup_init_lr;
     t->batching = o->batching;
     CF_TRY(load_text(t));
     if (o->resume_path || o->init_path) CF_TRY(open_model(t));
@@ -330,6 +377,7 @@ clformer_status clformer_trainer_create(clformer_context *ctx,
     t->o = *options;
     t->ctx = ctx;
     t->best_loss = INFINITY;
+    t->best_val = INFINITY;
     clformer_status st = setup(t);
     if (st != CLFORMER_OK) {
         clformer_trainer_free(t);
@@ -393,6 +441,7 @@ void clformer_trainer_settings(const clformer_trainer *t, clformer_train_options
     s->lr = t->lr;
     s->schedule = t->schedule;
     s->warmup = t->warmup;
+    s->warmup_init_lr = t->warmup_init_lr;
     s->batching = t->batching;
     if (t->resumed) s->seed = t->batching.seed; /* one --seed seeded both */
 }

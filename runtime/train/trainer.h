@@ -45,6 +45,7 @@ struct clformer_trainer {
     float lr;
     clformer_lr_schedule schedule;
     uint64_t warmup;
+    float warmup_init_lr;
     clformer_batcher_options batching;
     volatile sig_atomic_t stop;      /* set by clformer_trainer_request_stop */
     /* a stop request of any rank, agreed by all ranks at the end of a step
@@ -53,6 +54,13 @@ struct clformer_trainer {
     /* divergence watch (train_loop.c) */
     double best_loss;                /* the lowest step loss so far (INFINITY: none) */
     uint64_t high_steps;             /* consecutive steps far above it */
+    /* the best validation (train_loop.c): best_val is the loss, or minus
+     * BLEU, so lower is better (INFINITY: none yet); bad_validations counts
+     * the validations since it, for patience; early_stop is patience's
+     * verdict, agreed by all ranks */
+    double best_val;
+    uint64_t best_step, bad_validations;
+    bool early_stop;
     /* the newest checkpoint this run wrote (for messages; NULL: none) */
     const char *saved_path;
     uint64_t saved_step;

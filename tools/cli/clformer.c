@@ -28,6 +28,7 @@ static const command commands[] = {
     {"plot", cmd_plot, "draw a training log's loss curves as a PNG"},
     {"logits", cmd_logits, "write a model's logits for given ids (for checks against PyTorch)"},
     {"export", cmd_export, "a checkpoint without training state (loads strictly in PyTorch)"},
+    {"average", cmd_average, "average the weights of checkpoints of one model"},
 };
 static const size_t n_commands = sizeof commands / sizeof commands[0];
 

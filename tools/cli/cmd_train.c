@@ -39,12 +39,13 @@ static int check_resume(clformer_trainer *t, void *user)
 /* Everything `clformer train` parses, as the options table writes it. */
 typedef struct {
     const char *src, *tgt, *val_src, *val_tgt, *init, *resume, *save, *log, *plot, *config_name,
-        *activation, *positional, *schedule, *optimizer;
+        *activation, *positional, *schedule, *optimizer, *best_metric;
     long min_freq, max_vocab, batch_size, batch_tokens, steps, epochs, warmup, eval_every,
         save_every, bleu_sentences, seed, check_sync, d_model, heads, d_ff, enc_layers, dec_layers,
-        max_len;
-    double lr, clip, weight_decay, dropout, label_smoothing;
-    bool no_shuffle, post_norm, tie, no_save;
+        max_len, keep_last, patience;
+    double lr, clip, weight_decay, dropout, label_smoothing, warmup_init_lr, attention_dropout,
+        activation_dropout;
+    bool no_shuffle, post_norm, tie, no_save, save_best, best_metric_given;
     const char *save_default; /* why --save was filled in (NULL: given) */
     train_given g;
     spm_flags spm;
@@ -91,6 +92,8 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--positional", CLI_CHOICE, &a->positional, NULL, "positional encoding (default sinusoidal)", 0, 0, pos_choices, &a->g.positional},
         {"--tie-embeddings", CLI_FLAG, &a->tie, NULL, "tie the generator to the target embedding", 0, 0, NULL, &a->g.tie},
         {"--dropout", CLI_DOUBLE, &a->dropout, "P", "dropout probability (default 0.1)", 0, 0.99, NULL, &a->g.dropout},
+        {"--attention-dropout", CLI_DOUBLE, &a->attention_dropout, "P", "dropout of the attention probabilities (default: --dropout's)", 0, 0.99, NULL, &a->g.attention_dropout},
+        {"--activation-dropout", CLI_DOUBLE, &a->activation_dropout, "P", "dropout after the feed-forward activation (default: --dropout's)", 0, 0.99, NULL, &a->g.activation_dropout},
         {"--label-smoothing", CLI_DOUBLE, &a->label_smoothing, "E", "label smoothing (default 0)", 0, 0.99, NULL, &a->g.label_smoothing},
         {"--min-freq", CLI_INT, &a->min_freq, "N", "vocabulary: keep tokens seen at least N times (default 1)", 1, 1000000, NULL, &a->g.min_freq},
         {"--max-vocab", CLI_INT, &a->max_vocab, "N", "vocabulary: at most N tokens with the 4 specials (0: all)", 0, 1 << 24, NULL, &a->g.max_vocab},
@@ -109,8 +112,9 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--no-shuffle", CLI_FLAG, &a->no_shuffle, NULL, "batches of consecutive pairs in file order", 0, 0, NULL, &a->g.no_shuffle},
         {"--seed", CLI_INT, &a->seed, "N", "seed of initialisation, dropout and shuffling (default 1)", 0, 0, NULL, &a->g.seed},
         {"--lr", CLI_DOUBLE, &a->lr, "LR", "learning rate, or the noam factor (default 5e-4)", 0, 1000, NULL, &a->g.lr},
-        {"--lr-schedule", CLI_CHOICE, &a->schedule, NULL, "learning-rate schedule (default constant)", 0, 0, "constant|noam", &a->g.schedule},
-        {"--warmup", CLI_INT, &a->warmup, "N", "noam warm-up steps (default 4000)", 1, 1L << 30, NULL, &a->g.warmup},
+        {"--lr-schedule", CLI_CHOICE, &a->schedule, NULL, "learning-rate schedule (default constant); inverse-sqrt is fairseq's: linear warm-up from --warmup-init-lr to --lr, then --lr * sqrt(warmup/step)", 0, 0, "constant|noam|inverse-sqrt", &a->g.schedule},
+        {"--warmup", CLI_INT, &a->warmup, "N", "noam or inverse-sqrt warm-up steps (default 4000)", 1, 1L << 30, NULL, &a->g.warmup},
+        {"--warmup-init-lr", CLI_DOUBLE, &a->warmup_init_lr, "LR", "inverse-sqrt: the warm-up's first learning rate (default 0)", 0, 1000, NULL, &a->g.warmup_init_lr},
         {"--optimizer", CLI_CHOICE, &a->optimizer, NULL, "Adam (L2 decay) or AdamW (decoupled) (default adam)", 0, 0, "adam|adamw", &a->g.optimizer},
         {"--weight-decay", CLI_DOUBLE, &a->weight_decay, "W", "weight decay of matrices and embeddings (default 0)", 0, 10, NULL, &a->g.weight_decay},
         {"--clip", CLI_DOUBLE, &a->clip, "NORM", "global gradient-norm clip, 0 = off (default 1)", 0, 1e6, NULL, &a->g.clip},
@@ -119,6 +123,10 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--save", CLI_STRING, &a->save, "FILE", "write a training checkpoint here at the end (and on Ctrl-C); default: --resume's file, else " DEFAULT_SAVE},
         {"--no-save", CLI_FLAG, &a->no_save, NULL, "keep nothing at the end of the run (Ctrl-C still saves " INTERRUPTED_SAVE ")"},
         {"--save-every", CLI_INT, &a->save_every, "N", "also save every N steps", 1, 1L << 40},
+        {"--keep-last", CLI_INT, &a->keep_last, "N", "with --save P.safetensors and --save-every: also write the weights to P.step<S>.safetensors at each save, keeping the newest N (for clformer average)", 1, 1L << 30},
+        {"--save-best", CLI_FLAG, &a->save_best, NULL, "write P.best.safetensors whenever validation improves (--best-metric)"},
+        {"--best-metric", CLI_CHOICE, &a->best_metric, NULL, "what --save-best and --patience watch (default loss)", 0, 0, "loss|bleu", &a->best_metric_given},
+        {"--patience", CLI_INT, &a->patience, "N", "stop after N validations in a row without improving --best-metric", 1, 1L << 30},
         {"--log", CLI_STRING, &a->log, "FILE", "metrics as JSON lines: step, loss, tokens, lr, ..."},
         {"--plot", CLI_STRING, &a->plot, "FILE.png", "draw the loss curves at the end"},
         {"--check-sync", CLI_INT, &a->check_sync, "N", "under mpirun: every N steps check that all ranks hold the same parameters; stop on a difference", 1, 1L << 40},
@@ -169,9 +177,23 @@ static int check_consistency(const train_args *a)
         return cli_error("train", "--eval-every needs validation data (--val-src and --val-tgt)"), EXIT_USAGE;
     /* with --resume and no --lr-schedule the checkpoint's schedule decides
      * (resume_check) */
-    if (a->g.warmup && strcmp(a->schedule, "noam") != 0 && (!a->resume || a->g.schedule))
-        return cli_error("train", "--warmup applies to --lr-schedule noam only (the constant schedule has no warm-up)"),
+    if (a->g.warmup && !strcmp(a->schedule, "constant") && (!a->resume || a->g.schedule))
+        return cli_error("train", "--warmup applies to --lr-schedule noam or inverse-sqrt only (the constant schedule has no warm-up)"),
                EXIT_USAGE;
+    if (a->g.warmup_init_lr && strcmp(a->schedule, "inverse-sqrt") != 0 && (!a->resume || a->g.schedule))
+        return cli_error("train", "--warmup-init-lr applies to --lr-schedule inverse-sqrt only"), EXIT_USAGE;
+    if (a->keep_last && !a->save_every)
+        return cli_error("train", "--keep-last needs --save-every N (the numbered checkpoints are written at those saves)"), EXIT_USAGE;
+    if ((a->keep_last || a->save_best) && a->no_save)
+        return cli_error("train", "%s and --no-save exclude each other (its files are named after --save)", a->keep_last ? "--keep-last" : "--save-best"), EXIT_USAGE;
+    if ((a->save_best || a->patience) && !a->val_src)
+        return cli_error("train", "%s needs validation data (--val-src and --val-tgt)", a->save_best ? "--save-best" : "--patience"), EXIT_USAGE;
+    if (a->patience && !a->eval_every)
+        return cli_error("train", "--patience needs --eval-every N (it counts validations)"), EXIT_USAGE;
+    if (a->best_metric_given && !a->save_best && !a->patience)
+        return cli_error("train", "--best-metric applies to --save-best and --patience only"), EXIT_USAGE;
+    if (a->best_metric && !strcmp(a->best_metric, "bleu") && a->bleu_sentences == 0)
+        return cli_error("train", "--best-metric bleu needs --bleu-sentences > 0"), EXIT_USAGE;
     const char *spm_problem = spm_flags_problem(&a->spm, !a->init && !a->resume, a->resume);
     if (spm_problem) return cli_error("train", "%s", spm_problem), EXIT_USAGE;
 
@@ -209,6 +231,8 @@ static int build_options(train_args *a, clformer_train_options *o)
     }
     c->share_tgt_embed = a->tie;
     c->dropout = (float)a->dropout;
+    c->attention_dropout = a->g.attention_dropout ? (float)a->attention_dropout : -1.0f;
+    c->activation_dropout = a->g.activation_dropout ? (float)a->activation_dropout : -1.0f;
     c->label_smoothing = (float)a->label_smoothing;
     if (!a->init && !a->resume) {
         /* check the shape now (vocabulary sizes are filled in from the data) */
@@ -220,14 +244,22 @@ static int build_options(train_args *a, clformer_train_options *o)
         }
     }
     o->init_path = a->init, o->resume_path = a->resume;
-    o->override_dropout = a->g.dropout, o->override_label_smoothing = a->g.label_smoothing;
+    o->override_dropout = a->g.dropout || a->g.attention_dropout || a->g.activation_dropout, o->override_label_smoothing = a->g.label_smoothing;
     o->seed = (uint64_t)a->seed;
     o->optim.optimizer = !strcmp(a->optimizer, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM;
     o->optim.weight_decay = (float)a->weight_decay;
     o->optim.clip = (float)a->clip;
     o->lr = (float)a->lr;
-    o->schedule = !strcmp(a->schedule, "noam") ? CLFORMER_LR_NOAM : CLFORMER_LR_CONSTANT;
+    o->schedule = !strcmp(a->schedule, "noam")           ? CLFORMER_LR_NOAM
+                  : !strcmp(a->schedule, "inverse-sqrt") ? CLFORMER_LR_INVERSE_SQRT
+                                                         : CLFORMER_LR_CONSTANT;
     o->warmup = (uint64_t)a->warmup;
+    o->warmup_init_lr = (float)a->warmup_init_lr;
+    o->keep_last = (uint64_t)a->keep_last;
+    o->save_best = a->save_best;
+    o->best_metric = a->best_metric && !strcmp(a->best_metric, "bleu") ? CLFORMER_METRIC_BLEU
+                                                                       : CLFORMER_METRIC_LOSS;
+    o->patience = (uint64_t)a->patience;
     o->steps = (uint64_t)a->steps, o->epochs = (uint64_t)a->epochs;
     o->eval_every = (uint64_t)a->eval_every, o->bleu_sentences = (size_t)a->bleu_sentences;
     /* a run keeps what it trained unless told not to: back into --resume's
@@ -324,9 +356,14 @@ int cmd_train(int argc, char **argv)
                    &res);
     free(spm_bytes[0]);
     free(spm_bytes[1]);
-    if (rc == 0 && ranks_get()->rank == 0)
+    if (rc == 0 && ranks_get()->rank == 0) {
+        if (res.early_stopped)
+            printf("stopped early: %ld validations in a row without a better %s than %.4f "
+                   "(step %llu)\n", a.patience, o.best_metric == CLFORMER_METRIC_BLEU ? "BLEU" : "loss",
+                   res.best_val, (unsigned long long)res.best_step);
         printf("trained to step %llu in %.1fs (%.0f target tokens/s); last loss %.4f\n",
                (unsigned long long)res.steps, res.seconds, res.tokens_per_s, res.loss);
+    }
     clformer_context_free(ctx);
     save_lock_release(&lock);
     return rc;

@@ -13,6 +13,7 @@ int cmd_eval(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_average(int argc, char **argv);
 int cmd_presets(int argc, char **argv);
 
 #include <stdbool.h>

@@ -74,6 +74,7 @@ static uint64_t options_hash(const clformer_train_options *o)
     HASH_FIELD(h, c->n_enc_layers), HASH_FIELD(h, c->n_dec_layers), HASH_FIELD(h, c->max_len);
     HASH_FIELD(h, c->norm_first), HASH_FIELD(h, c->activation), HASH_FIELD(h, c->positional);
     HASH_FIELD(h, c->dropout), HASH_FIELD(h, c->ln_eps), HASH_FIELD(h, c->label_smoothing);
+    HASH_FIELD(h, c->attention_dropout), HASH_FIELD(h, c->activation_dropout);
     HASH_FIELD(h, c->share_tgt_embed);
     HASH_FIELD(h, o->min_freq), HASH_FIELD(h, o->max_vocab);
     HASH_FIELD(h, o->batching.batch_size), HASH_FIELD(h, o->batching.batch_tokens);
@@ -85,6 +86,8 @@ static uint64_t options_hash(const clformer_train_options *o)
     HASH_FIELD(h, o->warmup), HASH_FIELD(h, o->steps), HASH_FIELD(h, o->epochs);
     HASH_FIELD(h, o->eval_every), HASH_FIELD(h, o->bleu_sentences);
     HASH_FIELD(h, o->save_every), HASH_FIELD(h, o->check_sync_every);
+    HASH_FIELD(h, o->warmup_init_lr), HASH_FIELD(h, o->keep_last), HASH_FIELD(h, o->save_best);
+    HASH_FIELD(h, o->best_metric), HASH_FIELD(h, o->patience);
     return h;
 }
 

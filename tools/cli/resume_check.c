@@ -75,6 +75,12 @@ static void shape(check *c, const clformer_config *have, const clformer_config *
     words(c, g->tie, "--tie-embeddings", have->share_tgt_embed ? "tied embeddings" : "untied embeddings",
           want->share_tgt_embed ? "tied embeddings" : "untied embeddings");
     floats(c, g->dropout, "--dropout", have->dropout, want->dropout);
+    floats(c, g->attention_dropout, "--attention-dropout",
+           have->attention_dropout < 0 ? have->dropout : have->attention_dropout,
+           want->attention_dropout);
+    floats(c, g->activation_dropout, "--activation-dropout",
+           have->activation_dropout < 0 ? have->dropout : have->activation_dropout,
+           want->activation_dropout);
     floats(c, g->label_smoothing, "--label-smoothing", have->label_smoothing,
            want->label_smoothing);
 }
@@ -110,16 +116,17 @@ int resume_check(const char *command, const clformer_train_options *want, const 
     shape(&c, &have->config, &want->config, g);
     batching(&c, &have->batching, &want->batching, g);
     floats(&c, g->lr, "--lr", have->lr, want->lr);
-    words(&c, g->schedule, "--lr-schedule", have->schedule == CLFORMER_LR_NOAM ? "noam" : "constant",
-          want->schedule == CLFORMER_LR_NOAM ? "noam" : "constant");
+    static const char *const schedules[] = {"constant", "noam", "inverse-sqrt"};
+    words(&c, g->schedule, "--lr-schedule", schedules[have->schedule], schedules[want->schedule]);
     /* a warm-up given with --resume but no --lr-schedule: the checkpoint's
      * schedule decides whether it has one */
-    if (g->warmup && have->schedule != CLFORMER_LR_NOAM) {
+    if (g->warmup && have->schedule == CLFORMER_LR_CONSTANT) {
         char b[32];
         snprintf(b, sizeof b, "--warmup %llu", (unsigned long long)want->warmup);
         differs(&c, "--warmup", "the constant schedule (no warm-up)", b);
     }
     ints(&c, g->warmup, "--warmup", (long long)have->warmup, (long long)want->warmup);
+    floats(&c, g->warmup_init_lr, "--warmup-init-lr", have->warmup_init_lr, want->warmup_init_lr);
     words(&c, g->optimizer, "--optimizer", have->optim.optimizer == CLFORMER_ADAMW ? "adamw" : "adam",
           want->optim.optimizer == CLFORMER_ADAMW ? "adamw" : "adam");
     floats(&c, g->weight_decay, "--weight-decay", have->optim.weight_decay,

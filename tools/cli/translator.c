@@ -1,6 +1,7 @@
 /* A model on the device translating files line by line (see translator.h). */
 #include "translator.h"
 #include "context_open.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -72,12 +73,14 @@ typedef struct {
     double start;
 } progress_state;
 
+/* On a terminal only: "\r" and "erase to the end of the line" redraw it. */
 static void show_progress(size_t done, size_t total, void *user)
 {
     const progress_state *p = user;
-    double dt = cli_now_s() - p->start;
-    fprintf(stderr, "\rtranslating: %zu/%zu sentences, %.1f sentences/s   ", done, total,
-            dt > 0 ? (double)done / dt : 0.0);
+    char line[160];
+    progress_line(line, sizeof line, "translating", "sentences", done, total,
+                  cli_now_s() - p->start);
+    fprintf(stderr, "\r\033[K%s", line);
     fflush(stderr);
 }
 
