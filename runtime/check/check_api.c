@@ -21,16 +21,11 @@ static void pass_on(void *user, const conf_result *r)
     f->sink(&out, f->user);
 }
 
-size_t clformer_check_layer_count(void)
-{
-    size_t n = 0;
-    while (conf_checks[n].layer) n++;
-    return n;
-}
+size_t clformer_check_layer_count(void) { return conf_op_check_count(); }
 
 const char *clformer_check_layer_name(size_t index)
 {
-    return index < clformer_check_layer_count() ? conf_checks[index].layer : NULL;
+    return index < clformer_check_layer_count() ? conf_op_check(index)->name : NULL;
 }
 
 clformer_status clformer_check_layer(clformer_context *ctx, size_t index, bool quick,
@@ -41,5 +36,5 @@ clformer_status clformer_check_layer(clformer_context *ctx, size_t index, bool q
                        "clformer_check_layer: no layer %zu (there are %zu) or no sink", index,
                        clformer_check_layer_count());
     forward f = {sink, user};
-    return conf_checks[index].run(ctx, quick, pass_on, &f);
+    return conf_op_check(index)->check(ctx, quick, pass_on, &f);
 }

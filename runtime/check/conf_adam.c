@@ -123,3 +123,10 @@ clformer_status conf_adam(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
     }
     return CLFORMER_OK;
 }
+
+CONF_OP(adam) = {"adam", "adam_update ~clip_scale",
+    "cf_adam_update, cf_clip_scale",
+    "ref_adam_update, ref_clip_scale (reference/ref_adam.c)",
+    "gradient rule for the displacement and m, v; forward rule for p",
+    conf_adam, NULL,
+    "test_adam (clip_scale, many more cases, determinism, argument errors); no backward: test_ref_adam checks the reference against PyTorch and by hand"};

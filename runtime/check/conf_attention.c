@@ -250,3 +250,10 @@ clformer_status conf_attention(cf_ctx *ctx, bool quick, conf_sink sink, void *us
         }
     return CLFORMER_OK;
 }
+
+CONF_OP(attention) = {"attention", "~split_heads ~merge_heads attention_softmax attention_softmax_backward flash_attention_forward|flash_attention_forward_simple flash_attention_backward_dq|flash_attention_backward_dq_simple flash_attention_backward_dkv|flash_attention_backward_dkv_simple",
+    "cf_attention_forward, cf_attention_backward (materialised and fused), cf_split_heads, cf_merge_heads",
+    "ref_attention_forward, ref_attention_backward, ref_split_heads, ref_merge_heads (reference/ref_attention.c)",
+    "gradient rule for the output and every gradient",
+    conf_attention, NULL,
+    "test_attention (split_heads, merge_heads, many more cases, determinism, argument errors); finite differences of the reference: test_ref_attention"};

@@ -121,3 +121,55 @@ clformer_status conf_dropout(cf_ctx *ctx, bool quick, conf_sink sink, void *user
     for (size_t i = 0; i < 3; i++) CF_TRY(conf_dropout_run(ctx, &cases[i], sink, user));
     return CLFORMER_OK;
 }
+
+/* Finite differences of the reference: out = res + dropout(x), so dres is
+ * dout and dx is dropout_mask(dout), without and with dropout (the case with
+ * it must drop some elements and keep others). */
+typedef struct {
+    size_t n;
+    const ref_dropout *drop;
+    double *res, *x, *g, *out;
+} fd_problem;
+
+static double fd_loss(void *user)
+{
+    fd_problem *p = user;
+    ref_residual_dropout_forward(p->out, p->res, p->x, p->n, p->drop);
+    double s = 0.0;
+    for (size_t i = 0; i < p->n; i++) s += p->out[i] * p->g[i];
+    return s;
+}
+
+static int dropout_gradcheck(void)
+{
+    enum { N = 61 };
+    static const ref_dropout drop = {0.3f, 12345, 7, 3};
+    int bad = 0;
+    for (int dropped = 0; dropped < 2; dropped++) {
+        double res[N], x[N], g[N], out[N], dx[N];
+        fd_problem p = {N, dropped ? &drop : NULL, res, x, g, out};
+        ref_rng r = ref_rng_new(5);
+        for (size_t i = 0; i < N; i++) {
+            g[i] = ref_rng_uniform(&r, -1, 1);
+            res[i] = ref_rng_uniform(&r, -1, 1);
+            x[i] = ref_rng_uniform(&r, -1, 1);
+        }
+        ref_dropout_backward(dx, g, N, p.drop);
+        bad += conf_fd_check("dropout dx", x, N, dx, fd_loss, &p);
+        bad += conf_fd_check("dropout dres", res, N, g, fd_loss, &p);
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < N; i++) kept += ref_dropout_kept(&drop, i);
+    if (kept == 0 || kept == N) {
+        fprintf(stderr, "dropout gradcheck: p=0.3 kept %zu of %d elements\n", kept, (int)N);
+        bad++;
+    }
+    return bad;
+}
+
+CONF_OP(dropout) = {"dropout", "residual_dropout_forward dropout_backward",
+    "cf_residual_dropout_forward, cf_dropout_backward, cf_add",
+    "ref_residual_dropout_forward, ref_dropout_backward, ref_add (reference/ref_dropout.c)",
+    "forward rule",
+    conf_dropout, dropout_gradcheck,
+    "test_dropout (many more cases, determinism, argument errors)"};

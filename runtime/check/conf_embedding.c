@@ -196,3 +196,10 @@ clformer_status conf_embedding(cf_ctx *ctx, bool quick, conf_sink sink, void *us
     CF_TRY(conf_embedding_forward_run(ctx, &learned[!quick], sink, user));
     return conf_embedding_backward_run(ctx, &b, sink, user);
 }
+
+CONF_OP(embedding) = {"embedding", "embedding_forward_sinusoidal embedding_forward_learned embedding_backward_table embedding_backward_pos",
+    "cf_embedding_forward, cf_embedding_forward_at, cf_embedding_backward",
+    "ref_embedding_forward, ref_embedding_backward (reference/ref_embedding.c)",
+    "forward rule; gradient rule for the tables",
+    conf_embedding, NULL,
+    "test_embedding (many more cases, determinism, argument errors); finite differences of the reference: test_ref_embedding"};

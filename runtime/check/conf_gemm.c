@@ -187,3 +187,10 @@ clformer_status conf_gemm(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
                                       bm * 1000003 + bn * 1009 + bk + 6};
     return conf_gemm_batched_run(ctx, &b, sink, user);
 }
+
+CONF_OP(gemm) = {"gemm", "",
+    "cf_gemm, cf_gemm_batched, cf_gemm_strided_batched (CLBlast or the host provider)",
+    "ref_gemm (reference/ref_gemm.c)",
+    "GEMM rule: |c - r| <= 1e-5 (|A| |B| + |beta C0|)",
+    conf_gemm, NULL,
+    "test_gemm, test_gemm_tuning (many more cases, determinism, argument errors); no backward of its own (the linear layer's is checked)"};

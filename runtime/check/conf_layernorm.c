@@ -132,3 +132,57 @@ clformer_status conf_layernorm(cf_ctx *ctx, bool quick, conf_sink sink, void *us
         CF_TRY(conf_layernorm_run(ctx, &full[i], sink, user));
     return CLFORMER_OK;
 }
+
+/* Finite differences of the reference backward: odd shapes, a row of one
+ * value (variance 0) and rows around 1000. */
+typedef struct {
+    size_t N, C;
+    double *x, *w, *b, *g, *y, *mean, *rstd;
+} fd_problem;
+
+static double fd_loss(void *user)
+{
+    fd_problem *p = user;
+    ref_layernorm_forward(p->y, p->mean, p->rstd, p->x, p->w, p->b, p->N, p->C, 1e-5);
+    double s = 0.0;
+    for (size_t i = 0; i < p->N * p->C; i++) s += p->y[i] * p->g[i];
+    return s;
+}
+
+static int layernorm_gradcheck(void)
+{
+    const size_t shapes[][2] = {{1, 1}, {1, 7}, {3, 2}, {7, 5}, {2, 61}, {3, 9}, {2, 13}};
+    int bad = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        const size_t N = shapes[s][0], C = shapes[s][1], NC = N * C;
+        double *buf = calloc(5 * NC + 5 * C + 2 * N, sizeof *buf);
+        if (!buf) return 1;
+        fd_problem p = {N, C, buf, buf + NC, buf + NC + C, buf + NC + 2 * C, buf + 2 * NC + 2 * C,
+                        buf + 3 * NC + 2 * C, buf + 3 * NC + 2 * C + N};
+        double *dx = p.rstd + N, *dw = dx + NC, *db = dw + C;
+        const double center = s == 6 ? 1000.0 : 0.0;
+        ref_rng r = ref_rng_new(10 + s);
+        for (size_t i = 0; i < NC; i++) p.x[i] = center + ref_rng_uniform(&r, -1, 1);
+        for (size_t c = 0; c < C; c++) {
+            p.w[c] = ref_rng_uniform(&r, 0.5, 1.5);
+            p.b[c] = ref_rng_uniform(&r, -0.5, 0.5);
+        }
+        for (size_t i = 0; i < NC; i++) p.g[i] = ref_rng_uniform(&r, -1, 1);
+        if (s == 5)
+            for (size_t c = 0; c < C; c++) p.x[C + c] = 0.75; /* row 1: variance 0 */
+        fd_loss(&p); /* mean and rstd of the unperturbed input */
+        ref_layernorm_backward(dx, dw, db, p.g, p.x, p.w, p.mean, p.rstd, N, C, false);
+        bad += conf_fd_check("layernorm dinp", p.x, NC, dx, fd_loss, &p);
+        bad += conf_fd_check("layernorm dweight", p.w, C, dw, fd_loss, &p);
+        bad += conf_fd_check("layernorm dbias", p.b, C, db, fd_loss, &p);
+        free(buf);
+    }
+    return bad;
+}
+
+CONF_OP(layernorm) = {"layernorm", "layernorm_forward layernorm_backward_input layernorm_backward_params layernorm_backward_params_final",
+    "cf_layernorm_forward, cf_layernorm_backward",
+    "ref_layernorm_forward, ref_layernorm_backward (reference/ref_layernorm.c)",
+    "forward rule for out, mean, rstd; gradient rule for dinp, dweight, dbias",
+    conf_layernorm, layernorm_gradcheck,
+    "test_layernorm (many more cases, determinism, argument errors)"};

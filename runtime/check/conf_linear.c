@@ -106,3 +106,55 @@ clformer_status conf_linear(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
         CF_TRY(conf_linear_run(ctx, &full[i], sink, user));
     return CLFORMER_OK;
 }
+
+/* Finite differences of the reference backward, with and without bias. */
+typedef struct {
+    size_t N, IC, OC;
+    double *x, *w, *b, *g, *y; /* b NULL: no bias */
+} fd_problem;
+
+static double fd_loss(void *user)
+{
+    fd_problem *p = user;
+    ref_linear_forward(p->y, p->x, p->w, p->b, p->N, p->IC, p->OC);
+    double s = 0.0;
+    for (size_t i = 0; i < p->N * p->OC; i++) s += p->y[i] * p->g[i];
+    return s;
+}
+
+static int linear_gradcheck(void)
+{
+    const size_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {3, 7, 13}, {2, 61, 4}};
+    int bad = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            const size_t N = shapes[s][0], IC = shapes[s][1], OC = shapes[s][2];
+            const size_t n = 2 * N * IC + 2 * OC * IC + 2 * OC + 2 * N * OC;
+            double *buf = calloc(n, sizeof *buf);
+            if (!buf) return 1;
+            fd_problem p = {N, IC, OC, buf, buf + N * IC, buf + N * IC + OC * IC, NULL, NULL};
+            p.g = p.b + OC;
+            p.y = p.g + N * OC;
+            double *dx = p.y + N * OC, *dw = dx + N * IC, *db = dw + OC * IC;
+            ref_rng r = ref_rng_new(10 * s + (uint64_t)with_bias);
+            for (size_t i = 0; i < N * IC; i++) p.x[i] = ref_rng_uniform(&r, -1, 1);
+            for (size_t i = 0; i < OC * IC; i++) p.w[i] = ref_rng_uniform(&r, -1, 1);
+            for (size_t i = 0; i < OC; i++) p.b[i] = ref_rng_uniform(&r, -1, 1);
+            for (size_t i = 0; i < N * OC; i++) p.g[i] = ref_rng_uniform(&r, -1, 1);
+            double *bias = p.b;
+            if (!with_bias) p.b = NULL;
+            ref_linear_backward(dx, dw, p.b ? db : NULL, p.g, p.x, p.w, N, IC, OC, false);
+            bad += conf_fd_check("linear dinp", p.x, N * IC, dx, fd_loss, &p);
+            bad += conf_fd_check("linear dweight", p.w, OC * IC, dw, fd_loss, &p);
+            if (with_bias) bad += conf_fd_check("linear dbias", bias, OC, db, fd_loss, &p);
+            free(buf);
+        }
+    return bad;
+}
+
+CONF_OP(linear) = {"linear", "bias_add",
+    "cf_linear_forward, cf_linear_backward",
+    "ref_linear_forward, ref_linear_backward (reference/ref_linear.c)",
+    "GEMM rule with the bias for out; gradient rule for the gradients",
+    conf_linear, linear_gradcheck,
+    "test_linear (many more cases, determinism, argument errors)"};

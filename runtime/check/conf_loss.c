@@ -148,3 +148,66 @@ clformer_status conf_loss(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
     }
     return CLFORMER_OK;
 }
+
+/* Finite differences of the reference's dlogits: L = grad_scale * sum of the
+ * row losses, with and without label smoothing, ignored rows, one dominant
+ * logit, one class, and logits of +-1e3. */
+typedef struct {
+    size_t N, V;
+    double ls, grad_scale;
+    int ignore;
+    double *x, *losses;
+    const int32_t *y;
+} fd_problem;
+
+static double fd_loss(void *user)
+{
+    fd_problem *p = user;
+    ref_cross_entropy(p->losses, NULL, p->x, p->y, p->N, p->V, p->ls, p->ignore, 1.0);
+    double s = 0.0;
+    for (size_t i = 0; i < p->N; i++) s += p->losses[i];
+    return p->grad_scale * s;
+}
+
+static int loss_gradcheck(void)
+{
+    /* N, V, ignore_index, the scale of each row's first logit, the logits' spread */
+    static const struct {
+        size_t N, V;
+        int ignore;
+        double scale, spread;
+    } cases[] = {{7, 5, 0, 1.0, 3.0},      {4, 61, -100, 1.0, 8.0}, {5, 7, 2, 40.0, 2.0},
+                 {3, 1, -100, 1.0, 1.0},   {2, 3, -100, 1.0, 1e3}};
+    int bad = 0;
+    for (int smooth = 0; smooth < 2; smooth++)
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            const size_t N = cases[k].N, V = cases[k].V;
+            double *buf = malloc((2 * N * V + N) * sizeof *buf);
+            int32_t *y = malloc(N * sizeof *y);
+            if (!buf || !y) {
+                free(buf), free(y);
+                return 1;
+            }
+            fd_problem p = {N, V, smooth ? 0.1 : 0.0, 0.375, cases[k].ignore, buf, buf + N * V, y};
+            double *g = p.losses + N;
+            ref_rng r = ref_rng_new(1 + 2 * k + (uint64_t)smooth);
+            for (size_t i = 0; i < N * V; i++)
+                p.x[i] = ref_rng_uniform(&r, -cases[k].spread, cases[k].spread);
+            for (size_t i = 0; i < N; i++) {
+                y[i] = (int32_t)(ref_rng_next(&r) % V);
+                if (i % 3 == 1) y[i] = cases[k].ignore;
+                p.x[i * V] *= cases[k].scale;
+            }
+            ref_cross_entropy(p.losses, g, p.x, y, N, V, p.ls, p.ignore, p.grad_scale);
+            bad += conf_fd_check("cross_entropy dlogits", p.x, N * V, g, fd_loss, &p);
+            free(buf), free(y);
+        }
+    return bad;
+}
+
+CONF_OP(loss) = {"loss", "cross_entropy ~log_softmax_rows ~argmax_rows",
+    "cf_cross_entropy, cf_log_softmax_rows, cf_argmax_rows",
+    "ref_cross_entropy, ref_log_softmax_rows, ref_argmax_rows (reference/ref_loss.c)",
+    "forward rule for the losses; gradient rule for dlogits",
+    conf_loss, loss_gradcheck,
+    "test_loss (log_softmax_rows, argmax_rows, many more cases, determinism, argument errors)"};

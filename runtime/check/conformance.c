@@ -7,18 +7,52 @@
 #include <stdlib.h>
 #include <string.h>
 
-const conf_check conf_checks[] = {
-    {"gemm", conf_gemm},
-    {"embedding", conf_embedding},
-    {"dropout", conf_dropout},
-    {"layernorm", conf_layernorm},
-    {"linear", conf_linear},
-    {"activation", conf_activation},
-    {"attention", conf_attention},
-    {"loss", conf_loss},
-    {"adam", conf_adam},
-    {NULL, NULL},
-};
+/* The kernels no op's check launches: the shared reductions (reached through
+ * the ops that use them), tensor fills and copies, and translation's. */
+CONF_OP(reduce) = {"reduce", "reduce_partial reduce_final colsum_partial colsum_final",
+                   "cf_reduce_sum, cf_colsum (reduce.h)", NULL, NULL, NULL, NULL,
+                   "test_runtime (against sums in double); the linear and layernorm checks"};
+CONF_OP(tensor) = {"tensor", "fill_u32 copy_u32", "cf_fill, cf_copy (buffer.h)", NULL, NULL,
+                   NULL, NULL, "test_runtime (bit-exact)"};
+CONF_OP(beam) = {"beam", "beam_tokens beam_gather_cache beam_candidates beam_select",
+                 "cf_beam_* (ops_beam.h)", NULL, NULL, NULL, NULL,
+                 "test_beam (against the host beam search)"};
+CONF_OP(decode) = {"decode", "kv_cache_write set_column gather_rows", "runtime/model/decode.c", NULL, NULL,
+                   NULL, NULL, "test_session and test_model (decoding against the full forward), test_beam (gather_rows)"};
+
+size_t conf_op_check_count(void)
+{
+    size_t n = 0;
+    for (size_t i = 0; conf_ops[i]; i++) n += conf_ops[i]->check != NULL;
+    return n;
+}
+
+const conf_op *conf_op_check(size_t index)
+{
+    for (size_t i = 0; conf_ops[i]; i++)
+        if (conf_ops[i]->check && index-- == 0) return conf_ops[i];
+    return NULL;
+}
+
+int conf_fd_check(const char *what, double *x, size_t n, const double *analytic,
+                  double (*loss)(void *user), void *user)
+{
+    const double eps = 1e-6, atol = 1e-5, rtol = 1e-3;
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double saved = x[i];
+        x[i] = saved + eps;
+        const double lp = loss(user);
+        x[i] = saved - eps;
+        const double lm = loss(user);
+        x[i] = saved;
+        const double fd = (lp - lm) / (2.0 * eps);
+        if (!(fabs(fd - analytic[i]) <= atol + rtol * fabs(fd)) && bad++ < 5)
+            fprintf(stderr, "%s[%zu]: analytic %.10g, finite difference %.10g\n", what, i,
+                    analytic[i], fd);
+    }
+    return bad;
+}
 
 double conf_now_ms(void) { return 1e3 * cf_now_s(); }
 

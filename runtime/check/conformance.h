@@ -27,13 +27,52 @@ typedef void (*conf_sink)(void *user, const conf_result *result);
  * could not run (the message says why), not that numbers were wrong. */
 typedef clformer_status (*conf_check_fn)(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 
+/*
+ * One op, described once: the kernels it launches, its launchers, its
+ * double-precision reference, its tolerance rule and its conformance cases.
+ * Each runtime/check/conf_<op>.c ends with
+ *
+ *     CONF_OP(rmsnorm) = {"rmsnorm", "rmsnorm_forward rmsnorm_backward ...", ...};
+ *
+ * and CMake finds it there (cmake/conf_op_list.cmake writes conf_ops[]), so
+ * that line is the op's whole registration. From the table:
+ *   - `clformer check` runs every op's check (include/clformer_check.h);
+ *   - tests/device/test_ops runs every check on every test device and fails
+ *     when a kernel the op names was not launched (cf_launch compares each
+ *     launch's arguments with the kernel's signature, so every named kernel
+ *     has its arguments checked);
+ *   - tests/host/test_ops_table runs every gradcheck (finite differences of
+ *     the reference) and fails when a kernel in cl/ belongs to no op.
+ */
 typedef struct {
-    const char *layer; /* "gemm", "layernorm", ... */
-    conf_check_fn run;
-} conf_check;
+    const char *name;      /* "layernorm": clformer check's layer name */
+    /* The cl/ kernels it launches, space-separated; "a|b": one of them,
+     * chosen by device (flash attention's *_simple on simulators); "~a": a
+     * kernel the check does not reach, launched by the test named in `why`. */
+    const char *kernels;
+    const char *launchers; /* the runtime/ops/ops.h functions it checks */
+    const char *reference; /* the double-precision functions it compares with */
+    const char *tolerance; /* the rule (docs/TESTING.md), in words */
+    conf_check_fn check;   /* quick: --quick shapes; NULL: no check of its own (`why`) */
+    /* Central finite differences of the reference backward on small cases:
+     * the number of mismatches (0 passes). NULL: tests/host/test_ref_<op>.c. */
+    int (*gradcheck)(void);
+    const char *why;       /* where what the entries above leave out is tested */
+} conf_op;
 
-/* NULL-terminated table of every layer's check. */
-extern const conf_check conf_checks[];
+#define CONF_OP(name) const conf_op conf_op_##name
+
+/* Every op's descriptor (generated), NULL-terminated, sorted by name. */
+extern const conf_op *const conf_ops[];
+/* The ops that have a check, in conf_ops order: their count and the i-th. */
+size_t conf_op_check_count(void);
+const conf_op *conf_op_check(size_t index);
+
+/* Central finite differences (docs/TESTING.md: step 1e-6, |fd - g| <= 1e-5 +
+ * 1e-3 |fd|) of loss(user) against analytic[0..n) as x[0..n) moves; returns
+ * the mismatches (the first few printed to stderr under `what`). */
+int conf_fd_check(const char *what, double *x, size_t n, const double *analytic,
+                  double (*loss)(void *user), void *user);
 
 /* Helpers for check implementations. */
 double conf_now_ms(void);

@@ -107,6 +107,28 @@ clformer_status cf_layernorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight
                                       cf_view dout, cf_view inp, cf_view weight, cf_view mean,
                                       cf_view rstd, size_t N, size_t C, bool accumulate);
 
+/* RMSNorm over the last dimension (ops_rmsnorm.c): out = inp * rstd * weight
+ * per row, rstd = 1 / sqrt(mean(inp^2) + eps) saved (N); no bias. */
+clformer_status cf_rmsnorm_forward(cf_ctx *ctx, cf_view out, cf_view rstd, cf_view inp,
+                                   cf_view weight, size_t N, size_t C, float eps);
+
+/* dweight += sum_rows(dout * inp * rstd) (deterministic); dinp = (or += when
+ * accumulate) the input gradient. dinp must not alias dout. */
+clformer_status cf_rmsnorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, cf_view dout,
+                                    cf_view inp, cf_view weight, cf_view rstd, size_t N,
+                                    size_t C, bool accumulate);
+
+/* SiLU and SwiGLU, elementwise over n (ops_swiglu.c): silu(a) = a sigmoid(a),
+ * swiglu(gate, up) = silu(gate) * up. Forward overwrites out; backward
+ * overwrites (or += when accumulate) dx, or dgate and dup. An output may
+ * alias an input of the same call element for element (not another output). */
+clformer_status cf_silu_forward(cf_ctx *ctx, cf_view out, cf_view x, size_t n);
+clformer_status cf_silu_backward(cf_ctx *ctx, cf_view dx, cf_view dout, cf_view x, size_t n,
+                                 bool accumulate);
+clformer_status cf_swiglu_forward(cf_ctx *ctx, cf_view out, cf_view gate, cf_view up, size_t n);
+clformer_status cf_swiglu_backward(cf_ctx *ctx, cf_view dgate, cf_view dup, cf_view dout,
+                                   cf_view gate, cf_view up, size_t n, bool accumulate);
+
 /* ------------------------------------------------------------------------- */
 /* Linear layers (GEMM through CLBlast) and activations                      */
 /* ------------------------------------------------------------------------- */

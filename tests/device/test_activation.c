@@ -130,18 +130,11 @@ static void activation_bad_arguments(void **state)
     hbuf_free(a);
 }
 
-static void activation_conformance(void **state)
-{
-    (void)state;
-    assert_conformance(conf_activation);
-}
-
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(activation_odd_shapes),
     cmocka_unit_test(activation_model_widths),
     cmocka_unit_test(activation_dropout_limits),
     cmocka_unit_test(activation_is_deterministic),
     cmocka_unit_test(activation_bad_arguments),
-    cmocka_unit_test(activation_conformance),
 };
 HARNESS_DEVICE_MAIN("activation", tests)

@@ -135,19 +135,11 @@ static void layernorm_edge_arguments(void **state)
     hbuf_free(a), hbuf_free(b), hbuf_free(c);
 }
 
-/* The check `clformer check --layer layernorm` runs passes here too. */
-static void layernorm_conformance(void **state)
-{
-    (void)state;
-    assert_conformance(conf_layernorm);
-}
-
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(layernorm_odd_shapes),
     cmocka_unit_test(layernorm_model_widths),
     cmocka_unit_test(layernorm_constant_rows_and_large_mean),
     cmocka_unit_test(layernorm_is_deterministic),
     cmocka_unit_test(layernorm_edge_arguments),
-    cmocka_unit_test(layernorm_conformance),
 };
 HARNESS_DEVICE_MAIN("layernorm", tests)

@@ -1,13 +1,14 @@
-/* The reference bias + ReLU/GELU + dropout: its backward against central
- * finite differences of its forward (with and without dropout), the dropout
- * mask against Philox's published test vectors, and GELU's known values. */
+/* The reference bias + ReLU/GELU + dropout: the += rules, the dropout mask
+ * against Philox's published test vectors, and GELU's known values. Its
+ * backward against finite differences is the op descriptor's gradcheck
+ * (runtime/check/conf_activation.c, run by test_ops_table). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "fd_gradcheck.h"
+#include <math.h>
 #include "ref_activation.h"
 #include "ref_random.h"
 
@@ -39,36 +40,6 @@ static problem make(size_t N, size_t C, clformer_activation act, const ref_act_d
 static void release(problem *p)
 {
     test_free(p->inp), test_free(p->bias), test_free(p->g), test_free(p->out);
-}
-
-static double loss(void *user)
-{
-    problem *p = user;
-    ref_bias_act_forward(p->out, p->inp, p->bias, p->N, p->C, p->act, p->dropout);
-    return fd_dot(p->out, p->g, p->N * p->C);
-}
-
-static void check(size_t N, size_t C, clformer_activation act, const ref_act_dropout *d, uint64_t seed)
-{
-    problem p = make(N, C, act, d, seed);
-    double *dinp = alloc(N * C), *db = alloc(C);
-    ref_bias_act_backward(dinp, db, p.g, p.inp, p.bias, N, C, act, d);
-    assert_int_equal(fd_check("dinp", p.inp, N * C, dinp, loss, &p), 0);
-    assert_int_equal(fd_check("dbias", p.bias, C, db, loss, &p), 0);
-    test_free(dinp), test_free(db);
-    release(&p);
-}
-
-static void activation_backward_matches_finite_differences(void **state)
-{
-    (void)state;
-    const ref_act_dropout drop = {0.3f, 1234, 5, 6};
-    const size_t shapes[][2] = {{1, 1}, {7, 5}, {3, 61}};
-    for (int act = 0; act < 2; act++)
-        for (size_t s = 0; s < 3; s++) {
-            check(shapes[s][0], shapes[s][1], (clformer_activation)act, NULL, 10 * s + act);
-            check(shapes[s][0], shapes[s][1], (clformer_activation)act, &drop, 20 * s + act);
-        }
 }
 
 /* dbias accumulates; dinp is overwritten and may alias dout. */
@@ -138,7 +109,6 @@ static void dropout_mask_follows_philox(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(activation_backward_matches_finite_differences),
         cmocka_unit_test(activation_backward_accumulates_dbias),
         cmocka_unit_test(activation_known_values),
         cmocka_unit_test(dropout_mask_follows_philox),

@@ -1,12 +1,13 @@
-/* The reference linear layer: its backward against central finite
- * differences of its forward, with and without bias, and the += rules. */
+/* The reference linear layer: the += rules. Its backward against finite
+ * differences is the op descriptor's gradcheck (runtime/check/conf_linear.c,
+ * run by test_ops_table). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "fd_gradcheck.h"
+#include <math.h>
 #include "ref_linear.h"
 #include "ref_random.h"
 
@@ -35,32 +36,6 @@ static void release(problem *p)
     if (p->bias) test_free(p->bias);
 }
 
-static double loss(void *user)
-{
-    problem *p = user;
-    ref_linear_forward(p->out, p->inp, p->weight, p->bias, p->N, p->IC, p->OC);
-    return fd_dot(p->out, p->g, p->N * p->OC);
-}
-
-static void linear_backward_matches_finite_differences(void **state)
-{
-    (void)state;
-    const size_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {3, 7, 13}, {2, 61, 4}};
-    for (size_t s = 0; s < 4; s++)
-        for (int with_bias = 0; with_bias < 2; with_bias++) {
-            const size_t N = shapes[s][0], IC = shapes[s][1], OC = shapes[s][2];
-            problem p = make(N, IC, OC, with_bias, 10 * s + with_bias);
-            double *dinp = alloc(N * IC), *dw = alloc(OC * IC), *db = alloc(OC);
-            ref_linear_backward(dinp, dw, with_bias ? db : NULL, p.g, p.inp, p.weight, N, IC, OC,
-                                false);
-            assert_int_equal(fd_check("dinp", p.inp, N * IC, dinp, loss, &p), 0);
-            assert_int_equal(fd_check("dweight", p.weight, OC * IC, dw, loss, &p), 0);
-            if (with_bias) assert_int_equal(fd_check("dbias", p.bias, OC, db, loss, &p), 0);
-            test_free(dinp), test_free(dw), test_free(db);
-            release(&p);
-        }
-}
-
 static void linear_backward_accumulates(void **state)
 {
     (void)state;
@@ -84,7 +59,6 @@ static void linear_backward_accumulates(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(linear_backward_matches_finite_differences),
         cmocka_unit_test(linear_backward_accumulates),
     };
     return cmocka_run_group_tests_name("ref_linear", tests, NULL, NULL);
