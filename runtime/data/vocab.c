@@ -23,6 +23,7 @@ struct clformer_vocab {
     int32_t n, cap;
     int32_t *table;    /* [mask + 1] ids, -1 for an empty slot */
     size_t mask;
+    const char **tokens; /* [n] into chars, once complete (cf_vocab_tokens) */
 };
 
 static cf_vocab *vocab_new(void)
@@ -42,6 +43,7 @@ static cf_vocab *vocab_new(void)
 void cf_vocab_free(cf_vocab *v)
 {
     if (!v) return;
+    free(v->tokens);
     free(v->chars);
     free(v->offset);
     free(v->length);
@@ -117,6 +119,17 @@ static clformer_status oom(void)
 {
     return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory building a vocabulary");
 }
+
+/* The vocabulary is complete (chars no longer moves): index its tokens. */
+static bool finish(cf_vocab *v)
+{
+    v->tokens = malloc((v->n ? (size_t)v->n : 1) * sizeof *v->tokens);
+    if (!v->tokens) return false;
+    for (int32_t id = 0; id < v->n; id++) v->tokens[id] = v->chars + v->offset[id];
+    return true;
+}
+
+const char *const *cf_vocab_tokens(const cf_vocab *v) { return v->tokens; }
 
 static cf_vocab *vocab_with_specials(void)
 {
@@ -206,6 +219,7 @@ clformer_status cf_vocab_build(const char *const *sentences, size_t n, int min_f
     if (!v) goto no_memory;
     for (int32_t r = 0; r < n_regular; r++)
         if (vocab_append(v, ranked[r].s, ranked[r].len) < 0) goto no_memory;
+    if (!finish(v)) goto no_memory;
     cf_vocab_free(counted);
     free(count);
     free(ranked);
@@ -372,6 +386,7 @@ clformer_status cf_vocab_from_tokens(const char *const *tokens, size_t n, const 
         else if (vocab_append(v, tok, tok_len) < 0)
             st = oom();
     }
+    if (st == CLFORMER_OK && !finish(v)) st = oom();
     if (st != CLFORMER_OK) {
         cf_vocab_free(v);
         return st;

@@ -61,6 +61,9 @@ int32_t cf_vocab_id(const cf_vocab *v, const char *s, size_t len);
 /* The id of a NUL-terminated token, or -1 when absent (no <unk> fallback). */
 int32_t cf_vocab_find(const cf_vocab *v, const char *token);
 
+/* Every token in id order (cf_vocab_size of them), owned by the vocabulary. */
+const char *const *cf_vocab_tokens(const cf_vocab *v);
+
 /* The NUL-terminated token of an id, or NULL when id is out of range. */
 const char *cf_vocab_token(const cf_vocab *v, int32_t id);
 

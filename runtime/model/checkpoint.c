@@ -49,10 +49,11 @@ static int shape_of(const cf_param_entry *e, int64_t shape[2])
 /* saving                                                                    */
 /* ------------------------------------------------------------------------- */
 
-static char *vocab_json(char **tokens, int n)
+static char *vocab_json(const cf_vocab *v)
 {
     json_t *a = json_array();
-    for (int i = 0; a && i < n; i++) json_array_append_new(a, json_string(tokens[i]));
+    for (int32_t i = 0; a && i < cf_vocab_size(v); i++)
+        json_array_append_new(a, json_string(cf_vocab_token(v, i)));
     char *s = a ? json_dumps(a, JSON_COMPACT) : NULL;
     json_decref(a);
     return s;
@@ -136,12 +137,12 @@ static clformer_status load_tokenizers(cf_model *m, const cf_st_reader *r)
 
 clformer_status clformer_model_save(clformer_model *m, const char *path, bool training)
 {
-    if (!m->src_vocab || !m->tgt_vocab)
+    if (!m->vocab[0] || !m->vocab[1])
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cannot save '%s': the model has no vocabularies (set them first)", path);
     char *config = clformer_config_to_json(&m->cfg);
-    char *src = vocab_json(m->src_vocab, m->cfg.src_vocab);
-    char *tgt = vocab_json(m->tgt_vocab, m->cfg.tgt_vocab);
+    char *src = vocab_json(m->vocab[0]);
+    char *tgt = vocab_json(m->vocab[1]);
     char *state = training ? train_state_json(m) : NULL;
     float *host = malloc(m->layout.total * sizeof *host);
     cf_st_writer *w = NULL;
@@ -180,40 +181,23 @@ clformer_status clformer_model_save(clformer_model *m, const char *path, bool tr
 /* loading                                                                   */
 /* ------------------------------------------------------------------------- */
 
-static void free_tokens(char **t, size_t n)
-{
-    if (!t) return;
-    for (size_t i = 0; i < n; i++) free(t[i]);
-    free(t);
-}
-
 /* Parses a clformer.*_vocab value (vocab.c's rules: a JSON array of distinct
  * tokens, specials first) holding exactly `expected` tokens. */
 static clformer_status parse_vocab(const cf_st_reader *r, const char *key, int expected,
-                                   char ***out)
+                                   cf_vocab **out)
 {
     const char *text = cf_st_metadata(r, key);
     if (!text) return cf_fail(CLFORMER_ERR_FORMAT, "metadata lacks %s", key);
     cf_vocab *v;
     CF_TRY(cf_vocab_from_json(text, strlen(text), key, &v));
     const size_t n = (size_t)cf_vocab_size(v);
-    clformer_status st = CLFORMER_OK;
-    char **tokens = NULL;
-    if (n != (size_t)expected)
-        st = cf_fail(CLFORMER_ERR_FORMAT,
-                     "%s has %zu tokens but the config says %d (the embedding rows)", key, n,
-                     expected);
-    else if (!(tokens = calloc(n, sizeof *tokens)))
-        st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    for (size_t i = 0; i < n && st == CLFORMER_OK; i++)
-        if (!(tokens[i] = strdup(cf_vocab_token(v, (int32_t)i))))
-            st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    cf_vocab_free(v);
-    if (st != CLFORMER_OK) {
-        free_tokens(tokens, n);
-        return st;
+    if (n != (size_t)expected) {
+        cf_vocab_free(v);
+        return cf_fail(CLFORMER_ERR_FORMAT,
+                       "%s has %zu tokens but the config says %d (the embedding rows)", key, n,
+                       expected);
     }
-    *out = tokens;
+    *out = v;
     return CLFORMER_OK;
 }
 
@@ -386,7 +370,7 @@ typedef struct {
     clformer_config config;
     cf_param_layout layout;
     bool has_layout;
-    char **src, **tgt;
+    cf_vocab *src, *tgt;
     bool training;
     train_state ts;
 } header;
@@ -394,8 +378,8 @@ typedef struct {
 static void header_free(header *h)
 {
     if (h->has_layout) cf_param_layout_free(&h->layout);
-    free_tokens(h->src, (size_t)h->config.src_vocab);
-    free_tokens(h->tgt, (size_t)h->config.tgt_vocab);
+    cf_vocab_free(h->src);
+    cf_vocab_free(h->tgt);
     free(h->ts.trainer);
     memset(h, 0, sizeof *h);
 }
@@ -496,8 +480,8 @@ static clformer_status load(cf_ctx *ctx, const cf_st_reader *r, cf_model **out)
     float *host = NULL;
     clformer_status st = cf_model_new(ctx, &h.config, 0, &m);
     if (st == CLFORMER_OK) {
-        m->src_vocab = h.src;
-        m->tgt_vocab = h.tgt;
+        m->vocab[0] = h.src;
+        m->vocab[1] = h.tgt;
         h.src = h.tgt = NULL;
         host = malloc(m->layout.total * sizeof *host);
         if (!host) st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");

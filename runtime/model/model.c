@@ -116,13 +116,6 @@ clformer_status clformer_model_create(clformer_context *ctx, const clformer_conf
     return CLFORMER_OK;
 }
 
-static void free_vocab(char **v, int n)
-{
-    if (!v) return;
-    for (int i = 0; i < n; i++) free(v[i]);
-    free(v);
-}
-
 void clformer_model_free(clformer_model *m)
 {
     if (!m) return;
@@ -132,8 +125,8 @@ void clformer_model_free(clformer_model *m)
     cf_buffer_free(m->ctx, m->adam_m);
     cf_buffer_free(m->ctx, m->adam_v);
     cf_param_layout_free(&m->layout);
-    free_vocab(m->src_vocab, m->cfg.src_vocab);
-    free_vocab(m->tgt_vocab, m->cfg.tgt_vocab);
+    cf_vocab_free(m->vocab[0]);
+    cf_vocab_free(m->vocab[1]);
     free(m->spm[0]);
     free(m->spm[1]);
     cf_spm_free(m->spm_proc[0]);
@@ -171,37 +164,22 @@ clformer_status cf_model_set_dropout_kinds(clformer_model *m, float attention, f
     return CLFORMER_OK;
 }
 
-static clformer_status copy_vocab(char ***dst, const char *const *src, int n, const char *side)
-{
-    cf_vocab *check; /* the same rules as every vocabulary: specials first, distinct tokens */
-    CF_TRY(cf_vocab_from_tokens(src, (size_t)n, side, &check));
-    cf_vocab_free(check);
-    char **v = calloc((size_t)n, sizeof *v);
-    if (!v) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    for (int i = 0; i < n; i++) {
-        if (!(v[i] = strdup(src[i]))) {
-            free_vocab(v, n);
-            return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-        }
-    }
-    *dst = v;
-    return CLFORMER_OK;
-}
-
 clformer_status clformer_model_set_vocabs(clformer_model *m, const char *const *src,
                                           const char *const *tgt)
 {
-    char **s = NULL, **t = NULL;
-    CF_TRY(copy_vocab(&s, src, m->cfg.src_vocab, "source vocabulary"));
-    clformer_status st = copy_vocab(&t, tgt, m->cfg.tgt_vocab, "target vocabulary");
+    /* the same rules as every vocabulary: specials first, distinct tokens */
+    cf_vocab *s = NULL, *t = NULL;
+    CF_TRY(cf_vocab_from_tokens(src, (size_t)m->cfg.src_vocab, "source vocabulary", &s));
+    clformer_status st =
+        cf_vocab_from_tokens(tgt, (size_t)m->cfg.tgt_vocab, "target vocabulary", &t);
     if (st != CLFORMER_OK) {
-        free_vocab(s, m->cfg.src_vocab);
+        cf_vocab_free(s);
         return st;
     }
-    free_vocab(m->src_vocab, m->cfg.src_vocab);
-    free_vocab(m->tgt_vocab, m->cfg.tgt_vocab);
-    m->src_vocab = s;
-    m->tgt_vocab = t;
+    cf_vocab_free(m->vocab[0]);
+    cf_vocab_free(m->vocab[1]);
+    m->vocab[0] = s;
+    m->vocab[1] = t;
     return CLFORMER_OK;
 }
 
@@ -213,15 +191,15 @@ clformer_status clformer_model_set_tokenizer(clformer_model *m, bool target, con
     unsigned char *copy = NULL;
     cf_spm *sp = NULL;
     if (spm) {
-        char **vocab = target ? m->tgt_vocab : m->src_vocab;
-        const int n = target ? m->cfg.tgt_vocab : m->cfg.src_vocab;
+        const cf_vocab *vocab = m->vocab[k];
         if (!vocab)
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the %s SentencePiece model needs the "
                            "model's vocabularies first", side);
         char origin[64];
         snprintf(origin, sizeof origin, "the %s SentencePiece model", side);
         CF_TRY(cf_spm_load(spm, size, origin, &sp));
-        clformer_status st = cf_spm_check_vocab(sp, (const char *const *)vocab, n, origin, side);
+        clformer_status st = cf_spm_check_vocab(sp, cf_vocab_tokens(vocab), cf_vocab_size(vocab),
+                                                origin, side);
         if (st == CLFORMER_OK && !(copy = malloc(size ? size : 1)))
             st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
         if (st != CLFORMER_OK) {
@@ -257,12 +235,12 @@ clformer_status clformer_model_tokenize(const clformer_model *m, bool target,
 
 const char *const *clformer_model_src_vocab(const clformer_model *m)
 {
-    return (const char *const *)m->src_vocab;
+    return m->vocab[0] ? cf_vocab_tokens(m->vocab[0]) : NULL;
 }
 
 const char *const *clformer_model_tgt_vocab(const clformer_model *m)
 {
-    return (const char *const *)m->tgt_vocab;
+    return m->vocab[1] ? cf_vocab_tokens(m->vocab[1]) : NULL;
 }
 
 clformer_memory clformer_model_memory(const clformer_model *m)

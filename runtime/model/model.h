@@ -12,6 +12,8 @@
 
 #include "ops.h"
 #include "params.h"
+#include "tokenizer_spm.h"
+#include "vocab.h"
 
 /* Adam/AdamW settings of a model being trained. */
 typedef struct {
@@ -26,10 +28,11 @@ struct clformer_model {
     clformer_config cfg;
     cf_param_layout layout;
     cl_mem params, grads, adam_m, adam_v; /* layout.total elements each */
-    char **src_vocab, **tgt_vocab;        /* tokens in id order (may be NULL) */
+    /* the text side, as the data layer's objects (vocab.h, tokenizer_spm.h) */
+    cf_vocab *vocab[2];                   /* source, target vocabularies (may be NULL) */
     unsigned char *spm[2];                /* SentencePiece models, source/target (may be NULL) */
     size_t spm_size[2];
-    struct cf_spm *spm_proc[2];           /* the same, loaded */
+    cf_spm *spm_proc[2];                  /* the same, loaded */
     uint64_t seed;                        /* initialisation and dropout */
     uint64_t step;                        /* optimizer steps taken */
     cf_optim_settings optim;

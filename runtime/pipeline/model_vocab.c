@@ -1,6 +1,6 @@
-/* A model's vocabularies as vocabulary objects of the data layer
- * (clformer_vocab_from_model): the model stores them as token arrays, the
- * text side encodes and decodes with a cf_vocab. */
+/* A copy of a model's vocabulary (clformer_vocab_from_model), for callers
+ * that encode and decode text themselves: the model holds it as a data-layer
+ * cf_vocab, and the copy is theirs to free. */
 #include "status.h"
 #include "vocab.h"
 

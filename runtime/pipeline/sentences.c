@@ -14,6 +14,14 @@
 static clformer_status encode_words(const cf_vocab *v, const char *sentence, size_t max,
                                     int32_t **ids, size_t *len, size_t *full);
 
+/* The model's vocabulary of a side (borrowed), or an error when it has none. */
+static clformer_status model_vocab(const clformer_model *model, int side, const cf_vocab **out)
+{
+    *out = model->vocab[side];
+    if (!*out) return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the model has no vocabularies");
+    return CLFORMER_OK;
+}
+
 /* <sos> w1 ... wn <eos> of one sentence, cut to max ids (keeping <sos>, the
  * first max-2 words and <eos>); *full receives the uncut length. A model
  * with a source SentencePiece model reads raw text: its pieces are the words. */
@@ -50,13 +58,10 @@ static clformer_status encode_words(const cf_vocab *v, const char *sentence, siz
 clformer_status clformer_encode_source(const clformer_model *model, const char *sentence,
                                        int32_t **ids, size_t *len)
 {
-    cf_vocab *src;
-    CF_TRY(clformer_vocab_from_model(model, CLFORMER_SIDE_SOURCE, &src));
-    clformer_status st = encode_cut(model, src, sentence,
-                                    (size_t)clformer_model_config(model)->max_len,
-                                    ids, len, NULL);
-    cf_vocab_free(src);
-    return st;
+    const cf_vocab *src;
+    CF_TRY(model_vocab(model, 0, &src));
+    return encode_cut(model, src, sentence, (size_t)clformer_model_config(model)->max_len, ids,
+                      len, NULL);
 }
 
 typedef struct {
@@ -115,9 +120,9 @@ clformer_status clformer_translate_sentences(clformer_session *session,
     if (truncated) *truncated = 0;
     if (batch_size == 0) batch_size = 1;
     for (size_t i = 0; i < n; i++) outputs[i] = NULL;
-    cf_vocab *src_vocab = NULL, *tgt_vocab = NULL;
-    CF_TRY(clformer_vocab_from_model(model, CLFORMER_SIDE_SOURCE, &src_vocab));
-    clformer_status st = clformer_vocab_from_model(model, CLFORMER_SIDE_TARGET, &tgt_vocab);
+    const cf_vocab *src_vocab = NULL, *tgt_vocab = NULL;
+    CF_TRY(model_vocab(model, 0, &src_vocab));
+    clformer_status st = model_vocab(model, 1, &tgt_vocab);
     by_len *order = malloc((n ? n : 1) * sizeof *order);
     int32_t **ids = calloc(n ? n : 1, sizeof *ids);
     if (st == CLFORMER_OK && (!order || !ids))
@@ -147,8 +152,6 @@ clformer_status clformer_translate_sentences(clformer_session *session,
     for (size_t i = 0; ids && i < n; i++) free(ids[i]);
     free(ids);
     free(order);
-    cf_vocab_free(src_vocab);
-    cf_vocab_free(tgt_vocab);
     return st;
 }
 
