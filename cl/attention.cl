@@ -28,13 +28,14 @@ inline void copy_run(global float *d, global const float *s, int dh)
 }
 
 /* dst[((b*H + h)*T + t)*dh + j] = src[(b*T + t)*ld + h*dh + j].
- * dim 1: row r = b*T + t. per_head (CPU devices, where a work item's loop
- * runs as scalar code and every element paid two divisions): dim 0 is the
- * head h and an item moves the head's dh contiguous floats; otherwise (GPUs,
- * coalesced) dim 0 is the column c = h*dh + j, one element per item. */
+ * dim 1: row r = b*T + t. Without GPU_LAYOUTS (CPU devices, where a work
+ * item's loop runs as scalar code and every element paid two divisions): dim
+ * 0 is the head h and an item moves the head's dh contiguous floats; with it
+ * (GPUs, coalesced) dim 0 is the column c = h*dh + j, one element per item. */
 kernel void split_heads(global float *dst, ulong dst_off, global const float *src, ulong src_off,
-                        int ld, int B, int T, int H, int dh, int per_head)
+                        int ld, int B, int T, int H, int dh)
 {
+    const int per_head = !GPU_LAYOUTS;
     const int c = get_global_id(0), r = get_global_id(1);
     if (c >= (per_head ? H : H * dh) || r >= B * T) return;
     const int b = r / T, t = r - b * T, h = per_head ? c : c / dh, j = per_head ? 0 : c - h * dh;
@@ -48,8 +49,9 @@ kernel void split_heads(global float *dst, ulong dst_off, global const float *sr
 
 /* The inverse: dst[(b*T + t)*ld + h*dh + j] = src[((b*H + h)*T + t)*dh + j]. */
 kernel void merge_heads(global float *dst, ulong dst_off, int ld, global const float *src,
-                        ulong src_off, int B, int T, int H, int dh, int per_head)
+                        ulong src_off, int B, int T, int H, int dh)
 {
+    const int per_head = !GPU_LAYOUTS;
     const int c = get_global_id(0), r = get_global_id(1);
     if (c >= (per_head ? H : H * dh) || r >= B * T) return;
     const int b = r / T, t = r - b * T, h = per_head ? c : c / dh, j = per_head ? 0 : c - h * dh;

@@ -4,14 +4,19 @@
  *
  * Conventions: tensors are (global float *base, ulong off) pairs; sizes are
  * int; global sizes are rounded up by the host, so every kernel checks its
- * bounds. Options set by the host: REDUCE_WG (work-group size of row
- * reductions, a power of two), HAS_FP16, HAS_FP64.
+ * bounds. Options set by the host from the device profile
+ * (runtime/device/profile.c): REDUCE_WG (work-group size of row reductions, a
+ * power of two), GPU_LAYOUTS (1: work items laid out as on a GPU, see
+ * attention.cl and reduce.cl), HAS_FP16, HAS_FP64.
  */
 #ifndef CLFORMER_COMMON_H
 #define CLFORMER_COMMON_H
 
 #ifndef REDUCE_WG
 #define REDUCE_WG 64
+#endif
+#ifndef GPU_LAYOUTS
+#define GPU_LAYOUTS 0
 #endif
 
 /* Work-group sum of one value per work item, in a fixed order (a tree over

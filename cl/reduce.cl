@@ -9,17 +9,18 @@
 
 /* partials[g] = sum of x (or x*x) over elements [g*chunk, (g+1)*chunk).
  * Work items sum float4 chunks of the range (SIMD on CPU devices, where PoCL
- * runs the loop of one work item as scalar code): with `blocked` item lid
- * takes the lid-th contiguous run of them (CPU devices: PoCL runs the items
+ * runs the loop of one work item as scalar code): without GPU_LAYOUTS item
+ * lid takes the lid-th contiguous run of them (CPU devices: PoCL runs the items
  * of a group one after another, and items striding over a range larger than
  * the cache would each stream all of it), else chunks lid, lid + REDUCE_WG,
- * ... (GPUs: neighbouring items read neighbouring memory); then its part of
+ * ... (GPU_LAYOUTS, GPUs: neighbouring items read neighbouring memory); then its part of
  * the last range % 4 elements. The four lanes are
  * added through a private array: Oclgrind 21.10's uninitialised checker
  * crashes on the shuffles of a register sum. */
 kernel void reduce_partial(global float *partials, global const float *x, ulong x_off, ulong n,
-                           ulong chunk, int square, int blocked)
+                           ulong chunk, int square)
 {
+    const int blocked = !GPU_LAYOUTS;
     local float scratch[REDUCE_WG];
     const int lid = get_local_id(0);
     /* begin <= end without a saturating subtraction (Oclgrind 21.10 lacks

@@ -7,8 +7,9 @@
  * (it names the problem and, where there is one, the fix). What is stable and
  * how the API grows: docs/API.md.
  *
- * Conventions. Options structs (clformer_context_params, clformer_optim_config,
- * clformer_decode_options, clformer_train_options) start with their `size`:
+ * Conventions. Options structs (clformer_context_params, clformer_config,
+ * clformer_optim_config, clformer_decode_options, clformer_train_options)
+ * start with their `size`:
  * fill them with their _default() function, then set fields; the library
  * refuses a size it does not know. Memory the library allocates for the
  * caller is released with clformer_free(). Callbacks take `void *user` last
@@ -448,6 +449,7 @@ CLFORMER_API const char *clformer_norm_name(bool norm_first);
 CLFORMER_API clformer_status clformer_norm_parse(const char *word, bool *norm_first);
 
 typedef struct {
+    size_t size;         /* sizeof(clformer_config): set by _default (docs/API.md) */
     int d_model;         /* width of every token vector (512) */
     int n_heads;         /* attention heads, d_model % n_heads == 0 (8) */
     int d_ff;            /* feed-forward hidden width (2048) */

@@ -75,10 +75,10 @@ void cf_program_options(const cf_ctx *ctx, const char *extra, char *out, size_t 
     const clformer_device_profile *p = &ctx->device_profile;
     /* ACT_RELU, ACT_GELU: clformer_activation's values (cl/activation.cl) */
     snprintf(out, cap,
-             "-cl-std=CL1.2 -DREDUCE_WG=%zu -DHAS_FP16=%d -DHAS_FP64=%d -DACT_RELU=%d "
-             "-DACT_GELU=%d%s%s",
-             p->reduce_wg, p->fp16, p->fp64, (int)CLFORMER_ACT_RELU, (int)CLFORMER_ACT_GELU,
-             extra && *extra ? " " : "", extra ? extra : "");
+             "-cl-std=CL1.2 -DREDUCE_WG=%zu -DGPU_LAYOUTS=%d -DHAS_FP16=%d -DHAS_FP64=%d "
+             "-DACT_RELU=%d -DACT_GELU=%d%s%s",
+             p->reduce_wg, p->gpu_layouts, p->fp16, p->fp64, (int)CLFORMER_ACT_RELU,
+             (int)CLFORMER_ACT_GELU, extra && *extra ? " " : "", extra ? extra : "");
 }
 
 static clformer_status build_log_failure(const cf_ctx *ctx, cl_program program,

@@ -14,6 +14,7 @@
 void clformer_config_default(clformer_config *c)
 {
     memset(c, 0, sizeof *c);
+    c->size = sizeof *c;
     c->d_model = 512;
     c->n_heads = 8;
     c->d_ff = 2048;
@@ -57,6 +58,7 @@ static clformer_status positive(const char *field, int value, int max)
 
 clformer_status clformer_config_validate(const clformer_config *c)
 {
+    CF_TRY(CF_CHECK_SIZE(clformer_config, c));
     CF_TRY(positive("d_model", c->d_model, MAX_DIM));
     CF_TRY(positive("n_heads", c->n_heads, 4096));
     if (c->d_model % c->n_heads != 0)

@@ -47,7 +47,8 @@ static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id ke
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, kernel, &k));
     /* CPU devices: one work item per (row, head) moving dh floats (see
-     * cl/attention.cl); GPUs: one per element, coalesced. */
+     * cl/attention.cl); GPUs: one per element, coalesced. The kernels are
+     * built with the same choice (GPU_LAYOUTS, cf_program_options). */
     const bool per_head = !ctx->device_profile.gpu_layouts;
     const size_t local[2] = {per_head ? 1 : ctx->elementwise_wg, 1},
                  global[2] = {per_head ? H : H * dh, B * T};
@@ -55,10 +56,10 @@ static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id ke
     if (split)
         return CF_LAUNCH(ctx, "attention", bytes, k, 2, global, local, CF_MEM(dst.buf),
                          CF_U64(dst.off), CF_MEM(src.buf), CF_U64(src.off), CF_I32(ld), CF_I32(B),
-                         CF_I32(T), CF_I32(H), CF_I32(dh), CF_I32(per_head));
+                         CF_I32(T), CF_I32(H), CF_I32(dh));
     return CF_LAUNCH(ctx, "attention", bytes, k, 2, global, local, CF_MEM(dst.buf),
                      CF_U64(dst.off), CF_I32(ld), CF_MEM(src.buf), CF_U64(src.off), CF_I32(B),
-                     CF_I32(T), CF_I32(H), CF_I32(dh), CF_I32(per_head));
+                     CF_I32(T), CF_I32(H), CF_I32(dh));
 }
 
 clformer_status cf_split_heads(cf_ctx *ctx, cf_view dst, cf_view src, size_t ld, size_t B,

@@ -24,10 +24,9 @@ clformer_status cf_reduce_sum(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem x,
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_REDUCE_PARTIAL, &k));
     size_t global = groups * wg, local = wg;
-    const bool blocked = !ctx->device_profile.gpu_layouts; /* see cl/reduce.cl */
     CF_TRY(CF_LAUNCH(ctx, "reduce", cf_f32_bytes(n + groups), k, 1, &global, &local,
                      CF_MEM(partials), CF_MEM(x), CF_U64(x_off), CF_U64(n), CF_U64(chunk),
-                     CF_I32(square), CF_I32(blocked)));
+                     CF_I32(square))); /* the item layout: GPU_LAYOUTS (cl/reduce.cl) */
     CF_TRY(cf_kernel_get(ctx, CF_K_REDUCE_FINAL, &k));
     global = wg;
     return CF_LAUNCH(ctx, "reduce", cf_f32_bytes(groups + 1 + accumulate), k, 1, &global,

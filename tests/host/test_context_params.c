@@ -107,6 +107,15 @@ static void a_wrong_size_is_refused(void **state)
     assert_null(ctx);
     assert_non_null(strstr(clformer_last_error(), "clformer_context_params.size"));
     assert_non_null(strstr(clformer_last_error(), "clformer_context_params_default()"));
+    /* the model config carries its size too (checked by validate, which
+     * model creation and checkpoint loading run) */
+    clformer_config c;
+    clformer_config_default(&c);
+    c.src_vocab = c.tgt_vocab = 10; /* the defaults leave them to the data */
+    assert_int_equal(clformer_config_validate(&c), CLFORMER_OK);
+    c.size = 0;
+    assert_int_equal(clformer_config_validate(&c), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "clformer_config_default()"));
     /* clformer_context_from_cl: every OpenCL object is needed */
     assert_int_equal(clformer_context_from_cl(NULL, NULL, NULL, NULL, &ctx),
                      CLFORMER_ERR_INVALID_ARGUMENT);
