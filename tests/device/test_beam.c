@@ -8,6 +8,7 @@
  */
 #include "harness.h"
 #include "ops_beam.h"
+#include "ops_decode.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -113,6 +114,33 @@ static void token_table_is_reordered_by_parent(void **state)
     hbuf_free(dst);
     hbuf_free(par);
     hbuf_free(nx);
+}
+
+/* Rows gathered by index as raw words (cl/decode.cl's gather_rows, which
+ * drops finished rows from decoding): ints, floats and NaN payloads arrive
+ * bit for bit; rows outside the map and the guards stay untouched. */
+static void rows_are_gathered_bit_for_bit(void **state)
+{
+    (void)state;
+    enum { R = 7, W = 5, N = 4 };
+    int32_t words[R * W], map[N] = {0, 2, 3, 6}, got[N * W];
+    for (int i = 0; i < R * W; i++)
+        words[i] = i % 3 == 0 ? 100 + i : i % 3 == 1 ? (int32_t)0x7fa00000 + i /* NaN payload */
+                                                     : (int32_t)0x80000001 + i; /* denormal */
+    hbuf src = hbuf_from_i32(words, R * W, 3), dst = hbuf_zeros(N * W, 2);
+    hbuf m = hbuf_from_i32(map, N, 1);
+    assert_ok(cf_gather_rows_words(hctx(), view(dst), view(src), view(m), W, N));
+    hbuf_read(dst, got);
+    hbuf_check_canary(dst);
+    hbuf_check_canary(src);
+    for (int r = 0; r < N; r++)
+        for (int c = 0; c < W; c++)
+            if (got[r * W + c] != words[map[r] * W + c])
+                fail_msg("row %d word %d: %08x, want %08x", r, c, (unsigned)got[r * W + c],
+                         (unsigned)words[map[r] * W + c]);
+    hbuf_free(src);
+    hbuf_free(dst);
+    hbuf_free(m);
 }
 
 /* Cache rows by parent, through a scratch and back, as decoding reorders
@@ -252,6 +280,7 @@ static void selection_follows_the_host_search(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(candidates_are_ranked_with_ties_to_the_lower_token),
     cmocka_unit_test(token_table_is_reordered_by_parent),
+    cmocka_unit_test(rows_are_gathered_bit_for_bit),
     cmocka_unit_test(cache_rows_follow_their_parents),
     cmocka_unit_test(selection_follows_the_host_search),
 };
