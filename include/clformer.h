@@ -730,11 +730,11 @@ CLFORMER_API float clformer_learning_rate_cosine(float base, float min_lr, uint6
  * whitespace or control character, and every byte of a byte vocabulary, as
  * the token "<0xNN>"; other characters are tokens of their own. */
 typedef enum { CLFORMER_LM_CHAR = 0, CLFORMER_LM_BYTE = 1 } clformer_lm_tokenizer;
-/* The ids of `text` (len bytes) under the model's vocabulary, malloc'd into
- * *ids (free it); characters it lacks become <unk>. */
+/* The ids of `text` (len bytes) under the model's vocabulary, into *ids
+ * (release with clformer_free); characters it lacks become <unk>. */
 CLFORMER_API clformer_status clformer_lm_encode(const clformer_model *model, const char *text,
                                                 size_t len, int32_t **ids, size_t *n);
-/* The text of n ids, a malloc'd NUL-terminated string (free it). */
+/* The text of n ids, a NUL-terminated string (release with clformer_free). */
 CLFORMER_API clformer_status clformer_lm_decode(const clformer_model *model, const int32_t *ids,
                                                 size_t n, char **text);
 /* A fresh vocabulary for `text`: the 4 specials, then its characters (or all
