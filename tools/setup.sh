@@ -3,7 +3,9 @@
 # (clformer demo: trains on a built-in toy language pair, then translates).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/install-deps.sh
+# Intel's OpenCL CPU runtime too (pinned PyPI packages in a venv under
+# ~/.cache/clformer): the test suite runs on it beside PoCL and Oclgrind
+tools/install-deps.sh --with-intel-opencl
 # configured as tools/test.sh configures (warnings as errors), so that the
 # test run after this one reuses the build instead of rebuilding everything
 tools/build.sh -DCLFORMER_WERROR=ON

@@ -12,4 +12,15 @@ else
     cmake_args+=(-UCLFORMER_TEST_DEVICES)
 fi
 tools/build.sh "${cmake_args[@]}"
-ctest --test-dir build --output-on-failure --no-tests=error -j "$(nproc)" "$@"
+# Intel's runtime compiles CLBlast's kernels and trains the demo for minutes
+# each (label intel_heavy): left out unless asked for, and said so
+heavy=()
+if [[ "${CLFORMER_TEST_INTEL_HEAVY:-0}" != 1 ]]; then
+    n=$(ctest --test-dir build -N -L intel_heavy 2>/dev/null | sed -n 's/^Total Tests: //p')
+    if [[ "${n:-0}" -gt 0 ]]; then
+        echo "test.sh: leaving out the $n intel_heavy tests (minutes each on Intel's compiler);" \
+             "CLFORMER_TEST_INTEL_HEAVY=1 tools/test.sh runs them too"
+        heavy=(-LE intel_heavy)
+    fi
+fi
+ctest --test-dir build --output-on-failure --no-tests=error -j "$(nproc)" "${heavy[@]}" "$@"

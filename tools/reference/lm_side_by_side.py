@@ -56,7 +56,10 @@ def run_nanogpt(path, text, iters, eval_interval):
                "--block_size=64", "--batch_size=12", "--n_layer=4", "--n_head=4",
                "--n_embd=128", f"--max_iters={iters}", f"--lr_decay_iters={iters}",
                "--dropout=0.0", f"--eval_interval={eval_interval}", "--always_save_checkpoint=False"]
-        out = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+        # Debian's torch starts with one OpenMP thread here: give it every core,
+        # as clformer's device has
+        env = dict(os.environ, OMP_NUM_THREADS=str(os.cpu_count()))
+        out = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env)
         if out.returncode != 0:
             sys.exit(f"nanoGPT failed ({out.returncode}):\n{out.stderr[-3000:]}")
         log = out.stdout
@@ -106,7 +109,7 @@ def main():
     n_val, n_tok = run_nanogpt(a.nanogpt, text, a.iters, interval)
     print(f"| run ({a.iters} iterations, batch 12 x 64) | val loss | tokens/s |")
     print("| --- | --- | --- |")
-    print(f"| nanoGPT (PyTorch {__import__('torch').__version__}, CPU) | {n_val:.4f} | {n_tok:,.0f} |")
+    print(f"| nanoGPT (PyTorch {__import__('torch').__version__}, CPU, {os.cpu_count()} threads) | {n_val:.4f} | {n_tok:,.0f} |")
     print(f"| clformer ({os.environ.get('CLFORMER_DEVICE', 'default device')}) | {c_val:.4f} | {c_tok:,.0f} |")
     print(f"| ratio clformer / nanoGPT | | {c_tok / n_tok:.2f}x |")
     return 0
