@@ -421,3 +421,17 @@ void harness_write_file(const char *path, const char *text)
     const bool ok = fwrite(text, 1, n, f) == n;
     if (fclose(f) != 0 || !ok) fail_msg("cannot write %s", path);
 }
+
+int32_t *harness_random_sentences(size_t rows, size_t len, int vocab, uint64_t seed)
+{
+    ref_rng r = ref_rng_new(seed);
+    int32_t *ids = hmalloc(rows * len * sizeof *ids);
+    for (size_t b = 0; b < rows; b++) {
+        size_t n = 3 + (size_t)(ref_rng_next(&r) % (len - 2));
+        for (size_t i = 0; i < len; i++)
+            ids[b * len + i] = i == 0 ? CLFORMER_SOS : i == n - 1 ? CLFORMER_EOS
+                             : i >= n ? CLFORMER_PAD
+                                      : 4 + (int32_t)(ref_rng_next(&r) % (uint64_t)(vocab - 4));
+    }
+    return ids;
+}

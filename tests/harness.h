@@ -30,6 +30,10 @@ bool harness_is_slow(void);
  * the rest clformer_config_default's. Tests set what they vary on top. */
 clformer_config harness_small_config(void);
 
+/* `rows` sentences of `len` ids (len >= 3): <sos> words <eos>, right-padded,
+ * word ids drawn from [4, vocab) with `seed`; release with free(). */
+int32_t *harness_random_sentences(size_t rows, size_t len, int vocab, uint64_t seed);
+
 /* Writes `lines` pairs of a small made-up language pair into dir/src_name and
  * dir/tgt_name: min_words..max_words (<= 8) words drawn by `seed`, the target
  * reversing the source and mapping each word through a dictionary, so a tiny

@@ -19,21 +19,6 @@ static clformer_config config(void)
     return c;
 }
 
-/* `rows` sentences of `len` ids: <sos> words <eos>, right-padded, seeded. */
-static int32_t *sentences(size_t rows, size_t len, int vocab, uint64_t seed)
-{
-    ref_rng r = ref_rng_new(seed);
-    int32_t *ids = hmalloc(rows * len * sizeof *ids);
-    for (size_t b = 0; b < rows; b++) {
-        size_t n = 3 + (size_t)(ref_rng_next(&r) % (len - 2));
-        for (size_t i = 0; i < len; i++)
-            ids[b * len + i] = i == 0 ? CLFORMER_SOS : i == n - 1 ? CLFORMER_EOS
-                             : i >= n ? CLFORMER_PAD
-                                      : 4 + (int32_t)(ref_rng_next(&r) % (uint64_t)(vocab - 4));
-    }
-    return ids;
-}
-
 typedef struct {
     clformer_model *model;
     clformer_session *session;
@@ -96,7 +81,7 @@ static void same_bits_on(clformer_attention_path path)
     ctx->attention_path = path;
     const clformer_config c = config();
     const size_t B = 5, S = harness_is_slow() ? 5 : 9, L = harness_is_slow() ? 6 : 11;
-    int32_t *src = sentences(B, S, c.src_vocab, 11), *tgt = sentences(B, L, c.tgt_vocab, 12);
+    int32_t *src = harness_random_sentences(B, S, c.src_vocab, 11), *tgt = harness_random_sentences(B, L, c.tgt_vocab, 12);
     const clformer_batch batch = {B, S, L, src, tgt};
 
     run one = make_run(0);
@@ -146,7 +131,7 @@ static void too_large_names_the_batch_that_fits(void **state)
     cf_ctx *ctx = hctx();
     const clformer_config c = config();
     const size_t S = harness_is_slow() ? 5 : 9, L = harness_is_slow() ? 6 : 11;
-    int32_t *src = sentences(6, S, c.src_vocab, 21), *tgt = sentences(6, L, c.tgt_vocab, 22);
+    int32_t *src = harness_random_sentences(6, S, c.src_vocab, 21), *tgt = harness_random_sentences(6, L, c.tgt_vocab, 22);
     const clformer_batch six = {6, S, L, src, tgt}, three = {3, S, L, src, tgt};
 
     run r = make_run(0);

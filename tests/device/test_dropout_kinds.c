@@ -14,21 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* `rows` sentences of `len` ids: <sos> words <eos>, right-padded, seeded. */
-static int32_t *sentences(size_t rows, size_t len, int vocab, uint64_t seed)
-{
-    ref_rng r = ref_rng_new(seed);
-    int32_t *ids = hmalloc(rows * len * sizeof *ids);
-    for (size_t b = 0; b < rows; b++) {
-        size_t n = 3 + (size_t)(ref_rng_next(&r) % (len - 2));
-        for (size_t i = 0; i < len; i++)
-            ids[b * len + i] = i == 0 ? CLFORMER_SOS : i == n - 1 ? CLFORMER_EOS
-                             : i >= n ? CLFORMER_PAD
-                                      : 4 + (int32_t)(ref_rng_next(&r) % (uint64_t)(vocab - 4));
-    }
-    return ids;
-}
-
 /* The losses of three training steps from the same start (seed 7). */
 static void losses(float dropout, float attention, float activation, double out[3])
 {
@@ -41,8 +26,8 @@ static void losses(float dropout, float attention, float activation, double out[
     clformer_session *s;
     assert_ok(clformer_session_create(m, &s));
     for (uint64_t k = 0; k < 3; k++) {
-        int32_t *src = sentences(4, 8, c.src_vocab, 100 + k);
-        int32_t *tgt = sentences(4, 9, c.tgt_vocab, 200 + k);
+        int32_t *src = harness_random_sentences(4, 8, c.src_vocab, 100 + k);
+        int32_t *tgt = harness_random_sentences(4, 9, c.tgt_vocab, 200 + k);
         const clformer_batch b = {4, 8, 9, src, tgt};
         clformer_step_stats st;
         assert_ok(clformer_session_train_step(s, &b, 1e-2f, &st));

@@ -25,21 +25,6 @@ static clformer_config small_config(void)
     return c;
 }
 
-/* `rows` sentences of `len` ids: <sos> words <eos>, right-padded, seeded. */
-static int32_t *sentences(size_t rows, size_t len, int vocab, uint64_t seed)
-{
-    ref_rng r = ref_rng_new(seed);
-    int32_t *ids = hmalloc(rows * len * sizeof *ids);
-    for (size_t b = 0; b < rows; b++) {
-        size_t n = 3 + (size_t)(ref_rng_next(&r) % (len - 2));
-        for (size_t i = 0; i < len; i++)
-            ids[b * len + i] = i == 0 ? CLFORMER_SOS : i == n - 1 ? CLFORMER_EOS
-                             : i >= n ? CLFORMER_PAD
-                                      : 4 + (int32_t)(ref_rng_next(&r) % (uint64_t)(vocab - 4));
-    }
-    return ids;
-}
-
 /* A model trained a few steps, so that its translations depend on the source. */
 static clformer_model *trained_model(void)
 {
@@ -49,7 +34,7 @@ static clformer_model *trained_model(void)
     clformer_session *s;
     assert_ok(clformer_session_create(m, &s));
     for (uint64_t k = 0; k < (harness_is_slow() ? 1u : 4u); k++) {
-        int32_t *src = sentences(4, 8, c.src_vocab, 100 + k), *tgt = sentences(4, 9, c.tgt_vocab, 200 + k);
+        int32_t *src = harness_random_sentences(4, 8, c.src_vocab, 100 + k), *tgt = harness_random_sentences(4, 9, c.tgt_vocab, 200 + k);
         const clformer_batch b = {4, 8, 9, src, tgt};
         assert_ok(clformer_session_train_step(s, &b, 1e-2f, NULL));
         free(src);
@@ -92,8 +77,8 @@ static void two_sessions_translate_in_turn(void **state)
     (void)state;
     clformer_model *m = trained_model();
     const clformer_config *c = clformer_model_config(m);
-    job ja = {2, 7, 1, sentences(2, 7, c->src_vocab, 1)};
-    job jb = {3, 10, 2, sentences(3, 10, c->src_vocab, 2)};
+    job ja = {2, 7, 1, harness_random_sentences(2, 7, c->src_vocab, 1)};
+    job jb = {3, 10, 2, harness_random_sentences(3, 10, c->src_vocab, 2)};
     clformer_translation solo_a, solo_b;
     clformer_session *s;
     assert_ok(clformer_session_create(m, &s));
@@ -159,9 +144,9 @@ static void decoding_steps_interleave_and_match_the_forward_pass(void **state)
     int32_t *src[2], *feed[2];
     float *solo[2], *mixed[2];
     for (int i = 0; i < 2; i++) {
-        src[i] = sentences(batch[i], S, c->src_vocab, 10 + (uint64_t)i);
+        src[i] = harness_random_sentences(batch[i], S, c->src_vocab, 10 + (uint64_t)i);
         /* targets without pads: <sos> w w ... <eos> at full length */
-        feed[i] = sentences(batch[i], L + 1, c->tgt_vocab, 20 + (uint64_t)i);
+        feed[i] = harness_random_sentences(batch[i], L + 1, c->tgt_vocab, 20 + (uint64_t)i);
         for (size_t r = 0; r < batch[i]; r++)
             for (size_t t = 1; t < L; t++)
                 if (feed[i][r * (L + 1) + t] < 4) feed[i][r * (L + 1) + t] = 4 + (int32_t)t;
@@ -226,10 +211,10 @@ static void a_validator_session_does_not_disturb_training(void **state)
         clformer_session *train, *val;
         assert_ok(clformer_session_create(m, &train));
         assert_ok(clformer_session_create(m, &val));
-        int32_t *vsrc = sentences(6, 11, c.src_vocab, 50), *vtgt = sentences(6, 12, c.tgt_vocab, 51);
+        int32_t *vsrc = harness_random_sentences(6, 11, c.src_vocab, 50), *vtgt = harness_random_sentences(6, 12, c.tgt_vocab, 51);
         const clformer_batch vb = {6, 11, 12, vsrc, vtgt};
         for (uint64_t k = 0; k < steps; k++) {
-            int32_t *src = sentences(3, 7, c.src_vocab, 60 + k), *tgt = sentences(3, 8, c.tgt_vocab, 70 + k);
+            int32_t *src = harness_random_sentences(3, 7, c.src_vocab, 60 + k), *tgt = harness_random_sentences(3, 8, c.tgt_vocab, 70 + k);
             const clformer_batch b = {3, 7, 8, src, tgt};
             clformer_step_stats st;
             assert_ok(clformer_session_train_step(train, &b, 1e-3f, &st));
@@ -281,7 +266,7 @@ static void memory_is_split_between_model_and_sessions(void **state)
     clformer_session *a, *b;
     assert_ok(clformer_session_create(m, &a));
     assert_ok(clformer_session_create(m, &b));
-    job j = {2, 6, 2, sentences(2, 6, c.src_vocab, 9)};
+    job j = {2, 6, 2, harness_random_sentences(2, 6, c.src_vocab, 9)};
     clformer_translation t;
     translate(a, &j, &t);
     clformer_translation_free(&t);
@@ -296,7 +281,7 @@ static void memory_is_split_between_model_and_sessions(void **state)
     assert_int_equal(hctx()->bytes_allocated, before + 4 * p + ma.total + mb.total);
 
     /* training on b grows b's arena only */
-    int32_t *src = sentences(4, 9, c.src_vocab, 11), *tgt = sentences(4, 10, c.tgt_vocab, 12);
+    int32_t *src = harness_random_sentences(4, 9, c.src_vocab, 11), *tgt = harness_random_sentences(4, 10, c.tgt_vocab, 12);
     const clformer_batch batch = {4, 9, 10, src, tgt};
     assert_ok(clformer_session_train_step(b, &batch, 1e-3f, NULL));
     const clformer_memory mb2 = clformer_session_memory(b);
@@ -346,7 +331,7 @@ static void beam_search_on_the_device_equals_the_host_search(void **state)
     const clformer_config *c = clformer_model_config(m);
     const bool slow = harness_is_slow();
     const size_t batch = slow ? 2 : 5, S = 9, L = slow ? 3 : (size_t)c->max_len - 1;
-    int32_t *src = sentences(batch, S, c->src_vocab, 11);
+    int32_t *src = harness_random_sentences(batch, S, c->src_vocab, 11);
     const size_t beams[] = {2, 3, 5, 12}; /* 12: 2K candidates exceed the 23 tokens */
     const float penalties[] = {0.0f, 1.0f, 0.6f, 1.0f};
     clformer_session *s;
