@@ -176,7 +176,7 @@ typedef struct {
     bool stage_uploads;          /* uploads go through a whole staging buffer (Oclgrind 21.10) */
     bool keep_released_buffers;  /* buffers are released with the context (Oclgrind 21.10) */
     bool batched_gemm_one_by_one;/* batched products one call each (Oclgrind 21.10) */
-    unsigned compile_threads;    /* threads that build kernel programs (0: one per online CPU) */
+    unsigned compile_threads;    /* most threads that build kernel programs (0: one per online CPU) */
     bool timings_meaningful;     /* warm-ups before timing; full-size `clformer check` shapes */
 } clformer_device_profile;
 
