@@ -24,6 +24,7 @@ struct cf_decoder {
     cf_view kv;                                   /* (R*S, 2d) cross projection */
     cf_view gather_tmp;                           /* (R, H, L, dh) */
     cf_view tokens;                               /* int (R, L): inputs so far */
+    cf_view src;                                  /* int (R, S): source ids (key padding) */
     cf_view step_tokens, argmax, parents;         /* int (R) */
     cl_mem beam_buf;                              /* the device beam search's state */
     size_t beam_count;
@@ -42,7 +43,7 @@ clformer_status cf_decoder_gather_device(cf_session *s, size_t n);
 /* Drops finished rows: row j of every per-row tensor of decoding (the
  * self-attention caches' first `written` positions, the cross-attention
  * caches, the token table, the step tokens and the source ids of the
- * attention masks) becomes row keep[j], for n increasing row ids; R becomes
+ * cross-attention masks) becomes row keep[j], for n increasing row ids; R becomes
  * n. Each kept row's numbers are unchanged, so its later steps give the
  * bits they would have given in the full batch (every kernel and GEMM
  * computes a row from that row alone). */
