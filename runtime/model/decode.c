@@ -70,6 +70,7 @@ static size_t layout(const clformer_config *c, struct cf_decoder *d, cl_mem buf)
     d->step_tokens = cf_arena_take(&a, R);
     d->argmax = cf_arena_take(&a, R);
     d->parents = cf_arena_take(&a, R);
+    d->first = cf_arena_take(&a, R);
     return a.next;
 }
 
@@ -124,31 +125,42 @@ static clformer_status decoder_prepare(cf_session *s, size_t R, size_t S, size_t
 
 static const cf_view NONE = {NULL, 0};
 
-clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents, size_t n)
+clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents, size_t K, size_t n)
 {
     struct cf_decoder *d = s->decoder;
+    for (size_t r = 0; K > 0 && r < d->R; r++)
+        if (parents[r] < 0 || (size_t)parents[r] / K != r / K)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "cf_decoder_gather: row %zu's parent %d is not a row of its sentence",
+                           r, (int)parents[r]);
     CF_TRY(cf_upload(s->ctx, d->parents.buf, d->parents.off, parents, d->R));
-    return cf_decoder_gather_device(s, n);
+    return cf_decoder_gather_device(s, K, n);
 }
 
-clformer_status cf_decoder_gather_device(cf_session *s, size_t n)
+clformer_status cf_decoder_gather_device(cf_session *s, size_t K, size_t n)
 {
     struct cf_decoder *d = s->decoder;
-    const size_t R = d->R, D = (size_t)s->model->cfg.d_model, H = (size_t)s->model->cfg.n_heads;
-    const size_t dh = D / H;
-    if (n == 0 || n > d->L)
+    const clformer_config *c = &s->model->cfg;
+    const size_t layers = (size_t)c->n_dec_layers, H = (size_t)c->n_heads;
+    if (n == 0 || n > d->L || K == 0 || d->R % K != 0)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "cf_decoder_gather_device: %zu positions of %zu", n, d->L);
-    /* into the scratch by parent, then back: rows that keep their parent move not */
-    for (int l = 0; l < s->model->cfg.n_dec_layers; l++)
-        for (int kv = 0; kv < 2; kv++) {
-            const cf_view cache = kv ? d->self_v[l] : d->self_k[l];
-            CF_TRY(cf_beam_gather_cache(s->ctx, d->gather_tmp, cache, d->parents, R, H, d->L, dh,
-                                        n, true));
-            CF_TRY(cf_beam_gather_cache(s->ctx, cache, d->gather_tmp, d->parents, R, H, d->L, dh,
-                                        n, false));
-        }
-    return CLFORMER_OK;
+                       "cf_decoder_gather_device: %zu positions of %zu, beam %zu of %zu rows", n,
+                       d->L, K, d->R);
+    if (layers == 0) return CLFORMER_OK;
+    /* layout() puts every layer's caches the same distance apart: one launch */
+    const size_t value_stride = d->self_v[0].off - d->self_k[0].off;
+    const size_t layer_stride = layers > 1 ? d->self_k[1].off - d->self_k[0].off : 0;
+    for (size_t l = 0; l < layers; l++)
+        if (d->self_k[l].off != d->self_k[0].off + l * layer_stride ||
+            d->self_v[l].off != d->self_k[l].off + value_stride)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "cf_decoder_gather_device: the caches are not evenly laid out");
+    /* hypotheses of a sentence share most of their prefix: only the
+     * positions after it move (the token table still holds the old rows) */
+    CF_TRY(cf_beam_shared_prefix(s->ctx, d->first, d->tokens, d->parents, d->R, d->L, n));
+    return cf_beam_reorder_caches(s->ctx, d->self_k[0], layer_stride, value_stride, layers,
+                                  d->parents, d->first, d->R / K, K, H, d->L,
+                                  (size_t)c->d_model / H, n);
 }
 
 clformer_status cf_gather_rows(cf_session *s, cf_view dst, cf_view src, cf_view map,

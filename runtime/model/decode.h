@@ -26,6 +26,7 @@ struct cf_decoder {
     cf_view tokens;                               /* int (R, L): inputs so far */
     cf_view src;                                  /* int (R, S): source ids (key padding) */
     cf_view step_tokens, argmax, parents;         /* int (R) */
+    cf_view first;                                /* int (R): cf_beam_shared_prefix's */
     cl_mem beam_buf;                              /* the device beam search's state */
     size_t beam_count;
 };
@@ -34,11 +35,12 @@ void cf_decoder_free(cf_session *s);
 size_t cf_decoder_bytes(const cf_session *s);
 
 /* Reorders every self-attention cache row by `parents` (R ids, uploaded to
- * the decoder's parents): its first n positions (those written so far). */
-clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents, size_t n);
+ * the decoder's parents): its first n positions (those written so far).
+ * Rows r = sentence * K + k; a row's parent is a row of its sentence. */
+clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents, size_t K, size_t n);
 
 /* The same, by the parents already in the decoder's `parents` view. */
-clformer_status cf_decoder_gather_device(cf_session *s, size_t n);
+clformer_status cf_decoder_gather_device(cf_session *s, size_t K, size_t n);
 
 /* Drops finished rows: row j of every per-row tensor of decoding (the
  * self-attention caches' first `written` positions, the cross-attention
