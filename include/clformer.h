@@ -454,6 +454,20 @@ CLFORMER_API clformer_status clformer_positional_parse(const char *word,
 CLFORMER_API const char *clformer_norm_name(bool norm_first);
 CLFORMER_API clformer_status clformer_norm_parse(const char *word, bool *norm_first);
 
+/* Floating-point formats: fp32, and the two 16-bit ones, bfloat16 and IEEE
+ * binary16 (fp16), for tensors in files (export) and, later, on the device.
+ * Converting fp32 to either rounds to nearest, ties to even, as PyTorch's
+ * .to() does (beyond the largest finite value: infinity); converting back
+ * is exact. Names "fp32", "bf16", "fp16". */
+typedef enum {
+    CLFORMER_FP32 = 0,
+    CLFORMER_BF16 = 1,
+    CLFORMER_FP16 = 2
+} clformer_precision;
+CLFORMER_API const char *clformer_precision_name(clformer_precision precision);
+CLFORMER_API clformer_status clformer_precision_parse(const char *word,
+                                                      clformer_precision *precision);
+
 typedef struct {
     size_t size;         /* sizeof(clformer_config): set by _default (docs/API.md) */
     int d_model;         /* width of every token vector (512) */
