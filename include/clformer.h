@@ -495,6 +495,10 @@ typedef struct {
      * (-1, the default): `dropout`, as PyTorch's nn.Transformer has it */
     float attention_dropout;
     float activation_dropout;
+    /* one joint vocabulary: the source embedding, the target embedding and the
+     * generator are one matrix (fairseq's --share-all-embeddings); needs
+     * share_tgt_embed and src_vocab == tgt_vocab (false) */
+    bool share_all_embed;
 } clformer_config;
 
 /* A decoder-only language model (n_enc_layers 0). */
@@ -1005,6 +1009,11 @@ typedef enum { CLFORMER_SIDE_SOURCE = 0, CLFORMER_SIDE_TARGET = 1 } clformer_sid
 CLFORMER_API clformer_status clformer_vocab_build(const clformer_parallel_text *text,
                                                   clformer_side side, int min_freq, int max_vocab,
                                                   clformer_vocab **vocab);
+/* One joint vocabulary of both sides, counted together under the same rules
+ * (for share_all_embed: give it as both the source and target vocabulary). */
+CLFORMER_API clformer_status clformer_vocab_build_joint(const clformer_parallel_text *text,
+                                                        int min_freq, int max_vocab,
+                                                        clformer_vocab **vocab);
 /* From tokens in id order (specials first), e.g. clformer_model_src_vocab. */
 CLFORMER_API clformer_status clformer_vocab_from_tokens(const char *const *tokens, size_t n,
                                                         clformer_vocab **vocab);

@@ -43,6 +43,7 @@ static const char *config_difference(const clformer_config *a, const clformer_co
     if (a->positional != b->positional) return "positional";
     if (a->ln_eps != b->ln_eps) return "ln_eps";
     if (a->share_tgt_embed != b->share_tgt_embed) return "share_tgt_embed";
+    if (a->share_all_embed != b->share_all_embed) return "share_all_embed";
     return NULL;
 }
 

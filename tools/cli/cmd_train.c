@@ -46,7 +46,7 @@ typedef struct {
         max_len, keep_last, patience, context, eval_batches, decay_steps;
     double lr, clip, weight_decay, dropout, label_smoothing, warmup_init_lr, attention_dropout,
         activation_dropout, val_fraction, min_lr;
-    bool no_shuffle, post_norm, tie, no_save, save_best, best_metric_given, given_val_fraction,
+    bool no_shuffle, post_norm, tie, share_all, no_save, save_best, best_metric_given, given_val_fraction,
         given_min_lr;
     const char *save_default; /* why --save was filled in (NULL: given) */
     train_given g;
@@ -105,6 +105,7 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--activation", CLI_CHOICE, &a->activation, NULL, "feed-forward activation (default relu)", 0, 0, act_choices, &a->g.activation},
         {"--positional", CLI_CHOICE, &a->positional, NULL, "positional encoding (default sinusoidal)", 0, 0, pos_choices, &a->g.positional},
         {"--tie-embeddings", CLI_FLAG, &a->tie, NULL, "tie the generator to the target embedding", 0, 0, NULL, &a->g.tie},
+        {"--share-all-embeddings", CLI_FLAG, &a->share_all, NULL, "one joint vocabulary of both sides (word: their union; spm: one model of both sides' text); the source embedding, target embedding and generator are one matrix", 0, 0, NULL, &a->g.share_all},
         {"--dropout", CLI_DOUBLE, &a->dropout, "P", "dropout probability (default 0.1)", 0, 0.99, NULL, &a->g.dropout},
         {"--attention-dropout", CLI_DOUBLE, &a->attention_dropout, "P", "dropout of the attention probabilities (default: --dropout's)", 0, 0.99, NULL, &a->g.attention_dropout},
         {"--activation-dropout", CLI_DOUBLE, &a->activation_dropout, "P", "dropout after the feed-forward activation (default: --dropout's)", 0, 0.99, NULL, &a->g.activation_dropout},
@@ -191,6 +192,8 @@ static int check_lm_consistency(const train_args *a)
         return cli_error("train", "--task lm tokenizes with --tokenizer char or byte (SentencePiece and GPT-2 BPE are not supported for lm yet)"), EXIT_USAGE;
     if (a->val_text && a->given_val_fraction)
         return cli_error("train", "give --val-text or --val-fraction, not both"), EXIT_USAGE;
+    if (a->share_all)
+        return cli_error("train", "--share-all-embeddings is for translation (a language model has one embedding, already tied to its output)"), EXIT_USAGE;
     if (a->g.config && strncmp(a->config_name, "gpt", 3))
         return cli_error("train", "--task lm takes a gpt preset (--config gpt-mini|gpt-char|gpt2)"), EXIT_USAGE;
     if (a->g.enc_layers) return cli_error("train", "a language model has no encoder: remove --enc-layers"), EXIT_USAGE;
@@ -222,7 +225,7 @@ static int check_consistency(const train_args *a)
     const train_given *g = &a->g;
     const bool model_flag = g->config || g->d_model || g->heads || g->d_ff || g->enc_layers ||
                             g->dec_layers || g->max_len || g->post_norm || g->activation ||
-                            g->positional || g->tie;
+                            g->positional || g->tie || g->share_all;
     if (a->init && model_flag)
         return cli_error("train", "the model's shape comes from --init: remove the model options (--config, --d-model, ...)"), EXIT_USAGE;
     if (a->save_every && !a->save) return cli_error("train", "--save-every needs --save"), EXIT_USAGE;
@@ -303,7 +306,8 @@ static int build_options(train_args *a, clformer_train_options *o)
         cli_runtime_error("train", "model options");
         return EXIT_USAGE;
     }
-    if (!lm) c->share_tgt_embed = a->tie; /* gpt presets are tied */
+    if (!lm) c->share_tgt_embed = a->tie || a->share_all; /* gpt presets are tied */
+    if (!lm) c->share_all_embed = a->share_all;
     if (lm && a->context) c->max_len = (int)a->context;
     if (!lm || a->g.dropout) c->dropout = (float)a->dropout; /* lm: the preset's unless given */
     c->attention_dropout = a->g.attention_dropout ? (float)a->attention_dropout : -1.0f;
@@ -312,7 +316,7 @@ static int build_options(train_args *a, clformer_train_options *o)
     if (!a->init && !a->resume) {
         /* check the shape now (vocabulary sizes are filled in from the data) */
         clformer_config probe = *c;
-        probe.src_vocab = lm ? 0 : 5;
+        probe.src_vocab = lm ? 0 : 5; /* equal sizes: share_all_embed's joint vocabulary */
         probe.tgt_vocab = 5;
         if (clformer_config_validate(&probe) != CLFORMER_OK) {
             cli_runtime_error("train", "model options");
@@ -420,9 +424,12 @@ int cmd_train(int argc, char **argv)
         fflush(stdout);
     }
     void *spm_bytes[2] = {NULL, NULL};
-    if (!o.text_path && spm_setup(&a.spm, &o, spm_bytes)) {
+    const int spm_rc = o.text_path ? 0 : spm_setup(&a.spm, &o, spm_bytes);
+    if (spm_rc) {
+        free(spm_bytes[0]);
+        free(spm_bytes[1]);
         save_lock_release(&lock);
-        return 1;
+        return spm_rc;
     }
     clformer_context *ctx;
     if (ranks_context_create(&ctx) != CLFORMER_OK) {
