@@ -576,6 +576,22 @@ CLFORMER_API clformer_status clformer_model_set_tokenizer(clformer_model *model,
 CLFORMER_API const void *clformer_model_tokenizer(const clformer_model *model, bool target,
                                                   size_t *size);
 
+/* GPT-2's byte-level BPE of a decoder-only model (clformer train --tokenizer
+ * gpt2-bpe): the contents of vocab.json and merges.txt, as GPT-2's release
+ * and Hugging Face write them. Its ids are the model's, unshifted (no
+ * <pad> <sos> <eos> <unk> first): vocab.json's id of a token is its
+ * embedding row, so the BPE may have at most config.tgt_vocab tokens (ids
+ * beyond it decode to nothing). The model's vocabulary becomes placeholders
+ * ("<pad>" "<sos>" "<eos>" "<unk>" "<id_4>" ...); clformer_lm_encode and
+ * clformer_lm_decode use the BPE. Checkpoints store both texts (metadata
+ * clformer.bpe_vocab and clformer.bpe_merges, base64). vocab NULL clears it.
+ * clformer_model_bpe gives one text (merges false: vocab.json) or NULL. */
+CLFORMER_API clformer_status clformer_model_set_bpe(clformer_model *model, const char *vocab,
+                                                    size_t vocab_len, const char *merges,
+                                                    size_t merges_len);
+CLFORMER_API const char *clformer_model_bpe(const clformer_model *model, bool merges,
+                                            size_t *size);
+
 /* Learns a SentencePiece model ("unigram" or "bpe", vocab_size pieces with
  * <pad> <sos> <eos> <unk> = 0..3) from n raw sentences (at most 2M sampled,
  * every character kept); *model (release with clformer_free) holds the FILE.model
@@ -747,9 +763,15 @@ CLFORMER_API float clformer_learning_rate_cosine(float base, float min_lr, uint6
 /* Text for a decoder-only model. Character and byte tokenizers spell a
  * whitespace or control character, and every byte of a byte vocabulary, as
  * the token "<0xNN>"; other characters are tokens of their own. */
-typedef enum { CLFORMER_LM_CHAR = 0, CLFORMER_LM_BYTE = 1 } clformer_lm_tokenizer;
-/* The ids of `text` (len bytes) under the model's vocabulary, into *ids
- * (release with clformer_free); characters it lacks become <unk>. */
+typedef enum {
+    CLFORMER_LM_CHAR = 0,
+    CLFORMER_LM_BYTE = 1,
+    CLFORMER_LM_GPT2_BPE = 2, /* GPT-2's byte-level BPE from vocab.json + merges.txt */
+    CLFORMER_LM_SPM = 3       /* SentencePiece: a text is its lines, <eos> for each newline */
+} clformer_lm_tokenizer;
+/* The ids of `text` (len bytes) under the model's tokenizer (its GPT-2 BPE,
+ * its SentencePiece model, else its vocabulary), into *ids (release with
+ * clformer_free); characters the vocabulary lacks become <unk>. */
 CLFORMER_API clformer_status clformer_lm_encode(const clformer_model *model, const char *text,
                                                 size_t len, int32_t **ids, size_t *n);
 /* The text of n ids, a NUL-terminated string (release with clformer_free). */
@@ -914,8 +936,10 @@ CLFORMER_API clformer_status clformer_checkpoint_export_as(const char *checkpoin
 
 /* Writes a GPT-2 shaped decoder-only model (train --task lm) into `dir` in
  * Hugging Face's layout: model.safetensors (transformer.wte.weight, ...,
- * Conv1D weights as [in, out]), config.json, and clformer_vocab.json (the
- * tokens), so that transformers' GPT2LMHeadModel.from_pretrained(dir)
+ * Conv1D weights as [in, out]), config.json, and the tokenizer: GPT-2's
+ * vocab.json + merges.txt for a model with a GPT-2 BPE (config.json's
+ * bos/eos ids are then its "<|endoftext|>"), else clformer_vocab.json (the
+ * tokens) and, for a SentencePiece model, clformer_spm.model, so that transformers' GPT2LMHeadModel.from_pretrained(dir)
  * loads it with no missing or unexpected key. Each file is written
  * atomically. */
 CLFORMER_API clformer_status clformer_model_export_hf_gpt2(clformer_model *model,
@@ -1239,12 +1263,16 @@ typedef struct {
      * (seed, step), so a resumed run takes the same windows */
     const char *text_path, *val_text_path;
     float val_fraction;              /* no val_text_path: the text's last fraction validates */
-    clformer_lm_tokenizer lm_tokenizer; /* a fresh model's vocabulary (char) */
+    clformer_lm_tokenizer lm_tokenizer; /* a fresh model's vocabulary (char); GPT2_BPE:
+                                         * bpe_vocab_path and bpe_merges_path; SPM: tgt_spm */
     size_t eval_batches;             /* LM validation: batches of random windows (20) */
     /* the cosine schedule (CLFORMER_LR_COSINE): decay until step decay_steps
      * (0: the step limit) down to min_lr (negative: lr / 10) */
     uint64_t decay_steps;
     float min_lr;
+    /* lm_tokenizer CLFORMER_LM_GPT2_BPE: GPT-2's vocab.json and merges.txt
+     * files; a fresh model's vocabulary size is the BPE's, its ids vocab.json's */
+    const char *bpe_vocab_path, *bpe_merges_path;
 } clformer_train_options;
 
 /* The defaults noted above; config is clformer_config_default's. */

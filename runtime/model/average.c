@@ -16,10 +16,12 @@
 
 /* Metadata a model's weights depend on: the inputs must agree on these. */
 static const char *const shared_keys[] = {"clformer.src_vocab", "clformer.tgt_vocab",
-                                          "clformer.src_spm", "clformer.tgt_spm"};
+                                          "clformer.src_spm", "clformer.tgt_spm",
+                                          "clformer.bpe_vocab", "clformer.bpe_merges"};
 static const char *const shared_names[] = {"source vocabulary", "target vocabulary",
                                            "source SentencePiece model",
-                                           "target SentencePiece model"};
+                                           "target SentencePiece model",
+                                           "GPT-2 BPE vocab.json", "GPT-2 BPE merges.txt"};
 
 static bool same_string(const char *a, const char *b)
 {

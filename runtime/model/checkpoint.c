@@ -8,6 +8,8 @@
  *   clformer.src_spm, clformer.tgt_spm  (models trained on raw text, optional)
  *                         base64 of the side's SentencePiece model; its pieces
  *                         are the side's vocabulary
+ *   clformer.bpe_vocab, clformer.bpe_merges  (language models with GPT-2's
+ *                         BPE, optional) base64 of vocab.json and merges.txt
  *   clformer.train_state  (training checkpoints) JSON: step, seed (a decimal
  *                         string: 64 bits), optimizer settings, trainer state
  * Training checkpoints add optim.m.<name> and optim.v.<name>.
@@ -151,6 +153,29 @@ static clformer_status load_tokenizers(cf_model *m, const cf_st_reader *r)
     return CLFORMER_OK;
 }
 
+/* The metadata keys of a language model's GPT-2 BPE: vocab.json, merges.txt. */
+static const char *const bpe_keys[2] = {"clformer.bpe_vocab", "clformer.bpe_merges"};
+
+/* A checkpoint's GPT-2 BPE, if any (both keys or neither). */
+static clformer_status load_bpe(cf_model *m, const cf_st_reader *r)
+{
+    const char *b64[2] = {cf_st_metadata(r, bpe_keys[0]), cf_st_metadata(r, bpe_keys[1])};
+    if (!b64[0] && !b64[1]) return CLFORMER_OK;
+    if (!b64[0] || !b64[1])
+        return cf_fail(CLFORMER_ERR_FORMAT, "metadata has %s without %s: the GPT-2 BPE needs "
+                       "both", bpe_keys[b64[0] ? 0 : 1], bpe_keys[b64[0] ? 1 : 0]);
+    unsigned char *text[2] = {NULL, NULL};
+    size_t size[2] = {0, 0};
+    clformer_status st = cf_base64_decode(b64[0], bpe_keys[0], &text[0], &size[0]);
+    if (st == CLFORMER_OK) st = cf_base64_decode(b64[1], bpe_keys[1], &text[1], &size[1]);
+    if (st == CLFORMER_OK)
+        st = cf_model_set_bpe(m, (const char *)text[0], size[0], bpe_keys[0],
+                              (const char *)text[1], size[1], bpe_keys[1]);
+    free(text[0]);
+    free(text[1]);
+    return st;
+}
+
 clformer_status clformer_model_save(clformer_model *m, const char *path, bool training)
 {
     const bool lm = clformer_config_decoder_only(&m->cfg); /* no source side */
@@ -178,6 +203,12 @@ clformer_status clformer_model_save(clformer_model *m, const char *path, bool tr
         char *b64 = NULL;
         st = cf_base64_encode(m->spm[k], m->spm_size[k], &b64);
         if (st == CLFORMER_OK) st = cf_st_set_metadata(w, spm_keys[k], b64);
+        free(b64);
+    }
+    for (int k = 0; k < 2 && st == CLFORMER_OK && m->bpe_text[0]; k++) {
+        char *b64 = NULL;
+        st = cf_base64_encode(m->bpe_text[k], m->bpe_len[k], &b64);
+        if (st == CLFORMER_OK) st = cf_st_set_metadata(w, bpe_keys[k], b64);
         free(b64);
     }
     if (st == CLFORMER_OK) st = declare_all(m, w, training);
@@ -525,6 +556,7 @@ static clformer_status load(cf_ctx *ctx, const cf_st_reader *r, cf_model **out)
         if (!host) st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     if (st == CLFORMER_OK) st = load_tokenizers(m, r);
+    if (st == CLFORMER_OK) st = load_bpe(m, r);
     if (st == CLFORMER_OK) st = read_checked_part(r, &h, 0, host);
     if (st == CLFORMER_OK) st = cf_upload(m->ctx, m->params, 0, host, m->layout.total);
     if (st == CLFORMER_OK && h.training) {

@@ -131,6 +131,9 @@ void clformer_model_free(clformer_model *m)
     free(m->spm[1]);
     cf_spm_free(m->spm_proc[0]);
     cf_spm_free(m->spm_proc[1]);
+    free(m->bpe_text[0]);
+    free(m->bpe_text[1]);
+    cf_bpe_free(m->bpe);
     free(m->train_state);
     free(m);
 }

@@ -9,6 +9,7 @@
 #include "clformer_util.h"
 #include "commands.h"
 #include "context_open.h"
+#include "lm_stream.h"
 
 #include <math.h>
 #include <signal.h>
@@ -25,21 +26,17 @@ static void on_interrupt(int sig)
 }
 
 typedef struct {
-    const clformer_model *model;
+    lm_stream text;
     size_t made;
     clformer_status st;
 } stream;
 
-/* Prints one token's text at once; stops on Ctrl-C. */
+/* Prints one token's text at once (lm_stream.h); stops on Ctrl-C. */
 static bool print_token(void *user, int32_t token)
 {
     stream *s = user;
-    char *text = NULL;
-    s->st = clformer_lm_decode(s->model, &token, 1, &text);
+    s->st = lm_stream_push(&s->text, token);
     if (s->st != CLFORMER_OK) return false;
-    fputs(text, stdout);
-    fflush(stdout);
-    free(text);
     s->made++;
     return !stop_requested;
 }
@@ -79,7 +76,10 @@ int cmd_generate(int argc, char **argv)
         "Face GPT-2 directory), printing each token as it comes. Decoding runs on the device\n"
         "with key/value caches; each token is drawn on the host from its logits with a\n"
         "counter-based generator (draw n uses (seed, n)), so a seed repeats its text.\n"
-        "Ctrl-C stops after the current token.",
+        "Ctrl-C stops after the current token. The prompt is encoded with the model's own\n"
+        "tokenizer (characters, bytes, SentencePiece or GPT-2's BPE, from the checkpoint or\n"
+        "the directory's vocab.json + merges.txt); a UTF-8 character split over tokens is\n"
+        "printed once complete.",
         "clformer generate --model MODEL --prompt TEXT [--max-tokens N] [--temperature T]\n"
         "       [--top-k K] [--top-p P] [--seed N]",
         "example:\n"
@@ -111,7 +111,7 @@ int cmd_generate(int argc, char **argv)
     o.top_k = (int)top_k;
     o.top_p = (float)top_p;
     o.seed = (uint64_t)seed;
-    stream out = {m, 0, CLFORMER_OK};
+    stream out = {{0}, 0, CLFORMER_OK};
     if (st == CLFORMER_OK) {
         /* Ctrl-C: finish the token under way, print what came, exit 130 */
         struct sigaction sa;
@@ -122,8 +122,11 @@ int cmd_generate(int argc, char **argv)
         sigaction(SIGTERM, &sa, NULL);
         fputs(prompt, stdout);
         fflush(stdout);
-        st = clformer_session_generate(s, ids, n, &o, print_token, &out, NULL, NULL);
+        st = lm_stream_start(&out.text, m, stdout, ids, n);
+        if (st == CLFORMER_OK) st = clformer_session_generate(s, ids, n, &o, print_token, &out, NULL, NULL);
         if (st == CLFORMER_OK) st = out.st;
+        const clformer_status end = lm_stream_finish(&out.text);
+        if (st == CLFORMER_OK) st = end;
         putchar('\n');
         fflush(stdout);
     }
@@ -190,7 +193,8 @@ int eval_lm(int argc, char **argv)
         "A language model's loss on a text: the mean cross-entropy per token (nats), the\n"
         "perplexity exp(loss), and bits per byte (the summed loss in bits over the text's\n"
         "bytes, comparable across tokenizers). The text is read in consecutive windows of\n"
-        "the model's context; each token after the first is scored once.",
+        "the model's context; each token after the first is scored once. The text is\n"
+        "encoded with the model's own tokenizer (char, byte, spm or gpt2-bpe).",
         "clformer eval --model MODEL --text FILE [--batch-size B] [--json]",
         NULL, options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);
