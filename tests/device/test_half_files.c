@@ -4,7 +4,8 @@
  * load with exactly the values PyTorch's .float() gives; `export --dtype
  * bf16|fp16` (native and hf-gpt2) writes every weight rounded to nearest even
  * and reads back as exactly those values; a dtype clformer does not read (F64)
- * and a weight fp16 cannot hold are refused, naming the fix.
+ * and a weight fp16 cannot hold are refused, naming the fix; the same
+ * through `clformer export --dtype`.
  */
 #include "harness.h"
 
@@ -241,9 +242,64 @@ static void export_round_trips(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* The command line: `export --dtype` in both formats, its refusals, and the
+ * 16-bit directories of save_pretrained through `eval`-like loading. */
+static void export_command(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/clformer_half_XXXXXX", out[200], hf[200], file[300];
+    assert_non_null(mkdtemp(dir));
+    harness_path(out, sizeof out, dir, "m.safetensors");
+    harness_path(hf, sizeof hf, dir, "hf");
+    static char text[1 << 14];
+    harness_cmd cmd = {text, sizeof text, NULL, 0, NULL, NULL, false};
+    /* save_pretrained's fp16 directory in, an hf-gpt2 bf16 directory out */
+    assert_int_equal(harness_run_clformer(&cmd, "export", "--model", data("gpt2_fp16"), "--out",
+                                          hf, "--format", "hf-gpt2", "--dtype", "bf16", NULL),
+                     0);
+    snprintf(file, sizeof file, "%s/model.safetensors", hf);
+    cf_st_reader *r;
+    assert_ok(cf_st_open(file, &r));
+    assert_int_equal(cf_st_find(r, "transformer.wte.weight")->dtype, CF_ST_BF16);
+    cf_st_close(r);
+    /* a clformer checkpoint in, a plain fp16 one out */
+    clformer_model *m;
+    assert_ok(clformer_model_load(hctx(), hf, &m));
+    assert_ok(clformer_model_save(m, out, false));
+    clformer_model_free(m);
+    char out16[300];
+    snprintf(out16, sizeof out16, "%s/m16.safetensors", dir);
+    assert_int_equal(harness_run_clformer(&cmd, "export", "--model", out, "--out", out16,
+                                          "--dtype", "fp16", NULL),
+                     0);
+    assert_ok(cf_st_open(out16, &r));
+    assert_int_equal(cf_st_find(r, "tgt_embed.weight")->dtype, CF_ST_F16);
+    cf_st_close(r);
+    unlink(out16);
+    /* a word --dtype does not know: a usage error naming the choices */
+    assert_int_equal(harness_run_clformer(&cmd, "export", "--model", out, "--out", file, "--dtype",
+                                          "fp8", NULL),
+                     2);
+    assert_non_null(strstr(text, "fp32|bf16|fp16"));
+    /* float64 weights: refused, naming the dtype */
+    assert_int_equal(harness_run_clformer(&cmd, "export", "--model", data("gpt2_f64"), "--out",
+                                          file, "--format", "hf-gpt2", NULL),
+                     1);
+    assert_non_null(strstr(text, "is F64; clformer reads weights stored as F32, BF16 or F16"));
+    const char *names[3] = {"model.safetensors", "config.json", "clformer_vocab.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(file, sizeof file, "%s/%s", hf, names[i]);
+        unlink(file);
+    }
+    rmdir(hf);
+    unlink(out);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(pretrained_16bit_loads_exactly),
     cmocka_unit_test(f64_is_refused),
     cmocka_unit_test(export_round_trips),
+    cmocka_unit_test(export_command),
 };
 HARNESS_DEVICE_MAIN("half_files", tests)
