@@ -774,6 +774,13 @@ typedef enum {
  * clformer_free); characters the vocabulary lacks become <unk>. */
 CLFORMER_API clformer_status clformer_lm_encode(const clformer_model *model, const char *text,
                                                 size_t len, int32_t **ids, size_t *n);
+/* clformer_lm_encode of a file, read and encoded in chunks (1 MiB, each cut
+ * after a newline where the cut cannot change a token): the ids of the whole
+ * text with only them and one chunk in memory; *bytes (may be NULL) gets the
+ * file's size. */
+CLFORMER_API clformer_status clformer_lm_encode_file(const clformer_model *model,
+                                                     const char *path, int32_t **ids, size_t *n,
+                                                     size_t *bytes);
 /* The text of n ids, a NUL-terminated string (release with clformer_free). */
 CLFORMER_API clformer_status clformer_lm_decode(const clformer_model *model, const int32_t *ids,
                                                 size_t n, char **text);
