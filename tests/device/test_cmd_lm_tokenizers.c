@@ -119,6 +119,24 @@ static void gpt2_bpe(void **state)
                               "--max-tokens", "5", NULL);
     if (rc != 0) fail_msg("generate after --init DIR exited with %d:\n%s", rc, out);
 
+    /* --resume takes the first command's tokenizer options when they are the
+     * checkpoint's, and names the one that is not */
+    rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--tokenizer",
+                              "gpt2-bpe", "--tokenizer-dir", bpe_dir, "--resume", b, "--steps", "5",
+                              NULL);
+    if (rc != 0) fail_msg("train --resume with the same tokenizer exited with %d:\n%s", rc, out);
+    rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--tokenizer",
+                              "gpt2-bpe", "--bpe-vocab", vocab, "--bpe-merges", text, "--resume", b,
+                              "--steps", "6", NULL);
+    harness_expect_run(&cmd, rc, 2, "is not the checkpoint's merges.txt");
+    rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--tokenizer", "char",
+                              "--resume", b, "--steps", "6", NULL);
+    harness_expect_run(&cmd, rc, 2, "differs from the checkpoint's (gpt2-bpe)");
+    rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--tokenizer",
+                              "gpt2-bpe", "--tokenizer-dir", bpe_dir, "--init", hf, "--steps", "2",
+                              NULL);
+    harness_expect_run(&cmd, rc, 2, "brings its own tokenizer");
+
     /* errors: one line naming the problem and the fix */
     rc = harness_run_clformer(&cmd, "train", SHAPE, "--tokenizer", "gpt2-bpe", NULL);
     harness_expect_run(&cmd, rc, 2, "--bpe-vocab vocab.json and --bpe-merges merges.txt");
@@ -151,8 +169,9 @@ static void gpt2_bpe(void **state)
 static void sentencepiece(void **state)
 {
     (void)state;
-    char dir[64], text[128], a[128], hf[128];
+    char dir[64], text[128], a[128], hf[128], spm_model[160], c[128];
     assert_true(harness_temp_dir(dir, sizeof dir, "lmspm"));
+    harness_path(c, sizeof c, dir, "c.safetensors");
     harness_path(text, sizeof text, dir, "text.txt");
     harness_path(a, sizeof a, dir, "a.safetensors");
     harness_path(hf, sizeof hf, dir, "hf");
@@ -166,6 +185,12 @@ static void sentencepiece(void **state)
     assert_non_null(strstr(out, "no Hugging Face GPT-2 files"));
     same_eval(a, hf, text);
     same_generation(a, hf);
+    /* --tokenizer-model: the exported SentencePiece model gives the same model */
+    harness_path(spm_model, sizeof spm_model, hf, "clformer_spm.model");
+    rc = harness_run_clformer(&cmd, "train", SHAPE, "--tokenizer", "spm", "--tokenizer-model",
+                              spm_model, "--save", c, NULL);
+    if (rc != 0) fail_msg("train --tokenizer-model exited with %d:\n%s", rc, out);
+    same_eval(a, c, text);
     rc = harness_run_clformer(&cmd, "train", SHAPE, "--tokenizer", "spm", NULL);
     harness_expect_run(&cmd, rc, 2, "--tokenizer spm needs --vocab-size N");
     rc = harness_run_clformer(&cmd, "train", SHAPE, "--tokenizer", "spm", "--tokenizer-model",
