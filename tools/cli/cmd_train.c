@@ -19,6 +19,7 @@ typedef struct {
     const clformer_train_options *want;
     const train_given *given;
     const spm_flags *spm;
+    lm_tokenizer_flags *lmtok; /* --task lm */
 } resume_args;
 
 static int check_resume(clformer_trainer *t, void *user)
@@ -27,6 +28,8 @@ static int check_resume(clformer_trainer *t, void *user)
     clformer_train_options have;
     clformer_trainer_settings(t, &have);
     int rc = resume_check("train", a->want, a->given, &have);
+    if (rc == 0 && a->want->text_path)
+        return lm_tokenizer_resume_check(clformer_trainer_model(t), a->spm, a->lmtok);
     if (rc == 0)
         rc = resume_check_vocab("train", clformer_trainer_model(t), a->want, a->given,
                                 a->spm->tokenizer, a->spm->vocab_size, a->spm->type,
@@ -204,7 +207,7 @@ static int check_lm_consistency(const train_args *a)
     if (a->batch_tokens) return cli_error("train", "--task lm batches --batch-size windows, not --batch-tokens"), EXIT_USAGE;
     if (a->spm.tokenizer && !strcmp(a->spm.tokenizer, "word"))
         return cli_error("train", "--task lm tokenizes with --tokenizer char, byte, spm or gpt2-bpe (word is for translation)"), EXIT_USAGE;
-    const char *tok_problem = lm_tokenizer_problem(&a->spm, &a->lmtok, a->init || a->resume);
+    const char *tok_problem = lm_tokenizer_problem(&a->spm, &a->lmtok, a->init != NULL);
     if (tok_problem) return cli_error("train", "%s", tok_problem), EXIT_USAGE;
     if (a->val_text && a->given_val_fraction)
         return cli_error("train", "give --val-text or --val-fraction, not both"), EXIT_USAGE;
@@ -462,7 +465,7 @@ int cmd_train(int argc, char **argv)
     }
     clformer_train_result res;
     /* --resume: the options given must be the checkpoint's */
-    const resume_args check = {&o, &a.g, &a.spm};
+    const resume_args check = {&o, &a.g, &a.spm, &a.lmtok};
     rc = train_run("train", ctx, o, a.plot, a.resume ? check_resume : NULL, (void *)&check, NULL,
                    &res);
     free(spm_bytes[0]);
