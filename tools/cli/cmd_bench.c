@@ -63,6 +63,7 @@ typedef struct {
     size_t B, T, steps, warmup, vocab;
     uint64_t seed;
     bool quick;
+    bool recompute; /* --recompute: layers recomputed in backward */
     clformer_config cfg;
     /* what was measured */
     size_t params;
@@ -264,6 +265,7 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
         clformer_model_free(m);
         return st;
     }
+    clformer_session_set_recompute(session, b->recompute);
     b->params = clformer_model_parameter_count(m);
     /* --quick profiles the timed repetitions instead of running more */
     kernel_times *train_k = b->quick ? &b->train_k : NULL;
@@ -397,6 +399,7 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     put_int(r, "warmup", b->warmup);
     put_int(r, "seed", b->seed);
     json_object_set_new(r, "quick", json_boolean(b->quick));
+    json_object_set_new(r, "recompute", json_boolean(b->recompute));
     put_int(model, "d_model", (uint64_t)c->d_model);
     put_int(model, "n_heads", (uint64_t)c->n_heads);
     put_int(model, "d_ff", (uint64_t)c->d_ff);
@@ -514,8 +517,9 @@ static void print_table(const bench *b, const clformer_device_info *dev)
            clformer_device_type_name(dev->type), dev->platform,
            strcmp(b->gemm_provider, "host") == 0 ? "OpenBLAS (host)" : "CLBlast");
     printf("batch %zu sentences x len %zu tokens, dropout %.2g, %zu warm-up + %zu timed "
-           "repetitions\n",
-           b->B, b->T, (double)c->dropout, b->warmup, b->steps);
+           "repetitions%s\n",
+           b->B, b->T, (double)c->dropout, b->warmup, b->steps,
+           b->recompute ? ", layers recomputed in backward" : "");
 
     printf("\ntraining (forward, loss, backward, clip, Adam)\n");
     printf("  %-28s %10.3f s   (%u programs built, %u from the disk cache)\n",
@@ -562,7 +566,7 @@ int cmd_bench(int argc, char **argv)
     char preset_choices[128];
     cli_choices(preset_choices, sizeof preset_choices, clformer_config_presets());
     long batch = 32, len = 32, steps = 5, warmup = 2, vocab = 8000, seed = 0;
-    bool json = false, quick = false;
+    bool json = false, quick = false, recompute = false;
     const cli_option options[] = {
         {"--config", CLI_CHOICE, &config, NULL, "model preset (tiny; clformer presets lists them)", 0, 0, preset_choices},
         {"--batch", CLI_INT, &batch, "B", "sentences per batch (32)", 1, 65536},
@@ -573,6 +577,8 @@ int cmd_bench(int argc, char **argv)
         {"--vocab", CLI_INT, &vocab, "V", "source and target vocabulary size (8000)", 5,
          1 << 20},
         {"--seed", CLI_INT, &seed, "N", "seed of the weights, dropout and data (0)", 0, 1e15},
+        {"--recompute", CLI_FLAG, &recompute, NULL,
+         "keep only each layer's output; recompute the rest in backward (less memory)"},
         {"--json", CLI_FLAG, &json, NULL, "print one JSON object instead of the table"},
         {"--quick", CLI_FLAG, &quick, NULL,
          "smoke test for simulators: a micro model, timed runs also profiled"},
@@ -627,6 +633,7 @@ int cmd_bench(int argc, char **argv)
     }
     b.cfg.max_len = len < MAX_LEN ? MAX_LEN : (int)len + 1; /* long --len: attention timings */
     b.quick = quick;
+    b.recompute = recompute;
     if (quick) {
         /* Oclgrind runs a tiny training step in minutes; this one in seconds */
         b.cfg.d_model = 16;

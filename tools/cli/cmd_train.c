@@ -51,7 +51,7 @@ typedef struct {
     double lr, clip, weight_decay, dropout, label_smoothing, warmup_init_lr, attention_dropout,
         activation_dropout, val_fraction, min_lr;
     bool no_shuffle, post_norm, tie, share_all, no_save, save_best, best_metric_given, given_val_fraction,
-        given_min_lr;
+        given_min_lr, recompute;
     const char *save_default; /* why --save was filled in (NULL: given) */
     train_given g;
     spm_flags spm;
@@ -152,6 +152,7 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--patience", CLI_INT, &a->patience, "N", "stop after N validations in a row without improving --best-metric", 1, 1L << 30},
         {"--log", CLI_STRING, &a->log, "FILE", "metrics as JSON lines: step, loss, tokens, lr, ..."},
         {"--plot", CLI_STRING, &a->plot, "FILE.png", "draw the loss curves at the end"},
+        {"--recompute", CLI_FLAG, &a->recompute, NULL, "keep only each layer's output and recompute the rest in backward: about one layer's activations instead of all layers', for one more forward pass per step (same results)"},
         {"--check-sync", CLI_INT, &a->check_sync, "N", "under mpirun: every N steps check that all ranks hold the same parameters; stop on a difference", 1, 1L << 40},
     };
     const cli_spec spec = {
@@ -302,6 +303,7 @@ static int build_options(train_args *a, clformer_train_options *o)
         o->bleu_sentences = 0;
     }
     o->decay_steps = (uint64_t)a->decay_steps;
+    o->recompute = a->recompute;
     o->min_lr = a->given_min_lr ? (float)a->min_lr : -1.0f;
     o->src_path = a->src, o->tgt_path = a->tgt, o->val_src_path = a->val_src, o->val_tgt_path = a->val_tgt;
     o->min_freq = (int)a->min_freq, o->max_vocab = (int)a->max_vocab;
