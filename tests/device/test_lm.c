@@ -4,7 +4,8 @@
  * and load (the same logits), and generate: greedy equals top-k 1, a seed
  * gives the same text, and the sampler's draws follow the softmax (a
  * chi-square test over many draws on fixed logits). Agreement with Hugging
- * Face's GPT-2 is test_gpt2_parity's.
+ * Face's GPT-2 is test_gpt2_parity's; batches of prompts and the one-pass
+ * prefill are test_lm_generate's.
  */
 #include "harness.h"
 #include "decode.h"
@@ -262,7 +263,7 @@ static void sampling_follows_the_distribution(void **state)
         for (int i = 0; i < keep; i++) p[order[i]] = sorted[i] / kept;
         const int draws = 20000;
         int seen[6] = {0};
-        for (int d = 0; d < draws; d++) seen[cf_sample_token(logits, 6, &o, (uint64_t)d, scratch)]++;
+        for (int d = 0; d < draws; d++) seen[cf_sample_token(logits, 6, &o, 0, (uint64_t)d, scratch)]++;
         double chi2 = 0;
         int dof = -1;
         for (int v = 0; v < 6; v++) {
