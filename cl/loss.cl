@@ -44,13 +44,25 @@ inline float sum8(float8 v)
     return ((t[0] + t[4]) + (t[2] + t[6])) + ((t[1] + t[5]) + (t[3] + t[7]));
 }
 
+/* What row_max_sumexp_d returns. A struct, not a float3: Intel's OpenCL CPU
+ * compiler (2026.22) returns a float3 from a function with barriers that it
+ * does not inline (this one, at REDUCE_WG 128 and 256) through per-item
+ * storage 4 floats apart read 3 apart: item i got float 3i (m, 0, 0, S, m,
+ * ...), so with CLFORMER_PROFILE=gpu-layouts the gradients of cross_entropy
+ * and the outputs of log_softmax_rows were garbage there while the loss
+ * (item 0) was right. Kernels use no 3-component vectors at all
+ * (tests/check_kernel_sources.cmake). */
+typedef struct {
+    float m, s, d;
+} row_stats;
+
 /* The row maximum m and S = sum of exp(x - m) of row x (V columns), for the
  * whole group, in two passes over the row (it is read again from the cache):
  * the maximum, then the sums. With `want_d` also d = sum_c (m - x_c) (label
  * smoothing), Kahan-compensated per lane: with logits of +-1e4 the terms
  * reach 2e4 and the sum 1e9; every term is >= 0. A NaN logit makes S, and so
  * the loss, NaN; -inf logits add 0 to S. */
-inline float3 row_max_sumexp_d(global const float *x, int V, bool want_d, local float *scratch)
+inline row_stats row_max_sumexp_d(global const float *x, int V, bool want_d, local float *scratch)
 {
     const int lid = get_local_id(0), chunks = V / ROW_VEC, tail0 = chunks * ROW_VEC;
     float8 m8 = (float8)(-INFINITY);
@@ -82,7 +94,8 @@ inline float3 row_max_sumexp_d(global const float *x, int V, bool want_d, local 
     }
     const float row_s = wg_sum(s, scratch);
     const float row_d = want_d ? wg_sum(d, scratch) : 0.0f; /* want_d is uniform */
-    return (float3)(row_m, row_s, row_d);
+    const row_stats r = {row_m, row_s, row_d};
+    return r;
 }
 
 /*
@@ -117,8 +130,8 @@ kernel void cross_entropy(global float *losses, ulong losses_off, global float *
     const bool valid = y >= 0 && y < V;
     const float xy = valid ? x[y] : NAN;
 
-    const float3 msd = row_max_sumexp_d(x, V, ls != 0.0f, scratch);
-    const float m = msd.x, s = msd.y, d = msd.z;
+    const row_stats msd = row_max_sumexp_d(x, V, ls != 0.0f, scratch);
+    const float m = msd.m, s = msd.s, d = msd.d;
     if (lid == 0)
         losses[losses_off + row] = log(s) + (1.0f - ls) * (m - xy) + ls * (d / (float)V);
     if (!has_grad) return;
@@ -156,13 +169,13 @@ kernel void log_softmax_rows(global float *out, ulong out_off, global const floa
     if (row >= N) return;
     global const float *x = logits + logits_off + (ulong)row * V;
     global float *o = out + out_off + (ulong)row * V;
-    const float3 ms = row_max_sumexp_d(x, V, false, scratch);
-    const float log_s = log(ms.y);
+    const row_stats ms = row_max_sumexp_d(x, V, false, scratch);
+    const float log_s = log(ms.s);
     const int chunks = V / ROW_VEC;
     for (int b = 0; b < chunks; b += REDUCE_WG)
-        if (b + lid < chunks) vstore8((vload8(b + lid, x) - ms.x) - log_s, b + lid, o);
+        if (b + lid < chunks) vstore8((vload8(b + lid, x) - ms.m) - log_s, b + lid, o);
     for (int b = chunks * ROW_VEC; b < V; b += REDUCE_WG)
-        if (b + lid < V) o[b + lid] = (x[b + lid] - ms.x) - log_s;
+        if (b + lid < V) o[b + lid] = (x[b + lid] - ms.m) - log_s;
 }
 
 /* True when (vb, ib) beats (va, ia): larger value, NaN above everything

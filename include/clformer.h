@@ -454,6 +454,20 @@ CLFORMER_API clformer_status clformer_positional_parse(const char *word,
 CLFORMER_API const char *clformer_norm_name(bool norm_first);
 CLFORMER_API clformer_status clformer_norm_parse(const char *word, bool *norm_first);
 
+/* Floating-point formats: fp32, and the two 16-bit ones, bfloat16 and IEEE
+ * binary16 (fp16), for tensors in files (export) and, later, on the device.
+ * Converting fp32 to either rounds to nearest, ties to even, as PyTorch's
+ * .to() does (beyond the largest finite value: infinity); converting back
+ * is exact. Names "fp32", "bf16", "fp16". */
+typedef enum {
+    CLFORMER_FP32 = 0,
+    CLFORMER_BF16 = 1,
+    CLFORMER_FP16 = 2
+} clformer_precision;
+CLFORMER_API const char *clformer_precision_name(clformer_precision precision);
+CLFORMER_API clformer_status clformer_precision_parse(const char *word,
+                                                      clformer_precision *precision);
+
 typedef struct {
     size_t size;         /* sizeof(clformer_config): set by _default (docs/API.md) */
     int d_model;         /* width of every token vector (512) */
@@ -481,6 +495,10 @@ typedef struct {
      * (-1, the default): `dropout`, as PyTorch's nn.Transformer has it */
     float attention_dropout;
     float activation_dropout;
+    /* one joint vocabulary: the source embedding, the target embedding and the
+     * generator are one matrix (fairseq's --share-all-embeddings); needs
+     * share_tgt_embed and src_vocab == tgt_vocab (false) */
+    bool share_all_embed;
 } clformer_config;
 
 /* A decoder-only language model (n_enc_layers 0). */
@@ -557,6 +575,22 @@ CLFORMER_API clformer_status clformer_model_set_tokenizer(clformer_model *model,
                                                           const void *spm, size_t size);
 CLFORMER_API const void *clformer_model_tokenizer(const clformer_model *model, bool target,
                                                   size_t *size);
+
+/* GPT-2's byte-level BPE of a decoder-only model (clformer train --tokenizer
+ * gpt2-bpe): the contents of vocab.json and merges.txt, as GPT-2's release
+ * and Hugging Face write them. Its ids are the model's, unshifted (no
+ * <pad> <sos> <eos> <unk> first): vocab.json's id of a token is its
+ * embedding row, so the BPE may have at most config.tgt_vocab tokens (ids
+ * beyond it decode to nothing). The model's vocabulary becomes placeholders
+ * ("<pad>" "<sos>" "<eos>" "<unk>" "<id_4>" ...); clformer_lm_encode and
+ * clformer_lm_decode use the BPE. Checkpoints store both texts (metadata
+ * clformer.bpe_vocab and clformer.bpe_merges, base64). vocab NULL clears it.
+ * clformer_model_bpe gives one text (merges false: vocab.json) or NULL. */
+CLFORMER_API clformer_status clformer_model_set_bpe(clformer_model *model, const char *vocab,
+                                                    size_t vocab_len, const char *merges,
+                                                    size_t merges_len);
+CLFORMER_API const char *clformer_model_bpe(const clformer_model *model, bool merges,
+                                            size_t *size);
 
 /* Learns a SentencePiece model ("unigram" or "bpe", vocab_size pieces with
  * <pad> <sos> <eos> <unk> = 0..3) from n raw sentences (at most 2M sampled,
@@ -729,9 +763,15 @@ CLFORMER_API float clformer_learning_rate_cosine(float base, float min_lr, uint6
 /* Text for a decoder-only model. Character and byte tokenizers spell a
  * whitespace or control character, and every byte of a byte vocabulary, as
  * the token "<0xNN>"; other characters are tokens of their own. */
-typedef enum { CLFORMER_LM_CHAR = 0, CLFORMER_LM_BYTE = 1 } clformer_lm_tokenizer;
-/* The ids of `text` (len bytes) under the model's vocabulary, into *ids
- * (release with clformer_free); characters it lacks become <unk>. */
+typedef enum {
+    CLFORMER_LM_CHAR = 0,
+    CLFORMER_LM_BYTE = 1,
+    CLFORMER_LM_GPT2_BPE = 2, /* GPT-2's byte-level BPE from vocab.json + merges.txt */
+    CLFORMER_LM_SPM = 3       /* SentencePiece: a text is its lines, <eos> for each newline */
+} clformer_lm_tokenizer;
+/* The ids of `text` (len bytes) under the model's tokenizer (its GPT-2 BPE,
+ * its SentencePiece model, else its vocabulary), into *ids (release with
+ * clformer_free); characters the vocabulary lacks become <unk>. */
 CLFORMER_API clformer_status clformer_lm_encode(const clformer_model *model, const char *text,
                                                 size_t len, int32_t **ids, size_t *n);
 /* The text of n ids, a NUL-terminated string (release with clformer_free). */
@@ -913,8 +953,10 @@ CLFORMER_API clformer_status clformer_checkpoint_export(const char *checkpoint,
 
 /* Writes a GPT-2 shaped decoder-only model (train --task lm) into `dir` in
  * Hugging Face's layout: model.safetensors (transformer.wte.weight, ...,
- * Conv1D weights as [in, out]), config.json, and clformer_vocab.json (the
- * tokens), so that transformers' GPT2LMHeadModel.from_pretrained(dir)
+ * Conv1D weights as [in, out]), config.json, and the tokenizer: GPT-2's
+ * vocab.json + merges.txt for a model with a GPT-2 BPE (config.json's
+ * bos/eos ids are then its "<|endoftext|>"), else clformer_vocab.json (the
+ * tokens) and, for a SentencePiece model, clformer_spm.model, so that transformers' GPT2LMHeadModel.from_pretrained(dir)
  * loads it with no missing or unexpected key. Each file is written
  * atomically. */
 CLFORMER_API clformer_status clformer_model_export_hf_gpt2(clformer_model *model,
@@ -1003,6 +1045,11 @@ typedef enum { CLFORMER_SIDE_SOURCE = 0, CLFORMER_SIDE_TARGET = 1 } clformer_sid
 CLFORMER_API clformer_status clformer_vocab_build(const clformer_parallel_text *text,
                                                   clformer_side side, int min_freq, int max_vocab,
                                                   clformer_vocab **vocab);
+/* One joint vocabulary of both sides, counted together under the same rules
+ * (for share_all_embed: give it as both the source and target vocabulary). */
+CLFORMER_API clformer_status clformer_vocab_build_joint(const clformer_parallel_text *text,
+                                                        int min_freq, int max_vocab,
+                                                        clformer_vocab **vocab);
 /* From tokens in id order (specials first), e.g. clformer_model_src_vocab. */
 CLFORMER_API clformer_status clformer_vocab_from_tokens(const char *const *tokens, size_t n,
                                                         clformer_vocab **vocab);
@@ -1228,12 +1275,16 @@ typedef struct {
      * (seed, step), so a resumed run takes the same windows */
     const char *text_path, *val_text_path;
     float val_fraction;              /* no val_text_path: the text's last fraction validates */
-    clformer_lm_tokenizer lm_tokenizer; /* a fresh model's vocabulary (char) */
+    clformer_lm_tokenizer lm_tokenizer; /* a fresh model's vocabulary (char); GPT2_BPE:
+                                         * bpe_vocab_path and bpe_merges_path; SPM: tgt_spm */
     size_t eval_batches;             /* LM validation: batches of random windows (20) */
     /* the cosine schedule (CLFORMER_LR_COSINE): decay until step decay_steps
      * (0: the step limit) down to min_lr (negative: lr / 10) */
     uint64_t decay_steps;
     float min_lr;
+    /* lm_tokenizer CLFORMER_LM_GPT2_BPE: GPT-2's vocab.json and merges.txt
+     * files; a fresh model's vocabulary size is the BPE's, its ids vocab.json's */
+    const char *bpe_vocab_path, *bpe_merges_path;
 } clformer_train_options;
 
 /* The defaults noted above; config is clformer_config_default's. */

@@ -73,3 +73,19 @@ clformer_status clformer_norm_parse(const char *word, bool *norm_first)
     return CLFORMER_OK;
 }
 
+
+/* indexed by clformer_precision */
+static const char *const precision_names[] = {"fp32", "bf16", "fp16"};
+
+const char *clformer_precision_name(clformer_precision d)
+{
+    return (int)d >= 0 && (int)d < CF_COUNT(precision_names) ? precision_names[d] : NULL;
+}
+
+clformer_status clformer_precision_parse(const char *word, clformer_precision *out)
+{
+    int i;
+    CF_TRY(cf_parse_word("precision", precision_names, CF_COUNT(precision_names), word, &i));
+    *out = (clformer_precision)i;
+    return CLFORMER_OK;
+}

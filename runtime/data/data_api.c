@@ -81,6 +81,13 @@ clformer_status clformer_vocab_build(const clformer_parallel_text *text, clforme
                           min_freq, max_vocab, vocab);
 }
 
+clformer_status clformer_vocab_build_joint(const clformer_parallel_text *text, int min_freq,
+                                           int max_vocab, clformer_vocab **vocab)
+{
+    return cf_vocab_build_joint((const char *const *)text->src, (const char *const *)text->tgt,
+                                text->n, min_freq, max_vocab, vocab);
+}
+
 clformer_status clformer_vocab_from_tokens(const char *const *tokens, size_t n,
                                            clformer_vocab **vocab)
 {

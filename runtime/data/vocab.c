@@ -40,6 +40,21 @@ static cf_vocab *vocab_new(void)
     return v;
 }
 
+clformer_status cf_vocab_build_joint(const char *const *src, const char *const *tgt, size_t n,
+                                     int min_freq, int max_vocab, cf_vocab **out)
+{
+    *out = NULL;
+    const char **both = malloc((n ? 2 * n : 1) * sizeof *both);
+    if (!both) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (n) {
+        memcpy(both, src, n * sizeof *both);
+        memcpy(both + n, tgt, n * sizeof *both);
+    }
+    clformer_status st = cf_vocab_build(both, 2 * n, min_freq, max_vocab, out);
+    free(both);
+    return st;
+}
+
 void cf_vocab_free(cf_vocab *v)
 {
     if (!v) return;

@@ -50,6 +50,11 @@ typedef struct clformer_vocab cf_vocab; /* clformer_vocab in the public API */
 clformer_status cf_vocab_build(const char *const *sentences, size_t n, int min_freq,
                                int max_vocab, cf_vocab **out);
 
+/* One joint vocabulary of both sides' sentences (n each), counted together
+ * under the same rules (share_all_embed's). */
+clformer_status cf_vocab_build_joint(const char *const *src, const char *const *tgt, size_t n,
+                                     int min_freq, int max_vocab, cf_vocab **out);
+
 void cf_vocab_free(cf_vocab *v);
 
 /* Number of ids, specials included (>= 4). */

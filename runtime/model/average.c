@@ -16,10 +16,12 @@
 
 /* Metadata a model's weights depend on: the inputs must agree on these. */
 static const char *const shared_keys[] = {"clformer.src_vocab", "clformer.tgt_vocab",
-                                          "clformer.src_spm", "clformer.tgt_spm"};
+                                          "clformer.src_spm", "clformer.tgt_spm",
+                                          "clformer.bpe_vocab", "clformer.bpe_merges"};
 static const char *const shared_names[] = {"source vocabulary", "target vocabulary",
                                            "source SentencePiece model",
-                                           "target SentencePiece model"};
+                                           "target SentencePiece model",
+                                           "GPT-2 BPE vocab.json", "GPT-2 BPE merges.txt"};
 
 static bool same_string(const char *a, const char *b)
 {
@@ -43,6 +45,7 @@ static const char *config_difference(const clformer_config *a, const clformer_co
     if (a->positional != b->positional) return "positional";
     if (a->ln_eps != b->ln_eps) return "ln_eps";
     if (a->share_tgt_embed != b->share_tgt_embed) return "share_tgt_embed";
+    if (a->share_all_embed != b->share_all_embed) return "share_all_embed";
     return NULL;
 }
 

@@ -8,6 +8,8 @@
  *   clformer.src_spm, clformer.tgt_spm  (models trained on raw text, optional)
  *                         base64 of the side's SentencePiece model; its pieces
  *                         are the side's vocabulary
+ *   clformer.bpe_vocab, clformer.bpe_merges  (language models with GPT-2's
+ *                         BPE, optional) base64 of vocab.json and merges.txt
  *   clformer.train_state  (training checkpoints) JSON: step, seed (a decimal
  *                         string: 64 bits), optimizer settings, trainer state
  * Training checkpoints add optim.m.<name> and optim.v.<name>.
@@ -77,6 +79,18 @@ static char *train_state_json(const cf_model *m)
     return s;
 }
 
+/* The other names of the target embedding: a tied generator (share_tgt_embed)
+ * and a shared source embedding (share_all_embed) are stored under their own
+ * names too, copies of it, so the file loads into PyTorch with
+ * load_state_dict(strict=True). Returns how many (at most 2). */
+static int embed_aliases(const clformer_config *c, const char *names[2])
+{
+    int n = 0;
+    if (c->share_tgt_embed) names[n++] = "generator.weight";
+    if (c->share_all_embed) names[n++] = "src_embed.weight";
+    return n;
+}
+
 static clformer_status declare_all(cf_model *m, cf_st_writer *w, bool training)
 {
     int64_t shape[2];
@@ -88,10 +102,11 @@ static clformer_status declare_all(cf_model *m, cf_st_writer *w, bool training)
             snprintf(name, sizeof name, "%s%s", prefix[part], e->name);
             int nd = shape_of(e, shape);
             CF_TRY(cf_st_declare(w, name, CF_ST_F32, nd, shape));
-            /* a tied generator is stored under its own name too, so the file
-             * loads into PyTorch with load_state_dict(strict=True) */
-            if (part == 0 && m->cfg.share_tgt_embed && e->offset == m->layout.tgt_embed)
-                CF_TRY(cf_st_declare(w, "generator.weight", CF_ST_F32, nd, shape));
+            const char *alias[2];
+            const int n_alias = part == 0 && e->offset == m->layout.tgt_embed
+                                    ? embed_aliases(&m->cfg, alias) : 0;
+            for (int k = 0; k < n_alias; k++)
+                CF_TRY(cf_st_declare(w, alias[k], CF_ST_F32, nd, shape));
         }
     }
     return CLFORMER_OK;
@@ -108,8 +123,11 @@ static clformer_status write_all(cf_model *m, cf_st_writer *w, bool training, fl
             char name[128];
             snprintf(name, sizeof name, "%s%s", prefix[part], e->name);
             CF_TRY(cf_st_write(w, name, host + e->offset, numel(e) * 4));
-            if (part == 0 && m->cfg.share_tgt_embed && e->offset == m->layout.tgt_embed)
-                CF_TRY(cf_st_write(w, "generator.weight", host + e->offset, numel(e) * 4));
+            const char *alias[2];
+            const int n_alias = part == 0 && e->offset == m->layout.tgt_embed
+                                    ? embed_aliases(&m->cfg, alias) : 0;
+            for (int k = 0; k < n_alias; k++)
+                CF_TRY(cf_st_write(w, alias[k], host + e->offset, numel(e) * 4));
         }
     }
     return CLFORMER_OK;
@@ -133,6 +151,29 @@ static clformer_status load_tokenizers(cf_model *m, const cf_st_reader *r)
         if (st != CLFORMER_OK) return cf_fail_prefix(st, "%s: ", spm_keys[k]);
     }
     return CLFORMER_OK;
+}
+
+/* The metadata keys of a language model's GPT-2 BPE: vocab.json, merges.txt. */
+static const char *const bpe_keys[2] = {"clformer.bpe_vocab", "clformer.bpe_merges"};
+
+/* A checkpoint's GPT-2 BPE, if any (both keys or neither). */
+static clformer_status load_bpe(cf_model *m, const cf_st_reader *r)
+{
+    const char *b64[2] = {cf_st_metadata(r, bpe_keys[0]), cf_st_metadata(r, bpe_keys[1])};
+    if (!b64[0] && !b64[1]) return CLFORMER_OK;
+    if (!b64[0] || !b64[1])
+        return cf_fail(CLFORMER_ERR_FORMAT, "metadata has %s without %s: the GPT-2 BPE needs "
+                       "both", bpe_keys[b64[0] ? 0 : 1], bpe_keys[b64[0] ? 1 : 0]);
+    unsigned char *text[2] = {NULL, NULL};
+    size_t size[2] = {0, 0};
+    clformer_status st = cf_base64_decode(b64[0], bpe_keys[0], &text[0], &size[0]);
+    if (st == CLFORMER_OK) st = cf_base64_decode(b64[1], bpe_keys[1], &text[1], &size[1]);
+    if (st == CLFORMER_OK)
+        st = cf_model_set_bpe(m, (const char *)text[0], size[0], bpe_keys[0],
+                              (const char *)text[1], size[1], bpe_keys[1]);
+    free(text[0]);
+    free(text[1]);
+    return st;
 }
 
 clformer_status clformer_model_save(clformer_model *m, const char *path, bool training)
@@ -162,6 +203,12 @@ clformer_status clformer_model_save(clformer_model *m, const char *path, bool tr
         char *b64 = NULL;
         st = cf_base64_encode(m->spm[k], m->spm_size[k], &b64);
         if (st == CLFORMER_OK) st = cf_st_set_metadata(w, spm_keys[k], b64);
+        free(b64);
+    }
+    for (int k = 0; k < 2 && st == CLFORMER_OK && m->bpe_text[0]; k++) {
+        char *b64 = NULL;
+        st = cf_base64_encode(m->bpe_text[k], m->bpe_len[k], &b64);
+        if (st == CLFORMER_OK) st = cf_st_set_metadata(w, bpe_keys[k], b64);
         free(b64);
     }
     if (st == CLFORMER_OK) st = declare_all(m, w, training);
@@ -288,14 +335,18 @@ static clformer_status apply_train_state(cf_model *m, const train_state *ts)
 
 /* Every tensor in the file must be one the model expects. */
 static clformer_status check_no_strangers(const cf_st_reader *r, const cf_param_layout *l,
-                                          bool training, bool tied)
+                                          bool training, const clformer_config *c)
 {
+    const char *alias[2];
+    const int n_alias = embed_aliases(c, alias);
     for (size_t i = 0; i < cf_st_count(r); i++) {
         const char *name = cf_st_tensor_at(r, i)->name;
         const char *base = name;
         if (training && !strncmp(name, "optim.m.", 8)) base = name + 8;
         else if (training && !strncmp(name, "optim.v.", 8)) base = name + 8;
-        if (cf_param_find(l, base) || (tied && !strcmp(name, "generator.weight"))) continue;
+        bool known = cf_param_find(l, base) != NULL;
+        for (int k = 0; k < n_alias; k++) known |= !strcmp(name, alias[k]);
+        if (known) continue;
         return cf_fail(CLFORMER_ERR_FORMAT,
                        "unexpected tensor '%s': the config's model has no such parameter "
                        "(a checkpoint of another architecture?)", name);
@@ -305,8 +356,10 @@ static clformer_status check_no_strangers(const cf_st_reader *r, const cf_param_
 
 /* Checks dtype F32 and exact shapes of every parameter (and optimizer state). */
 static clformer_status check_tensors(const cf_st_reader *r, const cf_param_layout *l,
-                                     bool training, bool tied)
+                                     bool training, const clformer_config *c)
 {
+    const char *alias[2];
+    const int n_alias = embed_aliases(c, alias);
     const char *prefix[3] = {"", "optim.m.", "optim.v."};
     int64_t shape[2];
     for (int part = 0; part < (training ? 3 : 1); part++)
@@ -315,10 +368,10 @@ static clformer_status check_tensors(const cf_st_reader *r, const cf_param_layou
             snprintf(name, sizeof name, "%s%s", prefix[part], l->entries[i].name);
             int nd = shape_of(&l->entries[i], shape);
             CF_TRY(cf_st_expect(r, name, CF_ST_F32, nd, shape, NULL));
-            if (part == 0 && tied && l->entries[i].offset == l->tgt_embed)
-                CF_TRY(cf_st_expect(r, "generator.weight", CF_ST_F32, nd, shape, NULL));
+            for (int k = 0; part == 0 && l->entries[i].offset == l->tgt_embed && k < n_alias; k++)
+                CF_TRY(cf_st_expect(r, alias[k], CF_ST_F32, nd, shape, NULL));
         }
-    return check_no_strangers(r, l, training, tied);
+    return check_no_strangers(r, l, training, c);
 }
 
 /* Reads one tensor (its checksum checked by cf_st_read) and refuses NaN and
@@ -350,18 +403,24 @@ static clformer_status read_part(const cf_st_reader *r, const cf_param_layout *l
     return CLFORMER_OK;
 }
 
-/* A tied generator.weight must hold the target embedding's values. */
+/* A tied generator.weight (and a shared src_embed.weight) must hold the
+ * target embedding's values. */
 static clformer_status check_tied(const cf_st_reader *r, const clformer_config *c,
                                   const cf_param_layout *l, const float *host)
 {
     size_t n = (size_t)c->tgt_vocab * (size_t)c->d_model;
     float *tmp = malloc(n * sizeof *tmp);
     if (!tmp) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    clformer_status st = read_finite(r, "generator.weight", tmp, n);
-    if (st == CLFORMER_OK && memcmp(tmp, host + l->tgt_embed, n * 4) != 0)
-        st = cf_fail(CLFORMER_ERR_FORMAT,
-                     "the config ties generator.weight to tgt_embed.weight "
-                     "(share_tgt_embed) but the two tensors differ");
+    const char *alias[2];
+    const int n_alias = embed_aliases(c, alias);
+    clformer_status st = CLFORMER_OK;
+    for (int k = 0; k < n_alias && st == CLFORMER_OK; k++) {
+        st = read_finite(r, alias[k], tmp, n);
+        if (st == CLFORMER_OK && memcmp(tmp, host + l->tgt_embed, n * 4) != 0)
+            st = cf_fail(CLFORMER_ERR_FORMAT,
+                         "the config ties %s to tgt_embed.weight (%s) but the two tensors "
+                         "differ", alias[k], k == 0 ? "share_tgt_embed" : "share_all_embed");
+    }
     free(tmp);
     return st;
 }
@@ -410,8 +469,13 @@ static clformer_status check_header(const cf_st_reader *r, header *h)
     if (st == CLFORMER_OK && !clformer_config_decoder_only(&h->config))
         st = parse_vocab(r, "clformer.src_vocab", h->config.src_vocab, &h->src);
     if (st == CLFORMER_OK) st = parse_vocab(r, "clformer.tgt_vocab", h->config.tgt_vocab, &h->tgt);
+    if (st == CLFORMER_OK && h->config.share_all_embed &&
+        strcmp(cf_st_metadata(r, "clformer.src_vocab"), cf_st_metadata(r, "clformer.tgt_vocab")))
+        st = cf_fail(CLFORMER_ERR_FORMAT,
+                     "the config shares one embedding between source and target "
+                     "(share_all_embed) but clformer.src_vocab and clformer.tgt_vocab differ");
     if (st == CLFORMER_OK)
-        st = check_tensors(r, &h->layout, h->training, h->config.share_tgt_embed);
+        st = check_tensors(r, &h->layout, h->training, &h->config);
     if (st == CLFORMER_OK && h->training) st = parse_train_state(state, &h->ts);
     if (st != CLFORMER_OK) header_free(h);
     return st;
@@ -489,6 +553,7 @@ static clformer_status load(cf_ctx *ctx, const cf_st_reader *r, cf_model **out)
         if (!host) st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     if (st == CLFORMER_OK) st = load_tokenizers(m, r);
+    if (st == CLFORMER_OK) st = load_bpe(m, r);
     if (st == CLFORMER_OK) st = read_checked_part(r, &h, 0, host);
     if (st == CLFORMER_OK) st = cf_upload(m->ctx, m->params, 0, host, m->layout.total);
     if (st == CLFORMER_OK && h.training) {

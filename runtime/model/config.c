@@ -32,6 +32,7 @@ void clformer_config_default(clformer_config *c)
     c->generator_bias = true;
     c->attention_dropout = -1.0f;
     c->activation_dropout = -1.0f;
+    c->share_all_embed = false;
 }
 
 float cf_config_dropout_of(const clformer_config *c, cf_dropout_kind kind)
@@ -110,6 +111,17 @@ clformer_status clformer_config_validate(const clformer_config *c)
     if (!(c->label_smoothing >= 0.0f && c->label_smoothing < 1.0f))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "label_smoothing must be in [0, 1), got %g", c->label_smoothing);
+    if (c->share_all_embed && clformer_config_decoder_only(c))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "share_all_embed needs an encoder (a decoder-only model has one "
+                       "embedding): use share_tgt_embed");
+    if (c->share_all_embed && !c->share_tgt_embed)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "share_all_embed ties the generator too: set share_tgt_embed as well");
+    if (c->share_all_embed && c->src_vocab != c->tgt_vocab)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "share_all_embed needs one joint vocabulary: src_vocab %d and tgt_vocab "
+                       "%d differ", c->src_vocab, c->tgt_vocab);
     return CLFORMER_OK;
 }
 
@@ -133,6 +145,7 @@ char *clformer_config_to_json(const clformer_config *c)
         json_object_set_new(o, "attention_dropout", json_real((double)c->attention_dropout));
     if (c->activation_dropout >= 0.0f)
         json_object_set_new(o, "activation_dropout", json_real((double)c->activation_dropout));
+    if (c->share_all_embed) json_object_set_new(o, "share_all_embed", json_true());
     /* floats keep their float32 value exactly when printed with 9 digits */
     char *s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(9));
     json_decref(o);
@@ -193,7 +206,8 @@ static const char *const KEYS[] = {"d_model", "n_heads", "d_ff", "n_enc_layers",
                                    "src_vocab", "tgt_vocab", "max_len", "norm_first",
                                    "activation", "positional", "dropout", "ln_eps",
                                    "label_smoothing", "share_tgt_embed", "attention_dropout",
-                                   "activation_dropout", "scale_embed", "generator_bias"};
+                                   "activation_dropout", "scale_embed", "generator_bias",
+                                   "share_all_embed"};
 
 clformer_status clformer_config_from_json(const char *text, clformer_config *c)
 {
@@ -236,6 +250,7 @@ clformer_status clformer_config_from_json(const char *text, clformer_config *c)
     if (st == CLFORMER_OK) st = get_bool(o, "share_tgt_embed", &c->share_tgt_embed);
     if (st == CLFORMER_OK) st = get_optional_bool(o, "scale_embed", &c->scale_embed);
     if (st == CLFORMER_OK) st = get_optional_bool(o, "generator_bias", &c->generator_bias);
+    if (st == CLFORMER_OK) st = get_optional_bool(o, "share_all_embed", &c->share_all_embed);
     /* optional (absent: dropout's) */
     if (st == CLFORMER_OK && json_object_get(o, "attention_dropout"))
         st = get_float(o, "attention_dropout", &c->attention_dropout);

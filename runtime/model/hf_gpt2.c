@@ -6,9 +6,12 @@
  * clformer (as torch.nn.Linear) as [out, in], so every matrix but the
  * embeddings is transposed on the way. The fused Q|K|V projection has the
  * same row order on both sides; lm_head is tied to wte (clformer's tied
- * generator without bias). A directory may carry clformer_vocab.json (the
- * model's tokens in id order, written by the export) so that a character or
- * byte model keeps its vocabulary through the round trip.
+ * generator without bias). The tokenizer: GPT-2's vocab.json + merges.txt
+ * for a model with a GPT-2 BPE (read back as its tokenizer, as from any
+ * save_pretrained directory); otherwise clformer_vocab.json (the model's
+ * tokens in id order) so that a character or byte model keeps its
+ * vocabulary through the round trip, and clformer_spm.model beside it for a
+ * SentencePiece model. Hugging Face's tokenizer classes read only the first.
  */
 #include "fileio.h"
 #include "model.h"
@@ -20,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* clformer's layer-relative names and GPT-2's, and whether the matrix is transposed. */
 static const struct {
@@ -85,8 +89,16 @@ static const char *hf_activation(clformer_activation a)
     return a == CLFORMER_ACT_GELU_TANH ? "gelu_new" : a == CLFORMER_ACT_GELU ? "gelu" : "relu";
 }
 
-static clformer_status write_config(const clformer_config *c, const char *path)
+/* The id of GPT-2's "<|endoftext|>" when the model's BPE has it, else clformer's <eos>. */
+static int end_of_text(const clformer_model *m, bool start)
 {
+    const int32_t id = m->bpe ? cf_bpe_token_id(m->bpe, "<|endoftext|>") : -1;
+    return id >= 0 ? (int)id : start ? CLFORMER_SOS : CLFORMER_EOS;
+}
+
+static clformer_status write_config(const clformer_model *m, const char *path)
+{
+    const clformer_config *c = &m->cfg;
     json_t *o = json_pack(
         "{s:s, s:[s], s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:f, s:f, s:f, s:f, s:f, s:b, s:b, "
         "s:b, s:s, s:i, s:i}",
@@ -96,7 +108,7 @@ static clformer_status write_config(const clformer_config *c, const char *path)
         "layer_norm_epsilon", (double)c->ln_eps, "resid_pdrop", (double)c->dropout, "embd_pdrop",
         (double)c->dropout, "attn_pdrop", (double)c->dropout, "initializer_range", 0.02,
         "scale_attn_weights", 1, "tie_word_embeddings", 1, "scale_attn_by_inverse_layer_idx", 0,
-        "torch_dtype", "float32", "bos_token_id", CLFORMER_SOS, "eos_token_id", CLFORMER_EOS);
+        "torch_dtype", "float32", "bos_token_id", end_of_text(m, true), "eos_token_id", end_of_text(m, false));
     char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(9)) : NULL;
     json_decref(o);
     if (!text) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -175,9 +187,19 @@ clformer_status clformer_model_export_hf_gpt2(clformer_model *m, const char *dir
     join(path, sizeof path, dir, "model.safetensors");
     if (st == CLFORMER_OK) st = write_weights(m, path);
     join(path, sizeof path, dir, "config.json");
-    if (st == CLFORMER_OK) st = write_config(&m->cfg, path);
-    join(path, sizeof path, dir, "clformer_vocab.json");
-    if (st == CLFORMER_OK) st = write_vocab(m, path);
+    if (st == CLFORMER_OK) st = write_config(m, path);
+    if (m->bpe) { /* GPT-2's own files: transformers' tokenizers read them */
+        join(path, sizeof path, dir, "vocab.json");
+        if (st == CLFORMER_OK) st = cf_write_file_atomic(path, m->bpe_text[0], m->bpe_len[0]);
+        join(path, sizeof path, dir, "merges.txt");
+        if (st == CLFORMER_OK) st = cf_write_file_atomic(path, m->bpe_text[1], m->bpe_len[1]);
+    } else {
+        join(path, sizeof path, dir, "clformer_vocab.json");
+        if (st == CLFORMER_OK) st = write_vocab(m, path);
+        join(path, sizeof path, dir, "clformer_spm.model");
+        if (st == CLFORMER_OK && m->spm[1])
+            st = cf_write_file_atomic(path, m->spm[1], m->spm_size[1]);
+    }
     return st == CLFORMER_OK ? st : cf_fail_prefix(st, "exporting to '%s': ", dir);
 }
 
@@ -261,6 +283,38 @@ static char **read_vocab(const char *dir, int n)
     return v;
 }
 
+/* The directory's tokenizer, if any: GPT-2's vocab.json + merges.txt (both
+ * or neither), else clformer_spm.model (a SentencePiece model's pieces are
+ * clformer_vocab.json's tokens). */
+static clformer_status read_tokenizer(clformer_model *m, const char *dir)
+{
+    static const char *const names[3] = {"vocab.json", "merges.txt", "clformer_spm.model"};
+    char paths[3][4096];
+    bool has[3];
+    for (int k = 0; k < 3; k++) {
+        join(paths[k], sizeof paths[k], dir, names[k]);
+        has[k] = access(paths[k], F_OK) == 0;
+    }
+    if (has[0] != has[1])
+        return cf_fail(CLFORMER_ERR_FORMAT, "'%s' has %s but no %s: GPT-2's BPE tokenizer needs "
+                       "both (copy the missing file from the model's tokenizer)",
+                       dir, names[has[0] ? 0 : 1], names[has[0] ? 1 : 0]);
+    const int first = has[0] ? 0 : has[2] ? 2 : 3, last = has[0] ? 1 : first;
+    if (first == 3) return CLFORMER_OK;
+    char *text[2] = {NULL, NULL};
+    size_t size[2] = {0, 0};
+    clformer_status st = CLFORMER_OK;
+    for (int k = first; k <= last && st == CLFORMER_OK; k++)
+        st = cf_read_file(paths[k], &text[k - first], &size[k - first]);
+    if (st == CLFORMER_OK && has[0])
+        st = cf_model_set_bpe(m, text[0], size[0], paths[0], text[1], size[1], paths[1]);
+    else if (st == CLFORMER_OK)
+        st = clformer_model_set_tokenizer(m, true, text[0], size[0]);
+    free(text[0]);
+    free(text[1]);
+    return st;
+}
+
 /* A tensor the model has no use for: GPT-2's attention mask buffers (older
  * files keep them) and the tied lm_head. */
 static bool ignorable(const char *name)
@@ -340,6 +394,7 @@ clformer_status cf_model_load_hf_gpt2(clformer_context *ctx, const char *dir,
     if (st == CLFORMER_OK) st = clformer_model_set_vocabs(m, NULL, (const char *const *)vocab);
     for (int i = 0; vocab && i < c.tgt_vocab; i++) free(vocab[i]);
     free(vocab);
+    if (st == CLFORMER_OK) st = read_tokenizer(m, dir);
     cf_st_close(r);
     if (st != CLFORMER_OK) {
         clformer_model_free(m);

@@ -131,6 +131,9 @@ void clformer_model_free(clformer_model *m)
     free(m->spm[1]);
     cf_spm_free(m->spm_proc[0]);
     cf_spm_free(m->spm_proc[1]);
+    free(m->bpe_text[0]);
+    free(m->bpe_text[1]);
+    cf_bpe_free(m->bpe);
     free(m->train_state);
     free(m);
 }
@@ -174,7 +177,15 @@ clformer_status clformer_model_set_vocabs(clformer_model *m, const char *const *
         CF_TRY(cf_vocab_from_tokens(src, (size_t)m->cfg.src_vocab, "source vocabulary", &s));
     clformer_status st =
         cf_vocab_from_tokens(tgt, (size_t)m->cfg.tgt_vocab, "target vocabulary", &t);
+    /* one embedding for both sides: one vocabulary, token for token */
+    for (int i = 0; st == CLFORMER_OK && m->cfg.share_all_embed && i < m->cfg.tgt_vocab; i++)
+        if (strcmp(src[i], tgt[i]))
+            st = cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                         "the model shares one embedding between source and target "
+                         "(share_all_embed) but the vocabularies differ at token %d ('%s' and "
+                         "'%s'): give the same joint vocabulary to both sides", i, src[i], tgt[i]);
     if (st != CLFORMER_OK) {
+        cf_vocab_free(t);
         cf_vocab_free(s);
         return st;
     }
@@ -259,6 +270,8 @@ const cf_param_entry *cf_model_tensor(const cf_model *m, const char *name)
 {
     /* a tied generator is the target embedding under its PyTorch name */
     if (m->cfg.share_tgt_embed && !strcmp(name, "generator.weight")) name = "tgt_embed.weight";
+    /* and with share_all_embed the source embedding as well */
+    if (m->cfg.share_all_embed && !strcmp(name, "src_embed.weight")) name = "tgt_embed.weight";
     return cf_param_find(&m->layout, name);
 }
 

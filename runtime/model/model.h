@@ -12,6 +12,7 @@
 
 #include "ops.h"
 #include "params.h"
+#include "tokenizer_bpe.h"
 #include "tokenizer_spm.h"
 #include "vocab.h"
 
@@ -33,6 +34,11 @@ struct clformer_model {
     unsigned char *spm[2];                /* SentencePiece models, source/target (may be NULL) */
     size_t spm_size[2];
     cf_spm *spm_proc[2];                  /* the same, loaded */
+    /* a language model's GPT-2 byte-level BPE (lm_bpe.c; may be NULL): the
+     * texts of vocab.json [0] and merges.txt [1], and the tokenizer */
+    char *bpe_text[2];
+    size_t bpe_len[2];
+    cf_bpe *bpe;
     uint64_t seed;                        /* initialisation and dropout */
     uint64_t step;                        /* optimizer steps taken */
     cf_optim_settings optim;
@@ -59,6 +65,17 @@ const cf_param_entry *cf_model_tensor(const cf_model *m, const char *name);
 bool cf_is_directory(const char *path);
 clformer_status cf_model_load_hf_gpt2(clformer_context *ctx, const char *dir,
                                       clformer_model **out);
+
+/* GPT-2 BPE of a language model (lm_bpe.c): clformer_model_set_bpe with
+ * the files' names for errors ("vocab.json", "checkpoint x, clformer.bpe_vocab"). */
+clformer_status cf_model_set_bpe(cf_model *m, const char *vocab, size_t vocab_len,
+                                 const char *vocab_origin, const char *merges, size_t merges_len,
+                                 const char *merges_origin);
+/* The model's vocabulary when a tokenizer other than its own tokens gives
+ * the ids: "<pad>" "<sos>" "<eos>" "<unk>" then "<id_N>" (n tokens, each
+ * malloc'd; free with cf_placeholder_tokens_free). NULL: out of memory. */
+char **cf_placeholder_tokens(int n);
+void cf_placeholder_tokens_free(char **tokens, int n);
 
 /* Data parallelism as the model sees it. The collective itself (the
  * caller's clformer_collective, the gradient buckets) belongs to the train

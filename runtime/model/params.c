@@ -90,9 +90,12 @@ clformer_status cf_param_layout_make(const clformer_config *c, cf_param_layout *
     const char *E = "transformer.encoder.layers", *D = "transformer.decoder.layers";
 
     /* rank-2 tensors: the weight-decay prefix */
-    if (ne > 0)
+    if (ne > 0 && !c->share_all_embed)
         l->src_embed = add(&b, 2, (size_t)c->src_vocab, d, CF_INIT_XAVIER, "src_embed.weight");
     l->tgt_embed = add(&b, 2, (size_t)c->tgt_vocab, d, CF_INIT_XAVIER, "tgt_embed.weight");
+    /* one joint vocabulary: the source embedding is the same tensor (its
+     * gradient sums the source, target and generator uses) */
+    if (c->share_all_embed) l->src_embed = l->tgt_embed;
     if (c->positional == CLFORMER_POS_LEARNED)
         l->pos_embed = add(&b, 2, (size_t)c->max_len, d, CF_INIT_XAVIER, "pos_embed.weight");
     for (int i = 0; i < ne; i++) layer_matrices(&b, &l->enc[i], E, i, 1, d, ff);

@@ -14,7 +14,8 @@
  * - Every function works for any sizes (tails handled), and sizes of 0 are
  *   no-ops. Reductions are deterministic: same device, same inputs, same bits.
  * - Profiling families (cf_launch): "embedding", "layernorm", "activation",
- *   "dropout", "attention", "loss", "optimizer", "reduce"; GEMMs are "gemm".
+ *   "dropout", "attention", "loss", "optimizer", "reduce", "cast"; GEMMs are
+ *   "gemm".
  */
 #ifndef CF_OPS_H
 #define CF_OPS_H
@@ -282,5 +283,26 @@ clformer_status cf_argmax_rows(cf_ctx *ctx, cf_view out, cf_view logits, size_t 
  * Overwrites out; out may alias logits. */
 clformer_status cf_log_softmax_rows(cf_ctx *ctx, cf_view out, cf_view logits, size_t N,
                                     size_t V);
+
+/* ------------------------------------------------------------------------- */
+/* Casts between fp32 and 16-bit storage (bf16, fp16), the "cast" family     */
+/* ------------------------------------------------------------------------- */
+
+/* out (out_type, n) = x (x_type, n) converted: one of the two types is
+ * CLFORMER_FP32, the other BF16 or F16 (a 16-bit view's offset counts
+ * 16-bit elements). To 16 bits rounds to nearest, ties to even, overflow to
+ * infinity, NaN stays NaN (bf16: 0x7FC0); to fp32 is exact. Bit-exact on
+ * every device (runtime/core/half.h gives the same on the host). Overwrites
+ * out; out must not overlap x. */
+clformer_status cf_cast(cf_ctx *ctx, cf_view out, clformer_precision out_type, cf_view x,
+                        clformer_precision x_type, size_t n);
+
+/* The gradient of cf_cast (x_type -> out_type), as PyTorch's autograd defines
+ * it for .to(dtype): dx (x_type) = dout (out_type) converted back, the
+ * identity through the change of type (rounding is not differentiated).
+ * Overwrites dx, or adds to it when accumulate, which needs dx in fp32 (the
+ * master gradients a 16-bit copy of the weights feeds). */
+clformer_status cf_cast_backward(cf_ctx *ctx, cf_view dx, clformer_precision x_type, cf_view dout,
+                                 clformer_precision out_type, size_t n, bool accumulate);
 
 #endif

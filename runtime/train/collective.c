@@ -72,7 +72,8 @@ static int ready_point(const cf_model *m, size_t off)
 {
     const cf_param_layout *l = &m->layout;
     const int nd = m->cfg.n_dec_layers, ne = m->cfg.n_enc_layers;
-    if (off == l->tgt_embed) return nd + 1; /* with a tied generator too */
+    /* with a tied generator too; shared with the source embedding, final last */
+    if (off == l->tgt_embed) return l->src_embed == l->tgt_embed ? nd + ne + 3 : nd + 1;
     if (off == l->generator_w || off == l->generator_b || off == l->dec_norm_w ||
         off == l->dec_norm_b)
         return 0;

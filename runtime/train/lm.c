@@ -10,7 +10,9 @@
  */
 #include "fileio.h"
 #include "log.h"
+#include "lm_codec.h"
 #include "lm_text.h"
+#include "model.h"
 #include "splitmix.h"
 #include "status.h"
 #include "trainer.h"
@@ -30,48 +32,32 @@ struct cf_lm_data {
 
 /* --- the public text functions --------------------------------------------- */
 
-static clformer_status model_vocab(const clformer_model *m, cf_vocab **v)
+/* The model's tokenizer: its GPT-2 BPE, its target SentencePiece model, else
+ * its vocabulary of characters or bytes. */
+static clformer_status model_codec(const clformer_model *m, cf_lm_codec *codec)
 {
-    const clformer_config *c = clformer_model_config(m);
-    const char *const *tokens = clformer_model_tgt_vocab(m);
-    if (!clformer_config_decoder_only(c) || !tokens)
+    if (!clformer_config_decoder_only(&m->cfg) || !m->vocab[1])
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "text for a language model needs a decoder-only model with a vocabulary");
-    return cf_vocab_from_tokens(tokens, (size_t)c->tgt_vocab, "the model's vocabulary", v);
+    *codec = (cf_lm_codec){m->vocab[1], m->bpe, m->bpe ? NULL : m->spm_proc[1], m->cfg.tgt_vocab};
+    return CLFORMER_OK;
 }
 
 clformer_status clformer_lm_encode(const clformer_model *m, const char *text, size_t len,
                                    int32_t **ids, size_t *n)
 {
-    cf_vocab *v;
-    CF_TRY(model_vocab(m, &v));
+    cf_lm_codec c;
+    CF_TRY(model_codec(m, &c));
     size_t unknown;
-    clformer_status st = cf_lm_encode(v, text, len, ids, n, &unknown);
-    cf_vocab_free(v);
-    return st;
+    return cf_lm_codec_encode(&c, text, len, ids, n, &unknown);
 }
 
 clformer_status clformer_lm_decode(const clformer_model *m, const int32_t *ids, size_t n,
                                    char **text)
 {
-    const clformer_config *c = clformer_model_config(m);
-    const char *const *tokens = clformer_model_tgt_vocab(m);
-    if (!tokens) return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the model has no vocabulary");
-    size_t total = 1;
-    for (size_t i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= c->tgt_vocab)
-            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                           "id %d at %zu is outside the vocabulary of %d tokens", (int)ids[i], i,
-                           c->tgt_vocab);
-        total += strlen(tokens[ids[i]]);
-    }
-    char *out = malloc(total);
-    if (!out) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    size_t at = 0;
-    for (size_t i = 0; i < n; i++) at += cf_lm_token_text(tokens[ids[i]], out + at);
-    out[at] = '\0';
-    *text = out;
-    return CLFORMER_OK;
+    if (!m->vocab[1]) return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the model has no vocabulary");
+    const cf_lm_codec c = {m->vocab[1], m->bpe, m->bpe ? NULL : m->spm_proc[1], m->cfg.tgt_vocab};
+    return cf_lm_codec_decode(&c, ids, n, text, NULL);
 }
 
 clformer_status clformer_lm_vocab(const char *text, size_t len, clformer_lm_tokenizer tokenizer,
@@ -93,24 +79,76 @@ void cf_lm_free(struct cf_lm_data *d)
     free(d);
 }
 
-static clformer_status encode_file(const cf_vocab *v, const char *path, const char *what,
+/* The file's token stream, encoded in chunks (lm_codec.h). */
+static clformer_status encode_file(const cf_lm_codec *c, const char *path, const char *what,
                                    int32_t **ids, size_t *n)
 {
-    char *text = NULL;
-    size_t size = 0;
-    clformer_status st = cf_read_file(path, &text, &size);
     size_t unknown = 0;
-    if (st == CLFORMER_OK) st = cf_lm_encode(v, text, size, ids, n, &unknown);
-    free(text);
+    clformer_status st = cf_lm_codec_encode_file(c, path, 0, ids, n, &unknown, NULL);
     if (st == CLFORMER_OK && unknown > 0)
-        cf_log(NULL, CF_LOG_WARN, "%s '%s': %zu characters are not in the model's vocabulary "
-               "(<unk>)", what, path, unknown);
+        cf_log(NULL, CF_LOG_WARN, "%s '%s': %zu %s not in the model's vocabulary (<unk>)", what,
+               path, unknown, c->spm ? "pieces are" : "characters are");
     return st == CLFORMER_OK ? st : cf_fail_prefix(st, "%s: ", what);
 }
 
-/* A fresh model for the text: config.tgt_vocab from its characters or bytes. */
+/* A fresh model whose vocabulary is a tokenizer's: GPT-2's BPE (ids as
+ * vocab.json's, as many as it has) or a SentencePiece model (its pieces). */
+static clformer_status fresh_lm_tokenizer(clformer_trainer *t, clformer_config c)
+{
+    const clformer_train_options *o = &t->o;
+    if (o->lm_tokenizer == CLFORMER_LM_GPT2_BPE) {
+        if (!o->bpe_vocab_path || !o->bpe_merges_path)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the GPT-2 BPE tokenizer needs "
+                           "vocab.json and merges.txt (--bpe-vocab and --bpe-merges, or "
+                           "--tokenizer-dir DIR holding both)");
+        char *text[2] = {NULL, NULL};
+        size_t size[2] = {0, 0};
+        clformer_status st = cf_read_file(o->bpe_vocab_path, &text[0], &size[0]);
+        if (st == CLFORMER_OK) st = cf_read_file(o->bpe_merges_path, &text[1], &size[1]);
+        cf_bpe *probe = NULL; /* its size first: the model's rows */
+        if (st == CLFORMER_OK)
+            st = cf_bpe_load(text[0], size[0], o->bpe_vocab_path, text[1], size[1],
+                             o->bpe_merges_path, &probe);
+        if (st == CLFORMER_OK) {
+            c.tgt_vocab = cf_bpe_vocab_size(probe);
+            st = clformer_model_create(t->ctx, &c, o->seed, &t->model);
+        }
+        cf_bpe_free(probe);
+        if (st == CLFORMER_OK)
+            st = cf_model_set_bpe(t->model, text[0], size[0], o->bpe_vocab_path, text[1],
+                                  size[1], o->bpe_merges_path);
+        free(text[0]);
+        free(text[1]);
+        return st;
+    }
+    if (!o->tgt_spm)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the SentencePiece tokenizer needs a "
+                       "model (tgt_spm): --vocab-size N to learn one, or --tokenizer-model FILE");
+    cf_spm *spm;
+    CF_TRY(cf_spm_load(o->tgt_spm, o->tgt_spm_size, "the SentencePiece model", &spm));
+    c.tgt_vocab = cf_spm_size(spm);
+    const char **pieces = malloc((size_t)c.tgt_vocab * sizeof *pieces);
+    clformer_status st = pieces ? CLFORMER_OK : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (int32_t i = 0; pieces && i < c.tgt_vocab; i++) pieces[i] = cf_spm_piece(spm, i);
+    if (st == CLFORMER_OK) st = clformer_model_create(t->ctx, &c, o->seed, &t->model);
+    if (st == CLFORMER_OK) st = clformer_model_set_vocabs(t->model, NULL, pieces);
+    if (st == CLFORMER_OK)
+        st = clformer_model_set_tokenizer(t->model, true, o->tgt_spm, o->tgt_spm_size);
+    free(pieces);
+    cf_spm_free(spm);
+    return st;
+}
+
+/* A fresh model for the text: config.tgt_vocab from its characters or bytes,
+ * or from the tokenizer. */
 static clformer_status fresh_lm(clformer_trainer *t)
 {
+    clformer_config c = t->o.config;
+    c.src_vocab = 0;
+    if (t->o.lm_tokenizer == CLFORMER_LM_GPT2_BPE || t->o.lm_tokenizer == CLFORMER_LM_SPM) {
+        clformer_status st = fresh_lm_tokenizer(t, c);
+        return st == CLFORMER_OK ? st : cf_fail_prefix(st, "creating the model: ");
+    }
     char *text = NULL;
     size_t size = 0;
     clformer_status st = cf_read_file(t->o.text_path, &text, &size);
@@ -119,9 +157,7 @@ static clformer_status fresh_lm(clformer_trainer *t)
     int n = 0;
     st = cf_lm_vocab_build(text, size, t->o.lm_tokenizer == CLFORMER_LM_BYTE, &tokens, &n);
     free(text);
-    clformer_config c = t->o.config;
     c.tgt_vocab = n;
-    c.src_vocab = 0;
     if (st == CLFORMER_OK) st = clformer_model_create(t->ctx, &c, t->o.seed, &t->model);
     if (st == CLFORMER_OK) st = clformer_model_set_vocabs(t->model, NULL, (const char *const *)tokens);
     cf_lm_tokens_free(tokens, n);
@@ -149,13 +185,11 @@ clformer_status cf_lm_setup(clformer_trainer *t)
     struct cf_lm_data *d = calloc(1, sizeof *d);
     if (!d) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     t->lm = d;
-    cf_vocab *v;
-    CF_TRY(model_vocab(t->model, &v));
-    clformer_status st = encode_file(v, o->text_path, "training text", &d->train, &d->n_train);
-    if (st == CLFORMER_OK && o->val_text_path)
-        st = encode_file(v, o->val_text_path, "validation text", &d->val, &d->n_val);
-    cf_vocab_free(v);
-    CF_TRY(st);
+    cf_lm_codec codec;
+    CF_TRY(model_codec(t->model, &codec));
+    CF_TRY(encode_file(&codec, o->text_path, "training text", &d->train, &d->n_train));
+    if (o->val_text_path)
+        CF_TRY(encode_file(&codec, o->val_text_path, "validation text", &d->val, &d->n_val));
     if (!o->val_text_path && o->val_fraction > 0.0f) { /* the last fraction validates */
         const size_t keep = (size_t)((double)d->n_train * (1.0 - (double)o->val_fraction));
         d->n_val = d->n_train - keep;

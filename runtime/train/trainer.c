@@ -178,6 +178,31 @@ static clformer_status spm_vocab(const cf_spm *spm, cf_vocab **out)
     return st;
 }
 
+/* share_all_embed: one vocabulary for both sides, either one SentencePiece
+ * model's pieces or the words of both sides' text (the same min_freq and
+ * max_vocab rules as a side's own); the target side gets a copy. */
+static clformer_status joint_vocabulary(clformer_trainer *t)
+{
+    const clformer_train_options *o = &t->o;
+    clformer_status st;
+    if (t->spm[0] || t->spm[1]) {
+        const bool same = t->spm[0] && t->spm[1] && o->src_spm_size == o->tgt_spm_size &&
+                          !memcmp(o->src_spm, o->tgt_spm, o->src_spm_size);
+        if (!same)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "share_all_embed needs one vocabulary, but the source and target "
+                           "SentencePiece models differ: give the same model to both sides");
+        st = spm_vocab(t->spm[0], &t->src_vocab);
+    } else {
+        st = cf_vocab_build_joint(t->train_text->src, t->train_text->tgt, t->train_text->n,
+                                  o->min_freq, o->max_vocab, &t->src_vocab);
+    }
+    if (st == CLFORMER_OK)
+        st = cf_vocab_from_tokens(cf_vocab_tokens(t->src_vocab), (size_t)cf_vocab_size(t->src_vocab),
+                                  "the joint vocabulary", &t->tgt_vocab);
+    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "building the joint vocabulary: ");
+}
+
 /* Vocabularies: the model's, or built from the training text for a fresh model. */
 static clformer_status vocabularies(clformer_trainer *t)
 {
@@ -189,6 +214,7 @@ static clformer_status vocabularies(clformer_trainer *t)
         return st == CLFORMER_OK ? st : cf_fail_prefix(st, "the model's vocabularies: ");
     }
     const clformer_train_options *o = &t->o;
+    if (o->config.share_all_embed) return joint_vocabulary(t);
     st = t->spm[0] ? spm_vocab(t->spm[0], &t->src_vocab)
                    : cf_vocab_build(t->train_text->src, t->train_text->n, o->min_freq,
                                     o->max_vocab, &t->src_vocab);

@@ -394,6 +394,135 @@ static void diverging_run_stops_and_saves_nothing_bad(void **state)
     assert_non_null(strstr(out, "Nothing was saved"));
 }
 
+/* Words of a small pair whose two sides share some words and not others. */
+static void write_word_pair(const char *src, const char *tgt)
+{
+    static const char *const w[] = {"alpha", "beta", "gamma", "delta", "eps",
+                                    "zeta",  "eta",  "theta", "iota",  "kappa"};
+    static const char *const u[] = {"ALPHA", "BETA", "gamma", "DELTA", "eps",
+                                    "ZETA",  "eta",  "THETA", "iota",  "KAPPA"};
+    char ps[256], pt[256];
+    harness_path(ps, sizeof ps, dir, src);
+    harness_path(pt, sizeof pt, dir, tgt);
+    FILE *s = fopen(ps, "w"), *t = fopen(pt, "w");
+    assert_non_null(s);
+    assert_non_null(t);
+    for (int i = 0; i < 40; i++) {
+        const int a = i % 10, b = (i * 7 + 3) % 10, c = (i * 3 + 1) % 10;
+        fprintf(s, "%s %s %s\n", w[a], w[b], w[c]);
+        fprintf(t, "%s %s %s\n", u[c], u[b], u[a]);
+    }
+    fclose(s);
+    fclose(t);
+}
+
+/* Runs `clformer ARGS`, failing the test unless it exits `want`. */
+static void expect_run(const char *args, int want, const char *needle)
+{
+    static char out[1 << 16];
+    int rc = run_tool(args, out, sizeof out);
+    if (rc != want || (needle && !strstr(out, needle)))
+        fail_msg("'%s': exit %d (want %d), output lacks '%s':\n%s", args, rc, want,
+                 needle ? needle : "", out);
+}
+
+/* --share-all-embeddings: one joint vocabulary (the union of both sides'
+ * words; one SentencePiece model of both sides' text), one embedding
+ * tensor, and every command that reads a checkpoint takes the result;
+ * mixing it with an unshared checkpoint is refused. */
+static void shared_embeddings_train_translate_average_and_resume(void **state)
+{
+    (void)state;
+    /* a dozen short runs: option checks, the same on every device (the
+     * shared model's numbers are test_model_parity's) */
+    if (harness_is_slow()) skip();
+    write_word_pair("w.src", "w.tgt");
+    const char *data = "--src w.src --tgt w.tgt --batch-size 8 --max-len 24 --d-model 8 --heads 2 "
+                       "--d-ff 16 --enc-layers 1 --dec-layers 1";
+    char args[1024], path[256];
+    snprintf(args, sizeof args, "train %s --share-all-embeddings --steps 2 --save s.safetensors", data);
+    expect_run(args, 0, NULL);
+    harness_path(path, sizeof path, dir, "s.safetensors");
+    clformer_model *m;
+    assert_ok(clformer_model_load(hctx(), path, &m));
+    const clformer_config *c = clformer_model_config(m);
+    assert_true(c->share_all_embed && c->share_tgt_embed);
+    /* 4 specials + 10 source words + the 6 target words the source lacks */
+    assert_int_equal(c->src_vocab, 20);
+    assert_int_equal(c->tgt_vocab, 20);
+    const char *const *sv = clformer_model_src_vocab(m), *const *tv = clformer_model_tgt_vocab(m);
+    for (int i = 0; i < c->src_vocab; i++) assert_string_equal(sv[i], tv[i]);
+    /* one tensor under three names */
+    const size_t n = (size_t)c->tgt_vocab * (size_t)c->d_model;
+    float *a = hmalloc(n * 4), *b = hmalloc(n * 4);
+    assert_ok(clformer_model_read_tensor(m, "src_embed.weight", false, a, n));
+    assert_ok(clformer_model_read_tensor(m, "generator.weight", false, b, n));
+    assert_memory_equal(a, b, n * 4);
+    free(a), free(b);
+    clformer_model_free(m);
+
+    /* resumed, translated, scored, exported, averaged */
+    snprintf(args, sizeof args, "train %s --share-all-embeddings --steps 4 --resume s.safetensors --save s4.safetensors", data);
+    expect_run(args, 0, NULL);
+    expect_run("translate --model s4.safetensors --input w.src --output w.hyp", 0, NULL);
+    expect_run("eval --model s4.safetensors --src w.src --ref w.tgt", 0, "BLEU");
+    expect_run("export --model s4.safetensors --out plain.safetensors", 0, NULL);
+    expect_run("translate --model plain.safetensors --input w.src --output w2.hyp", 0, NULL);
+    expect_run("average --out avg.safetensors s.safetensors s4.safetensors", 0, NULL);
+    expect_run("translate --model avg.safetensors --input w.src --output w3.hyp", 0, NULL);
+
+    /* a joint SentencePiece model of both sides */
+    snprintf(args, sizeof args, "train %s --share-all-embeddings --tokenizer spm --vocab-size 30 "
+             "--tokenizer-type bpe --steps 1 --save spm.safetensors", data);
+    expect_run(args, 0, NULL);
+    expect_run("translate --model spm.safetensors --input w.src --output w4.hyp", 0, NULL);
+
+    /* what cannot be shared, each one clear line */
+    snprintf(args, sizeof args, "train %s --tie-embeddings --steps 1 --save u.safetensors", data);
+    expect_run(args, 0, NULL);
+    snprintf(args, sizeof args, "train %s --share-all-embeddings --steps 2 --resume u.safetensors --save x.safetensors", data);
+    expect_run(args, 2, "--share-all-embeddings: the checkpoint was trained with separate source "
+                        "and target embeddings");
+    snprintf(args, sizeof args, "train %s --share-all-embeddings --steps 1 --init u.safetensors --save x.safetensors", data);
+    expect_run(args, 2, "the model's shape comes from --init");
+    /* two different SentencePiece models, one per side */
+    static const char *const side_a[] = {"alpha beta gamma", "delta eps zeta", "eta theta iota kappa"};
+    static const char *const side_b[] = {"ALPHA BETA gamma", "DELTA eps ZETA", "eta THETA iota KAPPA"};
+    for (int k = 0; k < 2; k++) {
+        void *bytes;
+        size_t size;
+        assert_ok(clformer_spm_train(k ? side_b : side_a, 3, 30, "bpe", &bytes, &size));
+        harness_path(path, sizeof path, dir, k ? "b.model" : "a.model");
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(bytes, 1, size, f), size);
+        fclose(f);
+        clformer_free(bytes);
+    }
+    snprintf(args, sizeof args, "train %s --share-all-embeddings --tokenizer spm --src-tokenizer-model "
+             "a.model --tgt-tokenizer-model b.model --steps 1 --save x.safetensors", data);
+    expect_run(args, 2, "--src-tokenizer-model and --tgt-tokenizer-model differ");
+    expect_run("train --task lm --text w.src --share-all-embeddings --steps 1 --no-save", 2,
+               "--share-all-embeddings is for translation");
+}
+
+/* The average of a shared and an unshared model of equal sizes (a copying
+ * task: one word list on both sides) is refused. */
+static void average_refuses_mixing_shared_and_unshared(void **state)
+{
+    (void)state;
+    if (harness_is_slow()) skip();
+    const char *data = "--src train.src --tgt train.src --batch-size 8 --max-len 10 --d-model 8 "
+                       "--heads 2 --d-ff 16 --enc-layers 1 --dec-layers 1 --steps 1";
+    char args[1024];
+    snprintf(args, sizeof args, "train %s --share-all-embeddings --save s.safetensors", data);
+    expect_run(args, 0, NULL);
+    snprintf(args, sizeof args, "train %s --tie-embeddings --save u.safetensors", data);
+    expect_run(args, 0, NULL);
+    expect_run("average --out avg.safetensors s.safetensors u.safetensors", 1,
+               "config's share_all_embed differs");
+}
+
 static void bad_input_is_one_clear_error(void **state)
 {
     (void)state;
@@ -459,5 +588,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(resume_takes_the_first_command_again, setup, teardown),
     cmocka_unit_test_setup_teardown(edited_metadata_is_refused_and_export_writes_fresh_sums, setup,
                                     teardown),
+    cmocka_unit_test_setup_teardown(shared_embeddings_train_translate_average_and_resume, setup,
+                                    teardown),
+    cmocka_unit_test_setup_teardown(average_refuses_mixing_shared_and_unshared, setup, teardown),
 };
 HARNESS_DEVICE_MAIN("clformer train", tests)

@@ -232,7 +232,7 @@ static void ten_steps(const char *name)
 
 static const char *const ALL[] = {"a_prenorm_relu_sin", "b_postnorm_gelu_learned",
                                   "c_prenorm_gelu_tied", "d_postnorm_relu_learned",
-                                  "e_tiny_oclgrind"};
+                                  "e_tiny_oclgrind", "f_prenorm_relu_shared_all"};
 
 static void each(void (*fn)(const char *))
 {

@@ -79,6 +79,10 @@ static clformer_status wait_req(void *user, void *request)
 /* Which collective new_model gives the models: with the non-blocking sum
  * (overlapped with backward) or the blocking one alone. */
 static bool overlapped = true;
+/* Whether new_model's models share one embedding (share_all_embed): the
+ * tensor's gradient is final only after the source embedding's backward, the
+ * last point, not at the target embedding's. */
+static bool shared_all = false;
 
 static clformer_config tiny_config(float dropout)
 {
@@ -86,6 +90,7 @@ static clformer_config tiny_config(float dropout)
     c.n_enc_layers = c.n_dec_layers = 1;
     c.src_vocab = c.tgt_vocab = VOCAB;
     c.dropout = dropout;
+    c.share_tgt_embed = c.share_all_embed = shared_all;
     return c;
 }
 
@@ -271,6 +276,14 @@ static void test_equivalence_with_the_blocking_sum(void **state)
     overlapped = true;
 }
 
+/* The same with all three embeddings one tensor (overlapped sum). */
+static void test_equivalence_with_shared_embeddings(void **state)
+{
+    shared_all = true;
+    test_two_ranks_equal_one_rank_at_double_batch(state);
+    shared_all = false;
+}
+
 static void test_dropout_masks_differ_by_rank_and_repeat(void **state)
 {
     (void)state;
@@ -449,6 +462,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_ranks_equal_one_rank_at_double_batch),
         cmocka_unit_test(test_equivalence_with_the_blocking_sum),
+        cmocka_unit_test(test_equivalence_with_shared_embeddings),
         cmocka_unit_test(test_dropout_masks_differ_by_rank_and_repeat),
         cmocka_unit_test(test_broadcast_resynchronises),
         cmocka_unit_test(test_trainer_validation_split_equals_one_rank),

@@ -23,9 +23,24 @@ static int export_hf_gpt2(const char *model, const char *dir)
     clformer_status st = cli_context_create(NULL, &ctx);
     if (st == CLFORMER_OK) st = clformer_model_load(ctx, model, &m);
     if (st == CLFORMER_OK) st = clformer_model_export_hf_gpt2(m, dir);
-    if (st != CLFORMER_OK) cli_runtime_error("export", NULL);
-    else printf("wrote %s/model.safetensors, config.json and clformer_vocab.json (Hugging Face "
-                "GPT-2: GPT2LMHeadModel.from_pretrained loads it)\n", dir);
+    if (st != CLFORMER_OK) {
+        cli_runtime_error("export", NULL);
+    } else {
+        printf("wrote %s/model.safetensors and config.json (Hugging Face GPT-2: "
+               "GPT2LMHeadModel.from_pretrained loads it)\n", dir);
+        /* the tokenizer files: Hugging Face's own only for GPT-2's BPE */
+        if (clformer_model_bpe(m, false, NULL))
+            printf("wrote %s/vocab.json and merges.txt: the model's GPT-2 BPE tokenizer "
+                   "(GPT2TokenizerFast.from_pretrained reads them)\n", dir);
+        else
+            printf("note: this model's tokenizer (%s) has no Hugging Face GPT-2 files; "
+                   "clformer_vocab.json%s keep%s it for clformer (generate, eval, train --init), "
+                   "transformers does not read %s\n",
+                   clformer_model_tokenizer(m, true, NULL) ? "SentencePiece" : "characters or bytes",
+                   clformer_model_tokenizer(m, true, NULL) ? " and clformer_spm.model" : "",
+                   clformer_model_tokenizer(m, true, NULL) ? "" : "s",
+                   clformer_model_tokenizer(m, true, NULL) ? "them" : "it");
+    }
     clformer_model_free(m);
     clformer_context_free(ctx);
     return st == CLFORMER_OK ? 0 : 1;
@@ -47,7 +62,10 @@ int cmd_export(int argc, char **argv)
         "--format hf-gpt2 writes a decoder-only model (train --task lm) as the directory\n"
         "transformers' save_pretrained writes (Conv1D weights [in, out], config.json), which\n"
         "GPT2LMHeadModel.from_pretrained loads with no missing or unexpected key; generate,\n"
-        "eval and train --init read such a directory too.",
+        "eval and train --init read such a directory too. Tokenizer files: vocab.json +\n"
+        "merges.txt for a model trained with --tokenizer gpt2-bpe (transformers reads them);\n"
+        "for char, byte and spm models clformer_vocab.json (and clformer_spm.model), which\n"
+        "only clformer reads.",
         "clformer export --model FILE --out FILE [--format clformer|hf-gpt2]",
         "The output is written atomically; README.md shows the Python that loads it.",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};

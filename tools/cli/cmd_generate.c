@@ -10,6 +10,7 @@
 #include "clformer_util.h"
 #include "commands.h"
 #include "context_open.h"
+#include "lm_stream.h"
 
 #include <math.h>
 #include <signal.h>
@@ -27,26 +28,22 @@ static void on_interrupt(int sig)
 }
 
 typedef struct {
-    const clformer_model *model;
+    lm_stream text; /* one prompt, one sample, as text: printed as it comes */
     size_t made, rows, steps, max_tokens;
     bool stream, progress;
     clformer_status st;
 } stream;
 
-/* Each token of a batch's rows: a single prompt's is printed at once; a
- * batch's rows are printed at the end, with a step counter on a terminal.
- * Stops on Ctrl-C. */
+/* Each token of a batch's rows: a single prompt's is printed at once
+ * (lm_stream.h); a batch's rows are printed at the end, with a step counter
+ * on a terminal. Stops on Ctrl-C. */
 static bool on_token(size_t row, int32_t token, void *user)
 {
     stream *s = user;
     s->made++;
     if (s->stream) {
-        char *text = NULL;
-        s->st = clformer_lm_decode(s->model, &token, 1, &text);
+        s->st = lm_stream_push(&s->text, token);
         if (s->st != CLFORMER_OK) return false;
-        fputs(text, stdout);
-        fflush(stdout);
-        clformer_free(text);
     } else if (row + 1 == s->rows && s->progress) {
         fprintf(stderr, "\rgenerating %zu rows: token %zu of %zu", s->rows, ++s->steps,
                 s->max_tokens);
@@ -111,35 +108,66 @@ static int gather_prompts(const cli_strings *given, const char *file, char ***li
     return 0;
 }
 
-/* One row's output: its prompt and continuation, as text or as a JSON object. */
+/* The text row r's tokens add to its prompt's: the new part of the decoded
+ * prompt + continuation (a token's text can depend on the one before it),
+ * or the continuation decoded alone when the prompt's text is not a prefix. */
+static clformer_status continuation(const clformer_model *m, const int32_t *prompt, size_t n,
+                                    const int32_t *made, size_t count, char **text)
+{
+    int32_t *all = malloc((n + count + 1) * sizeof *all);
+    if (!all) return clformer_set_error(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    memcpy(all, prompt, n * sizeof *all);
+    if (count) memcpy(all + n, made, count * sizeof *all);
+    char *before = NULL, *after = NULL;
+    clformer_status st = clformer_lm_decode(m, all, n, &before);
+    if (st == CLFORMER_OK) st = clformer_lm_decode(m, all, n + count, &after);
+    free(all);
+    const size_t k = before ? strlen(before) : 0;
+    if (st == CLFORMER_OK && !strncmp(before, after, k))
+        memmove(after, after + k, strlen(after + k) + 1);
+    else if (st == CLFORMER_OK) {
+        clformer_free(after);
+        after = NULL;
+        st = clformer_lm_decode(m, made, count, &after);
+    }
+    clformer_free(before);
+    if (st == CLFORMER_OK) *text = after;
+    else clformer_free(after);
+    return st;
+}
+
+/* The rows: each prompt and its continuation, as text or as one JSON object. */
 static clformer_status print_rows(const clformer_model *m, const char *const *prompts,
-                                  size_t n_prompts, size_t samples, const int32_t *out,
-                                  const size_t *counts, size_t max_tokens, bool json,
-                                  double seconds)
+                                  int32_t *const *ids, const size_t *lengths, size_t n_prompts,
+                                  size_t samples, const int32_t *out, const size_t *counts,
+                                  size_t max_tokens, bool json, double seconds)
 {
     json_t *rows = json ? json_array() : NULL;
     size_t total = 0;
     for (size_t r = 0; r < n_prompts * samples; r++) {
+        const size_t p = r / samples;
         char *text = NULL;
-        CLI_TRY(clformer_lm_decode(m, out + r * max_tokens, counts[r], &text));
+        const clformer_status st =
+            continuation(m, ids[p], lengths[p], out + r * max_tokens, counts[r], &text);
+        if (st != CLFORMER_OK) {
+            json_decref(rows);
+            return st;
+        }
         total += counts[r];
-        const char *prompt = prompts[r / samples];
         if (json) {
             json_t *o = json_object();
-            json_object_set_new(o, "prompt_index", json_integer((json_int_t)(r / samples)));
+            json_object_set_new(o, "prompt_index", json_integer((json_int_t)p));
             json_object_set_new(o, "sample", json_integer((json_int_t)(r % samples)));
-            json_object_set_new(o, "prompt", json_string(prompt));
-            /* a token may end inside a character (byte-level vocabularies) */
+            json_object_set_new(o, "prompt", json_string(prompts[p]));
+            /* a row stopped early may end inside a character (byte-level vocabularies) */
             json_t *t = json_string(text);
             json_object_set_new(o, "text", t ? t : json_stringn_nocheck(text, strlen(text)));
             json_object_set_new(o, "tokens", json_integer((json_int_t)counts[r]));
             json_array_append_new(rows, o);
         } else {
-            if (samples > 1)
-                printf("=== prompt %zu, sample %zu ===\n", r / samples + 1, r % samples + 1);
-            else
-                printf("=== prompt %zu ===\n", r + 1);
-            printf("%s%s\n\n", prompt, text);
+            if (samples > 1) printf("=== prompt %zu, sample %zu ===\n", p + 1, r % samples + 1);
+            else printf("=== prompt %zu ===\n", p + 1);
+            printf("%s%s\n\n", prompts[p], text);
         }
         clformer_free(text);
     }
@@ -187,7 +215,10 @@ int cmd_generate(int argc, char **argv)
         "draw n of sample k uses (seed, k, n), so a seed repeats its text, and a prompt's\n"
         "text in a batch is the text it gets alone. One prompt is printed token by token as\n"
         "it comes; a batch prints each prompt's text, in order, when all are done.\n"
-        "Ctrl-C stops after the current token and prints what came (exit 130).",
+        "Ctrl-C stops after the current token and prints what came (exit 130). Prompts are\n"
+        "encoded with the model's own tokenizer (characters, bytes, SentencePiece or GPT-2's\n"
+        "BPE, from the checkpoint or the directory's vocab.json + merges.txt); a UTF-8\n"
+        "character split over tokens is printed once complete.",
         "clformer generate --model MODEL (--prompt TEXT ... | --prompt-file FILE)\n"
         "       [--num-samples N] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P]\n"
         "       [--seed N] [--json]",
@@ -242,7 +273,7 @@ int cmd_generate(int argc, char **argv)
     o.top_p = (float)top_p;
     o.seed = (uint64_t)seed;
     /* one prompt, one sample, as text: streamed token by token */
-    stream progress = {m, 0, rows, 0, (size_t)max_tokens, rows == 1 && !json,
+    stream progress = {{0}, 0, rows, 0, (size_t)max_tokens, rows == 1 && !json,
                        !json && isatty(STDERR_FILENO), CLFORMER_OK};
     if (st == CLFORMER_OK) {
         /* Ctrl-C: finish the token under way, print what came, exit 130 */
@@ -255,19 +286,23 @@ int cmd_generate(int argc, char **argv)
         if (progress.stream) {
             fputs(prompts[0], stdout);
             fflush(stdout);
+            st = lm_stream_start(&progress.text, m, stdout, ids[0], lengths[0]);
         }
         const double t0 = cli_now_s();
-        st = clformer_session_generate_batch(s, (const int32_t *const *)ids, lengths, n_prompts,
-                                             (size_t)samples, &o, on_token, &progress, out,
-                                             counts);
+        if (st == CLFORMER_OK)
+            st = clformer_session_generate_batch(s, (const int32_t *const *)ids, lengths,
+                                                 n_prompts, (size_t)samples, &o, on_token,
+                                                 &progress, out, counts);
         const double seconds = cli_now_s() - t0;
         if (st == CLFORMER_OK) st = progress.st;
         if (progress.progress && progress.steps) fputc('\n', stderr);
         if (progress.stream) {
+            const clformer_status end = lm_stream_finish(&progress.text);
+            if (st == CLFORMER_OK) st = end;
             putchar('\n');
             fflush(stdout);
         } else if (st == CLFORMER_OK) {
-            st = print_rows(m, prompts, n_prompts, (size_t)samples, out, counts,
+            st = print_rows(m, prompts, ids, lengths, n_prompts, (size_t)samples, out, counts,
                             (size_t)max_tokens, json, seconds);
         }
     }

@@ -2,6 +2,7 @@
  * lm) a decoder-only language model on plain text. */
 #include "cli.h"
 #include "spm_setup.h"
+#include "lm_tokenizer_setup.h"
 #include "clformer.h"
 #include "commands.h"
 #include "ranks.h"
@@ -46,11 +47,12 @@ typedef struct {
         max_len, keep_last, patience, context, eval_batches, decay_steps;
     double lr, clip, weight_decay, dropout, label_smoothing, warmup_init_lr, attention_dropout,
         activation_dropout, val_fraction, min_lr;
-    bool no_shuffle, post_norm, tie, no_save, save_best, best_metric_given, given_val_fraction,
+    bool no_shuffle, post_norm, tie, share_all, no_save, save_best, best_metric_given, given_val_fraction,
         given_min_lr;
     const char *save_default; /* why --save was filled in (NULL: given) */
     train_given g;
     spm_flags spm;
+    lm_tokenizer_flags lmtok;
     char plot_log[4096]; /* --plot without --log: the log kept beside the figure */
 } train_args;
 
@@ -105,14 +107,18 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--activation", CLI_CHOICE, &a->activation, NULL, "feed-forward activation (default relu)", 0, 0, act_choices, &a->g.activation},
         {"--positional", CLI_CHOICE, &a->positional, NULL, "positional encoding (default sinusoidal)", 0, 0, pos_choices, &a->g.positional},
         {"--tie-embeddings", CLI_FLAG, &a->tie, NULL, "tie the generator to the target embedding", 0, 0, NULL, &a->g.tie},
+        {"--share-all-embeddings", CLI_FLAG, &a->share_all, NULL, "one joint vocabulary of both sides (word: their union; spm: one model of both sides' text); the source embedding, target embedding and generator are one matrix", 0, 0, NULL, &a->g.share_all},
         {"--dropout", CLI_DOUBLE, &a->dropout, "P", "dropout probability (default 0.1)", 0, 0.99, NULL, &a->g.dropout},
         {"--attention-dropout", CLI_DOUBLE, &a->attention_dropout, "P", "dropout of the attention probabilities (default: --dropout's)", 0, 0.99, NULL, &a->g.attention_dropout},
         {"--activation-dropout", CLI_DOUBLE, &a->activation_dropout, "P", "dropout after the feed-forward activation (default: --dropout's)", 0, 0.99, NULL, &a->g.activation_dropout},
         {"--label-smoothing", CLI_DOUBLE, &a->label_smoothing, "E", "label smoothing (default 0)", 0, 0.99, NULL, &a->g.label_smoothing},
         {"--min-freq", CLI_INT, &a->min_freq, "N", "vocabulary: keep tokens seen at least N times (default 1)", 1, 1000000, NULL, &a->g.min_freq},
         {"--max-vocab", CLI_INT, &a->max_vocab, "N", "vocabulary: at most N tokens with the 4 specials (0: all)", 0, 1 << 24, NULL, &a->g.max_vocab},
-        {"--tokenizer", CLI_CHOICE, &a->spm.tokenizer, NULL, "word: whitespace tokens (default); spm: raw text, SentencePiece subwords; lm: char (default) or byte", 0, 0, "word|spm|char|byte"},
-        {"--vocab-size", CLI_INT, &a->spm.vocab_size, "N", "spm: learn a joint vocabulary of N pieces from the training text", 8, 1 << 20},
+        {"--tokenizer", CLI_CHOICE, &a->spm.tokenizer, NULL, "word: whitespace tokens (default); spm: raw text, SentencePiece subwords; lm: char (default), byte, spm or gpt2-bpe (GPT-2's byte-level BPE from vocab.json + merges.txt)", 0, 0, "word|spm|char|byte|gpt2-bpe"},
+        {"--bpe-vocab", CLI_STRING, &a->lmtok.bpe_vocab, "FILE", "gpt2-bpe: GPT-2's vocab.json (token -> id; the model's vocabulary, ids as they are)"},
+        {"--bpe-merges", CLI_STRING, &a->lmtok.bpe_merges, "FILE", "gpt2-bpe: GPT-2's merges.txt"},
+        {"--tokenizer-dir", CLI_STRING, &a->lmtok.dir, "DIR", "gpt2-bpe: a directory holding vocab.json and merges.txt (a Hugging Face GPT-2 directory)"},
+        {"--vocab-size", CLI_INT, &a->spm.vocab_size, "N", "spm: learn a joint vocabulary of N pieces from the training text (lm: from --text)", 8, 1 << 20},
         {"--tokenizer-type", CLI_CHOICE, &a->spm.type, NULL, "spm: the kind learned (default unigram)", 0, 0, "unigram|bpe"},
         {"--tokenizer-model", CLI_STRING, &a->spm.model, "FILE.model", "spm: use this SentencePiece model for both sides"},
         {"--src-tokenizer-model", CLI_STRING, &a->spm.src_model, "FILE.model", "spm: the source side's model"},
@@ -149,7 +155,8 @@ static int parse_args(int argc, char **argv, train_args *a)
         "train",
         "Train an encoder-decoder Transformer on parallel text (one sentence per line,\n"
         "whitespace tokens), or with --task lm a decoder-only (GPT) language model on plain\n"
-        "text: the text is encoded once (characters or bytes), each step takes --batch-size\n"
+        "text: the text is encoded once (characters, bytes, SentencePiece pieces or GPT-2's\n"
+        "byte-level BPE, in chunks), each step takes --batch-size\n"
         "random windows of --context tokens drawn from (seed, step), so --resume is exact.\n"
         "lm defaults follow nanoGPT: AdamW (0.9, 0.99), lr 1e-3, weight decay 0.1, cosine\n"
         "schedule with 100 warm-up steps down to lr/10, batch 12, clip 1.\n"
@@ -167,6 +174,14 @@ static int parse_args(int argc, char **argv, train_args *a)
         "      --steps 2000 --save spm.safetensors\n"
         "  clformer train --task lm --text input.txt --config gpt-mini --steps 2000 \\\n"
         "      --eval-every 250 --save lm.safetensors\n"
+        "  clformer train --task lm --text corpus.txt --tokenizer gpt2-bpe --bpe-vocab vocab.json \\\n"
+        "      --bpe-merges merges.txt --steps 2000 --save bpe-lm.safetensors\n"
+        "  clformer train --task lm --text corpus.txt --tokenizer spm --vocab-size 8000 \\\n"
+        "      --steps 2000 --save spm-lm.safetensors\n"
+        "With --task lm, --tokenizer gpt2-bpe uses GPT-2's ids as they are (vocab.json's: the\n"
+        "model's vocabulary size is the BPE's); spm turns each line into pieces and each\n"
+        "newline into <eos>. The checkpoint carries the tokenizer: generate and eval need\n"
+        "nothing else.\n"
         "The model is saved at the end to --save, else back to --resume's file, else to\n"
         DEFAULT_SAVE " (--no-save: nothing). Ctrl-C (or SIGTERM) saves there too\n"
         "(with --no-save to " INTERRUPTED_SAVE "). One run at a time per --save file.\n"
@@ -187,10 +202,14 @@ static int check_lm_consistency(const train_args *a)
     if (!a->steps || a->epochs)
         return cli_error("train", "--task lm trains for --steps N (random windows have no epochs)"), EXIT_USAGE;
     if (a->batch_tokens) return cli_error("train", "--task lm batches --batch-size windows, not --batch-tokens"), EXIT_USAGE;
-    if (a->spm.tokenizer && strcmp(a->spm.tokenizer, "char") && strcmp(a->spm.tokenizer, "byte"))
-        return cli_error("train", "--task lm tokenizes with --tokenizer char or byte (SentencePiece and GPT-2 BPE are not supported for lm yet)"), EXIT_USAGE;
+    if (a->spm.tokenizer && !strcmp(a->spm.tokenizer, "word"))
+        return cli_error("train", "--task lm tokenizes with --tokenizer char, byte, spm or gpt2-bpe (word is for translation)"), EXIT_USAGE;
+    const char *tok_problem = lm_tokenizer_problem(&a->spm, &a->lmtok, a->init || a->resume);
+    if (tok_problem) return cli_error("train", "%s", tok_problem), EXIT_USAGE;
     if (a->val_text && a->given_val_fraction)
         return cli_error("train", "give --val-text or --val-fraction, not both"), EXIT_USAGE;
+    if (a->share_all)
+        return cli_error("train", "--share-all-embeddings is for translation (a language model has one embedding, already tied to its output)"), EXIT_USAGE;
     if (a->g.config && strncmp(a->config_name, "gpt", 3))
         return cli_error("train", "--task lm takes a gpt preset (--config gpt-mini|gpt-char|gpt2)"), EXIT_USAGE;
     if (a->g.enc_layers) return cli_error("train", "a language model has no encoder: remove --enc-layers"), EXIT_USAGE;
@@ -210,8 +229,11 @@ static int check_consistency(const train_args *a)
     if (lm) return check_lm_consistency(a);
     if (a->text || a->val_text)
         return cli_error("train", "--text is for --task lm; translation reads --src and --tgt"), EXIT_USAGE;
-    if (a->spm.tokenizer && (!strcmp(a->spm.tokenizer, "char") || !strcmp(a->spm.tokenizer, "byte")))
-        return cli_error("train", "--tokenizer char|byte is for --task lm"), EXIT_USAGE;
+    if (a->spm.tokenizer && (!strcmp(a->spm.tokenizer, "char") || !strcmp(a->spm.tokenizer, "byte") ||
+                             !strcmp(a->spm.tokenizer, "gpt2-bpe")))
+        return cli_error("train", "--tokenizer %s is for --task lm", a->spm.tokenizer), EXIT_USAGE;
+    if (a->lmtok.bpe_vocab || a->lmtok.bpe_merges || a->lmtok.dir)
+        return cli_error("train", "--bpe-vocab, --bpe-merges and --tokenizer-dir are for --task lm --tokenizer gpt2-bpe"), EXIT_USAGE;
     if (a->g.config && !strncmp(a->config_name, "gpt", 3))
         return cli_error("train", "the gpt presets are decoder-only language models: add --task lm"), EXIT_USAGE;
     if (!a->src || !a->tgt) return cli_error("train", "--src and --tgt are required"), EXIT_USAGE;
@@ -222,7 +244,7 @@ static int check_consistency(const train_args *a)
     const train_given *g = &a->g;
     const bool model_flag = g->config || g->d_model || g->heads || g->d_ff || g->enc_layers ||
                             g->dec_layers || g->max_len || g->post_norm || g->activation ||
-                            g->positional || g->tie;
+                            g->positional || g->tie || g->share_all;
     if (a->init && model_flag)
         return cli_error("train", "the model's shape comes from --init: remove the model options (--config, --d-model, ...)"), EXIT_USAGE;
     if (a->save_every && !a->save) return cli_error("train", "--save-every needs --save"), EXIT_USAGE;
@@ -271,8 +293,8 @@ static int build_options(train_args *a, clformer_train_options *o)
         if (!a->g.weight_decay) a->weight_decay = 0.1;
         o->text_path = a->text, o->val_text_path = a->val_text;
         o->val_fraction = a->val_text ? 0.0f : (float)a->val_fraction;
-        o->lm_tokenizer = a->spm.tokenizer && !strcmp(a->spm.tokenizer, "byte") ? CLFORMER_LM_BYTE
-                                                                                : CLFORMER_LM_CHAR;
+        o->lm_tokenizer = CLFORMER_LM_CHAR; /* others: lm_tokenizer_setup */
+        o->bpe_vocab_path = a->lmtok.bpe_vocab, o->bpe_merges_path = a->lmtok.bpe_merges;
         o->eval_batches = (size_t)a->eval_batches;
         o->bleu_sentences = 0;
     }
@@ -303,7 +325,8 @@ static int build_options(train_args *a, clformer_train_options *o)
         cli_runtime_error("train", "model options");
         return EXIT_USAGE;
     }
-    if (!lm) c->share_tgt_embed = a->tie; /* gpt presets are tied */
+    if (!lm) c->share_tgt_embed = a->tie || a->share_all; /* gpt presets are tied */
+    if (!lm) c->share_all_embed = a->share_all;
     if (lm && a->context) c->max_len = (int)a->context;
     if (!lm || a->g.dropout) c->dropout = (float)a->dropout; /* lm: the preset's unless given */
     c->attention_dropout = a->g.attention_dropout ? (float)a->attention_dropout : -1.0f;
@@ -312,7 +335,7 @@ static int build_options(train_args *a, clformer_train_options *o)
     if (!a->init && !a->resume) {
         /* check the shape now (vocabulary sizes are filled in from the data) */
         clformer_config probe = *c;
-        probe.src_vocab = lm ? 0 : 5;
+        probe.src_vocab = lm ? 0 : 5; /* equal sizes: share_all_embed's joint vocabulary */
         probe.tgt_vocab = 5;
         if (clformer_config_validate(&probe) != CLFORMER_OK) {
             cli_runtime_error("train", "model options");
@@ -378,7 +401,8 @@ static int check_outputs(const clformer_train_options *o, const char *plot, cons
         {"--resume", o->resume_path, false}, {"--tokenizer-model", spm->model, false},
         {"--src-tokenizer-model", spm->src_model, false},
         {"--tgt-tokenizer-model", spm->tgt_model, false},
-        {"--text", o->text_path, false}, {"--val-text", o->val_text_path, false}};
+        {"--text", o->text_path, false}, {"--val-text", o->val_text_path, false},
+        {"--bpe-vocab", o->bpe_vocab_path, false}, {"--bpe-merges", o->bpe_merges_path, false}};
     const size_t n_files = sizeof files / sizeof *files;
     for (size_t i = 0; i < 3; i++) {
         if (!files[i].path) continue;
@@ -420,9 +444,13 @@ int cmd_train(int argc, char **argv)
         fflush(stdout);
     }
     void *spm_bytes[2] = {NULL, NULL};
-    if (!o.text_path && spm_setup(&a.spm, &o, spm_bytes)) {
+    const int spm_rc = o.text_path ? lm_tokenizer_setup(&a.spm, &a.lmtok, &o, &spm_bytes[0])
+                                   : spm_setup(&a.spm, &o, spm_bytes);
+    if (spm_rc) {
+        free(spm_bytes[0]);
+        free(spm_bytes[1]);
         save_lock_release(&lock);
-        return 1;
+        return spm_rc;
     }
     clformer_context *ctx;
     if (ranks_context_create(&ctx) != CLFORMER_OK) {

@@ -75,7 +75,7 @@ static uint64_t options_hash(const clformer_train_options *o)
     HASH_FIELD(h, c->norm_first), HASH_FIELD(h, c->activation), HASH_FIELD(h, c->positional);
     HASH_FIELD(h, c->dropout), HASH_FIELD(h, c->ln_eps), HASH_FIELD(h, c->label_smoothing);
     HASH_FIELD(h, c->attention_dropout), HASH_FIELD(h, c->activation_dropout);
-    HASH_FIELD(h, c->share_tgt_embed);
+    HASH_FIELD(h, c->share_tgt_embed), HASH_FIELD(h, c->share_all_embed);
     HASH_FIELD(h, o->min_freq), HASH_FIELD(h, o->max_vocab);
     HASH_FIELD(h, o->batching.batch_size), HASH_FIELD(h, o->batching.batch_tokens);
     HASH_FIELD(h, o->batching.shuffle), HASH_FIELD(h, o->batching.seed);

@@ -74,6 +74,11 @@ static void shape(check *c, const clformer_config *have, const clformer_config *
           clformer_positional_name(want->positional));
     words(c, g->tie, "--tie-embeddings", have->share_tgt_embed ? "tied embeddings" : "untied embeddings",
           want->share_tgt_embed ? "tied embeddings" : "untied embeddings");
+    words(c, g->share_all, "--share-all-embeddings",
+          have->share_all_embed ? "one embedding shared by source, target and generator"
+                                : "separate source and target embeddings",
+          want->share_all_embed ? "one embedding shared by source, target and generator"
+                                : "separate source and target embeddings");
     floats(c, g->dropout, "--dropout", have->dropout, want->dropout);
     floats(c, g->attention_dropout, "--attention-dropout",
            have->attention_dropout < 0 ? have->dropout : have->attention_dropout,
@@ -166,10 +171,13 @@ static void word_vocab(check *c, clformer_model *model, const clformer_train_opt
     }
     bool same = true;
     int sizes[2] = {0, 0};
+    /* one embedding for both sides: the checkpoint's joint vocabulary */
+    const bool joint = clformer_model_config(model)->share_all_embed;
     for (int side = 0; side < 2 && !c->failed; side++) {
         clformer_vocab *v;
-        if (clformer_vocab_build(text, (clformer_side)side, want->min_freq, want->max_vocab, &v) !=
-            CLFORMER_OK) {
+        if ((joint ? clformer_vocab_build_joint(text, want->min_freq, want->max_vocab, &v)
+                   : clformer_vocab_build(text, (clformer_side)side, want->min_freq,
+                                          want->max_vocab, &v)) != CLFORMER_OK) {
             c->failed = true;
             cli_runtime_error(c->command, "building the vocabulary");
             break;

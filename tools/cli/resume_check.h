@@ -17,7 +17,7 @@ typedef struct {
     bool config, d_model, heads, d_ff, enc_layers, dec_layers, max_len, post_norm, activation,
         positional, tie, dropout, label_smoothing, lr, schedule, warmup, optimizer,
         weight_decay, clip, batch_size, batch_tokens, no_shuffle, seed, min_freq, max_vocab,
-        warmup_init_lr, attention_dropout, activation_dropout;
+        warmup_init_lr, attention_dropout, activation_dropout, share_all;
 } train_given;
 
 /* Compares the given options of `want` (what the command asks for) with

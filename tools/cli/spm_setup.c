@@ -90,6 +90,13 @@ int spm_setup(const spm_flags *f, clformer_train_options *o, void *owned[2])
         if (!rc) rc = read_model(f->tgt_model, &owned[1], &o->tgt_spm_size);
         o->src_spm = owned[0];
         o->tgt_spm = owned[1];
+        if (!rc && o->config.share_all_embed &&
+            (o->src_spm_size != o->tgt_spm_size || memcmp(owned[0], owned[1], o->src_spm_size))) {
+            cli_error("train", "--share-all-embeddings needs one vocabulary, but --src-tokenizer-model "
+                      "and --tgt-tokenizer-model differ: give one --tokenizer-model, or "
+                      "--vocab-size N to learn a joint one");
+            rc = EXIT_USAGE;
+        }
     }
     return rc;
 }

@@ -21,7 +21,8 @@ const char *spm_flags_problem(const spm_flags *f, bool fresh, bool resume);
 
 /* Sets o->src_spm/tgt_spm (bytes kept in *owned, free both) from the flags:
  * learned from o->src_path and o->tgt_path, or read; nothing with --resume.
- * 0, or 1 after printing the error. */
+ * 0, or the exit code after printing the error (2: --share-all-embeddings
+ * with two different models). */
 int spm_setup(const spm_flags *f, clformer_train_options *o, void *owned[2]);
 
 #endif

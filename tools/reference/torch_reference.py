@@ -140,6 +140,10 @@ class Seq2Seq(nn.Module):
         self.generator = nn.Linear(d, cfg["tgt_vocab"])
         if cfg["share_tgt_embed"]:
             self.generator.weight = self.tgt_embed.weight
+        if cfg.get("share_all_embed", False):  # fairseq's --share-all-embeddings
+            if cfg["src_vocab"] != cfg["tgt_vocab"] or not cfg["share_tgt_embed"]:
+                raise ValueError("share_all_embed needs share_tgt_embed and src_vocab == tgt_vocab")
+            self.src_embed.weight = self.tgt_embed.weight
         self.embed_dropout = nn.Dropout(dropout)
 
     def embed(self, table, tok):
@@ -229,8 +233,10 @@ def train_reference(cfg, opt, init_state, src, tgt, dtype):
     load_float32_state(model, init_state)
     optim = make_optimizer(model, opt)
     loss_fn = nn.CrossEntropyLoss(ignore_index=PAD, label_smoothing=cfg["label_smoothing"])
-    names = dict((id(p), n) for n, p in model.named_parameters())
-    tied = {"generator.weight": "tgt_embed.weight"} if cfg["share_tgt_embed"] else {}
+    # every name of every parameter: the state_dict holds parameters only (pos_table is
+    # not persistent), and a tied one under each of its two or three names, which
+    # named_parameters() would list once
+    names = list(model.state_dict())
     clip = opt["clip"] if opt["clip"] > 0 else float("inf")  # inf: measure, never scale
     out = {"losses": [], "grad_norms": []}
     for step in range(len(src)):
@@ -242,11 +248,8 @@ def train_reference(cfg, opt, init_state, src, tgt, dtype):
         loss.backward()
         if step == 0:
             out["logits"] = logits.detach().to(torch.float32).numpy()
-            grads = {names[id(p)]: p.grad.detach().to(torch.float32).numpy().copy()
-                     for p in model.parameters()}
-            for alias, name in tied.items():
-                grads[alias] = grads[name]
-            out["grads"] = grads
+            out["grads"] = {k: model.get_parameter(k).grad.detach().to(torch.float32).numpy().copy()
+                            for k in names}
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         out["losses"].append(loss.item())
         out["grad_norms"].append(norm.item())
@@ -310,7 +313,10 @@ def model_config(**kw):
                positional="sinusoidal", dropout=0.0, ln_eps=1e-5, label_smoothing=0.0,
                share_tgt_embed=False)
     cfg.update(kw)
-    return {k: cfg[k] for k in CONFIG_KEYS}
+    out = {k: cfg[k] for k in CONFIG_KEYS}
+    if cfg.get("share_all_embed"):  # written only when set, as clformer does
+        out["share_all_embed"] = True
+    return out
 
 
 def opt_config(optimizer, lr, weight_decay, clip, label_smoothing):
@@ -342,6 +348,12 @@ FIXTURES = {
                      src_vocab=12, tgt_vocab=12, max_len=8, activation="gelu",
                      positional="learned", label_smoothing=0.1),
         opt_config("adamw", 3e-3, 0.01, 1.0, 0.1), 2, 6, 6, 2),
+    # one joint vocabulary, all three embeddings one tensor: its gradient sums the
+    # source embedding's, the target embedding's and the generator's
+    "f_prenorm_relu_shared_all": (
+        model_config(d_model=16, n_heads=2, d_ff=48, src_vocab=32, tgt_vocab=32,
+                     label_smoothing=0.1, share_tgt_embed=True, share_all_embed=True),
+        opt_config("adamw", 3e-3, 0.01, 1.0, 0.1), 4, 10, 11, 3),
 }
 
 
@@ -398,6 +410,8 @@ def build_fixture(name, seed):
 
     src_vocab = make_vocab(cfg["src_vocab"], "s", seed + 1)
     tgt_vocab = make_vocab(cfg["tgt_vocab"], "t", seed + 2)
+    if cfg.get("share_all_embed"):
+        src_vocab = tgt_vocab = make_vocab(cfg["tgt_vocab"], "w", seed + 2)
     model_meta = checkpoint_metadata(cfg, src_vocab, tgt_vocab)
     fixture = {"src": src, "tgt": tgt,
                "losses": np.array(ref["losses"], dtype=np.float64),

@@ -94,3 +94,50 @@ ref_cmp ref_compare_gemm(const float *c, const double *ref, const double *bound,
     }
     return r;
 }
+
+/* The first mismatch of an exact comparison. */
+static void mismatch(ref_cmp *r, size_t i, double y, double ref, const char *why)
+{
+    if (!r->pass) return;
+    r->pass = false;
+    r->why = why;
+    r->worst = i;
+    r->worst_value = y;
+    r->worst_ref = ref;
+}
+
+ref_cmp ref_compare_exact(const float *y, const double *ref, size_t n)
+{
+    ref_cmp r;
+    start(&r, 0.0, 0.0, "bit-exact (any NaN for NaN)");
+    for (size_t i = 0; i < n; i++) {
+        const double v = y[i];
+        if (isnan(v) || isnan(ref[i])) {
+            if (isnan(v) != isnan(ref[i])) mismatch(&r, i, v, ref[i], "nan mismatch");
+            continue;
+        }
+        const double err = isinf(v) || isinf(ref[i]) ? (v == ref[i] ? 0.0 : INFINITY)
+                                                     : fabs(v - ref[i]);
+        if (err > r.max_abs_err) r.max_abs_err = err;
+        if (v != ref[i] || signbit(v) != signbit(ref[i]))
+            mismatch(&r, i, v, ref[i], v != ref[i] ? "value differs" : "sign of zero differs");
+    }
+    return r;
+}
+
+ref_cmp ref_compare_bits16(const uint16_t *y, const uint16_t *ref, size_t n, uint16_t nan_above)
+{
+    ref_cmp r;
+    start(&r, 0.0, 0.0, nan_above ? "bit-exact (any NaN for NaN)" : "bit-exact");
+    for (size_t i = 0; i < n; i++) {
+        if (nan_above && (ref[i] & 0x7FFF) > nan_above) {
+            if ((y[i] & 0x7FFF) <= nan_above) mismatch(&r, i, y[i], ref[i], "nan mismatch");
+            continue;
+        }
+        if (y[i] != ref[i]) {
+            r.max_abs_err = 1.0; /* in bit patterns: the values are the format's */
+            mismatch(&r, i, y[i], ref[i], "bits differ");
+        }
+    }
+    return r;
+}

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     double max_abs_err;  /* largest |y - ref| */
@@ -31,5 +32,14 @@ ref_cmp ref_compare_grad(const float *g, const double *ref, size_t n);
 /* GEMM: |c - r| <= 1e-5 * bound, bound = (|A| |B|) elementwise (plus
  * |beta C0| where beta != 0), with a floor of 1e-30. */
 ref_cmp ref_compare_gemm(const float *c, const double *ref, const double *bound, size_t n);
+
+/* Casts: bit-exact. Each y equals ref in value and in the sign of zero; a
+ * NaN only where ref is NaN (any NaN). */
+ref_cmp ref_compare_exact(const float *y, const double *ref, size_t n);
+
+/* Casts to a 16-bit format: y[i] == ref[i] bit for bit. nan_above: 0, NaN
+ * patterns must match too; else a pattern whose magnitude bits exceed it is
+ * a NaN (0x7C00 fp16, 0x7F80 bf16) and any NaN matches a NaN. */
+ref_cmp ref_compare_bits16(const uint16_t *y, const uint16_t *ref, size_t n, uint16_t nan_above);
 
 #endif

@@ -1,0 +1,195 @@
+/* A language model's text <-> ids under its tokenizer (lm_codec.h). */
+#include "lm_codec.h"
+#include "lm_text.h"
+#include "status.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- a growing byte or id buffer ------------------------------------------ */
+
+static clformer_status reserve(void **p, size_t *cap, size_t want, size_t elem)
+{
+    if (want <= *cap) return CLFORMER_OK;
+    size_t c = *cap ? *cap : 256;
+    while (c < want) c *= 2;
+    void *grown = realloc(*p, c * elem);
+    if (!grown) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    *p = grown;
+    *cap = c;
+    return CLFORMER_OK;
+}
+
+/* --- SentencePiece: a text as lines ---------------------------------------- */
+
+static clformer_status spm_encode(const cf_spm *spm, const char *text, size_t len,
+                                  int32_t **ids, size_t *n, size_t *unknown)
+{
+    int32_t *out = NULL;
+    size_t m = 0, cap = 0, unk = 0;
+    clformer_status st = CLFORMER_OK;
+    for (size_t at = 0; at < len && st == CLFORMER_OK;) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        const size_t end = nl ? (size_t)(nl - text) : len;
+        size_t count = 0, u = 0;
+        st = cf_spm_encode(spm, text + at, end - at, false, NULL, 0, &count, NULL);
+        if (st == CLFORMER_OK) st = reserve((void **)&out, &cap, m + count + 1, sizeof *out);
+        if (st == CLFORMER_OK)
+            st = cf_spm_encode(spm, text + at, end - at, false, out + m, count, &count, &u);
+        m += count, unk += u;
+        if (nl && st == CLFORMER_OK) out[m++] = CF_EOS; /* the newline */
+        at = end + (nl != NULL);
+    }
+    if (st == CLFORMER_OK && !out) st = reserve((void **)&out, &cap, 1, sizeof *out);
+    if (st != CLFORMER_OK) {
+        free(out);
+        return st;
+    }
+    *ids = out, *n = m, *unknown = unk;
+    return CLFORMER_OK;
+}
+
+/* A piece's text: "▁" is a space, "<0xNN>" that byte, the specials nothing
+ * (<unk> SentencePiece's " ⁇ "). Appends to out (room: 3 x the piece). */
+static size_t spm_piece_text(const char *piece, int32_t id, char *out)
+{
+    if (id == CF_UNK) return (size_t)sprintf(out, " \xE2\x81\x87 ");
+    if (id < CF_N_SPECIALS) return 0;
+    if (!strncmp(piece, "<0x", 3)) return cf_lm_token_text(piece, out);
+    size_t k = 0;
+    for (const char *p = piece; *p;) {
+        if (!strncmp(p, "\xE2\x96\x81", 3)) out[k++] = ' ', p += 3;
+        else out[k++] = *p++;
+    }
+    return k;
+}
+
+/* --- encode / decode -------------------------------------------------------- */
+
+clformer_status cf_lm_codec_encode(const cf_lm_codec *c, const char *text, size_t len,
+                                   int32_t **ids, size_t *n, size_t *unknown)
+{
+    *unknown = 0;
+    if (c->bpe) return cf_bpe_encode(c->bpe, text, len, ids, n);
+    if (c->spm) return spm_encode(c->spm, text, len, ids, n, unknown);
+    return cf_lm_encode(c->vocab, text, len, ids, n, unknown);
+}
+
+clformer_status cf_lm_codec_decode(const cf_lm_codec *c, const int32_t *ids, size_t n,
+                                   char **text, size_t *len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= c->size)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "id %d at %zu is outside the vocabulary of %d tokens", (int)ids[i], i,
+                           (int)c->size);
+    if (c->bpe) { /* ids past the BPE's (a vocabulary padded up) stand for nothing */
+        int32_t *kept = malloc((n ? n : 1) * sizeof *kept);
+        if (!kept) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (ids[i] < cf_bpe_vocab_size(c->bpe)) kept[k++] = ids[i];
+        size_t got = 0;
+        clformer_status st = cf_bpe_decode(c->bpe, kept, k, text, &got);
+        free(kept);
+        if (st == CLFORMER_OK && len) *len = got;
+        return st;
+    }
+    size_t total = 1;
+    for (size_t i = 0; i < n; i++) {
+        const char *t = c->spm ? cf_spm_piece(c->spm, ids[i]) : cf_vocab_token(c->vocab, ids[i]);
+        total += 3 * strlen(t ? t : "") + 8;
+    }
+    char *out = malloc(total);
+    if (!out) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!c->spm) {
+            at += cf_lm_token_text(cf_vocab_token(c->vocab, ids[i]), out + at);
+        } else if (ids[i] == CF_EOS) {
+            out[at++] = '\n';
+        } else {
+            const size_t from = at;
+            at += spm_piece_text(cf_spm_piece(c->spm, ids[i]), ids[i], out + at);
+            /* the space SentencePiece puts before a line's first word */
+            if ((i == 0 || ids[i - 1] == CF_EOS) && at > from && out[from] == ' ')
+                memmove(out + from, out + from + 1, --at - from);
+        }
+    }
+    out[at] = '\0';
+    *text = out;
+    if (len) *len = at;
+    return CLFORMER_OK;
+}
+
+/* --- files in chunks ----------------------------------------------------- */
+
+static bool ascii_word_char(unsigned char c) { return c >= 0x21 && c <= 0x7E; }
+
+/* The last place in s[0..n) where the text may be cut without changing its
+ * tokens, 0 for none. Always after a newline: SentencePiece's lines and the
+ * characters of a char/byte vocabulary are independent there. GPT-2's
+ * pre-tokenizer looks at runs of whitespace, so for it the newline must
+ * stand alone between two printable ASCII characters ("x\ny"): then "\n" is
+ * one word whether the text goes on or ends after it. */
+static size_t cut_point(const cf_lm_codec *c, const unsigned char *s, size_t n)
+{
+    for (size_t p = n; p >= 2; p--) {
+        if (s[p - 1] != '\n') continue;
+        if (!c->bpe) return p;
+        if (p < n && ascii_word_char(s[p]) && ascii_word_char(s[p - 2])) return p;
+    }
+    return 0;
+}
+
+clformer_status cf_lm_codec_encode_file(const cf_lm_codec *c, const char *path, size_t chunk,
+                                        int32_t **ids, size_t *n, size_t *unknown,
+                                        size_t *bytes)
+{
+    if (!chunk) chunk = (size_t)4 << 20;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return cf_fail(CLFORMER_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
+    char *buf = NULL;
+    int32_t *out = NULL;
+    size_t have = 0, buf_cap = 0, m = 0, out_cap = 0, unk = 0, total = 0;
+    clformer_status st = CLFORMER_OK;
+    bool end = false;
+    while (st == CLFORMER_OK && !end) {
+        st = reserve((void **)&buf, &buf_cap, have + chunk, 1);
+        if (st != CLFORMER_OK) break;
+        const size_t got = fread(buf + have, 1, chunk, f);
+        if (got < chunk) {
+            if (ferror(f)) {
+                st = cf_fail(CLFORMER_ERR_IO, "reading '%s': %s", path, strerror(errno));
+                break;
+            }
+            end = true;
+        }
+        have += got, total += got;
+        /* encode up to the last safe cut (everything at the end), keep the rest */
+        const size_t cut = end ? have : cut_point(c, (const unsigned char *)buf, have);
+        if (cut == 0) continue; /* no safe cut yet: read on */
+        int32_t *part = NULL;
+        size_t k = 0, u = 0;
+        st = cf_lm_codec_encode(c, buf, cut, &part, &k, &u);
+        if (st == CLFORMER_OK) st = reserve((void **)&out, &out_cap, m + k + 1, sizeof *out);
+        if (st == CLFORMER_OK) memcpy(out + m, part, k * sizeof *out);
+        free(part);
+        m += k, unk += u;
+        memmove(buf, buf + cut, have - cut);
+        have -= cut;
+    }
+    fclose(f);
+    free(buf);
+    if (st == CLFORMER_OK && !out) st = reserve((void **)&out, &out_cap, 1, sizeof *out);
+    if (st != CLFORMER_OK) {
+        free(out);
+        return st;
+    }
+    *ids = out, *n = m, *unknown = unk;
+    if (bytes) *bytes = total;
+    return CLFORMER_OK;
+}

@@ -1,0 +1,156 @@
+/*
+ * The host's 16-bit conversions (runtime/core/half.h, integer bit tricks)
+ * against the reference (runtime/check/reference/ref_cast.c, rounding in
+ * double): every 16-bit pattern to fp32, fp32 to 16 bits at every tie
+ * between two neighbours of each format, just beside each tie, and about
+ * four million fp32 patterns spread over all 2^32; and the names.
+ */
+#include "data_util.h"
+
+#include "half.h"
+#include "ref_cast.h"
+
+#include <math.h>
+
+static uint32_t bits_of(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float float_of(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+static bool is_nan16(uint16_t h, ref_half_format f)
+{
+    return (h & 0x7FFF) > (f == REF_BF16 ? 0x7F80 : 0x7C00);
+}
+
+static uint16_t host_round(float x, ref_half_format f)
+{
+    return f == REF_BF16 ? cf_bf16_from_f32(x) : cf_f16_from_f32(x);
+}
+
+static float host_value(uint16_t h, ref_half_format f)
+{
+    return f == REF_BF16 ? cf_f32_from_bf16(h) : cf_f32_from_f16(h);
+}
+
+/* The host's rounding of x equals the reference's: bit for bit, except that
+ * an fp16 NaN may keep x's payload (only NaN-ness and sign must agree). */
+static int check_round(uint32_t u, ref_half_format f)
+{
+    const float x = float_of(u);
+    const uint16_t got = host_round(x, f), want = ref_half_round(x, f);
+    const bool same = f == REF_F16 && isnan(x)
+                          ? is_nan16(got, f) && (got & 0x8000) == (want & 0x8000)
+                          : got == want;
+    if (!same)
+        print_error("%s(0x%08x = %.9g): got 0x%04x, the reference 0x%04x\n",
+                    f == REF_BF16 ? "bf16" : "fp16", u, (double)x, got, want);
+    return !same;
+}
+
+static void every_pattern_to_f32(void **state)
+{
+    (void)state;
+    for (int f = 0; f < 2; f++)
+        for (uint32_t h = 0; h < 65536; h++) {
+            const float got = host_value((uint16_t)h, (ref_half_format)f);
+            const double want = ref_half_value((uint16_t)h, (ref_half_format)f);
+            if (isnan(want)) assert_true(isnan(got));
+            else {
+                assert_true((double)got == want);
+                assert_int_equal(signbit(got) != 0, signbit(want) != 0);
+                /* and back: every value of the format survives the round trip */
+                assert_int_equal(host_round(got, (ref_half_format)f), h);
+            }
+        }
+}
+
+static void ties_and_neighbours(void **state)
+{
+    (void)state;
+    int bad = 0;
+    for (int f = 0; f < 2; f++) {
+        const ref_half_format F = (ref_half_format)f;
+        for (uint32_t h = 0; h < 65536; h++) {
+            /* the midpoint between h and h + 1 of the same sign (a finite h) */
+            if (is_nan16((uint16_t)h, F) || (h & 0x7FFF) == (f == REF_BF16 ? 0x7F80u : 0x7C00u))
+                continue;
+            const double a = ref_half_value((uint16_t)h, F),
+                         b = ref_half_value((uint16_t)(h + 1), F);
+            if (isnan(b)) continue;
+            const double mid = 0.5 * (a + b); /* exact in fp32 */
+            const float m = (float)mid;
+            assert_true((double)m == mid);
+            const uint32_t u = bits_of(m);
+            bad += check_round(u, F) + check_round(u + 1, F) + check_round(u - 1, F);
+            if (bad > 10) fail_msg("too many mismatches");
+        }
+    }
+    assert_int_equal(bad, 0);
+}
+
+static void spread_over_fp32(void **state)
+{
+    (void)state;
+    int bad = 0;
+    for (int f = 0; f < 2; f++)
+        for (uint64_t u = 0; u < (1ull << 32); u += 1021) {
+            bad += check_round((uint32_t)u, (ref_half_format)f);
+            if (bad > 10) fail_msg("too many mismatches");
+        }
+    assert_int_equal(bad, 0);
+}
+
+static void named_values(void **state)
+{
+    (void)state;
+    assert_int_equal(cf_bf16_from_f32(float_of(0x7F800001u)), 0x7FC0); /* a NaN, not inf */
+    assert_int_equal(cf_bf16_from_f32(3.0e38f * 10.0f), 0x7F80);
+    assert_int_equal(cf_bf16_from_f32(float_of(0x7F7FFFFFu)), 0x7F80); /* fp32 max: inf */
+    assert_int_equal(cf_f16_from_f32(65504.0f), 0x7BFF);
+    assert_int_equal(cf_f16_from_f32(65519.0f), 0x7BFF);
+    assert_int_equal(cf_f16_from_f32(65520.0f), 0x7C00);
+    assert_int_equal(cf_f16_from_f32(-0x1p-25f), 0x8000);
+    assert_int_equal(cf_f16_from_f32(0x1.8p-24f), 0x0002);
+    assert_true(cf_f32_from_f16(0x0001) == 0x1p-24f);
+    float b[3] = {1.0f, -2.5f, 1e-3f}, back[3];
+    uint16_t h[3];
+    cf_f16_from_f32_n(h, b, 3);
+    cf_f32_from_f16_n(back, h, 3);
+    assert_true(back[0] == 1.0f && back[1] == -2.5f && fabsf(back[2] - 1e-3f) < 1e-6f);
+    cf_bf16_from_f32_n(h, b, 3);
+    cf_f32_from_bf16_n(back, h, 3);
+    assert_true(back[0] == 1.0f && back[1] == -2.5f);
+}
+
+static void precision_names(void **state)
+{
+    (void)state;
+    clformer_precision p;
+    assert_ok(clformer_precision_parse("bf16", &p));
+    assert_int_equal(p, CLFORMER_BF16);
+    assert_string_equal(clformer_precision_name(CLFORMER_FP16), "fp16");
+    assert_null(clformer_precision_name((clformer_precision)7));
+    assert_int_equal(clformer_precision_parse("fp8", &p), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "fp32, bf16 or fp16"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_pattern_to_f32),
+        cmocka_unit_test(ties_and_neighbours),
+        cmocka_unit_test(spread_over_fp32),
+        cmocka_unit_test(named_values),
+        cmocka_unit_test(precision_names),
+    };
+    return cmocka_run_group_tests_name("half", tests, NULL, NULL);
+}

@@ -1,0 +1,134 @@
+/* `clformer train --task lm --tokenizer gpt2-bpe|spm` (lm_tokenizer_setup.h). */
+#include "lm_tokenizer_setup.h"
+#include "cli.h"
+#include "clformer_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static bool is(const char *tokenizer, const char *name)
+{
+    return tokenizer && !strcmp(tokenizer, name);
+}
+
+const char *lm_tokenizer_problem(const spm_flags *spm, const lm_tokenizer_flags *f,
+                                 bool from_model)
+{
+    const bool bpe_files = f->bpe_vocab || f->bpe_merges || f->dir;
+    const bool spm_flags_given = spm->vocab_size || spm->type || spm->model;
+    if (spm->src_model || spm->tgt_model)
+        return "a language model has one side: use --tokenizer-model, not --src-/--tgt-tokenizer-model";
+    if (from_model && (spm->tokenizer || bpe_files || spm_flags_given))
+        return "the model of --init or --resume brings its own tokenizer: remove --tokenizer and "
+               "its options";
+    if (!is(spm->tokenizer, "gpt2-bpe") && bpe_files)
+        return "--bpe-vocab, --bpe-merges and --tokenizer-dir go with --tokenizer gpt2-bpe";
+    if (!is(spm->tokenizer, "spm") && spm_flags_given)
+        return is(spm->tokenizer, "gpt2-bpe")
+                   ? "--tokenizer gpt2-bpe takes its vocabulary (and its size) from vocab.json: "
+                     "remove --vocab-size, --tokenizer-type and --tokenizer-model"
+                   : "--vocab-size, --tokenizer-type and --tokenizer-model go with --tokenizer spm";
+    if (is(spm->tokenizer, "gpt2-bpe")) {
+        if (f->dir && (f->bpe_vocab || f->bpe_merges))
+            return "give --tokenizer-dir DIR or --bpe-vocab and --bpe-merges, not both";
+        if (!f->dir && (!f->bpe_vocab || !f->bpe_merges))
+            return "--tokenizer gpt2-bpe needs --bpe-vocab vocab.json and --bpe-merges "
+                   "merges.txt (or --tokenizer-dir DIR holding both)";
+    }
+    if (is(spm->tokenizer, "spm")) {
+        if (!spm->vocab_size == !spm->model)
+            return "--tokenizer spm needs --vocab-size N (learn one from --text) or "
+                   "--tokenizer-model FILE.model";
+        if (spm->type && !spm->vocab_size) return "--tokenizer-type goes with --vocab-size";
+    }
+    return NULL;
+}
+
+/* One of the BPE's files: given, or DIR/name; it must be readable. */
+static int bpe_file(const char *given, const char *dir, const char *name, const char *option,
+                    char *out, size_t cap)
+{
+    if (given) snprintf(out, cap, "%s", given);
+    else if ((size_t)snprintf(out, cap, "%s/%s", dir, name) >= cap) {
+        cli_error("train", "--tokenizer-dir: the path is too long");
+        return 1;
+    }
+    if (access(out, R_OK) != 0) {
+        if (given)
+            cli_error("train", "%s: cannot read '%s': give GPT-2's %s (as save_pretrained or "
+                      "tokenizers' save_model write it)", option, out, name);
+        else
+            cli_error("train", "--tokenizer-dir '%s' has no readable %s: give a directory "
+                      "holding GPT-2's vocab.json and merges.txt", dir, name);
+        return 1;
+    }
+    return 0;
+}
+
+/* A SentencePiece model learned from the training text's non-empty lines. */
+static int learn(const spm_flags *spm, const char *text_path, void **bytes, size_t *size)
+{
+    char **lines = NULL;
+    size_t n = 0;
+    if (clformer_lines_read(text_path, &lines, &n) != CLFORMER_OK) {
+        cli_runtime_error("train", "--text");
+        return 1;
+    }
+    /* the non-empty lines: empty ones teach nothing */
+    const char **kept = malloc((n ? n : 1) * sizeof *kept);
+    if (!kept) {
+        cli_error("train", "out of host memory");
+        clformer_lines_free(lines);
+        return 1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (lines[i][0]) kept[k++] = lines[i];
+    const char *type = spm->type ? spm->type : "unigram";
+    fprintf(stderr, "learning a %s SentencePiece vocabulary of %ld pieces from %zu lines\n",
+            type, spm->vocab_size, k);
+    clformer_status st = clformer_spm_train(kept, k, (int)spm->vocab_size, type, bytes, size);
+    free(kept);
+    clformer_lines_free(lines);
+    if (st != CLFORMER_OK) {
+        cli_runtime_error("train", "--vocab-size");
+        return 1;
+    }
+    return 0;
+}
+
+int lm_tokenizer_setup(const spm_flags *spm, lm_tokenizer_flags *f, clformer_train_options *o,
+                       void **owned)
+{
+    *owned = NULL;
+    if (is(spm->tokenizer, "byte")) o->lm_tokenizer = CLFORMER_LM_BYTE;
+    if (is(spm->tokenizer, "gpt2-bpe")) {
+        o->lm_tokenizer = CLFORMER_LM_GPT2_BPE;
+        if (bpe_file(f->bpe_vocab, f->dir, "vocab.json", "--bpe-vocab", f->vocab_path,
+                     sizeof f->vocab_path) ||
+            bpe_file(f->bpe_merges, f->dir, "merges.txt", "--bpe-merges", f->merges_path,
+                     sizeof f->merges_path))
+            return 1;
+        o->bpe_vocab_path = f->vocab_path;
+        o->bpe_merges_path = f->merges_path;
+    }
+    if (is(spm->tokenizer, "spm")) {
+        o->lm_tokenizer = CLFORMER_LM_SPM;
+        int rc = 0;
+        if (spm->vocab_size) {
+            rc = learn(spm, o->text_path, owned, &o->tgt_spm_size);
+        } else {
+            char *data = NULL;
+            if (clformer_read_file(spm->model, &data, &o->tgt_spm_size) != CLFORMER_OK) {
+                cli_runtime_error("train", "--tokenizer-model");
+                rc = 1;
+            }
+            *owned = data;
+        }
+        o->tgt_spm = *owned;
+        return rc;
+    }
+    return 0;
+}
