@@ -29,7 +29,8 @@ kernel void beam_tokens(global int *dst, ulong dst_off, global const int *src, u
 
 /* Positions p < n of a cache (R, H, cap, dh), for the rows that change
  * parent (parents[r] != r): dst[r, h, p] = src[from_parent ? parents[r] : r,
- * h, p]. Reordering runs it into a scratch by parent, then back unchanged.
+ * h, p]. Dropping finished rows (cf_decoder_compact) runs it into a scratch
+ * by the kept rows, then back unchanged.
  * Three dimensions, no divisions: they cost more than the copy on CPUs. */
 kernel void beam_gather_cache(global float *dst, ulong dst_off, global const float *src,
                               ulong src_off, global const int *parents, ulong parents_off,
@@ -43,6 +44,72 @@ kernel void beam_gather_cache(global float *dst, ulong dst_off, global const flo
     dst[dst_off + ((ulong)r * H + h) * cap * dh + i] = src[src_off + from];
 }
 
+#define BEAM_MAX_K 64 /* the widest beam */
+
+/* first[r]: the first of positions 0..n-1 where row r's tokens (the token
+ * table, R x L) differ from those of its parent parents[r]; n when they
+ * agree throughout or r is its own parent. A position's keys and values
+ * follow from the tokens up to it (row by row, whatever the batch), so the
+ * rows' caches agree before first[r]: reordering copies none of that. */
+kernel void beam_shared_prefix(global int *first, ulong first_off, global const int *tokens,
+                               ulong tokens_off, global const int *parents, ulong parents_off,
+                               int R, int L, int n)
+{
+    const int r = get_global_id(0);
+    if (r >= R) return;
+    const int p = parents[parents_off + r];
+    int j = 0;
+    if (p == r || p < 0 || p >= R) {
+        first[first_off + r] = n;
+        return;
+    }
+    global const int *a = tokens + tokens_off + (ulong)r * L, *b = tokens + tokens_off + (ulong)p * L;
+    while (j < n && a[j] == b[j]) j++;
+    first[first_off + r] = j;
+}
+
+/* The self-attention caches reordered by parent, in place and in one pass:
+ * positions first[r] .. n-1 of row r of every cache become those of row
+ * parents[r] (the earlier ones agree already: beam_shared_prefix), a row
+ * of the same sentence (rows i*K .. i*K+K-1: beam_select and the host
+ * search choose parents there). One work item per element of a head of a
+ * sentence (dh, H, batch), over the positions that some row of the
+ * sentence takes (few: beams share their prefixes): at each, it reads the
+ * element of the rows it copies from, then writes the rows that take it,
+ * so no row is written before it is read and no scratch copy is needed.
+ * Cache c of layer l starts at off + l * layer_stride + c * value_stride
+ * (keys, then values), each (rows, H, cap, dh). */
+kernel void beam_reorder_caches(global float *caches, ulong off, ulong layer_stride,
+                                ulong value_stride, int layers, global const int *parents,
+                                ulong parents_off, global const int *first, ulong first_off,
+                                int batch, int K, int H, int cap, int dh, int n)
+{
+    const int e = get_global_id(0), h = get_global_id(1), s = get_global_id(2);
+    if (e >= dh || h >= H || s >= batch) return;
+    const int r0 = s * K;
+    int from[BEAM_MAX_K], at[BEAM_MAX_K]; /* each row's parent (-1: keeps its own), first */
+    int lo = n;
+    for (int k = 0; k < K; k++) {
+        const int p = parents[parents_off + r0 + k] - r0;
+        const bool moves = p != k && p >= 0 && p < K; /* never from outside the sentence */
+        from[k] = moves ? p : -1;
+        at[k] = moves ? first[first_off + r0 + k] : n;
+        lo = min(lo, at[k]);
+    }
+    const ulong row = (ulong)H * cap * dh;
+    for (int pos = lo; pos < n; pos++)
+        for (int l = 0; l < layers; l++)
+            for (int c = 0; c < 2; c++) {
+                global float *x = caches + off + l * layer_stride + c * value_stride +
+                                  (ulong)r0 * row + ((ulong)h * cap + pos) * dh + e;
+                float v[BEAM_MAX_K];
+                for (int k = 0; k < K; k++)
+                    if (at[k] <= pos) v[k] = x[from[k] * row];
+                for (int k = 0; k < K; k++)
+                    if (at[k] <= pos) x[k * row] = v[k];
+            }
+}
+
 #if HAS_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
@@ -54,8 +121,9 @@ inline bool beam_before(double sb, int vb, double sa, int va)
 
 #define BEAM_MAX_M 128 /* 2 x the widest beam (64) */
 
-/* The M best continuations of row r (one work-group of REDUCE_WG items per
- * row), in rank order: cand_score = score[r] + logp[r][v], cand_token = v;
+/* The M best continuations of row r (one work-group per row, of a power of
+ * two items up to REDUCE_WG: one on CPUs, where a group's barriers cost
+ * more than one item's pass over the row), in rank order: cand_score = score[r] + logp[r][v], cand_token = v;
  * token -1 ends a list shorter than M (V < M). Each item keeps the M best of
  * its columns in a sorted list (one pass over the row); the group then
  * takes the best list head M times. Ranks are a total order, so ties are
@@ -70,7 +138,7 @@ kernel void beam_candidates(global double *cand_score, ulong cand_score_off,
 {
     local double vals[REDUCE_WG];
     local int idx[REDUCE_WG];
-    const int r = get_group_id(0), lid = get_local_id(0);
+    const int r = get_group_id(0), lid = get_local_id(0), wg = get_local_size(0);
     if (r >= R) return;
     const double base = score[score_off + r];
     if (done[done_off + r / K] || !isfinite(base)) return;
@@ -78,7 +146,7 @@ kernel void beam_candidates(global double *cand_score, ulong cand_score_off,
     double ls[BEAM_MAX_M];
     float lx[BEAM_MAX_M]; /* the entries' log-probabilities */
     int lv[BEAM_MAX_M], n = 0;
-    for (int v = lid; v < V; v += REDUCE_WG) { /* increasing v: ties stay behind */
+    for (int v = lid; v < V; v += wg) { /* increasing v: ties stay behind */
         /* A full list takes v (above every v in it) only with a score above
          * its last's, which needs a larger log-probability (the score rises
          * with it, never falls): one float compare rejects the rest. */
@@ -100,7 +168,7 @@ kernel void beam_candidates(global double *cand_score, ulong cand_score_off,
         vals[lid] = head < n ? ls[head] : -INFINITY;
         idx[lid] = head < n ? lv[head] : INT_MAX; /* "none": loses every tie */
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int h = REDUCE_WG / 2; h > 0; h >>= 1) {
+        for (int h = wg / 2; h > 0; h >>= 1) {
             if (lid < h && beam_before(vals[lid + h], idx[lid + h], vals[lid], idx[lid])) {
                 vals[lid] = vals[lid + h];
                 idx[lid] = idx[lid + h];

@@ -774,6 +774,13 @@ typedef enum {
  * clformer_free); characters the vocabulary lacks become <unk>. */
 CLFORMER_API clformer_status clformer_lm_encode(const clformer_model *model, const char *text,
                                                 size_t len, int32_t **ids, size_t *n);
+/* clformer_lm_encode of a file, read and encoded in chunks (1 MiB, each cut
+ * after a newline where the cut cannot change a token): the ids of the whole
+ * text with only them and one chunk in memory; *bytes (may be NULL) gets the
+ * file's size. */
+CLFORMER_API clformer_status clformer_lm_encode_file(const clformer_model *model,
+                                                     const char *path, int32_t **ids, size_t *n,
+                                                     size_t *bytes);
 /* The text of n ids, a NUL-terminated string (release with clformer_free). */
 CLFORMER_API clformer_status clformer_lm_decode(const clformer_model *model, const int32_t *ids,
                                                 size_t n, char **text);
@@ -950,6 +957,13 @@ CLFORMER_API clformer_status clformer_model_load(clformer_context *ctx, const ch
  * Needs no device; the input is validated as loading validates it. */
 CLFORMER_API clformer_status clformer_checkpoint_export(const char *checkpoint,
                                                         const char *out_path);
+/* The same with the weights stored as `precision`: CLFORMER_BF16 or
+ * CLFORMER_FP16 round each weight to nearest even (a value beyond fp16's
+ * range is refused, naming it); loading reads them back as fp32, exactly.
+ * CLFORMER_FP32 also converts a 16-bit export back to fp32. */
+CLFORMER_API clformer_status clformer_checkpoint_export_as(const char *checkpoint,
+                                                           const char *out_path,
+                                                           clformer_precision precision);
 
 /* Writes a GPT-2 shaped decoder-only model (train --task lm) into `dir` in
  * Hugging Face's layout: model.safetensors (transformer.wte.weight, ...,
@@ -961,6 +975,11 @@ CLFORMER_API clformer_status clformer_checkpoint_export(const char *checkpoint,
  * atomically. */
 CLFORMER_API clformer_status clformer_model_export_hf_gpt2(clformer_model *model,
                                                            const char *dir);
+/* The same with the weights stored as `precision` (config.json's
+ * torch_dtype says which): transformers loads BF16/F16 tensors as written. */
+CLFORMER_API clformer_status clformer_model_export_hf_gpt2_as(clformer_model *model,
+                                                              const char *dir,
+                                                              clformer_precision precision);
 /* Writes the element-wise mean of the weights of n checkpoints of one model
  * (training or plain) to `out_path`, atomically, as a plain model: the
  * first's metadata, no optimizer state, no train_state. Refuses (naming the

@@ -14,7 +14,8 @@ CONF_OP(reduce) = {"reduce", "reduce_partial reduce_final colsum_partial colsum_
                    "test_runtime (against sums in double); the linear and layernorm checks"};
 CONF_OP(tensor) = {"tensor", "fill_u32 copy_u32", "cf_fill, cf_copy (buffer.h)", NULL, NULL,
                    NULL, NULL, "test_runtime (bit-exact)"};
-CONF_OP(beam) = {"beam", "beam_tokens beam_gather_cache beam_candidates beam_select",
+CONF_OP(beam) = {"beam", "beam_tokens beam_gather_cache beam_shared_prefix beam_reorder_caches "
+                          "beam_candidates beam_select",
                  "cf_beam_* (ops_beam.h)", NULL, NULL, NULL, NULL,
                  "test_beam (against the host beam search)"};
 CONF_OP(decode) = {"decode", "kv_cache_write set_column gather_rows", "runtime/model/decode.c", NULL, NULL,

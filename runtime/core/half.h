@@ -8,7 +8,8 @@
  *     and .to(float16) do: values beyond the largest finite one round to
  *     infinity (bf16 from 0x7F7F8000 up, fp16 from 65520 up); fp16 keeps
  *     subnormals (down to 2^-24), bf16 those of fp32.
- *   - NaN stays NaN: bf16 gives PyTorch's 0x7FC0 (sign dropped), fp16 a
+ *   - NaN stays NaN: bf16 gives 0x7FC0 (sign dropped; PyTorch's scalar cast
+ *     gives the same, its vectorised CPU cast 0xFFFF), fp16 a
  *     quiet NaN keeping the sign and the top payload bits, as F16C does.
  * runtime/check/reference/ref_cast.c computes the same values another way
  * (rounding in double) and tests/host/test_half.c compares the two.

@@ -144,21 +144,21 @@ static size_t cut_point(const cf_lm_codec *c, const unsigned char *s, size_t n)
     return 0;
 }
 
-clformer_status cf_lm_codec_encode_file(const cf_lm_codec *c, const char *path, size_t chunk,
-                                        int32_t **ids, size_t *n, size_t *unknown,
-                                        size_t *bytes)
+/* Reads `path` `chunk` bytes at a time and hands `take` each piece up to
+ * its last cut (cut_point; everything at the end of the file). */
+typedef clformer_status (*piece_fn)(void *user, const char *text, size_t len);
+
+static clformer_status read_pieces(const cf_lm_codec *c, const char *path, size_t chunk,
+                                   piece_fn take, void *user, size_t *bytes)
 {
-    if (!chunk) chunk = (size_t)4 << 20;
+    if (!chunk) chunk = (size_t)1 << 20;
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return cf_fail(CLFORMER_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
+    if (!f) return cf_fail(CLFORMER_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
     char *buf = NULL;
-    int32_t *out = NULL;
-    size_t have = 0, buf_cap = 0, m = 0, out_cap = 0, unk = 0, total = 0;
+    size_t have = 0, cap = 0, total = 0;
     clformer_status st = CLFORMER_OK;
-    bool end = false;
-    while (st == CLFORMER_OK && !end) {
-        st = reserve((void **)&buf, &buf_cap, have + chunk, 1);
+    for (bool end = false; st == CLFORMER_OK && !end;) {
+        st = reserve((void **)&buf, &cap, have + chunk, 1);
         if (st != CLFORMER_OK) break;
         const size_t got = fread(buf + have, 1, chunk, f);
         if (got < chunk) {
@@ -169,27 +169,110 @@ clformer_status cf_lm_codec_encode_file(const cf_lm_codec *c, const char *path, 
             end = true;
         }
         have += got, total += got;
-        /* encode up to the last safe cut (everything at the end), keep the rest */
         const size_t cut = end ? have : cut_point(c, (const unsigned char *)buf, have);
         if (cut == 0) continue; /* no safe cut yet: read on */
-        int32_t *part = NULL;
-        size_t k = 0, u = 0;
-        st = cf_lm_codec_encode(c, buf, cut, &part, &k, &u);
-        if (st == CLFORMER_OK) st = reserve((void **)&out, &out_cap, m + k + 1, sizeof *out);
-        if (st == CLFORMER_OK) memcpy(out + m, part, k * sizeof *out);
-        free(part);
-        m += k, unk += u;
+        st = take(user, buf, cut);
         memmove(buf, buf + cut, have - cut);
         have -= cut;
     }
     fclose(f);
     free(buf);
-    if (st == CLFORMER_OK && !out) st = reserve((void **)&out, &out_cap, 1, sizeof *out);
+    if (st == CLFORMER_OK && bytes) *bytes = total;
+    return st;
+}
+
+typedef struct {
+    const cf_lm_codec *c;
+    int32_t *ids;
+    size_t n, cap, unknown;
+} encoding;
+
+static clformer_status encode_piece(void *user, const char *text, size_t len)
+{
+    encoding *e = user;
+    int32_t *part = NULL;
+    size_t k = 0, u = 0;
+    CF_TRY(cf_lm_codec_encode(e->c, text, len, &part, &k, &u));
+    clformer_status st = reserve((void **)&e->ids, &e->cap, e->n + k + 1, sizeof *e->ids);
+    if (st == CLFORMER_OK) memcpy(e->ids + e->n, part, k * sizeof *part);
+    free(part);
+    e->n += k, e->unknown += u;
+    return st;
+}
+
+clformer_status cf_lm_codec_encode_file(const cf_lm_codec *c, const char *path, size_t chunk,
+                                        int32_t **ids, size_t *n, size_t *unknown,
+                                        size_t *bytes)
+{
+    encoding e = {c, NULL, 0, 0, 0};
+    clformer_status st = read_pieces(c, path, chunk, encode_piece, &e, bytes);
+    if (st == CLFORMER_OK && !e.ids) st = reserve((void **)&e.ids, &e.cap, 1, sizeof *e.ids);
     if (st != CLFORMER_OK) {
-        free(out);
+        free(e.ids);
         return st;
     }
-    *ids = out, *n = m, *unknown = unk;
-    if (bytes) *bytes = total;
+    int32_t *fit = realloc(e.ids, (e.n ? e.n : 1) * sizeof *fit); /* the doubling's slack back */
+    if (fit) e.ids = fit;
+    *ids = e.ids, *n = e.n, *unknown = e.unknown;
     return CLFORMER_OK;
+}
+
+/* --- a char or byte vocabulary from a file in chunks ---------------------- */
+
+/* What a vocabulary build needs to see of the text: each byte token's byte
+ * once (in byte order, so no lead byte is followed by a continuation byte)
+ * and each character once; cf_lm_vocab_build of this digest gives the
+ * vocabulary of the whole text. */
+typedef struct {
+    bool bytes;
+    bool byte_seen[256];
+    char *chars; /* the distinct characters so far, concatenated */
+    size_t len, cap;
+} digest;
+
+static clformer_status digest_piece(void *user, const char *text, size_t len)
+{
+    digest *d = user;
+    if (d->bytes) return CLFORMER_OK; /* every byte is a token anyway */
+    /* the piece's characters, plus those seen before: its vocabulary's tokens */
+    CF_TRY(reserve((void **)&d->chars, &d->cap, d->len + len + 1, 1));
+    memcpy(d->chars + d->len, text, len);
+    char **tokens = NULL;
+    int n = 0;
+    CF_TRY(cf_lm_vocab_build(d->chars, d->len + len, false, &tokens, &n));
+    d->len = 0;
+    for (int i = CF_N_SPECIALS; i < n; i++) {
+        const size_t k = strlen(tokens[i]);
+        char b[8];
+        if (k == 6 && !strncmp(tokens[i], "<0x", 3) && cf_lm_token_text(tokens[i], b) == 1) {
+            d->byte_seen[(unsigned char)b[0]] = true;
+            continue;
+        }
+        memcpy(d->chars + d->len, tokens[i], k); /* fits: fewer bytes than the text held */
+        d->len += k;
+    }
+    cf_lm_tokens_free(tokens, n);
+    return CLFORMER_OK;
+}
+
+clformer_status cf_lm_vocab_build_file(const char *path, bool bytes, size_t chunk, char ***tokens,
+                                       int *n)
+{
+    if (bytes) return cf_lm_vocab_build("", 0, true, tokens, n); /* all 256, whatever the text */
+    digest d = {.bytes = bytes};
+    const cf_lm_codec any = {NULL, NULL, NULL, 0}; /* cut after any newline */
+    clformer_status st = read_pieces(&any, path, chunk, digest_piece, &d, NULL);
+    char *all = NULL;
+    size_t len = 0;
+    if (st == CLFORMER_OK) {
+        all = malloc(256 + d.len + 1);
+        if (!all) st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    for (int b = 0; all && b < 256; b++)
+        if (d.byte_seen[b]) all[len++] = (char)b;
+    if (all) memcpy(all + len, d.chars, d.len), len += d.len;
+    if (st == CLFORMER_OK) st = cf_lm_vocab_build(all, len, bytes, tokens, n);
+    free(all);
+    free(d.chars);
+    return st;
 }

@@ -41,11 +41,16 @@ clformer_status cf_lm_codec_encode(const cf_lm_codec *c, const char *text, size_
 clformer_status cf_lm_codec_decode(const cf_lm_codec *c, const int32_t *ids, size_t n,
                                    char **text, size_t *len);
 
-/* The file's ids, read and encoded `chunk` bytes at a time (0: 4 MiB); the
+/* The file's ids, read and encoded `chunk` bytes at a time (0: 1 MiB); the
  * result equals cf_lm_codec_encode of the whole file. *bytes gets the
  * file's size. */
 clformer_status cf_lm_codec_encode_file(const cf_lm_codec *c, const char *path, size_t chunk,
                                         int32_t **ids, size_t *n, size_t *unknown,
                                         size_t *bytes);
+
+/* cf_lm_vocab_build (lm_text.h) of a file read `chunk` bytes at a time (0:
+ * 1 MiB): the same vocabulary as from the whole text. */
+clformer_status cf_lm_vocab_build_file(const char *path, bool bytes, size_t chunk, char ***tokens,
+                                       int *n);
 
 #endif

@@ -48,7 +48,7 @@ clformer_status cf_lm_vocab_build(const char *text, size_t len, bool bytes, char
                                   int *n)
 {
     const unsigned char *s = (const unsigned char *)text;
-    bool seen_byte[256] = {false};
+    bool seen_byte[256] = {false}, seen_ascii[128] = {false};
     span *chars = NULL;
     size_t count = 0, cap = 0;
     clformer_status st = CLFORMER_OK;
@@ -57,9 +57,12 @@ clformer_status cf_lm_vocab_build(const char *text, size_t len, bool bytes, char
         if (bytes || as_bytes(s + i, k)) {
             for (size_t j = 0; j < k; j++) seen_byte[s[i + j]] = true;
         } else {
-            bool known = false; /* a linear scan: character vocabularies are small */
-            for (size_t c = 0; c < count && !known; c++)
+            /* ASCII (most of most texts) by table; the rest by a linear scan:
+             * character vocabularies are small */
+            bool known = k == 1 && seen_ascii[s[i]];
+            for (size_t c = 0; k > 1 && c < count && !known; c++)
                 known = chars[c].len == k && !memcmp(chars[c].s, s + i, k);
+            if (k == 1) seen_ascii[s[i]] = true;
             if (!known) {
                 if (count == cap) {
                     span *grown = realloc(chars, (cap = cap ? 2 * cap : 256) * sizeof *chars);

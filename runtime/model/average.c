@@ -99,7 +99,8 @@ static clformer_status write_mean(cf_st_reader *const *r, size_t n, cf_st_writer
         const cf_st_tensor *t0 = cf_st_tensor_at(r[0], i);
         if (is_training_state(t0->name)) continue;
         if (t0->dtype != CF_ST_F32)
-            return cf_fail(CLFORMER_ERR_FORMAT, "'%s': tensor %s is %s, not F32",
+            return cf_fail(CLFORMER_ERR_FORMAT, "'%s': tensor %s is %s, not F32: average "
+                           "fp32 checkpoints (clformer export --dtype fp32 converts one)",
                            cf_st_path(r[0]), t0->name, cf_st_dtype_name(t0->dtype));
         const size_t count = (size_t)t0->numel;
         float *part = malloc((count ? count : 1) * sizeof *part);

@@ -205,7 +205,7 @@ static clformer_status reorder(cf_session *s, const beam_state *b, size_t t)
 {
     struct cf_decoder *d = s->decoder;
     const size_t R = d->R, L = b->L, K = b->K;
-    CF_TRY(cf_decoder_gather(s, b->parents, t + 1)); /* positions 0..t are written */
+    CF_TRY(cf_decoder_gather(s, b->parents, K, t + 1)); /* positions 0..t are written */
     int32_t *table = malloc(R * L * sizeof *table);
     if (!table) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     for (size_t r = 0; r < R; r++) {

@@ -171,7 +171,7 @@ clformer_status cf_beam_search_device(cf_session *s, size_t batch, size_t K, siz
         int32_t n_done = 0;
         if (st == CLFORMER_OK) st = cf_download(s->ctx, b.n_done.buf, b.n_done.off, &n_done, 1);
         if (st != CLFORMER_OK || last || (size_t)n_done == live) break;
-        st = cf_decoder_gather_device(s, t + 1); /* positions 0..t are written */
+        st = cf_decoder_gather_device(s, K, t + 1); /* positions 0..t are written */
         if (st == CLFORMER_OK)
             st = cf_beam_tokens(s->ctx, tmp, d->tokens, d->parents, d->step_tokens, L, R, t + 1);
         if (st == CLFORMER_OK)

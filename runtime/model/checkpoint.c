@@ -354,7 +354,9 @@ static clformer_status check_no_strangers(const cf_st_reader *r, const cf_param_
     return CLFORMER_OK;
 }
 
-/* Checks dtype F32 and exact shapes of every parameter (and optimizer state). */
+/* Checks dtypes and exact shapes of every parameter (and optimizer state):
+ * weights F32, or BF16/F16 as `export --dtype` writes them (read as fp32);
+ * the optimizer state F32. */
 static clformer_status check_tensors(const cf_st_reader *r, const cf_param_layout *l,
                                      bool training, const clformer_config *c)
 {
@@ -367,9 +369,10 @@ static clformer_status check_tensors(const cf_st_reader *r, const cf_param_layou
             char name[128];
             snprintf(name, sizeof name, "%s%s", prefix[part], l->entries[i].name);
             int nd = shape_of(&l->entries[i], shape);
-            CF_TRY(cf_st_expect(r, name, CF_ST_F32, nd, shape, NULL));
+            if (part == 0) CF_TRY(cf_st_expect_float(r, name, nd, shape, NULL));
+            else CF_TRY(cf_st_expect(r, name, CF_ST_F32, nd, shape, NULL));
             for (int k = 0; part == 0 && l->entries[i].offset == l->tgt_embed && k < n_alias; k++)
-                CF_TRY(cf_st_expect(r, alias[k], CF_ST_F32, nd, shape, NULL));
+                CF_TRY(cf_st_expect_float(r, alias[k], nd, shape, NULL));
         }
     return check_no_strangers(r, l, training, c);
 }
@@ -380,7 +383,7 @@ static clformer_status check_tensors(const cf_st_reader *r, const cf_param_layou
  * over memory already in cache, no device work. */
 static clformer_status read_finite(const cf_st_reader *r, const char *name, float *dst, size_t n)
 {
-    CF_TRY(cf_st_read(r, cf_st_find(r, name), dst, n * 4));
+    CF_TRY(cf_st_read_f32(r, cf_st_find(r, name), dst, n));
     for (size_t i = 0; i < n; i++)
         if (!isfinite(dst[i]))
             return cf_fail(CLFORMER_ERR_FORMAT,

@@ -66,10 +66,26 @@ static size_t layout(const clformer_config *c, struct cf_decoder *d, cl_mem buf)
     d->kv = cf_arena_take(&a, R * S * 2 * D);
     d->gather_tmp = cf_arena_take(&a, R * (L > S ? L : S) * D);
     d->tokens = cf_arena_take(&a, R * L);
+    d->src = cf_arena_take(&a, R * S);
     d->step_tokens = cf_arena_take(&a, R);
     d->argmax = cf_arena_take(&a, R);
     d->parents = cf_arena_take(&a, R);
+    d->first = cf_arena_take(&a, R);
     return a.next;
+}
+
+/* The source length that buffers for a source of S tokens are made for:
+ * S rounded up to 8, 12, 16, 24, 32, 48, 64, ... (at most max_len). A
+ * grown buffer is a new one, which the device touches whole before use (it
+ * page faults): length-sorted batches (translate) would otherwise grow the
+ * activations and caches at nearly every batch, which cost beam search 15%
+ * of its time on test_2016. At most half again the memory. */
+static size_t headroom(size_t S, size_t max_len)
+{
+    if (S == 0 || S >= max_len) return S;
+    size_t b = 8;
+    while (b < S) b = b % 3 == 0 ? b / 3 * 4 : b / 2 * 3;
+    return b < max_len ? b : max_len;
 }
 
 /* Caches for R rows, source length S and L positions; grown when needed. */
@@ -93,10 +109,14 @@ static clformer_status decoder_prepare(cf_session *s, size_t R, size_t S, size_t
         }
     }
     d->R = R;
-    d->S = S;
     d->L = L;
-    clformer_status st = cf_arena_reserve(s->ctx, &d->buf, &d->count, layout(c, d, NULL),
-                                          "decoding caches");
+    d->S = headroom(S, (size_t)c->max_len);
+    const size_t roomy = layout(c, d, NULL);
+    d->S = S;
+    const size_t need = layout(c, d, NULL);
+    clformer_status st = cf_arena_reserve(s->ctx, &d->buf, &d->count, roomy, "decoding caches");
+    if (st == CLFORMER_ERR_OUT_OF_MEMORY && roomy > need) /* the headroom did not fit */
+        st = cf_arena_reserve(s->ctx, &d->buf, &d->count, need, "decoding caches");
     if (st != CLFORMER_OK)
         return cf_fail_prefix(st, "decoding %zu rows of up to %zu tokens: ", R, L);
     layout(c, d, d->buf);
@@ -105,31 +125,42 @@ static clformer_status decoder_prepare(cf_session *s, size_t R, size_t S, size_t
 
 static const cf_view NONE = {NULL, 0};
 
-clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents, size_t n)
+clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents, size_t K, size_t n)
 {
     struct cf_decoder *d = s->decoder;
+    for (size_t r = 0; K > 0 && r < d->R; r++)
+        if (parents[r] < 0 || (size_t)parents[r] / K != r / K)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "cf_decoder_gather: row %zu's parent %d is not a row of its sentence",
+                           r, (int)parents[r]);
     CF_TRY(cf_upload(s->ctx, d->parents.buf, d->parents.off, parents, d->R));
-    return cf_decoder_gather_device(s, n);
+    return cf_decoder_gather_device(s, K, n);
 }
 
-clformer_status cf_decoder_gather_device(cf_session *s, size_t n)
+clformer_status cf_decoder_gather_device(cf_session *s, size_t K, size_t n)
 {
     struct cf_decoder *d = s->decoder;
-    const size_t R = d->R, D = (size_t)s->model->cfg.d_model, H = (size_t)s->model->cfg.n_heads;
-    const size_t dh = D / H;
-    if (n == 0 || n > d->L)
+    const clformer_config *c = &s->model->cfg;
+    const size_t layers = (size_t)c->n_dec_layers, H = (size_t)c->n_heads;
+    if (n == 0 || n > d->L || K == 0 || d->R % K != 0)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "cf_decoder_gather_device: %zu positions of %zu", n, d->L);
-    /* into the scratch by parent, then back: rows that keep their parent move not */
-    for (int l = 0; l < s->model->cfg.n_dec_layers; l++)
-        for (int kv = 0; kv < 2; kv++) {
-            const cf_view cache = kv ? d->self_v[l] : d->self_k[l];
-            CF_TRY(cf_beam_gather_cache(s->ctx, d->gather_tmp, cache, d->parents, R, H, d->L, dh,
-                                        n, true));
-            CF_TRY(cf_beam_gather_cache(s->ctx, cache, d->gather_tmp, d->parents, R, H, d->L, dh,
-                                        n, false));
-        }
-    return CLFORMER_OK;
+                       "cf_decoder_gather_device: %zu positions of %zu, beam %zu of %zu rows", n,
+                       d->L, K, d->R);
+    if (layers == 0) return CLFORMER_OK;
+    /* layout() puts every layer's caches the same distance apart: one launch */
+    const size_t value_stride = d->self_v[0].off - d->self_k[0].off;
+    const size_t layer_stride = layers > 1 ? d->self_k[1].off - d->self_k[0].off : 0;
+    for (size_t l = 0; l < layers; l++)
+        if (d->self_k[l].off != d->self_k[0].off + l * layer_stride ||
+            d->self_v[l].off != d->self_k[l].off + value_stride)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "cf_decoder_gather_device: the caches are not evenly laid out");
+    /* hypotheses of a sentence share most of their prefix: only the
+     * positions after it move (the token table still holds the old rows) */
+    CF_TRY(cf_beam_shared_prefix(s->ctx, d->first, d->tokens, d->parents, d->R, d->L, n));
+    return cf_beam_reorder_caches(s->ctx, d->self_k[0], layer_stride, value_stride, layers,
+                                  d->parents, d->first, d->R / K, K, H, d->L,
+                                  (size_t)c->d_model / H, n);
 }
 
 clformer_status cf_gather_rows(cf_session *s, cf_view dst, cf_view src, cf_view map,
@@ -173,7 +204,7 @@ clformer_status cf_decoder_compact(cf_session *s, const int32_t *keep, size_t n,
         }
     CF_TRY(cf_gather_rows(s, d->tokens, d->tokens, d->parents, d->L, n));
     CF_TRY(cf_gather_rows(s, d->step_tokens, d->step_tokens, d->parents, 1, n));
-    CF_TRY(cf_gather_rows(s, s->acts.src, s->acts.src, d->parents, d->S, n));
+    CF_TRY(cf_gather_rows(s, d->src, d->src, d->parents, d->S, n));
     d->R = n;
     return CLFORMER_OK;
 }
@@ -204,7 +235,7 @@ clformer_status cf_decode_step(cf_session *s, size_t t, float *attention)
                                                               : NONE;
     CF_TRY(cf_embedding_forward_at(s->ctx, d->x, d->step_tokens, cf_param(s, m->layout.tgt_embed),
                                    pos, d->R, t, D, cf_embed_scale(c)));
-    const cf_block_shape shape = {d->R, 1, d->S, t, d->L, true, d->tokens, s->acts.src, NONE,
+    const cf_block_shape shape = {d->R, 1, d->S, t, d->L, true, d->tokens, d->src, NONE,
                                   NONE, NULL};
     for (int l = 0; l < c->n_dec_layers; l++) {
         const cf_layer_acts L = step_acts(d, l);
@@ -218,7 +249,7 @@ clformer_status cf_decode_step(cf_session *s, size_t t, float *attention)
 
 clformer_status cf_decode_start_lm(cf_session *s, size_t R, size_t L)
 {
-    CF_TRY(cf_acts_prepare(s, R, 0, 1, false)); /* the step reads acts.src: empty here */
+    CF_TRY(cf_acts_prepare(s, R, 0, 1, false));
     CF_TRY(decoder_prepare(s, R, 0, L));
     /* keys a row does not see still enter P V with probability 0: zeros, not
      * whatever the buffer held (0 * NaN is NaN) */
@@ -301,7 +332,7 @@ clformer_status cf_decode_step_rows(cf_session *s, const int32_t *tokens, const 
         if (pos[r0] > last) last = pos[r0];
     }
     CF_TRY(upload_key_mask(s, pos));
-    const cf_block_shape shape = {d->R, 1, 0, last, d->L, true, NONE, s->acts.src, NONE,
+    const cf_block_shape shape = {d->R, 1, 0, last, d->L, true, NONE, d->src, NONE,
                                   d->tokens, pos};
     for (int l = 0; l < c->n_dec_layers; l++) {
         const cf_layer_acts L = step_acts(d, l);
@@ -317,22 +348,52 @@ clformer_status cf_decode_set_tokens(cf_session *s, const int32_t *ids, size_t c
     return cf_set_column(s->ctx, d->tokens, d->L, col, d->step_tokens, d->R);
 }
 
+/* The encoder's activations for B sources of S tokens, made for a source
+ * of headroom(S) tokens first (see there): a later, longer batch then
+ * reuses them. */
+static clformer_status encoder_prepare(cf_session *s, size_t B, size_t S)
+{
+    const size_t roomy = headroom(S, (size_t)s->model->cfg.max_len);
+    if (roomy > S && cf_acts_prepare(s, B, roomy, 1, false) != CLFORMER_OK)
+        cf_clear_error(); /* the headroom did not fit: the exact shape may */
+    return cf_acts_prepare(s, B, S, 1, false);
+}
+
 clformer_status cf_decode_start(cf_session *s, const int32_t *src, size_t batch, size_t S,
                              size_t copies, size_t L)
 {
     const size_t R = batch * copies;
-    CF_TRY(cf_acts_prepare(s, R, S, 1, false));
-    int32_t *rows = malloc(R * S * sizeof *rows);
-    if (!rows) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    for (size_t r = 0; r < R; r++) memcpy(rows + r * S, src + (r / copies) * S, S * sizeof *rows);
-    clformer_status st = cf_upload(s->ctx, s->acts.src.buf, s->acts.src.off, rows, R * S);
-    free(rows);
-    CF_TRY(st);
+    /* Each sentence is encoded once, whatever the copies: a copy's rows
+     * would be the same numbers (every kernel and GEMM computes a row from
+     * that row alone), at `copies` times the work. */
+    CF_TRY(encoder_prepare(s, batch, S));
+    CF_TRY(cf_upload(s->ctx, s->acts.src.buf, s->acts.src.off, src, batch * S));
     CF_TRY(cf_forward_encoder(s));
     CF_TRY(decoder_prepare(s, R, S, L));
     struct cf_decoder *d = s->decoder;
-    for (int l = 0; l < s->model->cfg.n_dec_layers; l++)
-        CF_TRY(cf_cross_kv(s, l, s->acts.memory, d->kv, d->cross_k[l], d->cross_v[l], R, S));
+    int32_t *rows = malloc(R * (S > 1 ? S : 1) * sizeof *rows);
+    if (!rows) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    /* the source ids of every row (the cross-attention's key padding) */
+    for (size_t r = 0; r < R; r++) memcpy(rows + r * S, src + (r / copies) * S, S * sizeof *rows);
+    clformer_status st = cf_upload(s->ctx, d->src.buf, d->src.off, rows, R * S);
+    /* row r of the cross caches is sentence r / copies's: projected once
+     * per sentence into the scratch, then copied to each of its rows */
+    for (size_t r = 0; r < R; r++) rows[r] = (int32_t)(r / copies);
+    if (st == CLFORMER_OK && copies > 1)
+        st = cf_upload(s->ctx, d->parents.buf, d->parents.off, rows, R);
+    free(rows);
+    CF_TRY(st);
+    const size_t D = (size_t)s->model->cfg.d_model;
+    const cf_view k1 = d->gather_tmp, v1 = cf_view_add(d->gather_tmp, batch * S * D);
+    for (int l = 0; l < s->model->cfg.n_dec_layers; l++) {
+        if (copies == 1) {
+            CF_TRY(cf_cross_kv(s, l, s->acts.memory, d->kv, d->cross_k[l], d->cross_v[l], R, S));
+            continue;
+        }
+        CF_TRY(cf_cross_kv(s, l, s->acts.memory, d->kv, k1, v1, batch, S));
+        CF_TRY(cf_gather_rows_words(s->ctx, d->cross_k[l], k1, d->parents, S * D, R));
+        CF_TRY(cf_gather_rows_words(s->ctx, d->cross_v[l], v1, d->parents, S * D, R));
+    }
     /* every row starts from <sos> at position 0; later columns fill as tokens come */
     int32_t *sos = malloc(R * sizeof *sos);
     if (!sos) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");

@@ -24,7 +24,9 @@ struct cf_decoder {
     cf_view kv;                                   /* (R*S, 2d) cross projection */
     cf_view gather_tmp;                           /* (R, H, L, dh) */
     cf_view tokens;                               /* int (R, L): inputs so far */
+    cf_view src;                                  /* int (R, S): source ids (key padding) */
     cf_view step_tokens, argmax, parents;         /* int (R) */
+    cf_view first;                                /* int (R): cf_beam_shared_prefix's */
     cl_mem beam_buf;                              /* the device beam search's state */
     size_t beam_count;
 };
@@ -33,16 +35,17 @@ void cf_decoder_free(cf_session *s);
 size_t cf_decoder_bytes(const cf_session *s);
 
 /* Reorders every self-attention cache row by `parents` (R ids, uploaded to
- * the decoder's parents): its first n positions (those written so far). */
-clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents, size_t n);
+ * the decoder's parents): its first n positions (those written so far).
+ * Rows r = sentence * K + k; a row's parent is a row of its sentence. */
+clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents, size_t K, size_t n);
 
 /* The same, by the parents already in the decoder's `parents` view. */
-clformer_status cf_decoder_gather_device(cf_session *s, size_t n);
+clformer_status cf_decoder_gather_device(cf_session *s, size_t K, size_t n);
 
 /* Drops finished rows: row j of every per-row tensor of decoding (the
  * self-attention caches' first `written` positions, the cross-attention
  * caches, the token table, the step tokens and the source ids of the
- * attention masks) becomes row keep[j], for n increasing row ids; R becomes
+ * cross-attention masks) becomes row keep[j], for n increasing row ids; R becomes
  * n. Each kept row's numbers are unchanged, so its later steps give the
  * bits they would have given in the full batch (every kernel and GEMM
  * computes a row from that row alone). */

@@ -3,7 +3,8 @@
  * metadata without the training state (optim.* tensors, clformer.train_state),
  * so that PyTorch's strict load_state_dict takes it. Works on the file
  * alone, no device: the input is checked whole (as loading checks it), then
- * each kept tensor is copied and the output is written atomically.
+ * each kept tensor is copied (as fp32, bf16 or fp16) and the output is
+ * written atomically.
  */
 #include "checkpoint.h"
 #include "safetensors.h"
@@ -20,7 +21,9 @@ static bool keep_metadata(const char *key)
            strcmp(key, CF_ST_META_CRC_KEY) != 0; /* both sums are written afresh */
 }
 
-static clformer_status copy(const cf_st_reader *r, cf_st_writer *w)
+/* Copies the kept tensors, every weight stored as `precision` (the
+ * checkpoint check has made sure they are all float tensors). */
+static clformer_status copy(const cf_st_reader *r, cf_st_writer *w, clformer_precision precision)
 {
     CF_TRY(cf_st_checksums(w));
     for (size_t i = 0; i < cf_st_metadata_count(r); i++) {
@@ -31,16 +34,16 @@ static clformer_status copy(const cf_st_reader *r, cf_st_writer *w)
     for (size_t i = 0; i < cf_st_count(r); i++) {
         const cf_st_tensor *t = cf_st_tensor_at(r, i);
         if (!is_training_state(t->name))
-            CF_TRY(cf_st_declare(w, t->name, t->dtype, t->ndim, t->shape));
+            CF_TRY(cf_st_declare(w, t->name, cf_st_dtype_of(precision), t->ndim, t->shape));
     }
     CF_TRY(cf_st_begin(w));
     for (size_t i = 0; i < cf_st_count(r); i++) {
         const cf_st_tensor *t = cf_st_tensor_at(r, i);
         if (is_training_state(t->name)) continue;
-        void *data = malloc(t->nbytes ? t->nbytes : 1);
+        float *data = malloc(t->numel ? t->numel * sizeof *data : 1);
         if (!data) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-        clformer_status st = cf_st_read(r, t, data, t->nbytes);
-        if (st == CLFORMER_OK) st = cf_st_write(w, t->name, data, t->nbytes);
+        clformer_status st = cf_st_read_f32(r, t, data, t->numel);
+        if (st == CLFORMER_OK) st = cf_st_write_f32(w, t->name, data, t->numel);
         free(data);
         CF_TRY(st);
     }
@@ -49,6 +52,15 @@ static clformer_status copy(const cf_st_reader *r, cf_st_writer *w)
 
 clformer_status clformer_checkpoint_export(const char *checkpoint, const char *out_path)
 {
+    return clformer_checkpoint_export_as(checkpoint, out_path, CLFORMER_FP32);
+}
+
+clformer_status clformer_checkpoint_export_as(const char *checkpoint, const char *out_path,
+                                              clformer_precision precision)
+{
+    if (!clformer_precision_name(precision))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "export: precision %d is not "
+                       "CLFORMER_FP32, CLFORMER_BF16 or CLFORMER_FP16", (int)precision);
     if (!checkpoint || !out_path)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "export needs a checkpoint and an output path");
@@ -59,7 +71,7 @@ clformer_status clformer_checkpoint_export(const char *checkpoint, const char *o
     if (st != CLFORMER_OK) st = cf_fail_prefix(st, "exporting '%s': ", checkpoint);
     if (st == CLFORMER_OK) {
         st = cf_st_writer_new(out_path, &w);
-        if (st == CLFORMER_OK) st = copy(r, w);
+        if (st == CLFORMER_OK) st = copy(r, w, precision);
         if (st != CLFORMER_OK) st = cf_fail_prefix(st, "exporting to '%s': ", out_path);
     }
     cf_st_writer_free(w);

@@ -96,7 +96,8 @@ static int end_of_text(const clformer_model *m, bool start)
     return id >= 0 ? (int)id : start ? CLFORMER_SOS : CLFORMER_EOS;
 }
 
-static clformer_status write_config(const clformer_model *m, const char *path)
+static clformer_status write_config(const clformer_model *m, const char *path,
+                                    clformer_precision precision)
 {
     const clformer_config *c = &m->cfg;
     json_t *o = json_pack(
@@ -108,7 +109,9 @@ static clformer_status write_config(const clformer_model *m, const char *path)
         "layer_norm_epsilon", (double)c->ln_eps, "resid_pdrop", (double)c->dropout, "embd_pdrop",
         (double)c->dropout, "attn_pdrop", (double)c->dropout, "initializer_range", 0.02,
         "scale_attn_weights", 1, "tie_word_embeddings", 1, "scale_attn_by_inverse_layer_idx", 0,
-        "torch_dtype", "float32", "bos_token_id", end_of_text(m, true), "eos_token_id", end_of_text(m, false));
+        "torch_dtype",
+        precision == CLFORMER_BF16 ? "bfloat16" : precision == CLFORMER_FP16 ? "float16" : "float32",
+        "bos_token_id", end_of_text(m, true), "eos_token_id", end_of_text(m, false));
     char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(9)) : NULL;
     json_decref(o);
     if (!text) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -131,7 +134,8 @@ static clformer_status write_vocab(const clformer_model *m, const char *path)
     return st;
 }
 
-static clformer_status write_weights(clformer_model *m, const char *path)
+static clformer_status write_weights(clformer_model *m, const char *path,
+                                     clformer_precision precision)
 {
     const cf_param_layout *l = &m->layout;
     cf_st_writer *w = NULL;
@@ -154,7 +158,8 @@ static clformer_status write_weights(clformer_model *m, const char *path)
             st = cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "no GPT-2 name for '%s'", e->name);
         const int64_t shape[2] = {(int64_t)(t ? e->cols : e->rows), (int64_t)(t ? e->rows : e->cols)};
         if (st == CLFORMER_OK)
-            st = cf_st_declare(w, name, CF_ST_F32, e->rank, e->rank == 2 ? shape : shape + 1);
+            st = cf_st_declare(w, name, cf_st_dtype_of(precision), e->rank,
+                               e->rank == 2 ? shape : shape + 1);
     }
     if (st == CLFORMER_OK) st = cf_st_begin(w);
     for (size_t i = 0; i < l->n_entries && st == CLFORMER_OK; i++) {
@@ -163,7 +168,7 @@ static clformer_status write_weights(clformer_model *m, const char *path)
         hf_name(e->name, name, sizeof name, &t);
         st = clformer_model_read_tensor(m, e->name, false, a, n);
         if (st == CLFORMER_OK && t) transpose(b, a, e->rows, e->cols);
-        if (st == CLFORMER_OK) st = cf_st_write(w, name, t ? b : a, n * sizeof *a);
+        if (st == CLFORMER_OK) st = cf_st_write_f32(w, name, t ? b : a, n); /* rounded */
     }
     if (st == CLFORMER_OK) st = cf_st_commit(w);
     else cf_st_writer_free(w);
@@ -179,15 +184,24 @@ static void join(char *out, size_t cap, const char *dir, const char *file)
 
 clformer_status clformer_model_export_hf_gpt2(clformer_model *m, const char *dir)
 {
+    return clformer_model_export_hf_gpt2_as(m, dir, CLFORMER_FP32);
+}
+
+clformer_status clformer_model_export_hf_gpt2_as(clformer_model *m, const char *dir,
+                                                 clformer_precision precision)
+{
+    if (!clformer_precision_name(precision))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "export: precision %d is not "
+                       "CLFORMER_FP32, CLFORMER_BF16 or CLFORMER_FP16", (int)precision);
     CF_TRY(gpt2_shaped(&m->cfg));
     if (strlen(dir) > 3900)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the directory path is too long");
     clformer_status st = cf_make_dirs(dir);
     char path[4096];
     join(path, sizeof path, dir, "model.safetensors");
-    if (st == CLFORMER_OK) st = write_weights(m, path);
+    if (st == CLFORMER_OK) st = write_weights(m, path, precision);
     join(path, sizeof path, dir, "config.json");
-    if (st == CLFORMER_OK) st = write_config(m, path);
+    if (st == CLFORMER_OK) st = write_config(m, path, precision);
     if (m->bpe) { /* GPT-2's own files: transformers' tokenizers read them */
         join(path, sizeof path, dir, "vocab.json");
         if (st == CLFORMER_OK) st = cf_write_file_atomic(path, m->bpe_text[0], m->bpe_len[0]);
@@ -350,13 +364,13 @@ static clformer_status read_weights(clformer_model *m, const cf_st_reader *r)
         const char *name = prefixed ? hf : hf + 12;
         const int64_t shape[2] = {(int64_t)(t ? e->cols : e->rows), (int64_t)(t ? e->rows : e->cols)};
         const cf_st_tensor *tensor;
-        st = cf_st_expect(r, name, CF_ST_F32, e->rank, e->rank == 2 ? shape : shape + 1, &tensor);
+        st = cf_st_expect_float(r, name, e->rank, e->rank == 2 ? shape : shape + 1, &tensor);
         const size_t n = e->rank == 2 ? e->rows * e->cols : e->cols;
         float *a = st == CLFORMER_OK ? malloc(n * sizeof *a) : NULL;
         float *b = st == CLFORMER_OK ? malloc(n * sizeof *b) : NULL;
         if (st == CLFORMER_OK && (!a || !b))
             st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-        if (st == CLFORMER_OK) st = cf_st_read(r, tensor, a, n * sizeof *a);
+        if (st == CLFORMER_OK) st = cf_st_read_f32(r, tensor, a, n); /* F32, BF16, F16 */
         if (st == CLFORMER_OK && t) transpose(b, a, e->cols, e->rows);
         if (st == CLFORMER_OK) st = clformer_model_write_tensor(m, e->name, t ? b : a, n);
         free(a);

@@ -10,11 +10,13 @@
 #include "safetensors.h"
 #include "crc32c.h"
 #include "fileio.h"
+#include "half.h"
 #include "status.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -599,6 +601,48 @@ clformer_status cf_st_read(const cf_st_reader *r, const cf_st_tensor *t, void *d
     return CLFORMER_OK;
 }
 
+bool cf_st_is_float(cf_st_dtype d) { return d == CF_ST_F32 || d == CF_ST_BF16 || d == CF_ST_F16; }
+
+/* The error for a tensor of a dtype clformer does not read as floats. */
+static clformer_status not_float(const cf_st_reader *r, const cf_st_tensor *t)
+{
+    return cf_fail(CLFORMER_ERR_FORMAT,
+                   "'%s': tensor '%s' is %s; clformer reads weights stored as F32, BF16 or F16: "
+                   "convert the model first (in PyTorch: model.to(torch.float32) or "
+                   "torch.bfloat16, then save_pretrained)",
+                   r->path, t->name, cf_st_dtype_name(t->dtype));
+}
+
+clformer_status cf_st_expect_float(const cf_st_reader *r, const char *name, int ndim,
+                                   const int64_t *shape, const cf_st_tensor **tensor)
+{
+    const cf_st_tensor *t = cf_st_find(r, name);
+    if (t && !cf_st_is_float(t->dtype)) {
+        if (tensor) *tensor = NULL;
+        return not_float(r, t);
+    }
+    return cf_st_expect(r, name, t ? t->dtype : CF_ST_F32, ndim, shape, tensor);
+}
+
+clformer_status cf_st_read_f32(const cf_st_reader *r, const cf_st_tensor *t, float *dst, size_t n)
+{
+    if (!cf_st_is_float(t->dtype)) return not_float(r, t);
+    if (n != t->numel)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "reading tensor '%s' of '%s': it has %llu elements, the destination %zu",
+                       t->name, r->path, (unsigned long long)t->numel, n);
+    if (t->dtype == CF_ST_F32) return cf_st_read(r, t, dst, n * sizeof *dst);
+    uint16_t *h = malloc(n ? n * sizeof *h : 1);
+    if (!h) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    clformer_status st = cf_st_read(r, t, h, n * sizeof *h);
+    if (st == CLFORMER_OK) {
+        if (t->dtype == CF_ST_BF16) cf_f32_from_bf16_n(dst, h, n);
+        else cf_f32_from_f16_n(dst, h, n);
+    }
+    free(h);
+    return st;
+}
+
 const char *cf_st_metadata(const cf_st_reader *r, const char *key)
 {
     for (size_t i = 0; i < r->meta_count; i++)
@@ -898,6 +942,35 @@ clformer_status cf_st_write(cf_st_writer *w, const char *name, const void *data,
     if (w->checksums) w->crcs[w->next] = cf_crc32c(0, data, size);
     w->next++;
     return CLFORMER_OK;
+}
+
+cf_st_dtype cf_st_dtype_of(clformer_precision p)
+{
+    return p == CLFORMER_BF16 ? CF_ST_BF16 : p == CLFORMER_FP16 ? CF_ST_F16 : CF_ST_F32;
+}
+
+clformer_status cf_st_write_f32(cf_st_writer *w, const char *name, const float *data, size_t n)
+{
+    CF_TRY(writer_check_state(w, W_WRITING, "cf_st_write_f32"));
+    const cf_st_dtype dtype = w->next < w->count ? w->tensors[w->next].dtype : CF_ST_F32;
+    if (dtype == CF_ST_F32 || !cf_st_is_float(dtype))
+        return cf_st_write(w, name, data, n * sizeof *data); /* which checks the rest */
+    uint16_t *h = malloc(n ? n * sizeof *h : 1);
+    if (!h) return writer_fail(w, cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory"));
+    if (dtype == CF_ST_BF16) cf_bf16_from_f32_n(h, data, n);
+    else cf_f16_from_f32_n(h, data, n);
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(data[i]) && (h[i] & 0x7FFF) == (dtype == CF_ST_BF16 ? 0x7F80 : 0x7C00)) {
+            free(h);
+            return writer_fail(
+                w, cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "'%s': tensor '%s' element %zu is %g, beyond the range of %s (it "
+                           "would become infinite): export as bf16 or fp32 instead",
+                           w->path, name, i, (double)data[i], cf_st_dtype_name(dtype)));
+        }
+    clformer_status st = cf_st_write(w, name, h, n * sizeof *h);
+    free(h);
+    return st;
 }
 
 clformer_status cf_st_commit(cf_st_writer *w)

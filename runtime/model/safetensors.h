@@ -137,6 +137,21 @@ const cf_st_tensor *cf_st_find(const cf_st_reader *reader, const char *name);
 clformer_status cf_st_expect(const cf_st_reader *reader, const char *name, cf_st_dtype dtype,
                              int ndim, const int64_t *shape, const cf_st_tensor **tensor);
 
+/* Whether a dtype is one clformer reads as floats: F32, BF16, F16. */
+bool cf_st_is_float(cf_st_dtype dtype);
+
+/* cf_st_expect for a float tensor stored as F32, BF16 or F16 (a model saved
+ * by save_pretrained with torch_dtype float16 or bfloat16, or exported with
+ * --dtype): another dtype is CLFORMER_ERR_FORMAT naming it and the fix. */
+clformer_status cf_st_expect_float(const cf_st_reader *reader, const char *name, int ndim,
+                                   const int64_t *shape, const cf_st_tensor **tensor);
+
+/* Reads a float tensor (F32, BF16 or F16) as n = numel fp32 values into
+ * `dst`; 16-bit values convert exactly (runtime/core/half.h). The stored
+ * checksum covers the bytes as stored. */
+clformer_status cf_st_read_f32(const cf_st_reader *reader, const cf_st_tensor *tensor,
+                               float *dst, size_t n);
+
 /* Copies a tensor's bytes into `dst`; `dst_size` must equal tensor->nbytes.
  * A tensor whose stored checksum differs is CLFORMER_ERR_FORMAT. */
 clformer_status cf_st_read(const cf_st_reader *reader, const cf_st_tensor *tensor, void *dst,
@@ -173,6 +188,16 @@ clformer_status cf_st_begin(cf_st_writer *writer);
  * `size` its byte size. */
 clformer_status cf_st_write(cf_st_writer *writer, const char *name, const void *data,
                             size_t size);
+
+/* The dtype of a precision: F32, BF16, F16. */
+cf_st_dtype cf_st_dtype_of(clformer_precision precision);
+
+/* cf_st_write of n fp32 values as the next declared tensor's dtype (F32,
+ * BF16 or F16), rounded to nearest even (runtime/core/half.h). A finite value
+ * that would become infinite (fp16 beyond 65520) fails, naming the tensor,
+ * the element and the fix, rather than writing a model that cannot load. */
+clformer_status cf_st_write_f32(cf_st_writer *writer, const char *name, const float *data,
+                                size_t n);
 
 /* Checks every declared tensor was written, then makes the file appear. */
 clformer_status cf_st_commit(cf_st_writer *writer);

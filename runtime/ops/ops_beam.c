@@ -49,7 +49,10 @@ clformer_status cf_beam_candidates(cf_ctx *ctx, const cf_beam_views *b, cf_view 
     if (R == 0) return CLFORMER_OK;
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BEAM_CANDIDATES, &k));
-    size_t global = R * ctx->reduce_wg, local = ctx->reduce_wg;
+    /* one item a row on CPUs: a group's barriers (M rounds of a tree) cost
+     * more there than one item's pass over the row */
+    const size_t local = ctx->device_profile.gpu_layouts ? ctx->reduce_wg : 1;
+    size_t global = R * local;
     /* reads the log-probabilities and scores, writes M (double, int) pairs a row */
     const uint64_t bytes = cf_f32_bytes(R * V + 2 * R + R / K) + (uint64_t)R * M * 12u;
     return CF_LAUNCH(ctx, "beam", bytes, k, 1, &global, &local, CF_MEM(b->cand_score.buf),
@@ -128,4 +131,48 @@ clformer_status cf_beam_gather_cache(cf_ctx *ctx, cf_view dst, cf_view src, cf_v
                      CF_MEM(src.buf), CF_U64(src.off), CF_MEM(parents.buf),
                      CF_U64(parents.off), CF_I32(R), CF_I32(H), CF_I32(cap), CF_I32(dh),
                      CF_I32(n), CF_I32(from_parent));
+}
+
+clformer_status cf_beam_shared_prefix(cf_ctx *ctx, cf_view first, cf_view tokens, cf_view parents,
+                                      size_t R, size_t L, size_t n)
+{
+    if (R == 0) return CLFORMER_OK;
+    if (R > INT_MAX || L > INT_MAX || n > L)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_beam_shared_prefix: %zu positions of %zu rows of %zu tokens", n, R, L);
+    cl_kernel k;
+    CF_TRY(cf_kernel_get(ctx, CF_K_BEAM_SHARED_PREFIX, &k));
+    size_t local = ctx->elementwise_wg, global = cf_round_up(R, local);
+    /* reads two rows of tokens (at most n each) and the parent, writes one int */
+    return CF_LAUNCH(ctx, "beam", cf_f32_bytes(2 * R * n + 2 * R), k, 1, &global, &local,
+                     CF_MEM(first.buf), CF_U64(first.off), CF_MEM(tokens.buf),
+                     CF_U64(tokens.off), CF_MEM(parents.buf), CF_U64(parents.off), CF_I32(R),
+                     CF_I32(L), CF_I32(n));
+}
+
+clformer_status cf_beam_reorder_caches(cf_ctx *ctx, cf_view caches, size_t layer_stride,
+                                       size_t value_stride, size_t layers, cf_view parents,
+                                       cf_view first, size_t batch, size_t K, size_t H,
+                                       size_t cap, size_t dh, size_t n)
+{
+    if (batch == 0 || layers == 0 || H == 0 || dh == 0 || n == 0) return CLFORMER_OK;
+    if (K == 0 || K > 64)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_beam_reorder_caches: beam %zu must be 1..64", K);
+    if (n > cap || batch * K > INT_MAX || n * dh > INT_MAX || H > INT_MAX || cap > INT_MAX ||
+        layers > INT_MAX)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_beam_reorder_caches: %zu positions of %zu, %zu rows x %zu heads x %zu",
+                       n, cap, batch * K, H, dh);
+    cl_kernel k;
+    CF_TRY(cf_kernel_get(ctx, CF_K_BEAM_REORDER_CACHES, &k));
+    size_t local[3] = {dh < ctx->elementwise_wg ? dh : ctx->elementwise_wg, 1, 1};
+    size_t global[3] = {cf_round_up(dh, local[0]), H, batch};
+    /* when every row moves every position: each cache's rows read and written once */
+    const uint64_t bytes = cf_f32_bytes(4 * layers * batch * K * H * n * dh + 2 * batch * K);
+    return CF_LAUNCH(ctx, "beam", bytes, k, 3, global, local, CF_MEM(caches.buf),
+                     CF_U64(caches.off), CF_U64(layer_stride), CF_U64(value_stride),
+                     CF_I32(layers), CF_MEM(parents.buf), CF_U64(parents.off),
+                     CF_MEM(first.buf), CF_U64(first.off), CF_I32(batch), CF_I32(K), CF_I32(H),
+                     CF_I32(cap), CF_I32(dh), CF_I32(n));
 }

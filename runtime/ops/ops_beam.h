@@ -44,9 +44,27 @@ clformer_status cf_beam_tokens(cf_ctx *ctx, cf_view dst, cf_view src, cf_view pa
 
 /* Rows of a cache (R, H, cap, dh) that change parent (parents[r] != r),
  * their first n positions: dst row r = src row (from_parent ? parents[r]
- * : r). Reordering by parent is one call into a scratch, one back. */
+ * : r). Dropping finished rows is one call into a scratch, one back. */
 clformer_status cf_beam_gather_cache(cf_ctx *ctx, cf_view dst, cf_view src, cf_view parents,
                                      size_t R, size_t H, size_t cap, size_t dh, size_t n,
                                      bool from_parent);
+
+/* first[r] (R ints): the first of positions 0..n-1 where row r's tokens
+ * (tokens: R x L) differ from its parent's (parents: R row ids); n when
+ * they agree throughout or r is its own parent. */
+clformer_status cf_beam_shared_prefix(cf_ctx *ctx, cf_view first, cf_view tokens, cf_view parents,
+                                      size_t R, size_t L, size_t n);
+
+/* The self-attention caches of `layers` layers reordered by parent in
+ * place, in one pass: positions first[r] .. n-1 of row r (r = sentence * K
+ * + k) of each cache become those of row parents[r], which must be a row
+ * of the same sentence (one outside it is taken as r: nothing moves); the
+ * positions before first[r] must agree already (cf_beam_shared_prefix).
+ * Layer l's keys start at caches + l * layer_stride, its values
+ * value_stride further, each (batch * K, H, cap, dh). */
+clformer_status cf_beam_reorder_caches(cf_ctx *ctx, cf_view caches, size_t layer_stride,
+                                       size_t value_stride, size_t layers, cf_view parents,
+                                       cf_view first, size_t batch, size_t K, size_t H,
+                                       size_t cap, size_t dh, size_t n);
 
 #endif

@@ -18,7 +18,10 @@ clformer_status cf_kv_cache_write(cf_ctx *ctx, cf_view cache, cf_view src, size_
                        R, T);
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_KV_CACHE_WRITE, &k));
-    size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {dh, R * T * H};
+    /* several rows a group: a group of dh items each (dh is small) would
+     * cost the device more to schedule than its copy */
+    const size_t wg = ctx->elementwise_wg, l0 = dh < wg ? dh : wg, l1 = wg / l0;
+    size_t local[2] = {l0, l1}, global[2] = {cf_round_up(dh, l0), cf_round_up(R * T * H, l1)};
     /* reads and writes R * T * H * dh floats */
     return CF_LAUNCH(ctx, "decode", cf_f32_bytes(2 * R * T * H * dh), k, 2, global, local,
                      CF_MEM(cache.buf), CF_U64(cache.off), CF_MEM(src.buf), CF_U64(src.off),

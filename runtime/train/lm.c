@@ -52,6 +52,15 @@ clformer_status clformer_lm_encode(const clformer_model *m, const char *text, si
     return cf_lm_codec_encode(&c, text, len, ids, n, &unknown);
 }
 
+clformer_status clformer_lm_encode_file(const clformer_model *m, const char *path,
+                                        int32_t **ids, size_t *n, size_t *bytes)
+{
+    cf_lm_codec c;
+    CF_TRY(model_codec(m, &c));
+    size_t unknown;
+    return cf_lm_codec_encode_file(&c, path, 0, ids, n, &unknown, bytes);
+}
+
 clformer_status clformer_lm_decode(const clformer_model *m, const int32_t *ids, size_t n,
                                    char **text)
 {
@@ -149,14 +158,11 @@ static clformer_status fresh_lm(clformer_trainer *t)
         clformer_status st = fresh_lm_tokenizer(t, c);
         return st == CLFORMER_OK ? st : cf_fail_prefix(st, "creating the model: ");
     }
-    char *text = NULL;
-    size_t size = 0;
-    clformer_status st = cf_read_file(t->o.text_path, &text, &size);
-    if (st != CLFORMER_OK) return cf_fail_prefix(st, "training text: ");
     char **tokens = NULL;
     int n = 0;
-    st = cf_lm_vocab_build(text, size, t->o.lm_tokenizer == CLFORMER_LM_BYTE, &tokens, &n);
-    free(text);
+    clformer_status st = cf_lm_vocab_build_file(t->o.text_path, t->o.lm_tokenizer == CLFORMER_LM_BYTE,
+                                                0, &tokens, &n);
+    if (st != CLFORMER_OK) return cf_fail_prefix(st, "training text: ");
     c.tgt_vocab = n;
     if (st == CLFORMER_OK) st = clformer_model_create(t->ctx, &c, t->o.seed, &t->model);
     if (st == CLFORMER_OK) st = clformer_model_set_vocabs(t->model, NULL, (const char *const *)tokens);

@@ -1,7 +1,8 @@
 /*
  * The kernels of beam search on the device (cl/beam.cl) against host
  * references: each row's candidates in rank order with many tied
- * log-probabilities, the token table's and the caches' reordering, and one
+ * log-probabilities, the token table's and the caches' reordering (the
+ * prefixes rows share with their parents, which need no copy), and one
  * step's selection in hand-worked cases (ties across beams, finished
  * hypotheses, early decisions, the last step, done sentences). The whole
  * search against the host search is in test_session.
@@ -175,6 +176,74 @@ static void cache_rows_follow_their_parents(void **state)
     hbuf_free(par);
 }
 
+/* Each row's first position (of n) where its tokens differ from its
+ * parent's: n for a row that is its own parent or agrees throughout. */
+static void shared_prefix_ends_where_the_tokens_differ(void **state)
+{
+    (void)state;
+    enum { R = 6, L = 6, N = 4 };
+    const int32_t table[R * L] = {1, 5, 6, 7, 8, 9,  1, 5, 6, 3, 0, 0,  1, 4, 6, 7, 2, 2,
+                                  1, 5, 6, 7, 0, 3,  1, 9, 9, 9, 9, 9,  1, 5, 6, 7, 8, 8};
+    /* 1 agrees with 0 up to 3; 2 with 0 up to 1; 3 with 0 through n (its later
+     * columns differ); 4 and 5 keep their own; 0 from 4: differs at 1 */
+    const int32_t parents[R] = {4, 0, 0, 0, 4, 5}, want[R] = {1, 3, 1, N, N, N};
+    int32_t got[R];
+    hbuf tk = hbuf_from_i32(table, R * L, 3), par = hbuf_from_i32(parents, R, 1);
+    hbuf first = hbuf_zeros(R, 2);
+    assert_ok(cf_beam_shared_prefix(hctx(), view(first), view(tk), view(par), R, L, N));
+    hbuf_read(first, got);
+    hbuf_check_canary(first);
+    for (int r = 0; r < R; r++) assert_int_equal(got[r], want[r]);
+    hbuf_free(tk);
+    hbuf_free(par);
+    hbuf_free(first);
+}
+
+/* The self caches of two layers (keys and values, with gaps between them)
+ * reordered in place by parent within each sentence: positions first[r]
+ * .. n-1 of a row that changes parent take its parent's old numbers (also
+ * when rows swap, or the parent moves too), everything else stays: the
+ * earlier positions, those from n on, the gaps, rows that keep their
+ * parent, and a row whose parent lies outside its sentence. */
+static void caches_follow_their_parents_in_place(void **state)
+{
+    (void)state;
+    enum { B = 3, K = 3, R = B * K, H = 2, CAP = 5, DH = 3, N = 4, ROWS = R * H * CAP * DH };
+    enum { VALUE = ROWS + 7, LAYER = 2 * VALUE + 11, COUNT = 2 * LAYER };
+    /* sentence 0: 0 keeps, 1 and 2 swap; sentence 1: all from row 3 (4 and
+     * 5 from position 0 and 2); sentence 2: 6 from 7, 7 from 8, 8 from
+     * row 0 (outside: stays) */
+    const int32_t parents[R] = {0, 2, 1, 3, 3, 3, 7, 8, 0};
+    const int32_t first[R] = {N, 1, 3, 0, 0, 2, 2, 0, 0};
+    float *cache = hmalloc(COUNT * sizeof *cache), *got = hmalloc(COUNT * sizeof *got);
+    for (int i = 0; i < COUNT; i++) cache[i] = (float)i + 0.5f;
+    hbuf c = hbuf_from_f32(cache, COUNT, 3);
+    hbuf par = hbuf_from_i32(parents, R, 1), fi = hbuf_from_i32(first, R, 2);
+    assert_ok(cf_beam_reorder_caches(hctx(), view(c), LAYER, VALUE, 2, view(par), view(fi), B, K,
+                                     H, CAP, DH, N));
+    hbuf_read(c, got);
+    hbuf_check_canary(c);
+    hbuf_check_canary(par);
+    for (int i = 0; i < COUNT; i++) {
+        const int base = i / LAYER * LAYER + (i % LAYER) / VALUE * VALUE, e = i - base;
+        int want = i;
+        if (i % LAYER < 2 * VALUE && e < ROWS) { /* inside one cache */
+            const int r = e / (H * CAP * DH), rest = e % (H * CAP * DH);
+            const int pos = rest / DH % CAP, p = parents[r];
+            if (p != r && p / K == r / K && pos >= first[r] && pos < N)
+                want = base + p * H * CAP * DH + rest;
+        }
+        if (got[i] != cache[want])
+            fail_msg("element %d: got %g, want %g (element %d)", i, (double)got[i],
+                     (double)cache[want], want);
+    }
+    free(cache);
+    free(got);
+    hbuf_free(c);
+    hbuf_free(par);
+    hbuf_free(fi);
+}
+
 /* One sentence, K = 2, M = 4, step t = 1 of L = 4, penalty 1 (pen[n] = n). */
 enum { SK = 2, SM = 4, SL = 4 };
 typedef struct {
@@ -282,6 +351,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(token_table_is_reordered_by_parent),
     cmocka_unit_test(rows_are_gathered_bit_for_bit),
     cmocka_unit_test(cache_rows_follow_their_parents),
+    cmocka_unit_test(shared_prefix_ends_where_the_tokens_differ),
+    cmocka_unit_test(caches_follow_their_parents_in_place),
     cmocka_unit_test(selection_follows_the_host_search),
 };
 

@@ -34,6 +34,8 @@ static void devices_json(void **state)
         assert_true(json_is_string(json_object_get(d, "name")));
         assert_true(json_is_integer(json_object_get(d, "compute_units")));
         assert_true(json_is_boolean(json_object_get(d, "fp64")));
+        assert_true(json_is_boolean(json_object_get(d, "fp16"))); /* cl_khr_fp16 */
+        assert_true(json_is_boolean(json_object_get(d, "bf16"))); /* a bfloat16 extension */
         selected += json_is_true(json_object_get(d, "selected"));
     }
     assert_int_equal(selected, 1); /* the device under test, through CLFORMER_DEVICE */

@@ -151,8 +151,9 @@ static void gpt2_bpe(void **state)
 static void sentencepiece(void **state)
 {
     (void)state;
-    char dir[64], text[128], a[128], hf[128];
+    char dir[64], text[128], a[128], hf[128], spm_model[160], c[128];
     assert_true(harness_temp_dir(dir, sizeof dir, "lmspm"));
+    harness_path(c, sizeof c, dir, "c.safetensors");
     harness_path(text, sizeof text, dir, "text.txt");
     harness_path(a, sizeof a, dir, "a.safetensors");
     harness_path(hf, sizeof hf, dir, "hf");
@@ -166,6 +167,12 @@ static void sentencepiece(void **state)
     assert_non_null(strstr(out, "no Hugging Face GPT-2 files"));
     same_eval(a, hf, text);
     same_generation(a, hf);
+    /* --tokenizer-model: the exported SentencePiece model gives the same model */
+    harness_path(spm_model, sizeof spm_model, hf, "clformer_spm.model");
+    rc = harness_run_clformer(&cmd, "train", SHAPE, "--tokenizer", "spm", "--tokenizer-model",
+                              spm_model, "--save", c, NULL);
+    if (rc != 0) fail_msg("train --tokenizer-model exited with %d:\n%s", rc, out);
+    same_eval(a, c, text);
     rc = harness_run_clformer(&cmd, "train", SHAPE, "--tokenizer", "spm", NULL);
     harness_expect_run(&cmd, rc, 2, "--tokenizer spm needs --vocab-size N");
     rc = harness_run_clformer(&cmd, "train", SHAPE, "--tokenizer", "spm", "--tokenizer-model",

@@ -3,9 +3,11 @@
  * a token stream (the loss falls, the same seed gives the same bits), save
  * and load (the same logits), and generate: greedy equals top-k 1, a seed
  * gives the same text, and the sampler's draws follow the softmax (a
- * chi-square test over many draws on fixed logits). Agreement with Hugging
- * Face's GPT-2 is test_gpt2_parity's; batches of prompts and the one-pass
- * prefill are test_lm_generate's.
+ * chi-square test over many draws on fixed logits). A model with GPT-2's
+ * BPE keeps it through a checkpoint and a Hugging Face export: the same
+ * ids, text and logits. Agreement with Hugging Face's GPT-2 is
+ * test_gpt2_parity's; batches of prompts and the one-pass prefill are
+ * test_lm_generate's.
  */
 #include "harness.h"
 #include "decode.h"
@@ -284,11 +286,94 @@ static void sampling_follows_the_distribution(void **state)
     }
 }
 
+/* The logits of a batch of one window (T ids) from each model, compared bit for bit. */
+static void same_logits(clformer_model *a, clformer_model *b, const int32_t *ids, size_t T)
+{
+    const clformer_batch batch = {1, 0, T, NULL, ids};
+    const size_t n = (T - 1) * (size_t)clformer_model_config(a)->tgt_vocab;
+    float *x = hmalloc(n * sizeof *x), *y = hmalloc(n * sizeof *y);
+    clformer_session *s1, *s2;
+    assert_ok(clformer_session_create(a, &s1));
+    assert_ok(clformer_session_create(b, &s2));
+    assert_ok(clformer_session_logits(s1, &batch, x));
+    assert_ok(clformer_session_logits(s2, &batch, y));
+    assert_memory_equal(x, y, n * sizeof *x);
+    clformer_session_free(s1);
+    clformer_session_free(s2);
+    free(x);
+    free(y);
+}
+
+/* GPT-2's BPE (tests/data/bpe, 700 tokens) on a model: its ids, through a
+ * checkpoint and a Hugging Face export (vocab.json + merges.txt) and back. */
+static void gpt2_bpe_round_trip(void **state)
+{
+    (void)state;
+    static char vocab[1 << 14], merges[1 << 13];
+    char path[4096];
+    snprintf(path, sizeof path, "%s/bpe/vocab.json", getenv("CLFORMER_TEST_DATA"));
+    harness_slurp(path, vocab, sizeof vocab);
+    snprintf(path, sizeof path, "%s/bpe/merges.txt", getenv("CLFORMER_TEST_DATA"));
+    harness_slurp(path, merges, sizeof merges);
+    clformer_config c = gpt_config();
+    c.tgt_vocab = 699; /* one row short of the BPE's 700 ids */
+    clformer_model *m;
+    assert_ok(clformer_model_create(hctx(), &c, 4, &m));
+    assert_int_equal(clformer_model_set_bpe(m, vocab, strlen(vocab), merges, strlen(merges)),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "700 tokens"));
+    clformer_model_free(m);
+    c.tgt_vocab = 700;
+    c.dropout = 0.0f;
+    assert_ok(clformer_model_create(hctx(), &c, 4, &m));
+    assert_ok(clformer_model_set_bpe(m, vocab, strlen(vocab), merges, strlen(merges)));
+    /* ids are vocab.json's: "<|endoftext|>" is 0 there, "!" 1 */
+    const char *text = "ROMEO: caf\xC3\xA9!";
+    int32_t *ids;
+    size_t n;
+    assert_ok(clformer_lm_encode(m, text, strlen(text), &ids, &n));
+    assert_true(n >= 3 && n <= 16);
+    assert_int_equal(ids[n - 1], 1);
+    char *back;
+    assert_ok(clformer_lm_decode(m, ids, n, &back));
+    assert_string_equal(back, text);
+    clformer_free(back);
+
+    char dir[64], ckpt[128], hf[128];
+    assert_true(harness_temp_dir(dir, sizeof dir, "lmbpe"));
+    harness_path(ckpt, sizeof ckpt, dir, "m.safetensors");
+    harness_path(hf, sizeof hf, dir, "hf");
+    assert_ok(clformer_model_save(m, ckpt, false));
+    assert_ok(clformer_model_export_hf_gpt2(m, hf));
+    const char *from[2] = {ckpt, hf};
+    for (int k = 0; k < 2; k++) {
+        clformer_model *r;
+        assert_ok(clformer_model_load(hctx(), from[k], &r));
+        size_t size;
+        const char *v = clformer_model_bpe(r, false, &size);
+        assert_non_null(v);
+        assert_int_equal(size, strlen(vocab));
+        assert_memory_equal(v, vocab, size);
+        int32_t *again;
+        size_t n2;
+        assert_ok(clformer_lm_encode(r, text, strlen(text), &again, &n2));
+        assert_int_equal(n2, n);
+        assert_memory_equal(again, ids, n * sizeof *ids);
+        same_logits(m, r, ids, n);
+        clformer_free(again);
+        clformer_model_free(r);
+    }
+    harness_remove_tree(dir);
+    clformer_free(ids);
+    clformer_model_free(m);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(decoder_only_trains_and_is_deterministic),
     cmocka_unit_test(bad_batches_are_refused),
     cmocka_unit_test(checkpoint_round_trip),
     cmocka_unit_test(generation),
     cmocka_unit_test(sampling_follows_the_distribution),
+    cmocka_unit_test(gpt2_bpe_round_trip),
 };
 HARNESS_DEVICE_MAIN("lm", tests)

@@ -3,12 +3,15 @@
  * against the reference (runtime/check/reference/ref_cast.c, rounding in
  * double): every 16-bit pattern to fp32, fp32 to 16 bits at every tie
  * between two neighbours of each format, just beside each tie, and about
- * four million fp32 patterns spread over all 2^32; and the names.
+ * four million fp32 patterns spread over all 2^32; PyTorch's own casts
+ * (tests/data/half/casts.safetensors, tools/reference/make_half_golden.py);
+ * 16-bit tensors read from safetensors; and the names.
  */
 #include "data_util.h"
 
 #include "half.h"
 #include "ref_cast.h"
+#include "safetensors.h"
 
 #include <math.h>
 
@@ -131,6 +134,111 @@ static void named_values(void **state)
     assert_true(back[0] == 1.0f && back[1] == -2.5f);
 }
 
+static void *read_tensor(cf_st_reader *r, const char *name, cf_st_dtype dtype, size_t n)
+{
+    const cf_st_tensor *t = cf_st_find(r, name);
+    if (!t) fail_msg("casts.safetensors lacks %s", name);
+    assert_int_equal(t->dtype, dtype);
+    assert_int_equal(t->numel, n);
+    void *p = malloc(t->nbytes);
+    assert_non_null(p);
+    assert_ok(cf_st_read(r, t, p, t->nbytes));
+    return p;
+}
+
+/* PyTorch's src.to(bfloat16 / float16) and back with .float(): the host's
+ * conversions give the same bits (fp16 NaN: any NaN), and cf_st_read_f32
+ * reads the 16-bit tensors as PyTorch's .float() does. */
+static void same_as_pytorch(void **state)
+{
+    (void)state;
+    cf_st_reader *r;
+    assert_ok(cf_st_open(data_path("half/casts.safetensors"), &r));
+    const cf_st_tensor *ts = cf_st_find(r, "src");
+    assert_non_null(ts);
+    const size_t n = (size_t)ts->numel;
+    float *src = read_tensor(r, "src", CF_ST_F32, n);
+    const char *names[2] = {"bf16", "f16"}, *back_names[2] = {"bf16_as_f32", "f16_as_f32"};
+    float *mine = malloc(n * sizeof *mine);
+    for (int f = 0; f < 2; f++) {
+        uint16_t *torch16 = read_tensor(r, names[f], f ? CF_ST_F16 : CF_ST_BF16, n);
+        float *torch32 = read_tensor(r, back_names[f], CF_ST_F32, n);
+        for (size_t i = 0; i < n; i++) {
+            const uint16_t h = f ? cf_f16_from_f32(src[i]) : cf_bf16_from_f32(src[i]);
+            /* NaN: any NaN (PyTorch 1.13's vectorised CPU cast writes bf16 0xFFFF, its
+             * scalar one 0x7FC0, which clformer writes) */
+            const ref_half_format F = f ? REF_F16 : REF_BF16;
+            if (is_nan16(torch16[i], F)) assert_true(is_nan16(h, F));
+            else if (h != torch16[i])
+                fail_msg("%s(0x%08x): clformer 0x%04x, PyTorch 0x%04x", names[f], bits_of(src[i]),
+                         h, torch16[i]);
+        }
+        assert_ok(cf_st_read_f32(r, cf_st_find(r, names[f]), mine, n));
+        for (size_t i = 0; i < n; i++)
+            if (isnan(torch32[i])) assert_true(isnan(mine[i]));
+            else assert_int_equal(bits_of(mine[i]), bits_of(torch32[i]));
+        free(torch16);
+        free(torch32);
+    }
+    printf("%zu values: clformer's bf16 and fp16 casts equal PyTorch 1.13's\n", n);
+    free(mine);
+    free(src);
+    cf_st_close(r);
+}
+
+/* A dtype clformer does not read as floats is refused, naming it and the fix;
+ * 16-bit tensors read as fp32, exactly. */
+static void dtypes_in_files(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/clformer_half_XXXXXX", path[600];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/t.safetensors", dir);
+    const int64_t shape[1] = {3};
+    const int8_t i8[3] = {1, 2, 3};
+    const double f64[3] = {1, 2, 3};
+    const float f32[3] = {1.0f, -0.1f, 70000.0f};
+    cf_st_writer *w;
+    assert_ok(cf_st_writer_new(path, &w));
+    assert_ok(cf_st_declare(w, "i8", CF_ST_I8, 1, shape));
+    assert_ok(cf_st_declare(w, "f64", CF_ST_F64, 1, shape));
+    assert_ok(cf_st_declare(w, "bf16", CF_ST_BF16, 1, shape));
+    assert_ok(cf_st_begin(w));
+    assert_ok(cf_st_write(w, "i8", i8, sizeof i8));
+    assert_ok(cf_st_write(w, "f64", f64, sizeof f64));
+    assert_ok(cf_st_write_f32(w, "bf16", f32, 3));
+    assert_ok(cf_st_commit(w));
+    cf_st_writer_free(w);
+    cf_st_reader *r;
+    assert_ok(cf_st_open(path, &r));
+    const cf_st_tensor *t;
+    assert_int_equal(cf_st_expect_float(r, "i8", 1, shape, &t), CLFORMER_ERR_FORMAT);
+    assert_null(t);
+    assert_non_null(strstr(clformer_last_error(), "tensor 'i8' is I8"));
+    assert_non_null(strstr(clformer_last_error(), "model.to(torch.float32)"));
+    float back[3];
+    assert_int_equal(cf_st_read_f32(r, cf_st_find(r, "f64"), back, 3), CLFORMER_ERR_FORMAT);
+    assert_non_null(strstr(clformer_last_error(), "tensor 'f64' is F64"));
+    assert_ok(cf_st_expect_float(r, "bf16", 1, shape, &t));
+    assert_int_equal(t->dtype, CF_ST_BF16);
+    assert_int_equal(cf_st_read_f32(r, t, back, 2), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_ok(cf_st_read_f32(r, t, back, 3));
+    for (int i = 0; i < 3; i++) assert_true(back[i] == cf_f32_from_bf16(cf_bf16_from_f32(f32[i])));
+    cf_st_close(r);
+    unlink(path);
+
+    /* fp16 cannot hold 70000: refused, and no file appears */
+    assert_ok(cf_st_writer_new(path, &w));
+    assert_ok(cf_st_declare(w, "x", CF_ST_F16, 1, shape));
+    assert_ok(cf_st_begin(w));
+    assert_int_equal(cf_st_write_f32(w, "x", f32, 3), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "element 2 is 70000, beyond the range of F16"));
+    assert_non_null(strstr(clformer_last_error(), "export as bf16 or fp32"));
+    cf_st_writer_free(w);
+    assert_int_equal(access(path, F_OK), -1);
+    rmdir(dir);
+}
+
 static void precision_names(void **state)
 {
     (void)state;
@@ -150,6 +258,8 @@ int main(void)
         cmocka_unit_test(ties_and_neighbours),
         cmocka_unit_test(spread_over_fp32),
         cmocka_unit_test(named_values),
+        cmocka_unit_test(same_as_pytorch),
+        cmocka_unit_test(dtypes_in_files),
         cmocka_unit_test(precision_names),
     };
     return cmocka_run_group_tests_name("half", tests, NULL, NULL);

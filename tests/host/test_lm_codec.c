@@ -5,7 +5,8 @@
  * pre-tokenizer and SentencePiece's lines), decoding gives the text back
  * (every byte for BPE and char/byte vocabularies, the lines for
  * SentencePiece, whose <eos> stands for the newline), and an id outside the
- * vocabulary is refused.
+ * vocabulary is refused. A char vocabulary built from a file in chunks is
+ * the whole text's.
  */
 #include "data_util.h"
 
@@ -15,14 +16,14 @@
 
 /* A text with what chunk cuts could break: whitespace runs around
  * newlines, blank lines, lines starting with spaces and contractions,
- * multi-byte characters, a long line. */
+ * multi-byte characters, bytes that are no UTF-8, a long line. */
 static char *sample_text(size_t *len)
 {
     static const char *const pieces[] = {
         "ROMEO:\n", "But soft, what light through yonder window breaks?\n", "\n", "  indented line\n",
         "trailing spaces   \n", "\n\n\n", "'tis a contraction, isn't it?\n", "caf\xC3\xA9 na\xC3\xAFve\n",
         "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E\n", "tab\there\n", "x\n", " \n", "a \n b\n",
-        "123 4567 numbers\n", "ends without a newline", "\xF0\x9F\x98\x80 emoji!\n",
+        "123 4567 numbers\n", "ends without a newline", "\xF0\x9F\x98\x80 emoji!\n", "bad \xC3 bytes \x80\xFF\xE6\n",
     };
     const size_t n = sizeof pieces / sizeof *pieces;
     char *text = malloc(1 << 16);
@@ -114,6 +115,18 @@ static void char_and_byte(void **state)
         assert_ok(cf_vocab_from_tokens((const char *const *)tokens, (size_t)n_tokens, "vocab", &v));
         const cf_lm_codec c = {v, NULL, NULL, n_tokens};
         chunks_match_whole(&c, text, len);
+        /* the vocabulary from the file in chunks is the whole text's */
+        char *path = tmp_file("vocab.txt", text, len);
+        const size_t chunks[] = {1, 7, 64, 0};
+        for (size_t k = 0; k < sizeof chunks / sizeof *chunks; k++) {
+            char **from_file = NULL;
+            int n_file = 0;
+            assert_ok(cf_lm_vocab_build_file(path, bytes, chunks[k], &from_file, &n_file));
+            assert_int_equal(n_file, n_tokens);
+            for (int i = 0; i < n_tokens; i++) assert_string_equal(from_file[i], tokens[i]);
+            cf_lm_tokens_free(from_file, n_file);
+        }
+        free(path);
         int32_t *ids = NULL;
         size_t n = 0, unknown = 0, back_len = 0;
         assert_ok(cf_lm_codec_encode(&c, text, len, &ids, &n, &unknown));

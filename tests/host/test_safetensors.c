@@ -331,6 +331,66 @@ static void expect_and_read_check_the_caller(void **state)
     cf_st_close(NULL);
 }
 
+/* 16-bit float tensors: written from fp32 (rounded), read back as fp32
+ * (exact), with checksums; the errors name the tensor and the fix. */
+static void half_tensors_round_trip(void **state)
+{
+    (void)state;
+    const char *path = tpath("half.safetensors");
+    const int64_t six[1] = {6}, three[1] = {3};
+    const float big[3] = {1.0f, 70000.0f, 2.0f};
+    const int32_t ints[3] = {1, 2, 3};
+    cf_st_writer *w;
+    assert_ok_st(cf_st_writer_new(path, &w), "new");
+    assert_ok_st(cf_st_checksums(w), "checksums");
+    assert_ok_st(cf_st_declare(w, "b", cf_st_dtype_of(CLFORMER_BF16), 1, six), "declare");
+    assert_ok_st(cf_st_declare(w, "h", cf_st_dtype_of(CLFORMER_FP16), 1, six), "declare");
+    assert_ok_st(cf_st_declare(w, "f", cf_st_dtype_of(CLFORMER_FP32), 1, six), "declare");
+    assert_ok_st(cf_st_declare(w, "i", CF_ST_I32, 1, three), "declare");
+    assert_ok_st(cf_st_begin(w), "begin");
+    assert_ok_st(cf_st_write_f32(w, "b", a_f32, 6), "bf16");
+    assert_ok_st(cf_st_write_f32(w, "h", a_f32, 6), "fp16");
+    assert_ok_st(cf_st_write_f32(w, "f", a_f32, 6), "fp32");
+    assert_ok_st(cf_st_write(w, "i", ints, sizeof ints), "i32");
+    assert_ok_st(cf_st_commit(w), "commit");
+    cf_st_writer_free(w);
+    cf_st_reader *r;
+    assert_ok_st(cf_st_open(path, &r), "open");
+    const cf_st_tensor *t;
+    float back[6];
+    /* bf16 rounds 1e-30 to 0x0DA2 and 65504 up to 65536; fp16 1e-30 to 0 */
+    const float want_b[6] = {0.0f, -1.5f, 3.25f, 0x1.44p-100f, -0.0f, 65536.0f}; /* PyTorch's too */
+    const float want_h[6] = {0.0f, -1.5f, 3.25f, 0.0f, -0.0f, 65504.0f};
+    assert_ok_st(cf_st_expect_float(r, "b", 1, six, &t), "expect b");
+    assert_int_equal(t->dtype, CF_ST_BF16);
+    assert_ok_st(cf_st_read_f32(r, t, back, 6), "read b");
+    assert_memory_equal(back, want_b, sizeof back);
+    assert_ok_st(cf_st_expect_float(r, "h", 1, six, &t), "expect h");
+    assert_ok_st(cf_st_read_f32(r, t, back, 6), "read h");
+    assert_memory_equal(back, want_h, sizeof back);
+    assert_ok_st(cf_st_expect_float(r, "f", 1, six, &t), "expect f");
+    assert_ok_st(cf_st_read_f32(r, t, back, 6), "read f");
+    assert_memory_equal(back, a_f32, sizeof back);
+    assert_fails(cf_st_expect_float(r, "i", 1, three, &t), CLFORMER_ERR_FORMAT,
+                 "tensor 'i' is I32; clformer reads weights stored as F32, BF16 or F16");
+    assert_null(t);
+    assert_fails(cf_st_read_f32(r, cf_st_find(r, "i"), back, 3), CLFORMER_ERR_FORMAT, "is I32");
+    assert_fails(cf_st_read_f32(r, cf_st_find(r, "b"), back, 5), CLFORMER_ERR_INVALID_ARGUMENT,
+                 "it has 6 elements, the destination 5");
+    assert_fails(cf_st_expect_float(r, "b", 1, three, &t), CLFORMER_ERR_FORMAT,
+                 "is BF16 [6]; expected BF16 [3]");
+    cf_st_close(r);
+
+    /* a value fp16 cannot hold: the writer fails and leaves no file */
+    assert_ok_st(cf_st_writer_new(tpath("big.safetensors"), &w), "new");
+    assert_ok_st(cf_st_declare(w, "h", CF_ST_F16, 1, three), "declare");
+    assert_ok_st(cf_st_begin(w), "begin");
+    assert_fails(cf_st_write_f32(w, "h", big, 3), CLFORMER_ERR_INVALID_ARGUMENT,
+                 "tensor 'h' element 1 is 70000, beyond the range of F16");
+    cf_st_writer_free(w);
+    assert_no_file_like("big.safetensors");
+}
+
 /* --- writer guarantees --------------------------------------------------------------------- */
 
 static cf_st_writer *writer_xy(const char *name)
@@ -979,6 +1039,7 @@ int main(void)
         cmocka_unit_test(checksums_are_written_and_verified),
         cmocka_unit_test(metadata_checksum_covers_every_clformer_entry),
         cmocka_unit_test(header_of_many_values_is_refused_before_parsing),
+        cmocka_unit_test(half_tensors_round_trip),
     };
     return cmocka_run_group_tests_name("safetensors", tests, make_tmpdir, remove_tmpdir);
 }

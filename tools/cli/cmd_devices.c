@@ -78,6 +78,12 @@ static bool print_json(const clformer_device_info *d, size_t n, long selected)
             (json_int_t)x->local_mem_bytes, "max_alloc_bytes", (json_int_t)x->max_alloc_bytes,
             "max_work_group_size", (json_int_t)x->max_work_group_size, "fp16", x->fp16, "fp64",
             x->fp64, "simulator", x->simulator);
+        /* fp16: cl_khr_fp16 (half arithmetic); bf16: a bfloat16 extension such as
+         * cl_intel_bfloat16. 16-bit storage needs neither (cl/cast.cl). */
+        if (o && json_object_set_new(o, "bf16", json_boolean(x->bf16))) {
+            json_decref(o);
+            o = NULL;
+        }
         const char *gemm = gemm_provider(x);
         if (o && (json_object_set_new(o, "native_kernels", json_boolean(x->native_kernels)) ||
                   json_object_set_new(o, "gemm_provider",
@@ -107,8 +113,11 @@ static void print_table(const clformer_device_info *d, size_t n, long selected)
         printf("        memory    %.0f MiB global, %.0f KiB local, %.0f MiB max allocation\n",
                x->global_mem_bytes / 1048576.0, x->local_mem_bytes / 1024.0,
                x->max_alloc_bytes / 1048576.0);
-        printf("        limits    work-group %zu; fp16 %s, fp64 %s\n", x->max_work_group_size,
-               x->fp16 ? "yes" : "no", x->fp64 ? "yes" : "no");
+        printf("        limits    work-group %zu; fp64 %s\n", x->max_work_group_size,
+               x->fp64 ? "yes" : "no");
+        printf("        16-bit    bf16/fp16 storage yes (core OpenCL); fp16 arithmetic "
+               "(cl_khr_fp16) %s; bfloat16 extension %s\n",
+               x->fp16 ? "yes" : "no", x->bf16 ? "yes" : "no");
         printf("        driver    %s; %s\n", x->driver_version, x->c_version);
         clformer_device_profile p;
         if (profile_of(x, &p))

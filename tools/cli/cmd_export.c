@@ -11,7 +11,7 @@
 #include <string.h>
 
 /* The model loaded on the device and written into DIR in GPT-2's layout. */
-static int export_hf_gpt2(const char *model, const char *dir)
+static int export_hf_gpt2(const char *model, const char *dir, clformer_precision precision)
 {
     const cli_file inputs[] = {{"--model", model}};
     if (check_not_input(dir, inputs, 1) != CLFORMER_OK) {
@@ -22,7 +22,7 @@ static int export_hf_gpt2(const char *model, const char *dir)
     clformer_model *m = NULL;
     clformer_status st = cli_context_create(NULL, &ctx);
     if (st == CLFORMER_OK) st = clformer_model_load(ctx, model, &m);
-    if (st == CLFORMER_OK) st = clformer_model_export_hf_gpt2(m, dir);
+    if (st == CLFORMER_OK) st = clformer_model_export_hf_gpt2_as(m, dir, precision);
     if (st != CLFORMER_OK) {
         cli_runtime_error("export", NULL);
     } else {
@@ -48,11 +48,12 @@ static int export_hf_gpt2(const char *model, const char *dir)
 
 int cmd_export(int argc, char **argv)
 {
-    const char *model = NULL, *out = NULL, *format = "clformer";
+    const char *model = NULL, *out = NULL, *format = "clformer", *dtype = "fp32";
     const cli_option options[] = {
         {"--model", CLI_STRING, &model, "FILE", "the checkpoint, training or plain (required)"},
         {"--out", CLI_STRING, &out, "FILE", "write the weights and model metadata here (required; hf-gpt2: a directory)"},
         {"--format", CLI_CHOICE, &format, NULL, "clformer: a plain checkpoint (default); hf-gpt2: a language model as Hugging Face GPT-2 (model.safetensors + config.json)", 0, 0, "clformer|hf-gpt2"},
+        {"--dtype", CLI_CHOICE, &dtype, NULL, "how the weights are stored: fp32 (default), bf16 or fp16 (16-bit, rounded to nearest even; half the size)", 0, 0, "fp32|bf16|fp16"},
     };
     const cli_spec spec = {
         "export",
@@ -65,9 +66,12 @@ int cmd_export(int argc, char **argv)
         "eval and train --init read such a directory too. Tokenizer files: vocab.json +\n"
         "merges.txt for a model trained with --tokenizer gpt2-bpe (transformers reads them);\n"
         "for char, byte and spm models clformer_vocab.json (and clformer_spm.model), which\n"
-        "only clformer reads.",
-        "clformer export --model FILE --out FILE [--format clformer|hf-gpt2]",
-        "The output is written atomically; README.md shows the Python that loads it.",
+        "only clformer reads.\n"
+        "--dtype bf16|fp16 stores the weights in 16 bits (as save_pretrained with\n"
+        "torch_dtype=torch.bfloat16/float16 does); clformer reads them back as fp32.",
+        "clformer export --model FILE --out FILE [--format clformer|hf-gpt2] [--dtype fp32|bf16|fp16]",
+        "The output is written atomically; README.md shows the Python that loads it.\n"
+        "fp16 holds magnitudes up to 65504: a weight beyond that is refused (use bf16).",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);
     if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
@@ -75,7 +79,12 @@ int cmd_export(int argc, char **argv)
         cli_error("export", "--model and --out are required");
         return EXIT_USAGE;
     }
-    if (!strcmp(format, "hf-gpt2")) return export_hf_gpt2(model, out);
+    clformer_precision precision = CLFORMER_FP32;
+    if (clformer_precision_parse(dtype, &precision) != CLFORMER_OK) { /* CLI_CHOICE checked it */
+        cli_runtime_error("export", "--dtype");
+        return EXIT_USAGE;
+    }
+    if (!strcmp(format, "hf-gpt2")) return export_hf_gpt2(model, out, precision);
     const cli_file inputs[] = {{"--model", model}};
     if (check_not_input(out, inputs, 1) != CLFORMER_OK) {
         cli_runtime_error("export", "--out");
@@ -85,7 +94,7 @@ int cmd_export(int argc, char **argv)
         cli_runtime_error("export", "--out");
         return EXIT_USAGE;
     }
-    if (clformer_checkpoint_export(model, out) != CLFORMER_OK) {
+    if (clformer_checkpoint_export_as(model, out, precision) != CLFORMER_OK) {
         cli_runtime_error("export", NULL);
         return 1;
     }

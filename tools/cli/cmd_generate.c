@@ -390,12 +390,10 @@ int eval_lm(int argc, char **argv)
     int32_t *ids = NULL;
     size_t n = 0, bytes = 0, count = 0;
     double sum = 0;
-    char *data = NULL;
-    clformer_status st = clformer_read_file(text, &data, &bytes);
+    clformer_status st = open_model(model, &ctx, &m);
+    if (st == CLFORMER_OK) st = clformer_lm_encode_file(m, text, &ids, &n, &bytes);
     if (st == CLFORMER_OK && bytes == 0)
         st = clformer_set_error(CLFORMER_ERR_INVALID_ARGUMENT, "'%s' is empty: nothing to score", text);
-    if (st == CLFORMER_OK) st = open_model(model, &ctx, &m);
-    if (st == CLFORMER_OK) st = clformer_lm_encode(m, data, bytes, &ids, &n);
     if (st == CLFORMER_OK && n < 2)
         st = clformer_set_error(CLFORMER_ERR_INVALID_ARGUMENT,
                                 "'%s' holds %zu token: at least 2 are needed to score one", text, n);
@@ -414,7 +412,6 @@ int eval_lm(int argc, char **argv)
             printf("%s: loss %.4f, perplexity %.3f, %.4f bits per byte (%zu tokens scored, %zu "
                    "bytes)\n", text, loss, exp(loss), bpb, count, bytes);
     }
-    free(data);
     free(ids);
     clformer_session_free(s);
     clformer_model_free(m);

@@ -13,8 +13,10 @@
       loads a directory `clformer export --format hf-gpt2` wrote with
       GPT2LMHeadModel.from_pretrained, fails on any missing or unexpected key and,
       with --text, prints transformers' loss on the text in the windows
-      `clformer eval --text` uses (tokens from DIR/clformer_vocab.json), to set
-      beside clformer's.
+      `clformer eval --text` uses, to set beside clformer's. Tokens: with
+      DIR/vocab.json + merges.txt (a --tokenizer gpt2-bpe model) transformers'
+      GPT2TokenizerFast on those files, else DIR/clformer_vocab.json's
+      characters and bytes.
 
 Run in a venv with transformers 4.36.x over Debian's torch 1.13:
   python3 -m venv --system-site-packages /work/venv-lm
@@ -143,10 +145,15 @@ def check_export(directory, text_path):
     print(f"{directory}: GPT2LMHeadModel loads it strictly "
           f"({sum(p.numel() for p in model.parameters())} parameters)")
     if text_path:
-        with open(os.path.join(directory, "clformer_vocab.json"), encoding="utf-8") as f:
-            vocab = json.load(f)
         with open(text_path, encoding="utf-8") as f:
-            ids = encode(vocab, f.read())
+            text = f.read()
+        if os.path.exists(os.path.join(directory, "merges.txt")):
+            from transformers import GPT2TokenizerFast
+            ids = GPT2TokenizerFast.from_pretrained(directory)(text)["input_ids"]
+            print(f"{text_path}: GPT2TokenizerFast gives {len(ids)} tokens")
+        else:
+            with open(os.path.join(directory, "clformer_vocab.json"), encoding="utf-8") as f:
+                ids = encode(json.load(f), text)
         T = model.config.n_positions
         total, count, at = 0.0, 0, 0
         m = model.double().eval()
