@@ -840,6 +840,18 @@ CLFORMER_API clformer_model *clformer_session_model(const clformer_session *sess
 /* The session's device memory: activations, decoding and their total. */
 CLFORMER_API clformer_memory clformer_session_memory(const clformer_session *session);
 
+/* Recomputation (off by default; train --recompute): a training step keeps
+ * only each layer's output, and the tensors inside a layer (attention
+ * projections, probabilities or their statistics, the FFN's hidden layer)
+ * live in one scratch that all layers share; backward runs each layer's
+ * forward again just before its backward. Activation memory falls from
+ * every layer's to about one layer's, for one more forward pass through the
+ * layers per step; results are bit for bit those without it (the kernels
+ * are deterministic and dropout masks are redrawn from their counters). Not
+ * part of a checkpoint. Changing it releases the session's activations. */
+CLFORMER_API void clformer_session_set_recompute(clformer_session *session, bool recompute);
+CLFORMER_API bool clformer_session_recompute(const clformer_session *session);
+
 /* One training step of the session's model: forward, loss, backward,
  * clipping and the optimizer update at learning rate `lr`, all enqueued;
  * reads back only the loss and the gradient norm. A non-finite loss or
@@ -1304,6 +1316,9 @@ typedef struct {
     /* lm_tokenizer CLFORMER_LM_GPT2_BPE: GPT-2's vocab.json and merges.txt
      * files; a fresh model's vocabulary size is the BPE's, its ids vocab.json's */
     const char *bpe_vocab_path, *bpe_merges_path;
+    /* recompute each layer's forward in backward instead of keeping its
+     * tensors (clformer_session_set_recompute; false) */
+    bool recompute;
 } clformer_train_options;
 
 /* The defaults noted above; config is clformer_config_default's. */

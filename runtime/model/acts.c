@@ -13,12 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void sub_acts(cf_split_arena *c, cf_sub_acts *s, size_t N, size_t d)
+/* out: where the sublayer's output goes when it is laid out already (a
+ * layer's output under recomputation), else NULL: taken here. */
+static void sub_acts(cf_split_arena *c, cf_sub_acts *s, size_t N, size_t d, const cf_view *out)
 {
     s->ln = cf_split_arena_take(c, N * d);
     s->mean = cf_split_arena_take(c, N);
     s->rstd = cf_split_arena_take(c, N);
-    s->out = cf_split_arena_take(c, N * d);
+    s->out = out ? *out : cf_split_arena_take(c, N * d);
 }
 
 /* keys: the key tokens the forward masks with (the fused backward reads them again). */
@@ -77,6 +79,57 @@ static void int_views(cf_arena *c, cf_acts *a, size_t Ns, size_t Nt)
     a->tgt_index = index_views(c, Nt);
 }
 
+/* The layers of the encoder. scratch NULL: each layer's tensors of its own;
+ * else every layer's from the state `scratch` (the same views for all),
+ * except its output, laid out before (recomputation). */
+static void encoder_layers(cf_split_arena *c, cf_acts *a, const clformer_config *cfg, bool drop,
+                           bool fused, const cf_split_arena *scratch)
+{
+    const size_t Ns = a->B * a->S, d = (size_t)cfg->d_model, ff = (size_t)cfg->d_ff;
+    for (int l = 0; l < cfg->n_enc_layers; l++) {
+        cf_layer_acts *L = &a->enc[l];
+        const cf_view out = L->sub[1].out;
+        if (scratch) *c = *scratch;
+        sub_acts(c, &L->sub[0], Ns, d, NULL);
+        attn_acts(c, &L->self_attn, cfg, a->B, a->S, a->S, false, drop, fused, a->src);
+        sub_acts(c, &L->sub[1], Ns, d, scratch ? &out : NULL);
+        ffn_acts(c, &L->ffn, Ns, d, ff);
+    }
+}
+
+/* The layers of the decoder, as encoder_layers. */
+static void decoder_layers(cf_split_arena *c, cf_acts *a, const clformer_config *cfg, bool drop,
+                           bool fused, const cf_split_arena *scratch)
+{
+    const size_t Nt = a->B * a->T, d = (size_t)cfg->d_model, ff = (size_t)cfg->d_ff;
+    const cf_view none = {NULL, 0};
+    const int f = cf_ffn_sub(a->cross);
+    for (int l = 0; l < cfg->n_dec_layers; l++) {
+        cf_layer_acts *L = &a->dec[l];
+        const cf_view out = L->sub[f].out;
+        if (scratch) *c = *scratch;
+        sub_acts(c, &L->sub[0], Nt, d, NULL);
+        /* decoder-only: no padding, so no key tokens to mask with */
+        attn_acts(c, &L->self_attn, cfg, a->B, a->T, a->T, false, drop, fused,
+                  a->cross ? a->tgt_in : none);
+        if (a->cross) {
+            sub_acts(c, &L->sub[1], Nt, d, NULL);
+            attn_acts(c, &L->cross_attn, cfg, a->B, a->T, a->S, true, drop, fused, a->src);
+        }
+        sub_acts(c, &L->sub[f], Nt, d, scratch ? &out : NULL);
+        ffn_acts(c, &L->ffn, Nt, d, ff);
+    }
+}
+
+/* encoder.norm's output and statistics */
+static void memory_views(cf_split_arena *c, cf_acts *a, size_t d)
+{
+    const size_t Ns = a->B * a->S;
+    a->memory = cf_split_arena_take(c, Ns * d);
+    a->mem_mean = cf_split_arena_take(c, Ns);
+    a->mem_rstd = cf_split_arena_take(c, Ns);
+}
+
 /* Assigns every view, handing out of `c` (buffers NULL: counts only). */
 static void layout(const clformer_config *cfg, cf_acts *a, cf_split_arena *arena)
 {
@@ -98,29 +151,25 @@ static void layout(const clformer_config *cfg, cf_acts *a, cf_split_arena *arena
 
     a->src_emb = cf_split_arena_take(c, Ns * d);
     a->tgt_emb = cf_split_arena_take(c, Nt * d);
-    for (int l = 0; l < cfg->n_enc_layers; l++) {
-        cf_layer_acts *L = &a->enc[l];
-        sub_acts(c, &L->sub[0], Ns, d);
-        attn_acts(c, &L->self_attn, cfg, B, S, S, false, drop, fused, a->src);
-        sub_acts(c, &L->sub[1], Ns, d);
-        ffn_acts(c, &L->ffn, Ns, d, ff);
-    }
-    a->memory = cf_split_arena_take(c, Ns * d);
-    a->mem_mean = cf_split_arena_take(c, Ns);
-    a->mem_rstd = cf_split_arena_take(c, Ns);
-    const cf_view none = {NULL, 0};
-    for (int l = 0; l < cfg->n_dec_layers; l++) {
-        cf_layer_acts *L = &a->dec[l];
-        sub_acts(c, &L->sub[0], Nt, d);
-        /* decoder-only: no padding, so no key tokens to mask with */
-        attn_acts(c, &L->self_attn, cfg, B, T, T, false, drop, fused,
-                  a->cross ? a->tgt_in : none);
-        if (a->cross) {
-            sub_acts(c, &L->sub[1], Nt, d);
-            attn_acts(c, &L->cross_attn, cfg, B, T, S, true, drop, fused, a->src);
-        }
-        sub_acts(c, &L->sub[cf_ffn_sub(a->cross)], Nt, d);
-        ffn_acts(c, &L->ffn, Nt, d, ff);
+    if (!a->recompute) {
+        encoder_layers(c, a, cfg, drop, fused, NULL);
+        memory_views(c, a, d);
+        decoder_layers(c, a, cfg, drop, fused, NULL);
+    } else {
+        /* each layer's output (the next one's input) and the memory are
+         * kept; everything inside a layer lies in one scratch that every
+         * layer, encoder and decoder, writes over (backward runs each
+         * layer's forward again just before its backward) */
+        for (int l = 0; l < cfg->n_enc_layers; l++)
+            a->enc[l].sub[1].out = cf_split_arena_take(c, Ns * d);
+        for (int l = 0; l < cfg->n_dec_layers; l++)
+            a->dec[l].sub[cf_ffn_sub(a->cross)].out = cf_split_arena_take(c, Nt * d);
+        memory_views(c, a, d);
+        const cf_split_arena scratch = *c;
+        encoder_layers(c, a, cfg, drop, fused, &scratch);
+        cf_split_arena past_decoder = scratch;
+        decoder_layers(&past_decoder, a, cfg, drop, fused, &scratch);
+        cf_split_arena_union(c, &past_decoder);
     }
     a->dec_out = cf_split_arena_take(c, Nt * d);
     a->dec_mean = cf_split_arena_take(c, Nt);
@@ -216,14 +265,16 @@ clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t max_alloc
     return CLFORMER_OK;
 }
 
-static void set_shape(cf_acts *a, const clformer_config *cfg, size_t B, size_t S, size_t T,
+static void set_shape(cf_acts *a, const cf_session *s, size_t B, size_t S, size_t T,
                       bool training, bool fused)
 {
+    const clformer_config *cfg = &s->model->cfg;
     a->B = B;
     a->S = S;
     a->T = T;
     a->training = training;
     a->fused_attention = fused;
+    a->recompute = training && s->recompute;
     a->cross = !clformer_config_decoder_only(cfg);
 }
 
@@ -244,7 +295,7 @@ static size_t arena_bytes(cf_session *s, size_t B, size_t S, size_t T, bool trai
         cf_attention_fused_for(s->ctx->attention_path, &s->ctx->device_profile, cfg, B, S, T, training);
     if (cf_acts_check_shape(cfg, s->ctx->info.max_alloc_bytes, B, S, T, fused) != CLFORMER_OK)
         return SIZE_MAX;
-    set_shape(&s->acts, cfg, B, S, T, training, fused);
+    set_shape(&s->acts, s, B, S, T, training, fused);
     cf_split_arena count = {.bufs = NULL, .limit = arena_limit(s)};
     layout(cfg, &s->acts, &count);
     if (count.overflow) return SIZE_MAX;
@@ -269,18 +320,29 @@ static clformer_status too_large(cf_session *s, clformer_status st, size_t B, si
         if (arena_bytes(s, mid, S, T, training) <= left) lo = mid;
         else hi = mid;
     }
+    const size_t need = arena_bytes(s, B, S, T, training);
+    /* training without recomputation: would it fit with it? */
+    char hint[160] = "";
+    if (training && !s->recompute) {
+        s->recompute = true;
+        const size_t lean = arena_bytes(s, B, S, T, training);
+        s->recompute = false;
+        if (lean <= left)
+            snprintf(hint, sizeof hint, "; or recompute layers in backward (--recompute), which "
+                                        "needs %.0f MiB for this batch", MIB(lean));
+    }
     s->acts.B = 0; /* no shape is laid out now */
     if (lo == 0)
         return cf_fail_prefix(st, "a batch of %zu sentences (source length %zu, target length "
-                                  "%zu) needs too much memory, and not even one sentence of "
-                                  "these lengths fits in the %.0f MiB the device has left (use "
-                                  "a smaller --max-len or model): ",
-                              B, S, T + 1, MIB(left));
+                                  "%zu) needs %.0f MiB of activations, and not even one sentence "
+                                  "of these lengths fits in the %.0f MiB the device has left (use "
+                                  "a smaller --max-len or model%s): ",
+                              B, S, T + 1, MIB(need), MIB(left), hint);
     return cf_fail_prefix(st, "a batch of %zu sentences (source length %zu, target length %zu) "
-                              "needs too much memory; a batch of %zu such sentences fits in the "
-                              "%.0f MiB the device has left (%zu source tokens; use a smaller "
-                              "--batch-size or --batch-tokens): ",
-                          B, S, T + 1, lo, MIB(left), lo * S);
+                              "needs %.0f MiB of activations; a batch of %zu such sentences fits "
+                              "in the %.0f MiB the device has left (%zu source tokens; use a "
+                              "smaller --batch-size or --batch-tokens%s): ",
+                          B, S, T + 1, MIB(need), lo, MIB(left), lo * S, hint);
 }
 
 clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, bool training)
@@ -300,7 +362,7 @@ clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, boo
     const bool fused =
         cf_attention_fused_for(s->ctx->attention_path, &s->ctx->device_profile, cfg, B, S, T, training);
     CF_TRY(cf_acts_check_shape(cfg, s->ctx->info.max_alloc_bytes, B, S, T, fused));
-    set_shape(a, cfg, B, S, T, training, fused);
+    set_shape(a, s, B, S, T, training, fused);
     const size_t limit = arena_limit(s);
     cf_split_arena count = {.bufs = NULL, .limit = limit};
     layout(cfg, a, &count);

@@ -30,6 +30,17 @@ cf_view cf_split_arena_take(cf_split_arena *a, size_t count)
     return v;
 }
 
+void cf_split_arena_union(cf_split_arena *a, const cf_split_arena *b)
+{
+    /* the buffer a cursor is in is its last; a buffer it left behind is
+     * never taken from again, so the larger of each buffer's use suffices */
+    for (size_t i = a->count; i < b->count; i++) a->used[i] = 0;
+    if (b->count > a->count) a->count = b->count;
+    for (size_t i = 0; i < b->count; i++)
+        if (b->used[i] > a->used[i]) a->used[i] = b->used[i];
+    a->overflow = a->overflow || b->overflow;
+}
+
 clformer_status cf_split_buffers_reserve(cf_ctx *ctx, cf_split_buffers *b,
                                          const cf_split_arena *a, const char *what)
 {

@@ -49,6 +49,11 @@ typedef struct {
  * the start of a new one (alone in it when count exceeds the limit). */
 cf_view cf_split_arena_take(cf_split_arena *a, size_t count);
 
+/* Makes *a the state past both *a and *b, two layouts begun from one state
+ * (b laid out after a was copied): what follows is placed after both, and
+ * the two share memory (for tensors never live at the same time). */
+void cf_split_arena_union(cf_split_arena *a, const cf_split_arena *b);
+
 /* The buffers of a split arena, grown as batches need. */
 typedef struct {
     cl_mem bufs[CF_SPLIT_ARENA_MAX];

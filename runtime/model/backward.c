@@ -3,7 +3,9 @@
  * forward pass) back to the embeddings, accumulating every parameter
  * gradient into the model's grads (zeroed by the caller). Layer by layer in reverse;
  * the residual stream's gradient lives in acts.d_res, the memory's in
- * acts.d_mem (summed over the decoder's cross-attentions).
+ * acts.d_mem (summed over the decoder's cross-attentions). Under
+ * recomputation (acts.recompute) each layer's forward runs again just
+ * before its backward, into the scratch the layers share (acts.c).
  */
 #include "session.h"
 
@@ -172,7 +174,12 @@ clformer_status cf_backward(cf_session *s)
                                  P(s, lay->dec_norm_w), A->dec_mean, A->dec_rstd, Nt, d, false));
     CF_TRY(cf_grads_ready(m, point++));
     if (A->cross) CF_TRY(cf_fill(ctx, A->d_mem.buf, A->d_mem.off, Ns * d, 0.0f));
+    const cf_block_shape shape = cf_batch_block_shape(A);
     for (int l = c->n_dec_layers - 1; l >= 0; l--) {
+        /* recomputation: the layer's forward again, into the scratch all
+         * layers share; the last layer's is still there from the forward */
+        if (A->recompute && l < c->n_dec_layers - 1)
+            CF_TRY(cf_decoder_block(s, l, &A->dec[l], cf_layer_input(A, true, l), &shape));
         CF_TRY(decoder_layer_backward(s, l));
         CF_TRY(cf_grads_ready(m, point++));
     }
@@ -190,6 +197,8 @@ clformer_status cf_backward(cf_session *s)
                                  P(s, lay->enc_norm_w), A->mem_mean, A->mem_rstd, Ns, d, false));
     CF_TRY(cf_grads_ready(m, point++));
     for (int l = c->n_enc_layers - 1; l >= 0; l--) {
+        /* the decoder's layers wrote over the encoder's scratch */
+        if (A->recompute) CF_TRY(cf_encoder_block(s, l, cf_layer_input(A, false, l)));
         CF_TRY(encoder_layer_backward(s, l));
         CF_TRY(cf_grads_ready(m, point++));
     }

@@ -183,7 +183,7 @@ static clformer_status sublayer(cf_session *s, const cf_layer_acts *L, const cf_
     return norm_out(s, sub, x, f, p->norm_w[i], p->norm_b[i], N, out_site);
 }
 
-static clformer_status encoder_block(cf_session *s, int l, cf_view x)
+clformer_status cf_encoder_block(cf_session *s, int l, cf_view x)
 {
     const clformer_config *c = &s->model->cfg;
     const cf_layer_acts *L = &s->acts.enc[l];
@@ -227,7 +227,7 @@ clformer_status cf_forward_encoder(cf_session *s)
     CF_TRY(cf_embedding_forward(s->ctx, a->src_emb, a->src, cf_param(s, m->layout.src_embed), pos,
                                 a->B, a->S, d, cf_embed_scale(c),
                                 cf_session_dropout(s, CF_SITE_SRC_EMBED, &ds)));
-    for (int l = 0; l < c->n_enc_layers; l++) CF_TRY(encoder_block(s, l, cf_layer_input(a, false, l)));
+    for (int l = 0; l < c->n_enc_layers; l++) CF_TRY(cf_encoder_block(s, l, cf_layer_input(a, false, l)));
     return cf_layernorm_forward(s->ctx, a->memory, a->mem_mean, a->mem_rstd,
                                 cf_layer_input(a, false, c->n_enc_layers),
                                 cf_param(s, m->layout.enc_norm_w),
@@ -259,8 +259,7 @@ clformer_status cf_forward(cf_session *s, bool with_loss, float grad_scale)
     CF_TRY(cf_embedding_forward(s->ctx, a->tgt_emb, a->tgt_in, cf_param(s, m->layout.tgt_embed),
                                 pos, a->B, a->T, d, cf_embed_scale(c),
                                 cf_session_dropout(s, CF_SITE_TGT_EMBED, &ds)));
-    const cf_block_shape shape = {a->B, a->T, a->S, 0, a->T, false, a->tgt_in, a->src, a->memory,
-                                  NONE, NULL};
+    const cf_block_shape shape = cf_batch_block_shape(a);
     for (int l = 0; l < c->n_dec_layers; l++)
         CF_TRY(cf_decoder_block(s, l, &a->dec[l], cf_layer_input(a, true, l), &shape));
     CF_TRY(cf_generator_forward(s, a->dec_out, a->dec_mean, a->dec_rstd,

@@ -55,6 +55,9 @@ typedef struct {
     bool training;       /* saves what backward needs; dropout active */
     bool fused_attention; /* attention saves row statistics, not probabilities (ops.h) */
     bool cross;          /* decoder layers have cross-attention (false: decoder-only, S 0) */
+    bool recompute;      /* training that keeps only each layer's output: the tensors
+                            inside layers share one scratch, and backward runs a
+                            layer's forward again before its backward */
     /* integer inputs (one upload) */
     cf_view src, tgt_in, labels;            /* (B,S), (B,T), (B,T) int32 */
     cf_embedding_index src_index, tgt_index;
@@ -146,11 +149,23 @@ typedef struct {
     const size_t *row_pos; /* cached, T 1: row r's position (NULL: every row at pos) */
 } cf_block_shape;
 
+/* Encoder layer l over x (B*S, d) into the acts' enc[l]. */
+clformer_status cf_encoder_block(cf_session *s, int l, cf_view x);
+
 /* Decoder layer l over x (B*T, d): self-attention, cross-attention and
  * feed-forward, each with its residual and LayerNorm, into L. The one
  * definition of the decoder block, for training and for decoding. */
 clformer_status cf_decoder_block(cf_session *s, int l, const cf_layer_acts *L, cf_view x,
                                  const cf_block_shape *shape);
+
+/* The shape of the decoder blocks of a training or evaluation batch: all
+ * T positions of its rows at once. */
+static inline cf_block_shape cf_batch_block_shape(const cf_acts *a)
+{
+    const cf_block_shape b = {a->B, a->T, a->S, 0, a->T, false, a->tgt_in, a->src, a->memory,
+                              {NULL, 0}, NULL};
+    return b;
+}
 
 /* The cross-attention keys and values of decoder layer l: memory (B*S, d)
  * projected into kv (B*S, 2d) and split into kh and vh (B, H, S, dh). */

@@ -46,3 +46,14 @@ clformer_memory clformer_session_memory(const clformer_session *s)
     r.total = r.activations + r.decoding + 16 * 4;
     return r;
 }
+
+void clformer_session_set_recompute(clformer_session *s, bool recompute)
+{
+    if (s->recompute == recompute) return;
+    s->recompute = recompute;
+    /* the next batch lays out afresh; buffers sized for the other layout go */
+    cf_split_buffers_free(s->ctx, &s->arena);
+    s->acts.B = 0;
+}
+
+bool clformer_session_recompute(const clformer_session *s) { return s->recompute; }

@@ -18,6 +18,8 @@ struct clformer_session {
     cf_split_buffers arena;        /* activations (arena.h) */
     size_t arena_limit;            /* elements per arena buffer; 0: the device's largest
                                     * allocation (tests set less to split small arenas) */
+    bool recompute;                /* training keeps each layer's output alone and
+                                    * recomputes the rest in backward (graph.h) */
     cf_acts acts;                  /* views for the current batch shape */
     cl_mem metrics;                /* [loss_sum, grad_norm_sq, clip_scale, spare] */
     struct cf_decoder *decoder;    /* decoding caches, made on first use */

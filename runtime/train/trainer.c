@@ -427,6 +427,7 @@ static clformer_status setup(clformer_trainer *t)
     if (o->collective && o->collective->size > 1)
         CF_TRY(clformer_model_set_collective(t->model, o->collective));
     CF_TRY(clformer_session_create(t->model, &t->session));
+    clformer_session_set_recompute(t->session, o->recompute);
     if (o->log_path && cf_trainer_rank(t) == 0) {
         t->log = fopen(o->log_path, o->resume_path ? "a" : "w");
         if (!t->log)

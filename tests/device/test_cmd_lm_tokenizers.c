@@ -119,6 +119,24 @@ static void gpt2_bpe(void **state)
                               "--max-tokens", "5", NULL);
     if (rc != 0) fail_msg("generate after --init DIR exited with %d:\n%s", rc, out);
 
+    /* --resume takes the first command's tokenizer options when they are the
+     * checkpoint's, and names the one that is not */
+    rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--tokenizer",
+                              "gpt2-bpe", "--tokenizer-dir", bpe_dir, "--resume", b, "--steps", "5",
+                              NULL);
+    if (rc != 0) fail_msg("train --resume with the same tokenizer exited with %d:\n%s", rc, out);
+    rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--tokenizer",
+                              "gpt2-bpe", "--bpe-vocab", vocab, "--bpe-merges", text, "--resume", b,
+                              "--steps", "6", NULL);
+    harness_expect_run(&cmd, rc, 2, "is not the checkpoint's merges.txt");
+    rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--tokenizer", "char",
+                              "--resume", b, "--steps", "6", NULL);
+    harness_expect_run(&cmd, rc, 2, "differs from the checkpoint's (gpt2-bpe)");
+    rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--tokenizer",
+                              "gpt2-bpe", "--tokenizer-dir", bpe_dir, "--init", hf, "--steps", "2",
+                              NULL);
+    harness_expect_run(&cmd, rc, 2, "brings its own tokenizer");
+
     /* errors: one line naming the problem and the fix */
     rc = harness_run_clformer(&cmd, "train", SHAPE, "--tokenizer", "gpt2-bpe", NULL);
     harness_expect_run(&cmd, rc, 2, "--bpe-vocab vocab.json and --bpe-merges merges.txt");

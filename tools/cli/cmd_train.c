@@ -19,6 +19,7 @@ typedef struct {
     const clformer_train_options *want;
     const train_given *given;
     const spm_flags *spm;
+    lm_tokenizer_flags *lmtok; /* --task lm */
 } resume_args;
 
 static int check_resume(clformer_trainer *t, void *user)
@@ -27,6 +28,8 @@ static int check_resume(clformer_trainer *t, void *user)
     clformer_train_options have;
     clformer_trainer_settings(t, &have);
     int rc = resume_check("train", a->want, a->given, &have);
+    if (rc == 0 && a->want->text_path)
+        return lm_tokenizer_resume_check(clformer_trainer_model(t), a->spm, a->lmtok);
     if (rc == 0)
         rc = resume_check_vocab("train", clformer_trainer_model(t), a->want, a->given,
                                 a->spm->tokenizer, a->spm->vocab_size, a->spm->type,
@@ -48,7 +51,7 @@ typedef struct {
     double lr, clip, weight_decay, dropout, label_smoothing, warmup_init_lr, attention_dropout,
         activation_dropout, val_fraction, min_lr;
     bool no_shuffle, post_norm, tie, share_all, no_save, save_best, best_metric_given, given_val_fraction,
-        given_min_lr;
+        given_min_lr, recompute;
     const char *save_default; /* why --save was filled in (NULL: given) */
     train_given g;
     spm_flags spm;
@@ -149,6 +152,7 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--patience", CLI_INT, &a->patience, "N", "stop after N validations in a row without improving --best-metric", 1, 1L << 30},
         {"--log", CLI_STRING, &a->log, "FILE", "metrics as JSON lines: step, loss, tokens, lr, ..."},
         {"--plot", CLI_STRING, &a->plot, "FILE.png", "draw the loss curves at the end"},
+        {"--recompute", CLI_FLAG, &a->recompute, NULL, "keep only each layer's output and recompute the rest in backward: about one layer's activations instead of all layers', for one more forward pass per step (same results)"},
         {"--check-sync", CLI_INT, &a->check_sync, "N", "under mpirun: every N steps check that all ranks hold the same parameters; stop on a difference", 1, 1L << 40},
     };
     const cli_spec spec = {
@@ -204,7 +208,7 @@ static int check_lm_consistency(const train_args *a)
     if (a->batch_tokens) return cli_error("train", "--task lm batches --batch-size windows, not --batch-tokens"), EXIT_USAGE;
     if (a->spm.tokenizer && !strcmp(a->spm.tokenizer, "word"))
         return cli_error("train", "--task lm tokenizes with --tokenizer char, byte, spm or gpt2-bpe (word is for translation)"), EXIT_USAGE;
-    const char *tok_problem = lm_tokenizer_problem(&a->spm, &a->lmtok, a->init || a->resume);
+    const char *tok_problem = lm_tokenizer_problem(&a->spm, &a->lmtok, a->init != NULL);
     if (tok_problem) return cli_error("train", "%s", tok_problem), EXIT_USAGE;
     if (a->val_text && a->given_val_fraction)
         return cli_error("train", "give --val-text or --val-fraction, not both"), EXIT_USAGE;
@@ -299,6 +303,7 @@ static int build_options(train_args *a, clformer_train_options *o)
         o->bleu_sentences = 0;
     }
     o->decay_steps = (uint64_t)a->decay_steps;
+    o->recompute = a->recompute;
     o->min_lr = a->given_min_lr ? (float)a->min_lr : -1.0f;
     o->src_path = a->src, o->tgt_path = a->tgt, o->val_src_path = a->val_src, o->val_tgt_path = a->val_tgt;
     o->min_freq = (int)a->min_freq, o->max_vocab = (int)a->max_vocab;
@@ -462,7 +467,7 @@ int cmd_train(int argc, char **argv)
     }
     clformer_train_result res;
     /* --resume: the options given must be the checkpoint's */
-    const resume_args check = {&o, &a.g, &a.spm};
+    const resume_args check = {&o, &a.g, &a.spm, &a.lmtok};
     rc = train_run("train", ctx, o, a.plot, a.resume ? check_resume : NULL, (void *)&check, NULL,
                    &res);
     free(spm_bytes[0]);

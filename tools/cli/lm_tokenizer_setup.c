@@ -13,16 +13,14 @@ static bool is(const char *tokenizer, const char *name)
     return tokenizer && !strcmp(tokenizer, name);
 }
 
-const char *lm_tokenizer_problem(const spm_flags *spm, const lm_tokenizer_flags *f,
-                                 bool from_model)
+const char *lm_tokenizer_problem(const spm_flags *spm, const lm_tokenizer_flags *f, bool init)
 {
     const bool bpe_files = f->bpe_vocab || f->bpe_merges || f->dir;
     const bool spm_flags_given = spm->vocab_size || spm->type || spm->model;
     if (spm->src_model || spm->tgt_model)
         return "a language model has one side: use --tokenizer-model, not --src-/--tgt-tokenizer-model";
-    if (from_model && (spm->tokenizer || bpe_files || spm_flags_given))
-        return "the model of --init or --resume brings its own tokenizer: remove --tokenizer and "
-               "its options";
+    if (init && (spm->tokenizer || bpe_files || spm_flags_given))
+        return "the model of --init brings its own tokenizer: remove --tokenizer and its options";
     if (!is(spm->tokenizer, "gpt2-bpe") && bpe_files)
         return "--bpe-vocab, --bpe-merges and --tokenizer-dir go with --tokenizer gpt2-bpe";
     if (!is(spm->tokenizer, "spm") && spm_flags_given)
@@ -67,6 +65,83 @@ static int bpe_file(const char *given, const char *dir, const char *name, const 
     return 0;
 }
 
+/* The file's bytes equal `want` (size bytes); false (and the error printed) when unreadable. */
+static bool same_file(const char *path, const void *want, size_t size, bool *same)
+{
+    char *data = NULL;
+    size_t n = 0;
+    if (clformer_read_file(path, &data, &n) != CLFORMER_OK) {
+        cli_runtime_error("train", NULL);
+        return false;
+    }
+    *same = want && n == size && !memcmp(data, want, n);
+    clformer_free(data);
+    return true;
+}
+
+/* The tokenizer a model has; KIND_NAMES as --tokenizer names them. */
+enum { KIND_CHAR, KIND_BYTE, KIND_SPM, KIND_BPE };
+static const char *const KIND_NAMES[] = {"char", "byte", "spm", "gpt2-bpe"};
+
+static int model_tokenizer(const clformer_model *m)
+{
+    if (clformer_model_bpe(m, false, NULL)) return KIND_BPE;
+    if (clformer_model_tokenizer(m, true, NULL)) return KIND_SPM;
+    /* a byte vocabulary: the 4 specials and the 256 <0xNN>, nothing else */
+    const char *const *v = clformer_model_tgt_vocab(m);
+    const int n = clformer_model_config(m)->tgt_vocab;
+    bool bytes = n == 260 && v;
+    for (int i = 4; bytes && i < n; i++) bytes = strlen(v[i]) == 6 && !strncmp(v[i], "<0x", 3);
+    return bytes ? KIND_BYTE : KIND_CHAR;
+}
+
+int lm_tokenizer_resume_check(const clformer_model *m, const spm_flags *spm, lm_tokenizer_flags *f)
+{
+    const int have = model_tokenizer(m);
+    if (spm->tokenizer && strcmp(spm->tokenizer, KIND_NAMES[have])) {
+        cli_error("train", "--tokenizer %s differs from the checkpoint's (%s): give the "
+                  "checkpoint's or leave --tokenizer out", spm->tokenizer, KIND_NAMES[have]);
+        return EXIT_USAGE;
+    }
+    bool same = true;
+    if (have == KIND_BPE) {
+        const char *given[2] = {f->bpe_vocab, f->bpe_merges};
+        static const char *const names[2] = {"vocab.json", "merges.txt"};
+        for (int k = 0; k < 2; k++) {
+            char path[4096];
+            if (given[k]) snprintf(path, sizeof path, "%s", given[k]);
+            else if (f->dir) snprintf(path, sizeof path, "%s/%s", f->dir, names[k]);
+            else continue;
+            size_t size = 0;
+            const char *text = clformer_model_bpe(m, k == 1, &size);
+            if (!same_file(path, text, size, &same)) return 1;
+            if (!same) {
+                cli_error("train", "'%s' is not the checkpoint's %s: resume with the files the "
+                          "run started with, or leave the option out", path, names[k]);
+                return EXIT_USAGE;
+            }
+        }
+    }
+    if (have == KIND_SPM) {
+        const int pieces = clformer_model_config(m)->tgt_vocab;
+        if (spm->vocab_size && spm->vocab_size != pieces) {
+            cli_error("train", "--vocab-size %ld differs from the checkpoint's %d pieces: give "
+                      "the checkpoint's or leave it out", spm->vocab_size, pieces);
+            return EXIT_USAGE;
+        }
+        size_t size = 0;
+        const void *bytes = clformer_model_tokenizer(m, true, &size);
+        if (spm->model && !same_file(spm->model, bytes, size, &same)) return 1;
+        if (!same) {
+            cli_error("train", "--tokenizer-model '%s' is not the checkpoint's SentencePiece "
+                      "model: resume with the one the run started with, or leave it out",
+                      spm->model);
+            return EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
 /* A SentencePiece model learned from the training text's non-empty lines. */
 static int learn(const spm_flags *spm, const char *text_path, void **bytes, size_t *size)
 {
@@ -103,6 +178,7 @@ int lm_tokenizer_setup(const spm_flags *spm, lm_tokenizer_flags *f, clformer_tra
                        void **owned)
 {
     *owned = NULL;
+    if (o->resume_path) return 0; /* the checkpoint's (lm_tokenizer_resume_check) */
     if (is(spm->tokenizer, "byte")) o->lm_tokenizer = CLFORMER_LM_BYTE;
     if (is(spm->tokenizer, "gpt2-bpe")) {
         o->lm_tokenizer = CLFORMER_LM_GPT2_BPE;

@@ -14,9 +14,16 @@ typedef struct {
 } lm_tokenizer_flags;
 
 /* A usage problem of the tokenizer flags of --task lm (one line), or NULL.
- * `from_model`: --init or --resume, whose model brings its tokenizer. */
-const char *lm_tokenizer_problem(const spm_flags *spm, const lm_tokenizer_flags *f,
-                                 bool from_model);
+ * `init`: --init, whose model brings its tokenizer (the flags would do
+ * nothing); with --resume the flags are those of the run's first command,
+ * compared with the checkpoint's by lm_tokenizer_resume_check. */
+const char *lm_tokenizer_problem(const spm_flags *spm, const lm_tokenizer_flags *f, bool init);
+
+/* --resume: the tokenizer flags given must be the checkpoint's (the kind,
+ * the BPE's files, SentencePiece's size or model file). 0, or EXIT_USAGE
+ * after printing what differs. */
+int lm_tokenizer_resume_check(const clformer_model *model, const spm_flags *spm,
+                              lm_tokenizer_flags *f);
 
 /* Sets o->lm_tokenizer and what it needs (the BPE's paths; the
  * SentencePiece model's bytes, learned from o->text_path or read, kept in

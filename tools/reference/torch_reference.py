@@ -85,10 +85,19 @@ def read_safetensors(path):
     metadata = header.pop("__metadata__", {}) or {}
     base, tensors = 8 + n, {}
     for name, info in header.items():
-        if info["dtype"] not in _DTYPES:
-            raise ValueError(f"{path}: tensor {name} has unsupported dtype {info['dtype']}")
         begin, end = info["data_offsets"]
-        a = np.frombuffer(raw[base + begin:base + end], dtype=_DTYPES[info["dtype"]])
+        data = raw[base + begin:base + end]
+        if info["dtype"] in ("BF16", "F16"):
+            # 16-bit weights (clformer export --dtype): read as float32, exactly;
+            # bfloat16 is the top half of a float32's bits
+            if info["dtype"] == "F16":
+                a = np.frombuffer(data, dtype="<f2").astype(np.float32)
+            else:
+                a = (np.frombuffer(data, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        elif info["dtype"] in _DTYPES:
+            a = np.frombuffer(data, dtype=_DTYPES[info["dtype"]])
+        else:
+            raise ValueError(f"{path}: tensor {name} has unsupported dtype {info['dtype']}")
         tensors[name] = a.reshape(info["shape"]).copy()
     return tensors, metadata
 
