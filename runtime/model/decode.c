@@ -176,6 +176,24 @@ clformer_status cf_gather_rows(cf_session *s, cf_view dst, cf_view src, cf_view 
     return cf_copy(s->ctx, d->gather_tmp.buf, d->gather_tmp.off, dst.buf, dst.off, rows * width);
 }
 
+size_t cf_compact_plan(const bool *gone, size_t blocks, size_t width, int32_t *keep,
+                       int32_t *from)
+{
+    size_t n = 0;
+    for (size_t b = 0; b < blocks; b++) n += !gone[b];
+    size_t tail = n; /* the next live block beyond the first n */
+    for (size_t j = 0; j < n; j++) {
+        size_t b = j;
+        if (gone[j]) {
+            while (gone[tail]) tail++;
+            b = tail++;
+        }
+        from[j] = (int32_t)b;
+        for (size_t k = 0; k < width; k++) keep[j * width + k] = (int32_t)(b * width + k);
+    }
+    return n;
+}
+
 clformer_status cf_decoder_compact(cf_session *s, const int32_t *keep, size_t n, size_t written)
 {
     struct cf_decoder *d = s->decoder;
@@ -185,10 +203,17 @@ clformer_status cf_decoder_compact(cf_session *s, const int32_t *keep, size_t n,
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cf_decoder_compact: %zu of %zu rows, %zu of %zu positions", n, d->R,
                        written, d->L);
-    for (size_t j = 0; j < n; j++) /* increasing: a row never moves down past another */
-        if (keep[j] < (int32_t)j || (size_t)keep[j] >= d->R || (j && keep[j] <= keep[j - 1]))
+    /* a row stays, or comes from beyond the first n, each once: no row is
+     * both read and written, so the caches are copied in place */
+    int32_t last = (int32_t)n - 1; /* the last row taken from beyond the n */
+    for (size_t j = 0; j < n; j++) {
+        if (keep[j] == (int32_t)j) continue;
+        if (keep[j] <= last || (size_t)keep[j] >= d->R)
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                           "cf_decoder_compact: row list not increasing at %zu", j);
+                           "cf_decoder_compact: row %zu comes from row %d, neither itself nor "
+                           "a later row beyond the %zu kept", j, (int)keep[j], n);
+        last = keep[j];
+    }
     CF_TRY(cf_upload(s->ctx, d->parents.buf, d->parents.off, keep, n));
     /* the caches: rows that stay in place (keep[j] == j) are not copied */
     for (int l = 0; l < c->n_dec_layers; l++)
@@ -197,10 +222,8 @@ clformer_status cf_decoder_compact(cf_session *s, const int32_t *keep, size_t n,
             const cf_view cache = kv == 0 ? d->self_k[l] : kv == 1 ? d->self_v[l]
                                   : kv == 2 ? d->cross_k[l] : d->cross_v[l];
             const size_t cap = self ? d->L : d->S, used = self ? written : d->S;
-            CF_TRY(cf_beam_gather_cache(s->ctx, d->gather_tmp, cache, d->parents, n, H, cap, dh,
-                                        used, true));
-            CF_TRY(cf_beam_gather_cache(s->ctx, cache, d->gather_tmp, d->parents, n, H, cap, dh,
-                                        used, false));
+            CF_TRY(cf_beam_gather_cache(s->ctx, cache, cache, d->parents, n, H, cap, dh, used,
+                                        true));
         }
     CF_TRY(cf_gather_rows(s, d->tokens, d->tokens, d->parents, d->L, n));
     CF_TRY(cf_gather_rows(s, d->step_tokens, d->step_tokens, d->parents, 1, n));
@@ -404,9 +427,10 @@ clformer_status cf_decode_start(cf_session *s, const int32_t *src, size_t batch,
     return st;
 }
 
-/* Whether dropping `done` of `rows` live rows pays: the copy of the kept
- * rows' caches costs about a step, so rows go once a quarter of them is
- * finished (a handful of times per batch), not at every finish. */
+/* Whether dropping `done` of `rows` live rows pays: a drop (some twenty
+ * launches; only the rows that move are copied) costs about a greedy step,
+ * so rows go once a quarter of them is finished (a handful of times per
+ * batch), not at every finish. */
 static bool worth_compacting(size_t done, size_t rows) { return done > 0 && 4 * done >= rows; }
 
 /* Greedy decoding of `batch` rows. Finished rows leave the batch
@@ -418,8 +442,9 @@ static clformer_status greedy(cf_session *s, size_t batch, size_t L, clformer_tr
     const size_t H = (size_t)s->model->cfg.n_heads, S = d->S;
     int32_t *ids = malloc(batch * sizeof *ids);
     int32_t *row = malloc(batch * sizeof *row), *keep = malloc(batch * sizeof *keep);
-    bool *done = calloc(batch, sizeof *done);
-    clformer_status st = ids && row && keep && done
+    int32_t *from = malloc(batch * sizeof *from);
+    bool *done = calloc(batch, sizeof *done), *gone = malloc(batch * sizeof *gone);
+    clformer_status st = ids && row && keep && from && done && gone
                              ? CLFORMER_OK
                              : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     for (size_t r = 0; r < batch && st == CLFORMER_OK; r++) row[r] = (int32_t)r;
@@ -450,13 +475,12 @@ static clformer_status greedy(cf_session *s, size_t batch, size_t L, clformer_tr
         }
         if (st != CLFORMER_OK || t + 1 >= L || finished == batch) break;
         if (!s->keep_finished_rows && worth_compacting(idle, R)) {
-            size_t n = 0;
-            for (size_t j = 0; j < R; j++)
-                if (!done[row[j]]) {
-                    keep[n] = (int32_t)j;
-                    row[n] = row[j];
-                    ids[n++] = ids[j];
-                }
+            for (size_t j = 0; j < R; j++) gone[j] = done[row[j]];
+            const size_t n = cf_compact_plan(gone, R, 1, keep, from);
+            for (size_t j = 0; j < n; j++) { /* from[j] is j or beyond n: read before written */
+                row[j] = row[from[j]];
+                ids[j] = ids[from[j]];
+            }
             st = cf_decoder_compact(s, keep, n, t + 1);
         }
         if (st == CLFORMER_OK) st = cf_decode_set_tokens(s, ids, t + 1);
@@ -464,7 +488,9 @@ static clformer_status greedy(cf_session *s, size_t batch, size_t L, clformer_tr
     free(ids);
     free(row);
     free(keep);
+    free(from);
     free(done);
+    free(gone);
     return st;
 }
 

@@ -42,13 +42,22 @@ clformer_status cf_decoder_gather(cf_session *s, const int32_t *parents, size_t 
 /* The same, by the parents already in the decoder's `parents` view. */
 clformer_status cf_decoder_gather_device(cf_session *s, size_t K, size_t n);
 
+/* Which rows stay when blocks of `width` rows (a sentence's beams) leave
+ * (gone[b], of `blocks`): the live blocks among the first n keep their
+ * places, and each gone one among them takes the next live block beyond
+ * them, so that only those move. from[j] (n entries): new block j's old
+ * block; keep (n * width): new row's old row. Returns n, the live blocks. */
+size_t cf_compact_plan(const bool *gone, size_t blocks, size_t width, int32_t *keep,
+                       int32_t *from);
+
 /* Drops finished rows: row j of every per-row tensor of decoding (the
  * self-attention caches' first `written` positions, the cross-attention
  * caches, the token table, the step tokens and the source ids of the
- * cross-attention masks) becomes row keep[j], for n increasing row ids; R becomes
- * n. Each kept row's numbers are unchanged, so its later steps give the
- * bits they would have given in the full batch (every kernel and GEMM
- * computes a row from that row alone). */
+ * cross-attention masks) becomes row keep[j] (cf_compact_plan: j itself,
+ * or rows beyond the n kept in increasing order); R becomes n. Each kept
+ * row's numbers are unchanged, so its later steps give the bits they would
+ * have given in the full batch (every kernel and GEMM computes a row from
+ * that row alone). */
 clformer_status cf_decoder_compact(cf_session *s, const int32_t *keep, size_t n, size_t written);
 
 /* dst rows (rows x width 32-bit words) = src rows by `map` (device ints),
