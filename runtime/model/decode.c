@@ -258,7 +258,8 @@ clformer_status cf_decode_step(cf_session *s, size_t t, float *attention)
                                                               : NONE;
     CF_TRY(cf_embedding_forward_at(s->ctx, d->x, d->step_tokens, cf_param(s, m->layout.tgt_embed),
                                    pos, d->R, t, D, cf_embed_scale(c)));
-    const cf_block_shape shape = {d->R, 1, d->S, t, d->L, true, d->tokens, d->src, NONE};
+    const cf_block_shape shape = {d->R, 1, d->S, t, d->L, true, d->tokens, d->src, NONE,
+                                  NONE, NULL};
     for (int l = 0; l < c->n_dec_layers; l++) {
         const cf_layer_acts L = step_acts(d, l);
         CF_TRY(cf_decoder_block(s, l, &L, d->x, &shape));
@@ -272,7 +273,95 @@ clformer_status cf_decode_step(cf_session *s, size_t t, float *attention)
 clformer_status cf_decode_start_lm(cf_session *s, size_t R, size_t L)
 {
     CF_TRY(cf_acts_prepare(s, R, 0, 1, false));
-    return decoder_prepare(s, R, 0, L);
+    CF_TRY(decoder_prepare(s, R, 0, L));
+    /* keys a row does not see still enter P V with probability 0: zeros, not
+     * whatever the buffer held (0 * NaN is NaN) */
+    struct cf_decoder *d = s->decoder;
+    const size_t n = R * L * (size_t)s->model->cfg.d_model;
+    for (int l = 0; l < s->model->cfg.n_dec_layers; l++) {
+        CF_TRY(cf_fill(s->ctx, d->self_k[l].buf, d->self_k[l].off, n, 0.0f));
+        CF_TRY(cf_fill(s->ctx, d->self_v[l].buf, d->self_v[l].off, n, 0.0f));
+    }
+    return CLFORMER_OK;
+}
+
+clformer_status cf_decode_prefill(cf_session *s, size_t r0, size_t rows, const int32_t *ids,
+                                  size_t T)
+{
+    const cf_model *m = s->model;
+    const clformer_config *c = &m->cfg;
+    struct cf_decoder *d = s->decoder;
+    const size_t D = (size_t)c->d_model;
+    if (rows == 0 || T == 0) return CLFORMER_OK;
+    if (r0 + rows > d->R || T > d->L)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_decode_prefill: rows %zu..%zu of %zu, %zu positions of %zu", r0,
+                       r0 + rows - 1, d->R, T, d->L);
+    /* the training activations of a (rows, T) batch, without what backward keeps */
+    CF_TRY(cf_acts_prepare(s, rows, 0, T, false));
+    cf_acts *a = &s->acts;
+    CF_TRY(cf_upload(s->ctx, a->tgt_in.buf, a->tgt_in.off, ids, rows * T));
+    const cf_view pos = c->positional == CLFORMER_POS_LEARNED ? cf_param(s, m->layout.pos_embed)
+                                                              : NONE;
+    CF_TRY(cf_embedding_forward(s->ctx, a->tgt_emb, a->tgt_in, cf_param(s, m->layout.tgt_embed),
+                                pos, rows, T, D, cf_embed_scale(c), NULL));
+    /* causal attention over the positions so far; keys and values go to the
+     * caches of these rows, which is all a prefill keeps */
+    const cf_block_shape shape = {rows, T, 0, 0, d->L, true, NONE, a->src, NONE, NONE, NULL};
+    for (int l = 0; l < c->n_dec_layers; l++) {
+        cf_layer_acts L = a->dec[l];
+        L.self_attn.kh = cf_view_add(d->self_k[l], r0 * d->L * D);
+        L.self_attn.vh = cf_view_add(d->self_v[l], r0 * d->L * D);
+        CF_TRY(cf_decoder_block(s, l, &L, cf_layer_input(a, true, l), &shape));
+    }
+    return CLFORMER_OK;
+}
+
+/* The token table as the key mask of rows at positions pos: 1 where row r
+ * sees key j (j <= pos[r]), else 0. */
+static clformer_status upload_key_mask(cf_session *s, const size_t *pos)
+{
+    struct cf_decoder *d = s->decoder;
+    int32_t *mask = malloc(d->R * d->L * sizeof *mask);
+    if (!mask) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (size_t r = 0; r < d->R; r++)
+        for (size_t j = 0; j < d->L; j++) mask[r * d->L + j] = j <= pos[r];
+    const clformer_status st = cf_upload(s->ctx, d->tokens.buf, d->tokens.off, mask, d->R * d->L);
+    free(mask);
+    return st;
+}
+
+clformer_status cf_decode_step_rows(cf_session *s, const int32_t *tokens, const size_t *pos)
+{
+    const cf_model *m = s->model;
+    struct cf_decoder *d = s->decoder;
+    const clformer_config *c = &m->cfg;
+    const size_t D = (size_t)c->d_model;
+    CF_TRY(cf_upload(s->ctx, d->step_tokens.buf, d->step_tokens.off, tokens, d->R));
+    const cf_view pos_table = c->positional == CLFORMER_POS_LEARNED
+                                  ? cf_param(s, m->layout.pos_embed)
+                                  : NONE;
+    size_t last = 0;
+    for (size_t r0 = 0, r1; r0 < d->R; r0 = r1) { /* by runs of rows at one position */
+        if (pos[r0] >= d->L)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "cf_decode_step_rows: row %zu at position %zu of %zu", r0, pos[r0],
+                           d->L);
+        for (r1 = r0 + 1; r1 < d->R && pos[r1] == pos[r0];) r1++;
+        CF_TRY(cf_embedding_forward_at(s->ctx, cf_view_add(d->x, r0 * D),
+                                       cf_view_add(d->step_tokens, r0),
+                                       cf_param(s, m->layout.tgt_embed), pos_table, r1 - r0,
+                                       pos[r0], D, cf_embed_scale(c)));
+        if (pos[r0] > last) last = pos[r0];
+    }
+    CF_TRY(upload_key_mask(s, pos));
+    const cf_block_shape shape = {d->R, 1, 0, last, d->L, true, NONE, d->src, NONE,
+                                  d->tokens, pos};
+    for (int l = 0; l < c->n_dec_layers; l++) {
+        const cf_layer_acts L = step_acts(d, l);
+        CF_TRY(cf_decoder_block(s, l, &L, d->x, &shape));
+    }
+    return cf_generator_forward(s, d->fin, d->mean, d->rstd, d->x, d->logits, d->R);
 }
 
 clformer_status cf_decode_set_tokens(cf_session *s, const int32_t *ids, size_t col)
