@@ -5,14 +5,18 @@
  */
 #include "common.h"
 
-/* cache[((r*H + h)*T_cap + pos)*dh + j] = src[src_off + r*ld + h*dh + j] */
+/* cache[((r*H + h)*T_cap + pos + t)*dh + j] = src[src_off + (r*T + t)*ld + h*dh + j]:
+ * positions pos .. pos+T-1 of each row r < R (T 1 for a decoding step, the
+ * prompt's length for a prefill). */
 kernel void kv_cache_write(global float *cache, ulong cache_off, global const float *src,
-                           ulong src_off, int ld, int R, int H, int dh, int T_cap, int pos)
+                           ulong src_off, int ld, int R, int T, int H, int dh, int T_cap, int pos)
 {
-    const int j = get_global_id(0), rh = get_global_id(1);
-    if (j >= dh || rh >= R * H) return;
-    const int r = rh / H, h = rh - r * H; /* not %: Oclgrind 21.10 trips on the freeze of a / and % pair */
-    cache[cache_off + ((ulong)rh * T_cap + pos) * dh + j] = src[src_off + (ulong)r * ld + h * dh + j];
+    const int j = get_global_id(0), rth = get_global_id(1);
+    if (j >= dh || rth >= R * T * H) return;
+    /* not %: Oclgrind 21.10 trips on the freeze of a / and % pair */
+    const int rt = rth / H, h = rth - rt * H, r = rt / T, t = rt - r * T;
+    cache[cache_off + (((ulong)r * H + h) * T_cap + pos + t) * dh + j] =
+        src[src_off + (ulong)rt * ld + h * dh + j];
 }
 
 /* table[r*ld + col] = values[r] for r < R */

@@ -904,11 +904,11 @@ CLFORMER_API void clformer_sample_options_default(clformer_sample_options *optio
 typedef bool (*clformer_token_callback)(void *user, int32_t token);
 
 /*
- * Continues `prompt` (n >= 1 ids) with a decoder-only model, one token at a
- * time on the device with key/value caches; each token's choice is made on
- * the host from the step's logits (greedy, or temperature, top-k, top-p and
- * a counter-based draw, so a seed gives the same text wherever the logits
- * agree). When prompt and output outgrow the model's max_len positions, the
+ * Continues `prompt` (n >= 1 ids) with a decoder-only model: the prompt in
+ * one forward pass, then one token at a time on the device with key/value
+ * caches; each token's choice is made on the host from the step's logits
+ * (greedy, or temperature, top-k, top-p and a counter-based draw, so a seed
+ * gives the same text wherever the logits agree). When prompt and output outgrow the model's max_len positions, the
  * caches restart from the last max_len / 2 tokens. `out` (may be NULL)
  * receives up to max_tokens ids; *count (may be NULL) how many were made.
  */
@@ -917,6 +917,30 @@ CLFORMER_API clformer_status clformer_session_generate(clformer_session *session
                                                        const clformer_sample_options *options,
                                                        clformer_token_callback on_token,
                                                        void *user, int32_t *out, size_t *count);
+
+/* Called with each new token of row `row` of a batch (rows in order within
+ * a step); return false to stop every row after this token. */
+typedef bool (*clformer_row_token_callback)(size_t row, int32_t token, void *user);
+
+/*
+ * Continues n_prompts prompts (prompts[p]: lengths[p] >= 1 ids), `samples`
+ * times each, as one batch on the device: row r = p * samples + k is sample
+ * k of prompt p. The prompts go through the model in one forward pass
+ * (filling the caches), then one step per new token runs every row at its
+ * own position (prompts of different lengths need no padding). Sample k of
+ * any prompt draws from stream k of the seed, and sample 0's stream is the
+ * one clformer_session_generate uses, so a row makes exactly the tokens it
+ * makes alone: its prompt, seed and sample number decide them, not its
+ * neighbours or its place in the batch. Each row's window restarts from
+ * its last max_len / 2 tokens when it outgrows max_len. `out` (may be NULL)
+ * receives rows x max_tokens ids (row r at r * max_tokens), `counts` (may
+ * be NULL, rows entries) how many each row made: max_tokens unless the
+ * callback stopped it.
+ */
+CLFORMER_API clformer_status clformer_session_generate_batch(
+    clformer_session *session, const int32_t *const *prompts, const size_t *lengths,
+    size_t n_prompts, size_t samples, const clformer_sample_options *options,
+    clformer_row_token_callback on_token, void *user, int32_t *out, size_t *counts);
 
 /* ------------------------------------------------------------------------- */
 /* Checkpoints: one .safetensors file (docs/MODEL.md)                        */

@@ -13,6 +13,8 @@
 #             a missing CLFORMER_KERNEL_DIR said as such
 #   files     (device) outputs through symbolic links, onto character devices
 #             and FIFOs: written in place or through the link, never replaced
+#   generate  (device) SIGINT/SIGTERM while generate streams one prompt or
+#             runs a batch: 130, one line, the text made so far printed
 # Character devices are copies of /dev/null and /dev/full made with mknod
 # (root), else the originals (written, never replaced, by correct code).
 # Needs CLFORMER_BINARY and CLFORMER_TEST_DATA (tests/data).
@@ -262,6 +264,35 @@ files)
   # --output through a symbolic link to stdout's file
   "$bin" translate --model model.safetensors --input in.txt --output /dev/stdout > direct 2>/dev/null
   [[ $(wc -l < direct) -eq 1 ]] && ok "translate --output /dev/stdout" || bad "--output /dev/stdout"
+  ;;
+generate)
+  export CLFORMER_DEVICE=${CLFORMER_DEVICE:-pocl:pthread}
+  for i in $(seq 1 200); do echo "line $i: the cat sat on the mat"; done > lm.txt
+  "$bin" train --task lm --text lm.txt --d-model 16 --heads 2 --dec-layers 1 --d-ff 32 \
+    --context 12 --batch-size 2 --steps 1 --save lm.safetensors > /dev/null 2>&1 \
+    || bad "train --task lm for the generate case"
+  # far more tokens than it makes before the signal: it stops only when told
+  for run in "--prompt line" "--prompt line --prompt the --num-samples 2"; do
+    for sig in INT TERM; do
+      # shellcheck disable=SC2086
+      "$bin" generate --model lm.safetensors $run --max-tokens 4000000 > out 2> err &
+      job=$!; pids+=("$job")
+      # a single prompt streams: wait for its first tokens. A batch prints at
+      # the end, so nothing shows it has started: a signal still in the
+      # loading is a clean stop too ("interrupted", nothing printed)
+      for _ in $(seq 1 100); do [[ $run == *samples* || $(wc -c < out) -gt 8 ]] && break; sleep 0.1; done
+      sleep 2; kill -"$sig" "$job"; wait_rc "$job" 20; rc=$?
+      err=$(grep -v '^$' err); head=$(head -c 4 out)
+      if [[ $rc -eq 130 && "$err" =~ ^clformer\ generate:\ interrupted\ after\ [0-9]+\ tokens$ &&
+            ( "$head" == "line" || "$head" == "=== " ) ]] ||
+         [[ $run == *samples* && $rc -eq 130 && "$err" == "clformer generate: interrupted" &&
+            ! -s out ]]; then
+        ok "SIG$sig during generate $run: 130, one line, $(wc -c < out) bytes printed"
+      else
+        bad "SIG$sig during generate $run: exit $rc: $err; printed: $(head -c 200 out)"
+      fi
+    done
+  done
   ;;
 *) echo "unknown case $case_name"; exit 2 ;;
 esac

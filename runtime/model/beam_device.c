@@ -93,22 +93,25 @@ static clformer_status read_results(cf_session *s, const cf_beam_views *b, beam_
 
 /* Drops the finished sentences of the `live` slots (their results are
  * read first): every per-sentence and per-row tensor of the search and of
- * decoding keeps the live ones, in order. Returns the slots left in *live. */
+ * decoding keeps the live ones, the last ones moving into the places of
+ * finished ones (cf_compact_plan). Returns the slots left in *live. */
 static clformer_status drop_finished(cf_session *s, const cf_beam_views *b, beam_host *h,
                                      size_t *live, size_t K, size_t L, size_t written)
 {
     struct cf_decoder *d = s->decoder;
     CF_TRY(read_results(s, b, h, *live, L, true));
-    size_t n = 0;
     int32_t *slots = malloc(*live * sizeof *slots);
-    if (!slots) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    for (size_t j = 0; j < *live; j++)
-        if (!h->done[j]) {
-            slots[n] = (int32_t)j;
-            h->sentence[n] = h->sentence[j];
-            for (size_t k = 0; k < K; k++) h->keep[n * K + k] = (int32_t)(j * K + k);
-            n++;
-        }
+    bool *gone = malloc(*live * sizeof *gone);
+    if (!slots || !gone) {
+        free(slots);
+        free(gone);
+        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    for (size_t j = 0; j < *live; j++) gone[j] = h->done[j] != 0;
+    /* live sentences beyond the n that stay fill the places of finished ones */
+    const size_t n = cf_compact_plan(gone, *live, K, h->keep, slots);
+    free(gone);
+    for (size_t j = 0; j < n; j++) h->sentence[j] = h->sentence[slots[j]]; /* j or beyond n */
     /* the search's own state: per sentence through argmax (free in beam
      * search), per row after decoding's tensors, through parents */
     clformer_status st = cf_upload(s->ctx, d->argmax.buf, d->argmax.off, slots, n);
@@ -135,10 +138,12 @@ static void beam_host_free(beam_host *h)
     free(h->keep);
 }
 
-/* Whether dropping `done` of `live` sentences pays: the copy of the kept
- * rows' caches costs about a step, so sentences go once a quarter of them
- * is finished, not at every finish. */
-static bool worth_dropping(size_t done, size_t live) { return done > 0 && 4 * done >= live; }
+/* Whether dropping `done` of `live` sentences pays: a drop costs about a
+ * third of a step (a read-back and some twenty launches; only the moved
+ * sentences' caches are copied), and a finished sentence's K rows idle
+ * through every step until it goes, so sentences go once an eighth of
+ * them is finished. */
+static bool worth_dropping(size_t done, size_t live) { return done > 0 && 8 * done >= live; }
 
 clformer_status cf_beam_search_device(cf_session *s, size_t batch, size_t K, size_t L,
                                       float penalty, clformer_translation *out)

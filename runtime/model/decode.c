@@ -176,6 +176,24 @@ clformer_status cf_gather_rows(cf_session *s, cf_view dst, cf_view src, cf_view 
     return cf_copy(s->ctx, d->gather_tmp.buf, d->gather_tmp.off, dst.buf, dst.off, rows * width);
 }
 
+size_t cf_compact_plan(const bool *gone, size_t blocks, size_t width, int32_t *keep,
+                       int32_t *from)
+{
+    size_t n = 0;
+    for (size_t b = 0; b < blocks; b++) n += !gone[b];
+    size_t tail = n; /* the next live block beyond the first n */
+    for (size_t j = 0; j < n; j++) {
+        size_t b = j;
+        if (gone[j]) {
+            while (gone[tail]) tail++;
+            b = tail++;
+        }
+        from[j] = (int32_t)b;
+        for (size_t k = 0; k < width; k++) keep[j * width + k] = (int32_t)(b * width + k);
+    }
+    return n;
+}
+
 clformer_status cf_decoder_compact(cf_session *s, const int32_t *keep, size_t n, size_t written)
 {
     struct cf_decoder *d = s->decoder;
@@ -185,10 +203,17 @@ clformer_status cf_decoder_compact(cf_session *s, const int32_t *keep, size_t n,
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cf_decoder_compact: %zu of %zu rows, %zu of %zu positions", n, d->R,
                        written, d->L);
-    for (size_t j = 0; j < n; j++) /* increasing: a row never moves down past another */
-        if (keep[j] < (int32_t)j || (size_t)keep[j] >= d->R || (j && keep[j] <= keep[j - 1]))
+    /* a row stays, or comes from beyond the first n, each once: no row is
+     * both read and written, so the caches are copied in place */
+    int32_t last = (int32_t)n - 1; /* the last row taken from beyond the n */
+    for (size_t j = 0; j < n; j++) {
+        if (keep[j] == (int32_t)j) continue;
+        if (keep[j] <= last || (size_t)keep[j] >= d->R)
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                           "cf_decoder_compact: row list not increasing at %zu", j);
+                           "cf_decoder_compact: row %zu comes from row %d, neither itself nor "
+                           "a later row beyond the %zu kept", j, (int)keep[j], n);
+        last = keep[j];
+    }
     CF_TRY(cf_upload(s->ctx, d->parents.buf, d->parents.off, keep, n));
     /* the caches: rows that stay in place (keep[j] == j) are not copied */
     for (int l = 0; l < c->n_dec_layers; l++)
@@ -197,10 +222,8 @@ clformer_status cf_decoder_compact(cf_session *s, const int32_t *keep, size_t n,
             const cf_view cache = kv == 0 ? d->self_k[l] : kv == 1 ? d->self_v[l]
                                   : kv == 2 ? d->cross_k[l] : d->cross_v[l];
             const size_t cap = self ? d->L : d->S, used = self ? written : d->S;
-            CF_TRY(cf_beam_gather_cache(s->ctx, d->gather_tmp, cache, d->parents, n, H, cap, dh,
-                                        used, true));
-            CF_TRY(cf_beam_gather_cache(s->ctx, cache, d->gather_tmp, d->parents, n, H, cap, dh,
-                                        used, false));
+            CF_TRY(cf_beam_gather_cache(s->ctx, cache, cache, d->parents, n, H, cap, dh, used,
+                                        true));
         }
     CF_TRY(cf_gather_rows(s, d->tokens, d->tokens, d->parents, d->L, n));
     CF_TRY(cf_gather_rows(s, d->step_tokens, d->step_tokens, d->parents, 1, n));
@@ -235,7 +258,8 @@ clformer_status cf_decode_step(cf_session *s, size_t t, float *attention)
                                                               : NONE;
     CF_TRY(cf_embedding_forward_at(s->ctx, d->x, d->step_tokens, cf_param(s, m->layout.tgt_embed),
                                    pos, d->R, t, D, cf_embed_scale(c)));
-    const cf_block_shape shape = {d->R, 1, d->S, t, d->L, true, d->tokens, d->src, NONE};
+    const cf_block_shape shape = {d->R, 1, d->S, t, d->L, true, d->tokens, d->src, NONE,
+                                  NONE, NULL};
     for (int l = 0; l < c->n_dec_layers; l++) {
         const cf_layer_acts L = step_acts(d, l);
         CF_TRY(cf_decoder_block(s, l, &L, d->x, &shape));
@@ -249,7 +273,95 @@ clformer_status cf_decode_step(cf_session *s, size_t t, float *attention)
 clformer_status cf_decode_start_lm(cf_session *s, size_t R, size_t L)
 {
     CF_TRY(cf_acts_prepare(s, R, 0, 1, false));
-    return decoder_prepare(s, R, 0, L);
+    CF_TRY(decoder_prepare(s, R, 0, L));
+    /* keys a row does not see still enter P V with probability 0: zeros, not
+     * whatever the buffer held (0 * NaN is NaN) */
+    struct cf_decoder *d = s->decoder;
+    const size_t n = R * L * (size_t)s->model->cfg.d_model;
+    for (int l = 0; l < s->model->cfg.n_dec_layers; l++) {
+        CF_TRY(cf_fill(s->ctx, d->self_k[l].buf, d->self_k[l].off, n, 0.0f));
+        CF_TRY(cf_fill(s->ctx, d->self_v[l].buf, d->self_v[l].off, n, 0.0f));
+    }
+    return CLFORMER_OK;
+}
+
+clformer_status cf_decode_prefill(cf_session *s, size_t r0, size_t rows, const int32_t *ids,
+                                  size_t T)
+{
+    const cf_model *m = s->model;
+    const clformer_config *c = &m->cfg;
+    struct cf_decoder *d = s->decoder;
+    const size_t D = (size_t)c->d_model;
+    if (rows == 0 || T == 0) return CLFORMER_OK;
+    if (r0 + rows > d->R || T > d->L)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_decode_prefill: rows %zu..%zu of %zu, %zu positions of %zu", r0,
+                       r0 + rows - 1, d->R, T, d->L);
+    /* the training activations of a (rows, T) batch, without what backward keeps */
+    CF_TRY(cf_acts_prepare(s, rows, 0, T, false));
+    cf_acts *a = &s->acts;
+    CF_TRY(cf_upload(s->ctx, a->tgt_in.buf, a->tgt_in.off, ids, rows * T));
+    const cf_view pos = c->positional == CLFORMER_POS_LEARNED ? cf_param(s, m->layout.pos_embed)
+                                                              : NONE;
+    CF_TRY(cf_embedding_forward(s->ctx, a->tgt_emb, a->tgt_in, cf_param(s, m->layout.tgt_embed),
+                                pos, rows, T, D, cf_embed_scale(c), NULL));
+    /* causal attention over the positions so far; keys and values go to the
+     * caches of these rows, which is all a prefill keeps */
+    const cf_block_shape shape = {rows, T, 0, 0, d->L, true, NONE, a->src, NONE, NONE, NULL};
+    for (int l = 0; l < c->n_dec_layers; l++) {
+        cf_layer_acts L = a->dec[l];
+        L.self_attn.kh = cf_view_add(d->self_k[l], r0 * d->L * D);
+        L.self_attn.vh = cf_view_add(d->self_v[l], r0 * d->L * D);
+        CF_TRY(cf_decoder_block(s, l, &L, cf_layer_input(a, true, l), &shape));
+    }
+    return CLFORMER_OK;
+}
+
+/* The token table as the key mask of rows at positions pos: 1 where row r
+ * sees key j (j <= pos[r]), else 0. */
+static clformer_status upload_key_mask(cf_session *s, const size_t *pos)
+{
+    struct cf_decoder *d = s->decoder;
+    int32_t *mask = malloc(d->R * d->L * sizeof *mask);
+    if (!mask) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (size_t r = 0; r < d->R; r++)
+        for (size_t j = 0; j < d->L; j++) mask[r * d->L + j] = j <= pos[r];
+    const clformer_status st = cf_upload(s->ctx, d->tokens.buf, d->tokens.off, mask, d->R * d->L);
+    free(mask);
+    return st;
+}
+
+clformer_status cf_decode_step_rows(cf_session *s, const int32_t *tokens, const size_t *pos)
+{
+    const cf_model *m = s->model;
+    struct cf_decoder *d = s->decoder;
+    const clformer_config *c = &m->cfg;
+    const size_t D = (size_t)c->d_model;
+    CF_TRY(cf_upload(s->ctx, d->step_tokens.buf, d->step_tokens.off, tokens, d->R));
+    const cf_view pos_table = c->positional == CLFORMER_POS_LEARNED
+                                  ? cf_param(s, m->layout.pos_embed)
+                                  : NONE;
+    size_t last = 0;
+    for (size_t r0 = 0, r1; r0 < d->R; r0 = r1) { /* by runs of rows at one position */
+        if (pos[r0] >= d->L)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "cf_decode_step_rows: row %zu at position %zu of %zu", r0, pos[r0],
+                           d->L);
+        for (r1 = r0 + 1; r1 < d->R && pos[r1] == pos[r0];) r1++;
+        CF_TRY(cf_embedding_forward_at(s->ctx, cf_view_add(d->x, r0 * D),
+                                       cf_view_add(d->step_tokens, r0),
+                                       cf_param(s, m->layout.tgt_embed), pos_table, r1 - r0,
+                                       pos[r0], D, cf_embed_scale(c)));
+        if (pos[r0] > last) last = pos[r0];
+    }
+    CF_TRY(upload_key_mask(s, pos));
+    const cf_block_shape shape = {d->R, 1, 0, last, d->L, true, NONE, d->src, NONE,
+                                  d->tokens, pos};
+    for (int l = 0; l < c->n_dec_layers; l++) {
+        const cf_layer_acts L = step_acts(d, l);
+        CF_TRY(cf_decoder_block(s, l, &L, d->x, &shape));
+    }
+    return cf_generator_forward(s, d->fin, d->mean, d->rstd, d->x, d->logits, d->R);
 }
 
 clformer_status cf_decode_set_tokens(cf_session *s, const int32_t *ids, size_t col)
@@ -315,9 +427,10 @@ clformer_status cf_decode_start(cf_session *s, const int32_t *src, size_t batch,
     return st;
 }
 
-/* Whether dropping `done` of `rows` live rows pays: the copy of the kept
- * rows' caches costs about a step, so rows go once a quarter of them is
- * finished (a handful of times per batch), not at every finish. */
+/* Whether dropping `done` of `rows` live rows pays: a drop (some twenty
+ * launches; only the rows that move are copied) costs about a greedy step,
+ * so rows go once a quarter of them is finished (a handful of times per
+ * batch), not at every finish. */
 static bool worth_compacting(size_t done, size_t rows) { return done > 0 && 4 * done >= rows; }
 
 /* Greedy decoding of `batch` rows. Finished rows leave the batch
@@ -329,8 +442,9 @@ static clformer_status greedy(cf_session *s, size_t batch, size_t L, clformer_tr
     const size_t H = (size_t)s->model->cfg.n_heads, S = d->S;
     int32_t *ids = malloc(batch * sizeof *ids);
     int32_t *row = malloc(batch * sizeof *row), *keep = malloc(batch * sizeof *keep);
-    bool *done = calloc(batch, sizeof *done);
-    clformer_status st = ids && row && keep && done
+    int32_t *from = malloc(batch * sizeof *from);
+    bool *done = calloc(batch, sizeof *done), *gone = malloc(batch * sizeof *gone);
+    clformer_status st = ids && row && keep && from && done && gone
                              ? CLFORMER_OK
                              : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     for (size_t r = 0; r < batch && st == CLFORMER_OK; r++) row[r] = (int32_t)r;
@@ -361,13 +475,12 @@ static clformer_status greedy(cf_session *s, size_t batch, size_t L, clformer_tr
         }
         if (st != CLFORMER_OK || t + 1 >= L || finished == batch) break;
         if (!s->keep_finished_rows && worth_compacting(idle, R)) {
-            size_t n = 0;
-            for (size_t j = 0; j < R; j++)
-                if (!done[row[j]]) {
-                    keep[n] = (int32_t)j;
-                    row[n] = row[j];
-                    ids[n++] = ids[j];
-                }
+            for (size_t j = 0; j < R; j++) gone[j] = done[row[j]];
+            const size_t n = cf_compact_plan(gone, R, 1, keep, from);
+            for (size_t j = 0; j < n; j++) { /* from[j] is j or beyond n: read before written */
+                row[j] = row[from[j]];
+                ids[j] = ids[from[j]];
+            }
             st = cf_decoder_compact(s, keep, n, t + 1);
         }
         if (st == CLFORMER_OK) st = cf_decode_set_tokens(s, ids, t + 1);
@@ -375,7 +488,9 @@ static clformer_status greedy(cf_session *s, size_t batch, size_t L, clformer_tr
     free(ids);
     free(row);
     free(keep);
+    free(from);
     free(done);
+    free(gone);
     return st;
 }
 

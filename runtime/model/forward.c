@@ -73,7 +73,30 @@ typedef struct {
     bool cached;      /* self: this position's K/V written at q_pos0 of the caches in kh/vh;
                          cross: kh/vh already hold the memory's */
     cf_view memory;   /* cross, not cached: (B*Tk, d) */
+    const size_t *row_pos; /* self, cached, Tq 1: each row's own position (NULL: q_pos0) */
 } attn_spec;
+
+/* Decoding: this pass's keys and values (in the packed projection a->q)
+ * into the caches in kh/vh: Tq positions from q_pos0 for every row, or
+ * with row_pos one position per row, written by runs of rows that share
+ * it (rows of a batch of prompts sit at different positions). */
+static clformer_status cache_write(cf_ctx *ctx, const cf_attn_acts *a, const attn_spec *spec)
+{
+    const cf_attention_shape *sh = &spec->shape;
+    const size_t H = sh->H, dh = sh->dh, d = H * dh, cap = sh->Tk_cap, Tq = sh->Tq;
+    for (size_t r0 = 0, r1; r0 < sh->B; r0 = r1) {
+        size_t pos = sh->q_pos0;
+        r1 = sh->B;
+        if (spec->row_pos)
+            for (pos = spec->row_pos[r0], r1 = r0 + 1; r1 < sh->B && spec->row_pos[r1] == pos;)
+                r1++;
+        for (size_t kv = 0; kv < 2; kv++)
+            CF_TRY(cf_kv_cache_write(ctx, cf_view_add(kv ? a->vh : a->kh, r0 * H * cap * dh),
+                                     cf_view_add(a->q, r0 * Tq * 3 * d + (1 + kv) * d), 3 * d,
+                                     r1 - r0, Tq, H, dh, cap, pos));
+    }
+    return CLFORMER_OK;
+}
 
 /* Writes a->out (B*Tq, d) = out_proj(attention(x)). */
 static clformer_status attention(cf_session *s, const cf_attn_acts *a, const cf_attn_params *p,
@@ -87,10 +110,7 @@ static clformer_status attention(cf_session *s, const cf_attn_acts *a, const cf_
         CF_TRY(cf_linear_forward(ctx, a->q, x, w, b, Nq, d, 3 * d));
         CF_TRY(cf_split_heads(ctx, a->qh, a->q, 3 * d, B, Tq, H, dh));
         if (spec->cached) {
-            CF_TRY(cf_kv_cache_write(ctx, a->kh, cf_view_add(a->q, d), 3 * d, B, H, dh,
-                                     sh->Tk_cap, sh->q_pos0));
-            CF_TRY(cf_kv_cache_write(ctx, a->vh, cf_view_add(a->q, 2 * d), 3 * d, B, H, dh,
-                                     sh->Tk_cap, sh->q_pos0));
+            CF_TRY(cache_write(ctx, a, spec));
         } else {
             CF_TRY(cf_split_heads(ctx, a->kh, cf_view_add(a->q, d), 3 * d, B, Tq, H, dh));
             CF_TRY(cf_split_heads(ctx, a->vh, cf_view_add(a->q, 2 * d), 3 * d, B, Tq, H, dh));
@@ -170,7 +190,7 @@ clformer_status cf_encoder_block(cf_session *s, int l, cf_view x)
     const cf_layer_params *p = &s->model->layout.enc[l];
     const size_t B = s->acts.B, S = s->acts.S, H = (size_t)c->n_heads;
     const attn_spec self = {{B, H, (size_t)c->d_model / H, S, S, S, 0, false, S}, s->acts.src,
-                            false, false, NONE};
+                            false, false, NONE, NULL};
     CF_TRY(sublayer(s, L, p, 0, x, B * S, &self, l, l));
     return sublayer(s, L, p, 1, L->sub[0].out, B * S, NULL, l, l);
 }
@@ -185,9 +205,10 @@ clformer_status cf_decoder_block(cf_session *s, int l, const cf_layer_acts *L, c
     /* decoder-only: no memory to attend to, and no padding among the keys */
     const bool cross = !clformer_config_decoder_only(c);
     const attn_spec self = {{b->B, H, dh, b->T, b->pos + b->T, b->cap, b->pos, true, b->cap},
-                            cross ? b->tgt_tokens : NONE, false, b->cached, NONE};
+                            cross ? b->tgt_tokens : b->key_mask, false, b->cached, NONE,
+                            b->row_pos};
     const attn_spec cross_spec = {{b->B, H, dh, b->T, b->S, b->S, 0, false, b->S},
-                                  b->src_tokens, true, b->cached, b->memory};
+                                  b->src_tokens, true, b->cached, b->memory, NULL};
     CF_TRY(sublayer(s, L, p, 0, x, N, &self, l, site_layer));
     if (cross) CF_TRY(sublayer(s, L, p, 1, L->sub[0].out, N, &cross_spec, l, site_layer));
     const int f = cf_ffn_sub(cross);

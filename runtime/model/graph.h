@@ -131,10 +131,13 @@ clformer_status cf_forward_encoder(cf_session *s);
 
 /* What one decoder block runs over. Training: all T positions of a batch,
  * keys and values split from this pass's projections into the acts' kh/vh
- * (pos 0, cap T). Decoding: one new position `pos` per row (T 1); `cached`
- * writes its self-attention key and value into the caches the acts' kh/vh
- * point at (capacity `cap` positions), and the cross-attention's kh/vh
- * already hold the projected memory (cf_cross_kv). */
+ * (pos 0, cap T). Decoding: one new position `pos` per row (T 1), or a
+ * language model's prompt (positions pos .. pos+T-1); `cached` writes the
+ * self-attention keys and values into the caches the acts' kh/vh point at
+ * (capacity `cap` positions), and the cross-attention's kh/vh already hold
+ * the projected memory (cf_cross_kv). A decoder-only model decoding a
+ * batch of prompts has its rows at different positions: row_pos gives each
+ * row's (T 1, pos their maximum) and key_mask which keys each row sees. */
 typedef struct {
     size_t B, T, S;      /* rows, query positions, source positions */
     size_t pos, cap;     /* first query position; key capacity of the self-attention */
@@ -142,6 +145,8 @@ typedef struct {
     cf_view tgt_tokens;  /* (B, cap) the self-attention's key tokens (pads masked) */
     cf_view src_tokens;  /* (B, S) */
     cf_view memory;      /* (B*S, d) the encoder's output; unused when cached */
+    cf_view key_mask;    /* decoder-only: (B, cap) ints, 0 where a key is hidden, or NONE */
+    const size_t *row_pos; /* cached, T 1: row r's position (NULL: every row at pos) */
 } cf_block_shape;
 
 /* Encoder layer l over x (B*S, d) into the acts' enc[l]. */
@@ -157,7 +162,8 @@ clformer_status cf_decoder_block(cf_session *s, int l, const cf_layer_acts *L, c
  * T positions of its rows at once. */
 static inline cf_block_shape cf_batch_block_shape(const cf_acts *a)
 {
-    const cf_block_shape b = {a->B, a->T, a->S, 0, a->T, false, a->tgt_in, a->src, a->memory};
+    const cf_block_shape b = {a->B, a->T, a->S, 0, a->T, false, a->tgt_in, a->src, a->memory,
+                              {NULL, 0}, NULL};
     return b;
 }
 

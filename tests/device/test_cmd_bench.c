@@ -83,11 +83,12 @@ static double train_flop(const dims *m, double B, double S, double T)
 }
 
 /* Weights and biases of docs/MODEL.md's model with sinusoidal positions. */
-static double parameter_count(const dims *m)
+static double parameter_count(const dims *m, bool share_all)
 {
     const double d = m->d, ff = m->ff;
     const double attn = 4 * d * d + 4 * d, ffn = 2 * d * ff + ff + d, norm = 2 * d;
-    return 2 * m->V * d + m->V * d + m->V         /* embeddings, generator */
+    /* embeddings and generator; shared: one matrix, the generator's bias */
+    return (share_all ? m->V * d : 3 * m->V * d) + m->V
            + m->E * (attn + ffn + 2 * norm) + norm /* encoder */
            + m->D * (2 * attn + ffn + 3 * norm) + norm;
 }
@@ -205,8 +206,8 @@ static void bench_json(void **state)
     assert_memory_equal(&m, quick ? &micro : &tiny, sizeof m);
     assert_true(number(model, "max_len") == 256);
     const double params = positive(r, "params");
-    if (params != parameter_count(&m))
-        fail_msg("params %.0f, expected %.0f", params, parameter_count(&m));
+    if (params != parameter_count(&m, false))
+        fail_msg("params %.0f, expected %.0f", params, parameter_count(&m, false));
 
     /* training */
     assert_true(number(r, "train_tokens_per_step") == 8);
@@ -278,6 +279,45 @@ static void bench_table(void **state)
     mentions("total allocated by clformer");
 }
 
+/* The model options replace the preset's shape (the README's recipe is
+ * measured this way): echoed in the JSON, counted in the FLOP tally and in
+ * the parameters of one shared embedding matrix. */
+static void bench_shape_options(void **state)
+{
+    (void)state;
+    if (harness_is_slow()) skip(); /* a step without --quick takes minutes on a simulator */
+    expect(run_bench("--d-model", "32", "--heads", "2", "--d-ff", "48", "--enc-layers", "1",
+                     "--dec-layers", "2", "--post-norm", "--dropout", "0.3", "--attention-dropout", "0",
+                     "--activation-dropout", "0.2",
+                     "--label-smoothing", "0.1", "--share-all-embeddings", "--vocab", "40",
+                     "--batch", "2", "--len", "5", "--steps", "1", "--warmup", "0", "--json",
+                     NULL),
+           0, NULL);
+    json_error_t jerr;
+    json_t *r = json_loads(out, 0, &jerr);
+    if (!json_is_object(r)) fail_msg("stdout is not one JSON object (%s)\nstdout: %s", jerr.text, out);
+    json_t *model = object(r, "model");
+    const dims m = {number(model, "d_model"), number(model, "n_heads"), number(model, "d_ff"),
+                    number(model, "n_enc_layers"), number(model, "n_dec_layers"),
+                    number(r, "vocab")};
+    const dims want = {32, 2, 48, 1, 2, 40};
+    assert_memory_equal(&m, &want, sizeof m);
+    assert_true(json_is_false(json_object_get(model, "norm_first")));
+    assert_true(json_is_true(json_object_get(model, "share_all_embeddings")));
+    assert_true(fabs(number(r, "dropout") - 0.3) < 1e-6);
+    assert_true(fabs(number(r, "label_smoothing") - 0.1) < 1e-6);
+    assert_true(number(r, "attention_dropout") == 0);
+    assert_true(fabs(number(r, "activation_dropout") - 0.2) < 1e-6);
+    const double params = positive(r, "params");
+    if (params != parameter_count(&m, true))
+        fail_msg("params %.0f, expected %.0f (one shared embedding)", params,
+                 parameter_count(&m, true));
+    const double flop = positive(r, "flop_per_step");
+    if (flop != train_flop(&m, 2, 5, 5))
+        fail_msg("flop_per_step %.0f, the GEMM tally gives %.0f", flop, train_flop(&m, 2, 5, 5));
+    json_decref(r);
+}
+
 /* Usage errors are found before the device is opened, and exit 2. */
 static void bench_usage_errors(void **state)
 {
@@ -291,6 +331,9 @@ static void bench_usage_errors(void **state)
     expect(run_bench("--warmup", "-1", NULL), 2, "--warmup");
     expect(run_bench("--vocab", "4", NULL), 2, "--vocab");
     expect(run_bench("--steps", NULL), 2, "needs a value");
+    expect(run_bench("--heads", "0", NULL), 2, "--heads");
+    expect(run_bench("--dropout", "1", NULL), 2, "--dropout");
+    expect(run_bench("--d-model", "wide", NULL), 2, "whole number");
     expect(run_bench("--fast", NULL), 2, "unknown option");
     expect(run_bench("--help", NULL), 0, "tokens/s");
 }
@@ -299,5 +342,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(bench_usage_errors),
     cmocka_unit_test(bench_json),
     cmocka_unit_test(bench_table),
+    cmocka_unit_test(bench_shape_options),
 };
 HARNESS_DEVICE_MAIN("cmd_bench", tests)

@@ -1,10 +1,13 @@
 /*
  * The language-model commands end to end on a small text: train --task lm
  * (and its resume: the same losses as one run), generate (a seed repeats its
- * text), eval --text, export --format hf-gpt2 read back by eval, and the
+ * text; a batch of prompts from --prompt and --prompt-file, as text and as
+ * JSON, gives each prompt the text it gets alone), eval --text, export --format hf-gpt2 read back by eval, and the
  * usage errors of --task lm.
  */
 #include "harness.h"
+
+#include <jansson.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +29,8 @@ static size_t losses(const char *path, char out[][32], size_t cap)
 static void lm_commands(void **state)
 {
     (void)state;
-    char dir[64], text[128], a[128], b[128], la[128], lb[128], hf[128];
+    char dir[64], text[128], a[128], b[128], la[128], lb[128], hf[128], prompts[128];
+    static char expect[(1 << 15) + 64];
     static char out[1 << 15], out2[1 << 15];
     const harness_cmd cmd = {out, sizeof out}, cmd2 = {out2, sizeof out2};
     assert_true(harness_temp_dir(dir, sizeof dir, "lm"));
@@ -72,6 +76,43 @@ static void lm_commands(void **state)
                               "--max-tokens", "30", "--seed", "5", NULL);
     assert_int_equal(rc, 0);
     assert_string_equal(out, out2);
+
+    /* a batch: two prompts (one from --prompt, one from a file whose empty
+     * line and '\r' are skipped), two samples each; each prompt's first
+     * sample is the text it gets alone */
+    harness_path(prompts, sizeof prompts, dir, "prompts.txt");
+    harness_write_file(prompts, "\nthe cat\r\n\n");
+    rc = harness_run_clformer(&cmd2, "generate", "--model", a, "--prompt", "line 1",
+                              "--prompt-file", prompts, "--num-samples", "2", "--max-tokens", "30",
+                              "--seed", "5", NULL);
+    if (rc != 0) fail_msg("generate of a batch exited with %d:\n%s", rc, out2);
+    snprintf(expect, sizeof expect, "=== prompt 1, sample 1 ===\n%s\n", out);
+    if (strncmp(out2, expect, strlen(expect)))
+        fail_msg("the batch's first row is not the prompt's text alone:\n%s\nwanted first\n%s",
+                 out2, expect);
+    assert_non_null(strstr(out2, "=== prompt 2, sample 2 ===\nthe cat"));
+    rc = harness_run_clformer(&cmd, "generate", "--model", a, "--prompt", "the cat",
+                              "--max-tokens", "30", "--seed", "5", NULL);
+    assert_int_equal(rc, 0);
+    snprintf(expect, sizeof expect, "=== prompt 2, sample 1 ===\n%s\n", out);
+    assert_non_null(strstr(out2, expect));
+    /* --json: one object, a row per prompt and sample */
+    rc = harness_run_clformer(&cmd2, "generate", "--model", a, "--prompt", "line 1", "--prompt",
+                              "the cat", "--max-tokens", "30", "--seed", "5", "--json", NULL);
+    if (rc != 0) fail_msg("generate --json exited with %d:\n%s", rc, out2);
+    json_t *j = json_loads(out2, 0, NULL);
+    if (!j) fail_msg("generate --json printed no JSON object:\n%s", out2);
+    json_t *rows = json_object_get(j, "rows");
+    assert_int_equal(json_array_size(rows), 2);
+    json_t *row = json_array_get(rows, 1);
+    snprintf(expect, sizeof expect, "the cat%s\n", json_string_value(json_object_get(row, "text")));
+    assert_string_equal(expect, out); /* the text of "the cat" alone */
+    assert_int_equal(json_integer_value(json_object_get(row, "tokens")), 30);
+    assert_true(json_is_number(json_object_get(j, "tokens_per_second")));
+    json_decref(j);
+    harness_write_file(prompts, "\n\n");
+    rc = harness_run_clformer(&cmd, "generate", "--model", a, "--prompt-file", prompts, NULL);
+    harness_expect_run(&cmd, rc, 2, "holds no prompt");
 
     /* eval --text, and the same figures from the Hugging Face export */
     rc = harness_run_clformer(&cmd, "eval", "--model", a, "--text", text, "--json", NULL);

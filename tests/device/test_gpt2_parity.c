@@ -4,11 +4,13 @@
  * fixture's model/ directory is what save_pretrained wrote, read by
  * clformer_model_load; then the logits of a batch (|x - x_hf| <= 1e-4,
  * transformers in float64), the losses of 10 AdamW steps (relative 1e-5),
- * greedy generation from a prompt (token for token, before training), and
+ * greedy generation from a prompt (token for token, before training; its
+ * one-pass prefill against token by token, prefill_check.h), and
  * the export of the model read back (the same weights). Every fixture on
  * every device; the simulator runs only the tiny one.
  */
 #include "harness.h"
+#include "prefill_check.h"
 #include "safetensors.h"
 
 #include <math.h>
@@ -87,6 +89,8 @@ static void check_fixture(const char *name)
     assert_ok(clformer_session_generate(s, prompt, tp->numel, &so, NULL, NULL, gen, &count));
     assert_int_equal(count, tgen->numel);
     assert_memory_equal(gen, want_gen, tgen->numel * sizeof *gen);
+    /* the prompt in one pass agrees with feeding it token by token */
+    prefill_check(s, prompt, tp->numel, 1e-5, name);
 
     /* the export read back holds the same weights (same logits, bit for bit) */
     char dir[] = "/tmp/clformer_hf_XXXXXX";

@@ -6,7 +6,8 @@
  * chi-square test over many draws on fixed logits). A model with GPT-2's
  * BPE keeps it through a checkpoint and a Hugging Face export: the same
  * ids, text and logits. Agreement with Hugging Face's GPT-2 is
- * test_gpt2_parity's.
+ * test_gpt2_parity's; batches of prompts and the one-pass prefill are
+ * test_lm_generate's.
  */
 #include "harness.h"
 #include "decode.h"
@@ -264,7 +265,7 @@ static void sampling_follows_the_distribution(void **state)
         for (int i = 0; i < keep; i++) p[order[i]] = sorted[i] / kept;
         const int draws = 20000;
         int seen[6] = {0};
-        for (int d = 0; d < draws; d++) seen[cf_sample_token(logits, 6, &o, (uint64_t)d, scratch)]++;
+        for (int d = 0; d < draws; d++) seen[cf_sample_token(logits, 6, &o, 0, (uint64_t)d, scratch)]++;
         double chi2 = 0;
         int dof = -1;
         for (int v = 0; v < 6; v++) {

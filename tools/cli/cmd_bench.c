@@ -406,8 +406,13 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     put_int(model, "n_enc_layers", (uint64_t)c->n_enc_layers);
     put_int(model, "n_dec_layers", (uint64_t)c->n_dec_layers);
     put_int(model, "max_len", (uint64_t)c->max_len);
+    json_object_set_new(model, "norm_first", json_boolean(c->norm_first));
+    json_object_set_new(model, "share_all_embeddings", json_boolean(c->share_all_embed));
     json_object_set_new(r, "model", model);
     put_real(r, "dropout", (double)c->dropout);
+    put_real(r, "label_smoothing", (double)c->label_smoothing);
+    put_real(r, "attention_dropout", (double)c->attention_dropout);
+    put_real(r, "activation_dropout", (double)c->activation_dropout);
     put_int(r, "params", b->params);
 
     put_int(r, "train_tokens_per_step", b->B * b->T);
@@ -509,16 +514,17 @@ static void print_mib(const char *what, size_t bytes)
 static void print_table(const bench *b, const clformer_device_info *dev)
 {
     const clformer_config *c = &b->cfg;
-    printf("clformer bench: %s (d_model %d, %d heads, d_ff %d, %d+%d layers, vocab %zu), "
+    printf("clformer bench: %s (d_model %d, %d heads, d_ff %d, %d+%d layers, %s, vocab %zu%s), "
            "%zu parameters\n",
            b->preset, c->d_model, c->n_heads, c->d_ff, c->n_enc_layers, c->n_dec_layers,
-           b->vocab, b->params);
+           c->norm_first ? "pre-norm" : "post-norm", b->vocab,
+           c->share_all_embed ? " shared by all embeddings" : "", b->params);
     printf("device %s: %s (%s, %s), GEMM by %s\n", dev->selector, dev->name,
            clformer_device_type_name(dev->type), dev->platform,
            strcmp(b->gemm_provider, "host") == 0 ? "OpenBLAS (host)" : "CLBlast");
-    printf("batch %zu sentences x len %zu tokens, dropout %.2g, %zu warm-up + %zu timed "
-           "repetitions%s\n",
-           b->B, b->T, (double)c->dropout, b->warmup, b->steps,
+    printf("batch %zu sentences x len %zu tokens, dropout %.2g, label smoothing %.2g, "
+           "%zu warm-up + %zu timed repetitions%s\n",
+           b->B, b->T, (double)c->dropout, (double)c->label_smoothing, b->warmup, b->steps,
            b->recompute ? ", layers recomputed in backward" : "");
 
     printf("\ntraining (forward, loss, backward, clip, Adam)\n");
@@ -560,6 +566,33 @@ static void print_table(const bench *b, const clformer_device_info *dev)
 /* The command                                                                */
 /* ------------------------------------------------------------------------- */
 
+/* Model options that replace the preset's (a recipe's shape, e.g. the README's
+ * fairseq-like one); `g` records which were given. */
+typedef struct {
+    long d_model, heads, d_ff, enc_layers, dec_layers;
+    double dropout, attention_dropout, activation_dropout, label_smoothing;
+    bool post_norm, share_all;
+    struct {
+        bool d_model, heads, d_ff, enc_layers, dec_layers, dropout, attention_dropout,
+            activation_dropout, label_smoothing;
+    } g;
+} shape_options;
+
+static void apply_shape(const shape_options *sh, clformer_config *c)
+{
+    if (sh->g.d_model) c->d_model = (int)sh->d_model;
+    if (sh->g.heads) c->n_heads = (int)sh->heads;
+    if (sh->g.d_ff) c->d_ff = (int)sh->d_ff;
+    if (sh->g.enc_layers) c->n_enc_layers = (int)sh->enc_layers;
+    if (sh->g.dec_layers) c->n_dec_layers = (int)sh->dec_layers;
+    if (sh->g.dropout) c->dropout = (float)sh->dropout;
+    if (sh->g.attention_dropout) c->attention_dropout = (float)sh->attention_dropout;
+    if (sh->g.activation_dropout) c->activation_dropout = (float)sh->activation_dropout;
+    if (sh->g.label_smoothing) c->label_smoothing = (float)sh->label_smoothing;
+    if (sh->post_norm) c->norm_first = false;
+    if (sh->share_all) c->share_tgt_embed = c->share_all_embed = true;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     const char *config = "tiny";
@@ -567,6 +600,7 @@ int cmd_bench(int argc, char **argv)
     cli_choices(preset_choices, sizeof preset_choices, clformer_config_presets());
     long batch = 32, len = 32, steps = 5, warmup = 2, vocab = 8000, seed = 0;
     bool json = false, quick = false, recompute = false;
+    shape_options sh = {0};
     const cli_option options[] = {
         {"--config", CLI_CHOICE, &config, NULL, "model preset (tiny; clformer presets lists them)", 0, 0, preset_choices},
         {"--batch", CLI_INT, &batch, "B", "sentences per batch (32)", 1, 65536},
@@ -577,6 +611,17 @@ int cmd_bench(int argc, char **argv)
         {"--vocab", CLI_INT, &vocab, "V", "source and target vocabulary size (8000)", 5,
          1 << 20},
         {"--seed", CLI_INT, &seed, "N", "seed of the weights, dropout and data (0)", 0, 1e15},
+        {"--d-model", CLI_INT, &sh.d_model, "D", "model width (the preset's)", 8, 65536, NULL, &sh.g.d_model},
+        {"--heads", CLI_INT, &sh.heads, "H", "attention heads (the preset's)", 1, 1024, NULL, &sh.g.heads},
+        {"--d-ff", CLI_INT, &sh.d_ff, "F", "feed-forward width (the preset's)", 1, 1 << 20, NULL, &sh.g.d_ff},
+        {"--enc-layers", CLI_INT, &sh.enc_layers, "N", "encoder layers (the preset's)", 1, 1024, NULL, &sh.g.enc_layers},
+        {"--dec-layers", CLI_INT, &sh.dec_layers, "N", "decoder layers (the preset's)", 1, 1024, NULL, &sh.g.dec_layers},
+        {"--post-norm", CLI_FLAG, &sh.post_norm, NULL, "post-norm blocks instead of pre-norm"},
+        {"--dropout", CLI_DOUBLE, &sh.dropout, "P", "dropout (0.1)", 0, 0.99, NULL, &sh.g.dropout},
+        {"--attention-dropout", CLI_DOUBLE, &sh.attention_dropout, "P", "dropout of the attention probabilities (--dropout's)", 0, 0.99, NULL, &sh.g.attention_dropout},
+        {"--activation-dropout", CLI_DOUBLE, &sh.activation_dropout, "P", "dropout after the feed-forward activation (--dropout's)", 0, 0.99, NULL, &sh.g.activation_dropout},
+        {"--label-smoothing", CLI_DOUBLE, &sh.label_smoothing, "E", "label smoothing (0)", 0, 0.99, NULL, &sh.g.label_smoothing},
+        {"--share-all-embeddings", CLI_FLAG, &sh.share_all, NULL, "one matrix for the source and target embeddings and the generator"},
         {"--recompute", CLI_FLAG, &recompute, NULL,
          "keep only each layer's output; recompute the rest in backward (less memory)"},
         {"--json", CLI_FLAG, &json, NULL, "print one JSON object instead of the table"},
@@ -592,6 +637,10 @@ int cmd_bench(int argc, char **argv)
         "clformer bench [--config tiny|small|base] [--batch B] [--len T] [--json] [options]",
         "Presets: 'clformer presets' lists their sizes; the rest is max_len 256, pre-norm,\n"
         "ReLU, dropout 0.1, Adam with clipping 1.0 (max_len is --len + 1 for a longer --len).\n"
+        "--d-model, --heads, --d-ff, --enc-layers, --dec-layers, --post-norm, --dropout,\n"
+        "--attention-dropout, --activation-dropout, --label-smoothing and\n"
+        "--share-all-embeddings replace the preset's values, as in\n"
+        "clformer train (e.g. the README's fairseq-like recipe; --quick overrides them).\n"
         "CLFORMER_ATTENTION picks the attention path (fused, unfused or auto: see the README).\n"
         "Counting: a training step takes B pairs of T tokens and counts B*T target tokens;\n"
         "translation decodes B sources greedily for T tokens each (<eos> is ruled out so\n"
@@ -632,6 +681,7 @@ int cmd_bench(int argc, char **argv)
         return EXIT_USAGE;
     }
     b.cfg.max_len = len < MAX_LEN ? MAX_LEN : (int)len + 1; /* long --len: attention timings */
+    apply_shape(&sh, &b.cfg);
     b.quick = quick;
     b.recompute = recompute;
     if (quick) {
