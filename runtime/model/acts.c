@@ -274,7 +274,9 @@ static void set_shape(cf_acts *a, const cf_session *s, size_t B, size_t S, size_
     a->T = T;
     a->training = training;
     a->fused_attention = fused;
-    a->recompute = training && s->recompute;
+    /* a pass without backward needs no layer's tensors after the next
+     * layer has run, so it shares the scratch too */
+    a->recompute = s->recompute;
     a->cross = !clformer_config_decoder_only(cfg);
 }
 

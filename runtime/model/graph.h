@@ -55,8 +55,8 @@ typedef struct {
     bool training;       /* saves what backward needs; dropout active */
     bool fused_attention; /* attention saves row statistics, not probabilities (ops.h) */
     bool cross;          /* decoder layers have cross-attention (false: decoder-only, S 0) */
-    bool recompute;      /* training that keeps only each layer's output: the tensors
-                            inside layers share one scratch, and backward runs a
+    bool recompute;      /* keep only each layer's output: the tensors inside layers
+                            share one scratch, and backward (when training) runs a
                             layer's forward again before its backward */
     /* integer inputs (one upload) */
     cf_view src, tgt_in, labels;            /* (B,S), (B,T), (B,T) int32 */
