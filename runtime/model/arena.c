@@ -17,7 +17,9 @@ cf_view cf_split_arena_take(cf_split_arena *a, size_t count)
 {
     const size_t n = cf_arena_round(count);
     size_t i = a->count ? a->count - 1 : 0;
-    if (a->count == 0 || (a->used[i] > 0 && n > a->limit - a->used[i])) {
+    /* a buffer filled past the limit (by one tensor larger than it) takes no more */
+    const bool full = a->used[i] >= a->limit || n > a->limit - a->used[i];
+    if (a->count == 0 || (a->used[i] > 0 && full)) {
         if (a->count == CF_SPLIT_ARENA_MAX) {
             a->overflow = true; /* keep counting in the last buffer; reserve refuses */
         } else {

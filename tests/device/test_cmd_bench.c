@@ -287,7 +287,8 @@ static void bench_shape_options(void **state)
     (void)state;
     if (harness_is_slow()) skip(); /* a step without --quick takes minutes on a simulator */
     expect(run_bench("--d-model", "32", "--heads", "2", "--d-ff", "48", "--enc-layers", "1",
-                     "--dec-layers", "2", "--post-norm", "--dropout", "0.3",
+                     "--dec-layers", "2", "--post-norm", "--dropout", "0.3", "--attention-dropout", "0",
+                     "--activation-dropout", "0.2",
                      "--label-smoothing", "0.1", "--share-all-embeddings", "--vocab", "40",
                      "--batch", "2", "--len", "5", "--steps", "1", "--warmup", "0", "--json",
                      NULL),
@@ -305,6 +306,8 @@ static void bench_shape_options(void **state)
     assert_true(json_is_true(json_object_get(model, "share_all_embeddings")));
     assert_true(fabs(number(r, "dropout") - 0.3) < 1e-6);
     assert_true(fabs(number(r, "label_smoothing") - 0.1) < 1e-6);
+    assert_true(number(r, "attention_dropout") == 0);
+    assert_true(fabs(number(r, "activation_dropout") - 0.2) < 1e-6);
     const double params = positive(r, "params");
     if (params != parameter_count(&m, true))
         fail_msg("params %.0f, expected %.0f (one shared embedding)", params,

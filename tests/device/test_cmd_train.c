@@ -464,6 +464,11 @@ static void shared_embeddings_train_translate_average_and_resume(void **state)
     /* resumed, translated, scored, exported, averaged */
     snprintf(args, sizeof args, "train %s --share-all-embeddings --steps 4 --resume s.safetensors --save s4.safetensors", data);
     expect_run(args, 0, NULL);
+    /* --min-freq given again: the joint vocabulary is rebuilt and compared */
+    snprintf(args, sizeof args, "train %s --min-freq 1 --steps 3 --resume s.safetensors --save s3.safetensors", data);
+    expect_run(args, 0, NULL);
+    snprintf(args, sizeof args, "train %s --max-vocab 10 --steps 3 --resume s.safetensors --save s3.safetensors", data);
+    expect_run(args, 2, "--max-vocab: the checkpoint was trained with vocabularies of 20 and 20 words");
     expect_run("translate --model s4.safetensors --input w.src --output w.hyp", 0, NULL);
     expect_run("eval --model s4.safetensors --src w.src --ref w.tgt", 0, "BLEU");
     expect_run("export --model s4.safetensors --out plain.safetensors", 0, NULL);

@@ -5,14 +5,18 @@
  * of a token that the batch holds on both sides are moved by +-h and the
  * central difference of the loss compared with the gradient read under the
  * source embedding's name (the same tensor). test_model_parity compares the
- * whole shared model with PyTorch (f_prenorm_relu_shared_all).
+ * whole shared model with PyTorch (f_prenorm_relu_shared_all). A saved shared
+ * model whose copy under src_embed.weight differs from tgt_embed.weight is
+ * refused at load.
  */
 #include "harness.h"
+#include "safetensors.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define V 12
 #define B 2
@@ -99,7 +103,66 @@ static void shared_gradient_is_the_slope_of_the_loss(void **state)
     clformer_model_free(m);
 }
 
+/* Element 0 of tensor `name` in the file at `path` becomes `value`, and the
+ * checksum keys are renamed so the file reads as one written without them
+ * (test_model.c's damaged-checkpoint cases do the same). */
+static void poke_unchecked(const char *path, const char *name, float value)
+{
+    cf_st_reader *r;
+    assert_ok(cf_st_open(path, &r));
+    uint64_t at = cf_st_find(r, name)->file_offset;
+    cf_st_close(r);
+    FILE *fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    assert_int_equal(fseek(fp, (long)at, SEEK_SET), 0);
+    assert_int_equal(fwrite(&value, 4, 1, fp), 1);
+    char head[8192];
+    assert_int_equal(fseek(fp, 0, SEEK_SET), 0);
+    size_t got = fread(head, 1, sizeof head - 1, fp);
+    head[got] = '\0';
+    static const char *const keys[2] = {"\"clformer.crc32c\"", "\"clformer.meta_crc32c\""};
+    for (int k = 0; k < 2; k++) {
+        char *key = strstr(head + 8, keys[k]);
+        assert_non_null(key);
+        const size_t len = strlen(keys[k]);
+        assert_int_equal(fseek(fp, (long)(key - head) + (long)len - 2, SEEK_SET), 0);
+        assert_int_equal(fwrite("x", 1, 1, fp), 1); /* ...crc32c -> ...crc32x */
+    }
+    assert_int_equal(fclose(fp), 0);
+}
+
+static void differing_copies_are_refused(void **state)
+{
+    (void)state;
+    clformer_model *m = new_model();
+    char path[] = "/tmp/clformer-shared-XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    /* untouched, without checksums: loads */
+    assert_ok(clformer_model_save(m, path, false));
+    const size_t n = (size_t)V * (size_t)clformer_model_config(m)->d_model;
+    float *w = hmalloc(n * 4);
+    assert_ok(clformer_model_read_tensor(m, "tgt_embed.weight", false, w, n));
+    const float first = w[0];
+    free(w);
+    poke_unchecked(path, "src_embed.weight", first);
+    clformer_model *back = NULL;
+    assert_ok(clformer_model_load(hctx(), path, &back));
+    clformer_model_free(back);
+    /* one element of one copy changed */
+    assert_ok(clformer_model_save(m, path, false));
+    poke_unchecked(path, "src_embed.weight", first + 0.5f);
+    back = NULL;
+    assert_int_equal(clformer_model_load(hctx(), path, &back), CLFORMER_ERR_FORMAT);
+    assert_null(back);
+    assert_non_null(strstr(clformer_last_error(), "ties src_embed.weight to tgt_embed.weight "
+                                                  "(share_all_embed) but the two tensors differ"));
+    unlink(path);
+    clformer_model_free(m);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(shared_gradient_is_the_slope_of_the_loss),
+    cmocka_unit_test(differing_copies_are_refused),
 };
 HARNESS_DEVICE_MAIN("share_all_embed gradient", tests)

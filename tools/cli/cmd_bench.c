@@ -411,6 +411,8 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     json_object_set_new(r, "model", model);
     put_real(r, "dropout", (double)c->dropout);
     put_real(r, "label_smoothing", (double)c->label_smoothing);
+    put_real(r, "attention_dropout", (double)c->attention_dropout);
+    put_real(r, "activation_dropout", (double)c->activation_dropout);
     put_int(r, "params", b->params);
 
     put_int(r, "train_tokens_per_step", b->B * b->T);
@@ -568,10 +570,11 @@ static void print_table(const bench *b, const clformer_device_info *dev)
  * fairseq-like one); `g` records which were given. */
 typedef struct {
     long d_model, heads, d_ff, enc_layers, dec_layers;
-    double dropout, label_smoothing;
+    double dropout, attention_dropout, activation_dropout, label_smoothing;
     bool post_norm, share_all;
     struct {
-        bool d_model, heads, d_ff, enc_layers, dec_layers, dropout, label_smoothing;
+        bool d_model, heads, d_ff, enc_layers, dec_layers, dropout, attention_dropout,
+            activation_dropout, label_smoothing;
     } g;
 } shape_options;
 
@@ -583,6 +586,8 @@ static void apply_shape(const shape_options *sh, clformer_config *c)
     if (sh->g.enc_layers) c->n_enc_layers = (int)sh->enc_layers;
     if (sh->g.dec_layers) c->n_dec_layers = (int)sh->dec_layers;
     if (sh->g.dropout) c->dropout = (float)sh->dropout;
+    if (sh->g.attention_dropout) c->attention_dropout = (float)sh->attention_dropout;
+    if (sh->g.activation_dropout) c->activation_dropout = (float)sh->activation_dropout;
     if (sh->g.label_smoothing) c->label_smoothing = (float)sh->label_smoothing;
     if (sh->post_norm) c->norm_first = false;
     if (sh->share_all) c->share_tgt_embed = c->share_all_embed = true;
@@ -613,6 +618,8 @@ int cmd_bench(int argc, char **argv)
         {"--dec-layers", CLI_INT, &sh.dec_layers, "N", "decoder layers (the preset's)", 1, 1024, NULL, &sh.g.dec_layers},
         {"--post-norm", CLI_FLAG, &sh.post_norm, NULL, "post-norm blocks instead of pre-norm"},
         {"--dropout", CLI_DOUBLE, &sh.dropout, "P", "dropout (0.1)", 0, 0.99, NULL, &sh.g.dropout},
+        {"--attention-dropout", CLI_DOUBLE, &sh.attention_dropout, "P", "dropout of the attention probabilities (--dropout's)", 0, 0.99, NULL, &sh.g.attention_dropout},
+        {"--activation-dropout", CLI_DOUBLE, &sh.activation_dropout, "P", "dropout after the feed-forward activation (--dropout's)", 0, 0.99, NULL, &sh.g.activation_dropout},
         {"--label-smoothing", CLI_DOUBLE, &sh.label_smoothing, "E", "label smoothing (0)", 0, 0.99, NULL, &sh.g.label_smoothing},
         {"--share-all-embeddings", CLI_FLAG, &sh.share_all, NULL, "one matrix for the source and target embeddings and the generator"},
         {"--recompute", CLI_FLAG, &recompute, NULL,
@@ -631,7 +638,8 @@ int cmd_bench(int argc, char **argv)
         "Presets: 'clformer presets' lists their sizes; the rest is max_len 256, pre-norm,\n"
         "ReLU, dropout 0.1, Adam with clipping 1.0 (max_len is --len + 1 for a longer --len).\n"
         "--d-model, --heads, --d-ff, --enc-layers, --dec-layers, --post-norm, --dropout,\n"
-        "--label-smoothing and --share-all-embeddings replace the preset's values, as in\n"
+        "--attention-dropout, --activation-dropout, --label-smoothing and\n"
+        "--share-all-embeddings replace the preset's values, as in\n"
         "clformer train (e.g. the README's fairseq-like recipe; --quick overrides them).\n"
         "CLFORMER_ATTENTION picks the attention path (fused, unfused or auto: see the README).\n"
         "Counting: a training step takes B pairs of T tokens and counts B*T target tokens;\n"

@@ -499,6 +499,10 @@ def cmd_check_checkpoint(args):
             a, b = state.get("generator.weight"), state.get("tgt_embed.weight")
             if a is not None and b is not None and not np.array_equal(a, b):
                 raise ValueError("share_tgt_embed is true but generator.weight differs from tgt_embed.weight")
+        if cfg.get("share_all_embed", False):
+            a, b = state.get("src_embed.weight"), state.get("tgt_embed.weight")
+            if a is not None and b is not None and not np.array_equal(a, b):
+                raise ValueError("share_all_embed is true but src_embed.weight differs from tgt_embed.weight")
         expected = model.state_dict()
         for k, v in state.items():
             if k in expected and tuple(expected[k].shape) != v.shape:
