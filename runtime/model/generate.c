@@ -108,6 +108,11 @@ static void gen_free(gen_rows *g)
     free(g->todo);
 }
 
+/* Positions one prefill pass takes at most (when it holds more than one
+ * row): the pass lays out training's activations, logits (rows x T x V)
+ * included, so long prompts of a large vocabulary go a few rows at a time. */
+enum { PREFILL_POSITIONS = 2048 };
+
 /* Prefills the rows marked todo: each row's window but its last token, in
  * one pass per run of neighbouring rows with windows of one length. */
 static clformer_status prefill_marked(cf_session *s, gen_rows *g)
@@ -115,7 +120,8 @@ static clformer_status prefill_marked(cf_session *s, gen_rows *g)
     for (size_t r0 = 0, r1; r0 < g->R; r0 = r1) {
         const size_t T = g->len[r0] - 1 - g->start[r0];
         for (r1 = r0 + 1; r1 < g->R && g->todo[r1] == g->todo[r0] &&
-                          g->len[r1] - 1 - g->start[r1] == T;)
+                          g->len[r1] - 1 - g->start[r1] == T &&
+                          (r1 - r0 + 1) * T <= PREFILL_POSITIONS;)
             r1++;
         if (!g->todo[r0] || T == 0) continue;
         for (size_t r = r0; r < r1; r++)

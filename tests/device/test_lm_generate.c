@@ -1,6 +1,7 @@
 /*
  * Generation from a decoder-only model beyond one prompt: the prompt's
- * one-pass prefill agrees with feeding it token by token (prefill_check.h),
+ * one-pass prefill agrees with feeding it token by token (prefill_check.h,
+ * with either attention path),
  * and a batch of prompts of different lengths, several samples each, makes
  * row for row the tokens each prompt makes alone, greedy and sampled. An
  * untrained model of small shapes (smaller still on a simulator: max_len 8,
@@ -53,7 +54,14 @@ static void batch_equals_one_by_one(void **state)
     clformer_session *s;
     assert_ok(clformer_session_create(m, &s));
     const bool slow = harness_is_slow(); /* the simulator: max_len 8, fewer steps */
-    prefill_check(s, (const int32_t[]){4, 5, 6, 7, 8, 9}, 6, 1e-5, "lm");
+    /* both attention paths: long prompts take the fused one on CPUs */
+    const clformer_attention_path saved = hctx()->attention_path;
+    const int32_t six[6] = {4, 5, 6, 7, 8, 9};
+    hctx()->attention_path = CLFORMER_ATTENTION_UNFUSED;
+    prefill_check(s, six, 6, 1e-5, "lm, unfused attention");
+    hctx()->attention_path = CLFORMER_ATTENTION_FUSED;
+    prefill_check(s, six, 6, 1e-5, "lm, fused attention");
+    hctx()->attention_path = saved;
     enum { P = 5, S = 2, R = P * S, LONG = 18 };
     const int32_t p0[3] = {4, 5, 6}, p1[1] = {7}, p2[7] = {8, 9, 10, 11, 12, 4, 5};
     int32_t p4[LONG];
