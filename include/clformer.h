@@ -840,8 +840,8 @@ CLFORMER_API clformer_model *clformer_session_model(const clformer_session *sess
 /* The session's device memory: activations, decoding and their total. */
 CLFORMER_API clformer_memory clformer_session_memory(const clformer_session *session);
 
-/* Recomputation (off by default; train --recompute): a training step keeps
- * only each layer's output, and the tensors inside a layer (attention
+/* Recomputation (off by default; train --recompute): a pass keeps only
+ * each layer's output, and the tensors inside a layer (attention
  * projections, probabilities or their statistics, the FFN's hidden layer)
  * live in one scratch that all layers share; backward runs each layer's
  * forward again just before its backward. Activation memory falls from
