@@ -7,12 +7,9 @@
  * and post-norm, encoder-decoder and decoder-only, with the arena in one
  * buffer or split over several; and its arena is smaller.
  */
-#include "harness.h"
-#include "session.h"
+#include "session_bits.h"
 
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 typedef enum { PRE_NORM, POST_NORM, DECODER_ONLY } variant;
 
@@ -32,77 +29,24 @@ static clformer_config config(variant v)
     return c;
 }
 
-typedef struct {
-    clformer_model *model;
-    clformer_session *session;
-} run;
-
-static run make_run(const clformer_config *c, bool recompute, size_t limit)
+static bits_run make_run(const clformer_config *c, bool recompute, size_t limit)
 {
-    run r;
-    assert_ok(clformer_model_create(hctx(), c, 7, &r.model));
-    assert_ok(clformer_session_create(r.model, &r.session));
+    bits_run r = bits_run_make(c, limit);
     clformer_session_set_recompute(r.session, recompute);
     assert_true(clformer_session_recompute(r.session) == recompute);
-    r.session->arena_limit = limit;
     return r;
 }
 
-static void free_run(run *r)
+/* Logits of a forward pass alone (which shares the scratch too), loss and
+ * gradients of one batch, then two training steps, bit for bit. */
+static void same_bits(bits_run *plain, bits_run *re, const clformer_batch *batch)
 {
-    clformer_session_free(r->session);
-    clformer_model_free(r->model);
-}
-
-static float *gradients(run *r)
-{
-    cf_model *m = r->session->model;
-    float *g = hmalloc(m->layout.total * sizeof *g);
-    assert_ok(cf_download(hctx(), m->grads, 0, g, m->layout.total));
-    return g;
-}
-
-/* Loss and gradients of one batch, then two training steps, bit for bit. */
-static void same_bits(run *plain, run *re, const clformer_batch *batch)
-{
-    /* a forward pass alone shares the scratch too */
-    const size_t n_logits = batch->batch * (batch->tgt_len - 1) * (size_t)config(PRE_NORM).tgt_vocab;
-    float *l_plain = hmalloc(n_logits * sizeof *l_plain), *l_re = hmalloc(n_logits * sizeof *l_re);
-    assert_ok(clformer_session_logits(plain->session, batch, l_plain));
-    assert_ok(clformer_session_logits(re->session, batch, l_re));
+    assert_same_logits(plain, re, batch, config(PRE_NORM).tgt_vocab);
+    assert_same_gradients(plain, re, batch);
     assert_true(re->session->acts.recompute && !plain->session->acts.recompute);
-    assert_memory_equal(l_plain, l_re, n_logits * sizeof *l_plain);
-    free(l_plain);
-    free(l_re);
-
-    double loss_plain, loss_re;
-    assert_ok(clformer_session_gradients(plain->session, batch, &loss_plain));
-    assert_ok(clformer_session_gradients(re->session, batch, &loss_re));
-    assert_true(re->session->acts.recompute && !plain->session->acts.recompute);
-    assert_memory_equal(&loss_plain, &loss_re, sizeof loss_plain);
-    float *g_plain = gradients(plain), *g_re = gradients(re);
-    const size_t n = plain->model->layout.total;
-    for (size_t i = 0; i < n; i++)
-        if (memcmp(&g_plain[i], &g_re[i], sizeof *g_plain) != 0)
-            fail_msg("gradient %zu of %zu: %.9g kept, %.9g recomputed", i, n, (double)g_plain[i],
-                     (double)g_re[i]);
-    free(g_plain);
-    free(g_re);
     /* the simulator checks the buffers' bounds in the passes above; the
      * steps would take it many minutes more */
-    if (harness_is_slow()) return;
-
-    for (int step = 0; step < 2; step++) {
-        clformer_step_stats a, b;
-        assert_ok(clformer_session_train_step(plain->session, batch, 1e-2f, &a));
-        assert_ok(clformer_session_train_step(re->session, batch, 1e-2f, &b));
-        assert_memory_equal(&a.loss, &b.loss, sizeof a.loss);
-        assert_memory_equal(&a.grad_norm, &b.grad_norm, sizeof a.grad_norm);
-    }
-    uint64_t sum_plain, sum_re;
-    assert_ok(clformer_model_parameter_checksum(plain->model, &sum_plain));
-    assert_ok(clformer_model_parameter_checksum(re->model, &sum_re));
-    assert_true(sum_plain == sum_re);
+    if (!harness_is_slow()) assert_same_steps(plain, re, batch);
 }
 
 static void same_bits_on(clformer_attention_path path, variant v)
@@ -119,7 +63,7 @@ static void same_bits_on(clformer_attention_path path, variant v)
         for (size_t i = 0; i < B * L; i++) tgt[i] = 4 + (int32_t)(i * 7 % (size_t)(c.tgt_vocab - 4));
     const clformer_batch batch = {B, S, L, src, tgt};
 
-    run plain = make_run(&c, false, 0), re = make_run(&c, true, 0);
+    bits_run plain = make_run(&c, false, 0), re = make_run(&c, true, 0);
     same_bits(&plain, &re, &batch);
     /* the layers' tensors share one scratch: a smaller arena */
     assert_true(re.session->acts.total < plain.session->acts.total);
@@ -130,15 +74,15 @@ static void same_bits_on(clformer_attention_path path, variant v)
      * plain arena each): the same bits again */
     if (!slow) {
         const size_t limit = plain.session->acts.total / 8;
-        free_run(&plain);
-        free_run(&re);
+        bits_run_free(&plain);
+        bits_run_free(&re);
         plain = make_run(&c, false, limit);
         re = make_run(&c, true, limit);
         same_bits(&plain, &re, &batch);
         assert_true(re.session->acts.buffers >= 3);
     }
-    free_run(&plain);
-    free_run(&re);
+    bits_run_free(&plain);
+    bits_run_free(&re);
     free(src);
     free(tgt);
     ctx->attention_path = saved;
@@ -178,7 +122,7 @@ static void switching_releases_the_arena(void **state)
     int32_t *src = harness_random_sentences(B, S, c.src_vocab, 31);
     int32_t *tgt = harness_random_sentences(B, L, c.tgt_vocab, 32);
     const clformer_batch batch = {B, S, L, src, tgt};
-    run r = make_run(&c, false, 0);
+    bits_run r = make_run(&c, false, 0);
     double loss;
     assert_ok(clformer_session_gradients(r.session, &batch, &loss));
     const size_t plain = clformer_session_memory(r.session).activations;
@@ -190,7 +134,7 @@ static void switching_releases_the_arena(void **state)
     size_t tokens;
     assert_ok(clformer_session_eval_loss(r.session, &batch, &sum, &tokens));
     assert_true(r.session->acts.recompute);
-    free_run(&r);
+    bits_run_free(&r);
     free(src);
     free(tgt);
 }

@@ -1,0 +1,89 @@
+/*
+ * Two sessions that must compute the same bits, compared step by step
+ * (test_arena_split: one buffer against several; test_recompute: tensors
+ * kept against recomputed). Header-only: both tests use every function.
+ */
+#ifndef CLFORMER_TEST_SESSION_BITS_H
+#define CLFORMER_TEST_SESSION_BITS_H
+
+#include "harness.h"
+#include "session.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    clformer_model *model;
+    clformer_session *session;
+} bits_run;
+
+/* A model of config c with seed 7 (both runs alike) and a session whose
+ * arena buffers hold at most arena_limit bytes each (0: the device's). */
+static bits_run bits_run_make(const clformer_config *c, size_t arena_limit)
+{
+    bits_run r;
+    assert_ok(clformer_model_create(hctx(), c, 7, &r.model));
+    assert_ok(clformer_session_create(r.model, &r.session));
+    r.session->arena_limit = arena_limit;
+    return r;
+}
+
+static void bits_run_free(bits_run *r)
+{
+    clformer_session_free(r->session);
+    clformer_model_free(r->model);
+}
+
+/* The logits of a forward pass alone. */
+static void assert_same_logits(bits_run *a, bits_run *b, const clformer_batch *batch, int vocab)
+{
+    const size_t n = batch->batch * (batch->tgt_len - 1) * (size_t)vocab;
+    float *la = hmalloc(n * sizeof *la), *lb = hmalloc(n * sizeof *lb);
+    assert_ok(clformer_session_logits(a->session, batch, la));
+    assert_ok(clformer_session_logits(b->session, batch, lb));
+    assert_memory_equal(la, lb, n * sizeof *la);
+    free(la);
+    free(lb);
+}
+
+static float *bits_run_gradients(bits_run *r)
+{
+    cf_model *m = r->session->model;
+    float *g = hmalloc(m->layout.total * sizeof *g);
+    assert_ok(cf_download(hctx(), m->grads, 0, g, m->layout.total));
+    return g;
+}
+
+/* The loss of one batch and every gradient, naming the first that differs. */
+static void assert_same_gradients(bits_run *a, bits_run *b, const clformer_batch *batch)
+{
+    double loss_a, loss_b;
+    assert_ok(clformer_session_gradients(a->session, batch, &loss_a));
+    assert_ok(clformer_session_gradients(b->session, batch, &loss_b));
+    assert_memory_equal(&loss_a, &loss_b, sizeof loss_a);
+    float *ga = bits_run_gradients(a), *gb = bits_run_gradients(b);
+    const size_t n = a->model->layout.total;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&ga[i], &gb[i], sizeof *ga) != 0)
+            fail_msg("gradient %zu of %zu: %.9g against %.9g", i, n, (double)ga[i], (double)gb[i]);
+    free(ga);
+    free(gb);
+}
+
+/* Two training steps (loss, gradient norm) and the weights they leave. */
+static void assert_same_steps(bits_run *a, bits_run *b, const clformer_batch *batch)
+{
+    for (int step = 0; step < 2; step++) {
+        clformer_step_stats sa, sb;
+        assert_ok(clformer_session_train_step(a->session, batch, 1e-2f, &sa));
+        assert_ok(clformer_session_train_step(b->session, batch, 1e-2f, &sb));
+        assert_memory_equal(&sa.loss, &sb.loss, sizeof sa.loss);
+        assert_memory_equal(&sa.grad_norm, &sb.grad_norm, sizeof sa.grad_norm);
+    }
+    uint64_t sum_a, sum_b;
+    assert_ok(clformer_model_parameter_checksum(a->model, &sum_a));
+    assert_ok(clformer_model_parameter_checksum(b->model, &sum_b));
+    assert_true(sum_a == sum_b);
+}
+
+#endif
