@@ -1267,7 +1267,7 @@ typedef struct {
     uint64_t warmup;      /* noam and inverse-sqrt warm-up steps (4000) */
     float warmup_init_lr; /* inverse-sqrt: the warm-up's first rate (0) */
     uint64_t steps;  /* stop when the model has taken `steps` steps, */
-    uint64_t epochs; /* or after `epochs` epochs: exactly one is set */
+    uint64_t epochs; /* or after `epochs` epochs (lm: of consecutive windows): exactly one is set */
     /* validation: loss and perplexity over val_text, BLEU over its first
      * bleu_sentences sentences (greedy), every eval_every steps (0: only at
      * the end) and at the end; on several ranks the loss is split between

@@ -7,6 +7,13 @@
  * by counter, never from a stream's state: batch g is the same whether a
  * run gets there directly or resumes from a checkpoint, and rank r of N
  * takes batch (step - 1) * N + r.
+ *
+ * With a number of epochs instead, the text is cut into consecutive windows
+ * (window k starts at token k * context, so its last label is the next
+ * window's first input) and each epoch takes them in an order drawn from
+ * (seed, epoch), or in text order without shuffling: batch g is again a
+ * function of g alone. The windows left over after whole batches sit out
+ * that epoch, a different few each time when shuffled.
  */
 #include "fileio.h"
 #include "log.h"
@@ -28,6 +35,9 @@ struct cf_lm_data {
     size_t n_train, n_val;
     int32_t *window;  /* batch_size x (max_len + 1): the batch handed out */
     size_t window_cap;
+    /* epochs of consecutive windows (n_windows 0: random windows) */
+    size_t n_windows, *order;
+    uint64_t batches_per_epoch, order_epoch; /* order_epoch: which epoch order holds */
 };
 
 /* --- the public text functions --------------------------------------------- */
@@ -85,6 +95,7 @@ void cf_lm_free(struct cf_lm_data *d)
     free(d->train);
     free(d->val);
     free(d->window);
+    free(d->order);
     free(d);
 }
 
@@ -170,13 +181,31 @@ static clformer_status fresh_lm(clformer_trainer *t)
     return st == CLFORMER_OK ? st : cf_fail_prefix(st, "creating the model: ");
 }
 
+/* An epoch limit becomes the step limit it amounts to (every rank's batches
+ * counted), so the loop, its progress and resume stay those of steps. */
+static clformer_status epochs_setup(clformer_trainer *t, size_t W)
+{
+    struct cf_lm_data *d = t->lm;
+    const size_t B = (size_t)t->o.batching.batch_size;
+    d->n_windows = (d->n_train - 1) / (W - 1);
+    if (d->n_windows < B)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "the training text holds %zu consecutive windows of %zu tokens, fewer than "
+                       "one batch of %zu: give more text, a smaller batch or a shorter context, "
+                       "or train for a number of steps (random windows)", d->n_windows, W - 1, B);
+    d->batches_per_epoch = d->n_windows / B;
+    d->order = malloc(d->n_windows * sizeof *d->order);
+    if (!d->order) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    d->order_epoch = UINT64_MAX;
+    const uint64_t ranks = (uint64_t)cf_trainer_ranks(t), batches = t->o.epochs * d->batches_per_epoch;
+    t->o.steps = (batches + ranks - 1) / ranks;
+    t->o.epochs = 0;
+    return CLFORMER_OK;
+}
+
 clformer_status cf_lm_setup(clformer_trainer *t)
 {
     const clformer_train_options *o = &t->o;
-    if (o->epochs)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "a language model trains for a number of steps (random windows have no "
-                       "epochs): give steps, not epochs");
     if (o->batching.batch_size < 1)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "a language model's batch is a number of windows: set batch_size");
@@ -216,7 +245,8 @@ clformer_status cf_lm_setup(clformer_trainer *t)
                        d->n_val, W, c->max_len);
     d->window_cap = (size_t)o->batching.batch_size * W;
     d->window = malloc(d->window_cap * sizeof *d->window);
-    return d->window ? CLFORMER_OK : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (!d->window) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    return o->epochs ? epochs_setup(t, W) : CLFORMER_OK;
 }
 
 /* Batch `index` of `stream` (n tokens): rows at offsets drawn from (seed, index, row). */
@@ -231,9 +261,38 @@ static clformer_batch windows(struct cf_lm_data *d, const int32_t *stream, size_
     return (clformer_batch){B, 0, W, NULL, d->window};
 }
 
+/* The order of the consecutive windows in `epoch`: a Fisher-Yates shuffle
+ * drawn from (seed, epoch), or the text's order. */
+static void epoch_order(struct cf_lm_data *d, uint64_t seed, uint64_t epoch, bool shuffle)
+{
+    if (d->order_epoch == epoch) return;
+    for (size_t k = 0; k < d->n_windows; k++) d->order[k] = k;
+    uint64_t state = cf_mix64(seed ^ cf_mix64(epoch ^ 0xE90C4ull));
+    for (size_t k = d->n_windows - 1; shuffle && k > 0; k--) {
+        const size_t j = (size_t)cf_rng_below(&state, (uint64_t)k + 1);
+        const size_t tmp = d->order[k];
+        d->order[k] = d->order[j];
+        d->order[j] = tmp;
+    }
+    d->order_epoch = epoch;
+}
+
+/* Batch `index` of the epochs of consecutive windows. */
+static clformer_batch epoch_windows(clformer_trainer *t, uint64_t index, size_t W)
+{
+    struct cf_lm_data *d = t->lm;
+    const size_t B = (size_t)t->batching.batch_size;
+    epoch_order(d, t->batching.seed, index / d->batches_per_epoch, t->batching.shuffle);
+    const size_t first = (size_t)(index % d->batches_per_epoch) * B;
+    for (size_t b = 0; b < B; b++)
+        memcpy(d->window + b * W, d->train + d->order[first + b] * (W - 1), W * sizeof *d->window);
+    return (clformer_batch){B, 0, W, NULL, d->window};
+}
+
 clformer_batch cf_lm_batch(clformer_trainer *t, uint64_t index)
 {
     const size_t W = (size_t)clformer_model_config(t->model)->max_len + 1;
+    if (t->lm->n_windows) return epoch_windows(t, index, W);
     return windows(t->lm, t->lm->train, t->lm->n_train, t->batching.seed, index,
                    (size_t)t->batching.batch_size, W);
 }

@@ -2,8 +2,9 @@
  * The language-model commands end to end on a small text: train --task lm
  * (and its resume: the same losses as one run), generate (a seed repeats its
  * text; a batch of prompts from --prompt and --prompt-file, as text and as
- * JSON, gives each prompt the text it gets alone), eval --text, export --format hf-gpt2 read back by eval, and the
- * usage errors of --task lm.
+ * JSON, gives each prompt the text it gets alone), eval --text, export
+ * --format hf-gpt2 read back by eval, the usage errors of --task lm, and
+ * --epochs over consecutive windows.
  */
 #include "harness.h"
 
@@ -128,8 +129,9 @@ static void lm_commands(void **state)
     /* usage errors: one line naming the fix, exit 2 */
     rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--steps", "3", NULL);
     harness_expect_run(&cmd, rc, 2, "--task lm needs --text");
-    rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--epochs", "1", NULL);
-    harness_expect_run(&cmd, rc, 2, "--steps");
+    rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--steps", "2",
+                              "--epochs", "1", NULL);
+    harness_expect_run(&cmd, rc, 2, "give one");
     rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--steps", "2",
                               "--config", "small", NULL);
     harness_expect_run(&cmd, rc, 2, "gpt preset");
@@ -138,7 +140,63 @@ static void lm_commands(void **state)
     harness_remove_tree(dir);
 }
 
+/* --epochs: consecutive windows, every one of them once an epoch (the step
+ * count says so), a resumed run takes the same batches as one in one go,
+ * --no-shuffle takes another order, and a text of less than one batch of
+ * windows is refused. */
+static void lm_epochs(void **state)
+{
+    (void)state;
+    char dir[64], text[128], small[128], a[128], b[128], la[128], lb[128], lc[128];
+    static char out[1 << 14];
+    const harness_cmd cmd = {out, sizeof out};
+    assert_true(harness_temp_dir(dir, sizeof dir, "lm_epochs"));
+    harness_path(text, sizeof text, dir, "text.txt");
+    harness_path(small, sizeof small, dir, "small.txt");
+    harness_path(a, sizeof a, dir, "a.safetensors");
+    harness_path(b, sizeof b, dir, "b.safetensors");
+    harness_path(la, sizeof la, dir, "a.jsonl");
+    harness_path(lb, sizeof lb, dir, "b.jsonl");
+    harness_path(lc, sizeof lc, dir, "c.jsonl");
+    /* 230 characters: (230 - 1) / 12 = 19 windows of context 12, 6 batches of 3 */
+    static char corpus[231];
+    for (size_t i = 0; i < 230; i++) corpus[i] = i % 23 == 22 ? '\n' : (char)('a' + (i * 7) % 26);
+    harness_write_file(text, corpus);
+    harness_write_file(small, "a short text of thirty bytes.\n");
+#define EPOCH_SHAPE "--task", "lm", "--d-model", "16", "--heads", "2", "--dec-layers", "1", \
+                    "--d-ff", "32", "--context", "12", "--batch-size", "3", "--val-fraction", "0", \
+                    "--seed", "3", "--lr-schedule", "constant" /* the same at any length */
+    int rc = harness_run_clformer(&cmd, "train", EPOCH_SHAPE, "--text", text, "--epochs", "2",
+                                  "--save", a, "--log", la, NULL);
+    if (rc != 0) fail_msg("train --epochs 2 exited with %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "trained to step 12 "));
+    rc = harness_run_clformer(&cmd, "train", EPOCH_SHAPE, "--text", text, "--epochs", "1",
+                              "--save", b, "--log", lb, NULL);
+    if (rc != 0) fail_msg("train --epochs 1 exited with %d:\n%s", rc, out);
+    rc = harness_run_clformer(&cmd, "train", EPOCH_SHAPE, "--text", text, "--epochs", "2",
+                              "--resume", b, "--save", b, "--log", lb, NULL);
+    if (rc != 0) fail_msg("train --epochs 2 --resume exited with %d:\n%s", rc, out);
+    char one[16][32], two[16][32], other[16][32];
+    const size_t n1 = losses(la, one, 16), n2 = losses(lb, two, 16);
+    assert_int_equal(n1, 12);
+    assert_int_equal(n2, n1);
+    for (size_t i = 0; i < n1; i++) assert_string_equal(one[i], two[i]);
+
+    rc = harness_run_clformer(&cmd, "train", EPOCH_SHAPE, "--text", text, "--epochs", "1",
+                              "--no-shuffle", "--no-save", "--log", lc, NULL);
+    if (rc != 0) fail_msg("train --epochs 1 --no-shuffle exited with %d:\n%s", rc, out);
+    assert_int_equal(losses(lc, other, 16), 6);
+    assert_string_not_equal(one[0], other[0]);
+
+    rc = harness_run_clformer(&cmd, "train", EPOCH_SHAPE, "--text", small, "--epochs", "1",
+                              "--no-save", NULL);
+    harness_expect_run(&cmd, rc, 1, "fewer than one batch of 3");
+#undef EPOCH_SHAPE
+    harness_remove_tree(dir);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(lm_commands),
+    cmocka_unit_test(lm_epochs),
 };
 HARNESS_DEVICE_MAIN("cmd_lm", tests)

@@ -129,10 +129,10 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--init", CLI_STRING, &a->init, "MODEL", "start from these weights (config and vocabularies from the file)"},
         {"--resume", CLI_STRING, &a->resume, "CKPT", "continue a training checkpoint exactly (step, optimizer, data position); options given with it must equal the checkpoint's"},
         {"--steps", CLI_INT, &a->steps, "N", "train until the model has taken N steps in total", 1, 1L << 40},
-        {"--epochs", CLI_INT, &a->epochs, "N", "train for N passes over the data (instead of --steps)", 1, 1000000},
+        {"--epochs", CLI_INT, &a->epochs, "N", "train for N passes over the data (instead of --steps); lm: over consecutive windows", 1, 1000000},
         {"--batch-size", CLI_INT, &a->batch_size, "B", "sentence pairs per step", 1, 1 << 20, NULL, &a->g.batch_size},
         {"--batch-tokens", CLI_INT, &a->batch_tokens, "N", "padded tokens per step, length-bucketed (default 4096)", 1, 1 << 30, NULL, &a->g.batch_tokens},
-        {"--no-shuffle", CLI_FLAG, &a->no_shuffle, NULL, "batches of consecutive pairs in file order", 0, 0, NULL, &a->g.no_shuffle},
+        {"--no-shuffle", CLI_FLAG, &a->no_shuffle, NULL, "batches of consecutive pairs (lm --epochs: windows) in file order", 0, 0, NULL, &a->g.no_shuffle},
         {"--seed", CLI_INT, &a->seed, "N", "seed of initialisation, dropout and shuffling (default 1)", 0, 0, NULL, &a->g.seed},
         {"--lr", CLI_DOUBLE, &a->lr, "LR", "learning rate, or the noam factor (default 5e-4)", 0, 1000, NULL, &a->g.lr},
         {"--lr-schedule", CLI_CHOICE, &a->schedule, NULL, "learning-rate schedule (default constant; lm: cosine); inverse-sqrt is fairseq's: linear warm-up from --warmup-init-lr to --lr, then --lr * sqrt(warmup/step); cosine: warm-up, then down to --min-lr at --lr-decay-steps", 0, 0, "constant|noam|inverse-sqrt|cosine", &a->g.schedule},
@@ -161,7 +161,9 @@ static int parse_args(int argc, char **argv, train_args *a)
         "whitespace tokens), or with --task lm a decoder-only (GPT) language model on plain\n"
         "text: the text is encoded once (characters, bytes, SentencePiece pieces or GPT-2's\n"
         "byte-level BPE, in chunks), each step takes --batch-size random windows of\n"
-        "--context tokens drawn from (seed, step), so --resume is exact.\n"
+        "--context tokens drawn from (seed, step), so --resume is exact; with --epochs N the\n"
+        "text is cut into consecutive windows, each epoch in an order drawn from (seed,\n"
+        "epoch) (text order with --no-shuffle).\n"
         "lm defaults follow nanoGPT: AdamW (0.9, 0.99), lr 1e-3, weight decay 0.1, cosine\n"
         "schedule with 100 warm-up steps down to lr/10, batch 12, clip 1.\n"
         "Vocabularies come from the training data (or --init/--resume; --init also takes a\n"
@@ -203,8 +205,8 @@ static int check_lm_consistency(const train_args *a)
     if (!a->text) return cli_error("train", "--task lm needs --text FILE (the training text)"), EXIT_USAGE;
     if (a->src || a->tgt || a->val_src || a->val_tgt)
         return cli_error("train", "--task lm reads --text (and --val-text), not --src/--tgt"), EXIT_USAGE;
-    if (!a->steps || a->epochs)
-        return cli_error("train", "--task lm trains for --steps N (random windows have no epochs)"), EXIT_USAGE;
+    if (!a->steps == !a->epochs)
+        return cli_error("train", "--task lm trains for --steps N (random windows) or --epochs N (consecutive windows; give one)"), EXIT_USAGE;
     if (a->batch_tokens) return cli_error("train", "--task lm batches --batch-size windows, not --batch-tokens"), EXIT_USAGE;
     if (a->spm.tokenizer && !strcmp(a->spm.tokenizer, "word"))
         return cli_error("train", "--task lm tokenizes with --tokenizer char, byte, spm or gpt2-bpe (word is for translation)"), EXIT_USAGE;
