@@ -224,6 +224,26 @@ static double gradients(clformer_model *m, const clformer_batch *b)
     return loss;
 }
 
+/* Which elements' gradient on the first batch is zero up to rounding: below
+ * 1e-6 of the mean magnitude. Adam normalises such an element's rounding
+ * noise into steps of up to lr just as a key bias's (with all embeddings
+ * shared, one out_proj weight's gradient is -7.9e-9 against a mean of 1e-2,
+ * and 2 ranks and 1 part there by 1.2e-5 on Intel's runtime after 20 steps),
+ * so they are held to the key biases' bound. */
+static bool *rounding_level_gradients(clformer_model *m, const clformer_batch *b)
+{
+    gradients(m, b);
+    const size_t n = m->layout.total;
+    float *g = hmalloc(n * sizeof *g);
+    assert_ok(cf_download(hctx(), m->grads, 0, g, n));
+    double mean = 0;
+    for (size_t i = 0; i < n; i++) mean += fabs((double)g[i]) / (double)n;
+    bool *tiny = hmalloc(n * sizeof *tiny);
+    for (size_t i = 0; i < n; i++) tiny[i] = fabs((double)g[i]) < 1e-6 * mean;
+    free(g);
+    return tiny;
+}
+
 static void test_two_ranks_equal_one_rank_at_double_batch(void **state)
 {
     (void)state;
@@ -235,9 +255,14 @@ static void test_two_ranks_equal_one_rank_at_double_batch(void **state)
      * costs minutes on Oclgrind */
     if (rank == 0 && !harness_is_slow()) {
         clformer_model *one = new_model(0.0f, false);
+        global_batch g0;
+        make_batch(0, &g0);
+        int32_t src[2 * B * 10], tgt[2 * B * 10];
+        clformer_batch b0;
+        take_rows(&g0, 0, 2 * B, src, tgt, &b0);
+        bool *noise_only = rounding_level_gradients(one, &b0);
         clformer_session *alone;
         assert_ok(clformer_session_create(one, &alone));
-        int32_t src[2 * B * 10], tgt[2 * B * 10];
         for (int step = 0; step < steps(); step++) {
             global_batch g;
             make_batch(step, &g);
@@ -257,11 +282,12 @@ static void test_two_ranks_equal_one_rank_at_double_batch(void **state)
         assert_ok(cf_download(hctx(), par->params, 0, a, n));
         assert_ok(cf_download(hctx(), one->params, 0, x, n));
         for (size_t i = 0; i < n; i++)
-            if (fabsf(a[i] - x[i]) > (is_key_bias(par, i) ? KEY_BIAS_BOUND : 1e-5f))
+            if (fabsf(a[i] - x[i]) > (is_key_bias(par, i) || noise_only[i] ? KEY_BIAS_BOUND : 1e-5f))
                 harness_fail_at(__FILE__, __LINE__, "parameter %zu of %zu (%s): %.9g on 2 "
                                 "ranks, %.9g on 1", i, n, entry_of(par, i), a[i], x[i]);
         free(a);
         free(x);
+        free(noise_only);
         clformer_session_free(alone);
         clformer_model_free(one);
     }
