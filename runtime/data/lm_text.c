@@ -77,7 +77,8 @@ clformer_status cf_lm_vocab_build(const char *text, size_t len, bool bytes, char
     if (st == CLFORMER_OK && count > (1 << 20))
         st = cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the text has %zu distinct characters: "
                      "use --tokenizer byte or spm", count);
-    if (st == CLFORMER_OK) qsort(chars, count, sizeof *chars, by_bytes);
+    /* no characters (a byte vocabulary): chars is NULL, which qsort may not take */
+    if (st == CLFORMER_OK && count) qsort(chars, count, sizeof *chars, by_bytes);
     char **t = st == CLFORMER_OK ? calloc(4 + 256 + count, sizeof *t) : NULL;
     if (st == CLFORMER_OK && !t) st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     int m = 0;
