@@ -5,7 +5,7 @@
  */
 #include "harness.h"
 #include "clformer_util.h"
-#include "safetensors.h"
+#include "checkpoint_poke.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -263,38 +263,6 @@ static void bad_configs_are_refused(void **state)
     assert_null(m);
 }
 
-/* Replaces the 4 bytes of tensor `name`'s element 0 in the checkpoint at
- * `path` with `value`; with `drop_crc`, also renames the checksum keys so the
- * file reads as one written without checksums. */
-static void poke(const char *path, const char *name, float value, bool drop_crc)
-{
-    cf_st_reader *r;
-    assert_ok(cf_st_open(path, &r));
-    uint64_t at = cf_st_find(r, name)->file_offset;
-    cf_st_close(r);
-    FILE *fp = fopen(path, "r+b");
-    assert_non_null(fp);
-    assert_int_equal(fseek(fp, (long)at, SEEK_SET), 0);
-    assert_int_equal(fwrite(&value, 4, 1, fp), 1);
-    if (drop_crc) {
-        char head[4096];
-        assert_int_equal(fseek(fp, 0, SEEK_SET), 0);
-        size_t got = fread(head, 1, sizeof head - 1, fp);
-        head[got] = '\0';
-        char *key = strstr(head + 8, "\"clformer.crc32c\"");
-        assert_non_null(key);
-        assert_int_equal(fseek(fp, (long)(key - head) + 1, SEEK_SET), 0);
-        assert_int_equal(fwrite("clformer.crc32x", 15, 1, fp), 1);
-        /* and the metadata's checksum, which covers that rename: a file of
-         * before the checksums */
-        key = strstr(head + 8, "\"clformer.meta_crc32c\"");
-        assert_non_null(key);
-        assert_int_equal(fseek(fp, (long)(key - head) + 1, SEEK_SET), 0);
-        assert_int_equal(fwrite("clformer.meta_crc32x", 20, 1, fp), 1);
-    }
-    assert_int_equal(fclose(fp), 0);
-}
-
 /* A NaN or infinity in any tensor, or bytes that differ from their stored
  * checksum, is refused at load naming the tensor (issue 11, items 3 and 9). */
 static void damaged_and_non_finite_checkpoints_are_refused(void **state)
@@ -320,7 +288,7 @@ static void damaged_and_non_finite_checkpoints_are_refused(void **state)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         assert_ok(clformer_model_save(m, path, true));
-        poke(path, cases[i].tensor, cases[i].value, cases[i].drop_crc);
+        poke_tensor(path, cases[i].tensor, cases[i].value, cases[i].drop_crc);
         clformer_model *back = NULL;
         assert_int_equal(clformer_model_load(hctx(), path, &back), CLFORMER_ERR_FORMAT);
         assert_null(back);
@@ -331,7 +299,7 @@ static void damaged_and_non_finite_checkpoints_are_refused(void **state)
     }
     /* the same file without the poke, and without checksums, loads */
     assert_ok(clformer_model_save(m, path, true));
-    poke(path, name, 0.125f, true);
+    poke_tensor(path, name, 0.125f, true);
     clformer_model *back = NULL;
     assert_ok(clformer_model_load(hctx(), path, &back));
     clformer_model_free(back);

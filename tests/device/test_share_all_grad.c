@@ -10,7 +10,7 @@
  * refused at load.
  */
 #include "harness.h"
-#include "safetensors.h"
+#include "checkpoint_poke.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -103,34 +103,6 @@ static void shared_gradient_is_the_slope_of_the_loss(void **state)
     clformer_model_free(m);
 }
 
-/* Element 0 of tensor `name` in the file at `path` becomes `value`, and the
- * checksum keys are renamed so the file reads as one written without them
- * (test_model.c's damaged-checkpoint cases do the same). */
-static void poke_unchecked(const char *path, const char *name, float value)
-{
-    cf_st_reader *r;
-    assert_ok(cf_st_open(path, &r));
-    uint64_t at = cf_st_find(r, name)->file_offset;
-    cf_st_close(r);
-    FILE *fp = fopen(path, "r+b");
-    assert_non_null(fp);
-    assert_int_equal(fseek(fp, (long)at, SEEK_SET), 0);
-    assert_int_equal(fwrite(&value, 4, 1, fp), 1);
-    char head[8192];
-    assert_int_equal(fseek(fp, 0, SEEK_SET), 0);
-    size_t got = fread(head, 1, sizeof head - 1, fp);
-    head[got] = '\0';
-    static const char *const keys[2] = {"\"clformer.crc32c\"", "\"clformer.meta_crc32c\""};
-    for (int k = 0; k < 2; k++) {
-        char *key = strstr(head + 8, keys[k]);
-        assert_non_null(key);
-        const size_t len = strlen(keys[k]);
-        assert_int_equal(fseek(fp, (long)(key - head) + (long)len - 2, SEEK_SET), 0);
-        assert_int_equal(fwrite("x", 1, 1, fp), 1); /* ...crc32c -> ...crc32x */
-    }
-    assert_int_equal(fclose(fp), 0);
-}
-
 static void differing_copies_are_refused(void **state)
 {
     (void)state;
@@ -145,13 +117,13 @@ static void differing_copies_are_refused(void **state)
     assert_ok(clformer_model_read_tensor(m, "tgt_embed.weight", false, w, n));
     const float first = w[0];
     free(w);
-    poke_unchecked(path, "src_embed.weight", first);
+    poke_tensor(path, "src_embed.weight", first, true);
     clformer_model *back = NULL;
     assert_ok(clformer_model_load(hctx(), path, &back));
     clformer_model_free(back);
     /* one element of one copy changed */
     assert_ok(clformer_model_save(m, path, false));
-    poke_unchecked(path, "src_embed.weight", first + 0.5f);
+    poke_tensor(path, "src_embed.weight", first + 0.5f, true);
     back = NULL;
     assert_int_equal(clformer_model_load(hctx(), path, &back), CLFORMER_ERR_FORMAT);
     assert_null(back);
