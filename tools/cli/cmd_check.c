@@ -182,7 +182,8 @@ int cmd_check(int argc, char **argv)
         printf("\n%d checks, %d failed%s\n", rep.count, rep.failures,
                errors ? ", some layers could not run" : "");
     if (rep.count == 0 && errors == 0) {
-        cli_error("check", "no check matched --layer '%s'", only ? only : "");
+        cli_error("check", "no check matched --layer '%s' in --precision %s (layers without "
+                  "16-bit storage, such as gemm, run in fp32 only)", only ? only : "", precision);
         return 1;
     }
     return rep.failures || errors ? 1 : 0;
