@@ -55,7 +55,8 @@ ref_cmp ref_compare_bits16(const uint16_t *y, const uint16_t *ref, size_t n, uin
  * a half of rtol), and fp32_i the allowance of `rule`, the fp32 rule for the
  * arithmetic before that rounding (REF_RULE_FORWARD: 2e-5 + 1e-5 |r|;
  * REF_RULE_GRAD: 1e-4 max|r| + 1e-5, and NMSE <= rtol^2 in place of 1e-7, the
- * NMSE of results each within rtol; REF_RULE_GEMM: 1e-5 gemm_bound_i).
+ * NMSE of results each within rtol, plus sum extra^2 / sum r^2 with extra;
+ * REF_RULE_GEMM: 1e-5 gemm_bound_i).
  * extra (may be NULL): a rounding inside the op that the output carries, in
  * the same units (e.g. 2^-8 (|P| |V|)_i for probabilities stored in bf16
  * before P V), worked out by the caller from the reference.
