@@ -118,11 +118,11 @@ int cmd_check(int argc, char **argv)
         "check",
         "Run every operation (forward and backward, GEMM included) on random inputs on the\n"
         "device, compare with clformer's double-precision C reference, and print a table:\n"
-        "op, shape, max abs error, max rel error, tolerance rule, pass/fail, time (ms), under\n"
-        "a line naming each device in full. In bf16 and fp16 the inputs are rounded to the\n"
-        "format, every activation an op writes must be a value of it, and the tolerance is\n"
-        "PyTorch assert_close's for the format (rtol 1.6e-2 / 1e-3, atol 1e-5) plus the\n"
-        "fp32 rule (docs/TESTING.md).\n"
+        "op, precision, shape, max abs error, max rel error, tolerance rule, pass/fail, time\n"
+        "(ms), under a line naming each device in full. In bf16 and fp16 the inputs are\n"
+        "rounded to the format, every activation an op writes must be a value of it, and\n"
+        "the tolerance is PyTorch assert_close's for the format (rtol 1.6e-2 / 1e-3, atol\n"
+        "1e-5) plus the fp32 rule (docs/TESTING.md).\n"
         "Exits non-zero when any op fails or cannot run.",
         "clformer check [--all] [--quick] [--json] [--layer GLOB] [--precision all|fp32|bf16|fp16]",
         "The device is CLFORMER_DEVICE's choice (see clformer devices).",
