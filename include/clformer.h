@@ -659,6 +659,12 @@ typedef struct {
     size_t allreduce_bytes; /* gradient bytes each rank contributed */
     double overlap_s;   /* of compute_s: with summing already under way (the
                            non-blocking collective: buckets start during backward) */
+    /* fp16 runs (clformer_session_set_precision): the loss scale the step
+     * used (1 otherwise), and whether its gradients overflowed, so that the
+     * update was skipped (weights and Adam unchanged, grad_norm NAN; the
+     * step still counts) and the scale halved */
+    float loss_scale;
+    bool skipped;
 } clformer_step_stats;
 
 /*
@@ -728,6 +734,18 @@ CLFORMER_API clformer_status clformer_model_write_tensor(clformer_model *model, 
 
 /* Optimizer steps taken so far. */
 CLFORMER_API uint64_t clformer_model_step(const clformer_model *model);
+
+/* fp16 dynamic loss scaling (a session with CLFORMER_FP16 precision): the
+ * loss's gradient is multiplied by the scale S before backward stores the
+ * activation gradients in fp16, and the weight gradients are divided by it
+ * again before clipping and Adam. A step whose gradient norm is not finite
+ * is skipped (logged; S halves); S doubles after 2,000 clean steps in a row
+ * (PyTorch GradScaler's defaults). S starts at 65536 at the first fp16
+ * step; set_loss_scale sets it now (a power of two, 1 to 2^64: an initial
+ * scale, or tests forcing an overflow), and loss_scale reads it (0: no fp16
+ * step yet). Saved in training checkpoints, so resuming is exact. */
+CLFORMER_API clformer_status clformer_model_set_loss_scale(clformer_model *model, float scale);
+CLFORMER_API float clformer_model_loss_scale(const clformer_model *model);
 
 /* Changes the training-only settings of a loaded model: dropout and label
  * smoothing (the weights do not depend on them). */
@@ -851,6 +869,25 @@ CLFORMER_API clformer_memory clformer_session_memory(const clformer_session *ses
  * part of a checkpoint. Changing it releases the session's activations. */
 CLFORMER_API void clformer_session_set_recompute(clformer_session *session, bool recompute);
 CLFORMER_API bool clformer_session_recompute(const clformer_session *session);
+
+/* Storage precision of the session's passes (CLFORMER_FP32 by default;
+ * train/bench/eval/translate/generate --precision). With CLFORMER_BF16 or
+ * CLFORMER_FP16, every activation and activation gradient a pass stores is
+ * rounded to that format's values (to nearest, ties to even; fp16 overflows
+ * to infinity) right after the op that writes it, and the passes read the
+ * weights rounded likewise (a copy of the master weights made as each pass
+ * begins, so every change of them is seen). Statistics (LayerNorm mean and
+ * 1/std, attention row statistics), losses, weight gradients, the gradient
+ * norm, the master weights and Adam's state stay fp32, and all arithmetic is
+ * fp32, so both work on every device. Values stay in 32-bit containers: this
+ * is the numerics of 16-bit storage, not yet its memory or speed
+ * (docs/ARCHITECTURE.md "Half precision"). CLFORMER_FP16 training scales the
+ * loss dynamically (clformer_model_set_loss_scale). A property of the run,
+ * not of the model: checkpoints stay fp32. An unknown value is
+ * CLFORMER_ERR_INVALID_ARGUMENT. */
+CLFORMER_API clformer_status clformer_session_set_precision(clformer_session *session,
+                                                            clformer_precision precision);
+CLFORMER_API clformer_precision clformer_session_precision(const clformer_session *session);
 
 /* One training step of the session's model: forward, loss, backward,
  * clipping and the optimizer update at learning rate `lr`, all enqueued;
@@ -1319,6 +1356,12 @@ typedef struct {
     /* recompute each layer's forward in backward instead of keeping its
      * tensors (clformer_session_set_recompute; false) */
     bool recompute;
+    /* storage precision of the steps and validation
+     * (clformer_session_set_precision; CLFORMER_FP32), and with fp16 the
+     * loss scale to start from (clformer_model_set_loss_scale; 0: 65536, or
+     * a resumed run's own) */
+    clformer_precision precision;
+    float loss_scale;
 } clformer_train_options;
 
 /* The defaults noted above; config is clformer_config_default's. */

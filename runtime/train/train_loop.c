@@ -262,6 +262,8 @@ static clformer_status check_divergence(clformer_trainer *t, const clformer_trai
 {
     const double margin = log((double)clformer_model_config(t->model)->tgt_vocab);
     char what[160];
+    /* an fp16 step skipped for overflow is loss scaling at work, not divergence */
+    if (t->skipped && isfinite(p->loss)) return CLFORMER_OK;
     if (!isfinite(p->loss) || !isfinite(p->grad_norm)) {
         snprintf(what, sizeof what, "the %s is %s", isfinite(p->loss) ? "gradient norm" : "loss",
                  isnan(isfinite(p->loss) ? p->grad_norm : p->loss) ? "NaN" : "infinite");
@@ -325,6 +327,7 @@ static clformer_status train_step(clformer_trainer *t, clformer_train_progress *
         if (st == CLFORMER_ERR_DIVERGED) cf_clear_error();
         else if (st != CLFORMER_OK) return st;
     }
+    t->skipped = s.skipped;
     p->step = s.step;
     p->loss = s.loss;
     p->grad_norm = s.grad_norm;

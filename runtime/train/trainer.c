@@ -428,6 +428,8 @@ static clformer_status setup(clformer_trainer *t)
         CF_TRY(clformer_model_set_collective(t->model, o->collective));
     CF_TRY(clformer_session_create(t->model, &t->session));
     clformer_session_set_recompute(t->session, o->recompute);
+    CF_TRY(clformer_session_set_precision(t->session, o->precision));
+    if (o->loss_scale != 0.0f) CF_TRY(clformer_model_set_loss_scale(t->model, o->loss_scale));
     if (o->log_path && cf_trainer_rank(t) == 0) {
         t->log = fopen(o->log_path, o->resume_path ? "a" : "w");
         if (!t->log)

@@ -216,7 +216,9 @@ static int eval_model(const eval_args *a)
     line_file src, ref;
     if (!read_pair(a->src, a->ref, &src, &ref)) return 1;
     translator t;
-    if (!translator_open("eval", a->model, &t)) {
+    if (!translator_open("eval", a->model, &t) ||
+        !translator_set_precision("eval", &t, a->df.precision)) {
+        if (t.session) translator_close(&t);
         line_file_free(&src);
         line_file_free(&ref);
         return 1;

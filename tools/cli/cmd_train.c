@@ -44,12 +44,13 @@ static int check_resume(clformer_trainer *t, void *user)
 /* Everything `clformer train` parses, as the options table writes it. */
 typedef struct {
     const char *src, *tgt, *val_src, *val_tgt, *init, *resume, *save, *log, *plot, *config_name,
-        *activation, *positional, *schedule, *optimizer, *best_metric, *task, *text, *val_text;
+        *activation, *positional, *schedule, *optimizer, *best_metric, *task, *text, *val_text,
+        *precision;
     long min_freq, max_vocab, batch_size, batch_tokens, steps, epochs, warmup, eval_every,
         save_every, bleu_sentences, seed, check_sync, d_model, heads, d_ff, enc_layers, dec_layers,
         max_len, keep_last, patience, context, eval_batches, decay_steps;
     double lr, clip, weight_decay, dropout, label_smoothing, warmup_init_lr, attention_dropout,
-        activation_dropout, val_fraction, min_lr;
+        activation_dropout, val_fraction, min_lr, loss_scale;
     bool no_shuffle, post_norm, tie, share_all, no_save, save_best, best_metric_given, given_val_fraction,
         given_min_lr, recompute;
     const char *save_default; /* why --save was filled in (NULL: given) */
@@ -65,7 +66,7 @@ static int parse_args(int argc, char **argv, train_args *a)
 {
     clformer_train_options d; /* the library's defaults, not copies of them */
     clformer_train_options_default(&d);
-    *a = (train_args){.config_name = "small",
+    *a = (train_args){.config_name = "small", .precision = "fp32",
                       .schedule = d.schedule == CLFORMER_LR_NOAM ? "noam" : "constant",
                       .optimizer = d.optim.optimizer == CLFORMER_ADAMW ? "adamw" : "adam",
                       .min_freq = d.min_freq, .warmup = (long)d.warmup,
@@ -153,6 +154,8 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--log", CLI_STRING, &a->log, "FILE", "metrics as JSON lines: step, loss, tokens, lr, ..."},
         {"--plot", CLI_STRING, &a->plot, "FILE.png", "draw the loss curves at the end"},
         {"--recompute", CLI_FLAG, &a->recompute, NULL, "keep only each layer's output and recompute the rest in backward: about one layer's activations instead of all layers', for one more forward pass per step (same results)"},
+        {"--precision", CLI_CHOICE, &a->precision, NULL, "storage precision of activations, their gradients and the weights a step reads: values rounded to bf16 or fp16 (fp32 master weights, Adam state, statistics and arithmetic; fp16 scales the loss dynamically; checkpoints stay fp32) (default fp32)", 0, 0, "fp32|bf16|fp16"},
+        {"--loss-scale", CLI_DOUBLE, &a->loss_scale, "S", "fp16: the loss scale to start from, a power of two (default 65536, or a resumed run's; mainly for tests)", 1, 0x1p120},
         {"--check-sync", CLI_INT, &a->check_sync, "N", "under mpirun: every N steps check that all ranks hold the same parameters; stop on a difference", 1, 1L << 40},
     };
     const cli_spec spec = {
@@ -306,6 +309,8 @@ static int build_options(train_args *a, clformer_train_options *o)
     }
     o->decay_steps = (uint64_t)a->decay_steps;
     o->recompute = a->recompute;
+    clformer_precision_parse(a->precision, &o->precision); /* one of the choices */
+    o->loss_scale = (float)a->loss_scale;
     o->min_lr = a->given_min_lr ? (float)a->min_lr : -1.0f;
     o->src_path = a->src, o->tgt_path = a->tgt, o->val_src_path = a->val_src, o->val_tgt_path = a->val_tgt;
     o->min_freq = (int)a->min_freq, o->max_vocab = (int)a->max_vocab;
