@@ -1222,7 +1222,8 @@ typedef struct {
     double grad_norm;    /* before clipping */
     double tokens_per_s; /* over about the last 20 steps */
     double elapsed_s;    /* since clformer_trainer_run began */
-    double steps_left;   /* estimate (exact with a step limit) */
+    double steps_left;   /* estimate (exact with a step limit; with a time limit at
+                            most what it leaves at the run's mean pace so far) */
     bool last;           /* the run's last step */
     /* CLFORMER_TRAIN_VALIDATION only */
     double val_loss; /* plain cross-entropy over the validation pairs */
@@ -1319,6 +1320,11 @@ typedef struct {
     /* recompute each layer's forward in backward instead of keeping its
      * tensors (clformer_session_set_recompute; false) */
     bool recompute;
+    /* stop after the first step that ends max_seconds or more after
+     * clformer_trainer_run began (0: no limit), as fairseq's --stop-time-hours:
+     * a normal end (final validation, saved, status OK, result.time_limited);
+     * on several ranks rank 0's clock decides, so all stop at the same step */
+    double max_seconds;
 } clformer_train_options;
 
 /* The defaults noted above; config is clformer_config_default's. */
@@ -1336,6 +1342,7 @@ typedef struct {
     double best_val;      /* best validation figure of best_metric (NAN: none) */
     uint64_t best_step;   /* the step it was reached at */
     const char *saved_to; /* the checkpoint written last (NULL: none) */
+    bool time_limited;    /* stopped by max_seconds (a normal end: saved, status OK) */
 } clformer_train_result;
 
 typedef struct clformer_trainer clformer_trainer;
