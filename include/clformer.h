@@ -8,8 +8,8 @@
  * how the API grows: docs/API.md.
  *
  * Conventions. Options structs (clformer_context_params, clformer_config,
- * clformer_optim_config, clformer_decode_options, clformer_train_options)
- * start with their `size`:
+ * clformer_optim_config, clformer_decode_options, clformer_train_options,
+ * clformer_bleu_options) start with their `size`:
  * fill them with their _default() function, then set fields; the library
  * refuses a size it does not know. Memory the library allocates for the
  * caller is released with clformer_free(). Callbacks take `void *user` last
@@ -1187,6 +1187,25 @@ CLFORMER_API void clformer_bleu_format(const clformer_bleu *bleu, char *buf, siz
 /* sacreBLEU's signature: "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0". */
 CLFORMER_API void clformer_bleu_signature(clformer_bleu_tokenize tokenize, char *buf,
                                           size_t size);
+
+/* BLEU with options: how lines are tokenised and whether both sides are
+ * lower-cased first (sacreBLEU's -lc, for a model whose output is lower case
+ * scored against cased references: Python's str.lower(), the full Unicode
+ * mapping, before tokenising). Start from clformer_bleu_options_default()
+ * (13a, case-sensitive: clformer_bleu_corpus's score). */
+typedef struct {
+    size_t size;                     /* sizeof(clformer_bleu_options): set by _default */
+    clformer_bleu_tokenize tokenize; /* (CLFORMER_BLEU_TOKENIZE_13A) */
+    bool lowercase;                  /* lower-case both sides first (false) */
+} clformer_bleu_options;
+CLFORMER_API void clformer_bleu_options_default(clformer_bleu_options *options);
+CLFORMER_API clformer_status clformer_bleu_corpus_with(const char *const *hyps,
+                                                       const char *const *refs, size_t n,
+                                                       const clformer_bleu_options *options,
+                                                       clformer_bleu *bleu);
+/* The signature of a score made with these options (case:lc when lowercase). */
+CLFORMER_API clformer_status clformer_bleu_signature_with(const clformer_bleu_options *options,
+                                                          char *buf, size_t size);
 
 /* Translates n sentences with a session's model into outputs[i] (release
  * each with clformer_free): sorted by length and decoded batch_size at a time on the
