@@ -8,8 +8,8 @@
  * how the API grows: docs/API.md.
  *
  * Conventions. Options structs (clformer_context_params, clformer_config,
- * clformer_optim_config, clformer_decode_options, clformer_train_options)
- * start with their `size`:
+ * clformer_optim_config, clformer_decode_options, clformer_train_options,
+ * clformer_bleu_options) start with their `size`:
  * fill them with their _default() function, then set fields; the library
  * refuses a size it does not know. Memory the library allocates for the
  * caller is released with clformer_free(). Callbacks take `void *user` last
@@ -1225,6 +1225,25 @@ CLFORMER_API void clformer_bleu_format(const clformer_bleu *bleu, char *buf, siz
 CLFORMER_API void clformer_bleu_signature(clformer_bleu_tokenize tokenize, char *buf,
                                           size_t size);
 
+/* BLEU with options: how lines are tokenised and whether both sides are
+ * lower-cased first (sacreBLEU's -lc, for a model whose output is lower case
+ * scored against cased references: Python's str.lower(), the full Unicode
+ * mapping, before tokenising). Start from clformer_bleu_options_default()
+ * (13a, case-sensitive: clformer_bleu_corpus's score). */
+typedef struct {
+    size_t size;                     /* sizeof(clformer_bleu_options): set by _default */
+    clformer_bleu_tokenize tokenize; /* (CLFORMER_BLEU_TOKENIZE_13A) */
+    bool lowercase;                  /* lower-case both sides first (false) */
+} clformer_bleu_options;
+CLFORMER_API void clformer_bleu_options_default(clformer_bleu_options *options);
+CLFORMER_API clformer_status clformer_bleu_corpus_with(const char *const *hyps,
+                                                       const char *const *refs, size_t n,
+                                                       const clformer_bleu_options *options,
+                                                       clformer_bleu *bleu);
+/* The signature of a score made with these options (case:lc when lowercase). */
+CLFORMER_API clformer_status clformer_bleu_signature_with(const clformer_bleu_options *options,
+                                                          char *buf, size_t size);
+
 /* Translates n sentences with a session's model into outputs[i] (release
  * each with clformer_free): sorted by length and decoded batch_size at a time on the
  * session (its caches grow to batch_size); a sentence without a token gives
@@ -1259,7 +1278,8 @@ typedef struct {
     double grad_norm;    /* before clipping */
     double tokens_per_s; /* over about the last 20 steps */
     double elapsed_s;    /* since clformer_trainer_run began */
-    double steps_left;   /* estimate (exact with a step limit) */
+    double steps_left;   /* estimate (exact with a step limit; with a time limit at
+                            most what it leaves at the run's mean pace so far) */
     bool last;           /* the run's last step */
     /* CLFORMER_TRAIN_VALIDATION only */
     double val_loss; /* plain cross-entropy over the validation pairs */
@@ -1362,6 +1382,11 @@ typedef struct {
      * a resumed run's own) */
     clformer_precision precision;
     float loss_scale;
+    /* stop after the first step that ends max_seconds or more after
+     * clformer_trainer_run began (0: no limit), as fairseq's --stop-time-hours:
+     * a normal end (final validation, saved, status OK, result.time_limited);
+     * on several ranks rank 0's clock decides, so all stop at the same step */
+    double max_seconds;
 } clformer_train_options;
 
 /* The defaults noted above; config is clformer_config_default's. */
@@ -1379,6 +1404,7 @@ typedef struct {
     double best_val;      /* best validation figure of best_metric (NAN: none) */
     uint64_t best_step;   /* the step it was reached at */
     const char *saved_to; /* the checkpoint written last (NULL: none) */
+    bool time_limited;    /* stopped by max_seconds (a normal end: saved, status OK) */
 } clformer_train_result;
 
 typedef struct clformer_trainer clformer_trainer;

@@ -80,6 +80,10 @@ static clformer_status check_options(const clformer_train_options *o)
     if (o->schedule == CLFORMER_LR_INVERSE_SQRT && o->warmup == 0)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "the inverse-sqrt schedule needs a warm-up of at least 1 step");
+    if (!(o->max_seconds >= 0.0 && o->max_seconds < INFINITY))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "the time limit must be a finite number of seconds >= 0 (0: none), got %g",
+                       o->max_seconds);
     if (!(o->warmup_init_lr >= 0.0f))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "the warm-up's initial learning rate must be >= 0, got %g",

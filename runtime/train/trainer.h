@@ -62,6 +62,8 @@ struct clformer_trainer {
     double best_val;
     uint64_t best_step, bad_validations;
     bool early_stop;
+    /* options.max_seconds has passed (rank 0's clock, agreed by all ranks) */
+    bool time_up;
     /* the newest checkpoint this run wrote (for messages; NULL: none) */
     const char *saved_path;
     uint64_t saved_step;

@@ -45,7 +45,7 @@ static int check_resume(clformer_trainer *t, void *user)
 typedef struct {
     const char *src, *tgt, *val_src, *val_tgt, *init, *resume, *save, *log, *plot, *config_name,
         *activation, *positional, *schedule, *optimizer, *best_metric, *task, *text, *val_text,
-        *precision;
+        *precision, *max_time;
     long min_freq, max_vocab, batch_size, batch_tokens, steps, epochs, warmup, eval_every,
         save_every, bleu_sentences, seed, check_sync, d_model, heads, d_ff, enc_layers, dec_layers,
         max_len, keep_last, patience, context, eval_batches, decay_steps;
@@ -130,6 +130,7 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--init", CLI_STRING, &a->init, "MODEL", "start from these weights (config and vocabularies from the file)"},
         {"--resume", CLI_STRING, &a->resume, "CKPT", "continue a training checkpoint exactly (step, optimizer, data position); options given with it must equal the checkpoint's"},
         {"--steps", CLI_INT, &a->steps, "N", "train until the model has taken N steps in total", 1, 1L << 40},
+        {"--max-time", CLI_STRING, &a->max_time, "DURATION", "also stop after the first step that ends DURATION after training began (seconds, or 90m, 2h): a normal end, validated and saved; on a resume it counts from the resume"},
         {"--epochs", CLI_INT, &a->epochs, "N", "train for N passes over the data (instead of --steps); lm: over consecutive windows", 1, 1000000},
         {"--batch-size", CLI_INT, &a->batch_size, "B", "sentence pairs per step", 1, 1 << 20, NULL, &a->g.batch_size},
         {"--batch-tokens", CLI_INT, &a->batch_tokens, "N", "padded tokens per step, length-bucketed (default 4096)", 1, 1 << 30, NULL, &a->g.batch_tokens},
@@ -274,6 +275,9 @@ static int check_consistency(const train_args *a)
         return cli_error("train", "%s and --no-save exclude each other (its files are named after --save)", a->keep_last ? "--keep-last" : "--save-best"), EXIT_USAGE;
     if ((a->save_best || a->patience) && !a->val_src)
         return cli_error("train", "%s needs validation data (--val-src and --val-tgt)", a->save_best ? "--save-best" : "--patience"), EXIT_USAGE;
+    double seconds;
+    if (a->max_time && !cli_duration_seconds(a->max_time, &seconds))
+        return cli_error("train", "--max-time %s is not a duration: give seconds (7200) or a number with s, m or h (90m, 2h)", a->max_time), EXIT_USAGE;
     if (a->patience && !a->eval_every)
         return cli_error("train", "--patience needs --eval-every N (it counts validations)"), EXIT_USAGE;
     if (a->best_metric_given && !a->save_best && !a->patience)
@@ -377,6 +381,7 @@ static int build_options(train_args *a, clformer_train_options *o)
     o->best_metric = a->best_metric && !strcmp(a->best_metric, "bleu") ? CLFORMER_METRIC_BLEU
                                                                        : CLFORMER_METRIC_LOSS;
     o->patience = (uint64_t)a->patience;
+    if (a->max_time) cli_duration_seconds(a->max_time, &o->max_seconds); /* checked */
     o->steps = (uint64_t)a->steps, o->epochs = (uint64_t)a->epochs;
     o->eval_every = (uint64_t)a->eval_every, o->bleu_sentences = (size_t)a->bleu_sentences;
     /* a run keeps what it trained unless told not to: back into --resume's
@@ -484,6 +489,9 @@ int cmd_train(int argc, char **argv)
             printf("stopped early: %ld validations in a row without a better %s than %.4f "
                    "(step %llu)\n", a.patience, o.best_metric == CLFORMER_METRIC_BLEU ? "BLEU" : "loss",
                    res.best_val, (unsigned long long)res.best_step);
+        if (res.time_limited)
+            printf("stopped at the time limit (--max-time %s) after step %llu\n", a.max_time,
+                   (unsigned long long)res.steps);
         printf("trained to step %llu in %.1fs (%.0f %stokens/s); last loss %.4f\n",
                (unsigned long long)res.steps, res.seconds, res.tokens_per_s,
                o.text_path ? "" : "target ", res.loss);

@@ -9,6 +9,9 @@ Builds docs/MODEL.md's module tree on torch.nn.Transformer and
   check-checkpoint MODEL.safetensors
       loads a clformer checkpoint into the module tree with load_state_dict(strict=True)
       and prints OK or what does not match (exit status 1);
+  autocast --out tests/data/parity
+      trains a fixture's 10 steps under torch.autocast("cpu", dtype=torch.bfloat16) with
+      float32 master weights and writes fixture_bf16.safetensors next to it;
   logits MODEL.safetensors (--src-ids/--tgt-ids | --batch FILE) [--out F] [--compare F]
       computes the logits of a checkpoint for a batch, so a test can compare clformer's
       logits with PyTorch's for the same file (exit status 1 when --compare fails);
@@ -235,9 +238,15 @@ def make_optimizer(model, opt):
     raise ValueError(f"optimizer must be adam or adamw, not {opt['optimizer']!r}")
 
 
-def train_reference(cfg, opt, init_state, src, tgt, dtype):
+def train_reference(cfg, opt, init_state, src, tgt, dtype, autocast=None):
     """Trains len(src) steps from the float32 initial weights, computing in `dtype`.
-    src [steps, B, S], tgt [steps, B, T+1] int arrays. Returns a dict of results."""
+    src [steps, B, S], tgt [steps, B, T+1] int arrays. Returns a dict of results.
+    autocast=torch.bfloat16 runs the forward pass and the loss under
+    torch.autocast("cpu", dtype=autocast) (dtype must then be float32: the master
+    weights, their gradients and Adam's state stay float32); backward runs outside
+    the autocast region, as PyTorch recommends."""
+    if autocast is not None and dtype != torch.float32:
+        raise ValueError("autocast needs float32 master weights")
     model = build_model(cfg, dtype)
     load_float32_state(model, init_state)
     optim = make_optimizer(model, opt)
@@ -252,8 +261,9 @@ def train_reference(cfg, opt, init_state, src, tgt, dtype):
         s = torch.from_numpy(src[step].astype(np.int64))
         t = torch.from_numpy(tgt[step].astype(np.int64))
         optim.zero_grad(set_to_none=True)
-        logits = model(s, t[:, :-1])
-        loss = loss_fn(logits.reshape(-1, logits.shape[-1]), t[:, 1:].reshape(-1))
+        with torch.autocast("cpu", dtype=autocast or torch.bfloat16, enabled=autocast is not None):
+            logits = model(s, t[:, :-1])
+            loss = loss_fn(logits.reshape(-1, logits.shape[-1]), t[:, 1:].reshape(-1))
         loss.backward()
         if step == 0:
             out["logits"] = logits.detach().to(torch.float32).numpy()
@@ -461,6 +471,86 @@ def cmd_generate(args):
 
 
 # ----------------------------------------------------------------------------
+# bfloat16: the same 10 steps under PyTorch's CPU autocast (tests/data/parity/README.md).
+
+# The fixtures with a bf16 reference: two shapes of model (pre-norm ReLU with sinusoids,
+# post-norm GELU with learned positions and label smoothing) and the simulator's tiny one.
+AUTOCAST_FIXTURES = ["a_prenorm_relu_sin", "b_postnorm_gelu_learned", "e_tiny_oclgrind"]
+
+
+def train_bf16_everywhere(cfg, opt, init_state, src, tgt):
+    """The steps with every activation and activation gradient held in bfloat16: a
+    bfloat16 copy of the model, loaded each step from float32 master weights (rounded to
+    nearest even), runs forward and backward; the loss is taken on its logits widened to
+    float32; its weight gradients, widened, are clipped and applied by a float32 optimizer.
+    Closer to clformer's rounding points than autocast (it also rounds LayerNorm outputs,
+    residual sums and attention probabilities) but not the same: PyTorch's bfloat16 CPU
+    kernels round some intermediates clformer keeps in fp32 (a linear layer's bias is added
+    to a rounded product; weight gradients are rounded to bfloat16). Only for comparison."""
+    master = build_model(cfg, torch.float32)
+    load_float32_state(master, init_state)
+    work = build_model(cfg, torch.bfloat16)
+    optim = make_optimizer(master, opt)
+    loss_fn = nn.CrossEntropyLoss(ignore_index=PAD, label_smoothing=cfg["label_smoothing"])
+    clip = opt["clip"] if opt["clip"] > 0 else float("inf")
+    pairs = list(zip(master.parameters(), work.parameters()))
+    losses = []
+    for step in range(len(src)):
+        with torch.no_grad():
+            for p, q in pairs:
+                q.copy_(p)  # rounds to nearest even
+        work.zero_grad(set_to_none=True)
+        s = torch.from_numpy(src[step].astype(np.int64))
+        t = torch.from_numpy(tgt[step].astype(np.int64))
+        logits = work(s, t[:, :-1]).float()
+        loss = loss_fn(logits.reshape(-1, logits.shape[-1]), t[:, 1:].reshape(-1))
+        loss.backward()
+        for p, q in pairs:
+            p.grad = q.grad.float()
+        torch.nn.utils.clip_grad_norm_(master.parameters(), clip)
+        losses.append(loss.item())
+        optim.step()
+    return losses
+
+
+def cmd_autocast(args):
+    """For each fixture directory under args.out (made by `generate`), trains its 10 steps
+    under torch.autocast("cpu", dtype=torch.bfloat16) and writes fixture_bf16.safetensors."""
+    torch.set_num_threads(1)
+    for name in args.only or AUTOCAST_FIXTURES:
+        d = os.path.join(args.out, name)
+        try:
+            cfg, init_state, _ = load_checkpoint(os.path.join(d, "model.safetensors"))
+            fx, meta = read_safetensors(os.path.join(d, "fixture.safetensors"))
+        except (OSError, ValueError) as e:
+            print(f"autocast: {e} (make the fixtures first: generate --out {args.out})", file=sys.stderr)
+            return 1
+        opt = json.loads(meta["clformer.fixture"])
+        src, tgt = fx["src"], fx["tgt"]
+        fp32 = train_reference(cfg, opt, init_state, src, tgt, torch.float32)
+        bf16 = train_reference(cfg, opt, init_state, src, tgt, torch.float32, autocast=torch.bfloat16)
+        everywhere = train_bf16_everywhere(cfg, opt, init_state, src, tgt)
+        out = {"losses": np.array(bf16["losses"], dtype=np.float64),
+               "grad_norms": np.array(bf16["grad_norms"], dtype=np.float64),
+               "losses_fp32": np.array(fp32["losses"], dtype=np.float64),
+               "losses_bf16_everywhere": np.array(everywhere, dtype=np.float64)}
+        info = {"torch": torch.__version__.split("+")[0], "autocast": "cpu", "dtype": "bfloat16",
+                "steps": len(src), "threads": 1}
+        path = os.path.join(d, "fixture_bf16.safetensors")
+        tmp = path + ".tmp"
+        write_safetensors(tmp, out, {"clformer.autocast": json.dumps(info)})
+        os.replace(tmp, path)
+        def row(a):
+            return " ".join(f"{x:+.1e}" for x in a)
+        print(f"{name}: autocast bf16 losses {' '.join(f'{x:.5f}' for x in out['losses'])}")
+        print(f"  bf16 - fp32            {row(out['losses'] - out['losses_fp32'])}"
+              f"  (max {np.max(np.abs(out['losses'] - out['losses_fp32'])):.1e})")
+        print(f"  everywhere - autocast  {row(out['losses_bf16_everywhere'] - out['losses'])}"
+              f"  (max {np.max(np.abs(out['losses_bf16_everywhere'] - out['losses'])):.1e})")
+    return 0
+
+
+# ----------------------------------------------------------------------------
 # Loading a clformer checkpoint.
 
 def load_checkpoint(path):
@@ -628,6 +718,9 @@ def main(argv=None):
     g = sub.add_parser("generate", help="write the parity fixtures")
     g.add_argument("--out", required=True, help="directory, e.g. tests/data/parity")
     g.add_argument("--only", nargs="*", choices=list(FIXTURES), help="just these fixtures")
+    ac = sub.add_parser("autocast", help="the fixtures' 10 steps under CPU autocast(bfloat16): fixture_bf16.safetensors")
+    ac.add_argument("--out", required=True, help="the fixtures' directory, e.g. tests/data/parity")
+    ac.add_argument("--only", nargs="*", choices=list(FIXTURES), help=f"these fixtures (default {' '.join(AUTOCAST_FIXTURES)})")
     c = sub.add_parser("check-checkpoint", help="load a clformer checkpoint strictly")
     c.add_argument("model")
     lg = sub.add_parser("logits", help="logits of a checkpoint (float64 from its float32 weights)")
@@ -648,7 +741,7 @@ def main(argv=None):
     rt.add_argument("--atol", type=float, default=1e-5)
     rt.add_argument("--rtol", type=float, default=1e-4, help="relative to max |logit|")
     args = p.parse_args(argv)
-    return {"generate": cmd_generate, "check-checkpoint": cmd_check_checkpoint,
+    return {"generate": cmd_generate, "autocast": cmd_autocast, "check-checkpoint": cmd_check_checkpoint,
             "logits": cmd_logits, "roundtrip": cmd_roundtrip}[args.cmd](args)
 
 
