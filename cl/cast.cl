@@ -48,3 +48,37 @@ kernel void cast_f16_to_f32(global float *out, ulong out_off, global const half 
     const float v = vload_half((size_t)(x_off + i), x);
     out[out_off + i] = accumulate ? out[out_off + i] + v : v;
 }
+
+/*
+ * Rounding fp32 values to a 16-bit format's values, kept in fp32 containers
+ * (the numerics of 16-bit storage, docs/ARCHITECTURE.md "Half precision"):
+ * out = x rounded to bf16 (precision 1) or fp16 (precision 2), to nearest
+ * with ties to even, exactly as the casts above followed by the cast back.
+ * out may be x (in place). Integer and exact float arithmetic only, so it is
+ * bit-exact on every device and needs no extension:
+ *   - bf16: cast_f32_to_bf16's rounding, on the bits (NaN: 0x7FC00000).
+ *   - fp16, |x| >= 2^-14 (its normals): the same on 13 dropped bits, then
+ *     anything above 65504 is infinity; |x| < 2^-14 (its subnormals, spaced
+ *     2^-24): rint of x * 2^24 (exact scaling, rint ties to even) times
+ *     2^-24, all normal fp32 values, so no device flushes them.
+ */
+kernel void round_storage(global uint *out, ulong out_off, global const uint *x, ulong x_off,
+                          ulong n, int precision)
+{
+    const ulong i = get_global_id(0);
+    if (i >= n) return;
+    const uint u = x[x_off + i], a = u & 0x7FFFFFFFu;
+    uint r;
+    if (a > 0x7F800000u) {
+        r = precision == 1 ? 0x7FC00000u : u; /* NaN stays NaN */
+    } else if (precision == 1) {
+        r = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+    } else if (a >= 0x38800000u) { /* 2^-14 */
+        const uint m = (a + 0xFFFu + ((a >> 13) & 1u)) & 0xFFFFE000u;
+        r = (u & 0x80000000u) | (m > 0x477FE000u ? 0x7F800000u : m); /* above 65504: inf */
+    } else {
+        const float v = rint(as_float(a) * 0x1p24f) * 0x1p-24f;
+        r = (u & 0x80000000u) | as_uint(v);
+    }
+    out[out_off + i] = r;
+}

@@ -8,8 +8,8 @@
  * how the API grows: docs/API.md.
  *
  * Conventions. Options structs (clformer_context_params, clformer_config,
- * clformer_optim_config, clformer_decode_options, clformer_train_options)
- * start with their `size`:
+ * clformer_optim_config, clformer_decode_options, clformer_train_options,
+ * clformer_bleu_options) start with their `size`:
  * fill them with their _default() function, then set fields; the library
  * refuses a size it does not know. Memory the library allocates for the
  * caller is released with clformer_free(). Callbacks take `void *user` last
@@ -659,6 +659,12 @@ typedef struct {
     size_t allreduce_bytes; /* gradient bytes each rank contributed */
     double overlap_s;   /* of compute_s: with summing already under way (the
                            non-blocking collective: buckets start during backward) */
+    /* fp16 runs (clformer_session_set_precision): the loss scale the step
+     * used (1 otherwise), and whether its gradients overflowed, so that the
+     * update was skipped (weights and Adam unchanged, grad_norm NAN; the
+     * step still counts) and the scale halved */
+    float loss_scale;
+    bool skipped;
 } clformer_step_stats;
 
 /*
@@ -728,6 +734,18 @@ CLFORMER_API clformer_status clformer_model_write_tensor(clformer_model *model, 
 
 /* Optimizer steps taken so far. */
 CLFORMER_API uint64_t clformer_model_step(const clformer_model *model);
+
+/* fp16 dynamic loss scaling (a session with CLFORMER_FP16 precision): the
+ * loss's gradient is multiplied by the scale S before backward stores the
+ * activation gradients in fp16, and the weight gradients are divided by it
+ * again before clipping and Adam. A step whose gradient norm is not finite
+ * is skipped (logged; S halves); S doubles after 2,000 clean steps in a row
+ * (PyTorch GradScaler's defaults). S starts at 65536 at the first fp16
+ * step; set_loss_scale sets it now (a power of two, 1 to 2^64: an initial
+ * scale, or tests forcing an overflow), and loss_scale reads it (0: no fp16
+ * step yet). Saved in training checkpoints, so resuming is exact. */
+CLFORMER_API clformer_status clformer_model_set_loss_scale(clformer_model *model, float scale);
+CLFORMER_API float clformer_model_loss_scale(const clformer_model *model);
 
 /* Changes the training-only settings of a loaded model: dropout and label
  * smoothing (the weights do not depend on them). */
@@ -851,6 +869,25 @@ CLFORMER_API clformer_memory clformer_session_memory(const clformer_session *ses
  * part of a checkpoint. Changing it releases the session's activations. */
 CLFORMER_API void clformer_session_set_recompute(clformer_session *session, bool recompute);
 CLFORMER_API bool clformer_session_recompute(const clformer_session *session);
+
+/* Storage precision of the session's passes (CLFORMER_FP32 by default;
+ * train/bench/eval/translate/generate --precision). With CLFORMER_BF16 or
+ * CLFORMER_FP16, every activation and activation gradient a pass stores is
+ * rounded to that format's values (to nearest, ties to even; fp16 overflows
+ * to infinity) right after the op that writes it, and the passes read the
+ * weights rounded likewise (a copy of the master weights made as each pass
+ * begins, so every change of them is seen). Statistics (LayerNorm mean and
+ * 1/std, attention row statistics), losses, weight gradients, the gradient
+ * norm, the master weights and Adam's state stay fp32, and all arithmetic is
+ * fp32, so both work on every device. Values stay in 32-bit containers: this
+ * is the numerics of 16-bit storage, not yet its memory or speed
+ * (docs/ARCHITECTURE.md "Half precision"). CLFORMER_FP16 training scales the
+ * loss dynamically (clformer_model_set_loss_scale). A property of the run,
+ * not of the model: checkpoints stay fp32. An unknown value is
+ * CLFORMER_ERR_INVALID_ARGUMENT. */
+CLFORMER_API clformer_status clformer_session_set_precision(clformer_session *session,
+                                                            clformer_precision precision);
+CLFORMER_API clformer_precision clformer_session_precision(const clformer_session *session);
 
 /* One training step of the session's model: forward, loss, backward,
  * clipping and the optimizer update at learning rate `lr`, all enqueued;
@@ -1188,6 +1225,25 @@ CLFORMER_API void clformer_bleu_format(const clformer_bleu *bleu, char *buf, siz
 CLFORMER_API void clformer_bleu_signature(clformer_bleu_tokenize tokenize, char *buf,
                                           size_t size);
 
+/* BLEU with options: how lines are tokenised and whether both sides are
+ * lower-cased first (sacreBLEU's -lc, for a model whose output is lower case
+ * scored against cased references: Python's str.lower(), the full Unicode
+ * mapping, before tokenising). Start from clformer_bleu_options_default()
+ * (13a, case-sensitive: clformer_bleu_corpus's score). */
+typedef struct {
+    size_t size;                     /* sizeof(clformer_bleu_options): set by _default */
+    clformer_bleu_tokenize tokenize; /* (CLFORMER_BLEU_TOKENIZE_13A) */
+    bool lowercase;                  /* lower-case both sides first (false) */
+} clformer_bleu_options;
+CLFORMER_API void clformer_bleu_options_default(clformer_bleu_options *options);
+CLFORMER_API clformer_status clformer_bleu_corpus_with(const char *const *hyps,
+                                                       const char *const *refs, size_t n,
+                                                       const clformer_bleu_options *options,
+                                                       clformer_bleu *bleu);
+/* The signature of a score made with these options (case:lc when lowercase). */
+CLFORMER_API clformer_status clformer_bleu_signature_with(const clformer_bleu_options *options,
+                                                          char *buf, size_t size);
+
 /* Translates n sentences with a session's model into outputs[i] (release
  * each with clformer_free): sorted by length and decoded batch_size at a time on the
  * session (its caches grow to batch_size); a sentence without a token gives
@@ -1222,7 +1278,8 @@ typedef struct {
     double grad_norm;    /* before clipping */
     double tokens_per_s; /* over about the last 20 steps */
     double elapsed_s;    /* since clformer_trainer_run began */
-    double steps_left;   /* estimate (exact with a step limit) */
+    double steps_left;   /* estimate (exact with a step limit; with a time limit at
+                            most what it leaves at the run's mean pace so far) */
     bool last;           /* the run's last step */
     /* CLFORMER_TRAIN_VALIDATION only */
     double val_loss; /* plain cross-entropy over the validation pairs */
@@ -1319,6 +1376,17 @@ typedef struct {
     /* recompute each layer's forward in backward instead of keeping its
      * tensors (clformer_session_set_recompute; false) */
     bool recompute;
+    /* storage precision of the steps and validation
+     * (clformer_session_set_precision; CLFORMER_FP32), and with fp16 the
+     * loss scale to start from (clformer_model_set_loss_scale; 0: 65536, or
+     * a resumed run's own) */
+    clformer_precision precision;
+    float loss_scale;
+    /* stop after the first step that ends max_seconds or more after
+     * clformer_trainer_run began (0: no limit), as fairseq's --stop-time-hours:
+     * a normal end (final validation, saved, status OK, result.time_limited);
+     * on several ranks rank 0's clock decides, so all stop at the same step */
+    double max_seconds;
 } clformer_train_options;
 
 /* The defaults noted above; config is clformer_config_default's. */
@@ -1336,6 +1404,7 @@ typedef struct {
     double best_val;      /* best validation figure of best_metric (NAN: none) */
     uint64_t best_step;   /* the step it was reached at */
     const char *saved_to; /* the checkpoint written last (NULL: none) */
+    bool time_limited;    /* stopped by max_seconds (a normal end: saved, status OK) */
 } clformer_train_result;
 
 typedef struct clformer_trainer clformer_trainer;

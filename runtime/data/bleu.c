@@ -9,6 +9,7 @@
 #include "status.h"
 #include "text.h"
 #include "tok13a.h"
+#include "unicode_lower.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -95,10 +96,8 @@ static clformer_status check_utf8(const char *s, const char *side)
 
 static clformer_status add_tokens(cf_bleu_stats *stats, const char *hyp, const char *ref);
 
-clformer_status cf_bleu_add(cf_bleu_stats *stats, const char *hyp, const char *ref)
+static clformer_status add_cased(cf_bleu_stats *stats, const char *hyp, const char *ref)
 {
-    CF_TRY(check_utf8(hyp, "hypothesis"));
-    CF_TRY(check_utf8(ref, "reference"));
     if (stats->tokenize == CF_BLEU_TOKENIZE_NONE) return add_tokens(stats, hyp, ref);
     char *th = NULL, *tr = NULL;
     clformer_status st = cf_tokenize_13a(hyp, &th);
@@ -106,6 +105,21 @@ clformer_status cf_bleu_add(cf_bleu_stats *stats, const char *hyp, const char *r
     if (st == CLFORMER_OK) st = add_tokens(stats, th, tr);
     free(th);
     free(tr);
+    return st;
+}
+
+clformer_status cf_bleu_add(cf_bleu_stats *stats, const char *hyp, const char *ref)
+{
+    CF_TRY(check_utf8(hyp, "hypothesis"));
+    CF_TRY(check_utf8(ref, "reference"));
+    if (!stats->lowercase) return add_cased(stats, hyp, ref);
+    /* sacreBLEU lower-cases the line first, then tokenises it */
+    char *lh = NULL, *lr = NULL;
+    clformer_status st = cf_utf8_lower(hyp, strlen(hyp), &lh, NULL);
+    if (st == CLFORMER_OK) st = cf_utf8_lower(ref, strlen(ref), &lr, NULL);
+    if (st == CLFORMER_OK) st = add_cased(stats, lh, lr);
+    free(lh);
+    free(lr);
     return st;
 }
 
@@ -181,12 +195,12 @@ void cf_bleu_compute(const cf_bleu_stats *stats, cf_bleu_result *result)
 }
 
 clformer_status cf_bleu_corpus(const char *const *hyps, const char *const *refs, size_t n,
-                               cf_bleu_tokenize tokenize, cf_bleu_result *result)
+                               cf_bleu_tokenize tokenize, bool lowercase, cf_bleu_result *result)
 {
     memset(result, 0, sizeof *result);
     if (n == 0)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "BLEU needs at least one sentence");
-    cf_bleu_stats stats = {.tokenize = tokenize};
+    cf_bleu_stats stats = {.tokenize = tokenize, .lowercase = lowercase};
     for (size_t i = 0; i < n; i++) {
         clformer_status st = cf_bleu_add(&stats, hyps[i], refs[i]);
         if (st != CLFORMER_OK) return cf_fail_prefix(st, "line %zu: ", i + 1);
@@ -217,8 +231,9 @@ bool cf_bleu_tokenize_parse(const char *name, cf_bleu_tokenize *tokenize)
     return true;
 }
 
-void cf_bleu_signature(cf_bleu_tokenize tokenize, char *buf, size_t size)
+void cf_bleu_signature(cf_bleu_tokenize tokenize, bool lowercase, char *buf, size_t size)
 {
-    snprintf(buf, size, "nrefs:1|case:mixed|eff:no|tok:%s|smooth:exp|version:%s",
-             cf_bleu_tokenize_name(tokenize), CF_BLEU_SACREBLEU_VERSION);
+    snprintf(buf, size, "nrefs:1|case:%s|eff:no|tok:%s|smooth:exp|version:%s",
+             lowercase ? "lc" : "mixed", cf_bleu_tokenize_name(tokenize),
+             CF_BLEU_SACREBLEU_VERSION);
 }

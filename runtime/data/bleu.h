@@ -5,7 +5,9 @@
  * uniform weights, clipped counts summed over the corpus, the brevity penalty
  * exp(1 - ref_len / hyp_len) when the hypotheses are shorter, and the 'exp'
  * smoothing (an n-gram order with no match gets precision
- * 100 / (2^k * total), k counting such orders so far), case-sensitive. As in
+ * 100 / (2^k * total), k counting such orders so far), case-sensitive
+ * unless `lowercase` (sacreBLEU's -lc: both sides go through Python's
+ * str.lower() before they are tokenised, unicode_lower.h). As in
  * sacreBLEU, a corpus without a single matching unigram scores 0 with all
  * precisions 0.
  *
@@ -43,6 +45,7 @@ typedef struct {
     uint64_t hyp_len;                /* hypothesis tokens (sacreBLEU's sys_len) */
     uint64_t ref_len;                /* reference tokens */
     cf_bleu_tokenize tokenize;       /* how cf_bleu_add splits lines ({0}: none) */
+    bool lowercase;                  /* lower-case both sides first (sacreBLEU's -lc) */
 } cf_bleu_stats;
 
 typedef struct {
@@ -59,9 +62,10 @@ clformer_status cf_bleu_add(cf_bleu_stats *stats, const char *hyp, const char *r
 /* BLEU from the statistics. */
 void cf_bleu_compute(const cf_bleu_stats *stats, cf_bleu_result *result);
 
-/* BLEU of n >= 1 hypothesis/reference pairs (errors name the line, 1-based). */
+/* BLEU of n >= 1 hypothesis/reference pairs, lower-cased first when
+ * `lowercase` (errors name the line, 1-based). */
 clformer_status cf_bleu_corpus(const char *const *hyps, const char *const *refs, size_t n,
-                               cf_bleu_tokenize tokenize, cf_bleu_result *result);
+                               cf_bleu_tokenize tokenize, bool lowercase, cf_bleu_result *result);
 
 /* The tokenizer's name in sacreBLEU's signature and on the command line
  * ("none", "13a"); cf_bleu_tokenize_parse is its inverse (false: unknown). */
@@ -69,8 +73,8 @@ const char *cf_bleu_tokenize_name(cf_bleu_tokenize tokenize);
 bool cf_bleu_tokenize_parse(const char *name, cf_bleu_tokenize *tokenize);
 
 /* sacreBLEU's signature of the score: "nrefs:1|case:mixed|eff:no|tok:13a|
- * smooth:exp|version:2.6.0". */
-void cf_bleu_signature(cf_bleu_tokenize tokenize, char *buf, size_t size);
+ * smooth:exp|version:2.6.0" (case:lc when `lowercase`). */
+void cf_bleu_signature(cf_bleu_tokenize tokenize, bool lowercase, char *buf, size_t size);
 
 /* sacreBLEU's summary line: "BLEU = 35.12 67.1/41.0/27.3/18.7 (BP = 1.000
  * ratio = 1.012 hyp_len = 12345 ref_len = 12200)". */

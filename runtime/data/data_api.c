@@ -222,8 +222,27 @@ static cf_bleu_tokenize tokenizer(clformer_bleu_tokenize tokenize)
 clformer_status clformer_bleu_corpus(const char *const *hyps, const char *const *refs, size_t n,
                                      clformer_bleu_tokenize tokenize, clformer_bleu *bleu)
 {
+    clformer_bleu_options o;
+    clformer_bleu_options_default(&o);
+    o.tokenize = tokenize;
+    return clformer_bleu_corpus_with(hyps, refs, n, &o, bleu);
+}
+
+void clformer_bleu_options_default(clformer_bleu_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+    o->tokenize = CLFORMER_BLEU_TOKENIZE_13A;
+    o->lowercase = false;
+}
+
+clformer_status clformer_bleu_corpus_with(const char *const *hyps, const char *const *refs,
+                                          size_t n, const clformer_bleu_options *o,
+                                          clformer_bleu *bleu)
+{
+    CF_TRY(CF_CHECK_SIZE(clformer_bleu_options, o));
     cf_bleu_result r;
-    CF_TRY(cf_bleu_corpus(hyps, refs, n, tokenizer(tokenize), &r));
+    CF_TRY(cf_bleu_corpus(hyps, refs, n, tokenizer(o->tokenize), o->lowercase, &r));
     bleu->score = r.score;
     memcpy(bleu->precisions, r.precisions, sizeof bleu->precisions);
     bleu->bp = r.bp;
@@ -240,5 +259,14 @@ void clformer_bleu_format(const clformer_bleu *bleu, char *buf, size_t size)
 
 void clformer_bleu_signature(clformer_bleu_tokenize tokenize, char *buf, size_t size)
 {
-    cf_bleu_signature(tokenizer(tokenize), buf, size);
+    cf_bleu_signature(tokenizer(tokenize), false, buf, size);
+}
+
+clformer_status clformer_bleu_signature_with(const clformer_bleu_options *o, char *buf,
+                                             size_t size)
+{
+    if (size) buf[0] = '\0';
+    CF_TRY(CF_CHECK_SIZE(clformer_bleu_options, o));
+    cf_bleu_signature(tokenizer(o->tokenize), o->lowercase, buf, size);
+    return CLFORMER_OK;
 }

@@ -49,6 +49,13 @@ struct clformer_context {
     cl_command_queue queue;
     clformer_gemm_provider gemm_provider; /* see clformer_gemm_provider_for */
     clformer_attention_path attention_path; /* the choice; acts.c applies it per batch */
+    /* The storage precision of the activations the ops write (FP32 unless a
+     * session's pass is running: the session sets it for the passes it
+     * enqueues and restores it after). With BF16 or FP16, each op wrapper in
+     * runtime/ops/ rounds every activation or activation gradient it writes
+     * to that precision in place (cf_round_activation); statistics, losses
+     * and weight gradients stay fp32 (docs/ARCHITECTURE.md "Half precision"). */
+    clformer_precision precision;
 
     /* Copies of device_profile.reduce_wg and .elementwise_wg, which every
      * launcher reads: work-group sizes of row reductions (a power of two)

@@ -74,6 +74,12 @@ static char *train_state_json(const cf_model *m)
                              (double)o->beta2, "eps", (double)o->eps, "weight_decay",
                              (double)o->weight_decay, "clip", (double)o->clip, "trainer",
                              trainer ? trainer : json_null());
+    /* fp16 runs' loss scaling (train.c), only once there was one */
+    if (root && (m->loss_scale != 0.0f || m->skipped_updates))
+        json_object_set_new(root, "loss_scale",
+                            json_pack("{s:f, s:I, s:I}", "scale", (double)m->loss_scale,
+                                      "clean_steps", (json_int_t)m->loss_scale_clean,
+                                      "skipped_updates", (json_int_t)m->skipped_updates));
     char *s = root ? json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
     json_decref(root);
     return s;
@@ -252,6 +258,8 @@ static clformer_status parse_vocab(const cf_st_reader *r, const char *key, int e
 /* clformer.train_state, parsed on the host (applied once the model exists). */
 typedef struct {
     uint64_t step, seed;
+    float loss_scale;                 /* fp16 loss scaling; 0 and 0s when absent */
+    uint64_t loss_scale_clean, skipped_updates;
     clformer_optim_config optim;
     char *trainer; /* the trainer's part as compact JSON, NULL when absent */
 } train_state;
@@ -264,16 +272,30 @@ static clformer_status parse_train_state(const char *text, train_state *ts)
     json_int_t step = 0;
     const char *seed = NULL, *name = NULL;
     double b1, b2, eps, wd, clip;
-    json_t *trainer = NULL;
-    if (!root || json_unpack_ex(root, &err, 0, "{s:I, s:s, s:{s:s, s:F, s:F, s:F, s:F, s:F}, s?o}",
+    json_t *trainer = NULL, *scaling = NULL;
+    double scale = 0.0;
+    json_int_t clean = 0, skipped = 0;
+    if (!root || json_unpack_ex(root, &err, 0, "{s:I, s:s, s:{s:s, s:F, s:F, s:F, s:F, s:F}, s?o, s?o}",
                                 "step", &step, "seed", &seed, "optimizer", "name", &name,
                                 "beta1", &b1, "beta2", &b2, "eps", &eps, "weight_decay", &wd,
-                                "clip", &clip, "trainer", &trainer) != 0 ||
-        step < 0) {
+                                "clip", &clip, "trainer", &trainer, "loss_scale", &scaling) != 0 ||
+        step < 0 ||
+        (scaling && json_unpack_ex(scaling, &err, 0, "{s:F, s:I, s:I}", "scale", &scale,
+                                   "clean_steps", &clean, "skipped_updates", &skipped) != 0)) {
         json_decref(root);
         return cf_fail(CLFORMER_ERR_FORMAT, "clformer.train_state is malformed: %s",
                        step < 0 ? "its step is negative" : err.text);
     }
+    if (scaling && (!(scale >= 0.0 && scale <= 0x1p120) || clean < 0 || skipped < 0 ||
+                    (uint64_t)skipped > (uint64_t)step)) {
+        json_decref(root);
+        return cf_fail(CLFORMER_ERR_FORMAT, "clformer.train_state's loss_scale is out of range "
+                       "(scale %g, clean_steps %lld, skipped_updates %lld at step %lld)",
+                       scale, (long long)clean, (long long)skipped, (long long)step);
+    }
+    ts->loss_scale = (float)scale;
+    ts->loss_scale_clean = (uint64_t)clean;
+    ts->skipped_updates = (uint64_t)skipped;
     if (strcmp(name, "adam") != 0 && strcmp(name, "adamw") != 0) {
         /* the message first: `name` lives in `root` (a use after free that
          * fuzz_train_state found; regression seed corpus/fuzz_train_state/crash-uaf-optimizer) */
@@ -310,6 +332,8 @@ clformer_status cf_model_forget_training(cf_model *m)
     CF_TRY(cf_fill_u32(m->ctx, m->adam_m, 0, m->layout.total, 0));
     CF_TRY(cf_fill_u32(m->ctx, m->adam_v, 0, m->layout.total, 0));
     m->step = 0;
+    m->loss_scale = 0.0f;
+    m->loss_scale_clean = m->skipped_updates = 0;
     m->has_training_state = false;
     free(m->train_state);
     m->train_state = NULL;
@@ -329,6 +353,9 @@ static clformer_status apply_train_state(cf_model *m, const train_state *ts)
 {
     m->step = ts->step;
     m->seed = ts->seed;
+    m->loss_scale = ts->loss_scale;
+    m->loss_scale_clean = ts->loss_scale_clean;
+    m->skipped_updates = ts->skipped_updates;
     CF_TRY(clformer_model_set_optimizer(m, &ts->optim));
     return ts->trainer ? clformer_model_set_trainer_state(m, ts->trainer) : CLFORMER_OK;
 }

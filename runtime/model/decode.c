@@ -512,9 +512,9 @@ void clformer_translation_free(clformer_translation *t)
     memset(t, 0, sizeof *t);
 }
 
-clformer_status clformer_session_translate(clformer_session *s, const int32_t *src, size_t batch,
-                                           size_t src_len, const clformer_decode_options *o,
-                                           clformer_translation *out)
+static clformer_status session_translate_passes(clformer_session *s, const int32_t *src, size_t batch,
+                                                size_t src_len, const clformer_decode_options *o,
+                                                clformer_translation *out)
 {
     memset(out, 0, sizeof *out);
     const clformer_config *c = &s->model->cfg;
@@ -556,4 +556,13 @@ clformer_status clformer_session_translate(clformer_session *s, const int32_t *s
                                  : cf_beam_search_host(s, batch, K, L, o->length_penalty, out);
     if (st != CLFORMER_OK) clformer_translation_free(out);
     return st;
+}
+
+clformer_status clformer_session_translate(clformer_session *s, const int32_t *src, size_t batch,
+                                           size_t src_len, const clformer_decode_options *o,
+                                           clformer_translation *out)
+{
+    clformer_precision saved;
+    CF_TRY(cf_session_pass_begin(s, &saved));
+    return cf_session_pass_end(s, saved, session_translate_passes(s, src, batch, src_len, o, out));
 }

@@ -172,13 +172,13 @@ static clformer_status check_prompt(const clformer_config *c, const int32_t *pro
     return CLFORMER_OK;
 }
 
-clformer_status clformer_session_generate_batch(clformer_session *s,
-                                                const int32_t *const *prompts,
-                                                const size_t *lengths, size_t n_prompts,
-                                                size_t samples,
-                                                const clformer_sample_options *o,
-                                                clformer_row_token_callback on_token, void *user,
-                                                int32_t *out, size_t *counts)
+static clformer_status session_generate_batch_passes(clformer_session *s,
+                                                     const int32_t *const *prompts,
+                                                     const size_t *lengths, size_t n_prompts,
+                                                     size_t samples,
+                                                     const clformer_sample_options *o,
+                                                     clformer_row_token_callback on_token, void *user,
+                                                     int32_t *out, size_t *counts)
 {
     const clformer_config *c = &s->model->cfg;
     CF_TRY(check_options(c, o));
@@ -270,4 +270,15 @@ clformer_status clformer_session_generate(clformer_session *s, const int32_t *pr
         s, &prompt, &n, 1, 1, o, on_token ? one_row_token : NULL, &w, out, &made);
     if (count) *count = made;
     return st;
+}
+
+clformer_status clformer_session_generate_batch(clformer_session *s, const int32_t *const *prompts,
+                                                const size_t *lengths, size_t n_prompts,
+                                                size_t samples, const clformer_sample_options *o,
+                                                clformer_row_token_callback on_token, void *user,
+                                                int32_t *out, size_t *counts)
+{
+    clformer_precision saved;
+    CF_TRY(cf_session_pass_begin(s, &saved));
+    return cf_session_pass_end(s, saved, session_generate_batch_passes(s, prompts, lengths, n_prompts, samples, o, on_token, user, out, counts));
 }

@@ -144,6 +144,21 @@ size_t clformer_model_parameter_count(const clformer_model *m) { return m->layou
 
 uint64_t clformer_model_step(const clformer_model *m) { return m->step; }
 
+clformer_status clformer_model_set_loss_scale(clformer_model *m, float scale)
+{
+    int e;
+    /* a power of two, so that scaling and unscaling are exact */
+    if (!(scale >= 1.0f && scale <= 0x1p120f) || frexpf(scale, &e) != 0.5f)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "the loss scale must be a power of two from 1 to 2^120, got %g",
+                       (double)scale);
+    m->loss_scale = scale;
+    m->loss_scale_clean = 0;
+    return CLFORMER_OK;
+}
+
+float clformer_model_loss_scale(const clformer_model *m) { return m->loss_scale; }
+
 void clformer_model_set_seed(clformer_model *m, uint64_t seed) { m->seed = seed; }
 
 clformer_status clformer_model_set_regularization(clformer_model *m, float dropout,

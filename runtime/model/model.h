@@ -40,7 +40,14 @@ struct clformer_model {
     size_t bpe_len[2];
     cf_bpe *bpe;
     uint64_t seed;                        /* initialisation and dropout */
-    uint64_t step;                        /* optimizer steps taken */
+    uint64_t step;                        /* training steps taken (skipped fp16 steps count) */
+    /* fp16 dynamic loss scaling (train.c; in a training checkpoint's state):
+     * the scale S (0: not started, 2^16 at the first fp16 step), the clean
+     * steps in a row since S last changed, and the updates skipped for
+     * overflow, which Adam's bias correction leaves out of its count */
+    float loss_scale;
+    uint64_t loss_scale_clean;
+    uint64_t skipped_updates;
     cf_optim_settings optim;
     char *train_state;                    /* trainer's JSON (data position ...), may be NULL */
     bool has_training_state;              /* loaded with optimizer state */

@@ -33,6 +33,7 @@ void clformer_session_free(clformer_session *s)
     cf_decoder_free(s);
     cf_acts_release(s);
     cf_buffer_free(s->ctx, s->metrics);
+    cf_buffer_free(s->ctx, s->weights);
     free(s);
 }
 
@@ -43,7 +44,8 @@ clformer_memory clformer_session_memory(const clformer_session *s)
     clformer_memory r = {0};
     r.activations = cf_split_buffers_elements(&s->arena) * 4;
     r.decoding = cf_decoder_bytes(s);
-    r.total = r.activations + r.decoding + 16 * 4;
+    /* the rounded weights of a bf16/fp16 session count in its total */
+    r.total = r.activations + r.decoding + 16 * 4 + (s->weights ? s->model->layout.total * 4 : 0);
     return r;
 }
 
@@ -57,3 +59,43 @@ void clformer_session_set_recompute(clformer_session *s, bool recompute)
 }
 
 bool clformer_session_recompute(const clformer_session *s) { return s->recompute; }
+
+clformer_status clformer_session_set_precision(clformer_session *s, clformer_precision precision)
+{
+    if (!clformer_precision_name(precision))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "precision %d is none of fp32, bf16 and fp16", (int)precision);
+    s->precision = precision;
+    if (precision == CLFORMER_FP32) { /* the passes read the master weights again */
+        cf_buffer_free(s->ctx, s->weights);
+        s->weights = NULL;
+    }
+    return CLFORMER_OK;
+}
+
+clformer_precision clformer_session_precision(const clformer_session *s) { return s->precision; }
+
+clformer_status cf_session_pass_begin(cf_session *s, clformer_precision *saved)
+{
+    *saved = s->ctx->precision;
+    s->ctx->precision = s->precision;
+    if (s->precision == CLFORMER_FP32) return CLFORMER_OK;
+    const size_t n = s->model->layout.total;
+    if (!s->weights) {
+        clformer_status st = cf_buffer_alloc(s->ctx, n, "rounded weights", &s->weights);
+        if (st != CLFORMER_OK) {
+            s->ctx->precision = *saved;
+            return st;
+        }
+    }
+    clformer_status st = cf_round_storage(s->ctx, cf_view_at(s->weights, 0),
+                                          cf_view_at(s->model->params, 0), n, s->precision);
+    if (st != CLFORMER_OK) s->ctx->precision = *saved;
+    return st;
+}
+
+clformer_status cf_session_pass_end(cf_session *s, clformer_precision saved, clformer_status st)
+{
+    s->ctx->precision = saved;
+    return st;
+}

@@ -20,6 +20,12 @@ struct clformer_session {
                                     * allocation (tests set less to split small arenas) */
     bool recompute;                /* training keeps each layer's output alone and
                                     * recomputes the rest in backward (graph.h) */
+    /* Storage precision of the passes (clformer_session_set_precision): the
+     * ops round every activation they write to it (ctx->precision, set for
+     * the passes this session enqueues), and the passes read `weights`, the
+     * master weights rounded to it, refreshed as each pass begins. */
+    clformer_precision precision;
+    cl_mem weights;                /* layout.total fp32 values; NULL with FP32 */
     cf_acts acts;                  /* views for the current batch shape */
     cl_mem metrics;                /* [loss_sum, grad_norm_sq, clip_scale, spare] */
     struct cf_decoder *decoder;    /* decoding caches, made on first use */
@@ -33,11 +39,23 @@ struct clformer_session {
  * so an absent bias is simply not applied. */
 static inline cf_view cf_param(const cf_session *s, size_t off)
 {
-    return off == CF_NO_PARAM ? (cf_view){NULL, 0} : cf_view_at(s->model->params, off);
+    if (off == CF_NO_PARAM) return (cf_view){NULL, 0};
+    /* 16-bit runs read the rounded copy; the optimizer updates the master */
+    return cf_view_at(s->precision != CLFORMER_FP32 ? s->weights : s->model->params, off);
 }
 static inline cf_view cf_grad(const cf_session *s, size_t off)
 {
     return off == CF_NO_PARAM ? (cf_view){NULL, 0} : cf_view_at(s->model->grads, off);
 }
+
+/* Every public entry that enqueues passes (train step, evaluation, logits,
+ * translation, generation) brackets them with these: begin sets the
+ * context's storage precision to the session's (saving the caller's in
+ * *saved) and, for bf16/fp16, refreshes the rounded weights from the master
+ * weights, so that any change of them (an optimizer step, a load, an
+ * average, a broadcast) is seen; end restores the saved precision and
+ * passes `st` through. */
+clformer_status cf_session_pass_begin(cf_session *s, clformer_precision *saved);
+clformer_status cf_session_pass_end(cf_session *s, clformer_precision saved, clformer_status st);
 
 #endif

@@ -141,7 +141,7 @@ static clformer_status prepare(cf_session *s, const clformer_batch *b, bool trai
  * are summed (collective.c) before the norm that clipping uses. `count`
  * becomes the global count. */
 static clformer_status forward_backward(cf_session *s, const clformer_batch *b, size_t *count,
-                                        clformer_step_stats *stats)
+                                        clformer_step_stats *stats, float loss_scale)
 {
     cf_model *m = s->model;
     const double start = cf_now_s();
@@ -150,10 +150,43 @@ static clformer_status forward_backward(cf_session *s, const clformer_batch *b, 
     CF_TRY(cf_programs_prepare_ops(s->ctx, s->acts.fused_attention));
     CF_TRY(cf_collective_count(m, count));
     CF_TRY(cf_fill(s->ctx, m->grads, 0, m->layout.total, 0.0f));
-    CF_TRY(cf_forward(s, true, 1.0f / (float)*count));
+    /* fp16: the loss scale S multiplies dlogits before they are stored */
+    CF_TRY(cf_forward(s, true, loss_scale / (float)*count));
     CF_TRY(cf_backward(s));
     CF_TRY(cf_collective_gradients(m, start, stats));
     return cf_reduce_sum(s->ctx, s->metrics, 1, m->grads, 0, m->layout.total, true, false);
+}
+
+/* fp16 loss scaling (clformer_model_set_loss_scale): PyTorch GradScaler's
+ * defaults */
+#define LOSS_SCALE_INITIAL 65536.0f
+#define LOSS_SCALE_GROWTH_STEPS 2000
+
+/* Adam's gradient factor for gradients scaled by S whose squared norm is
+ * norm_sq: clipping (cf_clip_scale's rule, on the unscaled norm) over S. */
+static float unscale(float norm_sq, float S, float clip)
+{
+    const float norm = sqrtf(norm_sq) / S;
+    const float c = clip > 0.0f ? fminf(1.0f, clip / (norm + 1e-6f)) : 1.0f;
+    return c / S;
+}
+
+/* After a step of an fp16 run: an overflow halves S and starts the count of
+ * clean steps again; 2,000 clean steps in a row double it. */
+static void update_loss_scale(cf_model *m, bool skipped)
+{
+    if (skipped) {
+        m->skipped_updates++;
+        m->loss_scale = fmaxf(1.0f, m->loss_scale / 2.0f);
+        m->loss_scale_clean = 0;
+        cf_log(NULL, CF_LOG_WARN, "step %llu: fp16 gradient overflow, step skipped, loss scale "
+               "now %g", (unsigned long long)m->step, (double)m->loss_scale);
+        return;
+    }
+    if (++m->loss_scale_clean >= LOSS_SCALE_GROWTH_STEPS) {
+        if (m->loss_scale <= 0x1p119f) m->loss_scale *= 2.0f;
+        m->loss_scale_clean = 0;
+    }
 }
 
 /* The loss sum of all ranks (each rank's forward wrote its own). */
@@ -163,36 +196,55 @@ static clformer_status loss_sum(cf_model *m, float local, double *sum)
     return cf_collective_sum(m, sum, 1);
 }
 
-clformer_status clformer_session_train_step(clformer_session *s, const clformer_batch *b,
-                                            float lr, clformer_step_stats *stats)
+static clformer_status session_train_step_passes(clformer_session *s, const clformer_batch *b,
+                                                 float lr, clformer_step_stats *stats)
 {
     if (!(lr >= 0.0f) || !isfinite(lr))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "learning rate must be >= 0, got %g", lr);
     size_t count;
     clformer_step_stats timing = {0};
-    CF_TRY(forward_backward(s, b, &count, &timing));
     cf_model *m = s->model;
+    const bool scaled = s->precision == CLFORMER_FP16;
+    if (scaled && m->loss_scale == 0.0f) m->loss_scale = LOSS_SCALE_INITIAL;
+    const float S = scaled ? m->loss_scale : 1.0f;
+    CF_TRY(forward_backward(s, b, &count, &timing, S));
     const cf_optim_settings *o = &m->optim;
-    CF_TRY(cf_clip_scale(s->ctx, cf_view_at(s->metrics, 2), cf_view_at(s->metrics, 1), o->clip));
-    const uint64_t t = m->step + 1;
-    const cf_adam_params hp = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->adamw,
-                               (float)(1.0 - pow(o->beta1, (double)t)),
-                               (float)(1.0 - pow(o->beta2, (double)t))};
-    CF_TRY(cf_adam_update(s->ctx, cf_view_at(m->params, 0), cf_view_at(m->grads, 0),
-                          cf_view_at(m->adam_m, 0), cf_view_at(m->adam_v, 0), m->layout.total,
-                          m->layout.decay_end, cf_view_at(s->metrics, 2), &hp));
     float metrics[2];
-    CF_TRY(cf_download(s->ctx, s->metrics, 0, metrics, 2));
+    bool skip = false;
+    if (!scaled) {
+        CF_TRY(cf_clip_scale(s->ctx, cf_view_at(s->metrics, 2), cf_view_at(s->metrics, 1),
+                             o->clip));
+    } else {
+        /* the norm decides before the update: read it now (the ranks' norm
+         * is global, so they all decide alike) */
+        CF_TRY(cf_download(s->ctx, s->metrics, 0, metrics, 2));
+        skip = !isfinite(metrics[1]);
+        if (!skip) CF_TRY(cf_fill(s->ctx, s->metrics, 2, 1, unscale(metrics[1], S, o->clip)));
+    }
+    const uint64_t t = m->step + 1, t_adam = t - m->skipped_updates; /* Adam's count */
+    const cf_adam_params hp = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->adamw,
+                               (float)(1.0 - pow(o->beta1, (double)t_adam)),
+                               (float)(1.0 - pow(o->beta2, (double)t_adam))};
+    if (!skip)
+        CF_TRY(cf_adam_update(s->ctx, cf_view_at(m->params, 0), cf_view_at(m->grads, 0),
+                              cf_view_at(m->adam_m, 0), cf_view_at(m->adam_v, 0),
+                              m->layout.total, m->layout.decay_end, cf_view_at(s->metrics, 2),
+                              &hp));
+    if (!scaled) CF_TRY(cf_download(s->ctx, s->metrics, 0, metrics, 2));
     double sum;
     CF_TRY(loss_sum(m, metrics[0], &sum));
     m->step = t;
+    if (scaled) update_loss_scale(m, skip);
     if (stats) {
         *stats = timing;
         stats->loss = sum / (double)count;
-        stats->grad_norm = sqrt((double)metrics[1]);
+        stats->grad_norm = skip ? NAN : sqrt((double)metrics[1]) / (double)S;
         stats->tokens = count;
         stats->step = t;
+        stats->loss_scale = S;
+        stats->skipped = skip;
     }
+    if (skip) return CLFORMER_OK;
     if (!isfinite(sum) || !isfinite(metrics[1]))
         return cf_fail(CLFORMER_ERR_DIVERGED,
                        "training diverged at step %llu: loss %g, gradient norm %g; lower the "
@@ -201,11 +253,11 @@ clformer_status clformer_session_train_step(clformer_session *s, const clformer_
     return CLFORMER_OK;
 }
 
-clformer_status clformer_session_gradients(clformer_session *s, const clformer_batch *b,
-                                           double *loss)
+static clformer_status session_gradients_passes(clformer_session *s, const clformer_batch *b,
+                                                double *loss)
 {
     size_t count;
-    CF_TRY(forward_backward(s, b, &count, NULL));
+    CF_TRY(forward_backward(s, b, &count, NULL, 1.0f));
     float local;
     double sum;
     CF_TRY(cf_download(s->ctx, s->metrics, 0, &local, 1));
@@ -214,8 +266,8 @@ clformer_status clformer_session_gradients(clformer_session *s, const clformer_b
     return CLFORMER_OK;
 }
 
-clformer_status clformer_session_eval_loss(clformer_session *s, const clformer_batch *b,
-                                           double *loss_sum, size_t *tokens)
+static clformer_status session_eval_loss_passes(clformer_session *s, const clformer_batch *b,
+                                                double *loss_sum, size_t *tokens)
 {
     size_t count;
     CF_TRY(prepare(s, b, false, &count));
@@ -227,12 +279,42 @@ clformer_status clformer_session_eval_loss(clformer_session *s, const clformer_b
     return CLFORMER_OK;
 }
 
-clformer_status clformer_session_logits(clformer_session *s, const clformer_batch *b,
-                                        float *logits)
+static clformer_status session_logits_passes(clformer_session *s, const clformer_batch *b,
+                                             float *logits)
 {
     size_t count;
     CF_TRY(prepare(s, b, false, &count));
     CF_TRY(cf_forward(s, false, 1.0f));
     return cf_download(s->ctx, s->acts.logits.buf, s->acts.logits.off, logits,
                        b->batch * (b->tgt_len - 1) * (size_t)s->model->cfg.tgt_vocab);
+}
+
+clformer_status clformer_session_train_step(clformer_session *s, const clformer_batch *b, float lr,
+                                            clformer_step_stats *stats)
+{
+    clformer_precision saved;
+    CF_TRY(cf_session_pass_begin(s, &saved));
+    return cf_session_pass_end(s, saved, session_train_step_passes(s, b, lr, stats));
+}
+
+clformer_status clformer_session_gradients(clformer_session *s, const clformer_batch *b, double *loss)
+{
+    clformer_precision saved;
+    CF_TRY(cf_session_pass_begin(s, &saved));
+    return cf_session_pass_end(s, saved, session_gradients_passes(s, b, loss));
+}
+
+clformer_status clformer_session_eval_loss(clformer_session *s, const clformer_batch *b,
+                                           double *loss_sum, size_t *tokens)
+{
+    clformer_precision saved;
+    CF_TRY(cf_session_pass_begin(s, &saved));
+    return cf_session_pass_end(s, saved, session_eval_loss_passes(s, b, loss_sum, tokens));
+}
+
+clformer_status clformer_session_logits(clformer_session *s, const clformer_batch *b, float *logits)
+{
+    clformer_precision saved;
+    CF_TRY(cf_session_pass_begin(s, &saved));
+    return cf_session_pass_end(s, saved, session_logits_passes(s, b, logits));
 }

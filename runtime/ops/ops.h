@@ -305,4 +305,15 @@ clformer_status cf_cast(cf_ctx *ctx, cf_view out, clformer_precision out_type, c
 clformer_status cf_cast_backward(cf_ctx *ctx, cf_view dx, clformer_precision x_type, cf_view dout,
                                  clformer_precision out_type, size_t n, bool accumulate);
 
+/* out (fp32, n) = x rounded to `precision`'s values, kept in fp32 (ties to
+ * even, fp16 overflow to infinity, subnormals kept; exactly cf_cast there
+ * and back). out may be x. FP32: a copy (or nothing, in place). */
+clformer_status cf_round_storage(cf_ctx *ctx, cf_view out, cf_view x, size_t n,
+                                 clformer_precision precision);
+
+/* x (n elements) rounded in place to ctx->precision, the storage precision
+ * of the pass being enqueued: every op wrapper calls it on each activation
+ * (or activation gradient) it writes. Nothing when ctx->precision is FP32. */
+clformer_status cf_round_activation(cf_ctx *ctx, cf_view x, size_t n);
+
 #endif

@@ -61,11 +61,12 @@ clformer_status cf_bias_act_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_vi
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BIAS_ACT_FORWARD, &k));
     size_t local = ctx->elementwise_wg, global = (N * C + 31) / 32; /* 32 elements per item */
-    return CF_LAUNCH(ctx, "activation", cf_f32_bytes(2 * N * C + C), k, 1, &global, &local,
+    CF_TRY(CF_LAUNCH(ctx, "activation", cf_f32_bytes(2 * N * C + C), k, 1, &global, &local,
                      CF_MEM(out.buf), CF_U64(out.off),
                      CF_MEM(inp.buf), CF_U64(inp.off), CF_MEM(bias.buf), CF_U64(bias.off),
                      CF_I32(N), CF_I32(C), CF_I32(act), CF_F32(s.p), CF_U64(s.seed),
-                     CF_U32(s.step), CF_U32(s.site));
+                     CF_U32(s.step), CF_U32(s.site)));
+    return cf_round_activation(ctx, out, N * C);
 }
 
 clformer_status cf_bias_act_backward(cf_ctx *ctx, cf_view dinp, cf_view dbias, cf_view dout,
@@ -87,6 +88,8 @@ clformer_status cf_bias_act_backward(cf_ctx *ctx, cf_view dinp, cf_view dbias, c
                      CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(inp.buf), CF_U64(inp.off),
                      CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(N), CF_I32(C), CF_I32(act),
                      CF_F32(s.p), CF_U64(s.seed), CF_U32(s.step), CF_U32(s.site)));
+    /* dinp as stored; dbias sums the stored values */
+    CF_TRY(cf_round_activation(ctx, dinp, N * C));
     if (!dbias.buf) return CLFORMER_OK;
     return cf_colsum(ctx, dbias.buf, dbias.off, dinp.buf, dinp.off, N, C, C, true);
 }

@@ -155,10 +155,14 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
                      CF_I32(s->q_pos0), CF_I32(s->causal), CF_F32(1.0f / sqrtf((float)dh)),
                      CF_F32(active ? dropout->p : 0.0f), CF_U64(active ? dropout->seed : 0),
                      CF_U32(active ? dropout->step : 0), CF_U32(active ? dropout->site : 0)));
+    /* the saved probabilities as stored (16-bit runs), before P V reads them */
+    CF_TRY(cf_round_activation(ctx, P, scores));
+    if (write_drop) CF_TRY(cf_round_activation(ctx, Pd, scores));
 
-    return cf_gemm_strided_batched(ctx, false, false, Tq, dh, Tk, 1.0f, Pd.buf, Pd.off, Tk,
+    CF_TRY(cf_gemm_strided_batched(ctx, false, false, Tq, dh, Tk, 1.0f, Pd.buf, Pd.off, Tk,
                                    Tq * Tk, vh.buf, vh.off, dh, s->Tk_cap * dh, 0.0f, out.buf,
-                                   out.off, dh, Tq * dh, BH);
+                                   out.off, dh, Tq * dh, BH));
+    return cf_round_activation(ctx, out, BH * Tq * dh);
 }
 
 /* The dropout arguments every attention kernel ends with. */
@@ -192,11 +196,13 @@ static clformer_status forward_fused(cf_ctx *ctx, cf_view out, const cf_attentio
     const cf_view L = saved->stats;
     /* ideal traffic: Q, K, V read and O written once, two statistics per row */
     const size_t moved = 2 * rows * s->dh + 2 * s->B * s->H * s->Tk * s->dh + 2 * rows;
-    return CF_LAUNCH(ctx, "attention", cf_f32_bytes(moved), k, 1, &global, &local,
+    CF_TRY(CF_LAUNCH(ctx, "attention", cf_f32_bytes(moved), k, 1, &global, &local,
                      CF_MEM(out.buf), CF_U64(out.off), CF_MEM(L.buf), CF_U64(L.off),
                      CF_MEM(qh.buf), CF_U64(qh.off),
                      CF_MEM(kh.buf), CF_U64(kh.off), CF_MEM(vh.buf), CF_U64(vh.off),
-                     FUSED_ARGS(key_tokens, qh.buf, s, rows, dropout));
+                     FUSED_ARGS(key_tokens, qh.buf, s, rows, dropout)));
+    /* the output, as stored; the row statistics stay fp32 */
+    return cf_round_activation(ctx, out, rows * s->dh);
 }
 
 clformer_status cf_attention_forward(cf_ctx *ctx, cf_view ctx_h, const cf_attention_saved *saved,
@@ -252,6 +258,7 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
                      CF_F32(1.0f / sqrtf((float)dh)), CF_F32(active ? dropout->p : 0.0f),
                      CF_U64(active ? dropout->seed : 0), CF_U32(active ? dropout->step : 0),
                      CF_U32(active ? dropout->site : 0)));
+    CF_TRY(cf_round_activation(ctx, dprobs, BH * Tq * Tk)); /* dS as stored */
     /* dQh = dS Kh, dKh = dS^T Qh */
     CF_TRY(cf_gemm_strided_batched(ctx, false, false, Tq, dh, Tk, 1.0f, dprobs.buf, dprobs.off,
                                    Tk, Tq * Tk, kh.buf, kh.off, dh, kstride, 0.0f, dqh.buf,
@@ -320,6 +327,11 @@ clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
         return zero_head_rows(ctx, dqh, BH, s->Tq, s->Tq, s->dh);
     }
     if (cf_attention_fused(saved))
-        return backward_fused(ctx, dqh, dkh, dvh, dprobs, dctx_h, saved, qh, kh, vh, s, dropout);
-    return backward_unfused(ctx, dqh, dkh, dvh, dprobs, dctx_h, saved, qh, kh, vh, s, dropout);
+        CF_TRY(backward_fused(ctx, dqh, dkh, dvh, dprobs, dctx_h, saved, qh, kh, vh, s, dropout));
+    else
+        CF_TRY(backward_unfused(ctx, dqh, dkh, dvh, dprobs, dctx_h, saved, qh, kh, vh, s, dropout));
+    /* the three gradients as stored (rows past Tk of dK and dV are rounded too: harmless) */
+    CF_TRY(cf_round_activation(ctx, dqh, BH * s->Tq * s->dh));
+    CF_TRY(cf_round_activation(ctx, dkh, BH * s->Tk_cap * s->dh));
+    return cf_round_activation(ctx, dvh, BH * s->Tk_cap * s->dh);
 }

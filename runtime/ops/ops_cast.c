@@ -65,3 +65,31 @@ clformer_status cf_cast_backward(cf_ctx *ctx, cf_view dx, clformer_precision x_t
 {
     return run(ctx, "cf_cast_backward", dx, x_type, dout, out_type, n, accumulate);
 }
+
+clformer_status cf_round_storage(cf_ctx *ctx, cf_view out, cf_view x, size_t n,
+                                 clformer_precision precision)
+{
+    if (!is_half(precision) && precision != CLFORMER_FP32)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_round_storage: precision %d is none of fp32, bf16, fp16",
+                       (int)precision);
+    if (n == 0) return CLFORMER_OK;
+    if (!out.buf || !x.buf)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_round_storage: every tensor must be a device buffer");
+    if (precision == CLFORMER_FP32) {
+        if (out.buf == x.buf && out.off == x.off) return CLFORMER_OK;
+        return cf_copy(ctx, x.buf, x.off, out.buf, out.off, n);
+    }
+    cl_kernel k;
+    CF_TRY(cf_kernel_get(ctx, CF_K_ROUND_STORAGE, &k));
+    size_t local = ctx->elementwise_wg, global = n;
+    return CF_LAUNCH(ctx, "cast", cf_f32_bytes(2 * n), k, 1, &global, &local, CF_VIEW(out),
+                     CF_VIEW(x), CF_U64(n), CF_I32(precision));
+}
+
+clformer_status cf_round_activation(cf_ctx *ctx, cf_view x, size_t n)
+{
+    if (ctx->precision == CLFORMER_FP32 || !x.buf) return CLFORMER_OK;
+    return cf_round_storage(ctx, x, x, n, ctx->precision);
+}

@@ -43,7 +43,8 @@ clformer_status cf_residual_dropout_forward(cf_ctx *ctx, cf_view out, cf_view re
     if (!out.buf || !res.buf || !x.buf)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cf_residual_dropout_forward: out, res and x need buffers");
-    return launch_residual(ctx, out, res, x, n, &s);
+    CF_TRY(launch_residual(ctx, out, res, x, n, &s));
+    return cf_round_activation(ctx, out, n);
 }
 
 clformer_status cf_dropout_backward(cf_ctx *ctx, cf_view dx, cf_view dout, size_t n,
@@ -60,9 +61,10 @@ clformer_status cf_dropout_backward(cf_ctx *ctx, cf_view dx, cf_view dout, size_
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_DROPOUT_BACKWARD, &k));
     size_t local = ctx->elementwise_wg, items = (n + 31) / 32; /* 32 elements per item */
-    return CF_LAUNCH(ctx, "dropout", cf_f32_bytes(2 * n), k, 1, &items, &local, CF_MEM(dx.buf),
+    CF_TRY(CF_LAUNCH(ctx, "dropout", cf_f32_bytes(2 * n), k, 1, &items, &local, CF_MEM(dx.buf),
                      CF_U64(dx.off),
-                     CF_MEM(dout.buf), CF_U64(dout.off), CF_U64(n), CF_DROPOUT_ARGS(s));
+                     CF_MEM(dout.buf), CF_U64(dout.off), CF_U64(n), CF_DROPOUT_ARGS(s)));
+    return cf_round_activation(ctx, dx, n);
 }
 
 /* a + b is the residual kernel without dropout: b is multiplied by exactly 1. */
@@ -72,5 +74,6 @@ clformer_status cf_add(cf_ctx *ctx, cf_view out, cf_view a, cf_view b, size_t n)
     if (!out.buf || !a.buf || !b.buf)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "cf_add: out, a and b need buffers");
     const cf_dropout_args none = {0};
-    return launch_residual(ctx, out, a, b, n, &none);
+    CF_TRY(launch_residual(ctx, out, a, b, n, &none));
+    return cf_round_activation(ctx, out, n);
 }

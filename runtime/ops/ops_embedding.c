@@ -60,7 +60,8 @@ clformer_status cf_embedding_forward(cf_ctx *ctx, cf_view out, cf_view tokens, c
                                      cf_view pos_table, size_t B, size_t T, size_t C,
                                      float scale, const cf_dropout *dropout)
 {
-    return embed(ctx, out, tokens, table, pos_table, B, T, 0, C, scale, dropout);
+    CF_TRY(embed(ctx, out, tokens, table, pos_table, B, T, 0, C, scale, dropout));
+    return cf_round_activation(ctx, out, B * T * C);
 }
 
 clformer_status cf_embedding_forward_at(cf_ctx *ctx, cf_view out, cf_view tokens, cf_view table,
@@ -68,7 +69,8 @@ clformer_status cf_embedding_forward_at(cf_ctx *ctx, cf_view out, cf_view tokens
                                         float scale)
 {
     /* B rows of one position each: a batch of B sequences of length 1, shifted */
-    return embed(ctx, out, tokens, table, pos_table, B, 1, pos, C, scale, NULL);
+    CF_TRY(embed(ctx, out, tokens, table, pos_table, B, 1, pos, C, scale, NULL));
+    return cf_round_activation(ctx, out, B * C);
 }
 
 /* Orders positions by (token id, position). */

@@ -42,10 +42,11 @@ clformer_status cf_layernorm_forward(cf_ctx *ctx, cf_view out, cf_view mean, cf_
     CF_TRY(cf_kernel_get(ctx, CF_K_LAYERNORM_FORWARD, &k));
     size_t local = ctx->reduce_wg, global = N * local;
     /* reads inp, weight, bias; writes out, mean, rstd */
-    return CF_LAUNCH(ctx, "layernorm", cf_f32_bytes(2 * N * C + 2 * C + 2 * N), k, 1, &global,
+    CF_TRY(CF_LAUNCH(ctx, "layernorm", cf_f32_bytes(2 * N * C + 2 * C + 2 * N), k, 1, &global,
                      &local, CF_MEM(out.buf), CF_U64(out.off), CF_MEM(mean.buf), CF_U64(mean.off), CF_MEM(rstd.buf), CF_U64(rstd.off),
                      CF_MEM(inp.buf), CF_U64(inp.off), CF_MEM(weight.buf), CF_U64(weight.off),
-                     CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(C), CF_F32(eps));
+                     CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(C), CF_F32(eps)));
+    return cf_round_activation(ctx, out, N * C);
 }
 
 clformer_status cf_layernorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, cf_view dbias,
@@ -90,9 +91,10 @@ clformer_status cf_layernorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight
     size_t local = ctx->reduce_wg, global = N * local;
     /* reads dout, inp, weight, mean, rstd (and dinp when accumulating); writes dinp */
     const size_t moved = (accumulate ? 4 : 3) * N * C + C + 2 * N;
-    return CF_LAUNCH(ctx, "layernorm", cf_f32_bytes(moved), k, 1, &global, &local,
+    CF_TRY(CF_LAUNCH(ctx, "layernorm", cf_f32_bytes(moved), k, 1, &global, &local,
                      CF_MEM(dinp.buf), CF_U64(dinp.off),
                      CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(inp.buf), CF_U64(inp.off),
                      CF_MEM(weight.buf), CF_U64(weight.off), CF_MEM(mean.buf), CF_U64(mean.off),
-                     CF_MEM(rstd.buf), CF_U64(rstd.off), CF_I32(C), CF_I32(accumulate));
+                     CF_MEM(rstd.buf), CF_U64(rstd.off), CF_I32(C), CF_I32(accumulate)));
+    return cf_round_activation(ctx, dinp, N * C);
 }

@@ -38,14 +38,15 @@ clformer_status cf_linear_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_view
     else
         CF_TRY(cf_gemm(ctx, false, true, N, OC, IC, 1.0f, inp.buf, inp.off, IC, weight.buf,
                        weight.off, IC, 0.0f, out.buf, out.off, OC));
-    if (!bias.buf) return CLFORMER_OK;
+    if (!bias.buf) return cf_round_activation(ctx, out, N * OC);
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BIAS_ADD, &k));
     size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {OC, N};
     /* out += bias, in place: out read and written, bias read */
-    return CF_LAUNCH(ctx, "activation", cf_f32_bytes(2 * N * OC + OC), k, 2, global, local,
+    CF_TRY(CF_LAUNCH(ctx, "activation", cf_f32_bytes(2 * N * OC + OC), k, 2, global, local,
                      CF_MEM(out.buf), CF_U64(out.off),
-                     CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(N), CF_I32(OC));
+                     CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(N), CF_I32(OC)));
+    return cf_round_activation(ctx, out, N * OC);
 }
 
 clformer_status cf_linear_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, cf_view dbias,
@@ -66,6 +67,7 @@ clformer_status cf_linear_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, c
                            weight.buf, weight.off, IC, accumulate ? 1.0f : 0.0f, dinp.buf,
                            dinp.off, IC));
         }
+        CF_TRY(cf_round_activation(ctx, dinp, N * IC)); /* dinp is an activation gradient */
     }
     /* dweight (OC, IC) += dout^T (OC, N) inp (N, IC) */
     if (N && OC && IC)

@@ -58,12 +58,13 @@ clformer_status cf_cross_entropy(cf_ctx *ctx, cf_view losses, cf_view dlogits, c
     size_t global = rows_global(ctx, N), local = ctx->reduce_wg;
     /* reads logits and targets; writes losses (and dlogits) */
     const size_t moved = N * V + 2 * N + (has_grad ? N * V : 0);
-    return CF_LAUNCH(ctx, "loss", cf_f32_bytes(moved), k, 1, &global, &local, CF_MEM(losses.buf),
+    CF_TRY(CF_LAUNCH(ctx, "loss", cf_f32_bytes(moved), k, 1, &global, &local, CF_MEM(losses.buf),
                      CF_U64(losses.off),
                      CF_MEM(dl.buf), CF_U64(dl.off), CF_I32(has_grad), CF_MEM(logits.buf),
                      CF_U64(logits.off), CF_MEM(targets.buf), CF_U64(targets.off), CF_I32(N),
                      CF_I32(V), CF_F32(label_smoothing), CF_I32(ignore_index),
-                     CF_F32(grad_scale));
+                     CF_F32(grad_scale)));
+    return cf_round_activation(ctx, dlogits, has_grad ? N * V : 0);
 }
 
 clformer_status cf_log_softmax_rows(cf_ctx *ctx, cf_view out, cf_view logits, size_t N, size_t V)

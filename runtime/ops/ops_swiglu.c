@@ -32,8 +32,9 @@ clformer_status cf_silu_forward(cf_ctx *ctx, cf_view out, cf_view x, size_t n)
 {
     if (n == 0) return CLFORMER_OK;
     CF_TRY(need("cf_silu_forward", out.buf && x.buf));
-    return LAUNCH(ctx, CF_K_SILU_FORWARD, n, cf_f32_bytes(2 * n), CF_VIEW(out), CF_VIEW(x),
-                  CF_U64(n));
+    CF_TRY(LAUNCH(ctx, CF_K_SILU_FORWARD, n, cf_f32_bytes(2 * n), CF_VIEW(out), CF_VIEW(x),
+                  CF_U64(n)));
+    return cf_round_activation(ctx, out, n);
 }
 
 clformer_status cf_silu_backward(cf_ctx *ctx, cf_view dx, cf_view dout, cf_view x, size_t n,
@@ -41,16 +42,18 @@ clformer_status cf_silu_backward(cf_ctx *ctx, cf_view dx, cf_view dout, cf_view 
 {
     if (n == 0) return CLFORMER_OK;
     CF_TRY(need("cf_silu_backward", dx.buf && dout.buf && x.buf));
-    return LAUNCH(ctx, CF_K_SILU_BACKWARD, n, cf_f32_bytes((accumulate ? 4 : 3) * n),
-                  CF_VIEW(dx), CF_VIEW(dout), CF_VIEW(x), CF_U64(n), CF_I32(accumulate));
+    CF_TRY(LAUNCH(ctx, CF_K_SILU_BACKWARD, n, cf_f32_bytes((accumulate ? 4 : 3) * n),
+                  CF_VIEW(dx), CF_VIEW(dout), CF_VIEW(x), CF_U64(n), CF_I32(accumulate)));
+    return cf_round_activation(ctx, dx, n);
 }
 
 clformer_status cf_swiglu_forward(cf_ctx *ctx, cf_view out, cf_view gate, cf_view up, size_t n)
 {
     if (n == 0) return CLFORMER_OK;
     CF_TRY(need("cf_swiglu_forward", out.buf && gate.buf && up.buf));
-    return LAUNCH(ctx, CF_K_SWIGLU_FORWARD, n, cf_f32_bytes(3 * n), CF_VIEW(out), CF_VIEW(gate),
-                  CF_VIEW(up), CF_U64(n));
+    CF_TRY(LAUNCH(ctx, CF_K_SWIGLU_FORWARD, n, cf_f32_bytes(3 * n), CF_VIEW(out), CF_VIEW(gate),
+                  CF_VIEW(up), CF_U64(n)));
+    return cf_round_activation(ctx, out, n);
 }
 
 clformer_status cf_swiglu_backward(cf_ctx *ctx, cf_view dgate, cf_view dup, cf_view dout,
@@ -58,7 +61,9 @@ clformer_status cf_swiglu_backward(cf_ctx *ctx, cf_view dgate, cf_view dup, cf_v
 {
     if (n == 0) return CLFORMER_OK;
     CF_TRY(need("cf_swiglu_backward", dgate.buf && dup.buf && dout.buf && gate.buf && up.buf));
-    return LAUNCH(ctx, CF_K_SWIGLU_BACKWARD, n, cf_f32_bytes((accumulate ? 7 : 5) * n),
+    CF_TRY(LAUNCH(ctx, CF_K_SWIGLU_BACKWARD, n, cf_f32_bytes((accumulate ? 7 : 5) * n),
                   CF_VIEW(dgate), CF_VIEW(dup), CF_VIEW(dout), CF_VIEW(gate), CF_VIEW(up),
-                  CF_U64(n), CF_I32(accumulate));
+                  CF_U64(n), CF_I32(accumulate)));
+    CF_TRY(cf_round_activation(ctx, dgate, n));
+    return cf_round_activation(ctx, dup, n);
 }

@@ -20,6 +20,7 @@ static uint64_t epoch_of(const clformer_trainer *t)
 
 static bool done(const clformer_trainer *t)
 {
+    if (t->time_up) return true;
     if (t->o.steps > 0) return clformer_model_step(t->model) >= t->o.steps;
     return clformer_batcher_epoch(t->batcher) >= t->o.epochs;
 }
@@ -235,6 +236,18 @@ static clformer_status agree_on_early_stop(clformer_trainer *t)
     return CLFORMER_OK;
 }
 
+/* Whether the time limit has passed, by rank 0's clock: one sum over the
+ * ranks per step (only with a limit), so every rank stops at the same step. */
+static clformer_status check_time_limit(clformer_trainer *t, double start)
+{
+    if (!(t->o.max_seconds > 0)) return CLFORMER_OK;
+    double up = cf_trainer_rank(t) == 0 && cf_now_s() - start >= t->o.max_seconds ? 1.0 : 0.0;
+    if (cf_trainer_ranks(t) > 1)
+        CF_TRY(t->o.collective->allreduce_sum_f64(t->o.collective->user, &up, 1));
+    t->time_up = up > 0;
+    return CLFORMER_OK;
+}
+
 /* Saves unless `path` already holds this very step (a stop right after a
  * periodic save). */
 static clformer_status save_once(clformer_trainer *t, const char *path, clformer_train_result *res)
@@ -262,6 +275,8 @@ static clformer_status check_divergence(clformer_trainer *t, const clformer_trai
 {
     const double margin = log((double)clformer_model_config(t->model)->tgt_vocab);
     char what[160];
+    /* an fp16 step skipped for overflow is loss scaling at work, not divergence */
+    if (t->skipped && isfinite(p->loss)) return CLFORMER_OK;
     if (!isfinite(p->loss) || !isfinite(p->grad_norm)) {
         snprintf(what, sizeof what, "the %s is %s", isfinite(p->loss) ? "gradient norm" : "loss",
                  isnan(isfinite(p->loss) ? p->grad_norm : p->loss) ? "NaN" : "infinite");
@@ -325,6 +340,7 @@ static clformer_status train_step(clformer_trainer *t, clformer_train_progress *
         if (st == CLFORMER_ERR_DIVERGED) cf_clear_error();
         else if (st != CLFORMER_OK) return st;
     }
+    t->skipped = s.skipped;
     p->step = s.step;
     p->loss = s.loss;
     p->grad_norm = s.grad_norm;
@@ -339,11 +355,13 @@ static clformer_status loop(clformer_trainer *t, clformer_train_result *res)
     const double start = cf_now_s();
     double window_tokens = 0, window_time = 0;
     size_t run_tokens = 0;
+    double run_steps = 0;
     clformer_train_progress p;
     memset(&p, 0, sizeof p);
     while (!done(t)) {
         const double t0 = cf_now_s();
         CF_TRY(train_step(t, &p));
+        CF_TRY(check_time_limit(t, start));
         run_tokens += p.tokens;
         /* tokens/s over roughly the last 20 steps */
         window_tokens = window_tokens * 0.95 + (double)p.tokens;
@@ -351,6 +369,11 @@ static clformer_status loop(clformer_trainer *t, clformer_train_result *res)
         p.tokens_per_s = window_tokens / window_time;
         p.elapsed_s = cf_now_s() - start;
         p.steps_left = steps_left(t);
+        run_steps++;
+        if (o->max_seconds > 0 && p.elapsed_s > 0) { /* the steps the time limit leaves, at this run's pace */
+            const double by_time = ceil((o->max_seconds - p.elapsed_s) * run_steps / p.elapsed_s);
+            p.steps_left = fmin(p.steps_left, fmax(by_time, 0.0));
+        }
         p.last = done(t);
         res->loss = p.loss;
         log_line(t, json_pack("{s:I, s:I, s:o, s:I, s:f, s:o, s:f, s:f}", "step",
@@ -379,6 +402,7 @@ static clformer_status loop(clformer_trainer *t, clformer_train_result *res)
             break;
         }
     }
+    res->time_limited = t->time_up;
     res->seconds = cf_now_s() - start;
     res->tokens_per_s = res->seconds > 0 ? (double)run_tokens / res->seconds : 0;
     return CLFORMER_OK;

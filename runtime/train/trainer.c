@@ -80,6 +80,10 @@ static clformer_status check_options(const clformer_train_options *o)
     if (o->schedule == CLFORMER_LR_INVERSE_SQRT && o->warmup == 0)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "the inverse-sqrt schedule needs a warm-up of at least 1 step");
+    if (!(o->max_seconds >= 0.0 && o->max_seconds < INFINITY))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "the time limit must be a finite number of seconds >= 0 (0: none), got %g",
+                       o->max_seconds);
     if (!(o->warmup_init_lr >= 0.0f))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "the warm-up's initial learning rate must be >= 0, got %g",
@@ -428,6 +432,8 @@ static clformer_status setup(clformer_trainer *t)
         CF_TRY(clformer_model_set_collective(t->model, o->collective));
     CF_TRY(clformer_session_create(t->model, &t->session));
     clformer_session_set_recompute(t->session, o->recompute);
+    CF_TRY(clformer_session_set_precision(t->session, o->precision));
+    if (o->loss_scale != 0.0f) CF_TRY(clformer_model_set_loss_scale(t->model, o->loss_scale));
     if (o->log_path && cf_trainer_rank(t) == 0) {
         t->log = fopen(o->log_path, o->resume_path ? "a" : "w");
         if (!t->log)

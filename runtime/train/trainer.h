@@ -54,6 +54,7 @@ struct clformer_trainer {
     /* divergence watch (train_loop.c) */
     double best_loss;                /* the lowest step loss so far (INFINITY: none) */
     uint64_t high_steps;             /* consecutive steps far above it */
+    bool skipped;                    /* the last step's update was skipped (fp16 overflow) */
     /* the best validation (train_loop.c): best_val is the loss, or minus
      * BLEU, so lower is better (INFINITY: none yet); bad_validations counts
      * the validations since it, for patience; early_stop is patience's
@@ -61,6 +62,8 @@ struct clformer_trainer {
     double best_val;
     uint64_t best_step, bad_validations;
     bool early_stop;
+    /* options.max_seconds has passed (rank 0's clock, agreed by all ranks) */
+    bool time_up;
     /* the newest checkpoint this run wrote (for messages; NULL: none) */
     const char *saved_path;
     uint64_t saved_step;

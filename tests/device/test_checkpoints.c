@@ -212,6 +212,43 @@ static void saves_the_best_and_stops_on_patience(void **state)
     clformer_parallel_text_free(val);
 }
 
+/* max_seconds ends a run like its step limit: after the step that crosses
+ * it, with the final validation and the save; a limit no step can meet
+ * stops after the first step. */
+static void stops_at_the_time_limit(void **state)
+{
+    (void)state;
+    clformer_parallel_text *train, *val;
+    assert_ok(clformer_demo_task(5, 120, 8, &train, &val));
+    char save[600];
+    harness_path(save, sizeof save, dir, "timed.safetensors");
+    clformer_train_options o;
+    options(&o, train, val, save);
+    o.steps = 1000;
+    o.max_seconds = 1e-9;
+    clformer_train_result r;
+    run(&o, &r);
+    assert_true(r.time_limited);
+    assert_false(r.stopped);
+    assert_false(r.early_stopped);
+    assert_int_equal(r.steps, 1);
+    assert_true(isfinite(r.val_loss)); /* the final validation ran */
+    clformer_model *m;
+    assert_ok(clformer_model_load(hctx(), save, &m));
+    assert_int_equal(clformer_model_step(m), 1);
+    clformer_model_free(m);
+
+    /* a limit far away changes nothing: the step limit ends the run */
+    options(&o, train, val, save);
+    o.steps = 3;
+    o.max_seconds = 3600;
+    run(&o, &r);
+    assert_false(r.time_limited);
+    assert_int_equal(r.steps, 3);
+    clformer_parallel_text_free(train);
+    clformer_parallel_text_free(val);
+}
+
 static void bad_options_are_refused(void **state)
 {
     (void)state;
@@ -232,6 +269,10 @@ static void bad_options_are_refused(void **state)
     o.best_metric = CLFORMER_METRIC_BLEU; /* with bleu_sentences 0 */
     assert_int_equal(clformer_trainer_create(hctx(), &o, &t), CLFORMER_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(clformer_last_error(), "BLEU"));
+    options(&o, train, val, "x.safetensors");
+    o.max_seconds = -1;
+    assert_int_equal(clformer_trainer_create(hctx(), &o, &t), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "time limit"));
     assert_null(t);
     clformer_parallel_text_free(train);
     clformer_parallel_text_free(val);
@@ -241,5 +282,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(bad_options_are_refused, setup, teardown),
     cmocka_unit_test_setup_teardown(keeps_the_last_n_and_averages_them, setup, teardown),
     cmocka_unit_test_setup_teardown(saves_the_best_and_stops_on_patience, setup, teardown),
+    cmocka_unit_test_setup_teardown(stops_at_the_time_limit, setup, teardown),
 };
 HARNESS_DEVICE_MAIN("checkpoints", tests)

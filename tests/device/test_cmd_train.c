@@ -574,6 +574,10 @@ static void bad_input_is_one_clear_error(void **state)
         {"train --src train.src --tgt train.tgt --steps 1 --tokenizer spm --tokenizer-model nosuch.model", 1, "nosuch.model"},
         {"train --src train.src --tgt train.tgt --steps 1 --tokenizer spm --vocab-size 9", 1, "larger --vocab-size"},
         {"train --src train.src --tgt train.tgt --steps 1 --tokenizer sentencepiece", 2, "word|spm"},
+        /* a time limit is a positive duration with an optional unit */
+        {"train --src train.src --tgt train.tgt --steps 1 --max-time 2d", 2, "--max-time 2d is not a duration"},
+        {"train --src train.src --tgt train.tgt --steps 1 --max-time 0", 2, "--max-time 0 is not a duration"},
+        {"train --src train.src --tgt train.tgt --steps 1 --max-time -5m", 2, "give seconds (7200)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         int rc = run_tool(cases[i].args, out, sizeof out);

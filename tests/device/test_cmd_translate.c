@@ -15,6 +15,7 @@
 #include "text.h"
 #include "vocab.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <jansson.h>
 #include <math.h>
@@ -349,7 +350,7 @@ static void eval_model_reports_loss(void **state)
     assert_int_equal(split_lines(text, lines, 16), in.n);
     cf_bleu_result b;
     assert_ok(cf_bleu_corpus((const char *const *)lines, in.ref, in.n, CF_BLEU_TOKENIZE_13A,
-                             &b)); /* eval's default */
+                             false, &b)); /* eval's default */
     assert_true(fabs(bleu - b.score) <= 1e-12);
     assert_int_equal(hyp_len, (json_int_t)b.stats.hyp_len);
 
@@ -394,6 +395,32 @@ static void eval_model_reports_loss(void **state)
         expect(run(NULL, &a), 0, "BLEU = ");
         assert_non_null(strstr(out, "loss = "));
         assert_non_null(strstr(out, "perplexity = "));
+
+        /* --lowercase (sacreBLEU -lc): the references in capitals score as
+         * the lower-case ones do without it */
+        char upper[128], caps[6][64];
+        const char *caps_ref[6];
+        harness_path(upper, sizeof upper, dir, "ref_upper.txt");
+        for (size_t i = 0; i < in.n; i++) {
+            snprintf(caps[i], sizeof caps[i], "%s", in.ref[i]);
+            for (char *c = caps[i]; *c; c++) *c = (char)toupper((unsigned char)*c);
+            caps_ref[i] = caps[i];
+        }
+        write_lines(upper, caps_ref, in.n);
+        a.n = 0;
+        add(&a, "eval", "--model", model_path(), "--src", src, "--ref", upper, "--lowercase",
+            "--tokenize", "none", "--json", NULL);
+        if (in.max_len) add(&a, "--max-len", in.max_len, NULL);
+        expect(run(NULL, &a), 0, NULL);
+        j = json_loads(out, 0, &jerr);
+        if (!j) fail_msg("not JSON (%s): %s", jerr.text, out);
+        assert_string_equal(json_string_value(json_object_get(j, "signature")),
+                            "nrefs:1|case:lc|eff:no|tok:none|smooth:exp|version:2.6.0");
+        assert_ok(cf_bleu_corpus((const char *const *)lines, in.ref, in.n, CF_BLEU_TOKENIZE_NONE,
+                                 false, &b));
+        assert_true(b.score > 0); /* a case-sensitive score against capitals would be 0 */
+        assert_true(fabs(json_number_value(json_object_get(j, "bleu")) - b.score) <= 1e-12);
+        json_decref(j);
     }
 }
 

@@ -8,6 +8,10 @@
  * 13a raw text: punctuation, numbers, HTML entities, Unicode, trailing
  * whitespace, empty lines and the 300 lines detokenised. tok13a.jsonl holds
  * sacreBLEU's 13a tokenisation of every one of those lines.
+ * Lower-cased BLEU (sacreBLEU's -lc): expected_lc.tsv (13a) and
+ * expected_lc_none.tsv ('none') score the same cases and two cased ones
+ * (lower-case hypotheses against cased German, Greek, Cyrillic references,
+ * and 300 lines of the raw test_2016_flickr.de) with BLEU(lowercase=True).
  */
 #include "data_util.h"
 
@@ -66,7 +70,8 @@ static void parse_counts(const char *s, uint64_t out[4])
         fail_msg("bad counts field '%s'", s);
 }
 
-static void matches_sacrebleu(const char *tsv, cf_bleu_tokenize tokenize, int want_cases)
+static void matches_sacrebleu(const char *tsv, cf_bleu_tokenize tokenize, bool lowercase,
+                              int want_cases)
 {
     lines expected = read_lines(tsv);
     int cases = 0;
@@ -96,7 +101,7 @@ static void matches_sacrebleu(const char *tsv, cf_bleu_tokenize tokenize, int wa
 
         cf_bleu_result res;
         assert_ok(cf_bleu_corpus((const char *const *)hyp.line, (const char *const *)ref.line,
-                                 hyp.n, tokenize, &res));
+                                 hyp.n, tokenize, lowercase, &res));
         assert_close(res.score, strtod(field[2], NULL), "score", name);
         for (int k = 0; k < 4; k++) assert_close(res.precisions[k], strtod(field[3 + k], NULL),
                                                  "precision", name);
@@ -124,13 +129,49 @@ static void matches_sacrebleu(const char *tsv, cf_bleu_tokenize tokenize, int wa
 static void matches_sacrebleu_none(void **state)
 {
     (void)state;
-    matches_sacrebleu("bleu/expected.tsv", CF_BLEU_TOKENIZE_NONE, 14);
+    matches_sacrebleu("bleu/expected.tsv", CF_BLEU_TOKENIZE_NONE, false, 14);
 }
 
 static void matches_sacrebleu_13a(void **state)
 {
     (void)state;
-    matches_sacrebleu("bleu/expected_13a.tsv", CF_BLEU_TOKENIZE_13A, 20);
+    matches_sacrebleu("bleu/expected_13a.tsv", CF_BLEU_TOKENIZE_13A, false, 20);
+}
+
+static void matches_sacrebleu_lowercase(void **state)
+{
+    (void)state;
+    matches_sacrebleu("bleu/expected_lc.tsv", CF_BLEU_TOKENIZE_13A, true, 22);
+    matches_sacrebleu("bleu/expected_lc_none.tsv", CF_BLEU_TOKENIZE_NONE, true, 16);
+}
+
+/* Lower-case output against cased references: 100 with lowercase, less
+ * without; both sides are lowered (U+0130 and the final sigma included). */
+static void lowercase_ignores_case(void **state)
+{
+    (void)state;
+    const char *h[] = {
+        "ein mann f\xc3\xa4hrt \xc3\xbc" "ber die stra\xc3\x9f" "e .",
+        "i\xcc\x87stanbul , \xce\xbf\xce\xb4\xce\xbf\xcf\x82 und \xd0\xbc\xd0\xb8\xd1\x80 ."};
+    const char *r[] = {
+        "Ein Mann F\xc3\x84HRT \xc3\x9c" "ber die Stra\xc3\x9f" "e .",
+        "\xc4\xb0stanbul , \xce\x9f\xce\x94\xce\x9f\xce\xa3 und \xd0\x9c\xd0\x98\xd0\xa0 ."};
+    for (int t = 0; t < 2; t++) {
+        cf_bleu_tokenize tok = t ? CF_BLEU_TOKENIZE_13A : CF_BLEU_TOKENIZE_NONE;
+        cf_bleu_result lc, cased, swapped;
+        assert_ok(cf_bleu_corpus(h, r, 2, tok, true, &lc));
+        assert_ok(cf_bleu_corpus(h, r, 2, tok, false, &cased));
+        assert_ok(cf_bleu_corpus(r, h, 2, tok, true, &swapped));
+        assert_true(fabs(lc.score - 100.0) < 1e-9);
+        assert_true(fabs(swapped.score - 100.0) < 1e-9); /* the hypotheses are lowered too */
+        assert_true(cased.score < 50.0);
+        assert_int_equal(lc.stats.hyp_len, 13);
+        assert_int_equal(lc.stats.correct[0], 13);
+        assert_int_equal(cased.stats.correct[0], 5); /* die . , und . */
+    }
+    cf_bleu_stats st = {.tokenize = CF_BLEU_TOKENIZE_13A, .lowercase = true};
+    assert_ok(cf_bleu_add(&st, "EIN HUND", "ein hund"));
+    assert_int_equal(st.correct[1], 1);
 }
 
 /* Tokens joined by single spaces, as sacreBLEU's tokenizer returns them. */
@@ -175,10 +216,15 @@ static void signature_is_sacrebleus(void **state)
 {
     (void)state;
     char sig[128];
-    cf_bleu_signature(CF_BLEU_TOKENIZE_13A, sig, sizeof sig);
+    cf_bleu_signature(CF_BLEU_TOKENIZE_13A, false, sig, sizeof sig);
     assert_string_equal(sig, "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0");
-    cf_bleu_signature(CF_BLEU_TOKENIZE_NONE, sig, sizeof sig);
+    cf_bleu_signature(CF_BLEU_TOKENIZE_NONE, false, sig, sizeof sig);
     assert_string_equal(sig, "nrefs:1|case:mixed|eff:no|tok:none|smooth:exp|version:2.6.0");
+    /* sacreBLEU -lc (2.6.0): BLEU(lowercase=True).get_signature() */
+    cf_bleu_signature(CF_BLEU_TOKENIZE_13A, true, sig, sizeof sig);
+    assert_string_equal(sig, "nrefs:1|case:lc|eff:no|tok:13a|smooth:exp|version:2.6.0");
+    cf_bleu_signature(CF_BLEU_TOKENIZE_NONE, true, sig, sizeof sig);
+    assert_string_equal(sig, "nrefs:1|case:lc|eff:no|tok:none|smooth:exp|version:2.6.0");
     cf_bleu_tokenize t;
     assert_true(cf_bleu_tokenize_parse("13a", &t) && t == CF_BLEU_TOKENIZE_13A);
     assert_true(cf_bleu_tokenize_parse("none", &t) && t == CF_BLEU_TOKENIZE_NONE);
@@ -191,7 +237,7 @@ static void streaming_equals_corpus(void **state)
     lines hyp = read_lines("bleu/val300_raw.hyp"), ref = read_lines("bleu/val300_raw.ref");
     cf_bleu_result whole, streamed, reversed;
     assert_ok(cf_bleu_corpus((const char *const *)hyp.line, (const char *const *)ref.line, hyp.n,
-                             CF_BLEU_TOKENIZE_13A, &whole));
+                             CF_BLEU_TOKENIZE_13A, false, &whole));
     cf_bleu_stats st = {.tokenize = CF_BLEU_TOKENIZE_13A}, back = st;
     for (size_t i = 0; i < hyp.n; i++) assert_ok(cf_bleu_add(&st, hyp.line[i], ref.line[i]));
     for (size_t i = hyp.n; i-- > 0;) assert_ok(cf_bleu_add(&back, hyp.line[i], ref.line[i]));
@@ -210,7 +256,7 @@ static void swapped_tokens_are_different_ngrams(void **state)
     /* same unigrams, no bigram in common: catches an order-blind n-gram key */
     const char *h[] = {"b a d c"}, *r[] = {"a b c d"};
     cf_bleu_result res;
-    assert_ok(cf_bleu_corpus(h, r, 1, CF_BLEU_TOKENIZE_NONE, &res));
+    assert_ok(cf_bleu_corpus(h, r, 1, CF_BLEU_TOKENIZE_NONE, false, &res));
     assert_int_equal(res.stats.correct[0], 4);
     assert_int_equal(res.stats.correct[1], 0);
     assert_int_equal(res.stats.correct[2], 0);
@@ -221,22 +267,25 @@ static void invalid_input_is_an_error(void **state)
     (void)state;
     const char *h[] = {"ein haus", "ein \xff haus"}, *r[] = {"ein haus", "ein haus"};
     cf_bleu_result res;
-    for (int t = 0; t < 2; t++) {
-        cf_bleu_tokenize tok = t ? CF_BLEU_TOKENIZE_13A : CF_BLEU_TOKENIZE_NONE;
-        assert_error(cf_bleu_corpus(h, r, 2, tok, &res), CLFORMER_ERR_INVALID_ARGUMENT, "line 2",
-                     "hypothesis", "invalid UTF-8 at byte 5", "0xff");
+    for (int t = 0; t < 4; t++) { /* none, 13a, each cased and lower-cased: the same errors */
+        cf_bleu_tokenize tok = t % 2 ? CF_BLEU_TOKENIZE_13A : CF_BLEU_TOKENIZE_NONE;
+        bool lc = t >= 2;
+        assert_error(cf_bleu_corpus(h, r, 2, tok, lc, &res), CLFORMER_ERR_INVALID_ARGUMENT,
+                     "line 2", "hypothesis", "invalid UTF-8 at byte 5", "0xff");
         const char *h2[] = {"ok"}, *r2[] = {"\xc3\x28"};
-        assert_error(cf_bleu_corpus(h2, r2, 1, tok, &res), CLFORMER_ERR_INVALID_ARGUMENT,
+        assert_error(cf_bleu_corpus(h2, r2, 1, tok, lc, &res), CLFORMER_ERR_INVALID_ARGUMENT,
                      "line 1", "reference", "byte 1");
-        assert_error(cf_bleu_corpus(h2, r2, 0, tok, &res), CLFORMER_ERR_INVALID_ARGUMENT,
+        assert_error(cf_bleu_corpus(h2, r2, 0, tok, lc, &res), CLFORMER_ERR_INVALID_ARGUMENT,
                      "at least one sentence");
     }
 
-    cf_bleu_stats st = {.tokenize = CF_BLEU_TOKENIZE_13A};
-    assert_ok(cf_bleu_add(&st, "a b", "a b"));
-    cf_bleu_stats before = st;
-    assert_int_equal(cf_bleu_add(&st, "a \xed\xa0\x80", "a"), CLFORMER_ERR_INVALID_ARGUMENT);
-    assert_memory_equal(&st, &before, sizeof st); /* a surrogate is rejected, nothing added */
+    for (int lc = 0; lc < 2; lc++) {
+        cf_bleu_stats st = {.tokenize = CF_BLEU_TOKENIZE_13A, .lowercase = lc};
+        assert_ok(cf_bleu_add(&st, "a b", "a b"));
+        cf_bleu_stats before = st;
+        assert_int_equal(cf_bleu_add(&st, "A \xed\xa0\x80", "a"), CLFORMER_ERR_INVALID_ARGUMENT);
+        assert_memory_equal(&st, &before, sizeof st); /* a surrogate is rejected, nothing added */
+    }
 }
 
 int main(void)
@@ -244,6 +293,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matches_sacrebleu_none),
         cmocka_unit_test(matches_sacrebleu_13a),
+        cmocka_unit_test(matches_sacrebleu_lowercase),
+        cmocka_unit_test(lowercase_ignores_case),
         cmocka_unit_test(tokenizer_13a_matches_sacrebleu),
         cmocka_unit_test(signature_is_sacrebleus),
         cmocka_unit_test(streaming_equals_corpus),

@@ -2,7 +2,8 @@
  * `clformer eval --hyp --ref` end to end: runs $CLFORMER_BINARY on every case
  * of tests/data/bleu (scored by sacreBLEU 2.6.0, see
  * tools/reference/bleu_cases.py), by default (13a, expected_13a.tsv) and with
- * --tokenize none (expected.tsv), and checks that the printed lines are
+ * --tokenize none (expected.tsv), and lower-cased with --lowercase
+ * (expected_lc.tsv, expected_lc_none.tsv: sacreBLEU -lc), and checks that the printed lines are
  * sacreBLEU's summary line, character for character, and its signature, and
  * that --json holds the same numbers.
  * Then every usage and input error: exit code (1 failure, 2 usage) and a
@@ -14,6 +15,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +82,8 @@ static void close_to(double got, double want, const char *what, const char *name
 
 /* Every case of `tsv`: the text lines and the JSON; `tokenize` NULL: the
  * default. */
-static void scores_match_sacrebleu(const char *tsv, const char *tokenize, const char *signature)
+static void scores_match_sacrebleu(const char *tsv, const char *tokenize, bool lowercase,
+                                   const char *signature)
 {
     FILE *f = fopen(data_path(tsv), "r");
     assert_non_null(f);
@@ -100,14 +103,17 @@ static void scores_match_sacrebleu(const char *tsv, const char *tokenize, const 
         snprintf(ref, sizeof ref, "%s.ref", name);
         const char *hyp_path = data_path(hyp), *ref_path = data_path(ref);
 
-        const char *opt = tokenize ? "--tokenize" : NULL; /* NULL ends the arguments */
-        expect(run(NULL, "eval", "--hyp", hyp_path, "--ref", ref_path, opt, tokenize, NULL), 0,
-               NULL);
+        const char *opt[3] = {NULL, NULL, NULL}; /* the first NULL ends the arguments */
+        int nopt = 0;
+        if (lowercase) opt[nopt++] = "--lowercase";
+        if (tokenize) opt[nopt++] = "--tokenize", opt[nopt++] = tokenize;
+        expect(run(NULL, "eval", "--hyp", hyp_path, "--ref", ref_path, opt[0], opt[1], opt[2],
+                   NULL), 0, NULL);
         snprintf(line, sizeof line, "%s\nsignature: %s\n", col[12], signature);
         if (strcmp(out, line)) fail_msg("%s: printed\n  %s expected\n  %s", name, out, line);
 
-        expect(run(NULL, "eval", "--hyp", hyp_path, "--ref", ref_path, "--json", opt, tokenize,
-                   NULL), 0, NULL);
+        expect(run(NULL, "eval", "--hyp", hyp_path, "--ref", ref_path, "--json", opt[0], opt[1],
+                   opt[2], NULL), 0, NULL);
         json_error_t jerr;
         json_t *j = json_loads(out, 0, &jerr);
         if (!j) fail_msg("%s: --json printed no JSON (%s): %s", name, jerr.text, out);
@@ -132,15 +138,25 @@ static void scores_match_sacrebleu(const char *tsv, const char *tokenize, const 
 static void scores_match_sacrebleu_13a(void **state)
 {
     (void)state;
-    scores_match_sacrebleu("expected_13a.tsv", NULL,
+    scores_match_sacrebleu("expected_13a.tsv", NULL, false,
                            "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0");
 }
 
 static void scores_match_sacrebleu_none(void **state)
 {
     (void)state;
-    scores_match_sacrebleu("expected.tsv", "none",
+    scores_match_sacrebleu("expected.tsv", "none", false,
                            "nrefs:1|case:mixed|eff:no|tok:none|smooth:exp|version:2.6.0");
+}
+
+/* `sacrebleu -lc`, with 13a and with -tok none */
+static void scores_match_sacrebleu_lowercase(void **state)
+{
+    (void)state;
+    scores_match_sacrebleu("expected_lc.tsv", NULL, true,
+                           "nrefs:1|case:lc|eff:no|tok:13a|smooth:exp|version:2.6.0");
+    scores_match_sacrebleu("expected_lc_none.tsv", "none", true,
+                           "nrefs:1|case:lc|eff:no|tok:none|smooth:exp|version:2.6.0");
 }
 
 /* A case by hand, from stdin: hyp "the cat sat on the mat" against "the
@@ -194,6 +210,8 @@ static void errors_are_one_line(void **state)
     expect(run(NULL, "eval", "--hyp", empty, "--ref", empty, NULL), 1, "empty");
     expect(run(NULL, "eval", "--hyp", empty, "--ref", b, NULL), 1, "has 0 lines but");
     expect(run(NULL, "eval", "--hyp", bad, "--ref", b, NULL), 1, "bad.txt:2: invalid UTF-8");
+    expect(run(NULL, "eval", "--hyp", bad, "--ref", b, "--lowercase", NULL), 1,
+           "bad.txt:2: invalid UTF-8");
     expect(run(empty, "eval", "--hyp", "-", "--ref", empty, NULL), 1, "'stdin' and");
 
     /* usage */
@@ -209,6 +227,10 @@ static void errors_are_one_line(void **state)
     expect(run(NULL, "eval", "--hyp", a, "--ref", a, "--beam", "4", NULL), 2,
            "decoding options");
     expect(run(NULL, "eval", "--hyp", a, "--ref", a, "--json=1", NULL), 2, "takes no value");
+    expect(run(NULL, "eval", "--hyp", a, "--ref", a, "--lowercase=yes", NULL), 2,
+           "takes no value");
+    expect(run(NULL, "eval", "--model", "m", "--ref", a, "--lowercase", NULL), 2,
+           "--model needs --src");
     expect(run(NULL, "eval", "--hyp", a, "--ref", a, "--tokenize", "intl", NULL), 2, "13a|none");
     expect(run(NULL, "eval", "--model", "m", "--src", a, "--ref", a, "--beam", "0", NULL), 2,
            "--beam must be between 1 and 64, got 0");
@@ -220,6 +242,8 @@ static void errors_are_one_line(void **state)
 
     /* the model is looked for before any device is opened */
     expect(run(NULL, "eval", "--model", missing, "--src", a, "--ref", a, NULL), 1, missing);
+    expect(run(NULL, "eval", "--model", missing, "--src", a, "--ref", a, "--lowercase", NULL), 1,
+           missing);
     /* line counts are checked before the model is loaded */
     expect(run(NULL, "eval", "--model", missing, "--src", a, "--ref", b, NULL), 1,
            "has 3 lines but");
@@ -235,6 +259,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(scores_match_sacrebleu_13a),
         cmocka_unit_test(scores_match_sacrebleu_none),
+        cmocka_unit_test(scores_match_sacrebleu_lowercase),
         cmocka_unit_test(reads_hypotheses_from_stdin),
         cmocka_unit_test(errors_are_one_line),
     };

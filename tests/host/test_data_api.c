@@ -122,12 +122,52 @@ static void bleu_of_lists(void **state)
     assert_int_equal(clformer_count_tokens("  a\tb \n"), 2);
 }
 
+/* clformer_bleu_options: 13a and case-sensitive by default (clformer_bleu_corpus's
+ * score); `lowercase` is sacreBLEU's -lc; a struct not from _default is refused. */
+static void bleu_options(void **state)
+{
+    (void)state;
+    const char *hyp[] = {"the cat sat on the mat.", "a dog runs"};
+    const char *ref[] = {"The Cat sat on the MAT.", "A dog runs"};
+    clformer_bleu_options o;
+    clformer_bleu_options_default(&o);
+    assert_int_equal(o.size, sizeof o);
+    assert_int_equal(o.tokenize, CLFORMER_BLEU_TOKENIZE_13A);
+    assert_false(o.lowercase);
+    clformer_bleu plain, with, lc;
+    assert_int_equal(clformer_bleu_corpus(hyp, ref, 2, CLFORMER_BLEU_TOKENIZE_13A, &plain),
+                     CLFORMER_OK);
+    assert_int_equal(clformer_bleu_corpus_with(hyp, ref, 2, &o, &with), CLFORMER_OK);
+    assert_true(with.score == plain.score && plain.score < 60.0);
+    char sig[128];
+    assert_int_equal(clformer_bleu_signature_with(&o, sig, sizeof sig), CLFORMER_OK);
+    assert_string_equal(sig, "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0");
+
+    o.lowercase = true;
+    o.tokenize = CLFORMER_BLEU_TOKENIZE_NONE;
+    assert_int_equal(clformer_bleu_corpus_with(hyp, ref, 2, &o, &lc), CLFORMER_OK);
+    assert_true(lc.score > 100.0 - 1e-9 && lc.score < 100.0 + 1e-9);
+    assert_int_equal(lc.hyp_len, 9); /* 'none': "mat." is one token */
+    assert_int_equal(clformer_bleu_signature_with(&o, sig, sizeof sig), CLFORMER_OK);
+    assert_string_equal(sig, "nrefs:1|case:lc|eff:no|tok:none|smooth:exp|version:2.6.0");
+
+    o.size = 8;
+    assert_int_equal(clformer_bleu_corpus_with(hyp, ref, 2, &o, &lc), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "clformer_bleu_options_default"));
+    assert_int_equal(clformer_bleu_signature_with(&o, sig, sizeof sig),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_string_equal(sig, "");
+    assert_int_equal(clformer_bleu_corpus_with(hyp, ref, 2, NULL, &lc),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(text_vocab_and_corpus),
         cmocka_unit_test(batcher_position_round_trips),
         cmocka_unit_test(bleu_of_lists),
+        cmocka_unit_test(bleu_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

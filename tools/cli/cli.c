@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "clformer.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -191,6 +192,22 @@ bool cli_print_json(json_t *value)
     if (!text) return false;
     printf("%s\n", text);
     free(text);
+    return true;
+}
+
+bool cli_duration_seconds(const char *text, double *seconds)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(text, &end);
+    if (end == text || errno || isspace((unsigned char)text[0])) return false;
+    const double unit = !strcmp(end, "") || !strcmp(end, "s") ? 1.0
+                        : !strcmp(end, "m")                   ? 60.0
+                        : !strcmp(end, "h")                   ? 3600.0
+                                                              : 0.0;
+    x *= unit;
+    if (!(x > 0 && x < 1e12)) return false;
+    *seconds = x;
     return true;
 }
 

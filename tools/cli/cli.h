@@ -61,6 +61,10 @@ const char *cli_choices(char *buf, size_t cap, const char *const *names);
  * errors to stderr as "clformer CMD: message". */
 cli_result cli_parse(const cli_spec *spec, int argc, char **argv);
 
+/* Reads a duration: seconds, or a number followed by s, m or h ("7200",
+ * "90m", "1.5h"), into *seconds (> 0 and finite); false when it is not one. */
+bool cli_duration_seconds(const char *text, double *seconds);
+
 /* Prints "clformer CMD: error: ..." to stderr. */
 void cli_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -34,6 +34,7 @@
 #include "clformer.h"
 #include "clformer_util.h"
 #include "commands.h"
+#include "translator.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -64,6 +65,7 @@ typedef struct {
     uint64_t seed;
     bool quick;
     bool recompute; /* --recompute: layers recomputed in backward */
+    clformer_precision precision; /* --precision */
     clformer_config cfg;
     /* what was measured */
     size_t params;
@@ -266,6 +268,12 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
         return st;
     }
     clformer_session_set_recompute(session, b->recompute);
+    if (st == CLFORMER_OK) st = clformer_session_set_precision(session, b->precision);
+    if (st != CLFORMER_OK) {
+        clformer_session_free(session);
+        clformer_model_free(m);
+        return st;
+    }
     b->params = clformer_model_parameter_count(m);
     /* --quick profiles the timed repetitions instead of running more */
     kernel_times *train_k = b->quick ? &b->train_k : NULL;
@@ -400,6 +408,7 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     put_int(r, "seed", b->seed);
     json_object_set_new(r, "quick", json_boolean(b->quick));
     json_object_set_new(r, "recompute", json_boolean(b->recompute));
+    json_object_set_new(r, "precision", json_string(clformer_precision_name(b->precision)));
     put_int(model, "d_model", (uint64_t)c->d_model);
     put_int(model, "n_heads", (uint64_t)c->n_heads);
     put_int(model, "d_ff", (uint64_t)c->d_ff);
@@ -526,6 +535,11 @@ static void print_table(const bench *b, const clformer_device_info *dev)
            "%zu warm-up + %zu timed repetitions%s\n",
            b->B, b->T, (double)c->dropout, (double)c->label_smoothing, b->warmup, b->steps,
            b->recompute ? ", layers recomputed in backward" : "");
+    printf("precision %s%s\n", clformer_precision_name(b->precision),
+           b->precision == CLFORMER_FP32 ? ""
+           : b->precision == CLFORMER_BF16
+               ? " (activations and weights rounded to bf16 in fp32 storage: the numerics, not the memory)"
+               : " (activations and weights rounded to fp16 in fp32 storage, loss scaling: the numerics, not the memory)");
 
     printf("\ntraining (forward, loss, backward, clip, Adam)\n");
     printf("  %-28s %10.3f s   (%u programs built, %u from the disk cache)\n",
@@ -600,6 +614,7 @@ int cmd_bench(int argc, char **argv)
     cli_choices(preset_choices, sizeof preset_choices, clformer_config_presets());
     long batch = 32, len = 32, steps = 5, warmup = 2, vocab = 8000, seed = 0;
     bool json = false, quick = false, recompute = false;
+    const char *precision = "fp32";
     shape_options sh = {0};
     const cli_option options[] = {
         {"--config", CLI_CHOICE, &config, NULL, "model preset (tiny; clformer presets lists them)", 0, 0, preset_choices},
@@ -624,6 +639,7 @@ int cmd_bench(int argc, char **argv)
         {"--share-all-embeddings", CLI_FLAG, &sh.share_all, NULL, "one matrix for the source and target embeddings and the generator"},
         {"--recompute", CLI_FLAG, &recompute, NULL,
          "keep only each layer's output; recompute the rest in backward (less memory)"},
+        PRECISION_CLI_OPTION(precision),
         {"--json", CLI_FLAG, &json, NULL, "print one JSON object instead of the table"},
         {"--quick", CLI_FLAG, &quick, NULL,
          "smoke test for simulators: a micro model, timed runs also profiled"},
@@ -684,6 +700,7 @@ int cmd_bench(int argc, char **argv)
     apply_shape(&sh, &b.cfg);
     b.quick = quick;
     b.recompute = recompute;
+    clformer_precision_parse(precision, &b.precision); /* one of the choices */
     if (quick) {
         /* Oclgrind runs a tiny training step in minutes; this one in seconds */
         b.cfg.d_model = 16;

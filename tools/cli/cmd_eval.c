@@ -25,7 +25,8 @@ typedef struct {
 
 typedef struct {
     const char *hyp, *ref, *src, *model, *output, *tokenize_name;
-    clformer_bleu_tokenize tokenize;
+    clformer_bleu_options bleu; /* --tokenize, --lowercase */
+    bool lowercase;
     bool json;
     decode_flags df;
 } eval_args;
@@ -126,12 +127,12 @@ static clformer_status model_loss_lines(translator *t, const line_file *src, con
     return st;
 }
 
-static void print_text(const clformer_bleu *b, clformer_bleu_tokenize tokenize,
+static void print_text(const clformer_bleu *b, const clformer_bleu_options *how,
                        const loss_result *loss, size_t pairs)
 {
     char line[256], sig[128];
     clformer_bleu_format(b, line, sizeof line);
-    clformer_bleu_signature(tokenize, sig, sizeof sig);
+    clformer_bleu_signature_with(how, sig, sizeof sig);
     printf("%s\nsignature: %s\n", line, sig);
     if (!loss) return;
     size_t skipped = loss->empty + loss->too_long;
@@ -149,12 +150,12 @@ static void print_text(const clformer_bleu *b, clformer_bleu_tokenize tokenize,
     printf(")\n");
 }
 
-static bool print_json(const clformer_bleu *b, clformer_bleu_tokenize tokenize,
+static bool print_json(const clformer_bleu *b, const clformer_bleu_options *how,
                        const loss_result *loss, const translate_stats *ts)
 {
     json_t *o = json_object(), *p = json_array();
     char sig[128];
-    clformer_bleu_signature(tokenize, sig, sizeof sig);
+    clformer_bleu_signature_with(how, sig, sizeof sig);
     json_object_set_new(o, "bleu", json_real(b->score));
     json_object_set_new(o, "signature", json_string(sig));
     for (int k = 0; k < 4; k++) json_array_append_new(p, json_real(b->precisions[k]));
@@ -187,13 +188,13 @@ static int eval_files(const eval_args *a)
     if (!read_pair(a->hyp, a->ref, &hyp, &ref)) return 1;
     clformer_bleu b;
     int rc = 1;
-    if (clformer_bleu_corpus((const char *const *)hyp.line, (const char *const *)ref.line, hyp.n,
-                       a->tokenize, &b) != CLFORMER_OK)
+    if (clformer_bleu_corpus_with((const char *const *)hyp.line, (const char *const *)ref.line,
+                                  hyp.n, &a->bleu, &b) != CLFORMER_OK)
         cli_runtime_error("eval", NULL);
-    else if (a->json && !print_json(&b, a->tokenize, NULL, NULL))
+    else if (a->json && !print_json(&b, &a->bleu, NULL, NULL))
         cli_error("eval", "out of host memory");
     else {
-        if (!a->json) print_text(&b, a->tokenize, NULL, hyp.n);
+        if (!a->json) print_text(&b, &a->bleu, NULL, hyp.n);
         rc = 0;
     }
     line_file_free(&hyp);
@@ -216,7 +217,9 @@ static int eval_model(const eval_args *a)
     line_file src, ref;
     if (!read_pair(a->src, a->ref, &src, &ref)) return 1;
     translator t;
-    if (!translator_open("eval", a->model, &t)) {
+    if (!translator_open("eval", a->model, &t) ||
+        !translator_set_precision("eval", &t, a->df.precision)) {
+        if (t.session) translator_close(&t);
         line_file_free(&src);
         line_file_free(&ref);
         return 1;
@@ -231,8 +234,8 @@ static int eval_model(const eval_args *a)
     } else if (translator_run(&t, (const char *const *)src.line, src.n, &a->df, hyps, &ts) !=
                CLFORMER_OK) {
         cli_runtime_error("eval", "translating");
-    } else if (clformer_bleu_corpus((const char *const *)hyps, (const char *const *)ref.line, src.n,
-                              a->tokenize, &b) != CLFORMER_OK) {
+    } else if (clformer_bleu_corpus_with((const char *const *)hyps, (const char *const *)ref.line,
+                                         src.n, &a->bleu, &b) != CLFORMER_OK) {
         cli_runtime_error("eval", NULL);
     } else if (model_loss(&t, &src, &ref, (size_t)a->df.batch_size, &loss) != CLFORMER_OK) {
         cli_runtime_error("eval", "computing the loss");
@@ -242,10 +245,10 @@ static int eval_model(const eval_args *a)
     } else {
         translator_report("eval", &t, &ts);
         if (a->json) {
-            rc = print_json(&b, a->tokenize, &loss, &ts) ? 0 : 1;
+            rc = print_json(&b, &a->bleu, &loss, &ts) ? 0 : 1;
             if (rc) cli_error("eval", "out of host memory");
         } else {
-            print_text(&b, a->tokenize, &loss, src.n);
+            print_text(&b, &a->bleu, &loss, src.n);
             rc = 0;
         }
     }
@@ -272,6 +275,10 @@ int cmd_eval(int argc, char **argv)
         {"--tokenize", CLI_CHOICE, &a.tokenize_name, NULL,
          "sacreBLEU's tokenizer: 13a (default, for detokenised text) or none (the text's own\n"
          "whitespace tokens, for text tokenised beforehand)", 0, 0, "13a|none"},
+        {"--lowercase", CLI_FLAG, &a.lowercase, NULL,
+         "lower-case hypotheses and references before scoring, as sacreBLEU's -lc (Python's\n"
+         "str.lower()); the signature then says case:lc. For a lower-cased model's output\n"
+         "against cased references"},
         DECODE_CLI_OPTIONS(a.df),
         {"--json", CLI_FLAG, &a.json, NULL,
          "print the scores as one JSON object (keys below)"},
@@ -296,6 +303,7 @@ int cmd_eval(int argc, char **argv)
         "examples:\n"
         "  clformer eval --hyp test.hyp --ref test.de\n"
         "  clformer eval --hyp test.tok.hyp --ref test.tok.de --tokenize none\n"
+        "  clformer eval --hyp test.lc.hyp --ref test_2016_flickr.de --lowercase\n"
         "  clformer eval --model run/model.safetensors --src test.en --ref test.de --beam 4",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);
@@ -312,8 +320,10 @@ int cmd_eval(int argc, char **argv)
         cli_error("eval", "%s (see clformer eval --help)", problem);
         return EXIT_USAGE;
     }
-    a.tokenize = a.tokenize_name && !strcmp(a.tokenize_name, "none")
-                     ? CLFORMER_BLEU_TOKENIZE_NONE
-                     : CLFORMER_BLEU_TOKENIZE_13A;
+    clformer_bleu_options_default(&a.bleu);
+    a.bleu.tokenize = a.tokenize_name && !strcmp(a.tokenize_name, "none")
+                          ? CLFORMER_BLEU_TOKENIZE_NONE
+                          : CLFORMER_BLEU_TOKENIZE_13A;
+    a.bleu.lowercase = a.lowercase;
     return a.hyp ? eval_files(&a) : eval_model(&a);
 }

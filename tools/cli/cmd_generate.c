@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "context_open.h"
 #include "lm_stream.h"
+#include "translator.h"
 
 #include <math.h>
 #include <signal.h>
@@ -185,6 +186,14 @@ static clformer_status print_rows(const clformer_model *m, const char *const *pr
     return CLFORMER_OK;
 }
 
+/* --precision, a name cli.h has checked */
+static clformer_status set_precision(clformer_session *s, const char *name)
+{
+    clformer_precision p = CLFORMER_FP32;
+    const clformer_status st = clformer_precision_parse(name, &p);
+    return st != CLFORMER_OK ? st : clformer_session_set_precision(s, p);
+}
+
 int cmd_generate(int argc, char **argv)
 {
     const char *model = NULL, *prompt_file = NULL;
@@ -192,8 +201,10 @@ int cmd_generate(int argc, char **argv)
     long max_tokens = 200, top_k = 0, seed = 1, samples = 1;
     double temperature = 0.8, top_p = 1.0;
     bool greedy = false, json = false;
+    const char *precision = "fp32";
     const cli_option options[] = {
         {"--model", CLI_STRING, &model, "MODEL", "a language model: checkpoint or Hugging Face GPT-2 directory (required)"},
+        PRECISION_CLI_OPTION(precision),
         {"--prompt", CLI_STRINGS, &given, "TEXT", "a text to continue; up to 8 times for a batch (\"\\n\" style escapes are not read: pass a real newline)"},
         {"--prompt-file", CLI_STRING, &prompt_file, "FILE", "one prompt per line (its newline not included; empty lines skipped), after the --prompt ones"},
         {"--num-samples", CLI_INT, &samples, "N", "continuations of each prompt, each with its own draws (default 1)", 1, 4096},
@@ -260,6 +271,7 @@ int cmd_generate(int argc, char **argv)
     for (size_t p = 0; p < n_prompts && st == CLFORMER_OK; p++)
         st = clformer_lm_encode(m, prompts[p], strlen(prompts[p]), &ids[p], &lengths[p]);
     if (st == CLFORMER_OK) st = clformer_session_create(m, &s);
+    if (st == CLFORMER_OK) st = set_precision(s, precision);
     if (st == CLFORMER_OK) {
         out = malloc(rows * (size_t)max_tokens * sizeof *out);
         counts = calloc(rows, sizeof *counts);
@@ -364,7 +376,9 @@ int eval_lm(int argc, char **argv)
     const char *model = NULL, *text = NULL;
     long batch = 16;
     bool json = false;
+    const char *precision = "fp32";
     const cli_option options[] = {
+        PRECISION_CLI_OPTION(precision),
         {"--model", CLI_STRING, &model, "MODEL", "a language model: checkpoint or Hugging Face GPT-2 directory (required)"},
         {"--text", CLI_STRING, &text, "FILE", "the text to score (required)"},
         {"--batch-size", CLI_INT, &batch, "B", "windows per forward pass (default 16)", 1, 1 << 20},
@@ -398,6 +412,7 @@ int eval_lm(int argc, char **argv)
         st = clformer_set_error(CLFORMER_ERR_INVALID_ARGUMENT,
                                 "'%s' holds %zu token: at least 2 are needed to score one", text, n);
     if (st == CLFORMER_OK) st = clformer_session_create(m, &s);
+    if (st == CLFORMER_OK) st = set_precision(s, precision);
     if (st == CLFORMER_OK)
         st = text_loss(s, ids, n, (size_t)clformer_model_config(m)->max_len, (size_t)batch, &sum,
                        &count);

@@ -5,6 +5,7 @@
 #include "clformer.h"
 #include "clformer_util.h"
 #include "commands.h"
+#include "translator.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,8 @@ static clformer_status find_ids(const char *path, const clformer_tensor *tensors
     return CLFORMER_OK;
 }
 
-static clformer_status run(const char *model_path, const char *batch_path, const char *out_path)
+static clformer_status run(const char *model_path, const char *batch_path, const char *out_path,
+                           const char *precision)
 {
     clformer_tensor *in = NULL;
     size_t n_in = 0;
@@ -42,6 +44,9 @@ static clformer_status run(const char *model_path, const char *batch_path, const
     if (st == CLFORMER_OK) st = clformer_context_create(NULL, &ctx);
     if (st == CLFORMER_OK) st = clformer_model_load(ctx, model_path, &m);
     if (st == CLFORMER_OK) st = clformer_session_create(m, &session);
+    clformer_precision p = CLFORMER_FP32;
+    if (st == CLFORMER_OK) st = clformer_precision_parse(precision, &p);
+    if (st == CLFORMER_OK) st = clformer_session_set_precision(session, p);
     const size_t B = src ? (size_t)src->shape[0] : 0, S = src ? (size_t)src->shape[1] : 0;
     const size_t T = tgt_in ? (size_t)tgt_in->shape[1] : 0;
     const int64_t V = m ? clformer_model_config(m)->tgt_vocab : 0;
@@ -77,8 +82,9 @@ static clformer_status run(const char *model_path, const char *batch_path, const
 
 int cmd_logits(int argc, char **argv)
 {
-    const char *model = NULL, *batch = NULL, *out = NULL;
+    const char *model = NULL, *batch = NULL, *out = NULL, *precision = "fp32";
     const cli_option options[] = {
+        PRECISION_CLI_OPTION(precision),
         {"--model", CLI_STRING, &model, "FILE", "the checkpoint (required)"},
         {"--batch", CLI_STRING, &batch, "FILE", "safetensors with src I32 [B, S] and tgt_in I32 [B, T] (required)"},
         {"--out", CLI_STRING, &out, "FILE", "write src, tgt_in and logits F32 [B, T, tgt_vocab] here (required)"},
@@ -96,7 +102,7 @@ int cmd_logits(int argc, char **argv)
         cli_error("logits", "--model, --batch and --out are required");
         return EXIT_USAGE;
     }
-    if (run(model, batch, out) != CLFORMER_OK) {
+    if (run(model, batch, out, precision) != CLFORMER_OK) {
         cli_runtime_error("logits", NULL);
         return 1;
     }

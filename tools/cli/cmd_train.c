@@ -44,12 +44,13 @@ static int check_resume(clformer_trainer *t, void *user)
 /* Everything `clformer train` parses, as the options table writes it. */
 typedef struct {
     const char *src, *tgt, *val_src, *val_tgt, *init, *resume, *save, *log, *plot, *config_name,
-        *activation, *positional, *schedule, *optimizer, *best_metric, *task, *text, *val_text;
+        *activation, *positional, *schedule, *optimizer, *best_metric, *task, *text, *val_text,
+        *precision, *max_time;
     long min_freq, max_vocab, batch_size, batch_tokens, steps, epochs, warmup, eval_every,
         save_every, bleu_sentences, seed, check_sync, d_model, heads, d_ff, enc_layers, dec_layers,
         max_len, keep_last, patience, context, eval_batches, decay_steps;
     double lr, clip, weight_decay, dropout, label_smoothing, warmup_init_lr, attention_dropout,
-        activation_dropout, val_fraction, min_lr;
+        activation_dropout, val_fraction, min_lr, loss_scale;
     bool no_shuffle, post_norm, tie, share_all, no_save, save_best, best_metric_given, given_val_fraction,
         given_min_lr, recompute;
     const char *save_default; /* why --save was filled in (NULL: given) */
@@ -65,7 +66,7 @@ static int parse_args(int argc, char **argv, train_args *a)
 {
     clformer_train_options d; /* the library's defaults, not copies of them */
     clformer_train_options_default(&d);
-    *a = (train_args){.config_name = "small",
+    *a = (train_args){.config_name = "small", .precision = "fp32",
                       .schedule = d.schedule == CLFORMER_LR_NOAM ? "noam" : "constant",
                       .optimizer = d.optim.optimizer == CLFORMER_ADAMW ? "adamw" : "adam",
                       .min_freq = d.min_freq, .warmup = (long)d.warmup,
@@ -129,6 +130,7 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--init", CLI_STRING, &a->init, "MODEL", "start from these weights (config and vocabularies from the file)"},
         {"--resume", CLI_STRING, &a->resume, "CKPT", "continue a training checkpoint exactly (step, optimizer, data position); options given with it must equal the checkpoint's"},
         {"--steps", CLI_INT, &a->steps, "N", "train until the model has taken N steps in total", 1, 1L << 40},
+        {"--max-time", CLI_STRING, &a->max_time, "DURATION", "also stop after the first step that ends DURATION after training began (seconds, or 90m, 2h): a normal end, validated and saved; on a resume it counts from the resume"},
         {"--epochs", CLI_INT, &a->epochs, "N", "train for N passes over the data (instead of --steps); lm: over consecutive windows", 1, 1000000},
         {"--batch-size", CLI_INT, &a->batch_size, "B", "sentence pairs per step", 1, 1 << 20, NULL, &a->g.batch_size},
         {"--batch-tokens", CLI_INT, &a->batch_tokens, "N", "padded tokens per step, length-bucketed (default 4096)", 1, 1 << 30, NULL, &a->g.batch_tokens},
@@ -153,6 +155,8 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--log", CLI_STRING, &a->log, "FILE", "metrics as JSON lines: step, loss, tokens, lr, ..."},
         {"--plot", CLI_STRING, &a->plot, "FILE.png", "draw the loss curves at the end"},
         {"--recompute", CLI_FLAG, &a->recompute, NULL, "keep only each layer's output and recompute the rest in backward: about one layer's activations instead of all layers', for one more forward pass per step (same results)"},
+        {"--precision", CLI_CHOICE, &a->precision, NULL, "storage precision of activations, their gradients and the weights a step reads: values rounded to bf16 or fp16 (fp32 master weights, Adam state, statistics and arithmetic; fp16 scales the loss dynamically; checkpoints stay fp32) (default fp32)", 0, 0, "fp32|bf16|fp16"},
+        {"--loss-scale", CLI_DOUBLE, &a->loss_scale, "S", "fp16: the loss scale to start from, a power of two (default 65536, or a resumed run's; mainly for tests)", 1, 0x1p120},
         {"--check-sync", CLI_INT, &a->check_sync, "N", "under mpirun: every N steps check that all ranks hold the same parameters; stop on a difference", 1, 1L << 40},
     };
     const cli_spec spec = {
@@ -271,6 +275,9 @@ static int check_consistency(const train_args *a)
         return cli_error("train", "%s and --no-save exclude each other (its files are named after --save)", a->keep_last ? "--keep-last" : "--save-best"), EXIT_USAGE;
     if ((a->save_best || a->patience) && !a->val_src)
         return cli_error("train", "%s needs validation data (--val-src and --val-tgt)", a->save_best ? "--save-best" : "--patience"), EXIT_USAGE;
+    double seconds;
+    if (a->max_time && !cli_duration_seconds(a->max_time, &seconds))
+        return cli_error("train", "--max-time %s is not a duration: give seconds (7200) or a number with s, m or h (90m, 2h)", a->max_time), EXIT_USAGE;
     if (a->patience && !a->eval_every)
         return cli_error("train", "--patience needs --eval-every N (it counts validations)"), EXIT_USAGE;
     if (a->best_metric_given && !a->save_best && !a->patience)
@@ -306,6 +313,8 @@ static int build_options(train_args *a, clformer_train_options *o)
     }
     o->decay_steps = (uint64_t)a->decay_steps;
     o->recompute = a->recompute;
+    clformer_precision_parse(a->precision, &o->precision); /* one of the choices */
+    o->loss_scale = (float)a->loss_scale;
     o->min_lr = a->given_min_lr ? (float)a->min_lr : -1.0f;
     o->src_path = a->src, o->tgt_path = a->tgt, o->val_src_path = a->val_src, o->val_tgt_path = a->val_tgt;
     o->min_freq = (int)a->min_freq, o->max_vocab = (int)a->max_vocab;
@@ -372,6 +381,7 @@ static int build_options(train_args *a, clformer_train_options *o)
     o->best_metric = a->best_metric && !strcmp(a->best_metric, "bleu") ? CLFORMER_METRIC_BLEU
                                                                        : CLFORMER_METRIC_LOSS;
     o->patience = (uint64_t)a->patience;
+    if (a->max_time) cli_duration_seconds(a->max_time, &o->max_seconds); /* checked */
     o->steps = (uint64_t)a->steps, o->epochs = (uint64_t)a->epochs;
     o->eval_every = (uint64_t)a->eval_every, o->bleu_sentences = (size_t)a->bleu_sentences;
     /* a run keeps what it trained unless told not to: back into --resume's
@@ -479,6 +489,9 @@ int cmd_train(int argc, char **argv)
             printf("stopped early: %ld validations in a row without a better %s than %.4f "
                    "(step %llu)\n", a.patience, o.best_metric == CLFORMER_METRIC_BLEU ? "BLEU" : "loss",
                    res.best_val, (unsigned long long)res.best_step);
+        if (res.time_limited)
+            printf("stopped at the time limit (--max-time %s) after step %llu\n", a.max_time,
+                   (unsigned long long)res.steps);
         printf("trained to step %llu in %.1fs (%.0f %stokens/s); last loss %.4f\n",
                (unsigned long long)res.steps, res.seconds, res.tokens_per_s,
                o.text_path ? "" : "target ", res.loss);

@@ -150,6 +150,11 @@ int cmd_translate(int argc, char **argv)
         line_file_free(&in);
         return 1;
     }
+    if (!translator_set_precision("translate", &t, df.precision)) {
+        translator_close(&t);
+        line_file_free(&in);
+        return 1;
+    }
     int rc = 1;
     char **outputs = calloc(in.n, sizeof *outputs);
     translate_stats stats;

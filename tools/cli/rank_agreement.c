@@ -88,6 +88,7 @@ static uint64_t options_hash(const clformer_train_options *o)
     HASH_FIELD(h, o->save_every), HASH_FIELD(h, o->check_sync_every);
     HASH_FIELD(h, o->warmup_init_lr), HASH_FIELD(h, o->keep_last), HASH_FIELD(h, o->save_best);
     HASH_FIELD(h, o->best_metric), HASH_FIELD(h, o->patience);
+    HASH_FIELD(h, o->max_seconds); /* every rank joins the time limit's per-step sum */
     return h;
 }
 

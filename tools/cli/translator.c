@@ -64,6 +64,17 @@ void translator_close(translator *t)
     memset(t, 0, sizeof *t);
 }
 
+bool translator_set_precision(const char *command, translator *t, const char *precision)
+{
+    clformer_precision p = CLFORMER_FP32;
+    if (clformer_precision_parse(precision ? precision : "fp32", &p) != CLFORMER_OK ||
+        clformer_session_set_precision(t->session, p) != CLFORMER_OK) {
+        cli_runtime_error(command, "--precision");
+        return false;
+    }
+    return true;
+}
+
 const char *translator_device(const translator *t)
 {
     return clformer_context_device(t->ctx)->name;

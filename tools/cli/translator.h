@@ -19,9 +19,17 @@ typedef struct {
     long beam, max_len, batch_size;
     double length_penalty;
     bool given;
+    const char *precision; /* --precision: fp32, bf16 or fp16 */
 } decode_flags;
 
-#define DECODE_FLAGS_DEFAULT {1, 0, 64, 1.0, false}
+#define DECODE_FLAGS_DEFAULT {1, 0, 64, 1.0, false, "fp32"}
+
+/* The --precision row (train, bench, eval, translate, generate, logits). */
+#define PRECISION_CLI_OPTION(var)                                                              \
+    {"--precision", CLI_CHOICE, &(var), NULL,                                                  \
+     "storage precision of the passes: activations and weights rounded to bf16 or fp16\n"      \
+     "(fp32 arithmetic and statistics; docs/ARCHITECTURE.md) (default fp32)", 0, 0,            \
+     "fp32|bf16|fp16"}
 
 /* The four option rows for a cli_option table. */
 #define DECODE_CLI_OPTIONS(f)                                                                  \
@@ -34,7 +42,8 @@ typedef struct {
      "most output tokens, <eos> included (default: model max_len - 1)", 1,  \
      1000000, NULL, &(f).given},                                                               \
     {"--batch-size", CLI_INT, &(f).batch_size, "N", "sentences decoded together (default 64)", \
-     1, 1000000, NULL, &(f).given}
+     1, 1000000, NULL, &(f).given},                                                           \
+    PRECISION_CLI_OPTION((f).precision)
 
 clformer_decode_options decode_flags_options(const decode_flags *f);
 
@@ -53,6 +62,10 @@ bool translator_model_readable(const char *command, const char *model_path);
  * prints the error as `clformer COMMAND: error: ...` and returns false. */
 bool translator_open(const char *command, const char *model_path, translator *t);
 void translator_close(translator *t);
+
+/* Sets the session's storage precision from --precision (a name cli.h has
+ * checked); false, with the error printed, when the library refuses it. */
+bool translator_set_precision(const char *command, translator *t, const char *precision);
 
 /* The device's name, for summaries. */
 const char *translator_device(const translator *t);

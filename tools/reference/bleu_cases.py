@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the BLEU test cases in tests/data/bleu and sacreBLEU's numbers for them.
 
-Run from anywhere: python3 tools/reference/bleu_cases.py [path/to/val.de]
+Run from anywhere: python3 tools/reference/bleu_cases.py [path/to/val.de [path/to/data]]
+(data: the folder that holds multi30k/ and multi30k-raw/, default ../shared/data).
 Needs `pip install sacrebleu` (2.x). The outputs are committed, so the C tests
 (tests/host/test_bleu.c, test_cmd_eval.c) need no Python:
 - <case>.hyp, <case>.ref: one sentence per line, each ending with '\\n'; lines
@@ -10,12 +11,18 @@ Needs `pip install sacrebleu` (2.x). The outputs are committed, so the C tests
 - expected.tsv: every case scored with BLEU(tokenize='none') (tokenised text);
 - expected_13a.tsv: every case scored with BLEU() (tokenize='13a', the
   default, for detokenised text), including the raw-text cases;
+- expected_lc.tsv, expected_lc_none.tsv: lower-cased BLEU (`sacrebleu -lc`,
+  BLEU(lowercase=True)) with 13a on every case, and with 'none' on the
+  tokenised cases and the cased ones (lower-case output against cased
+  references: German, Greek final sigma, Cyrillic, U+0130, and 300 lines of
+  the raw test_2016_flickr.de against its tokenised lower-cased twin);
 - tok13a.jsonl: {"in": line, "out": sacreBLEU's 13a tokenisation of
   line.rstrip()} for every line of every case and a few lines no file can
   hold (with '\\n').
 TSV columns: case, lines, score, p1..p4, bp, hyp_len, ref_len,
 correct (c1,c2,c3,c4), total (t1,...), str(score); floats as repr().
 """
+import gzip
 import json
 import os
 import random
@@ -100,6 +107,25 @@ def raw_cases(val_path):
     return c
 
 
+def cased_cases(data):
+    """Lower-case hypotheses against cased references, for lower-cased BLEU."""
+    c = {}
+    c["cased"] = (
+        ["ein mann fährt über die straße.", "ößen äpfel übel ß", "οδος σας σ.",
+         "привет, мир! ёлка", "i\u0307stanbul ist groß", "der kelvin k", "Mixed Case STAYS"],
+        ["Ein Mann FÄHRT über die Straße.", "ÖSSEN Äpfel ÜBEL ẞ", "ΟΔΟΣ ΣΑΣ Σ.",
+         "ПРИВЕТ, мир! Ёлка", "İstanbul ist GROSS", "der Kelvin \u212a", "mixed case stays"],
+    )
+    with gzip.open(os.path.join(data, "multi30k-raw", "test_2016_flickr.de.gz"), "rt",
+                   encoding="utf-8") as f:
+        refs = [line.rstrip("\n") for line in f][:300]
+    with open(os.path.join(data, "multi30k", "test_2016_flickr.de"), encoding="utf-8") as f:
+        tok = [line.rstrip("\n") for line in f][:300]
+    rng = random.Random(20261126)
+    c["test300_lc"] = ([perturb(t, rng) for t in tok], refs)
+    return c
+
+
 def cases(val_path):
     c = {}
     c["single"] = (["ein mann fährt fahrrad ."], ["ein mann fährt ein fahrrad ."])
@@ -130,8 +156,8 @@ def cases(val_path):
     return c
 
 
-def score_row(name, hyps, refs, tokenize):
-    s = BLEU(tokenize=tokenize).corpus_score(hyps, [refs])
+def score_row(name, hyps, refs, tokenize, lowercase=False):
+    s = BLEU(tokenize=tokenize, lowercase=lowercase).corpus_score(hyps, [refs])
     cols = [name, str(len(hyps)), repr(s.score)] + [repr(float(p)) for p in s.precisions]
     cols += [repr(s.bp), str(s.sys_len), str(s.ref_len)]
     cols += [",".join(str(int(x)) for x in s.counts), ",".join(str(int(x)) for x in s.totals)]
@@ -139,18 +165,21 @@ def score_row(name, hyps, refs, tokenize):
     return "\t".join(cols)
 
 
-def write_tsv(name, tokenize, rows):
+def write_tsv(name, tokenize, rows, lowercase=False):
     with open(os.path.join(HERE, name), "w", encoding="utf-8") as f:
-        f.write(f"# sacreBLEU {sacrebleu.__version__}, BLEU(tokenize='{tokenize}') defaults; "
+        lc = ", lowercase=True" if lowercase else ""
+        f.write(f"# sacreBLEU {sacrebleu.__version__}, BLEU(tokenize='{tokenize}'{lc}) defaults; "
                 "see tools/reference/bleu_cases.py\n")
         f.write("\n".join(rows) + "\n")
 
 
 def main():
     val = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/data/multi30k/val.de"
-    tokenised, raw = cases(val), raw_cases(val)
+    data = sys.argv[2] if len(sys.argv) > 2 else "/work/shared/data"
+    tokenised, raw, cased = cases(val), raw_cases(val), cased_cases(data)
     rows_none, rows_13a, lines_13a = [], [], []
-    for name, (hyps, refs) in {**tokenised, **raw}.items():
+    rows_lc, rows_lc_none = [], []
+    for name, (hyps, refs) in {**tokenised, **raw, **cased}.items():
         assert len(hyps) == len(refs)
         for side, lines in (("hyp", hyps), ("ref", refs)):
             assert all("\n" not in line for line in lines)
@@ -159,9 +188,15 @@ def main():
             lines_13a += lines
         if name in tokenised:
             rows_none.append(score_row(name, hyps, refs, "none"))
-        rows_13a.append(score_row(name, hyps, refs, "13a"))
+        if name not in cased:
+            rows_13a.append(score_row(name, hyps, refs, "13a"))
+        if name not in raw:
+            rows_lc_none.append(score_row(name, hyps, refs, "none", True))
+        rows_lc.append(score_row(name, hyps, refs, "13a", True))
     write_tsv("expected.tsv", "none", rows_none)
     write_tsv("expected_13a.tsv", "13a", rows_13a)
+    write_tsv("expected_lc.tsv", "13a", rows_lc, True)
+    write_tsv("expected_lc_none.tsv", "none", rows_lc_none, True)
     # lines no file can hold: '-\n' joins, other '\n' are spaces
     lines_13a += ["rock-\nand roll", "two\nlines", "a -\n\n b", "end-\n"]
     tok = Tokenizer13a()
