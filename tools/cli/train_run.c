@@ -65,17 +65,36 @@ typedef struct {
     uint64_t total_steps; /* 0 with an epoch limit */
     double last_print;
     bool line_open;       /* a progress line waits on the terminal */
+    /* seconds a step, smoothed over about the last 20 steps, for the ETA (a
+     * step's own tokens vary with the length bucketing, so tokens over
+     * tokens/s swings by 10x between steps); from elapsed time, so the
+     * validations' share is in it */
+    double step_s, last_elapsed;
+    uint64_t last_step;
 } display;
+
+static void time_steps(display *d, const clformer_train_progress *p)
+{
+    if (p->step > d->last_step && d->last_step > 0) {
+        const double dt = (p->elapsed_s - d->last_elapsed) / (double)(p->step - d->last_step);
+        d->step_s = d->step_s > 0 ? d->step_s * 0.95 + dt * 0.05 : dt;
+    }
+    d->last_elapsed = p->elapsed_s;
+    d->last_step = p->step;
+}
 
 static void print_step(display *d, const clformer_train_progress *p)
 {
     const double t = cli_now_s();
+    time_steps(d, p);
     const bool force = p->step == 1 || p->last;
     if (!force && !d->tty && t - d->last_print < 10.0) return; /* plain lines: every 10 s */
     if (!force && d->tty && t - d->last_print < 0.2) return;
     d->last_print = t;
     char eta[32], total[32] = "";
-    const double per_step = p->tokens_per_s > 0 ? (double)p->tokens / p->tokens_per_s : NAN;
+    const double per_step = d->step_s > 0          ? d->step_s
+                            : p->tokens_per_s > 0 ? (double)p->tokens / p->tokens_per_s
+                                                  : NAN;
     format_duration(p->steps_left * per_step, eta, sizeof eta);
     /* with an epoch limit the total is the trainer's estimate: this step
      * plus the steps the remaining epochs hold (exact on one process) */
@@ -170,7 +189,7 @@ int train_run(const char *command, clformer_context *ctx, clformer_train_options
               clformer_model **model_out, clformer_train_result *result)
 {
     memset(result, 0, sizeof *result);
-    display d = {isatty(fileno(stderr)) != 0, o.steps, 0, false};
+    display d = {isatty(fileno(stderr)) != 0, o.steps, 0, false, 0, 0, 0};
     o.callback = on_progress;
     o.user = &d;
     clformer_collective collective;
