@@ -24,6 +24,7 @@ typedef struct {
     const char *rule;   /* the tolerance rule in words */
     bool pass;
     double ms;          /* device time of the op (wall clock around a finish) */
+    const char *precision; /* the storage precision it ran in: "fp32", "bf16", "fp16" */
 } clformer_check_result;
 
 /* Receives each result as it is produced (valid during the call). */
@@ -39,6 +40,18 @@ CLFORMER_API const char *clformer_check_layer_name(size_t index);
  * pass = false. */
 CLFORMER_API clformer_status clformer_check_layer(clformer_context *ctx, size_t index, bool quick,
                                                   clformer_check_sink sink, void *user);
+
+/* The same in a storage precision (docs/TESTING.md, "Per precision"): with
+ * CLFORMER_BF16 or CLFORMER_FP16 the inputs are rounded to it, every
+ * activation the ops write is stored rounded to it, and the results are
+ * judged against the double reference of the rounded inputs with PyTorch
+ * assert_close's tolerances for the format plus the fp32 rule. A layer
+ * without 16-bit storage (clformer_check_layer_has_precision false) is an
+ * error there. clformer_check_layer is this with CLFORMER_FP32. */
+CLFORMER_API bool clformer_check_layer_has_precision(size_t index, clformer_precision precision);
+CLFORMER_API clformer_status clformer_check_layer_in(clformer_context *ctx, size_t index,
+                                                     bool quick, clformer_precision precision,
+                                                     clformer_check_sink sink, void *user);
 
 /* One matrix product as the model issues it: C (m x n) = op(A) op(B) with
  * op(A) m x k and op(B) k x n, row-major, packed; batch > 1 is a strided

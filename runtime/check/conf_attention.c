@@ -52,13 +52,17 @@ static void live_rows_d(double *dst, const double *src, const cf_attention_shape
         memcpy(dst + bh * s->Tk * s->dh, src + bh * s->Tk_cap * s->dh, s->Tk * s->dh * 8);
 }
 
-/* Whether rows >= Tk of every head block of x still hold UNTOUCHED. */
-static bool dead_rows_untouched(const float *x, const cf_attention_shape *s)
+/* Whether rows >= Tk of every head block of x still hold UNTOUCHED. In
+ * 16-bit runs the op rounds the whole dK and dV blocks in place, rows >= Tk
+ * included (runtime/ops/ops_attention.c): they must then hold UNTOUCHED
+ * rounded (777 is no bf16 value: 776), nothing else. */
+static bool dead_rows_untouched(const cf_ctx *ctx, const float *x, const cf_attention_shape *s)
 {
     const size_t block = s->Tk_cap * s->dh;
+    const float want = conf_round_value(ctx, UNTOUCHED);
     for (size_t bh = 0; bh < s->B * s->H; bh++)
         for (size_t e = s->Tk * s->dh; e < block; e++)
-            if (x[bh * block + e] != UNTOUCHED) return false;
+            if (x[bh * block + e] != want) return false;
     return true;
 }
 
@@ -98,6 +102,65 @@ static bool same_bits(const conf_block *b, const float *first, size_t t)
 
 enum { Q, K, V, DO, KEYS, OUT, P, PD, DQ, DK, DV, DP, N_T };
 
+/*
+ * 16-bit runs: what roundings inside the op carry into its stored outputs,
+ * per element, from the reference (u: 2^-8 bf16, 2^-11 fp16; a = 1/sqrt(dh);
+ * PD the probabilities after dropout, P before). The outputs' own rounding is
+ * in rtol; these are the intermediate values the op stores and reads again:
+ *   materialised path: P and PD are stored before O = PD V reads PD, so O
+ *     carries u (PD |V|); the backward reads the stored PD for dV = PD^T dO
+ *     (u (PD^T |dO|)) and the stored P for dS = P (g - D), D_i = sum_k P_ik g_ik
+ *     (g = dropout's backward of dO V^T, |g| <= |dO V^T| / (1 - p)), and stores
+ *     dS before dQ = a dS K, dK = a dS^T Q read it: with E_ij = u (2 |dS_ij| +
+ *     P_ij sum_k P_ik |g_ik|), dQ carries a (E |K|), dK a (E^T |Q|);
+ *   fused path: only the backward's D_i = dO_i . O_i reads a stored value, the
+ *     output: dD_i <= u sum_c |dO_ic O_ic|, and dS_ij = P_ij (g_ij - D_i) carries
+ *     P_ij dD_i into dQ (a sum_j P_ij dD_i |K_j|) and dK (a sum_i P_ij dD_i |Q_i|).
+ * dk and dv are packed like live_rows_d (rows < Tk).
+ */
+static void carried_roundings(const conf_attention_case *c, const cf_attention_shape *s,
+                              double *const *d, double u, double *out, double *dq, double *dk,
+                              double *dv)
+{
+    const size_t Tq = s->Tq, Tk = s->Tk, dh = s->dh, cap = s->Tk_cap;
+    const double a = 1.0 / sqrt((double)dh), drop_scale = c->p > 0.0f ? 1.0 / (1.0 - c->p) : 1.0;
+    const double *pd_all = d[c->fused || !(c->p > 0.0f || c->separate_drop) ? P : PD];
+    memset(out, 0, s->B * s->H * Tq * dh * sizeof *out);
+    memset(dq, 0, s->B * s->H * Tq * dh * sizeof *dq);
+    memset(dk, 0, s->B * s->H * Tk * dh * sizeof *dk);
+    memset(dv, 0, s->B * s->H * Tk * dh * sizeof *dv);
+    for (size_t bh = 0; bh < s->B * s->H; bh++) {
+        const double *P_ = d[P] + bh * Tq * Tk, *PD_ = pd_all + bh * Tq * Tk,
+                     *dS = d[DP] + bh * Tq * Tk, *q = d[Q] + bh * Tq * dh,
+                     *k = d[K] + bh * cap * dh, *v = d[V] + bh * cap * dh,
+                     *o = d[OUT] + bh * Tq * dh, *dO = d[DO] + bh * Tq * dh;
+        double *eo = out + bh * Tq * dh, *eq = dq + bh * Tq * dh, *ek = dk + bh * Tk * dh,
+               *ev = dv + bh * Tk * dh;
+        for (size_t i = 0; i < Tq; i++) {
+            double pg = 0.0, dD = 0.0; /* sum_k P_ik |g_ik|; the fused path's dD_i */
+            for (size_t x = 0; x < dh; x++) dD += fabs(dO[i * dh + x] * o[i * dh + x]);
+            dD *= u;
+            for (size_t j = 0; j < Tk && !c->fused; j++) {
+                double g = 0.0;
+                for (size_t x = 0; x < dh; x++) g += dO[i * dh + x] * v[j * dh + x];
+                pg += P_[i * Tk + j] * fabs(g) * drop_scale;
+            }
+            for (size_t j = 0; j < Tk; j++) {
+                const double p = P_[i * Tk + j], pd = PD_[i * Tk + j];
+                const double e = c->fused ? p * dD : u * (2.0 * fabs(dS[i * Tk + j]) + p * pg);
+                for (size_t x = 0; x < dh; x++) {
+                    if (!c->fused) {
+                        eo[i * dh + x] += u * pd * fabs(v[j * dh + x]);
+                        ev[j * dh + x] += u * pd * fabs(dO[i * dh + x]);
+                    }
+                    eq[i * dh + x] += a * e * fabs(k[j * dh + x]);
+                    ek[j * dh + x] += a * e * fabs(q[i * dh + x]);
+                }
+            }
+        }
+    }
+}
+
 clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, conf_sink sink,
                                    void *user)
 {
@@ -127,7 +190,12 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
         goto done;
     }
     ref_rng r = ref_rng_new(c->seed);
-    for (int i = Q; i <= DO; i++) ref_fill_uniform(&r, conf_block_init(&b, i), d[i], n[i], -1, 1);
+    for (int i = Q; i <= DO; i++) {
+        ref_fill_uniform(&r, conf_block_init(&b, i), d[i], n[i], -1, 1);
+        float *x = conf_block_init(&b, i);
+        conf_round(ctx, x, n[i]); /* 16-bit runs: Q, K, V and dO as stored */
+        for (size_t e = 0; e < n[i]; e++) d[i][e] = x[e];
+    }
     make_keys(c, keys, key_ld, &r);
     memcpy(conf_block_init(&b, KEYS), keys, n[KEYS] * 4); /* int32 bit for bit */
     for (int i = OUT; i <= PD; i++) conf_block_init_fill(&b, i, NAN); /* overwritten */
@@ -173,20 +241,38 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
 
     /* judged on the first run's numbers (the rerun must equal them) */
     const float *out = first + b.off[OUT], *prob = first + b.off[P], *dq = first + b.off[DQ];
-    ref_cmp fwd[3] = {ref_compare_grad(out, d[OUT], nq)};
+    const double u = conf_unit_roundoff(ctx);
+    double *ex[4] = {NULL, NULL, NULL, NULL}; /* carried into out, dq, dk, dv (16-bit runs) */
+    if (u > 0.0) {
+        for (int i = 0; i < 4; i++)
+            if (!(ex[i] = malloc((i < 2 ? nq : nlive) * sizeof(double) + 8))) {
+                for (int j = 0; j < i; j++) free(ex[j]);
+                st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+                goto done;
+            }
+        carried_roundings(c, &s, d, u, ex[0], ex[1], ex[2], ex[3]);
+    }
+    ref_cmp fwd[3] = {conf_compare_stored(ctx, out, d[OUT], nq, REF_RULE_GRAD, NULL,
+                                          c->fused ? NULL : ex[0])};
     size_t n_fwd = 1;
-    if (!c->fused) fwd[n_fwd++] = ref_compare_grad(prob, d[P], np);
-    if (separate) fwd[n_fwd++] = ref_compare_grad(first + b.off[PD], d[PD], np);
+    if (!c->fused)
+        fwd[n_fwd++] = conf_compare_stored(ctx, prob, d[P], np, REF_RULE_GRAD, NULL, NULL);
+    if (separate)
+        fwd[n_fwd++] = conf_compare_stored(ctx, first + b.off[PD], d[PD], np, REF_RULE_GRAD, NULL,
+                                           NULL);
     ref_cmp f = worst_of(fwd, n_fwd);
     ref_cmp bwd[3];
-    bwd[0] = ref_compare_grad(dq, d[DQ], nq);
+    bwd[0] = conf_compare_stored(ctx, dq, d[DQ], nq, REF_RULE_GRAD, NULL, ex[1]);
     for (int i = 1; i < 3; i++) {
         live_rows_f(live, first + b.off[DQ + i], &s);
         live_rows_d(live64, d[DQ + i], &s);
-        bwd[i] = ref_compare_grad(live, live64, nlive);
+        bwd[i] = conf_compare_stored(ctx, live, live64, nlive, REF_RULE_GRAD, NULL,
+                                     i == 2 && c->fused ? NULL : ex[1 + i]);
     }
+    for (int i = 0; i < 4; i++) free(ex[i]);
     ref_cmp g = worst_of(bwd, 3);
-    if (!dead_rows_untouched(first + b.off[DK], &s) || !dead_rows_untouched(first + b.off[DV], &s))
+    if (!dead_rows_untouched(ctx, first + b.off[DK], &s) ||
+        !dead_rows_untouched(ctx, first + b.off[DV], &s))
         g = failed(g, "the backward wrote rows >= Tk of dK or dV");
     if (c->keys == CONF_KEYS_ONE_EMPTY || c->keys == CONF_KEYS_ALL_EMPTY) {
         const bool one = c->keys == CONF_KEYS_ONE_EMPTY; /* batch 1 only, else all */
@@ -256,4 +342,4 @@ CONF_OP(attention) = {"attention", "~split_heads ~merge_heads attention_softmax 
     "ref_attention_forward, ref_attention_backward, ref_split_heads, ref_merge_heads (reference/ref_attention.c)",
     "gradient rule for the output and every gradient",
     conf_attention, NULL,
-    "test_attention (split_heads, merge_heads, many more cases, determinism, argument errors); finite differences of the reference: test_ref_attention"};
+    "test_attention (split_heads, merge_heads, many more cases, determinism, argument errors); finite differences of the reference: test_ref_attention", true};

@@ -50,6 +50,9 @@ clformer_status conf_layernorm_run(cf_ctx *ctx, const conf_layernorm_case *c, co
     if (st) goto done;
     fill_inputs(c, conf_block_init(&b, INP), conf_block_init(&b, W), conf_block_init(&b, BIAS),
                 conf_block_init(&b, DOUT), conf_block_init(&b, DW), conf_block_init(&b, DB));
+    /* 16-bit runs: the activations and the weights as the model holds them;
+     * the weight gradients to add to stay fp32 */
+    for (int t = INP; t <= DOUT; t++) conf_round(ctx, conf_block_init(&b, t), len[t]);
     conf_block_init_fill(&b, OUT, NAN);   /* forward overwrites */
     conf_block_init_fill(&b, DINP, 1e30f); /* overwritten first, not added to */
     for (int t = INP; t <= DOUT; t++) in64[t] = conf_widen(conf_block_init(&b, t), len[t]);
@@ -89,7 +92,8 @@ clformer_status conf_layernorm_run(cf_ctx *ctx, const conf_layernorm_case *c, co
     if ((st = conf_block_read(&b))) goto done;
     ref_layernorm_forward(y64, m64, rs64, in64[INP], in64[W], in64[BIAS], N, C, EPS);
     conf_emit(sink, user, "layernorm_forward", shape,
-              conf_guarded(conf_worse(ref_compare_forward(conf_block_out(&b, OUT), y64, NC),
+              conf_guarded(conf_worse(conf_compare_stored(ctx, conf_block_out(&b, OUT), y64, NC,
+                                                          REF_RULE_FORWARD, NULL, NULL),
                                       conf_worse(ref_compare_forward(conf_block_out(&b, MEAN), m64, N),
                                                  ref_compare_forward(conf_block_out(&b, RSTD), rs64, N))),
                            &b),
@@ -109,7 +113,8 @@ clformer_status conf_layernorm_run(cf_ctx *ctx, const conf_layernorm_case *c, co
         ref_layernorm_backward(dx64, in64[DW], in64[DB], in64[DOUT], in64[INP], in64[W], m64, rs64,
                                N, C, acc);
         conf_emit(sink, user, acc ? "layernorm_backward_accumulate" : "layernorm_backward", shape,
-                  conf_guarded(conf_worse(ref_compare_grad(conf_block_out(&b, DINP), dx64, NC),
+                  conf_guarded(conf_worse(conf_compare_stored(ctx, conf_block_out(&b, DINP), dx64,
+                                                              NC, REF_RULE_GRAD, NULL, NULL),
                                           conf_worse(ref_compare_grad(conf_block_out(&b, DW), in64[DW], C),
                                                      ref_compare_grad(conf_block_out(&b, DB), in64[DB], C))),
                                &b),
@@ -185,4 +190,4 @@ CONF_OP(layernorm) = {"layernorm", "layernorm_forward layernorm_backward_input l
     "ref_layernorm_forward, ref_layernorm_backward (reference/ref_layernorm.c)",
     "forward rule for out, mean, rstd; gradient rule for dinp, dweight, dbias",
     conf_layernorm, layernorm_gradcheck,
-    "test_layernorm (many more cases, determinism, argument errors)"};
+    "test_layernorm (many more cases, determinism, argument errors)", true};

@@ -31,6 +31,9 @@ clformer_status conf_linear_run(cf_ctx *ctx, const conf_linear_case *k, conf_sin
     for (int t = X; t <= DY; t++) ref_fill_uniform(&r, conf_block_init(&b, t), NULL, len[t], -1, 1);
     ref_fill_uniform(&r, conf_block_init(&b, DW), NULL, OC * IC, -1, 1); /* existing gradients */
     ref_fill_uniform(&r, conf_block_init(&b, DB), NULL, OC, -1, 1);
+    /* 16-bit runs: input, weight, bias and dout as stored; the weight
+     * gradients added to stay fp32 */
+    for (int t = X; t <= DY; t++) conf_round(ctx, conf_block_init(&b, t), len[t]);
     conf_block_init_fill(&b, Y, NAN);  /* overwritten */
     conf_block_init_fill(&b, DX, NAN); /* overwritten first */
     bool oom = !y64 || !bound || !dx64;
@@ -68,7 +71,10 @@ clformer_status conf_linear_run(cf_ctx *ctx, const conf_linear_case *k, conf_sin
     ref_linear_forward(y64, in64[X], in64[W], b64, N, IC, OC);
     for (size_t i = 0; b64 && i < N * OC; i++) bound[i] += fabs(b64[i % OC]);
     conf_emit(sink, user, "linear_forward", shape,
-              conf_guarded(ref_compare_gemm(conf_block_out(&b, Y), y64, bound, N * OC), &b), ms);
+              conf_guarded(conf_compare_stored(ctx, conf_block_out(&b, Y), y64, N * OC,
+                                               REF_RULE_GEMM, bound, NULL),
+                           &b),
+              ms);
 
     /* backward: dinp overwritten (over NaN), then accumulated, then not wanted */
     static const char *const op[3] = {"linear_backward", "linear_backward_accumulate",
@@ -86,7 +92,10 @@ clformer_status conf_linear_run(cf_ctx *ctx, const conf_linear_case *k, conf_sin
                             IC, OC, acc);
         ref_cmp c = conf_worse(ref_compare_grad(conf_block_out(&b, DW), in64[DW], OC * IC),
                                ref_compare_grad(conf_block_out(&b, DB), in64[DB], OC));
-        if (with_dx) c = conf_worse(ref_compare_grad(conf_block_out(&b, DX), dx64, N * IC), c);
+        if (with_dx)
+            c = conf_worse(conf_compare_stored(ctx, conf_block_out(&b, DX), dx64, N * IC,
+                                               REF_RULE_GRAD, NULL, NULL),
+                           c);
         conf_emit(sink, user, op[pass], shape, conf_guarded(c, &b), ms);
     }
 done:
@@ -157,4 +166,4 @@ CONF_OP(linear) = {"linear", "bias_add",
     "ref_linear_forward, ref_linear_backward (reference/ref_linear.c)",
     "GEMM rule with the bias for out; gradient rule for the gradients",
     conf_linear, linear_gradcheck,
-    "test_linear (many more cases, determinism, argument errors)"};
+    "test_linear (many more cases, determinism, argument errors)", true};

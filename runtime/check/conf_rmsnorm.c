@@ -122,6 +122,8 @@ static clformer_status run_case(cf_ctx *ctx, const rmsnorm_case *c, conf_sink si
             else if (row % 3 == 1)
                 inp[row * C + k] = 1000.0f + 0.5f * inp[row * C + k];
         }
+    /* 16-bit runs: activations and weight as stored; dweight stays fp32 */
+    for (int t = INP; t <= DOUT; t++) conf_round(ctx, conf_block_init(&b, t), len[t]);
     conf_block_init_fill(&b, OUT, NAN);    /* forward overwrites */
     conf_block_init_fill(&b, DINP, 1e30f); /* overwritten first, not added to */
     for (int t = INP; t <= DOUT; t++) in64[t] = conf_widen(conf_block_init(&b, t), len[t]);
@@ -154,7 +156,8 @@ static clformer_status run_case(cf_ctx *ctx, const rmsnorm_case *c, conf_sink si
     if ((st = conf_block_read(&b))) goto done;
     ref_rmsnorm_forward(y64, rs64, in64[INP], in64[W], N, C, EPS);
     conf_emit(sink, user, "rmsnorm_forward", shape,
-              conf_guarded(conf_worse(ref_compare_forward(conf_block_out(&b, OUT), y64, NC),
+              conf_guarded(conf_worse(conf_compare_stored(ctx, conf_block_out(&b, OUT), y64, NC,
+                                                          REF_RULE_FORWARD, NULL, NULL),
                                       ref_compare_forward(conf_block_out(&b, RSTD), rs64, N)),
                            &b),
               ms);
@@ -170,7 +173,8 @@ static clformer_status run_case(cf_ctx *ctx, const rmsnorm_case *c, conf_sink si
         if ((st = conf_block_read(&b))) goto done;
         ref_rmsnorm_backward(dx64, in64[DW], in64[DOUT], in64[INP], in64[W], rs64, N, C, acc);
         conf_emit(sink, user, acc ? "rmsnorm_backward_accumulate" : "rmsnorm_backward", shape,
-                  conf_guarded(conf_worse(ref_compare_grad(conf_block_out(&b, DINP), dx64, NC),
+                  conf_guarded(conf_worse(conf_compare_stored(ctx, conf_block_out(&b, DINP), dx64,
+                                                              NC, REF_RULE_GRAD, NULL, NULL),
                                           ref_compare_grad(conf_block_out(&b, DW), in64[DW], C)),
                                &b),
                   ms);
@@ -205,4 +209,4 @@ CONF_OP(rmsnorm) = {"rmsnorm",
                     "forward rule for out and rstd; gradient rule for dinp and dweight",
                     rmsnorm_check,
                     rmsnorm_gradcheck,
-                    NULL};
+                    NULL, true};

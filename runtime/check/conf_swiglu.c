@@ -96,6 +96,7 @@ static clformer_status run_case(cf_ctx *ctx, const swiglu_case *c, conf_sink sin
     for (size_t i = 0; i < n; i += 7) gate[i] = (float)(i % 2 ? 100.0 : -100.0) * (i % 3 ? 1 : 0);
     ref_fill_uniform(&r, conf_block_init(&b, UP), NULL, n, -2, 2);
     ref_fill_uniform(&r, conf_block_init(&b, DOUT), NULL, n, -1, 1);
+    for (int t = GATE; t <= DOUT; t++) conf_round(ctx, conf_block_init(&b, t), n); /* as stored */
     conf_block_init_fill(&b, OUT, NAN);      /* forward overwrites */
     conf_block_init_fill(&b, DGATE, 1e30f);  /* overwritten first, not added to */
     conf_block_init_fill(&b, DUP, 1e30f);
@@ -123,7 +124,10 @@ static clformer_status run_case(cf_ctx *ctx, const swiglu_case *c, conf_sink sin
     ref_swiglu_forward(in64[OUT], in64[GATE], up64, n);
     snprintf(op, sizeof op, "%s_forward", name);
     conf_emit(sink, user, op, shape,
-              conf_guarded(ref_compare_forward(conf_block_out(&b, OUT), in64[OUT], n), &b), ms);
+              conf_guarded(conf_compare_stored(ctx, conf_block_out(&b, OUT), in64[OUT], n,
+                                               REF_RULE_FORWARD, NULL, NULL),
+                           &b),
+              ms);
 
     for (int pass = 0; pass < 2; pass++) {
         const bool acc = pass == 1;
@@ -137,8 +141,11 @@ static clformer_status run_case(cf_ctx *ctx, const swiglu_case *c, conf_sink sin
         if (!acc) /* the reference's gradients start where the device's do: stored, then added */
             for (size_t i = 0; i < n; i++) in64[DGATE][i] = in64[DUP][i] = 0.0;
         ref_swiglu_backward(in64[DGATE], in64[DUP], in64[DOUT], in64[GATE], up64, n, acc);
-        ref_cmp cmp = ref_compare_grad(conf_block_out(&b, DGATE), in64[DGATE], n);
-        if (c->glu) cmp = conf_worse(cmp, ref_compare_grad(conf_block_out(&b, DUP), in64[DUP], n));
+        ref_cmp cmp = conf_compare_stored(ctx, conf_block_out(&b, DGATE), in64[DGATE], n,
+                                          REF_RULE_GRAD, NULL, NULL);
+        if (c->glu)
+            cmp = conf_worse(cmp, conf_compare_stored(ctx, conf_block_out(&b, DUP), in64[DUP], n,
+                                                      REF_RULE_GRAD, NULL, NULL));
         else if (!conf_block_unchanged(&b, DUP)) { /* SiLU has no second gradient */
             cmp.pass = false;
             cmp.why = "silu_backward wrote a tensor it does not own";
@@ -173,4 +180,4 @@ CONF_OP(swiglu) = {"swiglu",
                    "forward rule for out; gradient rule for dgate and dup",
                    swiglu_check,
                    swiglu_gradcheck,
-                   NULL};
+                   NULL, true};

@@ -1,6 +1,7 @@
 /* The table of conformance checks and shared helpers. */
 #include "conformance.h"
 #include "clock.h"
+#include "half.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -84,4 +85,33 @@ ref_cmp conf_worse(ref_cmp a, ref_cmp b)
     const double ra = fabs(a.worst_value - a.worst_ref) / fmax(a.worst_bound, 1e-30);
     const double rb = fabs(b.worst_value - b.worst_ref) / fmax(b.worst_bound, 1e-30);
     return rb > ra ? b : a;
+}
+
+float conf_round_value(const cf_ctx *ctx, float x)
+{
+    switch (ctx->precision) {
+    case CLFORMER_BF16: return cf_f32_from_bf16(cf_bf16_from_f32(x));
+    case CLFORMER_FP16: return cf_f32_from_f16(cf_f16_from_f32(x));
+    default: return x;
+    }
+}
+
+void conf_round(const cf_ctx *ctx, float *x, size_t n)
+{
+    if (ctx->precision == CLFORMER_FP32) return;
+    for (size_t i = 0; i < n; i++) x[i] = conf_round_value(ctx, x[i]);
+}
+
+double conf_unit_roundoff(const cf_ctx *ctx) { return ref_format_unit_roundoff((int)ctx->precision); }
+
+ref_cmp conf_compare_stored(const cf_ctx *ctx, const float *y, const double *ref, size_t n,
+                            ref_rule rule, const double *gemm_bound, const double *extra)
+{
+    if (ctx->precision != CLFORMER_FP32)
+        return ref_compare_stored(y, ref, n, (int)ctx->precision, rule, gemm_bound, extra);
+    switch (rule) {
+    case REF_RULE_FORWARD: return ref_compare_forward(y, ref, n);
+    case REF_RULE_GRAD: return ref_compare_grad(y, ref, n);
+    default: return ref_compare_gemm(y, ref, gemm_bound, n);
+    }
 }

@@ -58,6 +58,11 @@ typedef struct {
      * the number of mismatches (0 passes). NULL: tests/host/test_ref_<op>.c. */
     int (*gradcheck)(void);
     const char *why;       /* where what the entries above leave out is tested */
+    /* Whether the check runs in bf16 and fp16 too (conf_precision below):
+     * ops whose wrappers store activations; GEMM (the model's products go
+     * through the linear and attention ops), Adam (fp32 master state) and
+     * the casts (bit-exact already) run in fp32 only. */
+    bool half;
 } conf_op;
 
 #define CONF_OP(name) const conf_op conf_op_##name
@@ -73,6 +78,29 @@ const conf_op *conf_op_check(size_t index);
  * the mismatches (the first few printed to stderr under `what`). */
 int conf_fd_check(const char *what, double *x, size_t n, const double *analytic,
                   double (*loss)(void *user), void *user);
+
+/*
+ * Per precision (docs/TESTING.md, "Per precision"). A check runs with the
+ * context's storage precision, ctx->precision, set by its caller (FP32 for
+ * the checks as before): with BF16 or FP16 the op wrappers round every
+ * activation and activation gradient they write to it, in fp32 containers.
+ * A check of an op whose descriptor says `half` rounds its activation inputs
+ * and the weights with conf_round (as the model's inputs and the step's
+ * weight copy are), widens the rounded values for the reference, and judges
+ * each stored output with conf_compare_stored; outputs that stay fp32
+ * (statistics, losses, weight gradients) keep the fp32 rules, as their
+ * arithmetic is fp32 on the same rounded inputs.
+ */
+/* x[0..n) rounded in place to ctx->precision (nothing in FP32). */
+void conf_round(const cf_ctx *ctx, float *x, size_t n);
+/* One value rounded to ctx->precision. */
+float conf_round_value(const cf_ctx *ctx, float x);
+/* 2^-8 (bf16), 2^-11 (fp16), 0 (fp32): the most storing moves a value, relative. */
+double conf_unit_roundoff(const cf_ctx *ctx);
+/* A stored output: in FP32 exactly ref_compare_forward, _grad or _gemm
+ * (extra ignored); in BF16/FP16 ref_compare_stored. */
+ref_cmp conf_compare_stored(const cf_ctx *ctx, const float *y, const double *ref, size_t n,
+                            ref_rule rule, const double *gemm_bound, const double *extra);
 
 /* Helpers for check implementations. */
 double conf_now_ms(void);

@@ -50,15 +50,34 @@ static void check_json(void **state)
     json_t *doc = run_json(out, sizeof out, args);
     json_t *results = json_object_get(doc, "results");
     assert_true(json_is_array(results));
-    assert_int_equal(json_array_size(results), 3); /* forward, backward, backward accumulating */
-    size_t i;
+    /* forward, backward, backward accumulating; in fp32, bf16 and fp16 (the default: all) */
+    assert_int_equal(json_array_size(results), 9);
+    size_t i, per[3] = {0};
     json_t *r;
     json_array_foreach(results, i, r) {
         assert_non_null(strstr(json_string_value(json_object_get(r, "op")), "layernorm_"));
         assert_true(json_is_true(json_object_get(r, "pass")));
         assert_true(json_is_number(json_object_get(r, "max_abs_err")));
         assert_true(json_is_string(json_object_get(r, "rule")));
+        const char *p = json_string_value(json_object_get(r, "precision"));
+        assert_non_null(p);
+        clformer_precision prec;
+        assert_ok(clformer_precision_parse(p, &prec));
+        per[prec]++;
     }
+    assert_int_equal(per[CLFORMER_FP32], 3);
+    assert_int_equal(per[CLFORMER_BF16], 3);
+    assert_int_equal(per[CLFORMER_FP16], 3);
+    json_decref(doc);
+
+    /* one precision alone */
+    const char *const bf16[] = {"check", "--json", "--quick", "--layer", "layernorm",
+                                "--precision", "bf16", NULL};
+    doc = run_json(out, sizeof out, bf16);
+    results = json_object_get(doc, "results");
+    assert_int_equal(json_array_size(results), 3);
+    json_array_foreach(results, i, r)
+        assert_string_equal(json_string_value(json_object_get(r, "precision")), "bf16");
     json_decref(doc);
 }
 

@@ -3,7 +3,8 @@
  * simulators), and every kernel it names was launched while it ran, so
  * cf_launch compared each of those launches' arguments with the kernel's
  * signature in cl/. One cmocka test per op, named after it; an op added to
- * the table is tested here with no edit. */
+ * the table is tested here with no edit. Ops with 16-bit storage run again
+ * in bf16 and fp16 ("<op>_bf16", "<op>_fp16"). */
 #include "harness.h"
 #include "conformance.h"
 
@@ -55,15 +56,43 @@ static void op_checks_and_launches_its_kernels(void **state)
     }
 }
 
+/* The same check with 16-bit storage (docs/TESTING.md, "Per precision"): the
+ * context's precision set as a session's pass sets it, restored after. */
+static void op_checks_in(const conf_op *op, clformer_precision precision)
+{
+    if (harness_is_slow()) {
+        /* cmocka reports it skipped; check_quick@oclgrind_command runs every
+         * precision of `clformer check --quick` under the simulator */
+        print_message("%s in %s: not under a simulator (check_quick@oclgrind_command)\n",
+                      op->name, clformer_precision_name(precision));
+        skip();
+    }
+    const clformer_precision saved = hctx()->precision;
+    hctx()->precision = precision;
+    harness_assert_conformance(op->check, op->name, __FILE__, __LINE__);
+    hctx()->precision = saved;
+}
+static void op_checks_in_bf16(void **state) { op_checks_in(*state, CLFORMER_BF16); }
+static void op_checks_in_fp16(void **state) { op_checks_in(*state, CLFORMER_FP16); }
+
 int main(void)
 {
-    static struct CMUnitTest tests[64];
-    static char names[64][48];
+    enum { MAX = 128 };
+    static struct CMUnitTest tests[MAX];
+    static char names[MAX][48];
     size_t n = 0;
-    for (size_t i = 0; i < conf_op_check_count() && n < 64; i++, n++) {
+    for (size_t i = 0; i < conf_op_check_count() && n < MAX; i++, n++) {
         snprintf(names[n], sizeof names[n], "%s", conf_op_check(i)->name);
         tests[n] = (struct CMUnitTest){names[n], op_checks_and_launches_its_kernels, NULL, NULL,
                                        (void *)conf_op_check(i)};
+    }
+    for (size_t i = 0; i < conf_op_check_count() && n + 2 <= MAX; i++) {
+        const conf_op *op = conf_op_check(i);
+        if (!op->half) continue;
+        snprintf(names[n], sizeof names[n], "%s_bf16", op->name);
+        tests[n++] = (struct CMUnitTest){names[n - 1], op_checks_in_bf16, NULL, NULL, (void *)op};
+        snprintf(names[n], sizeof names[n], "%s_fp16", op->name);
+        tests[n++] = (struct CMUnitTest){names[n - 1], op_checks_in_fp16, NULL, NULL, (void *)op};
     }
     return harness_run_device_suite("ops", tests, n);
 }

@@ -42,4 +42,40 @@ ref_cmp ref_compare_exact(const float *y, const double *ref, size_t n);
  * a NaN (0x7C00 fp16, 0x7F80 bf16) and any NaN matches a NaN. */
 ref_cmp ref_compare_bits16(const uint16_t *y, const uint16_t *ref, size_t n, uint16_t nan_above);
 
+/*
+ * 16-bit storage (docs/TESTING.md, "Per precision"): y was computed in fp32
+ * from inputs already rounded to the format and stored rounded to it
+ * (format 1: bfloat16, 2: IEEE binary16, clformer_precision's numbers).
+ * Passes when every finite y is a value of the format, NaN/Inf sit where the
+ * reference has them, and per element
+ *     |y - r| <= atol + rtol |r| + fp32_i + extra_i
+ * with PyTorch assert_close's defaults for the format (bf16: atol 1e-5, rtol
+ * 1.6e-2; fp16: atol 1e-5, rtol 1e-3), which hold the output's own rounding
+ * (at most half an ulp, 2^-8 |y| in bf16 and 2^-11 |y| in fp16: a quarter and
+ * a half of rtol), and fp32_i the allowance of `rule`, the fp32 rule for the
+ * arithmetic before that rounding (REF_RULE_FORWARD: 2e-5 + 1e-5 |r|;
+ * REF_RULE_GRAD: 1e-4 max|r| + 1e-5, and NMSE <= rtol^2 in place of 1e-7, the
+ * NMSE of results each within rtol, plus sum extra^2 / sum r^2 with extra;
+ * REF_RULE_GEMM: 1e-5 gemm_bound_i).
+ * extra (may be NULL): a rounding inside the op that the output carries, in
+ * the same units (e.g. 2^-8 (|P| |V|)_i for probabilities stored in bf16
+ * before P V), worked out by the caller from the reference.
+ */
+typedef enum { REF_RULE_FORWARD, REF_RULE_GRAD, REF_RULE_GEMM } ref_rule;
+ref_cmp ref_compare_stored(const float *y, const double *ref, size_t n, int format, ref_rule rule,
+                           const double *gemm_bound, const double *extra);
+/* An fp32 gradient (not stored rounded) computed from values that were:
+ * the gradient rule with extra_i, the most those roundings can carry into
+ * element i, added to each element's bound, and to the NMSE bound as
+ * sum extra^2 / sum r^2. E.g. dbias summing dinp stored in bf16:
+ * extra = 2^-8 sum |dinp| over its column. */
+ref_cmp ref_compare_grad_carried(const float *g, const double *ref, size_t n,
+                                 const double *extra);
+/* Whether y is a value of the format (1 bf16, 2 fp16): infinities and NaN
+ * are; a finite fp16 value needs |y| <= 65504. */
+bool ref_is_format_value(float y, int format);
+/* Half an ulp relative, the most rounding to the format moves a normal value:
+ * 2^-8 (bf16), 2^-11 (fp16); 0 for any other format. */
+double ref_format_unit_roundoff(int format);
+
 #endif
