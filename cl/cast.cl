@@ -59,8 +59,12 @@ kernel void cast_f16_to_f32(global float *out, ulong out_off, global const half 
  *   - bf16: cast_f32_to_bf16's rounding, on the bits (NaN: 0x7FC00000).
  *   - fp16, |x| >= 2^-14 (its normals): the same on 13 dropped bits, then
  *     anything above 65504 is infinity; |x| < 2^-14 (its subnormals, spaced
- *     2^-24): rint of x * 2^24 (exact scaling, rint ties to even) times
- *     2^-24, all normal fp32 values, so no device flushes them.
+ *     2^-24): (|x| + 0.5) - 0.5, whose sum lies in [0.5, 1) where floats are
+ *     spaced 2^-24, so the addition rounds |x| to nearest even there and the
+ *     subtraction is exact (a device that flushes a subnormal |x| gives 0,
+ *     its right answer anyway).
+ * Every case is computed and one selected (no branches: PoCL vectorises it;
+ * with branches and rint the fp16 case ran 6x slower than bf16's).
  */
 kernel void round_storage(global uint *out, ulong out_off, global const uint *x, ulong x_off,
                           ulong n, int precision)
@@ -68,17 +72,11 @@ kernel void round_storage(global uint *out, ulong out_off, global const uint *x,
     const ulong i = get_global_id(0);
     if (i >= n) return;
     const uint u = x[x_off + i], a = u & 0x7FFFFFFFu;
-    uint r;
-    if (a > 0x7F800000u) {
-        r = precision == 1 ? 0x7FC00000u : u; /* NaN stays NaN */
-    } else if (precision == 1) {
-        r = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
-    } else if (a >= 0x38800000u) { /* 2^-14 */
-        const uint m = (a + 0xFFFu + ((a >> 13) & 1u)) & 0xFFFFE000u;
-        r = (u & 0x80000000u) | (m > 0x477FE000u ? 0x7F800000u : m); /* above 65504: inf */
-    } else {
-        const float v = rint(as_float(a) * 0x1p24f) * 0x1p-24f;
-        r = (u & 0x80000000u) | as_uint(v);
-    }
-    out[out_off + i] = r;
+    const uint bf16 = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+    const uint m = (a + 0xFFFu + ((a >> 13) & 1u)) & 0xFFFFE000u;
+    const uint normal = m > 0x477FE000u ? 0x7F800000u : m; /* above 65504: inf */
+    const uint subnormal = as_uint((as_float(a) + 0.5f) - 0.5f);
+    const uint f16 = (u & 0x80000000u) | (a >= 0x38800000u ? normal : subnormal);
+    const uint nan = precision == 1 ? 0x7FC00000u : u; /* NaN stays NaN */
+    out[out_off + i] = a > 0x7F800000u ? nan : precision == 1 ? bf16 : f16;
 }
