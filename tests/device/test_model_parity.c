@@ -6,6 +6,7 @@
  * simulator runs only the tiny one.
  */
 #include "harness.h"
+#include "parity_fixture.h"
 #include "safetensors.h"
 
 #include <jansson.h>
@@ -25,27 +26,10 @@ typedef struct {
     float lr;
 } fixture;
 
-static void path_of(char *out, size_t cap, const char *name, const char *file)
-{
-    const char *root = getenv("CLFORMER_TEST_DATA");
-    snprintf(out, cap, "%s/parity/%s/%s", root ? root : "tests/data", name, file);
-}
-
-static void *read_all(cf_st_reader *r, const char *name, cf_st_dtype dtype, size_t *count)
-{
-    const cf_st_tensor *t = cf_st_find(r, name);
-    if (!t) fail_msg("fixture lacks tensor %s", name);
-    assert_int_equal(t->dtype, dtype);
-    void *p = hmalloc(t->nbytes);
-    assert_ok(cf_st_read(r, t, p, t->nbytes));
-    if (count) *count = t->numel;
-    return p;
-}
-
 static void load_model(fixture *f)
 {
     char path[600];
-    path_of(path, sizeof path, f->dir, "model.safetensors");
+    parity_path(path, sizeof path, f->dir, "model.safetensors");
     assert_ok(clformer_model_load(hctx(), path, &f->model));
     json_error_t err;
     json_t *meta = json_loads(cf_st_metadata(f->fx, "clformer.fixture"), 0, &err);
@@ -70,7 +54,7 @@ static void open_fixture(fixture *f, const char *name)
     memset(f, 0, sizeof *f);
     snprintf(f->dir, sizeof f->dir, "%s", name);
     char path[600];
-    path_of(path, sizeof path, name, "fixture.safetensors");
+    parity_path(path, sizeof path, name, "fixture.safetensors");
     assert_ok(cf_st_open(path, &f->fx));
     const cf_st_tensor *s = cf_st_find(f->fx, "src"), *t = cf_st_find(f->fx, "tgt");
     assert_non_null(s);
@@ -78,10 +62,10 @@ static void open_fixture(fixture *f, const char *name)
     f->B = (size_t)s->shape[1];
     f->S = (size_t)s->shape[2];
     f->T1 = (size_t)t->shape[2];
-    f->src = read_all(f->fx, "src", CF_ST_I32, NULL);
-    f->tgt = read_all(f->fx, "tgt", CF_ST_I32, NULL);
-    f->losses = read_all(f->fx, "losses", CF_ST_F64, NULL);
-    f->grad_norms = read_all(f->fx, "grad_norms", CF_ST_F64, NULL);
+    f->src = parity_read_tensor(f->fx, "src", CF_ST_I32, NULL);
+    f->tgt = parity_read_tensor(f->fx, "tgt", CF_ST_I32, NULL);
+    f->losses = parity_read_tensor(f->fx, "losses", CF_ST_F64, NULL);
+    f->grad_norms = parity_read_tensor(f->fx, "grad_norms", CF_ST_F64, NULL);
     load_model(f);
     assert_ok(clformer_session_create(f->model, &f->session));
 }
@@ -116,7 +100,7 @@ static void skip_noise_signs(fixture *f, const char *fixture_name, float *got, c
     snprintf(grad_name, sizeof grad_name, "grad.%s", fixture_name + strlen("final."));
     if (!cf_st_find(f->fx, grad_name)) return;
     size_t gn;
-    float *g = read_all(f->fx, grad_name, CF_ST_F32, &gn);
+    float *g = parity_read_tensor(f->fx, grad_name, CF_ST_F32, &gn);
     assert_int_equal(gn, n);
     float top = 0.0f;
     for (size_t i = 0; i < n; i++) top = fmaxf(top, fabsf(g[i]));
@@ -135,7 +119,7 @@ static void compare_tensor(fixture *f, const char *name, const char *fixture_nam
                            size_t skip_from, size_t skip_to)
 {
     size_t n;
-    float *want = read_all(f->fx, fixture_name, CF_ST_F32, &n);
+    float *want = parity_read_tensor(f->fx, fixture_name, CF_ST_F32, &n);
     float *got = hmalloc(n * 4);
     assert_ok(clformer_model_read_tensor(f->model, name, gradient, got, n));
     double *ref = to_double(want, n);
@@ -154,7 +138,7 @@ static void logits_and_gradients(const char *name)
     const clformer_config *c = clformer_model_config(f.model);
     clformer_batch b = batch_of(&f, 0);
     size_t n;
-    float *want = read_all(f.fx, "logits", CF_ST_F32, &n);
+    float *want = parity_read_tensor(f.fx, "logits", CF_ST_F32, &n);
     assert_int_equal(n, f.B * (f.T1 - 1) * (size_t)c->tgt_vocab);
     float *got = hmalloc(n * 4);
     assert_ok(clformer_session_logits(f.session, &b, got));
@@ -197,9 +181,9 @@ static void ten_steps(const char *name)
     }
     /* greedy decoding with the trained weights */
     size_t n, gn;
-    int32_t *gsrc = read_all(f.fx, "greedy_src", CF_ST_I32, &n);
-    int32_t *gout = read_all(f.fx, "greedy_out", CF_ST_I32, &gn);
-    double *margin = read_all(f.fx, "greedy_margin", CF_ST_F64, NULL);
+    int32_t *gsrc = parity_read_tensor(f.fx, "greedy_src", CF_ST_I32, &n);
+    int32_t *gout = parity_read_tensor(f.fx, "greedy_out", CF_ST_I32, &gn);
+    double *margin = parity_read_tensor(f.fx, "greedy_margin", CF_ST_F64, NULL);
     const cf_st_tensor *gs = cf_st_find(f.fx, "greedy_src"), *go = cf_st_find(f.fx, "greedy_out");
     size_t rows = (size_t)gs->shape[0], S = (size_t)gs->shape[1], L = (size_t)go->shape[1];
     clformer_decode_options o;

@@ -18,6 +18,7 @@
  * Fixtures a and b on every device; the simulator runs the tiny one.
  */
 #include "harness.h"
+#include "parity_fixture.h"
 #include "safetensors.h"
 
 #include <jansson.h>
@@ -28,23 +29,6 @@
 
 #define AUTOCAST_TOLERANCE 2e-2 /* per step, against autocast(bf16) */
 #define FP32_PARITY 1e-4        /* test_model_parity's bound: a bf16 run must leave it */
-
-static void path_of(char *out, size_t cap, const char *name, const char *file)
-{
-    const char *root = getenv("CLFORMER_TEST_DATA");
-    snprintf(out, cap, "%s/parity/%s/%s", root ? root : "tests/data", name, file);
-}
-
-static void *read_tensor(cf_st_reader *r, const char *name, cf_st_dtype dtype, size_t *count)
-{
-    const cf_st_tensor *t = cf_st_find(r, name);
-    if (!t) fail_msg("fixture lacks tensor %s", name);
-    assert_int_equal(t->dtype, dtype);
-    void *p = hmalloc(t->nbytes);
-    assert_ok(cf_st_read(r, t, p, t->nbytes));
-    if (count) *count = t->numel;
-    return p;
-}
 
 /* The optimiser of fixture.safetensors' metadata on the model; returns lr. */
 static float set_optimizer(cf_st_reader *fx, clformer_model *model, size_t *steps)
@@ -72,21 +56,21 @@ static void bf16_ten_steps(const char *name)
 {
     char path[600];
     cf_st_reader *fx, *bf;
-    path_of(path, sizeof path, name, "fixture.safetensors");
+    parity_path(path, sizeof path, name, "fixture.safetensors");
     assert_ok(cf_st_open(path, &fx));
-    path_of(path, sizeof path, name, "fixture_bf16.safetensors");
+    parity_path(path, sizeof path, name, "fixture_bf16.safetensors");
     assert_ok(cf_st_open(path, &bf));
     const cf_st_tensor *s = cf_st_find(fx, "src"), *t = cf_st_find(fx, "tgt");
     assert_non_null(s);
     assert_non_null(t);
     const size_t B = (size_t)s->shape[1], S = (size_t)s->shape[2], T1 = (size_t)t->shape[2];
-    int32_t *src = read_tensor(fx, "src", CF_ST_I32, NULL), *tgt = read_tensor(fx, "tgt", CF_ST_I32, NULL);
+    int32_t *src = parity_read_tensor(fx, "src", CF_ST_I32, NULL), *tgt = parity_read_tensor(fx, "tgt", CF_ST_I32, NULL);
     size_t n64, nbf;
-    double *f64 = read_tensor(fx, "losses", CF_ST_F64, &n64);
-    double *autocast = read_tensor(bf, "losses", CF_ST_F64, &nbf);
+    double *f64 = parity_read_tensor(fx, "losses", CF_ST_F64, &n64);
+    double *autocast = parity_read_tensor(bf, "losses", CF_ST_F64, &nbf);
 
     clformer_model *model;
-    path_of(path, sizeof path, name, "model.safetensors");
+    parity_path(path, sizeof path, name, "model.safetensors");
     assert_ok(clformer_model_load(hctx(), path, &model));
     size_t steps;
     const float lr = set_optimizer(fx, model, &steps);
