@@ -31,22 +31,7 @@ static void load_model(fixture *f)
     char path[600];
     parity_path(path, sizeof path, f->dir, "model.safetensors");
     assert_ok(clformer_model_load(hctx(), path, &f->model));
-    json_error_t err;
-    json_t *meta = json_loads(cf_st_metadata(f->fx, "clformer.fixture"), 0, &err);
-    assert_non_null(meta);
-    const char *opt = json_string_value(json_object_get(meta, "optimizer"));
-    clformer_optim_config oc;
-    clformer_optim_config_default(&oc);
-    oc.optimizer = !strcmp(opt, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM;
-    oc.beta1 = (float)json_number_value(json_object_get(meta, "beta1"));
-    oc.beta2 = (float)json_number_value(json_object_get(meta, "beta2"));
-    oc.eps = (float)json_number_value(json_object_get(meta, "eps"));
-    oc.weight_decay = (float)json_number_value(json_object_get(meta, "weight_decay"));
-    oc.clip = (float)json_number_value(json_object_get(meta, "clip"));
-    f->lr = (float)json_number_value(json_object_get(meta, "lr"));
-    f->steps = (size_t)json_integer_value(json_object_get(meta, "steps"));
-    json_decref(meta);
-    assert_ok(clformer_model_set_optimizer(f->model, &oc));
+    f->lr = parity_set_optimizer(f->fx, f->model, &f->steps);
 }
 
 static void open_fixture(fixture *f, const char *name)

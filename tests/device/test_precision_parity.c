@@ -30,28 +30,6 @@
 #define AUTOCAST_TOLERANCE 2e-2 /* per step, against autocast(bf16) */
 #define FP32_PARITY 1e-4        /* test_model_parity's bound: a bf16 run must leave it */
 
-/* The optimiser of fixture.safetensors' metadata on the model; returns lr. */
-static float set_optimizer(cf_st_reader *fx, clformer_model *model, size_t *steps)
-{
-    json_error_t err;
-    json_t *meta = json_loads(cf_st_metadata(fx, "clformer.fixture"), 0, &err);
-    assert_non_null(meta);
-    const char *opt = json_string_value(json_object_get(meta, "optimizer"));
-    clformer_optim_config oc;
-    clformer_optim_config_default(&oc);
-    oc.optimizer = !strcmp(opt, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM;
-    oc.beta1 = (float)json_number_value(json_object_get(meta, "beta1"));
-    oc.beta2 = (float)json_number_value(json_object_get(meta, "beta2"));
-    oc.eps = (float)json_number_value(json_object_get(meta, "eps"));
-    oc.weight_decay = (float)json_number_value(json_object_get(meta, "weight_decay"));
-    oc.clip = (float)json_number_value(json_object_get(meta, "clip"));
-    const float lr = (float)json_number_value(json_object_get(meta, "lr"));
-    *steps = (size_t)json_integer_value(json_object_get(meta, "steps"));
-    json_decref(meta);
-    assert_ok(clformer_model_set_optimizer(model, &oc));
-    return lr;
-}
-
 static void bf16_ten_steps(const char *name)
 {
     char path[600];
@@ -73,7 +51,7 @@ static void bf16_ten_steps(const char *name)
     parity_path(path, sizeof path, name, "model.safetensors");
     assert_ok(clformer_model_load(hctx(), path, &model));
     size_t steps;
-    const float lr = set_optimizer(fx, model, &steps);
+    const float lr = parity_set_optimizer(fx, model, &steps);
     assert_int_equal(n64, steps);
     assert_int_equal(nbf, steps);
     clformer_session *session;
