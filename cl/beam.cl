@@ -190,7 +190,8 @@ kernel void beam_candidates(global double *cand_score, ulong cand_score_off,
 /* The beams of one step (one work item per sentence i), as the host's
  * advance(): the 2K best candidates of the sentence's live beams (a merge of
  * their sorted lists), in rank order until K continue; one that ends the
- * sentence (<eos>, or any on the last step) is finished instead: scored
+ * sentence (<eos> among the K best, or any on the last step; an <eos> ranked
+ * lower is passed over) is finished instead: scored
  * score / pen[t + 1] (pen[n] = n^penalty), it replaces the sentence's best
  * when higher. A sentence is done when K finished, none continues, none
  * can still beat the best, or at the last step; done ones keep their rows
@@ -240,6 +241,7 @@ kernel void beam_select(global double *score, ulong score_off,
         }
         if (bk < 0) break;
         head[bk]++;
+        if (tok == BEAM_EOS && n >= K && !last) continue; /* below the K best: ends nothing */
         if (tok == BEAM_EOS || last) {
             const double ns = bs / pen[pen_off + t + 1];
             if (ns > best) {

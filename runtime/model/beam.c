@@ -2,7 +2,8 @@
  * Beam search over a session's decoding caches: K hypotheses per sentence
  * (rows r = sentence * K + k), ranked by log-probability / length^penalty.
  * Each step scores every live hypothesis's V continuations on the host,
- * keeps the K best that do not end the sentence, records the ones that do,
+ * keeps the K best that do not end the sentence, records the ones among the
+ * K best that do,
  * then reorders the self-attention caches and the token table by parent.
  */
 #include "decode.h"
@@ -169,7 +170,10 @@ static void advance(beam_state *b, size_t i, bool last)
     for (size_t c = 0; c < nc && kept < K; c++) {
         const hypothesis *h = &s->alive[b->cand[c].beam];
         if (b->cand[c].token == CLFORMER_EOS || last) {
-            finish(b, s, h, &b->cand[c]);
+            /* an <eos> ranked below the K best ends no hypothesis (fairseq's
+             * and Hugging Face's rule): finishing it would count a weak
+             * ending towards the K that end the sentence */
+            if (c < K || last) finish(b, s, h, &b->cand[c]);
             continue;
         }
         hypothesis *n = &scratch[kept];

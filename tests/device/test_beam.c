@@ -4,7 +4,8 @@
  * log-probabilities, the token table's and the caches' reordering (the
  * prefixes rows share with their parents, which need no copy), and one
  * step's selection in hand-worked cases (ties across beams, finished
- * hypotheses, early decisions, the last step, done sentences). The whole
+ * hypotheses, an <eos> below the K best, early decisions, the last step,
+ * done sentences). The whole
  * search against the host search is in test_session.
  */
 #include "harness.h"
@@ -314,6 +315,18 @@ static void selection_follows_the_host_search(void **state)
     assert_int_equal(r.parents[0], 0), assert_int_equal(r.parents[1], 1);
     assert_int_equal(r.next[0], 5), assert_int_equal(r.next[1], 4);
     assert_int_equal(r.finished, 1), assert_int_equal(r.done, 0);
+
+    /* an <eos> ranked below the K best ends nothing (fairseq's and Hugging
+     * Face's rule): beam 1's at rank 2 is passed over, so one hypothesis has
+     * finished, not K, and the sentence goes on */
+    const select_case eos_low = {{-0.5, -0.75}, {-0.6, -1, -3, -4, -1.1, -1.2, -5, -6},
+                                 {E, 5, 7, 8, E, 4, 9, 10}, 0, 0};
+    r = run_select(&eos_low);
+    assert_true(r.best_score == -0.3);
+    assert_int_equal(r.finished, 1), assert_int_equal(r.done, 0), assert_int_equal(r.n_done, 0);
+    assert_int_equal(r.parents[0], 0), assert_int_equal(r.parents[1], 1);
+    assert_int_equal(r.next[0], 5), assert_int_equal(r.next[1], 4);
+    assert_true(r.score[0] == -1 && r.score[1] == -1.2);
 
     /* a finished hypothesis no live one can beat (-1 / 4 <= -0.1): decided */
     select_case hopeless = eos_first;
