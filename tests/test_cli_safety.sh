@@ -58,6 +58,20 @@ wait_rc() {
   wait "$1"
 }
 
+# wait_fifo PID: until PID blocks opening a FIFO nobody writes (its signal
+# handlers are in place by then), at most 20 s. A fixed sleep raced the
+# program's start on a loaded machine: a signal before the handlers killed it
+# without its line. Where the kernel hides wchan, waits 2 s instead.
+wait_fifo() {
+  local w
+  for _ in $(seq 1 200); do
+    w=$(cat "/proc/$1/wchan" 2>/dev/null) || break
+    [[ $w == wait_for_partner ]] && return 0
+    [[ $w == 0 || -z $w ]] && { sleep 2; return 0; }
+    sleep 0.1
+  done
+}
+
 # a character device like /dev/null (minor 3) or /dev/full (7): a copy when
 # mknod works (root), else the original
 char_device() {
@@ -158,7 +172,7 @@ signals)
       # shellcheck disable=SC2086
       "$bin" $run > /dev/null 2> err &
       job=$!; pids+=("$job")
-      sleep 0.5; kill -"$sig" "$job"; wait_rc "$job" 10; rc=$?
+      wait_fifo "$job"; kill -"$sig" "$job"; wait_rc "$job" 10; rc=$?
       cmd=${run%% *}
       [[ $rc -eq 130 && "$(grep -v '^$' err)" == "clformer $cmd: interrupted" ]] \
         && ok "SIG$sig during $cmd: 130, one line" || bad "SIG$sig during $cmd: exit $rc: $(cat err)"
@@ -223,7 +237,7 @@ train)
   mkfifo slow.src
   "$bin" train --src slow.src --tgt train.tgt --config tiny --steps 5 --save slow.safetensors > /dev/null 2> run2 &
   job=$!; pids+=("$job")
-  sleep 1; kill -TERM "$job"; wait_rc "$job" 10; rc=$?
+  wait_fifo "$job"; kill -TERM "$job"; wait_rc "$job" 10; rc=$?
   [[ $rc -eq 130 && "$(grep -v '^$' run2)" == "clformer train: interrupted" ]] \
     && ok "SIGTERM while loading: 130, one line" || bad "SIGTERM while loading: exit $rc: $(cat run2)"
   # a second signal after the interrupt save ends with 130, not with -15
