@@ -911,7 +911,9 @@ CLFORMER_API clformer_status clformer_session_logits(clformer_session *session,
 
 /* Forward and backward without an update, for gradient checks: afterwards
  * clformer_model_read_tensor(..., gradient=true) gives this batch's
- * gradients of the mean loss (dropout as in training). */
+ * gradients of the mean loss (dropout as in training). In an fp16 session
+ * the loss is not scaled here (training steps scale it): activation
+ * gradients below fp16's range flush to zero, as the format has them. */
 CLFORMER_API clformer_status clformer_session_gradients(clformer_session *session,
                                                         const clformer_batch *batch, double *loss);
 
