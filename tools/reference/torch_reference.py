@@ -9,9 +9,12 @@ Builds docs/MODEL.md's module tree on torch.nn.Transformer and
   check-checkpoint MODEL.safetensors
       loads a clformer checkpoint into the module tree with load_state_dict(strict=True)
       and prints OK or what does not match (exit status 1);
-  autocast --out tests/data/parity
+  autocast --out tests/data/parity [--dtype float16]
       trains a fixture's 10 steps under torch.autocast("cpu", dtype=torch.bfloat16) with
-      float32 master weights and writes fixture_bf16.safetensors next to it;
+      float32 master weights and writes fixture_bf16.safetensors next to it; with
+      --dtype float16, under torch.autocast("cuda", dtype=torch.float16) with a
+      GradScaler on an NVIDIA GPU (PyTorch has no CPU fp16 autocast before 2.x), into
+      fixture_fp16.safetensors;
   logits MODEL.safetensors (--src-ids/--tgt-ids | --batch FILE) [--out F] [--compare F]
       computes the logits of a checkpoint for a batch, so a test can compare clformer's
       logits with PyTorch's for the same file (exit status 1 when --compare fails);
@@ -238,18 +241,22 @@ def make_optimizer(model, opt):
     raise ValueError(f"optimizer must be adam or adamw, not {opt['optimizer']!r}")
 
 
-def train_reference(cfg, opt, init_state, src, tgt, dtype, autocast=None):
+def train_reference(cfg, opt, init_state, src, tgt, dtype, autocast=None, device="cpu"):
     """Trains len(src) steps from the float32 initial weights, computing in `dtype`.
     src [steps, B, S], tgt [steps, B, T+1] int arrays. Returns a dict of results.
     autocast=torch.bfloat16 runs the forward pass and the loss under
-    torch.autocast("cpu", dtype=autocast) (dtype must then be float32: the master
+    torch.autocast(device, dtype=autocast) (dtype must then be float32: the master
     weights, their gradients and Adam's state stay float32); backward runs outside
-    the autocast region, as PyTorch recommends."""
+    the autocast region, as PyTorch recommends. autocast=torch.float16 scales the
+    loss with a GradScaler (PyTorch's defaults: 65536, halved on an overflow, which
+    skips the step; clformer's fp16 rule) and clips the unscaled gradients."""
     if autocast is not None and dtype != torch.float32:
         raise ValueError("autocast needs float32 master weights")
     model = build_model(cfg, dtype)
     load_float32_state(model, init_state)
+    model.to(device)
     optim = make_optimizer(model, opt)
+    scaler = grad_scaler(device) if autocast == torch.float16 else None
     loss_fn = nn.CrossEntropyLoss(ignore_index=PAD, label_smoothing=cfg["label_smoothing"])
     # every name of every parameter: the state_dict holds parameters only (pos_table is
     # not persistent), and a tied one under each of its two or three names, which
@@ -258,23 +265,39 @@ def train_reference(cfg, opt, init_state, src, tgt, dtype, autocast=None):
     clip = opt["clip"] if opt["clip"] > 0 else float("inf")  # inf: measure, never scale
     out = {"losses": [], "grad_norms": []}
     for step in range(len(src)):
-        s = torch.from_numpy(src[step].astype(np.int64))
-        t = torch.from_numpy(tgt[step].astype(np.int64))
+        s = torch.from_numpy(src[step].astype(np.int64)).to(device)
+        t = torch.from_numpy(tgt[step].astype(np.int64)).to(device)
         optim.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=autocast or torch.bfloat16, enabled=autocast is not None):
+        with torch.autocast(device, dtype=autocast or torch.bfloat16, enabled=autocast is not None):
             logits = model(s, t[:, :-1])
             loss = loss_fn(logits.reshape(-1, logits.shape[-1]), t[:, 1:].reshape(-1))
-        loss.backward()
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.unscale_(optim)
+        else:
+            loss.backward()
         if step == 0:
-            out["logits"] = logits.detach().to(torch.float32).numpy()
-            out["grads"] = {k: model.get_parameter(k).grad.detach().to(torch.float32).numpy().copy()
+            out["logits"] = logits.detach().to(torch.float32).cpu().numpy()
+            out["grads"] = {k: model.get_parameter(k).grad.detach().to(torch.float32).cpu().numpy().copy()
                             for k in names}
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         out["losses"].append(loss.item())
         out["grad_norms"].append(norm.item())
-        optim.step()
+        if scaler is not None:
+            scaler.step(optim)
+            scaler.update()
+        else:
+            optim.step()
+    model.to("cpu")
     out["final"] = state_as_float32(model)
     return out
+
+
+def grad_scaler(device):
+    """torch.amp.GradScaler (PyTorch 2.3 on), torch.cuda.amp.GradScaler before."""
+    if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler(device, init_scale=65536.0, growth_interval=2000)
+    return torch.cuda.amp.GradScaler(init_scale=65536.0, growth_interval=2000)
 
 
 def greedy_decode(cfg, state, src_rows):
@@ -478,19 +501,23 @@ def cmd_generate(args):
 AUTOCAST_FIXTURES = ["a_prenorm_relu_sin", "b_postnorm_gelu_learned", "e_tiny_oclgrind"]
 
 
-def train_bf16_everywhere(cfg, opt, init_state, src, tgt):
-    """The steps with every activation and activation gradient held in bfloat16: a
+def train_half_everywhere(cfg, opt, init_state, src, tgt, half=torch.bfloat16, device="cpu"):
+    """The steps with every activation and activation gradient held in bfloat16 (`half`): a
     bfloat16 copy of the model, loaded each step from float32 master weights (rounded to
     nearest even), runs forward and backward; the loss is taken on its logits widened to
     float32; its weight gradients, widened, are clipped and applied by a float32 optimizer.
+    half=torch.float16 does the same in float16, with the loss scaled by a fixed 65536
+    (no step of these fixtures overflows at that scale; one that did would raise).
     Closer to clformer's rounding points than autocast (it also rounds LayerNorm outputs,
     residual sums and attention probabilities) but not the same: PyTorch's bfloat16 CPU
     kernels round some intermediates clformer keeps in fp32 (a linear layer's bias is added
     to a rounded product; weight gradients are rounded to bfloat16). Only for comparison."""
     master = build_model(cfg, torch.float32)
     load_float32_state(master, init_state)
-    work = build_model(cfg, torch.bfloat16)
+    master.to(device)
+    work = build_model(cfg, half).to(device)
     optim = make_optimizer(master, opt)
+    scale = 65536.0 if half == torch.float16 else 1.0
     loss_fn = nn.CrossEntropyLoss(ignore_index=PAD, label_smoothing=cfg["label_smoothing"])
     clip = opt["clip"] if opt["clip"] > 0 else float("inf")
     pairs = list(zip(master.parameters(), work.parameters()))
@@ -500,13 +527,15 @@ def train_bf16_everywhere(cfg, opt, init_state, src, tgt):
             for p, q in pairs:
                 q.copy_(p)  # rounds to nearest even
         work.zero_grad(set_to_none=True)
-        s = torch.from_numpy(src[step].astype(np.int64))
-        t = torch.from_numpy(tgt[step].astype(np.int64))
+        s = torch.from_numpy(src[step].astype(np.int64)).to(device)
+        t = torch.from_numpy(tgt[step].astype(np.int64)).to(device)
         logits = work(s, t[:, :-1]).float()
         loss = loss_fn(logits.reshape(-1, logits.shape[-1]), t[:, 1:].reshape(-1))
-        loss.backward()
+        (loss * scale).backward()
         for p, q in pairs:
-            p.grad = q.grad.float()
+            p.grad = q.grad.float() / scale
+            if not torch.isfinite(p.grad).all():
+                raise RuntimeError(f"{half} everywhere: step {step + 1} overflowed at loss scale {scale}")
         torch.nn.utils.clip_grad_norm_(master.parameters(), clip)
         losses.append(loss.item())
         optim.step()
@@ -515,8 +544,21 @@ def train_bf16_everywhere(cfg, opt, init_state, src, tgt):
 
 def cmd_autocast(args):
     """For each fixture directory under args.out (made by `generate`), trains its 10 steps
-    under torch.autocast("cpu", dtype=torch.bfloat16) and writes fixture_bf16.safetensors."""
+    under torch.autocast("cpu", dtype=torch.bfloat16) and writes fixture_bf16.safetensors;
+    with --dtype float16, under torch.autocast("cuda", dtype=torch.float16) and a
+    GradScaler, into fixture_fp16.safetensors."""
     torch.set_num_threads(1)
+    half, device, tag = torch.bfloat16, "cpu", "bf16"
+    if args.dtype == "float16":
+        if not torch.cuda.is_available():
+            print("autocast --dtype float16 needs an NVIDIA GPU (torch.cuda): PyTorch has no CPU "
+                  "float16 autocast in the versions this script targets", file=sys.stderr)
+            return 1
+        half, device, tag = torch.float16, "cuda", "fp16"
+        # the same arithmetic on every run: no TF32, fp16 products summed in fp32
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
     for name in args.only or AUTOCAST_FIXTURES:
         d = os.path.join(args.out, name)
         try:
@@ -527,26 +569,29 @@ def cmd_autocast(args):
             return 1
         opt = json.loads(meta["clformer.fixture"])
         src, tgt = fx["src"], fx["tgt"]
-        fp32 = train_reference(cfg, opt, init_state, src, tgt, torch.float32)
-        bf16 = train_reference(cfg, opt, init_state, src, tgt, torch.float32, autocast=torch.bfloat16)
-        everywhere = train_bf16_everywhere(cfg, opt, init_state, src, tgt)
+        fp32 = train_reference(cfg, opt, init_state, src, tgt, torch.float32, device=device)
+        bf16 = train_reference(cfg, opt, init_state, src, tgt, torch.float32, autocast=half, device=device)
+        everywhere = train_half_everywhere(cfg, opt, init_state, src, tgt, half, device)
         out = {"losses": np.array(bf16["losses"], dtype=np.float64),
                "grad_norms": np.array(bf16["grad_norms"], dtype=np.float64),
                "losses_fp32": np.array(fp32["losses"], dtype=np.float64),
-               "losses_bf16_everywhere": np.array(everywhere, dtype=np.float64)}
-        info = {"torch": torch.__version__.split("+")[0], "autocast": "cpu", "dtype": "bfloat16",
-                "steps": len(src), "threads": 1}
-        path = os.path.join(d, "fixture_bf16.safetensors")
+               f"losses_{tag}_everywhere": np.array(everywhere, dtype=np.float64)}
+        info = {"torch": torch.__version__.split("+")[0], "autocast": device,
+                "dtype": args.dtype, "steps": len(src), "threads": 1}
+        if device == "cuda":
+            info["gpu"] = torch.cuda.get_device_name(0)
+        path = os.path.join(d, f"fixture_{tag}.safetensors")
         tmp = path + ".tmp"
         write_safetensors(tmp, out, {"clformer.autocast": json.dumps(info)})
         os.replace(tmp, path)
         def row(a):
             return " ".join(f"{x:+.1e}" for x in a)
-        print(f"{name}: autocast bf16 losses {' '.join(f'{x:.5f}' for x in out['losses'])}")
-        print(f"  bf16 - fp32            {row(out['losses'] - out['losses_fp32'])}"
+        every = out[f"losses_{tag}_everywhere"]
+        print(f"{name}: autocast {tag} losses {' '.join(f'{x:.5f}' for x in out['losses'])}")
+        print(f"  {tag} - fp32            {row(out['losses'] - out['losses_fp32'])}"
               f"  (max {np.max(np.abs(out['losses'] - out['losses_fp32'])):.1e})")
-        print(f"  everywhere - autocast  {row(out['losses_bf16_everywhere'] - out['losses'])}"
-              f"  (max {np.max(np.abs(out['losses_bf16_everywhere'] - out['losses'])):.1e})")
+        print(f"  everywhere - autocast  {row(every - out['losses'])}"
+              f"  (max {np.max(np.abs(every - out['losses'])):.1e})")
     return 0
 
 
@@ -718,7 +763,9 @@ def main(argv=None):
     g = sub.add_parser("generate", help="write the parity fixtures")
     g.add_argument("--out", required=True, help="directory, e.g. tests/data/parity")
     g.add_argument("--only", nargs="*", choices=list(FIXTURES), help="just these fixtures")
-    ac = sub.add_parser("autocast", help="the fixtures' 10 steps under CPU autocast(bfloat16): fixture_bf16.safetensors")
+    ac = sub.add_parser("autocast", help="the fixtures' 10 steps under CPU autocast(bfloat16): fixture_bf16.safetensors "
+                                         "(--dtype float16: CUDA autocast(float16), fixture_fp16.safetensors)")
+    ac.add_argument("--dtype", choices=["bfloat16", "float16"], default="bfloat16")
     ac.add_argument("--out", required=True, help="the fixtures' directory, e.g. tests/data/parity")
     ac.add_argument("--only", nargs="*", choices=list(FIXTURES), help=f"these fixtures (default {' '.join(AUTOCAST_FIXTURES)})")
     c = sub.add_parser("check-checkpoint", help="load a clformer checkpoint strictly")
