@@ -174,7 +174,7 @@ class Seq2Seq(nn.Module):
     def decoder_states(self, memory, src, tgt_in):
         """The decoder stack's output [B, T, d] (after decoder.norm), before the generator."""
         t = tgt_in.shape[1]
-        causal = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)  # True = hidden
+        causal = torch.triu(torch.ones(t, t, dtype=torch.bool, device=tgt_in.device), diagonal=1)  # True = hidden
         return self.transformer.decoder(self.embed(self.tgt_embed, tgt_in), memory,
                                         tgt_mask=causal, tgt_key_padding_mask=tgt_in == PAD,
                                         memory_key_padding_mask=src == PAD)
