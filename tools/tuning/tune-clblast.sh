@@ -18,7 +18,10 @@
 # Needs clblast-utils (Debian: apt-get install clblast-utils) and python3.
 # Tuners run under `nice -n 10` (NICE=0: normal priority); a run that stops
 # can be restarted: stages whose JSON file exists are skipped. On a 2-core
-# CPU it takes 30-60 minutes, on a GPU a few.
+# CPU it takes 30-60 minutes. On an NVIDIA H100 through NVIDIA's OpenCL
+# (2026-11-26) each candidate kernel took 0.5-4 s to compile, so the
+# xgemm_direct stages alone ran past 4 minutes (the second stopped at 73 of
+# its 210 candidates): plan on half an hour or more there.
 #
 # How the tuners are driven: clblast_tuner_xgemm and _xgemm_direct search in
 # stages, a fixed set first, then random samples of a much larger set, and
