@@ -316,11 +316,7 @@ static clformer_status cast_check(cf_ctx *ctx, bool quick, conf_sink sink, void 
                                       {REF_F16, 1031, 4}},
                            full[] = {{REF_BF16, 65536, 5}, {REF_F16, 65536, 6},
                                      {REF_BF16, 300007, 7}, {REF_F16, 300007, 8}};
-    for (size_t i = 0; i < sizeof small / sizeof *small; i++)
-        CF_TRY(run_case(ctx, &small[i], sink, user));
-    if (!quick)
-        for (size_t i = 0; i < sizeof full / sizeof *full; i++)
-            CF_TRY(run_case(ctx, &full[i], sink, user));
+    CONF_RUN_CASES(run_case, small, full, quick, ctx, sink, user);
     return CLFORMER_OK;
 }
 

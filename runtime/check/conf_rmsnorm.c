@@ -194,11 +194,7 @@ static clformer_status rmsnorm_check(cf_ctx *ctx, bool quick, conf_sink sink, vo
     static const rmsnorm_case small[] = {{1, 3, 1, false}, {7, 37, 2, false}, {6, 61, 3, true}},
                               full[] = {{93, 257, 4, false}, {61, 512, 5, true},
                                         {256, 2048, 6, false}};
-    for (size_t i = 0; i < sizeof small / sizeof *small; i++)
-        CF_TRY(run_case(ctx, &small[i], sink, user));
-    if (!quick)
-        for (size_t i = 0; i < sizeof full / sizeof *full; i++)
-            CF_TRY(run_case(ctx, &full[i], sink, user));
+    CONF_RUN_CASES(run_case, small, full, quick, ctx, sink, user);
     return CLFORMER_OK;
 }
 

@@ -106,11 +106,7 @@ static clformer_status round_check(cf_ctx *ctx, bool quick, conf_sink sink, void
 {
     static const round_case small[] = {{REF_BF16, 1031, 11}, {REF_F16, 1031, 12}},
                             full[] = {{REF_BF16, 300007, 13}, {REF_F16, 300007, 14}};
-    for (size_t i = 0; i < sizeof small / sizeof *small; i++)
-        CF_TRY(run_case(ctx, &small[i], sink, user));
-    if (!quick)
-        for (size_t i = 0; i < sizeof full / sizeof *full; i++)
-            CF_TRY(run_case(ctx, &full[i], sink, user));
+    CONF_RUN_CASES(run_case, small, full, quick, ctx, sink, user);
     return CLFORMER_OK;
 }
 

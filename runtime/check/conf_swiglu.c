@@ -165,11 +165,7 @@ static clformer_status swiglu_check(cf_ctx *ctx, bool quick, conf_sink sink, voi
     static const swiglu_case small[] = {{1, false, 1}, {1, true, 2}, {1031, false, 3},
                                         {1031, true, 4}},
                              full[] = {{64 * 2048 + 5, false, 5}, {64 * 2048 + 5, true, 6}};
-    for (size_t i = 0; i < sizeof small / sizeof *small; i++)
-        CF_TRY(run_case(ctx, &small[i], sink, user));
-    if (!quick)
-        for (size_t i = 0; i < sizeof full / sizeof *full; i++)
-            CF_TRY(run_case(ctx, &full[i], sink, user));
+    CONF_RUN_CASES(run_case, small, full, quick, ctx, sink, user);
     return CLFORMER_OK;
 }
 

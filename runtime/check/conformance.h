@@ -67,6 +67,18 @@ typedef struct {
 
 #define CONF_OP(name) const conf_op conf_op_##name
 
+/* The body of a check over two arrays of cases: run(ctx, &case, sink, user)
+ * on each of `small`, then on each of `full` unless quick (simulators);
+ * returns the first failure to run. */
+#define CONF_RUN_CASES(run, small, full, quick, ctx, sink, user)                                   \
+    do {                                                                                           \
+        for (size_t i_ = 0; i_ < sizeof(small) / sizeof *(small); i_++)                            \
+            CF_TRY(run(ctx, &(small)[i_], sink, user));                                            \
+        if (!(quick))                                                                              \
+            for (size_t i_ = 0; i_ < sizeof(full) / sizeof *(full); i_++)                          \
+                CF_TRY(run(ctx, &(full)[i_], sink, user));                                         \
+    } while (0)
+
 /* Every op's descriptor (generated), NULL-terminated, sorted by name. */
 extern const conf_op *const conf_ops[];
 /* The ops that have a check, in conf_ops order: their count and the i-th. */
