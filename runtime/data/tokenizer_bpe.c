@@ -19,6 +19,7 @@
 #include "fnv1a.h"
 #include "status.h"
 #include "unicode_classes.h"
+#include "utf8.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -38,58 +39,6 @@ static uint32_t byte_char(int b)
         if (!((i >= 0x21 && i <= 0x7E) || (i >= 0xA1 && i <= 0xAC) || (i >= 0xAE && i <= 0xFF)))
             n++;
     return 0x100u + (uint32_t)n;
-}
-
-static size_t utf8_put(uint32_t cp, char *out)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* The well-formed UTF-8 character at s[0..n), its length in *cp_len; a
- * byte that does not start one is returned as UINT32_MAX, length 1. */
-static uint32_t utf8_get(const unsigned char *s, size_t n, size_t *cp_len)
-{
-    *cp_len = 1;
-    unsigned char c = s[0];
-    if (c < 0x80) return c;
-    size_t need;
-    uint32_t cp, min;
-    if (c >= 0xC2 && c <= 0xDF) {
-        need = 1, cp = c & 0x1Fu, min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        need = 2, cp = c & 0x0Fu, min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 3, cp = c & 0x07u, min = 0x10000;
-    } else {
-        return UINT32_MAX;
-    }
-    if (n < need + 1) return UINT32_MAX;
-    for (size_t i = 1; i <= need; i++) {
-        if ((s[i] & 0xC0) != 0x80) return UINT32_MAX;
-        cp = (cp << 6) | (s[i] & 0x3Fu);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return UINT32_MAX;
-    *cp_len = need + 1;
-    return cp;
 }
 
 /* ---- code point classes for the pre-tokenizer ---- */
@@ -121,7 +70,7 @@ static int cp_class(uint32_t cp)
 /* The class of the character at text[i] (i < n), its length in *cp_len. */
 static int class_at(const unsigned char *text, size_t n, size_t i, size_t *cp_len)
 {
-    return cp_class(utf8_get(text + i, n - i, cp_len));
+    return cp_class(cf_utf8_get(text + i, n - i, cp_len));
 }
 
 /* Where the pre-token starting at text[i] (i < n) ends: the regex above,
@@ -247,7 +196,7 @@ static bool spelling_to_bytes(const char *s, const uint32_t *char_byte, char **o
     if (!bytes) return false;
     for (size_t i = 0; i < n;) {
         size_t cl;
-        uint32_t cp = utf8_get((const unsigned char *)s + i, n - i, &cl);
+        uint32_t cp = cf_utf8_get((const unsigned char *)s + i, n - i, &cl);
         if (cp >= 0x144 || char_byte[cp] == UINT32_MAX) {
             memcpy(bytes, s, n);
             k = n;
@@ -324,8 +273,8 @@ static clformer_status load_bytes(cf_bpe *b, const char *origin)
     for (int byte = 0; byte < 256; byte++) {
         uint32_t cp = byte_char(byte);
         char_byte[cp] = (uint32_t)byte;
-        char s[4];
-        size_t len = utf8_put(cp, s);
+        char s[CF_UTF8_MAX];
+        size_t len = cf_utf8_put(cp, s);
         b->byte_id[byte] = spelling_id(b, s, len);
         if (b->byte_id[byte] < 0)
             return cf_fail(CLFORMER_ERR_FORMAT,

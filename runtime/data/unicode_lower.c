@@ -5,9 +5,11 @@
  */
 #include "unicode_lower.h"
 #include "status.h"
+#include "utf8.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { CAPITAL_SIGMA = 0x03A3, SMALL_SIGMA = 0x03C3, FINAL_SIGMA = 0x03C2 };
 
@@ -64,47 +66,12 @@ static bool is_final_sigma(const uint32_t *cps, size_t count, size_t i)
     return k == count || sigma_class(cps[k]) != CF_SIGMA_CASED;
 }
 
-/* UTF-8 bytes of cp into out (NULL: only count them). */
-static size_t put_utf8(uint32_t cp, char *out)
-{
-    unsigned char b[4];
-    size_t n;
-    if (cp < 0x80) {
-        b[0] = (unsigned char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        b[0] = (unsigned char)(0xC0 | (cp >> 6));
-        b[1] = (unsigned char)(0x80 | (cp & 0x3F));
-        n = 2;
-    } else if (cp < 0x10000) {
-        b[0] = (unsigned char)(0xE0 | (cp >> 12));
-        b[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-        b[2] = (unsigned char)(0x80 | (cp & 0x3F));
-        n = 3;
-    } else {
-        b[0] = (unsigned char)(0xF0 | (cp >> 18));
-        b[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-        b[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-        b[3] = (unsigned char)(0x80 | (cp & 0x3F));
-        n = 4;
-    }
-    for (size_t k = 0; out && k < n; k++) out[k] = (char)b[k];
-    return n;
-}
-
 /* Code points of valid UTF-8 s[0..n) into cps; returns their number. */
 static size_t decode(const char *str, size_t n, uint32_t *cps)
 {
     const unsigned char *s = (const unsigned char *)str;
     size_t count = 0;
-    for (size_t i = 0; i < n;) {
-        unsigned c = s[i];
-        size_t len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-        uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-        for (size_t k = 1; k < len; k++) cp = (cp << 6) | (s[i + k] & 0x3F);
-        cps[count++] = cp;
-        i += len;
-    }
+    for (size_t i = 0, len; i < n; i += len) cps[count++] = cf_utf8_get(s + i, n - i, &len);
     return count;
 }
 
@@ -121,7 +88,12 @@ static size_t lower_all(const uint32_t *cps, size_t count, char *out)
         } else {
             m = cf_lower_code_point(cps[i], low);
         }
-        for (size_t k = 0; k < m; k++) w += put_utf8(low[k], out ? out + w : NULL);
+        char bytes[CF_UTF8_MAX];
+        for (size_t k = 0; k < m; k++) {
+            const size_t len = cf_utf8_put(low[k], bytes);
+            if (out) memcpy(out + w, bytes, len);
+            w += len;
+        }
     }
     return w;
 }
