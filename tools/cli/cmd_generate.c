@@ -186,14 +186,6 @@ static clformer_status print_rows(const clformer_model *m, const char *const *pr
     return CLFORMER_OK;
 }
 
-/* --precision, a name cli.h has checked */
-static clformer_status set_precision(clformer_session *s, const char *name)
-{
-    clformer_precision p = CLFORMER_FP32;
-    const clformer_status st = clformer_precision_parse(name, &p);
-    return st != CLFORMER_OK ? st : clformer_session_set_precision(s, p);
-}
-
 int cmd_generate(int argc, char **argv)
 {
     const char *model = NULL, *prompt_file = NULL;
@@ -271,7 +263,7 @@ int cmd_generate(int argc, char **argv)
     for (size_t p = 0; p < n_prompts && st == CLFORMER_OK; p++)
         st = clformer_lm_encode(m, prompts[p], strlen(prompts[p]), &ids[p], &lengths[p]);
     if (st == CLFORMER_OK) st = clformer_session_create(m, &s);
-    if (st == CLFORMER_OK) st = set_precision(s, precision);
+    if (st == CLFORMER_OK) st = session_set_precision_name(s, precision);
     if (st == CLFORMER_OK) {
         out = malloc(rows * (size_t)max_tokens * sizeof *out);
         counts = calloc(rows, sizeof *counts);
@@ -412,7 +404,7 @@ int eval_lm(int argc, char **argv)
         st = clformer_set_error(CLFORMER_ERR_INVALID_ARGUMENT,
                                 "'%s' holds %zu token: at least 2 are needed to score one", text, n);
     if (st == CLFORMER_OK) st = clformer_session_create(m, &s);
-    if (st == CLFORMER_OK) st = set_precision(s, precision);
+    if (st == CLFORMER_OK) st = session_set_precision_name(s, precision);
     if (st == CLFORMER_OK)
         st = text_loss(s, ids, n, (size_t)clformer_model_config(m)->max_len, (size_t)batch, &sum,
                        &count);

@@ -44,9 +44,7 @@ static clformer_status run(const char *model_path, const char *batch_path, const
     if (st == CLFORMER_OK) st = clformer_context_create(NULL, &ctx);
     if (st == CLFORMER_OK) st = clformer_model_load(ctx, model_path, &m);
     if (st == CLFORMER_OK) st = clformer_session_create(m, &session);
-    clformer_precision p = CLFORMER_FP32;
-    if (st == CLFORMER_OK) st = clformer_precision_parse(precision, &p);
-    if (st == CLFORMER_OK) st = clformer_session_set_precision(session, p);
+    if (st == CLFORMER_OK) st = session_set_precision_name(session, precision);
     const size_t B = src ? (size_t)src->shape[0] : 0, S = src ? (size_t)src->shape[1] : 0;
     const size_t T = tgt_in ? (size_t)tgt_in->shape[1] : 0;
     const int64_t V = m ? clformer_model_config(m)->tgt_vocab : 0;

@@ -64,11 +64,16 @@ void translator_close(translator *t)
     memset(t, 0, sizeof *t);
 }
 
-bool translator_set_precision(const char *command, translator *t, const char *precision)
+clformer_status session_set_precision_name(clformer_session *s, const char *precision)
 {
     clformer_precision p = CLFORMER_FP32;
-    if (clformer_precision_parse(precision ? precision : "fp32", &p) != CLFORMER_OK ||
-        clformer_session_set_precision(t->session, p) != CLFORMER_OK) {
+    const clformer_status st = clformer_precision_parse(precision ? precision : "fp32", &p);
+    return st != CLFORMER_OK ? st : clformer_session_set_precision(s, p);
+}
+
+bool translator_set_precision(const char *command, translator *t, const char *precision)
+{
+    if (session_set_precision_name(t->session, precision) != CLFORMER_OK) {
         cli_runtime_error(command, "--precision");
         return false;
     }

@@ -63,8 +63,12 @@ bool translator_model_readable(const char *command, const char *model_path);
 bool translator_open(const char *command, const char *model_path, translator *t);
 void translator_close(translator *t);
 
-/* Sets the session's storage precision from --precision (a name cli.h has
- * checked); false, with the error printed, when the library refuses it. */
+/* Sets a session's storage precision from --precision's name (NULL: fp32),
+ * for every command with that option. */
+clformer_status session_set_precision_name(clformer_session *s, const char *precision);
+
+/* The same for the translator's session; false, with the error printed,
+ * when the library refuses it. */
 bool translator_set_precision(const char *command, translator *t, const char *precision);
 
 /* The device's name, for summaries. */
