@@ -1,7 +1,8 @@
 /*
  * Two sessions that must compute the same bits, compared step by step
  * (test_arena_split: one buffer against several; test_recompute: tensors
- * kept against recomputed). Header-only: both tests use every function.
+ * kept against recomputed; test_precision makes its runs with bits_run_make).
+ * Header-only, and inline, so that a test may use some of it.
  */
 #ifndef CLFORMER_TEST_SESSION_BITS_H
 #define CLFORMER_TEST_SESSION_BITS_H
@@ -19,7 +20,7 @@ typedef struct {
 
 /* A model of config c with seed 7 (both runs alike) and a session whose
  * arena buffers hold at most arena_limit bytes each (0: the device's). */
-static bits_run bits_run_make(const clformer_config *c, size_t arena_limit)
+static inline bits_run bits_run_make(const clformer_config *c, size_t arena_limit)
 {
     bits_run r;
     assert_ok(clformer_model_create(hctx(), c, 7, &r.model));
@@ -28,14 +29,14 @@ static bits_run bits_run_make(const clformer_config *c, size_t arena_limit)
     return r;
 }
 
-static void bits_run_free(bits_run *r)
+static inline void bits_run_free(bits_run *r)
 {
     clformer_session_free(r->session);
     clformer_model_free(r->model);
 }
 
 /* The logits of a forward pass alone. */
-static void assert_same_logits(bits_run *a, bits_run *b, const clformer_batch *batch, int vocab)
+static inline void assert_same_logits(bits_run *a, bits_run *b, const clformer_batch *batch, int vocab)
 {
     const size_t n = batch->batch * (batch->tgt_len - 1) * (size_t)vocab;
     float *la = hmalloc(n * sizeof *la), *lb = hmalloc(n * sizeof *lb);
@@ -46,7 +47,7 @@ static void assert_same_logits(bits_run *a, bits_run *b, const clformer_batch *b
     free(lb);
 }
 
-static float *bits_run_gradients(bits_run *r)
+static inline float *bits_run_gradients(bits_run *r)
 {
     cf_model *m = r->session->model;
     float *g = hmalloc(m->layout.total * sizeof *g);
@@ -55,7 +56,7 @@ static float *bits_run_gradients(bits_run *r)
 }
 
 /* The loss of one batch and every gradient, naming the first that differs. */
-static void assert_same_gradients(bits_run *a, bits_run *b, const clformer_batch *batch)
+static inline void assert_same_gradients(bits_run *a, bits_run *b, const clformer_batch *batch)
 {
     double loss_a, loss_b;
     assert_ok(clformer_session_gradients(a->session, batch, &loss_a));
@@ -71,7 +72,7 @@ static void assert_same_gradients(bits_run *a, bits_run *b, const clformer_batch
 }
 
 /* Two training steps (loss, gradient norm) and the weights they leave. */
-static void assert_same_steps(bits_run *a, bits_run *b, const clformer_batch *batch)
+static inline void assert_same_steps(bits_run *a, bits_run *b, const clformer_batch *batch)
 {
     for (int step = 0; step < 2; step++) {
         clformer_step_stats sa, sb;

@@ -18,6 +18,7 @@
 #include "harness.h"
 #include "half.h"
 #include "session.h"
+#include "session_bits.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -56,25 +57,13 @@ static void expect_stored(cf_view v, size_t n, clformer_precision p, const char 
                  "round)", name, bad, n, clformer_precision_name(p));
 }
 
-typedef struct {
-    clformer_model *model;
-    clformer_session *session;
-} run;
-
-static run make_run(const clformer_config *c, clformer_precision p)
+/* A model of config c (seed 7) with a session in precision p. */
+static bits_run make_run(const clformer_config *c, clformer_precision p)
 {
-    run r;
-    assert_ok(clformer_model_create(hctx(), c, 7, &r.model));
-    assert_ok(clformer_session_create(r.model, &r.session));
+    bits_run r = bits_run_make(c, 0);
     assert_ok(clformer_session_set_precision(r.session, p));
     assert_int_equal(clformer_session_precision(r.session), p);
     return r;
-}
-
-static void free_run(run *r)
-{
-    clformer_session_free(r->session);
-    clformer_model_free(r->model);
 }
 
 typedef struct {
@@ -111,7 +100,7 @@ static void stored_values_on(clformer_attention_path path, clformer_precision p)
     clformer_config c = harness_small_config();
     c.dropout = 0.1f;
     test_batch tb = make_batch(&c, 21);
-    run r = make_run(&c, p);
+    bits_run r = make_run(&c, p);
     clformer_step_stats st;
     assert_ok(clformer_session_train_step(r.session, &tb.batch, 1e-3f, &st));
     assert_false(st.skipped);
@@ -163,7 +152,7 @@ static void stored_values_on(clformer_attention_path path, clformer_precision p)
     assert_true(not_representable(a->dec[0].sub[0].rstd, Nt, p) > 0);
     assert_true(not_representable(cf_view_at(r.model->grads, 0), n, p) > n / 4);
     assert_true(not_representable(cf_view_at(r.model->params, 0), n, p) > n / 4);
-    free_run(&r);
+    bits_run_free(&r);
     free_batch(&tb);
     ctx->attention_path = saved_path;
 }
@@ -201,7 +190,7 @@ static void losses_follow_fp32(void **state)
     double loss[3][10];
     const clformer_precision ps[3] = {CLFORMER_FP32, CLFORMER_BF16, CLFORMER_FP16};
     for (int k = 0; k < 3; k++) {
-        run r = make_run(&c, ps[k]);
+        bits_run r = make_run(&c, ps[k]);
         for (int i = 0; i < steps; i++) {
             clformer_step_stats st;
             assert_ok(clformer_session_train_step(r.session, i % 2 ? &b1.batch : &b0.batch,
@@ -211,7 +200,7 @@ static void losses_follow_fp32(void **state)
             loss[k][i] = st.loss;
             assert_true(isfinite(st.loss) && isfinite(st.grad_norm));
         }
-        free_run(&r);
+        bits_run_free(&r);
     }
     const double tol[3] = {0.0, 1e-2, 3e-3};
     for (int k = 1; k < 3; k++) {
@@ -252,7 +241,7 @@ static void fp16_overflow_is_skipped(void **state)
     clformer_config c = harness_small_config();
     c.dropout = 0.0f;
     test_batch tb = make_batch(&c, 51);
-    run r = make_run(&c, CLFORMER_FP16), fresh = make_run(&c, CLFORMER_FP16);
+    bits_run r = make_run(&c, CLFORMER_FP16), fresh = make_run(&c, CLFORMER_FP16);
     assert_true(clformer_model_loss_scale(r.model) == 0.0f);
     assert_int_equal(clformer_model_set_loss_scale(r.model, 3.0f), CLFORMER_ERR_INVALID_ARGUMENT);
     assert_ok(clformer_model_set_loss_scale(r.model, 0x1p40f));
@@ -280,8 +269,8 @@ static void fp16_overflow_is_skipped(void **state)
     assert_true(memcmp(before, after, r.model->layout.total * sizeof *before) != 0);
     assert_memory_equal(want, after, r.model->layout.total * sizeof *want);
     free(before), free(after), free(want);
-    free_run(&r);
-    free_run(&fresh);
+    bits_run_free(&r);
+    bits_run_free(&fresh);
     free_batch(&tb);
 }
 
@@ -301,8 +290,8 @@ static void resume_is_exact(void **state)
     const clformer_batch *batches[4] = {&b0.batch, &b1.batch, &b0.batch, &b1.batch};
     for (int k = 0; k < 2; k++) {
         const clformer_precision p = HALVES[k];
-        run whole = make_run(&c, p), first = make_run(&c, p);
-        run *both[2] = {&whole, &first};
+        bits_run whole = make_run(&c, p), first = make_run(&c, p);
+        bits_run *both[2] = {&whole, &first};
         if (p == CLFORMER_FP16)
             for (int j = 0; j < 2; j++) assert_ok(clformer_model_set_loss_scale(both[j]->model, 0x1p40f));
         clformer_step_stats st;
@@ -324,8 +313,8 @@ static void resume_is_exact(void **state)
         cf_placeholder_tokens_free(tgt, c.tgt_vocab);
         assert_ok(clformer_model_save(first.model, path, true));
         const float scale = clformer_model_loss_scale(first.model);
-        free_run(&first);
-        run second;
+        bits_run_free(&first);
+        bits_run second;
         assert_ok(clformer_model_load(hctx(), path, &second.model));
         assert_ok(clformer_session_create(second.model, &second.session));
         assert_ok(clformer_session_set_precision(second.session, p));
@@ -337,8 +326,8 @@ static void resume_is_exact(void **state)
             fail_msg("%s: the resumed run's weights differ from the uninterrupted run's",
                      clformer_precision_name(p));
         free(a), free(b);
-        free_run(&whole);
-        free_run(&second);
+        bits_run_free(&whole);
+        bits_run_free(&second);
     }
     free_batch(&b0);
     free_batch(&b1);
@@ -350,7 +339,7 @@ static void api_checks(void **state)
 {
     (void)state;
     clformer_config c = harness_small_config();
-    run r = make_run(&c, CLFORMER_FP32);
+    bits_run r = make_run(&c, CLFORMER_FP32);
     assert_int_equal(clformer_session_set_precision(r.session, (clformer_precision)3),
                      CLFORMER_ERR_INVALID_ARGUMENT);
     assert_int_equal(clformer_session_precision(r.session), CLFORMER_FP32);
@@ -362,7 +351,7 @@ static void api_checks(void **state)
     assert_ok(clformer_session_set_precision(r.session, CLFORMER_FP32));
     assert_null(r.session->weights);
     free_batch(&tb);
-    free_run(&r);
+    bits_run_free(&r);
 }
 
 /* `clformer train --precision bf16` end to end on a tiny run (and fp16 with
