@@ -280,5 +280,8 @@ clformer_status clformer_session_generate_batch(clformer_session *s, const int32
 {
     clformer_precision saved;
     CF_TRY(cf_session_pass_begin(s, &saved));
-    return cf_session_pass_end(s, saved, session_generate_batch_passes(s, prompts, lengths, n_prompts, samples, o, on_token, user, out, counts));
+    return cf_session_pass_end(s, saved,
+                               session_generate_batch_passes(s, prompts, lengths, n_prompts,
+                                                             samples, o, on_token, user, out,
+                                                             counts));
 }
