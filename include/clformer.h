@@ -879,9 +879,13 @@ CLFORMER_API bool clformer_session_recompute(const clformer_session *session);
  * begins, so every change of them is seen). Statistics (LayerNorm mean and
  * 1/std, attention row statistics), losses, weight gradients, the gradient
  * norm, the master weights and Adam's state stay fp32, and all arithmetic is
- * fp32, so both work on every device. Values stay in 32-bit containers: this
- * is the numerics of 16-bit storage, not yet its memory or speed
- * (docs/ARCHITECTURE.md "Half precision"). CLFORMER_FP16 training scales the
+ * fp32, so both work on every device. A training step keeps what its
+ * backward reads from inside each layer (all but the decoder's last) in 16
+ * bits between forward and backward, statistics in fp32: about half the
+ * activation memory of an fp32 step, the same bits as keeping it in fp32.
+ * The ops still compute in 32-bit containers (one layer's scratch), so this
+ * gives memory, not speed (docs/ARCHITECTURE.md "Half precision"); with
+ * recomputation nothing is kept to halve. CLFORMER_FP16 training scales the
  * loss dynamically (clformer_model_set_loss_scale). A property of the run,
  * not of the model: checkpoints stay fp32. An unknown value is
  * CLFORMER_ERR_INVALID_ARGUMENT. */

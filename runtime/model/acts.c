@@ -121,6 +121,18 @@ static void decoder_layers(cf_split_arena *c, cf_acts *a, const clformer_config 
     }
 }
 
+/* Where layer l keeps what its backward reads (half_saved.c): 16-bit
+ * tensors in half as many floats, statistics in fp32. */
+static void layer_stores(cf_split_arena *c, cf_acts *a, const clformer_config *cfg, bool decoder,
+                         int l)
+{
+    cf_saved_tensor t[CF_LAYER_SAVED_MAX];
+    const size_t count = cf_layer_saved(a, cfg, decoder, l, t);
+    cf_layer_acts *L = decoder ? &a->dec[l] : &a->enc[l];
+    for (size_t i = 0; i < count; i++)
+        L->saved[i] = cf_split_arena_take(c, t[i].stat ? t[i].n : (t[i].n + 1) / 2);
+}
+
 /* encoder.norm's output and statistics */
 static void memory_views(cf_split_arena *c, cf_acts *a, size_t d)
 {
@@ -151,7 +163,7 @@ static void layout(const clformer_config *cfg, cf_acts *a, cf_split_arena *arena
 
     a->src_emb = cf_split_arena_take(c, Ns * d);
     a->tgt_emb = cf_split_arena_take(c, Nt * d);
-    if (!a->recompute) {
+    if (!a->recompute && !a->half_saved) {
         encoder_layers(c, a, cfg, drop, fused, NULL);
         memory_views(c, a, d);
         decoder_layers(c, a, cfg, drop, fused, NULL);
@@ -159,7 +171,8 @@ static void layout(const clformer_config *cfg, cf_acts *a, cf_split_arena *arena
         /* each layer's output (the next one's input) and the memory are
          * kept; everything inside a layer lies in one scratch that every
          * layer, encoder and decoder, writes over (backward runs each
-         * layer's forward again just before its backward) */
+         * layer's forward again just before its backward, or, with
+         * half_saved, loads what the layer's forward stored in 16 bits) */
         for (int l = 0; l < cfg->n_enc_layers; l++)
             a->enc[l].sub[1].out = cf_split_arena_take(c, Ns * d);
         for (int l = 0; l < cfg->n_dec_layers; l++)
@@ -170,6 +183,11 @@ static void layout(const clformer_config *cfg, cf_acts *a, cf_split_arena *arena
         cf_split_arena past_decoder = scratch;
         decoder_layers(&past_decoder, a, cfg, drop, fused, &scratch);
         cf_split_arena_union(c, &past_decoder);
+        if (a->half_saved) {
+            for (int l = 0; l < cfg->n_enc_layers; l++) layer_stores(c, a, cfg, false, l);
+            /* the decoder's last layer is still in the scratch in backward */
+            for (int l = 0; l + 1 < cfg->n_dec_layers; l++) layer_stores(c, a, cfg, true, l);
+        }
     }
     a->dec_out = cf_split_arena_take(c, Nt * d);
     a->dec_mean = cf_split_arena_take(c, Nt);
@@ -277,6 +295,8 @@ static void set_shape(cf_acts *a, const cf_session *s, size_t B, size_t S, size_
     /* a pass without backward needs no layer's tensors after the next
      * layer has run, so it shares the scratch too */
     a->recompute = s->recompute;
+    a->half_saved = training && !s->recompute && s->precision != CLFORMER_FP32 &&
+                    !s->saved_in_fp32;
     a->cross = !clformer_config_decoder_only(cfg);
 }
 
@@ -323,15 +343,27 @@ static clformer_status too_large(cf_session *s, clformer_status st, size_t B, si
         else hi = mid;
     }
     const size_t need = arena_bytes(s, B, S, T, training);
-    /* training without recomputation: would it fit with it? */
-    char hint[160] = "";
+    /* fp32 training: would it fit with 16-bit saved activations? Without
+     * recomputation: with it? */
+    char hint[320] = "";
+    size_t used_hint = 0;
+    if (training && s->precision == CLFORMER_FP32 && !s->recompute) {
+        s->precision = CLFORMER_BF16;
+        const size_t half = arena_bytes(s, B, S, T, training);
+        s->precision = CLFORMER_FP32;
+        if (half <= left)
+            used_hint += (size_t)snprintf(hint, sizeof hint,
+                                          "; or keep activations in 16 bits (--precision bf16), "
+                                          "which needs %.0f MiB for this batch", MIB(half));
+    }
     if (training && !s->recompute) {
         s->recompute = true;
         const size_t lean = arena_bytes(s, B, S, T, training);
         s->recompute = false;
         if (lean <= left)
-            snprintf(hint, sizeof hint, "; or recompute layers in backward (--recompute), which "
-                                        "needs %.0f MiB for this batch", MIB(lean));
+            snprintf(hint + used_hint, sizeof hint - used_hint,
+                     "; or recompute layers in backward (--recompute), which needs %.0f MiB for "
+                     "this batch", MIB(lean));
     }
     s->acts.B = 0; /* no shape is laid out now */
     if (lo == 0)

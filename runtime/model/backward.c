@@ -5,7 +5,9 @@
  * the residual stream's gradient lives in acts.d_res, the memory's in
  * acts.d_mem (summed over the decoder's cross-attentions). Under
  * recomputation (acts.recompute) each layer's forward runs again just
- * before its backward, into the scratch the layers share (acts.c).
+ * before its backward, into the scratch the layers share (acts.c); with
+ * 16-bit saved activations (acts.half_saved) its saved tensors are loaded
+ * back into that scratch instead (half_saved.c).
  */
 #include "session.h"
 
@@ -180,6 +182,7 @@ clformer_status cf_backward(cf_session *s)
          * layers share; the last layer's is still there from the forward */
         if (A->recompute && l < c->n_dec_layers - 1)
             CF_TRY(cf_decoder_block(s, l, &A->dec[l], cf_layer_input(A, true, l), &shape));
+        if (A->half_saved && l < c->n_dec_layers - 1) CF_TRY(cf_layer_load(s, true, l));
         CF_TRY(decoder_layer_backward(s, l));
         CF_TRY(cf_grads_ready(m, point++));
     }
@@ -199,6 +202,7 @@ clformer_status cf_backward(cf_session *s)
     for (int l = c->n_enc_layers - 1; l >= 0; l--) {
         /* the decoder's layers wrote over the encoder's scratch */
         if (A->recompute) CF_TRY(cf_encoder_block(s, l, cf_layer_input(A, false, l)));
+        if (A->half_saved) CF_TRY(cf_layer_load(s, false, l));
         CF_TRY(encoder_layer_backward(s, l));
         CF_TRY(cf_grads_ready(m, point++));
     }

@@ -227,7 +227,10 @@ clformer_status cf_forward_encoder(cf_session *s)
     CF_TRY(cf_embedding_forward(s->ctx, a->src_emb, a->src, cf_param(s, m->layout.src_embed), pos,
                                 a->B, a->S, d, cf_embed_scale(c),
                                 cf_session_dropout(s, CF_SITE_SRC_EMBED, &ds)));
-    for (int l = 0; l < c->n_enc_layers; l++) CF_TRY(cf_encoder_block(s, l, cf_layer_input(a, false, l)));
+    for (int l = 0; l < c->n_enc_layers; l++) {
+        CF_TRY(cf_encoder_block(s, l, cf_layer_input(a, false, l)));
+        if (a->half_saved) CF_TRY(cf_layer_store(s, false, l));
+    }
     return cf_layernorm_forward(s->ctx, a->memory, a->mem_mean, a->mem_rstd,
                                 cf_layer_input(a, false, c->n_enc_layers),
                                 cf_param(s, m->layout.enc_norm_w),
@@ -260,8 +263,11 @@ clformer_status cf_forward(cf_session *s, bool with_loss, float grad_scale)
                                 pos, a->B, a->T, d, cf_embed_scale(c),
                                 cf_session_dropout(s, CF_SITE_TGT_EMBED, &ds)));
     const cf_block_shape shape = cf_batch_block_shape(a);
-    for (int l = 0; l < c->n_dec_layers; l++)
+    for (int l = 0; l < c->n_dec_layers; l++) {
         CF_TRY(cf_decoder_block(s, l, &a->dec[l], cf_layer_input(a, true, l), &shape));
+        /* the last layer stays in the scratch for the backward */
+        if (a->half_saved && l + 1 < c->n_dec_layers) CF_TRY(cf_layer_store(s, true, l));
+    }
     CF_TRY(cf_generator_forward(s, a->dec_out, a->dec_mean, a->dec_rstd,
                                 cf_layer_input(a, true, c->n_dec_layers), a->logits, Nt));
     if (!with_loss) return CLFORMER_OK;

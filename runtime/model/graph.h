@@ -42,11 +42,17 @@ typedef struct {
     cf_view out;         /* (N, d) linear2 output, before dropout */
 } cf_ffn_acts;
 
+/* The most tensors inside one layer that its backward reads (half_saved.c). */
+#define CF_LAYER_SAVED_MAX 32
+
 typedef struct {
     cf_sub_acts sub[3];  /* encoder and decoder-only: self-attn, ffn;
                             decoder: self-attn, cross-attn, ffn */
     cf_attn_acts self_attn, cross_attn;
     cf_ffn_acts ffn;
+    /* half_saved: where the forward keeps the tensors its backward reads
+     * (cf_layer_saved's order), 16-bit ones at 16-bit offsets */
+    cf_view saved[CF_LAYER_SAVED_MAX];
 } cf_layer_acts;
 
 /* Every tensor of one batch shape. N* are row counts: Ns = B*S, Nt = B*T. */
@@ -58,6 +64,11 @@ typedef struct {
     bool recompute;      /* keep only each layer's output: the tensors inside layers
                             share one scratch, and backward (when training) runs a
                             layer's forward again before its backward */
+    bool half_saved;     /* a bf16/fp16 training batch without recompute: the tensors
+                            inside layers share one scratch as under recompute, and
+                            each layer's forward stores those its backward reads in
+                            16 bits (statistics in fp32) for the backward to load
+                            back (half_saved.c) */
     /* integer inputs (one upload) */
     cf_view src, tgt_in, labels;            /* (B,S), (B,T), (B,T) int32 */
     cf_embedding_index src_index, tgt_index;
@@ -109,6 +120,24 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
 clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t max_alloc_bytes, size_t B,
                                     size_t S, size_t T, bool fused);
 void cf_acts_release(cf_session *s);
+
+/* One tensor inside a layer that the layer's backward reads: n elements;
+ * stat: a statistic, never rounded, so kept in fp32. */
+typedef struct {
+    cf_view *view; /* in the layer's acts */
+    size_t n;
+    bool stat;
+} cf_saved_tensor;
+
+/* The tensors of layer l (of the decoder or the encoder) that its backward
+ * reads, in a fixed order (the order of its `saved` views); their count. */
+size_t cf_layer_saved(cf_acts *a, const clformer_config *cfg, bool decoder, int l,
+                      cf_saved_tensor out[CF_LAYER_SAVED_MAX]);
+
+/* half_saved: after layer l's forward, its saved tensors from the scratch
+ * into its store (16 bits; statistics fp32); before its backward, back. */
+clformer_status cf_layer_store(cf_session *s, bool decoder, int l);
+clformer_status cf_layer_load(cf_session *s, bool decoder, int l);
 
 /* Dropout descriptor of site `site` at the model's current step (NULL when
  * the session's batch is not training or dropout is off). */

@@ -26,6 +26,10 @@ struct clformer_session {
      * master weights rounded to it, refreshed as each pass begins. */
     clformer_precision precision;
     cl_mem weights;                /* layout.total fp32 values; NULL with FP32 */
+    /* 16-bit training keeps what backward reads in fp32 rather than in 16
+     * bits (graph.h half_saved): the same bits, more memory, no casts
+     * (tests compare the two) */
+    bool saved_in_fp32;
     cf_acts acts;                  /* views for the current batch shape */
     cl_mem metrics;                /* [loss_sum, grad_norm_sq, clip_scale, spare] */
     struct cf_decoder *decoder;    /* decoding caches, made on first use */

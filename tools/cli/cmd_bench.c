@@ -535,11 +535,14 @@ static void print_table(const bench *b, const clformer_device_info *dev)
            "%zu warm-up + %zu timed repetitions%s\n",
            b->B, b->T, (double)c->dropout, (double)c->label_smoothing, b->warmup, b->steps,
            b->recompute ? ", layers recomputed in backward" : "");
-    printf("precision %s%s\n", clformer_precision_name(b->precision),
-           b->precision == CLFORMER_FP32 ? ""
-           : b->precision == CLFORMER_BF16
-               ? " (activations and weights rounded to bf16 in fp32 storage: the numerics, not the memory)"
-               : " (activations and weights rounded to fp16 in fp32 storage, loss scaling: the numerics, not the memory)");
+    if (b->precision == CLFORMER_FP32)
+        printf("precision fp32\n");
+    else /* ops compute in fp32 containers; training keeps what backward reads in 16 bits */
+        printf("precision %s (activations and weights rounded to %s%s; computed in fp32 "
+               "containers, %s)\n",
+               clformer_precision_name(b->precision), clformer_precision_name(b->precision),
+               b->precision == CLFORMER_FP16 ? ", loss scaling" : "",
+               b->recompute ? "nothing kept to store in 16 bits" : "kept for backward in 16 bits");
 
     printf("\ntraining (forward, loss, backward, clip, Adam)\n");
     printf("  %-28s %10.3f s   (%u programs built, %u from the disk cache)\n",

@@ -155,7 +155,7 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--log", CLI_STRING, &a->log, "FILE", "metrics as JSON lines: step, loss, tokens, lr, ..."},
         {"--plot", CLI_STRING, &a->plot, "FILE.png", "draw the loss curves at the end"},
         {"--recompute", CLI_FLAG, &a->recompute, NULL, "keep only each layer's output and recompute the rest in backward: about one layer's activations instead of all layers', for one more forward pass per step (same results)"},
-        {"--precision", CLI_CHOICE, &a->precision, NULL, "storage precision of activations, their gradients and the weights a step reads: values rounded to bf16 or fp16 (fp32 master weights, Adam state, statistics and arithmetic; fp16 scales the loss dynamically; checkpoints stay fp32) (default fp32)", 0, 0, "fp32|bf16|fp16"},
+        {"--precision", CLI_CHOICE, &a->precision, NULL, "storage precision of activations, their gradients and the weights a step reads: values rounded to bf16 or fp16, and what backward reads kept in 16 bits (fp32 master weights, Adam state, statistics and arithmetic; fp16 scales the loss dynamically; checkpoints stay fp32) (default fp32)", 0, 0, "fp32|bf16|fp16"},
         {"--loss-scale", CLI_DOUBLE, &a->loss_scale, "S", "fp16: the loss scale to start from, a power of two (default 65536, or a resumed run's; mainly for tests)", 1, 0x1p120},
         {"--check-sync", CLI_INT, &a->check_sync, "N", "under mpirun: every N steps check that all ranks hold the same parameters; stop on a difference", 1, 1L << 40},
     };

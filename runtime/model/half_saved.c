@@ -1,0 +1,112 @@
+/*
+ * 16-bit saved activations (cf_acts.half_saved): a bf16 or fp16 training
+ * batch keeps the tensors inside each layer that its backward reads in 16
+ * bits between the forward and the backward, instead of in fp32.
+ *
+ * The layers compute in one fp32 scratch they share (the layout of
+ * recomputation, acts.c). After a layer's forward, cf_layer_store casts
+ * those tensors to 16 bits into the layer's own store; just before the
+ * layer's backward, cf_layer_load casts them back into the scratch. Every
+ * such tensor was rounded to the precision when written (ops.h,
+ * cf_round_activation), so the cast there and back is exact: the results
+ * are bit for bit those of keeping them in fp32 (tests/device/
+ * test_half_saved.c). Statistics (LayerNorm's mean and 1/std, fused
+ * attention's row statistics) are not rounded and are kept in fp32. The
+ * decoder's last layer is still in the scratch when backward begins, so it
+ * is neither stored nor loaded.
+ */
+#include "session.h"
+
+/* Appends x (n elements) unless it is the tensor appended last (the
+ * probabilities after dropout are those before it when nothing drops). */
+static void add(cf_saved_tensor *out, size_t *count, cf_view *x, size_t n, bool stat)
+{
+    if (*count && out[*count - 1].view->buf == x->buf && out[*count - 1].view->off == x->off)
+        return;
+    out[(*count)++] = (cf_saved_tensor){x, n, stat};
+}
+
+/* What an attention's backward reads (backward.c, ops.h cf_attention_saved):
+ * the heads, the probabilities or the fused path's statistics and output,
+ * and out_proj's input. */
+static void attention_saved(const cf_acts *a, const clformer_config *cfg, cf_attn_acts *at,
+                            size_t Tq, size_t Tk, cf_saved_tensor *out, size_t *count)
+{
+    const size_t B = a->B, d = (size_t)cfg->d_model, H = (size_t)cfg->n_heads;
+    add(out, count, &at->qh, B * Tq * d, false);
+    add(out, count, &at->kh, B * Tk * d, false);
+    add(out, count, &at->vh, B * Tk * d, false);
+    if (a->fused_attention) {
+        add(out, count, &at->saved.stats, 2 * B * H * Tq, true);
+        add(out, count, &at->ctx_h, B * Tq * d, false);
+    } else {
+        add(out, count, &at->saved.probs, B * H * Tq * Tk, false);
+        add(out, count, &at->saved.probs_drop, B * H * Tq * Tk, false);
+    }
+    add(out, count, &at->concat, B * Tq * d, false);
+}
+
+/* A sublayer's normalisation; its output too unless it is the layer's
+ * (kept in fp32 outside the scratch: the next layer's input). */
+static void sub_saved(cf_sub_acts *sub, size_t N, size_t d, bool last, cf_saved_tensor *out,
+                      size_t *count)
+{
+    add(out, count, &sub->ln, N * d, false);
+    add(out, count, &sub->mean, N, true);
+    add(out, count, &sub->rstd, N, true);
+    if (!last) add(out, count, &sub->out, N * d, false);
+}
+
+size_t cf_layer_saved(cf_acts *a, const clformer_config *cfg, bool decoder, int l,
+                      cf_saved_tensor out[CF_LAYER_SAVED_MAX])
+{
+    cf_layer_acts *L = decoder ? &a->dec[l] : &a->enc[l];
+    const size_t Tq = decoder ? a->T : a->S, N = a->B * Tq;
+    const size_t d = (size_t)cfg->d_model, ff = (size_t)cfg->d_ff;
+    const bool cross = decoder && a->cross;
+    const int f = decoder ? cf_ffn_sub(a->cross) : 1;
+    size_t count = 0;
+    sub_saved(&L->sub[0], N, d, false, out, &count);
+    attention_saved(a, cfg, &L->self_attn, Tq, Tq, out, &count);
+    if (cross) {
+        sub_saved(&L->sub[1], N, d, false, out, &count);
+        attention_saved(a, cfg, &L->cross_attn, Tq, a->S, out, &count);
+    }
+    sub_saved(&L->sub[f], N, d, true, out, &count);
+    add(out, &count, &L->ffn.pre, N * ff, false);
+    add(out, &count, &L->ffn.act, N * ff, false);
+    return count;
+}
+
+/* 16-bit data at float offset `off` of a buffer: the view at 16-bit offset 2 off. */
+static cf_view as_16bit(cf_view v) { return (cf_view){v.buf, 2 * v.off}; }
+
+static clformer_status move(cf_session *s, bool decoder, int l, bool store)
+{
+    cf_ctx *ctx = s->ctx;
+    cf_acts *a = &s->acts;
+    cf_layer_acts *L = decoder ? &a->dec[l] : &a->enc[l];
+    cf_saved_tensor t[CF_LAYER_SAVED_MAX];
+    const size_t count = cf_layer_saved(a, &s->model->cfg, decoder, l, t);
+    const clformer_precision half = s->precision;
+    for (size_t i = 0; i < count; i++) {
+        const cf_view x = *t[i].view, kept = L->saved[i];
+        if (t[i].stat)
+            CF_TRY(store ? cf_copy(ctx, x.buf, x.off, kept.buf, kept.off, t[i].n)
+                         : cf_copy(ctx, kept.buf, kept.off, x.buf, x.off, t[i].n));
+        else
+            CF_TRY(store ? cf_cast(ctx, as_16bit(kept), half, x, CLFORMER_FP32, t[i].n)
+                         : cf_cast(ctx, x, CLFORMER_FP32, as_16bit(kept), half, t[i].n));
+    }
+    return CLFORMER_OK;
+}
+
+clformer_status cf_layer_store(cf_session *s, bool decoder, int l)
+{
+    return move(s, decoder, l, true);
+}
+
+clformer_status cf_layer_load(cf_session *s, bool decoder, int l)
+{
+    return move(s, decoder, l, false);
+}
