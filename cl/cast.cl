@@ -6,8 +6,8 @@
  *     as PyTorch; values from 0x7F7F8000 up round to infinity). Done on the
  *     bits, never through float arithmetic, so no device can flush a
  *     subnormal to zero on the way; needs no extension.
- *   - fp16 uses the core vstore_half_rte / vload_half, which every OpenCL
- *     1.2 device has (declaring a half pointer needs no cl_khr_fp16).
+ *   - fp16 likewise on the bits (below), rounded as the core vstore_half_rte
+ *     would round; no half type, so no extension either.
  * `accumulate` (the casts to fp32 only, for gradients): out += the value.
  */
 #include "common.h"
@@ -32,21 +32,45 @@ kernel void cast_bf16_to_f32(global uint *out, ulong out_off, global const ushor
     out[out_off + i] = accumulate ? as_uint(as_float(out[out_off + i]) + as_float(u)) : u;
 }
 
-kernel void cast_f32_to_f16(global half *out, ulong out_off, global const float *x,
+/* fp16 from fp32 by integer arithmetic on the bits, branch-free (on PoCL,
+ * through vstore_half_rte and vload_half the fp16 casts took about twice the
+ * bf16 casts' time), rounded to nearest even as vstore_half_rte:
+ *   - |x| >= 2^-14 (fp16 normals): the exponent rebiased (127 -> 15) in
+ *     place and the 13 dropped bits rounded as bf16's 16; from 65520 up the
+ *     result reaches 0x7C00, infinity, where it is held;
+ *   - |x| < 2^-14 (fp16 subnormals, m 2^-24): (|x| + 0.5) lies in [0.5, 1),
+ *     where floats are spaced 2^-24, so the addition rounds |x| to nearest
+ *     even there and m is the sum's bits above 0.5's (m 1024 is the smallest
+ *     normal, still right; a device flushing a subnormal |x| gives 0, right);
+ *   - NaN stays NaN (its top payload bits kept, the quiet bit set). */
+kernel void cast_f32_to_f16(global ushort *out, ulong out_off, global const uint *x,
                             ulong x_off, ulong n)
 {
     const ulong i = get_global_id(0);
     if (i >= n) return;
-    vstore_half_rte(x[x_off + i], (size_t)(out_off + i), out);
+    const uint u = x[x_off + i], a = u & 0x7FFFFFFFu;
+    const uint r = a - 0x38000000u;
+    const uint normal = min((r + 0xFFFu + ((r >> 13) & 1u)) >> 13, 0x7C00u);
+    const uint subnormal = as_uint(as_float(a) + 0.5f) - 0x3F000000u;
+    const uint nan = 0x7E00u | ((a >> 13) & 0x3FFu);
+    const uint h = a > 0x7F800000u ? nan : a >= 0x38800000u ? normal : subnormal;
+    out[out_off + i] = (ushort)(((u >> 16) & 0x8000u) | h);
 }
 
-kernel void cast_f16_to_f32(global float *out, ulong out_off, global const half *x,
+/* fp32 from fp16, exact, on the bits: normals rebiased, infinity and NaN
+ * widened, subnormals m 2^-24 computed as (float)m * 2^-24 (exact, and a
+ * normal fp32 value, so no device flushes it). */
+kernel void cast_f16_to_f32(global uint *out, ulong out_off, global const ushort *x,
                             ulong x_off, ulong n, int accumulate)
 {
     const ulong i = get_global_id(0);
     if (i >= n) return;
-    const float v = vload_half((size_t)(x_off + i), x);
-    out[out_off + i] = accumulate ? out[out_off + i] + v : v;
+    const uint h = x[x_off + i], e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+    const uint normal = ((e + 112u) << 23) | (m << 13);
+    const uint special = 0x7F800000u | (m << 13);
+    const uint subnormal = as_uint((float)m * 0x1p-24f);
+    const uint u = ((h & 0x8000u) << 16) | (e == 0x1Fu ? special : e ? normal : subnormal);
+    out[out_off + i] = accumulate ? as_uint(as_float(out[out_off + i]) + as_float(u)) : u;
 }
 
 /*

@@ -126,8 +126,8 @@ run_checks() {
     say ""
     local precisions=(fp32)
     if "$clf" bench --help 2>&1 | grep -q -- '--precision'; then precisions=(fp32 bf16 fp16); fi
-    say "| config | precision | batch x len | train tok/s | train GFLOP/s | translate tok/s | first step s |"
-    say "| --- | --- | --- | ---: | ---: | ---: | ---: |"
+    say "| config | precision | batch x len | train tok/s | train GFLOP/s | translate tok/s | first step s | activations MiB |"
+    say "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"
     local config prec batch args
     for config in tiny small base; do
         batch=64
@@ -140,10 +140,11 @@ import json, sys
 c, p, b, f = sys.argv[1:]
 j = json.load(open(f))
 print(f"| {c} | {p} | {b} x 64 | {j['train_tokens_per_s']:,.0f} | {j['train_gflops']:,.0f} | "
-      f"{j['translate_tokens_per_s']:,.0f} | {j['first_step_s']:.1f} |")
+      f"{j['translate_tokens_per_s']:,.0f} | {j['first_step_s']:.1f} | "
+      f"{j['memory']['activations'] / 2**20:,.0f} |")
 EOF
             else
-                say "| $config | $prec | $batch x 64 | failed: $(tail -n 1 "$logdir/bench-$config-$prec.err") | | | |"
+                say "| $config | $prec | $batch x 64 | failed: $(tail -n 1 "$logdir/bench-$config-$prec.err") | | | | |"
                 failed=1
             fi
         done
