@@ -13,14 +13,18 @@ clformer_status cf_buffer_alloc(cf_ctx *ctx, size_t count, const char *what, cl_
     *out = NULL;
     size_t bytes = (count ? count : 1) * 4;
     const clformer_device_info *d = &ctx->info;
-    if (count > SIZE_MAX / 4 || bytes > d->max_alloc_bytes)
+    const uint64_t most = cf_buffer_max_bytes(d->max_alloc_bytes);
+    if (count > SIZE_MAX / 4 || bytes > most)
         /* the figures and words of `clformer devices`, so the two agree */
         return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY,
                        "cannot allocate %s: %.1f MiB is more than one buffer may hold on %s "
-                       "(clformer devices: %.0f MiB max allocation, %.0f MiB global); use a "
+                       "(clformer devices: %.0f MiB max allocation, %.0f MiB global%s); use a "
                        "smaller batch or model",
                        what, MIB(bytes), d->name, MIB(d->max_alloc_bytes),
-                       MIB(d->global_mem_bytes));
+                       MIB(d->global_mem_bytes),
+                       most < d->max_alloc_bytes ? "; clformer's buffers stay under 2^31 "
+                                                   "elements, 8 GiB, for CLBlast's int offsets"
+                                                 : "");
     if (ctx->bytes_allocated + bytes > d->global_mem_bytes)
         return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY,
                        "cannot allocate %s: %.1f MiB requested with %.1f MiB already in use "

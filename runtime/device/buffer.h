@@ -18,8 +18,20 @@ static inline cf_view cf_view_at(cl_mem buf, size_t off) { return (cf_view){buf,
 /* The view `elements` further along the same buffer. */
 static inline cf_view cf_view_add(cf_view v, size_t elements) { return (cf_view){v.buf, v.off + elements}; }
 
-/* Allocates `count` 32-bit elements, zero-filled. Requests beyond the
- * device's max allocation or memory fail with the sizes in the message, and
+/* The most bytes clformer puts in one buffer: the device's largest
+ * allocation, but under 2^31 elements (8 GiB), because CLBlast's kernels
+ * take offsets and leading dimensions as int (on an NVIDIA H100, whose
+ * largest allocation is 20 GiB, an 11.8 GB arena in one buffer made its
+ * GEMMs fail and the queue die). Activation arenas split at this size. */
+#define CF_BUFFER_MAX_ELEMENTS (((size_t)1 << 31) - 16)
+static inline uint64_t cf_buffer_max_bytes(uint64_t device_max_alloc_bytes)
+{
+    const uint64_t cap = (uint64_t)CF_BUFFER_MAX_ELEMENTS * 4;
+    return device_max_alloc_bytes < cap ? device_max_alloc_bytes : cap;
+}
+
+/* Allocates `count` 32-bit elements, zero-filled. Requests beyond
+ * cf_buffer_max_bytes or the device's memory fail with the sizes in the message, and
  * allocation that a driver defers to first use is forced and checked here. */
 clformer_status cf_buffer_alloc(cf_ctx *ctx, size_t count, const char *what, cl_mem *out);
 void cf_buffer_free(cf_ctx *ctx, cl_mem buf);

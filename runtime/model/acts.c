@@ -231,7 +231,7 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
     const size_t longest = S > T ? S : T;
     if (device->fused_attention_long && longest >= CLFORMER_ATTENTION_FUSED_CPU_LEN)
         return true;
-    const size_t max_alloc_bytes = device->max_alloc_bytes;
+    const size_t max_alloc_bytes = (size_t)cf_buffer_max_bytes(device->max_alloc_bytes);
     /* the probabilities the unfused path saves, per batch, in floats:
      * encoder S x S, decoder T x T and T x S per layer, twice with dropout,
      * and the backward's (Tmax x Tmax) workspace */
@@ -249,9 +249,10 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
     return c > CLFORMER_ATTENTION_UNFUSED_MAX_BYTES / 4;
 }
 
-clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t max_alloc_bytes, size_t B,
-                                    size_t S, size_t T, bool fused)
+clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t device_max_alloc_bytes,
+                                    size_t B, size_t S, size_t T, bool fused)
 {
+    const size_t max_alloc_bytes = (size_t)cf_buffer_max_bytes(device_max_alloc_bytes);
     const size_t H = (size_t)cfg->n_heads, L = S > T ? S : T, d = (size_t)cfg->d_model;
     const size_t limit = max_alloc_bytes / 4, ff = (size_t)cfg->d_ff;
     const size_t wide = 3 * d > ff ? 3 * d : ff;
@@ -300,11 +301,12 @@ static void set_shape(cf_acts *a, const cf_session *s, size_t B, size_t S, size_
     a->cross = !clformer_config_decoder_only(cfg);
 }
 
-/* Elements one arena buffer may hold: the device's largest allocation, or
- * the session's own smaller limit (tests split small arenas with it). */
+/* Elements one arena buffer may hold: the device's largest allocation (at
+ * most cf_buffer_max_bytes), or the session's own smaller limit (tests
+ * split small arenas with it). */
 static size_t arena_limit(const cf_session *s)
 {
-    size_t limit = (size_t)(s->ctx->info.max_alloc_bytes / 4);
+    size_t limit = (size_t)(cf_buffer_max_bytes(s->ctx->info.max_alloc_bytes) / 4);
     if (s->arena_limit && s->arena_limit < limit) limit = s->arena_limit;
     return limit < 16 ? 16 : limit;
 }

@@ -109,7 +109,8 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
 
 /*
  * Whether a batch shape's activations can exist on a device whose largest
- * buffer is max_alloc_bytes, checked before anything is laid out: each
+ * allocation is max_alloc_bytes (capped at cf_buffer_max_bytes: under 2^31
+ * floats), checked before anything is laid out: each
  * attention layer's scores (B x heads x L x L floats, L = max(S, T); with
  * `fused` attention B x heads x L), the
  * logits (B x T x tgt_vocab) and the widest rows (B x L x max(3 d_model,

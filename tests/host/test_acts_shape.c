@@ -4,7 +4,8 @@
  * heads x length x length floats that overflow size_t, or that no device
  * buffer can hold, are refused with a message naming the batch, the heads,
  * the length and the options to change; a shape that fits passes. With
- * fused attention only B x heads x length floats count. Also the rule of
+ * fused attention only B x heads x length floats count; no tensor reaches
+ * 2^31 floats, whatever the device allows. Also the rule of
  * the auto attention path and the path's words. Host only: nothing is
  * allocated.
  */
@@ -80,6 +81,21 @@ static void logits_beyond_the_largest_buffer(void **state)
 
 /* The fused path saves B x heads x L floats per layer, not B x heads x L x L:
  * the base model at length 1024 with 16 sentences passes there only. */
+/* A device whose largest allocation is 20 GiB (an H100) still gets no
+ * tensor of 2^31 floats or more: CLBlast indexes its operands with int. */
+static void no_tensor_of_2_31_floats(void **state)
+{
+    (void)state;
+    assert_true(cf_buffer_max_bytes(20 * GiB) == (uint64_t)CF_BUFFER_MAX_ELEMENTS * 4);
+    assert_true(cf_buffer_max_bytes(GiB) == GiB);
+    clformer_config c = config();
+    c.tgt_vocab = 200000; /* logits 16 x 1023 x 200000 floats: 12.2 GiB */
+    assert_error(cf_acts_check_shape(&c, 20 * GiB, 16, 1024, 1023, true),
+                 CLFORMER_ERR_OUT_OF_MEMORY, "logits of 16 x 1023 x 200000");
+    c.tgt_vocab = 100000; /* 6.1 GiB: fits */
+    assert_ok(cf_acts_check_shape(&c, 20 * GiB, 16, 1024, 1023, true));
+}
+
 static void fused_attention_needs_no_score_matrix(void **state)
 {
     (void)state;
@@ -154,6 +170,7 @@ int main(void)
         cmocka_unit_test(scores_beyond_the_largest_buffer),
         cmocka_unit_test(scores_overflowing_size_t),
         cmocka_unit_test(logits_beyond_the_largest_buffer),
+        cmocka_unit_test(no_tensor_of_2_31_floats),
         cmocka_unit_test(fused_attention_needs_no_score_matrix),
         cmocka_unit_test(auto_attention_path_follows_the_device_and_size),
         cmocka_unit_test(attention_path_words),
