@@ -13,13 +13,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* out: where the sublayer's output goes when it is laid out already (a
+/* The order of the views in a layer is chosen so that what its backward
+ * reads lies in few contiguous runs (half_saved.c stores a run with one
+ * cast): statistics first, then the normalisation and the sublayer's output,
+ * which the next attention's saved tensors follow, or the FFN's.
+ * out: where the sublayer's output goes when it is laid out already (a
  * layer's output under recomputation), else NULL: taken here. */
 static void sub_acts(cf_split_arena *c, cf_sub_acts *s, size_t N, size_t d, const cf_view *out)
 {
-    s->ln = cf_split_arena_take(c, N * d);
     s->mean = cf_split_arena_take(c, N);
     s->rstd = cf_split_arena_take(c, N);
+    s->ln = cf_split_arena_take(c, N * d);
     s->out = out ? *out : cf_split_arena_take(c, N * d);
 }
 
@@ -28,27 +32,31 @@ static void attn_acts(cf_split_arena *c, cf_attn_acts *a, const clformer_config 
                       size_t Tq, size_t Tk, bool cross, bool dropout, bool fused, cf_view keys)
 {
     const size_t d = (size_t)cfg->d_model, H = (size_t)cfg->n_heads;
+    /* what backward reads first (sub_acts), in one run when unfused: heads,
+     * probabilities, merged heads; the fused path's output, then its
+     * statistics; then what backward does not read */
+    a->qh = cf_split_arena_take(c, B * Tq * d);
+    a->kh = cf_split_arena_take(c, B * Tk * d);
+    a->vh = cf_split_arena_take(c, B * Tk * d);
+    const cf_view none = {NULL, 0};
+    a->saved = (cf_attention_saved){none, none, none, none, none};
+    if (!fused) {
+        a->saved.probs = cf_split_arena_take(c, B * H * Tq * Tk);
+        a->saved.probs_drop = dropout ? cf_split_arena_take(c, B * H * Tq * Tk) : a->saved.probs;
+    }
+    a->concat = cf_split_arena_take(c, B * Tq * d);
+    a->ctx_h = cf_split_arena_take(c, B * Tq * d);
+    if (fused) {
+        a->saved.out = a->ctx_h;
+        a->saved.stats = cf_split_arena_take(c, 2 * B * H * Tq);
+        a->saved.key_tokens = keys;
+    }
     if (cross) {
         a->q = cf_split_arena_take(c, B * Tq * d);
         a->kv = cf_split_arena_take(c, B * Tk * 2 * d);
     } else {
         a->q = cf_split_arena_take(c, B * Tq * 3 * d);
     }
-    a->qh = cf_split_arena_take(c, B * Tq * d);
-    a->kh = cf_split_arena_take(c, B * Tk * d);
-    a->vh = cf_split_arena_take(c, B * Tk * d);
-    const cf_view none = {NULL, 0};
-    a->saved = (cf_attention_saved){none, none, none, none, none};
-    if (fused) {
-        a->saved.stats = cf_split_arena_take(c, 2 * B * H * Tq);
-        a->saved.key_tokens = keys;
-    } else {
-        a->saved.probs = cf_split_arena_take(c, B * H * Tq * Tk);
-        a->saved.probs_drop = dropout ? cf_split_arena_take(c, B * H * Tq * Tk) : a->saved.probs;
-    }
-    a->ctx_h = cf_split_arena_take(c, B * Tq * d);
-    if (fused) a->saved.out = a->ctx_h;
-    a->concat = cf_split_arena_take(c, B * Tq * d);
     a->out = cf_split_arena_take(c, B * Tq * d);
 }
 
@@ -126,11 +134,11 @@ static void decoder_layers(cf_split_arena *c, cf_acts *a, const clformer_config 
 static void layer_stores(cf_split_arena *c, cf_acts *a, const clformer_config *cfg, bool decoder,
                          int l)
 {
-    cf_saved_tensor t[CF_LAYER_SAVED_MAX];
-    const size_t count = cf_layer_saved(a, cfg, decoder, l, t);
+    cf_saved_run r[CF_LAYER_SAVED_MAX];
+    const size_t count = cf_layer_saved_runs(a, cfg, decoder, l, r);
     cf_layer_acts *L = decoder ? &a->dec[l] : &a->enc[l];
     for (size_t i = 0; i < count; i++)
-        L->saved[i] = cf_split_arena_take(c, t[i].stat ? t[i].n : (t[i].n + 1) / 2);
+        L->saved[i] = cf_split_arena_take(c, r[i].stat ? r[i].n : (r[i].n + 1) / 2);
 }
 
 /* encoder.norm's output and statistics */

@@ -42,7 +42,7 @@ typedef struct {
     cf_view out;         /* (N, d) linear2 output, before dropout */
 } cf_ffn_acts;
 
-/* The most tensors inside one layer that its backward reads (half_saved.c). */
+/* The most tensors (so runs) inside one layer that its backward reads (half_saved.c). */
 #define CF_LAYER_SAVED_MAX 32
 
 typedef struct {
@@ -122,18 +122,20 @@ clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t max_alloc
                                     size_t S, size_t T, bool fused);
 void cf_acts_release(cf_session *s);
 
-/* One tensor inside a layer that the layer's backward reads: n elements;
- * stat: a statistic, never rounded, so kept in fp32. */
+/* Tensors inside a layer that the layer's backward reads and that lie one
+ * after another in the arena (each aligned as arena.h aligns): n elements
+ * from start, padding between them included; stat: statistics, never
+ * rounded, so kept in fp32. */
 typedef struct {
-    cf_view *view; /* in the layer's acts */
+    cf_view start;
     size_t n;
     bool stat;
-} cf_saved_tensor;
+} cf_saved_run;
 
-/* The tensors of layer l (of the decoder or the encoder) that its backward
+/* The runs of layer l (of the decoder or the encoder) that its backward
  * reads, in a fixed order (the order of its `saved` views); their count. */
-size_t cf_layer_saved(cf_acts *a, const clformer_config *cfg, bool decoder, int l,
-                      cf_saved_tensor out[CF_LAYER_SAVED_MAX]);
+size_t cf_layer_saved_runs(cf_acts *a, const clformer_config *cfg, bool decoder, int l,
+                           cf_saved_run out[CF_LAYER_SAVED_MAX]);
 
 /* half_saved: after layer l's forward, its saved tensors from the scratch
  * into its store (16 bits; statistics fp32); before its backward, back. */

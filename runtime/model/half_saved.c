@@ -13,52 +13,66 @@
  * test_half_saved.c). Statistics (LayerNorm's mean and 1/std, fused
  * attention's row statistics) are not rounded and are kept in fp32. The
  * decoder's last layer is still in the scratch when backward begins, so it
- * is neither stored nor loaded.
+ * is neither stored nor loaded. Tensors that lie one after another are
+ * stored and loaded as one run (the padding between them travels along,
+ * never read), so a layer takes 4 to 9 casts and copies each way rather
+ * than 17 to 27 (acts.c orders the views for it).
  */
+#include "arena.h"
+#include "config.h"
 #include "session.h"
 
-/* Appends x (n elements) unless it is the tensor appended last (the
- * probabilities after dropout are those before it when nothing drops). */
-static void add(cf_saved_tensor *out, size_t *count, cf_view *x, size_t n, bool stat)
+/* The tensors of a layer that its backward reads, in the order acts.c lays
+ * them out. */
+typedef struct {
+    cf_view *view;
+    size_t n;
+    bool stat; /* a statistic, never rounded: kept in fp32 */
+} saved_tensor;
+
+static void add(saved_tensor *out, size_t *count, cf_view *x, size_t n, bool stat)
 {
-    if (*count && out[*count - 1].view->buf == x->buf && out[*count - 1].view->off == x->off)
-        return;
-    out[(*count)++] = (cf_saved_tensor){x, n, stat};
+    out[(*count)++] = (saved_tensor){x, n, stat};
 }
 
 /* What an attention's backward reads (backward.c, ops.h cf_attention_saved):
- * the heads, the probabilities or the fused path's statistics and output,
+ * the heads, the probabilities or the fused path's output and statistics,
  * and out_proj's input. */
 static void attention_saved(const cf_acts *a, const clformer_config *cfg, cf_attn_acts *at,
-                            size_t Tq, size_t Tk, cf_saved_tensor *out, size_t *count)
+                            size_t Tq, size_t Tk, saved_tensor *out, size_t *count)
 {
     const size_t B = a->B, d = (size_t)cfg->d_model, H = (size_t)cfg->n_heads;
     add(out, count, &at->qh, B * Tq * d, false);
     add(out, count, &at->kh, B * Tk * d, false);
     add(out, count, &at->vh, B * Tk * d, false);
-    if (a->fused_attention) {
-        add(out, count, &at->saved.stats, 2 * B * H * Tq, true);
-        add(out, count, &at->ctx_h, B * Tq * d, false);
-    } else {
+    if (!a->fused_attention) {
         add(out, count, &at->saved.probs, B * H * Tq * Tk, false);
-        add(out, count, &at->saved.probs_drop, B * H * Tq * Tk, false);
+        /* after dropout, when anything drops (else the same view as before:
+         * decided as acts.c decides, not by comparing views, which all have
+         * no buffer while a layout is counted) */
+        if (a->training && cf_config_any_dropout(cfg))
+            add(out, count, &at->saved.probs_drop, B * H * Tq * Tk, false);
     }
     add(out, count, &at->concat, B * Tq * d, false);
+    if (a->fused_attention) {
+        add(out, count, &at->ctx_h, B * Tq * d, false);
+        add(out, count, &at->saved.stats, 2 * B * H * Tq, true);
+    }
 }
 
 /* A sublayer's normalisation; its output too unless it is the layer's
  * (kept in fp32 outside the scratch: the next layer's input). */
-static void sub_saved(cf_sub_acts *sub, size_t N, size_t d, bool last, cf_saved_tensor *out,
+static void sub_saved(cf_sub_acts *sub, size_t N, size_t d, bool last, saved_tensor *out,
                       size_t *count)
 {
-    add(out, count, &sub->ln, N * d, false);
     add(out, count, &sub->mean, N, true);
     add(out, count, &sub->rstd, N, true);
+    add(out, count, &sub->ln, N * d, false);
     if (!last) add(out, count, &sub->out, N * d, false);
 }
 
-size_t cf_layer_saved(cf_acts *a, const clformer_config *cfg, bool decoder, int l,
-                      cf_saved_tensor out[CF_LAYER_SAVED_MAX])
+static size_t layer_saved(cf_acts *a, const clformer_config *cfg, bool decoder, int l,
+                          saved_tensor out[CF_LAYER_SAVED_MAX])
 {
     cf_layer_acts *L = decoder ? &a->dec[l] : &a->enc[l];
     const size_t Tq = decoder ? a->T : a->S, N = a->B * Tq;
@@ -78,6 +92,29 @@ size_t cf_layer_saved(cf_acts *a, const clformer_config *cfg, bool decoder, int 
     return count;
 }
 
+size_t cf_layer_saved_runs(cf_acts *a, const clformer_config *cfg, bool decoder, int l,
+                           cf_saved_run out[CF_LAYER_SAVED_MAX])
+{
+    saved_tensor t[CF_LAYER_SAVED_MAX];
+    const size_t count = layer_saved(a, cfg, decoder, l, t);
+    size_t runs = 0;
+    for (size_t i = 0; i < count; i++) {
+        const cf_view v = *t[i].view;
+        cf_saved_run *r = runs ? &out[runs - 1] : NULL;
+        /* the next tensor starts where the run's last one ends, aligned as
+         * the arena aligns (arena.h), in the same buffer and of one kind
+         * (while a layout is counted no view has a buffer, but a tensor that
+         * starts a new buffer starts at 0, so it never looks adjacent) */
+        if (r && r->stat == t[i].stat && r->start.buf == v.buf &&
+            v.off == r->start.off + cf_arena_round(r->n)) {
+            r->n = v.off + t[i].n - r->start.off;
+            continue;
+        }
+        out[runs++] = (cf_saved_run){v, t[i].n, t[i].stat};
+    }
+    return runs;
+}
+
 /* 16-bit data at float offset `off` of a buffer: the view at 16-bit offset 2 off. */
 static cf_view as_16bit(cf_view v) { return (cf_view){v.buf, 2 * v.off}; }
 
@@ -86,17 +123,17 @@ static clformer_status move(cf_session *s, bool decoder, int l, bool store)
     cf_ctx *ctx = s->ctx;
     cf_acts *a = &s->acts;
     cf_layer_acts *L = decoder ? &a->dec[l] : &a->enc[l];
-    cf_saved_tensor t[CF_LAYER_SAVED_MAX];
-    const size_t count = cf_layer_saved(a, &s->model->cfg, decoder, l, t);
+    cf_saved_run r[CF_LAYER_SAVED_MAX];
+    const size_t count = cf_layer_saved_runs(a, &s->model->cfg, decoder, l, r);
     const clformer_precision half = s->precision;
     for (size_t i = 0; i < count; i++) {
-        const cf_view x = *t[i].view, kept = L->saved[i];
-        if (t[i].stat)
-            CF_TRY(store ? cf_copy(ctx, x.buf, x.off, kept.buf, kept.off, t[i].n)
-                         : cf_copy(ctx, kept.buf, kept.off, x.buf, x.off, t[i].n));
+        const cf_view x = r[i].start, kept = L->saved[i];
+        if (r[i].stat)
+            CF_TRY(store ? cf_copy(ctx, x.buf, x.off, kept.buf, kept.off, r[i].n)
+                         : cf_copy(ctx, kept.buf, kept.off, x.buf, x.off, r[i].n));
         else
-            CF_TRY(store ? cf_cast(ctx, as_16bit(kept), half, x, CLFORMER_FP32, t[i].n)
-                         : cf_cast(ctx, x, CLFORMER_FP32, as_16bit(kept), half, t[i].n));
+            CF_TRY(store ? cf_cast(ctx, as_16bit(kept), half, x, CLFORMER_FP32, r[i].n)
+                         : cf_cast(ctx, x, CLFORMER_FP32, as_16bit(kept), half, r[i].n));
     }
     return CLFORMER_OK;
 }

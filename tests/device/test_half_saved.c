@@ -41,20 +41,23 @@ static bits_run make_run(const clformer_config *c, clformer_precision p, bool fp
 }
 
 /* Elements the stores of a laid-out batch must take: half of each 16-bit
- * tensor, all of each statistic (each rounded up as the arena aligns). */
-static size_t store_elements(cf_session *s)
+ * run, all of each run of statistics (each rounded up as the arena aligns);
+ * and the runs' count. */
+static size_t store_elements(cf_session *s, size_t *runs)
 {
     cf_acts *a = &s->acts;
     const clformer_config *cfg = &s->model->cfg;
     size_t n = 0;
-    cf_saved_tensor t[CF_LAYER_SAVED_MAX];
-    for (int l = 0; l < cfg->n_enc_layers; l++) {
-        const size_t count = cf_layer_saved(a, cfg, false, l, t);
-        for (size_t i = 0; i < count; i++) n += cf_arena_round(t[i].stat ? t[i].n : (t[i].n + 1) / 2);
-    }
-    for (int l = 0; l + 1 < cfg->n_dec_layers; l++) {
-        const size_t count = cf_layer_saved(a, cfg, true, l, t);
-        for (size_t i = 0; i < count; i++) n += cf_arena_round(t[i].stat ? t[i].n : (t[i].n + 1) / 2);
+    *runs = 0;
+    cf_saved_run r[CF_LAYER_SAVED_MAX];
+    for (int dec = 0; dec < 2; dec++) {
+        const int layers = dec ? cfg->n_dec_layers - 1 : cfg->n_enc_layers;
+        for (int l = 0; l < layers; l++) {
+            const size_t count = cf_layer_saved_runs(a, cfg, dec, l, r);
+            for (size_t i = 0; i < count; i++)
+                n += cf_arena_round(r[i].stat ? r[i].n : (r[i].n + 1) / 2);
+            *runs += count;
+        }
     }
     return n;
 }
@@ -82,8 +85,13 @@ static void same_bits_on(clformer_attention_path path, variant v, clformer_preci
     clformer_session_set_recompute(lean.session, true);
     double loss;
     assert_ok(clformer_session_gradients(lean.session, &batch, &loss));
+    size_t runs;
     assert_int_equal(half.session->acts.total,
-                     lean.session->acts.total + store_elements(half.session));
+                     lean.session->acts.total + store_elements(half.session, &runs));
+    /* the tensors lie in few runs: at most 5 an encoder layer, 9 a decoder
+     * layer (statistics, tensors, fused statistics, per sublayer) */
+    const size_t layers = (size_t)(c.n_enc_layers + c.n_dec_layers - 1);
+    assert_true(runs > 0 && runs <= 9 * layers);
     assert_true(clformer_session_memory(half.session).activations <
                 clformer_session_memory(wide.session).activations);
     bits_run_free(&lean);
