@@ -87,4 +87,41 @@ static inline void assert_same_steps(bits_run *a, bits_run *b, const clformer_ba
     assert_true(sum_a == sum_b);
 }
 
+/* The model variants a layout change must cover: pre- and post-norm
+ * encoder-decoders and a decoder-only model, two layers a side even on the
+ * simulator (backward treats every layer but the decoder's last alike) and
+ * dropout 0.1 (its masks must be redrawn alike). */
+typedef enum { BITS_PRE_NORM, BITS_POST_NORM, BITS_DECODER_ONLY } bits_variant;
+
+static inline clformer_config bits_variant_config(bits_variant v)
+{
+    clformer_config c = harness_small_config();
+    c.n_enc_layers = c.n_dec_layers = 2;
+    c.dropout = 0.1f;
+    c.norm_first = v != BITS_POST_NORM;
+    if (v == BITS_DECODER_ONLY) {
+        c.n_enc_layers = 0;
+        c.src_vocab = 0;
+        c.positional = CLFORMER_POS_LEARNED;
+    }
+    return c;
+}
+
+/* A batch of random sentences for variant v of config c (sources from
+ * `seed`, targets from seed + 1), smaller on the simulator; decoder-only:
+ * windows of text, with no <pad> among the labels. Free src and tgt. */
+static inline clformer_batch bits_variant_batch(bits_variant v, const clformer_config *c,
+                                                uint64_t seed)
+{
+    const bool slow = harness_is_slow();
+    const size_t B = slow ? 2 : 5, L = slow ? 5 : 11;
+    const size_t S = v == BITS_DECODER_ONLY ? 0 : slow ? 4 : 9;
+    int32_t *src = S ? harness_random_sentences(B, S, c->src_vocab, seed) : NULL;
+    int32_t *tgt = harness_random_sentences(B, L, c->tgt_vocab, seed + 1);
+    if (v == BITS_DECODER_ONLY)
+        for (size_t i = 0; i < B * L; i++)
+            tgt[i] = 4 + (int32_t)(i * 7 % (size_t)(c->tgt_vocab - 4));
+    return (clformer_batch){B, S, L, src, tgt};
+}
+
 #endif

@@ -14,23 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { PRE_NORM, POST_NORM, DECODER_ONLY } variant;
-
-static clformer_config config(variant v)
-{
-    clformer_config c = harness_small_config();
-    /* two decoder layers: every layer but the decoder's last is stored */
-    c.n_enc_layers = c.n_dec_layers = 2;
-    c.dropout = 0.1f; /* probabilities before and after dropout both saved */
-    c.norm_first = v != POST_NORM;
-    if (v == DECODER_ONLY) {
-        c.n_enc_layers = 0;
-        c.src_vocab = 0;
-        c.positional = CLFORMER_POS_LEARNED;
-    }
-    return c;
-}
-
 static bits_run make_run(const clformer_config *c, clformer_precision p, bool fp32_saved,
                          size_t limit)
 {
@@ -62,19 +45,14 @@ static size_t store_elements(cf_session *s, size_t *runs)
     return n;
 }
 
-static void same_bits_on(clformer_attention_path path, variant v, clformer_precision p)
+static void same_bits_on(clformer_attention_path path, bits_variant v, clformer_precision p)
 {
     cf_ctx *ctx = hctx();
     const clformer_attention_path saved = ctx->attention_path;
     ctx->attention_path = path;
-    const clformer_config c = config(v);
+    const clformer_config c = bits_variant_config(v);
     const bool slow = harness_is_slow();
-    const size_t B = slow ? 2 : 5, S = v == DECODER_ONLY ? 0 : slow ? 4 : 9, L = slow ? 5 : 11;
-    int32_t *src = S ? harness_random_sentences(B, S, c.src_vocab, 21) : NULL;
-    int32_t *tgt = harness_random_sentences(B, L, c.tgt_vocab, 22);
-    if (v == DECODER_ONLY) /* windows of text: no <pad> among the labels */
-        for (size_t i = 0; i < B * L; i++) tgt[i] = 4 + (int32_t)(i * 5 % (size_t)(c.tgt_vocab - 4));
-    const clformer_batch batch = {B, S, L, src, tgt};
+    const clformer_batch batch = bits_variant_batch(v, &c, 21);
 
     bits_run wide = make_run(&c, p, true, 0), half = make_run(&c, p, false, 0);
     assert_same_gradients(&wide, &half, &batch);
@@ -111,55 +89,55 @@ static void same_bits_on(clformer_attention_path path, variant v, clformer_preci
     }
     bits_run_free(&wide);
     bits_run_free(&half);
-    free(src);
-    free(tgt);
+    free((void *)batch.src);
+    free((void *)batch.tgt);
     ctx->attention_path = saved;
 }
 
 static void bf16_unfused_pre_norm(void **state)
 {
     (void)state;
-    same_bits_on(CLFORMER_ATTENTION_UNFUSED, PRE_NORM, CLFORMER_BF16);
+    same_bits_on(CLFORMER_ATTENTION_UNFUSED, BITS_PRE_NORM, CLFORMER_BF16);
 }
 
 static void fp16_unfused_pre_norm(void **state)
 {
     (void)state;
     if (harness_is_slow()) skip(); /* the simulator runs one case a path and a norm */
-    same_bits_on(CLFORMER_ATTENTION_UNFUSED, PRE_NORM, CLFORMER_FP16);
+    same_bits_on(CLFORMER_ATTENTION_UNFUSED, BITS_PRE_NORM, CLFORMER_FP16);
 }
 
 static void bf16_fused_pre_norm(void **state)
 {
     (void)state;
     if (harness_is_slow()) skip(); /* the simulator runs one case a path and a norm */
-    same_bits_on(CLFORMER_ATTENTION_FUSED, PRE_NORM, CLFORMER_BF16);
+    same_bits_on(CLFORMER_ATTENTION_FUSED, BITS_PRE_NORM, CLFORMER_BF16);
 }
 
 static void fp16_fused_post_norm(void **state)
 {
     (void)state;
-    same_bits_on(CLFORMER_ATTENTION_FUSED, POST_NORM, CLFORMER_FP16);
+    same_bits_on(CLFORMER_ATTENTION_FUSED, BITS_POST_NORM, CLFORMER_FP16);
 }
 
 static void bf16_unfused_post_norm(void **state)
 {
     (void)state;
     if (harness_is_slow()) skip(); /* the simulator runs one case a path and a norm */
-    same_bits_on(CLFORMER_ATTENTION_UNFUSED, POST_NORM, CLFORMER_BF16);
+    same_bits_on(CLFORMER_ATTENTION_UNFUSED, BITS_POST_NORM, CLFORMER_BF16);
 }
 
 static void fp16_fused_decoder_only(void **state)
 {
     (void)state;
-    same_bits_on(CLFORMER_ATTENTION_FUSED, DECODER_ONLY, CLFORMER_FP16);
+    same_bits_on(CLFORMER_ATTENTION_FUSED, BITS_DECODER_ONLY, CLFORMER_FP16);
 }
 
 /* fp32 training, recomputation and evaluation keep nothing in 16 bits. */
 static void only_16bit_training(void **state)
 {
     (void)state;
-    const clformer_config c = config(PRE_NORM);
+    const clformer_config c = bits_variant_config(BITS_PRE_NORM);
     const size_t B = 2, S = 4, L = 5;
     int32_t *src = harness_random_sentences(B, S, c.src_vocab, 31);
     int32_t *tgt = harness_random_sentences(B, L, c.tgt_vocab, 32);
@@ -188,7 +166,7 @@ static void too_large_names_bf16(void **state)
 {
     (void)state;
     cf_ctx *ctx = hctx();
-    const clformer_config c = config(PRE_NORM);
+    const clformer_config c = bits_variant_config(BITS_PRE_NORM);
     const size_t B = 4, S = 9, L = 11;
     int32_t *src = harness_random_sentences(B, S, c.src_vocab, 41);
     int32_t *tgt = harness_random_sentences(B, L, c.tgt_vocab, 42);

@@ -11,24 +11,6 @@
 
 #include <stdlib.h>
 
-typedef enum { PRE_NORM, POST_NORM, DECODER_ONLY } variant;
-
-static clformer_config config(variant v)
-{
-    clformer_config c = harness_small_config();
-    /* two decoder layers even on the simulator: backward recomputes every
-     * layer but the decoder's last, whose forward is still in the scratch */
-    c.n_enc_layers = c.n_dec_layers = 2;
-    c.dropout = 0.1f; /* the dropout masks must be redrawn alike */
-    c.norm_first = v != POST_NORM;
-    if (v == DECODER_ONLY) {
-        c.n_enc_layers = 0;
-        c.src_vocab = 0;
-        c.positional = CLFORMER_POS_LEARNED;
-    }
-    return c;
-}
-
 static bits_run make_run(const clformer_config *c, bool recompute, size_t limit)
 {
     bits_run r = bits_run_make(c, limit);
@@ -41,7 +23,7 @@ static bits_run make_run(const clformer_config *c, bool recompute, size_t limit)
  * gradients of one batch, then two training steps, bit for bit. */
 static void same_bits(bits_run *plain, bits_run *re, const clformer_batch *batch)
 {
-    assert_same_logits(plain, re, batch, config(PRE_NORM).tgt_vocab);
+    assert_same_logits(plain, re, batch, bits_variant_config(BITS_PRE_NORM).tgt_vocab);
     assert_same_gradients(plain, re, batch);
     assert_true(re->session->acts.recompute && !plain->session->acts.recompute);
     /* the simulator checks the buffers' bounds in the passes above; the
@@ -49,19 +31,14 @@ static void same_bits(bits_run *plain, bits_run *re, const clformer_batch *batch
     if (!harness_is_slow()) assert_same_steps(plain, re, batch);
 }
 
-static void same_bits_on(clformer_attention_path path, variant v)
+static void same_bits_on(clformer_attention_path path, bits_variant v)
 {
     cf_ctx *ctx = hctx();
     const clformer_attention_path saved = ctx->attention_path;
     ctx->attention_path = path;
-    const clformer_config c = config(v);
+    const clformer_config c = bits_variant_config(v);
     const bool slow = harness_is_slow();
-    const size_t B = slow ? 2 : 5, S = v == DECODER_ONLY ? 0 : slow ? 4 : 9, L = slow ? 5 : 11;
-    int32_t *src = S ? harness_random_sentences(B, S, c.src_vocab, 11) : NULL;
-    int32_t *tgt = harness_random_sentences(B, L, c.tgt_vocab, 12);
-    if (v == DECODER_ONLY) /* windows of text: no <pad> among the labels */
-        for (size_t i = 0; i < B * L; i++) tgt[i] = 4 + (int32_t)(i * 7 % (size_t)(c.tgt_vocab - 4));
-    const clformer_batch batch = {B, S, L, src, tgt};
+    const clformer_batch batch = bits_variant_batch(v, &c, 11);
 
     bits_run plain = make_run(&c, false, 0), re = make_run(&c, true, 0);
     same_bits(&plain, &re, &batch);
@@ -83,33 +60,33 @@ static void same_bits_on(clformer_attention_path path, variant v)
     }
     bits_run_free(&plain);
     bits_run_free(&re);
-    free(src);
-    free(tgt);
+    free((void *)batch.src);
+    free((void *)batch.tgt);
     ctx->attention_path = saved;
 }
 
 static void unfused_pre_norm(void **state)
 {
     (void)state;
-    same_bits_on(CLFORMER_ATTENTION_UNFUSED, PRE_NORM);
+    same_bits_on(CLFORMER_ATTENTION_UNFUSED, BITS_PRE_NORM);
 }
 
 static void fused_pre_norm(void **state)
 {
     (void)state;
-    same_bits_on(CLFORMER_ATTENTION_FUSED, PRE_NORM);
+    same_bits_on(CLFORMER_ATTENTION_FUSED, BITS_PRE_NORM);
 }
 
 static void unfused_post_norm(void **state)
 {
     (void)state;
-    same_bits_on(CLFORMER_ATTENTION_UNFUSED, POST_NORM);
+    same_bits_on(CLFORMER_ATTENTION_UNFUSED, BITS_POST_NORM);
 }
 
 static void fused_decoder_only(void **state)
 {
     (void)state;
-    same_bits_on(CLFORMER_ATTENTION_FUSED, DECODER_ONLY);
+    same_bits_on(CLFORMER_ATTENTION_FUSED, BITS_DECODER_ONLY);
 }
 
 /* Turning it on releases the arena laid out without it; the next batch lays
@@ -117,7 +94,7 @@ static void fused_decoder_only(void **state)
 static void switching_releases_the_arena(void **state)
 {
     (void)state;
-    const clformer_config c = config(PRE_NORM);
+    const clformer_config c = bits_variant_config(BITS_PRE_NORM);
     const size_t B = 2, S = 4, L = 5;
     int32_t *src = harness_random_sentences(B, S, c.src_vocab, 31);
     int32_t *tgt = harness_random_sentences(B, L, c.tgt_vocab, 32);
