@@ -50,8 +50,9 @@ typedef struct {
                             decoder: self-attn, cross-attn, ffn */
     cf_attn_acts self_attn, cross_attn;
     cf_ffn_acts ffn;
-    /* half_saved: where the forward keeps the tensors its backward reads
-     * (cf_layer_saved's order), 16-bit ones at 16-bit offsets */
+    /* half_saved: where the forward keeps what its backward reads, a view
+     * per run of cf_layer_saved_runs (offsets in floats; a 16-bit run's
+     * values start at twice that offset in 16-bit units) */
     cf_view saved[CF_LAYER_SAVED_MAX];
 } cf_layer_acts;
 
