@@ -11,6 +11,7 @@
 #ifndef CF_GRAPH_H
 #define CF_GRAPH_H
 
+#include "config.h"
 #include "model.h"
 
 #include <math.h>
@@ -93,6 +94,14 @@ typedef struct {
     size_t total;        /* elements of the arena */
     size_t buffers;      /* device buffers it spans (arena.h) */
 } cf_acts;
+
+/* Whether a batch keeps the attention probabilities after dropout apart
+ * from those before it: a training batch with any dropout. The layout
+ * (acts.c) and the 16-bit stores (half_saved.c) must decide alike. */
+static inline bool cf_acts_dropout(const cf_acts *a, const clformer_config *cfg)
+{
+    return a->training && cf_config_any_dropout(cfg);
+}
 
 /* Lays out the activations for a batch shape into the session's arena,
  * growing it when needed. training: keep what backward needs (and the

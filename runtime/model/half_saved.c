@@ -19,7 +19,6 @@
  * than 17 to 27 (acts.c orders the views for it).
  */
 #include "arena.h"
-#include "config.h"
 #include "session.h"
 
 /* The tensors of a layer that its backward reads, in the order acts.c lays
@@ -47,10 +46,10 @@ static void attention_saved(const cf_acts *a, const clformer_config *cfg, cf_att
     add(out, count, &at->vh, B * Tk * d, false);
     if (!a->fused_attention) {
         add(out, count, &at->saved.probs, B * H * Tq * Tk, false);
-        /* after dropout, when anything drops (else the same view as before:
-         * decided as acts.c decides, not by comparing views, which all have
-         * no buffer while a layout is counted) */
-        if (a->training && cf_config_any_dropout(cfg))
+        /* after dropout, when anything drops (else the same view as before;
+         * not found by comparing views, which all have no buffer while a
+         * layout is counted) */
+        if (cf_acts_dropout(a, cfg))
             add(out, count, &at->saved.probs_drop, B * H * Tq * Tk, false);
     }
     add(out, count, &at->concat, B * Tq * d, false);
