@@ -157,7 +157,7 @@ static void layout(const clformer_config *cfg, cf_acts *a, cf_split_arena *arena
     const size_t d = (size_t)cfg->d_model, ff = (size_t)cfg->d_ff, H = (size_t)cfg->n_heads;
     const size_t V = (size_t)cfg->tgt_vocab, Ns = B * S, Nt = B * T;
     const size_t N = Ns > Nt ? Ns : Nt, Tmax = S > T ? S : T;
-    const bool drop = a->training && cf_config_any_dropout(cfg), fused = a->fused_attention;
+    const bool drop = cf_acts_dropout(a, cfg), fused = a->fused_attention;
     cf_split_arena *const c = arena;
 
     /* the integer region at the start of the first buffer: counted, then
@@ -336,6 +336,21 @@ static size_t arena_bytes(cf_session *s, size_t B, size_t S, size_t T, bool trai
     return n > SIZE_MAX / 4 ? SIZE_MAX : n * 4;
 }
 
+/* arena_bytes of a training batch had the session this precision and
+ * recomputation setting (both restored after). */
+static size_t training_bytes_with(cf_session *s, size_t B, size_t S, size_t T,
+                                  clformer_precision precision, bool recompute)
+{
+    const clformer_precision p = s->precision;
+    const bool r = s->recompute;
+    s->precision = precision;
+    s->recompute = recompute;
+    const size_t n = arena_bytes(s, B, S, T, true);
+    s->precision = p;
+    s->recompute = r;
+    return n;
+}
+
 /* The batch could not be allocated: the arena's buffers are released, and
  * the message names the largest batch of these lengths that fits in the
  * device memory left (a binary search over the layout's size). */
@@ -353,23 +368,19 @@ static clformer_status too_large(cf_session *s, clformer_status st, size_t B, si
         else hi = mid;
     }
     const size_t need = arena_bytes(s, B, S, T, training);
-    /* fp32 training: would it fit with 16-bit saved activations? Without
-     * recomputation: with it? */
+    /* training: would it fit with 16-bit saved activations (from fp32), or
+     * with recomputation? */
     char hint[320] = "";
     size_t used_hint = 0;
-    if (training && s->precision == CLFORMER_FP32 && !s->recompute) {
-        s->precision = CLFORMER_BF16;
-        const size_t half = arena_bytes(s, B, S, T, training);
-        s->precision = CLFORMER_FP32;
+    if (training && !s->recompute) {
+        const size_t half = s->precision == CLFORMER_FP32
+                                ? training_bytes_with(s, B, S, T, CLFORMER_BF16, false)
+                                : SIZE_MAX;
         if (half <= left)
             used_hint += (size_t)snprintf(hint, sizeof hint,
                                           "; or keep activations in 16 bits (--precision bf16), "
                                           "which needs %.0f MiB for this batch", MIB(half));
-    }
-    if (training && !s->recompute) {
-        s->recompute = true;
-        const size_t lean = arena_bytes(s, B, S, T, training);
-        s->recompute = false;
+        const size_t lean = training_bytes_with(s, B, S, T, s->precision, true);
         if (lean <= left)
             snprintf(hint + used_hint, sizeof hint - used_hint,
                      "; or recompute layers in backward (--recompute), which needs %.0f MiB for "
