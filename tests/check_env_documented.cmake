@@ -1,4 +1,4 @@
-# Fails when the code reads a CLFORMER_* environment variable that README.md's
+# Fails when the code reads a CLFORMER_* environment variable that docs/ENVIRONMENT.md's
 # environment table does not list (a row starting "| `NAME` |"). A read is a
 # call getenv("NAME") or one of the wrappers that take the name first
 # (runtime/device/context_params.c's env(), read_bool(), read_log_level();
@@ -19,7 +19,7 @@ foreach(f IN LISTS sources)
   endforeach()
 endforeach()
 list(REMOVE_DUPLICATES read)
-file(STRINGS ${SOURCE_DIR}/README.md rows REGEX "^\\| `CLFORMER_[A-Z0-9_]+` \\|")
+file(STRINGS ${SOURCE_DIR}/docs/ENVIRONMENT.md rows REGEX "^\\| `CLFORMER_[A-Z0-9_]+` \\|")
 set(documented "")
 foreach(row IN LISTS rows)
   string(REGEX REPLACE "^\\| `(CLFORMER_[A-Z0-9_]+)` \\|.*" "\\1" name "${row}")
@@ -34,10 +34,10 @@ foreach(name IN LISTS read)
 endforeach()
 list(LENGTH read n_read)
 list(LENGTH documented n_doc)
-message("${n_read} CLFORMER_* variables read by the code, ${n_doc} in README.md's table")
+message("${n_read} CLFORMER_* variables read by the code, ${n_doc} in docs/ENVIRONMENT.md's table")
 if(missing)
   list(JOIN missing ", " text)
-  message(FATAL_ERROR "environment variables the code reads but README.md's environment table "
+  message(FATAL_ERROR "environment variables the code reads but docs/ENVIRONMENT.md's environment table "
           "does not list (add a row \"| `NAME` | what it does | default |\"): ${text}")
 endif()
 if(n_read EQUAL 0)

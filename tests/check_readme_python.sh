@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The README's Python lines that load a checkpoint into PyTorch, run as
-# written (from the repository root, with Debian's python3-torch: no
-# safetensors module) on a checkpoint clformer trains here. Exit 77 (skipped)
+# The Python lines of docs/guides/pytorch.md that load a checkpoint into
+# PyTorch (the README points there), run as written (from the repository root,
+# with Debian's python3-torch: no safetensors module) on a checkpoint clformer
+# trains here. Exit 77 (skipped)
 # where python3 cannot import torch and numpy.
 set -euo pipefail
 src="${CLFORMER_SOURCE_DIR:?run through ctest}"
@@ -22,7 +23,7 @@ for i in $(seq 1 40); do echo "c$((i % 3)) b$((i % 5)) a$((i % 7))"; done > "$tm
 code=$(awk '/A checkpoint in your own PyTorch code/ { seen = 1 }
             seen && /^```python$/ { inside = 1; next }
             inside && /^```$/ { exit }
-            inside { print }' "$src/README.md")
+            inside { print }' "$src/docs/guides/pytorch.md")
 [[ -n "$code" ]] || { echo "FAIL: no python block after 'A checkpoint in your own PyTorch code'"; exit 1; }
 code=${code//\"m30k.safetensors\"/\"$tmp/m.safetensors\"}
 printf '%s\n' "$code" > "$tmp/readme.py"

@@ -13,6 +13,7 @@ packages=(build-essential cmake pkg-config
           libclblast-dev clblast-utils libcmocka-dev libjansson-dev libcairo2-dev
           libsentencepiece-dev libopenblas-dev libopenblas0-pthread
           libopenmpi-dev openmpi-bin
+          cmark                     # CommonMark: the test that renders every Markdown file
           clang libclang-rt-14-dev)  # clang: libFuzzer targets and the sanitizer gate
 intel=0
 for arg in "$@"; do

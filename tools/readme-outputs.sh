@@ -5,10 +5,11 @@
 #   demo    `clformer demo`'s held-out sample, exact count, BLEU and timing
 #           (the block under "Two commands")
 #   checks  how many checks `clformer check --quick` and `clformer check` run
-#           and fail (the figures under "Testing on every device")
+#           and fail (the figures of docs/TESTING.md, "On GPUs")
 # Usage: tools/readme-outputs.sh [demo|checks]... (default: both). Uses
 # build/clformer and CLFORMER_DEVICE (default pocl:pthread); prints Markdown.
-# Paste the blocks into README.md with the line that dates them.
+# Paste the blocks into README.md (demo) or docs/TESTING.md (checks) with the
+# line that dates them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=build/clformer

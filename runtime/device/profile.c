@@ -126,7 +126,7 @@ clformer_status clformer_device_profile_for(const clformer_device_info *d, const
     /* Host buffers and host code on the queue; a simulator keeps CLBlast so
      * that its checks see every product. */
     p->host_gemm = cpu && d->native_kernels;
-    /* measured on PoCL (README): fused attention about level at length 32,
+    /* measured on PoCL (docs/PERFORMANCE.md): fused attention about level at length 32,
      * twice as fast from 256 on; elsewhere unmeasured, so memory decides */
     p->fused_attention_long = cpu;
 

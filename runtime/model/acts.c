@@ -234,7 +234,7 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
                             bool training)
 {
     if (path != CLFORMER_ATTENTION_AUTO) return path == CLFORMER_ATTENTION_FUSED;
-    /* measured on PoCL (README): about level with the GEMM path at length 32,
+    /* measured on PoCL (docs/PERFORMANCE.md): about level with the GEMM path at length 32,
      * twice as fast from 256 on; elsewhere unmeasured, so only memory decides */
     const size_t longest = S > T ? S : T;
     if (device->fused_attention_long && longest >= CLFORMER_ATTENTION_FUSED_CPU_LEN)

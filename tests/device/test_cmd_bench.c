@@ -279,7 +279,7 @@ static void bench_table(void **state)
     mentions("total allocated by clformer");
 }
 
-/* The model options replace the preset's shape (the README's recipe is
+/* The model options replace the preset's shape (docs/RESULTS.md's recipe is
  * measured this way): echoed in the JSON, counted in the FLOP tally and in
  * the parameters of one shared embedding matrix. */
 static void bench_shape_options(void **state)

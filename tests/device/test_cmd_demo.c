@@ -1,4 +1,4 @@
-/* `clformer demo` end to end, as the README runs it: it must learn the
+/* `clformer demo` end to end, as README.md runs it: it must learn the
  * built-in task to BLEU >= 90 on its held-out set. Not registered for
  * simulators (tests/CMakeLists.txt): they would take hours to train. */
 #include "harness.h"

@@ -326,7 +326,7 @@ static void write_all(const char *name, const unsigned char *b, size_t n)
 
 /* The metadata's checksum as a user meets it (issue 21, item 5): a train
  * state edited from step 1 to 2 is refused by every command that reads the
- * checkpoint; the README's rule for an intended edit (remove the
+ * checkpoint; docs/RELIABILITY.md's rule for an intended edit (remove the
  * clformer.meta_crc32c entry) makes it load, and `clformer export` then
  * writes a file with fresh sums. */
 static void edited_metadata_is_refused_and_export_writes_fresh_sums(void **state)

@@ -583,7 +583,7 @@ static void print_table(const bench *b, const clformer_device_info *dev)
 /* The command                                                                */
 /* ------------------------------------------------------------------------- */
 
-/* Model options that replace the preset's (a recipe's shape, e.g. the README's
+/* Model options that replace the preset's (a recipe's shape, e.g. docs/RESULTS.md's
  * fairseq-like one); `g` records which were given. */
 typedef struct {
     long d_model, heads, d_ff, enc_layers, dec_layers;
@@ -659,8 +659,9 @@ int cmd_bench(int argc, char **argv)
         "--d-model, --heads, --d-ff, --enc-layers, --dec-layers, --post-norm, --dropout,\n"
         "--attention-dropout, --activation-dropout, --label-smoothing and\n"
         "--share-all-embeddings replace the preset's values, as in\n"
-        "clformer train (e.g. the README's fairseq-like recipe; --quick overrides them).\n"
-        "CLFORMER_ATTENTION picks the attention path (fused, unfused or auto: see the README).\n"
+        "clformer train (e.g. the fairseq-like recipe of docs/RESULTS.md; --quick\n"
+        "overrides them). CLFORMER_ATTENTION picks the attention path (fused, unfused\n"
+        "or auto: docs/ENVIRONMENT.md).\n"
         "Counting: a training step takes B pairs of T tokens and counts B*T target tokens;\n"
         "translation decodes B sources greedily for T tokens each (<eos> is ruled out so\n"
         "the length is fixed) and counts the tokens generated. FLOP are the matrix\n"

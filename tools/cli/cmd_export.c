@@ -70,7 +70,7 @@ int cmd_export(int argc, char **argv)
         "--dtype bf16|fp16 stores the weights in 16 bits (as save_pretrained with\n"
         "torch_dtype=torch.bfloat16/float16 does); clformer reads them back as fp32.",
         "clformer export --model FILE --out FILE [--format clformer|hf-gpt2] [--dtype fp32|bf16|fp16]",
-        "The output is written atomically; README.md shows the Python that loads it.\n"
+        "The output is written atomically; docs/guides/pytorch.md shows the Python that loads it.\n"
         "fp16 holds magnitudes up to 65504: a weight beyond that is refused (use bf16).",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);

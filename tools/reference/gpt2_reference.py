@@ -18,9 +18,12 @@
       GPT2TokenizerFast on those files, else DIR/clformer_vocab.json's
       characters and bytes.
 
-Run in a venv with transformers 4.36.x over Debian's torch 1.13:
-  python3 -m venv --system-site-packages /work/venv-lm
-  /work/venv-lm/bin/pip install transformers==4.36.2 tokenizers
+Run in a venv with transformers 4.36.x over Debian's torch 1.13 (made from
+Debian's /usr/bin/python3, whose site packages hold python3-torch; another
+python3 first on PATH has no torch; docs/guides/pytorch.md):
+  /usr/bin/python3 -m venv --system-site-packages ~/.venvs/clformer-hf
+  ~/.venvs/clformer-hf/bin/pip install transformers==4.36.2 tokenizers
+  ~/.venvs/clformer-hf/bin/python tools/reference/gpt2_reference.py check-export DIR
 Nothing in the C build needs Python: the generated files are committed.
 """
 

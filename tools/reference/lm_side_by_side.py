@@ -8,7 +8,7 @@ warm-up iterations) and `clformer train --task lm --config gpt-mini` with the sa
 schedule on the same split (first 90% of the characters train, last 10%
 validate), then prints one table: validation loss, tokens/s and their ratio.
 
-  python3 tools/reference/lm_side_by_side.py --nanogpt PATH [--iters 2000]
+  /usr/bin/python3 tools/reference/lm_side_by_side.py --nanogpt PATH [--iters 2000]
       [--text ../shared/data/tinyshakespeare/input.txt] [--clformer build/clformer]
 
 PATH is a checkout of karpathy/nanoGPT (not vendored here); its train.py runs
