@@ -722,6 +722,20 @@ CLFORMER_API clformer_status clformer_model_check_sync(clformer_model *model);
 /* Copies rank `root`'s parameters and optimizer state to every rank. */
 CLFORMER_API clformer_status clformer_model_broadcast(clformer_model *model, int root);
 
+/* The model's tensors under PyTorch's state_dict names, in the order a
+ * checkpoint stores them: a tied generator (share_tgt_embed) and a shared
+ * source embedding (share_all_embed) are listed under their own names too,
+ * right after tgt_embed.weight, as PyTorch's state_dict lists them.
+ * clformer_model_tensor_info gives tensor `index`'s name (static for the
+ * model's life), rank (1 or 2) and shape (shape[1] 0 for rank 1); an index
+ * from clformer_model_tensor_count on is CLFORMER_ERR_INVALID_ARGUMENT.
+ * Every name is one clformer_model_read_tensor and _write_tensor take (an
+ * alias reads and writes the one tensor it shares). */
+CLFORMER_API size_t clformer_model_tensor_count(const clformer_model *model);
+CLFORMER_API clformer_status clformer_model_tensor_info(const clformer_model *model, size_t index,
+                                                        const char **name, int *ndim,
+                                                        int64_t shape[2]);
+
 /* Copies the named parameter (PyTorch name) or its gradient to host memory;
  * `count` must be the tensor's element count. */
 CLFORMER_API clformer_status clformer_model_read_tensor(clformer_model *model, const char *name,
@@ -984,6 +998,47 @@ CLFORMER_API clformer_status clformer_session_generate_batch(
     clformer_session *session, const int32_t *const *prompts, const size_t *lengths,
     size_t n_prompts, size_t samples, const clformer_sample_options *options,
     clformer_row_token_callback on_token, void *user, int32_t *out, size_t *counts);
+
+/* Text as a language model's tokens come, for printing or yielding each
+ * token's text at once (`clformer generate` prints with it): push gives the
+ * new part of the decoded text so far, since a token's text can depend on
+ * the one before it (SentencePiece drops the space before a line's first
+ * word), and holds back bytes that begin a UTF-8 character until it is
+ * complete (GPT-2's byte-level BPE and byte vocabularies split characters);
+ * flush gives what is held back. create starts after the prompt's n ids
+ * (their text counts as given out; n may be 0). *text (NUL-terminated, *len
+ * bytes; len may be NULL; release with clformer_free) may be "". The model
+ * must outlive the stream. */
+typedef struct clformer_lm_text_stream clformer_lm_text_stream;
+CLFORMER_API clformer_status clformer_lm_text_stream_create(const clformer_model *model,
+                                                            const int32_t *prompt, size_t n,
+                                                            clformer_lm_text_stream **stream);
+CLFORMER_API clformer_status clformer_lm_text_stream_push(clformer_lm_text_stream *stream,
+                                                          int32_t id, char **text, size_t *len);
+CLFORMER_API clformer_status clformer_lm_text_stream_flush(clformer_lm_text_stream *stream,
+                                                           char **text, size_t *len);
+CLFORMER_API void clformer_lm_text_stream_free(clformer_lm_text_stream *stream);
+
+/* A language model's figures on a text (`clformer eval --text`). */
+typedef struct {
+    double loss;          /* mean cross-entropy per scored token, in nats */
+    double perplexity;    /* exp(loss) */
+    double bits_per_byte; /* the summed loss in bits over the text's bytes, comparable
+                             across tokenizers (NAN when bytes is 0) */
+    size_t tokens;        /* tokens scored: every one but the first */
+    size_t bytes;         /* the text's size, as given */
+} clformer_lm_score;
+
+/* Scores a text's n ids (clformer_lm_encode of its `bytes` bytes) with a
+ * decoder-only session's model, dropout off: consecutive windows of max_len
+ * + 1 tokens, each starting at the last token of the one before, `batch`
+ * windows per forward pass (0: 16), so every token but the first is scored
+ * once. Fewer than 2 ids, or a model with an encoder, is
+ * CLFORMER_ERR_INVALID_ARGUMENT. */
+CLFORMER_API clformer_status clformer_session_lm_score(clformer_session *session,
+                                                       const int32_t *ids, size_t n,
+                                                       size_t bytes, size_t batch,
+                                                       clformer_lm_score *score);
 
 /* ------------------------------------------------------------------------- */
 /* Checkpoints: one .safetensors file (docs/MODEL.md)                        */
@@ -1398,6 +1453,19 @@ typedef struct {
 /* The defaults noted above; config is clformer_config_default's. */
 CLFORMER_API void clformer_train_options_default(clformer_train_options *options);
 
+/* The options `clformer train` starts from before its command-line options,
+ * for a task and a model preset (the Python package's trainer starts there
+ * too). Translation (lm false): the defaults above with the shape of
+ * `preset` (clformer_config_preset; NULL: "small"). A language model (lm
+ * true): nanoGPT's training, `preset`'s model (clformer_config_lm_preset;
+ * NULL: "gpt-mini"), batches of 12 windows, lr 1e-3 on the cosine schedule
+ * with 100 warm-up steps, AdamW (beta2 0.99; 0.95 for "gpt2"; eps 1e-8;
+ * weight decay 0.1), the character tokenizer, the text's last tenth for
+ * validation, no BLEU. An unknown preset is CLFORMER_ERR_INVALID_ARGUMENT
+ * naming the task's presets. */
+CLFORMER_API clformer_status clformer_train_options_for_task(clformer_train_options *options,
+                                                             bool lm, const char *preset);
+
 typedef struct {
     uint64_t steps;       /* optimizer steps of the model at the end */
     double loss;          /* last training loss */
@@ -1429,6 +1497,41 @@ CLFORMER_API void clformer_trainer_free(clformer_trainer *trainer);
 CLFORMER_API clformer_status clformer_trainer_run(clformer_trainer *trainer,
                                                   clformer_train_result *result);
 CLFORMER_API void clformer_trainer_request_stop(clformer_trainer *trainer);
+
+/*
+ * The same run one step at a time, for a caller that drives the loop (the
+ * Python package's trainer is an iterator over it). clformer_trainer_run is
+ *
+ *     while (!clformer_trainer_done(t)) clformer_trainer_step(t, NULL, NULL, NULL);
+ *     clformer_trainer_finish(t, result, NULL, NULL);
+ *
+ * (stopping at the first error), so both give the same steps, log, callbacks
+ * and checkpoints. clformer_trainer_step takes one optimizer step and what
+ * the run does after it: the log line, the callback, a validation when
+ * eval_every says, a periodic save. `step` (may be NULL) receives the step's
+ * figures (CLFORMER_TRAIN_STEP); when a validation ran after it, *validated
+ * (may be NULL) is true and `validation` (may be NULL) holds it
+ * (CLFORMER_TRAIN_VALIDATION). clformer_trainer_done is true once the step
+ * or epoch limit is reached, the time limit has passed, a stop request was
+ * acted on (after the step it came in), patience ended the run, or a step
+ * failed; stepping then is CLFORMER_ERR_INVALID_ARGUMENT. After an error
+ * (CLFORMER_ERR_DIVERGED: the weights are damaged) the run is over: nothing
+ * more is saved and finish refuses.
+ * clformer_trainer_finish ends the run where it is, done or not: a stop
+ * request (also one made since the last step) saves to stop_save_path and
+ * returns CLFORMER_ERR_INTERRUPTED; otherwise it validates a last time
+ * (reported as a step's is), saves to save_path and closes the log. `result`
+ * (may be NULL) receives the run's figures, also on an error.
+ */
+CLFORMER_API clformer_status clformer_trainer_step(clformer_trainer *trainer,
+                                                   clformer_train_progress *step,
+                                                   clformer_train_progress *validation,
+                                                   bool *validated);
+CLFORMER_API bool clformer_trainer_done(const clformer_trainer *trainer);
+CLFORMER_API clformer_status clformer_trainer_finish(clformer_trainer *trainer,
+                                                     clformer_train_result *result,
+                                                     clformer_train_progress *validation,
+                                                     bool *validated);
 
 /* The model being trained (owned by the trainer). */
 CLFORMER_API clformer_model *clformer_trainer_model(clformer_trainer *trainer);

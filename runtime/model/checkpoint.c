@@ -85,18 +85,6 @@ static char *train_state_json(const cf_model *m)
     return s;
 }
 
-/* The other names of the target embedding: a tied generator (share_tgt_embed)
- * and a shared source embedding (share_all_embed) are stored under their own
- * names too, copies of it, so the file loads into PyTorch with
- * load_state_dict(strict=True). Returns how many (at most 2). */
-static int embed_aliases(const clformer_config *c, const char *names[2])
-{
-    int n = 0;
-    if (c->share_tgt_embed) names[n++] = "generator.weight";
-    if (c->share_all_embed) names[n++] = "src_embed.weight";
-    return n;
-}
-
 static clformer_status declare_all(cf_model *m, cf_st_writer *w, bool training)
 {
     int64_t shape[2];
@@ -110,7 +98,7 @@ static clformer_status declare_all(cf_model *m, cf_st_writer *w, bool training)
             CF_TRY(cf_st_declare(w, name, CF_ST_F32, nd, shape));
             const char *alias[2];
             const int n_alias = part == 0 && e->offset == m->layout.tgt_embed
-                                    ? embed_aliases(&m->cfg, alias) : 0;
+                                    ? cf_param_aliases(&m->cfg, alias) : 0;
             for (int k = 0; k < n_alias; k++)
                 CF_TRY(cf_st_declare(w, alias[k], CF_ST_F32, nd, shape));
         }
@@ -131,7 +119,7 @@ static clformer_status write_all(cf_model *m, cf_st_writer *w, bool training, fl
             CF_TRY(cf_st_write(w, name, host + e->offset, numel(e) * 4));
             const char *alias[2];
             const int n_alias = part == 0 && e->offset == m->layout.tgt_embed
-                                    ? embed_aliases(&m->cfg, alias) : 0;
+                                    ? cf_param_aliases(&m->cfg, alias) : 0;
             for (int k = 0; k < n_alias; k++)
                 CF_TRY(cf_st_write(w, alias[k], host + e->offset, numel(e) * 4));
         }
@@ -365,7 +353,7 @@ static clformer_status check_no_strangers(const cf_st_reader *r, const cf_param_
                                           bool training, const clformer_config *c)
 {
     const char *alias[2];
-    const int n_alias = embed_aliases(c, alias);
+    const int n_alias = cf_param_aliases(c, alias);
     for (size_t i = 0; i < cf_st_count(r); i++) {
         const char *name = cf_st_tensor_at(r, i)->name;
         const char *base = name;
@@ -388,7 +376,7 @@ static clformer_status check_tensors(const cf_st_reader *r, const cf_param_layou
                                      bool training, const clformer_config *c)
 {
     const char *alias[2];
-    const int n_alias = embed_aliases(c, alias);
+    const int n_alias = cf_param_aliases(c, alias);
     const char *prefix[3] = {"", "optim.m.", "optim.v."};
     int64_t shape[2];
     for (int part = 0; part < (training ? 3 : 1); part++)
@@ -442,7 +430,7 @@ static clformer_status check_tied(const cf_st_reader *r, const clformer_config *
     float *tmp = malloc(n * sizeof *tmp);
     if (!tmp) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     const char *alias[2];
-    const int n_alias = embed_aliases(c, alias);
+    const int n_alias = cf_param_aliases(c, alias);
     clformer_status st = CLFORMER_OK;
     for (int k = 0; k < n_alias && st == CLFORMER_OK; k++) {
         st = read_finite(r, alias[k], tmp, n);

@@ -283,11 +283,44 @@ clformer_memory clformer_model_memory(const clformer_model *m)
 
 const cf_param_entry *cf_model_tensor(const cf_model *m, const char *name)
 {
-    /* a tied generator is the target embedding under its PyTorch name */
-    if (m->cfg.share_tgt_embed && !strcmp(name, "generator.weight")) name = "tgt_embed.weight";
-    /* and with share_all_embed the source embedding as well */
-    if (m->cfg.share_all_embed && !strcmp(name, "src_embed.weight")) name = "tgt_embed.weight";
+    /* a tied generator and a shared source embedding are the target
+     * embedding under their PyTorch names */
+    const char *alias[2];
+    const int n_alias = cf_param_aliases(&m->cfg, alias);
+    for (int k = 0; k < n_alias; k++)
+        if (!strcmp(name, alias[k])) name = "tgt_embed.weight";
     return cf_param_find(&m->layout, name);
+}
+
+size_t clformer_model_tensor_count(const clformer_model *m)
+{
+    const char *alias[2];
+    return m->layout.n_entries + (size_t)cf_param_aliases(&m->cfg, alias);
+}
+
+clformer_status clformer_model_tensor_info(const clformer_model *m, size_t index,
+                                           const char **name, int *ndim, int64_t shape[2])
+{
+    const char *alias[2];
+    const int n_alias = cf_param_aliases(&m->cfg, alias);
+    size_t at = 0; /* the checkpoint's order: each alias right after the embedding */
+    for (size_t i = 0; i < m->layout.n_entries; i++) {
+        const cf_param_entry *e = &m->layout.entries[i];
+        const int copies = 1 + (e->offset == m->layout.tgt_embed ? n_alias : 0);
+        if (index < at + (size_t)copies) {
+            const size_t k = index - at;
+            if (name) *name = k == 0 ? e->name : alias[k - 1];
+            if (ndim) *ndim = e->rank;
+            if (shape) {
+                shape[0] = (int64_t)(e->rank == 2 ? e->rows : e->cols);
+                shape[1] = e->rank == 2 ? (int64_t)e->cols : 0;
+            }
+            return CLFORMER_OK;
+        }
+        at += (size_t)copies;
+    }
+    return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "tensor %zu of a model of %zu tensors: the "
+                   "index must be below clformer_model_tensor_count", index, at);
 }
 
 bool clformer_model_has_training_state(const clformer_model *m) { return m->has_training_state; }

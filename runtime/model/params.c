@@ -133,6 +133,14 @@ void cf_param_layout_free(cf_param_layout *l)
     memset(l, 0, sizeof *l);
 }
 
+int cf_param_aliases(const clformer_config *c, const char *names[2])
+{
+    int n = 0;
+    if (c->share_tgt_embed) names[n++] = "generator.weight";
+    if (c->share_all_embed) names[n++] = "src_embed.weight";
+    return n;
+}
+
 const cf_param_entry *cf_param_find(const cf_param_layout *l, const char *name)
 {
     for (size_t i = 0; i < l->n_entries; i++)

@@ -65,6 +65,12 @@ typedef struct {
 clformer_status cf_param_layout_make(const clformer_config *c, cf_param_layout *layout);
 void cf_param_layout_free(cf_param_layout *layout);
 
+/* The other names of the target embedding: a tied generator (share_tgt_embed)
+ * and a shared source embedding (share_all_embed) are stored under their own
+ * names too, copies of it, so that a checkpoint loads into PyTorch with
+ * load_state_dict(strict=True). Returns how many (at most 2). */
+int cf_param_aliases(const clformer_config *c, const char *names[2]);
+
 /* The entry named `name`, or NULL. */
 const cf_param_entry *cf_param_find(const cf_param_layout *layout, const char *name);
 

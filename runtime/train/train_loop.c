@@ -156,6 +156,8 @@ static clformer_status validate(clformer_trainer *t, clformer_train_progress p,
     log_line(t, json_pack("{s:I, s:o, s:o, s:o, s:I}", "step", (json_int_t)p.step, "val_loss",
                           number_or_null(loss), "val_ppl", number_or_null(p.val_ppl), "val_bleu",
                           number_or_null(bleu), "val_tokens", (json_int_t)tokens));
+    t->run.validation = p;
+    t->run.validated = true;
     if (!report(t, &p)) t->stop = 1;
     return CLFORMER_OK;
 }
@@ -348,75 +350,127 @@ static clformer_status train_step(clformer_trainer *t, clformer_train_progress *
     return CLFORMER_OK;
 }
 
-/* The loop; ends at the limit or on a stop request (after saving). */
-static clformer_status loop(clformer_trainer *t, clformer_train_result *res)
+/* The run's first step starts its clock and its result. */
+static void run_begin(clformer_trainer *t)
 {
-    const clformer_train_options *o = &t->o;
-    const double start = cf_now_s();
-    double window_tokens = 0, window_time = 0;
-    size_t run_tokens = 0;
-    double run_steps = 0;
-    clformer_train_progress p;
-    memset(&p, 0, sizeof p);
-    while (!done(t)) {
-        const double t0 = cf_now_s();
-        CF_TRY(train_step(t, &p));
-        CF_TRY(check_time_limit(t, start));
-        run_tokens += p.tokens;
-        /* tokens/s over roughly the last 20 steps */
-        window_tokens = window_tokens * 0.95 + (double)p.tokens;
-        window_time = window_time * 0.95 + (cf_now_s() - t0);
-        p.tokens_per_s = window_tokens / window_time;
-        p.elapsed_s = cf_now_s() - start;
-        p.steps_left = steps_left(t);
-        run_steps++;
-        if (o->max_seconds > 0 && p.elapsed_s > 0) { /* the steps the time limit leaves, at this run's pace */
-            const double by_time = ceil((o->max_seconds - p.elapsed_s) * run_steps / p.elapsed_s);
-            p.steps_left = fmin(p.steps_left, fmax(by_time, 0.0));
-        }
-        p.last = done(t);
-        res->loss = p.loss;
-        log_line(t, json_pack("{s:I, s:I, s:o, s:I, s:f, s:o, s:f, s:f}", "step",
-                              (json_int_t)p.step, "epoch", (json_int_t)p.epoch, "loss",
-                              number_or_null(p.loss), "tokens", (json_int_t)p.tokens, "lr",
-                              (double)p.lr, "grad_norm", number_or_null(p.grad_norm),
-                              "tokens_per_s", p.tokens_per_s, "elapsed_s", p.elapsed_s));
-        CF_TRY(check_divergence(t, &p));
-        CF_TRY(check_sync(t, p.step));
-        if (!report(t, &p)) t->stop = 1;
-        CF_TRY(agree_on_stop(t));
-        if (o->eval_every > 0 && p.step % o->eval_every == 0 && !p.last) {
-            CF_TRY(validate(t, p, res));
-            CF_TRY(agree_on_stop(t)); /* a request during validation */
-            CF_TRY(agree_on_early_stop(t));
-        }
-        if (t->early_stop && !t->stopping) {
-            res->early_stopped = true;
-            break;
-        }
-        if (o->save_path && o->save_every > 0 && p.step % o->save_every == 0 && !p.last &&
-            t->high_steps == 0)
-            CF_TRY(save(t, o->save_path, res));
-        if (t->stopping) {
-            res->stopped = true;
-            break;
-        }
-    }
-    res->time_limited = t->time_up;
-    res->seconds = cf_now_s() - start;
-    res->tokens_per_s = res->seconds > 0 ? (double)run_tokens / res->seconds : 0;
+    if (t->run.started) return;
+    t->run.started = true;
+    t->run.start = cf_now_s();
+    clformer_train_result *res = &t->run.result;
+    memset(res, 0, sizeof *res);
+    res->val_loss = res->val_bleu = res->best_val = NAN;
+}
+
+bool clformer_trainer_done(const clformer_trainer *t)
+{
+    return !t->model || t->run.finished || t->run.failed != CLFORMER_OK || t->run.ended ||
+           done(t);
+}
+
+/* Why a trainer cannot step or finish (CLFORMER_OK: it can). */
+static clformer_status spent(const clformer_trainer *t, const char *what)
+{
+    if (!t->model)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s: the trainer's model was released", what);
+    if (t->run.finished)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "%s: the run has finished (clformer_trainer_finish was called)", what);
+    if (t->run.failed != CLFORMER_OK)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "%s: the run ended with an error (%s) at step %" PRIu64, what,
+                       clformer_status_name(t->run.failed), clformer_model_step(t->model));
     return CLFORMER_OK;
 }
 
-clformer_status clformer_trainer_run(clformer_trainer *t, clformer_train_result *res)
+/* One turn of the loop: a step and what follows it (log, callback,
+ * validation, periodic save); sets run.ended on a stop or early stop. */
+static clformer_status step_once(clformer_trainer *t, clformer_train_progress *p)
 {
-    memset(res, 0, sizeof *res);
-    res->val_loss = res->val_bleu = res->best_val = NAN;
-    if (!t->model)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the trainer's model was released");
-    clformer_status st = loop(t, res);
-    res->steps = clformer_model_step(t->model);
-    if (st != CLFORMER_OK) return st;
+    const clformer_train_options *o = &t->o;
+    clformer_train_result *res = &t->run.result;
+    memset(p, 0, sizeof *p);
+    const double t0 = cf_now_s();
+    CF_TRY(train_step(t, p));
+    CF_TRY(check_time_limit(t, t->run.start));
+    t->run.tokens += p->tokens;
+    /* tokens/s over roughly the last 20 steps */
+    t->run.window_tokens = t->run.window_tokens * 0.95 + (double)p->tokens;
+    t->run.window_time = t->run.window_time * 0.95 + (cf_now_s() - t0);
+    p->tokens_per_s = t->run.window_tokens / t->run.window_time;
+    p->elapsed_s = cf_now_s() - t->run.start;
+    p->steps_left = steps_left(t);
+    t->run.steps++;
+    if (o->max_seconds > 0 && p->elapsed_s > 0) { /* the steps the time limit leaves, at this run's pace */
+        const double by_time =
+            ceil((o->max_seconds - p->elapsed_s) * t->run.steps / p->elapsed_s);
+        p->steps_left = fmin(p->steps_left, fmax(by_time, 0.0));
+    }
+    p->last = done(t);
+    res->loss = p->loss;
+    log_line(t, json_pack("{s:I, s:I, s:o, s:I, s:f, s:o, s:f, s:f}", "step",
+                          (json_int_t)p->step, "epoch", (json_int_t)p->epoch, "loss",
+                          number_or_null(p->loss), "tokens", (json_int_t)p->tokens, "lr",
+                          (double)p->lr, "grad_norm", number_or_null(p->grad_norm),
+                          "tokens_per_s", p->tokens_per_s, "elapsed_s", p->elapsed_s));
+    CF_TRY(check_divergence(t, p));
+    CF_TRY(check_sync(t, p->step));
+    if (!report(t, p)) t->stop = 1;
+    CF_TRY(agree_on_stop(t));
+    if (o->eval_every > 0 && p->step % o->eval_every == 0 && !p->last) {
+        CF_TRY(validate(t, *p, res));
+        CF_TRY(agree_on_stop(t)); /* a request during validation */
+        CF_TRY(agree_on_early_stop(t));
+    }
+    if (t->early_stop && !t->stopping) {
+        res->early_stopped = true;
+        t->run.ended = true;
+        return CLFORMER_OK;
+    }
+    if (o->save_path && o->save_every > 0 && p->step % o->save_every == 0 && !p->last &&
+        t->high_steps == 0)
+        CF_TRY(save(t, o->save_path, res));
+    if (t->stopping) {
+        res->stopped = true;
+        t->run.ended = true;
+    }
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_trainer_step(clformer_trainer *t, clformer_train_progress *step,
+                                      clformer_train_progress *validation, bool *validated)
+{
+    if (validated) *validated = false;
+    CF_TRY(spent(t, "training step"));
+    if (clformer_trainer_done(t))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "training step: the run is done at step %" PRIu64 " (%s): call "
+                       "clformer_trainer_finish", clformer_model_step(t->model),
+                       t->run.result.stopped         ? "stopped on request"
+                       : t->run.result.early_stopped ? "stopped early by patience"
+                       : t->time_up                  ? "the time limit passed"
+                                                     : "the step or epoch limit is reached");
+    run_begin(t);
+    t->run.validated = false;
+    clformer_train_progress p;
+    const clformer_status st = step_once(t, &p);
+    if (st != CLFORMER_OK) {
+        t->run.failed = st;
+        return st;
+    }
+    if (step) *step = p;
+    if (validated) *validated = t->run.validated;
+    if (validation && t->run.validated) *validation = t->run.validation;
+    return CLFORMER_OK;
+}
+
+/* The end of a run: the final validation (unless stopped), the last save, the log closed. */
+static clformer_status finish(clformer_trainer *t, clformer_train_result *res)
+{
+    res->time_limited = t->time_up;
+    res->seconds = cf_now_s() - t->run.start;
+    res->tokens_per_s = res->seconds > 0 ? (double)t->run.tokens / res->seconds : 0;
+    CF_TRY(agree_on_stop(t)); /* a request since the last step ends the run here */
+    if (t->stopping) res->stopped = true;
     if (!res->stopped && !res->early_stopped) { /* the final validation; a stop request abandons it */
         clformer_train_progress p;
         memset(&p, 0, sizeof p);
@@ -438,4 +492,37 @@ clformer_status clformer_trainer_run(clformer_trainer *t, clformer_train_result 
                                                                 : t->best_val;
     res->best_step = t->best_step;
     return close_log(t, res);
+}
+
+clformer_status clformer_trainer_finish(clformer_trainer *t, clformer_train_result *result,
+                                        clformer_train_progress *validation, bool *validated)
+{
+    if (validated) *validated = false;
+    if (result) { /* what a run that cannot finish has to say */
+        memset(result, 0, sizeof *result);
+        result->val_loss = result->val_bleu = result->best_val = NAN;
+        result->steps = t->model ? clformer_model_step(t->model) : 0;
+    }
+    CF_TRY(spent(t, "finishing the run"));
+    run_begin(t);
+    t->run.finished = true;
+    t->run.validated = false;
+    clformer_train_result *res = &t->run.result;
+    res->steps = clformer_model_step(t->model);
+    const clformer_status st = finish(t, res);
+    if (result) *result = *res;
+    if (validated) *validated = t->run.validated;
+    if (validation && t->run.validated) *validation = t->run.validation;
+    return st;
+}
+
+clformer_status clformer_trainer_run(clformer_trainer *t, clformer_train_result *res)
+{
+    clformer_status st = CLFORMER_OK;
+    while (st == CLFORMER_OK && !clformer_trainer_done(t))
+        st = clformer_trainer_step(t, NULL, NULL, NULL);
+    if (st == CLFORMER_OK) return clformer_trainer_finish(t, res, NULL, NULL);
+    *res = t->run.result; /* the figures up to the failed step */
+    res->steps = clformer_model_step(t->model);
+    return st;
 }

@@ -31,6 +31,31 @@ void clformer_train_options_default(clformer_train_options *o)
     o->min_lr = -1.0f;
 }
 
+clformer_status clformer_train_options_for_task(clformer_train_options *o, bool lm,
+                                                const char *preset)
+{
+    clformer_train_options_default(o);
+    if (!lm) return clformer_config_preset(preset ? preset : "small", &o->config);
+    if (!preset) preset = "gpt-mini";
+    CF_TRY(clformer_config_lm_preset(preset, &o->config));
+    /* nanoGPT's training of GPT-2 shaped models: torch's AdamW eps, beta2
+     * 0.99 for the small presets and 0.95 for gpt2 */
+    o->batching.batch_size = 12;
+    o->batching.batch_tokens = 0;
+    o->lr = 1e-3f;
+    o->schedule = CLFORMER_LR_COSINE;
+    o->warmup = 100;
+    o->optim.optimizer = CLFORMER_ADAMW;
+    o->optim.beta1 = 0.9f;
+    o->optim.beta2 = !strcmp(preset, "gpt2") ? 0.95f : 0.99f;
+    o->optim.eps = 1e-8f;
+    o->optim.weight_decay = 0.1f;
+    o->lm_tokenizer = CLFORMER_LM_CHAR;
+    o->val_fraction = 0.1f;
+    o->bleu_sentences = 0;
+    return CLFORMER_OK;
+}
+
 float cf_trainer_lr(const clformer_trainer *t, uint64_t step)
 {
     if (t->schedule == CLFORMER_LR_INVERSE_SQRT)

@@ -72,6 +72,19 @@ struct clformer_trainer {
     struct cf_lm_data *lm;
     uint64_t decay_steps;            /* the cosine schedule in force */
     float min_lr;
+    /* the run so far (train_loop.c): clformer_trainer_step and
+     * clformer_trainer_finish share it, so that stepping by hand and
+     * clformer_trainer_run take the same path */
+    struct {
+        bool started, ended, finished; /* ended: stopped or early-stopped */
+        clformer_status failed;        /* a step's error: the run is over */
+        double start;                  /* the wall clock at the first step */
+        double window_tokens, window_time, steps;
+        size_t tokens;
+        clformer_train_progress validation; /* the last validation reported */
+        bool validated;                     /* ... by the current call */
+        clformer_train_result result;
+    } run;
 };
 
 /* Language modelling (lm.c): the streams and a fresh model when none was

@@ -2,8 +2,10 @@
  * callback sees every step and validation, a stop request saves and returns
  * CLFORMER_ERR_INTERRUPTED, and resuming that checkpoint gives the losses of
  * the uninterrupted run bit for bit (the interrupted run recomputing its
- * layers in backward, the others not). The trainer's session holds the run's
- * activations and decoding caches, and goes when the model is released. */
+ * layers in backward, the others not). Stepping by hand (clformer_trainer_step
+ * and _finish) is the run step for step, and a stop requested between steps
+ * saves at finish. The trainer's session holds the run's activations and
+ * decoding caches, and goes when the model is released. */
 #include "harness.h"
 
 #include "clformer.h"
@@ -171,6 +173,78 @@ static void stops_and_resumes_exactly(void **state)
     clformer_parallel_text_free(val);
 }
 
+/* clformer_trainer_step and _finish give what clformer_trainer_run gives:
+ * the same losses bit for bit, the validation after step eval_every and the
+ * final one; stepping after the end is refused. A stop requested between
+ * steps ends the run at finish, saved, with CLFORMER_ERR_INTERRUPTED. */
+static void stepping_by_hand_is_the_run(void **state)
+{
+    (void)state;
+    clformer_parallel_text *train, *val;
+    assert_ok(clformer_demo_task(5, 120, 8, &train, &val));
+    watch straight = {0};
+    clformer_train_options o;
+    options(&o, train, val, &straight);
+    clformer_train_result r;
+    assert_ok(run(&o, &straight, &r));
+
+    watch by_hand = {0};
+    options(&o, train, val, &by_hand);
+    clformer_trainer *t;
+    assert_ok(clformer_trainer_create(hctx(), &o, &t));
+    by_hand.trainer = t;
+    clformer_train_progress step, validation;
+    bool validated;
+    while (!clformer_trainer_done(t)) {
+        assert_ok(clformer_trainer_step(t, &step, &validation, &validated));
+        assert_int_equal(step.event, CLFORMER_TRAIN_STEP);
+        if (step.loss != straight.loss[step.step])
+            fail_msg("step %d: run's loss %.9g, by hand %.9g", (int)step.step,
+                     straight.loss[step.step], step.loss);
+        assert_int_equal(validated, step.step == stop_step);
+        if (validated) {
+            assert_int_equal(validation.event, CLFORMER_TRAIN_VALIDATION);
+            assert_true(isfinite(validation.val_loss));
+        }
+    }
+    assert_int_equal(step.step, n_steps);
+    assert_true(step.last);
+    clformer_train_result r2;
+    assert_ok(clformer_trainer_finish(t, &r2, &validation, &validated));
+    assert_true(validated); /* the final validation */
+    assert_true(validation.val_loss == r.val_loss && r2.val_loss == r.val_loss);
+    assert_int_equal(r2.steps, n_steps);
+    assert_int_equal(by_hand.validations, 2); /* the callback saw both */
+    assert_int_equal(clformer_trainer_step(t, NULL, NULL, NULL), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_int_equal(clformer_trainer_finish(t, NULL, NULL, NULL), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "has finished"));
+    clformer_trainer_free(t);
+
+    /* a stop requested after step 1, between steps, as Ctrl-C in Python */
+    char stop[600];
+    harness_path(stop, sizeof stop, dir, "stop.safetensors");
+    watch stopped = {0};
+    options(&o, train, val, &stopped);
+    o.stop_save_path = stop;
+    assert_ok(clformer_trainer_create(hctx(), &o, &t));
+    assert_ok(clformer_trainer_step(t, &step, NULL, NULL));
+    clformer_trainer_request_stop(t);
+    assert_int_equal(clformer_trainer_finish(t, &r2, &validation, &validated),
+                     CLFORMER_ERR_INTERRUPTED);
+    assert_false(validated);
+    assert_true(r2.stopped);
+    assert_int_equal(r2.steps, 1);
+    assert_non_null(r2.saved_to);
+    assert_string_equal(r2.saved_to, stop);
+    clformer_trainer_free(t);
+    clformer_model *m;
+    assert_ok(clformer_model_load(hctx(), stop, &m));
+    assert_int_equal(clformer_model_step(m), 1);
+    clformer_model_free(m);
+    clformer_parallel_text_free(train);
+    clformer_parallel_text_free(val);
+}
+
 static void bad_options_are_refused(void **state)
 {
     (void)state;
@@ -199,5 +273,6 @@ static void bad_options_are_refused(void **state)
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(bad_options_are_refused, setup, teardown),
     cmocka_unit_test_setup_teardown(stops_and_resumes_exactly, setup, teardown),
+    cmocka_unit_test_setup_teardown(stepping_by_hand_is_the_run, setup, teardown),
 };
 HARNESS_DEVICE_MAIN("clformer_trainer", tests)

@@ -331,38 +331,6 @@ int cmd_generate(int argc, char **argv)
     return rc;
 }
 
-/* Loss over the text in windows of the model's context, each predicting its
- * tokens after the first: every token but the text's first is scored once. */
-static clformer_status text_loss(clformer_session *s, const int32_t *ids, size_t n, size_t T,
-                                 size_t batch, double *sum, size_t *count)
-{
-    *sum = 0;
-    *count = 0;
-    int32_t *rows = malloc(batch * (T + 1) * sizeof *rows);
-    if (!rows) return clformer_set_error(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    clformer_status st = CLFORMER_OK;
-    size_t at = 0;
-    while (at + 1 < n && st == CLFORMER_OK) {
-        /* full windows of T + 1 tokens, `batch` at a time, each starting at
-         * the last token of the one before; then the last, shorter one */
-        const size_t W = n - at >= T + 1 ? T + 1 : n - at;
-        size_t B = 0;
-        do {
-            memcpy(rows + B * W, ids + at, W * sizeof *rows);
-            at += W - 1;
-            B++;
-        } while (B < batch && W == T + 1 && n - at >= T + 1);
-        const clformer_batch b = {B, 0, W, NULL, rows};
-        double part;
-        size_t tokens;
-        st = clformer_session_eval_loss(s, &b, &part, &tokens);
-        *sum += part;
-        *count += tokens;
-    }
-    free(rows);
-    return st;
-}
-
 int eval_lm(int argc, char **argv)
 {
     const char *model = NULL, *text = NULL;
@@ -394,8 +362,8 @@ int eval_lm(int argc, char **argv)
     clformer_model *m = NULL;
     clformer_session *s = NULL;
     int32_t *ids = NULL;
-    size_t n = 0, bytes = 0, count = 0;
-    double sum = 0;
+    size_t n = 0, bytes = 0;
+    clformer_lm_score score;
     clformer_status st = open_model(model, &ctx, &m);
     if (st == CLFORMER_OK) st = clformer_lm_encode_file(m, text, &ids, &n, &bytes);
     if (st == CLFORMER_OK && bytes == 0)
@@ -405,19 +373,17 @@ int eval_lm(int argc, char **argv)
                                 "'%s' holds %zu token: at least 2 are needed to score one", text, n);
     if (st == CLFORMER_OK) st = clformer_session_create(m, &s);
     if (st == CLFORMER_OK) st = session_set_precision_name(s, precision);
-    if (st == CLFORMER_OK)
-        st = text_loss(s, ids, n, (size_t)clformer_model_config(m)->max_len, (size_t)batch, &sum,
-                       &count);
+    if (st == CLFORMER_OK) st = clformer_session_lm_score(s, ids, n, bytes, (size_t)batch, &score);
     if (st != CLFORMER_OK) {
         cli_runtime_error("eval", NULL);
+    } else if (json) {
+        printf("{\"loss\": %.6f, \"perplexity\": %.4f, \"bits_per_byte\": %.6f, \"tokens\": "
+               "%zu, \"bytes\": %zu}\n", score.loss, score.perplexity, score.bits_per_byte,
+               score.tokens, score.bytes);
     } else {
-        const double loss = sum / (double)count, bpb = sum / log(2.0) / (double)bytes;
-        if (json)
-            printf("{\"loss\": %.6f, \"perplexity\": %.4f, \"bits_per_byte\": %.6f, \"tokens\": "
-                   "%zu, \"bytes\": %zu}\n", loss, exp(loss), bpb, count, bytes);
-        else
-            printf("%s: loss %.4f, perplexity %.3f, %.4f bits per byte (%zu tokens scored, %zu "
-                   "bytes)\n", text, loss, exp(loss), bpb, count, bytes);
+        printf("%s: loss %.4f, perplexity %.3f, %.4f bits per byte (%zu tokens scored, %zu "
+               "bytes)\n", text, score.loss, score.perplexity, score.bits_per_byte, score.tokens,
+               score.bytes);
     }
     free(ids);
     clformer_session_free(s);

@@ -294,22 +294,25 @@ static int check_consistency(const train_args *a)
  * on, else the exit code (a model shape clformer_config_validate refuses). */
 static int build_options(train_args *a, clformer_train_options *o)
 {
-    clformer_train_options_default(o);
     const bool lm = !strcmp(a->task, "lm");
-    if (lm) { /* nanoGPT's defaults where the command line is silent */
-        if (!a->g.config) a->config_name = "gpt-mini";
-        if (!a->g.batch_size) a->batch_size = 12;
-        if (!a->g.lr) a->lr = 1e-3;
-        if (!a->g.schedule) a->schedule = "cosine";
-        if (!a->g.warmup) a->warmup = 100;
-        if (!a->g.optimizer) a->optimizer = "adamw";
-        if (!a->g.weight_decay) a->weight_decay = 0.1;
+    /* the task's defaults and the preset's shape (the library's: a language
+     * model's are nanoGPT's), then what the command line gives */
+    if (clformer_train_options_for_task(o, lm, a->g.config ? a->config_name : NULL) !=
+        CLFORMER_OK) {
+        cli_runtime_error("train", "--config");
+        return EXIT_USAGE;
+    }
+    const clformer_train_options task = *o;
+    if (lm) {
+        if (!a->g.batch_size) a->batch_size = task.batching.batch_size;
+        if (!a->g.lr) a->lr = task.lr;
+        if (!a->g.warmup) a->warmup = (long)task.warmup;
+        if (!a->g.weight_decay) a->weight_decay = task.optim.weight_decay;
+        if (!a->given_val_fraction) a->val_fraction = task.val_fraction;
         o->text_path = a->text, o->val_text_path = a->val_text;
         o->val_fraction = a->val_text ? 0.0f : (float)a->val_fraction;
-        o->lm_tokenizer = CLFORMER_LM_CHAR; /* others: lm_tokenizer_setup */
         o->bpe_vocab_path = a->lmtok.bpe_vocab, o->bpe_merges_path = a->lmtok.bpe_merges;
         o->eval_batches = (size_t)a->eval_batches;
-        o->bleu_sentences = 0;
     }
     o->decay_steps = (uint64_t)a->decay_steps;
     o->recompute = a->recompute;
@@ -324,11 +327,6 @@ static int build_options(train_args *a, clformer_train_options *o)
     o->batching.shuffle = !a->no_shuffle;
     o->batching.seed = (uint64_t)a->seed;
     clformer_config *c = &o->config;
-    if ((lm ? clformer_config_lm_preset(a->config_name, c)
-            : clformer_config_preset(a->config_name, c)) != CLFORMER_OK) {
-        cli_runtime_error("train", "--config");
-        return EXIT_USAGE;
-    }
     if (a->d_model) c->d_model = (int)a->d_model;
     if (a->heads) c->n_heads = (int)a->heads;
     if (a->d_ff) c->d_ff = (int)a->d_ff;
@@ -361,19 +359,16 @@ static int build_options(train_args *a, clformer_train_options *o)
     o->init_path = a->init, o->resume_path = a->resume;
     o->override_dropout = a->g.dropout || a->g.attention_dropout || a->g.activation_dropout, o->override_label_smoothing = a->g.label_smoothing;
     o->seed = (uint64_t)a->seed;
-    o->optim.optimizer = !strcmp(a->optimizer, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM;
+    if (!lm || a->g.optimizer) /* else the task's (AdamW for a language model) */
+        o->optim.optimizer = !strcmp(a->optimizer, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM;
     o->optim.weight_decay = (float)a->weight_decay;
     o->optim.clip = (float)a->clip;
     o->lr = (float)a->lr;
-    o->schedule = !strcmp(a->schedule, "noam")           ? CLFORMER_LR_NOAM
-                  : !strcmp(a->schedule, "inverse-sqrt") ? CLFORMER_LR_INVERSE_SQRT
-                  : !strcmp(a->schedule, "cosine")       ? CLFORMER_LR_COSINE
-                                                         : CLFORMER_LR_CONSTANT;
-    if (lm) { /* GPT training's AdamW: torch's eps, nanoGPT's beta2 (0.95 for gpt2) */
-        o->optim.beta1 = 0.9f;
-        o->optim.beta2 = !strcmp(a->config_name, "gpt2") ? 0.95f : 0.99f;
-        o->optim.eps = 1e-8f;
-    }
+    if (!lm || a->g.schedule) /* else the task's (cosine for a language model) */
+        o->schedule = !strcmp(a->schedule, "noam")           ? CLFORMER_LR_NOAM
+                      : !strcmp(a->schedule, "inverse-sqrt") ? CLFORMER_LR_INVERSE_SQRT
+                      : !strcmp(a->schedule, "cosine")       ? CLFORMER_LR_COSINE
+                                                             : CLFORMER_LR_CONSTANT;
     o->warmup = (uint64_t)a->warmup;
     o->warmup_init_lr = (float)a->warmup_init_lr;
     o->keep_last = (uint64_t)a->keep_last;

@@ -1,8 +1,6 @@
-/* Printing a language model's tokens as they come: each token's text is the
- * new part of the decoded text so far (a token's text can depend on the one
- * before it: SentencePiece drops the space before a line's first word), and
- * bytes that begin a UTF-8 character wait until the character is complete
- * (GPT-2's byte-level BPE and byte vocabularies split characters). */
+/* Printing a language model's tokens as they come: clformer_lm_text_stream
+ * (clformer.h) gives each token's text, complete characters only; this
+ * writes it to a file as it comes. */
 #ifndef CLFORMER_LM_STREAM_H
 #define CLFORMER_LM_STREAM_H
 
@@ -11,11 +9,8 @@
 #include <stdio.h>
 
 typedef struct {
-    const clformer_model *model;
+    clformer_lm_text_stream *text;
     FILE *out;
-    int32_t *ids; /* the tokens since the last newline printed (the prompt's at first) */
-    size_t n, cap;
-    size_t printed; /* bytes of their text already written */
 } lm_stream;
 
 /* Starts after the prompt's ids (their text is taken as printed). */
