@@ -12,14 +12,6 @@
  */
 #include "common.h"
 
-/* The bf16 bits of fp32 bits u: adding 0x7FFF plus the lowest kept bit
- * rounds the dropped 16 bits to nearest with ties to even, a carry into the
- * exponent being the right result (up to infinity); NaN gives 0x7FC0. */
-inline uint bf16_bits(uint u)
-{
-    return (u & 0x7FFFFFFFu) > 0x7F800000u ? 0x7FC0u : (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-}
-
 /* The fp16 bits of fp32 bits u, rounded to nearest even as vstore_half_rte
  * rounds, branch-free (PoCL vectorises it; through vstore_half_rte and
  * vload_half the fp16 casts took about twice the bf16 casts' time, and a
@@ -91,30 +83,12 @@ kernel void cast_f16_to_f32(global uint *out, ulong out_off, global const ushort
     out[out_off + i] = sum_bits(out[out_off + i], f32_bits_of_f16(x[x_off + i]), accumulate);
 }
 
-/*
- * Rounding fp32 values to a 16-bit format's values, kept in fp32 containers
- * (the numerics of 16-bit storage, docs/ARCHITECTURE.md "Half precision"):
- * out = x rounded to bf16 (precision 1) or fp16 (precision 2), to nearest
- * with ties to even, exactly as the casts above followed by the cast back
- * (NaN stays NaN; bf16's is 0x7FC00000). out may be x (in place). Integer
- * and exact float arithmetic only, branch-free, so it is bit-exact on every
- * device and needs no extension:
- *   - bf16: bf16_bits, shifted back;
- *   - fp16: f16_bits's two roundings, but into fp32 bits directly: 13
- *     dropped bits rounded (above 65504: infinity), and below 2^-14
- *     (|x| + 0.5) - 0.5, the subtraction exact. Composing the two casts gave
- *     the same bits 1.5x slower on PoCL (fp16's `cast` family at bench
- *     --config small: 108-123 ms a step against 71-84).
- */
+/* out = x rounded to bf16 (precision 1) or fp16 (precision 2) in fp32
+ * containers: round_storage_bits (common.h). out may be x (in place). */
 kernel void round_storage(global uint *out, ulong out_off, global const uint *x, ulong x_off,
                           ulong n, int precision)
 {
     const ulong i = get_global_id(0);
     if (i >= n) return;
-    const uint u = x[x_off + i], a = u & 0x7FFFFFFFu;
-    const uint m = (a + 0xFFFu + ((a >> 13) & 1u)) & 0xFFFFE000u;
-    const uint normal = m > 0x477FE000u ? 0x7F800000u : m;
-    const uint subnormal = as_uint((as_float(a) + 0.5f) - 0.5f);
-    const uint f16 = a > 0x7F800000u ? u : (u & 0x80000000u) | (a >= 0x38800000u ? normal : subnormal);
-    out[out_off + i] = precision == 1 ? bf16_bits(u) << 16 : f16;
+    out[out_off + i] = round_storage_bits(x[x_off + i], precision);
 }

@@ -149,4 +149,37 @@ inline void dropout_scale32(float p, ulong seed, uint step, uint tensor, ulong g
         for (int k = 0; k < 4; k++) m[4 * j + k] = t[k][j];
 }
 
+/* The bf16 bits of fp32 bits u: adding 0x7FFF plus the lowest kept bit
+ * rounds the dropped 16 bits to nearest with ties to even, a carry into the
+ * exponent being the right result (up to infinity); NaN gives 0x7FC0. */
+inline uint bf16_bits(uint u)
+{
+    return (u & 0x7FFFFFFFu) > 0x7F800000u ? 0x7FC0u : (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+}
+
+/*
+ * Rounding fp32 values to a 16-bit format's values, kept in fp32 containers
+ * (the numerics of 16-bit storage, docs/ARCHITECTURE.md "Half precision"):
+ * the bits of x rounded to bf16 (precision 1) or fp16 (precision 2), to
+ * nearest with ties to even, exactly as cast.cl's casts followed by the cast
+ * back (NaN stays NaN; bf16's is 0x7FC00000); any other precision (fp32): x.
+ * Integer and exact float arithmetic only, branch-free, so it is bit-exact
+ * on every device and needs no extension:
+ *   - bf16: bf16_bits, shifted back;
+ *   - fp16: cast.cl's f16_bits's two roundings, but into fp32 bits directly:
+ *     13 dropped bits rounded (above 65504: infinity), and below 2^-14
+ *     (|x| + 0.5) - 0.5, the subtraction exact. Composing the two casts gave
+ *     the same bits 1.5x slower on PoCL (fp16's `cast` family at bench
+ *     --config small: 108-123 ms a step against 71-84).
+ */
+inline uint round_storage_bits(uint u, int precision)
+{
+    const uint a = u & 0x7FFFFFFFu;
+    const uint m = (a + 0xFFFu + ((a >> 13) & 1u)) & 0xFFFFE000u;
+    const uint normal = m > 0x477FE000u ? 0x7F800000u : m;
+    const uint subnormal = as_uint((as_float(a) + 0.5f) - 0.5f);
+    const uint f16 = a > 0x7F800000u ? u : (u & 0x80000000u) | (a >= 0x38800000u ? normal : subnormal);
+    return precision == 1 ? bf16_bits(u) << 16 : precision == 2 ? f16 : u;
+}
+
 #endif

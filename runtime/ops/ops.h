@@ -228,6 +228,86 @@ clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
                                       const cf_dropout *dropout);
 
 /* ------------------------------------------------------------------------- */
+/* Rotary position embeddings (ops_rope.c), as transformers 4.36's Llama     */
+/* ------------------------------------------------------------------------- */
+
+/* Within each row of dh = 2*half values, elements i and i + half (i < half)
+ * turn by the angle a(p, i) of the row's position p (rotate-half layout):
+ *   out[i] = x[i] cos a - x[i+half] sin a,  out[i+half] = x[i+half] cos a + x[i] sin a.
+ * a(p, i) = p' * inv_freq[i], inv_freq[i] = 1 / theta'^(2i/dh), in fp32 as
+ * transformers rounds them (cf_rope_frequencies), where
+ *   no scaling:  p' = p, theta' = theta;
+ *   "linear":    p' = p / factor;
+ *   "dynamic":   theta' = theta * (factor*L/M - (factor-1))^(dh/(dh-2)) once the
+ *                sequence length L exceeds M = max_positions, else theta.
+ * Dynamic NTK depends on L: transformers rebuilds its table with L = the
+ * longest length the layer has seen (never shrinking) and keeps cached keys
+ * turned with the older angles; a caller reproduces that by passing the same
+ * seq_len. */
+typedef enum { CF_ROPE_PLAIN, CF_ROPE_LINEAR, CF_ROPE_DYNAMIC } cf_rope_scaling;
+typedef struct {
+    size_t dh;              /* head size (even) */
+    double theta;           /* rope_theta: 10000, 500000, ... */
+    cf_rope_scaling scaling;
+    double factor;          /* rope_scaling.factor (> 1) when scaling */
+    size_t max_positions;   /* max_position_embeddings (dynamic's M) */
+} cf_rope_config;
+
+/* CLFORMER_ERR_INVALID_ARGUMENT naming the field when dh is odd or 0, theta
+ * is not a positive finite number, a scaling's factor is not > 1, or dynamic
+ * scaling has no max_positions or dh < 4 (transformers divides by dh - 2). */
+clformer_status cf_rope_check_config(const cf_rope_config *cfg);
+
+/* inv_freq[0..dh/2) for sequences of seq_len (cfg checked). */
+void cf_rope_frequencies(float *inv_freq, const cf_rope_config *cfg, size_t seq_len);
+
+/* The fp32 angle of (position, pair i) from cf_rope_frequencies' inv_freq. */
+float cf_rope_angle(const float *inv_freq, const cf_rope_config *cfg, size_t position, size_t i);
+
+/* The table the kernels read, host side: row p < rows holds cos a(p, i) for
+ * i < dh/2, then sin a(p, i) (rows * dh floats). Upload it once per model
+ * (again when a dynamic seq_len grows). */
+clformer_status cf_rope_table(float *table, size_t rows, const cf_rope_config *cfg,
+                              size_t seq_len);
+
+/* Where element (b, h, t, j) of a tensor lives: off + b*b_stride +
+ * h*h_stride + t*t_stride + j (j < dh contiguous). */
+typedef struct {
+    size_t b, h, t;
+} cf_rope_strides;
+
+/* Head-split (B, H, T_cap, dh), as attention and the KV cache hold it. */
+static inline cf_rope_strides cf_rope_heads(size_t H, size_t T_cap, size_t dh)
+{
+    return (cf_rope_strides){H * T_cap * dh, T_cap * dh, dh};
+}
+
+/* Projection rows (B, T, ld) with head h at columns h*dh (ld >= H*dh, e.g.
+ * the Q part of a fused QKV row). */
+static inline cf_rope_strides cf_rope_rows(size_t T, size_t ld, size_t dh)
+{
+    return (cf_rope_strides){T * ld, dh, ld};
+}
+
+typedef struct {
+    size_t B, H, T, dh; /* H: the tensor's heads (query heads, or key/value heads) */
+    size_t pos0;        /* position of t = 0 (decoding with a KV cache) */
+    size_t table_rows;  /* positions the table holds: pos0 + T <= table_rows */
+    cf_rope_strides dst, src;
+} cf_rope_shape;
+
+/* out = rope(x) at positions pos0 + t. Overwrites out; out may be x with the
+ * same strides (in place), and must not overlap it otherwise. In 16-bit
+ * storage, out is stored rounded. */
+clformer_status cf_rope_forward(cf_ctx *ctx, cf_view out, cf_view x, cf_view table,
+                                const cf_rope_shape *shape);
+
+/* dx = the inverse turn of dout (shape->dst describes dx, ->src dout).
+ * Overwrites dx; the same aliasing rule. RoPE has no parameters. */
+clformer_status cf_rope_backward(cf_ctx *ctx, cf_view dx, cf_view dout, cf_view table,
+                                 const cf_rope_shape *shape);
+
+/* ------------------------------------------------------------------------- */
 /* Softmax cross-entropy over the vocabulary                                 */
 /* ------------------------------------------------------------------------- */
 
