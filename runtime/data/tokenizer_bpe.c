@@ -13,6 +13,8 @@
  *    U+0100 onwards, so vocab.json holds no control or space character).
  * 3. Merges: the adjacent pair with the best rank (leftmost on a tie) is
  *    merged until no pair has a rank, as `tokenizers` does with its heap.
+ * Step 1 has two more regexes for tokenizer.json files (cf_bpe_set_split):
+ * SmolLM's digits-then-GPT-2 and Llama 3's.
  */
 #include "tokenizer_bpe.h"
 #include "fileio.h"
@@ -110,6 +112,79 @@ static size_t pretoken_end(const unsigned char *text, size_t n, size_t i)
     return j;
 }
 
+/* Where the pre-token at text[i] ends after `tokenizers`' Digits
+ * pre-tokenizer (individual digits) and then GPT-2's regex: a number
+ * character is a piece of its own; the GPT-2 regex runs on the run of other
+ * characters up to the next number, as on a text of its own. */
+static size_t pretoken_end_digits(const unsigned char *text, size_t n, size_t i)
+{
+    size_t len;
+    if (class_at(text, n, i, &len) == CLS_NUMBER) return i + len;
+    size_t m = i;
+    while (m < n && class_at(text, n, m, &len) != CLS_NUMBER) m += len;
+    return pretoken_end(text, m, i);
+}
+
+static bool is_newline(unsigned char c) { return c == '\r' || c == '\n'; }
+
+/* The class of text[j] (CLS_OTHER past the end), its length in *len. */
+static int class_or_end(const unsigned char *text, size_t n, size_t j, size_t *len)
+{
+    if (j >= n) {
+        *len = 0;
+        return -1;
+    }
+    return class_at(text, n, j, len);
+}
+
+/* Where the pre-token at text[i] ends under Llama 3's regex (Qwen2's has
+ * \p{N} for \p{N}{1,3}):
+ *   (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+ *    ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * alternative by alternative, the first that matches winning. */
+static size_t pretoken_end_llama3(const unsigned char *text, size_t n, size_t i)
+{
+    if (text[i] == '\'' && i + 1 < n) { /* contractions, any case */
+        unsigned char a = (unsigned char)(text[i + 1] | 0x20), b = i + 2 < n ? text[i + 2] | 0x20 : 0;
+        if (a == 's' || a == 't' || a == 'm' || a == 'd') return i + 2;
+        if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
+            return i + 3;
+    }
+    size_t len, len1;
+    const int cls = class_at(text, n, i, &len);
+    /* [^\r\n\p{L}\p{N}]?\p{L}+ */
+    size_t j = i;
+    if (cls != CLS_LETTER && cls != CLS_NUMBER && !is_newline(text[i]) &&
+        class_or_end(text, n, i + len, &len1) == CLS_LETTER)
+        j = i + len;
+    if (class_or_end(text, n, j, &len1) == CLS_LETTER) {
+        while (class_or_end(text, n, j, &len1) == CLS_LETTER) j += len1;
+        return j;
+    }
+    if (cls == CLS_NUMBER) { /* \p{N}{1,3} */
+        j = i;
+        for (int k = 0; k < 3 && class_or_end(text, n, j, &len1) == CLS_NUMBER; k++) j += len1;
+        return j;
+    }
+    /*  ?[^\s\p{L}\p{N}]+[\r\n]* */
+    j = text[i] == ' ' ? i + 1 : i;
+    if (class_or_end(text, n, j, &len1) == CLS_OTHER) {
+        while (class_or_end(text, n, j, &len1) == CLS_OTHER) j += len1;
+        while (j < n && is_newline(text[j])) j++;
+        return j;
+    }
+    /* cls is whitespace here. \s*[\r\n]+: the run up to its last newline */
+    size_t end_nl = 0, last = i;
+    for (j = i; class_or_end(text, n, j, &len1) == CLS_SPACE; j += len1) {
+        last = j;
+        if (is_newline(text[j])) end_nl = j + 1;
+    }
+    if (end_nl) return end_nl;
+    /* \s+(?!\S) | \s+, as GPT-2's */
+    if (j < n && last > i) return last;
+    return j;
+}
+
 /* ---- hash tables ---- */
 
 struct cf_bpe {
@@ -124,6 +199,7 @@ struct cf_bpe {
     uint64_t *merge_key;  /* left << 32 | right; UINT64_MAX empty */
     int32_t *merge_rank, *merge_id;
     size_t merge_mask;
+    cf_bpe_split split;   /* the pre-tokenizer's regex */
 };
 
 static size_t table_size(size_t count)
@@ -385,6 +461,11 @@ clformer_status cf_bpe_load_files(const char *vocab_path, const char *merges_pat
     return st;
 }
 
+void cf_bpe_set_split(cf_bpe *b, cf_bpe_split split)
+{
+    b->split = split;
+}
+
 int32_t cf_bpe_vocab_size(const cf_bpe *b)
 {
     return b->n;
@@ -493,7 +574,10 @@ clformer_status cf_bpe_encode(const cf_bpe *b, const char *text, size_t len, int
     if (!out) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory encoding %zu bytes", len);
     const unsigned char *t = (const unsigned char *)text;
     for (size_t i = 0; i < len;) {
-        size_t end = pretoken_end(t, len, i), wl = end - i;
+        size_t end = b->split == CF_BPE_SPLIT_DIGITS_GPT2 ? pretoken_end_digits(t, len, i)
+                     : b->split == CF_BPE_SPLIT_LLAMA3  ? pretoken_end_llama3(t, len, i)
+                                                        : pretoken_end(t, len, i);
+        size_t wl = end - i;
         if (wl > INT32_MAX / 4) {
             free(out);
             free(w.id);

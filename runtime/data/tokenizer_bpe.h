@@ -36,6 +36,15 @@ clformer_status cf_bpe_load_files(const char *vocab_path, const char *merges_pat
 
 void cf_bpe_free(cf_bpe *bpe);
 
+/* The pre-tokenizer's split of a text into words, before the bytes of each
+ * word are merged (tokenizer_hf.c reads which from tokenizer.json):
+ * - GPT2: ByteLevel's own regex (use_regex), the default;
+ * - DIGITS_GPT2: every number character a word of its own (Digits with
+ *   individual_digits), then GPT-2's regex on the rest (SmolLM);
+ * - LLAMA3: Split on Llama 3's regex, then ByteLevel without its regex. */
+typedef enum { CF_BPE_SPLIT_GPT2, CF_BPE_SPLIT_DIGITS_GPT2, CF_BPE_SPLIT_LLAMA3 } cf_bpe_split;
+void cf_bpe_set_split(cf_bpe *bpe, cf_bpe_split split);
+
 /* Number of ids (the largest id + 1). */
 int32_t cf_bpe_vocab_size(const cf_bpe *bpe);
 

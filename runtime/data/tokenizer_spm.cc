@@ -238,6 +238,24 @@ extern "C" clformer_status cf_spm_encode(const cf_spm *spm, const char *s, size_
     }
 }
 
+// SentencePiece's decoding of its own ids into *out (malloc'd; *len its
+// bytes when len is set).
+static clformer_status decode_pieces(const cf_spm *spm, const std::vector<int> &pieces,
+                                     char **out, size_t *len)
+{
+    std::string text;
+    const auto st = spm->proc.Decode(pieces, &text);
+    if (!st.ok())
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "SentencePiece could not decode: %s",
+                       st.error_message());
+    char *copy = (char *)malloc(text.size() + 1);
+    if (!copy) return out_of_memory("decoding");
+    memcpy(copy, text.c_str(), text.size() + 1);
+    *out = copy;
+    if (len) *len = text.size();
+    return CLFORMER_OK;
+}
+
 extern "C" clformer_status cf_spm_decode(const cf_spm *spm, const int32_t *ids, size_t n,
                                          char **out)
 {
@@ -254,16 +272,7 @@ extern "C" clformer_status cf_spm_decode(const cf_spm *spm, const int32_t *ids, 
             if (id == CF_PAD || id == CF_SOS) continue;
             pieces.push_back(id == CF_UNK ? spm->proc.unk_id() : spm->to_spm[(size_t)id]);
         }
-        std::string text;
-        const auto st = spm->proc.Decode(pieces, &text);
-        if (!st.ok())
-            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "SentencePiece could not decode: %s",
-                           st.error_message());
-        char *copy = (char *)malloc(text.size() + 1);
-        if (!copy) return out_of_memory("decoding a sentence");
-        memcpy(copy, text.c_str(), text.size() + 1);
-        *out = copy;
-        return CLFORMER_OK;
+        return decode_pieces(spm, pieces, out, NULL);
     } catch (const std::bad_alloc &) {
         return out_of_memory("decoding a sentence");    } catch (const std::exception &e) {
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "SentencePiece failed decoding a sentence: %s", e.what());
@@ -304,4 +313,74 @@ extern "C" clformer_status clformer_spm_train(const char *const *sentences, size
     clformer_status st = cf_spm_train(sentences, n, &o, &bytes, size);
     *model = bytes;
     return st;
+}
+
+// ---- the model's own ids (tokenizer_spm.h, "Native ids") ----
+
+extern "C" int32_t cf_spm_native_size(const cf_spm *spm)
+{
+    return (int32_t)spm->proc.GetPieceSize();
+}
+
+extern "C" const char *cf_spm_native_piece(const cf_spm *spm, int32_t id)
+{
+    if (id < 0 || id >= spm->proc.GetPieceSize()) return NULL;
+    return spm->proc.IdToPiece(id).c_str();
+}
+
+extern "C" void cf_spm_native_specials(const cf_spm *spm, int32_t *unk, int32_t *bos,
+                                       int32_t *eos, int32_t *pad)
+{
+    *unk = spm->proc.unk_id();
+    *bos = spm->proc.bos_id();
+    *eos = spm->proc.eos_id();
+    *pad = spm->proc.pad_id();
+}
+
+extern "C" clformer_status cf_spm_native_encode(const cf_spm *spm, const char *s, size_t len,
+                                                int32_t **ids, size_t *n)
+{
+    *ids = NULL;
+    *n = 0;
+    try {
+        std::vector<int> pieces;
+        const auto st = spm->proc.Encode(std::string(s, len), &pieces);
+        if (!st.ok())
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "SentencePiece could not encode a "
+                           "text: %s", st.error_message());
+        int32_t *out = (int32_t *)malloc((pieces.size() ? pieces.size() : 1) * sizeof *out);
+        if (!out) return out_of_memory("encoding a text");
+        for (size_t i = 0; i < pieces.size(); i++) out[i] = pieces[i];
+        *ids = out;
+        *n = pieces.size();
+        return CLFORMER_OK;
+    } catch (const std::bad_alloc &) {
+        return out_of_memory("encoding a text");
+    } catch (const std::exception &e) {
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "SentencePiece failed encoding a text: %s",
+                       e.what());
+    }
+}
+
+extern "C" clformer_status cf_spm_native_decode(const cf_spm *spm, const int32_t *ids, size_t n,
+                                                char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    try {
+        std::vector<int> pieces;
+        for (size_t i = 0; i < n; i++) {
+            if (ids[i] < 0 || ids[i] >= spm->proc.GetPieceSize())
+                return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "token id %d at position %zu is "
+                               "outside the vocabulary (size %d)", (int)ids[i], i,
+                               spm->proc.GetPieceSize());
+            pieces.push_back(ids[i]);
+        }
+        return decode_pieces(spm, pieces, out, len);
+    } catch (const std::bad_alloc &) {
+        return out_of_memory("decoding a text");
+    } catch (const std::exception &e) {
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "SentencePiece failed decoding: %s",
+                       e.what());
+    }
 }

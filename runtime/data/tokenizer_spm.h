@@ -99,6 +99,27 @@ clformer_status cf_spm_decode(const cf_spm *spm, const int32_t *ids, size_t n, c
  * corpus.h) gives the same ids as cf_spm_encode. *out is malloc'd. */
 clformer_status cf_spm_pieces_line(const cf_spm *spm, const char *s, size_t len, char **out);
 
+/*
+ * Native ids: the model's own ids, as a Hugging Face model directory's
+ * tokenizer.model is used (Llama: unk 0, bos 1, eos 2, byte pieces
+ * <0x00>..<0xFF> for byte fallback), without clformer's remapping above.
+ */
+int32_t cf_spm_native_size(const cf_spm *spm);
+/* The piece of a native id, NULL out of range. */
+const char *cf_spm_native_piece(const cf_spm *spm, int32_t id);
+/* The model's unk, bos, eos and pad ids (-1 where it has none). */
+void cf_spm_native_specials(const cf_spm *spm, int32_t *unk, int32_t *bos, int32_t *eos,
+                            int32_t *pad);
+/* SentencePiece's own encoding of s[0..len) (its normalisation and dummy
+ * prefix, byte fallback); *ids malloc'd, *n of them; no BOS or EOS. */
+clformer_status cf_spm_native_encode(const cf_spm *spm, const char *s, size_t len, int32_t **ids,
+                                     size_t *n);
+/* SentencePiece's decoding: control pieces (bos, eos) give nothing, unk
+ * " ⁇ ", byte pieces their bytes. *out malloc'd, NUL-terminated,
+ * *len bytes. An id out of range: CLFORMER_ERR_INVALID_ARGUMENT. */
+clformer_status cf_spm_native_decode(const cf_spm *spm, const int32_t *ids, size_t n, char **out,
+                                     size_t *len);
+
 #ifdef __cplusplus
 }
 #endif
