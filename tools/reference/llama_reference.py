@@ -9,19 +9,72 @@
       classes build them. tests/host/test_rope_table.c compares
       cf_rope_table (runtime/ops/ops_rope.c) with them.
 
+  models --out tests/data/llama
+      for each small random LlamaForCausalLM configuration below writes DIR/<name>/:
+        model/              what save_pretrained writes: config.json and
+                            model.safetensors (float32, Hugging Face's names:
+                            model.embed_tokens.weight (V, D), per layer i
+                            model.layers.i.input_layernorm.weight (D),
+                            .self_attn.{q_proj (H*dh, D), k_proj and v_proj
+                            (H_kv*dh, D), o_proj (D, H*dh)}.weight,
+                            .post_attention_layernorm.weight (D),
+                            .mlp.{gate_proj, up_proj (I, D), down_proj (D, I)}.weight,
+                            model.norm.weight (D), and lm_head.weight (V, D) only
+                            when the head is untied);
+        golden.safetensors  computed by the model in float64 (its rotary
+                            tables stay transformers' fp32 ones):
+                              ids (STEPS+1, B, T+1) int32: batch k of step k is
+                                ids[k]; inputs ids[k][:, :-1], labels ids[k][:, 1:];
+                              logits (B, T, V) float32 of ids[STEPS]'s inputs at
+                                the initial weights;
+                              losses (STEPS,) float64: mean cross-entropy of the
+                                batch before each of STEPS AdamW steps (OPTIM:
+                                decay on rank-2 tensors only, global-norm clip);
+                              grad.<name> float32 for every parameter: the
+                                gradient of step 1's loss (ids[0]) before clipping
+                                (tied: the one tensor, named as the embedding);
+                              prompt (P,) int32 and generated (N,) int32: greedy
+                                generate() from the initial weights on a fresh
+                                model (KV cache, no stop at EOS: N tokens), within
+                                max_position_embeddings.
+      Shapes cover GQA ratios 1, 2 and n_heads (multi-query), tied and untied
+      heads, rope_theta 10,000 and 500,000, linear rope_scaling, and dynamic
+      rope_scaling with T past max_position_embeddings (so the NTK base is in
+      force for logits and training: seq_len T for every forward).
+
 Run in a venv with transformers 4.36.x over Debian's torch 1.13:
   python3 -m venv --system-site-packages /tmp/venv-llama
   /tmp/venv-llama/bin/pip install transformers==4.36.2 tokenizers==0.15.2 sentencepiece
   /tmp/venv-llama/bin/python tools/reference/llama_reference.py rope --out tests/data/llama
+  /tmp/venv-llama/bin/python tools/reference/llama_reference.py models --out tests/data/llama
 Nothing in the C build needs Python: the generated files are committed.
 """
 
 import argparse
 import json
 import os
+import sys
 
+import numpy as np
 import torch
+from safetensors.numpy import save_file
+from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.models.llama import modeling_llama as ml
+
+sys.path.insert(0, os.path.dirname(__file__))
+# clformer's optimizer settings, steps and loss, as the GPT-2 fixtures use them
+from gpt2_reference import OPTIM, STEPS, loss_of  # noqa: E402
+
+# name: hidden, heads, kv heads, layers, intermediate, vocab, max positions,
+#       rope_theta, rope_scaling, tied head, batch, window T, prompt, new tokens
+MODELS = {
+    "a_mha_untied": (32, 4, 4, 2, 48, 41, 32, 10000.0, None, False, 3, 13, 5, 10),
+    "b_gqa2_tied_theta5e5": (48, 4, 2, 2, 64, 50, 64, 500000.0, None, True, 2, 21, 4, 12),
+    "c_mqa_linear": (32, 4, 1, 1, 40, 37, 32, 10000.0, {"type": "linear", "factor": 2.0}, False,
+                     2, 17, 4, 8),
+    "d_tiny_dynamic_oclgrind": (16, 2, 1, 1, 24, 11, 8, 10000.0,
+                                {"type": "dynamic", "factor": 2.0}, False, 2, 11, 3, 4),
+}
 
 # name, head size, rope_theta, scaling (None, "linear", "dynamic"), factor,
 # max_position_embeddings, the sequence length the layer is run on, positions
@@ -68,15 +121,96 @@ def write_rope(out):
     print(f"wrote {path}")
 
 
+def make_model(name, seed):
+    d, h, kv, layers, inter, vocab, max_pos, theta, scaling, tied, *_ = MODELS[name]
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=d, intermediate_size=inter,
+                      num_hidden_layers=layers, num_attention_heads=h, num_key_value_heads=kv,
+                      max_position_embeddings=max_pos, rope_theta=theta, rope_scaling=scaling,
+                      tie_word_embeddings=tied, rms_norm_eps=1e-5, bos_token_id=1,
+                      eos_token_id=2, pad_token_id=None)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(cfg)
+    # Llama's initialisation leaves RMSNorm weights 1: move them off 1 so a
+    # norm mapped wrongly shows; std 0.1 matrices so logits are far from uniform
+    with torch.no_grad():
+        for _, p in model.named_parameters():
+            if p.dim() == 1:
+                p.add_(0.1 * torch.randn_like(p))
+            else:
+                p.mul_(5.0)
+    return model
+
+
+def write_model(name, out_dir, seed):
+    *_, batch, window, prompt_len, new = MODELS[name]
+    vocab = MODELS[name][5]
+    model = make_model(name, seed)
+    os.makedirs(os.path.join(out_dir, "model"), exist_ok=True)
+    model.save_pretrained(os.path.join(out_dir, "model"), safe_serialization=True)
+    gen_cfg = os.path.join(out_dir, "model", "generation_config.json")
+    if os.path.exists(gen_cfg):
+        os.remove(gen_cfg)  # not needed to load the model
+    ids = np.random.default_rng(seed + 1).integers(0, vocab, size=(STEPS + 1, batch, window + 1),
+                                                   dtype=np.int64)
+    # generation first, from a fresh copy: dynamic scaling keeps state
+    fresh = LlamaForCausalLM.from_pretrained(os.path.join(out_dir, "model")).double().eval()
+    # Debian's torch 1.13 builds transformers' float64 masks in the default
+    # dtype: make it float64 for the computations (the models are built)
+    torch.set_default_dtype(torch.float64)
+    prompt = torch.from_numpy(ids[STEPS, :1, :prompt_len])
+    fresh.generation_config.eos_token_id = None  # N tokens, no stop at EOS
+    with torch.no_grad():
+        out = fresh.generate(prompt, max_new_tokens=new, do_sample=False, pad_token_id=0)
+    generated = out[0, prompt_len:].numpy()
+    assert prompt_len + new <= MODELS[name][6], "generation stays within max positions"
+
+    m = model.double().eval()
+    with torch.no_grad():
+        _, logits = loss_of(m, ids[STEPS])
+    decay = [p for p in m.parameters() if p.dim() >= 2]
+    rest = [p for p in m.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": OPTIM["weight_decay"]},
+                             {"params": rest, "weight_decay": 0.0}], lr=OPTIM["lr"],
+                            betas=(OPTIM["beta1"], OPTIM["beta2"]), eps=OPTIM["eps"])
+    m.train()
+    losses, grads = [], {}
+    for k in range(STEPS):
+        opt.zero_grad()
+        loss, _ = loss_of(m, ids[k])
+        loss.backward()
+        if k == 0:
+            grads = {"grad." + n: p.grad.numpy().astype(np.float32)
+                     for n, p in m.named_parameters()}
+        torch.nn.utils.clip_grad_norm_(m.parameters(), OPTIM["clip"])
+        opt.step()
+        losses.append(loss.item())
+    save_file({"ids": ids.astype(np.int32),
+               "logits": logits.numpy().astype(np.float32),
+               "losses": np.array(losses, dtype=np.float64),
+               "prompt": prompt[0].numpy().astype(np.int32),
+               "generated": generated.astype(np.int32)} | grads,
+              os.path.join(out_dir, "golden.safetensors"),
+              metadata={k: repr(v) for k, v in OPTIM.items()} | {"steps": str(STEPS)})
+    torch.set_default_dtype(torch.float32)
+    print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters, loss "
+          f"{losses[0]:.6f} -> {losses[-1]:.6f}, generated {generated.tolist()}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("rope", help="rotary tables (rope_tables.json)")
     r.add_argument("--out", required=True)
+    m = sub.add_parser("models", help="parity fixtures of LlamaForCausalLM configurations")
+    m.add_argument("--out", required=True)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    torch.set_num_threads(1)
     if args.cmd == "rope":
         write_rope(args.out)
+    else:
+        for i, name in enumerate(MODELS):
+            write_model(name, os.path.join(args.out, name), 2000 + 10 * i)
 
 
 if __name__ == "__main__":
