@@ -108,4 +108,24 @@ clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx *
  * $HOME/.cache/clformer; false when neither is set or it does not fit. */
 bool cf_default_cache_dir(char *out, size_t cap);
 
+/* What decides which OpenCL drivers the ICD loader sees (icd_vendors.c). */
+typedef struct {
+    bool user_vendors;         /* OCL_ICD_VENDORS is set: the loader reads what it names */
+    char system_dir[4096];     /* the loader's own directory: $OPENCL_VENDOR_PATH, else
+                                * /etc/OpenCL/vendors */
+    char cache_dir[4096];      /* $CLFORMER_CACHE_DIR, else cf_default_cache_dir */
+    char intel_dirs[2][4096];  /* where Intel's CPU runtime may be installed:
+                                * $CLFORMER_INTEL_OPENCL_DIR or its default, and the
+                                * build's CLFORMER_INTEL_OPENCL_DIR */
+    size_t n_intel_dirs;
+} cf_icd_env;
+/* Reads it from the environment; false when no cache directory is known. */
+bool cf_icd_env_read(cf_icd_env *e);
+
+/* Once per process, before its first OpenCL call: unless OCL_ICD_VENDORS is
+ * set, points it at a directory of the system's .icd files plus those of the
+ * drivers the project installs (Oclgrind, Intel's CPU runtime), so that the
+ * loader lists them too. */
+void cf_icd_add_project_vendors(void);
+
 #endif

@@ -1,7 +1,8 @@
 /*
  * Context settings: their defaults and the environment variables that set
- * them for the CLI. This is the only file of the runtime that reads the
- * environment; everything else takes a clformer_context_params.
+ * them for the CLI, and what decides which OpenCL drivers the ICD loader
+ * sees. This is the only file of the runtime that reads the environment;
+ * everything else takes a clformer_context_params (or a cf_icd_env).
  */
 #include "context.h"
 
@@ -91,4 +92,28 @@ bool cf_default_cache_dir(char *out, size_t cap)
     v = env("HOME");
     if (v) return snprintf(out, cap, "%s/.cache/clformer", v) < (int)cap;
     return false;
+}
+
+bool cf_icd_env_read(cf_icd_env *e)
+{
+    memset(e, 0, sizeof *e);
+    e->user_vendors = env("OCL_ICD_VENDORS") != NULL;
+    const char *v = env("OPENCL_VENDOR_PATH");
+    snprintf(e->system_dir, sizeof e->system_dir, "%s", v ? v : "/etc/OpenCL/vendors");
+    /* tools/intel-opencl.sh's rule for where it installs */
+    v = env("CLFORMER_INTEL_OPENCL_DIR");
+    const char *cache = env("XDG_CACHE_HOME"), *home = env("HOME");
+    int w = -1;
+    if (v) w = snprintf(e->intel_dirs[0], sizeof e->intel_dirs[0], "%s", v);
+    else if (cache) w = snprintf(e->intel_dirs[0], sizeof e->intel_dirs[0], "%s/clformer/intel-opencl", cache);
+    else if (home) w = snprintf(e->intel_dirs[0], sizeof e->intel_dirs[0], "%s/.cache/clformer/intel-opencl", home);
+    if (w > 0 && w < (int)sizeof e->intel_dirs[0]) e->n_intel_dirs = 1;
+#ifdef CLFORMER_BUILD_INTEL_OPENCL_DIR
+    if (strcmp(CLFORMER_BUILD_INTEL_OPENCL_DIR, e->intel_dirs[0]))
+        snprintf(e->intel_dirs[e->n_intel_dirs++], sizeof e->intel_dirs[0], "%s",
+                 CLFORMER_BUILD_INTEL_OPENCL_DIR);
+#endif
+    v = env("CLFORMER_CACHE_DIR");
+    if (v) return snprintf(e->cache_dir, sizeof e->cache_dir, "%s", v) < (int)sizeof e->cache_dir;
+    return cf_default_cache_dir(e->cache_dir, sizeof e->cache_dir);
 }

@@ -131,6 +131,7 @@ static clformer_status enumerate(clformer_device_info *out, cl_platform_id *out_
                                  cl_device_id *out_d, size_t cap, size_t *count)
 {
     const bool filling = out || out_p || out_d;
+    cf_icd_add_project_vendors(); /* before the loader reads its ICD files */
     cl_uint np = 0;
     cl_int err = clGetPlatformIDs(0, NULL, &np);
     *count = 0;

@@ -3,6 +3,7 @@
 #include "clformer.h"
 #include "commands.h"
 #include "exit_guard.h"
+#include "pocl_devices.h"
 #include "ranks.h"
 
 #include <stdio.h>
@@ -44,23 +45,6 @@ static void usage(FILE *out)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n'clformer COMMAND --help' describes a command. The device is chosen by\n"
                  "CLFORMER_DEVICE (e.g. gpu, pocl:pthread, 0:1); see 'clformer devices'.\n");
-}
-
-/* PoCL shows only its pthread device unless POCL_DEVICES says otherwise
- * (read when the first OpenCL call loads it), so CLFORMER_DEVICE=pocl:basic
- * alone would match nothing: a selector naming "basic" turns both PoCL CPU
- * devices on when POCL_DEVICES is unset, as the test suite and the README's
- * "pthread basic" do (so P:D indices are those). An explicit POCL_DEVICES is
- * left as it is. */
-static void pocl_devices_for_selector(void)
-{
-    const char *sel = getenv("CLFORMER_DEVICE");
-    if (!sel || getenv("POCL_DEVICES")) return;
-    for (const char *p = sel; *p; p++)
-        if (!strncasecmp(p, "basic", 5)) {
-            setenv("POCL_DEVICES", "pthread basic", 0);
-            return;
-        }
 }
 
 int main(int argc, char **argv)

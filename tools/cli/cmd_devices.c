@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
+#include "pocl_devices.h"
 #include "ranks.h"
 
 #include <stdio.h>
@@ -138,6 +139,44 @@ static void print_table(const clformer_device_info *d, size_t n, long selected)
     }
 }
 
+/* Whether CLFORMER_DEVICE=candidate alone selects device `chosen` in a new
+ * process: the same choice among the same devices. */
+static bool reproduces(const clformer_device_info *devs, size_t n, size_t chosen,
+                       const char *candidate)
+{
+    size_t i;
+    return candidate && *candidate && pocl_devices_same_list(candidate) &&
+           clformer_select_device(devs, n, candidate, &i) == CLFORMER_OK && i == chosen;
+}
+
+/* The export line that selects the chosen device again: its index pair, or
+ * (when the pair would not, e.g. for PoCL's basic device, which only a
+ * selector naming it turns on) a name, or the selector as given. Names
+ * survive drivers installed later, which move index pairs: the device's
+ * name, or its platform's and its own where the name alone is ambiguous
+ * (Intel's CPU runtime and PoCL's device on an Intel CPU share theirs). */
+static void print_export(const clformer_device_info *devs, size_t n, size_t chosen,
+                         const char *selector)
+{
+    const clformer_device_info *d = &devs[chosen];
+    char qualified[sizeof d->platform + sizeof d->name + 1];
+    snprintf(qualified, sizeof qualified, "%s:%s", d->platform, d->name);
+    const char *stable = reproduces(devs, n, chosen, d->name)      ? d->name
+                         : reproduces(devs, n, chosen, qualified) ? qualified
+                                                                  : NULL;
+    printf("\n* selected %s. To choose it explicitly:\n",
+           selector && *selector ? "by CLFORMER_DEVICE" : "by default");
+    if (reproduces(devs, n, chosen, d->selector)) {
+        printf("export CLFORMER_DEVICE=%s\n", d->selector);
+        if (stable)
+            printf("# or, stable across driver installs: export CLFORMER_DEVICE='%s'\n", stable);
+    } else if (stable) {
+        printf("export CLFORMER_DEVICE='%s'\n", stable);
+    } else if (reproduces(devs, n, chosen, selector)) {
+        printf("export CLFORMER_DEVICE='%s'\n", selector);
+    }
+}
+
 /* Under mpirun: which device each rank takes (ranks.h), one line per rank. */
 static int print_ranks(clformer_device_info *devs, size_t n, const char *selector)
 {
@@ -213,16 +252,7 @@ int cmd_devices(int argc, char **argv)
         clformer_free(devs);
         return 1;
     }
-    if (!json) {
-        printf("\n* selected %s. To choose it explicitly:\nexport CLFORMER_DEVICE=%s\n",
-               selector && *selector ? "by CLFORMER_DEVICE" : "by default", devs[chosen].selector);
-        /* Index pairs move when ICDs are added; a name survives that. */
-        size_t by_name;
-        if (clformer_select_device(devs, n, devs[chosen].name, &by_name) == CLFORMER_OK &&
-            by_name == chosen)
-            printf("# or, stable across driver installs: export CLFORMER_DEVICE='%s'\n",
-                   devs[chosen].name);
-    }
+    if (!json) print_export(devs, n, chosen, selector);
     clformer_free(devs);
     return 0;
 }
