@@ -10,6 +10,11 @@
 # 3. errors, each exit 1 or 2 with one clear line and the earlier outputs intact:
 #    a tokenised file with one byte changed (SHA-256), a raw file with a line
 #    missing, a missing file, --from not a directory, an unknown corpus, no DIR.
+# 4. tinyshakespeare --from FILE or DIR on a made-up text: input.txt as given,
+#    train.txt its first int(n * 0.9) characters, val.txt the rest; a damaged
+#    copy (SHA-256) is refused with the earlier outputs intact. With the real
+#    input.txt at hand (TINYSHAKESPEARE_INPUT), the published sums of the text
+#    and of nanoGPT's split (made by Python's d[:int(n*0.9)]) must hold.
 set -uo pipefail
 script="${CLFORMER_SOURCE_DIR:?run through ctest}/tools/get-data.sh"
 tmp=$(mktemp -d /tmp/clformer-get-data-XXXXXX)
@@ -83,5 +88,38 @@ check "earlier raw/ intact" cmp -s <(sed 's/^./\U&/' "$shared/val.de") "$out/raw
 expect_fail 1 "is not a directory" "$script" multi30k "$tmp/a" --from "$tmp/nowhere"
 expect_fail 2 "unknown corpus 'europarl'" "$script" europarl "$tmp/a"
 expect_fail 2 "usage" "$script" multi30k
+
+# 4. tinyshakespeare: 12,345 characters of made-up text (not a multiple of 10)
+ts="$tmp/ts-src"
+mkdir -p "$ts"
+awk 'BEGIN { s = ""; for (i = 0; length(s) < 12345; i++) s = s "line " i " of a play\n";
+             printf "%s", substr(s, 1, 12345) }' > "$ts/input.txt"
+n_train=$(awk 'BEGIN { print int(12345 * 0.9) }')
+head -c "$n_train" "$ts/input.txt" > "$tmp/want-train.txt"
+tail -c +"$((n_train + 1))" "$ts/input.txt" > "$tmp/want-val.txt"
+check "the fixture splits into two non-empty parts" [ -s "$tmp/want-train.txt" -a -s "$tmp/want-val.txt" ]
+(cd "$ts" && sha256sum input.txt && cd "$tmp" && sha256sum want-train.txt want-val.txt |
+     sed 's/want-//') > "$tmp/ts-sums"
+lm="$tmp/lm"
+GET_DATA_SHA256="$tmp/ts-sums" "$script" tinyshakespeare "$lm" --from "$ts/input.txt" > /dev/null
+check "tinyshakespeare --from FILE runs" [ $? -eq 0 ]
+check "input.txt as given" cmp -s "$ts/input.txt" "$lm/input.txt"
+check "train.txt: the first int(n * 0.9) characters" cmp -s "$tmp/want-train.txt" "$lm/train.txt"
+check "val.txt: the rest" cmp -s "$tmp/want-val.txt" "$lm/val.txt"
+check "train.txt then val.txt is input.txt" cmp -s <(cat "$lm/train.txt" "$lm/val.txt") "$ts/input.txt"
+check "tinyshakespeare --from DIR runs" env GET_DATA_SHA256="$tmp/ts-sums" "$script" tinyshakespeare "$lm" --from "$ts"
+sed '3s/line/lime/' "$ts/input.txt" > "$tmp/damaged.txt"
+expect_fail 1 "input.txt: SHA-256" env GET_DATA_SHA256="$tmp/ts-sums" "$script" tinyshakespeare "$lm" --from "$tmp/damaged.txt"
+check "earlier outputs intact" cmp -s "$tmp/want-train.txt" "$lm/train.txt"
+expect_fail 1 "neither a file nor a directory holding input.txt" "$script" tinyshakespeare "$lm" --from "$tmp/nowhere"
+check "no temporary left" [ -z "$(ls -A "$lm" | grep '^\.get-data')" ]
+if [[ -n "${TINYSHAKESPEARE_INPUT:-}" && -f "${TINYSHAKESPEARE_INPUT}" ]]; then
+    real="$tmp/real"
+    check "the real input.txt and nanoGPT's split match their published SHA-256" \
+        env -u GET_DATA_SHA256 "$script" tinyshakespeare "$real" --from "$TINYSHAKESPEARE_INPUT"
+    check "train.txt holds 1,003,854 characters" [ "$(wc -c < "$real/train.txt")" -eq 1003854 ]
+else
+    echo "note: TINYSHAKESPEARE_INPUT not set: the published sums were not checked on the real text"
+fi
 
 [[ $failures -eq 0 ]] || { echo "$failures check(s) failed"; exit 1; }

@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
-# Fetches a public parallel corpus and prepares it for clformer.
+# Fetches a public corpus and prepares it for clformer.
 #
 #   tools/get-data.sh multi30k DIR [--from SRC]
 #   tools/get-data.sh wmt14-en-de DIR [--from SRC]
+#   tools/get-data.sh tinyshakespeare DIR [--from FILE]
 #
-# DIR gets, for each split, NAME.en and NAME.de (one sentence per line):
+# tinyshakespeare (a language model's text): DIR/input.txt, the 1,115,394
+#   characters of karpathy/char-rnn's data/tinyshakespeare/input.txt (the file
+#   nanoGPT's shakespeare_char downloads), and nanoGPT's split of it:
+#   DIR/train.txt its first 90% of characters (int(n * 0.9)), DIR/val.txt the
+#   rest; all three checked against their SHA-256. --from FILE takes a local
+#   copy of input.txt (or a directory holding one) instead of downloading.
+#
+# For the two parallel corpora, DIR gets, for each split, NAME.en and NAME.de (one
+# sentence per line):
 #   DIR/NAME.{en,de}      lower-cased and tokenised: for the word-level vocabulary and
-#                         `clformer eval --tokenize none` (the README's word-level runs)
+#                         `clformer eval --tokenize none` (docs/RESULTS.md's word-level runs)
 #   DIR/raw/NAME.{en,de}  the text as published (cased, detokenised): for SentencePiece
 #                         (clformer train --tokenizer spm) and sacreBLEU's 13a (clformer eval)
 #
@@ -27,7 +36,8 @@
 set -euo pipefail
 
 usage() {
-    echo "usage: tools/get-data.sh multi30k|wmt14-en-de DIR [--from SRC]   (--help: more)" >&2
+    echo "usage: tools/get-data.sh multi30k|wmt14-en-de|tinyshakespeare DIR [--from SRC]" \
+         "  (--help: more)" >&2
     exit 2
 }
 fail() {
@@ -67,7 +77,9 @@ case "$corpus" in
         base=https://nlp.stanford.edu/projects/nmt/data/wmt14.en-de
         tok_path() { echo "$1.$2"; }
         raw_path() { echo ""; } ;;  # the published files are the raw/ copies
-    *) echo "get-data.sh: error: unknown corpus '$corpus': use multi30k or wmt14-en-de" >&2
+    tinyshakespeare) ;;
+    *) echo "get-data.sh: error: unknown corpus '$corpus': use multi30k, wmt14-en-de or" \
+            "tinyshakespeare" >&2
        exit 2 ;;
 esac
 # GET_DATA_SHA256=FILE (sha256sum's "HASH  NAME.LANG" lines) replaces the
@@ -76,6 +88,47 @@ if [[ -n "${GET_DATA_SHA256:-}" ]]; then
     sha=()
     while read -r h n; do [[ -n "$h" ]] && sha[$n]=$h; done < "$GET_DATA_SHA256" ||
         fail "cannot read GET_DATA_SHA256=$GET_DATA_SHA256"
+fi
+
+# A language model's text: one file and its 90/10 split
+if [[ "$corpus" == tinyshakespeare ]]; then
+    url=https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt
+    if [[ -z "${GET_DATA_SHA256:-}" ]]; then
+        sha=([input.txt]=86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed
+             [train.txt]=a9e24e23a1ec77744dad26844bfd5a09b6e041954e1eef0000e7f24cba6db735
+             [val.txt]=c54f3753a4e6e3c3d1759212815a7caf826e68a33021b25312984400bed40a1f)
+    fi
+    mkdir -p "$dir" || fail "cannot create $dir"
+    work="$dir/.get-data.$$"
+    trap 'rm -rf "$work"' EXIT
+    mkdir -p "$work"
+    if [[ -z "$from" ]]; then
+        echo "downloading $url" >&2
+        curl -fsSL --retry 3 -o "$work/input.txt" "$url" ||
+            fail "could not download $url (offline? use --from FILE with a local copy)"
+    elif [[ -f "$from" ]]; then
+        cat "$from" > "$work/input.txt" || fail "cannot read $from"
+    elif [[ -f "$from/input.txt" ]]; then
+        cat "$from/input.txt" > "$work/input.txt" || fail "cannot read $from/input.txt"
+    else
+        fail "--from $from is neither a file nor a directory holding input.txt"
+    fi
+    # nanoGPT's prepare.py: train_data = data[:int(n*0.9)], val_data the rest
+    # (characters; the file is ASCII, so bytes)
+    n=$(wc -c < "$work/input.txt")
+    head -c $((n * 9 / 10)) "$work/input.txt" > "$work/train.txt"
+    tail -c +$((n * 9 / 10 + 1)) "$work/input.txt" > "$work/val.txt"
+    for f in input.txt train.txt val.txt; do
+        sum="${sha[$f]:-}"
+        if [[ -n "$sum" ]] && ! echo "$sum  $work/$f" | sha256sum --check --status; then
+            fail "$f: SHA-256 is $(sha256sum "$work/$f" | cut -d' ' -f1), expected $sum" \
+                 "(a damaged or different copy of Tiny Shakespeare's input.txt)"
+        fi
+    done
+    for f in input.txt train.txt val.txt; do mv -f "$work/$f" "$dir/$f"; done
+    echo "tinyshakespeare: $dir/input.txt ($n characters), train.txt (first 90%)," \
+         "val.txt (last 10%)"
+    exit 0
 fi
 if [[ -n "$from" && ! -d "$from" ]]; then fail "--from $from is not a directory"; fi
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Writes the BLEU test cases in tests/data/bleu and sacreBLEU's numbers for them.
 
-Run from anywhere: python3 tools/reference/bleu_cases.py [path/to/val.de [path/to/data]]
-(data: the folder that holds multi30k/ and multi30k-raw/, default ../shared/data).
+Run from anywhere: python3 tools/reference/bleu_cases.py VAL_DE DATA
+(VAL_DE: Multi30k's tokenised val.de, as `tools/get-data.sh multi30k DIR` writes it;
+DATA: a folder holding multi30k/ (the tokenised files) and multi30k-raw/ (the
+upstream data/task1/raw/*.gz)).
 Needs `pip install sacrebleu` (2.x). The outputs are committed, so the C tests
 (tests/host/test_bleu.c, test_cmd_eval.c) need no Python:
 - <case>.hyp, <case>.ref: one sentence per line, each ending with '\\n'; lines
@@ -174,8 +176,9 @@ def write_tsv(name, tokenize, rows, lowercase=False):
 
 
 def main():
-    val = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/data/multi30k/val.de"
-    data = sys.argv[2] if len(sys.argv) > 2 else "/work/shared/data"
+    if len(sys.argv) != 3:
+        sys.exit("usage: bleu_cases.py VAL_DE DATA (see the docstring)")
+    val, data = sys.argv[1], sys.argv[2]
     tokenised, raw, cased = cases(val), raw_cases(val), cased_cases(data)
     rows_none, rows_13a, lines_13a = [], [], []
     rows_lc, rows_lc_none = [], []

@@ -9,7 +9,9 @@ schedule on the same split (first 90% of the characters train, last 10%
 validate), then prints one table: validation loss, tokens/s and their ratio.
 
   /usr/bin/python3 tools/reference/lm_side_by_side.py --nanogpt PATH [--iters 2000]
-      [--text ../shared/data/tinyshakespeare/input.txt] [--clformer build/clformer]
+      [--text data/tinyshakespeare/input.txt] [--clformer build/clformer]
+
+(tools/get-data.sh tinyshakespeare data/tinyshakespeare writes the text.)
 
 PATH is a checkout of karpathy/nanoGPT (not vendored here); its train.py runs
 with Debian's torch 1.13 and --compile=False. The data files nanoGPT reads
@@ -98,7 +100,7 @@ def run_clformer(binary, text_path, iters, eval_interval):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--nanogpt", required=True, help="a checkout of karpathy/nanoGPT")
-    p.add_argument("--text", default="../shared/data/tinyshakespeare/input.txt")
+    p.add_argument("--text", default="data/tinyshakespeare/input.txt")
     p.add_argument("--clformer", default="build/clformer")
     p.add_argument("--iters", type=int, default=2000)
     a = p.parse_args()
