@@ -25,7 +25,7 @@ static const command commands[] = {
     {"generate", cmd_generate, "continue a prompt with a language model (train --task lm)"},
     {"eval", cmd_eval, "score translations with BLEU, or a language model on a text (--text)"},
     {"bench", cmd_bench, "measure training and translation speed of a preset model"},
-    {"presets", cmd_presets, "list the model-size presets (tiny, small, base)"},
+    {"presets", cmd_presets, "list the model-size presets (tiny ... base, gpt-mini ... gpt2)"},
     {"check", cmd_check, "check every op on a device against the double-precision reference"},
     {"plot", cmd_plot, "draw a training log's loss curves as a PNG"},
     {"logits", cmd_logits, "write a model's logits for given ids (for checks against PyTorch)"},

@@ -37,7 +37,13 @@ static void print_help(const cli_spec *s)
         if (o->kind == CLI_FLAG) snprintf(left, sizeof left, "%s", o->name);
         else if (o->kind == CLI_CHOICE) snprintf(left, sizeof left, "%s %s", o->name, o->choices);
         else snprintf(left, sizeof left, "%s %s", o->name, o->metavar ? o->metavar : "VALUE");
-        printf("  %-30s %s\n", left, o->help);
+        /* a help text of several lines keeps its column */
+        printf("  %-30s ", left);
+        for (const char *h = o->help; *h; h++) {
+            putchar(*h);
+            if (*h == '\n' && h[1]) printf("%33s", "");
+        }
+        putchar('\n');
     }
     printf("  %-30s %s\n", "-h, --help", "show this help and exit");
     if (s->epilog) printf("\n%s\n", s->epilog);

@@ -1,4 +1,5 @@
-/* `clformer presets`: the library's model-size presets (clformer_config_preset),
+/* `clformer presets`: the library's model-size presets, translation's
+ * (clformer_config_preset) and language models' (clformer_config_lm_preset),
  * as text or JSON. tools/reference/presets.json is the JSON form, which the
  * PyTorch baseline (tools/reference/bench_torch.py) reads; test_presets_json
  * fails when that file and this output differ. */
@@ -7,14 +8,61 @@
 #include "commands.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static json_t *preset_json(const clformer_config *c)
+/* The fields a preset sets; a language model's also its context and dropout
+ * (its d_ff is 4 x d_model). Fixed-precision dropout: 0.2, not 0.200000003. */
+static json_t *preset_json(const clformer_config *c, bool lm)
 {
-    return json_pack("{s:i, s:i, s:i, s:i, s:i}", "d_model", c->d_model, "n_heads", c->n_heads,
-                     "d_ff", c->d_ff, "n_enc_layers", c->n_enc_layers, "n_dec_layers",
-                     c->n_dec_layers);
+    json_t *o = json_pack("{s:s, s:i, s:i, s:i, s:i, s:i}", "task", lm ? "lm" : "translation",
+                          "d_model", c->d_model, "n_heads", c->n_heads, "d_ff", c->d_ff,
+                          "n_enc_layers", c->n_enc_layers, "n_dec_layers", c->n_dec_layers);
+    if (o && lm &&
+        (json_object_set_new(o, "context", json_integer(c->max_len)) ||
+         json_object_set_new(o, "dropout", json_real(round(c->dropout * 1000) / 1000)))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static void print_preset(const char *name, const clformer_config *c, bool lm)
+{
+    if (lm)
+        printf("  %-9s d_model %d, %d heads, d_ff %d, %d layers, context %d, dropout %g\n", name,
+               c->d_model, c->n_heads, c->d_ff, c->n_dec_layers, c->max_len,
+               round(c->dropout * 1000) / 1000);
+    else
+        printf("  %-9s d_model %d, %d heads, d_ff %d, %d+%d layers\n", name, c->d_model,
+               c->n_heads, c->d_ff, c->n_enc_layers, c->n_dec_layers);
+}
+
+/* One family's presets, printed or added to `all`; false on an error (said). */
+static bool list_family(bool lm, json_t *all)
+{
+    const char *const *names = lm ? clformer_config_lm_presets() : clformer_config_presets();
+    if (!all)
+        printf(lm ? "language models (decoder-only, GPT-2's layout): train --task lm --config NAME\n"
+                  : "translation (encoder-decoder): train --config NAME, bench --config NAME\n");
+    for (const char *const *name = names; *name; name++) {
+        clformer_config c;
+        clformer_config_default(&c);
+        clformer_status st = lm ? clformer_config_lm_preset(*name, &c)
+                                : clformer_config_preset(*name, &c);
+        if (st != CLFORMER_OK) {
+            cli_runtime_error("presets", *name);
+            return false;
+        }
+        json_t *o = all ? preset_json(&c, lm) : NULL;
+        if (all && (!o || json_object_set_new(all, *name, o))) {
+            cli_error("presets", "out of host memory");
+            return false;
+        }
+        if (!all) print_preset(*name, &c, lm);
+    }
+    return true;
 }
 
 int cmd_presets(int argc, char **argv)
@@ -22,13 +70,15 @@ int cmd_presets(int argc, char **argv)
     bool json = false;
     const cli_option options[] = {
         {"--json", CLI_FLAG, &json, NULL,
-         "print JSON: {\"tiny\": {\"d_model\", \"n_heads\", \"d_ff\", \"n_enc_layers\", "
-         "\"n_dec_layers\"}, ...}"},
+         "print JSON: {\"tiny\": {\"task\": \"translation\", \"d_model\", \"n_heads\",\n"
+         "\"d_ff\", \"n_enc_layers\", \"n_dec_layers\"}, ..., \"gpt-mini\":\n"
+         "{\"task\": \"lm\", ..., \"context\", \"dropout\"}, ...}"},
     };
     const cli_spec spec = {
         "presets",
-        "List the model-size presets that train --config and bench --config take; the\n"
-        "other model options keep their defaults (docs/MODEL.md).",
+        "List the model-size presets --config takes: translation models' (train, bench)\n"
+        "and language models' (train --task lm); the other model options keep their\n"
+        "defaults (docs/MODEL.md).",
         "clformer presets [--json]",
         "tools/reference/presets.json holds the --json output for the PyTorch baseline.",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
@@ -36,22 +86,16 @@ int cmd_presets(int argc, char **argv)
     if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
 
     json_t *all = json ? json_object() : NULL;
-    for (const char *const *name = clformer_config_presets(); *name; name++) {
-        clformer_config c;
-        clformer_config_default(&c);
-        if (clformer_config_preset(*name, &c) != CLFORMER_OK) {
-            cli_runtime_error("presets", *name);
-            json_decref(all);
-            return 1;
-        }
-        if (all)
-            json_object_set_new(all, *name, preset_json(&c));
-        else
-            printf("%-6s d_model %d, %d heads, d_ff %d, %d+%d layers\n", *name, c.d_model,
-                   c.n_heads, c.d_ff, c.n_enc_layers, c.n_dec_layers);
+    if (json && !all) {
+        cli_error("presets", "out of host memory");
+        return 1;
+    }
+    if (!list_family(false, all) || (!json && putchar('\n') == EOF) || !list_family(true, all)) {
+        json_decref(all);
+        return 1;
     }
     if (all) {
-        char *text = json_dumps(all, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        char *text = json_dumps(all, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
         json_decref(all);
         if (!text) {
             cli_error("presets", "out of host memory");

@@ -27,9 +27,10 @@ typedef struct {
 /* The --precision row (train, bench, eval, translate, generate, logits). */
 #define PRECISION_CLI_OPTION(var)                                                              \
     {"--precision", CLI_CHOICE, &(var), NULL,                                                  \
-     "storage precision of the passes: activations and weights rounded to bf16 or fp16\n"      \
-     "(fp32 arithmetic and statistics; training keeps what backward reads in 16 bits;\n"       \
-     "docs/ARCHITECTURE.md) (default fp32)", 0, 0,                                             \
+     "storage precision of the passes: activations and\n"                                     \
+     "weights rounded to bf16 or fp16 (fp32 arithmetic and\n"                                 \
+     "statistics; training keeps what backward reads in 16\n"                                 \
+     "bits; docs/ARCHITECTURE.md) (default fp32)", 0, 0,                                       \
      "fp32|bf16|fp16"}
 
 /* The four option rows for a cli_option table. */

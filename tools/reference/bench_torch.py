@@ -37,10 +37,13 @@ import torch.nn as nn
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_reference as ref  # noqa: E402  (the shared module tree)
 
-# The library's presets (clformer_config_preset), as `clformer presets --json`
-# writes them; test_presets_json keeps this file equal to that output.
+# The library's translation presets (clformer_config_preset), as `clformer
+# presets --json` writes them (with the language models', which this baseline
+# leaves out); test_presets_json keeps this file equal to that output.
+SHAPE = ("d_model", "n_heads", "d_ff", "n_enc_layers", "n_dec_layers")
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "presets.json")) as f:
-    CONFIGS = json.load(f)
+    CONFIGS = {name: {k: p[k] for k in SHAPE} for name, p in json.load(f).items()
+               if p["task"] == "translation"}
 VOCAB = 8000
 MAX_LEN = 256
 
