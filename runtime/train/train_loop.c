@@ -407,11 +407,14 @@ static clformer_status step_once(clformer_trainer *t, clformer_train_progress *p
     }
     p->last = done(t);
     res->loss = p->loss;
-    log_line(t, json_pack("{s:I, s:I, s:o, s:I, s:f, s:o, s:f, s:f}", "step",
+    /* label_smoothing: what the loss includes (validation's never does) */
+    log_line(t, json_pack("{s:I, s:I, s:o, s:f, s:I, s:f, s:o, s:f, s:f}", "step",
                           (json_int_t)p->step, "epoch", (json_int_t)p->epoch, "loss",
-                          number_or_null(p->loss), "tokens", (json_int_t)p->tokens, "lr",
-                          (double)p->lr, "grad_norm", number_or_null(p->grad_norm),
-                          "tokens_per_s", p->tokens_per_s, "elapsed_s", p->elapsed_s));
+                          number_or_null(p->loss), "label_smoothing",
+                          (double)clformer_model_config(t->model)->label_smoothing, "tokens",
+                          (json_int_t)p->tokens, "lr", (double)p->lr, "grad_norm",
+                          number_or_null(p->grad_norm), "tokens_per_s", p->tokens_per_s,
+                          "elapsed_s", p->elapsed_s));
     CF_TRY(check_divergence(t, p));
     CF_TRY(check_sync(t, p->step));
     if (!report(t, p)) t->stop = 1;

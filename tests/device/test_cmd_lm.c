@@ -137,6 +137,14 @@ static void lm_commands(void **state)
     harness_expect_run(&cmd, rc, 2, "gpt preset");
     rc = harness_run_clformer(&cmd, "generate", "--model", a, NULL);
     harness_expect_run(&cmd, rc, 2, "--prompt");
+    /* the translation commands on a language model name what it takes */
+    rc = harness_run_clformer(&cmd, "eval", "--model", a, "--src", text, "--ref", text, NULL);
+    harness_expect_run(&cmd, rc, 1, "is a language model (decoder-only): it translates nothing; "
+                                    "score it on a text with clformer eval --model");
+    rc = harness_run_clformer(&cmd, "translate", "--model", a, "--input", text, NULL);
+    harness_expect_run(&cmd, rc, 1, "continue a prompt with clformer generate --model");
+    rc = harness_run_clformer(&cmd, "eval", "--model", a, "--ref", text, NULL);
+    harness_expect_run(&cmd, rc, 2, "or --text FILE for a language model");
     harness_remove_tree(dir);
 }
 

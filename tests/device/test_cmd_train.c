@@ -90,6 +90,9 @@ static size_t read_losses(const char *name, double *loss, size_t cap)
             assert_int_equal(json_integer_value(e), (json_int_t)(n / steps_per_epoch) + 1);
             assert_non_null(json_object_get(o, "tokens"));
             assert_non_null(json_object_get(o, "lr"));
+            /* what the loss includes (these runs: no label smoothing) */
+            json_t *ls = json_object_get(o, "label_smoothing");
+            assert_true(json_is_number(ls) && json_number_value(ls) == 0);
             loss[n++] = json_number_value(l);
         }
         json_decref(o);

@@ -95,6 +95,32 @@ static void compares_runs(void **state)
     assert_int_equal(access(png, F_OK), -1);
 }
 
+/* The figure notes that the training loss includes label smoothing when the
+ * log says so (train writes "label_smoothing" on each step) and there are
+ * validation points; not for a log without smoothing. */
+static void notes_label_smoothing_when_used(void **state)
+{
+    (void)state;
+    char png[128], log[128];
+    harness_path(png, sizeof png, dir, "smoothing.png");
+    harness_path(log, sizeof log, dir, "smoothing.jsonl");
+    harness_write_file(log, "{\"step\": 1, \"loss\": 5.0, \"label_smoothing\": 0.1}\n"
+                            "{\"step\": 2, \"loss\": 4.0, \"label_smoothing\": 0.1}\n"
+                            "{\"step\": 2, \"val_loss\": 3.5}\n");
+    expect(run("plot", "--log", log, "--out", png, NULL), 0,
+           "noted: training loss includes label smoothing; validation: plain cross-entropy");
+    expect_png(png, 960, 560);
+    harness_write_file(log, "{\"step\": 1, \"loss\": 5.0, \"label_smoothing\": 0}\n"
+                            "{\"step\": 2, \"loss\": 4.0, \"label_smoothing\": 0}\n"
+                            "{\"step\": 2, \"val_loss\": 3.5}\n");
+    expect(run("plot", "--log", log, "--out", png, NULL), 0, "2 training and 1 validation points");
+    assert_null(strstr(out, "noted"));
+    expect_png(png, 960, 560);
+    expect(run("plot", "--log", sample_log(), "--out", png, NULL), 0, "validation points");
+    assert_null(strstr(out, "noted"));
+    expect_png(png, 960, 560);
+}
+
 static void usage_errors_exit_2(void **state)
 {
     (void)state;
@@ -159,6 +185,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(plots_the_sample_log),
         cmocka_unit_test(compares_runs),
+        cmocka_unit_test(notes_label_smoothing_when_used),
         cmocka_unit_test(usage_errors_exit_2),
         cmocka_unit_test(bad_logs_name_file_and_line),
     };

@@ -196,6 +196,61 @@ static void loss_validation_only(void **state)
     cairo_surface_destroy(img);
 }
 
+/* Whether two PNGs of one size hold the same pixels. */
+static bool same_pixels(const char *a, const char *b, int width, int height)
+{
+    cairo_surface_t *x = load(a, width, height), *y = load(b, width, height);
+    bool same = true;
+    for (int r = 0; r < height && same; r++)
+        for (int c = 0; c < width && same; c++)
+            same = distance(pixel(x, c, r), pixel(y, c, r)) == 0;
+    cairo_surface_destroy(x);
+    cairo_surface_destroy(y);
+    return same;
+}
+
+/* The label-smoothing note only when a run's training loss includes it and
+ * there are validation points to set beside it, and always whole. */
+static void loss_smoothing_note(void **state)
+{
+    (void)state;
+    double step[40], loss[40], vstep[2] = {10, 30}, vloss[2] = {3.0, 2.5};
+    make_curve(step, loss, 40, 1);
+    const char *names[4] = {"note_plain.png", "note_smoothed.png", "note_no_val.png",
+                            "note_no_val_plain.png"};
+    for (int i = 0; i < 4; i++) {
+        plot_loss_run run = {NULL, step, loss, 40, vstep, vloss, i < 2 ? 2 : 0, i % 2 == 1 || i == 2};
+        plot_loss_spec s = {&run, 1, "note", false, 640, 400};
+        if (plot_loss_curves(out_path(names[i]), &s) != CLFORMER_OK)
+            fail_msg("%s", clformer_last_error());
+    }
+    /* smoothing with validation: a note row; without validation: no note */
+    assert_false(same_pixels(made[n_made - 4], made[n_made - 3], 640, 400));
+    assert_true(same_pixels(made[n_made - 2], made[n_made - 1], 640, 400));
+
+    char lines[2][PLOT_NOTE_BYTES];
+    double widths[2], max_w;
+    plot_loss_run run = {NULL, step, loss, 40, vstep, vloss, 2, false};
+    plot_loss_spec s = {&run, 1, NULL, false, 0, 0};
+    assert_int_equal(plot_loss_note(&s, lines, widths, &max_w), 0);
+    run.label_smoothing = true;
+    assert_int_equal(plot_loss_note(&s, lines, widths, &max_w), 1);
+    assert_string_equal(lines[0], "training loss includes label smoothing; validation: plain "
+                                  "cross-entropy");
+    assert_true(widths[0] <= max_w);
+    /* the narrowest figure: two lines, each within the width */
+    for (size_t runs = 1; runs <= 2; runs++) {
+        plot_loss_run two[2] = {run, run};
+        s = (plot_loss_spec){two, runs, NULL, false, 320, 240};
+        assert_int_equal(plot_loss_note(&s, lines, widths, &max_w), 2);
+        assert_true(widths[0] <= max_w && widths[1] <= max_w);
+        assert_non_null(strstr(lines[1], "cross-entropy"));
+        if (plot_loss_curves(out_path(runs == 1 ? "note_narrow.png" : "note_narrow_two.png"), &s) !=
+            CLFORMER_OK)
+            fail_msg("%s", clformer_last_error());
+    }
+}
+
 static void expect_error(clformer_status got, clformer_status want, const char *needle)
 {
     if (got != want)
@@ -411,6 +466,7 @@ int main(void)
         cmocka_unit_test(loss_validation_only),
         cmocka_unit_test(loss_errors),
         cmocka_unit_test(loss_runs_compared),
+        cmocka_unit_test(loss_smoothing_note),
         cmocka_unit_test(attention_single_head_with_awkward_tokens),
         cmocka_unit_test(attention_heads_as_panels_and_mean),
         cmocka_unit_test(attention_many_positions),

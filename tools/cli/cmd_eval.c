@@ -312,7 +312,8 @@ int cmd_eval(int argc, char **argv)
     const char *problem = NULL;
     if (!a.ref) problem = "--ref is required";
     else if (!a.hyp == !a.model) problem = "give either --hyp, or --model with --src";
-    else if (a.model && !a.src) problem = "--model needs --src (the sentences to translate)";
+    else if (a.model && !a.src)
+        problem = "--model needs --src (the sentences to translate), or --text FILE for a language model";
     else if (a.hyp && a.src) problem = "--src goes with --model; --hyp is already translated";
     else if (a.hyp && a.output) problem = "--output goes with --model";
     else if (a.hyp && a.df.given) problem = "decoding options (--beam, --max-len, ...) go with --model";

@@ -38,6 +38,7 @@ static bool push(series *s, double step, double loss)
 typedef struct {
     series train, val;
     size_t lines, not_finite;
+    bool label_smoothing; /* an entry says its loss includes label smoothing */
 } training_log;
 
 /* Takes `key` from one log entry: absent (false, *present = false), a number,
@@ -91,6 +92,8 @@ static bool read_entry(const char *cmd, const char *path, size_t line_no, const 
             ok = false;
         }
         log->not_finite += (has_loss && isnan(loss)) + (has_val && isnan(val_loss));
+        json_t *ls = json_object_get(entry, "label_smoothing");
+        if (has_loss && json_is_number(ls) && json_number_value(ls) > 0) log->label_smoothing = true;
     }
     json_decref(entry);
     return ok;
@@ -166,6 +169,7 @@ static int plot_logs(const char *cmd, const char *const *paths, const char *cons
                 .label = labels[i] ? labels[i] : base_name(paths[i]),
                 .step = l->train.step, .loss = l->train.loss, .n = l->train.n,
                 .val_step = l->val.step, .val_loss = l->val.loss, .n_val = l->val.n,
+                .label_smoothing = l->label_smoothing,
             };
         }
         plot_loss_spec ps = {
@@ -183,6 +187,10 @@ static int plot_logs(const char *cmd, const char *const *paths, const char *cons
             if (n > 1) printf(" from %zu runs", n);
             if (not_finite)
                 printf(" (%zu null loss%s skipped)", not_finite, not_finite == 1 ? "" : "es");
+            char note[2][PLOT_NOTE_BYTES];
+            double widths[2], max_w;
+            const int lines = plot_loss_note(&ps, note, widths, &max_w);
+            if (lines) printf("; noted: %s%s%s", note[0], lines > 1 ? " " : "", lines > 1 ? note[1] : "");
             printf("\n");
             rc = 0;
         }

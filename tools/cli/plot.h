@@ -28,6 +28,9 @@ typedef struct {
     /* Validation loss; n_val = 0 when there is none. */
     const double *val_step, *val_loss;
     size_t n_val;
+    /* The training loss includes label smoothing (the log says so); the
+     * validation loss never does, and the figure then notes it. */
+    bool label_smoothing;
 } plot_loss_run;
 
 enum { PLOT_MAX_RUNS = 6 };
@@ -43,6 +46,15 @@ typedef struct {
 } plot_loss_spec;
 
 clformer_status plot_loss_curves(const char *png_path, const plot_loss_spec *spec);
+
+/* The note plot_loss_curves writes under the step axis when the two curves
+ * measure different things (a run's training loss includes label smoothing
+ * and it has validation points): its lines, 0 (no note), 1, or 2 where one
+ * would be wider than the figure; each line's width in pixels and the widest
+ * the figure allows (for tests: the note is never cut). */
+enum { PLOT_NOTE_BYTES = 128 };
+int plot_loss_note(const plot_loss_spec *spec, char lines[2][PLOT_NOTE_BYTES], double widths[2],
+                   double *max_w);
 
 typedef enum {
     PLOT_ATTENTION_PANELS, /* one panel per head */

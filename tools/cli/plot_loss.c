@@ -330,6 +330,43 @@ static int run_legend(const plot_loss_run *run, bool compare, rgb train, rgb val
     return n;
 }
 
+/* The note that the two curves measure different things, when they do: a
+ * run's training loss includes label smoothing while validation's never
+ * does. Fills `lines` with the note in one line, or two where one is wider
+ * than max_w; returns how many (0: no run both smooths and validates). */
+static int smoothing_note(cairo_t *cr, const plot_loss_spec *s, double max_w,
+                          char lines[2][PLOT_NOTE_BYTES])
+{
+    bool applies = false;
+    for (size_t r = 0; r < s->n_runs; r++)
+        applies |= s->runs[r].label_smoothing && s->runs[r].n_val > 0;
+    if (!applies) return 0;
+    /* each line at most 40 characters: two fit the narrowest figure (320 px) */
+    const bool compare = s->n_runs > 1;
+    plot_set_font(cr, TICK_PT, false);
+    snprintf(lines[0], PLOT_NOTE_BYTES, "training loss includes label smoothing%s; validation: "
+             "plain cross-entropy", compare ? " (where used)" : "");
+    if (plot_text_width(cr, lines[0]) <= max_w) return 1;
+    snprintf(lines[0], PLOT_NOTE_BYTES, "training loss includes label smoothing");
+    snprintf(lines[1], PLOT_NOTE_BYTES, "%s", compare ? "where used; validation: cross-entropy"
+                                                      : "validation: plain cross-entropy");
+    return 2;
+}
+
+int plot_loss_note(const plot_loss_spec *s, char lines[2][PLOT_NOTE_BYTES], double widths[2],
+                   double *max_w)
+{
+    const int width = s->width ? s->width : 960;
+    cairo_surface_t *surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1);
+    cairo_t *cr = cairo_create(surface);
+    *max_w = width - 2 * MARGIN;
+    const int n = smoothing_note(cr, s, *max_w, lines);
+    for (int i = 0; i < n; i++) widths[i] = plot_text_width(cr, lines[i]);
+    cairo_destroy(cr);
+    cairo_surface_destroy(surface);
+    return n;
+}
+
 clformer_status plot_loss_curves(const char *png_path, const plot_loss_spec *s)
 {
     CLI_TRY(check_loss_spec(png_path, s));
@@ -357,8 +394,14 @@ clformer_status plot_loss_curves(const char *png_path, const plot_loss_spec *s)
     double tick_h = plot_text_height(cr);
     plot_set_font(cr, LABEL_PT, false);
     double label_h = plot_text_height(cr);
+    /* the smoothing note, in a row of its own under the axis label: one line,
+     * or two where the figure is too narrow for one (never cut) */
+    char note[2][PLOT_NOTE_BYTES];
+    const int note_lines = smoothing_note(cr, s, width - 2 * MARGIN, note);
+    plot_set_font(cr, TICK_PT, false);
+    const double note_h = note_lines ? note_lines * tick_h + 4 : 0;
     double top = round(MARGIN + title_h + 12) + 0.5;
-    double bottom = round(height - MARGIN - label_h - 6 - tick_h - 8) + 0.5;
+    double bottom = round(height - MARGIN - note_h - label_h - 6 - tick_h - 8) + 0.5;
     ay.px0 = bottom, ay.px1 = top;
     plot_set_font(cr, TICK_PT, false);
     plot_choose_ticks(cr, &ay, false, 55, 0);
@@ -435,15 +478,12 @@ clformer_status plot_loss_curves(const char *png_path, const plot_loss_spec *s)
     cairo_stroke(cr);
     plot_set_rgb(cr, INK, 1);
     plot_set_font(cr, LABEL_PT, false);
-    plot_text_at(cr, (left + right) / 2, height - MARGIN - label_h / 2, "step", 0.5);
-    /* the two curves measure different things when a run used label
-     * smoothing: training adds it to the loss, validation never does */
-    char note[LABEL_BYTES + 8];
-    snprintf(note, sizeof note, "%s", "training loss includes label smoothing; validation: plain cross-entropy");
+    plot_text_at(cr, (left + right) / 2, height - MARGIN - note_h - label_h / 2, "step", 0.5);
     plot_set_font(cr, TICK_PT, false);
     plot_set_rgb(cr, SOFT_INK, 1);
-    plot_fit_width(cr, note, (right - left) / 2 - 40);
-    plot_text_at(cr, right, height - MARGIN - label_h / 2, note, 1);
+    for (int i = 0; i < note_lines; i++)
+        plot_text_at(cr, width / 2.0, height - MARGIN - (note_lines - i - 0.5) * tick_h, note[i],
+                     0.5);
     plot_set_rgb(cr, INK, 1);
     plot_text_turned(cr, MARGIN + label_h / 2, (top + bottom) / 2, -PI / 2, ylabel, 0.5);
     plot_set_font(cr, TITLE_PT, true);
