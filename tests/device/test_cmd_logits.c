@@ -1,8 +1,10 @@
 /* `clformer logits` against PyTorch: the step-1 logits of a parity fixture,
- * computed by the command from the fixture's checkpoint and first batch. */
+ * computed by the command from the fixture's checkpoint and first batch; and
+ * a language model's against transformers' GPT-2. */
 #include "harness.h"
 #include "safetensors.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +81,103 @@ static void logits_match_pytorch(void **state)
     assert_true(harness_remove_tree(tmp));
 }
 
+/* A language model's logits against transformers' GPT2LMHeadModel: the
+ * GPT-2 parity fixture's Hugging Face directory and last batch of windows
+ * (tests/data/gpt2), as --batch ids and as --ids, within test_gpt2_parity's
+ * 1e-4; and the errors of the two kinds of input. */
+static void lm_logits_match_transformers(void **state)
+{
+    (void)state;
+    const char *name = harness_is_slow() ? "c_tiny_oclgrind" : "a_small";
+    char dir[512], golden[600], model[600], batch[600], out[600], one[600], tmp[64];
+    char parity[600], log[8192];
+    const harness_cmd cmd = {log, sizeof log};
+    snprintf(dir, sizeof dir, "%s/gpt2/%s", getenv("CLFORMER_TEST_DATA"), name);
+    snprintf(golden, sizeof golden, "%s/golden.safetensors", dir);
+    snprintf(model, sizeof model, "%s/model", dir);
+    snprintf(parity, sizeof parity, "%s/parity/a_prenorm_relu_sin/model.safetensors",
+             getenv("CLFORMER_TEST_DATA"));
+    assert_true(harness_temp_dir(tmp, sizeof tmp, "lm_logits"));
+    harness_path(batch, sizeof batch, tmp, "ids.safetensors");
+    harness_path(out, sizeof out, tmp, "logits.safetensors");
+    harness_path(one, sizeof one, tmp, "one.safetensors");
+
+    /* the last batch's windows without their last label: [B, T] ids */
+    cf_st_reader *g;
+    assert_ok(cf_st_open(golden, &g));
+    const cf_st_tensor *ti, *tl;
+    int32_t *windows = tensor(g, "ids", &ti);
+    float *want = tensor(g, "logits", &tl);
+    const int64_t B = tl->shape[0], T = tl->shape[1], V = tl->shape[2], W = ti->shape[2];
+    const int32_t *last = windows + (ti->shape[0] - 1) * B * W;
+    int32_t *ids = hmalloc((size_t)(B * T) * 4);
+    for (int64_t b = 0; b < B; b++) memcpy(ids + b * T, last + b * W, (size_t)T * 4);
+    cf_st_writer *w;
+    const int64_t shape[2] = {B, T};
+    assert_ok(cf_st_writer_new(batch, &w));
+    assert_ok(cf_st_declare(w, "ids", CF_ST_I32, 2, shape));
+    assert_ok(cf_st_begin(w));
+    assert_ok(cf_st_write(w, "ids", ids, (size_t)(B * T) * 4));
+    assert_ok(cf_st_commit(w));
+    cf_st_writer_free(w);
+
+    int rc = harness_run_clformer(&cmd, "logits", "--model", model, "--batch", batch, "--out", out,
+                                  NULL);
+    if (rc != 0) fail_msg("clformer logits exited with %d:\n%s", rc, log);
+    cf_st_reader *r;
+    assert_ok(cf_st_open(out, &r));
+    const cf_st_tensor *gl, *gi;
+    float *got = tensor(r, "logits", &gl);
+    int32_t *echoed = tensor(r, "ids", &gi);
+    assert_int_equal(gl->numel, tl->numel);
+    assert_memory_equal(echoed, ids, (size_t)(B * T) * 4);
+    double worst = 0;
+    for (size_t i = 0; i < tl->numel; i++) worst = fmax(worst, fabs(got[i] - want[i]));
+    printf("%s: logits max |clformer logits - transformers| %.3g\n", name, worst);
+    if (!(worst <= 1e-4)) fail_msg("%s: logits differ by %g > 1e-4", name, worst);
+
+    /* one row given on the command line: that row's logits */
+    char list[1024];
+    size_t at = 0;
+    for (int64_t t = 0; t < T; t++)
+        at += (size_t)snprintf(list + at, sizeof list - at, "%s%d", t ? " " : "", (int)ids[t]);
+    rc = harness_run_clformer(&cmd, "logits", "--model", model, "--ids", list, "--out", one, NULL);
+    if (rc != 0) fail_msg("clformer logits --ids exited with %d:\n%s", rc, log);
+    cf_st_reader *r1;
+    assert_ok(cf_st_open(one, &r1));
+    const cf_st_tensor *l1;
+    float *row = tensor(r1, "logits", &l1);
+    assert_int_equal(l1->numel, (size_t)(T * V));
+    for (int64_t i = 0; i < T * V; i++)
+        if (!(fabs(row[i] - want[i]) <= 1e-4)) fail_msg("--ids: logit %d differs", (int)i);
+
+    /* errors: --ids for a translation model, a batch without ids, bad ids,
+     * both inputs or neither */
+    rc = harness_run_clformer(&cmd, "logits", "--model", parity, "--ids", "4 5", "--out", one, NULL);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(log, "--ids is for language models"));
+    rc = harness_run_clformer(&cmd, "logits", "--model", model, "--batch", parity, "--out", one,
+                              NULL);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(log, "tensor 'ids'"));
+    rc = harness_run_clformer(&cmd, "logits", "--model", model, "--ids", "4 x", "--out", one, NULL);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(log, "expected token ids"));
+    rc = harness_run_clformer(&cmd, "logits", "--model", model, "--ids", "4", "--batch", batch,
+                              "--out", one, NULL);
+    assert_int_equal(rc, 2);
+    rc = harness_run_clformer(&cmd, "logits", "--model", model, "--out", one, NULL);
+    assert_int_equal(rc, 2);
+
+    cf_st_close(r);
+    cf_st_close(r1);
+    cf_st_close(g);
+    free(windows), free(want), free(ids), free(got), free(echoed), free(row);
+    assert_true(harness_remove_tree(tmp));
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(logits_match_pytorch),
+    cmocka_unit_test(lm_logits_match_transformers),
 };
 HARNESS_DEVICE_MAIN("clformer logits", tests)

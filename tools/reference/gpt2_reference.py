@@ -16,7 +16,8 @@
       `clformer eval --text` uses, to set beside clformer's. Tokens: with
       DIR/vocab.json + merges.txt (a --tokenizer gpt2-bpe model) transformers'
       GPT2TokenizerFast on those files, else DIR/clformer_vocab.json's
-      characters and bytes.
+      characters and bytes. With --clformer BIN, also runs `BIN logits` on the
+      text's first window and compares its logits with transformers' (1e-4).
 
 Run in a venv with transformers 4.36.x over Debian's torch 1.13 (made from
 Debian's /usr/bin/python3, whose site packages hold python3-torch; another
@@ -139,7 +140,27 @@ def encode(vocab, text):
     return ids
 
 
-def check_export(directory, text_path):
+def check_logits(directory, ids, model, clformer):
+    """`clformer logits` on the text's first window against transformers'
+    logits of the same ids (float64 model): within 1e-4, test_gpt2_parity's bound."""
+    import subprocess
+    import tempfile
+    from safetensors.numpy import load_file
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "logits.safetensors")
+        subprocess.run([clformer, "logits", "--model", directory, "--ids",
+                        " ".join(map(str, ids)), "--out", out], check=True)
+        got = load_file(out)["logits"][0]
+    with torch.no_grad():
+        want = model(torch.tensor([ids])).logits[0].numpy()
+    worst = float(np.abs(got - want).max())
+    ok = worst <= 1e-4
+    print(f"clformer logits on the first {len(ids)} tokens: max |clformer - transformers| "
+          f"{worst:.3g} ({'within' if ok else 'NOT within'} 1e-4)")
+    return ok
+
+
+def check_export(directory, text_path, clformer=None):
     model, info = GPT2LMHeadModel.from_pretrained(directory, output_loading_info=True)
     problems = {k: v for k, v in info.items() if v}
     if problems:
@@ -160,6 +181,8 @@ def check_export(directory, text_path):
         T = model.config.n_positions
         total, count, at = 0.0, 0, 0
         m = model.double().eval()
+        if clformer and not check_logits(directory, ids[:T], m, clformer):
+            return 1
         with torch.no_grad():
             while at + 1 < len(ids):
                 window = ids[at:at + T + 1]
@@ -180,13 +203,15 @@ def main():
     c = sub.add_parser("check-export")
     c.add_argument("dir")
     c.add_argument("--text")
+    c.add_argument("--clformer", help="with --text: also compare `clformer logits` on the "
+                   "text's first window with transformers' (path of the clformer command)")
     a = p.parse_args()
     torch.set_num_threads(1)
     if a.cmd == "generate":
         for i, name in enumerate(CONFIGS):
             generate_one(name, os.path.join(a.out, name), 1000 + 10 * i)
         return 0
-    return check_export(a.dir, a.text)
+    return check_export(a.dir, a.text, a.clformer)
 
 
 if __name__ == "__main__":
