@@ -18,6 +18,28 @@ static void *tensor(cf_st_reader *r, const char *name, const cf_st_tensor **t)
     return p;
 }
 
+/* Writes the I32 [B, length] tensors to `batch`, runs `clformer logits` on
+ * `model` and that batch, and opens what it wrote to `out`. */
+static cf_st_reader *logits_of(const harness_cmd *cmd, const char *model, const char *batch,
+                               const char *out, size_t n, const char *const *names,
+                               const int32_t *const *data, const int64_t (*shapes)[2])
+{
+    cf_st_writer *w;
+    assert_ok(cf_st_writer_new(batch, &w));
+    for (size_t i = 0; i < n; i++) assert_ok(cf_st_declare(w, names[i], CF_ST_I32, 2, shapes[i]));
+    assert_ok(cf_st_begin(w));
+    for (size_t i = 0; i < n; i++)
+        assert_ok(cf_st_write(w, names[i], data[i], (size_t)(shapes[i][0] * shapes[i][1]) * 4));
+    assert_ok(cf_st_commit(w));
+    cf_st_writer_free(w);
+    int rc = harness_run_clformer(cmd, "logits", "--model", model, "--batch", batch, "--out", out,
+                                  NULL);
+    if (rc != 0) fail_msg("clformer logits exited with %d:\n%s", rc, cmd->out);
+    cf_st_reader *r;
+    assert_ok(cf_st_open(out, &r));
+    return r;
+}
+
 static void logits_match_pytorch(void **state)
 {
     (void)state;
@@ -42,22 +64,10 @@ static void logits_match_pytorch(void **state)
     const int64_t B = ts->shape[1], S = ts->shape[2], T = tt->shape[2] - 1;
     int32_t *tgt_in = hmalloc((size_t)(B * T) * 4);
     for (int64_t b = 0; b < B; b++) memcpy(tgt_in + b * T, tgt + b * (T + 1), (size_t)T * 4);
-    cf_st_writer *w;
-    const int64_t s_shape[2] = {B, S}, t_shape[2] = {B, T};
-    assert_ok(cf_st_writer_new(batch, &w));
-    assert_ok(cf_st_declare(w, "src", CF_ST_I32, 2, s_shape));
-    assert_ok(cf_st_declare(w, "tgt_in", CF_ST_I32, 2, t_shape));
-    assert_ok(cf_st_begin(w));
-    assert_ok(cf_st_write(w, "src", src, (size_t)(B * S) * 4));
-    assert_ok(cf_st_write(w, "tgt_in", tgt_in, (size_t)(B * T) * 4));
-    assert_ok(cf_st_commit(w));
-    cf_st_writer_free(w);
-
-    int rc = harness_run_clformer(&cmd, "logits", "--model", model, "--batch", batch, "--out", out,
-                                  NULL);
-    if (rc != 0) fail_msg("clformer logits exited with %d:\n%s", rc, log);
-    cf_st_reader *r;
-    assert_ok(cf_st_open(out, &r));
+    const char *names[2] = {"src", "tgt_in"};
+    const int32_t *data[2] = {src, tgt_in};
+    const int64_t shapes[2][2] = {{B, S}, {B, T}};
+    cf_st_reader *r = logits_of(&cmd, model, batch, out, 2, names, data, shapes);
     const cf_st_tensor *gl;
     float *got = tensor(r, "logits", &gl);
     assert_int_equal(gl->numel, tl->numel);
@@ -65,7 +75,7 @@ static void logits_match_pytorch(void **state)
     assert_grad_close(got, ref, tl->numel);
 
     /* errors: a batch without tgt_in, a missing model */
-    rc = harness_run_clformer(&cmd, "logits", "--model", model, "--batch", model, "--out", bad,
+    int rc = harness_run_clformer(&cmd, "logits", "--model", model, "--batch", model, "--out", bad,
                               NULL);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(log, "tensor 'src'"));
@@ -112,20 +122,10 @@ static void lm_logits_match_transformers(void **state)
     const int32_t *last = windows + (ti->shape[0] - 1) * B * W;
     int32_t *ids = hmalloc((size_t)(B * T) * 4);
     for (int64_t b = 0; b < B; b++) memcpy(ids + b * T, last + b * W, (size_t)T * 4);
-    cf_st_writer *w;
-    const int64_t shape[2] = {B, T};
-    assert_ok(cf_st_writer_new(batch, &w));
-    assert_ok(cf_st_declare(w, "ids", CF_ST_I32, 2, shape));
-    assert_ok(cf_st_begin(w));
-    assert_ok(cf_st_write(w, "ids", ids, (size_t)(B * T) * 4));
-    assert_ok(cf_st_commit(w));
-    cf_st_writer_free(w);
-
-    int rc = harness_run_clformer(&cmd, "logits", "--model", model, "--batch", batch, "--out", out,
-                                  NULL);
-    if (rc != 0) fail_msg("clformer logits exited with %d:\n%s", rc, log);
-    cf_st_reader *r;
-    assert_ok(cf_st_open(out, &r));
+    const char *names[1] = {"ids"};
+    const int32_t *data[1] = {ids};
+    const int64_t shapes[1][2] = {{B, T}};
+    cf_st_reader *r = logits_of(&cmd, model, batch, out, 1, names, data, shapes);
     const cf_st_tensor *gl, *gi;
     float *got = tensor(r, "logits", &gl);
     int32_t *echoed = tensor(r, "ids", &gi);
@@ -141,7 +141,7 @@ static void lm_logits_match_transformers(void **state)
     size_t at = 0;
     for (int64_t t = 0; t < T; t++)
         at += (size_t)snprintf(list + at, sizeof list - at, "%s%d", t ? " " : "", (int)ids[t]);
-    rc = harness_run_clformer(&cmd, "logits", "--model", model, "--ids", list, "--out", one, NULL);
+    int rc = harness_run_clformer(&cmd, "logits", "--model", model, "--ids", list, "--out", one, NULL);
     if (rc != 0) fail_msg("clformer logits --ids exited with %d:\n%s", rc, log);
     cf_st_reader *r1;
     assert_ok(cf_st_open(one, &r1));
