@@ -430,11 +430,3 @@ clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, boo
     a->buffers = arena.count;
     return CLFORMER_OK;
 }
-
-void cf_acts_release(cf_session *s)
-{
-    cf_split_buffers_free(s->ctx, &s->arena);
-    free(s->acts.enc);
-    free(s->acts.dec);
-    memset(&s->acts, 0, sizeof s->acts);
-}

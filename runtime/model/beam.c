@@ -6,7 +6,7 @@
  * K best that do,
  * then reorders the self-attention caches and the token table by parent.
  */
-#include "decode.h"
+#include "beam.h"
 
 #include <math.h>
 #include <stdlib.h>

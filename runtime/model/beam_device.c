@@ -9,7 +9,7 @@
  * the host search's, so both give the same hypotheses).
  */
 #include "arena.h"
-#include "decode.h"
+#include "beam.h"
 #include "ops_beam.h"
 
 #include <math.h>

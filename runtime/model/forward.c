@@ -8,7 +8,6 @@
  * read back here.
  */
 #include "config.h"
-#include "decode.h"
 #include "ops_decode.h"
 #include "reduce.h"
 #include "session.h"

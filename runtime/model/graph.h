@@ -130,7 +130,6 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
  */
 clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t max_alloc_bytes, size_t B,
                                     size_t S, size_t T, bool fused);
-void cf_acts_release(cf_session *s);
 
 /* Tensors inside a layer that the layer's backward reads and that lie one
  * after another in the arena (each aligned as arena.h aligns): n elements

@@ -116,6 +116,17 @@ clformer_status clformer_model_create(clformer_context *ctx, const clformer_conf
     return CLFORMER_OK;
 }
 
+/* The hooks of data parallelism go with the model (model.h); here, not in
+ * parallel.c, so that the model calls no file that reads it. */
+void cf_collective_free(cf_model *m)
+{
+    if (m->parallel) m->parallel->release(m);
+    m->parallel = NULL;
+    m->parallel_state = NULL;
+    m->rank = 0;
+    m->ranks = 1;
+}
+
 void clformer_model_free(clformer_model *m)
 {
     if (!m) return;

@@ -40,12 +40,3 @@ clformer_status cf_grads_ready(cf_model *m, int point)
 {
     return m->parallel ? m->parallel->grads_ready(m, point) : CLFORMER_OK;
 }
-
-void cf_collective_free(cf_model *m)
-{
-    if (m->parallel) m->parallel->release(m);
-    m->parallel = NULL;
-    m->parallel_state = NULL;
-    m->rank = 0;
-    m->ranks = 1;
-}

@@ -4,7 +4,6 @@
  * it runs.
  */
 #include "buffer.h"
-#include "decode.h"
 #include "session.h"
 
 #include <stdlib.h>
@@ -30,8 +29,10 @@ clformer_status clformer_session_create(clformer_model *model, clformer_session 
 void clformer_session_free(clformer_session *s)
 {
     if (!s) return;
-    cf_decoder_free(s);
-    cf_acts_release(s);
+    if (s->decoder_release) s->decoder_release(s);
+    cf_split_buffers_free(s->ctx, &s->arena);
+    free(s->acts.enc);
+    free(s->acts.dec);
     cf_buffer_free(s->ctx, s->metrics);
     cf_buffer_free(s->ctx, s->weights);
     free(s);
@@ -43,7 +44,7 @@ clformer_memory clformer_session_memory(const clformer_session *s)
 {
     clformer_memory r = {0};
     r.activations = cf_split_buffers_elements(&s->arena) * 4;
-    r.decoding = cf_decoder_bytes(s);
+    r.decoding = s->decoder_bytes ? s->decoder_bytes(s) : 0;
     /* the rounded weights of a bf16/fp16 session count in its total */
     r.total = r.activations + r.decoding + 16 * 4 + (s->weights ? s->model->layout.total * 4 : 0);
     return r;

@@ -32,7 +32,12 @@ struct clformer_session {
     bool saved_in_fp32;
     cf_acts acts;                  /* views for the current batch shape */
     cl_mem metrics;                /* [loss_sum, grad_norm_sq, clip_scale, spare] */
-    struct cf_decoder *decoder;    /* decoding caches, made on first use */
+    /* decoding's caches (the decode layer's, decode.h), made on first use;
+     * whoever makes them sets how they are freed and counted, so that the
+     * session, below decoding, never calls it */
+    struct cf_decoder *decoder;
+    void (*decoder_release)(cf_session *s);
+    size_t (*decoder_bytes)(const cf_session *s);
     /* decoding keeps finished rows in the batch, as before they were
      * dropped (tests compare both ways: the output must not change) */
     bool keep_finished_rows;

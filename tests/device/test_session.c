@@ -6,7 +6,7 @@
  * the training forward pass at that position (the decoder block is one
  * definition); and the memory report splits model and session memory.
  */
-#include "decode.h"
+#include "beam.h"
 #include "harness.h"
 
 #include <math.h>

@@ -1,53 +1,17 @@
 /*
- * Training and evaluation steps: host-side validation of a batch, its one
- * upload, and the enqueued forward / backward / clip / Adam sequence that
- * ends in one small read-back (loss sum and gradient norm).
+ * A batch through a session's passes: host-side validation, its one upload,
+ * and the passes that need no optimizer: the evaluation loss, the logits,
+ * and the forward and backward that leave the gradients (the training step,
+ * step.c, adds clipping and Adam).
  */
+#include "batch.h"
 #include "buffer.h"
 #include "clock.h"
 #include "program.h"
-#include "session.h"
 #include "reduce.h"
 
-#include <math.h>
-
-#define M_PI_VALUE 3.14159265358979323846
 #include <stdlib.h>
 #include <string.h>
-
-float clformer_learning_rate(clformer_lr_schedule schedule, float base, int d_model,
-                             uint64_t step, uint64_t warmup)
-{
-    if (schedule == CLFORMER_LR_CONSTANT) return base;
-    if (schedule == CLFORMER_LR_COSINE)
-        return clformer_learning_rate_cosine(base, base / 10.0f, step, warmup, 10 * warmup);
-    if (schedule == CLFORMER_LR_INVERSE_SQRT)
-        return clformer_learning_rate_inverse_sqrt(base, 0.0f, step, warmup);
-    double s = step ? (double)step : 1.0, w = warmup ? (double)warmup : 1.0;
-    double f = fmin(1.0 / sqrt(s), s * pow(w, -1.5));
-    return (float)(base / sqrt((double)d_model) * f);
-}
-
-float clformer_learning_rate_cosine(float base, float min_lr, uint64_t step, uint64_t warmup,
-                                    uint64_t decay_steps)
-{
-    /* iteration it = step - 1 counts from 0, as GPT training scripts count */
-    const double it = step ? (double)(step - 1) : 0.0, w = (double)warmup;
-    if (it < w) return (float)(base * (it + 1.0) / (w + 1.0));
-    if (it > (double)decay_steps || decay_steps <= warmup) return min_lr;
-    const double ratio = (it - w) / ((double)decay_steps - w);
-    return (float)(min_lr + 0.5 * (1.0 + cos(M_PI_VALUE * ratio)) * (base - min_lr));
-}
-
-/* fairseq's InverseSquareRootSchedule: it sets the rate after each update
- * from the number of updates done, so step s (from 1) runs at u = s - 1. */
-float clformer_learning_rate_inverse_sqrt(float lr, float init_lr, uint64_t step, uint64_t warmup)
-{
-    const double u = step ? (double)(step - 1) : 0.0, w = (double)warmup;
-    if (warmup == 0) return lr; /* no warm-up: no schedule */
-    if (u < w) return (float)((double)init_lr + u * ((double)lr - (double)init_lr) / w);
-    return (float)((double)lr * sqrt(w / u)); /* u >= w >= 1 here */
-}
 
 static clformer_status check_ids(const int32_t *ids, size_t rows, size_t cols, int vocab,
                                  const char *side)
@@ -136,11 +100,7 @@ static clformer_status prepare(cf_session *s, const clformer_batch *b, bool trai
     return CLFORMER_OK;
 }
 
-/* Gradients of the mean loss over the labels of all ranks: each rank scales
- * its per-token gradients by 1 / the global count, and the ranks' gradients
- * are summed (collective.c) before the norm that clipping uses. `count`
- * becomes the global count. */
-static clformer_status forward_backward(cf_session *s, const clformer_batch *b, size_t *count,
+clformer_status cf_batch_forward_backward(cf_session *s, const clformer_batch *b, size_t *count,
                                         clformer_step_stats *stats, float loss_scale)
 {
     cf_model *m = s->model;
@@ -157,111 +117,21 @@ static clformer_status forward_backward(cf_session *s, const clformer_batch *b, 
     return cf_reduce_sum(s->ctx, s->metrics, 1, m->grads, 0, m->layout.total, true, false);
 }
 
-/* fp16 loss scaling (clformer_model_set_loss_scale): PyTorch GradScaler's
- * defaults */
-#define LOSS_SCALE_INITIAL 65536.0f
-#define LOSS_SCALE_GROWTH_STEPS 2000
-
-/* Adam's gradient factor for gradients scaled by S whose squared norm is
- * norm_sq: clipping (cf_clip_scale's rule, on the unscaled norm) over S. */
-static float unscale(float norm_sq, float S, float clip)
-{
-    const float norm = sqrtf(norm_sq) / S;
-    const float c = clip > 0.0f ? fminf(1.0f, clip / (norm + 1e-6f)) : 1.0f;
-    return c / S;
-}
-
-/* After a step of an fp16 run: an overflow halves S and starts the count of
- * clean steps again; 2,000 clean steps in a row double it. */
-static void update_loss_scale(cf_model *m, bool skipped)
-{
-    if (skipped) {
-        m->skipped_updates++;
-        m->loss_scale = fmaxf(1.0f, m->loss_scale / 2.0f);
-        m->loss_scale_clean = 0;
-        cf_log(NULL, CF_LOG_WARN, "step %llu: fp16 gradient overflow, step skipped, loss scale "
-               "now %g", (unsigned long long)m->step, (double)m->loss_scale);
-        return;
-    }
-    if (++m->loss_scale_clean >= LOSS_SCALE_GROWTH_STEPS) {
-        if (m->loss_scale <= 0x1p119f) m->loss_scale *= 2.0f;
-        m->loss_scale_clean = 0;
-    }
-}
-
-/* The loss sum of all ranks (each rank's forward wrote its own). */
-static clformer_status loss_sum(cf_model *m, float local, double *sum)
+clformer_status cf_batch_loss_sum(cf_model *m, float local, double *sum)
 {
     *sum = (double)local;
     return cf_collective_sum(m, sum, 1);
-}
-
-static clformer_status session_train_step_passes(clformer_session *s, const clformer_batch *b,
-                                                 float lr, clformer_step_stats *stats)
-{
-    if (!(lr >= 0.0f) || !isfinite(lr))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "learning rate must be >= 0, got %g", lr);
-    size_t count;
-    clformer_step_stats timing = {0};
-    cf_model *m = s->model;
-    const bool scaled = s->precision == CLFORMER_FP16;
-    if (scaled && m->loss_scale == 0.0f) m->loss_scale = LOSS_SCALE_INITIAL;
-    const float S = scaled ? m->loss_scale : 1.0f;
-    CF_TRY(forward_backward(s, b, &count, &timing, S));
-    const cf_optim_settings *o = &m->optim;
-    float metrics[2];
-    bool skip = false;
-    if (!scaled) {
-        CF_TRY(cf_clip_scale(s->ctx, cf_view_at(s->metrics, 2), cf_view_at(s->metrics, 1),
-                             o->clip));
-    } else {
-        /* the norm decides before the update: read it now (the ranks' norm
-         * is global, so they all decide alike) */
-        CF_TRY(cf_download(s->ctx, s->metrics, 0, metrics, 2));
-        skip = !isfinite(metrics[1]);
-        if (!skip) CF_TRY(cf_fill(s->ctx, s->metrics, 2, 1, unscale(metrics[1], S, o->clip)));
-    }
-    const uint64_t t = m->step + 1, t_adam = t - m->skipped_updates; /* Adam's count */
-    const cf_adam_params hp = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->adamw,
-                               (float)(1.0 - pow(o->beta1, (double)t_adam)),
-                               (float)(1.0 - pow(o->beta2, (double)t_adam))};
-    if (!skip)
-        CF_TRY(cf_adam_update(s->ctx, cf_view_at(m->params, 0), cf_view_at(m->grads, 0),
-                              cf_view_at(m->adam_m, 0), cf_view_at(m->adam_v, 0),
-                              m->layout.total, m->layout.decay_end, cf_view_at(s->metrics, 2),
-                              &hp));
-    if (!scaled) CF_TRY(cf_download(s->ctx, s->metrics, 0, metrics, 2));
-    double sum;
-    CF_TRY(loss_sum(m, metrics[0], &sum));
-    m->step = t;
-    if (scaled) update_loss_scale(m, skip);
-    if (stats) {
-        *stats = timing;
-        stats->loss = sum / (double)count;
-        stats->grad_norm = skip ? NAN : sqrt((double)metrics[1]) / (double)S;
-        stats->tokens = count;
-        stats->step = t;
-        stats->loss_scale = S;
-        stats->skipped = skip;
-    }
-    if (skip) return CLFORMER_OK;
-    if (!isfinite(sum) || !isfinite(metrics[1]))
-        return cf_fail(CLFORMER_ERR_DIVERGED,
-                       "training diverged at step %llu: loss %g, gradient norm %g; lower the "
-                       "learning rate or enable clipping (--clip)",
-                       (unsigned long long)t, sum / (double)count, sqrt((double)metrics[1]));
-    return CLFORMER_OK;
 }
 
 static clformer_status session_gradients_passes(clformer_session *s, const clformer_batch *b,
                                                 double *loss)
 {
     size_t count;
-    CF_TRY(forward_backward(s, b, &count, NULL, 1.0f));
+    CF_TRY(cf_batch_forward_backward(s, b, &count, NULL, 1.0f));
     float local;
     double sum;
     CF_TRY(cf_download(s->ctx, s->metrics, 0, &local, 1));
-    CF_TRY(loss_sum(s->model, local, &sum));
+    CF_TRY(cf_batch_loss_sum(s->model, local, &sum));
     if (loss) *loss = sum / (double)count;
     return CLFORMER_OK;
 }
@@ -287,14 +157,6 @@ static clformer_status session_logits_passes(clformer_session *s, const clformer
     CF_TRY(cf_forward(s, false, 1.0f));
     return cf_download(s->ctx, s->acts.logits.buf, s->acts.logits.off, logits,
                        b->batch * (b->tgt_len - 1) * (size_t)s->model->cfg.tgt_vocab);
-}
-
-clformer_status clformer_session_train_step(clformer_session *s, const clformer_batch *b, float lr,
-                                            clformer_step_stats *stats)
-{
-    clformer_precision saved;
-    CF_TRY(cf_session_pass_begin(s, &saved));
-    return cf_session_pass_end(s, saved, session_train_step_passes(s, b, lr, stats));
 }
 
 clformer_status clformer_session_gradients(clformer_session *s, const clformer_batch *b, double *loss)
