@@ -1,12 +1,12 @@
 /*
- * Beam search on the device (runtime/model/beam_device.c drives it): the
+ * Beam search on the device (runtime/decode/beam_device.c drives it): the
  * candidates of every hypothesis, the choice of each sentence's next beams
  * and finished hypotheses, and the reordering of the token table and the
  * self-attention caches, so that a step reads back one counter instead of
  * the log-probabilities.
  *
  * Rows r = sentence * K + k. Scores are sums of float log-probabilities in
- * double, as the host search (runtime/model/beam.c) keeps them; candidates
+ * double, as the host search (runtime/decode/beam.c) keeps them; candidates
  * rank by score (higher first), then beam, then token (lower first), the
  * host's order, so both give the same hypotheses. Needs cl_khr_fp64: the
  * host search serves devices without it.

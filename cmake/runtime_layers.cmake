@@ -10,19 +10,26 @@
 #   device     OpenCL: context, programs, buffers, launches, GEMM
 #   ops        one launcher per layer of kernels
 #   data       host-only text: vocabularies, corpus, batcher, BLEU, SentencePiece
-#   model      parameters, graph, forward/backward, train step, decoding, checkpoints
+#   model      the model and its graph: parameters, sessions, activations,
+#              forward/backward, a batch's passes
+#   format     files of models: safetensors, checkpoints, Hugging Face layouts,
+#              export, averaging
+#   decode     decoding: key/value caches, greedy, beam search, sampling
 #   pipeline   text through a model: translating sentences, corpus loss, encoding
-#   train      the training loop: validation, checkpoints, exact resume
+#   train      training: the step and its schedules, the loop, validation,
+#              checkpoints, exact resume
 #   check      conformance checks of single ops against the reference
-set(CLFORMER_LAYERS reference core device ops data model pipeline train check)
+set(CLFORMER_LAYERS reference core device ops data model format decode pipeline train check)
 set(CLFORMER_LAYER_USES_reference "")
 set(CLFORMER_LAYER_USES_core "")
 set(CLFORMER_LAYER_USES_device core)
 set(CLFORMER_LAYER_USES_ops device)
 set(CLFORMER_LAYER_USES_data core)
 set(CLFORMER_LAYER_USES_model ops data)
-set(CLFORMER_LAYER_USES_pipeline model)
-set(CLFORMER_LAYER_USES_train pipeline)
+set(CLFORMER_LAYER_USES_format model)
+set(CLFORMER_LAYER_USES_decode model)
+set(CLFORMER_LAYER_USES_pipeline decode)
+set(CLFORMER_LAYER_USES_train pipeline format)
 set(CLFORMER_LAYER_USES_check ops reference)
 # Layers that neither include OpenCL's headers (test_layer_includes) nor call
 # an OpenCL function (test_layer_symbols): core and data are host-only; the

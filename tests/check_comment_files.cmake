@@ -2,7 +2,7 @@
 # comments do after a file is moved or renamed. Scanned: comment lines (those
 # holding "/*", "//", or starting with "*" or "#") of the C, C++, OpenCL and
 # CMake sources under runtime/, cl/, include/, tools/, tests/ and examples/.
-# A name with a folder ("runtime/model/decode.c") must exist from the source
+# A name with a folder ("runtime/decode/decode.c") must exist from the source
 # root or beside the commenting file; a bare name ("decode.c") must exist
 # somewhere in those trees.
 cmake_policy(SET CMP0057 NEW) # if(... IN_LIST ...) in a -P script

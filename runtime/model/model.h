@@ -41,7 +41,7 @@ struct clformer_model {
     cf_bpe *bpe;
     uint64_t seed;                        /* initialisation and dropout */
     uint64_t step;                        /* training steps taken (skipped fp16 steps count) */
-    /* fp16 dynamic loss scaling (train.c; in a training checkpoint's state):
+    /* fp16 dynamic loss scaling (step.c; in a training checkpoint's state):
      * the scale S (0: not started, 2^16 at the first fp16 step), the clean
      * steps in a row since S last changed, and the updates skipped for
      * overflow, which Adam's bias correction leaves out of its count */

@@ -1,6 +1,6 @@
 /*
  * Host side of cl/beam.cl: the steps of beam search that stay on the
- * device (runtime/model/beam_device.c). Rows r = sentence * K + k; each
+ * device (runtime/decode/beam_device.c). Rows r = sentence * K + k; each
  * row's candidate list holds M = 2K entries.
  */
 #ifndef CF_OPS_BEAM_H

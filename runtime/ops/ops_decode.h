@@ -1,6 +1,6 @@
 /*
  * Host side of cl/decode.cl: the small kernels of incremental decoding
- * (runtime/model/decode.c), launched by kernel id like every other op.
+ * (runtime/decode/decode.c), launched by kernel id like every other op.
  */
 #ifndef CF_OPS_DECODE_H
 #define CF_OPS_DECODE_H

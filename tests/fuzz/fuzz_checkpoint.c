@@ -1,4 +1,4 @@
-/* Checkpoint validation (runtime/model/checkpoint.c) as loading runs it,
+/* Checkpoint validation (runtime/format/checkpoint.c) as loading runs it,
  * without a device: metadata, config, vocabularies, train_state, every
  * tensor's shape, checksum and finiteness. */
 #include "checkpoint.h"

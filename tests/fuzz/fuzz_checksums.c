@@ -1,4 +1,4 @@
-/* The per-tensor checksums (clformer.crc32c, runtime/model/safetensors.c):
+/* The per-tensor checksums (clformer.crc32c, runtime/format/safetensors.c):
  * parsed when a file is opened, verified when a tensor is read. Each input
  * is made into a safetensors file of up to 4 one-float tensors:
  *   byte 0      the number of tensors (low bits, 0..4) and, in bit 7,

@@ -1,4 +1,4 @@
-/* The safetensors reader (runtime/model/safetensors.c) on arbitrary bytes:
+/* The safetensors reader (runtime/format/safetensors.c) on arbitrary bytes:
  * open, list, look up and read every tensor of whatever it accepts. */
 #include "fuzz_input.h"
 #include "safetensors.h"

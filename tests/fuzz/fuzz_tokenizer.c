@@ -1,5 +1,5 @@
 /* The SentencePiece models a checkpoint carries (clformer.src_spm and
- * clformer.tgt_spm, runtime/model/checkpoint.c) as loading runs them,
+ * clformer.tgt_spm, runtime/format/checkpoint.c) as loading runs them,
  * without a device: the metadata value decoded from base64, the model parsed
  * by libsentencepiece (cf_spm_load), its pieces compared with the
  * checkpoint's vocabulary (cf_spm_check_vocab), then used as translate uses

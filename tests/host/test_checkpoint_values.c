@@ -1,6 +1,6 @@
 /*
  * Issue 21, messages: values no training writes are refused when a checkpoint
- * loads (runtime/model/checkpoint.c, cf_checkpoint_check_values), with a
+ * loads (runtime/format/checkpoint.c, cf_checkpoint_check_values), with a
  * line that says the file is damaged: a weight of 3.4e38 (translate printed
  * empty lines, exit 0) and a negative Adam second moment (the first step
  * diverged and the message blamed the learning rate). Checked on the host

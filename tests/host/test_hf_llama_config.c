@@ -1,5 +1,5 @@
 /*
- * Hugging Face Llama config.json (runtime/model/hf_llama_config.h): the
+ * Hugging Face Llama config.json (runtime/format/hf_llama_config.h): the
  * parity fixtures' configs (tests/data/llama), LlamaConfig's defaults for
  * absent fields (transformers 4.36), TinyLlama's and Llama 3's shapes (GQA,
  * a list of EOS ids, rope_theta 500,000), and one clear error per bad field.

@@ -1,5 +1,5 @@
 /*
- * Safetensors reader and writer (runtime/model/safetensors.h): round trips over
+ * Safetensors reader and writer (runtime/format/safetensors.h): round trips over
  * every dtype, scalars and empty tensors; the writer's promises (exact header
  * bytes, deterministic, atomic, exact sizes and order); files written by
  * Python's safetensors (tests/data/safetensors, made by

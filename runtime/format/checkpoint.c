@@ -74,7 +74,7 @@ static char *train_state_json(const cf_model *m)
                              (double)o->beta2, "eps", (double)o->eps, "weight_decay",
                              (double)o->weight_decay, "clip", (double)o->clip, "trainer",
                              trainer ? trainer : json_null());
-    /* fp16 runs' loss scaling (train.c), only once there was one */
+    /* fp16 runs' loss scaling (step.c), only once there was one */
     if (root && (m->loss_scale != 0.0f || m->skipped_updates))
         json_object_set_new(root, "loss_scale",
                             json_pack("{s:f, s:I, s:I}", "scale", (double)m->loss_scale,
