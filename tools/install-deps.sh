@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages clformer needs, only those that are missing.
-# Usage: tools/install-deps.sh [--with-torch] [--with-intel-opencl]
+# Usage: tools/install-deps.sh [--with-torch] [--with-intel-opencl] [--with-python]
 #   --with-torch         PyTorch for the reference-data and comparison scripts
 #                        (the C build and tests never need it)
+#   --with-python        the venv the Python package is tested in, pinned, under
+#                        ~/.cache/clformer (tools/python-venv.sh): the test suite
+#                        then builds the package offline and runs its tests (CTest
+#                        label python)
 #   --with-intel-opencl  also Intel's OpenCL CPU runtime, pinned, in a venv under
 #                        ~/.cache/clformer (tools/intel-opencl.sh): the test suite
 #                        then runs on it too (CTest label intel_cpu)
@@ -16,17 +20,20 @@ packages=(build-essential cmake pkg-config
           cmark                     # CommonMark: the test that renders every Markdown file
           clang libclang-rt-14-dev)  # clang: libFuzzer targets and the sanitizer gate
 intel=0
+python=0
 for arg in "$@"; do
     case "$arg" in
         --with-torch) packages+=(python3 python3-torch python3-numpy) ;;
         --with-intel-opencl) packages+=(python3 python3-venv); intel=1 ;;
+        --with-python) packages+=(python3 python3-venv); python=1 ;;
         *) echo "install-deps: unknown option '$arg' (usage: tools/install-deps.sh" \
-                "[--with-torch] [--with-intel-opencl])" >&2; exit 2 ;;
+                "[--with-torch] [--with-intel-opencl] [--with-python])" >&2; exit 2 ;;
     esac
 done
-# Runs when the Debian packages are in place (Intel's runtime needs python3-venv).
+# Run when the Debian packages are in place (both need python3-venv).
 intel_opencl() {
     if ((intel)); then "$(dirname "$0")/intel-opencl.sh"; fi
+    if ((python)); then "$(dirname "$0")/python-venv.sh"; fi
 }
 
 missing=()

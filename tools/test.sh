@@ -23,4 +23,11 @@ if [[ "${CLFORMER_TEST_INTEL_HEAVY:-0}" != 1 ]]; then
         heavy=(-LE intel_heavy)
     fi
 fi
+# The Python package's tests need the venv tools/python-venv.sh makes; the C
+# suite never does: without it they are left out, and said so
+venv=$(tools/python-venv.sh --print-dir)
+if [[ ! -x "$venv/bin/python" ]]; then
+    echo "test.sh: no Python venv at $venv: the Python package's tests (label python) are" \
+         "left out; tools/python-venv.sh makes it"
+fi
 ctest --test-dir build --output-on-failure --no-tests=error -j "$(nproc)" "${heavy[@]}" "$@"
