@@ -67,6 +67,15 @@ def test_evaluate_is_the_commands(lm, lm_path, data):
     assert (score.tokens, score.bytes) == (out["tokens"], out["bytes"])
 
 
+def test_logits_are_the_commands(lm, lm_path, tmp_path):
+    ids = lm.encode("the king and queen")[:12]
+    run_cli("logits", "--model", lm_path, "--ids", " ".join(map(str, ids)), "--out",
+            tmp_path / "logits.safetensors")
+    cli = safetensors(tmp_path / "logits.safetensors")["logits"]
+    assert cli.shape == (1, len(ids), lm.config["tgt_vocab"])
+    assert np.array_equal(lm.logits(ids), cli[0])  # bit for bit
+
+
 def test_logits_score_the_text(lm):
     """The mean cross-entropy of the logits is evaluate's loss (one window)."""
     ids = lm.encode("the king and queen")[:13]  # context 12 + 1: one window
