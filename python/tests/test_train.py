@@ -5,7 +5,6 @@ step, a run resumes where it stopped, and bad options are refused."""
 from __future__ import annotations
 
 import filecmp
-from pathlib import Path
 
 import pytest
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from ctypes import POINTER, byref, c_char_p, c_int, c_int64, c_void_p
+from ctypes import byref, c_char_p, c_int, c_int64, c_void_p
 from typing import Dict, Mapping, Optional, Union
 
 import numpy as np
@@ -45,7 +45,12 @@ class Model:
         dev = resolve(device)
         handle = c_void_p()
         with dev.use() as ctx:
-            long_call(lambda: lib.clformer_model_load(ctx, _path(path), byref(handle)))
+            try:
+                long_call(lambda: lib.clformer_model_load(ctx, _path(path), byref(handle)))
+            except KeyboardInterrupt:  # the load finished first: nobody will use it
+                if handle.value:
+                    lib.clformer_model_free(handle)
+                raise
         return handle.value, dev
 
     # --- lifetime -----------------------------------------------------------

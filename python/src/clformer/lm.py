@@ -6,14 +6,13 @@ import ctypes
 import queue
 import threading
 from ctypes import POINTER, byref, c_int32, c_size_t, c_void_p
-from typing import Iterator, List, NamedTuple, Optional, Sequence, Union, overload
+from typing import Iterator, List, NamedTuple, Optional, Sequence, overload
 
 import numpy as np
 
 from . import _lib
-from ._device import Device, long_call
-from ._lib import (ROW_TOKEN_CALLBACK, Batch, LmScore, SampleOptions, check, encode, lib,
-                   take_string)
+from ._device import long_call
+from ._lib import ROW_TOKEN_CALLBACK, Batch, LmScore, SampleOptions, check, lib, take_string
 from ._model import Model, PathLike, _path, precision_code
 
 

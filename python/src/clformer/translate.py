@@ -1,9 +1,8 @@
 """Translation models (encoder-decoder) and sacreBLEU's corpus BLEU."""
 from __future__ import annotations
 
-import threading
-from ctypes import byref, c_char_p, c_size_t, c_void_p, create_string_buffer
-from typing import List, NamedTuple, Sequence, Tuple, Union, overload
+from ctypes import byref, c_char_p, c_void_p, create_string_buffer
+from typing import List, NamedTuple, Sequence, Tuple, overload
 
 from ._device import long_call
 from ._lib import Bleu, BleuOptions, DecodeOptions, check, check_size, lib, take_string
