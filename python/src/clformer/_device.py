@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import threading
 from contextlib import contextmanager
 from ctypes import byref, c_size_t, c_void_p
@@ -164,17 +165,50 @@ def resolve(device: Union[Device, str, None]) -> Device:
         return _opened[key]
 
 
+@contextmanager
+def deferred_interrupts(on_interrupt: Optional[Callable[[], None]] = None) -> Iterator[bool]:
+    """Inside the block, Ctrl-C calls on_interrupt (once) instead of raising
+    wherever the main thread happens to be; KeyboardInterrupt is raised when
+    the block ends. Gives whether it is in force: only in the main thread with
+    Python's default handler (a program's own handler is left alone)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield False
+        return
+    came: List[int] = []
+
+    def note(signum: int, frame: object) -> None:
+        if not came and on_interrupt is not None:
+            on_interrupt()
+        came.append(signum)
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield True
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if came:
+        raise KeyboardInterrupt
+
+
+def wait_for(done: threading.Event) -> None:
+    """Waits in short sleeps, so that signal handlers run meanwhile."""
+    while not done.wait(0.05):
+        pass
+
+
 def long_call(call: Callable[[], int], stop: Optional[Callable[[], None]] = None) -> None:
     """Runs a long library call in a worker thread while this thread waits.
 
-    Ctrl-C then raises KeyboardInterrupt here at once: `stop` (if given) asks
-    the library to stop, the call is waited for (the context must not be left
-    in use), and KeyboardInterrupt is raised. A failed status raises its
-    exception with the message of the worker thread, where the call ran.
-    Outside the main thread, where no KeyboardInterrupt can arrive, the call
-    runs on this thread.
+    Ctrl-C then reaches Python at once: `stop` (if given) asks the library to
+    stop, the call is waited for (the context must not be left in use), and
+    KeyboardInterrupt is raised. A failed status raises its exception with
+    the message of the worker thread, where the call ran. Where Ctrl-C cannot
+    be deferred (outside the main thread, or under a program's own SIGINT
+    handler), the call runs on this thread.
     """
     outcome: Dict[str, object] = {}
+    done = threading.Event()
 
     def work() -> None:
         try:
@@ -183,22 +217,15 @@ def long_call(call: Callable[[], int], stop: Optional[Callable[[], None]] = None
             outcome["message"] = last_error() if status else ""
         except BaseException as e:  # a Python error in the call's arguments: raised below
             outcome["exception"] = e
+        finally:
+            done.set()
 
-    if threading.current_thread() is not threading.main_thread():
-        work()
-    else:
-        worker = threading.Thread(target=work, name="clformer-call", daemon=True)
-        worker.start()
-        interrupted: Optional[KeyboardInterrupt] = None
-        while worker.is_alive():
-            try:
-                worker.join(0.05)
-            except KeyboardInterrupt as e:  # again and again: the call must end first
-                if interrupted is None and stop is not None:
-                    stop()
-                interrupted = interrupted or e
-        if interrupted is not None:
-            raise interrupted
+    with deferred_interrupts(stop) as deferred:
+        if deferred:
+            threading.Thread(target=work, name="clformer-call", daemon=True).start()
+            wait_for(done)
+        else:
+            work()
     if "exception" in outcome:
         raise outcome["exception"]  # type: ignore[misc]
     status = int(outcome["status"])  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ from typing import Iterator, List, NamedTuple, Optional, Sequence, overload
 import numpy as np
 
 from . import _lib
-from ._device import long_call
+from ._device import deferred_interrupts, long_call, wait_for
 from ._lib import ROW_TOKEN_CALLBACK, Batch, LmScore, SampleOptions, check, lib, take_string
 from ._model import Model, PathLike, _path, precision_code
 
@@ -170,25 +170,30 @@ class LanguageModel(Model):
         lengths = (c_size_t * 1)(prompt_ids.size)
         pointers = (POINTER(c_int32) * 1)(_i32p(prompt_ids))
 
+        done = threading.Event()
+
         def work(session: int) -> None:
-            status = lib.clformer_session_generate_batch(
-                session, pointers, lengths, 1, 1, byref(options), callback, None, None, None)
-            if status != 0:
-                tokens.put(("error", _lib.error(status), None))
-                return
-            text, n = c_void_p(), c_size_t()
             try:
+                status = lib.clformer_session_generate_batch(
+                    session, pointers, lengths, 1, 1, byref(options), callback, None, None, None)
+                if status != 0:
+                    tokens.put(("error", _lib.error(status), None))
+                    return
+                text, n = c_void_p(), c_size_t()
                 rest = piece(lib.clformer_lm_text_stream_flush(text_stream, byref(text),
                                                                byref(n)), text, n)
                 tokens.put(("end", None, rest))
             except BaseException as e:
                 tokens.put(("error", e, None))
+            finally:
+                done.set()
 
         with self.device.use() as ctx:
             worker = threading.Thread(target=work, args=(self._session_handle(ctx),),
                                       name="clformer-generate", daemon=True)
-            worker.start()
             try:
+                with deferred_interrupts(stop.set):  # the thread starts whole, or not at all
+                    worker.start()
                 while True:
                     try:
                         kind, value, text = tokens.get(timeout=0.05)
@@ -203,12 +208,12 @@ class LanguageModel(Model):
                     yield Token(value, text.decode("utf-8", "replace"))
             finally:  # the end, an error, break/close() or Ctrl-C: the worker ends first
                 stop.set()
-                while worker.is_alive():
-                    try:
-                        worker.join(0.05)
-                    except KeyboardInterrupt:
-                        pass
-                lib.clformer_lm_text_stream_free(text_stream)
+                try:
+                    if worker.ident is not None:
+                        with deferred_interrupts():
+                            wait_for(done)
+                finally:
+                    lib.clformer_lm_text_stream_free(text_stream)
 
     # --- scores and logits ------------------------------------------------------
 

@@ -339,19 +339,24 @@ class Trainer:
         return self
 
     def __next__(self) -> Step:
+        try:
+            return self._next()
+        except KeyboardInterrupt:  # wherever it came: the checkpoint first, then raise
+            if not self._finished and self._handle is not None:
+                with self.device.use():
+                    self._stop_and_save()
+            raise
+
+    def _next(self) -> Step:
         if self.done:
             if not self._finished:
                 self.finish()
             raise StopIteration
         step, validation, validated = TrainProgress(), TrainProgress(), c_bool()
         with self.device.use():
-            try:
-                long_call(lambda: lib.clformer_trainer_step(self.handle, byref(step),
-                                                            byref(validation), byref(validated)),
-                          lambda: lib.clformer_trainer_request_stop(self.handle))
-            except KeyboardInterrupt:
-                self._stop_and_save()
-                raise
+            long_call(lambda: lib.clformer_trainer_step(self.handle, byref(step),
+                                                        byref(validation), byref(validated)),
+                      lambda: lib.clformer_trainer_request_stop(self.handle))
         result = _step(step, _validation(validation) if validated.value else None)
         if lib.clformer_trainer_done(self.handle) and not self._finished:
             final = self.finish()
