@@ -129,11 +129,6 @@ class Batch(ctypes.Structure):
                 ("src", c_int32_p), ("tgt", c_int32_p)]
 
 
-class Memory(ctypes.Structure):
-    _fields_ = [("parameters", c_size_t), ("gradients", c_size_t), ("optimizer", c_size_t),
-                ("activations", c_size_t), ("decoding", c_size_t), ("total", c_size_t)]
-
-
 ROW_TOKEN_CALLBACK = ctypes.CFUNCTYPE(c_bool, c_size_t, c_int32, c_void_p)
 
 # name: (restype, argtypes); "status" functions return a clformer_status
@@ -150,7 +145,6 @@ _SIGNATURES = {
     "clformer_context_create": (_S, [c_char_p, POINTER(_P)]),
     "clformer_context_free": (None, [_P]),
     "clformer_context_device": (POINTER(DeviceInfo), [_P]),
-    "clformer_config_default": (None, [POINTER(Config)]),
     "clformer_config_presets": (POINTER(c_char_p), []),
     "clformer_config_lm_presets": (POINTER(c_char_p), []),
     "clformer_config_to_json": (c_void_p, [POINTER(Config)]),
@@ -209,7 +203,6 @@ _SIGNATURES = {
                                      POINTER(c_bool)]),
     "clformer_trainer_request_stop": (None, [_P]),
     "clformer_trainer_model": (_P, [_P]),
-    "clformer_trainer_release_model": (_P, [_P]),
 }
 
 
