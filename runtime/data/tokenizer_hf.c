@@ -400,6 +400,7 @@ typedef struct {
 
 static clformer_status push(id_list *l, const int32_t *ids, size_t n)
 {
+    if (n == 0) return CLFORMER_OK; /* ids may be NULL then: memcpy must not see it */
     if (l->n + n > l->cap) {
         size_t cap = (l->n + n) * 2 + 16;
         int32_t *grown = realloc(l->ids, cap * sizeof *grown);
