@@ -93,6 +93,31 @@ static double parameter_count(const dims *m, bool share_all)
            + m->D * (2 * attn + ffn + 3 * norm) + norm;
 }
 
+/* A language model (the gpt presets, GPT-2's layout): L decoder-only
+ * layers without cross-attention, a generator without bias tied to the
+ * token table, learned positions for `context` tokens, a final LayerNorm. */
+static double lm_train_flop(const dims *m, double B, double T)
+{
+    const double d = m->d, H = m->H, ff = m->ff;
+    tally t = {0, 0};
+    for (int l = 0; l < m->D; l++) {
+        linear(&t, B * T, d, 3 * d);
+        attention(&t, B, H, d / H, T, T);
+        linear(&t, B * T, d, d);
+        linear(&t, B * T, d, ff);
+        linear(&t, B * T, ff, d);
+    }
+    linear(&t, B * T, d, m->V);
+    return t.forward + t.backward;
+}
+
+static double lm_parameter_count(const dims *m, double context)
+{
+    const double d = m->d, ff = m->ff;
+    const double attn = 4 * d * d + 4 * d, ffn = 2 * d * ff + ff + d, norm = 2 * d;
+    return m->V * d + context * d + m->D * (attn + ffn + 2 * norm) + norm;
+}
+
 /* --- the JSON report ------------------------------------------------------ */
 
 static double number(json_t *o, const char *key)
@@ -137,6 +162,18 @@ static double check_families(json_t *o, const char *key)
     }
     positive(fam, "gemm");
     return sum;
+}
+
+/* launches_per_step is the sum of kernel_launches over the families. */
+static void check_launches(json_t *r)
+{
+    json_t *fam = object(r, "kernel_launches");
+    const char *name;
+    json_t *v;
+    double sum = 0;
+    json_object_foreach(fam, name, v) sum += json_number_value(v);
+    const double total = positive(r, "launches_per_step");
+    if (fabs(total - sum) > 1e-6 * sum) fail_msg("launches_per_step %g, the families sum to %g", total, sum);
 }
 
 /* The roofline: per family bytes > 0, GB/s = bytes / ms, the copy fraction
@@ -247,6 +284,8 @@ static void bench_json(void **state)
     const double step_wall = positive(r, "profiled_step_ms");
     assert_true(number(r, "profiled_steps") == 1);
     positive(object(r, "kernel_launches"), "gemm");
+    check_launches(r);
+    positive(r, "translate_launches_per_batch");
     check_roofline(r, flop, kernels, step_wall);
     check_families(r, "translate_kernel_ms");
     positive(r, "translate_kernel_total_ms");
@@ -260,6 +299,52 @@ static void bench_json(void **state)
     positive(mem, "activations");
     positive(mem, "decoding");
     assert_true(positive(mem, "total") >= 16 * params);
+    json_decref(r);
+}
+
+/* A language-model preset: gpt-mini's shape (its nanoGPT dropout of 0, 65
+ * characters), windows of --len tokens, greedy generation in place of
+ * translation, the same report otherwise. On a simulator, --quick's micro
+ * model in gpt-mini's layout. */
+static void bench_lm_json(void **state)
+{
+    (void)state;
+    const bool quick = harness_is_slow();
+    expect(run_bench("--config", "gpt-mini", "--batch", "2", "--len", "8", "--steps", "1",
+                     "--warmup", "0", "--json", quick ? "--quick" : NULL, NULL),
+           0, NULL);
+    json_error_t jerr;
+    json_t *r = json_loads(out, 0, &jerr);
+    if (!json_is_object(r)) fail_msg("stdout is not one JSON object (%s)\nstdout: %s", jerr.text, out);
+    assert_string_equal(string(r, "config"), "gpt-mini");
+    assert_string_equal(string(r, "task"), "lm");
+    assert_true(number(r, "batch") == 2 && number(r, "len") == 8);
+    assert_true(number(r, "dropout") == 0);
+    json_t *model = object(r, "model");
+    const dims m = {number(model, "d_model"), number(model, "n_heads"), number(model, "d_ff"),
+                    number(model, "n_enc_layers"), number(model, "n_dec_layers"),
+                    number(r, "vocab")};
+    const dims mini = {128, 4, 512, 0, 4, 65}, micro = {16, 2, 32, 0, 1, 32};
+    assert_memory_equal(&m, quick ? &micro : &mini, sizeof m);
+    assert_true(number(model, "max_len") == 64);
+    if (positive(r, "params") != lm_parameter_count(&m, 64))
+        fail_msg("params %.0f, expected %.0f", number(r, "params"), lm_parameter_count(&m, 64));
+    assert_true(number(r, "train_tokens_per_step") == 16); /* B windows of T inputs */
+    const double flop = positive(r, "flop_per_step");
+    if (flop != lm_train_flop(&m, 2, 8))
+        fail_msg("flop_per_step %.0f, the GEMM tally gives %.0f", flop, lm_train_flop(&m, 2, 8));
+    const double loss = positive(r, "loss_first");
+    if (fabs(loss - log(m.V)) > 2) fail_msg("first loss %g, ln(vocab) is %g", loss, log(m.V));
+    /* generation: 2 rows, a 1-token prompt and 7 new tokens each */
+    assert_true(number(r, "generate_tokens") == 14);
+    assert_true(number(r, "generate_steps") == 7);
+    positive(r, "generate_tokens_per_s");
+    positive(r, "generate_flop");
+    positive(r, "generate_launches_per_batch");
+    assert_null(json_object_get(r, "translate_tokens_per_s"));
+    check_families(r, "kernel_ms");
+    check_launches(r);
+    check_families(r, "generate_kernel_ms");
     json_decref(r);
 }
 
@@ -277,6 +362,7 @@ static void bench_table(void **state)
     mentions("GB/s");
     mentions("non-GEMM");
     mentions("total allocated by clformer");
+    mentions("launches");
 }
 
 /* The model options replace the preset's shape (docs/RESULTS.md's recipe is
@@ -336,12 +422,16 @@ static void bench_usage_errors(void **state)
     expect(run_bench("--d-model", "wide", NULL), 2, "whole number");
     expect(run_bench("--fast", NULL), 2, "unknown option");
     expect(run_bench("--help", NULL), 0, "tokens/s");
+    expect(run_bench("--task", "lm", "--config", "tiny", NULL), 2, "gpt preset");
+    expect(run_bench("--task", "translate", "--config", "gpt-mini", NULL), 2, "translation preset");
+    expect(run_bench("--config", "gpt-mini", "--enc-layers", "1", NULL), 2, "decoder-only");
 }
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(bench_usage_errors),
     cmocka_unit_test(bench_json),
     cmocka_unit_test(bench_table),
+    cmocka_unit_test(bench_lm_json),
     cmocka_unit_test(bench_shape_options),
 };
 HARNESS_DEVICE_MAIN("cmd_bench", tests)

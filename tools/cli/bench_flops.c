@@ -21,7 +21,10 @@ uint64_t bench_train_flop(const clformer_config *c, uint64_t B, uint64_t S, uint
     const uint64_t d = (uint64_t)c->d_model, f = (uint64_t)c->d_ff, V = (uint64_t)c->tgt_vocab;
     const uint64_t Ns = B * S, Nt = B * T;
     const uint64_t self = lin(Nt, d, 3 * d) + att(B, T, T, d) + lin(Nt, d, d);
-    const uint64_t cross = lin(Nt, d, d) + lin(Ns, d, 2 * d) + att(B, T, S, d) + lin(Nt, d, d);
+    /* a decoder-only model (a language model) has no cross-attention */
+    const uint64_t cross = clformer_config_decoder_only(c)
+                               ? 0
+                               : lin(Nt, d, d) + lin(Ns, d, 2 * d) + att(B, T, S, d) + lin(Nt, d, d);
     const uint64_t ffn = lin(Nt, d, f) + lin(Nt, f, d);
     const uint64_t forward = encoder_forward(c, B, S) +
                              (uint64_t)c->n_dec_layers * (self + cross + ffn) + lin(Nt, d, V);
@@ -33,9 +36,10 @@ uint64_t bench_translate_flop(const clformer_config *c, uint64_t B, uint64_t S, 
     const uint64_t d = (uint64_t)c->d_model, f = (uint64_t)c->d_ff, V = (uint64_t)c->tgt_vocab;
     const uint64_t D = (uint64_t)c->n_dec_layers, R = B;
     uint64_t total = encoder_forward(c, B, S) + D * lin(B * S, d, 2 * d);
+    const uint64_t cross = clformer_config_decoder_only(c) ? 0 : 2 * lin(R, d, d) + 4 * R * S * d;
     for (uint64_t t = 0; t < L; t++) {
-        const uint64_t layer = lin(R, d, 3 * d) + 4 * R * (t + 1) * d + 3 * lin(R, d, d) +
-                               4 * R * S * d + lin(R, d, f) + lin(R, f, d);
+        const uint64_t layer = lin(R, d, 3 * d) + 4 * R * (t + 1) * d + lin(R, d, d) + cross +
+                               lin(R, d, f) + lin(R, f, d);
         total += D * layer + lin(R, d, V);
     }
     return total;

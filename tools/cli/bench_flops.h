@@ -22,7 +22,11 @@
  * the first included, passes dX on), and attention's backward is four of
  * the size of QK^T (dV, dP, dQ, dK) against the forward's two.
  *
- * Greedy translation of B sentences (R = B rows) for L decoder steps:
+ * A decoder-only model (the gpt presets) has S = 0 and no cross-attention:
+ * its terms (cross above, and 2*lin(R,d,d) + 4*R*S*d below) drop out.
+ *
+ * Greedy translation of B sentences (R = B rows) for L decoder steps, or a
+ * language model's generation for L positions:
  *   encoder forward as above (Ns = B*S)
  *   + D * lin(Ns,d,2d)                                  (cross-attention key/value caches)
  *   + sum over t = 0..L-1 of
@@ -40,7 +44,8 @@
 /* GEMM FLOP of one training step on B pairs, source length S, decoder length T. */
 uint64_t bench_train_flop(const clformer_config *c, uint64_t B, uint64_t S, uint64_t T);
 
-/* GEMM FLOP of greedily translating B sources of length S for L decoder steps. */
+/* GEMM FLOP of greedily translating B sources of length S for L decoder steps
+ * (a language model: S = 0, L positions generated). */
 uint64_t bench_translate_flop(const clformer_config *c, uint64_t B, uint64_t S, uint64_t L);
 
 #endif

@@ -60,7 +60,8 @@ typedef struct {
 
 typedef struct {
     /* what was asked */
-    const char *preset; /* clformer_config_preset's name */
+    const char *preset; /* clformer_config_preset's or clformer_config_lm_preset's name */
+    bool lm;            /* a gpt preset: decoder-only windows, generation instead of translation */
     size_t B, T, steps, warmup, vocab;
     uint64_t seed;
     bool quick;
@@ -138,7 +139,9 @@ static clformer_status train_steps(clformer_session *s, const bench *b, const ba
 {
     for (size_t i = 0; i < n; i++, (*next)++) {
         const batch_data *d = &data[*next % N_BATCHES];
-        const clformer_batch batch = {b->B, b->T, b->T + 1, d->src, d->tgt};
+        /* a language model reads windows of T + 1 tokens: T inputs, T labels */
+        const clformer_batch batch = b->lm ? (clformer_batch){b->B, 0, b->T + 1, NULL, d->tgt}
+                                           : (clformer_batch){b->B, b->T, b->T + 1, d->src, d->tgt};
         clformer_step_stats stats;
         CLI_TRY(clformer_session_train_step(s, &batch, LEARNING_RATE, &stats));
         *loss = stats.loss;
@@ -165,6 +168,37 @@ static clformer_status translate_once(clformer_session *s, const bench *b, const
     }
     clformer_translation_free(&tr);
     return CLFORMER_OK;
+}
+
+/* A language model's counterpart of a translated batch: B rows, each
+ * prompted with its window's first token, continued greedily by T - 1
+ * tokens (the window stays within the context, so no cache restarts). */
+static clformer_status generate_once(clformer_session *s, const bench *b, const int32_t *tgt,
+                                     size_t *tokens, size_t *steps)
+{
+    const int32_t **prompts = malloc(b->B * sizeof *prompts);
+    size_t *lengths = malloc(b->B * sizeof *lengths), *counts = malloc(b->B * sizeof *counts);
+    clformer_status st = CLFORMER_OK;
+    if (!prompts || !lengths || !counts)
+        st = clformer_set_error(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    clformer_sample_options o;
+    clformer_sample_options_default(&o);
+    o.temperature = 0.0f; /* greedy, as translation */
+    o.max_tokens = (int)b->T - 1;
+    for (size_t r = 0; st == CLFORMER_OK && r < b->B; r++) {
+        prompts[r] = tgt + r * (b->T + 1);
+        lengths[r] = 1;
+    }
+    if (st == CLFORMER_OK)
+        st = clformer_session_generate_batch(s, prompts, lengths, b->B, 1, &o, NULL, NULL, NULL,
+                                             counts);
+    *tokens = 0;
+    *steps = (size_t)o.max_tokens;
+    for (size_t r = 0; st == CLFORMER_OK && r < b->B; r++) *tokens += counts[r];
+    free(prompts);
+    free(lengths);
+    free(counts);
+    return st;
 }
 
 static clformer_status collect(clformer_context *ctx, kernel_times *k, size_t reps, double wall_s)
@@ -219,7 +253,8 @@ static clformer_status timed_translations(clformer_context *ctx, clformer_sessio
     clformer_status st = CLFORMER_OK;
     double t0 = cli_now_s();
     for (size_t i = 0; i < n && st == CLFORMER_OK; i++) {
-        st = translate_once(s, b, src, &count, steps);
+        st = b->lm ? generate_once(s, b, src, &count, steps)
+                   : translate_once(s, b, src, &count, steps);
         sum += count;
     }
     *seconds = cli_now_s() - t0;
@@ -279,7 +314,8 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
     kernel_times *train_k = b->quick ? &b->train_k : NULL;
     kernel_times *translate_k = b->quick ? &b->translate_k : NULL;
     const size_t profiled = b->steps < MAX_PROFILED_STEPS ? b->steps : MAX_PROFILED_STEPS;
-    const int32_t *src = data[0].src; /* translation: the first batch's sources */
+    /* translation: the first batch's sources; generation: its windows' first tokens */
+    const int32_t *src = b->lm ? data[0].tgt : data[0].src;
     size_t next = 0, steps;
     double s, loss, tokens;
 
@@ -301,7 +337,7 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
         st = timed_steps(ctx, session, b, data, profiled, &next, &loss, &s, &b->train_k);
     }
 
-    if (st == CLFORMER_OK) st = suppress_eos(m);
+    if (st == CLFORMER_OK && !b->lm) st = suppress_eos(m);
     if (st == CLFORMER_OK) {
         progress("first translation (compiles kernels)");
         st = timed_translations(ctx, session, b, src, 1, &b->translate_first_s, NULL, &steps,
@@ -326,8 +362,8 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
     clformer_session_free(session);
     clformer_model_free(m);
     if (st != CLFORMER_OK) return st;
-    b->train_flop = bench_train_flop(&b->cfg, b->B, b->T, b->T);
-    b->translate_flop = bench_translate_flop(&b->cfg, b->B, b->T, b->translate_steps);
+    b->train_flop = bench_train_flop(&b->cfg, b->B, b->lm ? 0 : b->T, b->T);
+    b->translate_flop = bench_translate_flop(&b->cfg, b->B, b->lm ? 0 : b->T, b->translate_steps);
     return CLFORMER_OK;
 }
 
@@ -358,6 +394,25 @@ static double gemm_ms(const kernel_times *k)
     for (size_t i = 0; i < k->n; i++)
         if (!strcmp(k->f[i].family, "gemm")) return k->f[i].ms;
     return 0.0;
+}
+
+/* Kernel launches per repetition, every family together (a GEMM call counts
+ * once, however many kernels its provider enqueues): what small models pay
+ * per launch whatever the kernels do. */
+static double launches_per_rep(const kernel_times *k)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < k->n; i++) n += k->f[i].count;
+    return k->reps ? (double)n / (double)k->reps : 0.0;
+}
+
+/* The JSON key of a figure of the decoding part: translate_... for the
+ * translation presets, generate_... for the language models. */
+static const char *decode_key(const bench *b, const char *figure)
+{
+    static char key[64];
+    snprintf(key, sizeof key, "%s_%s", b->lm ? "generate" : "translate", figure);
+    return key;
 }
 
 typedef enum { PER_MS, PER_LAUNCHES, PER_BYTES, PER_GBPS, PER_COPY_FRACTION } per_family;
@@ -394,6 +449,7 @@ static int print_json(const bench *b, const clformer_device_info *dev)
         return 1;
     }
     put_str(r, "config", b->preset);
+    put_str(r, "task", b->lm ? "lm" : "translate");
     put_str(r, "device", dev->name);
     put_str(r, "device_type", clformer_device_type_name(dev->type));
     put_str(r, "device_selector", dev->selector);
@@ -438,19 +494,20 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     put_int(r, "program_disk_hits", b->programs.disk_hits);
     put_int(r, "program_memory_hits", b->programs.memory_hits);
 
-    put_real(r, "translate_tokens_per_s", translate_tokens_per_s(b));
-    put_real(r, "translate_batch_ms", 1e3 * b->translate_s);
-    put_real(r, "translate_first_s", b->translate_first_s);
-    put_real(r, "translate_tokens", b->translate_tokens);
-    put_int(r, "translate_steps", b->translate_steps);
-    put_int(r, "translate_flop", b->translate_flop);
-    put_real(r, "translate_gflops", gflops(b->translate_flop, b->translate_s));
+    put_real(r, decode_key(b, "tokens_per_s"), translate_tokens_per_s(b));
+    put_real(r, decode_key(b, "batch_ms"), 1e3 * b->translate_s);
+    put_real(r, decode_key(b, "first_s"), b->translate_first_s);
+    put_real(r, decode_key(b, "tokens"), b->translate_tokens);
+    put_int(r, decode_key(b, "steps"), b->translate_steps);
+    put_int(r, decode_key(b, "flop"), b->translate_flop);
+    put_real(r, decode_key(b, "gflops"), gflops(b->translate_flop, b->translate_s));
 
     const kernel_times *tk = &b->train_k, *xk = &b->translate_k;
     const double bw = b->copy_gbps;
     put_real(r, "copy_bandwidth_gbps", bw);
     json_object_set_new(r, "kernel_ms", kernel_json(tk, PER_MS, bw));
     json_object_set_new(r, "kernel_launches", kernel_json(tk, PER_LAUNCHES, bw));
+    put_real(r, "launches_per_step", launches_per_rep(tk));
     json_object_set_new(r, "kernel_bytes", kernel_json(tk, PER_BYTES, bw));
     json_object_set_new(r, "kernel_gbps", kernel_json(tk, PER_GBPS, bw));
     json_object_set_new(r, "kernel_copy_fraction", kernel_json(tk, PER_COPY_FRACTION, bw));
@@ -461,11 +518,12 @@ static int print_json(const bench *b, const clformer_device_info *dev)
              tk->wall_ms > 0 ? (tk->total_ms - gemm_ms(tk)) / tk->wall_ms : 0.0);
     put_real(r, "profiled_step_ms", tk->wall_ms);
     put_int(r, "profiled_steps", tk->reps);
-    json_object_set_new(r, "translate_kernel_ms", kernel_json(xk, PER_MS, bw));
-    json_object_set_new(r, "translate_kernel_bytes", kernel_json(xk, PER_BYTES, bw));
-    json_object_set_new(r, "translate_kernel_gbps", kernel_json(xk, PER_GBPS, bw));
-    put_real(r, "translate_kernel_total_ms", xk->total_ms);
-    put_real(r, "translate_profiled_batch_ms", xk->wall_ms);
+    json_object_set_new(r, decode_key(b, "kernel_ms"), kernel_json(xk, PER_MS, bw));
+    json_object_set_new(r, decode_key(b, "kernel_bytes"), kernel_json(xk, PER_BYTES, bw));
+    json_object_set_new(r, decode_key(b, "kernel_gbps"), kernel_json(xk, PER_GBPS, bw));
+    put_real(r, decode_key(b, "kernel_total_ms"), xk->total_ms);
+    put_real(r, decode_key(b, "profiled_batch_ms"), xk->wall_ms);
+    put_real(r, decode_key(b, "launches_per_batch"), launches_per_rep(xk));
 
     put_int(mem, "parameters", b->memory.parameters);
     put_int(mem, "gradients", b->memory.gradients);
@@ -508,7 +566,7 @@ static void print_kernels(const char *title, const kernel_times *k, const char *
         printf("\n");
     }
     const double non_gemm = k->total_ms - gemm_ms(k);
-    printf("  %-12s %10.3f\n", "all kernels", k->total_ms);
+    printf("  %-12s %10.3f %7s %9.1f\n", "all kernels", k->total_ms, "", launches_per_rep(k));
     printf("  %-12s %10.3f  (wall clock minus kernel time: host work, transfers, gaps)\n",
            "other", k->wall_ms - k->total_ms);
     printf("  %-12s %10.3f  (%.1f%% of the %.3f ms %s)\n", "non-GEMM", non_gemm,
@@ -523,17 +581,21 @@ static void print_mib(const char *what, size_t bytes)
 static void print_table(const bench *b, const clformer_device_info *dev)
 {
     const clformer_config *c = &b->cfg;
-    printf("clformer bench: %s (d_model %d, %d heads, d_ff %d, %d+%d layers, %s, vocab %zu%s), "
+    char layers[48];
+    if (b->lm) snprintf(layers, sizeof layers, "%d decoder-only layers", c->n_dec_layers);
+    else snprintf(layers, sizeof layers, "%d+%d layers", c->n_enc_layers, c->n_dec_layers);
+    printf("clformer bench: %s (d_model %d, %d heads, d_ff %d, %s, %s, vocab %zu%s), "
            "%zu parameters\n",
-           b->preset, c->d_model, c->n_heads, c->d_ff, c->n_enc_layers, c->n_dec_layers,
+           b->preset, c->d_model, c->n_heads, c->d_ff, layers,
            c->norm_first ? "pre-norm" : "post-norm", b->vocab,
            c->share_all_embed ? " shared by all embeddings" : "", b->params);
     printf("device %s: %s (%s, %s), GEMM by %s\n", dev->selector, dev->name,
            clformer_device_type_name(dev->type), dev->platform,
            strcmp(b->gemm_provider, "host") == 0 ? "OpenBLAS (host)" : "CLBlast");
-    printf("batch %zu sentences x len %zu tokens, dropout %.2g, label smoothing %.2g, "
+    printf("batch %zu %s x len %zu tokens, dropout %.2g, label smoothing %.2g, "
            "%zu warm-up + %zu timed repetitions%s\n",
-           b->B, b->T, (double)c->dropout, (double)c->label_smoothing, b->warmup, b->steps,
+           b->B, b->lm ? "windows" : "sentences", b->T, (double)c->dropout,
+           (double)c->label_smoothing, b->warmup, b->steps,
            b->recompute ? ", layers recomputed in backward" : "");
     if (b->precision == CLFORMER_FP32)
         printf("precision fp32\n");
@@ -555,8 +617,14 @@ static void print_table(const bench *b, const clformer_device_info *dev)
            (double)b->train_flop * 1e-9);
     printf("  %-28s %10.2f GFLOP/s\n", "achieved", gflops(b->train_flop, b->train_step_s));
     printf("  %-28s %10.4f -> %.4f\n", "loss (first -> last)", b->loss_first, b->loss_last);
+    printf("  %-28s %10.1f per step (kernels and GEMM calls, profiled steps)\n", "launches",
+           launches_per_rep(&b->train_k));
 
-    printf("\ntranslation (greedy, %zu tokens per sentence: <eos> ruled out)\n", b->T);
+    if (b->lm)
+        printf("\ngeneration (greedy, %zu rows, each a 1-token prompt and %zu new tokens)\n",
+               b->B, b->T - 1);
+    else
+        printf("\ntranslation (greedy, %zu tokens per sentence: <eos> ruled out)\n", b->T);
     printf("  %-28s %10.3f s\n", "first batch (compiles)", b->translate_first_s);
     printf("  %-28s %10.3f ms  (%.1f tokens generated, %zu decoder steps)\n", "batch",
            1e3 * b->translate_s, b->translate_tokens, b->translate_steps);
@@ -565,8 +633,8 @@ static void print_table(const bench *b, const clformer_device_info *dev)
     printf("  %-28s %10.2f GFLOP/s\n", "achieved", gflops(b->translate_flop, b->translate_s));
 
     print_kernels("kernels per training step", &b->train_k, "step", b->train_flop, b->copy_gbps);
-    print_kernels("kernels per translated batch", &b->translate_k, "batch", b->translate_flop,
-                  b->copy_gbps);
+    print_kernels(b->lm ? "kernels per generated batch" : "kernels per translated batch",
+                  &b->translate_k, "batch", b->translate_flop, b->copy_gbps);
 
     printf("\ndevice memory\n");
     print_mib("parameters", b->memory.parameters);
@@ -610,24 +678,92 @@ static void apply_shape(const shape_options *sh, clformer_config *c)
     if (sh->share_all) c->share_tgt_embed = c->share_all_embed = true;
 }
 
+/* The language-model presets' bench defaults where the command line is
+ * silent: nanoGPT's batch for gpt-mini and gpt-char (their runs' 12 and 64
+ * windows) and the issue's GPT-2 figure's 8; Tiny Shakespeare's 65
+ * characters, GPT-2's 50,257 tokens. The window is the preset's context. */
+static const struct {
+    const char *name;
+    long batch, vocab;
+} lm_bench_defaults[] = {{"gpt-mini", 12, 65}, {"gpt-char", 64, 65}, {"gpt2", 8, 50257}};
+
+static bool is_lm_preset(const char *name)
+{
+    for (const char *const *p = clformer_config_lm_presets(); *p; p++)
+        if (!strcmp(*p, name)) return true;
+    return false;
+}
+
+/* What was given on the command line, for the language models' defaults. */
+typedef struct {
+    bool config, batch, len, vocab, task;
+} given_options;
+
+/* A gpt preset's model and bench shape (0 on success, else the exit code):
+ * decoder-only, the preset's dropout unless --dropout says otherwise, the
+ * context raised to a longer --len. */
+static int configure_lm(bench *b, const given_options *g, long *batch, long *len, long *vocab,
+                        const shape_options *sh)
+{
+    if (sh->g.enc_layers || sh->share_all) {
+        cli_error("bench", "%s is decoder-only: remove --enc-layers and --share-all-embeddings",
+                  b->preset);
+        return EXIT_USAGE;
+    }
+    clformer_config_default(&b->cfg);
+    if (clformer_config_lm_preset(b->preset, &b->cfg) != CLFORMER_OK) {
+        cli_runtime_error("bench", "--config");
+        return EXIT_USAGE;
+    }
+    for (size_t i = 0; i < sizeof lm_bench_defaults / sizeof lm_bench_defaults[0]; i++)
+        if (!strcmp(lm_bench_defaults[i].name, b->preset)) {
+            if (!g->batch) *batch = lm_bench_defaults[i].batch;
+            if (!g->vocab) *vocab = lm_bench_defaults[i].vocab;
+        }
+    if (!g->len) *len = b->cfg.max_len;
+    if (*len > b->cfg.max_len) b->cfg.max_len = (int)*len;
+    b->lm = true;
+    return 0;
+}
+
+/* --task and --config agree: a gpt preset is a language model (0, else the exit code). */
+static int check_task(const char *task, const char **config, const given_options *g)
+{
+    const bool lm_task = !strcmp(task, "lm");
+    if (!g->config && lm_task) *config = "gpt-mini";
+    if (g->task && lm_task != is_lm_preset(*config)) {
+        cli_error("bench", "--task %s does not take --config %s; use %s", task, *config,
+                  lm_task ? "a gpt preset (gpt-mini, gpt-char, gpt2)"
+                          : "a translation preset (tiny, small, base) or --task lm");
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
-    const char *config = "tiny";
-    char preset_choices[128];
-    cli_choices(preset_choices, sizeof preset_choices, clformer_config_presets());
+    const char *config = "tiny", *task = "translate";
+    const char *presets[16] = {0};
+    size_t np = 0;
+    for (const char *const *p = clformer_config_presets(); *p && np < 7; p++) presets[np++] = *p;
+    for (const char *const *p = clformer_config_lm_presets(); *p && np < 15; p++) presets[np++] = *p;
+    char preset_choices[160];
+    cli_choices(preset_choices, sizeof preset_choices, presets);
+    given_options g = {0};
     long batch = 32, len = 32, steps = 5, warmup = 2, vocab = 8000, seed = 0;
     bool json = false, quick = false, recompute = false;
     const char *precision = "fp32";
     shape_options sh = {0};
     const cli_option options[] = {
-        {"--config", CLI_CHOICE, &config, NULL, "model preset (tiny; clformer presets lists them)", 0, 0, preset_choices},
-        {"--batch", CLI_INT, &batch, "B", "sentences per batch (32)", 1, 65536},
-        {"--len", CLI_INT, &len, "T", "tokens per sentence, <sos> and <eos> included (32)", 3,
-         LONGEST_LEN},
+        {"--config", CLI_CHOICE, &config, NULL, "model preset (tiny; --task lm: gpt-mini; clformer presets lists the translation ones)", 0, 0, preset_choices, &g.config},
+        {"--task", CLI_CHOICE, &task, NULL, "translate: an encoder-decoder (default); lm: a decoder-only language model (the gpt presets)", 0, 0, "translate|lm", &g.task},
+        {"--batch", CLI_INT, &batch, "B", "sentences or windows per batch (32; lm: the preset's, below)", 1, 65536, NULL, &g.batch},
+        {"--len", CLI_INT, &len, "T", "tokens per sentence, <sos> and <eos> included (32); lm: tokens per window (the context)", 3,
+         LONGEST_LEN, NULL, &g.len},
         {"--steps", CLI_INT, &steps, "N", "timed repetitions (5)", 1, 1000000},
         {"--warmup", CLI_INT, &warmup, "N", "untimed repetitions after the first (2)", 0, 1000000},
-        {"--vocab", CLI_INT, &vocab, "V", "source and target vocabulary size (8000)", 5,
-         1 << 20},
+        {"--vocab", CLI_INT, &vocab, "V", "source and target vocabulary size (8000; lm: the preset's, below)", 5,
+         1 << 20, NULL, &g.vocab},
         {"--seed", CLI_INT, &seed, "N", "seed of the weights, dropout and data (0)", 0, 1e15},
         {"--d-model", CLI_INT, &sh.d_model, "D", "model width (the preset's)", 8, 65536, NULL, &sh.g.d_model},
         {"--heads", CLI_INT, &sh.heads, "H", "attention heads (the preset's)", 1, 1024, NULL, &sh.g.heads},
@@ -649,11 +785,12 @@ int cmd_bench(int argc, char **argv)
     };
     const cli_spec spec = {
         "bench",
-        "Measure training and translation speed of a preset model on the device: tokens/s,\n"
+        "Measure training and translation (or, for a language model, generation) speed of\n"
+        "a preset model on the device: tokens/s, launches per step,\n"
         "achieved GFLOP/s, per kernel family its time (OpenCL profiling), bytes moved and\n"
         "GB/s against the device's copy bandwidth (a roofline table), device memory and\n"
         "the first step's compile time. Data are random tokens (fixed seed).",
-        "clformer bench [--config tiny|small|base] [--batch B] [--len T] [--json] [options]",
+        "clformer bench [--config tiny|small|base|gpt-mini|gpt-char|gpt2] [--batch B] [--len T] [--json] [options]",
         "Presets: 'clformer presets' lists their sizes; the rest is max_len 256, pre-norm,\n"
         "ReLU, dropout 0.1, Adam with clipping 1.0 (max_len is --len + 1 for a longer --len).\n"
         "--d-model, --heads, --d-ff, --enc-layers, --dec-layers, --post-norm, --dropout,\n"
@@ -662,6 +799,12 @@ int cmd_bench(int argc, char **argv)
         "clformer train (e.g. the fairseq-like recipe of docs/RESULTS.md; --quick\n"
         "overrides them). CLFORMER_ATTENTION picks the attention path (fused, unfused\n"
         "or auto: docs/ENVIRONMENT.md).\n"
+        "Language models (--config gpt-mini|gpt-char|gpt2, or --task lm for gpt-mini): the\n"
+        "preset's shape and dropout (clformer train --task lm's), windows of --len tokens\n"
+        "(default the context: 64, 256, 1024), --batch 12, 64 and 8 and --vocab 65, 65 and\n"
+        "50257 by default; a training step takes B windows of T + 1 tokens and counts B*T,\n"
+        "as nanoGPT counts; generation prompts each of B rows with one token and continues\n"
+        "it greedily by T - 1 (JSON keys generate_... instead of translate_...).\n"
         "Counting: a training step takes B pairs of T tokens and counts B*T target tokens;\n"
         "translation decodes B sources greedily for T tokens each (<eos> is ruled out so\n"
         "the length is fixed) and counts the tokens generated. FLOP are the matrix\n"
@@ -676,6 +819,7 @@ int cmd_bench(int argc, char **argv)
         "train_step_ms, train_gflops, flop_per_step, first_step_s, programs_built,\n"
         "translate_tokens_per_s, translate_batch_ms, copy_bandwidth_gbps, per family\n"
         "per step kernel_ms, kernel_launches, kernel_bytes, kernel_gbps,\n"
+        "launches_per_step (all families, a GEMM call counted once),\n"
         "kernel_copy_fraction, then gemm_kernel_gflops, non_gemm_kernel_ms,\n"
         "non_gemm_step_fraction, memory {...: bytes}, and more.\n"
         "--quick replaces the preset by d_model 16, 2 heads, d_ff 32, 1+1 layers, vocab 32,\n"
@@ -686,21 +830,27 @@ int cmd_bench(int argc, char **argv)
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);
     if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
+    int bad = check_task(task, &config, &g);
+    if (bad) return bad;
 
     bench b = {0};
     b.preset = config;
+    if (is_lm_preset(config) && (bad = configure_lm(&b, &g, &batch, &len, &vocab, &sh)))
+        return bad;
     b.B = (size_t)batch;
     b.T = (size_t)len;
     b.steps = (size_t)steps;
     b.warmup = (size_t)warmup;
     b.vocab = (size_t)vocab;
     b.seed = (uint64_t)seed;
-    clformer_config_default(&b.cfg);
-    if (clformer_config_preset(config, &b.cfg) != CLFORMER_OK) {
-        cli_runtime_error("bench", "--config");
-        return EXIT_USAGE;
+    if (!b.lm) {
+        clformer_config_default(&b.cfg);
+        if (clformer_config_preset(config, &b.cfg) != CLFORMER_OK) {
+            cli_runtime_error("bench", "--config");
+            return EXIT_USAGE;
+        }
+        b.cfg.max_len = len < MAX_LEN ? MAX_LEN : (int)len + 1; /* long --len: attention timings */
     }
-    b.cfg.max_len = len < MAX_LEN ? MAX_LEN : (int)len + 1; /* long --len: attention timings */
     apply_shape(&sh, &b.cfg);
     b.quick = quick;
     b.recompute = recompute;
@@ -710,10 +860,12 @@ int cmd_bench(int argc, char **argv)
         b.cfg.d_model = 16;
         b.cfg.n_heads = 2;
         b.cfg.d_ff = 32;
-        b.cfg.n_enc_layers = b.cfg.n_dec_layers = 1;
+        b.cfg.n_enc_layers = b.lm ? 0 : 1;
+        b.cfg.n_dec_layers = 1;
         b.vocab = QUICK_VOCAB;
     }
-    b.cfg.src_vocab = b.cfg.tgt_vocab = (int)b.vocab;
+    b.cfg.src_vocab = b.lm ? 0 : (int)b.vocab;
+    b.cfg.tgt_vocab = (int)b.vocab;
     verbose = isatty(STDERR_FILENO);
 
     batch_data data[N_BATCHES] = {{0}};
