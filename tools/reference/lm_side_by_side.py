@@ -9,18 +9,40 @@ schedule on the same split (first 90% of the characters train, last 10%
 validate), then prints one table: validation loss, tokens/s and their ratio.
 
   /usr/bin/python3 tools/reference/lm_side_by_side.py --nanogpt PATH [--iters 2000]
-      [--text data/tinyshakespeare/input.txt] [--clformer build/clformer]
+      [--rounds N] [--text data/tinyshakespeare/input.txt] [--clformer build/clformer]
 
 (tools/get-data.sh tinyshakespeare data/tinyshakespeare writes the text.)
 
 PATH is a checkout of karpathy/nanoGPT (not vendored here); its train.py runs
-with Debian's torch 1.13 and --compile=False. The data files nanoGPT reads
-(train.bin, val.bin, meta.pkl) are written into a temporary directory from
---text, so nothing is downloaded. Run both in one sitting on an idle machine:
-tokens/s of a loaded machine say little.
+with the Python running this script (Debian's python3-torch 1.13) and
+--compile=False. The data files nanoGPT reads (train.bin, val.bin, meta.pkl)
+are written into a temporary directory from --text, so nothing is downloaded.
+
+nanoGPT runs as its users run it: this script's environment unchanged, so
+torch's own thread defaults and OpenBLAS's (no OMP_NUM_THREADS set on top of
+OpenBLAS's threads, which oversubscribes the cores: 4x slower on 2 cores).
+The table says which threads and which BLAS torch used. Debian's torch does
+its matrix products through whatever libblas.so.3 points to: without
+libopenblas0-pthread that is the reference BLAS, ~10x slower, so the script
+refuses to run without it.
+
+clformer's GEMMs on a CPU device go through the same OpenBLAS (its host
+provider), so the two share its kernels. OpenBLAS picks them by CPU model:
+0.3.21 (Debian 12) does not know recent Intel models and falls back to its
+Prescott (SSE3) kernels, about 4x slower than its AVX-512 ones on such a
+CPU; the table says which it runs, and OPENBLAS_CORETYPE=SkylakeX in the
+environment selects the AVX-512 kernels for both sides (say so with the
+figures: that is the best setting, not the default).
+
+Both sides report the median time per training iteration over the run past
+its first tenth (validation iterations fall out of the median). --rounds N
+alternates the two N times in one sitting and reports the median ratio: run
+it on an idle machine; the load average before each run is printed.
 """
 
 import argparse
+import ctypes
+import datetime
 import json
 import os
 import pickle
@@ -31,7 +53,62 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    sys.exit("lm_side_by_side: numpy is missing; run this script with the Python that has torch and "
+             "numpy (Debian: /usr/bin/python3 with python3-torch and python3-numpy, "
+             "tools/install-deps.sh --with-torch)")
+
+BATCH, BLOCK = 12, 64
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "GOTO_NUM_THREADS", "OPENBLAS_CORETYPE")
+
+# Run inside the interpreter and environment nanoGPT gets: what torch uses.
+PROBE = r"""
+import ctypes, json, os, re, torch
+torch.randn(64, 64) @ torch.randn(64, 64)  # loads the BLAS
+blas = sorted({l.split()[-1] for l in open('/proc/self/maps')
+               if re.search(r'lib(open)?blas', l.split()[-1] if l.split() else '')})
+info = {'torch': torch.__version__, 'threads': torch.get_num_threads(),
+        'interop_threads': torch.get_num_interop_threads(), 'blas_files': blas,
+        'blas_info': (re.findall(r'BLAS_INFO=([^,]+)', torch.__config__.show()) or ['?'])[0]}
+for path in blas:
+    lib = ctypes.CDLL(path)
+    if hasattr(lib, 'openblas_get_num_threads'):
+        info['openblas_threads'] = lib.openblas_get_num_threads()
+        lib.openblas_get_config.restype = ctypes.c_char_p
+        info['openblas_config'] = lib.openblas_get_config().decode()
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        info['openblas_core'] = lib.openblas_get_corename().decode()
+print(json.dumps(info))
+"""
+
+
+def require_openblas():
+    """Debian's torch runs on libblas.so.3: it must be OpenBLAS's pthread build."""
+    fix = "install it: sudo apt-get install libopenblas0-pthread (or tools/install-deps.sh --with-torch)"
+    try:
+        out = subprocess.run(["dpkg-query", "-W", "-f=${Status}", "libopenblas0-pthread"],
+                             capture_output=True, text=True)
+    except FileNotFoundError:
+        return  # not Debian: the probe still prints which BLAS torch loaded
+    if "install ok installed" not in out.stdout:
+        sys.exit("lm_side_by_side: libopenblas0-pthread is not installed; Debian's torch would "
+                 f"multiply with the reference BLAS (~10x slower); {fix}")
+
+
+def probe_torch(env):
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        sys.exit(f"lm_side_by_side: torch does not load in {sys.executable} ({out.stderr.strip()[-500:]}); "
+                 "run this script with the Python that has torch (Debian: /usr/bin/python3 with python3-torch)")
+    info = json.loads(out.stdout)
+    if not any("openblas" in f for f in info["blas_files"]):
+        sys.exit(f"lm_side_by_side: torch loaded {info['blas_files'] or 'no BLAS library'}, not OpenBLAS; "
+                 "point libblas.so.3 at OpenBLAS (sudo update-alternatives --config "
+                 "libblas.so.3-x86_64-linux-gnu) or install libopenblas0-pthread")
+    return info
 
 
 def nanogpt_data(text, root):
@@ -47,31 +124,33 @@ def nanogpt_data(text, root):
         pickle.dump({"vocab_size": len(chars), "itos": dict(enumerate(chars)), "stoi": stoi}, f)
 
 
+def median_step(times):
+    """The median of per-iteration seconds past the first tenth (warm-up, compiling)."""
+    steady = times[len(times) // 10:] or times
+    return statistics.median(steady)
+
+
 def run_nanogpt(path, text, iters, eval_interval):
     root = tempfile.mkdtemp(prefix="nanogpt_")
     try:
         nanogpt_data(text, root)
         shutil.copy(os.path.join(path, "configurator.py"), root)
         shutil.copytree(os.path.join(path, "config"), os.path.join(root, "config"))
+        # nanoGPT's README CPU command, word for word but for the iteration count
         cmd = [sys.executable, os.path.join(path, "train.py"), "config/train_shakespeare_char.py",
                "--device=cpu", "--compile=False", "--eval_iters=20", "--log_interval=1",
-               "--block_size=64", "--batch_size=12", "--n_layer=4", "--n_head=4",
+               f"--block_size={BLOCK}", f"--batch_size={BATCH}", "--n_layer=4", "--n_head=4",
                "--n_embd=128", f"--max_iters={iters}", f"--lr_decay_iters={iters}",
                "--dropout=0.0", f"--eval_interval={eval_interval}", "--always_save_checkpoint=False"]
-        # Debian's torch starts with one OpenMP thread here: give it every core,
-        # as clformer's device has
-        env = dict(os.environ, OMP_NUM_THREADS=str(os.cpu_count()))
-        out = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env)
+        out = subprocess.run(cmd, cwd=root, capture_output=True, text=True)  # environment as is
         if out.returncode != 0:
             sys.exit(f"nanoGPT failed ({out.returncode}):\n{out.stderr[-3000:]}")
         log = out.stdout
     finally:
         shutil.rmtree(root, ignore_errors=True)
     vals = re.findall(r"step (\d+): train loss ([\d.]+), val loss ([\d.]+)", log)
-    times = [float(t) for t in re.findall(r"iter \d+: loss [\d.]+, time ([\d.]+)ms", log)]
-    steady = times[len(times) // 10:] or times  # past the first iterations' warm-up
-    tok_s = 12 * 64 / (statistics.median(steady) / 1000.0)
-    return float(vals[-1][2]), tok_s
+    times = [float(t) / 1000.0 for t in re.findall(r"iter \d+: loss [\d.]+, time ([\d.]+)ms", log)]
+    return float(vals[-1][2]), BATCH * BLOCK / median_step(times)
 
 
 def run_clformer(binary, text_path, iters, eval_interval):
@@ -83,18 +162,35 @@ def run_clformer(binary, text_path, iters, eval_interval):
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"clformer failed ({out.returncode}):\n{out.stderr[-3000:]}")
-    steps, val = [], None
+    elapsed, val = [], None
     with open(log) as f:
         for line in f:
             e = json.loads(line)
             if "val_loss" in e:
                 val = e["val_loss"]
             elif "tokens_per_s" in e:
-                steps.append(e)
+                elapsed.append(e["elapsed_s"])
     shutil.rmtree(work, ignore_errors=True)
-    total_tokens = sum(e["tokens"] for e in steps)
-    seconds = steps[-1]["elapsed_s"] - steps[0]["elapsed_s"]  # past the first step's compiling
-    return val, (total_tokens - steps[0]["tokens"]) / seconds
+    times = [b - a for a, b in zip(elapsed, elapsed[1:])]  # as nanoGPT's dt: step end to step end
+    return val, BATCH * BLOCK / median_step(times)
+
+
+def cpu_has(flag):
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and flag in line.split() for line in f)
+    except OSError:
+        return False
+
+
+def describe(info):
+    env = ", ".join(f"{v}={os.environ[v]}" for v in THREAD_VARIABLES if v in os.environ) or "none"
+    blas = ", ".join(info["blas_files"])
+    return (f"torch {info['torch']}: {info['threads']} intra-op thread(s), {info['interop_threads']} "
+            f"inter-op (torch's defaults); BLAS {blas} (BLAS_INFO={info['blas_info']}), "
+            f"OpenBLAS {info.get('openblas_threads', '?')} thread(s), kernels for {info.get('openblas_core', '?')} "
+            f"({info.get('openblas_config', '?')}); "
+            f"thread variables set: {env}")
 
 
 def main():
@@ -103,17 +199,39 @@ def main():
     p.add_argument("--text", default="data/tinyshakespeare/input.txt")
     p.add_argument("--clformer", default="build/clformer")
     p.add_argument("--iters", type=int, default=2000)
+    p.add_argument("--rounds", type=int, default=1, help="alternate the two this many times (1)")
     a = p.parse_args()
+    if a.iters < 10 or a.rounds < 1:
+        sys.exit("lm_side_by_side: --iters must be at least 10 and --rounds at least 1")
+    if not os.path.isfile(os.path.join(a.nanogpt, "train.py")):
+        sys.exit(f"lm_side_by_side: {a.nanogpt} has no train.py; give a checkout of karpathy/nanoGPT")
+    require_openblas()
+    info = probe_torch(dict(os.environ))
     with open(a.text, encoding="utf-8") as f:
         text = f.read()
     interval = max(1, min(250, a.iters))
-    c_val, c_tok = run_clformer(a.clformer, a.text, a.iters, interval)
-    n_val, n_tok = run_nanogpt(a.nanogpt, text, a.iters, interval)
-    print(f"| run ({a.iters} iterations, batch 12 x 64) | val loss | tokens/s |")
-    print("| --- | --- | --- |")
-    print(f"| nanoGPT (PyTorch {__import__('torch').__version__}, CPU, {os.cpu_count()} threads) | {n_val:.4f} | {n_tok:,.0f} |")
-    print(f"| clformer ({os.environ.get('CLFORMER_DEVICE', 'default device')}) | {c_val:.4f} | {c_tok:,.0f} |")
-    print(f"| ratio clformer / nanoGPT | | {c_tok / n_tok:.2f}x |")
+    device = os.environ.get("CLFORMER_DEVICE", "default device")
+    print(f"{datetime.datetime.now().isoformat(timespec='minutes')}, {os.cpu_count()} CPUs")
+    print(f"nanoGPT: {describe(info)}")
+    if info.get("openblas_core") == "Prescott" and cpu_has("avx2"):
+        print("note: OpenBLAS runs its Prescott (SSE3) kernels on this AVX2/AVX-512 CPU, for clformer's "
+              "GEMMs and torch's alike; OPENBLAS_CORETYPE=SkylakeX (or Haswell) selects faster ones for both")
+    print(f"clformer: {a.clformer}, device {device} (GEMMs on a CPU device: the same OpenBLAS)\n")
+    print(f"| round ({a.iters} iterations, batch {BATCH} x {BLOCK}) | load before | val loss | tokens/s |")
+    print("| --- | ---: | ---: | ---: |")
+    ratios = []
+    for r in range(1, a.rounds + 1):
+        load_c = os.getloadavg()[0]
+        c_val, c_tok = run_clformer(a.clformer, a.text, a.iters, interval)
+        print(f"| {r}: clformer ({device}) | {load_c:.2f} | {c_val:.4f} | {c_tok:,.0f} |", flush=True)
+        load_n = os.getloadavg()[0]
+        n_val, n_tok = run_nanogpt(a.nanogpt, text, a.iters, interval)
+        print(f"| {r}: nanoGPT (torch {info['torch']}, {info['threads']} torch thread(s), "
+              f"OpenBLAS {info.get('openblas_threads', '?')}) | {load_n:.2f} | {n_val:.4f} | {n_tok:,.0f} |",
+              flush=True)
+        ratios.append(c_tok / n_tok)
+    each = ", ".join(f"{x:.2f}x" for x in ratios)
+    print(f"| clformer / nanoGPT, median of {a.rounds} | | | **{statistics.median(ratios):.2f}x** ({each}) |")
     return 0
 
 
