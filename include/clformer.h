@@ -440,6 +440,16 @@ typedef enum {
 } clformer_activation;
 typedef enum { CLFORMER_POS_SINUSOIDAL = 0, CLFORMER_POS_LEARNED = 1 } clformer_positional;
 
+/* Model families (docs/MODEL.md), each its own blocks, parameter names and
+ * file formats: the Transformer of the paper (an encoder and a decoder with
+ * cross-attention) and a GPT-2-style decoder (the same blocks without
+ * encoder). Names "encoder-decoder", "gpt". A config of ENCODER_DECODER
+ * with n_enc_layers 0 is a GPT (older callers made language models so). */
+typedef enum {
+    CLFORMER_FAMILY_ENCODER_DECODER = 0,
+    CLFORMER_FAMILY_GPT = 1
+} clformer_family;
+
 /* The one spelling of each choice, used by the command line, the logs and
  * the checkpoint JSON: "relu"/"gelu"/"gelu_tanh", "sinusoidal"/"learned", "pre"/"post"
  * (norm_first true/false). A _name function gives NULL for a value outside
@@ -453,6 +463,8 @@ CLFORMER_API clformer_status clformer_positional_parse(const char *word,
                                                        clformer_positional *positional);
 CLFORMER_API const char *clformer_norm_name(bool norm_first);
 CLFORMER_API clformer_status clformer_norm_parse(const char *word, bool *norm_first);
+CLFORMER_API const char *clformer_family_name(clformer_family family);
+CLFORMER_API clformer_status clformer_family_parse(const char *word, clformer_family *family);
 
 /* Floating-point formats: fp32, and the two 16-bit ones, bfloat16 and IEEE
  * binary16 (fp16), for tensors in files (export) and, later, on the device.
@@ -499,9 +511,20 @@ typedef struct {
      * generator are one matrix (fairseq's --share-all-embeddings); needs
      * share_tgt_embed and src_vocab == tgt_vocab (false) */
     bool share_all_embed;
+    /* the model family (ENCODER_DECODER; see clformer_family) */
+    clformer_family family;
 } clformer_config;
 
-/* A decoder-only language model (n_enc_layers 0). */
+/* The family a config is: its `family`, except that ENCODER_DECODER with
+ * n_enc_layers 0 is GPT. */
+static inline clformer_family clformer_config_family(const clformer_config *c)
+{
+    return c->family == CLFORMER_FAMILY_ENCODER_DECODER && c->n_enc_layers == 0
+               ? CLFORMER_FAMILY_GPT
+               : c->family;
+}
+
+/* A decoder-only language model: no encoder, no source (GPT). */
 static inline bool clformer_config_decoder_only(const clformer_config *c)
 {
     return c->n_enc_layers == 0;

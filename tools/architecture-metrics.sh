@@ -17,7 +17,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 detail=${1:-}
-pred='decoder_only|n_enc_layers|(->|\.)cross\b|\bcross\)|(->|\.)lm\b|[(!]lm\b|\blm (\?|&&|\|\|)|text_path|cf_lm_has|\bis_lm\b|(->|\.)task\b|family [!=]=|task [!=]=|"--text"|"--task"|\bis_family\b'
+pred='decoder_only|n_enc_layers|(->|\.)cross\b|\bcross\)|(->|\.)lm\b|[(!]lm\b|\blm (\?|&&|\|\|)|text_path|cf_lm_has|\bis_lm\b|(->|\.)task\b|family [!=]=|task [!=]=|"--text"|"--task"|\bis_family\b|(->|\.)source\b|blocks\.encoder|src_vocab (>|==) 0'
 branch='if ?\(|\?|while ?\(|switch ?\(|case |&&|\|\|'
 files=$(find runtime tools/cli include -name '*.c' -o -name '*.cc' -o -name '*.h' | sort)
 echo "== branches on family or task (file: lines) =="

@@ -74,6 +74,22 @@ clformer_status clformer_norm_parse(const char *word, bool *norm_first)
 }
 
 
+/* indexed by clformer_family */
+static const char *const family_names[] = {"encoder-decoder", "gpt"};
+
+const char *clformer_family_name(clformer_family f)
+{
+    return (int)f >= 0 && (int)f < CF_COUNT(family_names) ? family_names[f] : NULL;
+}
+
+clformer_status clformer_family_parse(const char *word, clformer_family *out)
+{
+    int i;
+    CF_TRY(cf_parse_word("model family", family_names, CF_COUNT(family_names), word, &i));
+    *out = (clformer_family)i;
+    return CLFORMER_OK;
+}
+
 /* indexed by clformer_precision */
 static const char *const precision_names[] = {"fp32", "bf16", "fp16"};
 

@@ -144,9 +144,9 @@ static clformer_status step_rows(cf_session *s, gen_rows *g)
     return cf_download(s->ctx, d->logits.buf, d->logits.off, g->logits, g->R * g->V);
 }
 
-static clformer_status check_options(const clformer_config *c, const clformer_sample_options *o)
+static clformer_status check_options(const cf_model *m, const clformer_sample_options *o)
 {
-    if (!clformer_config_decoder_only(c))
+    if (m->family->source)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "generate needs a decoder-only language model (n_enc_layers 0); this "
                        "model has an encoder: translate with it instead");
@@ -181,7 +181,7 @@ static clformer_status session_generate_batch_passes(clformer_session *s,
                                                      int32_t *out, size_t *counts)
 {
     const clformer_config *c = &s->model->cfg;
-    CF_TRY(check_options(c, o));
+    CF_TRY(check_options(s->model, o));
     if (n_prompts == 0 || samples == 0 || !prompts || !lengths)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "no rows to generate: give at least one prompt and one sample of each");
@@ -260,7 +260,7 @@ clformer_status clformer_session_generate(clformer_session *s, const int32_t *pr
                                           int32_t *out, size_t *count)
 {
     if (count) *count = 0;
-    CF_TRY(check_options(&s->model->cfg, o));
+    CF_TRY(check_options(s->model, o));
     if (!prompt || n == 0)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "the prompt is empty: give at least one token to continue");

@@ -172,7 +172,7 @@ static clformer_status load_bpe(cf_model *m, const cf_st_reader *r)
 
 clformer_status clformer_model_save(clformer_model *m, const char *path, bool training)
 {
-    const bool lm = clformer_config_decoder_only(&m->cfg); /* no source side */
+    const bool lm = m->cfg.src_vocab == 0; /* no source side */
     if ((!lm && !m->vocab[0]) || !m->vocab[1])
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cannot save '%s': the model has no vocabularies (set them first)", path);
@@ -484,7 +484,7 @@ static clformer_status check_header(const cf_st_reader *r, header *h)
     h->training = state != NULL;
     st = cf_param_layout_make(&h->config, &h->layout);
     h->has_layout = st == CLFORMER_OK;
-    if (st == CLFORMER_OK && !clformer_config_decoder_only(&h->config))
+    if (st == CLFORMER_OK && h->config.src_vocab > 0)
         st = parse_vocab(r, "clformer.src_vocab", h->config.src_vocab, &h->src);
     if (st == CLFORMER_OK) st = parse_vocab(r, "clformer.tgt_vocab", h->config.tgt_vocab, &h->tgt);
     if (st == CLFORMER_OK && h->config.share_all_embed &&

@@ -72,7 +72,7 @@ static void transpose(float *dst, const float *src, size_t rows, size_t cols)
 
 static clformer_status gpt2_shaped(const clformer_config *c)
 {
-    if (!clformer_config_decoder_only(c) || !c->norm_first ||
+    if (clformer_config_family(c) != CLFORMER_FAMILY_GPT || !c->norm_first ||
         c->positional != CLFORMER_POS_LEARNED || !c->share_tgt_embed || c->scale_embed ||
         c->generator_bias)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,

@@ -295,7 +295,6 @@ clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t device_ma
 static void set_shape(cf_acts *a, const cf_session *s, size_t B, size_t S, size_t T,
                       bool training, bool fused)
 {
-    const clformer_config *cfg = &s->model->cfg;
     a->B = B;
     a->S = S;
     a->T = T;
@@ -306,7 +305,7 @@ static void set_shape(cf_acts *a, const cf_session *s, size_t B, size_t S, size_
     a->recompute = s->recompute;
     a->half_saved = training && !s->recompute && s->precision != CLFORMER_FP32 &&
                     !s->saved_in_fp32;
-    a->cross = !clformer_config_decoder_only(cfg);
+    a->cross = s->model->blocks.encoder;
 }
 
 /* Elements one arena buffer may hold: the device's largest allocation (at

@@ -189,7 +189,7 @@ clformer_status cf_backward(cf_session *s)
     CF_TRY(cf_embedding_backward(ctx, G(s, lay->tgt_embed), dpos, A->d_res, &A->tgt_index, A->B,
                                  A->T, d, scale, cf_session_dropout(s, CF_SITE_TGT_EMBED, &ds)));
     CF_TRY(cf_grads_ready(m, point++));
-    if (clformer_config_decoder_only(c)) { /* no encoder: its points pass with nothing new */
+    if (!A->cross) { /* no encoder: its points pass with nothing new */
         CF_TRY(cf_grads_ready(m, point++));
         return cf_grads_ready(m, point);
     }

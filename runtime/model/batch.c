@@ -30,8 +30,8 @@ static clformer_status check_ids(const int32_t *ids, size_t rows, size_t cols, i
 
 static clformer_status check_batch(const cf_model *m, const clformer_batch *b)
 {
-    /* a decoder-only model reads tgt alone: windows of text, src_len 0 */
-    const bool lm = clformer_config_decoder_only(&m->cfg);
+    /* a family without a source reads tgt alone: windows of text, src_len 0 */
+    const bool lm = !m->family->source;
     if (lm && b && b->src_len != 0)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "a decoder-only model has no source: the batch's src_len must be 0, "
@@ -65,7 +65,7 @@ static clformer_status upload_ints(cf_session *s, const clformer_batch *b, size_
     int32_t *h = calloc(a->ints, sizeof *h);
     if (!h) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     if (S) memcpy(h + a->src.off, b->src, B * S * sizeof *h);
-    const int ignore = cf_ignore_label(&s->model->cfg);
+    const int ignore = s->model->family->ignore_label;
     size_t count = 0;
     for (size_t r = 0; r < B; r++)
         for (size_t t = 0; t < T; t++) {

@@ -4,6 +4,7 @@
  * under clformer.config.
  */
 #include "config.h"
+#include "family.h"
 #include "status.h"
 
 #include <jansson.h>
@@ -33,6 +34,7 @@ void clformer_config_default(clformer_config *c)
     c->attention_dropout = -1.0f;
     c->activation_dropout = -1.0f;
     c->share_all_embed = false;
+    c->family = CLFORMER_FAMILY_ENCODER_DECODER;
 }
 
 float cf_config_dropout_of(const clformer_config *c, cf_dropout_kind kind)
@@ -70,22 +72,17 @@ clformer_status clformer_config_validate(const clformer_config *c)
                        "choose n_heads among the divisors of d_model (e.g. %d)",
                        c->d_model, c->n_heads, c->d_model % 8 == 0 ? 8 : 1);
     CF_TRY(positive("d_ff", c->d_ff, MAX_DIM));
-    if (c->n_enc_layers < 0 || c->n_enc_layers > 1024)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "n_enc_layers must be between 0 (decoder-only) and 1024, got %d",
-                       c->n_enc_layers);
+    const cf_family *family = cf_family_of(c);
+    if (!family)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "family %d is none of %s and %s",
+                       (int)c->family, clformer_family_name(CLFORMER_FAMILY_ENCODER_DECODER),
+                       clformer_family_name(CLFORMER_FAMILY_GPT));
     CF_TRY(positive("n_dec_layers", c->n_dec_layers, 1024));
     CF_TRY(positive("max_len", c->max_len, 65536));
     if (c->max_len < 2)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "max_len must be at least 2 (<sos> and <eos>), got %d", c->max_len);
-    if (clformer_config_decoder_only(c) && c->src_vocab != 0)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "a decoder-only model (n_enc_layers 0) has no source vocabulary: "
-                       "src_vocab must be 0, got %d", c->src_vocab);
-    const int src_min = clformer_config_decoder_only(c) ? 0 : 5;
-    if (c->src_vocab < src_min || c->tgt_vocab < 5 || c->src_vocab > (1 << 24) ||
-        c->tgt_vocab > (1 << 24))
+    if (c->tgt_vocab < 5 || c->tgt_vocab > (1 << 24))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "vocabulary sizes must be between 5 (4 special tokens and one word) and "
                        "%d, got src_vocab %d, tgt_vocab %d", 1 << 24, c->src_vocab, c->tgt_vocab);
@@ -111,18 +108,7 @@ clformer_status clformer_config_validate(const clformer_config *c)
     if (!(c->label_smoothing >= 0.0f && c->label_smoothing < 1.0f))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "label_smoothing must be in [0, 1), got %g", c->label_smoothing);
-    if (c->share_all_embed && clformer_config_decoder_only(c))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "share_all_embed needs an encoder (a decoder-only model has one "
-                       "embedding): use share_tgt_embed");
-    if (c->share_all_embed && !c->share_tgt_embed)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "share_all_embed ties the generator too: set share_tgt_embed as well");
-    if (c->share_all_embed && c->src_vocab != c->tgt_vocab)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "share_all_embed needs one joint vocabulary: src_vocab %d and tgt_vocab "
-                       "%d differ", c->src_vocab, c->tgt_vocab);
-    return CLFORMER_OK;
+    return family->validate(c);
 }
 
 char *clformer_config_to_json(const clformer_config *c)
@@ -146,6 +132,11 @@ char *clformer_config_to_json(const clformer_config *c)
     if (c->activation_dropout >= 0.0f)
         json_object_set_new(o, "activation_dropout", json_real((double)c->activation_dropout));
     if (c->share_all_embed) json_object_set_new(o, "share_all_embed", json_true());
+    /* the family only where n_enc_layers does not tell it (older files:
+     * encoder layers, an encoder-decoder; none, a GPT) */
+    const clformer_family family = clformer_config_family(c);
+    if (family != (c->n_enc_layers > 0 ? CLFORMER_FAMILY_ENCODER_DECODER : CLFORMER_FAMILY_GPT))
+        json_object_set_new(o, "family", json_string(clformer_family_name(family)));
     /* floats keep their float32 value exactly when printed with 9 digits */
     char *s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(9));
     json_decref(o);
@@ -207,7 +198,7 @@ static const char *const KEYS[] = {"d_model", "n_heads", "d_ff", "n_enc_layers",
                                    "activation", "positional", "dropout", "ln_eps",
                                    "label_smoothing", "share_tgt_embed", "attention_dropout",
                                    "activation_dropout", "scale_embed", "generator_bias",
-                                   "share_all_embed"};
+                                   "share_all_embed", "family"};
 
 clformer_status clformer_config_from_json(const char *text, clformer_config *c)
 {
@@ -251,6 +242,11 @@ clformer_status clformer_config_from_json(const char *text, clformer_config *c)
     if (st == CLFORMER_OK) st = get_optional_bool(o, "scale_embed", &c->scale_embed);
     if (st == CLFORMER_OK) st = get_optional_bool(o, "generator_bias", &c->generator_bias);
     if (st == CLFORMER_OK) st = get_optional_bool(o, "share_all_embed", &c->share_all_embed);
+    /* absent: told by n_enc_layers (clformer_config_family) */
+    const char *family = NULL;
+    if (st == CLFORMER_OK && json_object_get(o, "family")) st = get_word(o, "family", &family);
+    if (st == CLFORMER_OK && family)
+        st = format_error(clformer_family_parse(family, &c->family), "family");
     /* optional (absent: dropout's) */
     if (st == CLFORMER_OK && json_object_get(o, "attention_dropout"))
         st = get_float(o, "attention_dropout", &c->attention_dropout);

@@ -202,7 +202,7 @@ clformer_status cf_decoder_block(cf_session *s, int l, const cf_layer_acts *L, c
     const size_t H = (size_t)c->n_heads, dh = (size_t)c->d_model / H, N = b->B * b->T;
     const int site_layer = c->n_enc_layers + l;
     /* decoder-only: no memory to attend to, and no padding among the keys */
-    const bool cross = !clformer_config_decoder_only(c);
+    const bool cross = s->model->blocks.encoder;
     const attn_spec self = {{b->B, H, dh, b->T, b->pos + b->T, b->cap, b->pos, true, b->cap},
                             cross ? b->tgt_tokens : b->key_mask, false, b->cached, NONE,
                             b->row_pos};
@@ -257,7 +257,7 @@ clformer_status cf_forward(cf_session *s, bool with_loss, float grad_scale)
                                                               : NONE;
     cf_dropout ds;
 
-    if (!clformer_config_decoder_only(c)) CF_TRY(cf_forward_encoder(s));
+    if (a->cross) CF_TRY(cf_forward_encoder(s));
     CF_TRY(cf_embedding_forward(s->ctx, a->tgt_emb, a->tgt_in, cf_param(s, m->layout.tgt_embed),
                                 pos, a->B, a->T, d, cf_embed_scale(c),
                                 cf_session_dropout(s, CF_SITE_TGT_EMBED, &ds)));
@@ -273,6 +273,6 @@ clformer_status cf_forward(cf_session *s, bool with_loss, float grad_scale)
     /* evaluation reports the plain cross-entropy: smoothing is a training device */
     CF_TRY(cf_cross_entropy(s->ctx, a->losses, a->training ? a->logits : NONE, a->logits,
                             a->labels, Nt, V, a->training ? c->label_smoothing : 0.0f,
-                            cf_ignore_label(c), grad_scale));
+                            m->family->ignore_label, grad_scale));
     return cf_reduce_sum(s->ctx, s->metrics, 0, a->losses.buf, a->losses.off, Nt, false, false);
 }

@@ -235,13 +235,6 @@ static inline float cf_embed_scale(const clformer_config *c)
     return c->scale_embed ? sqrtf((float)c->d_model) : 1.0f;
 }
 
-/* The label the loss ignores: <pad>, or none (-1) in a decoder-only model,
- * whose windows are never padded and whose id 0 may be a real token. */
-static inline int cf_ignore_label(const clformer_config *c)
-{
-    return clformer_config_decoder_only(c) ? -1 : CLFORMER_PAD;
-}
-
 /* Backward through everything, accumulating into the model's grads (zero
  * them first). */
 clformer_status cf_backward(cf_session *s);

@@ -74,6 +74,8 @@ clformer_status cf_model_new(cf_ctx *ctx, const clformer_config *config, uint64_
     if (!m) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     m->ctx = ctx;
     m->cfg = *config;
+    m->family = cf_family_of(config);
+    m->blocks = m->family->blocks(config);
     m->seed = seed;
     clformer_optim_config oc;
     clformer_optim_config_default(&oc);
@@ -199,7 +201,7 @@ clformer_status clformer_model_set_vocabs(clformer_model *m, const char *const *
     /* the same rules as every vocabulary: specials first, distinct tokens; a
      * decoder-only model has no source side (src is ignored, may be NULL) */
     cf_vocab *s = NULL, *t = NULL;
-    if (!clformer_config_decoder_only(&m->cfg))
+    if (m->cfg.src_vocab > 0)
         CF_TRY(cf_vocab_from_tokens(src, (size_t)m->cfg.src_vocab, "source vocabulary", &s));
     clformer_status st =
         cf_vocab_from_tokens(tgt, (size_t)m->cfg.tgt_vocab, "target vocabulary", &t);

@@ -10,6 +10,7 @@
 #ifndef CF_MODEL_H
 #define CF_MODEL_H
 
+#include "family.h"
 #include "ops.h"
 #include "params.h"
 #include "tokenizer_bpe.h"
@@ -27,6 +28,8 @@ typedef struct {
 struct clformer_model {
     cf_ctx *ctx;
     clformer_config cfg;
+    const cf_family *family;              /* cfg's (family.h) */
+    cf_blocks blocks;                     /* what the graph runs: the family's for cfg */
     cf_param_layout layout;
     cl_mem params, grads, adam_m, adam_v; /* layout.total elements each */
     /* the text side, as the data layer's objects (vocab.h, tokenizer_spm.h) */

@@ -1,4 +1,4 @@
-/* The flat parameter layout and its initialisation. */
+/* The flat parameter layout: building one, finding a tensor, initialising it. */
 #include "params.h"
 #include "status.h"
 
@@ -8,16 +8,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    cf_param_layout *layout;
-    size_t capacity;
-    size_t next;
-} builder;
+clformer_status cf_param_builder_start(cf_param_builder *b, cf_param_layout *l,
+                                       size_t max_entries, int n_enc, int n_dec)
+{
+    memset(l, 0, sizeof *l);
+    l->entries = calloc(max_entries, sizeof *l->entries);
+    /* at least one entry each: a decoder-only model has no encoder layers */
+    l->enc = calloc((size_t)n_enc + 1, sizeof *l->enc);
+    l->dec = calloc((size_t)n_dec + 1, sizeof *l->dec);
+    if (!l->entries || !l->enc || !l->dec) {
+        cf_param_layout_free(l);
+        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    *b = (cf_param_builder){l, max_entries, 0};
+    return CLFORMER_OK;
+}
 
-static size_t add(builder *b, int rank, size_t rows, size_t cols, int init, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-
-static size_t add(builder *b, int rank, size_t rows, size_t cols, int init, const char *fmt, ...)
+size_t cf_param_add(cf_param_builder *b, int rank, size_t rows, size_t cols, int init,
+                    const char *fmt, ...)
 {
     cf_param_layout *l = b->layout;
     cf_param_entry *e = &l->entries[l->n_entries++];
@@ -34,95 +42,10 @@ static size_t add(builder *b, int rank, size_t rows, size_t cols, int init, cons
     return e->offset;
 }
 
-static const char *attn_name(int which) { return which ? "multihead_attn" : "self_attn"; }
-
-/* The matrices of one encoder (one attention) or decoder (two) layer. */
-static void layer_matrices(builder *b, cf_layer_params *p, const char *stack, int i, int n_attn,
-                           size_t d, size_t ff)
+void cf_param_builder_finish(cf_param_builder *b, size_t decay_end)
 {
-    for (int a = 0; a < n_attn; a++) {
-        cf_attn_params *ap = a ? &p->cross_attn : &p->self_attn;
-        ap->in_proj_w = add(b, 2, 3 * d, d, CF_INIT_XAVIER, "%s.%d.%s.in_proj_weight", stack, i,
-                            attn_name(a));
-        ap->out_w = add(b, 2, d, d, CF_INIT_XAVIER, "%s.%d.%s.out_proj.weight", stack, i,
-                        attn_name(a));
-    }
-    p->lin1_w = add(b, 2, ff, d, CF_INIT_XAVIER, "%s.%d.linear1.weight", stack, i);
-    p->lin2_w = add(b, 2, d, ff, CF_INIT_XAVIER, "%s.%d.linear2.weight", stack, i);
-}
-
-/* Its biases and LayerNorm parameters (one norm per sublayer). */
-static void layer_vectors(builder *b, cf_layer_params *p, const char *stack, int i, int n_attn,
-                          size_t d, size_t ff)
-{
-    for (int a = 0; a < n_attn; a++) {
-        cf_attn_params *ap = a ? &p->cross_attn : &p->self_attn;
-        ap->in_proj_b = add(b, 1, 0, 3 * d, CF_INIT_ZEROS, "%s.%d.%s.in_proj_bias", stack, i,
-                            attn_name(a));
-        ap->out_b = add(b, 1, 0, d, CF_INIT_ZEROS, "%s.%d.%s.out_proj.bias", stack, i,
-                        attn_name(a));
-    }
-    p->lin1_b = add(b, 1, 0, ff, CF_INIT_ZEROS, "%s.%d.linear1.bias", stack, i);
-    p->lin2_b = add(b, 1, 0, d, CF_INIT_ZEROS, "%s.%d.linear2.bias", stack, i);
-    for (int n = 0; n <= n_attn; n++) {
-        p->norm_w[n] = add(b, 1, 0, d, CF_INIT_ONES, "%s.%d.norm%d.weight", stack, i, n + 1);
-        p->norm_b[n] = add(b, 1, 0, d, CF_INIT_ZEROS, "%s.%d.norm%d.bias", stack, i, n + 1);
-    }
-}
-
-clformer_status cf_param_layout_make(const clformer_config *c, cf_param_layout *l)
-{
-    memset(l, 0, sizeof *l);
-    const size_t d = (size_t)c->d_model, ff = (size_t)c->d_ff;
-    const int ne = c->n_enc_layers, nd = c->n_dec_layers;
-    size_t max_entries = 8 + (size_t)ne * 16 + (size_t)nd * 24;
-    l->entries = calloc(max_entries, sizeof *l->entries);
-    l->enc = calloc((size_t)ne, sizeof *l->enc);
-    l->dec = calloc((size_t)nd, sizeof *l->dec);
-    if (!l->entries || !l->enc || !l->dec) {
-        cf_param_layout_free(l);
-        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    }
-    builder b = {l, max_entries, 0};
-    /* decoder-only: no encoder, so decoder layers have no cross-attention */
-    const int dec_attn = clformer_config_decoder_only(c) ? 1 : 2;
-    l->src_embed = l->enc_norm_w = l->enc_norm_b = l->generator_b = CF_NO_PARAM;
-    const char *E = "transformer.encoder.layers", *D = "transformer.decoder.layers";
-
-    /* rank-2 tensors: the weight-decay prefix */
-    if (ne > 0 && !c->share_all_embed)
-        l->src_embed = add(&b, 2, (size_t)c->src_vocab, d, CF_INIT_XAVIER, "src_embed.weight");
-    l->tgt_embed = add(&b, 2, (size_t)c->tgt_vocab, d, CF_INIT_XAVIER, "tgt_embed.weight");
-    /* one joint vocabulary: the source embedding is the same tensor (its
-     * gradient sums the source, target and generator uses) */
-    if (c->share_all_embed) l->src_embed = l->tgt_embed;
-    if (c->positional == CLFORMER_POS_LEARNED)
-        l->pos_embed = add(&b, 2, (size_t)c->max_len, d, CF_INIT_XAVIER, "pos_embed.weight");
-    for (int i = 0; i < ne; i++) layer_matrices(&b, &l->enc[i], E, i, 1, d, ff);
-    for (int i = 0; i < nd && dec_attn == 1; i++) {
-        const cf_attn_params none = {CF_NO_PARAM, CF_NO_PARAM, CF_NO_PARAM, CF_NO_PARAM};
-        l->dec[i].cross_attn = none;
-        l->dec[i].norm_w[2] = l->dec[i].norm_b[2] = CF_NO_PARAM;
-    }
-    for (int i = 0; i < nd; i++) layer_matrices(&b, &l->dec[i], D, i, dec_attn, d, ff);
-    l->generator_w = c->share_tgt_embed
-                         ? l->tgt_embed
-                         : add(&b, 2, (size_t)c->tgt_vocab, d, CF_INIT_XAVIER, "generator.weight");
-    l->decay_end = b.next;
-
-    /* rank-1 tensors: biases and LayerNorm parameters */
-    for (int i = 0; i < ne; i++) layer_vectors(&b, &l->enc[i], E, i, 1, d, ff);
-    for (int i = 0; i < nd; i++) layer_vectors(&b, &l->dec[i], D, i, dec_attn, d, ff);
-    if (ne > 0) {
-        l->enc_norm_w = add(&b, 1, 0, d, CF_INIT_ONES, "transformer.encoder.norm.weight");
-        l->enc_norm_b = add(&b, 1, 0, d, CF_INIT_ZEROS, "transformer.encoder.norm.bias");
-    }
-    l->dec_norm_w = add(&b, 1, 0, d, CF_INIT_ONES, "transformer.decoder.norm.weight");
-    l->dec_norm_b = add(&b, 1, 0, d, CF_INIT_ZEROS, "transformer.decoder.norm.bias");
-    if (c->generator_bias)
-        l->generator_b = add(&b, 1, 0, (size_t)c->tgt_vocab, CF_INIT_ZEROS, "generator.bias");
-    l->total = b.next;
-    return CLFORMER_OK;
+    b->layout->decay_end = decay_end;
+    b->layout->total = b->next;
 }
 
 void cf_param_layout_free(cf_param_layout *l)
@@ -131,14 +54,6 @@ void cf_param_layout_free(cf_param_layout *l)
     free(l->enc);
     free(l->dec);
     memset(l, 0, sizeof *l);
-}
-
-int cf_param_aliases(const clformer_config *c, const char *names[2])
-{
-    int n = 0;
-    if (c->share_tgt_embed) names[n++] = "generator.weight";
-    if (c->share_all_embed) names[n++] = "src_embed.weight";
-    return n;
 }
 
 const cf_param_entry *cf_param_find(const cf_param_layout *l, const char *name)
@@ -169,6 +84,16 @@ void cf_param_init(const cf_param_layout *l, uint64_t seed, float *host)
             uint64_t s = seed ^ (0xD1B54A32D192ED03ULL * (i + 1));
             for (size_t k = 0; k < n; k++)
                 p[k] = (float)(bound * (2.0 * (double)(mix(&s) >> 11) / 9007199254740992.0 - 1.0));
+        } else if (e->init == CF_INIT_NORMAL) {
+            /* Box-Muller on the entry's own stream, two values a pair of draws */
+            uint64_t s = seed ^ (0xD1B54A32D192ED03ULL * (i + 1));
+            for (size_t k = 0; k < n; k += 2) {
+                const double u1 = ((double)(mix(&s) >> 11) + 1.0) / 9007199254740993.0;
+                const double u2 = (double)(mix(&s) >> 11) / 9007199254740992.0;
+                const double r = 0.02 * sqrt(-2.0 * log(u1)), a = 6.283185307179586 * u2;
+                p[k] = (float)(r * cos(a));
+                if (k + 1 < n) p[k + 1] = (float)(r * sin(a));
+            }
         } else {
             for (size_t k = 0; k < n; k++) p[k] = e->init == CF_INIT_ONES ? 1.0f : 0.0f;
         }

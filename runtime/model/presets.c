@@ -1,77 +1,68 @@
 /*
- * The model-size presets (clformer_config_preset): the one table of them,
- * used by train --config and bench --config, and printed by `clformer presets
- * --json` into tools/reference/presets.json for the PyTorch baseline.
+ * The model presets (clformer_config_preset, clformer_config_lm_preset):
+ * each family's table (family.h), looked up by name. Translation's presets
+ * are the encoder-decoder family's and set the shape alone; a language
+ * model's are the decoder-only families' and set every field but the
+ * vocabulary sizes, ln_eps and label smoothing. train --config and bench
+ * --config take them, and `clformer presets --json` prints them into
+ * tools/reference/presets.json for the PyTorch baseline.
  */
-#include "clformer.h"
+#include "family.h"
 #include "names.h"
 #include "status.h"
 
-/* The model sizes: tiny for tests and demos, small for a laptop, and the
- * paper's base (docs/MODEL.md). */
-static const struct {
-    const char *name;
-    int d_model, n_heads, d_ff, n_enc_layers, n_dec_layers;
-} presets[] = {
-    {"tiny", 64, 4, 256, 2, 2},
-    {"small", 256, 4, 1024, 3, 3},
-    {"base", 512, 8, 2048, 6, 6},
-};
+#include <pthread.h>
+#include <string.h>
 
-/* presets[]'s names in its order, NULL-terminated (clformer_config_presets) */
-static const char *const preset_names[] = {"tiny", "small", "base", NULL};
-_Static_assert(CF_COUNT(preset_names) == CF_COUNT(presets) + 1, "a name for every preset");
+/* The preset names of translation's families [1] and of language models'
+ * [0], in family order, NULL-terminated; gathered once (the tables are
+ * constant). */
+static const char *names[2][32];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
 
-const char *const *clformer_config_presets(void) { return preset_names; }
+static void gather_names(void)
+{
+    for (int translation = 0; translation < 2; translation++) {
+        size_t n = 0;
+        for (const cf_family *const *f = cf_families; *f; f++)
+            for (const char *const *p = (*f)->presets; (*f)->source == translation && *p; p++)
+                if (n + 1 < CF_COUNT(names[0])) names[translation][n++] = *p;
+        names[translation][n] = NULL;
+    }
+}
+
+static const char *const *names_of(bool translation)
+{
+    pthread_once(&names_once, gather_names);
+    return names[translation];
+}
+
+static clformer_status preset(bool translation, const char *name, clformer_config *c)
+{
+    int n = 0;
+    for (const char *const *p = names_of(translation); *p; p++) n++;
+    int i;
+    CF_TRY(cf_parse_word(translation ? "model preset" : "language-model preset",
+                         names_of(translation), n, name, &i));
+    for (const cf_family *const *f = cf_families; *f; f++)
+        for (int k = 0; (*f)->source == translation && (*f)->presets[k]; k++)
+            if (!strcmp((*f)->presets[k], name)) {
+                (*f)->preset(k, c);
+                return CLFORMER_OK;
+            }
+    return CLFORMER_OK; /* not reached: the name parsed */
+}
+
+const char *const *clformer_config_presets(void) { return names_of(true); }
 
 clformer_status clformer_config_preset(const char *name, clformer_config *c)
 {
-    int i;
-    CF_TRY(cf_parse_word("model preset", preset_names, CF_COUNT(presets), name, &i));
-    c->d_model = presets[i].d_model;
-    c->n_heads = presets[i].n_heads;
-    c->d_ff = presets[i].d_ff;
-    c->n_enc_layers = presets[i].n_enc_layers;
-    c->n_dec_layers = presets[i].n_dec_layers;
-    return CLFORMER_OK;
+    return preset(true, name, c);
 }
 
-/* The language-model presets (train --task lm), GPT-2's layout: decoder-only,
- * pre-norm with a final LayerNorm, learned positions, tied embeddings, tanh
- * GELU, no embedding scale, no lm_head bias. gpt-mini is nanoGPT's CPU run,
- * gpt-char its shakespeare_char config, gpt2 the 124M model. A table of their
- * own: the translation presets above are what bench and presets.json cover. */
-static const struct {
-    const char *name;
-    int d_model, n_heads, n_layers, context;
-    float dropout;
-} lm_presets[] = {
-    {"gpt-mini", 128, 4, 4, 64, 0.0f},
-    {"gpt-char", 384, 6, 6, 256, 0.2f},
-    {"gpt2", 768, 12, 12, 1024, 0.0f},
-};
-static const char *const lm_preset_names[] = {"gpt-mini", "gpt-char", "gpt2", NULL};
-_Static_assert(CF_COUNT(lm_preset_names) == CF_COUNT(lm_presets) + 1, "a name for every preset");
-
-const char *const *clformer_config_lm_presets(void) { return lm_preset_names; }
+const char *const *clformer_config_lm_presets(void) { return names_of(false); }
 
 clformer_status clformer_config_lm_preset(const char *name, clformer_config *c)
 {
-    int i;
-    CF_TRY(cf_parse_word("language-model preset", lm_preset_names, CF_COUNT(lm_presets), name, &i));
-    c->d_model = lm_presets[i].d_model;
-    c->n_heads = lm_presets[i].n_heads;
-    c->d_ff = 4 * lm_presets[i].d_model;
-    c->n_enc_layers = 0;
-    c->n_dec_layers = lm_presets[i].n_layers;
-    c->max_len = lm_presets[i].context;
-    c->dropout = lm_presets[i].dropout;
-    c->src_vocab = 0;
-    c->norm_first = true;
-    c->positional = CLFORMER_POS_LEARNED;
-    c->activation = CLFORMER_ACT_GELU_TANH;
-    c->share_tgt_embed = true;
-    c->scale_embed = false;
-    c->generator_bias = false;
-    return CLFORMER_OK;
+    return preset(false, name, c);
 }

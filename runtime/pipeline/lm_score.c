@@ -43,8 +43,9 @@ static clformer_status text_loss(clformer_session *s, const int32_t *ids, size_t
 clformer_status clformer_session_lm_score(clformer_session *session, const int32_t *ids, size_t n,
                                           size_t bytes, size_t batch, clformer_lm_score *score)
 {
-    const clformer_config *c = clformer_model_config(clformer_session_model(session));
-    if (!clformer_config_decoder_only(c))
+    const cf_model *m = clformer_session_model(session);
+    const clformer_config *c = &m->cfg;
+    if (m->family->source)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "scoring a text needs a decoder-only language model; this model has an "
                        "encoder (evaluate a translation model on sentence pairs)");
