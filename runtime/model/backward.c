@@ -101,10 +101,14 @@ static clformer_status sublayer_backward(cf_session *s, cf_sub_acts *sub, const 
     const size_t d = (size_t)s->model->cfg.d_model;
     cf_dropout ds;
     const cf_dropout *drop = cf_session_dropout(s, out_site, &ds);
+    /* Without dropout F's output gradient is the incoming one itself: F's
+     * backward reads it where it lies (it writes neither d_res nor d_a),
+     * one copy launch less per sublayer. */
+    const bool masked = cf_dropout_active(drop);
     if (s->model->cfg.norm_first) {
         /* y = x + drop(F(LN(x))) */
-        CF_TRY(cf_dropout_backward(ctx, A->d_a, A->d_res, N * d, drop));
-        CF_TRY(f_backward(s, f, A->d_a, sub->ln, A->d_b, false, N));
+        if (masked) CF_TRY(cf_dropout_backward(ctx, A->d_a, A->d_res, N * d, drop));
+        CF_TRY(f_backward(s, f, masked ? A->d_a : A->d_res, sub->ln, A->d_b, false, N));
         return cf_layernorm_backward(ctx, A->d_res, G(s, nw), G(s, nb), A->d_b, x, P(s, nw),
                                      sub->mean, sub->rstd, N, d, true);
     }
@@ -112,8 +116,8 @@ static clformer_status sublayer_backward(cf_session *s, cf_sub_acts *sub, const 
     CF_TRY(cf_layernorm_backward(ctx, A->d_a, G(s, nw), G(s, nb), A->d_res, sub->ln, P(s, nw),
                                  sub->mean, sub->rstd, N, d, false));
     CF_TRY(cf_copy(ctx, A->d_a.buf, A->d_a.off, A->d_res.buf, A->d_res.off, N * d));
-    CF_TRY(cf_dropout_backward(ctx, A->d_b, A->d_a, N * d, drop));
-    return f_backward(s, f, A->d_b, x, A->d_res, true, N);
+    if (masked) CF_TRY(cf_dropout_backward(ctx, A->d_b, A->d_a, N * d, drop));
+    return f_backward(s, f, masked ? A->d_b : A->d_a, x, A->d_res, true, N);
 }
 
 static clformer_status encoder_layer_backward(cf_session *s, int l)
