@@ -35,9 +35,18 @@ const cf_dropout *cf_session_dropout(const cf_session *s, uint32_t site, cf_drop
     return storage;
 }
 
-/* Pre-norm: LN(x) is the sublayer's input. Post-norm: x itself. */
+/* The input LayerNorm of a block's next sublayer (pre-norm), which the
+ * sublayer before it computes together with its residual sum
+ * (bias_residual_layernorm_forward): its activations and parameters. */
+typedef struct {
+    const cf_sub_acts *sub;
+    size_t nw, nb;
+} next_norm;
+
+/* Pre-norm: LN(x) is the sublayer's input, computed here unless the
+ * sublayer before it did (`normed`). Post-norm: x itself. */
 static clformer_status norm_in(cf_session *s, const cf_sub_acts *sub, cf_view x, size_t nw,
-                               size_t nb, size_t N, cf_view *fin)
+                               size_t nb, size_t N, bool normed, cf_view *fin)
 {
     const clformer_config *c = &s->model->cfg;
     if (!c->norm_first) {
@@ -45,22 +54,32 @@ static clformer_status norm_in(cf_session *s, const cf_sub_acts *sub, cf_view x,
         return CLFORMER_OK;
     }
     *fin = sub->ln;
+    if (normed) return CLFORMER_OK;
     return cf_layernorm_forward(s->ctx, sub->ln, sub->mean, sub->rstd, x, cf_param(s, nw),
                                 cf_param(s, nb), N, (size_t)c->d_model, c->ln_eps);
 }
 
-/* Pre-norm: y = x + drop(f). Post-norm: y = LN(x + drop(f)). y may be x. */
+/* f is F's output before its last bias `bias`, added here. Pre-norm:
+ * y = x + drop(f + bias), and with `next` the next sublayer's LN(y) too.
+ * Post-norm: y = LN(x + drop(f + bias)). One kernel each (cl/residual_norm.cl).
+ * y may be x. */
 static clformer_status norm_out(cf_session *s, const cf_sub_acts *sub, cf_view x, cf_view f,
-                                size_t nw, size_t nb, size_t N, uint32_t site)
+                                cf_view bias, size_t nw, size_t nb, size_t N, uint32_t site,
+                                const next_norm *next)
 {
     const clformer_config *c = &s->model->cfg;
     const size_t d = (size_t)c->d_model;
     cf_dropout ds;
     const cf_dropout *drop = cf_session_dropout(s, site, &ds);
-    if (c->norm_first) return cf_residual_dropout_forward(s->ctx, sub->out, x, f, N * d, drop);
-    CF_TRY(cf_residual_dropout_forward(s->ctx, sub->ln, x, f, N * d, drop));
-    return cf_layernorm_forward(s->ctx, sub->out, sub->mean, sub->rstd, sub->ln, cf_param(s, nw),
-                                cf_param(s, nb), N, d, c->ln_eps);
+    if (c->norm_first && !next)
+        return cf_bias_residual_forward(s->ctx, sub->out, x, f, bias, N, d, drop);
+    if (c->norm_first)
+        return cf_bias_residual_layernorm_forward(
+            s->ctx, sub->out, next->sub->ln, next->sub->mean, next->sub->rstd, x, f, bias,
+            cf_param(s, next->nw), cf_param(s, next->nb), N, d, c->ln_eps, drop);
+    return cf_bias_residual_layernorm_forward(s->ctx, sub->ln, sub->out, sub->mean, sub->rstd, x,
+                                              f, bias, cf_param(s, nw), cf_param(s, nb), N, d,
+                                              c->ln_eps, drop);
 }
 
 /* One attention: its shape, its key tokens (pads masked), and where keys
@@ -97,7 +116,8 @@ static clformer_status cache_write(cf_ctx *ctx, const cf_attn_acts *a, const att
     return CLFORMER_OK;
 }
 
-/* Writes a->out (B*Tq, d) = out_proj(attention(x)). */
+/* Writes a->out (B*Tq, d) = out_proj(attention(x)) without the projection's
+ * bias (norm_out adds it). */
 static clformer_status attention(cf_session *s, const cf_attn_acts *a, const cf_attn_params *p,
                                  cf_view x, const attn_spec *spec, int layer, uint32_t site)
 {
@@ -125,8 +145,7 @@ static clformer_status attention(cf_session *s, const cf_attn_acts *a, const cf_
     CF_TRY(cf_attention_forward(ctx, a->ctx_h, &a->saved, a->qh, a->kh, a->vh, spec->key_tokens,
                                 sh, cf_session_dropout(s, site, &ds)));
     CF_TRY(cf_merge_heads(ctx, a->concat, d, a->ctx_h, B, Tq, H, dh));
-    return cf_linear_forward(ctx, a->out, a->concat, cf_param(s, p->out_w), cf_param(s, p->out_b),
-                             Nq, d, d);
+    return cf_linear_forward(ctx, a->out, a->concat, cf_param(s, p->out_w), NONE, Nq, d, d);
 }
 
 clformer_status cf_cross_kv(cf_session *s, int l, cf_view memory, cf_view kv, cf_view kh,
@@ -141,6 +160,7 @@ clformer_status cf_cross_kv(cf_session *s, int l, cf_view memory, cf_view kv, cf
     return cf_split_heads(s->ctx, vh, cf_view_add(kv, d), 2 * d, B, S, H, dh);
 }
 
+/* Writes f->out = lin2(act(lin1(x))) without lin2's bias (norm_out adds it). */
 static clformer_status feed_forward(cf_session *s, const cf_ffn_acts *f,
                                     const cf_layer_params *p, cf_view x, size_t N, uint32_t site)
 {
@@ -150,36 +170,42 @@ static clformer_status feed_forward(cf_session *s, const cf_ffn_acts *f,
     CF_TRY(cf_linear_forward(s->ctx, f->pre, x, cf_param(s, p->lin1_w), NONE, N, d, ff));
     CF_TRY(cf_bias_act_forward(s->ctx, f->act, f->pre, cf_param(s, p->lin1_b), N, ff,
                                c->activation, cf_session_dropout(s, site, &ds)));
-    return cf_linear_forward(s->ctx, f->out, f->act, cf_param(s, p->lin2_w),
-                             cf_param(s, p->lin2_b), N, ff, d);
+    return cf_linear_forward(s->ctx, f->out, f->act, cf_param(s, p->lin2_w), NONE, N, ff, d);
 }
 
 /* Sublayer i of a block: x -> L->sub[i].out through F (attention when
- * `spec`, else the feed-forward). */
+ * `spec`, else the feed-forward); i + 1 follows it when `more` (pre-norm:
+ * its input LayerNorm is computed here, and sublayer i + 1 is then called
+ * with `normed`). */
 static clformer_status sublayer(cf_session *s, const cf_layer_acts *L, const cf_layer_params *p,
                                 int i, cf_view x, size_t N, const attn_spec *spec, int layer,
-                                int site_layer)
+                                int site_layer, bool normed, bool more)
 {
     const cf_sub_acts *sub = &L->sub[i];
-    cf_view fin, f;
-    CF_TRY(norm_in(s, sub, x, p->norm_w[i], p->norm_b[i], N, &fin));
+    cf_view fin, f, bias;
+    CF_TRY(norm_in(s, sub, x, p->norm_w[i], p->norm_b[i], N, normed, &fin));
     uint32_t out_site;
     if (!spec) {
         CF_TRY(feed_forward(s, &L->ffn, p, fin, N, cf_site(site_layer, CF_SITE_FF_HIDDEN)));
         f = L->ffn.out;
+        bias = cf_param(s, p->lin2_b);
         out_site = cf_site(site_layer, CF_SITE_FF_OUT);
     } else if (!spec->cross) {
         CF_TRY(attention(s, &L->self_attn, &p->self_attn, fin, spec, layer,
                          cf_site(site_layer, CF_SITE_ATTN_PROBS)));
         f = L->self_attn.out;
+        bias = cf_param(s, p->self_attn.out_b);
         out_site = cf_site(site_layer, CF_SITE_ATTN_OUT);
     } else {
         CF_TRY(attention(s, &L->cross_attn, &p->cross_attn, fin, spec, layer,
                          cf_site(site_layer, CF_SITE_CROSS_PROBS)));
         f = L->cross_attn.out;
+        bias = cf_param(s, p->cross_attn.out_b);
         out_site = cf_site(site_layer, CF_SITE_CROSS_OUT);
     }
-    return norm_out(s, sub, x, f, p->norm_w[i], p->norm_b[i], N, out_site);
+    if (!more) return norm_out(s, sub, x, f, bias, p->norm_w[i], p->norm_b[i], N, out_site, NULL);
+    const next_norm next = {&L->sub[i + 1], p->norm_w[i + 1], p->norm_b[i + 1]};
+    return norm_out(s, sub, x, f, bias, p->norm_w[i], p->norm_b[i], N, out_site, &next);
 }
 
 clformer_status cf_encoder_block(cf_session *s, int l, cf_view x)
@@ -190,8 +216,9 @@ clformer_status cf_encoder_block(cf_session *s, int l, cf_view x)
     const size_t B = s->acts.B, S = s->acts.S, H = (size_t)c->n_heads;
     const attn_spec self = {{B, H, (size_t)c->d_model / H, S, S, S, 0, false, S}, s->acts.src,
                             false, false, NONE, NULL};
-    CF_TRY(sublayer(s, L, p, 0, x, B * S, &self, l, l));
-    return sublayer(s, L, p, 1, L->sub[0].out, B * S, NULL, l, l);
+    const bool pre = c->norm_first; /* the FFN's input norm comes with the residual before it */
+    CF_TRY(sublayer(s, L, p, 0, x, B * S, &self, l, l, false, pre));
+    return sublayer(s, L, p, 1, L->sub[0].out, B * S, NULL, l, l, pre, false);
 }
 
 clformer_status cf_decoder_block(cf_session *s, int l, const cf_layer_acts *L, cf_view x,
@@ -208,10 +235,12 @@ clformer_status cf_decoder_block(cf_session *s, int l, const cf_layer_acts *L, c
                             b->row_pos};
     const attn_spec cross_spec = {{b->B, H, dh, b->T, b->S, b->S, 0, false, b->S},
                                   b->src_tokens, true, b->cached, b->memory, NULL};
-    CF_TRY(sublayer(s, L, p, 0, x, N, &self, l, site_layer));
-    if (cross) CF_TRY(sublayer(s, L, p, 1, L->sub[0].out, N, &cross_spec, l, site_layer));
+    const bool pre = c->norm_first; /* each next input norm comes with the residual before it */
+    CF_TRY(sublayer(s, L, p, 0, x, N, &self, l, site_layer, false, pre));
+    if (cross)
+        CF_TRY(sublayer(s, L, p, 1, L->sub[0].out, N, &cross_spec, l, site_layer, pre, pre));
     const int f = cf_ffn_sub(cross);
-    return sublayer(s, L, p, f, L->sub[f - 1].out, N, NULL, l, site_layer);
+    return sublayer(s, L, p, f, L->sub[f - 1].out, N, NULL, l, site_layer, pre, false);
 }
 
 clformer_status cf_forward_encoder(cf_session *s)

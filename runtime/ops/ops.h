@@ -14,8 +14,8 @@
  * - Every function works for any sizes (tails handled), and sizes of 0 are
  *   no-ops. Reductions are deterministic: same device, same inputs, same bits.
  * - Profiling families (cf_launch): "embedding", "layernorm", "activation",
- *   "dropout", "attention", "loss", "optimizer", "reduce", "cast"; GEMMs are
- *   "gemm".
+ *   "dropout", "residual", "attention", "loss", "optimizer", "reduce", "cast";
+ *   GEMMs are "gemm".
  */
 #ifndef CF_OPS_H
 #define CF_OPS_H
@@ -50,6 +50,23 @@ clformer_status cf_dropout_backward(cf_ctx *ctx, cf_view dx, cf_view dout, size_
 
 /* out = a + b, n elements; out may alias a or b. */
 clformer_status cf_add(cf_ctx *ctx, cf_view out, cf_view a, cf_view b, size_t n);
+
+/* The end of a sublayer, fused (ops_residual_norm.c, cl/residual_norm.cl):
+ * y = res + dropout(x + bias) over (N, C), bias (C) (bias.buf NULL: none),
+ * with cf_residual_dropout_forward's mask. y may alias res or x. */
+clformer_status cf_bias_residual_forward(cf_ctx *ctx, cf_view y, cf_view res, cf_view x,
+                                         cf_view bias, size_t N, size_t C,
+                                         const cf_dropout *dropout);
+
+/* The same y, and out = LayerNorm(y) as cf_layernorm_forward computes it
+ * (mean and rstd (N) saved), on y as stored. y and out may each alias res
+ * or x, not each other. Their backward is cf_layernorm_backward adding into
+ * y's gradient, cf_dropout_backward of that for x, cf_colsum for the bias. */
+clformer_status cf_bias_residual_layernorm_forward(cf_ctx *ctx, cf_view y, cf_view out,
+                                                   cf_view mean, cf_view rstd, cf_view res,
+                                                   cf_view x, cf_view bias, cf_view weight,
+                                                   cf_view lnbias, size_t N, size_t C, float eps,
+                                                   const cf_dropout *dropout);
 
 /* ------------------------------------------------------------------------- */
 /* Embedding + positions                                                     */
