@@ -23,8 +23,11 @@
  * all masked gets output 0 and statistics (-inf, 0), never read back (no
  * key is visible to it).
  *
- * Layout as in ops.h: q, out, dq (B*H, Tq, dh); k, v, dk, dv (B*H, Tk_cap, dh)
- * with rows < Tk used; stats (B*H*Tq, 2); dsum (B*H*Tq).
+ * Layout as in ops.h: q, out, dq (B*H, Tq, dh); k, v, dk, dv (B*H_kv, Tk_cap,
+ * dh) with rows < Tk used, H_kv = H / group (grouped-query attention: query
+ * head h of a batch reads key/value head h / group, and a key row's dK and
+ * dV sum over the group's query heads, one after another); stats (B*H*Tq,
+ * 2); dsum (B*H*Tq).
  *
  * Speed on CPUs: keys go in blocks of four, so that one Philox call draws
  * the four dropout multipliers of a block (the query-row kernels start the
@@ -41,12 +44,20 @@
 #define INPUTS                                                                                 \
     global const float *q, ulong q_off, global const float *k, ulong k_off,                    \
         global const float *v, ulong v_off, global const int *keys, ulong keys_off,            \
-        int key_ld, int use_keys, int rows, int H, int Tq, int Tk, int Tk_cap, int dh,         \
-        int q_pos0, int causal, float scale, float drop_p, ulong seed, uint step, uint site
+        int key_ld, int use_keys, int rows, int H, int group, int Tq, int Tk, int Tk_cap,       \
+        int dh, int q_pos0, int causal, float scale, float drop_p, ulong seed, uint step,       \
+        uint site
+
+/* The key/value head (of B*H/group) that query head bh (of B*H) reads. */
+inline int kv_head(int bh, int H, int group)
+{
+    const int b = bh / H;
+    return b * (H / group) + (bh - b * H) / group;
+}
 
 /* The locals of a query-row work item: row = (b*H + h)*Tq + t, the keys it
- * may see (j < jend, kt[j] != 0 when use_keys), its query row and its head's
- * key and value rows. */
+ * may see (j < jend, kt[j] != 0 when use_keys), its query row and its
+ * key/value head's key and value rows. */
 #define QUERY_ROW                                                                              \
     const int row = get_global_id(0);                                                          \
     if (row >= rows) return;                                                                   \
@@ -54,8 +65,9 @@
     const int jend = causal_end(causal, Tk, q_pos0 + t);                                       \
     global const int *kt = keys + keys_off + (ulong)b * key_ld;                                \
     global const float *qi = q + q_off + (ulong)row * dh;                                      \
-    global const float *kb = k + k_off + (ulong)bh * Tk_cap * dh;                              \
-    global const float *vb = v + v_off + (ulong)bh * Tk_cap * dh
+    const ulong kv_ = (ulong)kv_head(bh, H, group) * Tk_cap * dh;                              \
+    global const float *kb = k + k_off + kv_;                                                  \
+    global const float *vb = v + v_off + kv_
 
 
 inline float hsum8(float8 s)
@@ -226,7 +238,8 @@ kernel void flash_attention_backward_dq(global float *dq, ulong dq_off, global f
 }
 
 /* dk and dv (rows < Tk overwritten) for a block of four key rows 4w .. 4w+3
- * of a head; dsum from the dq pass. */
+ * of a key/value head, over the queries of its group's heads; dsum from the
+ * dq pass. */
 kernel void flash_attention_backward_dkv(global float *dk, ulong dk_off, global float *dv,
                                          ulong dv_off, global const float *dsum, ulong dsum_off,
                                          global const float *dout, ulong dout_off,
@@ -235,10 +248,10 @@ kernel void flash_attention_backward_dkv(global float *dk, ulong dk_off, global 
 {
     const int gid = get_global_id(0);
     if (gid >= rows) return; /* rows: blocks of four keys */
-    const int per_head = (Tk + 3) / 4, bh = gid / per_head, b = bh / H;
-    const int j = 4 * (gid - bh * per_head);
+    const int per_head = (Tk + 3) / 4, kvh = gid / per_head, Hkv = H / group, b = kvh / Hkv;
+    const int j = 4 * (gid - kvh * per_head);
     const key_block kk = block_of(keys + keys_off + (ulong)b * key_ld, use_keys, j, 0, Tk, Tk - 1);
-    const ulong head = (ulong)bh * Tk_cap * dh;
+    const ulong head = (ulong)kvh * Tk_cap * dh;
     global const float *kb = k + k_off + head, *vb = v + v_off + head;
     global float *gk = dk + dk_off + head, *gv = dv + dv_off + head;
     const int n = min(4, Tk - j); /* rows this block owns */
@@ -247,8 +260,10 @@ kernel void flash_attention_backward_dkv(global float *dk, ulong dk_off, global 
     if (none_visible(kk.visible)) return; /* padding: seen by no query */
 
     /* causal: query i sees key j when j <= q_pos0 + i; lane 0 is seen first */
+    const int bh0 = b * H + (kvh - b * Hkv) * group; /* the group's first query head */
+    for (int g = 0; g < group; g++)
     for (int i = causal ? max(0, j - q_pos0) : 0; i < Tq; i++) {
-        const int row = bh * Tq + i;
+        const int row = (bh0 + g) * Tq + i;
         const int4 vis =
             causal ? kk.visible & ((int4)(j) + (int4)(0, 1, 2, 3) <= (int4)(q_pos0 + i))
                    : kk.visible;
@@ -345,7 +360,8 @@ kernel void flash_attention_backward_dq_simple(global float *dq, ulong dq_off,
     for (int d = 0; d < dh; d++) g[d] *= scale;
 }
 
-/* dk and dv (rows < Tk overwritten) per key row; dsum from the dq pass. */
+/* dk and dv (rows < Tk overwritten) per key row of a key/value head, over
+ * its group's queries; dsum from the dq pass. */
 kernel void flash_attention_backward_dkv_simple(global float *dk, ulong dk_off,
                                                 global float *dv, ulong dv_off,
                                                 global const float *dsum, ulong dsum_off,
@@ -355,16 +371,19 @@ kernel void flash_attention_backward_dkv_simple(global float *dk, ulong dk_off,
 {
     const int gid = get_global_id(0);
     if (gid >= rows) return; /* rows: key rows */
-    const int bh = gid / Tk, j = gid - bh * Tk, b = bh / H;
-    const ulong kr = ((ulong)bh * Tk_cap + j) * dh;
+    const int kvh = gid / Tk, j = gid - kvh * Tk, Hkv = H / group, b = kvh / Hkv;
+    const ulong kr = ((ulong)kvh * Tk_cap + j) * dh;
     global const float *kj = k + k_off + kr, *vj = v + v_off + kr;
     global float *gk = dk + dk_off + kr, *gv = dv + dv_off + kr;
     for (int d = 0; d < dh; d++) gk[d] = gv[d] = 0.0f;
     if (use_keys && keys[keys_off + (ulong)b * key_ld + j] == 0) return; /* seen by no query */
 
-    /* causal: query i sees key j when j <= q_pos0 + i */
+    /* causal: query i sees key j when j <= q_pos0 + i; the group's query
+     * heads one after another */
+    const int bh0 = b * H + (kvh - b * Hkv) * group;
+    for (int g = 0; g < group; g++)
     for (int i = causal ? max(0, j - q_pos0) : 0; i < Tq; i++) {
-        const int row = bh * Tq + i;
+        const int row = (bh0 + g) * Tq + i;
         global const float *qi = q + q_off + (ulong)row * dh;
         global const float *doi = dout + dout_off + (ulong)row * dh;
         const float p = exp(dot_row(qi, kj, dh) * scale - stats[stats_off + 2 * (ulong)row]) *

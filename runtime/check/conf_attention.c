@@ -9,7 +9,9 @@
  * self-attention, causal attention over a key cache and cross-attention with
  * dropout; test_attention runs many more cases. Every case runs on the
  * unfused path (probabilities saved) and on the fused one (row statistics
- * saved; the same output and gradients are expected, dropout mask included). */
+ * saved; the same output and gradients are expected, dropout mask included),
+ * some with grouped-query attention (H_kv < H): the reference repeats each
+ * key/value head for its query heads and sums their dK and dV back. */
 #include "conf_block.h"
 #include "conformance.h"
 #include "ops.h"
@@ -40,16 +42,40 @@ static ref_cmp failed(ref_cmp c, const char *why)
     return c;
 }
 
-/* Rows < Tk of each (b, h) block of a (B, H, Tk_cap, dh) tensor, packed. */
+/* Rows < Tk of each (b, h) block of a (B, H_kv, Tk_cap, dh) tensor, packed. */
 static void live_rows_f(float *dst, const float *src, const cf_attention_shape *s)
 {
-    for (size_t bh = 0; bh < s->B * s->H; bh++)
+    for (size_t bh = 0; bh < s->B * cf_attention_kv_heads(s); bh++)
         memcpy(dst + bh * s->Tk * s->dh, src + bh * s->Tk_cap * s->dh, s->Tk * s->dh * 4);
 }
 static void live_rows_d(double *dst, const double *src, const cf_attention_shape *s)
 {
-    for (size_t bh = 0; bh < s->B * s->H; bh++)
+    for (size_t bh = 0; bh < s->B * cf_attention_kv_heads(s); bh++)
         memcpy(dst + bh * s->Tk * s->dh, src + bh * s->Tk_cap * s->dh, s->Tk * s->dh * 8);
+}
+
+/* Grouped-query attention in the reference, which has a key/value head per
+ * query head: `per_query` (B, H, rows, dh) repeats each head of `shared`
+ * (B, H/G, rows, dh) for its G query heads (G = 1: a copy). */
+static void repeat_kv(double *per_query, const double *shared, size_t B, size_t H, size_t G,
+                      size_t rows, size_t dh)
+{
+    for (size_t bh = 0; bh < B * H; bh++) {
+        const size_t kv = bh / H * (H / G) + bh % H / G;
+        memcpy(per_query + bh * rows * dh, shared + kv * rows * dh, rows * dh * 8);
+    }
+}
+
+/* ... and its gradient: `shared` = the sum over each group of `per_query`. */
+static void sum_kv(double *shared, const double *per_query, size_t B, size_t H, size_t G,
+                   size_t rows, size_t dh)
+{
+    memset(shared, 0, B * (H / G) * rows * dh * 8);
+    for (size_t bh = 0; bh < B * H; bh++) {
+        const size_t kv = bh / H * (H / G) + bh % H / G;
+        for (size_t e = 0; e < rows * dh; e++)
+            shared[kv * rows * dh + e] += per_query[bh * rows * dh + e];
+    }
 }
 
 /* Whether rows >= Tk of every head block of x still hold UNTOUCHED. In
@@ -60,7 +86,7 @@ static bool dead_rows_untouched(const cf_ctx *ctx, const float *x, const cf_atte
 {
     const size_t block = s->Tk_cap * s->dh;
     const float want = conf_round_value(ctx, UNTOUCHED);
-    for (size_t bh = 0; bh < s->B * s->H; bh++)
+    for (size_t bh = 0; bh < s->B * cf_attention_kv_heads(s); bh++)
         for (size_t e = s->Tk * s->dh; e < block; e++)
             if (x[bh * block + e] != want) return false;
     return true;
@@ -164,11 +190,15 @@ static void carried_roundings(const conf_attention_case *c, const cf_attention_s
 clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, conf_sink sink,
                                    void *user)
 {
-    const size_t key_ld = c->Tk + 3;
-    const cf_attention_shape s = {c->B, c->H,      c->dh,     c->Tq, c->Tk,
-                                  c->Tk_cap, c->q_pos0, c->causal, key_ld};
-    const size_t BH = s.B * s.H, nq = BH * s.Tq * s.dh, nk = BH * s.Tk_cap * s.dh,
-                 np = BH * s.Tq * s.Tk, nlive = BH * s.Tk * s.dh;
+    const size_t key_ld = c->Tk + 3, H_kv = c->H_kv ? c->H_kv : c->H, G = c->H / H_kv;
+    const cf_attention_shape s = {c->B,      c->H,      c->dh,     c->Tq,  c->Tk,
+                                  c->Tk_cap, c->q_pos0, c->causal, key_ld, H_kv};
+    /* the reference's shape: a key/value head per query head (repeat_kv) */
+    cf_attention_shape s_q = s;
+    s_q.H_kv = 0;
+    const size_t BH = s.B * s.H, nq = BH * s.Tq * s.dh, nk = s.B * H_kv * s.Tk_cap * s.dh,
+                 np = BH * s.Tq * s.Tk, nlive = s.B * H_kv * s.Tk * s.dh;
+    const size_t nk_q = BH * s.Tk_cap * s.dh, nlive_q = BH * s.Tk * s.dh;
     /* fused: P holds the row statistics, PD is unused, DP is (B, H, Tq) */
     const size_t nl = 2 * BH * s.Tq, n_p = c->fused ? nl : np, n_pd = c->fused ? 1 : np;
     const size_t n[N_T] = {nq, nk, nk, nq, s.B * key_ld, nq, n_p, n_pd, nq, nk, nk, n_p};
@@ -178,11 +208,12 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
     double *d[N_T] = {0}; /* the reference's tensors, by the same roles */
     int32_t *keys = malloc(n[KEYS] * 4 + 4);
     float *live = malloc(nlive * 4 + 4), *first = NULL;
-    double *live64 = malloc(nlive * 8 + 8);
+    /* staging for any input (Q, K, V, dO) and for the key/value heads' sums */
+    double *live64 = malloc(nlive * 8 + 8), *shared = malloc((nq > nk_q ? nq : nk_q) * 8 + 8);
     clformer_status st = conf_block_create(ctx, &b);
     if (st) goto done;
-    bool ok = keys && live && live64 && (first = malloc(b.total * 4));
-    const size_t n_ref[N_T] = {nq, nk, nk, nq, 0, nq, np, np, nq, nk, nk, np};
+    bool ok = keys && live && live64 && shared && (first = malloc(b.total * 4));
+    const size_t n_ref[N_T] = {nq, nk_q, nk_q, nq, 0, nq, np, np, nq, nk_q, nk_q, np};
     for (int i = 0; i < N_T && ok; i++)
         if (i != KEYS) ok = (d[i] = malloc(n_ref[i] * 8 + 8)) != NULL;
     if (!ok) {
@@ -194,7 +225,9 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
         ref_fill_uniform(&r, conf_block_init(&b, i), d[i], n[i], -1, 1);
         float *x = conf_block_init(&b, i);
         conf_round(ctx, x, n[i]); /* 16-bit runs: Q, K, V and dO as stored */
-        for (size_t e = 0; e < n[i]; e++) d[i][e] = x[e];
+        for (size_t e = 0; e < n[i]; e++) shared[e] = x[e];
+        if (i == K || i == V) repeat_kv(d[i], shared, s.B, s.H, G, s.Tk_cap, s.dh);
+        else memcpy(d[i], shared, n[i] * 8);
     }
     make_keys(c, keys, key_ld, &r);
     memcpy(conf_block_init(&b, KEYS), keys, n[KEYS] * 4); /* int32 bit for bit */
@@ -208,7 +241,7 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
     const cf_dropout *dev_drop = active ? &drop : NULL;
     const ref_attention_dropout rdrop = {c->p, drop.seed, drop.step, drop.site};
     const ref_attention_shape rs = {s.B,      s.H,      s.dh,     s.Tq,  s.Tk,
-                                    s.Tk_cap, s.q_pos0, s.causal, key_ld};
+                                    s.Tk_cap, s.q_pos0, s.causal, key_ld}; /* per query head */
     const cf_view key_view =
         c->keys == CONF_KEYS_NONE ? cf_view_at(NULL, 0) : conf_block_view(&b, KEYS);
     const cf_view none = cf_view_at(NULL, 0);
@@ -238,6 +271,11 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
                           c->keys == CONF_KEYS_NONE ? NULL : keys, &rs, &rdrop);
     ref_attention_backward(d[DQ], d[DK], d[DV], d[DP], d[DO], d[P], d[PD], d[Q], d[K], d[V], &rs,
                            &rdrop);
+    /* dK and dV of the key/value heads: their query heads' sums */
+    for (int i = DK; i <= DV; i++) {
+        sum_kv(shared, d[i], s.B, s.H, G, s.Tk_cap, s.dh);
+        memcpy(d[i], shared, nk * 8);
+    }
 
     /* judged on the first run's numbers (the rerun must equal them) */
     const float *out = first + b.off[OUT], *prob = first + b.off[P], *dq = first + b.off[DQ];
@@ -245,12 +283,16 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
     double *ex[4] = {NULL, NULL, NULL, NULL}; /* carried into out, dq, dk, dv (16-bit runs) */
     if (u > 0.0) {
         for (int i = 0; i < 4; i++)
-            if (!(ex[i] = malloc((i < 2 ? nq : nlive) * sizeof(double) + 8))) {
+            if (!(ex[i] = malloc((i < 2 ? nq : nlive_q) * sizeof(double) + 8))) {
                 for (int j = 0; j < i; j++) free(ex[j]);
                 st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
                 goto done;
             }
-        carried_roundings(c, &s, d, u, ex[0], ex[1], ex[2], ex[3]);
+        carried_roundings(c, &s_q, d, u, ex[0], ex[1], ex[2], ex[3]);
+        for (int i = 2; i < 4; i++) { /* a key/value head carries its query heads' */
+            sum_kv(shared, ex[i], s.B, s.H, G, s.Tk, s.dh);
+            memcpy(ex[i], shared, nlive * 8);
+        }
     }
     ref_cmp fwd[3] = {conf_compare_stored(ctx, out, d[OUT], nq, REF_RULE_GRAD, NULL,
                                           c->fused ? NULL : ex[0])};
@@ -283,7 +325,7 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
         bool zero = padded_batches_zero(dq, b0, b1, s.H, s.Tq * s.dh);
         for (int i = 1; i < 3; i++) {
             live_rows_f(live, first + b.off[DQ + i], &s);
-            zero = zero && padded_batches_zero(live, b0, b1, s.H, s.Tk * s.dh);
+            zero = zero && padded_batches_zero(live, b0, b1, H_kv, s.Tk * s.dh);
         }
         if (!zero) g = failed(g, "a fully padded batch's gradients are not 0");
     }
@@ -296,8 +338,10 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
     if (!inputs_kept) f = failed(f, "attention changed an input"), g = failed(g, f.why);
 
     char op[64], shape[96];
-    snprintf(shape, sizeof shape, "B%zu H%zu Tq%zu Tk%zu/%zu dh%zu q0=%zu", s.B, s.H, s.Tq, s.Tk,
-             s.Tk_cap, s.dh, s.q_pos0);
+    char kv[16] = "";
+    if (G > 1) snprintf(kv, sizeof kv, "/%zu", H_kv);
+    snprintf(shape, sizeof shape, "B%zu H%zu%s Tq%zu Tk%zu/%zu dh%zu q0=%zu", s.B, s.H, kv, s.Tq,
+             s.Tk, s.Tk_cap, s.dh, s.q_pos0);
     const char *variant = c->causal ? (active ? "_causal_dropout" : "_causal")
                                     : (active ? "_dropout" : "");
     const char *path = c->fused ? "_fused" : "";
@@ -308,28 +352,34 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
 done:
     conf_block_free(&b);
     for (int i = 0; i < N_T; i++) free(d[i]);
-    free(keys), free(live), free(live64), free(first);
+    free(keys), free(live), free(live64), free(shared), free(first);
     return st;
 }
 
 clformer_status conf_attention(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
 {
-    /* {B, H, dh, Tq, Tk, Tk_cap, q_pos0, causal, keys, p, separate_drop, seed} */
-    static const conf_attention_case small[3] = {
+    /* {B, H, dh, Tq, Tk, Tk_cap, q_pos0, causal, keys, p, separate_drop, seed, fused, H_kv} */
+    static const conf_attention_case small[5] = {
         /* padded self-attention */
-        {2, 2, 8, 7, 7, 7, 0, false, CONF_KEYS_RIGHT_PAD, 0.0f, false, 1},
+        {2, 2, 8, 7, 7, 7, 0, false, CONF_KEYS_RIGHT_PAD, 0.0f, false, 1, false, 0},
         /* causal, queries 4..6 over a key cache */
-        {2, 1, 8, 3, 7, 9, 4, true, CONF_KEYS_RIGHT_PAD, 0.0f, false, 2},
+        {2, 1, 8, 3, 7, 9, 4, true, CONF_KEYS_RIGHT_PAD, 0.0f, false, 2, false, 0},
         /* cross-attention, dropout */
-        {1, 2, 8, 5, 7, 7, 0, false, CONF_KEYS_RIGHT_PAD, 0.1f, true, 3},
+        {1, 2, 8, 5, 7, 7, 0, false, CONF_KEYS_RIGHT_PAD, 0.1f, true, 3, false, 0},
+        /* grouped-query: causal, two query heads per key/value head */
+        {2, 4, 8, 7, 7, 7, 0, true, CONF_KEYS_NONE, 0.0f, false, 4, false, 2},
+        /* multi-query over a key cache, dropout */
+        {2, 3, 8, 3, 7, 9, 4, true, CONF_KEYS_RIGHT_PAD, 0.1f, true, 5, false, 1},
     };
-    static const conf_attention_case full[3] = {
-        {2, 4, 64, 61, 61, 61, 0, false, CONF_KEYS_RIGHT_PAD, 0.0f, false, 1},
-        {2, 2, 80, 7, 93, 96, 86, true, CONF_KEYS_RIGHT_PAD, 0.0f, false, 2},
-        {3, 2, 64, 61, 93, 93, 0, false, CONF_KEYS_RIGHT_PAD, 0.1f, true, 3},
+    static const conf_attention_case full[5] = {
+        {2, 4, 64, 61, 61, 61, 0, false, CONF_KEYS_RIGHT_PAD, 0.0f, false, 1, false, 0},
+        {2, 2, 80, 7, 93, 96, 86, true, CONF_KEYS_RIGHT_PAD, 0.0f, false, 2, false, 0},
+        {3, 2, 64, 61, 93, 93, 0, false, CONF_KEYS_RIGHT_PAD, 0.1f, true, 3, false, 0},
+        {2, 8, 64, 61, 61, 61, 0, true, CONF_KEYS_NONE, 0.0f, false, 4, false, 2},
+        {2, 4, 32, 5, 90, 96, 85, true, CONF_KEYS_NONE, 0.1f, true, 5, false, 1},
     };
     for (int fused = 0; fused < 2; fused++) /* both paths, the same cases */
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < 5; i++) {
             conf_attention_case c = quick ? small[i] : full[i];
             c.fused = fused;
             CF_TRY(conf_attention_run(ctx, &c, sink, user));

@@ -247,6 +247,7 @@ typedef struct {
     bool separate_drop; /* probs_drop a tensor of its own (always with dropout) */
     uint64_t seed;
     bool fused;         /* the fused path (saves row statistics, not the probabilities) */
+    size_t H_kv;        /* key/value heads (grouped-query attention); 0: H */
 } conf_attention_case;
 /* Forward and backward (one result each). */
 clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, conf_sink sink,

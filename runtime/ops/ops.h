@@ -200,7 +200,22 @@ typedef struct {
     size_t q_pos0;   /* position of the first query, for the causal mask */
     bool causal;     /* key j is masked for query t when j > q_pos0 + t */
     size_t key_ld;   /* row stride of key_tokens: key j of batch b is key_tokens[b*key_ld + j] */
+    /* grouped-query attention: key/value heads, each shared by H / H_kv
+     * consecutive query heads (query head h reads key/value head h /
+     * (H / H_kv)); kh, vh, dkh and dvh are (B, H_kv, Tk_cap, dh). 0: H */
+    size_t H_kv;
 } cf_attention_shape;
+
+/* Key/value heads of a shape, and query heads per key/value head (the
+ * kernels' `group`). */
+static inline size_t cf_attention_kv_heads(const cf_attention_shape *s)
+{
+    return s->H_kv ? s->H_kv : s->H;
+}
+static inline size_t cf_attention_group(const cf_attention_shape *s)
+{
+    return s->H / cf_attention_kv_heads(s);
+}
 
 /* Tensors the backward pass needs, filled by the forward pass. Two paths:
  * - unfused (stats.buf NULL): Q K^T and P V are strided-batched GEMMs around
@@ -236,7 +251,8 @@ clformer_status cf_attention_forward(cf_ctx *ctx, cf_view ctx_h, const cf_attent
                                      const cf_attention_shape *shape, const cf_dropout *dropout);
 
 /* Gradients in head-split layout, OVERWRITTEN: dqh (B,H,Tq,dh), dkh and dvh
- * (B,H,Tk_cap,dh, rows < Tk written). dprobs is workspace: (B,H,Tq,Tk)
+ * (B,H_kv,Tk_cap,dh, rows < Tk written; a key/value head's gradient sums
+ * over the query heads that share it). dprobs is workspace: (B,H,Tq,Tk)
  * floats on the unfused path, (B,H,Tq) on the fused one. */
 clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
                                       cf_view dprobs, cf_view dctx_h,

@@ -16,6 +16,13 @@
  * hold max_len rows); only the first Tk are read, and only those of dKh and
  * dVh are written.
  *
+ * Grouped-query attention (H_kv < H): the G = H / H_kv query heads of a
+ * key/value head are consecutive, so their Q rows (and P, O, dQ rows) are
+ * one block of G*Tq rows. The unfused path's GEMMs then run per key/value
+ * head over M = G*Tq rows, and dK = dS^T Q, dV = P_drop^T dO sum over the
+ * group as the product runs; with G = 1 they are the GEMMs above. The fused
+ * kernels read key/value head h / G and the key pass sums over the group.
+ *
  * key_tokens.buf may be NULL: then no key is padding (only the causal mask
  * applies).
  */
@@ -89,6 +96,10 @@ static clformer_status check_args(const char *fn, const cf_attention_shape *s,
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "%s: Tk=%zu keys in use exceed the row capacity Tk_cap=%zu of kh/vh", fn,
                        s->Tk, s->Tk_cap);
+    if (s->H_kv > s->H || (s->H_kv && s->H % s->H_kv))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "%s: H_kv=%zu key/value heads must divide H=%zu query heads", fn, s->H_kv,
+                       s->H);
     if (s->H > INT_MAX || s->dh > INT_MAX || s->Tk > INT_MAX || s->key_ld > INT_MAX ||
         s->Tq > INT_MAX - s->q_pos0 - 1)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
@@ -130,10 +141,12 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
                                        const cf_attention_shape *s, const cf_dropout *dropout)
 {
     const size_t BH = s->B * s->H, Tq = s->Tq, Tk = s->Tk, dh = s->dh;
+    /* per key/value head: its group's G*Tq query rows */
+    const size_t BK = s->B * cf_attention_kv_heads(s), M = cf_attention_group(s) * Tq;
     const cf_view P = saved->probs;
-    CF_TRY(cf_gemm_strided_batched(ctx, false, true, Tq, Tk, dh, 1.0f, qh.buf, qh.off, dh,
-                                   Tq * dh, kh.buf, kh.off, dh, s->Tk_cap * dh, 0.0f, P.buf,
-                                   P.off, Tk, Tq * Tk, BH));
+    CF_TRY(cf_gemm_strided_batched(ctx, false, true, M, Tk, dh, 1.0f, qh.buf, qh.off, dh,
+                                   M * dh, kh.buf, kh.off, dh, s->Tk_cap * dh, 0.0f, P.buf,
+                                   P.off, Tk, M * Tk, BK));
 
     const bool active = cf_dropout_active(dropout);
     /* Without dropout a separate probs_drop is still filled (a copy), so that
@@ -159,9 +172,9 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
     CF_TRY(cf_round_activation(ctx, P, scores));
     if (write_drop) CF_TRY(cf_round_activation(ctx, Pd, scores));
 
-    CF_TRY(cf_gemm_strided_batched(ctx, false, false, Tq, dh, Tk, 1.0f, Pd.buf, Pd.off, Tk,
-                                   Tq * Tk, vh.buf, vh.off, dh, s->Tk_cap * dh, 0.0f, out.buf,
-                                   out.off, dh, Tq * dh, BH));
+    CF_TRY(cf_gemm_strided_batched(ctx, false, false, M, dh, Tk, 1.0f, Pd.buf, Pd.off, Tk,
+                                   M * Tk, vh.buf, vh.off, dh, s->Tk_cap * dh, 0.0f, out.buf,
+                                   out.off, dh, M * dh, BK));
     return cf_round_activation(ctx, out, BH * Tq * dh);
 }
 
@@ -175,7 +188,7 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
 #define FUSED_ARGS(key_tokens, any, s, rows, dropout)                                           \
     CF_MEM((key_tokens).buf ? (key_tokens).buf : (any)), CF_U64((key_tokens).off),             \
         CF_I32((s)->key_ld), CF_I32((key_tokens).buf != NULL), CF_I32(rows), CF_I32((s)->H),   \
-        CF_I32((s)->Tq), CF_I32((s)->Tk), CF_I32((s)->Tk_cap), CF_I32((s)->dh),                 \
+        CF_I32(cf_attention_group(s)), CF_I32((s)->Tq), CF_I32((s)->Tk), CF_I32((s)->Tk_cap), CF_I32((s)->dh),                 \
         CF_I32((s)->q_pos0), CF_I32((s)->causal), CF_F32(1.0f / sqrtf((float)(s)->dh)),        \
         DROP_ARGS(cf_dropout_active(dropout), dropout)
 
@@ -195,7 +208,8 @@ static clformer_status forward_fused(cf_ctx *ctx, cf_view out, const cf_attentio
                                                   : CF_K_FLASH_ATTENTION_FORWARD, &k));
     const cf_view L = saved->stats;
     /* ideal traffic: Q, K, V read and O written once, two statistics per row */
-    const size_t moved = 2 * rows * s->dh + 2 * s->B * s->H * s->Tk * s->dh + 2 * rows;
+    const size_t moved =
+        2 * rows * s->dh + 2 * s->B * cf_attention_kv_heads(s) * s->Tk * s->dh + 2 * rows;
     CF_TRY(CF_LAUNCH(ctx, "attention", cf_f32_bytes(moved), k, 1, &global, &local,
                      CF_MEM(out.buf), CF_U64(out.off), CF_MEM(L.buf), CF_U64(L.off),
                      CF_MEM(qh.buf), CF_U64(qh.off),
@@ -236,17 +250,19 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
                                         const cf_dropout *dropout)
 {
     const size_t BH = s->B * s->H, Tq = s->Tq, Tk = s->Tk, dh = s->dh, kstride = s->Tk_cap * dh;
+    /* per key/value head: its group's G*Tq query rows */
+    const size_t BK = s->B * cf_attention_kv_heads(s), M = cf_attention_group(s) * Tq;
     const bool active = cf_dropout_active(dropout);
     const cf_view P = saved->probs, Pd = active ? saved->probs_drop : saved->probs;
 
     /* dVh = P_drop^T dO */
-    CF_TRY(cf_gemm_strided_batched(ctx, true, false, Tk, dh, Tq, 1.0f, Pd.buf, Pd.off, Tk,
-                                   Tq * Tk, dout.buf, dout.off, dh, Tq * dh, 0.0f, dvh.buf,
-                                   dvh.off, dh, kstride, BH));
+    CF_TRY(cf_gemm_strided_batched(ctx, true, false, Tk, dh, M, 1.0f, Pd.buf, Pd.off, Tk,
+                                   M * Tk, dout.buf, dout.off, dh, M * dh, 0.0f, dvh.buf,
+                                   dvh.off, dh, kstride, BK));
     /* dP_drop = dO Vh^T */
-    CF_TRY(cf_gemm_strided_batched(ctx, false, true, Tq, Tk, dh, 1.0f, dout.buf, dout.off, dh,
-                                   Tq * dh, vh.buf, vh.off, dh, kstride, 0.0f, dprobs.buf,
-                                   dprobs.off, Tk, Tq * Tk, BH));
+    CF_TRY(cf_gemm_strided_batched(ctx, false, true, M, Tk, dh, 1.0f, dout.buf, dout.off, dh,
+                                   M * dh, vh.buf, vh.off, dh, kstride, 0.0f, dprobs.buf,
+                                   dprobs.off, Tk, M * Tk, BK));
     /* dS, in place of dP_drop */
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_ATTENTION_SOFTMAX_BACKWARD, &k));
@@ -260,12 +276,12 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
                      CF_U32(active ? dropout->site : 0)));
     CF_TRY(cf_round_activation(ctx, dprobs, BH * Tq * Tk)); /* dS as stored */
     /* dQh = dS Kh, dKh = dS^T Qh */
-    CF_TRY(cf_gemm_strided_batched(ctx, false, false, Tq, dh, Tk, 1.0f, dprobs.buf, dprobs.off,
-                                   Tk, Tq * Tk, kh.buf, kh.off, dh, kstride, 0.0f, dqh.buf,
-                                   dqh.off, dh, Tq * dh, BH));
-    return cf_gemm_strided_batched(ctx, true, false, Tk, dh, Tq, 1.0f, dprobs.buf, dprobs.off,
-                                   Tk, Tq * Tk, qh.buf, qh.off, dh, Tq * dh, 0.0f, dkh.buf,
-                                   dkh.off, dh, kstride, BH);
+    CF_TRY(cf_gemm_strided_batched(ctx, false, false, M, dh, Tk, 1.0f, dprobs.buf, dprobs.off,
+                                   Tk, M * Tk, kh.buf, kh.off, dh, kstride, 0.0f, dqh.buf,
+                                   dqh.off, dh, M * dh, BK));
+    return cf_gemm_strided_batched(ctx, true, false, Tk, dh, M, 1.0f, dprobs.buf, dprobs.off,
+                                   Tk, M * Tk, qh.buf, qh.off, dh, M * dh, 0.0f, dkh.buf,
+                                   dkh.off, dh, kstride, BK);
 }
 
 /* dQ and D = rowsum(dO * O) per query row, then dK and dV per four key rows. */
@@ -276,7 +292,8 @@ static clformer_status backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
                                       const cf_dropout *dropout)
 {
     const cf_view key_tokens = saved->key_tokens;
-    const size_t BH = s->B * s->H, rows = BH * s->Tq, keyrows = BH * s->Tk;
+    const size_t BH = s->B * s->H, rows = BH * s->Tq;
+    const size_t BK = s->B * cf_attention_kv_heads(s), keyrows = BK * s->Tk;
     const size_t local = ctx->elementwise_wg;
     const cf_view L = saved->stats, O = saved->out;
     cl_kernel k;
@@ -297,7 +314,7 @@ static clformer_status backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
     CF_TRY(cf_kernel_get(ctx, simple ? CF_K_FLASH_ATTENTION_BACKWARD_DKV_SIMPLE
                                      : CF_K_FLASH_ATTENTION_BACKWARD_DKV, &k));
     /* a work item per four key rows (simple: per key row) */
-    const size_t blocks = simple ? keyrows : BH * ((s->Tk + 3) / 4);
+    const size_t blocks = simple ? keyrows : BK * ((s->Tk + 3) / 4);
     global = cf_round_up(blocks, local);
     /* ideal traffic: Q, dO read; K, V read and dK, dV written; statistics, D */
     return CF_LAUNCH(ctx, "attention", cf_f32_bytes(2 * q_rows + 4 * k_rows + 3 * rows), k, 1,
@@ -317,13 +334,13 @@ clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
 {
     CF_TRY(check_args("cf_attention_backward", shape, saved, dropout));
     const cf_attention_shape *s = shape;
-    const size_t BH = s->B * s->H;
+    const size_t BH = s->B * s->H, BK = s->B * cf_attention_kv_heads(s);
     if (BH == 0 || s->dh == 0) return CLFORMER_OK;
     /* Degenerate products: no queries means no gradient into keys and values,
      * no keys means none into queries. */
     if (s->Tq == 0 || s->Tk == 0) {
-        CF_TRY(zero_head_rows(ctx, dkh, BH, s->Tk, s->Tk_cap, s->dh));
-        CF_TRY(zero_head_rows(ctx, dvh, BH, s->Tk, s->Tk_cap, s->dh));
+        CF_TRY(zero_head_rows(ctx, dkh, BK, s->Tk, s->Tk_cap, s->dh));
+        CF_TRY(zero_head_rows(ctx, dvh, BK, s->Tk, s->Tk_cap, s->dh));
         return zero_head_rows(ctx, dqh, BH, s->Tq, s->Tq, s->dh);
     }
     if (cf_attention_fused(saved))
@@ -332,6 +349,6 @@ clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
         CF_TRY(backward_unfused(ctx, dqh, dkh, dvh, dprobs, dctx_h, saved, qh, kh, vh, s, dropout));
     /* the three gradients as stored (rows past Tk of dK and dV are rounded too: harmless) */
     CF_TRY(cf_round_activation(ctx, dqh, BH * s->Tq * s->dh));
-    CF_TRY(cf_round_activation(ctx, dkh, BH * s->Tk_cap * s->dh));
-    return cf_round_activation(ctx, dvh, BH * s->Tk_cap * s->dh);
+    CF_TRY(cf_round_activation(ctx, dkh, BK * s->Tk_cap * s->dh));
+    return cf_round_activation(ctx, dvh, BK * s->Tk_cap * s->dh);
 }

@@ -107,6 +107,26 @@ static void attention_decoding_cache(void **state)
     else RUN(fast, 400);
 }
 
+/* Grouped-query and multi-query attention: H_kv key/value heads, each read
+ * by H / H_kv query heads (training, a decoding cache, padding, dropout). */
+static void attention_grouped_query(void **state)
+{
+    (void)state;
+    static const conf_attention_case slow[] = {
+        {1, 4, 8, 5, 5, 5, 0, true, CONF_KEYS_NONE, 0.0f, false, 0, false, 2},
+        {2, 2, 8, 1, 7, 9, 6, true, CONF_KEYS_RIGHT_PAD, 0.0f, false, 0, false, 1},
+    };
+    static const conf_attention_case fast[] = {
+        {2, 6, 64, 61, 61, 61, 0, true, CONF_KEYS_NONE, 0.0f, false, 0, false, 2},
+        {2, 4, 32, 37, 37, 37, 0, true, CONF_KEYS_NONE, 0.1f, true, 0, false, 1},
+        {3, 6, 8, 7, 7, 7, 0, false, CONF_KEYS_RANDOM_PAD, 0.0f, false, 0, false, 3},
+        {2, 4, 64, 1, 61, 93, 60, true, CONF_KEYS_FULL, 0.0f, false, 0, false, 2},
+        {2, 3, 80, 7, 61, 64, 54, true, CONF_KEYS_NONE, 0.0f, false, 0, false, 1},
+    };
+    if (harness_is_slow()) RUN(slow, 700);
+    else RUN(fast, 700);
+}
+
 static void attention_padded_batches_give_zero_not_nan(void **state)
 {
     (void)state;
@@ -191,6 +211,10 @@ static void attention_bad_arguments_are_reported(void **state)
                      CLFORMER_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(clformer_last_error(), "must be below 1"));
     assert_int_equal(cf_split_heads(hctx(), x, x, 7, 1, 2, 2, 4), CLFORMER_ERR_INVALID_ARGUMENT);
+    cf_attention_shape g = {1, 4, 8, 2, 2, 2, 0, true, 2, 3}; /* 3 key/value heads for 4 */
+    assert_int_equal(cf_attention_forward(hctx(), x, &apart, x, x, x, x, &g, NULL),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "must divide H=4"));
     hbuf_free(a), hbuf_free(b);
 }
 
@@ -292,6 +316,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(attention_causal),
     cmocka_unit_test(attention_cross),
     cmocka_unit_test(attention_decoding_cache),
+    cmocka_unit_test(attention_grouped_query),
     cmocka_unit_test(attention_padded_batches_give_zero_not_nan),
     cmocka_unit_test(attention_dropout),
     cmocka_unit_test(attention_degenerate_sizes),
