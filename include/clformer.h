@@ -176,6 +176,8 @@ typedef struct {
     bool stage_uploads;          /* uploads go through a whole staging buffer (Oclgrind 21.10) */
     bool keep_released_buffers;  /* buffers are released with the context (Oclgrind 21.10) */
     bool batched_gemm_one_by_one;/* batched products one call each (Oclgrind 21.10) */
+    bool gemm_search;            /* CLBlast's parameters timed per GEMM shape on first use (GPUs;
+                                    CLFORMER_GEMM_TUNING, docs/DEVICES.md) */
     unsigned compile_threads;    /* most threads that build kernel programs (0: one per online CPU) */
     bool timings_meaningful;     /* warm-ups before timing; full-size `clformer check` shapes */
 } clformer_device_profile;
@@ -261,8 +263,11 @@ typedef struct {
     bool cache;              /* keep compiled kernels on disk (true) */
     const char *cache_dir;   /* where (NULL: $XDG_CACHE_HOME/clformer or ~/.cache/clformer) */
     const char *kernel_dir;  /* cl/ sources to compile instead of the built-in ones (NULL) */
-    const char *gemm_tuning; /* CLBlast GEMM parameters: NULL or "1" the built-in table entry
-                                for the device, "0" none, else a file of tuned sets */
+    const char *gemm_tuning; /* CLBlast GEMM parameters: NULL, "1" or "auto" the built-in table
+                                entry for the device plus, where the profile says gemm_search
+                                (GPUs), a search per GEMM shape on first use; "search" both on
+                                any device; "table" the table only; "off" or "0" none; else a
+                                file of tuned sets */
     const char *gemm;        /* GEMM provider: "clblast", "host", or NULL/"auto" for the rule
                                 of clformer_gemm_provider_for */
     const char *attention;   /* attention path: "fused", "unfused", or NULL/"auto" for the

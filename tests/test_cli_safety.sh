@@ -102,7 +102,7 @@ messages)
   out=$(CLFORMER_LOG=verbose "$bin" devices 2>/dev/null)
   [[ -z "$out" ]] && ok "no device table blames the gemm for CLFORMER_LOG" \
     || bad "CLFORMER_LOG=verbose printed: $out"
-  expect 1 "clformer devices: error: CLFORMER_GEMM_TUNING='/nonexistent': cannot open it (No such file or directory); name a tuning file, or use 1 (the built-in table) or 0 (none)" \
+  expect 1 "clformer devices: error: CLFORMER_GEMM_TUNING='/nonexistent': cannot open it (No such file or directory); name a tuning file, or use auto (the built-in table, and the per-shape search on GPUs), search, table or off" \
     env CLFORMER_GEMM_TUNING=/nonexistent "$bin" devices
   out=$(CLFORMER_DEVICE=nosuch "$bin" devices 2>&1); rc=$?
   # the first device's line, whatever the machine has (an H200 alone, once)

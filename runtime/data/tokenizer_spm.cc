@@ -1,4 +1,5 @@
-// The SentencePiece wrapper (tokenizer_spm.h): the project's only C++ file.
+// The SentencePiece wrapper (tokenizer_spm.h), one of the two C++ files
+// (CMakeLists.txt says why).
 // SentencePiece reports failures as util::Status and may throw
 // std::bad_alloc; both become a clformer_status here, so no exception or
 // C++ type crosses into the C code.

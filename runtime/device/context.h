@@ -48,6 +48,7 @@ struct clformer_context {
     cl_context context;
     cl_command_queue queue;
     clformer_gemm_provider gemm_provider; /* see clformer_gemm_provider_for */
+    bool gemm_search; /* CLBlast's sets timed per GEMM shape (gemm_search.h) */
     clformer_attention_path attention_path; /* the choice; acts.c applies it per batch */
     /* The storage precision of the activations the ops write (FP32 unless a
      * session's pass is running: the session sets it for the passes it

@@ -5,6 +5,7 @@
  * everything else takes a clformer_context_params (or a cf_icd_env).
  */
 #include "context.h"
+#include "gemm_tuning.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -56,16 +57,18 @@ static clformer_status read_log_level(const char *name, clformer_log_level *out)
                    "%s='%s' is not a log level: use error, warn, info or debug", name, v);
 }
 
-/* CLFORMER_GEMM_TUNING is 0, 1 or a file: a file that cannot be read is
- * said at once, not ignored (the tuning would silently not apply). */
+/* CLFORMER_GEMM_TUNING is a word (gemm_tuning.h) or a file: a file that
+ * cannot be read is said at once, not ignored (the tuning would silently
+ * not apply). */
 static clformer_status read_gemm_tuning(const char *v)
 {
-    if (!v || !strcmp(v, "0") || !strcmp(v, "1")) return CLFORMER_OK;
+    if (cf_gemm_tuning_mode_of(v) != CF_GEMM_TUNING_FILE) return CLFORMER_OK;
     FILE *f = fopen(v, "rb");
     if (!f)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "CLFORMER_GEMM_TUNING='%s': cannot open it (%s); name a tuning file, or "
-                       "use 1 (the built-in table) or 0 (none)", v, strerror(errno));
+                       "use auto (the built-in table, and the per-shape search on GPUs), search, "
+                       "table or off", v, strerror(errno));
     fclose(f);
     return CLFORMER_OK;
 }

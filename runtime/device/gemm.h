@@ -32,8 +32,10 @@ clformer_status cf_gemm_batched(cf_ctx *ctx, bool trans_a, bool trans_b, size_t 
  * contexts; Oclgrind frees a program's memory together with its context, so
  * those late clReleaseProgram calls corrupted the heap (seen as an abort at
  * exit under the `oclgrind` command). clformer_context_free calls this before
- * it releases the last live context. It drops CLBlast's parameter overrides
- * as well; cf_gemm_tuning_init applies them again for every new context. */
+ * it releases the last live context. CLBlast's parameter overrides stay (its
+ * ClearCache keeps them): the GEMM search hands back the sets it found
+ * (cf_gemm_search_forget), and cf_gemm_tuning_init applies a context's
+ * table again for every new context. */
 void cf_gemm_release_caches(void);
 
 /* 2*m*n*k: the FLOP count `bench` uses for a product. */

@@ -1,6 +1,9 @@
-/* The CLBlast provider: any device; events recorded under "gemm". */
+/* The CLBlast provider: any device; events recorded under "gemm". Where
+ * the context searches CLBlast's parameters per shape (gemm_search.h), each
+ * call goes through the search's hook first. */
 #include "gemm.h"
 #include "gemm_provider.h"
+#include "gemm_search.h"
 #include "launch.h"
 #include "log.h"
 
@@ -27,6 +30,7 @@ clformer_status cf_gemm_clblast(cf_ctx *ctx, const cf_gemm_call *g)
      * Oclgrind 21.10 then misreports reads of recycled buffers as
      * uninitialised (see cf_buffer_free): there, run the products one by one. */
     if (g->a_offs && ctx->device_profile.batched_gemm_one_by_one) return one_by_one(ctx, g);
+    if (ctx->gemm_search) cf_gemm_search_before(ctx, g);
     cl_event begin = cf_profile_begin(ctx);
     int err;
     if (g->a_offs)
@@ -45,6 +49,7 @@ clformer_status cf_gemm_clblast(cf_ctx *ctx, const cf_gemm_call *g)
                                          g->beta, g->c, g->c_off, g->ldc, g->c_stride, g->batch,
                                          &ctx->queue, NULL);
     cf_profile_end(ctx, "gemm", begin ? cf_gemm_call_bytes(g) : 0, begin);
+    if (ctx->gemm_search) cf_gemm_search_after(ctx);
     CLBLAST_CHECK(err);
     return CLFORMER_OK;
 }
@@ -53,4 +58,5 @@ void cf_gemm_release_caches(void)
 {
     CLBlastStatusCode st = CLBlastClearCache();
     if (st != CLBlastSuccess) cf_log(NULL, CF_LOG_DEBUG, "CLBlastClearCache returned %d", (int)st);
+    cf_gemm_search_forget(); /* the overrides went with CLBlast's caches */
 }

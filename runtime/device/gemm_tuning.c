@@ -10,6 +10,7 @@
  */
 #include "gemm_tuning.h"
 #include "fileio.h"
+#include "gemm_search.h"
 
 #include <clblast_c.h>
 #include <ctype.h>
@@ -170,20 +171,24 @@ size_t cf_clblast_params_work_group(const char *kernel, const char *params)
     return work_group_size(kernel, names, values, n);
 }
 
-clformer_status cf_clblast_override(cf_ctx *ctx, const char *kernel, const char *params)
+clformer_status cf_clblast_override_on(cl_device_id device, const char *kernel, const char *params)
 {
     char buf[1024];
     const char *names[CF_CLBLAST_MAX_PARAMS];
     size_t values[CF_CLBLAST_MAX_PARAMS], n = 0;
     CF_TRY(cf_clblast_params_parse(params, buf, sizeof buf, names, values, &n));
-    size_t wg = work_group_size(kernel, names, values, n);
+    CLBLAST_CHECK(CLBlastOverrideParameters(device, kernel, CLBlastPrecisionSingle, n, names, values));
+    return CLFORMER_OK;
+}
+
+clformer_status cf_clblast_override(cf_ctx *ctx, const char *kernel, const char *params)
+{
+    size_t wg = cf_clblast_params_work_group(kernel, params);
     if (wg > ctx->info.max_work_group_size)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "%s parameters need work-groups of %zu work-items; %s allows %zu", kernel,
                        wg, ctx->info.name, ctx->info.max_work_group_size);
-    CLBLAST_CHECK(CLBlastOverrideParameters(ctx->device, kernel, CLBlastPrecisionSingle, n, names,
-                                            values));
-    return CLFORMER_OK;
+    return cf_clblast_override_on(ctx->device, kernel, params);
 }
 
 size_t cf_gemm_tuning_apply(cf_ctx *ctx, const cf_gemm_tuning *t, cf_log_level level)
@@ -269,14 +274,24 @@ static void apply_small_work_groups(cf_ctx *ctx)
            "at most 32 (%s allows %zu)", n, ctx->info.name, ctx->info.max_work_group_size);
 }
 
-size_t cf_gemm_tuning_init(cf_ctx *ctx, const char *setting)
+cf_gemm_tuning_mode cf_gemm_tuning_mode_of(const char *setting)
+{
+    if (!setting || !*setting || !strcmp(setting, "1") || !strcmp(setting, "auto"))
+        return CF_GEMM_TUNING_AUTO;
+    if (!strcmp(setting, "search")) return CF_GEMM_TUNING_SEARCH;
+    if (!strcmp(setting, "table")) return CF_GEMM_TUNING_TABLE;
+    if (!strcmp(setting, "off") || !strcmp(setting, "0")) return CF_GEMM_TUNING_OFF;
+    return CF_GEMM_TUNING_FILE;
+}
+
+static size_t apply_setting(cf_ctx *ctx, const char *setting, cf_gemm_tuning_mode mode)
 {
     apply_small_work_groups(ctx);
-    if (setting && !strcmp(setting, "0")) {
-        cf_log(&ctx->log, CF_LOG_DEBUG, "gemm tuning: off (setting 0)");
+    if (mode == CF_GEMM_TUNING_OFF) {
+        cf_log(&ctx->log, CF_LOG_DEBUG, "gemm tuning: off (setting %s)", setting);
         return 0;
     }
-    if (setting && *setting && strcmp(setting, "1") != 0) return apply_file(ctx, setting);
+    if (mode == CF_GEMM_TUNING_FILE) return apply_file(ctx, setting);
     const cf_gemm_tuning *t = cf_gemm_tuning_find(&ctx->info);
     if (!t) {
         cf_log(&ctx->log, CF_LOG_DEBUG, "gemm tuning: none for %s; CLBlast's own parameters", ctx->info.name);
@@ -285,5 +300,19 @@ size_t cf_gemm_tuning_init(cf_ctx *ctx, const char *setting)
     size_t n = cf_gemm_tuning_apply(ctx, t, CF_LOG_DEBUG);
     cf_log(&ctx->log, CF_LOG_INFO, "gemm tuning: %zu of %zu CLBlast parameter sets for '%s'", n, t->n_sets,
            t->label);
+    return n;
+}
+
+size_t cf_gemm_tuning_init(cf_ctx *ctx, const char *setting)
+{
+    const cf_gemm_tuning_mode mode = cf_gemm_tuning_mode_of(setting);
+    void *held = cf_gemm_search_hold(ctx->device); /* another context may be searching */
+    const size_t n = apply_setting(ctx, setting, mode);
+    cf_gemm_search_release(held);
+    ctx->gemm_search = false;
+    if (ctx->gemm_provider == CLFORMER_GEMM_CLBLAST &&
+        (mode == CF_GEMM_TUNING_SEARCH ||
+         (mode == CF_GEMM_TUNING_AUTO && ctx->device_profile.gemm_search)))
+        cf_gemm_search_start(ctx);
     return n;
 }

@@ -6,10 +6,19 @@
  * to CLBlastOverrideParameters once per context (cf_context_create).
  *
  * The setting (clformer_context_params.gemm_tuning, CLFORMER_GEMM_TUNING
- * for the CLI): unset or 1 applies the table entry that matches the
- * device (none: CLBlast's own choice); 0 applies nothing; any other value is
- * a file of "Kernel NAME=value ..." lines (tools/tuning/tune-clblast.sh writes one)
- * applied to whatever device is chosen. Whatever the setting, a device that
+ * for the CLI):
+ *   unset, "1" or "auto"  the table entry that matches the device (none:
+ *                         CLBlast's own choice), and on devices whose
+ *                         profile says gemm_search (GPUs) the per-shape
+ *                         search of gemm_search.h on top
+ *   "search"              the same, with the search on any device
+ *   "table"               the table entry only, no search
+ *   "off" or "0"          nothing: CLBlast's own parameters, no search
+ *   anything else         a file of "Kernel NAME=value ..." lines
+ *                         (tools/tuning/tune-clblast.sh writes one) applied
+ *                         to whatever device is chosen, no search.
+ * The search runs only where CLBlast is the GEMM provider. Whatever the
+ * setting, a device that
  * allows work-groups of fewer than 256 items first gets a set whose kernels
  * launch at most 32 (CLBlast's generic sets would not run there; see
  * docs/DEVICES.md). Tuning never fails a context: a set
@@ -64,6 +73,8 @@ size_t cf_clblast_params_work_group(const char *kernel, const char *params);
 /* CLBlastOverrideParameters for the context's device, single precision.
  * Refuses a set whose work-groups are larger than the device allows. */
 clformer_status cf_clblast_override(cf_ctx *ctx, const char *kernel, const char *params);
+/* The same for any device, without the work-group check. */
+clformer_status cf_clblast_override_on(cl_device_id device, const char *kernel, const char *params);
 
 /* Applies every set of `tuning`; returns how many CLBlast accepted, logging
  * (at `level`) each one it rejected. */
@@ -71,7 +82,19 @@ size_t cf_gemm_tuning_apply(cf_ctx *ctx, const cf_gemm_tuning *tuning, cf_log_le
 
 /* What context creation calls with clformer_context_params.gemm_tuning
  * (CLFORMER_GEMM_TUNING's value for the CLI), as described above. Returns
- * how many parameter sets CLBlast accepted (0: none applied). */
+ * how many parameter sets CLBlast accepted (0: none applied); sets
+ * ctx->gemm_search. */
 size_t cf_gemm_tuning_init(cf_ctx *ctx, const char *setting);
+
+/* What a setting asks for: a word of the grammar above, or a file (NULL
+ * for the file: the setting is not one of the words). */
+typedef enum {
+    CF_GEMM_TUNING_AUTO,   /* unset, 1, auto */
+    CF_GEMM_TUNING_SEARCH, /* search */
+    CF_GEMM_TUNING_TABLE,  /* table */
+    CF_GEMM_TUNING_OFF,    /* off, 0 */
+    CF_GEMM_TUNING_FILE    /* anything else */
+} cf_gemm_tuning_mode;
+cf_gemm_tuning_mode cf_gemm_tuning_mode_of(const char *setting);
 
 #endif

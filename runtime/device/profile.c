@@ -126,6 +126,10 @@ clformer_status clformer_device_profile_for(const clformer_device_info *d, const
     /* Host buffers and host code on the queue; a simulator keeps CLBlast so
      * that its checks see every product. */
     p->host_gemm = cpu && d->native_kernels;
+    /* GPUs get CLBlast's sets timed per GEMM shape (gemm_search.h): there
+     * CLBlast's defaults leave most of the peak unused; elsewhere it is asked
+     * for (CLFORMER_GEMM_TUNING=search) */
+    p->gemm_search = p->kind == CLFORMER_KIND_GPU;
     /* measured on PoCL (docs/PERFORMANCE.md): fused attention about level at length 32,
      * twice as fast from 256 on; elsewhere unmeasured, so memory decides */
     p->fused_attention_long = cpu;

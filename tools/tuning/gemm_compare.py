@@ -4,9 +4,12 @@
     tools/tuning/gemm_compare.py [SETTING ...] [--bench build/gemm_bench] [--rounds 3]
                                  [--only TEXT] [--quick] [--min-time S]
 
-SETTING is a CLFORMER_GEMM_TUNING value: 0 (CLBlast's own parameters), 1
-(clformer's table, the default) or a parameter file such as the one
-tools/tuning/tune-clblast.sh writes; default: 0 1. A SETTING of the form
+SETTING is a CLFORMER_GEMM_TUNING value: off (CLBlast's own parameters),
+table (clformer's table), search (the table and the per-shape search; its
+times are read from the cache directory after the first process, so the
+rounds compare the sets it chose), auto (the default: search on GPUs only)
+or a parameter file such as the one tools/tuning/tune-clblast.sh writes;
+default: off table. A SETTING of the form
 VAR=VALUE sets that variable instead: CLFORMER_GEMM=clblast CLFORMER_GEMM=host
 compares the two GEMM providers. The SETTING `direct` runs gemm_bench --direct:
 cblas_sgemm called without OpenCL, the bar for the host provider
@@ -47,7 +50,7 @@ def run(bench, setting, name, extra):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("settings", nargs="*", default=["0", "1"])
+    p.add_argument("settings", nargs="*", default=["off", "table"])
     p.add_argument("--bench", default="build/gemm_bench")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--only", default="", help="the shapes whose name contains this")

@@ -1,0 +1,107 @@
+/*
+ * The per-shape GEMM parameter search: on the first use of each kind of
+ * product (transposes, m, n, k, batch) the CLBlast provider times a few
+ * candidate parameter sets (gemm_candidates.h) of its two kernels, Xgemm
+ * (indirect) and XgemmDirect, on that shape, and keeps the times in a file
+ * per device and driver beside the kernel cache, so later runs only read it.
+ *
+ * What is overridden. CLBlast keeps one parameter set per kernel and device
+ * for the whole process, and changing it costs about 0.6 ms of host time
+ * per kernel (CLBlastOverrideParameters copies CLBlast's whole database;
+ * measured on PoCL and Intel's runtime), more than many products take on a
+ * GPU. So the sets are not switched per call: from the times of every shape
+ * this process has used, one Xgemm set, one XgemmDirect set and the switch
+ * between them (XGEMM_MIN_INDIRECT_SIZE: products with m*n*k below its cube
+ * take the direct kernel) are chosen that make the sum of the shapes' times,
+ * each weighted by its calls so far, smallest. The choice is made again
+ * whenever a shape seen before comes back after new shapes were timed (in a
+ * training loop: at the start of the second layer, the decoder, the
+ * backward pass, the next step), and applied only when it changes.
+ *
+ * Same numbers, whichever set wins. A candidate is timed only if its result
+ * on the shape equals, bit for bit, the result of the sets CLBlast would use
+ * without the search; one that differs once (a GEMMK 1 set can sum in
+ * another order) is left out for the device. So the search changes speed,
+ * never results: a resumed run, a run without the cache, and a run with
+ * CLFORMER_GEMM_TUNING=off compute the same numbers.
+ *
+ * Budget: at most CF_GEMM_SEARCH_XGEMM + CF_GEMM_SEARCH_DIRECT sets (each
+ * compiled once per CLBlast routine, which dominates on a GPU), each timed
+ * for at most ~20 ms after one warm-up call; a shape stops after
+ * class_seconds, the process after budget_seconds (later shapes keep the
+ * current sets until a later run times them). Products below min_fma
+ * multiply-adds, and batched products with arbitrary offsets, are never
+ * timed: they are too small to gain from it, or the model does not use them.
+ *
+ * Progress: the context's progress callback hears "tuning GEMM MxNxK"
+ * (candidates done of total) for each shape timed.
+ */
+#ifndef CF_GEMM_SEARCH_H
+#define CF_GEMM_SEARCH_H
+
+#include "context.h"
+#include "gemm_provider.h"
+
+/* Most candidate sets per kernel, CLBlast's current set included. */
+#define CF_GEMM_SEARCH_XGEMM 8
+#define CF_GEMM_SEARCH_DIRECT 6
+
+typedef struct {
+    size_t max_xgemm, max_direct; /* candidate sets per kernel, CLBlast's own included */
+    double min_fma;               /* smallest product (m*n*k*batch) that is timed */
+    double budget_seconds;        /* the most one process spends on one device */
+    double class_seconds;         /* the most one shape takes */
+    double seconds_per_set;       /* timing of one set on one shape (after its warm-up) */
+    /* the candidates besides CLBlast's own: NULL the device's
+     * (gemm_candidates.h), else these (tests) */
+    const char *const *xgemm_sets, *const *direct_sets;
+    size_t n_xgemm_sets, n_direct_sets;
+} cf_gemm_search_limits;
+
+/* The limits in force; tests lower them (shapes and candidates) to run fast. */
+cf_gemm_search_limits cf_gemm_search_get_limits(void);
+void cf_gemm_search_set_limits(const cf_gemm_search_limits *limits);
+
+/* Called by cf_gemm_tuning_init when the search is on for a context: the
+ * device's record (CLBlast's current sets, the candidates, the times on
+ * disk) is made on the first call for a device. A failure turns the search
+ * off for the context (logged), never the context. */
+void cf_gemm_search_start(cf_ctx *ctx);
+
+/* Around context creation handing CLBlast parameter sets for `device` (its
+ * table): `hold` waits until no call or search of another context runs on
+ * the device (NULL: the device has no record); `release` lets them go on,
+ * and the record applies its choice again before the next call. */
+void *cf_gemm_search_hold(cl_device_id device);
+void cf_gemm_search_release(void *held);
+
+/* Around every CLBlast call of a searching context (ctx->gemm_search):
+ * `before` times the call's shape if it is new (on scratch buffers, never
+ * the call's own) and applies the chosen sets; the device's sets stay as
+ * they are until `after`, so two contexts on one device in two threads never
+ * run with a candidate that is being checked. Failures in the search are
+ * logged and the call runs with the current sets. */
+void cf_gemm_search_before(cf_ctx *ctx, const cf_gemm_call *call);
+void cf_gemm_search_after(cf_ctx *ctx);
+
+/* Forgets every device's record when the last context closes, after
+ * handing CLBlast back the sets each device had when its search began
+ * (CLBlast keeps overrides for the whole process). */
+void cf_gemm_search_forget(void);
+
+/* What the search did on the context's device, for tests and bench. */
+typedef struct {
+    size_t shapes;        /* kinds of product seen in this process */
+    size_t timed;         /* of them timed here */
+    size_t from_cache;    /* of them read from the file */
+    size_t skipped;       /* too small, or past the budget */
+    size_t rejected;      /* candidate sets left out: they round differently or failed */
+    size_t choices;       /* times the sets in force changed */
+    double seconds;       /* spent timing */
+    int xgemm, direct;    /* candidate index in force (0: CLBlast's own) */
+    size_t switch_size;   /* XGEMM_MIN_INDIRECT_SIZE in force */
+    char cache_path[1024]; /* the file of times ("" when the cache is off) */
+} cf_gemm_search_stats;
+bool cf_gemm_search_stats_for(const cf_ctx *ctx, cf_gemm_search_stats *stats);
+
+#endif

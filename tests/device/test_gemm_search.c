@@ -1,0 +1,360 @@
+/* The per-shape GEMM search (runtime/device/gemm_search.h) on the device
+ * under test, with CLFORMER_GEMM_TUNING=search and a few candidate sets
+ * given here: a shape is timed on first use and its times kept in a file,
+ * which a later process reads instead of timing; results stay within the
+ * GEMM tolerances and equal, bit for bit, those without the search; a set
+ * that rounds differently is left out; "off" and "table" do not search; a
+ * damaged file, or a spent budget, costs a search and nothing else. */
+#include "harness.h"
+#include "buffer.h"
+#include "clblast_current.h"
+#include "fileio.h"
+#include "gemm.h"
+#include "gemm_search.h"
+#include "gemm_tuning.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Candidates besides CLBlast's own: the PoCL table's Xgemm set, and for
+ * one test a GEMMK 1 set (which sums in another order on PoCL) and a small
+ * direct set; all launch at most 64 work-items. Each set is a CLBlast
+ * program to compile per routine, so the tests take few. */
+#define GEMMK1_SET                                                                              \
+    "GEMMK=1 KREG=4 KWG=1 KWI=1 MDIMA=4 MDIMC=4 MWG=64 NDIMB=8 NDIMC=8 NWG=32 SA=0 SB=0 "       \
+    "STRM=0 STRN=0 VWM=4 VWN=4"
+static const char *const xgemm_sets[] = {
+    "GEMMK=0 KREG=1 KWG=16 KWI=2 MDIMA=16 MDIMC=8 MWG=128 NDIMB=32 NDIMC=8 NWG=64 SA=0 SB=0 "
+    "STRM=1 STRN=0 VWM=8 VWN=2",
+    GEMMK1_SET,
+};
+static const char *const direct_sets[] = {
+    "KWID=2 MDIMAD=8 MDIMCD=8 NDIMBD=8 NDIMCD=8 PADA=1 PADB=1 VWMD=1 VWND=1 WGD=16",
+};
+
+typedef struct {
+    bool ta, tb;
+    size_t m, n, k, batch;
+} shape;
+static const shape shapes[] = {{false, true, 96, 80, 72, 1}, {false, false, 32, 24, 40, 3}};
+static const shape small_shapes[] = {{false, true, 24, 16, 20, 1}, {false, false, 8, 12, 16, 3}};
+#define N_SHAPES 2
+
+static const shape *test_shapes(void) { return harness_is_slow() ? small_shapes : shapes; }
+
+static char cache_dir[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(cache_dir, sizeof cache_dir, "/tmp/clformer-gemm-search-XXXXXX");
+    if (!mkdtemp(cache_dir)) return -1;
+    const cf_gemm_search_limits l = {.max_xgemm = 3, .max_direct = 2, .min_fma = 1,
+                                     .budget_seconds = 1e9, .class_seconds = 1e9,
+                                     .seconds_per_set = 0.001, .xgemm_sets = xgemm_sets,
+                                     .direct_sets = direct_sets, .n_xgemm_sets = 1,
+                                     .n_direct_sets = 0};
+    cf_gemm_search_set_limits(&l);
+    /* no record from an earlier test: each starts from CLBlast's own sets */
+    cf_gemm_release_caches();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    cf_gemm_release_caches();
+    DIR *d = opendir(cache_dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", cache_dir, e->d_name);
+        unlink(path);
+    }
+    if (d) closedir(d);
+    rmdir(cache_dir);
+    return 0;
+}
+
+static cf_ctx *open_ctx(const char *tuning)
+{
+    clformer_context_params p;
+    assert_ok(clformer_context_params_from_env(&p));
+    p.device = hctx()->info.selector;
+    p.gemm = "clblast";
+    p.gemm_tuning = tuning;
+    p.cache = true;
+    p.cache_dir = cache_dir;
+    clformer_context *ctx = NULL;
+    assert_ok(clformer_context_create_with_params(&p, &ctx));
+    return ctx;
+}
+
+/* C = 0.75 op(A) op(B) + C on fixed random operands, C read back into `out`
+ * (m * n * batch floats, tightly packed). */
+static void run_shape(cf_ctx *ctx, const shape *s, float *out)
+{
+    const size_t na = s->m * s->k * s->batch, nb = s->k * s->n * s->batch,
+                 nc = s->m * s->n * s->batch;
+    float *host = malloc((na + nb + nc) * sizeof *host);
+    assert_non_null(host);
+    ref_rng r = ref_rng_new(42 + s->m);
+    ref_fill_uniform(&r, host, NULL, na + nb + nc, -1.0, 1.0);
+    cl_mem a, b, c;
+    assert_ok(cf_buffer_alloc(ctx, na, "A", &a));
+    assert_ok(cf_buffer_alloc(ctx, nb, "B", &b));
+    assert_ok(cf_buffer_alloc(ctx, nc, "C", &c));
+    assert_ok(cf_upload(ctx, a, 0, host, na));
+    assert_ok(cf_upload(ctx, b, 0, host + na, nb));
+    assert_ok(cf_upload(ctx, c, 0, host + na + nb, nc));
+    const size_t lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n;
+    assert_ok(cf_gemm_strided_batched(ctx, s->ta, s->tb, s->m, s->n, s->k, 0.75f, a, 0, lda,
+                                      s->m * s->k, b, 0, ldb, s->k * s->n, 1.0f, c, 0, s->n,
+                                      s->m * s->n, s->batch));
+    assert_ok(cf_download(ctx, c, 0, out, nc));
+    cf_buffer_free(ctx, a);
+    cf_buffer_free(ctx, b);
+    cf_buffer_free(ctx, c);
+    free(host);
+}
+
+/* The first `n` shapes twice each (the second call of a shape makes the
+ * choice), and the results against the same products without the search. */
+static void run_and_compare(cf_ctx *ctx, size_t n)
+{
+    cf_ctx *plain = open_ctx("off");
+    for (size_t i = 0; i < n; i++) {
+        const shape *s = &test_shapes()[i];
+        const size_t nc = s->m * s->n * s->batch;
+        float *got = malloc(nc * sizeof *got), *again = malloc(nc * sizeof *again),
+              *want = malloc(nc * sizeof *want);
+        assert_true(got && again && want);
+        run_shape(ctx, s, got);
+        run_shape(ctx, s, again);
+        run_shape(plain, s, want);
+        if (memcmp(got, want, nc * sizeof *got) || memcmp(again, want, nc * sizeof *got))
+            fail_msg("%zux%zux%zu x%zu: the search changed the numbers", s->m, s->n, s->k,
+                     s->batch);
+        free(got), free(again), free(want);
+    }
+    /* and within the GEMM tolerances, through the shared check */
+    const conf_gemm_case c = {false, true, test_shapes()[0].m, test_shapes()[0].n,
+                              test_shapes()[0].k, 1.0f, 1.0f, 0, 0, 0, 5};
+    assert_conformance_case(conf_gemm_run(ctx, &c, harness_conf_sink, &failures));
+    clformer_context_free(plain);
+}
+
+static cf_gemm_search_stats stats_of(cf_ctx *ctx)
+{
+    cf_gemm_search_stats s;
+    assert_true(cf_gemm_search_stats_for(ctx, &s));
+    return s;
+}
+
+static size_t shape_lines(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = 0;
+    char line[4096];
+    while (fgets(line, sizeof line, f)) n += strncmp(line, "shape ", 6) == 0;
+    fclose(f);
+    return n;
+}
+
+static void times_then_reads_the_file(void **state)
+{
+    (void)state;
+    cf_ctx *ctx = open_ctx("search");
+    assert_true(ctx->gemm_search);
+    run_and_compare(ctx, N_SHAPES);
+    cf_gemm_search_stats s = stats_of(ctx);
+    assert_int_equal(s.shapes, N_SHAPES);
+    assert_int_equal(s.timed, N_SHAPES);
+    assert_int_equal(s.from_cache, 0);
+    assert_int_equal(shape_lines(s.cache_path), N_SHAPES);
+    clformer_context_free(ctx);
+    cf_gemm_release_caches(); /* as a new process: no record */
+
+    ctx = open_ctx("search");
+    run_and_compare(ctx, N_SHAPES);
+    s = stats_of(ctx);
+    assert_int_equal(s.timed, 0);
+    assert_int_equal(s.from_cache, N_SHAPES);
+    clformer_context_free(ctx);
+}
+
+/* off and table never search; auto searches where the profile says so. */
+static void only_search_and_auto_search(void **state)
+{
+    (void)state;
+    const char *words[] = {"off", "0", "table"};
+    for (size_t i = 0; i < 3; i++) {
+        cf_ctx *ctx = open_ctx(words[i]);
+        assert_false(ctx->gemm_search);
+        clformer_context_free(ctx);
+    }
+    cf_ctx *ctx = open_ctx("auto");
+    assert_int_equal(ctx->gemm_search, ctx->device_profile.gemm_search);
+    clformer_context_free(ctx);
+    assert_int_equal(cf_gemm_tuning_mode_of(NULL), CF_GEMM_TUNING_AUTO);
+    assert_int_equal(cf_gemm_tuning_mode_of("1"), CF_GEMM_TUNING_AUTO);
+    assert_int_equal(cf_gemm_tuning_mode_of("search"), CF_GEMM_TUNING_SEARCH);
+    assert_int_equal(cf_gemm_tuning_mode_of("tuned.txt"), CF_GEMM_TUNING_FILE);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Keeps the file's header and replaces its shape lines by `lines`. */
+static void damage(const char *path, const char *lines)
+{
+    char *text = NULL;
+    size_t size = 0;
+    assert_ok(cf_read_file(path, &text, &size));
+    char *first = strstr(text, "\nshape ");
+    assert_non_null(first);
+    first[1] = '\0';
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fputs(lines, f);
+    fclose(f);
+    free(text);
+}
+
+/* A damaged line, a line whose key does not fit its shape, a file of
+ * another kind: each shape is timed again, and the file is whole again. */
+static void damaged_files_are_timed_again(void **state)
+{
+    (void)state;
+    cf_ctx *ctx = open_ctx("search");
+    run_and_compare(ctx, 1);
+    char path[1024];
+    snprintf(path, sizeof path, "%s", stats_of(ctx).cache_path);
+    clformer_context_free(ctx);
+
+    const char *bad_lines[] = {
+        "shape S NT 96 80 72 1 96 80 72 1 : 1.0 2.0\n",             /* too few times */
+        "shape S NT 7 80 72 1 96 80 72 1 : 1 1 1 1 1\n",            /* key of another shape */
+        "shape S NT 96 80 72 1 96 80 72 1 : 1 nan 1 1 1\nshape X\n", /* not a number */
+        "\x01\x02 not a line\n",
+    };
+    for (size_t i = 0; i < sizeof bad_lines / sizeof *bad_lines; i++) {
+        cf_gemm_release_caches();
+        damage(path, bad_lines[i]);
+        ctx = open_ctx("search");
+        run_and_compare(ctx, 1);
+        assert_int_equal(stats_of(ctx).timed, 1);
+        clformer_context_free(ctx);
+        assert_int_equal(shape_lines(path), 1);
+    }
+    cf_gemm_release_caches();
+    write_text(path, "not a clformer file\n");
+    ctx = open_ctx("search");
+    run_and_compare(ctx, 1);
+    assert_int_equal(stats_of(ctx).timed, 1);
+    clformer_context_free(ctx);
+    assert_int_equal(shape_lines(path), 1);
+}
+
+/* Whether CLBlast's Xgemm with `set` (every product indirect) gives the
+ * numbers of CLBlast's own sets on the first shape. CLBlast is left with
+ * its own sets again (it keeps overrides for the whole process). */
+static bool rounds_like_own(cf_ctx *ctx, const char *set)
+{
+    const shape *s = &test_shapes()[0];
+    const size_t nc = s->m * s->n * s->batch;
+    float *own = malloc(nc * sizeof *own), *other = malloc(nc * sizeof *other);
+    assert_true(own && other);
+    char xgemm[512], routine[512];
+    assert_ok(cf_clblast_current(ctx->device, "Xgemm", xgemm, sizeof xgemm));
+    assert_ok(cf_clblast_current(ctx->device, "GemmRoutine", routine, sizeof routine));
+    assert_ok(cf_clblast_override(ctx, "GemmRoutine", "XGEMM_MIN_INDIRECT_SIZE=1"));
+    run_shape(ctx, s, own);
+    assert_ok(cf_clblast_override(ctx, "Xgemm", set));
+    run_shape(ctx, s, other);
+    assert_ok(cf_clblast_override(ctx, "Xgemm", xgemm));
+    assert_ok(cf_clblast_override(ctx, "GemmRoutine", routine));
+    const bool same = memcmp(own, other, nc * sizeof *own) == 0;
+    free(own), free(other);
+    return same;
+}
+
+/* The search leaves out exactly the sets that round differently. */
+static void sets_that_round_differently_are_left_out(void **state)
+{
+    (void)state;
+    cf_gemm_search_limits l = cf_gemm_search_get_limits();
+    l.n_xgemm_sets = 2;
+    l.n_direct_sets = 1;
+    cf_gemm_search_set_limits(&l);
+    cf_ctx *probe = open_ctx("off");
+    const bool gemmk1_same = rounds_like_own(probe, GEMMK1_SET);
+    clformer_context_free(probe);
+
+    cf_ctx *ctx = open_ctx("search");
+    run_and_compare(ctx, 1);
+    const cf_gemm_search_stats s = stats_of(ctx);
+    print_message("GEMMK 1 set %s CLBlast's own; %zu sets left out\n",
+                  gemmk1_same ? "rounds like" : "rounds differently from", s.rejected);
+    if (!gemmk1_same) assert_true(s.rejected >= 1);
+    /* the file's header numbers the sets ("xgemm I SET", then "direct I
+     * SET"); a shape line has one time per set, '-' for a set left out */
+    char *text = NULL;
+    size_t size = 0;
+    assert_ok(cf_read_file(s.cache_path, &text, &size));
+    int gemmk1 = -1;
+    for (char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        int index = 0, used = 0;
+        if (sscanf(p, "xgemm %d %n", &index, &used) == 1 && used &&
+            !strncmp(p + used, GEMMK1_SET "\n", strlen(GEMMK1_SET) + 1))
+            gemmk1 = index; /* Xgemm sets come first among the times */
+    }
+    assert_true(gemmk1 >= 0);
+    char *line = strstr(text, "\nshape S");
+    assert_non_null(line);
+    char *field = strchr(line, ':') + 1;
+    for (int i = 0; i < gemmk1; i++) field = strchr(field + 1, ' ');
+    assert_non_null(field);
+    field += strspn(field, " ");
+    assert_int_equal(*field == '-', !gemmk1_same);
+    free(text);
+    clformer_context_free(ctx);
+}
+
+/* With the budget spent, new shapes are not timed and nothing is written. */
+static void a_spent_budget_times_nothing(void **state)
+{
+    (void)state;
+    cf_gemm_search_limits l = cf_gemm_search_get_limits();
+    const cf_gemm_search_limits saved = l;
+    l.budget_seconds = 0;
+    cf_gemm_search_set_limits(&l);
+    cf_ctx *ctx = open_ctx("search");
+    run_and_compare(ctx, 1);
+    const cf_gemm_search_stats s = stats_of(ctx);
+    assert_int_equal(s.timed, 0);
+    assert_int_equal(s.skipped, 1);
+    assert_int_equal(shape_lines(s.cache_path), 0);
+    clformer_context_free(ctx);
+    cf_gemm_search_set_limits(&saved);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown(times_then_reads_the_file, setup, teardown),
+    cmocka_unit_test_setup_teardown(only_search_and_auto_search, setup, teardown),
+    cmocka_unit_test_setup_teardown(damaged_files_are_timed_again, setup, teardown),
+    cmocka_unit_test_setup_teardown(sets_that_round_differently_are_left_out, setup, teardown),
+    cmocka_unit_test_setup_teardown(a_spent_budget_times_nothing, setup, teardown),
+};
+
+HARNESS_DEVICE_MAIN("gemm_search", tests)
