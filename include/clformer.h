@@ -351,6 +351,8 @@ typedef struct {
     unsigned count;     /* commands */
     uint64_t bytes;     /* ideal memory traffic, summed: each command's inputs read
                            once and outputs written once, from the shapes */
+    uint64_t flop;      /* floating-point operations, summed, where the family counts them
+                           (matrix products: 2*m*n*k; 0 elsewhere) */
 } clformer_kernel_time;
 
 /* Waits for the queue, then fills up to `cap` families recorded since the
@@ -368,6 +370,31 @@ CLFORMER_API clformer_status clformer_context_kernel_times(clformer_context *ctx
  * while it runs. */
 CLFORMER_API clformer_status clformer_context_copy_bandwidth(clformer_context *ctx, size_t bytes,
                                                              double *gb_per_s);
+
+/* The device's fp32 multiply-add throughput in GFLOP/s (an FMA counts 2),
+ * the roof that compute-bound kernels are measured against: the best of a
+ * few launches of a kernel whose work-items each run 8 independent chains of
+ * fma() on vectors of the device's native float width, for `iterations`
+ * steps of 4 (0: as many as take about 50 ms; at most 1000000), on
+ * `work_items` items (0: 4096 per compute unit). Timed like
+ * clformer_context_copy_bandwidth. */
+CLFORMER_API clformer_status clformer_context_fma_peak(clformer_context *ctx, size_t work_items,
+                                                       unsigned iterations, double *gflops);
+
+/* The two roofs of a device, measured once per device and driver and kept in
+ * the context's cache directory (roofline-<hash>.txt beside the compiled
+ * kernels; a damaged or stale file is measured again, never an error), so
+ * that reports made at different times share them. */
+typedef struct {
+    double fma_gflops; /* clformer_context_fma_peak with its defaults */
+    double copy_gbps;  /* clformer_context_copy_bandwidth with its defaults */
+    bool from_cache;   /* read from the cache directory, not measured by this call */
+} clformer_roofline;
+/* `remeasure`: measure even when the cache has them; the file keeps the
+ * higher of the old and new figures (a roof is the most the device was seen
+ * to do; a first measurement on a busy machine is low). */
+CLFORMER_API clformer_status clformer_context_roofline(clformer_context *ctx, bool remeasure,
+                                                       clformer_roofline *roofline);
 
 /*
  * Who computes the matrix products on a device:

@@ -5,6 +5,7 @@
  */
 #include "buffer.h"
 #include "clock.h"
+#include "launch.h"
 
 #define DEFAULT_BYTES ((size_t)256 << 20)
 #define REPEATS 5 /* after one untimed copy that maps the pages in */
@@ -18,16 +19,7 @@ static clformer_status time_copy(cf_ctx *ctx, cl_mem src, cl_mem dst, size_t byt
     CL_CHECK(clEnqueueCopyBuffer(ctx->queue, src, dst, 0, 0, bytes, 0, NULL,
                                  ctx->queue_profiling ? &ev : NULL));
     cl_int err = clFinish(ctx->queue);
-    *seconds = cf_now_s() - t0;
-    cl_ulong start = 0, end = 0;
-    if (err == CL_SUCCESS && ev &&
-        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL) ==
-            CL_SUCCESS &&
-        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) ==
-            CL_SUCCESS &&
-        end > start)
-        *seconds = (double)(end - start) * 1e-9;
-    if (ev) clReleaseEvent(ev);
+    *seconds = cf_event_seconds(ev, cf_now_s() - t0);
     CL_CHECK(err);
     return CLFORMER_OK;
 }

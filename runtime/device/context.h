@@ -28,12 +28,13 @@ typedef struct {
 } cf_program_entry;
 
 /* One profiled command: the family it is counted under, the bytes it moves
- * (launch.h) and its event. For
+ * and the FLOP it does (launch.h) and its event. For
  * a library call that enqueues several kernels (CLBlast), `start` is a
  * marker before them and `event` a marker after them. */
 typedef struct {
     const char *family; /* static string: "gemm", "attention", ... */
     uint64_t bytes;
+    uint64_t flop;      /* floating-point operations where counted (launch.h), else 0 */
     cl_event event;
     cl_event start;     /* NULL for a single command */
 } cf_profile_entry;

@@ -48,7 +48,7 @@ clformer_status cf_gemm_clblast(cf_ctx *ctx, const cf_gemm_call *g)
                                          g->a_stride, g->b, g->b_off, g->ldb, g->b_stride,
                                          g->beta, g->c, g->c_off, g->ldc, g->c_stride, g->batch,
                                          &ctx->queue, NULL);
-    cf_profile_end(ctx, "gemm", begin ? cf_gemm_call_bytes(g) : 0, begin);
+    cf_profile_end(ctx, "gemm", begin ? cf_gemm_call_bytes(g) : 0, cf_gemm_call_flop(g), begin);
     if (ctx->gemm_search) cf_gemm_search_after(ctx);
     CLBLAST_CHECK(err);
     return CLFORMER_OK;

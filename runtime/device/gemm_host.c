@@ -292,7 +292,8 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
             mems[n_mems++] = operands[i];
         }
     }
-    cl_event *slot = cf_profile_slot(ctx, "gemm", ctx->profiling ? cf_gemm_call_bytes(g) : 0);
+    cl_event *slot = cf_profile_slot(ctx, "gemm", ctx->profiling ? cf_gemm_call_bytes(g) : 0,
+                                     cf_gemm_call_flop(g));
     cl_int err =
         clEnqueueNativeKernel(ctx->queue, run, h, size, n_mems, mems, locs, 0, NULL, slot);
     free(h); /* the queue keeps its own copy */

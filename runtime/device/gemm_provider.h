@@ -26,6 +26,11 @@ typedef struct {
 /* The call's ideal traffic (launch.h): A, B and C once per product (m*k +
  * k*n + m*n floats), plus C read where beta != 0. */
 uint64_t cf_gemm_call_bytes(const cf_gemm_call *call);
+/* Its FLOP: 2*m*n*k per product. */
+static inline uint64_t cf_gemm_call_flop(const cf_gemm_call *g)
+{
+    return 2 * (uint64_t)g->m * g->n * g->k * g->batch;
+}
 
 clformer_status cf_gemm_clblast(cf_ctx *ctx, const cf_gemm_call *call);
 clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *call);

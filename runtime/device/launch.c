@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-cl_event *cf_profile_slot(cf_ctx *ctx, const char *family, uint64_t bytes)
+cl_event *cf_profile_slot(cf_ctx *ctx, const char *family, uint64_t bytes, uint64_t flop)
 {
     if (!ctx->profiling) return NULL;
     if (ctx->n_profile == ctx->profile_capacity) {
@@ -17,6 +17,7 @@ cl_event *cf_profile_slot(cf_ctx *ctx, const char *family, uint64_t bytes)
     cf_profile_entry *e = &ctx->profile[ctx->n_profile++];
     e->family = family;
     e->bytes = bytes;
+    e->flop = flop;
     e->event = NULL;
     e->start = NULL;
     return &e->event;
@@ -30,16 +31,31 @@ cl_event cf_profile_begin(cf_ctx *ctx)
     return begin;
 }
 
-void cf_profile_end(cf_ctx *ctx, const char *family, uint64_t bytes, cl_event begin)
+void cf_profile_end(cf_ctx *ctx, const char *family, uint64_t bytes, uint64_t flop,
+                    cl_event begin)
 {
     if (!begin) return;
-    cl_event *slot = cf_profile_slot(ctx, family, bytes);
+    cl_event *slot = cf_profile_slot(ctx, family, bytes, flop);
     if (!slot || clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, slot) != CL_SUCCESS) {
         if (slot) ctx->n_profile--;
         clReleaseEvent(begin);
         return;
     }
     ctx->profile[ctx->n_profile - 1].start = begin;
+}
+
+double cf_event_seconds(cl_event ev, double wall)
+{
+    if (!ev) return wall;
+    cl_ulong start = 0, end = 0;
+    if (clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL) ==
+            CL_SUCCESS &&
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) ==
+            CL_SUCCESS &&
+        end > start)
+        wall = (double)(end - start) * 1e-9;
+    clReleaseEvent(ev);
+    return wall;
 }
 
 static const char *kind_name(char kind)
@@ -91,6 +107,13 @@ clformer_status cf_launch(cf_ctx *ctx, const char *family, uint64_t bytes, cl_ke
                           cl_uint dims, const size_t *global, const size_t *local, size_t nargs,
                           const cf_arg *args)
 {
+    return cf_launch_flop(ctx, family, bytes, 0, kernel, dims, global, local, nargs, args);
+}
+
+clformer_status cf_launch_flop(cf_ctx *ctx, const char *family, uint64_t bytes, uint64_t flop,
+                               cl_kernel kernel, cl_uint dims, const size_t *global,
+                               const size_t *local, size_t nargs, const cf_arg *args)
+{
     size_t rounded[3];
     for (cl_uint d = 0; d < dims; d++) {
         if (global[d] == 0) return CLFORMER_OK; /* empty tensor: nothing to do */
@@ -99,7 +122,7 @@ clformer_status cf_launch(cf_ctx *ctx, const char *family, uint64_t bytes, cl_ke
     CF_TRY(check_kinds(ctx, kernel, nargs, args));
     for (size_t i = 0; i < nargs; i++)
         CL_CHECK(clSetKernelArg(kernel, (cl_uint)i, args[i].size, args[i].value));
-    cl_event *slot = cf_profile_slot(ctx, family, bytes);
+    cl_event *slot = cf_profile_slot(ctx, family, bytes, flop);
     cl_int err = clEnqueueNDRangeKernel(ctx->queue, kernel, dims, NULL, rounded, local, 0, NULL,
                                         slot);
     if (err != CL_SUCCESS) {
@@ -152,11 +175,12 @@ clformer_status cf_profile_collect(cf_ctx *ctx, cf_profile_total *totals, size_t
             end >= start) {
             size_t j = 0;
             while (j < *n && strcmp(totals[j].family, e->family)) j++;
-            if (j == *n && *n < cap) totals[(*n)++] = (cf_profile_total){e->family, 0.0, 0, 0};
+            if (j == *n && *n < cap) totals[(*n)++] = (cf_profile_total){e->family, 0.0, 0, 0, 0};
             if (j < *n) {
                 totals[j].ms += (double)(end - start) * 1e-6;
                 totals[j].count++;
                 totals[j].bytes += e->bytes;
+                totals[j].flop += e->flop;
             }
         }
         clReleaseEvent(e->event);

@@ -7,10 +7,12 @@
  *
  * Every launch states the bytes it moves: the ideal traffic of the op, every
  * input element read once and every output element written once (an output
- * that is accumulated into is read too), from the op's shapes. Profiling sums
- * them per family, so `clformer bench` can set each family's time against
- * the device's copy bandwidth. Kernels check their own bounds (global sizes
- * are rounded up).
+ * that is accumulated into is read too), from the op's shapes. A launch whose
+ * arithmetic matters (matrix products, attention) also states its FLOP
+ * (CF_LAUNCH_FLOP; a multiply-add counts 2). Profiling sums both per family,
+ * so `clformer bench` can set each family's time against the device's copy
+ * bandwidth and FMA peak (a roofline). Kernels check their own bounds
+ * (global sizes are rounded up).
  */
 #ifndef CF_LAUNCH_H
 #define CF_LAUNCH_H
@@ -38,10 +40,17 @@ typedef struct {
 clformer_status cf_launch(cf_ctx *ctx, const char *family, uint64_t bytes, cl_kernel kernel,
                           cl_uint dims, const size_t *global, const size_t *local, size_t nargs,
                           const cf_arg *args);
+/* cf_launch with the launch's floating-point operations (an FMA counts 2). */
+clformer_status cf_launch_flop(cf_ctx *ctx, const char *family, uint64_t bytes, uint64_t flop,
+                               cl_kernel kernel, cl_uint dims, const size_t *global,
+                               const size_t *local, size_t nargs, const cf_arg *args);
 
 #define CF_LAUNCH(ctx, family, bytes, kernel, dims, global, local, ...)                        \
     cf_launch((ctx), (family), (bytes), (kernel), (dims), (global), (local),                   \
               sizeof((cf_arg[]){__VA_ARGS__}) / sizeof(cf_arg), (cf_arg[]){__VA_ARGS__})
+#define CF_LAUNCH_FLOP(ctx, family, bytes, flop, kernel, dims, global, local, ...)             \
+    cf_launch_flop((ctx), (family), (bytes), (flop), (kernel), (dims), (global), (local),      \
+                   sizeof((cf_arg[]){__VA_ARGS__}) / sizeof(cf_arg), (cf_arg[]){__VA_ARGS__})
 
 /* The bytes of n elements of 4 bytes (float, int32, uint32: every tensor here). */
 static inline uint64_t cf_f32_bytes(size_t n) { return (uint64_t)n * 4u; }
@@ -50,16 +59,22 @@ static inline uint64_t cf_f32_bytes(size_t n) { return (uint64_t)n * 4u; }
 static inline size_t cf_round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
 /* Where profiling is on, the event slot for the next command of `family`,
- * which moves `bytes` (NULL when off). The event is owned by the profile record. */
-cl_event *cf_profile_slot(cf_ctx *ctx, const char *family, uint64_t bytes);
+ * which moves `bytes` and does `flop` (NULL when off). The event is owned by
+ * the profile record. */
+cl_event *cf_profile_slot(cf_ctx *ctx, const char *family, uint64_t bytes, uint64_t flop);
 
 /* Brackets a library call that enqueues several commands (CLBlast may pad,
  * transpose and multiply): markers before and after, so the whole call is
  * timed, not only its last kernel. No-ops when profiling is off. */
 cl_event cf_profile_begin(cf_ctx *ctx);
-void cf_profile_end(cf_ctx *ctx, const char *family, uint64_t bytes, cl_event begin);
+void cf_profile_end(cf_ctx *ctx, const char *family, uint64_t bytes, uint64_t flop,
+                    cl_event begin);
 
-/* Time and bytes per family since the last reset, after waiting for the queue. */
+/* Seconds a finished command took by its event (from a profiling queue),
+ * else `wall`, the wall clock around it; releases the event. */
+double cf_event_seconds(cl_event ev, double wall);
+
+/* Time, bytes and FLOP per family since the last reset, after waiting for the queue. */
 typedef clformer_kernel_time cf_profile_total;
 /* Fills up to `cap` totals (sorted by time, largest first) and clears the record. */
 clformer_status cf_profile_collect(cf_ctx *ctx, cf_profile_total *totals, size_t cap,

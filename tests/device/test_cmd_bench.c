@@ -211,6 +211,38 @@ static void check_roofline(json_t *r, double flop, double kernel_ms, double step
     positive(object(r, "translate_kernel_gbps"), "gemm");
 }
 
+/* The roofline against the FMA peak and the copy bandwidth: per family its
+ * GFLOP/s and GB/s from its FLOP, bytes and ms, the fractions of the roofs,
+ * the roof fraction from the nearer roof; the GEMMs' FLOP as profiled equal
+ * the step's GEMM tally. */
+static void check_roofs(json_t *r, const char *key, const char *ms_key, double gemm_flop)
+{
+    json_t *roof = object(r, "roofline");
+    const double peak = positive(roof, "fma_gflops"), bw = positive(roof, "copy_gbps");
+    if (bw != number(r, "copy_bandwidth_gbps")) fail_msg("two copy bandwidths");
+    json_t *fams = object(roof, key);
+    assert_int_equal(json_object_size(fams), json_object_size(object(r, ms_key)));
+    const char *name;
+    json_t *f;
+    json_object_foreach(fams, name, f) {
+        const double s = number(f, "ms") * 1e-3, flop = number(f, "flop"), by = number(f, "bytes");
+        const double gf = flop / s * 1e-9, gb = by / s * 1e-9;
+        if (fabs(number(f, "gflops") - gf) > 1e-4 * gf + 1e-9 ||
+            fabs(number(f, "peak_fraction") - gf / peak) > 1e-4 * gf / peak + 1e-12 ||
+            fabs(number(f, "gbps") - gb) > 1e-4 * gb + 1e-9 ||
+            fabs(number(f, "copy_fraction") - gb / bw) > 1e-4 * gb / bw + 1e-12)
+            fail_msg("roofline.%s.%s does not follow from its flop, bytes and ms", key, name);
+        const bool compute = flop / (peak * 1e9) > by / (bw * 1e9);
+        const double roof_s = compute ? flop / (peak * 1e9) : by / (bw * 1e9);
+        assert_string_equal(string(f, "bound"), compute ? "compute" : "memory");
+        if (fabs(number(f, "roof_fraction") - roof_s / s) > 1e-4 * roof_s / s + 1e-12)
+            fail_msg("roofline.%s.%s.roof_fraction is not its roof time over its time", key, name);
+    }
+    if (gemm_flop > 0 && number(object(fams, "gemm"), "flop") != gemm_flop)
+        fail_msg("the profiled GEMM FLOP %.0f differ from the step's tally %.0f",
+                 number(object(fams, "gemm"), "flop"), gemm_flop);
+}
+
 /* The tiny preset; on a simulator, --quick's micro model (a tiny step takes
  * minutes there). */
 static void bench_json(void **state)
@@ -287,6 +319,8 @@ static void bench_json(void **state)
     check_launches(r);
     positive(r, "translate_launches_per_batch");
     check_roofline(r, flop, kernels, step_wall);
+    check_roofs(r, "train", "kernel_ms", flop);
+    check_roofs(r, "translate", "translate_kernel_ms", 0);
     check_families(r, "translate_kernel_ms");
     positive(r, "translate_kernel_total_ms");
     positive(r, "translate_profiled_batch_ms");

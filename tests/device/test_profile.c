@@ -2,16 +2,22 @@
  * The profiling record behind `clformer bench`'s roofline table: every
  * launch states the bytes it moves (runtime/device/launch.h: each input
  * element read once, each output written once, from the shapes), and
- * clformer_context_kernel_times sums them per family. The expected counts
- * here are worked out by hand from the ops' shapes. Also the copy bandwidth
- * the table is measured against. Never asserts a speed.
+ * clformer_context_kernel_times sums them per family, with the FLOP of the
+ * matrix products. The expected counts here are worked out by hand from the
+ * ops' shapes. Also the roofs the table is measured against (copy
+ * bandwidth, FMA peak) and their cache. Never asserts a speed.
  */
 #include "harness.h"
 
 #include "gemm.h"
 #include "ops.h"
 
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A context on the device under test whose queue can profile. */
 static clformer_context *profiling_context(void)
@@ -81,6 +87,9 @@ static void launches_count_their_bytes(void **state)
     assert_int_equal(gemm->count, 3);
     const uint64_t once = 4 * (M * K + K * NN + M * NN);
     assert_int_equal(gemm->bytes, once + (once + 4 * M * NN) + 2 * once);
+    /* FLOP: 2*m*n*k per product, counted for the matrix products only */
+    assert_int_equal(gemm->flop, 2 * M * NN * K * (1 + 1 + 2));
+    assert_int_equal(ln->flop, 0);
 
     /* the record is cleared by reading it; nothing is counted with profiling off */
     assert_ok(clformer_context_set_profiling(ctx, false));
@@ -113,8 +122,76 @@ static void copy_bandwidth_is_measured(void **state)
                      CLFORMER_ERR_INVALID_ARGUMENT);
 }
 
+/* The other roof: positive, small launches allowed; too many iterations
+ * refused with what to pass. */
+static void fma_peak_is_measured(void **state)
+{
+    (void)state;
+    double gflops = -1.0;
+    assert_ok(clformer_context_fma_peak(hctx(), 64, 16, &gflops));
+    assert_true(gflops > 0.0);
+    assert_int_equal(clformer_context_fma_peak(hctx(), 64, 2000000, &gflops),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "pass 0"));
+}
+
+/* The roofs are measured once per device and read back from the cache
+ * directory after; a damaged file is measured again; measuring again keeps
+ * the higher figures. Measured for real, so not on a simulator (minutes). */
+static void roofline_is_measured_once_and_cached(void **state)
+{
+    (void)state;
+    if (harness_is_slow()) {
+        print_message("skipped on a simulator: the roofs take minutes there\n");
+        return;
+    }
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/clformer-roofline-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    clformer_context_params p;
+    clformer_context_params_default(&p);
+    p.device = hctx()->info.selector;
+    p.cache_dir = dir;
+    clformer_context *ctx = NULL;
+    assert_ok(clformer_context_create_with_params(&p, &ctx));
+    clformer_roofline first, second;
+    assert_ok(clformer_context_roofline(ctx, false, &first));
+    assert_false(first.from_cache);
+    assert_true(first.fma_gflops > 0.0 && first.copy_gbps > 0.0);
+    assert_ok(clformer_context_roofline(ctx, false, &second));
+    assert_true(second.from_cache);
+    assert_true(fabs(second.fma_gflops - first.fma_gflops) <= 1e-5 * first.fma_gflops);
+    assert_true(fabs(second.copy_gbps - first.copy_gbps) <= 1e-5 * first.copy_gbps);
+    /* measuring again never lowers what the file holds */
+    clformer_roofline again;
+    assert_ok(clformer_context_roofline(ctx, true, &again));
+    assert_false(again.from_cache);
+    assert_true(again.fma_gflops >= first.fma_gflops * (1 - 1e-5));
+    /* a damaged file: measured again, and whole afterwards */
+    DIR *d = opendir(dir);
+    char path[512] = "";
+    for (struct dirent *e; d && (e = readdir(d));)
+        if (!strncmp(e->d_name, "roofline-", 9)) snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (d) closedir(d);
+    assert_true(path[0]);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("clformer roofline, format 1\nfma_gflops -3\n", f);
+    fclose(f);
+    clformer_roofline fresh;
+    assert_ok(clformer_context_roofline(ctx, false, &fresh));
+    assert_false(fresh.from_cache);
+    assert_ok(clformer_context_roofline(ctx, false, &fresh));
+    assert_true(fresh.from_cache);
+    clformer_context_free(ctx);
+    unlink(path);
+    rmdir(dir);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(launches_count_their_bytes),
     cmocka_unit_test(copy_bandwidth_is_measured),
+    cmocka_unit_test(fma_peak_is_measured),
+    cmocka_unit_test(roofline_is_measured_once_and_cached),
 };
 HARNESS_DEVICE_MAIN("profile", tests)

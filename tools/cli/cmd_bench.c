@@ -30,6 +30,7 @@
  * the profiled ones run on the same compiled programs and buffers.
  */
 #include "bench_flops.h"
+#include "bench_roofline.h"
 #include "cli.h"
 #include "clformer.h"
 #include "clformer_util.h"
@@ -47,7 +48,6 @@ enum { MAX_FAMILIES = 32, N_BATCHES = 4, MAX_PROFILED_STEPS = 3 };
 #define LONGEST_LEN 4096
 #define LEARNING_RATE 1e-4f /* tools/reference/bench_torch.py's */
 #define QUICK_VOCAB 32
-#define QUICK_COPY_BYTES ((size_t)64 << 10)
 
 /* Kernel time and bytes per family, divided by the number of profiled repetitions. */
 typedef struct {
@@ -65,12 +65,14 @@ typedef struct {
     size_t B, T, steps, warmup, vocab;
     uint64_t seed;
     bool quick;
+    bool remeasure_roofs; /* --remeasure-roofs */
     bool recompute; /* --recompute: layers recomputed in backward */
     clformer_precision precision; /* --precision */
     clformer_config cfg;
     /* what was measured */
     size_t params;
     double copy_gbps; /* the device's copy bandwidth, GB/s */
+    bench_roofs roofs; /* its FMA peak and copy bandwidth (bench_roofline.h) */
     double create_s, first_step_s, train_step_s;
     double loss_first, loss_last;
     uint64_t train_flop;
@@ -209,6 +211,7 @@ static clformer_status collect(clformer_context *ctx, kernel_times *k, size_t re
     for (size_t i = 0; i < k->n; i++) {
         k->f[i].ms /= (double)reps;
         k->f[i].bytes /= reps;
+        k->f[i].flop /= reps;
         k->total_ms += k->f[i].ms;
     }
     k->wall_ms = 1e3 * wall_s / (double)reps;
@@ -290,9 +293,9 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
     CLI_TRY(clformer_context_set_profiling(ctx, false));
     clformer_model *m = NULL;
     clformer_session *session = NULL;
-    progress("measuring the copy bandwidth");
-    /* --quick runs on simulators: a small copy, it is not a measurement there */
-    CLI_TRY(clformer_context_copy_bandwidth(ctx, b->quick ? QUICK_COPY_BYTES : 0, &b->copy_gbps));
+    progress("the device's FMA peak and copy bandwidth (measured once, then cached)");
+    CLI_TRY(bench_roofs_measure(ctx, b->quick, b->remeasure_roofs, &b->roofs));
+    b->copy_gbps = b->roofs.copy_gbps;
     double t0 = cli_now_s();
     progress("creating the model");
     CLI_TRY(clformer_model_create(ctx, &b->cfg, b->seed, &m));
@@ -524,6 +527,10 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     put_real(r, decode_key(b, "kernel_total_ms"), xk->total_ms);
     put_real(r, decode_key(b, "profiled_batch_ms"), xk->wall_ms);
     put_real(r, decode_key(b, "launches_per_batch"), launches_per_rep(xk));
+    json_t *roofline = bench_roofline_json(&b->roofs);
+    bench_roofline_json_add(roofline, "train", tk->f, tk->n, &b->roofs);
+    bench_roofline_json_add(roofline, b->lm ? "generate" : "translate", xk->f, xk->n, &b->roofs);
+    json_object_set_new(r, "roofline", roofline);
 
     put_int(mem, "parameters", b->memory.parameters);
     put_int(mem, "gradients", b->memory.gradients);
@@ -635,6 +642,9 @@ static void print_table(const bench *b, const clformer_device_info *dev)
     print_kernels("kernels per training step", &b->train_k, "step", b->train_flop, b->copy_gbps);
     print_kernels(b->lm ? "kernels per generated batch" : "kernels per translated batch",
                   &b->translate_k, "batch", b->translate_flop, b->copy_gbps);
+    bench_roofline_print("roofline per training step", b->train_k.f, b->train_k.n, &b->roofs);
+    bench_roofline_print(b->lm ? "roofline per generated batch" : "roofline per translated batch",
+                         b->translate_k.f, b->translate_k.n, &b->roofs);
 
     printf("\ndevice memory\n");
     print_mib("parameters", b->memory.parameters);
@@ -751,7 +761,7 @@ int cmd_bench(int argc, char **argv)
     cli_choices(preset_choices, sizeof preset_choices, presets);
     given_options g = {0};
     long batch = 32, len = 32, steps = 5, warmup = 2, vocab = 8000, seed = 0;
-    bool json = false, quick = false, recompute = false;
+    bool json = false, quick = false, recompute = false, remeasure_roofs = false;
     const char *precision = "fp32";
     shape_options sh = {0};
     const cli_option options[] = {
@@ -782,6 +792,8 @@ int cmd_bench(int argc, char **argv)
         {"--json", CLI_FLAG, &json, NULL, "print one JSON object instead of the table"},
         {"--quick", CLI_FLAG, &quick, NULL,
          "smoke test for simulators: a micro model, timed runs also profiled"},
+        {"--remeasure-roofs", CLI_FLAG, &remeasure_roofs, NULL,
+         "measure the FMA peak and copy bandwidth again (the cache keeps the higher)"},
     };
     const cli_spec spec = {
         "bench",
@@ -814,14 +826,20 @@ int cmd_bench(int argc, char **argv)
         "read once, every output written once, from the shapes); GB/s is bytes over its\n"
         "time, '% copy' that against the copy bandwidth (the best of a few 256 MiB\n"
         "buffer copies, read + write counted). non-GEMM is every other family's time\n"
-        "and its share of the profiled step's wall clock.\n"
+        "and its share of the profiled step's wall clock. The roofline tables set each\n"
+        "family's FLOP/s (matrix products) and GB/s against the device's FMA peak (a\n"
+        "kernel of independent fma() chains) and copy bandwidth, both measured once per\n"
+        "device and driver and kept in the cache directory (CLFORMER_CACHE_DIR); '% of\n"
+        "roof' is the time the nearer roof allows over the time taken.\n"
         "JSON keys: config, device, gemm_provider, batch, len, params, train_tokens_per_s,\n"
         "train_step_ms, train_gflops, flop_per_step, first_step_s, programs_built,\n"
         "translate_tokens_per_s, translate_batch_ms, copy_bandwidth_gbps, per family\n"
         "per step kernel_ms, kernel_launches, kernel_bytes, kernel_gbps,\n"
         "launches_per_step (all families, a GEMM call counted once),\n"
         "kernel_copy_fraction, then gemm_kernel_gflops, non_gemm_kernel_ms,\n"
-        "non_gemm_step_fraction, memory {...: bytes}, and more.\n"
+        "non_gemm_step_fraction, memory {...: bytes}, roofline {fma_gflops, copy_gbps,\n"
+        "train and translate {family: {gflops, peak_fraction, gbps, copy_fraction,\n"
+        "flop_per_byte, bound, roof_fraction, ...}}}, and more.\n"
         "--quick replaces the preset by d_model 16, 2 heads, d_ff 32, 1+1 layers, vocab 32,\n"
         "and profiles the timed repetitions instead of running more: a check that the\n"
         "command works on a simulator, not a measurement.\n"
@@ -853,6 +871,7 @@ int cmd_bench(int argc, char **argv)
     }
     apply_shape(&sh, &b.cfg);
     b.quick = quick;
+    b.remeasure_roofs = remeasure_roofs;
     b.recompute = recompute;
     clformer_precision_parse(precision, &b.precision); /* one of the choices */
     if (quick) {
