@@ -247,8 +247,9 @@ typedef enum {
 typedef void (*clformer_log_callback)(clformer_log_level level, const char *message, void *user);
 
 /* Long waits a run would otherwise pass in silence: compiling kernel
- * programs ("compiling kernels") and writing them to the disk cache
- * ("saving compiled kernels"). Called from the thread that called into the
+ * programs ("compiling kernels"), writing them to the disk cache
+ * ("saving compiled kernels"; both count programs), and timing CLBlast's
+ * parameter sets on a new GEMM shape ("tuning GEMM MxNxK", counting sets). Called from the thread that called into the
  * library when the wait begins (done = 0) and after each of `total` programs. */
 typedef void (*clformer_progress_callback)(const char *what, size_t done, size_t total,
                                            void *user);

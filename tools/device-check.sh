@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check in one script: the test suite, `clformer check --all` and
 # `clformer bench` (tiny, small, base; every precision the build offers) on a
-# GPU, written up as a Markdown report (format: docs/DEVICE-CHECK.md).
+# GPU, and base's matrix products against the FMA peak (build/gemm_bench),
+# written up as a Markdown report (format: docs/DEVICE-CHECK.md).
 #
 #   tools/device-check.sh [REPORT.md]          build here, then check (a GPU machine
 #                                              with clformer's build dependencies)
@@ -84,6 +85,58 @@ nvidia_icd() {
     [[ -n "$lib" ]]
 }
 
+# The base model's matrix products (one training step's, at 64 x 64 and at
+# 16 x 1024) as a share of the device's FMA peak, with CLBlast's own
+# parameters and with the per-shape search (which runs here first and fills
+# the cache the bench runs read); build/gemm_bench does the timing.
+gemm_section() {
+    local build=$1 gb="$1/gemm_bench" size b t
+    [[ -x "$gb" ]] || { say ""; say "## GEMM"; say ""; say "gemm_bench is not in the build"; return; }
+    say ""
+    say "## GEMM: base's products against the FMA peak"
+    say ""
+    for size in 64x64 16x1024; do
+        b=${size%x*} t=${size#*x}
+        CLFORMER_GEMM_TUNING=off phase "gemm-$size-own" 240 "$gb" --model base --batch "$b" \
+            --len "$t" --peak --min-time 0.2
+        phase "gemm-$size-search" 240 "$gb" --model base --batch "$b" --len "$t" --peak \
+            --min-time 0.2
+    done
+    say ""
+    python3 - "$logdir" <<'EOF2' | tee -a "$report"
+import os, re, sys
+d = sys.argv[1]
+def rows(name):
+    out = {}
+    path = os.path.join(d, name + ".log")
+    if not os.path.exists(path):
+        return out, ""
+    peak = ""
+    for line in open(path):
+        m = re.match(r"# FMA peak ([0-9.]+)", line)
+        if m:
+            peak = m.group(1)
+        m = re.match(r"(.+?)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)%", line)
+        if m:
+            out[m.group(1)] = (m.group(2, 3, 4, 5), float(m.group(7)), float(m.group(8)))
+    return out, peak
+for size in ("64x64", "16x1024"):
+    own, peak = rows("gemm-%s-own" % size)
+    tuned, peak2 = rows("gemm-%s-search" % size)
+    print("batch x len %s, FMA peak %s GFLOP/s" % (size.replace("x", " x "), peak or peak2 or "?"))
+    print()
+    print("| product | m x n x k x batch | CLBlast's own GFLOP/s | % peak | searched GFLOP/s | % peak |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for name in tuned or own:
+        o = own.get(name)
+        t = tuned.get(name)
+        dims = " x ".join((t or o)[0])
+        cell = lambda r: ("%.0f | %.1f%%" % (r[1], r[2])) if r else "- | -"
+        print("| %s | %s | %s | %s |" % (name, dims, cell(o), cell(t)))
+    print()
+EOF2
+}
+
 run_checks() {
     local build=$1 out=$2
     report=$out
@@ -114,12 +167,17 @@ run_checks() {
     say ""
     local jobs
     jobs=$(nproc); ((jobs > 8)) && jobs=8
-    phase suite 300 "$ctest" --test-dir "$build" --output-on-failure -j "$jobs" --timeout 240 \
-        -E 'mpi|asan|sanitize|fuzz|get_data|install|layer_symbols|pocl'
+    # the tests and checks run CLBlast's tuned table without the per-shape GEMM
+    # search (test_gemm_search runs it with sets of its own): each test process
+    # would otherwise time its own shapes, minutes in all
+    CLFORMER_GEMM_TUNING=table phase suite 300 "$ctest" --test-dir "$build" --output-on-failure \
+        -j "$jobs" --timeout 240 -E 'mpi|asan|sanitize|fuzz|get_data|install|layer_symbols|pocl'
     grep -E 'tests passed|tests failed|Total Test time' "$logdir/suite.log" | sed 's/^/  /' | tee -a "$report"
     grep -E '^\s+[0-9]+ - ' "$logdir/suite.log" | sed 's/^/  failed: /' | tee -a "$report"
-    phase check_all 100 "$clf" check --all
+    CLFORMER_GEMM_TUNING=table phase check_all 100 "$clf" check --all
     tail -n 3 "$logdir/check_all.log" | sed 's/^/  /' | tee -a "$report"
+
+    gemm_section "$build"
 
     say ""
     say "## Bench"
@@ -128,13 +186,16 @@ run_checks() {
     if "$clf" bench --help 2>&1 | grep -q -- '--precision'; then precisions=(fp32 bf16 fp16); fi
     say "| config | precision | batch x len | train tok/s | train GFLOP/s | translate tok/s | first step s | activations MiB |"
     say "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"
-    local config prec batch args
+    local config prec batch args limit
     for config in tiny small base; do
         batch=64
         for prec in "${precisions[@]}"; do
             args=(bench --config "$config" --batch "$batch" --len 64 --json)
             [[ $prec != fp32 ]] && args+=(--precision "$prec")
-            if timeout 60 "$clf" "${args[@]}" >"$logdir/bench-$config-$prec.json" 2>"$logdir/bench-$config-$prec.err"; then
+            # fp32 comes first: its first step may time new GEMM shapes (the
+            # search's budget is 120 s a process); the others read its times
+            limit=60; [[ $prec == fp32 ]] && limit=180
+            if timeout "$limit" "$clf" "${args[@]}" >"$logdir/bench-$config-$prec.json" 2>"$logdir/bench-$config-$prec.err"; then
                 python3 - "$config" "$prec" "$batch" "$logdir/bench-$config-$prec.json" <<'EOF' | tee -a "$report"
 import json, sys
 c, p, b, f = sys.argv[1:]

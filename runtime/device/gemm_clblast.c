@@ -30,7 +30,7 @@ clformer_status cf_gemm_clblast(cf_ctx *ctx, const cf_gemm_call *g)
      * Oclgrind 21.10 then misreports reads of recycled buffers as
      * uninitialised (see cf_buffer_free): there, run the products one by one. */
     if (g->a_offs && ctx->device_profile.batched_gemm_one_by_one) return one_by_one(ctx, g);
-    if (ctx->gemm_search) cf_gemm_search_before(ctx, g);
+    void *held = ctx->gemm_search ? cf_gemm_search_before(ctx, g) : NULL;
     cl_event begin = cf_profile_begin(ctx);
     int err;
     if (g->a_offs)
@@ -49,7 +49,7 @@ clformer_status cf_gemm_clblast(cf_ctx *ctx, const cf_gemm_call *g)
                                          g->beta, g->c, g->c_off, g->ldc, g->c_stride, g->batch,
                                          &ctx->queue, NULL);
     cf_profile_end(ctx, "gemm", begin ? cf_gemm_call_bytes(g) : 0, cf_gemm_call_flop(g), begin);
-    if (ctx->gemm_search) cf_gemm_search_after(ctx);
+    cf_gemm_search_after(held);
     CLBLAST_CHECK(err);
     return CLFORMER_OK;
 }

@@ -309,10 +309,10 @@ static void first_use(cf_ctx *ctx, cf_gs_record *r, const cf_gemm_call *g, cf_gs
     r->pending = true;
 }
 
-void cf_gemm_search_before(cf_ctx *ctx, const cf_gemm_call *g)
+void *cf_gemm_search_before(cf_ctx *ctx, const cf_gemm_call *g)
 {
     cf_gs_record *r = record_of(ctx->device);
-    if (!r) return;
+    if (!r) return NULL;
     pthread_mutex_lock(&r->lock);
     const cf_gs_class key = key_of(g);
     cf_gs_class *c = cf_gs_find(r, &key);
@@ -335,12 +335,12 @@ void cf_gemm_search_before(cf_ctx *ctx, const cf_gemm_call *g)
     if (!r->cur_known || r->cur_x != r->want_x || r->cur_d != r->want_d ||
         r->cur_switch != r->want_switch)
         cf_gs_apply(ctx, r, r->want_x, r->want_d, r->want_switch);
-    /* held until cf_gemm_search_after: the call runs with these sets */
+    return r; /* held until cf_gemm_search_after: the call runs with these sets */
 }
 
-void cf_gemm_search_after(cf_ctx *ctx)
+void cf_gemm_search_after(void *held)
 {
-    cf_gs_record *r = record_of(ctx->device);
+    cf_gs_record *r = held;
     if (r) pthread_mutex_unlock(&r->lock);
 }
 

@@ -28,8 +28,9 @@
  * Budget: at most CF_GEMM_SEARCH_XGEMM + CF_GEMM_SEARCH_DIRECT sets (each
  * compiled once per CLBlast routine, which dominates on a GPU), each timed
  * for at most ~20 ms after one warm-up call; a shape stops after
- * class_seconds, the process after budget_seconds (later shapes keep the
- * current sets until a later run times them). Products below min_fma
+ * class_seconds of timing (compiles not counted: they are paid once per set,
+ * by whichever shape comes first), the process after budget_seconds in all
+ * (later shapes keep the current sets until a later run times them). Products below min_fma
  * multiply-adds, and batched products with arbitrary offsets, are never
  * timed: they are too small to gain from it, or the model does not use them.
  *
@@ -50,7 +51,7 @@ typedef struct {
     size_t max_xgemm, max_direct; /* candidate sets per kernel, CLBlast's own included */
     double min_fma;               /* smallest product (m*n*k*batch) that is timed */
     double budget_seconds;        /* the most one process spends on one device */
-    double class_seconds;         /* the most one shape takes */
+    double class_seconds;         /* the most one shape's timing loops take */
     double seconds_per_set;       /* timing of one set on one shape (after its warm-up) */
     /* the candidates besides CLBlast's own: NULL the device's
      * (gemm_candidates.h), else these (tests) */
@@ -78,11 +79,11 @@ void cf_gemm_search_release(void *held);
 /* Around every CLBlast call of a searching context (ctx->gemm_search):
  * `before` times the call's shape if it is new (on scratch buffers, never
  * the call's own) and applies the chosen sets; the device's sets stay as
- * they are until `after`, so two contexts on one device in two threads never
- * run with a candidate that is being checked. Failures in the search are
- * logged and the call runs with the current sets. */
-void cf_gemm_search_before(cf_ctx *ctx, const cf_gemm_call *call);
-void cf_gemm_search_after(cf_ctx *ctx);
+ * they are until `after` gets what `before` returned, so two contexts on one
+ * device in two threads never run with a candidate that is being checked.
+ * Failures in the search are logged and the call runs with the current sets. */
+void *cf_gemm_search_before(cf_ctx *ctx, const cf_gemm_call *call);
+void cf_gemm_search_after(void *held);
 
 /* Forgets every device's record when the last context closes, after
  * handing CLBlast back the sets each device had when its search began

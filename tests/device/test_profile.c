@@ -19,17 +19,21 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A context on the device under test whose queue can profile. */
-static clformer_context *profiling_context(void)
+/* A context on the device under test, its queue able to profile or not,
+ * its cache in `cache_dir` (NULL: the default). */
+static clformer_context *context_with(bool profiling, const char *cache_dir)
 {
     clformer_context_params params;
     clformer_context_params_default(&params);
     params.device = hctx()->info.selector;
-    params.profiling = true;
+    params.profiling = profiling;
+    params.cache_dir = cache_dir;
     clformer_context *ctx = NULL;
     assert_ok(clformer_context_create_with_params(&params, &ctx));
     return ctx;
 }
+
+static clformer_context *profiling_context(void) { return context_with(true, NULL); }
 
 static cl_mem zeros(clformer_context *ctx, size_t n)
 {
@@ -148,12 +152,7 @@ static void roofline_is_measured_once_and_cached(void **state)
     char dir[64];
     snprintf(dir, sizeof dir, "/tmp/clformer-roofline-XXXXXX");
     assert_non_null(mkdtemp(dir));
-    clformer_context_params p;
-    clformer_context_params_default(&p);
-    p.device = hctx()->info.selector;
-    p.cache_dir = dir;
-    clformer_context *ctx = NULL;
-    assert_ok(clformer_context_create_with_params(&p, &ctx));
+    clformer_context *ctx = context_with(false, dir);
     clformer_roofline first, second;
     assert_ok(clformer_context_roofline(ctx, false, &first));
     assert_false(first.from_cache);

@@ -35,6 +35,7 @@
 #include "clformer.h"
 #include "clformer_util.h"
 #include "commands.h"
+#include "context_open.h"
 #include "translator.h"
 
 #include <jansson.h>
@@ -284,6 +285,7 @@ static clformer_status open_profiling_context(clformer_context **ctx)
     clformer_context_params params;
     CLI_TRY(clformer_context_params_from_env(&params));
     params.profiling = true;
+    if (isatty(STDERR_FILENO)) params.progress = cli_show_progress; /* compiles, GEMM search */
     return clformer_context_create_with_params(&params, ctx);
 }
 

@@ -6,11 +6,15 @@
  * build/gemm_bench, and tools/tuning/tune-clblast.sh -c runs it.
  *
  *   gemm_bench [--quick] [--min-time S] [--only NAME] [--list] [--direct]
+ *              [--model PRESET --batch B --len T] [--peak]
  *
- * prints one line per shape: name, m n k batch, milliseconds, GFLOP/s.
+ * prints one line per shape: name, m n k batch, milliseconds, GFLOP/s (and
+ * with --peak the share of the device's FMA peak, clformer_context_roofline).
  * Shapes: d_model 256 and 512, N = 1024 and 4096 rows, d_ff = 4 d_model,
  * vocabulary 8000, attention with T = 32 at 64 and 256 (batch x heads);
- * --quick: N = 1024 and 64 only; --only: the shapes whose name contains
+ * --quick: N = 1024 and 64 only; --model: instead, every distinct product
+ * of one training step of that encoder-decoder preset on B sentences of T
+ * tokens (vocabulary 8000); --only: the shapes whose name contains
  * NAME; --list: their names; --direct: no device, cblas_sgemm called
  * here on host arrays, a loop over the batch (what the host provider's
  * native kernel calls, without OpenCL around it: the bar for that provider;
@@ -63,6 +67,29 @@ static void add_linear(shape *s, size_t *n, size_t d, size_t rows, const char *l
     add(s, n, false, true, rows, out, in, 1, "d%zu N%zu %s.fwd NT", d, rows, layer);
     add(s, n, false, false, rows, in, out, 1, "d%zu N%zu %s.dx NN", d, rows, layer);
     add(s, n, true, false, out, in, rows, 1, "d%zu N%zu %s.dw TN", d, rows, layer);
+}
+
+/* Every distinct product of one training step of `c` on B x T tokens: the
+ * linear layers' three products each (the decoder's cross-attention key and
+ * value projection is d -> 2d), the generator's, and attention's six per
+ * (sentence, head): the forward's scores (NT) and context (NN), and the
+ * backward's dV = P^T dO (TN), dP = dO V^T (NT), dQ = dS K (NN) and
+ * dK = dS^T Q (TN), whose shapes repeat the first three. */
+static size_t model_shapes(shape *s, const clformer_config *c, size_t B, size_t T)
+{
+    const size_t d = (size_t)c->d_model, f = (size_t)c->d_ff, N = B * T, vocab = 8000;
+    const size_t heads = (size_t)c->n_heads, dh = d / heads;
+    size_t n = 0;
+    add_linear(s, &n, d, N, "qkv", d, 3 * d);
+    add_linear(s, &n, d, N, "proj", d, d);
+    add_linear(s, &n, d, N, "kv", d, 2 * d);
+    add_linear(s, &n, d, N, "ff1", d, f);
+    add_linear(s, &n, d, N, "ff2", f, d);
+    add_linear(s, &n, d, N, "gen", d, vocab);
+    add(s, &n, false, true, T, T, dh, B * heads, "attn T%zu scores NT", T);
+    add(s, &n, false, false, T, dh, T, B * heads, "attn T%zu context NN", T);
+    add(s, &n, true, false, T, dh, T, B * heads, "attn T%zu grad TN", T);
+    return n;
 }
 
 static size_t build_shapes(shape *s, bool quick)
@@ -144,10 +171,12 @@ static int time_direct(const clformer_gemm_shape *g, double min_time, double *ms
 }
 #endif
 
-static void print_row(const shape *s, double ms, double gflops)
+static void print_row(const shape *s, double ms, double gflops, double peak)
 {
-    printf("%-26s %5zu %5zu %5zu %4zu %10.3f %7.1f\n", s->name, s->g.m, s->g.n, s->g.k,
+    printf("%-26s %5zu %5zu %5zu %4zu %10.3f %7.1f", s->name, s->g.m, s->g.n, s->g.k,
            s->g.batch, ms, gflops);
+    if (peak > 0) printf(" %6.1f%%", 100.0 * gflops / peak);
+    printf("\n");
     fflush(stdout);
 }
 
@@ -156,19 +185,30 @@ int main(int argc, char **argv)
     bool quick = false;
     double min_time = 0.5;
     const char *only = NULL;
-    bool list = false, direct = false;
+    bool list = false, direct = false, peak = false;
+    const char *model = NULL;
+    long batch = 0, len = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--len") && i + 1 < argc) len = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--peak")) peak = true;
         else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) min_time = atof(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--list")) list = true;
         else if (!strcmp(argv[i], "--direct")) direct = true;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: gemm_bench [--quick] [--min-time S] [--only NAME] [--list] "
-                   "[--direct]\n\n"
+                   "[--direct]\n"
+                   "                  [--model PRESET --batch B --len T] [--peak]\n\n"
                    "GFLOP/s of the GEMM provider of the device CLFORMER_DEVICE selects on a\n"
                    "Transformer step's shapes (fastest call of at least --min-time seconds, 0.5).\n"
                    "  --quick      N = 1024 rows and 64 attention heads only\n"
+                   "  --model P    instead, the products of one training step of preset P (tiny,\n"
+                   "               small, base) on --batch B sentences of --len T tokens\n"
+                   "  --peak       also the share of the device's FMA peak (measured once per\n"
+                   "               device, cached: clformer_context_roofline)\n"
                    "  --only NAME  the shapes whose name contains NAME\n"
                    "  --list       print the shapes' names\n"
                    "  --direct     no device: cblas_sgemm called here on host arrays, the bar\n"
@@ -176,12 +216,25 @@ int main(int argc, char **argv)
             return 0;
         } else {
             fprintf(stderr, "usage: gemm_bench [--quick] [--min-time S] [--only NAME] [--list] "
-                            "[--direct]\n");
+                            "[--direct] [--model PRESET --batch B --len T] [--peak]\n");
             return 2;
         }
     }
     shape shapes[128];
-    size_t n = build_shapes(shapes, quick);
+    size_t n = 0;
+    if (model) {
+        clformer_config c;
+        clformer_config_default(&c);
+        if (clformer_config_preset(model, &c) != CLFORMER_OK || clformer_config_decoder_only(&c) ||
+            batch < 1 || len < 1) {
+            fprintf(stderr, "gemm_bench: --model needs an encoder-decoder preset (tiny, small, "
+                            "base) and --batch and --len of at least 1\n");
+            return 2;
+        }
+        n = model_shapes(shapes, &c, (size_t)batch, (size_t)len);
+    } else {
+        n = build_shapes(shapes, quick);
+    }
     if (list) {
         for (size_t i = 0; i < n; i++) printf("%s\n", shapes[i].name);
         return 0;
@@ -194,7 +247,7 @@ int main(int argc, char **argv)
             double ms = 0, gflops = 0;
             if (only && !strstr(shapes[i].name, only)) continue;
             if (time_direct(&shapes[i].g, min_time, &ms, &gflops) != 0) return 1;
-            print_row(&shapes[i], ms, gflops);
+            print_row(&shapes[i], ms, gflops, 0.0);
         }
         return 0;
 #else
@@ -211,13 +264,17 @@ int main(int argc, char **argv)
     }
     const clformer_device_info *dev = clformer_context_device(ctx);
     printf("# device: %s | %s\n", dev->platform, dev->name);
+    clformer_roofline roof = {0};
+    if (peak && (st = clformer_context_roofline(ctx, false, &roof)) == CLFORMER_OK)
+        printf("# FMA peak %.1f GFLOP/s (%s)\n", roof.fma_gflops,
+               roof.from_cache ? "from the cache" : "measured now");
     for (size_t i = 0; i < n && st == CLFORMER_OK; i++) {
         const shape *s = &shapes[i];
         if (only && !strstr(s->name, only)) continue;
         double ms = 0, gflops = 0;
         st = clformer_check_gemm_time(ctx, &s->g, min_time, &ms, &gflops);
         if (st != CLFORMER_OK) break;
-        print_row(s, ms, gflops);
+        print_row(s, ms, gflops, roof.fma_gflops);
     }
     if (st != CLFORMER_OK) fprintf(stderr, "gemm_bench: %s\n", clformer_last_error());
     clformer_context_free(ctx);
