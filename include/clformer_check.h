@@ -10,6 +10,8 @@
 
 #include "clformer.h"
 
+#include <stdio.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -70,6 +72,17 @@ CLFORMER_API clformer_status clformer_check_gemm_time(clformer_context *ctx,
                                                       const clformer_gemm_shape *shape,
                                                       double min_seconds, double *best_ms,
                                                       double *gflops);
+
+/* The GEMM part of the GPU proxy (tools/proxy/gemm-proxy.sh): CLBlast's
+ * kernels with the parameter sets an NVIDIA GPU runs, on Oclgrind's device
+ * (runtime/check/gemm_proxy.c). `list` writes the sets and shapes, one per
+ * line; `run` makes one product of a shape with a set on the first Oclgrind
+ * device, then writes a line of facts ("gemm_proxy set=... kernel=... fma=...
+ * model_work_groups=..."). Run it under OCLGRIND_INST_COUNTS=1 for the
+ * counts. */
+CLFORMER_API void clformer_check_gemm_proxy_list(FILE *out);
+CLFORMER_API clformer_status clformer_check_gemm_proxy_run(const char *set, const char *shape,
+                                                           FILE *out);
 
 #ifdef __cplusplus
 }

@@ -84,6 +84,11 @@ static const cf_gemm_candidate other_direct[] = {
     {"CLBlast database: Intel CPU default", XD(2, 8, 8, 8, 8, 1, 1, 4, 4, 32)},
 };
 
+const cf_gemm_candidate cf_gemm_nvidia_fallback_xgemm = {
+    "CLBlast 1.5.3 database: NVIDIA default", XG(0, 1, 32, 2, 16, 16, 64, 16, 16, 64, 1, 1, 0, 0, 4, 4)};
+const cf_gemm_candidate cf_gemm_nvidia_fallback_direct = {
+    "CLBlast 1.5.3 database: NVIDIA default", XD(2, 8, 8, 16, 16, 1, 1, 4, 2, 32)};
+
 #define N(a) (sizeof(a) / sizeof *(a))
 
 static const struct {
@@ -96,6 +101,14 @@ static const struct {
     {"intel", intel_xgemm, intel_direct, N(intel_xgemm), N(intel_direct)},
     {NULL, other_xgemm, other_direct, N(other_xgemm), N(other_direct)},
 };
+
+const cf_gemm_candidate *cf_gemm_candidates_of(const char *vendor, bool direct, size_t *count)
+{
+    size_t l = 0;
+    while (lists[l].vendor && strcmp(lists[l].vendor, vendor) != 0) l++;
+    *count = direct ? lists[l].n_direct : lists[l].n_xgemm;
+    return direct ? lists[l].direct : lists[l].xgemm;
+}
 
 const cf_gemm_candidate *cf_gemm_candidates_all(bool direct, size_t *count)
 {
@@ -206,11 +219,9 @@ size_t cf_gemm_candidates(cf_ctx *ctx, bool direct, const cf_gemm_candidate **ou
 {
     /* the vendors' lists are for their GPUs; CPUs and the rest take the last */
     const bool gpu = ctx->device_profile.kind == CLFORMER_KIND_GPU;
-    size_t l = 0;
-    while (lists[l].vendor && (!gpu || strcmp(lists[l].vendor, ctx->device_profile.vendor) != 0))
-        l++;
-    const cf_gemm_candidate *c = direct ? lists[l].direct : lists[l].xgemm;
-    const size_t n = direct ? lists[l].n_direct : lists[l].n_xgemm;
+    size_t n = 0;
+    const cf_gemm_candidate *c =
+        cf_gemm_candidates_of(gpu ? ctx->device_profile.vendor : "", direct, &n);
     size_t k = 0;
     for (size_t i = 0; i < n && k < cap; i++) {
         char why[256];

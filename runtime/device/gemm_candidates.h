@@ -23,6 +23,16 @@ typedef struct {
 size_t cf_gemm_candidates(cf_ctx *ctx, bool direct, const cf_gemm_candidate **out,
                           size_t cap);
 
+/* What CLBlast 1.5.3 gives an NVIDIA GPU its database does not know (an H100,
+ * an H200: NVIDIA's "default" architecture entries), for the GPU proxy
+ * (tools/proxy/gemm_proxy.c), which runs them on a simulator. */
+extern const cf_gemm_candidate cf_gemm_nvidia_fallback_xgemm, cf_gemm_nvidia_fallback_direct;
+#define CF_GEMM_NVIDIA_FALLBACK_SWITCH 1472
+
+/* The candidates of one vendor's GPUs ("nvidia", "amd", "intel"; anything
+ * else: the list for other devices), `count` of them. */
+const cf_gemm_candidate *cf_gemm_candidates_of(const char *vendor, bool direct, size_t *count);
+
 /* Every candidate of every vendor, for the tests (`count` of them). */
 const cf_gemm_candidate *cf_gemm_candidates_all(bool direct, size_t *count);
 

@@ -53,6 +53,20 @@ static void every_set_is_whole_ordered_and_fits(void **state)
     }
 }
 
+/* What CLBlast 1.5.3 gives an H100 (the proxy's h100-own) keeps the same rules. */
+static void nvidia_fallback_sets_fit(void **state)
+{
+    (void)state;
+    const clformer_device_info d = gpu(1024, 48 * 1024);
+    char why[256] = "";
+    if (!cf_gemm_candidate_fits(&d, false, cf_gemm_nvidia_fallback_xgemm.params, why, sizeof why) ||
+        !cf_gemm_candidate_fits(&d, true, cf_gemm_nvidia_fallback_direct.params, why, sizeof why))
+        fail_msg("NVIDIA's fallback sets: %s", why);
+    size_t n = 0;
+    assert_non_null(cf_gemm_candidates_of("nvidia", false, &n));
+    assert_true(n >= 5);
+}
+
 static void broken_or_oversized_sets_are_refused(void **state)
 {
     (void)state;
@@ -105,6 +119,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_set_is_whole_ordered_and_fits),
+        cmocka_unit_test(nvidia_fallback_sets_fit),
         cmocka_unit_test(broken_or_oversized_sets_are_refused),
         cmocka_unit_test(size_classes),
     };
