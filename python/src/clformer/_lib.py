@@ -45,7 +45,7 @@ class Config(ctypes.Structure):
         ("positional", c_int), ("dropout", c_float), ("ln_eps", c_float),
         ("label_smoothing", c_float), ("share_tgt_embed", c_bool), ("scale_embed", c_bool),
         ("generator_bias", c_bool), ("attention_dropout", c_float),
-        ("activation_dropout", c_float), ("share_all_embed", c_bool)]
+        ("activation_dropout", c_float), ("share_all_embed", c_bool), ("family", c_int)]
 
 
 class OptimConfig(ctypes.Structure):
