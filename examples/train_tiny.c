@@ -104,6 +104,7 @@ int main(int argc, char **argv)
     o.batching.batch_tokens = 0, o.batching.batch_size = 32;
     o.lr = 3e-3f, o.schedule = CLFORMER_LR_CONSTANT, o.steps = 300;
     o.save_path = path; /* a training checkpoint, written at the end */
+    o.overwrite = true; /* it may replace the file an earlier run of this example wrote */
     o.callback = on_progress, o.user = losses;
 
     clformer_trainer *trainer = NULL;

@@ -1097,6 +1097,81 @@ CLFORMER_API clformer_status clformer_session_lm_score(clformer_session *session
                                                        clformer_lm_score *score);
 
 /* ------------------------------------------------------------------------- */
+/* The door: every file a run writes (docs/RELIABILITY.md)                   */
+/* ------------------------------------------------------------------------- */
+/*
+ * A run declares every path it reads and every path it will write, then
+ * opens its door before writing anything. Opening resolves each path to the
+ * file it reaches (symbolic links, hard links, "..", existing or not) and
+ * refuses, in one line naming both, an output that is an input or another
+ * output, an output that is a folder, FIFO or device (unless declared a
+ * stream), and an existing file the run did not make (unless declared
+ * CLFORMER_WRITE_REPLACE: the user asked). An open door is the calling
+ * thread's current door until it is freed: every call below that writes
+ * (clformer_model_save, the exports, clformer_checkpoint_average, a
+ * trainer's checkpoints and log) writes only the outputs it declares, and
+ * refuses a file that appeared after the check. Without an open door, each
+ * such call opens one of its own: its inputs, and its output, which may
+ * replace an existing regular file (the caller named it); a trainer opens
+ * one from its options (clformer_train_files), which replaces only its own
+ * files unless options.overwrite says so.
+ *
+ * Files are written under a short temp name beside them (a 240-byte legal
+ * name still saves), fsynced, and put in place (linked where nothing may be
+ * replaced, so a file that appeared meanwhile stays); the temp files of a
+ * process are removed by clformer_door_remove_temps, which a signal handler
+ * may call.
+ */
+typedef struct clformer_door clformer_door;
+
+enum {
+    CLFORMER_WRITE_NEW = 0,            /* a file the run makes: an existing one is refused */
+    CLFORMER_WRITE_REPLACE = 1u << 0,  /* the user asked to replace an existing file */
+    CLFORMER_WRITE_STREAM = 1u << 1,   /* a FIFO (with a reader), character device or
+                                        * /dev/stdout is written in place */
+    CLFORMER_WRITE_DIRECTORY = 1u << 2,/* a folder of files, written whole into a fresh
+                                        * folder renamed into place; with REPLACE it may
+                                        * replace a folder that holds an earlier export alone */
+    CLFORMER_WRITE_LOCKED = 1u << 3,   /* one run at a time: "<real path>.lock" is held
+                                        * while the door is open */
+    CLFORMER_WRITE_APPEND = 1u << 4,   /* a file written as it goes, appended to (a log a
+                                        * resumed run continues) */
+    CLFORMER_WRITE_LOCK_FILE = 1u << 5 /* (clformer_door_entry only) the lock of an output */
+};
+
+CLFORMER_API clformer_status clformer_door_create(clformer_door **door);
+/* Releases the locks, removes temp files left by failed writes, and stops
+ * being the thread's current door. */
+CLFORMER_API void clformer_door_free(clformer_door *door);
+/* Declares a path the run reads (NULL or "-": none, stdin); `what` names it
+ * in messages ("--src"). Paths are copied. */
+CLFORMER_API clformer_status clformer_door_read(clformer_door *door, const char *what,
+                                                const char *path);
+/* Declares a path the run writes (NULL: none), with CLFORMER_WRITE_* flags. */
+CLFORMER_API clformer_status clformer_door_write(clformer_door *door, const char *what,
+                                                 const char *path, unsigned flags);
+/* How messages tell a user to allow replacing (default: "or declare it
+ * CLFORMER_WRITE_REPLACE to replace it"; the command line says "or add
+ * --overwrite to replace it"). */
+CLFORMER_API void clformer_door_set_hint(clformer_door *door, const char *how_to_replace);
+/* Checks every declared path and takes the locks (see above); a refusal is
+ * CLFORMER_ERR_INVALID_ARGUMENT (rename something: a usage error), a folder
+ * that is missing, read-only or locked by another run CLFORMER_ERR_IO. */
+CLFORMER_API clformer_status clformer_door_open(clformer_door *door);
+/* The declared paths, in order (derived ones too: a lock file, a trainer's
+ * numbered snapshots as "P.step*.safetensors"); false past the end. */
+CLFORMER_API size_t clformer_door_count(const clformer_door *door);
+CLFORMER_API bool clformer_door_entry(const clformer_door *door, size_t i, const char **what,
+                                      const char **path, bool *output, unsigned *flags);
+/* Removes the temp files this process is writing now: async-signal-safe,
+ * for a SIGINT/SIGTERM handler that ends the process. */
+CLFORMER_API void clformer_door_remove_temps(void);
+/* `path` when nothing is there, else the first of "STEM-2.EXT", "STEM-3.EXT"
+ * ... that is free (into buf): a default name that never replaces an
+ * earlier run's file. */
+CLFORMER_API clformer_status clformer_path_unused(const char *path, char *buf, size_t cap);
+
+/* ------------------------------------------------------------------------- */
 /* Checkpoints: one .safetensors file (docs/MODEL.md)                        */
 /* ------------------------------------------------------------------------- */
 
@@ -1504,6 +1579,12 @@ typedef struct {
      * a normal end (final validation, saved, status OK, result.time_limited);
      * on several ranks rank 0's clock decides, so all stop at the same step */
     double max_seconds;
+    /* the user asked to replace existing outputs (--overwrite): save_path,
+     * stop_save_path, log_path and save_best's file may replace a file this
+     * run did not make; keep_last may replace (never remove) such a
+     * numbered file. Without it a run replaces only its own files and
+     * resume_path's (false) */
+    bool overwrite;
 } clformer_train_options;
 
 /* The defaults noted above; config is clformer_config_default's. */
@@ -1538,6 +1619,14 @@ typedef struct {
 } clformer_train_result;
 
 typedef struct clformer_trainer clformer_trainer;
+
+/* Declares every file a run of `options` reads and writes in `door` (the
+ * texts, init_path, resume_path and tokenizer files; save_path, locked,
+ * stop_save_path, log_path, keep_last's "P.step*.safetensors" and
+ * save_best's "P.best.safetensors"). A trainer made while a door is open
+ * on this thread writes through it; without one it opens its own. */
+CLFORMER_API clformer_status clformer_train_files(clformer_door *door,
+                                                  const clformer_train_options *options);
 
 /* Prepares a run: reads and encodes the data, makes, loads or resumes the
  * model, and positions the batcher. Errors name the option or file. */

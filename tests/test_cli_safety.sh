@@ -18,21 +18,9 @@
 # Character devices are copies of /dev/null and /dev/full made with mknod
 # (root), else the originals (written, never replaced, by correct code).
 # Needs CLFORMER_BINARY and CLFORMER_TEST_DATA (tests/data).
-set -u
-case_name=$1
-bin=${CLFORMER_BINARY:?run through ctest}
-data=${CLFORMER_TEST_DATA:?run through ctest}
-dir=$(mktemp -d /tmp/clformer-safety-XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-cd "$dir" || exit 1
-failures=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; failures=$((failures + 1)); }
+CLI_TEST_TAG=safety
+# shellcheck source=tests/cli_test_lib.sh
+source "$(dirname "$0")/cli_test_lib.sh"
 
 # expect RC 'EXACT STDERR' command...: the exit status and stderr, exactly
 expect() {
@@ -134,28 +122,28 @@ stdout)
   ;;
 outputs)
   echo '{"step": 1, "loss": 2.5}' > A.jsonl
-  expect 2 "clformer plot: error: --out: 'A.jsonl' is the same file as the input --log 'A.jsonl': writing it would destroy that input; choose another file name" \
+  expect 2 "clformer plot: error: --out 'A.jsonl' is the same file as the input --log 'A.jsonl': writing it would destroy that input; choose another name" \
     "$bin" plot --log A.jsonl --out A.jsonl
   grep -q '"loss"' A.jsonl && ok "the log is intact" || bad "plot replaced its own log"
-  expect 2 "clformer train: error: --save: 'X' is also the output --plot 'X': one would overwrite the other; give each output its own file" \
+  expect 2 "clformer train: error: --plot 'X' is also the output --save 'X': one would overwrite the other; give each output its own file" \
     "$bin" "${train[@]}" --steps 1 --save X --plot X
-  expect 2 "clformer train: error: --save: 'X' is also the output --log 'X': one would overwrite the other; give each output its own file" \
+  expect 2 "clformer train: error: --save 'X' is also the output --log 'X': one would overwrite the other; give each output its own file" \
     "$bin" "${train[@]}" --steps 1 --save X --log X
-  expect 2 "clformer train: error: --save: 'g.model' is the same file as the input --tokenizer-model 'g.model': writing it would destroy that input; choose another file name" \
+  expect 2 "clformer train: error: --save 'g.model' is the same file as the input --tokenizer-model 'g.model': writing it would destroy that input; choose another name" \
     "$bin" train --src train.src --tgt train.tgt --tokenizer spm --tokenizer-model g.model \
     --steps 1 --save g.model
   echo weights > I.safetensors
-  expect 2 "clformer train: error: --save: 'I.safetensors' is the same file as the input --init 'I.safetensors': writing it would destroy that input; choose another file name" \
+  expect 2 "clformer train: error: --save 'I.safetensors' is the same file as the input --init 'I.safetensors': writing it would destroy that input; choose another name" \
     "$bin" train --src train.src --tgt train.tgt --init I.safetensors --steps 1 --save I.safetensors
   echo model > m.safetensors
-  expect 2 "clformer translate: error: --output: 'X' is also the output --attention 'X': one would overwrite the other; give each output its own file" \
+  expect 2 "clformer translate: error: --output 'X' is also the output --attention 'X': one would overwrite the other; give each output its own file" \
     "$bin" translate --model m.safetensors --output X --attention X
   [[ ! -e X ]] && ok "nothing was written" || bad "X was written"
   mkfifo fifo
-  expect 2 "clformer train: error: --save: 'fifo' is a FIFO: a checkpoint is written to a regular file; name one" \
+  expect 2 "clformer train: error: --save 'fifo' is a FIFO: it is written to a regular file; name one" \
     "$bin" "${train[@]}" --steps 1 --save fifo
   null=$(char_device null 3)
-  expect 2 "clformer train: error: --save: '$null' is a character device: a checkpoint is written to a regular file; name one" \
+  expect 2 "clformer train: error: --save '$null' is a character device: it is written to a regular file; name one" \
     "$bin" "${train[@]}" --steps 1 --save "$null"
   [[ -c $null && -p fifo ]] && ok "the device and the FIFO are still there" \
     || bad "a device or FIFO was replaced"
@@ -220,13 +208,13 @@ train)
   for _ in $(seq 1 600); do [[ -s gone.jsonl ]] && break; sleep 0.1; done
   rm -rf gone; kill -INT "$job"; wait_rc "$job" 120; rc=$?
   err=$(grep '^clformer train: error' run0)
-  [[ $rc -eq 1 && "$err" == "clformer train: error: saving 'gone/x.safetensors': cannot write 'gone/x.safetensors.tmp."*": No such file or directory" ]] \
+  [[ $rc -eq 1 && "$err" == "clformer train: error: saving 'gone/x.safetensors': cannot write '"*"/gone/x.safetensors.tmp."*": No such file or directory" ]] \
     && ok "a failed save: $err" || bad "a failed save: exit $rc: $(cat run0)"
   # one run per --save path: a second run is refused while the first trains
   "$bin" "${train[@]}" --steps 100000 --save locked.safetensors --log lock.jsonl > run1 2>&1 &
   first=$!; pids+=("$first")
   for _ in $(seq 1 600); do [[ -s lock.jsonl ]] && break; sleep 0.1; done
-  expect 1 "clformer train: error: another training run is saving to 'locked.safetensors' (it holds 'locked.safetensors.lock'); wait for it to end, or choose another --save" \
+  expect 1 "clformer train: error: another run is writing 'locked.safetensors' (it holds 'locked.safetensors.lock'); wait for it to end, or choose another name for --save" \
     "$bin" "${train[@]}" --steps 2 --save locked.safetensors
   kill -INT "$first"; wait_rc "$first" 120; rc=$?
   [[ $rc -eq 130 && -s locked.safetensors && ! -e locked.safetensors.lock ]] \

@@ -118,8 +118,8 @@ clformer_status cf_parallel_text_load(const char *src_path, const char *tgt_path
     *out = NULL;
     char *src, *tgt;
     size_t src_size, tgt_size;
-    CF_TRY(cf_read_file(src_path, &src, &src_size));
-    clformer_status st = cf_read_file(tgt_path, &tgt, &tgt_size);
+    CF_TRY(cf_read_text_file(src_path, &src, &src_size));
+    clformer_status st = cf_read_text_file(tgt_path, &tgt, &tgt_size);
     if (st != CLFORMER_OK) {
         free(src);
         return st;

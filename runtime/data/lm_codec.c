@@ -1,5 +1,6 @@
 /* A language model's text <-> ids under its tokenizer (lm_codec.h). */
 #include "lm_codec.h"
+#include "fileio.h"
 #include "lm_text.h"
 #include "status.h"
 
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* --- a growing byte or id buffer ------------------------------------------ */
 
@@ -129,14 +131,15 @@ clformer_status cf_lm_codec_decode(const cf_lm_codec *c, const int32_t *ids, siz
 static bool ascii_word_char(unsigned char c) { return c >= 0x21 && c <= 0x7E; }
 
 /* The last place in s[0..n) where the text may be cut without changing its
- * tokens, 0 for none. Always after a newline: SentencePiece's lines and the
+ * tokens, 0 for none; s[0..from) is known to hold none (so a text without
+ * a newline costs one look per byte, not one per byte per chunk). Always after a newline: SentencePiece's lines and the
  * characters of a char/byte vocabulary are independent there. GPT-2's
  * pre-tokenizer looks at runs of whitespace, so for it the newline must
  * stand alone between two printable ASCII characters ("x\ny"): then "\n" is
  * one word whether the text goes on or ends after it. */
-static size_t cut_point(const cf_lm_codec *c, const unsigned char *s, size_t n)
+static size_t cut_point(const cf_lm_codec *c, const unsigned char *s, size_t n, size_t from)
 {
-    for (size_t p = n; p >= 2; p--) {
+    for (size_t p = n; p >= 2 && p + 2 > from; p--) {
         if (s[p - 1] != '\n') continue;
         if (!c->bpe) return p;
         if (p < n && ascii_word_char(s[p]) && ascii_word_char(s[p - 2])) return p;
@@ -152,6 +155,18 @@ static clformer_status read_pieces(const cf_lm_codec *c, const char *path, size_
                                    piece_fn take, void *user, size_t *bytes)
 {
     if (!chunk) chunk = (size_t)1 << 20;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
+        /* a pipe or device has no size to check and may go on for ever
+         * (/dev/zero): read whole, up to cf_read_file's limit, then taken */
+        char *all;
+        size_t n;
+        CF_TRY(cf_read_file(path, &all, &n));
+        clformer_status st = take(user, all, n);
+        free(all);
+        if (st == CLFORMER_OK && bytes) *bytes = n;
+        return st;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) return cf_fail(CLFORMER_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
     char *buf = NULL;
@@ -169,7 +184,7 @@ static clformer_status read_pieces(const cf_lm_codec *c, const char *path, size_
             end = true;
         }
         have += got, total += got;
-        const size_t cut = end ? have : cut_point(c, (const unsigned char *)buf, have);
+        const size_t cut = end ? have : cut_point(c, (const unsigned char *)buf, have, have - got);
         if (cut == 0) continue; /* no safe cut yet: read on */
         st = take(user, buf, cut);
         memmove(buf, buf + cut, have - cut);
@@ -270,7 +285,7 @@ clformer_status cf_lm_vocab_build_file(const char *path, bool bytes, size_t chun
     }
     for (int b = 0; all && b < 256; b++)
         if (d.byte_seen[b]) all[len++] = (char)b;
-    if (all) memcpy(all + len, d.chars, d.len), len += d.len;
+    if (all && d.len) memcpy(all + len, d.chars, d.len), len += d.len; /* empty text: none */
     if (st == CLFORMER_OK) st = cf_lm_vocab_build(all, len, bytes, tokens, n);
     free(all);
     free(d.chars);

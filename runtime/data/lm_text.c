@@ -44,39 +44,76 @@ static int by_bytes(const void *a, const void *b)
     return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
+/* The most distinct characters a character vocabulary takes (a text of
+ * more, random bytes say, wants --tokenizer byte or spm). */
+enum { MAX_CHARS = 1 << 20 };
+
+/* The distinct characters of a text: spans into it, found through an
+ * open-addressing table of their indices (a linear scan made random bytes
+ * cost hours). */
+typedef struct {
+    span *chars;
+    size_t count, cap;
+    size_t *slot; /* index + 1 of a char, 0: empty; 2 * cap of them */
+} char_set;
+
+static size_t span_hash(const unsigned char *s, size_t k)
+{
+    size_t h = 1469598103u;
+    for (size_t i = 0; i < k; i++) h = (h ^ s[i]) * 16777619u;
+    return h;
+}
+
+/* Adds s[0..k) unless known; false when out of memory. */
+static bool char_set_add(char_set *c, const unsigned char *s, size_t k)
+{
+    if (c->count == c->cap) {
+        const size_t cap = c->cap ? 2 * c->cap : 256;
+        span *grown = realloc(c->chars, cap * sizeof *grown);
+        size_t *slot = grown ? calloc(2 * cap, sizeof *slot) : NULL;
+        if (grown) c->chars = grown;
+        if (!slot) return false;
+        free(c->slot);
+        c->slot = slot;
+        c->cap = cap;
+        for (size_t i = 0; i < c->count; i++) { /* rehash */
+            size_t h = span_hash(c->chars[i].s, c->chars[i].len) & (2 * cap - 1);
+            while (c->slot[h]) h = (h + 1) & (2 * cap - 1);
+            c->slot[h] = i + 1;
+        }
+    }
+    size_t h = span_hash(s, k) & (2 * c->cap - 1);
+    for (; c->slot[h]; h = (h + 1) & (2 * c->cap - 1)) {
+        const span *known = &c->chars[c->slot[h] - 1];
+        if (known->len == k && !memcmp(known->s, s, k)) return true;
+    }
+    c->chars[c->count++] = (span){s, k};
+    c->slot[h] = c->count;
+    return true;
+}
+
 clformer_status cf_lm_vocab_build(const char *text, size_t len, bool bytes, char ***tokens,
                                   int *n)
 {
     const unsigned char *s = (const unsigned char *)text;
-    bool seen_byte[256] = {false}, seen_ascii[128] = {false};
-    span *chars = NULL;
-    size_t count = 0, cap = 0;
+    bool seen_byte[256] = {false};
+    char_set set = {0};
     clformer_status st = CLFORMER_OK;
     for (size_t i = 0; i < len && st == CLFORMER_OK;) {
         const size_t k = bytes ? 1 : char_len(s, i, len);
         if (bytes || as_bytes(s + i, k)) {
             for (size_t j = 0; j < k; j++) seen_byte[s[i + j]] = true;
-        } else {
-            /* ASCII (most of most texts) by table; the rest by a linear scan:
-             * character vocabularies are small */
-            bool known = k == 1 && seen_ascii[s[i]];
-            for (size_t c = 0; k > 1 && c < count && !known; c++)
-                known = chars[c].len == k && !memcmp(chars[c].s, s + i, k);
-            if (k == 1) seen_ascii[s[i]] = true;
-            if (!known) {
-                if (count == cap) {
-                    span *grown = realloc(chars, (cap = cap ? 2 * cap : 256) * sizeof *chars);
-                    if (!grown) st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-                    else chars = grown;
-                }
-                if (st == CLFORMER_OK) chars[count++] = (span){s + i, k};
-            }
+        } else if (!char_set_add(&set, s + i, k)) {
+            st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        } else if (set.count > MAX_CHARS) {
+            st = cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the text has more than %d distinct "
+                         "characters: use --tokenizer byte or spm", MAX_CHARS);
         }
         i += k;
     }
-    if (st == CLFORMER_OK && count > (1 << 20))
-        st = cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the text has %zu distinct characters: "
-                     "use --tokenizer byte or spm", count);
+    free(set.slot);
+    span *chars = set.chars;
+    const size_t count = set.count;
     /* no characters (a byte vocabulary): chars is NULL, which qsort may not take */
     if (st == CLFORMER_OK && count) qsort(chars, count, sizeof *chars, by_bytes);
     char **t = st == CLFORMER_OK ? calloc(4 + 256 + count, sizeof *t) : NULL;

@@ -452,8 +452,8 @@ clformer_status cf_bpe_load_files(const char *vocab_path, const char *merges_pat
     *out = NULL;
     char *vocab = NULL, *merges = NULL;
     size_t vocab_len = 0, merges_len = 0;
-    clformer_status st = cf_read_file(vocab_path, &vocab, &vocab_len);
-    if (st == CLFORMER_OK) st = cf_read_file(merges_path, &merges, &merges_len);
+    clformer_status st = cf_read_text_file(vocab_path, &vocab, &vocab_len);
+    if (st == CLFORMER_OK) st = cf_read_text_file(merges_path, &merges, &merges_len);
     if (st == CLFORMER_OK)
         st = cf_bpe_load(vocab, vocab_len, vocab_path, merges, merges_len, merges_path, out);
     free(vocab);

@@ -4,6 +4,7 @@
  * The same table counts token frequencies while a vocabulary is built.
  */
 #include "vocab.h"
+#include "door.h"
 #include "fileio.h"
 #include "fnv1a.h"
 #include "status.h"

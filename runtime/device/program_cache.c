@@ -8,6 +8,7 @@
  * Layout: "CLFORMER-BIN-1\n", u64 key length, key, u64 binary length,
  * binary, u64 FNV-1a of the binary (all little-endian host order).
  */
+#include "door.h"
 #include "fileio.h"
 #include "fnv1a.h"
 #include "log.h"
@@ -154,7 +155,7 @@ bool cf_cache_store(const cf_cache_key *key, cl_program program, char *reason, s
     char *slash = dir ? strrchr(dir, '/') : NULL;
     if (slash) *slash = '\0';
     bool ok = dir && cf_make_dirs(dir) == CLFORMER_OK &&
-              cf_write_file_atomic(key->path, buf, total) == CLFORMER_OK;
+              cf_write_cache_file(key->path, buf, total) == CLFORMER_OK;
     if (!ok) {
         snprintf(reason, cap, "cannot write program cache %s: %s (choose another cache "
                  "directory, CLFORMER_CACHE_DIR for the CLI, or turn the cache off with "

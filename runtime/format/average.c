@@ -8,6 +8,7 @@
  * plain model (no optimizer state, no train_state), written atomically.
  */
 #include "checkpoint.h"
+#include "door.h"
 #include "safetensors.h"
 #include "status.h"
 
@@ -74,7 +75,9 @@ static bool is_training_state(const char *name) { return !strncmp(name, "optim."
 static bool keep_metadata(const char *key)
 {
     return strcmp(key, "clformer.train_state") != 0 && strcmp(key, CF_ST_CRC_KEY) != 0 &&
-           strcmp(key, CF_ST_META_CRC_KEY) != 0; /* both sums are written afresh */
+           strcmp(key, CF_ST_META_CRC_KEY) != 0 &&
+           strcmp(key, CF_ST_HEADER_CRC_KEY) != 0 &&
+           strcmp(key, "clformer.run") != 0; /* sums afresh; a run id marks a run's own files */
 }
 
 /* Weights of checkpoint 0's layout, the mean over all (float32 tensors:
@@ -139,9 +142,10 @@ clformer_status clformer_checkpoint_average(const char *const *paths, size_t n,
             if (!strcmp(paths[i], paths[k]))
                 return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                                "'%s' is given twice: each checkpoint may count once", paths[i]);
+    cf_door_call call;
+    CF_TRY(cf_door_call_begin(&call, "the checkpoint", paths, n, "the output", out_path, 0));
     cf_st_reader **r = calloc(n, sizeof *r);
-    if (!r) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    clformer_status st = CLFORMER_OK;
+    clformer_status st = r ? CLFORMER_OK : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     for (size_t i = 0; i < n && st == CLFORMER_OK; i++) {
         st = cf_st_open(paths[i], &r[i]);
         if (st == CLFORMER_OK) st = cf_checkpoint_check(r[i]);
@@ -155,7 +159,8 @@ clformer_status clformer_checkpoint_average(const char *const *paths, size_t n,
         if (st != CLFORMER_OK) st = cf_fail_prefix(st, "averaging into '%s': ", out_path);
     }
     cf_st_writer_free(w);
-    for (size_t i = 0; i < n; i++) cf_st_close(r[i]);
+    for (size_t i = 0; r && i < n; i++) cf_st_close(r[i]);
     free(r);
+    cf_door_call_end(&call);
     return st;
 }

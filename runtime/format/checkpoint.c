@@ -12,6 +12,8 @@
  *                         BPE, optional) base64 of vocab.json and merges.txt
  *   clformer.train_state  (training checkpoints) JSON: step, seed (a decimal
  *                         string: 64 bits), optimizer settings, trainer state
+ *   clformer.run          (a trainer's saves) the run they belong to: 16 hex
+ *                         digits, the same in a resumed run's files
  * Training checkpoints add optim.m.<name> and optim.v.<name>.
  *
  * Loading validates the whole header (structure by safetensors.c; here: the
@@ -23,6 +25,7 @@
 #include "checkpoint.h"
 #include "base64.h"
 #include "buffer.h"
+#include "door.h"
 #include "model.h"
 #include "safetensors.h"
 #include "vocab.h"
@@ -185,9 +188,13 @@ clformer_status clformer_model_save(clformer_model *m, const char *path, bool tr
     clformer_status st = config && (lm || src) && tgt && host && (!training || state)
                              ? CLFORMER_OK
                              : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    cf_door_call call;
+    if (st == CLFORMER_OK) st = cf_door_call_begin(&call, "the input", NULL, 0, "the output", path, 0);
+    const bool door = st == CLFORMER_OK;
     if (st == CLFORMER_OK) st = cf_st_writer_new(path, &w);
     if (st == CLFORMER_OK) st = cf_st_checksums(w);
     if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.format", "1");
+    if (st == CLFORMER_OK && m->run[0]) st = cf_st_set_metadata(w, "clformer.run", m->run);
     if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.config", config);
     if (st == CLFORMER_OK && !lm) st = cf_st_set_metadata(w, "clformer.src_vocab", src);
     if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.tgt_vocab", tgt);
@@ -210,6 +217,7 @@ clformer_status clformer_model_save(clformer_model *m, const char *path, bool tr
     if (st == CLFORMER_OK) st = write_all(m, w, training, host);
     if (st == CLFORMER_OK) st = cf_st_commit(w);
     cf_st_writer_free(w);
+    if (door) cf_door_call_end(&call);
     free(config);
     free(src);
     free(tgt);
@@ -572,6 +580,7 @@ static clformer_status load(cf_ctx *ctx, const cf_st_reader *r, cf_model **out)
     }
     if (st == CLFORMER_OK) st = load_tokenizers(m, r);
     if (st == CLFORMER_OK) st = load_bpe(m, r);
+    if (st == CLFORMER_OK) cf_model_set_run(m, cf_st_metadata(r, "clformer.run"));
     if (st == CLFORMER_OK) st = read_checked_part(r, &h, 0, host);
     if (st == CLFORMER_OK) st = cf_upload(m->ctx, m->params, 0, host, m->layout.total);
     if (st == CLFORMER_OK && h.training) {
@@ -590,6 +599,12 @@ static clformer_status load(cf_ctx *ctx, const cf_st_reader *r, cf_model **out)
     }
     *out = m;
     return CLFORMER_OK;
+}
+
+void cf_model_set_run(cf_model *m, const char *run)
+{
+    const bool valid = run && strlen(run) == 16 && strspn(run, "0123456789abcdef") == 16;
+    snprintf(m->run, sizeof m->run, "%s", valid ? run : "");
 }
 
 clformer_status clformer_model_load(clformer_context *ctx, const char *path, clformer_model **out)

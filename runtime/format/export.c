@@ -7,6 +7,7 @@
  * written atomically.
  */
 #include "checkpoint.h"
+#include "door.h"
 #include "safetensors.h"
 #include "status.h"
 
@@ -18,7 +19,9 @@ static bool is_training_state(const char *name) { return !strncmp(name, "optim."
 static bool keep_metadata(const char *key)
 {
     return strcmp(key, "clformer.train_state") != 0 && strcmp(key, CF_ST_CRC_KEY) != 0 &&
-           strcmp(key, CF_ST_META_CRC_KEY) != 0; /* both sums are written afresh */
+           strcmp(key, CF_ST_META_CRC_KEY) != 0 &&
+           strcmp(key, CF_ST_HEADER_CRC_KEY) != 0 &&
+           strcmp(key, "clformer.run") != 0; /* sums afresh; a run id marks a run's own files */
 }
 
 /* Copies the kept tensors, every weight stored as `precision` (the
@@ -64,6 +67,8 @@ clformer_status clformer_checkpoint_export_as(const char *checkpoint, const char
     if (!checkpoint || !out_path)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "export needs a checkpoint and an output path");
+    cf_door_call call;
+    CF_TRY(cf_door_call_begin(&call, "the checkpoint", &checkpoint, 1, "the output", out_path, 0));
     cf_st_reader *r = NULL;
     cf_st_writer *w = NULL;
     clformer_status st = cf_st_open(checkpoint, &r);
@@ -76,5 +81,6 @@ clformer_status clformer_checkpoint_export_as(const char *checkpoint, const char
     }
     cf_st_writer_free(w);
     cf_st_close(r);
+    cf_door_call_end(&call);
     return st;
 }

@@ -13,7 +13,10 @@
  * vocabulary through the round trip, and clformer_spm.model beside it for a
  * SentencePiece model. Hugging Face's tokenizer classes read only the first.
  */
+#include "door.h"
 #include "fileio.h"
+#include "hf_gpt2_files.h"
+#include "params.h"
 #include "model.h"
 #include "safetensors.h"
 #include "status.h"
@@ -112,6 +115,13 @@ static clformer_status write_config(const clformer_model *m, const char *path,
         "torch_dtype",
         precision == CLFORMER_BF16 ? "bfloat16" : precision == CLFORMER_FP16 ? "float16" : "float32",
         "bos_token_id", end_of_text(m, true), "eos_token_id", end_of_text(m, false));
+    /* the tokenizer files clformer adds (transformers ignores the key): a
+     * directory that lost one is refused, not read as a model without one */
+    json_t *files = m->bpe ? NULL : json_array();
+    if (files) json_array_append_new(files, json_string("clformer_vocab.json"));
+    if (files && m->spm[1]) json_array_append_new(files, json_string("clformer_spm.model"));
+    if (files && o) json_object_set_new(o, "clformer_files", files);
+    else json_decref(files);
     char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(9)) : NULL;
     json_decref(o);
     if (!text) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -148,8 +158,10 @@ static clformer_status write_weights(clformer_model *m, const char *path,
     float *a = malloc(most * sizeof *a), *b = malloc(most * sizeof *b);
     clformer_status st = a && b ? cf_st_writer_new(path, &w)
                                 : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    /* transformers reads the metadata's format: "pt" for PyTorch tensors */
+    /* transformers reads the metadata's format: "pt" for PyTorch tensors; the
+     * sums are clformer's (transformers ignores them) */
     if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "format", "pt");
+    if (st == CLFORMER_OK) st = cf_st_checksums(w);
     char name[160];
     bool t;
     for (size_t i = 0; i < l->n_entries && st == CLFORMER_OK; i++) {
@@ -187,6 +199,28 @@ clformer_status clformer_model_export_hf_gpt2(clformer_model *m, const char *dir
     return clformer_model_export_hf_gpt2_as(m, dir, CLFORMER_FP32);
 }
 
+/* The files of the export, written into the fresh folder `d`. */
+static clformer_status write_export(clformer_model *m, const cf_dir_output *d,
+                                    clformer_precision precision)
+{
+    char path[4096];
+    CF_TRY(cf_dir_output_file(d, "model.safetensors", path, sizeof path));
+    CF_TRY(write_weights(m, path, precision));
+    CF_TRY(cf_dir_output_file(d, "config.json", path, sizeof path));
+    CF_TRY(write_config(m, path, precision));
+    if (m->bpe) { /* GPT-2's own files: transformers' tokenizers read them */
+        CF_TRY(cf_dir_output_file(d, "vocab.json", path, sizeof path));
+        CF_TRY(cf_write_file_atomic(path, m->bpe_text[0], m->bpe_len[0]));
+        CF_TRY(cf_dir_output_file(d, "merges.txt", path, sizeof path));
+        return cf_write_file_atomic(path, m->bpe_text[1], m->bpe_len[1]);
+    }
+    CF_TRY(cf_dir_output_file(d, "clformer_vocab.json", path, sizeof path));
+    CF_TRY(write_vocab(m, path));
+    if (!m->spm[1]) return CLFORMER_OK;
+    CF_TRY(cf_dir_output_file(d, "clformer_spm.model", path, sizeof path));
+    return cf_write_file_atomic(path, m->spm[1], m->spm_size[1]);
+}
+
 clformer_status clformer_model_export_hf_gpt2_as(clformer_model *m, const char *dir,
                                                  clformer_precision precision)
 {
@@ -194,140 +228,22 @@ clformer_status clformer_model_export_hf_gpt2_as(clformer_model *m, const char *
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "export: precision %d is not "
                        "CLFORMER_FP32, CLFORMER_BF16 or CLFORMER_FP16", (int)precision);
     CF_TRY(gpt2_shaped(&m->cfg));
-    if (strlen(dir) > 3900)
+    if (!dir || strlen(dir) > 3900)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the directory path is too long");
-    clformer_status st = cf_make_dirs(dir);
-    char path[4096];
-    join(path, sizeof path, dir, "model.safetensors");
-    if (st == CLFORMER_OK) st = write_weights(m, path, precision);
-    join(path, sizeof path, dir, "config.json");
-    if (st == CLFORMER_OK) st = write_config(m, path, precision);
-    if (m->bpe) { /* GPT-2's own files: transformers' tokenizers read them */
-        join(path, sizeof path, dir, "vocab.json");
-        if (st == CLFORMER_OK) st = cf_write_file_atomic(path, m->bpe_text[0], m->bpe_len[0]);
-        join(path, sizeof path, dir, "merges.txt");
-        if (st == CLFORMER_OK) st = cf_write_file_atomic(path, m->bpe_text[1], m->bpe_len[1]);
-    } else {
-        join(path, sizeof path, dir, "clformer_vocab.json");
-        if (st == CLFORMER_OK) st = write_vocab(m, path);
-        join(path, sizeof path, dir, "clformer_spm.model");
-        if (st == CLFORMER_OK && m->spm[1])
-            st = cf_write_file_atomic(path, m->spm[1], m->spm_size[1]);
-    }
+    /* the whole folder or nothing: no file of an earlier export survives */
+    cf_door_call call;
+    CF_TRY(cf_door_call_begin(&call, "the input", NULL, 0, "the folder", dir,
+                              CLFORMER_WRITE_DIRECTORY));
+    cf_dir_output d;
+    clformer_status st = cf_dir_output_begin(&d, dir);
+    if (st == CLFORMER_OK) st = write_export(m, &d, precision);
+    if (st == CLFORMER_OK) st = cf_dir_output_commit(&d);
+    else cf_dir_output_abort(&d);
+    cf_door_call_end(&call);
     return st == CLFORMER_OK ? st : cf_fail_prefix(st, "exporting to '%s': ", dir);
 }
 
 /* --- import ---------------------------------------------------------------- */
-
-static clformer_status json_int_field(json_t *o, const char *key, int fallback, int *out)
-{
-    json_t *v = json_object_get(o, key);
-    if (!v || json_is_null(v)) {
-        if (fallback < 0) return cf_fail(CLFORMER_ERR_FORMAT, "config.json lacks \"%s\"", key);
-        *out = fallback;
-        return CLFORMER_OK;
-    }
-    if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > (1 << 24))
-        return cf_fail(CLFORMER_ERR_FORMAT, "config.json \"%s\" must be a positive integer", key);
-    *out = (int)json_integer_value(v);
-    return CLFORMER_OK;
-}
-
-static clformer_status read_config(const char *path, clformer_config *c)
-{
-    json_error_t err;
-    json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
-    if (!o) return cf_fail(CLFORMER_ERR_FORMAT, "%s: not readable JSON (%s)", path, err.text);
-    clformer_config_default(c);
-    c->n_enc_layers = 0, c->src_vocab = 0;
-    c->positional = CLFORMER_POS_LEARNED;
-    c->share_tgt_embed = true, c->scale_embed = false, c->generator_bias = false;
-    c->norm_first = true, c->dropout = 0.0f;
-    const char *type = json_string_value(json_object_get(o, "model_type"));
-    const char *act = json_string_value(json_object_get(o, "activation_function"));
-    json_t *eps = json_object_get(o, "layer_norm_epsilon");
-    clformer_status st = CLFORMER_OK;
-    if (!type || strcmp(type, "gpt2"))
-        st = cf_fail(CLFORMER_ERR_FORMAT, "%s: model_type is \"%s\", not \"gpt2\"", path,
-                     type ? type : "(none)");
-    if (st == CLFORMER_OK) st = json_int_field(o, "n_embd", -1, &c->d_model);
-    if (st == CLFORMER_OK) st = json_int_field(o, "n_head", -1, &c->n_heads);
-    if (st == CLFORMER_OK) st = json_int_field(o, "n_layer", -1, &c->n_dec_layers);
-    if (st == CLFORMER_OK) st = json_int_field(o, "vocab_size", -1, &c->tgt_vocab);
-    if (st == CLFORMER_OK) st = json_int_field(o, "n_positions", -1, &c->max_len);
-    if (st == CLFORMER_OK) st = json_int_field(o, "n_inner", 4 * c->d_model, &c->d_ff);
-    if (st == CLFORMER_OK && eps) {
-        if (!json_is_number(eps)) st = cf_fail(CLFORMER_ERR_FORMAT, "%s: layer_norm_epsilon must be a number", path);
-        else c->ln_eps = (float)json_number_value(eps);
-    }
-    if (st == CLFORMER_OK) {
-        if (!act || !strcmp(act, "gelu_new") || !strcmp(act, "gelu_pytorch_tanh"))
-            c->activation = CLFORMER_ACT_GELU_TANH;
-        else if (!strcmp(act, "gelu")) c->activation = CLFORMER_ACT_GELU;
-        else if (!strcmp(act, "relu")) c->activation = CLFORMER_ACT_RELU;
-        else st = cf_fail(CLFORMER_ERR_FORMAT, "%s: activation_function \"%s\" is not supported "
-                          "(gelu_new, gelu_pytorch_tanh, gelu or relu)", path, act);
-    }
-    if (st == CLFORMER_OK && (json_is_true(json_object_get(o, "scale_attn_by_inverse_layer_idx")) ||
-                              json_is_false(json_object_get(o, "scale_attn_weights"))))
-        st = cf_fail(CLFORMER_ERR_FORMAT, "%s: attention scaling other than 1/sqrt(head size) "
-                     "is not supported", path);
-    json_decref(o);
-    if (st == CLFORMER_OK) st = clformer_config_validate(c);
-    return st;
-}
-
-/* The tokens of clformer_vocab.json when the directory has one (and they
- * fit the model), else <pad> <sos> <eos> <unk> and <id_N>. */
-static char **read_vocab(const char *dir, int n)
-{
-    char path[4096];
-    join(path, sizeof path, dir, "clformer_vocab.json");
-    json_t *a = json_load_file(path, 0, NULL);
-    const bool have = json_is_array(a) && json_array_size(a) == (size_t)n;
-    char **v = calloc((size_t)n, sizeof *v);
-    static const char *const specials[4] = {"<pad>", "<sos>", "<eos>", "<unk>"};
-    for (int i = 0; v && i < n; i++) {
-        const char *s = have ? json_string_value(json_array_get(a, (size_t)i)) : NULL;
-        char name[32];
-        snprintf(name, sizeof name, "<id_%d>", i);
-        v[i] = strdup(s ? s : i < 4 ? specials[i] : name);
-    }
-    json_decref(a);
-    return v;
-}
-
-/* The directory's tokenizer, if any: GPT-2's vocab.json + merges.txt (both
- * or neither), else clformer_spm.model (a SentencePiece model's pieces are
- * clformer_vocab.json's tokens). */
-static clformer_status read_tokenizer(clformer_model *m, const char *dir)
-{
-    static const char *const names[3] = {"vocab.json", "merges.txt", "clformer_spm.model"};
-    char paths[3][4096];
-    bool has[3];
-    for (int k = 0; k < 3; k++) {
-        join(paths[k], sizeof paths[k], dir, names[k]);
-        has[k] = access(paths[k], F_OK) == 0;
-    }
-    if (has[0] != has[1])
-        return cf_fail(CLFORMER_ERR_FORMAT, "'%s' has %s but no %s: GPT-2's BPE tokenizer needs "
-                       "both (copy the missing file from the model's tokenizer)",
-                       dir, names[has[0] ? 0 : 1], names[has[0] ? 1 : 0]);
-    const int first = has[0] ? 0 : has[2] ? 2 : 3, last = has[0] ? 1 : first;
-    if (first == 3) return CLFORMER_OK;
-    char *text[2] = {NULL, NULL};
-    size_t size[2] = {0, 0};
-    clformer_status st = CLFORMER_OK;
-    for (int k = first; k <= last && st == CLFORMER_OK; k++)
-        st = cf_read_file(paths[k], &text[k - first], &size[k - first]);
-    if (st == CLFORMER_OK && has[0])
-        st = cf_model_set_bpe(m, text[0], size[0], paths[0], text[1], size[1], paths[1]);
-    else if (st == CLFORMER_OK)
-        st = clformer_model_set_tokenizer(m, true, text[0], size[0]);
-    free(text[0]);
-    free(text[1]);
-    return st;
-}
 
 /* A tensor the model has no use for: GPT-2's attention mask buffers (older
  * files keep them) and the tied lm_head. */
@@ -338,11 +254,25 @@ static bool ignorable(const char *name)
            (n > 16 && !strcmp(name + n - 16, ".attn.masked_bias"));
 }
 
-static clformer_status read_weights(clformer_model *m, const cf_st_reader *r)
+/* The file's tensor of layout entry e, checked (name, shape, float dtype). */
+static clformer_status find_weight(const cf_st_reader *r, const cf_param_entry *e, bool prefixed,
+                                   const cf_st_tensor **tensor)
 {
-    const cf_param_layout *l = &m->layout;
-    /* files from GPT2Model have no "transformer." prefix: accept both */
-    const bool prefixed = cf_st_find(r, "transformer.wte.weight") != NULL;
+    char hf[160];
+    bool t;
+    hf_name(e->name, hf, sizeof hf, &t);
+    const int64_t shape[2] = {(int64_t)(t ? e->cols : e->rows), (int64_t)(t ? e->rows : e->cols)};
+    return cf_st_expect_float(r, prefixed ? hf : hf + 12, e->rank, e->rank == 2 ? shape : shape + 1,
+                              tensor);
+}
+
+/* Every tensor of `l` is in the file with its shape, and the file holds no
+ * other: checked against the header (whose offsets the reader checked
+ * against the file's size) before anything is allocated, so a config.json
+ * that asks for 1000 layers of a 2-layer file is refused at once. */
+static clformer_status check_weights(const cf_param_layout *l, const cf_st_reader *r,
+                                     bool prefixed)
+{
     for (size_t i = 0; i < cf_st_count(r); i++) {
         const char *name = cf_st_tensor_at(r, i)->name;
         if (ignorable(name)) continue;
@@ -355,16 +285,22 @@ static clformer_status read_weights(clformer_model *m, const cf_st_reader *r)
             return cf_fail(CLFORMER_ERR_FORMAT, "unexpected tensor '%s': not part of a GPT-2 "
                            "model of this config.json", name);
     }
+    const cf_st_tensor *tensor;
+    for (size_t k = 0; k < l->n_entries; k++) CF_TRY(find_weight(r, &l->entries[k], prefixed, &tensor));
+    return CLFORMER_OK;
+}
+
+static clformer_status read_weights(clformer_model *m, const cf_st_reader *r, bool prefixed)
+{
+    const cf_param_layout *l = &m->layout;
     clformer_status st = CLFORMER_OK;
     for (size_t k = 0; k < l->n_entries && st == CLFORMER_OK; k++) {
         const cf_param_entry *e = &l->entries[k];
         char hf[160];
         bool t;
         hf_name(e->name, hf, sizeof hf, &t);
-        const char *name = prefixed ? hf : hf + 12;
-        const int64_t shape[2] = {(int64_t)(t ? e->cols : e->rows), (int64_t)(t ? e->rows : e->cols)};
         const cf_st_tensor *tensor;
-        st = cf_st_expect_float(r, name, e->rank, e->rank == 2 ? shape : shape + 1, &tensor);
+        st = find_weight(r, e, prefixed, &tensor);
         const size_t n = e->rank == 2 ? e->rows * e->cols : e->cols;
         float *a = st == CLFORMER_OK ? malloc(n * sizeof *a) : NULL;
         float *b = st == CLFORMER_OK ? malloc(n * sizeof *b) : NULL;
@@ -379,6 +315,34 @@ static clformer_status read_weights(clformer_model *m, const cf_st_reader *r)
     return st;
 }
 
+/* The tokenizer the directory's files gave (checked by cf_hf_files_parse). */
+static clformer_status set_tokenizer(clformer_model *m, const char *dir, const cf_hf_files *f,
+                                     const cf_hf_parsed *p)
+{
+    char vocab[4096], merges[4096];
+    if (p->bpe) {
+        join(vocab, sizeof vocab, dir, "vocab.json");
+        join(merges, sizeof merges, dir, "merges.txt");
+        return cf_model_set_bpe(m, f->text[CF_HF_VOCAB], f->size[CF_HF_VOCAB], vocab,
+                                f->text[CF_HF_MERGES], f->size[CF_HF_MERGES], merges);
+    }
+    if (p->vocab) {
+        CF_TRY(clformer_model_set_vocabs(m, NULL, cf_vocab_tokens(p->vocab)));
+        if (!p->spm) return CLFORMER_OK;
+        const clformer_status st = clformer_model_set_tokenizer(m, true, f->text[CF_HF_SPM],
+                                                                f->size[CF_HF_SPM]);
+        join(vocab, sizeof vocab, dir, "clformer_spm.model");
+        return st == CLFORMER_OK ? st : cf_fail_prefix(st, "'%s': ", vocab);
+    }
+    /* no tokenizer: ids in, ids out (clformer_lm_encode refuses text) */
+    char **names = cf_placeholder_tokens(m->cfg.tgt_vocab);
+    if (!names) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    const clformer_status st = clformer_model_set_vocabs(m, NULL, (const char *const *)names);
+    cf_placeholder_tokens_free(names, m->cfg.tgt_vocab);
+    m->ids_only = true;
+    return st;
+}
+
 bool cf_is_directory(const char *path)
 {
     struct stat s;
@@ -389,27 +353,33 @@ clformer_status cf_model_load_hf_gpt2(clformer_context *ctx, const char *dir,
                                       clformer_model **out)
 {
     *out = NULL;
-    char path[4096];
     if (strlen(dir) > 3900)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the directory path is too long");
-    clformer_config c;
-    join(path, sizeof path, dir, "config.json");
-    CF_TRY(read_config(path, &c));
+    cf_hf_files files;
+    cf_hf_parsed p;
+    CF_TRY(cf_hf_files_read(dir, &files));
+    clformer_status st = cf_hf_files_parse(dir, &files, &p);
+    if (st != CLFORMER_OK) {
+        cf_hf_files_free(&files);
+        return st;
+    }
+    char path[4096];
     join(path, sizeof path, dir, "model.safetensors");
     cf_st_reader *r = NULL;
+    cf_param_layout layout = {0};
     clformer_model *m = NULL;
-    clformer_status st = cf_st_open(path, &r);
-    if (st == CLFORMER_OK) st = clformer_model_create(ctx, &c, 1, &m);
-    if (st == CLFORMER_OK) st = read_weights(m, r);
-    char **vocab = st == CLFORMER_OK ? read_vocab(dir, c.tgt_vocab) : NULL;
-    bool vocab_ok = vocab != NULL;
-    for (int i = 0; vocab && i < c.tgt_vocab; i++) vocab_ok &= vocab[i] != NULL;
-    if (st == CLFORMER_OK && !vocab_ok) st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    if (st == CLFORMER_OK) st = clformer_model_set_vocabs(m, NULL, (const char *const *)vocab);
-    for (int i = 0; vocab && i < c.tgt_vocab; i++) free(vocab[i]);
-    free(vocab);
-    if (st == CLFORMER_OK) st = read_tokenizer(m, dir);
+    st = cf_st_open(path, &r);
+    /* files from GPT2Model have no "transformer." prefix: accept both */
+    const bool prefixed = st == CLFORMER_OK && cf_st_find(r, "transformer.wte.weight") != NULL;
+    if (st == CLFORMER_OK) st = cf_param_layout_make(&p.config, &layout);
+    if (st == CLFORMER_OK) st = check_weights(&layout, r, prefixed);
+    cf_param_layout_free(&layout);
+    if (st == CLFORMER_OK) st = clformer_model_create(ctx, &p.config, 1, &m);
+    if (st == CLFORMER_OK) st = read_weights(m, r, prefixed);
+    if (st == CLFORMER_OK) st = set_tokenizer(m, dir, &files, &p);
     cf_st_close(r);
+    cf_hf_parsed_free(&p);
+    cf_hf_files_free(&files);
     if (st != CLFORMER_OK) {
         clformer_model_free(m);
         return st;

@@ -9,6 +9,7 @@
  */
 #include "safetensors.h"
 #include "crc32c.h"
+#include "door.h"
 #include "fileio.h"
 #include "half.h"
 #include "status.h"
@@ -248,7 +249,34 @@ static clformer_status parse_metadata(cf_st_reader *r, json_t *meta)
 static bool meta_covered(const char *key)
 {
     return strncmp(key, "clformer.", 9) == 0 && strcmp(key, CF_ST_CRC_KEY) != 0 &&
-           strcmp(key, CF_ST_META_CRC_KEY) != 0;
+           strcmp(key, CF_ST_META_CRC_KEY) != 0 && strcmp(key, CF_ST_HEADER_CRC_KEY) != 0;
+}
+
+uint32_t cf_st_tensor_entry_crc(uint32_t crc, const char *name, const char *dtype, int ndim,
+                                const int64_t *shape)
+{
+    crc = cf_crc32c(crc, name, strlen(name) + 1);
+    crc = cf_crc32c(crc, dtype, strlen(dtype) + 1);
+    for (int k = 0; k < ndim; k++) {
+        char dim[32];
+        const int n = snprintf(dim, sizeof dim, "%lld,", (long long)shape[k]);
+        crc = cf_crc32c(crc, dim, (size_t)n);
+    }
+    return cf_crc32c(crc, "", 1);
+}
+
+/* An 8-digit lowercase hex checksum into *out; false when it is not one. */
+static bool parse_crc_text(const char *text, uint32_t *out)
+{
+    uint32_t want = 0;
+    bool ok = strlen(text) == 8;
+    for (int k = 0; ok && k < 8; k++) {
+        char h = text[k];
+        ok = (h >= '0' && h <= '9') || (h >= 'a' && h <= 'f');
+        want = (want << 4) | (uint32_t)(h <= '9' ? h - '0' : h - 'a' + 10);
+    }
+    *out = want;
+    return ok;
 }
 
 uint32_t cf_st_metadata_crc(const char *const *keys, const char *const *values, size_t n)
@@ -270,31 +298,36 @@ uint32_t cf_st_metadata_crc(const char *const *keys, const char *const *values, 
     }
 }
 
-/* A file with CF_ST_META_CRC_KEY: the metadata must be what was written. */
-static clformer_status check_metadata_crc(const cf_st_reader *r)
+/* A file with CF_ST_META_CRC_KEY (older files) or CF_ST_HEADER_CRC_KEY:
+ * the metadata, and with the latter every tensor's name, dtype and shape
+ * (r->tensors[0..count) in header order), must be what was written. */
+static clformer_status check_header_crc(const cf_st_reader *r)
 {
-    const char *text = cf_st_metadata(r, CF_ST_META_CRC_KEY);
+    const bool whole = cf_st_metadata(r, CF_ST_HEADER_CRC_KEY) != NULL;
+    const char *key = whole ? CF_ST_HEADER_CRC_KEY : CF_ST_META_CRC_KEY;
+    const char *text = cf_st_metadata(r, key);
     if (!text) return CLFORMER_OK;
-    uint32_t want = 0;
-    bool ok = strlen(text) == 8;
-    for (int k = 0; ok && k < 8; k++) {
-        char h = text[k];
-        ok = (h >= '0' && h <= '9') || (h >= 'a' && h <= 'f');
-        want = (want << 4) | (uint32_t)(h <= '9' ? h - '0' : h - 'a' + 10);
-    }
-    if (!ok)
+    uint32_t want;
+    if (!parse_crc_text(text, &want))
         return cf_fail(CLFORMER_ERR_FORMAT,
                        "'%s': metadata \"%s\" is not an 8-digit lowercase hex checksum", r->path,
-                       CF_ST_META_CRC_KEY);
-    const uint32_t got = cf_st_metadata_crc(r->meta_keys, r->meta_values, r->meta_count);
+                       key);
+    uint32_t got = cf_st_metadata_crc(r->meta_keys, r->meta_values, r->meta_count);
+    for (size_t i = 0; whole && i < r->count; i++) {
+        const cf_st_tensor *t = &r->tensors[i];
+        got = cf_st_tensor_entry_crc(got, t->name, cf_st_dtype_name(t->dtype), t->ndim, t->shape);
+    }
     if (got != want)
         return cf_fail(CLFORMER_ERR_FORMAT,
-                       "'%s': the metadata (config, vocabularies, train state or tokenizer) "
-                       "does not match its checksum (CRC-32C %08x, stored %08x): the file was "
-                       "damaged or edited. An intended edit must also remove the \"%s\" entry "
-                       "(the file then loads unchecked, and `clformer export` writes a fresh "
-                       "checksum)",
-                       r->path, (unsigned)got, (unsigned)want, CF_ST_META_CRC_KEY);
+                       "'%s': the %s does not match its checksum (CRC-32C %08x, stored %08x): "
+                       "the file was damaged or edited. An intended edit must also remove the "
+                       "\"%s\" entry (the file then loads unchecked, and `clformer export` writes "
+                       "a fresh checksum)",
+                       r->path,
+                       whole ? "header (config, vocabularies, train state, tokenizer, or a "
+                               "tensor's dtype or shape)"
+                             : "metadata (config, vocabularies, train state or tokenizer)",
+                       (unsigned)got, (unsigned)want, key);
     return CLFORMER_OK;
 }
 
@@ -419,10 +452,7 @@ static clformer_status parse_header(cf_st_reader *r, const char *text, size_t n)
         return cf_fail(CLFORMER_ERR_FORMAT, "'%s': header is not a JSON object", r->path);
 
     json_t *meta = json_object_get(r->root, "__metadata__");
-    if (meta) {
-        CF_TRY(parse_metadata(r, meta));
-        CF_TRY(check_metadata_crc(r));
-    }
+    if (meta) CF_TRY(parse_metadata(r, meta));
     size_t n_entries = json_object_size(r->root) - (meta ? 1 : 0);
     if (n_entries > CF_ST_MAX_TENSORS)
         return cf_fail(CLFORMER_ERR_FORMAT, "'%s' has %zu tensors; at most %d are supported",
@@ -451,6 +481,7 @@ static clformer_status parse_header(cf_st_reader *r, const char *text, size_t n)
         r->count++;
     }
     free(crcs);
+    if (st == CLFORMER_OK) st = check_header_crc(r); /* the tensors still in header order */
     if (st == CLFORMER_OK) st = check_layout(r, spans, r->count);
     if (st == CLFORMER_OK) {
         /* report the tensors in data order: that is the order they are best read in */
@@ -834,11 +865,16 @@ static clformer_status declare_checksums(cf_st_writer *w)
         return writer_fail(w, cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory"));
     }
     for (size_t i = 0; i < w->meta_count; i++) keys[i] = w->meta[i].key, values[i] = w->meta[i].value;
-    char text[9];
-    snprintf(text, sizeof text, "%08x", (unsigned)cf_st_metadata_crc(keys, values, w->meta_count));
+    uint32_t crc = cf_st_metadata_crc(keys, values, w->meta_count);
     free(keys);
     free(values);
-    return cf_st_set_metadata(w, CF_ST_META_CRC_KEY, text);
+    for (size_t i = 0; i < w->count; i++) { /* the header lists them in declared order */
+        const decl *d = &w->tensors[i];
+        crc = cf_st_tensor_entry_crc(crc, d->name, cf_st_dtype_name(d->dtype), d->ndim, d->shape);
+    }
+    char text[9];
+    snprintf(text, sizeof text, "%08x", (unsigned)crc);
+    return cf_st_set_metadata(w, CF_ST_HEADER_CRC_KEY, text);
 }
 
 static int meta_order(const void *a, const void *b)

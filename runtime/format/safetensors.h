@@ -99,6 +99,20 @@ size_t cf_st_dtype_size(cf_st_dtype dtype); /* bytes per element */
 /* The CF_ST_META_CRC_KEY value of these entries (any order). */
 uint32_t cf_st_metadata_crc(const char *const *keys, const char *const *values, size_t n);
 
+/* The metadata key of the header's checksum, which files written since it
+ * carry instead of CF_ST_META_CRC_KEY: the CF_ST_META_CRC_KEY sum continued
+ * over each tensor entry in header order, as its name, a NUL, its dtype, a
+ * NUL, and its shape's dimensions in decimal each followed by a comma, then
+ * a NUL. So a dtype or shape edited in the header ("BF16" made "F16", which
+ * reinterprets the same bytes) fails like an edited config; with the
+ * per-tensor CF_ST_CRC_KEY sums it covers everything a reader trusts. An
+ * older file's CF_ST_META_CRC_KEY is still checked (metadata only). */
+#define CF_ST_HEADER_CRC_KEY "clformer.header_crc32c"
+
+/* Continues `crc` over one tensor entry (CF_ST_HEADER_CRC_KEY's rule). */
+uint32_t cf_st_tensor_entry_crc(uint32_t crc, const char *name, const char *dtype, int ndim,
+                                const int64_t *shape);
+
 /* One tensor of an open file. A shape of [] is a scalar (1 element); a zero
  * in the shape makes an empty tensor (0 bytes). */
 typedef struct {
@@ -177,7 +191,8 @@ clformer_status cf_st_set_metadata(cf_st_writer *writer, const char *key, const 
 clformer_status cf_st_declare(cf_st_writer *writer, const char *name, cf_st_dtype dtype,
                               int ndim, const int64_t *shape);
 
-/* Stores a checksum of every tensor under CF_ST_CRC_KEY (before cf_st_begin).
+/* Stores a checksum of every tensor under CF_ST_CRC_KEY, and of the header
+ * under CF_ST_HEADER_CRC_KEY (before cf_st_begin).
  * The header is written with placeholders, patched at commit. */
 clformer_status cf_st_checksums(cf_st_writer *writer);
 

@@ -53,6 +53,12 @@ struct clformer_model {
     uint64_t skipped_updates;
     cf_optim_settings optim;
     char *train_state;                    /* trainer's JSON (data position ...), may be NULL */
+    /* the training run whose checkpoints these are (16 hex digits; "" none):
+     * saved as clformer.run, so a resumed run knows its own snapshots */
+    char run[17];
+    /* a Hugging Face directory with no tokenizer files: its vocabulary is
+     * <id_N> placeholders, and text cannot be turned into its ids */
+    bool ids_only;
     bool has_training_state;              /* loaded with optimizer state */
     /* data parallelism (parallel.c): hooks and state that the train layer's
      * collective.c installs (clformer_model_set_collective); NULL: alone */
@@ -61,6 +67,10 @@ struct clformer_model {
     int rank, ranks;                      /* this rank and the number of ranks when parallel */
 };
 typedef struct clformer_model cf_model;
+
+/* Names the training run the model's saves belong to (16 hex digits; ""
+ * for none): trainer.c sets it, checkpoint.c writes and reads it. */
+void cf_model_set_run(cf_model *m, const char *run);
 
 /* A model with its buffers allocated and zeroed but parameters unset. */
 clformer_status cf_model_new(cf_ctx *ctx, const clformer_config *config, uint64_t seed,

@@ -1,13 +1,19 @@
-/* Numbered and best checkpoints beside a run's checkpoint (see checkpoint_files.h). */
+/* A training run's files (see checkpoint_files.h). */
 #include "checkpoint_files.h"
+#include "door.h"
+#include "safetensors.h"
+#include "splitmix.h"
 #include "status.h"
+#include "trainer.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char suffix[] = ".safetensors";
@@ -23,10 +29,10 @@ clformer_status cf_checkpoint_name(const char *save_path, const char *kind, uint
                                    char *buf, size_t size)
 {
     const int stem = (int)stem_length(save_path);
-    const int n = strcmp(kind, "best") == 0
-                      ? snprintf(buf, size, "%.*s.best%s", stem, save_path, suffix)
-                      : snprintf(buf, size, "%.*s.%s%" PRIu64 "%s", stem, save_path, kind, step,
-                                 suffix);
+    const int n = !strcmp(kind, "best")    ? snprintf(buf, size, "%.*s.best%s", stem, save_path, suffix)
+                  : !strcmp(kind, "step*") ? snprintf(buf, size, "%.*s.step*%s", stem, save_path, suffix)
+                                           : snprintf(buf, size, "%.*s.%s%" PRIu64 "%s", stem,
+                                                      save_path, kind, step, suffix);
     if (n < 0 || (size_t)n >= size)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the checkpoint path '%s' is too long",
                        save_path);
@@ -35,7 +41,7 @@ clformer_status cf_checkpoint_name(const char *save_path, const char *kind, uint
 
 typedef struct {
     uint64_t step;
-    char *name;
+    char *path;
 } numbered;
 
 static int by_step(const void *a, const void *b)
@@ -87,6 +93,9 @@ clformer_status cf_checkpoints_prune(const char *save_path, uint64_t keep)
     for (struct dirent *e; st == CLFORMER_OK && (e = readdir(d)) != NULL;) {
         uint64_t step;
         if (!numbered_step(e->d_name, base, base_len, &step)) continue;
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (!cf_door_owns(path)) continue; /* not this run's: never removed */
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
             numbered *grown = realloc(list, cap * sizeof *list);
@@ -97,21 +106,112 @@ clformer_status cf_checkpoints_prune(const char *save_path, uint64_t keep)
             list = grown;
         }
         list[n].step = step;
-        list[n].name = strdup(e->d_name);
-        if (!list[n++].name) st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        list[n].path = strdup(path);
+        if (!list[n++].path) st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     closedir(d);
     if (st == CLFORMER_OK && n > keep) {
         qsort(list, n, sizeof *list, by_step);
-        for (size_t i = 0; i < n - keep && st == CLFORMER_OK; i++) {
-            char path[8192];
-            snprintf(path, sizeof path, "%s/%s", dir, list[i].name);
-            if (unlink(path) != 0 && errno != ENOENT)
-                st = cf_fail(CLFORMER_ERR_IO, "cannot remove the old checkpoint '%s': %s", path,
-                             strerror(errno));
-        }
+        for (size_t i = 0; i < n - keep && st == CLFORMER_OK; i++)
+            st = cf_door_remove(list[i].path);
     }
-    for (size_t i = 0; i < n; i++) free(list[i].name);
+    for (size_t i = 0; i < n; i++) free(list[i].path);
     free(list);
+    return st;
+}
+
+void cf_run_id_new(char buf[17])
+{
+    uint64_t id = 0;
+    const int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    const bool random = fd >= 0 && read(fd, &id, sizeof id) == (ssize_t)sizeof id;
+    if (fd >= 0) close(fd);
+    if (!random) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t s = (uint64_t)ts.tv_sec * 1000000007u ^ (uint64_t)ts.tv_nsec ^
+                     ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)buf;
+        id = cf_splitmix64(&s);
+    }
+    snprintf(buf, 17, "%016" PRIx64, id);
+}
+
+/* --- the run's files ------------------------------------------------------------ */
+
+/* Whether a checkpoint at `path` belongs to the run `run` (its clformer.run). */
+static bool run_owns(const char *path, void *run)
+{
+    cf_st_reader *r = NULL;
+    bool own = false;
+    if (cf_st_open(path, &r) == CLFORMER_OK) {
+        const char *id = cf_st_metadata(r, "clformer.run");
+        own = id && !strcmp(id, run);
+    }
+    cf_st_close(r);
+    cf_clear_error();
+    return own;
+}
+
+/* The run id a resumed checkpoint carries, malloc'd ("" for none). */
+static char *resumed_run(const char *resume_path)
+{
+    cf_st_reader *r = NULL;
+    const char *id = NULL;
+    if (resume_path && cf_st_open(resume_path, &r) == CLFORMER_OK)
+        id = cf_st_metadata(r, "clformer.run");
+    char *copy = strdup(id && strlen(id) == 16 ? id : "");
+    cf_st_close(r);
+    cf_clear_error();
+    return copy;
+}
+
+/* One checkpoint output of the run, owned by the resumed run's files. */
+static clformer_status checkpoint_output(clformer_door *door, const char *what,
+                                         const char *path, unsigned flags, const char *replaces,
+                                         const char *run)
+{
+    char *owner = run[0] ? strdup(run) : NULL;
+    const cf_door_output_spec spec = {flags, replaces, owner ? run_owns : NULL, owner};
+    return cf_door_output(door, what, path, &spec);
+}
+
+clformer_status clformer_train_files(clformer_door *door, const clformer_train_options *o)
+{
+    CF_TRY(CF_CHECK_SIZE(clformer_train_options, o));
+    const char *const reads[][2] = {
+        {"--src", o->src_path},       {"--tgt", o->tgt_path},
+        {"--val-src", o->val_src_path}, {"--val-tgt", o->val_tgt_path},
+        {"--init", o->init_path},     {"--resume", o->resume_path},
+        {"--text", o->text_path},     {"--val-text", o->val_text_path},
+        {"--bpe-vocab", o->bpe_vocab_path}, {"--bpe-merges", o->bpe_merges_path}};
+    for (size_t i = 0; i < sizeof reads / sizeof *reads; i++)
+        CF_TRY(clformer_door_read(door, reads[i][0], reads[i][1]));
+    /* only rank 0 writes */
+    if (o->collective && o->collective->size > 1 && o->collective->rank != 0) return CLFORMER_OK;
+    char *run = resumed_run(o->resume_path);
+    if (!run) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    const unsigned replace = o->overwrite ? CLFORMER_WRITE_REPLACE : 0;
+    clformer_status st = checkpoint_output(door, "--save", o->save_path,
+                                           CLFORMER_WRITE_LOCKED | replace, "--resume", run);
+    if (st == CLFORMER_OK && o->stop_save_path &&
+        (!o->save_path || strcmp(o->stop_save_path, o->save_path)))
+        st = checkpoint_output(door, "the interrupted run's checkpoint", o->stop_save_path,
+                               replace, "--resume", run);
+    if (st == CLFORMER_OK)
+        st = clformer_door_write(door, "--log", o->log_path,
+                                 CLFORMER_WRITE_STREAM | replace |
+                                     (o->resume_path ? CLFORMER_WRITE_APPEND : 0));
+    char name[4096];
+    if (st == CLFORMER_OK && o->keep_last && o->save_path) {
+        st = cf_checkpoint_name(o->save_path, "step*", 0, name, sizeof name);
+        if (st == CLFORMER_OK)
+            st = checkpoint_output(door, "--keep-last", name, CF_WRITE_NUMBERED | replace, NULL,
+                                   run);
+    }
+    if (st == CLFORMER_OK && o->save_best && o->save_path) {
+        st = cf_checkpoint_name(o->save_path, "best", 0, name, sizeof name);
+        if (st == CLFORMER_OK) st = checkpoint_output(door, "--save-best", name, replace, NULL, run);
+    }
+    free(run);
     return st;
 }

@@ -49,6 +49,10 @@ static clformer_status model_codec(const clformer_model *m, cf_lm_codec *codec)
     if (!clformer_config_decoder_only(&m->cfg) || !m->vocab[1])
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "text for a language model needs a decoder-only model with a vocabulary");
+    if (m->ids_only)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "the model has no tokenizer (its directory has neither GPT-2's vocab.json "
+                       "+ merges.txt nor clformer_vocab.json): it takes token ids, not text");
     *codec = (cf_lm_codec){m->vocab[1], m->bpe, m->bpe ? NULL : m->spm_proc[1], m->cfg.tgt_vocab};
     return CLFORMER_OK;
 }
@@ -123,8 +127,8 @@ static clformer_status fresh_lm_tokenizer(clformer_trainer *t, clformer_config c
                            "--tokenizer-dir DIR holding both)");
         char *text[2] = {NULL, NULL};
         size_t size[2] = {0, 0};
-        clformer_status st = cf_read_file(o->bpe_vocab_path, &text[0], &size[0]);
-        if (st == CLFORMER_OK) st = cf_read_file(o->bpe_merges_path, &text[1], &size[1]);
+        clformer_status st = cf_read_text_file(o->bpe_vocab_path, &text[0], &size[0]);
+        if (st == CLFORMER_OK) st = cf_read_text_file(o->bpe_merges_path, &text[1], &size[1]);
         cf_bpe *probe = NULL; /* its size first: the model's rows */
         if (st == CLFORMER_OK)
             st = cf_bpe_load(text[0], size[0], o->bpe_vocab_path, text[1], size[1],

@@ -3,6 +3,7 @@
 #include "trainer.h"
 #include "checkpoint_files.h"
 #include "clock.h"
+#include "door.h"
 #include "log.h"
 #include "status.h"
 
@@ -455,7 +456,9 @@ clformer_status clformer_trainer_step(clformer_trainer *t, clformer_train_progre
     run_begin(t);
     t->run.validated = false;
     clformer_train_progress p;
+    cf_door_enter(t->own_door); /* a run's own door: its saves and log go through it */
     const clformer_status st = step_once(t, &p);
+    cf_door_leave(t->own_door);
     if (st != CLFORMER_OK) {
         t->run.failed = st;
         return st;
@@ -512,7 +515,9 @@ clformer_status clformer_trainer_finish(clformer_trainer *t, clformer_train_resu
     t->run.validated = false;
     clformer_train_result *res = &t->run.result;
     res->steps = clformer_model_step(t->model);
+    cf_door_enter(t->own_door);
     const clformer_status st = finish(t, res);
+    cf_door_leave(t->own_door);
     if (result) *result = *res;
     if (validated) *validated = t->run.validated;
     if (validation && t->run.validated) *validation = t->run.validation;

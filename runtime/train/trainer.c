@@ -2,6 +2,9 @@
  * fresh, initialised or resumed model, and the batcher at its position. */
 #include "trainer.h"
 #include "checkpoint.h"
+#include "checkpoint_files.h"
+#include "door.h"
+#include "model.h"
 #include "status.h"
 #include "tokenizer_spm.h"
 
@@ -459,11 +462,15 @@ static clformer_status setup(clformer_trainer *t)
     clformer_session_set_recompute(t->session, o->recompute);
     CF_TRY(clformer_session_set_precision(t->session, o->precision));
     if (o->loss_scale != 0.0f) CF_TRY(clformer_model_set_loss_scale(t->model, o->loss_scale));
+    /* the run's id: a resumed run's own (older checkpoints have none), else new */
+    if (o->resume_path && t->model->run[0])
+        snprintf(t->run_id, sizeof t->run_id, "%s", t->model->run);
+    else
+        cf_run_id_new(t->run_id);
+    cf_model_set_run(t->model, t->run_id);
     if (o->log_path && cf_trainer_rank(t) == 0) {
-        t->log = fopen(o->log_path, o->resume_path ? "a" : "w");
-        if (!t->log)
-            return cf_fail(CLFORMER_ERR_IO, "cannot write the log '%s': %s", o->log_path,
-                           strerror(errno));
+        clformer_status st = cf_door_stream_open(o->log_path, &t->log);
+        if (st != CLFORMER_OK) return cf_fail_prefix(st, "the log '%s': ", o->log_path);
     }
     return CLFORMER_OK;
 }
@@ -480,7 +487,14 @@ clformer_status clformer_trainer_create(clformer_context *ctx,
     t->ctx = ctx;
     t->best_loss = INFINITY;
     t->best_val = INFINITY;
-    clformer_status st = setup(t);
+    clformer_status st = CLFORMER_OK;
+    if (!cf_door_current()) { /* no caller's door: the run declares and checks its own */
+        st = clformer_door_create(&t->own_door);
+        if (st == CLFORMER_OK) st = clformer_train_files(t->own_door, options);
+        if (st == CLFORMER_OK) st = clformer_door_open(t->own_door);
+    }
+    if (st == CLFORMER_OK) st = setup(t);
+    cf_door_leave(t->own_door);
     if (st != CLFORMER_OK) {
         clformer_trainer_free(t);
         return st;
@@ -507,6 +521,7 @@ void clformer_trainer_free(clformer_trainer *t)
     cf_spm_free(t->spm[1]);
     clformer_session_free(t->session); /* before its model */
     clformer_model_free(t->model);
+    clformer_door_free(t->own_door); /* releases the lock */
     free(t);
 }
 

@@ -36,6 +36,10 @@ struct clformer_trainer {
     cf_corpus *train, *val;
     clformer_batcher *batcher;
     FILE *log;
+    /* the files of a run made with no door open on its thread: its own
+     * door (checkpoint_files.c), current while the trainer works */
+    clformer_door *own_door;
+    char run_id[17];                 /* the id its checkpoints carry (clformer.run) */
     /* the first failed write of the log (errno, and the step it was lost
      * at): warned about at once, an error at the end of the run (0: none) */
     int log_errno;

@@ -35,10 +35,10 @@ static void poke_tensor(const char *path, const char *name, float value, bool dr
         assert_int_equal(fwrite("clformer.crc32x", 15, 1, fp), 1);
         /* and the metadata's checksum, which covers that rename: a file of
          * before the checksums */
-        key = strstr(head + 8, "\"clformer.meta_crc32c\"");
+        key = strstr(head + 8, "\"clformer.header_crc32c\"");
         assert_non_null(key);
         assert_int_equal(fseek(fp, (long)(key - head) + 1, SEEK_SET), 0);
-        assert_int_equal(fwrite("clformer.meta_crc32x", 20, 1, fp), 1);
+        assert_int_equal(fwrite("clformer.header_crc32x", 22, 1, fp), 1);
     }
     assert_int_equal(fclose(fp), 0);
 }

@@ -44,6 +44,7 @@ static void options(clformer_train_options *o, const clformer_parallel_text *tra
     o->steps = 6;
     o->bleu_sentences = 0;
     o->save_path = save;
+    o->overwrite = true; /* the cases run again on their paths */
 }
 
 static bool exists(const char *path) { return access(path, F_OK) == 0; }

@@ -291,7 +291,7 @@ static void resume_takes_the_first_command_again(void **state)
             int rc = run_tool(args, out, sizeof out);
             if (rc != 0) fail_msg("'%s' exited %d:\n%s", args, rc, out);
         }
-        snprintf(args, sizeof args, "train %s %s %s --steps 2 --resume r%d.safetensors --save again.safetensors", data,
+        snprintf(args, sizeof args, "train %s %s %s --steps 2 --resume r%d.safetensors --save again.safetensors --overwrite", data,
                  cases[i].first ? model : "", cases[i].again, run);
         int rc = run_tool(args, out, sizeof out);
         if (rc != cases[i].rc || (cases[i].needle && !strstr(out, cases[i].needle)))
@@ -330,7 +330,7 @@ static void write_all(const char *name, const unsigned char *b, size_t n)
 /* The metadata's checksum as a user meets it (issue 21, item 5): a train
  * state edited from step 1 to 2 is refused by every command that reads the
  * checkpoint; docs/RELIABILITY.md's rule for an intended edit (remove the
- * clformer.meta_crc32c entry) makes it load, and `clformer export` then
+ * clformer.header_crc32c entry) makes it load, and `clformer export` then
  * writes a file with fresh sums. */
 static void edited_metadata_is_refused_and_export_writes_fresh_sums(void **state)
 {
@@ -346,7 +346,7 @@ static void edited_metadata_is_refused_and_export_writes_fresh_sums(void **state
     unsigned char *b = read_all("m.safetensors", &n);
     char *header = (char *)b + 8;
     char *step = strstr(header, "\"step\\\":1");
-    char *key = strstr(header, "\"clformer.meta_crc32c\"");
+    char *key = strstr(header, "\"clformer.header_crc32c\"");
     assert_non_null(step);
     assert_non_null(key);
     step[strlen("\"step\\\":")] = '2';
@@ -359,16 +359,16 @@ static void edited_metadata_is_refused_and_export_writes_fresh_sums(void **state
     for (size_t i = 0; i < sizeof readers / sizeof *readers; i++) {
         rc = run_tool(readers[i], out, sizeof out);
         if (rc != 1 || !strstr(out, "does not match its checksum") ||
-            !strstr(out, "must also remove the \"clformer.meta_crc32c\" entry"))
+            !strstr(out, "must also remove the \"clformer.header_crc32c\" entry"))
             fail_msg("'%s' on an edited train state: exit %d:\n%s", readers[i], rc, out);
     }
-    memcpy(key, "\"clformer.xxxx_crc32c\"", strlen("\"clformer.xxxx_crc32c\""));
+    memcpy(key, "\"clformer.xxxxxx_crc32c\"", strlen("\"clformer.xxxxxx_crc32c\""));
     write_all("edited.safetensors", b, n);
     free(b);
     rc = run_tool("export --model edited.safetensors --out e.safetensors", out, sizeof out);
     if (rc != 0) fail_msg("export of an edit without the checksum entry: exit %d:\n%s", rc, out);
     b = read_all("e.safetensors", &n);
-    assert_non_null(strstr((char *)b + 8, "\"clformer.meta_crc32c\":\""));
+    assert_non_null(strstr((char *)b + 8, "\"clformer.header_crc32c\":\""));
     free(b);
     rc = run_tool("translate --model e.safetensors --input train.src --output t.txt", out,
                   sizeof out);
@@ -556,13 +556,13 @@ static void bad_input_is_one_clear_error(void **state)
         {"train --src train.src --tgt train.tgt --steps 1 --resume nosuch.safetensors", 1, "nosuch.safetensors"},
         {"train --src train.src --tgt train.tgt --steps 1 --batch-size 2 --batch-tokens 100", 2, "not both"},
         /* output paths are checked before training, not after it */
-        {"train --src train.src --tgt train.tgt --steps 1 --save nosuch/m.safetensors", 1, "--save: cannot write"},
-        {"train --src train.src --tgt train.tgt --steps 1 --plot nosuch/loss.png", 1, "--plot: cannot write"},
+        {"train --src train.src --tgt train.tgt --steps 1 --save nosuch/m.safetensors", 1, "--save 'nosuch/m.safetensors': its folder"},
+        {"train --src train.src --tgt train.tgt --steps 1 --plot nosuch/loss.png", 1, "--plot 'nosuch/loss.png': its folder"},
         /* options that would silently do nothing */
         {"train --src train.src --tgt train.tgt --steps 1 --eval-every 5", 2, "--eval-every needs validation data"},
         {"train --src train.src --tgt train.tgt --steps 1 --warmup 100", 2, "--warmup applies to --lr-schedule noam"},
         /* a directory that takes no new files: found by creating the real temp file */
-        {"train --src train.src --tgt train.tgt --steps 1 --save /proc/m.safetensors", 1, "--save: cannot write"},
+        {"train --src train.src --tgt train.tgt --steps 1 --save /proc/m.safetensors", 1, "cannot write in the folder '/proc'"},
         /* an output that is an input (issue 11, item 2) */
         {"train --src train.src --tgt train.tgt --steps 1 --save train.src", 2, "same file as the input --src"},
         {"train --src train.src --tgt train.tgt --steps 1 --log ./train.tgt", 2, "same file as the input --tgt"},

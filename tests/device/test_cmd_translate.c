@@ -514,8 +514,9 @@ static void bad_input_and_flags(void **state)
                "--attention-mode", "max");
     EXPECT_RUN(src, 2, "--max-len needs a value", "translate", "--model", m, "--max-len");
     EXPECT_RUN(src, 1, png, "translate", "--model", m, "--attention", png);
-    EXPECT_RUN(src, 1, "is a directory", "translate", "--model", m, "--attention", dir);
-    EXPECT_RUN(src, 1, "is a directory", "translate", "--model", m, "--output", dir);
+    /* a folder named as an output: a usage error (name a file), as in every command */
+    EXPECT_RUN(src, 2, "is a folder", "translate", "--model", m, "--attention", dir);
+    EXPECT_RUN(src, 2, "is a folder", "translate", "--model", m, "--output", dir);
     EXPECT_RUN(NULL, 1, missing, "translate", "--model", m, "--input", missing);
     EXPECT_RUN(NULL, 1, "empty", "translate", "--model", m, "--input", empty);
     EXPECT_RUN(empty, 1, "stdin", "translate", "--model", m);

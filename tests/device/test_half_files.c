@@ -281,10 +281,12 @@ static void export_command(void **state)
                                           "fp8", NULL),
                      2);
     assert_non_null(strstr(text, "fp32|bf16|fp16"));
-    /* float64 weights: refused, naming the dtype */
+    /* float64 weights: refused, naming the dtype (and nothing made) */
+    harness_path(file, sizeof file, dir, "f64");
     assert_int_equal(harness_run_clformer(&cmd, "export", "--model", data("gpt2_f64"), "--out",
                                           file, "--format", "hf-gpt2", NULL),
                      1);
+    assert_int_not_equal(access(file, F_OK), 0);
     assert_non_null(strstr(text, "is F64; clformer reads weights stored as F32, BF16 or F16"));
     const char *names[3] = {"model.safetensors", "config.json", "clformer_vocab.json"};
     for (int i = 0; i < 3; i++) {

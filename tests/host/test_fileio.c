@@ -1,7 +1,7 @@
 /*
  * runtime/core: crash-safe writes leave no stale temp files behind (a save
  * after a kill -9 removes the dead process's temp file, never a live one's),
- * the up-front check creates and removes the real temp file, and CRC-32C
+ * opening a door creates and removes the real temp file, and CRC-32C
  * matches its definition.
  */
 #include "harness.h"
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "door.h"
 #include "fileio.h"
 
 static char tmpdir[64];
@@ -76,22 +77,35 @@ static void save_removes_dead_processes_temp_files(void **state)
     remove(other);
 }
 
-static void check_writes_and_removes_the_real_temp_file(void **state)
+/* Opening a door tries each output's folder with the very temp file a
+ * write will use, and leaves nothing behind. */
+static void opening_tries_and_removes_the_real_temp_file(void **state)
 {
     (void)state;
     char target[128];
     snprintf(target, sizeof target, "%s/out.txt", tmpdir);
-    assert_int_equal(cf_atomic_check(target), CLFORMER_OK);
+    clformer_door *door;
+    assert_int_equal(clformer_door_create(&door), CLFORMER_OK);
+    assert_int_equal(clformer_door_write(door, "--out", target, 0), CLFORMER_OK);
+    assert_int_equal(clformer_door_open(door), CLFORMER_OK);
+    clformer_door_free(door);
     assert_false(exists(target));
     DIR *d = opendir(tmpdir);
     struct dirent *e;
     while ((e = readdir(d)) != NULL) assert_null(strstr(e->d_name, "out.txt"));
     closedir(d);
     /* a directory that exists but takes no files, and a directory as target */
-    assert_int_equal(cf_atomic_check("/proc/clformer-test.safetensors"), CLFORMER_ERR_IO);
-    assert_non_null(strstr(clformer_last_error(), "/proc/clformer-test.safetensors.tmp."));
-    assert_int_equal(cf_atomic_check(tmpdir), CLFORMER_ERR_IO);
-    assert_non_null(strstr(clformer_last_error(), "is a directory"));
+    assert_int_equal(clformer_door_create(&door), CLFORMER_OK);
+    assert_int_equal(clformer_door_write(door, "--out", "/proc/clformer-test.safetensors", 0),
+                     CLFORMER_OK);
+    assert_int_equal(clformer_door_open(door), CLFORMER_ERR_IO);
+    assert_non_null(strstr(clformer_last_error(), "cannot write in the folder '/proc'"));
+    clformer_door_free(door);
+    assert_int_equal(clformer_door_create(&door), CLFORMER_OK);
+    assert_int_equal(clformer_door_write(door, "--out", tmpdir, 0), CLFORMER_OK);
+    assert_int_equal(clformer_door_open(door), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "is a folder"));
+    clformer_door_free(door);
 }
 
 /* The bit-at-a-time definition the table version must match. */
@@ -127,7 +141,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(save_removes_dead_processes_temp_files),
-        cmocka_unit_test(check_writes_and_removes_the_real_temp_file),
+        cmocka_unit_test(opening_tries_and_removes_the_real_temp_file),
         cmocka_unit_test(crc32c_matches_its_definition),
     };
     return cmocka_run_group_tests_name("fileio", tests, make_tmpdir, remove_tmpdir);

@@ -160,6 +160,7 @@ static const char *const meta_values[] = {
 static void write_specs(const char *path, const size_t *meta_order)
 {
     cf_st_writer *w;
+    unlink(path); /* a write without a door makes new files only */
     assert_ok_st(cf_st_writer_new(path, &w), "writer_new");
     for (size_t i = 0; i < N_META; i++) {
         size_t k = meta_order ? meta_order[i] : i;
@@ -482,6 +483,10 @@ static void writer_is_atomic(void **state)
     (void)state;
     const char *path = tpath("atomic.safetensors");
     write_bytes(path, "old", 3);
+    clformer_door *door; /* replacing a file is asked for */
+    assert_ok_st(clformer_door_create(&door), "door");
+    assert_ok_st(clformer_door_write(door, "the output", path, CLFORMER_WRITE_REPLACE), "door");
+    assert_ok_st(clformer_door_open(door), "door");
     cf_st_writer *w = writer_xy("atomic.safetensors");
     assert_ok_st(cf_st_write(w, "x", x4, 16), "write");
     assert_fails(cf_st_commit(w), CLFORMER_ERR_INVALID_ARGUMENT, "only 1 of 2");
@@ -504,6 +509,7 @@ static void writer_is_atomic(void **state)
     assert_int_equal(cf_st_count(r), 2);
     assert_string_equal(cf_st_metadata(r, "k"), "v");
     cf_st_close(r);
+    clformer_door_free(door);
 }
 
 static void writer_refuses_bad_declarations(void **state)
@@ -942,7 +948,8 @@ static void metadata_checksum_covers_every_clformer_entry(void **state)
     unsigned char *bytes = slurp(path, &n);
     cf_st_reader *r;
     assert_ok_st(cf_st_open(path, &r), "open");
-    assert_non_null(cf_st_metadata(r, CF_ST_META_CRC_KEY));
+    assert_non_null(cf_st_metadata(r, CF_ST_HEADER_CRC_KEY));
+    assert_null(cf_st_metadata(r, CF_ST_META_CRC_KEY)); /* the older, narrower sum */
     cf_st_close(r);
 
     /* same-length edits, so the header stays valid safetensors */
@@ -954,6 +961,7 @@ static void metadata_checksum_covers_every_clformer_entry(void **state)
         {"step\\\":20", "step\\\":28"},         /* the train state */
         {"QUJDRA==", "QUJDRQ=="},                      /* a bit of the tokenizer model */
         {"\"clformer.src_vocab\"", "\"clformer.src_vocaB\""}, /* a key */
+        {"\"F32\"", "\"I32\""},             /* a dtype: the same bytes read otherwise */
     };
     unsigned char *edited = malloc(n);
     assert_non_null(edited);
@@ -978,20 +986,55 @@ static void metadata_checksum_covers_every_clformer_entry(void **state)
      * the file loads unchecked, as files written before the checksum did */
     memcpy(edited, bytes, n);
     memcpy(strstr((char *)edited + 8, "step\\\":20"), "step\\\":28", 9);
-    memcpy(strstr((char *)edited + 8, CF_ST_META_CRC_KEY), "clformer.xxxx_crc32c", 20);
+    memcpy(strstr((char *)edited + 8, CF_ST_HEADER_CRC_KEY), "clformer.xxxxxx_crc32c", 22);
     write_bytes(path, edited, n);
     assert_ok_st(cf_st_open(path, &r), "open without the metadata checksum");
     assert_string_equal(cf_st_metadata(r, "clformer.train_state"), "{\"step\":28}");
     cf_st_close(r);
     /* a malformed checksum */
     memcpy(edited, bytes, n);
-    char *value = strstr((char *)edited + 8, "\"" CF_ST_META_CRC_KEY "\":\"") +
-                  strlen("\"" CF_ST_META_CRC_KEY "\":\"");
+    char *value = strstr((char *)edited + 8, "\"" CF_ST_HEADER_CRC_KEY "\":\"") +
+                  strlen("\"" CF_ST_HEADER_CRC_KEY "\":\"");
     value[2] = 'x';
     write_bytes(path, edited, n);
     assert_fails(cf_st_open(path, &r), CLFORMER_ERR_FORMAT, "is not an 8-digit lowercase hex checksum");
     free(edited);
     free(bytes);
+}
+
+/* A file written before the header checksum (clformer.meta_crc32c, as
+ * today's main wrote until this change) still loads, and its metadata is
+ * still checked; its dtypes and shapes are not (the older sum never covered
+ * them: export such a file again for the full sum). */
+static void older_metadata_checksum_is_still_checked(void **state)
+{
+    (void)state;
+    const char *path = tpath("older.safetensors");
+    const char *keys[1] = {"clformer.x"}, *values[1] = {"1"};
+    char header[256];
+    int n = snprintf(header, sizeof header,
+                     "{\"__metadata__\":{\"clformer.meta_crc32c\":\"%08x\",\"clformer.x\":\"1\"},"
+                     "\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+                     (unsigned)cf_st_metadata_crc(keys, values, 1));
+    while (n % 8) header[n++] = ' ';
+    unsigned char file[8 + 256 + 8] = {0};
+    for (int k = 0; k < 8; k++) file[k] = (unsigned char)((uint64_t)n >> (8 * k));
+    memcpy(file + 8, header, (size_t)n);
+    const size_t size = 8 + (size_t)n + 8;
+    write_bytes(path, file, size);
+    cf_st_reader *r;
+    assert_ok_st(cf_st_open(path, &r), "open an older file");
+    cf_st_close(r);
+    char *value = strstr((char *)file + 8, "\"clformer.x\":\"1\"") + 14;
+    *value = '2';
+    write_bytes(path, file, size);
+    assert_fails(cf_st_open(path, &r), CLFORMER_ERR_FORMAT,
+                 "the metadata (config, vocabularies, train state or tokenizer) does not match");
+    *value = '1';
+    memcpy(strstr((char *)file + 8, "\"F32\""), "\"I32\"", 5);
+    write_bytes(path, file, size);
+    assert_ok_st(cf_st_open(path, &r), "the older sum does not cover dtypes");
+    cf_st_close(r);
 }
 
 /* A small header of very many JSON values is refused before it is parsed (a
@@ -1038,6 +1081,7 @@ int main(void)
         cmocka_unit_test(unusual_but_valid_files),
         cmocka_unit_test(checksums_are_written_and_verified),
         cmocka_unit_test(metadata_checksum_covers_every_clformer_entry),
+        cmocka_unit_test(older_metadata_checksum_is_still_checked),
         cmocka_unit_test(header_of_many_values_is_refused_before_parsing),
         cmocka_unit_test(half_tensors_round_trip),
     };

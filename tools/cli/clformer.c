@@ -6,6 +6,7 @@
 #include "pocl_devices.h"
 #include "ranks.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
@@ -47,6 +48,21 @@ static void usage(FILE *out)
                  "CLFORMER_DEVICE (e.g. gpu, pocl:pthread, 0:1); see 'clformer devices'.\n");
 }
 
+/* True when `word` is `name` with one letter changed, added or dropped, or
+ * two neighbours swapped. */
+static bool typo_of(const char *word, const char *name)
+{
+    const size_t a = strlen(word), b = strlen(name);
+    if (a > b + 1 || b > a + 1 || !strcmp(word, name)) return false;
+    size_t i = 0;
+    while (i < a && i < b && word[i] == name[i]) i++;
+    if (a == b)
+        return !strcmp(word + i + 1, name + i + 1) ||
+               (i + 1 < a && word[i] == name[i + 1] && word[i + 1] == name[i] &&
+                !strcmp(word + i + 2, name + i + 2));
+    return a > b ? !strcmp(word + i + 1, name + i) : !strcmp(word + i, name + i + 1);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -75,7 +91,20 @@ int main(int argc, char **argv)
             ranks_finalize();
             return rc;
         }
-    fprintf(stderr, "clformer: error: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
+    /* a short hint, not the whole usage: the nearest command when one is a
+     * typo away (a letter off, or two swapped) */
+    const command *near = NULL;
+    for (size_t i = 0; i < n_commands && !near; i++)
+        if (typo_of(argv[1], commands[i].name)) near = &commands[i];
+    char said[64];
+    snprintf(said, sizeof said, "%s", argv[1]);
+    for (char *p = said; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    if (near)
+        fprintf(stderr, "clformer: error: unknown command '%s'; did you mean '%s'? (clformer "
+                "--help lists the commands)\n", said, near->name);
+    else
+        fprintf(stderr, "clformer: error: unknown command '%s' (clformer --help lists the "
+                "commands)\n", said);
     return 2;
 }

@@ -11,21 +11,72 @@
 #include <string.h>
 #include <time.h>
 
+/* The length of the valid UTF-8 sequence at s (n bytes left), or 0. */
+static size_t utf8_length(const unsigned char *s, size_t n)
+{
+    const size_t len = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3
+                       : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+    if (len == 0 || len > n || (len == 2 && s[0] < 0xc2)) return 0;
+    for (size_t k = 1; k < len; k++)
+        if ((s[k] & 0xc0) != 0x80) return 0;
+    return len;
+}
+
+/* Writes `text` with what could break the line or the terminal escaped: C0
+ * controls, DEL and bytes that are not UTF-8 become \n, \t, \r or \xNN, so a
+ * file name or a file's bytes echoed in a message stay on one line. The
+ * two lists the library ends a message with keep their lines: a kernel's
+ * build log (after "Build log:") and the devices a selector did not match
+ * (after "Devices:"). */
+static void put_escaped(FILE *out, const char *text)
+{
+    static const char *const lists[] = {"Build log:\n", " Devices:\n"};
+    const char *raw = NULL; /* from here on, as it is */
+    for (size_t k = 0; k < 2 && !raw; k++)
+        if ((raw = strstr(text, lists[k]))) raw += strlen(lists[k]) - 1;
+    const unsigned char *s = (const unsigned char *)text;
+    for (size_t i = 0, n = strlen(text); i < n;) {
+        if (raw && (const char *)s + i >= raw) {
+            fputs((const char *)s + i, out);
+            return;
+        }
+        const size_t len = utf8_length(s + i, n - i);
+        const unsigned char c = s[i];
+        if (len > 1 || (len == 1 && c >= 0x20 && c != 0x7f)) {
+            fwrite(s + i, 1, len, out);
+            i += len;
+            continue;
+        }
+        if (c == '\n') fputs("\\n", out);
+        else if (c == '\t') fputs("\\t", out);
+        else if (c == '\r') fputs("\\r", out);
+        else fprintf(out, "\\x%02x", c);
+        i++;
+    }
+}
+
 void cli_error(const char *command, const char *fmt, ...)
 {
+    char text[8192];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "clformer %s: error: ", command);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "clformer %s: error: ", command);
+    put_escaped(stderr, text);
+    fputc('\n', stderr);
 }
 
 void cli_runtime_error(const char *command, const char *doing)
 {
     const char *msg = clformer_last_error();
-    if (doing && *doing) fprintf(stderr, "clformer %s: error: %s: %s\n", command, doing, msg);
-    else fprintf(stderr, "clformer %s: error: %s\n", command, msg);
+    fprintf(stderr, "clformer %s: error: ", command);
+    if (doing && *doing) {
+        put_escaped(stderr, doing);
+        fputs(": ", stderr);
+    }
+    put_escaped(stderr, msg);
+    fputc('\n', stderr);
 }
 
 static void print_help(const cli_spec *s)

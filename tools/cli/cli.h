@@ -65,10 +65,12 @@ cli_result cli_parse(const cli_spec *spec, int argc, char **argv);
  * "90m", "1.5h"), into *seconds (> 0 and finite); false when it is not one. */
 bool cli_duration_seconds(const char *text, double *seconds);
 
-/* Prints "clformer CMD: error: ..." to stderr. */
+/* Prints "clformer CMD: error: ..." to stderr: one line, control characters
+ * and bytes that are not UTF-8 escaped (\n, \xNN). */
 void cli_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Prints the runtime's last error as a one-line (or multi-line log) error. */
+/* Prints the runtime's last error as a one-line error (escaped as
+ * cli_error's; a kernel build log keeps its lines). */
 void cli_runtime_error(const char *command, const char *doing);
 
 /* Returns a failing clformer_status from the enclosing function (whose

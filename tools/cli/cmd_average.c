@@ -4,7 +4,7 @@
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
-#include "lines.h"
+#include "cli_files.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +14,7 @@ enum { MAX_CHECKPOINTS = 1000 };
 int cmd_average(int argc, char **argv)
 {
     const char *out = NULL;
+    bool overwrite = false;
     const char **paths = calloc(MAX_CHECKPOINTS, sizeof *paths);
     size_t n = 0;
     if (!paths) {
@@ -22,6 +23,7 @@ int cmd_average(int argc, char **argv)
     }
     const cli_option options[] = {
         {"--out", CLI_STRING, &out, "FILE", "write the averaged model here (required)"},
+        OVERWRITE_CLI_OPTION(overwrite),
     };
     const cli_spec spec = {
         "average",
@@ -44,21 +46,11 @@ int cmd_average(int argc, char **argv)
         cli_error("average", "give the checkpoints to average after the options");
         rc = EXIT_USAGE;
     }
-    if (rc < 0) {
-        cli_file *inputs = malloc(n * sizeof *inputs);
-        for (size_t i = 0; inputs && i < n; i++) inputs[i] = (cli_file){"CKPT", paths[i]};
-        if (!inputs) {
-            cli_error("average", "out of host memory");
-            rc = 1;
-        } else if (check_not_input(out, inputs, n) != CLFORMER_OK) {
-            cli_runtime_error("average", "--out");
-            rc = EXIT_USAGE;
-        } else if (check_writable(out) != CLFORMER_OK) {
-            cli_runtime_error("average", "--out");
-            rc = EXIT_USAGE;
-        }
-        free(inputs);
-    }
+    cli_files files = {"average", NULL, false};
+    if (rc < 0 && !cli_files_begin(&files, "average", overwrite)) rc = 1;
+    for (size_t i = 0; rc < 0 && i < n; i++)
+        if (!cli_files_read(&files, "CKPT", paths[i])) rc = 1;
+    if (rc < 0) rc = cli_files_write(&files, "--out", out, 0) ? cli_files_open(&files) : 1;
     if (rc < 0 && clformer_checkpoint_average(paths, n, out) != CLFORMER_OK) {
         cli_runtime_error("average", NULL);
         rc = 1;
@@ -67,6 +59,7 @@ int cmd_average(int argc, char **argv)
         printf("averaged %zu checkpoint%s into %s\n", n, n == 1 ? "" : "s", out);
         rc = 0;
     }
+    cli_files_end(&files);
     free(paths);
     return rc;
 }

@@ -4,6 +4,7 @@
  * of the held-out set. */
 #include "cli.h"
 #include "clformer.h"
+#include "cli_files.h"
 #include "commands.h"
 #include "context_open.h"
 #include "train_run.h"
@@ -65,7 +66,7 @@ int cmd_demo(int argc, char **argv)
     long steps = 400, seed = 1, examples = 5, train_pairs = CLFORMER_DEMO_TRAIN_PAIRS,
          test_pairs = CLFORMER_DEMO_TEST_PAIRS;
     const char *save = NULL, *log = NULL, *plot = NULL;
-    bool describe = false;
+    bool describe = false, overwrite = false;
     const cli_option options[] = {
         {"--steps", CLI_INT, &steps, "N", "training steps of 64 sentence pairs (default 400)", 1, 1000000},
         {"--seed", CLI_INT, &seed, "N", "seed of the data, the model and dropout (default 1)", 0, 1L << 40},
@@ -76,6 +77,7 @@ int cmd_demo(int argc, char **argv)
         {"--log", CLI_STRING, &log, "FILE", "metrics as JSON lines"},
         {"--plot", CLI_STRING, &plot, "FILE.png", "draw the loss curves at the end"},
         {"--describe", CLI_FLAG, &describe, NULL, "print the two made-up languages' rules and exit"},
+        OVERWRITE_CLI_OPTION(overwrite),
     };
     const cli_spec spec = {
         "demo",
@@ -92,11 +94,51 @@ int cmd_demo(int argc, char **argv)
         return 0;
     }
 
+    clformer_train_options o;
+    clformer_train_options_default(&o);
+    o.batching.batch_size = 64;
+    o.batching.batch_tokens = 0;
+    o.batching.seed = (uint64_t)seed;
+    o.config.d_model = 64, o.config.n_heads = 4, o.config.d_ff = 256;
+    o.config.n_enc_layers = o.config.n_dec_layers = 2;
+    o.config.max_len = 16; /* 12 words + <sos> + <eos>, with room */
+    o.config.dropout = 0.1f;
+    o.seed = (uint64_t)seed;
+    o.lr = 1e-3f;
+    o.steps = (uint64_t)steps;
+    o.bleu_sentences = 0; /* the held-out BLEU is computed below, on every sentence */
+    o.save_path = save, o.log_path = log;
+    o.overwrite = overwrite;
+    /* default names never replace an earlier run's files */
+    char interrupted[4096], plot_log[4096];
+    if (!save && !cli_files_unused("demo", "clformer-interrupted.safetensors", interrupted,
+                                   sizeof interrupted))
+        return 1;
+    o.stop_save_path = save ? save : interrupted;
+    if (plot && !log) {
+        char named[4096];
+        snprintf(named, sizeof named, "%s.jsonl", plot);
+        if (overwrite) snprintf(plot_log, sizeof plot_log, "%s", named);
+        else if (!cli_files_unused("demo", named, plot_log, sizeof plot_log)) return 1;
+        o.log_path = plot_log;
+    }
+    cli_files files;
+    if (!cli_files_begin(&files, "demo", overwrite)) return 1;
+    int rc = clformer_train_files(files.door, &o) == CLFORMER_OK
+                 ? (cli_files_write(&files, "--plot", plot, CLFORMER_WRITE_STREAM)
+                        ? cli_files_open(&files)
+                        : 1)
+                 : (cli_runtime_error("demo", NULL), 1);
+    if (rc >= 0) {
+        cli_files_end(&files);
+        return rc;
+    }
+    rc = 0;
     clformer_parallel_text *train = NULL, *test = NULL;
-    int rc = 0;
     if (clformer_demo_task((uint64_t)seed, (size_t)train_pairs, (size_t)test_pairs, &train,
                            &test) != CLFORMER_OK) {
         cli_runtime_error("demo", "generating the task");
+        cli_files_end(&files);
         return 1;
     }
     clformer_context *ctx = NULL;
@@ -110,28 +152,8 @@ int cmd_demo(int argc, char **argv)
         printf("clformer demo: %zu sentence pairs of a made-up language pair; the translation "
                "moves adjectives after nouns and verbs to the end, and makes adjectives, nouns "
                "and verbs agree (--describe for the rules)\n", clformer_parallel_text_size(train));
-        clformer_train_options o;
-        clformer_train_options_default(&o);
         o.train_text = train;
         o.val_text = test;
-        o.batching.batch_size = 64;
-        o.batching.batch_tokens = 0;
-        o.batching.seed = (uint64_t)seed;
-        o.config.d_model = 64, o.config.n_heads = 4, o.config.d_ff = 256;
-        o.config.n_enc_layers = o.config.n_dec_layers = 2;
-        o.config.max_len = 16; /* 12 words + <sos> + <eos>, with room */
-        o.config.dropout = 0.1f;
-        o.seed = (uint64_t)seed;
-        o.lr = 1e-3f;
-        o.steps = (uint64_t)steps;
-        o.bleu_sentences = 0; /* the held-out BLEU is computed below, on every sentence */
-        o.save_path = save, o.log_path = log;
-        o.stop_save_path = save ? save : "clformer-interrupted.safetensors";
-        char plot_log[4096];
-        if (plot && !log) {
-            snprintf(plot_log, sizeof plot_log, "%s.jsonl", plot);
-            o.log_path = plot_log;
-        }
         rc = train_run("demo", ctx, o, plot, NULL, NULL, &model, &res);
     }
     if (rc == 0) rc = show_results(model, test, examples);
@@ -143,5 +165,6 @@ int cmd_demo(int argc, char **argv)
     clformer_context_free(ctx);
     clformer_parallel_text_free(train);
     clformer_parallel_text_free(test);
+    cli_files_end(&files);
     return rc;
 }

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
+#include "cli_files.h"
 #include "lines.h"
 #include "translator.h"
 
@@ -27,7 +28,7 @@ typedef struct {
     const char *hyp, *ref, *src, *model, *output, *tokenize_name;
     clformer_bleu_options bleu; /* --tokenize, --lowercase */
     bool lowercase;
-    bool json;
+    bool json, overwrite;
     decode_flags df;
 } eval_args;
 
@@ -202,18 +203,27 @@ static int eval_files(const eval_args *a)
     return rc;
 }
 
+static int eval_translations(const eval_args *a);
+
 /* --model --src --ref: translate, score, and the loss on the same pairs. */
 static int eval_model(const eval_args *a)
 {
-    const cli_file inputs[] = {{"--model", a->model}, {"--src", a->src}, {"--ref", a->ref}};
-    if (a->output && check_not_input(a->output, inputs, 3) != CLFORMER_OK) {
-        cli_runtime_error("eval", "--output");
-        return EXIT_USAGE;
-    }
-    if (a->output && check_writable(a->output) != CLFORMER_OK) {
-        cli_runtime_error("eval", "--output");
-        return 1;
-    }
+    cli_files files;
+    if (!cli_files_begin(&files, "eval", a->overwrite)) return 1;
+    const int opened = cli_files_read(&files, "--model", a->model) &&
+                               cli_files_read(&files, "--src", a->src) &&
+                               cli_files_read(&files, "--ref", a->ref) &&
+                               cli_files_write(&files, "--output", a->output, CLFORMER_WRITE_STREAM)
+                           ? cli_files_open(&files)
+                           : 1;
+    const int rc = opened >= 0 ? opened : eval_translations(a);
+    cli_files_end(&files);
+    return rc;
+}
+
+/* eval_model's work once its files are checked. */
+static int eval_translations(const eval_args *a)
+{
     line_file src, ref;
     if (!read_pair(a->src, a->ref, &src, &ref)) return 1;
     translator t;
@@ -282,6 +292,7 @@ int cmd_eval(int argc, char **argv)
         DECODE_CLI_OPTIONS(a.df),
         {"--json", CLI_FLAG, &a.json, NULL,
          "print the scores as one JSON object (keys below)"},
+        OVERWRITE_CLI_OPTION(a.overwrite),
     };
     const cli_spec spec = {
         "eval",
@@ -316,6 +327,7 @@ int cmd_eval(int argc, char **argv)
         problem = "--model needs --src (the sentences to translate), or --text FILE for a language model";
     else if (a.hyp && a.src) problem = "--src goes with --model; --hyp is already translated";
     else if (a.hyp && a.output) problem = "--output goes with --model";
+    else if (a.overwrite && !a.output) problem = "--overwrite goes with --output";
     else if (a.hyp && a.df.given) problem = "decoding options (--beam, --max-len, ...) go with --model";
     if (problem) {
         cli_error("eval", "%s (see clformer eval --help)", problem);

@@ -5,7 +5,7 @@
 #include "clformer.h"
 #include "commands.h"
 #include "context_open.h"
-#include "lines.h"
+#include "cli_files.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +13,6 @@
 /* The model loaded on the device and written into DIR in GPT-2's layout. */
 static int export_hf_gpt2(const char *model, const char *dir, clformer_precision precision)
 {
-    const cli_file inputs[] = {{"--model", model}};
-    if (check_not_input(dir, inputs, 1) != CLFORMER_OK) {
-        cli_runtime_error("export", "--out");
-        return EXIT_USAGE;
-    }
     clformer_context *ctx = NULL;
     clformer_model *m = NULL;
     clformer_status st = cli_context_create(NULL, &ctx);
@@ -49,11 +44,13 @@ static int export_hf_gpt2(const char *model, const char *dir, clformer_precision
 int cmd_export(int argc, char **argv)
 {
     const char *model = NULL, *out = NULL, *format = "clformer", *dtype = "fp32";
+    bool overwrite = false;
     const cli_option options[] = {
         {"--model", CLI_STRING, &model, "FILE", "the checkpoint, training or plain (required)"},
         {"--out", CLI_STRING, &out, "FILE", "write the weights and model metadata here (required; hf-gpt2: a directory)"},
         {"--format", CLI_CHOICE, &format, NULL, "clformer: a plain checkpoint (default); hf-gpt2: a language model as Hugging Face GPT-2 (model.safetensors + config.json)", 0, 0, "clformer|hf-gpt2"},
         {"--dtype", CLI_CHOICE, &dtype, NULL, "how the weights are stored: fp32 (default), bf16 or fp16 (16-bit, rounded to nearest even; half the size)", 0, 0, "fp32|bf16|fp16"},
+        OVERWRITE_CLI_OPTION(overwrite),
     };
     const cli_spec spec = {
         "export",
@@ -71,6 +68,8 @@ int cmd_export(int argc, char **argv)
         "torch_dtype=torch.bfloat16/float16 does); clformer reads them back as fp32.",
         "clformer export --model FILE --out FILE [--format clformer|hf-gpt2] [--dtype fp32|bf16|fp16]",
         "The output is written atomically; docs/guides/pytorch.md shows the Python that loads it.\n"
+        "hf-gpt2 writes a fresh folder and renames it into place; --overwrite replaces a\n"
+        "folder that holds an earlier export alone (no file of it survives).\n"
         "fp16 holds magnitudes up to 65504: a weight beyond that is refused (use bf16).",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);
@@ -84,19 +83,19 @@ int cmd_export(int argc, char **argv)
         cli_runtime_error("export", "--dtype");
         return EXIT_USAGE;
     }
-    if (!strcmp(format, "hf-gpt2")) return export_hf_gpt2(model, out, precision);
-    const cli_file inputs[] = {{"--model", model}};
-    if (check_not_input(out, inputs, 1) != CLFORMER_OK) {
-        cli_runtime_error("export", "--out");
-        return EXIT_USAGE;
-    }
-    if (check_writable(out) != CLFORMER_OK) {
-        cli_runtime_error("export", "--out");
-        return EXIT_USAGE;
-    }
-    if (clformer_checkpoint_export_as(model, out, precision) != CLFORMER_OK) {
+    const bool hf = !strcmp(format, "hf-gpt2");
+    cli_files files;
+    if (!cli_files_begin(&files, "export", overwrite)) return 1;
+    int rc = cli_files_read(&files, "--model", model) &&
+                     cli_files_write(&files, "--out", out, hf ? CLFORMER_WRITE_DIRECTORY : 0)
+                 ? cli_files_open(&files)
+                 : 1;
+    if (rc < 0 && hf) {
+        rc = export_hf_gpt2(model, out, precision);
+    } else if (rc < 0 && clformer_checkpoint_export_as(model, out, precision) != CLFORMER_OK) {
         cli_runtime_error("export", NULL);
-        return 1;
+        rc = 1;
     }
-    return 0;
+    cli_files_end(&files);
+    return rc < 0 ? 0 : rc;
 }

@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "clformer.h"
 #include "clformer_util.h"
+#include "cli_files.h"
 #include "commands.h"
 #include "translator.h"
 
@@ -119,6 +120,7 @@ static clformer_status run(const char *model_path, const char *batch_path, const
 int cmd_logits(int argc, char **argv)
 {
     const char *model = NULL, *batch = NULL, *ids = NULL, *out = NULL, *precision = "fp32";
+    bool overwrite = false;
     const cli_option options[] = {
         PRECISION_CLI_OPTION(precision),
         {"--model", CLI_STRING, &model, "MODEL", "a checkpoint, or a Hugging Face GPT-2 directory (required)"},
@@ -127,6 +129,7 @@ int cmd_logits(int argc, char **argv)
         {"--ids", CLI_STRING, &ids, "LIST", "a language model's input ids instead of --batch, e.g.\n"
                                             "\"464 3290 318\" (one row)"},
         {"--out", CLI_STRING, &out, "FILE", "write the ids and logits F32 [B, T, vocab] here (required)"},
+        OVERWRITE_CLI_OPTION(overwrite),
     };
     const cli_spec spec = {
         "logits",
@@ -145,9 +148,16 @@ int cmd_logits(int argc, char **argv)
         cli_error("logits", "--model, --out and one of --batch or --ids are required");
         return EXIT_USAGE;
     }
-    if (run(model, batch, ids, out, precision) != CLFORMER_OK) {
+    cli_files files;
+    if (!cli_files_begin(&files, "logits", overwrite)) return 1;
+    int rc = cli_files_read(&files, "--model", model) && cli_files_read(&files, "--batch", batch) &&
+                     cli_files_write(&files, "--out", out, 0)
+                 ? cli_files_open(&files)
+                 : 1;
+    if (rc < 0 && run(model, batch, ids, out, precision) != CLFORMER_OK) {
         cli_runtime_error("logits", NULL);
-        return 1;
+        rc = 1;
     }
-    return 0;
+    cli_files_end(&files);
+    return rc < 0 ? 0 : rc;
 }

@@ -3,7 +3,7 @@
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
-#include "lines.h"
+#include "cli_files.h"
 #include "plot.h"
 
 #include <errno.h>
@@ -106,6 +106,27 @@ static bool blank(const char *s)
     return true;
 }
 
+/* The longest line a log entry may have: trainers write about 200 bytes. */
+enum { MAX_LINE = 1 << 20 };
+
+/* Reads one line (without its '\n') into line[MAX_LINE + 1]; false at the
+ * end. *too_long: the line went past MAX_LINE (the rest is skipped). */
+static bool next_line(FILE *f, char *line, size_t *len, bool *too_long)
+{
+    size_t n = 0;
+    int c;
+    *too_long = false;
+    while ((c = getc_unlocked(f)) != EOF && c != '\n') {
+        if (n < MAX_LINE) line[n++] = (char)c;
+        else *too_long = true;
+    }
+    line[n] = '\0';
+    *len = n;
+    return c != EOF || n > 0;
+}
+
+/* Streams the log: one line at a time, each parsed and let go, so memory
+ * grows with the points kept (two numbers each), not with the file. */
 static bool read_log(const char *cmd, const char *path, training_log *log)
 {
     FILE *f = fopen(path, "r");
@@ -113,15 +134,21 @@ static bool read_log(const char *cmd, const char *path, training_log *log)
         cli_error(cmd, "cannot open the log '%s': %s", path, strerror(errno));
         return false;
     }
-    char *line = NULL;
-    size_t cap = 0, line_no = 0;
-    ssize_t len;
-    bool ok = true;
-    while (ok && (len = getline(&line, &cap, f)) >= 0) {
+    char *line = malloc(MAX_LINE + 1);
+    size_t line_no = 0, len;
+    bool ok = line != NULL, too_long;
+    if (!ok) cli_error(cmd, "out of host memory");
+    while (ok && next_line(f, line, &len, &too_long)) {
         line_no++;
+        if (too_long) {
+            cli_error(cmd, "%s:%zu: a line longer than %d bytes: not a training log", path,
+                      line_no, MAX_LINE);
+            ok = false;
+            break;
+        }
         if (blank(line)) continue;
         log->lines++;
-        ok = read_entry(cmd, path, line_no, line, (size_t)len, log);
+        ok = read_entry(cmd, path, line_no, line, len, log);
     }
     if (ok && ferror(f)) {
         cli_error(cmd, "reading '%s': %s", path, strerror(errno));
@@ -203,7 +230,7 @@ int cmd_plot(int argc, char **argv)
 {
     cli_strings logs = {0}, labels = {0};
     const char *out = NULL, *title = NULL;
-    bool log_y = false;
+    bool log_y = false, overwrite = false;
     long width = 0, height = 0;
     const cli_option options[] = {
         {"--log", CLI_STRINGS, &logs, "FILE.jsonl",
@@ -216,6 +243,7 @@ int cmd_plot(int argc, char **argv)
         {"--log-y", CLI_FLAG, &log_y, NULL, "logarithmic loss axis"},
         {"--width", CLI_INT, &width, "PIXELS", "image width (default 960)", 320, 8192},
         {"--height", CLI_INT, &height, "PIXELS", "image height (default 560)", 240, 8192},
+        OVERWRITE_CLI_OPTION(overwrite),
     };
     const cli_spec spec = {
         "plot", "Draw the loss curves of a training log as a PNG: the training loss per step\n"
@@ -253,16 +281,21 @@ int cmd_plot(int argc, char **argv)
         return EXIT_USAGE;
     }
     /* the figure must not replace a log it is drawn from */
-    cli_file inputs[PLOT_MAX_RUNS];
-    for (size_t i = 0; i < logs.n; i++) inputs[i] = (cli_file){"--log", logs.item[i], false};
-    if (check_not_input(out, inputs, logs.n) != CLFORMER_OK) {
-        cli_runtime_error("plot", "--out");
-        return EXIT_USAGE;
-    }
+    cli_files files;
+    if (!cli_files_begin(&files, "plot", overwrite)) return 1;
+    bool declared = true;
+    for (size_t i = 0; i < logs.n && declared; i++)
+        declared = cli_files_read(&files, "--log", logs.item[i]);
+    int rc = declared && cli_files_write(&files, "--out", out, CLFORMER_WRITE_STREAM)
+                 ? cli_files_open(&files)
+                 : 1;
     const char *names[PLOT_MAX_RUNS] = {0};
     for (size_t i = 0; i < labels.n; i++) names[i] = labels.item[i];
-    return plot_logs("plot", logs.item, names, logs.n, out, title, log_y, (int)width,
-                     (int)height);
+    if (rc < 0)
+        rc = plot_logs("plot", logs.item, names, logs.n, out, title, log_y, (int)width,
+                       (int)height);
+    cli_files_end(&files);
+    return rc;
 }
 
 int plot_training_log(const char *cmd, const char *log_path, const char *out, const char *title,

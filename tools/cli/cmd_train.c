@@ -7,8 +7,8 @@
 #include "commands.h"
 #include "ranks.h"
 #include "lines.h"
+#include "cli_files.h"
 #include "resume_check.h"
-#include "save_lock.h"
 #include "train_run.h"
 
 #include <stdio.h>
@@ -52,8 +52,9 @@ typedef struct {
     double lr, clip, weight_decay, dropout, label_smoothing, warmup_init_lr, attention_dropout,
         activation_dropout, val_fraction, min_lr, loss_scale;
     bool no_shuffle, post_norm, tie, share_all, no_save, save_best, best_metric_given, given_val_fraction,
-        given_min_lr, recompute;
+        given_min_lr, recompute, overwrite;
     const char *save_default; /* why --save was filled in (NULL: given) */
+    char default_save[4096], interrupted_save[4096]; /* default names no earlier file has */
     train_given g;
     spm_flags spm;
     lm_tokenizer_flags lmtok;
@@ -152,8 +153,9 @@ static int parse_args(int argc, char **argv, train_args *a)
         {"--save-best", CLI_FLAG, &a->save_best, NULL, "write P.best.safetensors whenever validation improves (--best-metric)"},
         {"--best-metric", CLI_CHOICE, &a->best_metric, NULL, "what --save-best and --patience watch (default loss)", 0, 0, "loss|bleu", &a->best_metric_given},
         {"--patience", CLI_INT, &a->patience, "N", "stop after N validations in a row without improving --best-metric", 1, 1L << 30},
-        {"--log", CLI_STRING, &a->log, "FILE", "metrics as JSON lines: step, loss, tokens, lr, ..."},
+        {"--log", CLI_STRING, &a->log, "FILE", "metrics as JSON lines: step, loss, tokens, lr, ... (--resume: appended to)"},
         {"--plot", CLI_STRING, &a->plot, "FILE.png", "draw the loss curves at the end"},
+        OVERWRITE_CLI_OPTION(a->overwrite),
         {"--recompute", CLI_FLAG, &a->recompute, NULL, "keep only each layer's output and recompute the rest in backward: about one layer's activations instead of all layers', for one more forward pass per step (same results)"},
         {"--precision", CLI_CHOICE, &a->precision, NULL, "storage precision of activations, their gradients and the weights a step reads: values rounded to bf16 or fp16, and what backward reads kept in 16 bits (fp32 master weights, Adam state, statistics and arithmetic; fp16 scales the loss dynamically; checkpoints stay fp32) (default fp32)", 0, 0, "fp32|bf16|fp16"},
         {"--loss-scale", CLI_DOUBLE, &a->loss_scale, "S", "fp16: the loss scale to start from, a power of two (default 65536, or a resumed run's; mainly for tests)", 1, 0x1p120},
@@ -194,7 +196,10 @@ static int parse_args(int argc, char **argv, train_args *a)
         "nothing else.\n"
         "The model is saved at the end to --save, else back to --resume's file, else to\n"
         DEFAULT_SAVE " (--no-save: nothing). Ctrl-C (or SIGTERM) saves there too\n"
-        "(with --no-save to " INTERRUPTED_SAVE "). One run at a time per --save file.\n"
+        "(with --no-save to " INTERRUPTED_SAVE "); a default name never replaces an\n"
+        "earlier file (-2, -3 ... are added), and --save never replaces a file this run did\n"
+        "not make unless --resume names it or --overwrite is given. One run at a time per\n"
+        "--save file.\n"
         "Under mpirun see docs/DISTRIBUTED.md.\n"
         "The device is CLFORMER_DEVICE's choice (see clformer devices).",
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
@@ -381,58 +386,55 @@ static int build_options(train_args *a, clformer_train_options *o)
     o->eval_every = (uint64_t)a->eval_every, o->bleu_sentences = (size_t)a->bleu_sentences;
     /* a run keeps what it trained unless told not to: back into --resume's
      * file (the run continues it), else a default named at the start */
-    if (!a->save && !a->no_save) {
-        a->save = a->resume ? a->resume : DEFAULT_SAVE;
-        a->save_default = a->resume ? "--resume's file" : "the default";
+    if (!a->save && !a->no_save && a->resume) {
+        a->save = a->resume;
+        a->save_default = "--resume's file";
+    } else if (!a->save && !a->no_save) { /* never an earlier run's file */
+        if (!cli_files_unused("train", DEFAULT_SAVE, a->default_save, sizeof a->default_save))
+            return 1;
+        a->save = a->default_save;
+        a->save_default = "the default";
     }
     o->save_path = a->save, o->save_every = (uint64_t)a->save_every;
-    o->stop_save_path = a->save ? a->save : INTERRUPTED_SAVE;
+    if (!a->save && !cli_files_unused("train", INTERRUPTED_SAVE, a->interrupted_save,
+                                      sizeof a->interrupted_save))
+        return 1;
+    o->stop_save_path = a->save ? a->save : a->interrupted_save;
     o->log_path = a->log;
+    o->overwrite = a->overwrite;
     o->check_sync_every = (uint64_t)a->check_sync;
     if (a->plot && !a->log) { /* the figure is drawn from the log: keep one beside it */
-        snprintf(a->plot_log, sizeof a->plot_log, "%s.jsonl", a->plot);
+        char named[4096];
+        snprintf(named, sizeof named, "%s.jsonl", a->plot);
+        /* a resumed run continues its log; a new one never takes an earlier one's */
+        if (a->resume || a->overwrite) snprintf(a->plot_log, sizeof a->plot_log, "%s", named);
+        else if (!cli_files_unused("train", named, a->plot_log, sizeof a->plot_log)) return 1;
         o->log_path = a->plot_log;
     }
     return -1;
 }
 
-/* A run's results must not be lost at the end to a mistyped path, nor its
- * inputs to an output named like one, nor one output to another: one check
- * of every file the command names, before any work. --save may replace
- * --resume's checkpoint (it is read whole first, and replaced atomically: the
- * run continues it); --init's weights are a starting point kept as they are.
+/* Every file the run reads and writes, through the door (cli_files.h),
+ * before any work: an output that is an input or another output, a FIFO or
+ * device as a checkpoint, a file the run did not make (unless --resume
+ * names it or --overwrite is given), a second run saving to the same file
+ * are refused here. --init's weights are a starting point kept as they are.
  * -1 to go on, else the exit code. */
-static int check_outputs(const clformer_train_options *o, const char *plot, const spm_flags *spm)
+static int open_files(cli_files *f, const clformer_train_options *o, const char *plot,
+                      const train_args *a)
 {
-    const char *save = o->save_path;
-    const cli_file files[] = {
-        {"--save", save, true},         {"--plot", plot, true},
-        {"--log", o->log_path, true},   {"--src", o->src_path, false},
-        {"--tgt", o->tgt_path, false},  {"--val-src", o->val_src_path, false},
-        {"--val-tgt", o->val_tgt_path, false}, {"--init", o->init_path, false},
-        {"--resume", o->resume_path, false}, {"--tokenizer-model", spm->model, false},
-        {"--src-tokenizer-model", spm->src_model, false},
-        {"--tgt-tokenizer-model", spm->tgt_model, false},
-        {"--text", o->text_path, false}, {"--val-text", o->val_text_path, false},
-        {"--bpe-vocab", o->bpe_vocab_path, false}, {"--bpe-merges", o->bpe_merges_path, false}};
-    const size_t n_files = sizeof files / sizeof *files;
-    for (size_t i = 0; i < 3; i++) {
-        if (!files[i].path) continue;
-        cli_file others[sizeof files / sizeof *files];
-        size_t n = 0;
-        for (size_t k = 0; k < n_files; k++)
-            if (k != i && !(i == 0 && !strcmp(files[k].option, "--resume"))) others[n++] = files[k];
-        if (check_not_input(files[i].path, others, n) != CLFORMER_OK ||
-            (i == 0 && check_regular_output(save, "a checkpoint") != CLFORMER_OK)) {
-            cli_runtime_error("train", files[i].option);
-            return EXIT_USAGE;
-        }
-        if (check_writable(files[i].path) != CLFORMER_OK) {
-            cli_runtime_error("train", files[i].option);
-            return 1;
-        }
+    if (!cli_files_begin(f, "train", a->overwrite)) return 1;
+    /* --plot first: the log kept beside it is named after it */
+    const bool ok = cli_files_write(f, "--plot", plot, CLFORMER_WRITE_STREAM) &&
+                    cli_files_read(f, "--tokenizer-model", a->spm.model) &&
+                    cli_files_read(f, "--src-tokenizer-model", a->spm.src_model) &&
+                    cli_files_read(f, "--tgt-tokenizer-model", a->spm.tgt_model) &&
+                    cli_files_read(f, "--tokenizer-dir", a->lmtok.dir);
+    if (ok && clformer_train_files(f->door, o) != CLFORMER_OK) {
+        cli_runtime_error("train", NULL);
+        return 1;
     }
-    return -1;
+    return ok ? cli_files_open(f) : 1;
 }
 
 int cmd_train(int argc, char **argv)
@@ -442,14 +444,16 @@ int cmd_train(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc < 0) rc = check_consistency(&a);
     if (rc < 0) rc = build_options(&a, &o);
-    if (rc < 0) rc = check_outputs(&o, a.plot, &a.spm);
     if (rc >= 0) return rc;
 
     if (ranks_require("train")) return 1;
-    /* one run per checkpoint path (rank 0 alone saves) */
-    save_lock lock = {-1, NULL};
-    if (o.save_path && ranks_get()->rank == 0 && save_lock_take("train", o.save_path, &lock))
-        return 1;
+    /* rank 0 alone writes: its door holds the --save lock for the run */
+    cli_files files = {"train", NULL, false};
+    if (ranks_get()->rank == 0) rc = open_files(&files, &o, a.plot, &a);
+    if (rc >= 0) {
+        cli_files_end(&files);
+        return rc;
+    }
     if (a.save_default && ranks_get()->rank == 0) {
         printf("no --save given: the model will be saved to %s (%s; --save FILE to choose, "
                "--no-save for none)\n", o.save_path, a.save_default);
@@ -461,7 +465,7 @@ int cmd_train(int argc, char **argv)
     if (spm_rc) {
         free(spm_bytes[0]);
         free(spm_bytes[1]);
-        save_lock_release(&lock);
+        cli_files_end(&files);
         return spm_rc;
     }
     clformer_context *ctx;
@@ -469,7 +473,7 @@ int cmd_train(int argc, char **argv)
         cli_runtime_error("train", "opening the device");
         free(spm_bytes[0]);
         free(spm_bytes[1]);
-        save_lock_release(&lock);
+        cli_files_end(&files);
         return 1;
     }
     clformer_train_result res;
@@ -492,6 +496,6 @@ int cmd_train(int argc, char **argv)
                o.text_path ? "" : "target ", res.loss);
     }
     clformer_context_free(ctx);
-    save_lock_release(&lock);
+    cli_files_end(&files);
     return rc;
 }

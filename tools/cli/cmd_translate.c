@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
+#include "cli_files.h"
 #include "lines.h"
 #include "plot.h"
 #include "translator.h"
@@ -68,10 +69,14 @@ static int draw_attention(translator *t, const char *sentence, long max_len,
     return rc;
 }
 
+static int translate(const char *model_path, const char *input, const char *output,
+                     const char *attention, const char *attention_mode, const decode_flags *df);
+
 int cmd_translate(int argc, char **argv)
 {
     const char *model_path = NULL, *input = NULL, *output = NULL, *attention = NULL;
     const char *attention_mode = "heads";
+    bool overwrite = false;
     decode_flags df = DECODE_FLAGS_DEFAULT;
     const cli_option options[] = {
         {"--model", CLI_STRING, &model_path, "FILE", "the checkpoint (.safetensors, required)"},
@@ -83,6 +88,7 @@ int cmd_translate(int argc, char **argv)
          "draw the first sentence's cross-attention as a heatmap"},
         {"--attention-mode", CLI_CHOICE, &attention_mode, NULL,
          "one panel per head, or the mean over heads (default heads)", 0, 0, "heads|mean"},
+        OVERWRITE_CLI_OPTION(overwrite),
     };
     const cli_spec spec = {
         "translate",
@@ -110,22 +116,27 @@ int cmd_translate(int argc, char **argv)
     /* refuse a missing model and bad output paths before reading input (stdin
      * may be a terminal) or waking the device */
     if (!translator_model_readable("translate", model_path)) return 1;
-    const cli_file files[] = {{"--model", model_path}, {"--input", input},
-                              {"--output", output}, {"--attention", attention}};
-    for (size_t i = 2; i < 4; i++) {
-        if (!files[i].path) continue;
-        cli_file inputs[3] = {files[0], files[1], files[i == 2 ? 3 : 2]};
-        inputs[2].output = true; /* the other output */
-        if (check_not_input(files[i].path, inputs, 3) != CLFORMER_OK) {
-            cli_runtime_error("translate", files[i].option);
-            return EXIT_USAGE;
-        }
-        if (check_writable(files[i].path) != CLFORMER_OK) {
-            cli_runtime_error("translate", files[i].option);
-            return 1;
-        }
+    cli_files files;
+    if (!cli_files_begin(&files, "translate", overwrite)) return 1;
+    int opened = cli_files_read(&files, "--model", model_path) &&
+                         cli_files_read(&files, "--input", input) &&
+                         cli_files_write(&files, "--output", output, CLFORMER_WRITE_STREAM) &&
+                         cli_files_write(&files, "--attention", attention, CLFORMER_WRITE_STREAM)
+                     ? cli_files_open(&files)
+                     : 1;
+    if (opened >= 0) {
+        cli_files_end(&files);
+        return opened;
     }
+    const int rc = translate(model_path, input, output, attention, attention_mode, &df);
+    cli_files_end(&files);
+    return rc;
+}
 
+/* The work of cmd_translate once its files are checked. */
+static int translate(const char *model_path, const char *input, const char *output,
+                     const char *attention, const char *attention_mode, const decode_flags *df)
+{
     line_file in;
     if (line_file_read(input, &in) != CLFORMER_OK) {
         cli_runtime_error("translate", NULL);
@@ -150,7 +161,7 @@ int cmd_translate(int argc, char **argv)
         line_file_free(&in);
         return 1;
     }
-    if (!translator_set_precision("translate", &t, df.precision)) {
+    if (!translator_set_precision("translate", &t, df->precision)) {
         translator_close(&t);
         line_file_free(&in);
         return 1;
@@ -161,12 +172,12 @@ int cmd_translate(int argc, char **argv)
     if (!outputs) {
         cli_error("translate", "out of host memory");
     } else if (attention &&
-               draw_attention(&t, in.line[first], df.max_len, attention,
+               draw_attention(&t, in.line[first], df->max_len, attention,
                               !strcmp(attention_mode, "mean") ? PLOT_ATTENTION_MEAN
                                                               : PLOT_ATTENTION_PANELS,
                               first + 1) != 0) {
         /* draw_attention printed the error */
-    } else if (translator_run(&t, (const char *const *)in.line, in.n, &df, outputs, &stats) !=
+    } else if (translator_run(&t, (const char *const *)in.line, in.n, df, outputs, &stats) !=
                CLFORMER_OK) {
         cli_runtime_error("translate", NULL);
     } else if (line_file_write(output, (const char *const *)outputs, in.n) != CLFORMER_OK) {
@@ -175,7 +186,7 @@ int cmd_translate(int argc, char **argv)
         if (attention)
             fprintf(stderr, "clformer translate: wrote the cross-attention of line %zu to %s%s\n",
                     first + 1, attention,
-                    df.beam > 1 ? " (decoded greedily: only greedy decoding records attention; "
+                    df->beam > 1 ? " (decoded greedily: only greedy decoding records attention; "
                                   "the translations use the beam)" : "");
         translator_report("translate", &t, &stats);
         rc = 0;

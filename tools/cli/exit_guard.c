@@ -1,6 +1,7 @@
 /* Signals and stdout for the whole life of a command (see exit_guard.h). */
 #include "exit_guard.h"
 #include "cli.h"
+#include "clformer.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -12,10 +13,11 @@ static char interrupted_line[128];
 static size_t interrupted_len;
 static volatile sig_atomic_t said;
 
-/* Async-signal-safe: write(2) and _exit only. */
+/* Async-signal-safe: unlink(2), write(2) and _exit only. */
 static void on_signal(int sig)
 {
     (void)sig;
+    clformer_door_remove_temps(); /* a save in progress leaves nothing behind */
     if (!said && interrupted_len) {
         said = 1;
         ssize_t ignored = write(2, interrupted_line, interrupted_len);

@@ -5,6 +5,8 @@
  *    at any moment: while data loads, kernels compile, translate or eval
  *    run, or after a training run already saved on a stop request (a
  *    training run installs its own handler for its steps, train_run.c);
+ *    the temp file of a write in progress is removed first (the door's
+ *    clformer_door_remove_temps), so nothing half-written stays;
  *  - output that did not reach stdout is a failure: a full disk or a closed
  *    pipe turns exit 0 into exit 1 with one line naming stdout.
  */

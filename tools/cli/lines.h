@@ -32,30 +32,4 @@ bool line_has_token(const char *line);
  * when path is NULL. */
 clformer_status line_file_write(const char *path, const char *const *lines, size_t n);
 
-/* Fails (CLFORMER_ERR_IO, naming `path` and what is wrong) unless `path` can
- * be written the way clformer writes files: it creates and removes the very
- * temp file a later atomic write would use, so a directory that refuses new
- * files (/proc, read-only, full of inodes) is found before a command spends
- * minutes on the device. */
-clformer_status check_writable(const char *path);
-
-/* A file named on the command line, and the option that named it. */
-typedef struct {
-    const char *option; /* "--src" */
-    const char *path;   /* NULL or "-": not given, or stdin/stdout */
-    bool output;        /* another output of the command (its messages say so) */
-} cli_file;
-
-/* Fails (CLFORMER_ERR_INVALID_ARGUMENT) when the output `path` is the same
- * file as one of the n `others`: for files that exist, the same device and
- * inode (so links and other spellings count); for files still to be made,
- * the same directory and name. Writing it would destroy that input, or two
- * outputs would overwrite each other. */
-clformer_status check_not_input(const char *path, const cli_file *others, size_t n);
-
-/* Fails (CLFORMER_ERR_INVALID_ARGUMENT) when `path` exists and is not a
- * regular file (a device, a FIFO): for outputs that must be files, such as
- * checkpoints; `what` names it ("a checkpoint"). */
-clformer_status check_regular_output(const char *path, const char *what);
-
 #endif

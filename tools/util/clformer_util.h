@@ -24,8 +24,10 @@ clformer_status clformer_set_error(clformer_status status, const char *format, .
 clformer_status clformer_read_file(const char *path, char **data, size_t *size);
 
 /* A file written atomically: `path` appears, complete, only on commit (a
- * temp file beside it, fsync, rename, fsync of the directory). Commit and
- * abort free the handle; abort removes the temp file (NULL is fine). */
+ * temp file beside it, fsync, rename, fsync of the directory), through the
+ * door open on this thread (clformer_door_*, clformer.h), which must declare
+ * it; with none open, `path` must be a new file. Commit and abort free the
+ * handle; abort removes the temp file (NULL is fine). */
 typedef struct clformer_atomic_file clformer_atomic_file;
 clformer_status clformer_atomic_file_open(const char *path,
                                           clformer_atomic_file **file);
@@ -33,10 +35,6 @@ clformer_status clformer_atomic_file_write(clformer_atomic_file *file,
                                            const void *data, size_t size);
 clformer_status clformer_atomic_file_commit(clformer_atomic_file *file);
 void clformer_atomic_file_abort(clformer_atomic_file *file);
-/* Checks up front that `path` can be written atomically later (creates and
- * removes the temp file a write would use; refuses a directory), so that a
- * program refuses a bad output path before hours of work. */
-clformer_status clformer_atomic_file_check(const char *path);
 
 /* One sentence per line: reads `path` (NULL or "-": stdin) whole, drops a
  * leading byte order mark, refuses invalid UTF-8 and NUL bytes (the message

@@ -4,6 +4,7 @@
  * (runtime/core/fileio.c), so the command writes files as the library does.
  */
 #include "clformer_util.h"
+#include "door.h"
 #include "fileio.h"
 #include "status.h"
 
@@ -13,8 +14,6 @@
 struct clformer_atomic_file {
     cf_atomic_file af;
 };
-
-clformer_status clformer_atomic_file_check(const char *path) { return cf_atomic_check(path); }
 
 clformer_status clformer_read_file(const char *path, char **data, size_t *size)
 {

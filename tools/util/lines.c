@@ -6,6 +6,7 @@
  * that BLEU must count.
  */
 #include "clformer_util.h"
+#include "door.h"
 #include "fileio.h"
 #include "status.h"
 #include "text.h"
@@ -52,7 +53,7 @@ clformer_status clformer_lines_read(const char *path, char ***lines, size_t *n)
     const char *name = from_stdin ? "stdin" : path;
     char *storage, *buf;
     size_t size;
-    CF_TRY(from_stdin ? read_stdin(&storage, &size) : cf_read_file(path, &storage, &size));
+    CF_TRY(from_stdin ? read_stdin(&storage, &size) : cf_read_text_file(path, &storage, &size));
     buf = storage;
     cf_skip_bom(&buf, &size);
     clformer_status st = cf_check_text(name, buf, size, "the input must be UTF-8 text");
