@@ -6,7 +6,7 @@
 # transitively: "model: ops data" also lets model include device and core.
 #
 #   reference  runtime/check/reference: the double-precision reference (plain C, no layer)
-#   core       status codes, log, files, hashing, UTF-8
+#   core       status codes, log, files and the door for writes, hashing, UTF-8
 #   device     OpenCL: context, programs, buffers, launches, GEMM
 #   ops        one launcher per layer of kernels
 #   data       host-only text: vocabularies, corpus, batcher, BLEU, SentencePiece

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void *tensor(cf_st_reader *r, const char *name, const cf_st_tensor **t)
 {
@@ -152,7 +153,8 @@ static void lm_logits_match_transformers(void **state)
         if (!(fabs(row[i] - want[i]) <= 1e-4)) fail_msg("--ids: logit %d differs", (int)i);
 
     /* errors: --ids for a translation model, a batch without ids, bad ids,
-     * both inputs or neither */
+     * both inputs or neither (--out names no file: an existing one is refused first) */
+    unlink(one);
     rc = harness_run_clformer(&cmd, "logits", "--model", parity, "--ids", "4 5", "--out", one, NULL);
     assert_int_equal(rc, 1);
     assert_non_null(strstr(log, "--ids is for language models"));
