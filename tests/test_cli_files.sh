@@ -17,6 +17,8 @@
 #   signals  (device) SIGINT while each command writes its output (train's
 #            save, export, average, logits, translate, plot) ends it with 130
 #            and leaves no temp file and no half-written output.
+#   reproductions (device) the issue's 13 reproductions as a user ran them:
+#            each a one-line refusal or the right result, files byte-identical.
 # Needs CLFORMER_BINARY and CLFORMER_TEST_DATA (tests/data).
 CLI_TEST_TAG=files
 [[ -n ${VERBOSE:-} ]] || QUIET_OK=1 # ok lines only when asked: there are hundreds
@@ -280,6 +282,133 @@ signals() {
   echo "$cases checks"
 }
 
+# expect_one RC NEEDLE ARGS...: exit RC, one line on stderr holding NEEDLE
+expect_one() {
+  local want_rc=$1 needle=$2; shift 2
+  local err rc
+  err=$(timeout 60 "$bin" "$@" 2>&1 >/dev/null); rc=$?
+  if [[ $rc -eq $want_rc && $(printf '%s\n' "$err" | grep -c .) -eq 1 && "$err" == *"$needle"* ]]; then
+    ok "$want_rc: $err"
+  else
+    bad "$*: expected exit $want_rc and one line with '$needle', got $rc: $err"
+  fi
+}
+
+reproductions() {
+  export CLFORMER_DEVICE=${CLFORMER_DEVICE:-pocl:pthread}
+  setup_inputs
+  local tr=(--config tiny --max-len 24 --batch-size 8)
+  "$bin" train --src S.src --tgt S.tgt "${tr[@]}" --steps 4 --save mm.safetensors > /dev/null 2>&1 \
+    || bad "training mm"
+  python_free_batch
+  local keep
+  keep=$(sha256sum mm.safetensors batch.safetensors)
+  # 1. logits --out naming its model, its batch, a link to the model, a FIFO
+  ln -s mm.safetensors link.safetensors; mkfifo ff
+  expect_one 2 "is the same file as the input --model" logits --model mm.safetensors --batch batch.safetensors --out mm.safetensors
+  expect_one 2 "is the same file as the input --batch" logits --model mm.safetensors --batch batch.safetensors --out batch.safetensors
+  expect_one 2 "is the same file as the input --model" logits --model mm.safetensors --batch batch.safetensors --out link.safetensors
+  expect_one 2 "is a FIFO" logits --model mm.safetensors --batch batch.safetensors --out ff
+  # 8. export and average --out a FIFO: refused at once, nothing pushed into it
+  expect_one 2 "is a FIFO" export --model mm.safetensors --out ff
+  expect_one 2 "is a FIFO" average --out ff mm.safetensors
+  [[ "$(sha256sum mm.safetensors batch.safetensors)" == "$keep" ]] && ok "1, 8: inputs intact" || bad "1, 8: inputs changed"
+  # 2. --keep-last and --save-best against inputs; pruning only the run's own
+  cp S.src k2.step4.safetensors; cp S.src m.best.safetensors
+  expect_one 2 "would write the input --src" train --src k2.step4.safetensors --tgt S.tgt "${tr[@]}" --steps 8 --save k2.safetensors --save-every 4 --keep-last 2
+  expect_one 2 "is the same file as the input --src" train --src m.best.safetensors --tgt S.tgt --val-src V.src --val-tgt V.tgt "${tr[@]}" --steps 8 --save m.safetensors --save-best
+  cmp -s S.src k2.step4.safetensors && cmp -s S.src m.best.safetensors && ok "2: inputs intact" || bad "2: an input changed"
+  echo "a text file" > k.step2.safetensors; cp mm.safetensors k.step100.safetensors
+  expect_one 2 "exists and is not this run's" train --src S.src --tgt S.tgt "${tr[@]}" --steps 8 --save k.safetensors --save-every 2 --keep-last 1
+  rm k.step2.safetensors
+  "$bin" train --src S.src --tgt S.tgt "${tr[@]}" --steps 8 --save k.safetensors --save-every 2 --keep-last 2 --overwrite > /dev/null 2>&1
+  [[ -e k.step6.safetensors && -e k.step8.safetensors && ! -e k.step4.safetensors && -e k.step100.safetensors ]] \
+    && ok "2: --keep-last 2 kept the run's newest two and the other run's file" || bad "2: pruning left $(ls k.step*)"
+  expect_one 2 "k.step100.safetensors' exists and is not this run's" train --src S.src --tgt S.tgt "${tr[@]}" --steps 12 --resume k.safetensors --save k.safetensors --save-every 2 --keep-last 2
+  "$bin" train --src S.src --tgt S.tgt "${tr[@]}" --steps 12 --resume k.safetensors --save k.safetensors --save-every 2 --keep-last 2 --overwrite > /dev/null 2>&1
+  [[ -e k.step10.safetensors && -e k.step12.safetensors && ! -e k.step8.safetensors && -e k.step100.safetensors ]] \
+    && ok "2: a resumed run prunes the snapshots of the run it resumed" || bad "2: resumed pruning left $(ls k.step*)"
+  # 3. the save lock never deletes a file it did not make, an input least of all
+  cp S.src q.safetensors.lock
+  expect_one 2 "the lock file of --save" train --src q.safetensors.lock --tgt S.tgt "${tr[@]}" --steps 2 --save q.safetensors
+  cmp -s S.src q.safetensors.lock && ok "3: the input is intact" || bad "3: the input changed"
+  # 4. a link does not get around the lock
+  ln -s s.safetensors sl.safetensors
+  "$bin" train --src S.src --tgt S.tgt "${tr[@]}" --steps 100000 --save s.safetensors --log s.jsonl > /dev/null 2>&1 &
+  job=$!; pids+=("$job")
+  wait_for s.jsonl 120; sleep 0.5
+  expect_one 1 "another run is writing" train --src S.src --tgt S.tgt "${tr[@]}" --steps 2 --save sl.safetensors
+  kill -INT "$job"; wait "$job"
+  # 5. defaults never replace an earlier run's file; --save EXISTING needs --overwrite
+  local out
+  out=$("$bin" train --src S.src --tgt S.tgt "${tr[@]}" --steps 1 2>/dev/null)
+  out=$("$bin" train --src S.src --tgt S.tgt "${tr[@]}" --steps 1 2>/dev/null)
+  [[ "$out" == *"saved to clformer-model-2.safetensors"* && -s clformer-model.safetensors && -s clformer-model-2.safetensors ]] \
+    && ok "5: a second default run saves to clformer-model-2" || bad "5: second default run: $out"
+  for n in 1 2; do
+    "$bin" train --src S.src --tgt S.tgt "${tr[@]}" --steps 100000 --no-save --log ns$n.jsonl > /dev/null 2>&1 &
+    job=$!; pids+=("$job"); wait_for ns$n.jsonl 120; kill -INT "$job"; wait "$job"
+  done
+  [[ -s clformer-interrupted.safetensors && -s clformer-interrupted-2.safetensors ]] \
+    && ok "5: a second interrupted --no-save run keeps the first's file" || bad "5: interrupted saves: $(ls clformer-int*)"
+  keep=$(sha256sum mm.safetensors)
+  expect_one 2 "exists and this run did not make it" train --src S.src --tgt S.tgt "${tr[@]}" --steps 1 --save mm.safetensors
+  [[ "$(sha256sum mm.safetensors)" == "$keep" ]] && ok "5: --save EXISTING kept it" || bad "5: mm changed"
+  # 6, 7. hf-gpt2 exports: no stale file; clformer files valid or refused by name
+  "$bin" train --task lm --text T.txt --tokenizer gpt2-bpe --bpe-vocab vocab.json --bpe-merges merges.txt \
+    --d-model 16 --heads 2 --dec-layers 1 --d-ff 32 --context 16 --batch-size 2 --steps 1 --save bpe.safetensors > /dev/null 2>&1
+  "$bin" train --task lm --text T.txt --d-model 16 --heads 2 --dec-layers 1 --d-ff 32 --context 16 \
+    --batch-size 2 --steps 1 --save char.safetensors > /dev/null 2>&1
+  "$bin" export --model bpe.safetensors --out D1 --format hf-gpt2 > /dev/null
+  expect_one 2 "exists and this run did not make it" export --model char.safetensors --out D1 --format hf-gpt2
+  "$bin" export --model char.safetensors --out D1 --format hf-gpt2 --overwrite > /dev/null
+  [[ ! -e D1/vocab.json && ! -e D1/merges.txt && -s D1/clformer_vocab.json ]] && ok "6: no stale tokenizer file" \
+    || bad "6: D1 holds $(ls D1)"
+  "$bin" generate --model D1 --prompt 'the ' --max-tokens 3 > /dev/null 2>&1 && ok "6: generate reads the export" \
+    || bad "6: generate on the export failed"
+  for how in missing empty garbage folder; do
+    rm -rf D2; cp -r D1 D2
+    case $how in
+      missing) rm D2/clformer_vocab.json ;;
+      empty) : > D2/clformer_vocab.json ;;
+      garbage) echo '[1,2' > D2/clformer_vocab.json ;;
+      folder) rm D2/clformer_vocab.json; mkdir D2/clformer_vocab.json ;;
+    esac
+    expect_one 1 "D2/clformer_vocab.json" generate --model D2 --prompt 'the ' --max-tokens 3
+    echo "the cat" > t.txt
+    expect_one 1 "D2/clformer_vocab.json" eval --model D2 --text t.txt
+  done
+  # 9. a tensor's dtype is under the header checksum
+  "$bin" export --model mm.safetensors --out b16.safetensors --dtype bf16 > /dev/null
+  sed '0,/"BF16"/s//"F16" /' b16.safetensors > f16.safetensors
+  expect_one 1 "a tensor's dtype or shape" translate --model f16.safetensors --input IN.txt
+  # 10. hostile sizes and streams
+  rm -rf D3; cp -r D1 D3; sed -i 's/"n_layer": 1,/"n_layer": 1000,/' D3/config.json
+  expect_one 1 "has no tensor 'transformer.h.1." generate --model D3 --prompt 'the ' --max-tokens 3
+  expect_one 1 "holds a NUL byte" train --src /dev/zero --tgt S.tgt --steps 1 --no-save
+  expect_one 1 "holds a NUL byte" train --src /dev/urandom --tgt S.tgt --steps 1 --no-save
+  expect_one 1 "goes on past 256 MiB" train --task lm --text /dev/zero --steps 1 --no-save
+  awk 'BEGIN { for (s = 1; s <= 300000; s++) printf "{\"step\": %d, \"loss\": %.4f}\n{\"step\": %d, \"val_loss\": %.4f}\n", s, 5 - s / 100000, s, 4 + (s % 7) / 10 }' > big.jsonl
+  "$bin" plot --log big.jsonl --out big.png > /dev/null 2>&1 && [[ -s big.png ]] \
+    && ok "10: plot draws 300,000 training and validation points" || bad "10: plot of a 300,000-step log"
+  # 11. a 240-byte legal name saves
+  local long
+  long=$(printf 'n%.0s' $(seq 1 228)).safetensors
+  "$bin" export --model mm.safetensors --out "$long" > /dev/null 2>&1 && [[ -s $long ]] \
+    && ok "11: a 240-byte name saves" || bad "11: a 240-byte name"
+  # 13. messages and exit codes
+  : > empty.txt
+  expect_one 1 "the training text 'empty.txt' is empty" train --task lm --text empty.txt --steps 1 --no-save
+  printf '#version: 0.2\n\x01\x02 abc\nx\ny z\n' > bad.txt
+  expect_one 1 '\x01\x02' train --task lm --text T.txt --tokenizer gpt2-bpe --bpe-vocab vocab.json --bpe-merges bad.txt --steps 1 --no-save
+  expect_one 1 "no\x1b[31mfile" translate --model "$(printf 'no\033[31mfile')"
+  expect_one 1 "is a language model" translate --model char.safetensors --input IN.txt
+  expect_one 2 "did you mean 'train'" trian
+  expect_one 1 "cannot write in the folder '/proc'" export --model mm.safetensors --out /proc/x.safetensors
+  expect_one 1 "cannot write in the folder '/proc'" train --src S.src --tgt S.tgt --steps 1 --save /proc/x.safetensors
+  echo "$cases checks"
+}
+
 # A batch file for logits (src and tgt_in, I32 [1, 3]) written without Python.
 python_free_batch() {
   local header='{"src":{"dtype":"I32","shape":[1,3],"data_offsets":[0,12]},"tgt_in":{"dtype":"I32","shape":[1,3],"data_offsets":[12,24]}}'
@@ -294,6 +423,7 @@ python_free_batch() {
 case $case_name in
 table) table ;;
 signals) signals ;;
+reproductions) reproductions ;;
 *) echo "unknown case $case_name"; exit 2 ;;
 esac
 [[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }

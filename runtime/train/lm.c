@@ -178,6 +178,11 @@ static clformer_status fresh_lm(clformer_trainer *t)
     clformer_status st = cf_lm_vocab_build_file(t->o.text_path, t->o.lm_tokenizer == CLFORMER_LM_BYTE,
                                                 0, &tokens, &n);
     if (st != CLFORMER_OK) return cf_fail_prefix(st, "training text: ");
+    if (n <= CF_N_SPECIALS) { /* no character at all: nothing to learn, nor a vocabulary */
+        cf_lm_tokens_free(tokens, n);
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the training text '%s' is empty: give a "
+                       "text to train on", t->o.text_path);
+    }
     c.tgt_vocab = n;
     if (st == CLFORMER_OK) st = clformer_model_create(t->ctx, &c, t->o.seed, &t->model);
     if (st == CLFORMER_OK) st = clformer_model_set_vocabs(t->model, NULL, (const char *const *)tokens);
