@@ -389,7 +389,7 @@ static clformer_status check_numbered_file(const char *path, void *user)
 
 /* What is at output e now: nothing (its folder must exist), a file it may
  * replace, a folder it may replace (directory outputs), a stream. */
-static clformer_status check_state(const clformer_door *d, const cf_door_entry *e)
+static clformer_status check_state(const clformer_door *d, cf_door_entry *e)
 {
     if (e->lock) return CLFORMER_OK; /* the lock itself tells (door_lock.c) */
     if (e->flags & CF_WRITE_NUMBERED) {
@@ -428,7 +428,7 @@ static clformer_status check_state(const clformer_door *d, const cf_door_entry *
         return cf_door_refuse_existing(d, e, e->path);
     }
     if ((e->flags & CLFORMER_WRITE_STREAM) && S_ISFIFO(rp->mode))
-        return cf_door_open_fifo(e, e->path, &((cf_door_entry *)e)->fifo_fd);
+        return cf_door_open_fifo(e, e->path, &e->fifo_fd); /* held until written */
     if ((e->flags & CLFORMER_WRITE_STREAM) && S_ISCHR(rp->mode)) {
         if (access(e->path, W_OK) != 0)
             return cf_fail(CLFORMER_ERR_IO, "%s: cannot write '%s': %s", e->what, e->path,
@@ -504,7 +504,7 @@ clformer_status clformer_door_open(clformer_door *d)
     for (size_t i = 0; i < d->n; i++) CF_TRY(resolve(d, &d->e[i]));
     /* what the user can fix by naming other files first (usage errors) ... */
     for (size_t i = 0; i < d->n; i++) {
-        const cf_door_entry *o = &d->e[i];
+        cf_door_entry *o = &d->e[i];
         if (!o->output) continue;
         for (size_t k = 0; k < d->n; k++)
             if (!d->e[k].output) CF_TRY(check_pair(o, &d->e[k]));

@@ -1,13 +1,9 @@
 /* Whole-file reads, folders and symbolic links (see fileio.h). */
 #include "fileio.h"
-#include "log.h"
 #include "status.h"
 
 #include <errno.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdint.h>
 #include <libgen.h>
 #include <stdlib.h>
