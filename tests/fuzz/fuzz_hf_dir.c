@@ -1,5 +1,5 @@
 /* A Hugging Face GPT-2 directory's small files (cf_hf_files_parse,
- * runtime/model/hf_gpt2_files.c) as hostile bytes: byte 0 says which files
+ * runtime/format/hf_gpt2_files.c) as hostile bytes: byte 0 says which files
  * are there (bit 0 vocab.json, 1 merges.txt, 2 clformer_vocab.json, 3
  * clformer_spm.model), the rest is config.json, then each file present in
  * that order, separated by the byte 0x1E. Whatever is accepted must hold
