@@ -490,6 +490,7 @@ clformer_status clformer_trainer_create(clformer_context *ctx,
     clformer_status st = CLFORMER_OK;
     if (!cf_door_current()) { /* no caller's door: the run declares and checks its own */
         st = clformer_door_create(&t->own_door);
+        if (st == CLFORMER_OK) clformer_door_set_hint(t->own_door, "or set the options' overwrite");
         if (st == CLFORMER_OK) st = clformer_train_files(t->own_door, options);
         if (st == CLFORMER_OK) st = clformer_door_open(t->own_door);
     }
