@@ -16,6 +16,7 @@
  * shapes at the same time lose nothing but the race's last lines.
  */
 #include "gemm_search_record.h"
+#include "door.h"
 #include "fileio.h"
 #include "fnv1a.h"
 
@@ -190,7 +191,7 @@ void cf_gs_file_save(cf_ctx *ctx, cf_gs_record *r)
     char *dir = strdup(r->path), *slash = dir ? strrchr(dir, '/') : NULL;
     if (slash) *slash = '\0';
     ok = ok && dir && cf_make_dirs(dir) == CLFORMER_OK &&
-         cf_write_file_atomic(r->path, s, len) == CLFORMER_OK;
+         cf_write_cache_file(r->path, s, len) == CLFORMER_OK;
     if (!ok && !r->save_warned)
         cf_log(&ctx->log, CF_LOG_WARN, "gemm search: cannot write %s: %s (the shapes are timed "
                "again next run; CLFORMER_CACHE_DIR chooses another directory)", r->path,

@@ -6,6 +6,7 @@
  * device and driver; then "fma_gflops X" and "copy_gbps Y". A file that does
  * not read back exactly so is measured again and replaced.
  */
+#include "door.h"
 #include "fileio.h"
 #include "fnv1a.h"
 #include "launch.h"
@@ -60,7 +61,7 @@ static void write_roofs(cf_ctx *ctx, const char *path, const char *head,
     char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
     if (slash) *slash = '\0';
     if (n < 0 || (size_t)n >= sizeof text || !dir || cf_make_dirs(dir) != CLFORMER_OK ||
-        cf_write_file_atomic(path, text, (size_t)n) != CLFORMER_OK)
+        cf_write_cache_file(path, text, (size_t)n) != CLFORMER_OK)
         cf_log(&ctx->log, CF_LOG_WARN, "cannot keep the roofline in %s: %s (it is measured "
                "again next time)", path, clformer_last_error());
     cf_clear_error();
