@@ -10,6 +10,7 @@ validate), then prints one table: validation loss, tokens/s and their ratio.
 
   /usr/bin/python3 tools/reference/lm_side_by_side.py --nanogpt PATH [--iters 2000]
       [--rounds N] [--text data/tinyshakespeare/input.txt] [--clformer build/clformer]
+      [--before OLD/clformer]
 
 (tools/get-data.sh tinyshakespeare data/tinyshakespeare writes the text.)
 
@@ -36,8 +37,9 @@ figures: that is the best setting, not the default).
 
 Both sides report the median time per training iteration over the run past
 its first tenth (validation iterations fall out of the median). --rounds N
-alternates the two N times in one sitting and reports the median ratio: run
-it on an idle machine; the load average before each run is printed.
+alternates the runs N times in one sitting (with --before, an older build
+first in each round) and reports the median ratio: run it on an idle
+machine; the load average before each run is printed.
 """
 
 import argparse
@@ -198,13 +200,17 @@ def main():
     p.add_argument("--nanogpt", required=True, help="a checkout of karpathy/nanoGPT")
     p.add_argument("--text", default="data/tinyshakespeare/input.txt")
     p.add_argument("--clformer", default="build/clformer")
+    p.add_argument("--before", help="an older clformer binary, run before --clformer in every round")
     p.add_argument("--iters", type=int, default=2000)
-    p.add_argument("--rounds", type=int, default=1, help="alternate the two this many times (1)")
+    p.add_argument("--rounds", type=int, default=1, help="alternate the runs this many times (1)")
     a = p.parse_args()
     if a.iters < 10 or a.rounds < 1:
         sys.exit("lm_side_by_side: --iters must be at least 10 and --rounds at least 1")
     if not os.path.isfile(os.path.join(a.nanogpt, "train.py")):
         sys.exit(f"lm_side_by_side: {a.nanogpt} has no train.py; give a checkout of karpathy/nanoGPT")
+    for b in [a.clformer] + ([a.before] if a.before else []):
+        if not os.access(b, os.X_OK):
+            sys.exit(f"lm_side_by_side: {b} is not an executable clformer (build it: tools/build.sh)")
     require_openblas()
     info = probe_torch(dict(os.environ))
     with open(a.text, encoding="utf-8") as f:
@@ -216,22 +222,28 @@ def main():
     if info.get("openblas_core") == "Prescott" and cpu_has("avx2"):
         print("note: OpenBLAS runs its Prescott (SSE3) kernels on this AVX2/AVX-512 CPU, for clformer's "
               "GEMMs and torch's alike; OPENBLAS_CORETYPE=SkylakeX (or Haswell) selects faster ones for both")
-    print(f"clformer: {a.clformer}, device {device} (GEMMs on a CPU device: the same OpenBLAS)\n")
-    print(f"| round ({a.iters} iterations, batch {BATCH} x {BLOCK}) | load before | val loss | tokens/s |")
+    binaries = ([("before", a.before)] if a.before else []) + [("clformer", a.clformer)]
+    for name, b in binaries:
+        print(f"{name}: {b}, device {device} (GEMMs on a CPU device: the same OpenBLAS)")
+    print(f"\n| round ({a.iters} iterations, batch {BATCH} x {BLOCK}) | load before | val loss | tokens/s |")
     print("| --- | ---: | ---: | ---: |")
-    ratios = []
+    ratios = {name: [] for name, _ in binaries}
     for r in range(1, a.rounds + 1):
-        load_c = os.getloadavg()[0]
-        c_val, c_tok = run_clformer(a.clformer, a.text, a.iters, interval)
-        print(f"| {r}: clformer ({device}) | {load_c:.2f} | {c_val:.4f} | {c_tok:,.0f} |", flush=True)
-        load_n = os.getloadavg()[0]
+        toks = {}
+        for name, b in binaries:
+            load = os.getloadavg()[0]
+            val, toks[name] = run_clformer(b, a.text, a.iters, interval)
+            print(f"| {r}: {name} ({device}) | {load:.2f} | {val:.4f} | {toks[name]:,.0f} |", flush=True)
+        load = os.getloadavg()[0]
         n_val, n_tok = run_nanogpt(a.nanogpt, text, a.iters, interval)
         print(f"| {r}: nanoGPT (torch {info['torch']}, {info['threads']} torch thread(s), "
-              f"OpenBLAS {info.get('openblas_threads', '?')}) | {load_n:.2f} | {n_val:.4f} | {n_tok:,.0f} |",
+              f"OpenBLAS {info.get('openblas_threads', '?')}) | {load:.2f} | {n_val:.4f} | {n_tok:,.0f} |",
               flush=True)
-        ratios.append(c_tok / n_tok)
-    each = ", ".join(f"{x:.2f}x" for x in ratios)
-    print(f"| clformer / nanoGPT, median of {a.rounds} | | | **{statistics.median(ratios):.2f}x** ({each}) |")
+        for name in toks:
+            ratios[name].append(toks[name] / n_tok)
+    for name, _ in binaries:
+        each = ", ".join(f"{x:.2f}x" for x in ratios[name])
+        print(f"| {name} / nanoGPT, median of {a.rounds} | | | **{statistics.median(ratios[name]):.2f}x** ({each}) |")
     return 0
 
 
