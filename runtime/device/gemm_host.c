@@ -44,8 +44,13 @@ static size_t args_size(size_t batch, bool per_matrix)
            (per_matrix ? batch * (3 * sizeof(size_t) + 2 * sizeof(float)) : 0);
 }
 
-/* Product i of the call. */
-static void product(const host_args *h, size_t i)
+/* The least rows (or columns) a slice of a product gets. */
+enum { MIN_SLICE = 16 };
+
+/* Product i of the call; with parts > 1, its slice `part` of `parts`: a
+ * block of C's rows, or of its columns when it has more columns than rows
+ * (each computed whole, so its bits do not depend on who computes it). */
+static void product(const host_args *h, size_t i, int part, int parts)
 {
     const unsigned char *tail = (const unsigned char *)h + sizeof(host_args);
     size_t ao = h->a_off + i * h->a_stride, bo = h->b_off + i * h->b_stride,
@@ -59,27 +64,48 @@ static void product(const host_args *h, size_t i)
         memcpy(&alpha, f + i * sizeof(float), sizeof alpha);
         memcpy(&beta, f + (h->batch + i) * sizeof(float), sizeof beta);
     }
+    int m = h->m, n = h->n;
+    if (parts > 1 && m >= n) { /* rows r0.. of op(A) and C */
+        const int r0 = (int)((long)m * part / parts), r1 = (int)((long)m * (part + 1) / parts);
+        ao += h->trans_a ? (size_t)r0 : (size_t)r0 * (size_t)h->lda;
+        co += (size_t)r0 * (size_t)h->ldc;
+        m = r1 - r0;
+    } else if (parts > 1) { /* columns j0.. of op(B) and C */
+        const int j0 = (int)((long)n * part / parts), j1 = (int)((long)n * (part + 1) / parts);
+        bo += h->trans_b ? (size_t)j0 * (size_t)h->ldb : (size_t)j0;
+        co += (size_t)j0;
+        n = j1 - j0;
+    }
     cblas_sgemm(CblasRowMajor, h->trans_a ? CblasTrans : CblasNoTrans,
-                h->trans_b ? CblasTrans : CblasNoTrans, h->m, h->n, h->k, alpha, h->a + ao,
-                h->lda, h->b + bo, h->ldb, beta, h->c + co, h->ldc);
+                h->trans_b ? CblasTrans : CblasNoTrans, m, n, h->k, alpha, h->a + ao, h->lda,
+                h->b + bo, h->ldb, beta, h->c + co, h->ldc);
 }
 
-/* --- batches of small products, spread over helper threads ---------------
- * OpenBLAS runs a product below about 2^18 multiply-adds on the calling
- * thread alone, so a batch of them (attention's per-head products) would
- * keep one core busy while the others wait. The native kernel runs on one
- * device thread; helper threads (one per further OpenBLAS thread, started
- * once, asleep between batches) take products from a shared counter beside
- * it. The caller takes products too and never waits for a helper to wake:
- * on a loaded machine it may do the whole batch itself. Each product is
- * computed by exactly one thread in the same way, so results do not depend
- * on which. */
+/* --- products spread over helper threads ----------------------------------
+ * OpenBLAS runs single-threaded here (openblas_set_num_threads(1) when the
+ * helpers start): its own threads wait for work by spinning (sched_yield
+ * for about 2^28 cycles after each call), and a product only every few
+ * kernels left them spinning beside the device's worker threads all step:
+ * three busy threads on two cores, every kernel slower (gpt-mini on PoCL
+ * pthread, 2 cores: 9,300-10,600 tokens/s; with OpenBLAS's threads asleep
+ * between calls, OPENBLAS_THREAD_TIMEOUT=4, 13,600-13,900). The
+ * parallelism is ours instead: helper threads (one per further thread
+ * OpenBLAS would have used, started once, asleep on a condition variable
+ * between calls) take items from a shared counter beside the native
+ * kernel's thread: the products of a batch, or the row (or column) slices
+ * of one product of at least SMALL_PRODUCT multiply-adds. The caller takes
+ * items too and never waits for a helper to wake: on a loaded machine it
+ * may do them all itself. Each item is computed by exactly one thread in the
+ * same way, so results do not depend on which. This sets OpenBLAS's thread
+ * count for the whole process (other users of the same library in it run
+ * single-threaded too). */
 
 enum { SMALL_PRODUCT = 1 << 18 };
 
 typedef struct {
     const host_args *h;
-    atomic_size_t next; /* the next product to take */
+    int parts;          /* slices per product */
+    atomic_size_t next; /* the next item to take: product item / parts, slice item % parts */
 } batch_job;
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -93,7 +119,9 @@ static int pool_helpers;         /* helper threads running */
 
 static void take_products(batch_job *job)
 {
-    for (size_t i; (i = atomic_fetch_add(&job->next, 1)) < job->h->batch;) product(job->h, i);
+    const size_t items = job->h->batch * (size_t)job->parts;
+    for (size_t i; (i = atomic_fetch_add(&job->next, 1)) < items;)
+        product(job->h, i / (size_t)job->parts, (int)(i % (size_t)job->parts), job->parts);
 }
 
 static void *helper_main(void *unused)
@@ -118,7 +146,8 @@ static void *helper_main(void *unused)
 static void start_helpers(void)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int want = openblas_get_num_threads();
+    int want = openblas_get_num_threads(); /* OPENBLAS_NUM_THREADS or the cores */
+    openblas_set_num_threads(1);
     if (cores > 0 && want > cores) want = (int)cores;
     for (int i = 1; i < want && i < 64; i++) {
         pthread_t t;
@@ -134,12 +163,11 @@ static void start_helpers(void)
     }
 }
 
-/* Runs the batch with the helpers, or alone when there are none or they are
- * busy with another queue's batch. */
-static void run_spread(const host_args *h)
+/* Runs the items with the helpers, or alone when there are none or they are
+ * busy with another queue's items. */
+static void run_spread(const host_args *h, int parts)
 {
-    pthread_once(&pool_once, start_helpers);
-    batch_job job = {.h = h};
+    batch_job job = {.h = h, .parts = parts};
     atomic_init(&job.next, 0);
     pthread_mutex_lock(&pool_lock);
     const bool posted = pool_helpers > 0 && !pool_job && pool_users == 0;
@@ -158,15 +186,24 @@ static void run_spread(const host_args *h)
     pthread_mutex_unlock(&pool_lock);
 }
 
+/* Slices per product: one per thread for a lone product worth splitting
+ * (each slice at least MIN_SLICE rows or columns), else 1. */
+static int slices(const host_args *h)
+{
+    const double work = (double)h->m * (double)h->n * (double)h->k;
+    const int threads = 1 + pool_helpers, dim = h->m >= h->n ? h->m : h->n;
+    if (h->batch > 1 || work < SMALL_PRODUCT) return 1;
+    const int most = dim / MIN_SLICE;
+    return threads < most ? threads : (most > 1 ? most : 1);
+}
+
 static void CL_CALLBACK run(void *block)
 {
     const host_args *h = block;
-    const double work = (double)h->m * (double)h->n * (double)h->k;
-    if (h->batch > 1 && work < SMALL_PRODUCT) {
-        run_spread(h);
-        return;
-    }
-    for (size_t i = 0; i < h->batch; i++) product(h, i);
+    pthread_once(&pool_once, start_helpers);
+    const int parts = slices(h);
+    if (h->batch * (size_t)parts > 1) run_spread(h, parts);
+    else product(h, 0, 0, 1);
 }
 
 /* --- the address of each buffer, learnt once ------------------------------ */
