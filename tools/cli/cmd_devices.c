@@ -21,6 +21,18 @@ static const char *gemm_provider(const clformer_device_info *d)
     return clformer_gemm_provider_name(p);
 }
 
+/* Whether CLBlast's parameters are searched per GEMM shape on this device
+ * under CLFORMER_GEMM_TUNING (docs/DEVICES.md): `search` anywhere, unset,
+ * `1` or `auto` where the profile says so. */
+static bool gemm_searched(const clformer_device_profile *p)
+{
+    clformer_context_params params;
+    if (clformer_context_params_from_env(&params) != CLFORMER_OK) return false;
+    const char *t = params.gemm_tuning;
+    if (t && !strcmp(t, "search")) return true;
+    return p->gemm_search && (!t || !*t || !strcmp(t, "1") || !strcmp(t, "auto"));
+}
+
 /* The device profile a context on this device would make under
  * CLFORMER_PROFILE; false (with the reason recorded) for a bad word. */
 static bool profile_of(const clformer_device_info *d, clformer_device_profile *p)
@@ -46,14 +58,14 @@ static json_t *profile_json(const clformer_device_info *d)
         "unified_memory", p.unified_memory, "max_alloc_bytes", (json_int_t)p.max_alloc_bytes,
         "max_work_group_size", (json_int_t)p.max_work_group_size);
     json_t *choices = json_pack(
-        "{s:o, s:b, s:I, s:I, s:I, s:b, s:b, s:b, s:b, s:b, s:b, s:I, s:b}", "forced",
+        "{s:o, s:b, s:I, s:I, s:I, s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:I, s:b}", "forced",
         p.forced ? json_string(p.forced) : json_null(), "gpu_layouts", p.gpu_layouts,
         "reduce_wg", (json_int_t)p.reduce_wg, "elementwise_wg", (json_int_t)p.elementwise_wg,
         "reduce_partials", (json_int_t)p.reduce_partials, "scalar_attention",
         p.scalar_attention, "host_gemm", p.host_gemm, "fused_attention_long",
         p.fused_attention_long, "stage_uploads", p.stage_uploads, "keep_released_buffers",
         p.keep_released_buffers, "batched_gemm_one_by_one", p.batched_gemm_one_by_one,
-        "compile_threads", (json_int_t)p.compile_threads, "timings_meaningful",
+        "gemm_search", p.gemm_search, "compile_threads", (json_int_t)p.compile_threads, "timings_meaningful",
         p.timings_meaningful);
     if (facts && choices && json_object_update(facts, choices) == 0) {
         json_decref(choices);
@@ -135,7 +147,10 @@ static void print_table(const clformer_device_info *d, size_t n, long selected)
             printf("        gemm      host: OpenBLAS sgemm in native kernels (CLFORMER_GEMM=clblast "
                    "for CLBlast)\n");
         else
-            printf("        gemm      clblast%s\n", x->native_kernels ? "" : " (no native kernels)");
+            printf("        gemm      clblast%s%s\n", x->native_kernels ? "" : " (no native kernels)",
+                   profile_of(x, &p) && gemm_searched(&p)
+                       ? "; its parameters searched per shape on first use (CLFORMER_GEMM_TUNING)"
+                       : "");
     }
 }
 
