@@ -160,6 +160,7 @@ typedef struct {
     bool fp16, fp64, bf16;
     bool native_kernels, unified_memory;
     uint64_t max_alloc_bytes;
+    uint64_t local_mem_bytes;    /* local memory per work-group */
     size_t max_work_group_size;
     /* choices: the code paths this device takes */
     const char *forced;          /* static: the CLFORMER_PROFILE word that forced the layouts, or NULL */
@@ -170,6 +171,9 @@ typedef struct {
     size_t elementwise_wg;       /* work-group of element-wise kernels */
     size_t reduce_partials;      /* most partial sums of a full reduction (cl/reduce.cl) */
     bool scalar_attention;       /* flash attention's one-key-at-a-time *_simple kernels */
+    bool tiled_attention;        /* fused attention runs the tiled kernels of GPUs
+                                    (cl/flash_attention_tiled.cl), from any length on the auto
+                                    path; otherwise one work item per row (cl/flash_attention.cl) */
     bool host_gemm;              /* the host GEMM provider can run here (a CPU with native
                                     kernels; whether OpenBLAS is built in is not a device fact) */
     bool fused_attention_long;   /* auto attention path: fused from CLFORMER_ATTENTION_FUSED_CPU_LEN */
@@ -424,13 +428,17 @@ CLFORMER_API clformer_gemm_provider clformer_context_gemm_provider(const clforme
 
 /*
  * How attention runs in training and evaluation batches:
- *   fused    one kernel per query row with an online softmax (and two for
- *            its backward); saves two numbers per query row: 2 x B x heads x T
- *            floats per attention layer
+ *   fused    one kernel with an online softmax (and two for its backward):
+ *            tiled on GPUs (a work-group per block of rows, key and value
+ *            tiles in local memory), one work item per query row elsewhere;
+ *            saves two numbers per query row: 2 x B x heads x T floats per
+ *            attention layer
  *   unfused  GEMMs around a softmax kernel; saves the probabilities: B x
  *            heads x Tq x Tk floats per attention layer (twice with dropout)
- *   auto     per batch: fused on CPU devices (not simulators) for sentences
- *            of CLFORMER_ATTENTION_FUSED_CPU_LEN tokens or more, where it was
+ *   auto     per batch: fused where the device profile runs the tiled
+ *            kernels (GPUs, clformer_device_profile.tiled_attention); fused on
+ *            CPU devices (not simulators) for sentences of
+ *            CLFORMER_ATTENTION_FUSED_CPU_LEN tokens or more, where it was
  *            measured faster; otherwise unfused while the probabilities of all
  *            attention layers stay small (CLFORMER_ATTENTION_UNFUSED_MAX_BYTES)
  *            and fused above

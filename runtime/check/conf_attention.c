@@ -11,7 +11,10 @@
  * unfused path (probabilities saved) and on the fused one (row statistics
  * saved; the same output and gradients are expected, dropout mask included),
  * some with grouped-query attention (H_kv < H): the reference repeats each
- * key/value head for its query heads and sums their dK and dV back. */
+ * key/value head for its query heads and sums their dK and dV back. Fused
+ * results are named "attention_tiled_*" where the tiled kernels of GPUs run
+ * (cl/flash_attention_tiled.cl), "attention_fused_*" where the per-row ones
+ * do. */
 #include "conf_block.h"
 #include "conformance.h"
 #include "ops.h"
@@ -344,7 +347,7 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
              s.Tk, s.Tk_cap, s.dh, s.q_pos0);
     const char *variant = c->causal ? (active ? "_causal_dropout" : "_causal")
                                     : (active ? "_dropout" : "");
-    const char *path = c->fused ? "_fused" : "";
+    const char *path = !c->fused ? "" : cf_attention_tiled(ctx, s.dh) ? "_tiled" : "_fused";
     snprintf(op, sizeof op, "attention%s_forward%s", path, variant);
     conf_emit(sink, user, op, shape, conf_guarded(f, &b), ms[0]);
     snprintf(op, sizeof op, "attention%s_backward%s", path, variant);
@@ -387,9 +390,9 @@ clformer_status conf_attention(cf_ctx *ctx, bool quick, conf_sink sink, void *us
     return CLFORMER_OK;
 }
 
-CONF_OP(attention) = {"attention", "~split_heads ~merge_heads attention_softmax attention_softmax_backward flash_attention_forward|flash_attention_forward_simple flash_attention_backward_dq|flash_attention_backward_dq_simple flash_attention_backward_dkv|flash_attention_backward_dkv_simple",
-    "cf_attention_forward, cf_attention_backward (materialised and fused), cf_split_heads, cf_merge_heads",
+CONF_OP(attention) = {"attention", "~split_heads ~merge_heads attention_softmax attention_softmax_backward flash_attention_forward|flash_attention_forward_simple|flash_tiled_forward flash_attention_backward_dq|flash_attention_backward_dq_simple|flash_tiled_backward_dq flash_attention_backward_dkv|flash_attention_backward_dkv_simple|flash_tiled_backward_dkv",
+    "cf_attention_forward, cf_attention_backward (materialised, fused per row and tiled), cf_split_heads, cf_merge_heads",
     "ref_attention_forward, ref_attention_backward, ref_split_heads, ref_merge_heads (reference/ref_attention.c)",
     "gradient rule for the output and every gradient",
     conf_attention, NULL,
-    "test_attention (split_heads, merge_heads, many more cases, determinism, argument errors); finite differences of the reference: test_ref_attention", true};
+    "test_attention (split_heads, merge_heads, many more cases and head sizes, determinism, argument errors, which fused kernels run: fused_kernels_follow_the_profile); finite differences of the reference: test_ref_attention", true};

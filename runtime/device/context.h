@@ -51,6 +51,7 @@ struct clformer_context {
     clformer_gemm_provider gemm_provider; /* see clformer_gemm_provider_for */
     bool gemm_search; /* CLBlast's sets timed per GEMM shape (gemm_search.h) */
     clformer_attention_path attention_path; /* the choice; acts.c applies it per batch */
+    bool attention_fallback_logged; /* a head size without tiles was logged (ops_attention.c) */
     /* The storage precision of the activations the ops write (FP32 unless a
      * session's pass is running: the session sets it for the passes it
      * enqueues and restores it after). With BF16 or FP16, each op wrapper in

@@ -87,6 +87,7 @@ static size_t fit_wg(size_t want, size_t max_wg)
 static void set_layouts(clformer_device_profile *p, bool gpu)
 {
     p->gpu_layouts = gpu;
+    p->tiled_attention = gpu;
     /* PoCL's CPU devices run barrier kernels fastest with small groups. */
     p->reduce_wg = fit_wg(gpu ? 256 : 16, p->max_work_group_size);
     p->reduce_partials = gpu ? GPU_PARTIALS : CPU_PARTIALS;
@@ -109,6 +110,7 @@ clformer_status clformer_device_profile_for(const clformer_device_info *d, const
     p->native_kernels = d->native_kernels;
     p->unified_memory = d->unified_memory;
     p->max_alloc_bytes = d->max_alloc_bytes;
+    p->local_mem_bytes = d->local_mem_bytes;
     p->max_work_group_size = d->max_work_group_size ? d->max_work_group_size : 1;
 
     const bool cpu = p->kind == CLFORMER_KIND_CPU, simulator = p->kind == CLFORMER_KIND_SIMULATOR;
@@ -148,4 +150,123 @@ clformer_status clformer_device_profile_for(const clformer_device_info *d, const
                        force);
     }
     return CLFORMER_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Tiles of the tiled attention kernels (cl/flash_attention_tiled.cl)        */
+/* ------------------------------------------------------------------------- */
+
+/* Floats of a row's operands and accumulators one work item may hold in
+ * registers: the forward holds 2 arrays (q, o), dQ 3 (q, dO, dq), dK/dV 4
+ * (k, v, dk, dv). Past it the row's columns are split over more items. An
+ * estimate (no GPU measured yet): it leaves ~60 of NVIDIA's 168 registers
+ * per item at 256-item groups, 1.5 groups per multiprocessor. */
+#define TILED_REGISTER_FLOATS 96
+/* Work items per group: AMD's limit, and enough rows to share each tile. */
+#define TILED_GROUP 256
+/* Local memory a group may use: NVIDIA's OpenCL limit (48 KiB), also on
+ * devices with more, so that a profile's tiles hold there too. */
+#define TILED_LOCAL_BYTES (48u << 10)
+/* Head sizes past this would need more than 8 items per row. */
+#define TILED_MAX_HEAD_DIM 256
+
+/* Items per row: the least power of two whose slices of `arrays` arrays of
+ * dh floats fit the register budget, at most one float4 column each. */
+static unsigned split_for(unsigned arrays, unsigned dh)
+{
+    const unsigned columns = (dh + 3) / 4;
+    unsigned split = 1;
+    while (split < columns && arrays * dh > TILED_REGISTER_FLOATS * split) split *= 2;
+    return split;
+}
+
+/* Bytes of the local arrays each kernel declares (keep in step with
+ * cl/flash_attention_tiled.cl): two streamed tiles of `tile` rows of
+ * 4 * ceil(dh / 4) floats, the exchange of `values` partial sums per item
+ * when rows are split, a tile of dropout multipliers (row stride keys + 1)
+ * and per-tile flags and row statistics (three a row). */
+static size_t fwd_local(const cf_attention_tiles *t)
+{
+    const size_t ld = 4 * ((t->head_dim + 3) / 4), w = (size_t)t->fwd_rows * t->fwd_split;
+    return 4 * (2 * t->fwd_keys * ld + t->fwd_keys + (t->fwd_split > 1 ? t->fwd_keys * w : 1) +
+                t->fwd_rows * (t->fwd_keys + 1));
+}
+static size_t dq_local(const cf_attention_tiles *t)
+{
+    const size_t ld = 4 * ((t->head_dim + 3) / 4), w = (size_t)t->dq_rows * t->dq_split;
+    const size_t xs = t->dq_split > 1    ? 2 * t->dq_keys * w
+                      : t->dkv_split > 1 ? t->dkv_split / t->dq_split * w
+                                         : 1; /* and D's shares for dK/dV */
+    return 4 * (2 * t->dq_keys * ld + t->dq_keys + xs + t->dq_rows * (t->dq_keys + 4));
+}
+static size_t dkv_local(const cf_attention_tiles *t)
+{
+    const size_t ld = 4 * ((t->head_dim + 3) / 4), w = (size_t)t->dkv_keys * t->dkv_split;
+    return 4 * (2 * t->dkv_rows * ld + 3 * t->dkv_rows +
+                (t->dkv_split > 1 ? 2 * t->dkv_rows * w : 1) + t->dkv_rows * (t->dkv_keys + 1));
+}
+
+void cf_attention_tiles_options(const cf_attention_tiles *t, char *out, size_t cap)
+{
+    snprintf(out, cap,
+             "-DHEAD_DIM=%u -DFWD_ROWS=%u -DFWD_SPLIT=%u -DFWD_KEYS=%u -DDQ_ROWS=%u "
+             "-DDQ_SPLIT=%u -DDQ_KEYS=%u -DDKV_KEYS=%u -DDKV_SPLIT=%u -DDKV_ROWS=%u",
+             t->head_dim, t->fwd_rows, t->fwd_split, t->fwd_keys, t->dq_rows, t->dq_split,
+             t->dq_keys, t->dkv_keys, t->dkv_split, t->dkv_rows);
+}
+
+size_t cf_attention_tiles_local_bytes(const cf_attention_tiles *t)
+{
+    size_t a = fwd_local(t), b = dq_local(t), c = dkv_local(t);
+    return a > b ? (a > c ? a : c) : (b > c ? b : c);
+}
+
+/* The largest tile of 16, 8 or 4 rows with which local_of(t) fits `local`;
+ * with 4 not fitting, the owned rows halve (down to one), then 0: none fits. */
+static bool fit_tile(cf_attention_tiles *t, unsigned *tile, unsigned *owned, size_t local,
+                     size_t (*local_of)(const cf_attention_tiles *))
+{
+    for (;;) {
+        for (*tile = 16; *tile >= 4; *tile /= 2)
+            if (local_of(t) <= local) return true;
+        if (*owned == 1) return false;
+        *owned /= 2;
+    }
+}
+
+bool cf_attention_tiles_for(const clformer_device_profile *p, size_t dh, cf_attention_tiles *t,
+                            const char **why)
+{
+    memset(t, 0, sizeof *t);
+    if (!p->tiled_attention) {
+        *why = "the device profile runs the per-row kernels";
+        return false;
+    }
+    if (dh == 0 || dh > TILED_MAX_HEAD_DIM) {
+        *why = "the head size is above 256";
+        return false;
+    }
+    const size_t wg = p->max_work_group_size < TILED_GROUP ? p->max_work_group_size : TILED_GROUP;
+    const size_t local = p->local_mem_bytes < TILED_LOCAL_BYTES ? p->local_mem_bytes
+                                                                 : TILED_LOCAL_BYTES;
+    t->head_dim = (unsigned)dh;
+    t->fwd_split = split_for(2, t->head_dim);
+    t->dq_split = split_for(3, t->head_dim);
+    t->dkv_split = split_for(4, t->head_dim);
+    if (wg < t->fwd_split || wg < t->dq_split || wg < t->dkv_split) {
+        *why = "the device's work-groups are too small for the head size";
+        return false;
+    }
+    /* at most 128 rows a group: a sequence of 1024 still gives 8 per head */
+    t->fwd_rows = (unsigned)(wg / t->fwd_split > 128 ? 128 : wg / t->fwd_split);
+    t->dq_rows = (unsigned)(wg / t->dq_split > 128 ? 128 : wg / t->dq_split);
+    t->dkv_keys = (unsigned)(wg / t->dkv_split > 128 ? 128 : wg / t->dkv_split);
+    if (!fit_tile(t, &t->fwd_keys, &t->fwd_rows, local, fwd_local) ||
+        !fit_tile(t, &t->dq_keys, &t->dq_rows, local, dq_local) ||
+        !fit_tile(t, &t->dkv_rows, &t->dkv_keys, local, dkv_local)) {
+        *why = "the device's local memory is too small for the head size";
+        return false;
+    }
+    *why = NULL;
+    return true;
 }

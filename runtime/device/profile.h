@@ -15,4 +15,26 @@ clformer_device_kind cf_device_kind(const clformer_device_info *d);
  * GPU, accelerator, CPU, anything else, simulators last. */
 int cf_device_tier(const clformer_device_info *d);
 
+/* The tiles of cl/flash_attention_tiled.cl for head size dh (its build
+ * options): per kernel the rows a work-group owns, the work items that
+ * share a row (each holds a slice of its columns in registers) and the
+ * rows of the other side that stream through local memory per tile. */
+typedef struct {
+    unsigned head_dim;
+    unsigned fwd_rows, fwd_split, fwd_keys; /* forward: query rows, items per row, key tile */
+    unsigned dq_rows, dq_split, dq_keys;    /* dQ: the same */
+    unsigned dkv_keys, dkv_split, dkv_rows; /* dK, dV: key rows, items per row, query tile */
+} cf_attention_tiles;
+
+/* The tiles for head size dh on a device with profile p; false when the
+ * tiled kernels do not serve it, with *why saying why in a few words. */
+bool cf_attention_tiles_for(const clformer_device_profile *p, size_t dh, cf_attention_tiles *t,
+                            const char **why);
+
+/* The build options that give the kernels the tiles t: "-DHEAD_DIM=64 ...". */
+void cf_attention_tiles_options(const cf_attention_tiles *t, char *out, size_t cap);
+
+/* The local memory the tiled kernels declare, in bytes (the largest of the three). */
+size_t cf_attention_tiles_local_bytes(const cf_attention_tiles *t);
+
 #endif

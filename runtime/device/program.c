@@ -69,10 +69,14 @@ clformer_status cf_program_source(const char *kernel_dir, const char *program, c
     return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "no kernel program named '%s' in cl/", program);
 }
 
-/* The device profile's facts and choices that kernels compile in. */
 void cf_program_options(const cf_ctx *ctx, const char *extra, char *out, size_t cap)
 {
-    const clformer_device_profile *p = &ctx->device_profile;
+    cf_program_options_for(&ctx->device_profile, extra, out, cap);
+}
+
+void cf_program_options_for(const clformer_device_profile *p, const char *extra, char *out,
+                            size_t cap)
+{
     /* ACT_RELU, ACT_GELU, ACT_GELU_TANH: clformer_activation's values (cl/activation.cl) */
     snprintf(out, cap,
              "-cl-std=CL1.2 -DREDUCE_WG=%zu -DGPU_LAYOUTS=%d -DHAS_FP16=%d -DHAS_FP64=%d "

@@ -86,7 +86,12 @@ typedef enum {
     CF_PROGRAM_BUILT,
     CF_PROGRAM_REBUILT /* its cache entry was unusable */
 } cf_program_origin;
+/* The build options of every program on the context's device: the device
+ * profile's facts and choices that kernels compile in, then `extra` (NULL:
+ * none). _for: the same for a profile without a context (tools/proxy). */
 void cf_program_options(const cf_ctx *ctx, const char *extra, char *out, size_t cap);
+void cf_program_options_for(const clformer_device_profile *p, const char *extra, char *out,
+                            size_t cap);
 bool cf_program_loaded(const cf_ctx *ctx, const char *name, const char *options);
 clformer_status cf_program_obtain(const cf_ctx *ctx, const char *name, const char *options,
                                   cl_program *out, cf_cache_key *key,

@@ -144,17 +144,18 @@ clformer_status cf_programs_prepare(cf_ctx *ctx, const char *const *names, size_
 }
 
 /* Whether a training step with this attention path runs kernels of `program`:
- * the programs the model's forward and backward use, and the fused attention
- * where it is on (decoding's and beam search's are translation's alone, and
- * an op the model does not use yet compiles on its first launch). */
-static bool training_runs(const char *program, bool fused_attention)
+ * the programs the model's forward and backward use, and the per-row fused
+ * attention where it is on (decoding's and beam search's are translation's
+ * alone, and an op the model does not use yet compiles on its first launch;
+ * so do the tiled attention kernels, built per head size). */
+static bool training_runs(const char *program, bool fused_attention, bool tiled)
 {
     static const char *const trained[] = {"activation", "adam",      "attention", "dropout",
                                           "embedding",  "layernorm", "loss",      "reduce",
                                           "tensor"};
     for (size_t i = 0; i < sizeof trained / sizeof *trained; i++)
         if (!strcmp(program, trained[i])) return true;
-    return fused_attention && !strcmp(program, "flash_attention");
+    return fused_attention && !tiled && !strcmp(program, "flash_attention");
 }
 
 clformer_status cf_programs_prepare_ops(cf_ctx *ctx, bool fused_attention)
@@ -168,7 +169,8 @@ clformer_status cf_programs_prepare_ops(cf_ctx *ctx, bool fused_attention)
     const char *names[sizeof programs / sizeof *programs];
     size_t n = 0;
     for (size_t i = 0; i < sizeof programs / sizeof *programs; i++)
-        if (training_runs(programs[i], fused_attention)) names[n++] = programs[i];
+        if (training_runs(programs[i], fused_attention, ctx->device_profile.tiled_attention))
+            names[n++] = programs[i];
     CF_TRY(cf_programs_prepare(ctx, names, n, 0));
     ctx->ops_prepared[fused_attention] = true;
     return CLFORMER_OK;

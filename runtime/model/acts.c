@@ -234,6 +234,10 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
                             bool training)
 {
     if (path != CLFORMER_ATTENTION_AUTO) return path == CLFORMER_ATTENTION_FUSED;
+    /* the tiled kernels (GPUs): one launch and no probabilities in memory
+     * where the GEMM path makes three launches and stores them (unmeasured on
+     * a GPU yet) */
+    if (device->tiled_attention) return true;
     /* measured on PoCL (docs/PERFORMANCE.md): about level with the GEMM path at length 32,
      * twice as fast from 256 on; elsewhere unmeasured, so only memory decides */
     const size_t longest = S > T ? S : T;

@@ -109,7 +109,8 @@ static inline bool cf_acts_dropout(const cf_acts *a, const clformer_config *cfg)
 clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, bool training);
 
 /* Whether a batch shape's attention takes the fused path under `path` on
- * `device` (auto: on a CPU device that is not a simulator for lengths of
+ * `device` (auto: always where the profile runs the tiled kernels; on a
+ * CPU device that is not a simulator for lengths of
  * CLFORMER_ATTENTION_FUSED_CPU_LEN or more, else when the unfused path's
  * saved probabilities would exceed CLFORMER_ATTENTION_UNFUSED_MAX_BYTES or
  * one buffer). */

@@ -240,6 +240,11 @@ static inline bool cf_attention_fused(const cf_attention_saved *saved)
     return saved->stats.buf != NULL;
 }
 
+/* Whether the fused path runs the tiled kernels of GPUs for head size dh
+ * (cl/flash_attention_tiled.cl; the device profile has tiles for it),
+ * rather than the per-row ones (cl/flash_attention.cl). */
+bool cf_attention_tiled(cf_ctx *ctx, size_t dh);
+
 /* ctx_h (B, H, Tq, dh) = dropout(softmax(qh kh^T / sqrt(dh) + mask)) vh.
  * Masks: key j of batch b is masked when key_tokens[b*key_ld + j] == 0 (pad)
  * or, if causal, when j > q_pos0 + t. Masked scores are -inf; a row whose

@@ -2,8 +2,10 @@
  * Multi-head scaled dot-product attention (contract in runtime/ops/ops.h).
  *
  * Two paths, chosen by the saved tensors the caller gives. The fused one is
- * one forward launch and two backward launches of cl/flash_attention.cl
- * (per query row, then per key row), saving only two numbers per query row.
+ * one forward launch and two backward launches (per query rows, then per
+ * key rows), saving only two numbers per query row: the tiled kernels of
+ * cl/flash_attention_tiled.cl where the device profile has tiles for the
+ * head size (GPUs), else the per-row ones of cl/flash_attention.cl.
  * The unfused one, per (b, h), is three launches over all B*H heads at once:
  *   S = Qh Kh^T                      strided-batched GEMM into saved->probs
  *   P = softmax(scale S + mask)      attention_softmax, in place; P_drop beside it
@@ -29,6 +31,7 @@
 #include "ops.h"
 #include "gemm.h"
 #include "launch.h"
+#include "profile.h"
 #include "program.h"
 
 #include <limits.h>
@@ -192,7 +195,56 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
         CF_I32((s)->q_pos0), CF_I32((s)->causal), CF_F32(1.0f / sqrtf((float)(s)->dh)),        \
         DROP_ARGS(cf_dropout_active(dropout), dropout)
 
-/* One work item per query row: softmax statistics, then the output. */
+/* The tiles of the tiled kernels for head size dh, or false: the per-row
+ * kernels serve it (a profile with tiled attention says why, once, at
+ * debug level). */
+static bool tiles_for(cf_ctx *ctx, size_t dh, cf_attention_tiles *t)
+{
+    const char *why;
+    if (cf_attention_tiles_for(&ctx->device_profile, dh, t, &why)) return true;
+    if (ctx->device_profile.tiled_attention && !ctx->attention_fallback_logged) {
+        cf_log(&ctx->log, CF_LOG_DEBUG,
+               "attention: head size %zu runs the per-row fused kernels: %s", dh, why);
+        ctx->attention_fallback_logged = true;
+    }
+    return false;
+}
+
+bool cf_attention_tiled(cf_ctx *ctx, size_t dh)
+{
+    cf_attention_tiles t;
+    return tiles_for(ctx, dh, &t);
+}
+
+/* cl/flash_attention_tiled.cl's kernel `name` built for the tiles t. */
+static clformer_status tiled_kernel(cf_ctx *ctx, const cf_attention_tiles *t, const char *name,
+                                    cl_kernel *k)
+{
+    char options[256];
+    cf_attention_tiles_options(t, options, sizeof options);
+    return cf_kernel(ctx, "flash_attention_tiled", options, name, k);
+}
+
+/* The shape arguments of the tiled kernels, after their tensors. */
+#define TILED_ARGS(key_tokens, any, s, dropout)                                                 \
+    CF_MEM((key_tokens).buf ? (key_tokens).buf : (any)), CF_U64((key_tokens).off),             \
+        CF_I32((s)->key_ld), CF_I32((key_tokens).buf != NULL), CF_I32((s)->H),                 \
+        CF_I32(cf_attention_group(s)), CF_I32((s)->Tq), CF_I32((s)->Tk), CF_I32((s)->Tk_cap),   \
+        CF_I32((s)->q_pos0), CF_I32((s)->causal), CF_F32(1.0f / sqrtf((float)(s)->dh)),        \
+        DROP_ARGS(cf_dropout_active(dropout), dropout)
+
+/* A tiled launch: blocks of `rows` of the `n` rows of each of `heads`
+ * heads, `split` items a row. */
+static void tiled_grid(size_t rows, size_t split, size_t n, size_t heads, size_t global[2],
+                       size_t local[2])
+{
+    local[0] = rows * split;
+    local[1] = 1;
+    global[0] = (n + rows - 1) / rows * local[0];
+    global[1] = heads;
+}
+
+/* The fused forward: the row statistics, then the output. */
 static clformer_status forward_fused(cf_ctx *ctx, cf_view out, const cf_attention_saved *saved,
                                      cf_view qh, cf_view kh, cf_view vh, cf_view key_tokens,
                                      const cf_attention_shape *s, const cf_dropout *dropout)
@@ -201,20 +253,32 @@ static clformer_status forward_fused(cf_ctx *ctx, cf_view out, const cf_attentio
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cf_attention_forward: on the fused path saved->out must be ctx_h and "
                        "saved->key_tokens the key_tokens given (the backward reads them)");
-    const size_t rows = s->B * s->H * s->Tq, local = ctx->elementwise_wg;
-    const size_t global = cf_round_up(rows, local);
-    cl_kernel k;
-    CF_TRY(cf_kernel_get(ctx, ctx->device_profile.scalar_attention ? CF_K_FLASH_ATTENTION_FORWARD_SIMPLE
-                                                  : CF_K_FLASH_ATTENTION_FORWARD, &k));
+    const size_t rows = s->B * s->H * s->Tq;
     const cf_view L = saved->stats;
     /* ideal traffic: Q, K, V read and O written once, two statistics per row */
-    const size_t moved =
-        2 * rows * s->dh + 2 * s->B * cf_attention_kv_heads(s) * s->Tk * s->dh + 2 * rows;
-    CF_TRY(CF_LAUNCH(ctx, "attention", cf_f32_bytes(moved), k, 1, &global, &local,
-                     CF_MEM(out.buf), CF_U64(out.off), CF_MEM(L.buf), CF_U64(L.off),
-                     CF_MEM(qh.buf), CF_U64(qh.off),
-                     CF_MEM(kh.buf), CF_U64(kh.off), CF_MEM(vh.buf), CF_U64(vh.off),
-                     FUSED_ARGS(key_tokens, qh.buf, s, rows, dropout)));
+    const uint64_t bytes =
+        cf_f32_bytes(2 * rows * s->dh + 2 * s->B * cf_attention_kv_heads(s) * s->Tk * s->dh +
+                     2 * rows);
+    cl_kernel k;
+    cf_attention_tiles t;
+    if (tiles_for(ctx, s->dh, &t)) {
+        size_t global[2], local[2];
+        tiled_grid(t.fwd_rows, t.fwd_split, s->Tq, s->B * s->H, global, local);
+        CF_TRY(tiled_kernel(ctx, &t, "flash_tiled_forward", &k));
+        CF_TRY(CF_LAUNCH(ctx, "attention", bytes, k, 2, global, local, CF_VIEW(out),
+                         CF_VIEW(L), CF_VIEW(qh), CF_VIEW(kh), CF_VIEW(vh),
+                         TILED_ARGS(key_tokens, qh.buf, s, dropout)));
+    } else {
+        /* one work item per query row */
+        const size_t local = ctx->elementwise_wg, global = cf_round_up(rows, local);
+        CF_TRY(cf_kernel_get(ctx, ctx->device_profile.scalar_attention
+                                      ? CF_K_FLASH_ATTENTION_FORWARD_SIMPLE
+                                      : CF_K_FLASH_ATTENTION_FORWARD,
+                             &k));
+        CF_TRY(CF_LAUNCH(ctx, "attention", bytes, k, 1, &global, &local, CF_VIEW(out),
+                         CF_VIEW(L), CF_VIEW(qh), CF_VIEW(kh), CF_VIEW(vh),
+                         FUSED_ARGS(key_tokens, qh.buf, s, rows, dropout)));
+    }
     /* the output, as stored; the row statistics stay fp32 */
     return cf_round_activation(ctx, out, rows * s->dh);
 }
@@ -284,46 +348,53 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
                                    dkh.off, dh, kstride, BK);
 }
 
-/* dQ and D = rowsum(dO * O) per query row, then dK and dV per four key rows. */
+/* dQ and D = rowsum(dO * O) per query row, then dK and dV per key row. */
 static clformer_status backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
                                       cf_view dsum, cf_view dout,
                                       const cf_attention_saved *saved, cf_view qh, cf_view kh,
                                       cf_view vh, const cf_attention_shape *s,
                                       const cf_dropout *dropout)
 {
-    const cf_view key_tokens = saved->key_tokens;
+    const cf_view key_tokens = saved->key_tokens, L = saved->stats, O = saved->out;
     const size_t BH = s->B * s->H, rows = BH * s->Tq;
     const size_t BK = s->B * cf_attention_kv_heads(s), keyrows = BK * s->Tk;
-    const size_t local = ctx->elementwise_wg;
-    const cf_view L = saved->stats, O = saved->out;
+    /* ideal traffic: dO, O, Q read and dQ written; K, V read; statistics, D */
+    const size_t q_rows = rows * s->dh, k_rows = keyrows * s->dh;
+    const uint64_t dq_bytes = cf_f32_bytes(4 * q_rows + 2 * k_rows + 3 * rows);
+    /* ideal traffic: Q, dO read; K, V read and dK, dV written; statistics, D */
+    const uint64_t dkv_bytes = cf_f32_bytes(2 * q_rows + 4 * k_rows + 3 * rows);
     cl_kernel k;
+    cf_attention_tiles t;
+    if (tiles_for(ctx, s->dh, &t)) {
+        size_t global[2], local[2];
+        tiled_grid(t.dq_rows, t.dq_split, s->Tq, BH, global, local);
+        CF_TRY(tiled_kernel(ctx, &t, "flash_tiled_backward_dq", &k));
+        CF_TRY(CF_LAUNCH(ctx, "attention", dq_bytes, k, 2, global, local, CF_VIEW(dqh),
+                         CF_VIEW(dsum), CF_VIEW(dout), CF_VIEW(O), CF_VIEW(L), CF_VIEW(qh),
+                         CF_VIEW(kh), CF_VIEW(vh), TILED_ARGS(key_tokens, qh.buf, s, dropout)));
+        tiled_grid(t.dkv_keys, t.dkv_split, s->Tk, BK, global, local);
+        CF_TRY(tiled_kernel(ctx, &t, "flash_tiled_backward_dkv", &k));
+        return CF_LAUNCH(ctx, "attention", dkv_bytes, k, 2, global, local, CF_VIEW(dkh),
+                         CF_VIEW(dvh), CF_VIEW(dsum), CF_VIEW(dout), CF_VIEW(L), CF_VIEW(qh),
+                         CF_VIEW(kh), CF_VIEW(vh), TILED_ARGS(key_tokens, qh.buf, s, dropout));
+    }
+    const size_t local = ctx->elementwise_wg;
     /* simulators: the scalar *_simple kernels (why: cl/flash_attention.cl) */
     const bool simple = ctx->device_profile.scalar_attention;
     CF_TRY(cf_kernel_get(ctx, simple ? CF_K_FLASH_ATTENTION_BACKWARD_DQ_SIMPLE
                                      : CF_K_FLASH_ATTENTION_BACKWARD_DQ, &k));
     size_t global = cf_round_up(rows, local);
-    /* ideal traffic: dO, O, Q read and dQ written; K, V read; statistics, D */
-    const size_t q_rows = rows * s->dh, k_rows = keyrows * s->dh;
-    CF_TRY(CF_LAUNCH(ctx, "attention", cf_f32_bytes(4 * q_rows + 2 * k_rows + 3 * rows), k, 1,
-                     &global, &local, CF_MEM(dqh.buf), CF_U64(dqh.off),
-                     CF_MEM(dsum.buf), CF_U64(dsum.off), CF_MEM(dout.buf), CF_U64(dout.off),
-                     CF_MEM(O.buf), CF_U64(O.off), CF_MEM(L.buf), CF_U64(L.off),
-                     CF_MEM(qh.buf), CF_U64(qh.off), CF_MEM(kh.buf), CF_U64(kh.off),
-                     CF_MEM(vh.buf), CF_U64(vh.off),
-                     FUSED_ARGS(key_tokens, qh.buf, s, rows, dropout)));
+    CF_TRY(CF_LAUNCH(ctx, "attention", dq_bytes, k, 1, &global, &local, CF_VIEW(dqh),
+                     CF_VIEW(dsum), CF_VIEW(dout), CF_VIEW(O), CF_VIEW(L), CF_VIEW(qh),
+                     CF_VIEW(kh), CF_VIEW(vh), FUSED_ARGS(key_tokens, qh.buf, s, rows, dropout)));
     CF_TRY(cf_kernel_get(ctx, simple ? CF_K_FLASH_ATTENTION_BACKWARD_DKV_SIMPLE
                                      : CF_K_FLASH_ATTENTION_BACKWARD_DKV, &k));
     /* a work item per four key rows (simple: per key row) */
     const size_t blocks = simple ? keyrows : BK * ((s->Tk + 3) / 4);
     global = cf_round_up(blocks, local);
-    /* ideal traffic: Q, dO read; K, V read and dK, dV written; statistics, D */
-    return CF_LAUNCH(ctx, "attention", cf_f32_bytes(2 * q_rows + 4 * k_rows + 3 * rows), k, 1,
-                     &global, &local, CF_MEM(dkh.buf), CF_U64(dkh.off),
-                     CF_MEM(dvh.buf), CF_U64(dvh.off), CF_MEM(dsum.buf), CF_U64(dsum.off),
-                     CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(L.buf), CF_U64(L.off),
-                     CF_MEM(qh.buf), CF_U64(qh.off), CF_MEM(kh.buf), CF_U64(kh.off),
-                     CF_MEM(vh.buf), CF_U64(vh.off),
-                     FUSED_ARGS(key_tokens, qh.buf, s, blocks, dropout));
+    return CF_LAUNCH(ctx, "attention", dkv_bytes, k, 1, &global, &local, CF_VIEW(dkh),
+                     CF_VIEW(dvh), CF_VIEW(dsum), CF_VIEW(dout), CF_VIEW(L), CF_VIEW(qh),
+                     CF_VIEW(kh), CF_VIEW(vh), FUSED_ARGS(key_tokens, qh.buf, s, blocks, dropout));
 }
 
 clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,

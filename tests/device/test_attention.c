@@ -6,9 +6,12 @@
  * padded keys; dropout on and off; every case on the unfused and the fused
  * path. Then what only the device test does: the fused backward against
  * finite differences of the fused forward, degenerate sizes, argument
- * errors, the head split/merge layout. */
+ * errors, the head split/merge layout, and which fused kernels run: the
+ * tiled ones wherever the device profile has tiles (CLFORMER_PROFILE=
+ * gpu-layouts), for every head size, and the per-row ones elsewhere. */
 #include "harness.h"
 #include "conformance.h"
+#include "kernel_ids.h"
 #include "ops.h"
 #include "ref_attention.h"
 
@@ -154,6 +157,71 @@ static void attention_dropout(void **state)
     };
     if (harness_is_slow()) RUN(slow, 600);
     else RUN(fast, 600);
+}
+
+/* The head sizes of common models (32 to 128) and others: one that is no
+ * whole number of float4 columns (6), one whose columns do not split evenly
+ * over a row's work items (20). The tiled kernels are built per head size. */
+static void attention_head_sizes(void **state)
+{
+    (void)state;
+    static const conf_attention_case slow[] = {{1, 1, 6, 5, 5, 5, 0, true, CONF_KEYS_FULL, 0.0f, false}};
+    static const conf_attention_case fast[] = {
+        {1, 2, 32, 33, 33, 33, 0, true, CONF_KEYS_RIGHT_PAD, 0.1f, true},
+        {1, 2, 96, 20, 33, 33, 0, false, CONF_KEYS_RANDOM_PAD, 0.0f, false},
+        {1, 1, 128, 33, 33, 33, 0, true, CONF_KEYS_FULL, 0.0f, false},
+        {2, 1, 6, 19, 19, 19, 0, false, CONF_KEYS_RIGHT_PAD, 0.1f, true},
+        {1, 2, 20, 19, 19, 21, 0, true, CONF_KEYS_RANDOM_PAD, 0.0f, false},
+    };
+    if (harness_is_slow()) RUN(slow, 700);
+    else RUN(fast, 700);
+}
+
+/* Launches of the fused kernels while one fused forward and backward of
+ * head size dh run: tiled (the three of cl/flash_attention_tiled.cl) and
+ * per row (cl/flash_attention.cl, either variant). */
+static void fused_launches(size_t dh, uint64_t *tiled, uint64_t *rows)
+{
+    static const cf_kernel_id tiled_ids[] = {CF_K_FLASH_TILED_FORWARD,
+                                             CF_K_FLASH_TILED_BACKWARD_DQ,
+                                             CF_K_FLASH_TILED_BACKWARD_DKV};
+    static const cf_kernel_id row_ids[] = {
+        CF_K_FLASH_ATTENTION_FORWARD,       CF_K_FLASH_ATTENTION_FORWARD_SIMPLE,
+        CF_K_FLASH_ATTENTION_BACKWARD_DQ,   CF_K_FLASH_ATTENTION_BACKWARD_DQ_SIMPLE,
+        CF_K_FLASH_ATTENTION_BACKWARD_DKV,  CF_K_FLASH_ATTENTION_BACKWARD_DKV_SIMPLE};
+    uint64_t before[CF_K_COUNT];
+    memcpy(before, hctx()->kernel_launches, sizeof before);
+    const conf_attention_case c = {1, 2, dh, 5, 5, 5, 0, true, CONF_KEYS_RIGHT_PAD, 0.0f, false,
+                                   900, true};
+    assert_conformance_case(conf_attention_run(hctx(), &c, harness_conf_sink, &failures));
+    *tiled = *rows = 0;
+    for (size_t i = 0; i < 3; i++)
+        *tiled += hctx()->kernel_launches[tiled_ids[i]] - before[tiled_ids[i]];
+    for (size_t i = 0; i < 6; i++)
+        *rows += hctx()->kernel_launches[row_ids[i]] - before[row_ids[i]];
+}
+
+/* Which fused kernels run is the device profile's choice: the tiled ones
+ * wherever it takes a GPU's paths (CLFORMER_PROFILE=gpu-layouts in CI), for
+ * head sizes up to 256 (two launches per pass and kernel: a run and a rerun),
+ * the per-row ones beyond and on devices with CPU paths. */
+static void fused_kernels_follow_the_profile(void **state)
+{
+    (void)state;
+    const bool gpu = hctx()->device_profile.tiled_attention;
+    assert_int_equal(gpu, hctx()->device_profile.gpu_layouts);
+    uint64_t tiled, rows;
+    const size_t sizes[] = {8, 64, 257};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        if (harness_is_slow() && sizes[i] > 8) break;
+        const bool want_tiled = gpu && sizes[i] <= 256;
+        assert_int_equal(cf_attention_tiled(hctx(), sizes[i]), want_tiled);
+        fused_launches(sizes[i], &tiled, &rows);
+        if (want_tiled ? tiled != 6 || rows : rows != 6 || tiled)
+            fail_msg("dh=%zu: %llu tiled and %llu per-row fused launches, want 6 %s", sizes[i],
+                     (unsigned long long)tiled, (unsigned long long)rows,
+                     want_tiled ? "tiled" : "per-row");
+    }
 }
 
 /* Empty sizes write nothing; no keys at all gives a zero output. */
@@ -319,6 +387,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(attention_grouped_query),
     cmocka_unit_test(attention_padded_batches_give_zero_not_nan),
     cmocka_unit_test(attention_dropout),
+    cmocka_unit_test(attention_head_sizes),
+    cmocka_unit_test(fused_kernels_follow_the_profile),
     cmocka_unit_test(attention_degenerate_sizes),
     cmocka_unit_test(attention_bad_arguments_are_reported),
     cmocka_unit_test(split_merge_heads),

@@ -108,25 +108,31 @@ static void fused_attention_needs_no_score_matrix(void **state)
     assert_ok(cf_acts_check_shape(&c, buffer, 16, 1024, 1023, true));
 }
 
-/* auto: fused on a CPU for long sentences; elsewhere unfused while the saved
- * probabilities stay small, fused above; an explicit choice is kept whatever the shape. */
+/* auto: fused (tiled) on a GPU; fused on a CPU for long sentences; elsewhere
+ * (an accelerator) unfused while the saved probabilities stay small, fused
+ * above; an explicit choice is kept whatever the shape. */
 static void auto_attention_path_follows_the_device_and_size(void **state)
 {
     (void)state;
     clformer_config c = config(); /* 6 + 6 layers, 8 heads */
     c.dropout = 0.1f;
-    clformer_device_info gi = {0}, ci = {0}, si = {0};
+    clformer_device_info gi = {0}, ai = {0}, ci = {0}, si = {0};
     gi.type = CLFORMER_DEVICE_GPU;
+    ai.type = CLFORMER_DEVICE_ACCELERATOR;
     ci.type = si.type = CLFORMER_DEVICE_CPU;
     si.simulator = true;
-    gi.max_alloc_bytes = ci.max_alloc_bytes = si.max_alloc_bytes = GiB;
-    clformer_device_profile gpu, cpu, sim;
+    gi.max_alloc_bytes = ai.max_alloc_bytes = ci.max_alloc_bytes = si.max_alloc_bytes = GiB;
+    clformer_device_profile gpu, acc, cpu, sim;
     assert_int_equal(clformer_device_profile_for(&gi, NULL, &gpu), CLFORMER_OK);
+    assert_int_equal(clformer_device_profile_for(&ai, NULL, &acc), CLFORMER_OK);
     assert_int_equal(clformer_device_profile_for(&ci, NULL, &cpu), CLFORMER_OK);
     assert_int_equal(clformer_device_profile_for(&si, NULL, &sim), CLFORMER_OK);
     const clformer_attention_path A = CLFORMER_ATTENTION_AUTO;
+    /* a GPU runs the tiled kernels at every size */
+    assert_true(cf_attention_fused_for(A, &gpu, &c, 32, 32, 32, true));
+    assert_true(cf_attention_fused_for(A, &gpu, &c, 1, 2, 1, false));
     /* training, 32 x 32: 32*8*32*32*(6 + 12)*2 + 32*8*32*32 floats ~ 38 MiB */
-    assert_false(cf_attention_fused_for(A, &gpu, &c, 32, 32, 32, true));
+    assert_false(cf_attention_fused_for(A, &acc, &c, 32, 32, 32, true));
     assert_false(cf_attention_fused_for(A, &sim, &c, 32, 32, 32, true));
     assert_false(cf_attention_fused_for(A, &cpu, &c, 32, 32, 32, true));
     /* a CPU from length 128 on (source or target), not a simulator */
@@ -135,17 +141,18 @@ static void auto_attention_path_follows_the_device_and_size(void **state)
     assert_false(cf_attention_fused_for(A, &cpu, &c, 2, 127, 126, true));
     assert_false(cf_attention_fused_for(A, &sim, &c, 2, 128, 127, true));
     /* training, 16 x 1024: ~ 9.5 GiB of probabilities */
-    assert_true(cf_attention_fused_for(A, &gpu, &c, 16, 1024, 1023, true));
+    assert_true(cf_attention_fused_for(A, &acc, &c, 16, 1024, 1023, true));
     /* one score matrix beyond the largest buffer: fused even when small in all */
-    gpu.max_alloc_bytes = 4096;
-    assert_true(cf_attention_fused_for(A, &gpu, &c, 1, 32, 31, false));
-    gpu.max_alloc_bytes = GiB;
+    acc.max_alloc_bytes = 4096;
+    assert_true(cf_attention_fused_for(A, &acc, &c, 1, 32, 31, false));
+    acc.max_alloc_bytes = GiB;
     assert_false(cf_attention_fused_for(CLFORMER_ATTENTION_UNFUSED, &cpu, &c, 16, 1024, 1023,
                                         true));
-    assert_true(cf_attention_fused_for(CLFORMER_ATTENTION_FUSED, &gpu, &c, 1, 2, 1, false));
+    assert_false(cf_attention_fused_for(CLFORMER_ATTENTION_UNFUSED, &gpu, &c, 32, 32, 32, true));
+    assert_true(cf_attention_fused_for(CLFORMER_ATTENTION_FUSED, &acc, &c, 1, 2, 1, false));
     /* sizes whose product overflows size_t are never unfused */
-    gpu.max_alloc_bytes = SIZE_MAX;
-    assert_true(cf_attention_fused_for(A, &gpu, &c, SIZE_MAX, 2, 1, false));
+    acc.max_alloc_bytes = SIZE_MAX;
+    assert_true(cf_attention_fused_for(A, &acc, &c, SIZE_MAX, 2, 1, false));
 }
 
 static void attention_path_words(void **state)

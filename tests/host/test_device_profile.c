@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "clformer.h"
+#include "profile.h"
 
 static clformer_device_info device(clformer_device_type type, bool simulator, size_t max_wg)
 {
@@ -66,6 +67,7 @@ static void gpu_and_cpu_choices(void **state)
     assert_false(gpu.host_gemm);
     assert_false(gpu.fused_attention_long);
     assert_false(gpu.scalar_attention);
+    assert_true(gpu.tiled_attention);
     assert_true(gpu.timings_meaningful);
     assert_null(gpu.forced);
 
@@ -75,13 +77,15 @@ static void gpu_and_cpu_choices(void **state)
     assert_int_equal(cpu.reduce_partials, 16);
     assert_true(cpu.host_gemm);
     assert_true(cpu.fused_attention_long);
+    assert_false(cpu.tiled_attention);
     assert_int_equal(cpu.compile_threads, 0);
 
     const clformer_device_profile sim = profile(device(CLFORMER_DEVICE_CPU, true, 1024), NULL);
     assert_false(sim.gpu_layouts);
     assert_true(sim.scalar_attention && sim.stage_uploads && sim.keep_released_buffers &&
                 sim.batched_gemm_one_by_one);
-    assert_false(sim.host_gemm || sim.fused_attention_long || sim.timings_meaningful);
+    assert_false(sim.host_gemm || sim.fused_attention_long || sim.timings_meaningful ||
+                 sim.tiled_attention);
     assert_int_equal(sim.compile_threads, 1);
 
     /* a small device: the reduction group shrinks to fit (a power of two) */
@@ -102,6 +106,7 @@ static void forced_layouts(void **state)
     assert_int_equal(sim.reduce_partials, 1024);
     assert_string_equal(sim.forced, "gpu-layouts");
     assert_true(sim.scalar_attention); /* still a simulator */
+    assert_true(sim.tiled_attention);  /* which the tiled kernels take first */
     assert_int_equal(sim.kind, CLFORMER_KIND_SIMULATOR);
 
     const clformer_device_profile gpu =
@@ -109,6 +114,7 @@ static void forced_layouts(void **state)
     assert_false(gpu.gpu_layouts);
     assert_int_equal(gpu.reduce_partials, 16);
     assert_string_equal(gpu.forced, "cpu-layouts");
+    assert_false(gpu.tiled_attention);
 
     assert_null(profile(device(CLFORMER_DEVICE_GPU, false, 1024), "auto").forced);
     assert_null(profile(device(CLFORMER_DEVICE_GPU, false, 1024), "").forced);
@@ -120,12 +126,82 @@ static void forced_layouts(void **state)
     assert_non_null(strstr(clformer_last_error(), "gpu-layouts"));
 }
 
+static cf_attention_tiles tiles(size_t max_wg, uint64_t local, size_t dh)
+{
+    clformer_device_info d = device(CLFORMER_DEVICE_GPU, false, max_wg);
+    d.local_mem_bytes = local;
+    const clformer_device_profile p = profile(d, NULL);
+    cf_attention_tiles t;
+    const char *why = "unset";
+    assert_true(cf_attention_tiles_for(&p, dh, &t, &why));
+    assert_null(why);
+    return t;
+}
+
+/* The tiles of cl/flash_attention_tiled.cl: NVIDIA's limits at dh 64 (the
+ * figures tools/gpu-proxy.sh reports), then every head size on several
+ * devices: the groups and the local memory fit, and each kernel's rule. */
+static void attention_tiles(void **state)
+{
+    (void)state;
+    const cf_attention_tiles t = tiles(1024, 48 << 10, 64);
+    assert_int_equal(t.head_dim, 64);
+    assert_int_equal(t.fwd_rows, 128), assert_int_equal(t.fwd_split, 2);
+    assert_int_equal(t.fwd_keys, 16);
+    assert_int_equal(t.dq_rows, 128), assert_int_equal(t.dq_split, 2);
+    assert_int_equal(t.dq_keys, 8);
+    assert_int_equal(t.dkv_keys, 64), assert_int_equal(t.dkv_split, 4);
+    assert_int_equal(t.dkv_rows, 16);
+    char options[256];
+    cf_attention_tiles_options(&t, options, sizeof options);
+    assert_string_equal(options, "-DHEAD_DIM=64 -DFWD_ROWS=128 -DFWD_SPLIT=2 -DFWD_KEYS=16 "
+                                 "-DDQ_ROWS=128 -DDQ_SPLIT=2 -DDQ_KEYS=8 -DDKV_KEYS=64 "
+                                 "-DDKV_SPLIT=4 -DDKV_ROWS=16");
+
+    static const struct {
+        size_t wg;
+        uint64_t local;
+    } devices[] = {{1024, 48 << 10}, {256, 64 << 10}, {1024, 32 << 10}, {64, 16 << 10},
+                   {4096, 4 << 20}};
+    for (size_t i = 0; i < sizeof devices / sizeof *devices; i++)
+        for (size_t dh = 1; dh <= 256; dh++) {
+            const cf_attention_tiles u = tiles(devices[i].wg, devices[i].local, dh);
+            const size_t wg = devices[i].wg < 256 ? devices[i].wg : 256;
+            const uint64_t local = devices[i].local < (48 << 10) ? devices[i].local : 48 << 10;
+            assert_true(u.fwd_rows * u.fwd_split <= wg && u.dq_rows * u.dq_split <= wg &&
+                        u.dkv_keys * u.dkv_split <= wg);
+            assert_true(cf_attention_tiles_local_bytes(&u) <= local);
+            assert_true(u.fwd_keys >= 4 && u.dq_keys >= 4 && u.dkv_rows >= 4);
+            /* a row's columns in registers: at most 96 floats a kernel's arrays */
+            assert_true(2 * dh <= 96 * u.fwd_split || u.fwd_split * 4 >= dh);
+            assert_true(4 * dh <= 96 * u.dkv_split || u.dkv_split * 4 >= dh);
+            /* dQ adds D up in the order of dK/dV's slices */
+            assert_int_equal(u.dkv_split % u.dq_split, 0);
+        }
+
+    clformer_device_info d = device(CLFORMER_DEVICE_GPU, false, 1024);
+    d.local_mem_bytes = 48 << 10;
+    clformer_device_profile p = profile(d, NULL);
+    cf_attention_tiles u;
+    const char *why = NULL;
+    assert_false(cf_attention_tiles_for(&p, 257, &u, &why));
+    assert_non_null(strstr(why, "256"));
+    p = profile(device(CLFORMER_DEVICE_CPU, false, 4096), NULL);
+    assert_false(cf_attention_tiles_for(&p, 64, &u, &why));
+    assert_non_null(why);
+    d = device(CLFORMER_DEVICE_CPU, false, 4096);
+    d.local_mem_bytes = 256 << 10;
+    p = profile(d, "gpu-layouts");
+    assert_true(cf_attention_tiles_for(&p, 64, &u, &why));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kinds_and_facts),
         cmocka_unit_test(gpu_and_cpu_choices),
         cmocka_unit_test(forced_layouts),
+        cmocka_unit_test(attention_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,23 +50,24 @@ static json_t *profile_json(const clformer_device_info *d)
     for (uint32_t i = 0; sub && i < p.n_subgroup_sizes; i++)
         json_array_append_new(sub, json_integer(p.subgroup_sizes[i]));
     json_t *facts = json_pack(
-        "{s:s, s:s, s:I, s:I, s:o, s:b, s:b, s:b, s:b, s:b, s:I, s:I}", "kind",
+        "{s:s, s:s, s:I, s:I, s:o, s:b, s:b, s:b, s:b, s:b, s:I, s:I, s:I}", "kind",
         clformer_device_kind_name(p.kind), "vendor", p.vendor, "vector_width_float",
         (json_int_t)p.vector_width_float, "native_vector_width_float",
         (json_int_t)p.native_vector_width_float, "subgroup_sizes", sub ? sub : json_null(),
         "fp16", p.fp16, "fp64", p.fp64, "bf16", p.bf16, "native_kernels", p.native_kernels,
         "unified_memory", p.unified_memory, "max_alloc_bytes", (json_int_t)p.max_alloc_bytes,
-        "max_work_group_size", (json_int_t)p.max_work_group_size);
+        "max_work_group_size", (json_int_t)p.max_work_group_size, "local_mem_bytes",
+        (json_int_t)p.local_mem_bytes);
     json_t *choices = json_pack(
-        "{s:o, s:b, s:I, s:I, s:I, s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:I, s:b}", "forced",
+        "{s:o, s:b, s:I, s:I, s:I, s:b, s:b, s:b, s:b, s:b, s:b, s:b, s:I, s:b, s:b}", "forced",
         p.forced ? json_string(p.forced) : json_null(), "gpu_layouts", p.gpu_layouts,
         "reduce_wg", (json_int_t)p.reduce_wg, "elementwise_wg", (json_int_t)p.elementwise_wg,
         "reduce_partials", (json_int_t)p.reduce_partials, "scalar_attention",
         p.scalar_attention, "host_gemm", p.host_gemm, "fused_attention_long",
         p.fused_attention_long, "stage_uploads", p.stage_uploads, "keep_released_buffers",
         p.keep_released_buffers, "batched_gemm_one_by_one", p.batched_gemm_one_by_one,
-        "gemm_search", p.gemm_search, "compile_threads", (json_int_t)p.compile_threads, "timings_meaningful",
-        p.timings_meaningful);
+        "gemm_search", p.gemm_search, "compile_threads", (json_int_t)p.compile_threads,
+        "timings_meaningful", p.timings_meaningful, "tiled_attention", p.tiled_attention);
     if (facts && choices && json_object_update(facts, choices) == 0) {
         json_decref(choices);
         return facts;
@@ -134,10 +135,12 @@ static void print_table(const clformer_device_info *d, size_t n, long selected)
         printf("        driver    %s; %s\n", x->driver_version, x->c_version);
         clformer_device_profile p;
         if (profile_of(x, &p))
-            printf("        profile   %s (%s), %s layouts%s%s, reduce %zu x %zu, float vectors %u\n",
+            printf("        profile   %s (%s), %s layouts%s%s, reduce %zu x %zu, float vectors "
+                   "%u, %s attention\n",
                    clformer_device_kind_name(p.kind), p.vendor, p.gpu_layouts ? "GPU" : "CPU",
                    p.forced ? " forced by CLFORMER_PROFILE=" : "", p.forced ? p.forced : "",
-                   p.reduce_partials, p.reduce_wg, p.vector_width_float);
+                   p.reduce_partials, p.reduce_wg, p.vector_width_float,
+                   p.tiled_attention ? "tiled" : "per-row");
         else
             printf("        profile   unusable: %s\n", clformer_last_error());
         const char *gemm = gemm_provider(x);

@@ -1,0 +1,541 @@
+/*
+ * Tiled attention for GPUs (the FlashAttention-2 algorithm, in OpenCL C
+ * 1.2): the fused path's kernels where the device profile says so
+ * (runtime/ops/ops_attention.c launches them, runtime/device/profile.c
+ * chooses the tiles). Same contract, masks, dropout counters and saved row
+ * statistics as cl/flash_attention.cl, whose header states the maths.
+ *
+ * A work-group owns a block of rows of one head: query rows (forward, dQ)
+ * or key rows (dK, dV). Each row belongs to SPLIT neighbouring work items,
+ * each holding a slice of the row's columns (float4 columns part, part +
+ * SPLIT, ...) in registers: the row's own operands (q, or k and v) and its
+ * accumulators (o, dq, or dk and dv). The other side streams through local
+ * memory a tile at a time, loaded once per group with coalesced reads, and
+ * every item reads it as broadcasts (all rows read the same element). A
+ * dot product over the columns is a partial sum per item; the SPLIT
+ * partials of a row meet in local memory (ROWS_SUM), added in part order,
+ * so the SPLIT items hold the same bits. Softmax statistics stay in
+ * registers, outputs are written once, and nothing is added to global
+ * memory by two groups (no atomics): results are deterministic.
+ *
+ * Forward, per block of FWD_ROWS query rows, one pass over the key tiles
+ * the block's rows may see (causal: up to the last row's position), online:
+ * per tile the row maximum m grows, the sum l and the output o are rescaled
+ * by exp(m_old - m), then l += exp(s_j - m) and o += exp(s_j - m) d_j v_j;
+ * at the end o /= l and the statistics (m, 1/l) are saved. The per-row
+ * kernels recompute the scores in a second pass instead (a one-pass online
+ * output per four keys was 2-4x further off PyTorch there); with tiles of
+ * keys the one-pass output passes the PyTorch parity tests (test_model_parity,
+ * test_gpt2_parity, test_precision_parity) with GPU layouts on PoCL and
+ * Intel's runtime, the trained weights' worst NMSE 1.6e-13 to 4.5e-13 where
+ * a two-pass tiled version gave 9e-13 to 3.8e-12; and it reads K once, not
+ * twice (2 bytes per (query, key) pair at T=128, tools/gpu-proxy.sh), with
+ * two thirds of the FMAs.
+ * Backward, with D_i = dO_i . O_i:
+ *   flash_tiled_backward_dq:  per block of DQ_ROWS query rows, writes D_i
+ *                             and dQ_i = scale sum_j dS_ij k_j over key tiles
+ *   flash_tiled_backward_dkv: per block of DKV_KEYS key rows, over tiles of
+ *                             DKV_ROWS query rows (from the first that may
+ *                             see the block): dV_j = sum_i P_ij d_ij dO_i,
+ *                             dK_j = scale sum_i dS_ij q_i
+ * with dS_ij = P_ij (d_ij dO_i . v_j - D_i) and the dropout multiplier d_ij
+ * of element (row * Tk + j) of the site, row = (b*H + h)*Tq + i, drawn four
+ * at a time into local memory (drop_tile).
+ *
+ * Grouped heads: query head h of batch b reads key/value head
+ * b*(H/group) + h/group (group = 1: one key/value head per query head); the
+ * dK/dV block of a key/value head sums over its group's query heads.
+ *
+ * Build options (all set by the host from the profile's tiles):
+ * HEAD_DIM (the head size dh: loops unroll, operands stay in registers),
+ * FWD_ROWS, FWD_SPLIT, FWD_KEYS; DQ_ROWS, DQ_SPLIT, DQ_KEYS; DKV_KEYS,
+ * DKV_SPLIT, DKV_ROWS. A group is ROWS * SPLIT (DKV_KEYS * DKV_SPLIT) items.
+ */
+#include "common.h"
+
+#ifndef HEAD_DIM
+#define HEAD_DIM 64
+#endif
+#ifndef FWD_ROWS
+#define FWD_ROWS 64
+#define FWD_SPLIT 2
+#define FWD_KEYS 16
+#define DQ_ROWS 64
+#define DQ_SPLIT 2
+#define DQ_KEYS 8
+#define DKV_KEYS 64
+#define DKV_SPLIT 2
+#define DKV_ROWS 8
+#endif
+
+#define D4 ((HEAD_DIM + 3) / 4) /* float4 columns of a row */
+#define LD (4 * D4)             /* floats per row of a local tile (zero past HEAD_DIM) */
+#define FWD_W (FWD_ROWS * FWD_SPLIT)
+#define DQ_W (DQ_ROWS * DQ_SPLIT)
+#define DKV_W (DKV_KEYS * DKV_SPLIT)
+/* float4 columns per item when a row is split over `split` items */
+#define COLS(split) ((D4 + (split) - 1) / (split))
+/* whether float4 column x of an item's slice exists (folds when split | D4) */
+#define HAS_COL(split, part, x) (D4 % (split) == 0 || (part) + (split) * (x) < D4)
+
+/* The inputs every kernel here takes after its outputs (ops_attention.c's
+ * TILED_ARGS); group: query heads per key/value head. */
+#define TILED_INPUTS                                                                           \
+    global const float *q, ulong q_off, global const float *k, ulong k_off,                    \
+        global const float *v, ulong v_off, global const int *keys, ulong keys_off,            \
+        int key_ld, int use_keys, int H, int group, int Tq, int Tk, int Tk_cap, int q_pos0,     \
+        int causal, float scale, float drop_p, ulong seed, uint step, uint site
+
+/* The key/value head of query head bh = b*H + h. (Here and below no `%`
+ * beside a `/` of the same numbers: LLVM 14 then reuses the quotient
+ * through a `freeze`, an instruction Oclgrind 21.10's uninitialised-value
+ * checker stops at.) */
+inline int kv_head(int bh, int H, int group)
+{
+    const int b = bh / H;
+    return b * (H / group) + (bh - b * H) / group;
+}
+
+/* The first key a query at position qpos may not see (causal), or Tk. */
+inline int tiled_key_end(int causal, int Tk, int qpos) { return causal ? min(Tk, qpos + 1) : Tk; }
+
+/* (a.x + a.y) + (a.z + a.w). The lanes go out through a private array:
+ * written on the vector, LLVM 14 makes shuffles with undefined lanes of it,
+ * on which Oclgrind 21.10's uninitialised-value checker reads out of bounds
+ * (and crashes now and then). */
+inline float hsum4(float4 a)
+{
+    float t[4];
+    vstore4(a, 0, t);
+    return (t[0] + t[1]) + (t[2] + t[3]);
+}
+
+/* Float4 column c of a row of HEAD_DIM floats (0 past the end). */
+inline float4 load_col(global const float *row, int c)
+{
+    if (HEAD_DIM % 4 == 0 || 4 * c + 3 < HEAD_DIM) return vload4(c, row);
+    float4 x = (float4)(0.0f);
+    x.x = row[4 * c];
+    if (4 * c + 1 < HEAD_DIM) x.y = row[4 * c + 1];
+    if (4 * c + 2 < HEAD_DIM) x.z = row[4 * c + 2];
+    return x;
+}
+
+inline void store_col(global float *row, int c, float4 x)
+{
+    if (HEAD_DIM % 4 == 0 || 4 * c + 3 < HEAD_DIM) {
+        vstore4(x, c, row);
+        return;
+    }
+    row[4 * c] = x.x;
+    if (4 * c + 1 < HEAD_DIM) row[4 * c + 1] = x.y;
+    if (4 * c + 2 < HEAD_DIM) row[4 * c + 2] = x.z;
+}
+
+/* Rows [r0, r0 + n) of a head's (rows, HEAD_DIM) tensor `src` into `rows`
+ * rows of LD floats at dst, as one run of coalesced reads; rows past n and
+ * columns past HEAD_DIM are 0 (they then weigh nothing). */
+inline void load_tile(local float *dst, global const float *src, int r0, int n, int rows,
+                      int lid, int W)
+{
+    src += (ulong)r0 * HEAD_DIM;
+    for (int e = lid; e < rows * LD; e += W) {
+        const int i = e / LD, d = e - i * LD;
+        dst[e] = i < n && d < HEAD_DIM ? src[i * HEAD_DIM + d] : 0.0f;
+    }
+}
+
+/* Whether key j (< Tk) of batch row kt is a key (not padding). */
+inline int key_kept(global const int *kt, int use_keys, int j) { return !use_keys || kt[j] != 0; }
+
+/* The partial sums v[0..n) of the `split` items of each row (neighbouring
+ * local ids) added up, in part order, into every one of them: rows_put
+ * writes an item's partials to x (W * n floats), the caller puts a barrier,
+ * rows_add adds the row's partials up; a barrier before x is written again.
+ * (Barriers stay in the kernels: Intel's CPU compiler got functions with
+ * barriers that it did not inline wrong, docs/DEVICES.md.) */
+inline void rows_put(const float *v, int n, local float *x, int lid, int W)
+{
+    for (int t = 0; t < n; t++) x[t * W + lid] = v[t];
+}
+
+inline void rows_add(float *v, int n, local const float *x, int lid, int W, int split)
+{
+    const int first = lid / split * split;
+    for (int t = 0; t < n; t++) {
+        float s = x[t * W + first];
+        for (int p = 1; p < split; p++) s += x[t * W + first + p];
+        v[t] = s;
+    }
+}
+
+/* rows_put, barrier, rows_add, where rows are split */
+#define ROWS_SUM(v, n, x, lid, W, split)                                                       \
+    if ((split) > 1) {                                                                         \
+        rows_put(v, n, x, lid, W);                                                             \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                          \
+        rows_add(v, n, x, lid, W, split);                                                      \
+    }
+
+/* r[i * (n + 1) + jj] = the dropout multiplier of (row0 + i, key j0 + jj)
+ * for i < rows, jj < n: element (row0 + i) * Tk + j0 + jj of the site, the
+ * values of dropout_scale, drawn a Philox block (four elements) at a time by
+ * the group's items together. The row stride n + 1 keeps the reads of
+ * different rows on different banks. */
+inline void drop_tile(local float *r, int rows, int n, ulong row0, int Tk, int j0, float p,
+                      ulong seed, uint step, uint site, int lid, int W)
+{
+    const int blocks = (n + 3) / 4 + 1; /* a run of n elements touches at most these */
+    for (int u = lid; u < rows * blocks; u += W) {
+        const int i = u / blocks;
+        const ulong first = (row0 + i) * (ulong)Tk + j0, block = (first >> 2) + (u - i * blocks);
+        float m[4];
+        vstore4(dropout_scale4(p, seed, step, site, block), 0, m);
+        for (int w = 0; w < 4; w++) {
+            const long jj = (long)(4 * block + w) - (long)first;
+            if (jj >= 0 && jj < n) r[i * (n + 1) + jj] = m[w];
+        }
+    }
+}
+
+/* The tile of `keys` keys from j0 for a block of `rows` query rows from
+ * global row row0 (forward and dQ): K and V rows into kt and vt, whether
+ * each key is one (in range, not padding) into kf, and with dropout the
+ * block's multipliers into dr. No barriers: the caller's come around it. */
+inline void load_key_tile(local float4 *kt, local float4 *vt, local int *kf, local float *dr,
+                          int keys, int rows, global const float *kb, global const float *vb,
+                          global const int *kt_row, int use_keys, int j0, int Tk, ulong row0,
+                          float drop_p, ulong seed, uint step, uint site, int lid, int W)
+{
+    const int n = min(keys, Tk - j0);
+    load_tile((local float *)kt, kb, j0, n, keys, lid, W);
+    load_tile((local float *)vt, vb, j0, n, keys, lid, W);
+    if (lid < keys) kf[lid] = lid < n && key_kept(kt_row, use_keys, j0 + lid);
+    if (drop_p > 0.0f) drop_tile(dr, rows, keys, row0, Tk, j0, drop_p, seed, step, site, lid, W);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Forward                                                                   */
+/* ------------------------------------------------------------------------- */
+
+#define FWD_COLS COLS(FWD_SPLIT)
+
+/* s[jj] = this item's part of q . k_jj for the FWD_KEYS keys of the tile in kt. */
+inline void fwd_dots(float *s, const float4 *qv, local const float4 *kt, int part)
+{
+#pragma unroll
+    for (int jj = 0; jj < FWD_KEYS; jj++) {
+        float4 a = (float4)(0.0f);
+#pragma unroll
+        for (int x = 0; x < FWD_COLS; x++)
+            if (HAS_COL(FWD_SPLIT, part, x)) a += qv[x] * kt[jj * D4 + part + FWD_SPLIT * x];
+        s[jj] = hsum4(a);
+    }
+}
+
+/* The row's totals s[jj] scaled, -inf where key j0 + jj is masked. */
+inline void fwd_mask(float *s, local const int *kf, int j0, int qpos, int causal, float scale)
+{
+#pragma unroll
+    for (int jj = 0; jj < FWD_KEYS; jj++) {
+        const bool visible = kf[jj] && (!causal || j0 + jj <= qpos);
+        s[jj] = visible ? s[jj] * scale : -INFINITY;
+    }
+}
+
+/* The scores of the tile in kt for the row (every item of the group). */
+#define FWD_SCORES(s)                                                                          \
+    fwd_dots(s, qv, kt, part);                                                                 \
+    ROWS_SUM(s, FWD_KEYS, xs, lid, FWD_W, FWD_SPLIT);                                          \
+    fwd_mask(s, kf, j0, q_pos0 + t, causal, scale)
+
+/* out (B*H, Tq, HEAD_DIM) and stats (B*H*Tq, 2) = (m, 1/l) per query row. */
+__attribute__((reqd_work_group_size(FWD_W, 1, 1)))
+kernel void flash_tiled_forward(global float *out, ulong out_off, global float *stats,
+                                ulong stats_off, TILED_INPUTS)
+{
+    local float4 kt[FWD_KEYS * D4], vt[FWD_KEYS * D4];
+    local int kf[FWD_KEYS];
+    local float xs[FWD_SPLIT > 1 ? FWD_KEYS * FWD_W : 1];
+    local float dr[FWD_ROWS * (FWD_KEYS + 1)];
+    const int lid = get_local_id(0), r = lid / FWD_SPLIT, part = lid - r * FWD_SPLIT;
+    const int bh = get_group_id(1), t0 = get_group_id(0) * FWD_ROWS, t = t0 + r;
+    const bool row_ok = t < Tq;
+    const ulong row = (ulong)bh * Tq + t;
+    const ulong kv = (ulong)kv_head(bh, H, group) * Tk_cap * HEAD_DIM;
+    global const float *kb = k + k_off + kv, *vb = v + v_off + kv;
+    global const int *kt_row = keys + keys_off + (ulong)(bh / H) * key_ld;
+    const int kend = tiled_key_end(causal, Tk, q_pos0 + min(t0 + FWD_ROWS, Tq) - 1);
+    const bool drop = drop_p > 0.0f;
+
+    float4 qv[FWD_COLS], ov[FWD_COLS];
+#pragma unroll
+    for (int x = 0; x < FWD_COLS; x++) {
+        const int c = part + FWD_SPLIT * x;
+        qv[x] = row_ok && HAS_COL(FWD_SPLIT, part, x) ? load_col(q + q_off + row * HEAD_DIM, c)
+                                                      : (float4)(0.0f);
+        ov[x] = (float4)(0.0f);
+    }
+    float s[FWD_KEYS];
+
+    /* the row's maximum m, sum l and output o, online: each tile that
+     * raises the maximum rescales l and o first */
+    float m = -INFINITY, l = 0.0f;
+    for (int j0 = 0; j0 < kend; j0 += FWD_KEYS) {
+        barrier(CLK_LOCAL_MEM_FENCE); /* the last tile's readers are done */
+        load_key_tile(kt, vt, kf, dr, FWD_KEYS, FWD_ROWS, kb, vb, kt_row, use_keys, j0, Tk,
+                      (ulong)bh * Tq + t0, drop_p, seed, step, site, lid, FWD_W);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        FWD_SCORES(s);
+        float bm = s[0];
+#pragma unroll
+        for (int jj = 1; jj < FWD_KEYS; jj++) bm = fmax(bm, s[jj]);
+        const float mn = fmax(m, bm);
+        if (mn > -INFINITY) { /* else no key seen yet */
+            const float alpha = exp(m - mn); /* 0 while m is -inf */
+            l *= alpha;
+#pragma unroll
+            for (int x = 0; x < FWD_COLS; x++) ov[x] *= alpha;
+#pragma unroll
+            for (int jj = 0; jj < FWD_KEYS; jj++) {
+                const float p = s[jj] > -INFINITY ? exp(s[jj] - mn) : 0.0f;
+                l += p;
+                float w = p;
+                if (drop) w *= dr[r * (FWD_KEYS + 1) + jj];
+#pragma unroll
+                for (int x = 0; x < FWD_COLS; x++)
+                    if (HAS_COL(FWD_SPLIT, part, x)) ov[x] += w * vt[jj * D4 + part + FWD_SPLIT * x];
+            }
+            m = mn;
+        }
+    }
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+#pragma unroll
+    for (int x = 0; x < FWD_COLS; x++) ov[x] *= inv;
+    if (!row_ok) return;
+#pragma unroll
+    for (int x = 0; x < FWD_COLS; x++)
+        if (HAS_COL(FWD_SPLIT, part, x))
+            store_col(out + out_off + row * HEAD_DIM, part + FWD_SPLIT * x, ov[x]);
+    if (part == 0) {
+        stats[stats_off + 2 * row] = m;
+        stats[stats_off + 2 * row + 1] = inv;
+    }
+}
+
+/* ------------------------------------------------------------------------- */
+/* Backward: dQ (and D) per block of query rows                              */
+/* ------------------------------------------------------------------------- */
+
+#define DQ_COLS COLS(DQ_SPLIT)
+/* The dK/dV kernel's slices of a row per slice here (the profile makes
+ * DKV_SPLIT a multiple of DQ_SPLIT). */
+#if DKV_SPLIT % DQ_SPLIT != 0
+#error "DKV_SPLIT must be a multiple of DQ_SPLIT"
+#endif
+#define DQ_SHARES (DKV_SPLIT / DQ_SPLIT)
+/* floats of the exchange: the tile's two sums per key, or D's shares */
+#define DQ_XS                                                                                  \
+    (DQ_SPLIT > 1 ? 2 * DQ_KEYS * DQ_W : DKV_SPLIT > 1 ? DQ_SHARES * DQ_W : 1)
+
+/* dq (B*H, Tq, HEAD_DIM) overwritten; dsum[row] = D_row = dO_row . O_row
+ * for the dK/dV kernel. */
+__attribute__((reqd_work_group_size(DQ_W, 1, 1)))
+kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float *dsum,
+                                    ulong dsum_off, global const float *dout, ulong dout_off,
+                                    global const float *out, ulong out_off,
+                                    global const float *stats, ulong stats_off, TILED_INPUTS)
+{
+    local float4 kt[DQ_KEYS * D4], vt[DQ_KEYS * D4];
+    local int kf[DQ_KEYS];
+    local float lm[DQ_ROWS], linv[DQ_ROWS], ld[DQ_ROWS];
+    local float xs[DQ_XS];
+    local float dr[DQ_ROWS * (DQ_KEYS + 1)];
+    const int lid = get_local_id(0), r = lid / DQ_SPLIT, part = lid - r * DQ_SPLIT;
+    const int bh = get_group_id(1), t0 = get_group_id(0) * DQ_ROWS, t = t0 + r;
+    const bool row_ok = t < Tq;
+    const ulong row = (ulong)bh * Tq + t;
+    const ulong kv = (ulong)kv_head(bh, H, group) * Tk_cap * HEAD_DIM;
+    global const float *kb = k + k_off + kv, *vb = v + v_off + kv;
+    global const int *kt_row = keys + keys_off + (ulong)(bh / H) * key_ld;
+    const int kend = tiled_key_end(causal, Tk, q_pos0 + min(t0 + DQ_ROWS, Tq) - 1);
+    const bool drop = drop_p > 0.0f;
+
+    float4 qv[DQ_COLS], gv[DQ_COLS], dqv[DQ_COLS];
+    float4 od = (float4)(0.0f), odk[DQ_SHARES];
+#pragma unroll
+    for (int m = 0; m < DQ_SHARES; m++) odk[m] = (float4)(0.0f);
+#pragma unroll
+    for (int x = 0; x < DQ_COLS; x++) {
+        const int c = part + DQ_SPLIT * x;
+        const bool here = row_ok && HAS_COL(DQ_SPLIT, part, x);
+        qv[x] = here ? load_col(q + q_off + row * HEAD_DIM, c) : (float4)(0.0f);
+        gv[x] = here ? load_col(dout + dout_off + row * HEAD_DIM, c) : (float4)(0.0f);
+        const float4 o = here ? load_col(out + out_off + row * HEAD_DIM, c) : (float4)(0.0f);
+        od += gv[x] * o;
+        odk[x % DQ_SHARES] += gv[x] * o;
+        dqv[x] = (float4)(0.0f);
+    }
+    float sd[2 * DQ_KEYS]; /* scores, then dO . v, per key of the tile */
+    sd[0] = hsum4(od);
+    ROWS_SUM(sd, 1, xs, lid, DQ_W, DQ_SPLIT);
+    const float Drow = sd[0];
+    /* D for the dK/dV kernel, added up in its order (its rows are split
+     * over DKV_SPLIT items): with a lone key, O = v exactly, and its
+     * dS = P (dO . v - D) is then exactly 0 there as here */
+    float Dk = Drow;
+    if (DKV_SPLIT > 1) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+        for (int m = 0; m < DQ_SHARES; m++) xs[m * DQ_W + lid] = hsum4(odk[m]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        const int first = lid / DQ_SPLIT * DQ_SPLIT;
+        Dk = xs[first];
+#pragma unroll
+        for (int p = 1; p < DKV_SPLIT; p++) Dk += xs[p / DQ_SPLIT * DQ_W + first + p % DQ_SPLIT];
+    }
+    if (row_ok && part == 0) dsum[dsum_off + row] = Dk;
+    /* the row's statistics go through local memory: kept in registers over
+     * the tile loop's barriers, Intel's CPU compiler (2026.22) gave this
+     * kernel wrong values of them (docs/DEVICES.md) */
+    if (part == 0) {
+        lm[r] = row_ok ? stats[stats_off + 2 * row] : 0.0f;
+        linv[r] = row_ok ? stats[stats_off + 2 * row + 1] : 0.0f;
+        ld[r] = Drow;
+    }
+
+    for (int j0 = 0; j0 < kend; j0 += DQ_KEYS) {
+        barrier(CLK_LOCAL_MEM_FENCE); /* the last tile's readers are done */
+        load_key_tile(kt, vt, kf, dr, DQ_KEYS, DQ_ROWS, kb, vb, kt_row, use_keys, j0, Tk,
+                      (ulong)bh * Tq + t0, drop_p, seed, step, site, lid, DQ_W);
+        barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+        for (int jj = 0; jj < DQ_KEYS; jj++) {
+            float4 a = (float4)(0.0f), b = (float4)(0.0f);
+#pragma unroll
+            for (int x = 0; x < DQ_COLS; x++)
+                if (HAS_COL(DQ_SPLIT, part, x)) {
+                    const int c = jj * D4 + part + DQ_SPLIT * x;
+                    a += qv[x] * kt[c];
+                    b += gv[x] * vt[c];
+                }
+            sd[jj] = hsum4(a);
+            sd[DQ_KEYS + jj] = hsum4(b);
+        }
+        ROWS_SUM(sd, 2 * DQ_KEYS, xs, lid, DQ_W, DQ_SPLIT);
+        const float M = lm[r], inv = linv[r], D = ld[r];
+#pragma unroll
+        for (int jj = 0; jj < DQ_KEYS; jj++) {
+            const bool visible = kf[jj] && (!causal || j0 + jj <= q_pos0 + t);
+            const float p = visible ? exp(sd[jj] * scale - M) * inv : 0.0f;
+            const float rd = drop ? dr[r * (DQ_KEYS + 1) + jj] : 1.0f;
+            const float ds = p * (rd * sd[DQ_KEYS + jj] - D);
+#pragma unroll
+            for (int x = 0; x < DQ_COLS; x++)
+                if (HAS_COL(DQ_SPLIT, part, x)) dqv[x] += ds * kt[jj * D4 + part + DQ_SPLIT * x];
+        }
+    }
+    if (!row_ok) return;
+#pragma unroll
+    for (int x = 0; x < DQ_COLS; x++)
+        if (HAS_COL(DQ_SPLIT, part, x))
+            store_col(dq + dq_off + row * HEAD_DIM, part + DQ_SPLIT * x, dqv[x] * scale);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Backward: dK and dV per block of key rows                                 */
+/* ------------------------------------------------------------------------- */
+
+#define DKV_COLS COLS(DKV_SPLIT)
+
+/* dk, dv (B*H/group, Tk_cap, HEAD_DIM): rows < Tk overwritten, the rest
+ * untouched; dsum from flash_tiled_backward_dq. */
+__attribute__((reqd_work_group_size(DKV_W, 1, 1)))
+kernel void flash_tiled_backward_dkv(global float *dk, ulong dk_off, global float *dv,
+                                     ulong dv_off, global const float *dsum, ulong dsum_off,
+                                     global const float *dout, ulong dout_off,
+                                     global const float *stats, ulong stats_off, TILED_INPUTS)
+{
+    local float4 qt[DKV_ROWS * D4], gt[DKV_ROWS * D4];
+    local float lm[DKV_ROWS], linv[DKV_ROWS], ld[DKV_ROWS];
+    local float xs[DKV_SPLIT > 1 ? 2 * DKV_ROWS * DKV_W : 1];
+    local float dr[DKV_ROWS * (DKV_KEYS + 1)];
+    const int lid = get_local_id(0), rk = lid / DKV_SPLIT, part = lid - rk * DKV_SPLIT;
+    const int kvh = get_group_id(1), j_first = get_group_id(0) * DKV_KEYS, j = j_first + rk;
+    const int Hkv = H / group, b = kvh / Hkv, hk = kvh - b * Hkv;
+    const bool key_ok = j < Tk;
+    const bool kept = key_ok && key_kept(keys + keys_off + (ulong)b * key_ld, use_keys, j);
+    const ulong kr = ((ulong)kvh * Tk_cap + j) * HEAD_DIM;
+    const bool drop = drop_p > 0.0f;
+
+    float4 kr4[DKV_COLS], vr4[DKV_COLS], dkv[DKV_COLS], dvv[DKV_COLS];
+#pragma unroll
+    for (int x = 0; x < DKV_COLS; x++) {
+        const int c = part + DKV_SPLIT * x;
+        const bool here = key_ok && HAS_COL(DKV_SPLIT, part, x);
+        kr4[x] = here ? load_col(k + k_off + kr, c) : (float4)(0.0f);
+        vr4[x] = here ? load_col(v + v_off + kr, c) : (float4)(0.0f);
+        dkv[x] = dvv[x] = (float4)(0.0f);
+    }
+    float sd[2 * DKV_ROWS]; /* scores, then dO . v, per query of the tile */
+    /* causal: query i sees key j when j <= q_pos0 + i, so the block's first
+     * key is seen from query j_first - q_pos0 on */
+    const int i_first = causal ? max(0, j_first - q_pos0) / DKV_ROWS * DKV_ROWS : 0;
+    for (int g = 0; g < group; g++) {
+        const int bh = b * H + hk * group + g;
+        const ulong head = (ulong)bh * Tq;
+        for (int i0 = i_first; i0 < Tq; i0 += DKV_ROWS) {
+            barrier(CLK_LOCAL_MEM_FENCE);
+            const int n = min(DKV_ROWS, Tq - i0);
+            load_tile((local float *)qt, q + q_off + head * HEAD_DIM, i0, n, DKV_ROWS, lid, DKV_W);
+            load_tile((local float *)gt, dout + dout_off + head * HEAD_DIM, i0, n, DKV_ROWS, lid,
+                      DKV_W);
+            if (lid < DKV_ROWS) {
+                const bool ok = lid < n;
+                const ulong row = head + i0 + lid;
+                lm[lid] = ok ? stats[stats_off + 2 * row] : 0.0f;
+                linv[lid] = ok ? stats[stats_off + 2 * row + 1] : 0.0f;
+                ld[lid] = ok ? dsum[dsum_off + row] : 0.0f;
+            }
+            if (drop)
+                drop_tile(dr, DKV_ROWS, DKV_KEYS, head + i0, Tk, j_first, drop_p, seed, step,
+                          site, lid, DKV_W);
+            barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+            for (int ii = 0; ii < DKV_ROWS; ii++) {
+                float4 a = (float4)(0.0f), c2 = (float4)(0.0f);
+#pragma unroll
+                for (int x = 0; x < DKV_COLS; x++)
+                    if (HAS_COL(DKV_SPLIT, part, x)) {
+                        const int c = ii * D4 + part + DKV_SPLIT * x;
+                        a += kr4[x] * qt[c];
+                        c2 += vr4[x] * gt[c];
+                    }
+                sd[ii] = hsum4(a);
+                sd[DKV_ROWS + ii] = hsum4(c2);
+            }
+            ROWS_SUM(sd, 2 * DKV_ROWS, xs, lid, DKV_W, DKV_SPLIT);
+#pragma unroll
+            for (int ii = 0; ii < DKV_ROWS; ii++) {
+                const bool visible = kept && ii < n && (!causal || j <= q_pos0 + i0 + ii);
+                const float p = visible ? exp(sd[ii] * scale - lm[ii]) * linv[ii] : 0.0f;
+                const float rd = drop ? dr[ii * (DKV_KEYS + 1) + rk] : 1.0f;
+                const float ds = p * (rd * sd[DKV_ROWS + ii] - ld[ii]), pd = p * rd;
+#pragma unroll
+                for (int x = 0; x < DKV_COLS; x++)
+                    if (HAS_COL(DKV_SPLIT, part, x)) {
+                        const int c = ii * D4 + part + DKV_SPLIT * x;
+                        dvv[x] += pd * gt[c];
+                        dkv[x] += ds * qt[c];
+                    }
+            }
+        }
+    }
+    if (!key_ok) return;
+#pragma unroll
+    for (int x = 0; x < DKV_COLS; x++)
+        if (HAS_COL(DKV_SPLIT, part, x)) {
+            store_col(dk + dk_off + kr, part + DKV_SPLIT * x, dkv[x] * scale);
+            store_col(dv + dv_off + kr, part + DKV_SPLIT * x, dvv[x]);
+        }
+}
