@@ -19,6 +19,15 @@
 #define GPU_LAYOUTS 0
 #endif
 
+/* Grouped-query attention: the key/value head (of B*H/group) that query
+ * head bh (of B*H) reads, for cl/flash_attention.cl and
+ * cl/flash_attention_tiled.cl. */
+inline int kv_head(int bh, int H, int group)
+{
+    const int b = bh / H;
+    return b * (H / group) + (bh - b * H) / group;
+}
+
 /* Work-group sum of one value per work item, in a fixed order (a tree over
  * local ids), so results are identical run to run on a device. All work
  * items of the group must call it. `scratch` holds REDUCE_WG floats. */

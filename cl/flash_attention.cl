@@ -48,13 +48,6 @@
         int dh, int q_pos0, int causal, float scale, float drop_p, ulong seed, uint step,       \
         uint site
 
-/* The key/value head (of B*H/group) that query head bh (of B*H) reads. */
-inline int kv_head(int bh, int H, int group)
-{
-    const int b = bh / H;
-    return b * (H / group) + (bh - b * H) / group;
-}
-
 /* The locals of a query-row work item: row = (b*H + h)*Tq + t, the keys it
  * may see (j < jend, kt[j] != 0 when use_keys), its query row and its
  * key/value head's key and value rows. */

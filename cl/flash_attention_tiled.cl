@@ -86,15 +86,9 @@
         int key_ld, int use_keys, int H, int group, int Tq, int Tk, int Tk_cap, int q_pos0,     \
         int causal, float scale, float drop_p, ulong seed, uint step, uint site
 
-/* The key/value head of query head bh = b*H + h. (Here and below no `%`
- * beside a `/` of the same numbers: LLVM 14 then reuses the quotient
- * through a `freeze`, an instruction Oclgrind 21.10's uninitialised-value
- * checker stops at.) */
-inline int kv_head(int bh, int H, int group)
-{
-    const int b = bh / H;
-    return b * (H / group) + (bh - b * H) / group;
-}
+/* Nowhere here a `%` beside a `/` of the same numbers (x - x / y * y
+ * instead): LLVM 14 then reuses the quotient through a `freeze`, an
+ * instruction Oclgrind 21.10's uninitialised-value checker stops at. */
 
 /* The first key a query at position qpos may not see (causal), or Tk. */
 inline int tiled_key_end(int causal, int Tk, int qpos) { return causal ? min(Tk, qpos + 1) : Tk; }
@@ -214,6 +208,42 @@ inline void load_key_tile(local float4 *kt, local float4 *vt, local int *kf, loc
     if (drop_p > 0.0f) drop_tile(dr, rows, keys, row0, Tk, j0, drop_p, seed, step, site, lid, W);
 }
 
+/* Two dot products per row t < n of two local tiles (backward): sd[t] =
+ * this item's part of a . x_t and sd[n + t] of b . y_t, over its slice of
+ * `cols` float4 columns (part, part + split, ...). */
+inline void pair_dots(float *sd, int n, const float4 *a, const float4 *b, local const float4 *x,
+                      local const float4 *y, int part, int split, int cols)
+{
+#pragma unroll
+    for (int t = 0; t < n; t++) {
+        float4 u = (float4)(0.0f), w = (float4)(0.0f);
+#pragma unroll
+        for (int c = 0; c < cols; c++)
+            if (HAS_COL(split, part, c)) {
+                const int e = t * D4 + part + split * c;
+                u += a[c] * x[e];
+                w += b[c] * y[e];
+            }
+        sd[t] = hsum4(u);
+        sd[n + t] = hsum4(w);
+    }
+}
+
+/* The locals of a work item of a query-block kernel (forward, dQ): row r
+ * of the group's block of `rows` query rows from t0 (query t, row `row` of
+ * all heads' rows), its part of the row's columns, the key/value head's K
+ * and V, the batch's key tokens and the keys the block may see (< kend). */
+#define QUERY_BLOCK(rows, split)                                                               \
+    const int lid = get_local_id(0), r = lid / (split), part = lid - r * (split);              \
+    const int bh = get_group_id(1), t0 = get_group_id(0) * (rows), t = t0 + r;                 \
+    const bool row_ok = t < Tq;                                                                \
+    const ulong row = (ulong)bh * Tq + t;                                                      \
+    const ulong kv = (ulong)kv_head(bh, H, group) * Tk_cap * HEAD_DIM;                         \
+    global const float *kb = k + k_off + kv, *vb = v + v_off + kv;                             \
+    global const int *kt_row = keys + keys_off + (ulong)(bh / H) * key_ld;                     \
+    const int kend = tiled_key_end(causal, Tk, q_pos0 + min(t0 + (rows), Tq) - 1);            \
+    const bool drop = drop_p > 0.0f
+
 /* ------------------------------------------------------------------------- */
 /* Forward                                                                   */
 /* ------------------------------------------------------------------------- */
@@ -258,15 +288,7 @@ kernel void flash_tiled_forward(global float *out, ulong out_off, global float *
     local int kf[FWD_KEYS];
     local float xs[FWD_SPLIT > 1 ? FWD_KEYS * FWD_W : 1];
     local float dr[FWD_ROWS * (FWD_KEYS + 1)];
-    const int lid = get_local_id(0), r = lid / FWD_SPLIT, part = lid - r * FWD_SPLIT;
-    const int bh = get_group_id(1), t0 = get_group_id(0) * FWD_ROWS, t = t0 + r;
-    const bool row_ok = t < Tq;
-    const ulong row = (ulong)bh * Tq + t;
-    const ulong kv = (ulong)kv_head(bh, H, group) * Tk_cap * HEAD_DIM;
-    global const float *kb = k + k_off + kv, *vb = v + v_off + kv;
-    global const int *kt_row = keys + keys_off + (ulong)(bh / H) * key_ld;
-    const int kend = tiled_key_end(causal, Tk, q_pos0 + min(t0 + FWD_ROWS, Tq) - 1);
-    const bool drop = drop_p > 0.0f;
+    QUERY_BLOCK(FWD_ROWS, FWD_SPLIT);
 
     float4 qv[FWD_COLS], ov[FWD_COLS];
 #pragma unroll
@@ -351,15 +373,7 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
     local float lm[DQ_ROWS], linv[DQ_ROWS], ld[DQ_ROWS];
     local float xs[DQ_XS];
     local float dr[DQ_ROWS * (DQ_KEYS + 1)];
-    const int lid = get_local_id(0), r = lid / DQ_SPLIT, part = lid - r * DQ_SPLIT;
-    const int bh = get_group_id(1), t0 = get_group_id(0) * DQ_ROWS, t = t0 + r;
-    const bool row_ok = t < Tq;
-    const ulong row = (ulong)bh * Tq + t;
-    const ulong kv = (ulong)kv_head(bh, H, group) * Tk_cap * HEAD_DIM;
-    global const float *kb = k + k_off + kv, *vb = v + v_off + kv;
-    global const int *kt_row = keys + keys_off + (ulong)(bh / H) * key_ld;
-    const int kend = tiled_key_end(causal, Tk, q_pos0 + min(t0 + DQ_ROWS, Tq) - 1);
-    const bool drop = drop_p > 0.0f;
+    QUERY_BLOCK(DQ_ROWS, DQ_SPLIT);
 
     float4 qv[DQ_COLS], gv[DQ_COLS], dqv[DQ_COLS];
     float4 od = (float4)(0.0f), odk[DQ_SHARES];
@@ -409,19 +423,7 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
         load_key_tile(kt, vt, kf, dr, DQ_KEYS, DQ_ROWS, kb, vb, kt_row, use_keys, j0, Tk,
                       (ulong)bh * Tq + t0, drop_p, seed, step, site, lid, DQ_W);
         barrier(CLK_LOCAL_MEM_FENCE);
-#pragma unroll
-        for (int jj = 0; jj < DQ_KEYS; jj++) {
-            float4 a = (float4)(0.0f), b = (float4)(0.0f);
-#pragma unroll
-            for (int x = 0; x < DQ_COLS; x++)
-                if (HAS_COL(DQ_SPLIT, part, x)) {
-                    const int c = jj * D4 + part + DQ_SPLIT * x;
-                    a += qv[x] * kt[c];
-                    b += gv[x] * vt[c];
-                }
-            sd[jj] = hsum4(a);
-            sd[DQ_KEYS + jj] = hsum4(b);
-        }
+        pair_dots(sd, DQ_KEYS, qv, gv, kt, vt, part, DQ_SPLIT, DQ_COLS); /* q . k, dO . v */
         ROWS_SUM(sd, 2 * DQ_KEYS, xs, lid, DQ_W, DQ_SPLIT);
         const float M = lm[r], inv = linv[r], D = ld[r];
 #pragma unroll
@@ -501,19 +503,8 @@ kernel void flash_tiled_backward_dkv(global float *dk, ulong dk_off, global floa
                 drop_tile(dr, DKV_ROWS, DKV_KEYS, head + i0, Tk, j_first, drop_p, seed, step,
                           site, lid, DKV_W);
             barrier(CLK_LOCAL_MEM_FENCE);
-#pragma unroll
-            for (int ii = 0; ii < DKV_ROWS; ii++) {
-                float4 a = (float4)(0.0f), c2 = (float4)(0.0f);
-#pragma unroll
-                for (int x = 0; x < DKV_COLS; x++)
-                    if (HAS_COL(DKV_SPLIT, part, x)) {
-                        const int c = ii * D4 + part + DKV_SPLIT * x;
-                        a += kr4[x] * qt[c];
-                        c2 += vr4[x] * gt[c];
-                    }
-                sd[ii] = hsum4(a);
-                sd[DKV_ROWS + ii] = hsum4(c2);
-            }
+            /* k . q, v . dO */
+            pair_dots(sd, DKV_ROWS, kr4, vr4, qt, gt, part, DKV_SPLIT, DKV_COLS);
             ROWS_SUM(sd, 2 * DKV_ROWS, xs, lid, DKV_W, DKV_SPLIT);
 #pragma unroll
             for (int ii = 0; ii < DKV_ROWS; ii++) {
