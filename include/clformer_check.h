@@ -84,6 +84,38 @@ CLFORMER_API void clformer_check_gemm_proxy_list(FILE *out);
 CLFORMER_API clformer_status clformer_check_gemm_proxy_run(const char *set, const char *shape,
                                                            FILE *out);
 
+/*
+ * The attention part of the GPU proxy (tools/proxy/attention-proxy.sh): the
+ * GPU profile's attention kernels written as Oclgrind simulator files, so
+ * that `oclgrind-kernel --inst-counts` counts their memory traffic and
+ * arithmetic on any machine (runtime/check/attention_proxy.c). Each launch
+ * is a .sim file (work sizes and arguments as the library launches it)
+ * beside its program (cl/ with common.h inlined, as the library builds it);
+ * its build options are the ones the library would build with on that GPU.
+ */
+typedef struct {
+    const char *kernel;        /* e.g. "flash_tiled_forward" */
+    const char *phase;         /* "forward" or "backward" */
+    const char *sim;           /* the .sim file written */
+    const char *build_options; /* for oclgrind-kernel --build-options */
+    size_t groups, items;      /* work-groups of the launch, work items each */
+    uint64_t local_bytes;      /* local memory the device offers a group */
+} clformer_check_sim;
+/* Receives each launch written (valid during the call). */
+typedef void (*clformer_check_sim_sink)(const clformer_check_sim *sim, void *user);
+
+/* The fused attention of B x H heads of T queries and T keys of dh floats
+ * (self-attention, no masks, no dropout) on a reference GPU with NVIDIA's
+ * OpenCL limits (48 KiB of local memory and 1024 items a work-group): the
+ * tiled kernels (tiled) or the per-row ones that GPUs ran before, one
+ * forward and two backward launches, written under `dir` (which must
+ * exist). kernel_dir: where to read cl/ (NULL: the sources built in). */
+CLFORMER_API clformer_status clformer_check_attention_sims(const char *dir, const char *kernel_dir,
+                                                           size_t B, size_t H, size_t T,
+                                                           size_t dh, bool tiled,
+                                                           clformer_check_sim_sink sink,
+                                                           void *user);
+
 #ifdef __cplusplus
 }
 #endif
