@@ -210,9 +210,13 @@ inline void load_key_tile(local float4 *kt, local float4 *vt, local int *kf, loc
 
 /* Two dot products per row t < n of two local tiles (backward): sd[t] =
  * this item's part of a . x_t and sd[n + t] of b . y_t, over its slice of
- * `cols` float4 columns (part, part + split, ...). */
-inline void pair_dots(float *sd, int n, const float4 *a, const float4 *b, local const float4 *x,
-                      local const float4 *y, int part, int split, int cols)
+ * `cols` float4 columns (part, part + split, ...). Static and always
+ * inlined: n and cols are constants only at the call sites, and a standalone
+ * copy's loops cannot unroll (LLVM warns "loop not unrolled"; Oclgrind's
+ * --data-races check reports it). */
+static inline __attribute__((always_inline)) void
+pair_dots(float *sd, int n, const float4 *a, const float4 *b, local const float4 *x,
+          local const float4 *y, int part, int split, int cols)
 {
 #pragma unroll
     for (int t = 0; t < n; t++) {
