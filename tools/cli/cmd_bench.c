@@ -31,6 +31,7 @@
  */
 #include "bench_flops.h"
 #include "bench_roofline.h"
+#include "blas_kernels.h"
 #include "cli.h"
 #include "clformer.h"
 #include "clformer_util.h"
@@ -598,9 +599,14 @@ static void print_table(const bench *b, const clformer_device_info *dev)
            b->preset, c->d_model, c->n_heads, c->d_ff, layers,
            c->norm_first ? "pre-norm" : "post-norm", b->vocab,
            c->share_all_embed ? " shared by all embeddings" : "", b->params);
+    char gemm[128] = "CLBlast";
+    if (strcmp(b->gemm_provider, "host") == 0) {
+        const char *better = blas_kernels_better();
+        snprintf(gemm, sizeof gemm, "OpenBLAS (host, its %s kernels%s%s)", blas_kernels_name(),
+                 better ? "; faster here: OPENBLAS_CORETYPE=" : "", better ? better : "");
+    }
     printf("device %s: %s (%s, %s), GEMM by %s\n", dev->selector, dev->name,
-           clformer_device_type_name(dev->type), dev->platform,
-           strcmp(b->gemm_provider, "host") == 0 ? "OpenBLAS (host)" : "CLBlast");
+           clformer_device_type_name(dev->type), dev->platform, gemm);
     printf("batch %zu %s x len %zu tokens, dropout %.2g, label smoothing %.2g, "
            "%zu warm-up + %zu timed repetitions%s\n",
            b->B, b->lm ? "windows" : "sentences", b->T, (double)c->dropout,

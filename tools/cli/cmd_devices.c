@@ -1,4 +1,5 @@
 /* `clformer devices`: every platform and device, and the one selected. */
+#include "blas_kernels.h"
 #include "cli.h"
 #include "clformer.h"
 #include "commands.h"
@@ -146,10 +147,13 @@ static void print_table(const clformer_device_info *d, size_t n, long selected)
         const char *gemm = gemm_provider(x);
         if (!gemm)
             printf("        gemm      unusable: %s\n", clformer_last_error());
-        else if (strcmp(gemm, "host") == 0)
-            printf("        gemm      host: OpenBLAS sgemm in native kernels (CLFORMER_GEMM=clblast "
-                   "for CLBlast)\n");
-        else
+        else if (strcmp(gemm, "host") == 0) {
+            const char *better = blas_kernels_better();
+            printf("        gemm      host: OpenBLAS sgemm (its %s kernels%s%s%s) in native kernels "
+                   "(CLFORMER_GEMM=clblast for CLBlast)\n", blas_kernels_name(),
+                   better ? "; OPENBLAS_CORETYPE=" : "", better ? better : "",
+                   better ? " selects this CPU's faster ones" : "");
+        } else
             printf("        gemm      clblast%s%s\n", x->native_kernels ? "" : " (no native kernels)",
                    profile_of(x, &p) && gemm_searched(&p)
                        ? "; its parameters searched per shape on first use (CLFORMER_GEMM_TUNING)"

@@ -30,10 +30,10 @@ refuses to run without it.
 clformer's GEMMs on a CPU device go through the same OpenBLAS (its host
 provider), so the two share its kernels. OpenBLAS picks them by CPU model:
 0.3.21 (Debian 12) does not know recent Intel models and falls back to its
-Prescott (SSE3) kernels, about 4x slower than its AVX-512 ones on such a
-CPU; the table says which it runs, and OPENBLAS_CORETYPE=SkylakeX in the
-environment selects the AVX-512 kernels for both sides (say so with the
-figures: that is the best setting, not the default).
+Prescott (SSE3) kernels, with which gpt-mini trains at half the speed of its
+AVX-512 ones on such a CPU; OPENBLAS_CORETYPE=SkylakeX in the environment
+selects those for both sides (say so with the figures: that is the best
+setting, not the default). The table says which kernels each side runs.
 
 Both sides report the median time per training iteration over the run past
 its first tenth (validation iterations fall out of the median). --rounds N
@@ -177,6 +177,18 @@ def run_clformer(binary, text_path, iters, eval_interval):
     return val, BATCH * BLOCK / median_step(times)
 
 
+def clformer_gemm(binary):
+    """The gemm line `clformer devices` prints for the device it selects."""
+    out = subprocess.run([binary, "devices"], capture_output=True, text=True).stdout
+    chosen = False
+    for line in out.splitlines():
+        if not line.startswith("        "):  # a device's first line: "* " marks the chosen one
+            chosen = line.startswith("* ")
+        elif chosen and line.split()[:1] == ["gemm"]:
+            return line.split(None, 1)[1]
+    return "? (clformer devices names none)"
+
+
 def cpu_has(flag):
     try:
         with open("/proc/cpuinfo") as f:
@@ -224,7 +236,7 @@ def main():
               "GEMMs and torch's alike; OPENBLAS_CORETYPE=SkylakeX (or Haswell) selects faster ones for both")
     binaries = ([("before", a.before)] if a.before else []) + [("clformer", a.clformer)]
     for name, b in binaries:
-        print(f"{name}: {b}, device {device} (GEMMs on a CPU device: the same OpenBLAS)")
+        print(f"{name}: {b}, device {device}, GEMM: {clformer_gemm(b)}")
     print(f"\n| round ({a.iters} iterations, batch {BATCH} x {BLOCK}) | load before | val loss | tokens/s |")
     print("| --- | ---: | ---: | ---: |")
     ratios = {name: [] for name, _ in binaries}
