@@ -123,6 +123,21 @@ kernel void embedding_forward_learned(global float *out, ulong out_off, global c
                   p, seed, step, site);
 }
 
+/* Global (ceil(C/4), T): no positions (models that turn queries and keys by
+ * their positions instead, cl/rope.cl). */
+kernel void embedding_forward_tokens(global float *out, ulong out_off, global const int *tokens,
+                                     ulong tok_off, global const float *table, ulong table_off,
+                                     int B, int T, int C, float scale, float p, ulong seed,
+                                     uint step, uint site)
+{
+    int n;
+    const int c0 = first_column(get_global_id(0), C, &n), t = get_global_id(1);
+    if (n <= 0 || t >= T) return;
+    const float pe[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    embed_columns(out, out_off, tokens, tok_off, table, table_off, B, T, C, t, c0, n, scale, pe,
+                  p, seed, step, site);
+}
+
 /* Global (ceil(C/4), n_unique): dtable[unique[u], c] += scale * sum of g
  * over the positions of unique[u], in the index's (increasing) order. */
 kernel void embedding_backward_table(global float *dtable, ulong dtable_off,

@@ -477,19 +477,38 @@ CLFORMER_API clformer_attention_path clformer_context_attention_path(const clfor
 typedef enum {
     CLFORMER_ACT_RELU = 0,
     CLFORMER_ACT_GELU = 1,
-    CLFORMER_ACT_GELU_TANH = 2
+    CLFORMER_ACT_GELU_TANH = 2,
+    CLFORMER_ACT_SILU = 3  /* x sigmoid(x), gating the llama family's feed-forward (SwiGLU) */
 } clformer_activation;
-typedef enum { CLFORMER_POS_SINUSOIDAL = 0, CLFORMER_POS_LEARNED = 1 } clformer_positional;
+/* ROPE: rotary position embeddings in attention, no position table (the
+ * llama family's) */
+typedef enum {
+    CLFORMER_POS_SINUSOIDAL = 0,
+    CLFORMER_POS_LEARNED = 1,
+    CLFORMER_POS_ROPE = 2
+} clformer_positional;
 
 /* Model families (docs/MODEL.md), each its own blocks, parameter names and
  * file formats: the Transformer of the paper (an encoder and a decoder with
- * cross-attention) and a GPT-2-style decoder (the same blocks without
- * encoder). Names "encoder-decoder", "gpt". A config of ENCODER_DECODER
- * with n_enc_layers 0 is a GPT (older callers made language models so). */
+ * cross-attention), a GPT-2-style decoder (the same blocks without encoder)
+ * and a Llama-style decoder (RMSNorm, SwiGLU, rotary positions,
+ * grouped-query attention, no biases). Names "encoder-decoder", "gpt",
+ * "llama". A config of ENCODER_DECODER with n_enc_layers 0 is a GPT (older
+ * callers made language models so). */
 typedef enum {
     CLFORMER_FAMILY_ENCODER_DECODER = 0,
-    CLFORMER_FAMILY_GPT = 1
+    CLFORMER_FAMILY_GPT = 1,
+    CLFORMER_FAMILY_LLAMA = 2
 } clformer_family;
+
+/* Rotary positions' scaling as transformers 4.36's rope_scaling: none,
+ * "linear" (positions divided by rope_factor) or "dynamic" (NTK: the base
+ * grows once a sequence is longer than rope_base_len). */
+typedef enum {
+    CLFORMER_ROPE_PLAIN = 0,
+    CLFORMER_ROPE_LINEAR = 1,
+    CLFORMER_ROPE_DYNAMIC = 2
+} clformer_rope_scaling;
 
 /* The one spelling of each choice, used by the command line, the logs and
  * the checkpoint JSON: "relu"/"gelu"/"gelu_tanh", "sinusoidal"/"learned", "pre"/"post"
@@ -506,6 +525,10 @@ CLFORMER_API const char *clformer_norm_name(bool norm_first);
 CLFORMER_API clformer_status clformer_norm_parse(const char *word, bool *norm_first);
 CLFORMER_API const char *clformer_family_name(clformer_family family);
 CLFORMER_API clformer_status clformer_family_parse(const char *word, clformer_family *family);
+/* "none", "linear", "dynamic" */
+CLFORMER_API const char *clformer_rope_scaling_name(clformer_rope_scaling scaling);
+CLFORMER_API clformer_status clformer_rope_scaling_parse(const char *word,
+                                                         clformer_rope_scaling *scaling);
 
 /* Floating-point formats: fp32, and the two 16-bit ones, bfloat16 and IEEE
  * binary16 (fp16), for tensors in files (export) and, later, on the device.
@@ -554,6 +577,17 @@ typedef struct {
     bool share_all_embed;
     /* the model family (ENCODER_DECODER; see clformer_family) */
     clformer_family family;
+    /* llama: key/value heads of grouped-query attention, n_heads a multiple
+     * of it (0: n_heads; 1: multi-query) */
+    int n_kv_heads;
+    /* llama: rotary positions (positional CLFORMER_POS_ROPE): the base
+     * rope_theta (10000), the scaling and its factor (> 1 when scaling),
+     * and dynamic scaling's reference length, past which the base grows
+     * (Hugging Face's max_position_embeddings; 0: max_len) */
+    float rope_theta;
+    clformer_rope_scaling rope_scaling;
+    float rope_factor;
+    int rope_base_len;
 } clformer_config;
 
 /* The family a config is: its `family`, except that ENCODER_DECODER with
@@ -565,7 +599,7 @@ static inline clformer_family clformer_config_family(const clformer_config *c)
                : c->family;
 }
 
-/* A decoder-only language model: no encoder, no source (GPT). */
+/* A decoder-only language model: no encoder, no source (GPT and llama). */
 static inline bool clformer_config_decoder_only(const clformer_config *c)
 {
     return c->n_enc_layers == 0;
@@ -1229,6 +1263,16 @@ CLFORMER_API clformer_status clformer_model_export_hf_gpt2(clformer_model *model
 CLFORMER_API clformer_status clformer_model_export_hf_gpt2_as(clformer_model *model,
                                                               const char *dir,
                                                               clformer_precision precision);
+/* Writes a model of the llama family into `dir` as Hugging Face's
+ * save_pretrained writes LlamaForCausalLM: model.safetensors (the family's
+ * tensors under their own names, which are Hugging Face's; no lm_head.weight
+ * when the head is tied), config.json (torch_dtype as `precision`) and the
+ * tokenizer's files as clformer_model_export_hf_gpt2 writes them, so that
+ * transformers' LlamaForCausalLM.from_pretrained(dir) loads it with no
+ * missing or unexpected key. Each file is written atomically. */
+CLFORMER_API clformer_status clformer_model_export_hf_llama_as(clformer_model *model,
+                                                               const char *dir,
+                                                               clformer_precision precision);
 /* Writes the element-wise mean of the weights of n checkpoints of one model
  * (training or plain) to `out_path`, atomically, as a plain model: the
  * first's metadata, no optimizer state, no train_state. Refuses (naming the

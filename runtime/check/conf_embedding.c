@@ -1,5 +1,5 @@
 /* Conformance of the token embedding with positions, every tensor guarded:
- * the forward (learned or sinusoidal positions, dropout on or off, the output
+ * the forward (learned, sinusoidal or no positions, dropout on or off, the output
  * pre-filled with NaN that must be overwritten, inputs unchanged) and the
  * backward into the token and position tables (run twice onto random
  * gradients, so it must add, not overwrite; a NULL position gradient left
@@ -70,6 +70,10 @@ static clformer_status timed_runs(cf_ctx *ctx, const conf_embedding_case *c, con
                                          c->learned ? conf_block_view(b, DP) : cf_view_at(NULL, 0),
                                          conf_block_view(b, G), index, c->B, c->T, c->C, scale,
                                          device_dropout(c)));
+        else if (c->no_positions)
+            CF_TRY(cf_embedding_forward_tokens(ctx, conf_block_view(b, OUT),
+                                               conf_block_view(b, TOK), conf_block_view(b, TABLE),
+                                               c->B, c->T, c->C, scale, device_dropout(c)));
         else
             CF_TRY(cf_embedding_forward(ctx, conf_block_view(b, OUT), conf_block_view(b, TOK),
                                         conf_block_view(b, TABLE),
@@ -118,8 +122,10 @@ clformer_status conf_embedding_forward_run(cf_ctx *ctx, const conf_embedding_cas
     if ((st = timed_runs(ctx, c, &b, NULL, 1, &ms))) goto done;
     if ((st = conf_block_read(&b))) goto done;
     const ref_dropout rd = reference_dropout(c);
-    ref_embedding_forward(y64, tok, table64, c->learned ? pos64 : NULL, c->B, c->T, c->C, scale,
-                          &rd);
+    /* no positions: a learned table of zeros */
+    if (c->no_positions) memset(pos64, 0, np * 8);
+    ref_embedding_forward(y64, tok, table64, c->learned || c->no_positions ? pos64 : NULL, c->B,
+                          c->T, c->C, scale, &rd);
     ref_cmp cmp = conf_compare_stored(ctx, conf_block_out(&b, OUT), y64, n, REF_RULE_FORWARD,
                                       NULL, NULL);
     if (!conf_block_unchanged(&b, TOK) || !conf_block_unchanged(&b, TABLE) ||
@@ -127,8 +133,11 @@ clformer_status conf_embedding_forward_run(cf_ctx *ctx, const conf_embedding_cas
         cmp.pass = false, cmp.why = "the embedding forward changed an input";
     char shape[96];
     describe(shape, sizeof shape, c);
-    conf_emit(sink, user, c->learned ? "embedding_forward_learned" : "embedding_forward", shape,
-              conf_guarded(cmp, &b), ms);
+    conf_emit(sink, user,
+              c->no_positions ? "embedding_forward_tokens"
+              : c->learned    ? "embedding_forward_learned"
+                              : "embedding_forward",
+              shape, conf_guarded(cmp, &b), ms);
 done:
     conf_block_free(&b);
     free(tok), free(table64), free(pos64), free(y64);
@@ -202,15 +211,18 @@ clformer_status conf_embedding(cf_ctx *ctx, bool quick, conf_sink sink, void *us
                                                    {7, 61, 257, 300, true, {0}, false, 4}};
     static const conf_embedding_case back[2] = {{3, 7, 13, 5, true, {0}, false, 5},
                                                 {16, 93, 61, 257, true, {0}, false, 6}};
-    conf_embedding_case s = sinusoid[!quick], b = back[!quick];
-    s.drop = b.drop = d;
+    static const conf_embedding_case tokens[2] = {{2, 9, 12, 11, false, {0}, false, 7, true},
+                                                  {5, 61, 288, 300, false, {0}, false, 8, true}};
+    conf_embedding_case s = sinusoid[!quick], b = back[!quick], t = tokens[!quick];
+    s.drop = b.drop = t.drop = d;
     CF_TRY(conf_embedding_forward_run(ctx, &s, sink, user));
     CF_TRY(conf_embedding_forward_run(ctx, &learned[!quick], sink, user));
+    CF_TRY(conf_embedding_forward_run(ctx, &t, sink, user));
     return conf_embedding_backward_run(ctx, &b, sink, user);
 }
 
-CONF_OP(embedding) = {"embedding", "embedding_forward_sinusoidal embedding_forward_learned embedding_backward_table embedding_backward_pos",
-    "cf_embedding_forward, cf_embedding_forward_at, cf_embedding_backward",
+CONF_OP(embedding) = {"embedding", "embedding_forward_sinusoidal embedding_forward_learned embedding_forward_tokens embedding_backward_table embedding_backward_pos",
+    "cf_embedding_forward, cf_embedding_forward_tokens, cf_embedding_forward_at, cf_embedding_backward",
     "ref_embedding_forward, ref_embedding_backward (reference/ref_embedding.c)",
     "forward rule; gradient rule for the tables",
     conf_embedding, NULL,

@@ -220,6 +220,7 @@ typedef struct {
     cf_dropout drop;     /* off when p is 0 (NULL) */
     bool positions_only; /* every id 0 in a table of zeros: the positions alone */
     uint64_t seed;
+    bool no_positions;   /* cf_embedding_forward_tokens: the table alone (learned ignored) */
 } conf_embedding_case;
 /* The forward (one result) and the backward, run twice so that it must add
  * (two results: the token table, the position table). */

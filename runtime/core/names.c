@@ -29,7 +29,7 @@ clformer_status cf_parse_word(const char *what, const char *const *names, int n,
 }
 
 /* indexed by clformer_activation */
-static const char *const activation_names[] = {"relu", "gelu", "gelu_tanh"};
+static const char *const activation_names[] = {"relu", "gelu", "gelu_tanh", "silu"};
 
 const char *clformer_activation_name(clformer_activation a)
 {
@@ -45,7 +45,7 @@ clformer_status clformer_activation_parse(const char *word, clformer_activation 
 }
 
 /* indexed by clformer_positional */
-static const char *const positional_names[] = {"sinusoidal", "learned"};
+static const char *const positional_names[] = {"sinusoidal", "learned", "rope"};
 
 const char *clformer_positional_name(clformer_positional p)
 {
@@ -75,7 +75,7 @@ clformer_status clformer_norm_parse(const char *word, bool *norm_first)
 
 
 /* indexed by clformer_family */
-static const char *const family_names[] = {"encoder-decoder", "gpt"};
+static const char *const family_names[] = {"encoder-decoder", "gpt", "llama"};
 
 const char *clformer_family_name(clformer_family f)
 {
@@ -87,6 +87,23 @@ clformer_status clformer_family_parse(const char *word, clformer_family *out)
     int i;
     CF_TRY(cf_parse_word("model family", family_names, CF_COUNT(family_names), word, &i));
     *out = (clformer_family)i;
+    return CLFORMER_OK;
+}
+
+/* indexed by clformer_rope_scaling */
+static const char *const rope_scaling_names[] = {"none", "linear", "dynamic"};
+
+const char *clformer_rope_scaling_name(clformer_rope_scaling r)
+{
+    return (int)r >= 0 && (int)r < CF_COUNT(rope_scaling_names) ? rope_scaling_names[r] : NULL;
+}
+
+clformer_status clformer_rope_scaling_parse(const char *word, clformer_rope_scaling *out)
+{
+    int i;
+    CF_TRY(cf_parse_word("rope scaling", rope_scaling_names, CF_COUNT(rope_scaling_names), word,
+                         &i));
+    *out = (clformer_rope_scaling)i;
     return CLFORMER_OK;
 }
 

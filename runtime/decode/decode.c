@@ -40,14 +40,21 @@ size_t cf_decoder_bytes(const cf_session *s)
     return s->decoder ? (s->decoder->count + s->decoder->beam_count) * 4 : 0;
 }
 
-static size_t layout(const clformer_config *c, struct cf_decoder *d, cl_mem buf)
+/* The width of a self-attention cache row: kv_heads * dh. */
+static size_t kv_width(const cf_model *m)
 {
-    const size_t R = d->R, S = d->S, L = d->L, D = (size_t)c->d_model;
+    return m->blocks.kv_heads * (size_t)(m->cfg.d_model / m->cfg.n_heads);
+}
+
+static size_t layout(const cf_model *m, struct cf_decoder *d, cl_mem buf)
+{
+    const clformer_config *c = &m->cfg;
+    const size_t R = d->R, S = d->S, L = d->L, D = (size_t)c->d_model, kvd = kv_width(m);
     const size_t H = (size_t)c->n_heads, ff = (size_t)c->d_ff, V = (size_t)c->tgt_vocab;
     cf_arena a = {buf, 0};
     for (int l = 0; l < c->n_dec_layers; l++) {
-        d->self_k[l] = cf_arena_take(&a, R * L * D);
-        d->self_v[l] = cf_arena_take(&a, R * L * D);
+        d->self_k[l] = cf_arena_take(&a, R * L * kvd);
+        d->self_v[l] = cf_arena_take(&a, R * L * kvd);
         d->cross_k[l] = cf_arena_take(&a, R * S * D);
         d->cross_v[l] = cf_arena_take(&a, R * S * D);
     }
@@ -62,6 +69,7 @@ static size_t layout(const clformer_config *c, struct cf_decoder *d, cl_mem buf)
     d->out = cf_arena_take(&a, R * D);
     d->ff_pre = cf_arena_take(&a, R * ff);
     d->ff_act = cf_arena_take(&a, R * ff);
+    d->ff_up = cf_arena_take(&a, m->blocks.gated ? R * ff : 0);
     d->probs = cf_arena_take(&a, R * H * (L > S ? L : S));
     d->logits = cf_arena_take(&a, R * V);
     d->kv = cf_arena_take(&a, R * S * 2 * D);
@@ -114,15 +122,15 @@ static clformer_status decoder_prepare(cf_session *s, size_t R, size_t S, size_t
     d->R = R;
     d->L = L;
     d->S = headroom(S, (size_t)c->max_len);
-    const size_t roomy = layout(c, d, NULL);
+    const size_t roomy = layout(s->model, d, NULL);
     d->S = S;
-    const size_t need = layout(c, d, NULL);
+    const size_t need = layout(s->model, d, NULL);
     clformer_status st = cf_arena_reserve(s->ctx, &d->buf, &d->count, roomy, "decoding caches");
     if (st == CLFORMER_ERR_OUT_OF_MEMORY && roomy > need) /* the headroom did not fit */
         st = cf_arena_reserve(s->ctx, &d->buf, &d->count, need, "decoding caches");
     if (st != CLFORMER_OK)
         return cf_fail_prefix(st, "decoding %zu rows of up to %zu tokens: ", R, L);
-    layout(c, d, d->buf);
+    layout(s->model, d, d->buf);
     return CLFORMER_OK;
 }
 
@@ -144,7 +152,8 @@ clformer_status cf_decoder_gather_device(cf_session *s, size_t K, size_t n)
 {
     struct cf_decoder *d = s->decoder;
     const clformer_config *c = &s->model->cfg;
-    const size_t layers = (size_t)c->n_dec_layers, H = (size_t)c->n_heads;
+    /* the self-attention caches: their key/value heads */
+    const size_t layers = (size_t)c->n_dec_layers, H = s->model->blocks.kv_heads;
     if (n == 0 || n > d->L || K == 0 || d->R % K != 0)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cf_decoder_gather_device: %zu positions of %zu, beam %zu of %zu rows", n,
@@ -163,7 +172,7 @@ clformer_status cf_decoder_gather_device(cf_session *s, size_t K, size_t n)
     CF_TRY(cf_beam_shared_prefix(s->ctx, d->first, d->tokens, d->parents, d->R, d->L, n));
     return cf_beam_reorder_caches(s->ctx, d->self_k[0], layer_stride, value_stride, layers,
                                   d->parents, d->first, d->R / K, K, H, d->L,
-                                  (size_t)c->d_model / H, n);
+                                  (size_t)(c->d_model / c->n_heads), n);
 }
 
 clformer_status cf_gather_rows(cf_session *s, cf_view dst, cf_view src, cf_view map,
@@ -225,7 +234,8 @@ clformer_status cf_decoder_compact(cf_session *s, const int32_t *keep, size_t n,
             const cf_view cache = kv == 0 ? d->self_k[l] : kv == 1 ? d->self_v[l]
                                   : kv == 2 ? d->cross_k[l] : d->cross_v[l];
             const size_t cap = self ? d->L : d->S, used = self ? written : d->S;
-            CF_TRY(cf_beam_gather_cache(s->ctx, cache, cache, d->parents, n, H, cap, dh, used,
+            CF_TRY(cf_beam_gather_cache(s->ctx, cache, cache, d->parents, n,
+                                        self ? s->model->blocks.kv_heads : H, cap, dh, used,
                                         true));
         }
     CF_TRY(cf_gather_rows(s, d->tokens, d->tokens, d->parents, d->L, n));
@@ -247,7 +257,7 @@ static cf_layer_acts step_acts(const struct cf_decoder *d, int l)
                         d->concat, d->out},
                        {d->qkv, NONE, d->qh, d->cross_k[l], d->cross_v[l], saved, d->ctx_h,
                         d->concat, d->out},
-                       {d->ff_pre, d->ff_act, d->out}};
+                       {d->ff_pre, d->ff_act, d->out, d->ff_up}};
     return L;
 }
 
@@ -256,11 +266,7 @@ clformer_status cf_decode_step(cf_session *s, size_t t, float *attention)
     const cf_model *m = s->model;
     struct cf_decoder *d = s->decoder;
     const clformer_config *c = &m->cfg;
-    const size_t D = (size_t)c->d_model;
-    const cf_view pos = c->positional == CLFORMER_POS_LEARNED ? cf_param(s, m->layout.pos_embed)
-                                                              : NONE;
-    CF_TRY(cf_embedding_forward_at(s->ctx, d->x, d->step_tokens, cf_param(s, m->layout.tgt_embed),
-                                   pos, d->R, t, D, cf_embed_scale(c)));
+    CF_TRY(cf_embed(s, d->x, d->step_tokens, d->R, 1, t, NULL));
     const cf_block_shape shape = {d->R, 1, d->S, t, d->L, true, d->tokens, d->src, NONE,
                                   NONE, NULL};
     for (int l = 0; l < c->n_dec_layers; l++) {
@@ -280,7 +286,7 @@ clformer_status cf_decode_start_lm(cf_session *s, size_t R, size_t L)
     /* keys a row does not see still enter P V with probability 0: zeros, not
      * whatever the buffer held (0 * NaN is NaN) */
     struct cf_decoder *d = s->decoder;
-    const size_t n = R * L * (size_t)s->model->cfg.d_model;
+    const size_t n = R * L * kv_width(s->model);
     for (int l = 0; l < s->model->cfg.n_dec_layers; l++) {
         CF_TRY(cf_fill(s->ctx, d->self_k[l].buf, d->self_k[l].off, n, 0.0f));
         CF_TRY(cf_fill(s->ctx, d->self_v[l].buf, d->self_v[l].off, n, 0.0f));
@@ -294,7 +300,7 @@ clformer_status cf_decode_prefill(cf_session *s, size_t r0, size_t rows, const i
     const cf_model *m = s->model;
     const clformer_config *c = &m->cfg;
     struct cf_decoder *d = s->decoder;
-    const size_t D = (size_t)c->d_model;
+    const size_t kvd = kv_width(m);
     if (rows == 0 || T == 0) return CLFORMER_OK;
     if (r0 + rows > d->R || T > d->L)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
@@ -304,17 +310,14 @@ clformer_status cf_decode_prefill(cf_session *s, size_t r0, size_t rows, const i
     CF_TRY(cf_acts_prepare(s, rows, 0, T, false));
     cf_acts *a = &s->acts;
     CF_TRY(cf_upload(s->ctx, a->tgt_in.buf, a->tgt_in.off, ids, rows * T));
-    const cf_view pos = c->positional == CLFORMER_POS_LEARNED ? cf_param(s, m->layout.pos_embed)
-                                                              : NONE;
-    CF_TRY(cf_embedding_forward(s->ctx, a->tgt_emb, a->tgt_in, cf_param(s, m->layout.tgt_embed),
-                                pos, rows, T, D, cf_embed_scale(c), NULL));
+    CF_TRY(cf_embed(s, a->tgt_emb, a->tgt_in, rows, T, 0, NULL));
     /* causal attention over the positions so far; keys and values go to the
      * caches of these rows, which is all a prefill keeps */
     const cf_block_shape shape = {rows, T, 0, 0, d->L, true, NONE, a->src, NONE, NONE, NULL};
     for (int l = 0; l < c->n_dec_layers; l++) {
         cf_layer_acts L = a->dec[l];
-        L.self_attn.kh = cf_view_add(d->self_k[l], r0 * d->L * D);
-        L.self_attn.vh = cf_view_add(d->self_v[l], r0 * d->L * D);
+        L.self_attn.kh = cf_view_add(d->self_k[l], r0 * d->L * kvd);
+        L.self_attn.vh = cf_view_add(d->self_v[l], r0 * d->L * kvd);
         CF_TRY(cf_decoder_block(s, l, &L, cf_layer_input(a, true, l), &shape));
     }
     return CLFORMER_OK;
@@ -341,9 +344,6 @@ clformer_status cf_decode_step_rows(cf_session *s, const int32_t *tokens, const 
     const clformer_config *c = &m->cfg;
     const size_t D = (size_t)c->d_model;
     CF_TRY(cf_upload(s->ctx, d->step_tokens.buf, d->step_tokens.off, tokens, d->R));
-    const cf_view pos_table = c->positional == CLFORMER_POS_LEARNED
-                                  ? cf_param(s, m->layout.pos_embed)
-                                  : NONE;
     size_t last = 0;
     for (size_t r0 = 0, r1; r0 < d->R; r0 = r1) { /* by runs of rows at one position */
         if (pos[r0] >= d->L)
@@ -351,10 +351,8 @@ clformer_status cf_decode_step_rows(cf_session *s, const int32_t *tokens, const 
                            "cf_decode_step_rows: row %zu at position %zu of %zu", r0, pos[r0],
                            d->L);
         for (r1 = r0 + 1; r1 < d->R && pos[r1] == pos[r0];) r1++;
-        CF_TRY(cf_embedding_forward_at(s->ctx, cf_view_add(d->x, r0 * D),
-                                       cf_view_add(d->step_tokens, r0),
-                                       cf_param(s, m->layout.tgt_embed), pos_table, r1 - r0,
-                                       pos[r0], D, cf_embed_scale(c)));
+        CF_TRY(cf_embed(s, cf_view_add(d->x, r0 * D), cf_view_add(d->step_tokens, r0), r1 - r0, 1,
+                        pos[r0], NULL));
         if (pos[r0] > last) last = pos[r0];
     }
     CF_TRY(upload_key_mask(s, pos));

@@ -15,10 +15,10 @@ struct cf_decoder {
     size_t R, S, L;       /* rows, source length, positions (cache capacity) */
     cl_mem buf;
     size_t count;
-    cf_view *self_k, *self_v, *cross_k, *cross_v; /* per layer: (R,H,L,dh) and (R,H,S,dh) */
+    cf_view *self_k, *self_v, *cross_k, *cross_v; /* per layer: (R,H_kv,L,dh) and (R,H,S,dh) */
     cf_view x, fin, mean, rstd;                   /* (R, d), (R) */
     cf_view qkv, qh, ctx_h, concat, out;          /* (R, 3d), (R, d) ... */
-    cf_view ff_pre, ff_act;                       /* (R, d_ff) */
+    cf_view ff_pre, ff_act, ff_up;                /* (R, d_ff); ff_up gated only */
     cf_view probs;                                /* (R, H, max(L, S)) */
     cf_view logits;                               /* (R, V) */
     cf_view kv;                                   /* (R*S, 2d) cross projection */

@@ -26,6 +26,7 @@
 #include "base64.h"
 #include "buffer.h"
 #include "door.h"
+#include "hf.h"
 #include "model.h"
 #include "safetensors.h"
 #include "vocab.h"
@@ -611,7 +612,7 @@ clformer_status clformer_model_load(clformer_context *ctx, const char *path, clf
 {
     *out = NULL;
     if (cf_is_directory(path)) {
-        clformer_status st = cf_model_load_hf_gpt2(ctx, path, out);
+        clformer_status st = cf_model_load_hf(ctx, path, out);
         return st == CLFORMER_OK ? st : cf_fail_prefix(st, "loading '%s': ", path);
     }
     cf_st_reader *r = NULL;

@@ -6,16 +6,11 @@
  * clformer (as torch.nn.Linear) as [out, in], so every matrix but the
  * embeddings is transposed on the way. The fused Q|K|V projection has the
  * same row order on both sides; lm_head is tied to wte (clformer's tied
- * generator without bias). The tokenizer: GPT-2's vocab.json + merges.txt
- * for a model with a GPT-2 BPE (read back as its tokenizer, as from any
- * save_pretrained directory); otherwise clformer_vocab.json (the model's
- * tokens in id order) so that a character or byte model keeps its
- * vocabulary through the round trip, and clformer_spm.model beside it for a
- * SentencePiece model. Hugging Face's tokenizer classes read only the first.
+ * generator without bias). The tokenizer's files: hf_tokenizer_files.c.
  */
 #include "door.h"
 #include "fileio.h"
-#include "hf_gpt2_files.h"
+#include "hf.h"
 #include "params.h"
 #include "model.h"
 #include "safetensors.h"
@@ -25,8 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* clformer's layer-relative names and GPT-2's, and whether the matrix is transposed. */
 static const struct {
@@ -115,29 +108,9 @@ static clformer_status write_config(const clformer_model *m, const char *path,
         "torch_dtype",
         precision == CLFORMER_BF16 ? "bfloat16" : precision == CLFORMER_FP16 ? "float16" : "float32",
         "bos_token_id", end_of_text(m, true), "eos_token_id", end_of_text(m, false));
-    /* the tokenizer files clformer adds (transformers ignores the key): a
-     * directory that lost one is refused, not read as a model without one */
-    json_t *files = m->bpe ? NULL : json_array();
-    if (files) json_array_append_new(files, json_string("clformer_vocab.json"));
-    if (files && m->spm[1]) json_array_append_new(files, json_string("clformer_spm.model"));
-    if (files && o) json_object_set_new(o, "clformer_files", files);
-    else json_decref(files);
+    cf_hf_list_tokenizer_files(m, o);
     char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(9)) : NULL;
     json_decref(o);
-    if (!text) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    clformer_status st = cf_write_file_atomic(path, text, strlen(text));
-    free(text);
-    return st;
-}
-
-static clformer_status write_vocab(const clformer_model *m, const char *path)
-{
-    const char *const *v = clformer_model_tgt_vocab(m);
-    if (!v) return CLFORMER_OK;
-    json_t *a = json_array();
-    for (int i = 0; a && i < m->cfg.tgt_vocab; i++) json_array_append_new(a, json_string(v[i]));
-    char *text = a ? json_dumps(a, JSON_COMPACT) : NULL;
-    json_decref(a);
     if (!text) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     clformer_status st = cf_write_file_atomic(path, text, strlen(text));
     free(text);
@@ -189,11 +162,6 @@ static clformer_status write_weights(clformer_model *m, const char *path,
     return st;
 }
 
-static void join(char *out, size_t cap, const char *dir, const char *file)
-{
-    snprintf(out, cap, "%s/%s", dir, file);
-}
-
 clformer_status clformer_model_export_hf_gpt2(clformer_model *m, const char *dir)
 {
     return clformer_model_export_hf_gpt2_as(m, dir, CLFORMER_FP32);
@@ -208,17 +176,7 @@ static clformer_status write_export(clformer_model *m, const cf_dir_output *d,
     CF_TRY(write_weights(m, path, precision));
     CF_TRY(cf_dir_output_file(d, "config.json", path, sizeof path));
     CF_TRY(write_config(m, path, precision));
-    if (m->bpe) { /* GPT-2's own files: transformers' tokenizers read them */
-        CF_TRY(cf_dir_output_file(d, "vocab.json", path, sizeof path));
-        CF_TRY(cf_write_file_atomic(path, m->bpe_text[0], m->bpe_len[0]));
-        CF_TRY(cf_dir_output_file(d, "merges.txt", path, sizeof path));
-        return cf_write_file_atomic(path, m->bpe_text[1], m->bpe_len[1]);
-    }
-    CF_TRY(cf_dir_output_file(d, "clformer_vocab.json", path, sizeof path));
-    CF_TRY(write_vocab(m, path));
-    if (!m->spm[1]) return CLFORMER_OK;
-    CF_TRY(cf_dir_output_file(d, "clformer_spm.model", path, sizeof path));
-    return cf_write_file_atomic(path, m->spm[1], m->spm_size[1]);
+    return cf_hf_write_tokenizer(m, d);
 }
 
 clformer_status clformer_model_export_hf_gpt2_as(clformer_model *m, const char *dir,
@@ -315,75 +273,16 @@ static clformer_status read_weights(clformer_model *m, const cf_st_reader *r, bo
     return st;
 }
 
-/* The tokenizer the directory's files gave (checked by cf_hf_files_parse). */
-static clformer_status set_tokenizer(clformer_model *m, const char *dir, const cf_hf_files *f,
-                                     const cf_hf_parsed *p)
+clformer_status cf_hf_gpt2_weights(clformer_context *ctx, const clformer_config *c,
+                                   const cf_st_reader *r, const char *path, clformer_model **m)
 {
-    char vocab[4096], merges[4096];
-    if (p->bpe) {
-        join(vocab, sizeof vocab, dir, "vocab.json");
-        join(merges, sizeof merges, dir, "merges.txt");
-        return cf_model_set_bpe(m, f->text[CF_HF_VOCAB], f->size[CF_HF_VOCAB], vocab,
-                                f->text[CF_HF_MERGES], f->size[CF_HF_MERGES], merges);
-    }
-    if (p->vocab) {
-        CF_TRY(clformer_model_set_vocabs(m, NULL, cf_vocab_tokens(p->vocab)));
-        if (!p->spm) return CLFORMER_OK;
-        const clformer_status st = clformer_model_set_tokenizer(m, true, f->text[CF_HF_SPM],
-                                                                f->size[CF_HF_SPM]);
-        join(vocab, sizeof vocab, dir, "clformer_spm.model");
-        return st == CLFORMER_OK ? st : cf_fail_prefix(st, "'%s': ", vocab);
-    }
-    /* no tokenizer: ids in, ids out (clformer_lm_encode refuses text) */
-    char **names = cf_placeholder_tokens(m->cfg.tgt_vocab);
-    if (!names) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    const clformer_status st = clformer_model_set_vocabs(m, NULL, (const char *const *)names);
-    cf_placeholder_tokens_free(names, m->cfg.tgt_vocab);
-    m->ids_only = true;
-    return st;
-}
-
-bool cf_is_directory(const char *path)
-{
-    struct stat s;
-    return stat(path, &s) == 0 && S_ISDIR(s.st_mode);
-}
-
-clformer_status cf_model_load_hf_gpt2(clformer_context *ctx, const char *dir,
-                                      clformer_model **out)
-{
-    *out = NULL;
-    if (strlen(dir) > 3900)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the directory path is too long");
-    cf_hf_files files;
-    cf_hf_parsed p;
-    CF_TRY(cf_hf_files_read(dir, &files));
-    clformer_status st = cf_hf_files_parse(dir, &files, &p);
-    if (st != CLFORMER_OK) {
-        cf_hf_files_free(&files);
-        return st;
-    }
-    char path[4096];
-    join(path, sizeof path, dir, "model.safetensors");
-    cf_st_reader *r = NULL;
-    cf_param_layout layout = {0};
-    clformer_model *m = NULL;
-    st = cf_st_open(path, &r);
+    (void)path; /* find_weight's errors name the tensors */
     /* files from GPT2Model have no "transformer." prefix: accept both */
-    const bool prefixed = st == CLFORMER_OK && cf_st_find(r, "transformer.wte.weight") != NULL;
-    if (st == CLFORMER_OK) st = cf_param_layout_make(&p.config, &layout);
+    const bool prefixed = cf_st_find(r, "transformer.wte.weight") != NULL;
+    cf_param_layout layout = {0};
+    clformer_status st = cf_param_layout_make(c, &layout);
     if (st == CLFORMER_OK) st = check_weights(&layout, r, prefixed);
     cf_param_layout_free(&layout);
-    if (st == CLFORMER_OK) st = clformer_model_create(ctx, &p.config, 1, &m);
-    if (st == CLFORMER_OK) st = read_weights(m, r, prefixed);
-    if (st == CLFORMER_OK) st = set_tokenizer(m, dir, &files, &p);
-    cf_st_close(r);
-    cf_hf_parsed_free(&p);
-    cf_hf_files_free(&files);
-    if (st != CLFORMER_OK) {
-        clformer_model_free(m);
-        return st;
-    }
-    *out = m;
-    return CLFORMER_OK;
+    if (st == CLFORMER_OK) st = clformer_model_create(ctx, c, 1, m);
+    return st == CLFORMER_OK ? read_weights(*m, r, prefixed) : st;
 }

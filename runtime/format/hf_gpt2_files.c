@@ -1,5 +1,6 @@
-/* A Hugging Face GPT-2 directory's small files (see hf_gpt2_files.h). */
+/* A Hugging Face GPT-2 or Llama directory's small files (see hf_gpt2_files.h). */
 #include "hf_gpt2_files.h"
+#include "hf_llama_config.h"
 #include "fileio.h"
 #include "status.h"
 
@@ -75,8 +76,8 @@ static clformer_status parse_config(const char *path, json_t *o, clformer_config
     json_t *eps = json_object_get(o, "layer_norm_epsilon");
     if (!json_is_object(o)) return cf_fail(CLFORMER_ERR_FORMAT, "%s is not a JSON object", path);
     if (!type || strcmp(type, "gpt2"))
-        return cf_fail(CLFORMER_ERR_FORMAT, "%s: model_type is \"%.40s\", not \"gpt2\"", path,
-                       type ? type : "(none)");
+        return cf_fail(CLFORMER_ERR_FORMAT, "%s: model_type is \"%.40s\", not \"gpt2\" or "
+                       "\"llama\"", path, type ? type : "(none)");
     CF_TRY(json_int_field(path, o, "n_embd", -1, &c->d_model));
     CF_TRY(json_int_field(path, o, "n_head", -1, &c->n_heads));
     CF_TRY(json_int_field(path, o, "n_layer", -1, &c->n_dec_layers));
@@ -173,9 +174,18 @@ clformer_status cf_hf_files_parse(const char *dir, const cf_hf_files *f, cf_hf_p
     json_error_t err;
     json_t *config = json_loadb(f->text[CF_HF_CONFIG], f->size[CF_HF_CONFIG],
                                 JSON_REJECT_DUPLICATES, &err);
-    clformer_status st = config ? parse_config(path, config, &out->config)
+    clformer_status st = config ? CLFORMER_OK
                                 : cf_fail(CLFORMER_ERR_FORMAT, "%s: not readable JSON (%s)",
                                           path, err.text);
+    /* Llama's config.json: hf_llama_config.c; the rest must be GPT-2's */
+    const char *type = json_string_value(json_object_get(config, "model_type"));
+    cf_hf_llama_config llama;
+    if (st == CLFORMER_OK && type && !strcmp(type, "llama")) {
+        st = cf_hf_llama_config_parse(f->text[CF_HF_CONFIG], f->size[CF_HF_CONFIG], path, &llama);
+        if (st == CLFORMER_OK) st = cf_hf_llama_clformer_config(&llama, path, &out->config);
+    } else if (st == CLFORMER_OK) {
+        st = parse_config(path, config, &out->config);
+    }
     if (st == CLFORMER_OK) st = parse_tokenizer(dir, f, config, out);
     json_decref(config);
     if (st != CLFORMER_OK) cf_hf_parsed_free(out);

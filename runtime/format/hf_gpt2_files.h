@@ -1,7 +1,7 @@
 /*
- * The small files of a Hugging Face GPT-2 directory, read and checked
- * before a weight is read or a buffer allocated (hf_gpt2.c loads the
- * rest): config.json, GPT-2's tokenizer (vocab.json + merges.txt), and the
+ * The small files of a Hugging Face GPT-2 or Llama directory, read and
+ * checked before a weight is read or a buffer allocated (hf_gpt2.c and
+ * hf_llama.c load the rest): config.json, GPT-2's tokenizer (vocab.json + merges.txt), and the
  * files clformer adds for other tokenizers, clformer_vocab.json (the tokens
  * in id order) and clformer_spm.model. Each file that is there must be a
  * regular file and valid, or the directory is refused naming it; a
@@ -43,8 +43,9 @@ typedef struct {
 } cf_hf_parsed;
 
 /* Parses and checks the files (messages name "DIR/FILE"): config.json a
- * GPT-2 config clformer runs; vocab.json and merges.txt both or neither, a
- * BPE of at most vocab_size tokens; clformer_vocab.json exactly vocab_size
+ * GPT-2 or Llama config (model_type "gpt2" or "llama") clformer runs;
+ * vocab.json and merges.txt both or neither, a BPE of at most vocab_size
+ * tokens; clformer_vocab.json exactly vocab_size
  * distinct tokens; clformer_spm.model only with clformer_vocab.json. */
 clformer_status cf_hf_files_parse(const char *dir, const cf_hf_files *f, cf_hf_parsed *out);
 void cf_hf_parsed_free(cf_hf_parsed *p);

@@ -196,3 +196,55 @@ cf_rope_config cf_hf_llama_rope(const cf_hf_llama_config *c)
     return (cf_rope_config){(size_t)c->head_dim, c->rope_theta, c->rope_scaling,
                             c->rope_scaling_factor, (size_t)c->max_position_embeddings};
 }
+
+/* clformer's config of a Hugging Face Llama config. Dynamic scaling exists
+ * to run past max_position_embeddings, so the model's context is factor
+ * times it, and the scaling's reference length stays
+ * max_position_embeddings. */
+clformer_status cf_hf_llama_clformer_config(const cf_hf_llama_config *h, const char *origin,
+                                            clformer_config *c)
+{
+    clformer_config_default(c);
+    c->family = CLFORMER_FAMILY_LLAMA;
+    c->n_enc_layers = 0;
+    c->src_vocab = 0;
+    const int64_t dims[] = {h->vocab_size, h->hidden_size, h->intermediate_size,
+                            h->num_hidden_layers, h->num_attention_heads,
+                            h->num_key_value_heads, h->max_position_embeddings};
+    for (size_t i = 0; i < sizeof dims / sizeof *dims; i++)
+        if (dims[i] > (1 << 24))
+            return cf_fail(CLFORMER_ERR_FORMAT, "%s: a size of %lld is beyond clformer's limits",
+                           origin, (long long)dims[i]);
+    c->tgt_vocab = (int)h->vocab_size;
+    c->d_model = (int)h->hidden_size;
+    c->d_ff = (int)h->intermediate_size;
+    c->n_dec_layers = (int)h->num_hidden_layers;
+    c->n_heads = (int)h->num_attention_heads;
+    c->n_kv_heads = (int)h->num_key_value_heads;
+    c->ln_eps = (float)h->rms_norm_eps;
+    c->dropout = 0.0f;
+    c->attention_dropout = (float)h->attention_dropout;
+    c->activation_dropout = 0.0f;
+    c->norm_first = true;
+    c->activation = CLFORMER_ACT_SILU;
+    c->positional = CLFORMER_POS_ROPE;
+    c->share_tgt_embed = h->tie_word_embeddings;
+    c->scale_embed = false;
+    c->generator_bias = false;
+    c->rope_theta = (float)h->rope_theta;
+    c->rope_scaling = h->rope_scaling == CF_ROPE_LINEAR    ? CLFORMER_ROPE_LINEAR
+                      : h->rope_scaling == CF_ROPE_DYNAMIC ? CLFORMER_ROPE_DYNAMIC
+                                                           : CLFORMER_ROPE_PLAIN;
+    c->rope_factor = h->rope_scaling == CF_ROPE_PLAIN ? 1.0f : (float)h->rope_scaling_factor;
+    const double context = h->rope_scaling == CF_ROPE_DYNAMIC
+                               ? ceil((double)h->max_position_embeddings * h->rope_scaling_factor)
+                               : (double)h->max_position_embeddings;
+    if (context > 65536.0)
+        return cf_fail(CLFORMER_ERR_FORMAT,
+                       "%s: a context of %.0f positions is beyond clformer's 65536", origin,
+                       context);
+    c->max_len = (int)context;
+    c->rope_base_len = h->rope_scaling == CF_ROPE_DYNAMIC ? (int)h->max_position_embeddings : 0;
+    clformer_status st = clformer_config_validate(c);
+    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "%s: ", origin);
+}

@@ -51,4 +51,9 @@ clformer_status cf_hf_llama_config_read(const char *path, cf_hf_llama_config *ou
 /* The rotary configuration the config gives (runtime/ops/ops.h). */
 cf_rope_config cf_hf_llama_rope(const cf_hf_llama_config *c);
 
+/* clformer's config (the llama family's) of a parsed config.json, checked
+ * by clformer_config_validate; `origin` names the file in errors. */
+clformer_status cf_hf_llama_clformer_config(const cf_hf_llama_config *h, const char *origin,
+                                            clformer_config *c);
+
 #endif

@@ -27,17 +27,19 @@ static void sub_acts(cf_split_arena *c, cf_sub_acts *s, size_t N, size_t d, cons
     s->out = out ? *out : cf_split_arena_take(c, N * d);
 }
 
-/* keys: the key tokens the forward masks with (the fused backward reads them again). */
+/* keys: the key tokens the forward masks with (the fused backward reads
+ * them again); kvd: the width of the keys and values (kv_heads * dh). */
 static void attn_acts(cf_split_arena *c, cf_attn_acts *a, const clformer_config *cfg, size_t B,
-                      size_t Tq, size_t Tk, bool cross, bool dropout, bool fused, cf_view keys)
+                      size_t Tq, size_t Tk, bool cross, bool dropout, bool fused, cf_view keys,
+                      size_t kvd)
 {
     const size_t d = (size_t)cfg->d_model, H = (size_t)cfg->n_heads;
     /* what backward reads first (sub_acts), in one run when unfused: heads,
      * probabilities, merged heads; the fused path's output, then its
      * statistics; then what backward does not read */
     a->qh = cf_split_arena_take(c, B * Tq * d);
-    a->kh = cf_split_arena_take(c, B * Tk * d);
-    a->vh = cf_split_arena_take(c, B * Tk * d);
+    a->kh = cf_split_arena_take(c, B * Tk * kvd);
+    a->vh = cf_split_arena_take(c, B * Tk * kvd);
     const cf_view none = {NULL, 0};
     a->saved = (cf_attention_saved){none, none, none, none, none};
     if (!fused) {
@@ -55,14 +57,17 @@ static void attn_acts(cf_split_arena *c, cf_attn_acts *a, const clformer_config 
         a->q = cf_split_arena_take(c, B * Tq * d);
         a->kv = cf_split_arena_take(c, B * Tk * 2 * d);
     } else {
-        a->q = cf_split_arena_take(c, B * Tq * 3 * d);
+        a->q = cf_split_arena_take(c, B * Tq * (d + 2 * kvd));
     }
     a->out = cf_split_arena_take(c, B * Tq * d);
 }
 
-static void ffn_acts(cf_split_arena *c, cf_ffn_acts *f, size_t N, size_t d, size_t ff)
+/* gated: the up projection after the gate, so that backward's reads stay one run */
+static void ffn_acts(cf_split_arena *c, cf_ffn_acts *f, size_t N, size_t d, size_t ff, bool gated)
 {
+    const cf_view none = {NULL, 0};
     f->pre = cf_split_arena_take(c, N * ff);
+    f->up = gated ? cf_split_arena_take(c, N * ff) : none;
     f->act = cf_split_arena_take(c, N * ff);
     f->out = cf_split_arena_take(c, N * d);
 }
@@ -99,9 +104,9 @@ static void encoder_layers(cf_split_arena *c, cf_acts *a, const clformer_config 
         const cf_view out = L->sub[1].out;
         if (scratch) *c = *scratch;
         sub_acts(c, &L->sub[0], Ns, d, NULL);
-        attn_acts(c, &L->self_attn, cfg, a->B, a->S, a->S, false, drop, fused, a->src);
+        attn_acts(c, &L->self_attn, cfg, a->B, a->S, a->S, false, drop, fused, a->src, d);
         sub_acts(c, &L->sub[1], Ns, d, scratch ? &out : NULL);
-        ffn_acts(c, &L->ffn, Ns, d, ff);
+        ffn_acts(c, &L->ffn, Ns, d, ff, a->blocks->gated);
     }
 }
 
@@ -110,6 +115,7 @@ static void decoder_layers(cf_split_arena *c, cf_acts *a, const clformer_config 
                            bool fused, const cf_split_arena *scratch)
 {
     const size_t Nt = a->B * a->T, d = (size_t)cfg->d_model, ff = (size_t)cfg->d_ff;
+    const size_t kvd = a->blocks->kv_heads * (d / (size_t)cfg->n_heads);
     const cf_view none = {NULL, 0};
     const int f = cf_ffn_sub(a->cross);
     for (int l = 0; l < cfg->n_dec_layers; l++) {
@@ -119,13 +125,13 @@ static void decoder_layers(cf_split_arena *c, cf_acts *a, const clformer_config 
         sub_acts(c, &L->sub[0], Nt, d, NULL);
         /* decoder-only: no padding, so no key tokens to mask with */
         attn_acts(c, &L->self_attn, cfg, a->B, a->T, a->T, false, drop, fused,
-                  a->cross ? a->tgt_in : none);
+                  a->cross ? a->tgt_in : none, kvd);
         if (a->cross) {
             sub_acts(c, &L->sub[1], Nt, d, NULL);
-            attn_acts(c, &L->cross_attn, cfg, a->B, a->T, a->S, true, drop, fused, a->src);
+            attn_acts(c, &L->cross_attn, cfg, a->B, a->T, a->S, true, drop, fused, a->src, d);
         }
         sub_acts(c, &L->sub[f], Nt, d, scratch ? &out : NULL);
-        ffn_acts(c, &L->ffn, Nt, d, ff);
+        ffn_acts(c, &L->ffn, Nt, d, ff, a->blocks->gated);
     }
 }
 
@@ -217,6 +223,7 @@ static void layout(const clformer_config *cfg, cf_acts *a, cf_split_arena *arena
         a->d_ctx_h = cf_split_arena_take(c, B * Tmax * d);
         a->d_probs = cf_split_arena_take(c, B * H * Tmax * (fused ? 1 : Tmax));
         a->d_ff = cf_split_arena_take(c, N * ff);
+        a->d_up = a->blocks->gated ? cf_split_arena_take(c, N * ff) : (cf_view){NULL, 0};
     }
 }
 
@@ -310,6 +317,7 @@ static void set_shape(cf_acts *a, const cf_session *s, size_t B, size_t S, size_
     a->half_saved = training && !s->recompute && s->precision != CLFORMER_FP32 &&
                     !s->saved_in_fp32;
     a->cross = s->model->blocks.encoder;
+    a->blocks = &s->model->blocks;
 }
 
 /* Elements one arena buffer may hold: the device's largest allocation (at

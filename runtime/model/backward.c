@@ -29,20 +29,24 @@ static clformer_status attention_backward(cf_session *s, cf_attn_acts *a, const 
     cf_acts *A = &s->acts;
     const size_t B = A->B, d = (size_t)s->model->cfg.d_model, H = (size_t)s->model->cfg.n_heads;
     const size_t dh = d / H, Nq = B * Tq, Nk = B * Tk;
+    /* self-attention's key/value heads (grouped-query: fewer than H) */
+    const size_t Hkv = cross ? H : s->model->blocks.kv_heads, kvd = Hkv * dh, ld = d + 2 * kvd;
     CF_TRY(cf_linear_backward(ctx, A->d_c, G(s, p->out_w), G(s, p->out_b), dout, a->concat,
                               P(s, p->out_w), Nq, d, d, false));
     CF_TRY(cf_split_heads(ctx, A->d_ctx_h, A->d_c, d, B, Tq, H, dh));
-    const cf_attention_shape shape = {B, H, dh, Tq, Tk, Tk, 0, causal, Tk};
+    const cf_attention_shape shape = {B, H, dh, Tq, Tk, Tk, 0, causal, Tk, Hkv};
     cf_dropout ds;
     CF_TRY(cf_attention_backward(ctx, A->d_qh, A->d_kh, A->d_vh, A->d_probs, A->d_ctx_h,
                                  &a->saved, a->qh, a->kh, a->vh, &shape,
                                  cf_session_dropout(s, site, &ds)));
     if (!cross) {
-        CF_TRY(cf_merge_heads(ctx, A->d_q, 3 * d, A->d_qh, B, Tq, H, dh));
-        CF_TRY(cf_merge_heads(ctx, cf_view_add(A->d_q, d), 3 * d, A->d_kh, B, Tk, H, dh));
-        CF_TRY(cf_merge_heads(ctx, cf_view_add(A->d_q, 2 * d), 3 * d, A->d_vh, B, Tk, H, dh));
+        CF_TRY(cf_merge_heads(ctx, A->d_q, ld, A->d_qh, B, Tq, H, dh));
+        CF_TRY(cf_merge_heads(ctx, cf_view_add(A->d_q, d), ld, A->d_kh, B, Tk, Hkv, dh));
+        CF_TRY(cf_merge_heads(ctx, cf_view_add(A->d_q, d + kvd), ld, A->d_vh, B, Tk, Hkv, dh));
+        /* rotary positions: the gradients of the turned queries and keys, turned back */
+        if (s->model->blocks.rope) CF_TRY(cf_rotate(s, A->d_q, B, Tq, 0, NULL, true));
         return cf_linear_backward(ctx, dinp, G(s, p->in_proj_w), G(s, p->in_proj_b), A->d_q, fin,
-                                  P(s, p->in_proj_w), Nq, d, 3 * d, accumulate);
+                                  P(s, p->in_proj_w), Nq, d, ld, accumulate);
     }
     CF_TRY(cf_merge_heads(ctx, A->d_q, d, A->d_qh, B, Tq, H, dh));
     CF_TRY(cf_merge_heads(ctx, A->d_kv, 2 * d, A->d_kh, B, Tk, H, dh));
@@ -64,6 +68,15 @@ static clformer_status ffn_backward(cf_session *s, cf_ffn_acts *f, const cf_laye
     cf_dropout ds;
     CF_TRY(cf_linear_backward(ctx, d_ff, G(s, p->lin2_w), G(s, p->lin2_b), dout, f->act,
                               P(s, p->lin2_w), N, ff, d, false));
+    if (s->model->blocks.gated) { /* SwiGLU: the gate's and the up projection's gradients */
+        const cf_view d_up = s->acts.d_up;
+        CF_TRY(cf_dropout_backward(ctx, d_ff, d_ff, N * ff, cf_session_dropout(s, site, &ds)));
+        CF_TRY(cf_swiglu_backward(ctx, d_ff, d_up, d_ff, f->pre, f->up, N * ff, false));
+        CF_TRY(cf_linear_backward(ctx, dinp, G(s, p->lin1_w), NONE, d_ff, fin, P(s, p->lin1_w), N,
+                                  d, ff, accumulate));
+        return cf_linear_backward(ctx, dinp, G(s, p->lin3_w), NONE, d_up, fin, P(s, p->lin3_w), N,
+                                  d, ff, true);
+    }
     CF_TRY(cf_bias_act_backward(ctx, d_ff, G(s, p->lin1_b), d_ff, f->pre, P(s, p->lin1_b), N, ff,
                                 s->model->cfg.activation, cf_session_dropout(s, site, &ds)));
     return cf_linear_backward(ctx, dinp, G(s, p->lin1_w), NONE, d_ff, fin, P(s, p->lin1_w), N, d,
@@ -91,6 +104,21 @@ static clformer_status f_backward(cf_session *s, const f_spec *f, cf_view dout, 
                               f->kind == F_CROSS_ATTN, f->Tq, f->Tk, f->causal, f->inner_site);
 }
 
+/* The blocks' normalisation backward (cf_norm_forward's): dinp = (or +=
+ * when accumulate) the input gradient; the weight's (and bias's) gradients
+ * accumulate. */
+static clformer_status norm_backward(cf_session *s, cf_view dinp, size_t w, size_t b,
+                                     cf_view dout, cf_view x, cf_view mean, cf_view rstd, size_t N,
+                                     bool accumulate)
+{
+    const size_t d = (size_t)s->model->cfg.d_model;
+    if (s->model->blocks.norm == CF_NORM_RMS)
+        return cf_rmsnorm_backward(s->ctx, dinp, G(s, w), dout, x, P(s, w), rstd, N, d,
+                                   accumulate);
+    return cf_layernorm_backward(s->ctx, dinp, G(s, w), G(s, b), dout, x, P(s, w), mean, rstd, N,
+                                 d, accumulate);
+}
+
 /* On entry d_res holds dL/dy for the sublayer's output y; on return dL/dx
  * for its input x. */
 static clformer_status sublayer_backward(cf_session *s, cf_sub_acts *sub, const f_spec *f, cf_view x,
@@ -109,12 +137,10 @@ static clformer_status sublayer_backward(cf_session *s, cf_sub_acts *sub, const 
         /* y = x + drop(F(LN(x))) */
         if (masked) CF_TRY(cf_dropout_backward(ctx, A->d_a, A->d_res, N * d, drop));
         CF_TRY(f_backward(s, f, masked ? A->d_a : A->d_res, sub->ln, A->d_b, false, N));
-        return cf_layernorm_backward(ctx, A->d_res, G(s, nw), G(s, nb), A->d_b, x, P(s, nw),
-                                     sub->mean, sub->rstd, N, d, true);
+        return norm_backward(s, A->d_res, nw, nb, A->d_b, x, sub->mean, sub->rstd, N, true);
     }
     /* y = LN(x + drop(F(x))) */
-    CF_TRY(cf_layernorm_backward(ctx, A->d_a, G(s, nw), G(s, nb), A->d_res, sub->ln, P(s, nw),
-                                 sub->mean, sub->rstd, N, d, false));
+    CF_TRY(norm_backward(s, A->d_a, nw, nb, A->d_res, sub->ln, sub->mean, sub->rstd, N, false));
     CF_TRY(cf_copy(ctx, A->d_a.buf, A->d_a.off, A->d_res.buf, A->d_res.off, N * d));
     if (masked) CF_TRY(cf_dropout_backward(ctx, A->d_b, A->d_a, N * d, drop));
     return f_backward(s, f, masked ? A->d_b : A->d_a, x, A->d_res, true, N);
@@ -175,9 +201,9 @@ clformer_status cf_backward(cf_session *s)
     /* generator and decoder.norm */
     CF_TRY(cf_linear_backward(ctx, A->d_a, G(s, lay->generator_w), G(s, lay->generator_b),
                               A->logits, A->dec_out, P(s, lay->generator_w), Nt, d, V, false));
-    CF_TRY(cf_layernorm_backward(ctx, A->d_res, G(s, lay->dec_norm_w), G(s, lay->dec_norm_b),
-                                 A->d_a, cf_layer_input(&s->acts, true, c->n_dec_layers),
-                                 P(s, lay->dec_norm_w), A->dec_mean, A->dec_rstd, Nt, d, false));
+    CF_TRY(norm_backward(s, A->d_res, lay->dec_norm_w, lay->dec_norm_b, A->d_a,
+                         cf_layer_input(&s->acts, true, c->n_dec_layers), A->dec_mean,
+                         A->dec_rstd, Nt, false));
     CF_TRY(cf_grads_ready(m, point++));
     if (A->cross) CF_TRY(cf_fill(ctx, A->d_mem.buf, A->d_mem.off, Ns * d, 0.0f));
     const cf_block_shape shape = cf_batch_block_shape(A);
@@ -199,9 +225,9 @@ clformer_status cf_backward(cf_session *s)
     }
 
     /* encoder.norm, then the encoder */
-    CF_TRY(cf_layernorm_backward(ctx, A->d_res, G(s, lay->enc_norm_w), G(s, lay->enc_norm_b),
-                                 A->d_mem, cf_layer_input(&s->acts, false, c->n_enc_layers),
-                                 P(s, lay->enc_norm_w), A->mem_mean, A->mem_rstd, Ns, d, false));
+    CF_TRY(norm_backward(s, A->d_res, lay->enc_norm_w, lay->enc_norm_b, A->d_mem,
+                         cf_layer_input(&s->acts, false, c->n_enc_layers), A->mem_mean,
+                         A->mem_rstd, Ns, false));
     CF_TRY(cf_grads_ready(m, point++));
     for (int l = c->n_enc_layers - 1; l >= 0; l--) {
         /* the decoder's layers wrote over the encoder's scratch */

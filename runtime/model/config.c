@@ -35,6 +35,11 @@ void clformer_config_default(clformer_config *c)
     c->activation_dropout = -1.0f;
     c->share_all_embed = false;
     c->family = CLFORMER_FAMILY_ENCODER_DECODER;
+    c->n_kv_heads = 0;
+    c->rope_theta = 10000.0f;
+    c->rope_scaling = CLFORMER_ROPE_PLAIN;
+    c->rope_factor = 1.0f;
+    c->rope_base_len = 0;
 }
 
 float cf_config_dropout_of(const clformer_config *c, cf_dropout_kind kind)
@@ -74,9 +79,10 @@ clformer_status clformer_config_validate(const clformer_config *c)
     CF_TRY(positive("d_ff", c->d_ff, MAX_DIM));
     const cf_family *family = cf_family_of(c);
     if (!family)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "family %d is none of %s and %s",
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "family %d is none of %s, %s and %s",
                        (int)c->family, clformer_family_name(CLFORMER_FAMILY_ENCODER_DECODER),
-                       clformer_family_name(CLFORMER_FAMILY_GPT));
+                       clformer_family_name(CLFORMER_FAMILY_GPT),
+                       clformer_family_name(CLFORMER_FAMILY_LLAMA));
     CF_TRY(positive("n_dec_layers", c->n_dec_layers, 1024));
     CF_TRY(positive("max_len", c->max_len, 65536));
     if (c->max_len < 2)
@@ -137,6 +143,15 @@ char *clformer_config_to_json(const clformer_config *c)
     const clformer_family family = clformer_config_family(c);
     if (family != (c->n_enc_layers > 0 ? CLFORMER_FAMILY_ENCODER_DECODER : CLFORMER_FAMILY_GPT))
         json_object_set_new(o, "family", json_string(clformer_family_name(family)));
+    /* grouped-query attention and rotary positions: where a config has them */
+    if (c->n_kv_heads > 0) json_object_set_new(o, "n_kv_heads", json_integer(c->n_kv_heads));
+    if (c->positional == CLFORMER_POS_ROPE) {
+        json_object_set_new(o, "rope_theta", json_real((double)c->rope_theta));
+        json_object_set_new(o, "rope_scaling",
+                            json_string(clformer_rope_scaling_name(c->rope_scaling)));
+        json_object_set_new(o, "rope_factor", json_real((double)c->rope_factor));
+        json_object_set_new(o, "rope_base_len", json_integer(c->rope_base_len));
+    }
     /* floats keep their float32 value exactly when printed with 9 digits */
     char *s = json_dumps(o, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(9));
     json_decref(o);
@@ -198,7 +213,8 @@ static const char *const KEYS[] = {"d_model", "n_heads", "d_ff", "n_enc_layers",
                                    "activation", "positional", "dropout", "ln_eps",
                                    "label_smoothing", "share_tgt_embed", "attention_dropout",
                                    "activation_dropout", "scale_embed", "generator_bias",
-                                   "share_all_embed", "family"};
+                                   "share_all_embed", "family", "n_kv_heads", "rope_theta",
+                                   "rope_scaling", "rope_factor", "rope_base_len"};
 
 clformer_status clformer_config_from_json(const char *text, clformer_config *c)
 {
@@ -247,6 +263,20 @@ clformer_status clformer_config_from_json(const char *text, clformer_config *c)
     if (st == CLFORMER_OK && json_object_get(o, "family")) st = get_word(o, "family", &family);
     if (st == CLFORMER_OK && family)
         st = format_error(clformer_family_parse(family, &c->family), "family");
+    /* the rest: absent, the defaults (no grouped-query attention, no rotary) */
+    const char *scaling = NULL;
+    if (st == CLFORMER_OK && json_object_get(o, "n_kv_heads"))
+        st = get_int(o, "n_kv_heads", &c->n_kv_heads);
+    if (st == CLFORMER_OK && json_object_get(o, "rope_theta"))
+        st = get_float(o, "rope_theta", &c->rope_theta);
+    if (st == CLFORMER_OK && json_object_get(o, "rope_scaling"))
+        st = get_word(o, "rope_scaling", &scaling);
+    if (st == CLFORMER_OK && scaling)
+        st = format_error(clformer_rope_scaling_parse(scaling, &c->rope_scaling), "rope_scaling");
+    if (st == CLFORMER_OK && json_object_get(o, "rope_factor"))
+        st = get_float(o, "rope_factor", &c->rope_factor);
+    if (st == CLFORMER_OK && json_object_get(o, "rope_base_len"))
+        st = get_int(o, "rope_base_len", &c->rope_base_len);
     /* optional (absent: dropout's) */
     if (st == CLFORMER_OK && json_object_get(o, "attention_dropout"))
         st = get_float(o, "attention_dropout", &c->attention_dropout);

@@ -5,9 +5,10 @@
 #include "family.h"
 #include "status.h"
 
-extern const cf_family cf_family_encoder_decoder, cf_family_gpt;
+extern const cf_family cf_family_encoder_decoder, cf_family_gpt, cf_family_llama;
 
-const cf_family *const cf_families[] = {&cf_family_encoder_decoder, &cf_family_gpt, NULL};
+const cf_family *const cf_families[] = {&cf_family_encoder_decoder, &cf_family_gpt,
+                                        &cf_family_llama, NULL};
 
 const cf_family *cf_family_of(const clformer_config *c)
 {

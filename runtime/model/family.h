@@ -5,13 +5,15 @@
  * rules and presets, its parameters (layout, names, initialisation), the
  * blocks the graph runs for it, and what its batches hold. Implemented by
  * family_transformer.c (the paper's encoder-decoder, and GPT-2's decoder:
- * the same blocks); cf_family_of picks one for a config (families.c).
+ * the same blocks) and family_llama.c (Llama's decoder); cf_family_of picks
+ * one for a config (families.c).
  * Files of a family's formats live above, in runtime/format, keyed by its
  * id.
  */
 #ifndef CF_FAMILY_H
 #define CF_FAMILY_H
 
+#include "ops.h"
 #include "params.h"
 #include "status.h"
 
@@ -25,6 +27,7 @@ typedef struct {
     bool gated;        /* feed-forward down(silu(gate x) * up x) (SwiGLU), else
                           linear2(act(linear1 x)) */
     bool rope;         /* rotary positions on queries and keys, no position table */
+    cf_rope_config rope_config; /* theirs (ops.h), when rope */
     size_t kv_heads;   /* key/value heads: n_heads, or fewer (grouped-query) */
 } cf_blocks;
 

@@ -13,6 +13,23 @@
 
 /* --- config ---------------------------------------------------------------- */
 
+/* What neither family has: the llama family's parts. */
+static clformer_status classic_parts(const clformer_config *c)
+{
+    if (c->activation == CLFORMER_ACT_SILU || c->positional == CLFORMER_POS_ROPE)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "%s is the llama family's (family llama), not the %s family's",
+                       c->activation == CLFORMER_ACT_SILU ? "a SwiGLU feed-forward (activation silu)"
+                                                          : "rotary positions (positional rope)",
+                       clformer_family_name(clformer_config_family(c)));
+    if (c->n_kv_heads != 0 && c->n_kv_heads != c->n_heads)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "n_kv_heads %d: grouped-query attention is the llama family's; the %s "
+                       "family has a key/value head per head (n_kv_heads 0)",
+                       c->n_kv_heads, clformer_family_name(clformer_config_family(c)));
+    return CLFORMER_OK;
+}
+
 static clformer_status encdec_validate(const clformer_config *c)
 {
     if (c->n_enc_layers < 0 || c->n_enc_layers > 1024)
@@ -30,12 +47,18 @@ static clformer_status encdec_validate(const clformer_config *c)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "share_all_embed needs one joint vocabulary: src_vocab %d and tgt_vocab "
                        "%d differ", c->src_vocab, c->tgt_vocab);
-    return CLFORMER_OK;
+    return classic_parts(c);
+}
+
+static clformer_status gpt_validate(const clformer_config *c)
+{
+    CF_TRY(cf_family_decoder_only_rules(c));
+    return classic_parts(c);
 }
 
 static cf_blocks classic_blocks(const clformer_config *c)
 {
-    return (cf_blocks){c->n_enc_layers > 0, CF_NORM_LAYER, false, false, (size_t)c->n_heads};
+    return (cf_blocks){c->n_enc_layers > 0, CF_NORM_LAYER, false, false, {0}, (size_t)c->n_heads};
 }
 
 /* --- parameters ------------------------------------------------------------- */
@@ -207,5 +230,5 @@ const cf_family cf_family_encoder_decoder = {
 
 const cf_family cf_family_gpt = {
     CLFORMER_FAMILY_GPT, false, -1, gpt_names, gpt_preset,
-    cf_family_decoder_only_rules, classic_blocks, classic_layout, classic_aliases,
+    gpt_validate, classic_blocks, classic_layout, classic_aliases,
 };

@@ -35,6 +35,36 @@ const cf_dropout *cf_session_dropout(const cf_session *s, uint32_t site, cf_drop
     return storage;
 }
 
+clformer_status cf_norm_forward(cf_session *s, cf_view out, cf_view mean, cf_view rstd, cf_view x,
+                                size_t w, size_t b, size_t N)
+{
+    const clformer_config *c = &s->model->cfg;
+    const size_t d = (size_t)c->d_model;
+    if (s->model->blocks.norm == CF_NORM_RMS)
+        return cf_rmsnorm_forward(s->ctx, out, rstd, x, cf_param(s, w), N, d, c->ln_eps);
+    return cf_layernorm_forward(s->ctx, out, mean, rstd, x, cf_param(s, w), cf_param(s, b), N, d,
+                                c->ln_eps);
+}
+
+clformer_status cf_embed(cf_session *s, cf_view out, cf_view tokens, size_t B, size_t T,
+                         size_t pos0, const cf_dropout *dropout)
+{
+    const cf_model *m = s->model;
+    const clformer_config *c = &m->cfg;
+    const size_t d = (size_t)c->d_model;
+    const cf_view table = cf_param(s, m->layout.tgt_embed);
+    if (m->blocks.rope) /* positions turn queries and keys instead */
+        return cf_embedding_forward_tokens(s->ctx, out, tokens, table, B, T, d,
+                                           cf_embed_scale(c), dropout);
+    const cf_view pos = c->positional == CLFORMER_POS_LEARNED ? cf_param(s, m->layout.pos_embed)
+                                                              : NONE;
+    if (pos0 == 0)
+        return cf_embedding_forward(s->ctx, out, tokens, table, pos, B, T, d, cf_embed_scale(c),
+                                    dropout);
+    return cf_embedding_forward_at(s->ctx, out, tokens, table, pos, B, pos0, d,
+                                   cf_embed_scale(c));
+}
+
 /* The input LayerNorm of a block's next sublayer (pre-norm), which the
  * sublayer before it computes together with its residual sum
  * (bias_residual_layernorm_forward): its activations and parameters. */
@@ -55,8 +85,7 @@ static clformer_status norm_in(cf_session *s, const cf_sub_acts *sub, cf_view x,
     }
     *fin = sub->ln;
     if (normed) return CLFORMER_OK;
-    return cf_layernorm_forward(s->ctx, sub->ln, sub->mean, sub->rstd, x, cf_param(s, nw),
-                                cf_param(s, nb), N, (size_t)c->d_model, c->ln_eps);
+    return cf_norm_forward(s, sub->ln, sub->mean, sub->rstd, x, nw, nb, N);
 }
 
 /* f is F's output before its last bias `bias`, added here. Pre-norm:
@@ -71,6 +100,16 @@ static clformer_status norm_out(cf_session *s, const cf_sub_acts *sub, cf_view x
     const size_t d = (size_t)c->d_model;
     cf_dropout ds;
     const cf_dropout *drop = cf_session_dropout(s, site, &ds);
+    if (s->model->blocks.norm == CF_NORM_RMS) { /* no fused kernel: the residual, then the norm */
+        if (c->norm_first) {
+            CF_TRY(cf_bias_residual_forward(s->ctx, sub->out, x, f, bias, N, d, drop));
+            return next ? cf_norm_forward(s, next->sub->ln, next->sub->mean, next->sub->rstd,
+                                          sub->out, next->nw, next->nb, N)
+                        : CLFORMER_OK;
+        }
+        CF_TRY(cf_bias_residual_forward(s->ctx, sub->ln, x, f, bias, N, d, drop));
+        return cf_norm_forward(s, sub->out, sub->mean, sub->rstd, sub->ln, nw, nb, N);
+    }
     if (c->norm_first && !next)
         return cf_bias_residual_forward(s->ctx, sub->out, x, f, bias, N, d, drop);
     if (c->norm_first)
@@ -94,24 +133,58 @@ typedef struct {
     const size_t *row_pos; /* self, cached, Tq 1: each row's own position (NULL: q_pos0) */
 } attn_spec;
 
-/* Decoding: this pass's keys and values (in the packed projection a->q)
- * into the caches in kh/vh: Tq positions from q_pos0 for every row, or
- * with row_pos one position per row, written by runs of rows that share
- * it (rows of a batch of prompts sit at different positions). */
+/* The runs of rows of a pass that share a position: rows [r0, *r1) start
+ * at *pos (every row at q_pos0, or with row_pos each row at its own, as
+ * rows of a batch of prompts sit at different positions). */
+static void position_run(const attn_spec *spec, size_t r0, size_t *r1, size_t *pos)
+{
+    const cf_attention_shape *sh = &spec->shape;
+    *pos = sh->q_pos0;
+    *r1 = sh->B;
+    if (spec->row_pos)
+        for (*pos = spec->row_pos[r0], *r1 = r0 + 1; *r1 < sh->B && spec->row_pos[*r1] == *pos;)
+            (*r1)++;
+}
+
+/* Decoding: this pass's keys and values (in the packed projection a->q,
+ * rows of d queries, then kvd keys and kvd values) into the caches in
+ * kh/vh, Tq positions from each run's position. */
 static clformer_status cache_write(cf_ctx *ctx, const cf_attn_acts *a, const attn_spec *spec)
 {
     const cf_attention_shape *sh = &spec->shape;
-    const size_t H = sh->H, dh = sh->dh, d = H * dh, cap = sh->Tk_cap, Tq = sh->Tq;
-    for (size_t r0 = 0, r1; r0 < sh->B; r0 = r1) {
-        size_t pos = sh->q_pos0;
-        r1 = sh->B;
-        if (spec->row_pos)
-            for (pos = spec->row_pos[r0], r1 = r0 + 1; r1 < sh->B && spec->row_pos[r1] == pos;)
-                r1++;
+    const size_t Hkv = cf_attention_kv_heads(sh), dh = sh->dh, d = sh->H * dh, kvd = Hkv * dh;
+    const size_t cap = sh->Tk_cap, Tq = sh->Tq, ld = d + 2 * kvd;
+    for (size_t r0 = 0, r1, pos; r0 < sh->B; r0 = r1) {
+        position_run(spec, r0, &r1, &pos);
         for (size_t kv = 0; kv < 2; kv++)
-            CF_TRY(cf_kv_cache_write(ctx, cf_view_add(kv ? a->vh : a->kh, r0 * H * cap * dh),
-                                     cf_view_add(a->q, r0 * Tq * 3 * d + (1 + kv) * d), 3 * d,
-                                     r1 - r0, Tq, H, dh, cap, pos));
+            CF_TRY(cf_kv_cache_write(ctx, cf_view_add(kv ? a->vh : a->kh, r0 * Hkv * cap * dh),
+                                     cf_view_add(a->q, r0 * Tq * ld + d + kv * kvd), ld, r1 - r0,
+                                     Tq, Hkv, dh, cap, pos));
+    }
+    return CLFORMER_OK;
+}
+
+clformer_status cf_rotate(cf_session *s, cf_view qkv, size_t B, size_t Tq, size_t pos0,
+                          const size_t *row_pos, bool inverse)
+{
+    const cf_model *m = s->model;
+    const size_t H = (size_t)m->cfg.n_heads, Hkv = m->blocks.kv_heads;
+    const size_t dh = (size_t)m->cfg.d_model / H, d = H * dh, ld = d + 2 * Hkv * dh;
+    cf_view table;
+    size_t rows;
+    /* the sequence so far: dynamic scaling's angles follow its length */
+    CF_TRY(cf_session_rope(s, pos0 + Tq, &table, &rows));
+    const attn_spec spec = {{B, H, dh, Tq, 0, 0, pos0, false, 0, Hkv}, NONE, false, false, NONE,
+                            row_pos};
+    for (size_t r0 = 0, r1, pos; r0 < B; r0 = r1) {
+        position_run(&spec, r0, &r1, &pos);
+        for (int k = 0; k < 2; k++) { /* the queries' heads, then the keys' */
+            const cf_view x = cf_view_add(qkv, r0 * Tq * ld + (k ? d : 0));
+            const cf_rope_shape sh = {r1 - r0, k ? Hkv : H, Tq, dh, pos, rows,
+                                      cf_rope_rows(Tq, ld, dh), cf_rope_rows(Tq, ld, dh)};
+            CF_TRY(inverse ? cf_rope_backward(s->ctx, x, x, table, &sh)
+                           : cf_rope_forward(s->ctx, x, x, table, &sh));
+        }
     }
     return CLFORMER_OK;
 }
@@ -124,15 +197,19 @@ static clformer_status attention(cf_session *s, const cf_attn_acts *a, const cf_
     cf_ctx *ctx = s->ctx;
     const cf_attention_shape *sh = &spec->shape;
     const size_t B = sh->B, H = sh->H, dh = sh->dh, d = H * dh, Tq = sh->Tq, Nq = B * Tq;
+    const size_t Hkv = cf_attention_kv_heads(sh), kvd = Hkv * dh, ld = d + 2 * kvd;
     const cf_view w = cf_param(s, p->in_proj_w), b = cf_param(s, p->in_proj_b);
     if (!spec->cross) {
-        CF_TRY(cf_linear_forward(ctx, a->q, x, w, b, Nq, d, 3 * d));
-        CF_TRY(cf_split_heads(ctx, a->qh, a->q, 3 * d, B, Tq, H, dh));
+        /* one projection: rows of d queries, kvd keys, kvd values */
+        CF_TRY(cf_linear_forward(ctx, a->q, x, w, b, Nq, d, ld));
+        if (s->model->blocks.rope)
+            CF_TRY(cf_rotate(s, a->q, B, Tq, sh->q_pos0, spec->row_pos, false));
+        CF_TRY(cf_split_heads(ctx, a->qh, a->q, ld, B, Tq, H, dh));
         if (spec->cached) {
             CF_TRY(cache_write(ctx, a, spec));
         } else {
-            CF_TRY(cf_split_heads(ctx, a->kh, cf_view_add(a->q, d), 3 * d, B, Tq, H, dh));
-            CF_TRY(cf_split_heads(ctx, a->vh, cf_view_add(a->q, 2 * d), 3 * d, B, Tq, H, dh));
+            CF_TRY(cf_split_heads(ctx, a->kh, cf_view_add(a->q, d), ld, B, Tq, Hkv, dh));
+            CF_TRY(cf_split_heads(ctx, a->vh, cf_view_add(a->q, d + kvd), ld, B, Tq, Hkv, dh));
         }
     } else {
         /* rows 0..d-1 of the packed projection act on the queries, the rest on the memory */
@@ -167,6 +244,15 @@ static clformer_status feed_forward(cf_session *s, const cf_ffn_acts *f,
     const clformer_config *c = &s->model->cfg;
     const size_t d = (size_t)c->d_model, ff = (size_t)c->d_ff;
     cf_dropout ds;
+    if (s->model->blocks.gated) { /* SwiGLU: down(silu(gate x) * up x) */
+        const cf_dropout *drop = cf_session_dropout(s, site, &ds);
+        CF_TRY(cf_linear_forward(s->ctx, f->pre, x, cf_param(s, p->lin1_w), NONE, N, d, ff));
+        CF_TRY(cf_linear_forward(s->ctx, f->up, x, cf_param(s, p->lin3_w), NONE, N, d, ff));
+        CF_TRY(cf_swiglu_forward(s->ctx, f->act, f->pre, f->up, N * ff));
+        /* dropout of the hidden layer: the mask applied, as its backward applies it */
+        if (drop) CF_TRY(cf_dropout_backward(s->ctx, f->act, f->act, N * ff, drop));
+        return cf_linear_forward(s->ctx, f->out, f->act, cf_param(s, p->lin2_w), NONE, N, ff, d);
+    }
     CF_TRY(cf_linear_forward(s->ctx, f->pre, x, cf_param(s, p->lin1_w), NONE, N, d, ff));
     CF_TRY(cf_bias_act_forward(s->ctx, f->act, f->pre, cf_param(s, p->lin1_b), N, ff,
                                c->activation, cf_session_dropout(s, site, &ds)));
@@ -230,7 +316,8 @@ clformer_status cf_decoder_block(cf_session *s, int l, const cf_layer_acts *L, c
     const int site_layer = c->n_enc_layers + l;
     /* decoder-only: no memory to attend to, and no padding among the keys */
     const bool cross = s->model->blocks.encoder;
-    const attn_spec self = {{b->B, H, dh, b->T, b->pos + b->T, b->cap, b->pos, true, b->cap},
+    const attn_spec self = {{b->B, H, dh, b->T, b->pos + b->T, b->cap, b->pos, true, b->cap,
+                             s->model->blocks.kv_heads},
                             cross ? b->tgt_tokens : b->key_mask, false, b->cached, NONE,
                             b->row_pos};
     const attn_spec cross_spec = {{b->B, H, dh, b->T, b->S, b->S, 0, false, b->S},
@@ -252,6 +339,7 @@ clformer_status cf_forward_encoder(cf_session *s)
     const cf_view pos = c->positional == CLFORMER_POS_LEARNED ? cf_param(s, m->layout.pos_embed)
                                                               : NONE;
     cf_dropout ds;
+    /* the source side: only the transformer's encoder-decoder has one */
     CF_TRY(cf_embedding_forward(s->ctx, a->src_emb, a->src, cf_param(s, m->layout.src_embed), pos,
                                 a->B, a->S, d, cf_embed_scale(c),
                                 cf_session_dropout(s, CF_SITE_SRC_EMBED, &ds)));
@@ -259,10 +347,9 @@ clformer_status cf_forward_encoder(cf_session *s)
         CF_TRY(cf_encoder_block(s, l, cf_layer_input(a, false, l)));
         if (a->half_saved) CF_TRY(cf_layer_store(s, false, l));
     }
-    return cf_layernorm_forward(s->ctx, a->memory, a->mem_mean, a->mem_rstd,
-                                cf_layer_input(a, false, c->n_enc_layers),
-                                cf_param(s, m->layout.enc_norm_w),
-                                cf_param(s, m->layout.enc_norm_b), a->B * a->S, d, c->ln_eps);
+    return cf_norm_forward(s, a->memory, a->mem_mean, a->mem_rstd,
+                           cf_layer_input(a, false, c->n_enc_layers), m->layout.enc_norm_w,
+                           m->layout.enc_norm_b, a->B * a->S);
 }
 
 clformer_status cf_generator_forward(cf_session *s, cf_view out, cf_view mean, cf_view rstd,
@@ -270,8 +357,7 @@ clformer_status cf_generator_forward(cf_session *s, cf_view out, cf_view mean, c
 {
     const cf_model *m = s->model;
     const size_t d = (size_t)m->cfg.d_model;
-    CF_TRY(cf_layernorm_forward(s->ctx, out, mean, rstd, x, cf_param(s, m->layout.dec_norm_w),
-                                cf_param(s, m->layout.dec_norm_b), N, d, m->cfg.ln_eps));
+    CF_TRY(cf_norm_forward(s, out, mean, rstd, x, m->layout.dec_norm_w, m->layout.dec_norm_b, N));
     return cf_linear_forward(s->ctx, logits, out, cf_param(s, m->layout.generator_w),
                              cf_param(s, m->layout.generator_b), N, d, (size_t)m->cfg.tgt_vocab);
 }
@@ -281,15 +367,12 @@ clformer_status cf_forward(cf_session *s, bool with_loss, float grad_scale)
     const cf_model *m = s->model;
     cf_acts *a = &s->acts;
     const clformer_config *c = &m->cfg;
-    const size_t d = (size_t)c->d_model, V = (size_t)c->tgt_vocab, Nt = a->B * a->T;
-    const cf_view pos = c->positional == CLFORMER_POS_LEARNED ? cf_param(s, m->layout.pos_embed)
-                                                              : NONE;
+    const size_t V = (size_t)c->tgt_vocab, Nt = a->B * a->T;
     cf_dropout ds;
 
     if (a->cross) CF_TRY(cf_forward_encoder(s));
-    CF_TRY(cf_embedding_forward(s->ctx, a->tgt_emb, a->tgt_in, cf_param(s, m->layout.tgt_embed),
-                                pos, a->B, a->T, d, cf_embed_scale(c),
-                                cf_session_dropout(s, CF_SITE_TGT_EMBED, &ds)));
+    CF_TRY(cf_embed(s, a->tgt_emb, a->tgt_in, a->B, a->T, 0,
+                    cf_session_dropout(s, CF_SITE_TGT_EMBED, &ds)));
     const cf_block_shape shape = cf_batch_block_shape(a);
     for (int l = 0; l < c->n_dec_layers; l++) {
         CF_TRY(cf_decoder_block(s, l, &a->dec[l], cf_layer_input(a, true, l), &shape));

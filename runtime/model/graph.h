@@ -28,9 +28,10 @@ typedef struct {
 } cf_sub_acts;
 
 typedef struct {
-    cf_view q;           /* self: packed (N, 3d) Q|K|V; cross: (Nt, d) */
+    cf_view q;           /* self: packed (N, d + 2 kvd) Q|K|V (kvd = kv_heads * dh: d
+                            without grouped-query attention); cross: (Nt, d) */
     cf_view kv;          /* cross only: (Ns, 2d) K|V of the memory */
-    cf_view qh, kh, vh;  /* (B, H, Tq, dh), (B, H, Tk, dh), (B, H, Tk, dh) */
+    cf_view qh, kh, vh;  /* (B, H, Tq, dh), (B, kv_heads, Tk, dh), (B, kv_heads, Tk, dh) */
     cf_attention_saved saved;
     cf_view ctx_h;       /* (B, H, Tq, dh) */
     cf_view concat;      /* (N, d) heads merged: the input of out_proj */
@@ -38,9 +39,11 @@ typedef struct {
 } cf_attn_acts;
 
 typedef struct {
-    cf_view pre;         /* (N, d_ff) linear1 without its bias */
-    cf_view act;         /* (N, d_ff) dropout(act(pre + b1)): the input of linear2 */
+    cf_view pre;         /* (N, d_ff) linear1 without its bias; gated: the gate */
+    cf_view act;         /* (N, d_ff) dropout(act(pre + b1)), gated dropout(silu(pre) *
+                            up): the input of linear2 */
     cf_view out;         /* (N, d) linear2 output, before dropout */
+    cf_view up;          /* gated: (N, d_ff) the up projection */
 } cf_ffn_acts;
 
 /* The most tensors (so runs) inside one layer that its backward reads (half_saved.c). */
@@ -60,6 +63,7 @@ typedef struct {
 /* Every tensor of one batch shape. N* are row counts: Ns = B*S, Nt = B*T. */
 typedef struct {
     size_t B, S, T;      /* T: decoder input length (target length - 1) */
+    const cf_blocks *blocks; /* the model's (family.h): what the layers hold */
     bool training;       /* saves what backward needs; dropout active */
     bool fused_attention; /* attention saves row statistics, not probabilities (ops.h) */
     bool cross;          /* decoder layers have cross-attention (false: decoder-only, S 0) */
@@ -91,6 +95,7 @@ typedef struct {
     cf_view d_qh, d_kh, d_vh, d_ctx_h; /* (B, H, T, dh) sized for max(S, T) */
     cf_view d_probs;     /* (B, H, Tmax, Tmax); fused attention: (B, H, Tmax) */
     cf_view d_ff;        /* (N, d_ff) */
+    cf_view d_up;        /* gated: (N, d_ff) the up projection's gradient */
     size_t total;        /* elements of the arena */
     size_t buffers;      /* device buffers it spans (arena.h) */
 } cf_acts;
@@ -213,6 +218,29 @@ static inline cf_block_shape cf_batch_block_shape(const cf_acts *a)
  * projected into kv (B*S, 2d) and split into kh and vh (B, H, S, dh). */
 clformer_status cf_cross_kv(cf_session *s, int l, cf_view memory, cf_view kv, cf_view kh,
                             cf_view vh, size_t B, size_t S);
+
+/* The normalisation the blocks use (LayerNorm, or RMSNorm, which writes
+ * rstd alone) of N rows of x with the parameters at offsets w and b. */
+clformer_status cf_norm_forward(cf_session *s, cf_view out, cf_view mean, cf_view rstd, cf_view x,
+                                size_t w, size_t b, size_t N);
+
+/* The target side's token embeddings of rows (B, T) at positions pos0 + t:
+ * with the config's position table, none under rotary positions. pos0 > 0
+ * (decoding) takes T 1 and no dropout. */
+clformer_status cf_embed(cf_session *s, cf_view out, cf_view tokens, size_t B, size_t T,
+                         size_t pos0, const cf_dropout *dropout);
+
+/* Rotary positions (blocks.rope) in place on a self-attention's packed
+ * projection rows (B, Tq, d + 2 kvd): the queries' heads and the keys' turned
+ * by their positions, pos0 + t, or row_pos[r] + t (runs of rows at one
+ * position); inverse: the backward's turn of their gradients. */
+clformer_status cf_rotate(cf_session *s, cf_view qkv, size_t B, size_t Tq, size_t pos0,
+                          const size_t *row_pos, bool inverse);
+
+/* The session's rotary table (rotary.c) for a sequence of seq_len
+ * positions: *rows positions of cos and sin (cf_rope_table), built again
+ * only when dynamic scaling's angles change with seq_len. */
+clformer_status cf_session_rope(cf_session *s, size_t seq_len, cf_view *table, size_t *rows);
 
 /* decoder.norm and the generator: out = LN(x), logits = out W^T + b, N rows. */
 clformer_status cf_generator_forward(cf_session *s, cf_view out, cf_view mean, cf_view rstd,

@@ -38,12 +38,12 @@ static void add(saved_tensor *out, size_t *count, cf_view *x, size_t n, bool sta
  * the heads, the probabilities or the fused path's output and statistics,
  * and out_proj's input. */
 static void attention_saved(const cf_acts *a, const clformer_config *cfg, cf_attn_acts *at,
-                            size_t Tq, size_t Tk, saved_tensor *out, size_t *count)
+                            size_t Tq, size_t Tk, size_t kvd, saved_tensor *out, size_t *count)
 {
     const size_t B = a->B, d = (size_t)cfg->d_model, H = (size_t)cfg->n_heads;
     add(out, count, &at->qh, B * Tq * d, false);
-    add(out, count, &at->kh, B * Tk * d, false);
-    add(out, count, &at->vh, B * Tk * d, false);
+    add(out, count, &at->kh, B * Tk * kvd, false);
+    add(out, count, &at->vh, B * Tk * kvd, false);
     if (!a->fused_attention) {
         add(out, count, &at->saved.probs, B * H * Tq * Tk, false);
         /* after dropout, when anything drops (else the same view as before;
@@ -78,15 +78,18 @@ static size_t layer_saved(cf_acts *a, const clformer_config *cfg, bool decoder, 
     const size_t d = (size_t)cfg->d_model, ff = (size_t)cfg->d_ff;
     const bool cross = decoder && a->cross;
     const int f = decoder ? cf_ffn_sub(a->cross) : 1;
+    /* the self-attention's key/value width (grouped-query: less than d) */
+    const size_t kvd = decoder ? a->blocks->kv_heads * (d / (size_t)cfg->n_heads) : d;
     size_t count = 0;
     sub_saved(&L->sub[0], N, d, false, out, &count);
-    attention_saved(a, cfg, &L->self_attn, Tq, Tq, out, &count);
+    attention_saved(a, cfg, &L->self_attn, Tq, Tq, kvd, out, &count);
     if (cross) {
         sub_saved(&L->sub[1], N, d, false, out, &count);
-        attention_saved(a, cfg, &L->cross_attn, Tq, a->S, out, &count);
+        attention_saved(a, cfg, &L->cross_attn, Tq, a->S, d, out, &count);
     }
     sub_saved(&L->sub[f], N, d, true, out, &count);
     add(out, &count, &L->ffn.pre, N * ff, false);
+    if (a->blocks->gated) add(out, &count, &L->ffn.up, N * ff, false);
     add(out, &count, &L->ffn.act, N * ff, false);
     return count;
 }

@@ -80,12 +80,6 @@ clformer_status cf_model_new(cf_ctx *ctx, const clformer_config *config, uint64_
  * tgt_embed.weight. NULL when unknown. */
 const cf_param_entry *cf_model_tensor(const cf_model *m, const char *name);
 
-/* Hugging Face GPT-2 directories (hf_gpt2.c): whether `path` is a
- * directory, and the model of one (config.json + model.safetensors). */
-bool cf_is_directory(const char *path);
-clformer_status cf_model_load_hf_gpt2(clformer_context *ctx, const char *dir,
-                                      clformer_model **out);
-
 /* GPT-2 BPE of a language model (lm_bpe.c): clformer_model_set_bpe with
  * the files' names for errors ("vocab.json", "checkpoint x, clformer.bpe_vocab"). */
 clformer_status cf_model_set_bpe(cf_model *m, const char *vocab, size_t vocab_len,

@@ -35,6 +35,7 @@ void clformer_session_free(clformer_session *s)
     free(s->acts.dec);
     cf_buffer_free(s->ctx, s->metrics);
     cf_buffer_free(s->ctx, s->weights);
+    cf_buffer_free(s->ctx, s->rope);
     free(s);
 }
 
@@ -46,7 +47,8 @@ clformer_memory clformer_session_memory(const clformer_session *s)
     r.activations = cf_split_buffers_elements(&s->arena) * 4;
     r.decoding = s->decoder_bytes ? s->decoder_bytes(s) : 0;
     /* the rounded weights of a bf16/fp16 session count in its total */
-    r.total = r.activations + r.decoding + 16 * 4 + (s->weights ? s->model->layout.total * 4 : 0);
+    r.total = r.activations + r.decoding + 16 * 4 + (s->weights ? s->model->layout.total * 4 : 0) +
+              (s->rope ? s->model->blocks.rope_config.dh * (size_t)s->model->cfg.max_len * 4 : 0);
     return r;
 }
 

@@ -32,6 +32,10 @@ struct clformer_session {
     bool saved_in_fp32;
     cf_acts acts;                  /* views for the current batch shape */
     cl_mem metrics;                /* [loss_sum, grad_norm_sq, clip_scale, spare] */
+    /* rotary positions' table (rotary.c; NULL until a pass needs it) and
+     * the sequence length its dynamic angles were made for (0: none) */
+    cl_mem rope;
+    size_t rope_key;
     /* decoding's caches (the decode layer's, decode.h), made on first use;
      * whoever makes them sets how they are freed and counted, so that the
      * session, below decoding, never calls it */

@@ -81,6 +81,12 @@ clformer_status cf_embedding_forward(cf_ctx *ctx, cf_view out, cf_view tokens, c
                                      cf_view pos_table, size_t B, size_t T, size_t C,
                                      float scale, const cf_dropout *dropout);
 
+/* The same without positions (models with rotary positions):
+ * out[b,t,:] = dropout(table[tokens[b,t],:] * scale). */
+clformer_status cf_embedding_forward_tokens(cf_ctx *ctx, cf_view out, cf_view tokens,
+                                            cf_view table, size_t B, size_t T, size_t C,
+                                            float scale, const cf_dropout *dropout);
+
 /* Decoding: one token per row at position pos (out (B, C)), no dropout. */
 clformer_status cf_embedding_forward_at(cf_ctx *ctx, cf_view out, cf_view tokens, cf_view table,
                                         cf_view pos_table, size_t B, size_t pos, size_t C,

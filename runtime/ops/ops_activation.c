@@ -31,7 +31,8 @@ static clformer_status check_args(const char *op, size_t N, size_t C, clformer_a
     if (N > INT_MAX || C > INT_MAX)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "%s: N=%zu C=%zu exceed the kernels' int range; split the rows", op, N, C);
-    if (!clformer_activation_name(act))
+    /* silu gates the llama family's feed-forward: cf_swiglu_*, not these kernels */
+    if (!clformer_activation_name(act) || act == CLFORMER_ACT_SILU)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "%s: unknown activation %d; use CLFORMER_ACT_RELU, CLFORMER_ACT_GELU or "
                        "CLFORMER_ACT_GELU_TANH", op, (int)act);

@@ -15,10 +15,11 @@
 
 static bool fits_int(size_t n) { return n <= (size_t)INT_MAX; }
 
-/* Rows t < T of each batch entry hold positions pos0 + t. */
+/* Rows t < T of each batch entry hold positions pos0 + t; no positions at
+ * all without `positions`. */
 static clformer_status embed(cf_ctx *ctx, cf_view out, cf_view tokens, cf_view table,
-                             cf_view pos_table, size_t B, size_t T, size_t pos0, size_t C,
-                             float scale, const cf_dropout *dropout)
+                             cf_view pos_table, bool positions, size_t B, size_t T, size_t pos0,
+                             size_t C, float scale, const cf_dropout *dropout)
 {
     cf_dropout_args d;
     CF_TRY(cf_dropout_args_of(dropout, "cf_embedding_forward", &d));
@@ -36,6 +37,12 @@ static clformer_status embed(cf_ctx *ctx, cf_view out, cf_view tokens, cf_view t
     /* reads the ids and their table rows, writes out; learned positions add T rows */
     const size_t moved = B * T + 2 * B * T * C + (pos_table.buf ? T * C : 0);
     cl_kernel k;
+    if (!positions) {
+        CF_TRY(cf_kernel_get(ctx, CF_K_EMBEDDING_FORWARD_TOKENS, &k));
+        return CF_LAUNCH(ctx, "embedding", cf_f32_bytes(moved), k, 2, global, local,
+                         CF_VIEW(out), CF_VIEW(tokens), CF_VIEW(table), CF_I32(B), CF_I32(T),
+                         CF_I32(C), CF_F32(scale), CF_DROPOUT_ARGS(d));
+    }
     if (pos_table.buf) {
         CF_TRY(cf_kernel_get(ctx, CF_K_EMBEDDING_FORWARD_LEARNED, &k));
         return CF_LAUNCH(ctx, "embedding", cf_f32_bytes(moved), k, 2, global, local,
@@ -60,7 +67,16 @@ clformer_status cf_embedding_forward(cf_ctx *ctx, cf_view out, cf_view tokens, c
                                      cf_view pos_table, size_t B, size_t T, size_t C,
                                      float scale, const cf_dropout *dropout)
 {
-    CF_TRY(embed(ctx, out, tokens, table, pos_table, B, T, 0, C, scale, dropout));
+    CF_TRY(embed(ctx, out, tokens, table, pos_table, true, B, T, 0, C, scale, dropout));
+    return cf_round_activation(ctx, out, B * T * C);
+}
+
+clformer_status cf_embedding_forward_tokens(cf_ctx *ctx, cf_view out, cf_view tokens,
+                                            cf_view table, size_t B, size_t T, size_t C,
+                                            float scale, const cf_dropout *dropout)
+{
+    const cf_view none = {NULL, 0};
+    CF_TRY(embed(ctx, out, tokens, table, none, false, B, T, 0, C, scale, dropout));
     return cf_round_activation(ctx, out, B * T * C);
 }
 
@@ -69,7 +85,7 @@ clformer_status cf_embedding_forward_at(cf_ctx *ctx, cf_view out, cf_view tokens
                                         float scale)
 {
     /* B rows of one position each: a batch of B sequences of length 1, shifted */
-    CF_TRY(embed(ctx, out, tokens, table, pos_table, B, 1, pos, C, scale, NULL));
+    CF_TRY(embed(ctx, out, tokens, table, pos_table, true, B, 1, pos, C, scale, NULL));
     return cf_round_activation(ctx, out, B * C);
 }
 

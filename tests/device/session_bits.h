@@ -88,10 +88,11 @@ static inline void assert_same_steps(bits_run *a, bits_run *b, const clformer_ba
 }
 
 /* The model variants a layout change must cover: pre- and post-norm
- * encoder-decoders and a decoder-only model, two layers a side even on the
- * simulator (backward treats every layer but the decoder's last alike) and
- * dropout 0.1 (its masks must be redrawn alike). */
-typedef enum { BITS_PRE_NORM, BITS_POST_NORM, BITS_DECODER_ONLY } bits_variant;
+ * encoder-decoders, a decoder-only model and a llama (RMSNorm, SwiGLU,
+ * rotary positions, two query heads per key/value head), two layers a side
+ * even on the simulator (backward treats every layer but the decoder's last
+ * alike) and dropout 0.1 (its masks must be redrawn alike). */
+typedef enum { BITS_PRE_NORM, BITS_POST_NORM, BITS_DECODER_ONLY, BITS_LLAMA } bits_variant;
 
 static inline clformer_config bits_variant_config(bits_variant v)
 {
@@ -99,10 +100,19 @@ static inline clformer_config bits_variant_config(bits_variant v)
     c.n_enc_layers = c.n_dec_layers = 2;
     c.dropout = 0.1f;
     c.norm_first = v != BITS_POST_NORM;
-    if (v == BITS_DECODER_ONLY) {
+    if (v == BITS_DECODER_ONLY || v == BITS_LLAMA) {
         c.n_enc_layers = 0;
         c.src_vocab = 0;
         c.positional = CLFORMER_POS_LEARNED;
+    }
+    if (v == BITS_LLAMA) {
+        c.family = CLFORMER_FAMILY_LLAMA;
+        c.n_heads = 4;
+        c.n_kv_heads = 2;
+        c.activation = CLFORMER_ACT_SILU;
+        c.positional = CLFORMER_POS_ROPE;
+        c.scale_embed = false;
+        c.generator_bias = false;
     }
     return c;
 }
@@ -115,10 +125,11 @@ static inline clformer_batch bits_variant_batch(bits_variant v, const clformer_c
 {
     const bool slow = harness_is_slow();
     const size_t B = slow ? 2 : 5, L = slow ? 5 : 11;
-    const size_t S = v == BITS_DECODER_ONLY ? 0 : slow ? 4 : 9;
+    const bool lm = v == BITS_DECODER_ONLY || v == BITS_LLAMA;
+    const size_t S = lm ? 0 : slow ? 4 : 9;
     int32_t *src = S ? harness_random_sentences(B, S, c->src_vocab, seed) : NULL;
     int32_t *tgt = harness_random_sentences(B, L, c->tgt_vocab, seed + 1);
-    if (v == BITS_DECODER_ONLY)
+    if (lm)
         for (size_t i = 0; i < B * L; i++)
             tgt[i] = 4 + (int32_t)(i * 7 % (size_t)(c->tgt_vocab - 4));
     return (clformer_batch){B, S, L, src, tgt};

@@ -456,7 +456,7 @@ static void bench_usage_errors(void **state)
     expect(run_bench("--d-model", "wide", NULL), 2, "whole number");
     expect(run_bench("--fast", NULL), 2, "unknown option");
     expect(run_bench("--help", NULL), 0, "tokens/s");
-    expect(run_bench("--task", "lm", "--config", "tiny", NULL), 2, "gpt preset");
+    expect(run_bench("--task", "lm", "--config", "tiny", NULL), 2, "language-model preset");
     expect(run_bench("--task", "translate", "--config", "gpt-mini", NULL), 2, "translation preset");
     expect(run_bench("--config", "gpt-mini", "--enc-layers", "1", NULL), 2, "decoder-only");
 }

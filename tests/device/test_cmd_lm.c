@@ -134,7 +134,7 @@ static void lm_commands(void **state)
     harness_expect_run(&cmd, rc, 2, "give one");
     rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--steps", "2",
                               "--config", "small", NULL);
-    harness_expect_run(&cmd, rc, 2, "gpt preset");
+    harness_expect_run(&cmd, rc, 2, "language-model preset");
     rc = harness_run_clformer(&cmd, "generate", "--model", a, NULL);
     harness_expect_run(&cmd, rc, 2, "--prompt");
     /* the translation commands on a language model name what it takes */

@@ -55,6 +55,13 @@ static void embedding_forward_odd_shapes(void **state)
         check_forward(s[i], true, NULL, 20 + i);
         check_forward(s[i], false, &d, 40 + i);
         check_forward(s[i], true, &d, 60 + i);
+        /* no positions (rotary models): with and without dropout */
+        for (int k = 0; k < 2; k++) {
+            conf_embedding_case c = to_case(s[i], false, k ? &d : NULL, 80 + 2 * i + k);
+            c.no_positions = true;
+            assert_conformance_case(
+                conf_embedding_forward_run(hctx(), &c, harness_conf_sink, &failures));
+        }
     }
 }
 

@@ -10,6 +10,7 @@
  * every device; the simulator runs only the tiny one.
  */
 #include "harness.h"
+#include "hf_parity.h"
 #include "prefill_check.h"
 #include "safetensors.h"
 
@@ -25,23 +26,6 @@ static void path_of(char *out, size_t cap, const char *name, const char *file)
     snprintf(out, cap, "%s/gpt2/%s/%s", root ? root : "tests/data", name, file);
 }
 
-static void *read_all(cf_st_reader *r, const char *name, cf_st_dtype dtype, const cf_st_tensor **t)
-{
-    *t = cf_st_find(r, name);
-    if (!*t) fail_msg("golden file lacks tensor %s", name);
-    assert_int_equal((*t)->dtype, dtype);
-    void *p = hmalloc((*t)->nbytes ? (*t)->nbytes : 1);
-    assert_ok(cf_st_read(r, *t, p, (*t)->nbytes));
-    return p;
-}
-
-static double meta(cf_st_reader *r, const char *key)
-{
-    const char *v = cf_st_metadata(r, key);
-    if (!v) fail_msg("golden file lacks metadata %s", key);
-    return strtod(v, NULL);
-}
-
 static void check_fixture(const char *name)
 {
     char path[600];
@@ -49,11 +33,11 @@ static void check_fixture(const char *name)
     cf_st_reader *g;
     assert_ok(cf_st_open(path, &g));
     const cf_st_tensor *ti, *tl, *tloss, *tp, *tgen;
-    int32_t *ids = read_all(g, "ids", CF_ST_I32, &ti);
-    float *want_logits = read_all(g, "logits", CF_ST_F32, &tl);
-    double *want_loss = read_all(g, "losses", CF_ST_F64, &tloss);
-    int32_t *prompt = read_all(g, "prompt", CF_ST_I32, &tp);
-    int32_t *want_gen = read_all(g, "generated", CF_ST_I32, &tgen);
+    int32_t *ids = hf_parity_read(g, "ids", CF_ST_I32, &ti);
+    float *want_logits = hf_parity_read(g, "logits", CF_ST_F32, &tl);
+    double *want_loss = hf_parity_read(g, "losses", CF_ST_F64, &tloss);
+    int32_t *prompt = hf_parity_read(g, "prompt", CF_ST_I32, &tp);
+    int32_t *want_gen = hf_parity_read(g, "generated", CF_ST_I32, &tgen);
     const size_t steps = (size_t)ti->shape[0] - 1, B = (size_t)ti->shape[1], W = (size_t)ti->shape[2];
     assert_int_equal(tloss->numel, steps);
 
@@ -71,24 +55,11 @@ static void check_fixture(const char *name)
     assert_ok(clformer_session_create(m, &s));
 
     /* logits of the last batch, before any training */
-    float *logits = hmalloc(tl->numel * sizeof *logits);
     const clformer_batch last = {B, 0, W, NULL, ids + steps * B * W};
-    assert_ok(clformer_session_logits(s, &last, logits));
-    double worst = 0;
-    for (size_t i = 0; i < tl->numel; i++) worst = fmax(worst, fabs(logits[i] - want_logits[i]));
-    printf("%s: logits max |clformer - transformers| %.3g\n", name, worst);
-    if (!(worst <= 1e-4)) fail_msg("%s: logits differ by %g > 1e-4", name, worst);
+    float *logits = hf_parity_logits(name, s, &last, want_logits, tl->numel);
 
     /* greedy generation, token for token */
-    int32_t *gen = hmalloc(tgen->numel * sizeof *gen);
-    clformer_sample_options so;
-    clformer_sample_options_default(&so);
-    so.temperature = 0.0f;
-    so.max_tokens = (int)tgen->numel;
-    size_t count;
-    assert_ok(clformer_session_generate(s, prompt, tp->numel, &so, NULL, NULL, gen, &count));
-    assert_int_equal(count, tgen->numel);
-    assert_memory_equal(gen, want_gen, tgen->numel * sizeof *gen);
+    hf_parity_generate(s, prompt, tp->numel, want_gen, tgen->numel);
     /* the prompt in one pass agrees with feeding it token by token */
     prefill_check(s, prompt, tp->numel, 1e-5, name);
 
@@ -113,34 +84,13 @@ static void check_fixture(const char *name)
     rmdir(dir);
 
     /* 10 AdamW steps: each step's loss (before its update) */
-    clformer_optim_config oc;
-    clformer_optim_config_default(&oc);
-    oc.optimizer = CLFORMER_ADAMW;
-    oc.beta1 = (float)meta(g, "beta1");
-    oc.beta2 = (float)meta(g, "beta2");
-    oc.eps = (float)meta(g, "eps");
-    oc.weight_decay = (float)meta(g, "weight_decay");
-    oc.clip = (float)meta(g, "clip");
-    assert_ok(clformer_model_set_optimizer(m, &oc));
-    const float lr = (float)meta(g, "lr");
-    double worst_rel = 0;
-    for (size_t k = 0; k < steps; k++) {
-        const clformer_batch b = {B, 0, W, NULL, ids + k * B * W};
-        clformer_step_stats st;
-        assert_ok(clformer_session_train_step(s, &b, lr, &st));
-        const double rel = fabs(st.loss - want_loss[k]) / fabs(want_loss[k]);
-        worst_rel = fmax(worst_rel, rel);
-        if (!(rel <= 1e-5))
-            fail_msg("%s: step %zu loss %.9f, transformers %.9f (relative %.3g > 1e-5)", name,
-                     k + 1, st.loss, want_loss[k], rel);
-    }
-    printf("%s: %zu AdamW steps, loss max relative difference %.3g\n", name, steps, worst_rel);
+    hf_parity_adamw(name, g, m, s, ids, B, W, steps, want_loss);
 
     clformer_session_free(s);
     clformer_model_free(m);
     cf_st_close(g);
     free(ids), free(want_logits), free(want_loss), free(prompt), free(want_gen);
-    free(logits), free(gen), free(again);
+    free(logits), free(again);
 }
 
 static void small(void **state)

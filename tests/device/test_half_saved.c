@@ -133,6 +133,19 @@ static void fp16_fused_decoder_only(void **state)
     same_bits_on(CLFORMER_ATTENTION_FUSED, BITS_DECODER_ONLY, CLFORMER_FP16);
 }
 
+static void bf16_unfused_llama(void **state)
+{
+    (void)state;
+    same_bits_on(CLFORMER_ATTENTION_UNFUSED, BITS_LLAMA, CLFORMER_BF16);
+}
+
+static void fp16_fused_llama(void **state)
+{
+    (void)state;
+    if (harness_is_slow()) skip(); /* the simulator runs one case a path */
+    same_bits_on(CLFORMER_ATTENTION_FUSED, BITS_LLAMA, CLFORMER_FP16);
+}
+
 /* fp32 training, recomputation and evaluation keep nothing in 16 bits. */
 static void only_16bit_training(void **state)
 {
@@ -206,6 +219,8 @@ int main(void)
         cmocka_unit_test(fp16_fused_post_norm),
         cmocka_unit_test(bf16_unfused_post_norm),
         cmocka_unit_test(fp16_fused_decoder_only),
+        cmocka_unit_test(bf16_unfused_llama),
+        cmocka_unit_test(fp16_fused_llama),
         cmocka_unit_test(only_16bit_training),
         cmocka_unit_test(too_large_names_bf16),
     };

@@ -5,7 +5,9 @@
  * and a batch of prompts of different lengths, several samples each, makes
  * row for row the tokens each prompt makes alone, greedy and sampled. An
  * untrained model of small shapes (smaller still on a simulator: max_len 8,
- * fewer steps and modes), so that it runs there too.
+ * fewer steps and modes), so that it runs there too: GPT-2's blocks, and a
+ * llama (rotary positions, each row turned by its own position; one
+ * key/value head).
  */
 #include "harness.h"
 #include "prefill_check.h"
@@ -32,6 +34,17 @@ static clformer_config small_config(void)
     return c;
 }
 
+static clformer_config llama_config(void)
+{
+    clformer_config c = small_config();
+    c.family = CLFORMER_FAMILY_LLAMA;
+    c.n_kv_heads = 1;
+    c.activation = CLFORMER_ACT_SILU;
+    c.positional = CLFORMER_POS_ROPE;
+    c.share_tgt_embed = false;
+    return c;
+}
+
 /* Stops every row after `left` tokens, counting them. */
 static bool stop_after(size_t row, int32_t token, void *user)
 {
@@ -45,10 +58,8 @@ static bool stop_after(size_t row, int32_t token, void *user)
  * window restarts at its own step): every row equals its prompt generated
  * alone (sample 0 also through clformer_session_generate), greedy and
  * sampled; the two samples of a prompt differ when sampled. */
-static void batch_equals_one_by_one(void **state)
+static void batch_equals_one_by_one_of(clformer_config c)
 {
-    (void)state;
-    const clformer_config c = small_config();
     clformer_model *m;
     assert_ok(clformer_model_create(hctx(), &c, 5, &m));
     clformer_session *s;
@@ -123,7 +134,20 @@ static void batch_equals_one_by_one(void **state)
     clformer_model_free(m);
 }
 
+static void batch_equals_one_by_one(void **state)
+{
+    (void)state;
+    batch_equals_one_by_one_of(small_config());
+}
+
+static void llama_batch_equals_one_by_one(void **state)
+{
+    (void)state;
+    batch_equals_one_by_one_of(llama_config());
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(batch_equals_one_by_one),
+    cmocka_unit_test(llama_batch_equals_one_by_one),
 };
 HARNESS_DEVICE_MAIN("lm_generate", tests)

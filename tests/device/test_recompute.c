@@ -89,6 +89,18 @@ static void fused_decoder_only(void **state)
     same_bits_on(CLFORMER_ATTENTION_FUSED, BITS_DECODER_ONLY);
 }
 
+static void unfused_llama(void **state)
+{
+    (void)state;
+    same_bits_on(CLFORMER_ATTENTION_UNFUSED, BITS_LLAMA);
+}
+
+static void fused_llama(void **state)
+{
+    (void)state;
+    same_bits_on(CLFORMER_ATTENTION_FUSED, BITS_LLAMA);
+}
+
 /* Turning it on releases the arena laid out without it; the next batch lays
  * out the smaller one, and evaluation (no backward) shares the scratch too. */
 static void switching_releases_the_arena(void **state)
@@ -123,6 +135,8 @@ int main(void)
         cmocka_unit_test(fused_pre_norm),
         cmocka_unit_test(unfused_post_norm),
         cmocka_unit_test(fused_decoder_only),
+        cmocka_unit_test(unfused_llama),
+        cmocka_unit_test(fused_llama),
         cmocka_unit_test(switching_releases_the_arena),
     };
     return harness_run_device_suite("recompute", tests, sizeof tests / sizeof *tests);

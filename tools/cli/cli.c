@@ -268,6 +268,13 @@ bool cli_duration_seconds(const char *text, double *seconds)
     return true;
 }
 
+bool cli_is_one_of(const char *name, const char *const *names)
+{
+    for (size_t i = 0; name && names[i]; i++)
+        if (!strcmp(names[i], name)) return true;
+    return false;
+}
+
 const char *cli_choices(char *buf, size_t cap, const char *const *names)
 {
     size_t used = 0;

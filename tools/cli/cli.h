@@ -57,6 +57,10 @@ typedef enum { CLI_OK, CLI_HELP, CLI_ERROR } cli_result;
  * (clformer_config_presets, clformer_activation_name ...), not copies. */
 const char *cli_choices(char *buf, size_t cap, const char *const *names);
 
+/* Whether `name` is one of names[0..] (up to the first NULL), e.g. a
+ * language model's preset (clformer_config_lm_presets). */
+bool cli_is_one_of(const char *name, const char *const *names);
+
 /* Parses argv[1..] (argv[0] is the subcommand). Prints --help to stdout, and
  * errors to stderr as "clformer CMD: message". */
 cli_result cli_parse(const cli_spec *spec, int argc, char **argv);

@@ -63,7 +63,7 @@ typedef struct {
 typedef struct {
     /* what was asked */
     const char *preset; /* clformer_config_preset's or clformer_config_lm_preset's name */
-    bool lm;            /* a gpt preset: decoder-only windows, generation instead of translation */
+    bool lm;            /* a language-model preset: decoder-only windows, generation instead of translation */
     size_t B, T, steps, warmup, vocab;
     uint64_t seed;
     bool quick;
@@ -705,19 +705,12 @@ static const struct {
     long batch, vocab;
 } lm_bench_defaults[] = {{"gpt-mini", 12, 65}, {"gpt-char", 64, 65}, {"gpt2", 8, 50257}};
 
-static bool is_lm_preset(const char *name)
-{
-    for (const char *const *p = clformer_config_lm_presets(); *p; p++)
-        if (!strcmp(*p, name)) return true;
-    return false;
-}
-
 /* What was given on the command line, for the language models' defaults. */
 typedef struct {
     bool config, batch, len, vocab, task;
 } given_options;
 
-/* A gpt preset's model and bench shape (0 on success, else the exit code):
+/* A language-model preset's model and bench shape (0 on success, else the exit code):
  * decoder-only, the preset's dropout unless --dropout says otherwise, the
  * context raised to a longer --len. */
 static int configure_lm(bench *b, const given_options *g, long *batch, long *len, long *vocab,
@@ -744,14 +737,14 @@ static int configure_lm(bench *b, const given_options *g, long *batch, long *len
     return 0;
 }
 
-/* --task and --config agree: a gpt preset is a language model (0, else the exit code). */
+/* --task and --config agree: a language-model preset is one (0, else the exit code). */
 static int check_task(const char *task, const char **config, const given_options *g)
 {
     const bool lm_task = !strcmp(task, "lm");
     if (!g->config && lm_task) *config = "gpt-mini";
-    if (g->task && lm_task != is_lm_preset(*config)) {
+    if (g->task && lm_task != cli_is_one_of(*config, clformer_config_lm_presets())) {
         cli_error("bench", "--task %s does not take --config %s; use %s", task, *config,
-                  lm_task ? "a gpt preset (gpt-mini, gpt-char, gpt2)"
+                  lm_task ? "a language-model preset (clformer presets lists them)"
                           : "a translation preset (tiny, small, base) or --task lm");
         return EXIT_USAGE;
     }
@@ -774,7 +767,7 @@ int cmd_bench(int argc, char **argv)
     shape_options sh = {0};
     const cli_option options[] = {
         {"--config", CLI_CHOICE, &config, NULL, "model preset (tiny; --task lm: gpt-mini; clformer presets lists the translation ones)", 0, 0, preset_choices, &g.config},
-        {"--task", CLI_CHOICE, &task, NULL, "translate: an encoder-decoder (default); lm: a decoder-only language model (the gpt presets)", 0, 0, "translate|lm", &g.task},
+        {"--task", CLI_CHOICE, &task, NULL, "translate: an encoder-decoder (default); lm: a decoder-only language model (the gpt and llama presets)", 0, 0, "translate|lm", &g.task},
         {"--batch", CLI_INT, &batch, "B", "sentences or windows per batch (32; lm: the preset's, below)", 1, 65536, NULL, &g.batch},
         {"--len", CLI_INT, &len, "T", "tokens per sentence, <sos> and <eos> included (32); lm: tokens per window (the context)", 3,
          LONGEST_LEN, NULL, &g.len},
@@ -861,7 +854,7 @@ int cmd_bench(int argc, char **argv)
 
     bench b = {0};
     b.preset = config;
-    if (is_lm_preset(config) && (bad = configure_lm(&b, &g, &batch, &len, &vocab, &sh)))
+    if (cli_is_one_of(config, clformer_config_lm_presets()) && (bad = configure_lm(&b, &g, &batch, &len, &vocab, &sh)))
         return bad;
     b.B = (size_t)batch;
     b.T = (size_t)len;

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* The fields a preset sets; a language model's also its context and dropout
- * (its d_ff is 4 x d_model). Fixed-precision dropout: 0.2, not 0.200000003. */
+/* The fields a preset sets; a language model's also its context, dropout,
+ * family and key/value heads. Fixed-precision dropout: 0.2, not 0.200000003. */
 static json_t *preset_json(const clformer_config *c, bool lm)
 {
     json_t *o = json_pack("{s:s, s:i, s:i, s:i, s:i, s:i}", "task", lm ? "lm" : "translation",
@@ -21,7 +21,11 @@ static json_t *preset_json(const clformer_config *c, bool lm)
                           "n_enc_layers", c->n_enc_layers, "n_dec_layers", c->n_dec_layers);
     if (o && lm &&
         (json_object_set_new(o, "context", json_integer(c->max_len)) ||
-         json_object_set_new(o, "dropout", json_real(round(c->dropout * 1000) / 1000)))) {
+         json_object_set_new(o, "dropout", json_real(round(c->dropout * 1000) / 1000)) ||
+         json_object_set_new(o, "family",
+                             json_string(clformer_family_name(clformer_config_family(c)))) ||
+         json_object_set_new(o, "n_kv_heads",
+                             json_integer(c->n_kv_heads > 0 ? c->n_kv_heads : c->n_heads)))) {
         json_decref(o);
         return NULL;
     }
@@ -30,10 +34,14 @@ static json_t *preset_json(const clformer_config *c, bool lm)
 
 static void print_preset(const char *name, const clformer_config *c, bool lm)
 {
+    /* grouped-query attention: its key/value heads after the heads */
+    char kv[32] = "";
+    if (c->n_kv_heads > 0 && c->n_kv_heads != c->n_heads)
+        snprintf(kv, sizeof kv, " (%d key/value)", c->n_kv_heads);
     if (lm)
-        printf("  %-9s d_model %d, %d heads, d_ff %d, %d layers, context %d, dropout %g\n", name,
-               c->d_model, c->n_heads, c->d_ff, c->n_dec_layers, c->max_len,
-               round(c->dropout * 1000) / 1000);
+        printf("  %-14s %-5s d_model %d, %d heads%s, d_ff %d, %d layers, context %d, dropout %g\n",
+               name, clformer_family_name(clformer_config_family(c)), c->d_model, c->n_heads, kv,
+               c->d_ff, c->n_dec_layers, c->max_len, round(c->dropout * 1000) / 1000);
     else
         printf("  %-9s d_model %d, %d heads, d_ff %d, %d+%d layers\n", name, c->d_model,
                c->n_heads, c->d_ff, c->n_enc_layers, c->n_dec_layers);
@@ -44,7 +52,8 @@ static bool list_family(bool lm, json_t *all)
 {
     const char *const *names = lm ? clformer_config_lm_presets() : clformer_config_presets();
     if (!all)
-        printf(lm ? "language models (decoder-only, GPT-2's layout): train --task lm --config NAME\n"
+        printf(lm ? "language models (decoder-only, the gpt or llama family): train --task lm "
+                    "--config NAME\n"
                   : "translation (encoder-decoder): train --config NAME, bench --config NAME\n");
     for (const char *const *name = names; *name; name++) {
         clformer_config c;

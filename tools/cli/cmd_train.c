@@ -225,8 +225,8 @@ static int check_lm_consistency(const train_args *a)
         return cli_error("train", "give --val-text or --val-fraction, not both"), EXIT_USAGE;
     if (a->share_all)
         return cli_error("train", "--share-all-embeddings is for translation (a language model has one embedding, already tied to its output)"), EXIT_USAGE;
-    if (a->g.config && strncmp(a->config_name, "gpt", 3))
-        return cli_error("train", "--task lm takes a gpt preset (--config gpt-mini|gpt-char|gpt2)"), EXIT_USAGE;
+    if (a->g.config && !cli_is_one_of(a->config_name, clformer_config_lm_presets()))
+        return cli_error("train", "--task lm takes a language-model preset (--config gpt-mini, llama-small, ...: clformer presets lists them)"), EXIT_USAGE;
     if (a->g.enc_layers) return cli_error("train", "a language model has no encoder: remove --enc-layers"), EXIT_USAGE;
     if (a->init && (a->g.config || a->g.d_model || a->g.heads || a->g.d_ff || a->g.dec_layers || a->g.max_len))
         return cli_error("train", "the model's shape comes from --init: remove the model options (--config, --context, ...)"), EXIT_USAGE;
@@ -249,8 +249,8 @@ static int check_consistency(const train_args *a)
         return cli_error("train", "--tokenizer %s is for --task lm", a->spm.tokenizer), EXIT_USAGE;
     if (a->lmtok.bpe_vocab || a->lmtok.bpe_merges || a->lmtok.dir)
         return cli_error("train", "--bpe-vocab, --bpe-merges and --tokenizer-dir are for --task lm --tokenizer gpt2-bpe"), EXIT_USAGE;
-    if (a->g.config && !strncmp(a->config_name, "gpt", 3))
-        return cli_error("train", "the gpt presets are decoder-only language models: add --task lm"), EXIT_USAGE;
+    if (a->g.config && cli_is_one_of(a->config_name, clformer_config_lm_presets()))
+        return cli_error("train", "--config %s is a decoder-only language model: add --task lm", a->config_name), EXIT_USAGE;
     if (!a->src || !a->tgt) return cli_error("train", "--src and --tgt are required"), EXIT_USAGE;
     if (!a->val_src != !a->val_tgt) return cli_error("train", "--val-src and --val-tgt go together"), EXIT_USAGE;
     if (!a->steps == !a->epochs) return cli_error("train", "give exactly one of --steps and --epochs"), EXIT_USAGE;
@@ -344,7 +344,7 @@ static int build_options(train_args *a, clformer_train_options *o)
         cli_runtime_error("train", "model options");
         return EXIT_USAGE;
     }
-    if (!lm) c->share_tgt_embed = a->tie || a->share_all; /* gpt presets are tied */
+    if (!lm) c->share_tgt_embed = a->tie || a->share_all; /* lm: the preset's */
     if (!lm) c->share_all_embed = a->share_all;
     if (lm && a->context) c->max_len = (int)a->context;
     if (!lm || a->g.dropout) c->dropout = (float)a->dropout; /* lm: the preset's unless given */

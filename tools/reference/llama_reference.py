@@ -42,6 +42,13 @@
       rope_scaling with T past max_position_embeddings (so the NTK base is in
       force for logits and training: seq_len T for every forward).
 
+  check-export DIR [--clformer BIN]
+      loads a directory `clformer export --format hf-llama` wrote with
+      LlamaForCausalLM.from_pretrained and fails on any missing, unexpected or
+      mismatched key (a strict load); with --clformer BIN, also runs `BIN
+      logits --model DIR` on 24 fixed ids and compares its logits with
+      transformers' (float64 model) within 1e-4.
+
 Run in a venv with transformers 4.36.x over Debian's torch 1.13:
   python3 -m venv --system-site-packages /tmp/venv-llama
   /tmp/venv-llama/bin/pip install transformers==4.36.2 tokenizers==0.15.2 sentencepiece
@@ -196,6 +203,39 @@ def write_model(name, out_dir, seed):
           f"{losses[0]:.6f} -> {losses[-1]:.6f}, generated {generated.tolist()}")
 
 
+def check_export(directory, clformer=None):
+    model, info = LlamaForCausalLM.from_pretrained(directory, output_loading_info=True,
+                                                   torch_dtype=torch.float32)
+    problems = {k: v for k, v in info.items() if v}
+    if problems:
+        print(f"not a strict load: {problems}")
+        return 1
+    print(f"{directory}: LlamaForCausalLM loads it strictly "
+          f"({sum(p.numel() for p in model.parameters())} parameters)")
+    if not clformer:
+        return 0
+    import subprocess
+    import tempfile
+    from safetensors.numpy import load_file
+    V = model.config.vocab_size
+    T = min(24, model.config.max_position_embeddings)
+    ids = [(7 * i + 3) % V for i in range(T)]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "logits.safetensors")
+        subprocess.run([clformer, "logits", "--model", directory, "--ids",
+                        " ".join(map(str, ids)), "--out", out], check=True)
+        got = load_file(out)["logits"][0]
+    # float64 masks need float64 as torch 1.13's default dtype (as in write_model)
+    torch.set_default_dtype(torch.float64)
+    with torch.no_grad():
+        want = model.double().eval()(torch.tensor([ids])).logits[0].numpy()
+    worst = float(np.abs(got - want).max())
+    ok = worst <= 1e-4
+    print(f"clformer logits on {T} ids: max |clformer - transformers| {worst:.3g} "
+          f"({'within' if ok else 'NOT within'} 1e-4)")
+    return 0 if ok else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -203,7 +243,14 @@ def main():
     r.add_argument("--out", required=True)
     m = sub.add_parser("models", help="parity fixtures of LlamaForCausalLM configurations")
     m.add_argument("--out", required=True)
+    c = sub.add_parser("check-export", help="a strict load of a clformer hf-llama export")
+    c.add_argument("dir")
+    c.add_argument("--clformer", help="also compare `clformer logits` with transformers' "
+                   "(path of the clformer command)")
     args = ap.parse_args()
+    if args.cmd == "check-export":
+        torch.set_num_threads(1)
+        return check_export(args.dir, args.clformer)
     os.makedirs(args.out, exist_ok=True)
     torch.set_num_threads(1)
     if args.cmd == "rope":
@@ -214,4 +261,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

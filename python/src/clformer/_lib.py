@@ -45,7 +45,9 @@ class Config(ctypes.Structure):
         ("positional", c_int), ("dropout", c_float), ("ln_eps", c_float),
         ("label_smoothing", c_float), ("share_tgt_embed", c_bool), ("scale_embed", c_bool),
         ("generator_bias", c_bool), ("attention_dropout", c_float),
-        ("activation_dropout", c_float), ("share_all_embed", c_bool), ("family", c_int)]
+        ("activation_dropout", c_float), ("share_all_embed", c_bool), ("family", c_int),
+        ("n_kv_heads", c_int), ("rope_theta", c_float), ("rope_scaling", c_int),
+        ("rope_factor", c_float), ("rope_base_len", c_int)]
 
 
 class OptimConfig(ctypes.Structure):
