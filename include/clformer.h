@@ -456,7 +456,7 @@ typedef enum {
 /* Above this many bytes of saved probabilities per batch, auto is fused everywhere. */
 #define CLFORMER_ATTENTION_UNFUSED_MAX_BYTES ((size_t)256 << 20)
 /* From this length on (source or target), auto is fused on CPU devices. */
-#define CLFORMER_ATTENTION_FUSED_CPU_LEN 128
+#define CLFORMER_ATTENTION_FUSED_CPU_LEN 64
 
 /* "auto", "fused" or "unfused". */
 CLFORMER_API const char *clformer_attention_path_name(clformer_attention_path path);

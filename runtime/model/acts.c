@@ -246,7 +246,8 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
      * a GPU yet) */
     if (device->tiled_attention) return true;
     /* measured on PoCL (docs/PERFORMANCE.md): about level with the GEMM path at length 32,
-     * twice as fast from 256 on; elsewhere unmeasured, so only memory decides */
+     * faster at 64 (gpt-mini, small) and twice as fast from 256 on; elsewhere
+     * unmeasured, so only memory decides */
     const size_t longest = S > T ? S : T;
     if (device->fused_attention_long && longest >= CLFORMER_ATTENTION_FUSED_CPU_LEN)
         return true;

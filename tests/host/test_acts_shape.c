@@ -135,11 +135,11 @@ static void auto_attention_path_follows_the_device_and_size(void **state)
     assert_false(cf_attention_fused_for(A, &acc, &c, 32, 32, 32, true));
     assert_false(cf_attention_fused_for(A, &sim, &c, 32, 32, 32, true));
     assert_false(cf_attention_fused_for(A, &cpu, &c, 32, 32, 32, true));
-    /* a CPU from length 128 on (source or target), not a simulator */
-    assert_true(cf_attention_fused_for(A, &cpu, &c, 2, 128, 20, true));
-    assert_true(cf_attention_fused_for(A, &cpu, &c, 2, 20, 128, true));
-    assert_false(cf_attention_fused_for(A, &cpu, &c, 2, 127, 126, true));
-    assert_false(cf_attention_fused_for(A, &sim, &c, 2, 128, 127, true));
+    /* a CPU from length 64 on (source or target), not a simulator */
+    assert_true(cf_attention_fused_for(A, &cpu, &c, 2, 64, 20, true));
+    assert_true(cf_attention_fused_for(A, &cpu, &c, 2, 20, 64, true));
+    assert_false(cf_attention_fused_for(A, &cpu, &c, 2, 63, 62, true));
+    assert_false(cf_attention_fused_for(A, &sim, &c, 2, 64, 63, true));
     /* training, 16 x 1024: ~ 9.5 GiB of probabilities */
     assert_true(cf_attention_fused_for(A, &acc, &c, 16, 1024, 1023, true));
     /* one score matrix beyond the largest buffer: fused even when small in all */
