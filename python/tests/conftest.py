@@ -40,6 +40,20 @@ def log_losses(path: Path) -> List[str]:
     return out
 
 
+def same_checkpoint(a: Path, b: Path) -> bool:
+    """Whether two checkpoints hold the same tensors, bytes and metadata, apart
+    from the run each names (clformer.run: the run that wrote it, so that a run
+    replaces only its own files) and the header checksum that covers it."""
+    def parts(path: Path):
+        raw = Path(path).read_bytes()
+        size = int.from_bytes(raw[:8], "little")
+        header = json.loads(raw[8:8 + size])
+        for key in ("clformer.run", "clformer.header_crc32c"):
+            header.get("__metadata__", {}).pop(key, None)
+        return header, raw[8 + size:]
+    return parts(a) == parts(b)
+
+
 def shape_of_log_loss(value: float) -> str:
     """A loss as the log writes it (jansson's %.8g with a decimal point)."""
     text = f"{value:.8g}"

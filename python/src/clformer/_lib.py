@@ -91,7 +91,7 @@ class TrainOptions(ctypes.Structure):
         ("val_fraction", c_float), ("lm_tokenizer", c_int), ("eval_batches", c_size_t),
         ("decay_steps", c_uint64), ("min_lr", c_float), ("bpe_vocab_path", c_char_p),
         ("bpe_merges_path", c_char_p), ("recompute", c_bool), ("precision", c_int),
-        ("loss_scale", c_float), ("max_seconds", c_double)]
+        ("loss_scale", c_float), ("max_seconds", c_double), ("overwrite", c_bool)]
 
 
 class TrainResult(ctypes.Structure):

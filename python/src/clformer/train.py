@@ -9,7 +9,8 @@ the same options train the same steps bit for bit. Differences from the
 command: nothing is saved unless `save` is given (the command saves to
 clformer-model.safetensors by default); `src`/`tgt`/`val_src`/`val_tgt` also
 take lists of sentences; `max_time` is seconds; SentencePiece models are
-given (tokenizer_model), not learned.
+given (tokenizer_model), not learned. As the command, a run replaces only the
+files it made (and resume's) unless `overwrite=True` (--overwrite).
 """
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ OPTIONS = (
     "tokenizer_dir tokenizer_model src_tokenizer_model tgt_tokenizer_model init resume steps "
     "max_time epochs batch_size batch_tokens no_shuffle seed lr lr_schedule warmup "
     "warmup_init_lr optimizer weight_decay clip eval_every bleu_sentences save save_every "
-    "keep_last save_best best_metric patience log recompute precision loss_scale").split()
+    "keep_last save_best best_metric patience log overwrite recompute precision loss_scale").split()
 
 
 def _choice(table: Dict[str, int], option: str, value: str) -> int:
@@ -256,6 +257,8 @@ class Trainer:
         o.patience = g.get("patience", 0)
         if "log" in g:
             o.log_path = self._str(g["log"])
+        # the command's --overwrite: replace save/log files this run did not make
+        o.overwrite = bool(g.get("overwrite", False))
         o.recompute = bool(g.get("recompute", False))
         o.precision = precision_code(g.get("precision", "fp32"))
         o.loss_scale = g.get("loss_scale", 0.0)
