@@ -20,7 +20,8 @@ DEFAULT = "data/tinyshakespeare"
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("text", nargs="?", help=f"a UTF-8 text file (default: {DEFAULT}'s)")
 parser.add_argument("--steps", type=int, default=200, help="optimizer steps (default 200)")
-parser.add_argument("--save", default="char_lm.safetensors", help="the checkpoint to write")
+parser.add_argument("--save", help="the checkpoint to write (default: char_lm.safetensors, "
+                    "or char_lm-2.safetensors ... where earlier runs left one)")
 parser.add_argument("--tokens", type=int, default=300, help="tokens to sample (default 300)")
 args = parser.parse_args()
 data = dict(text=args.text) if args.text else \
@@ -28,6 +29,10 @@ data = dict(text=args.text) if args.text else \
 if not os.path.exists(data["text"]):
     parser.error(f"no {data['text']}: run tools/get-data.sh tinyshakespeare {DEFAULT}, "
                  "or give a text file")
+
+if not args.save:  # as the command's default names: never over an earlier run's file
+    args.save = next(name for name in (f"char_lm{'' if i == 1 else f'-{i}'}.safetensors"
+                                       for i in range(1, 10000)) if not os.path.exists(name))
 
 start = time.monotonic()
 print("device:", next(d.name for d in clformer.devices() if d.chosen))

@@ -24,3 +24,11 @@ def test_char_lm_example(data, tmp_path):
     missing = subprocess.run([sys.executable, str(REPO / "examples/python/char_lm.py")],
                              env=env, capture_output=True, text=True, cwd=tmp_path)
     assert missing.returncode == 2 and "tools/get-data.sh tinyshakespeare" in missing.stderr
+    # without --save, a second run keeps the first run's checkpoint and names its own
+    for run in (1, 2):
+        again = subprocess.run([sys.executable, str(REPO / "examples/python/char_lm.py"),
+                                str(data / "text.txt"), "--steps", "1", "--tokens", "5"],
+                               env=env, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+        assert again.returncode == 0, again.stderr
+    assert "saved to char_lm-2.safetensors" in again.stdout
+    assert clformer.load(tmp_path / "char_lm.safetensors").step == 1
