@@ -122,7 +122,7 @@ static const struct {
     int d_model, n_heads, n_kv_heads, n_layers, d_ff, context;
     bool tied;
 } table[] = {
-    {288, 6, 6, 6, 768, 256, true},
+    {288, 6, 0, 6, 768, 256, true}, /* 0: a key/value head per head, whatever --heads says */
     {576, 9, 3, 30, 1536, 2048, true},
     {2048, 32, 4, 22, 5632, 2048, false},
 };

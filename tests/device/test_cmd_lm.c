@@ -3,8 +3,10 @@
  * (and its resume: the same losses as one run), generate (a seed repeats its
  * text; a batch of prompts from --prompt and --prompt-file, as text and as
  * JSON, gives each prompt the text it gets alone), eval --text, export
- * --format hf-gpt2 read back by eval, the usage errors of --task lm, and
- * --epochs over consecutive windows.
+ * --format hf-gpt2 read back by eval, the usage errors of --task lm,
+ * --epochs over consecutive windows, and a model of the llama family
+ * (--config llama-small, made small) through train, resume, generate and
+ * export --format hf-llama.
  */
 #include "harness.h"
 
@@ -203,8 +205,72 @@ static void lm_epochs(void **state)
     harness_remove_tree(dir);
 }
 
+/* The llama family through the commands: --config llama-small (shrunk),
+ * resumed to the same losses as one run, its hf-llama export giving eval's
+ * figures and generate's text of the checkpoint. */
+static void llama_commands(void **state)
+{
+    (void)state;
+    char dir[64], text[128], a[128], b[128], la[128], lb[128], hf[128];
+    static char out[1 << 14], out2[1 << 14];
+    const harness_cmd cmd = {out, sizeof out}, cmd2 = {out2, sizeof out2};
+    assert_true(harness_temp_dir(dir, sizeof dir, "llama"));
+    harness_path(text, sizeof text, dir, "text.txt");
+    harness_path(a, sizeof a, dir, "a.safetensors");
+    harness_path(b, sizeof b, dir, "b.safetensors");
+    harness_path(la, sizeof la, dir, "a.jsonl");
+    harness_path(lb, sizeof lb, dir, "b.jsonl");
+    harness_path(hf, sizeof hf, dir, "hf");
+    static char corpus[3000];
+    size_t at = 0;
+    for (int i = 0; at + 40 < sizeof corpus; i++)
+        at += (size_t)snprintf(corpus + at, sizeof corpus - at, "row %d: a dog ran by %d\n", i,
+                               i % 5);
+    harness_write_file(text, corpus);
+#define LLAMA_SHAPE "--task", "lm", "--text", text, "--config", "llama-small", "--d-model", "16", \
+                    "--heads", "4", "--dec-layers", "1", "--d-ff", "24", "--context", "12", \
+                    "--batch-size", "2", "--val-fraction", "0", "--seed", "3", "--warmup", "1"
+    int rc = harness_run_clformer(&cmd, "train", LLAMA_SHAPE, "--steps", "4", "--save", a,
+                                  "--log", la, NULL);
+    if (rc != 0) fail_msg("train --config llama-small exited with %d:\n%s", rc, out);
+    assert_non_null(strstr(out, "silu"));
+    rc = harness_run_clformer(&cmd, "train", LLAMA_SHAPE, "--steps", "2", "--save", b, "--log",
+                              lb, NULL);
+    if (rc != 0) fail_msg("train (first half) exited with %d:\n%s", rc, out);
+    rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--resume", b,
+                              "--steps", "4", "--val-fraction", "0", "--save", b, "--overwrite",
+                              "--log", lb, NULL);
+    if (rc != 0) fail_msg("train --resume exited with %d:\n%s", rc, out);
+    char la_losses[8][32], lb_losses[8][32];
+    assert_int_equal(losses(la, la_losses, 8), 4);
+    assert_int_equal(losses(lb, lb_losses, 8), 4);
+    for (int i = 0; i < 4; i++) assert_string_equal(la_losses[i], lb_losses[i]);
+
+    rc = harness_run_clformer(&cmd2, "export", "--format", "hf-llama", "--model", a, "--out", hf,
+                              NULL);
+    if (rc != 0) fail_msg("export --format hf-llama exited with %d:\n%s", rc, out2);
+    assert_non_null(strstr(out2, "LlamaForCausalLM"));
+    rc = harness_run_clformer(&cmd, "eval", "--model", a, "--text", text, "--json", NULL);
+    if (rc != 0) fail_msg("eval exited with %d:\n%s", rc, out);
+    rc = harness_run_clformer(&cmd2, "eval", "--model", hf, "--text", text, "--json", NULL);
+    if (rc != 0) fail_msg("eval of the export exited with %d:\n%s", rc, out2);
+    assert_string_equal(out, out2);
+    rc = harness_run_clformer(&cmd, "generate", "--model", a, "--prompt", "row 1", "--max-tokens",
+                              "12", "--seed", "5", NULL);
+    if (rc != 0) fail_msg("generate exited with %d:\n%s", rc, out);
+    rc = harness_run_clformer(&cmd2, "generate", "--model", hf, "--prompt", "row 1",
+                              "--max-tokens", "12", "--seed", "5", NULL);
+    if (rc != 0) fail_msg("generate from the export exited with %d:\n%s", rc, out2);
+    assert_string_equal(out, out2);
+    /* a gpt-family model is not a Llama */
+    rc = harness_run_clformer(&cmd, "export", "--format", "hf-gpt2", "--model", a, "--out", hf,
+                              "--overwrite", NULL);
+    harness_expect_run(&cmd, rc, 1, "GPT-2 shaped");
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(lm_commands),
     cmocka_unit_test(lm_epochs),
+    cmocka_unit_test(llama_commands),
 };
 HARNESS_DEVICE_MAIN("cmd_lm", tests)
