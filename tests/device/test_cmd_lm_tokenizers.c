@@ -16,7 +16,9 @@
 #include <sys/stat.h>
 
 static char out[1 << 15], out2[1 << 15];
-static const harness_cmd cmd = {out, sizeof out}, cmd2 = {out2, sizeof out2};
+/* run in the test's own folder: the refused runs below name no --save, and
+ * two device variants of this test may run at once (their default output's lock) */
+static harness_cmd cmd = {out, sizeof out}, cmd2 = {out2, sizeof out2};
 
 static bool exists(const char *path)
 {
@@ -76,6 +78,9 @@ static void gpt2_bpe(void **state)
     char dir[64], text[128], a[128], b[128], hf[128], tuned[128], bad[128], half[128];
     char vocab[4200], merges[4200], bpe_dir[4000];
     assert_true(harness_temp_dir(dir, sizeof dir, "lmtok"));
+    char run_dir[64]; /* beside dir, not in it: dir is also an input folder */
+    assert_true(harness_temp_dir(run_dir, sizeof run_dir, "lmtok_cwd"));
+    cmd.cwd = cmd2.cwd = run_dir;
     harness_path(text, sizeof text, dir, "text.txt");
     harness_path(a, sizeof a, dir, "a.safetensors");
     harness_path(b, sizeof b, dir, "b.safetensors");
@@ -164,6 +169,7 @@ static void gpt2_bpe(void **state)
     rc = harness_run_clformer(&cmd, "eval", "--model", half, "--text", text, NULL);
     harness_expect_run(&cmd, rc, 1, "has vocab.json but no merges.txt");
     harness_remove_tree(dir);
+    harness_remove_tree(run_dir);
 }
 
 static void sentencepiece(void **state)
@@ -171,6 +177,9 @@ static void sentencepiece(void **state)
     (void)state;
     char dir[64], text[128], a[128], hf[128], spm_model[160], c[128];
     assert_true(harness_temp_dir(dir, sizeof dir, "lmspm"));
+    char run_dir[64]; /* beside dir, not in it: dir is also an input folder */
+    assert_true(harness_temp_dir(run_dir, sizeof run_dir, "lmspm_cwd"));
+    cmd.cwd = cmd2.cwd = run_dir;
     harness_path(c, sizeof c, dir, "c.safetensors");
     harness_path(text, sizeof text, dir, "text.txt");
     harness_path(a, sizeof a, dir, "a.safetensors");
@@ -197,6 +206,7 @@ static void sentencepiece(void **state)
                               "/nonexistent/x.model", NULL);
     harness_expect_run(&cmd, rc, 1, "/nonexistent/x.model");
     harness_remove_tree(dir);
+    harness_remove_tree(run_dir);
 }
 
 static const struct CMUnitTest tests[] = {
