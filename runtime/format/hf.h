@@ -39,9 +39,11 @@ cf_hf_weights_fn cf_hf_gpt2_weights, cf_hf_llama_weights;
  * clformer_vocab.json and, for a SentencePiece model, clformer_spm.model
  * (clformer's alone). */
 clformer_status cf_hf_write_tokenizer(const clformer_model *m, const cf_dir_output *d);
-/* config.json's "clformer_files": the clformer files the export holds, so
- * that a directory that lost one is refused (transformers ignores the key). */
-void cf_hf_list_tokenizer_files(const clformer_model *m, json_t *config);
+/* Writes `config` (a family's config.json object, released here; NULL when
+ * it could not be made) to `path`, with "clformer_files": the clformer files
+ * the export holds, so that a directory that lost one is refused
+ * (transformers ignores the key). */
+clformer_status cf_hf_write_config(const clformer_model *m, json_t *config, const char *path);
 /* The model's tokenizer and vocabulary from the directory's files, as
  * cf_hf_files_parse checked them; without any, ids in and ids out. */
 clformer_status cf_hf_set_tokenizer(clformer_model *m, const char *dir, const cf_hf_files *f,

@@ -108,13 +108,7 @@ static clformer_status write_config(const clformer_model *m, const char *path,
         "torch_dtype",
         precision == CLFORMER_BF16 ? "bfloat16" : precision == CLFORMER_FP16 ? "float16" : "float32",
         "bos_token_id", end_of_text(m, true), "eos_token_id", end_of_text(m, false));
-    cf_hf_list_tokenizer_files(m, o);
-    char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(9)) : NULL;
-    json_decref(o);
-    if (!text) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    clformer_status st = cf_write_file_atomic(path, text, strlen(text));
-    free(text);
-    return st;
+    return cf_hf_write_config(m, o, path);
 }
 
 static clformer_status write_weights(clformer_model *m, const char *path,

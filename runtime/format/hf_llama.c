@@ -63,13 +63,7 @@ static clformer_status write_config(const clformer_model *m, const char *path,
         "pretraining_tp", 1, "use_cache", 1, "torch_dtype", torch_dtype(precision),
         "bos_token_id", special_id(m, "<s>", CLFORMER_SOS), "eos_token_id",
         special_id(m, "</s>", CLFORMER_EOS));
-    cf_hf_list_tokenizer_files(m, o);
-    char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_REAL_PRECISION(9)) : NULL;
-    json_decref(o);
-    if (!text) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    clformer_status st = cf_write_file_atomic(path, text, strlen(text));
-    free(text);
-    return st;
+    return cf_hf_write_config(m, o, path);
 }
 
 static clformer_status write_weights(clformer_model *m, const char *path,

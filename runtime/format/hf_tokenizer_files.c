@@ -46,13 +46,22 @@ clformer_status cf_hf_write_tokenizer(const clformer_model *m, const cf_dir_outp
     return cf_write_file_atomic(path, m->spm[1], m->spm_size[1]);
 }
 
-void cf_hf_list_tokenizer_files(const clformer_model *m, json_t *config)
+clformer_status cf_hf_write_config(const clformer_model *m, json_t *config, const char *path)
 {
     json_t *files = m->bpe || !config ? NULL : json_array();
-    if (!files) return;
-    json_array_append_new(files, json_string("clformer_vocab.json"));
-    if (m->spm[1]) json_array_append_new(files, json_string("clformer_spm.model"));
-    json_object_set_new(config, "clformer_files", files);
+    if (files) {
+        json_array_append_new(files, json_string("clformer_vocab.json"));
+        if (m->spm[1]) json_array_append_new(files, json_string("clformer_spm.model"));
+        json_object_set_new(config, "clformer_files", files);
+    }
+    char *text = config ? json_dumps(config, JSON_INDENT(2) | JSON_SORT_KEYS |
+                                                 JSON_REAL_PRECISION(9))
+                        : NULL;
+    json_decref(config);
+    if (!text) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    const clformer_status st = cf_write_file_atomic(path, text, strlen(text));
+    free(text);
+    return st;
 }
 
 clformer_status cf_hf_set_tokenizer(clformer_model *m, const char *dir, const cf_hf_files *f,
