@@ -163,7 +163,8 @@ typedef struct {
     uint64_t local_mem_bytes;    /* local memory per work-group */
     size_t max_work_group_size;
     /* choices: the code paths this device takes */
-    const char *forced;          /* static: the CLFORMER_PROFILE word that forced the layouts, or NULL */
+    const char *forced;          /* static: the CLFORMER_PROFILE word that forced the layouts
+                                    or the attention kernels, or NULL */
     bool gpu_layouts;            /* split/merge heads one work item per element (coalesced) and
                                     reductions over strided items, as on GPUs; otherwise one item
                                     per head row and contiguous runs per item, as on CPUs */
@@ -277,8 +278,9 @@ typedef struct {
                                 of clformer_gemm_provider_for */
     const char *attention;   /* attention path: "fused", "unfused", or NULL/"auto" for the
                                 rule of clformer_attention_path */
-    const char *profile;     /* forced device-profile choices: "gpu-layouts", "cpu-layouts", or
-                                NULL/"auto" (clformer_device_profile_for) */
+    const char *profile;     /* forced device-profile choices: "gpu-layouts", "cpu-layouts",
+                                "tiled-attention", "row-attention", or NULL/"auto"
+                                (clformer_device_profile_for) */
     bool profiling;          /* queue profiling, for clformer_context_set_profiling (false) */
     clformer_log_level log_level;      /* least important level shown (CLFORMER_LOG_WARN) */
     clformer_log_callback log_callback; /* NULL: "clformer LEVEL: message" lines on stderr */

@@ -9,6 +9,7 @@
  */
 #include "profile.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -143,10 +144,15 @@ clformer_status clformer_device_profile_for(const clformer_device_info *d, const
     } else if (!strcasecmp(force, "cpu-layouts")) {
         set_layouts(p, false);
         p->forced = "cpu-layouts";
+    } else if (!strcasecmp(force, "tiled-attention") || !strcasecmp(force, "row-attention")) {
+        /* the fused attention's kernels alone, the layouts the device's own:
+         * to time one against the other (docs/PERFORMANCE.md) */
+        p->tiled_attention = tolower((unsigned char)force[0]) == 't';
+        p->forced = p->tiled_attention ? "tiled-attention" : "row-attention";
     } else {
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "device profile '%s' is not one (CLFORMER_PROFILE): use gpu-layouts, "
-                       "cpu-layouts or auto",
+                       "cpu-layouts, tiled-attention, row-attention or auto",
                        force);
     }
     return CLFORMER_OK;

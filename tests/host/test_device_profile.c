@@ -95,7 +95,8 @@ static void gpu_and_cpu_choices(void **state)
     assert_int_equal(tiny.elementwise_wg, 32);
 }
 
-/* CLFORMER_PROFILE: the layouts and partition of the other kind, nothing else */
+/* CLFORMER_PROFILE: the layouts and partition of the other kind, nothing else;
+ * or the fused attention's kernels alone */
 static void forced_layouts(void **state)
 {
     (void)state;
@@ -115,6 +116,19 @@ static void forced_layouts(void **state)
     assert_int_equal(gpu.reduce_partials, 16);
     assert_string_equal(gpu.forced, "cpu-layouts");
     assert_false(gpu.tiled_attention);
+
+    /* the attention kernels alone, to time one against the other */
+    const clformer_device_profile cpu_tiled =
+        profile(device(CLFORMER_DEVICE_CPU, false, 4096), "Tiled-Attention");
+    assert_true(cpu_tiled.tiled_attention);
+    assert_false(cpu_tiled.gpu_layouts);
+    assert_int_equal(cpu_tiled.reduce_partials, 16);
+    assert_string_equal(cpu_tiled.forced, "tiled-attention");
+    const clformer_device_profile gpu_rows =
+        profile(device(CLFORMER_DEVICE_GPU, false, 1024), "row-attention");
+    assert_false(gpu_rows.tiled_attention);
+    assert_true(gpu_rows.gpu_layouts);
+    assert_string_equal(gpu_rows.forced, "row-attention");
 
     assert_null(profile(device(CLFORMER_DEVICE_GPU, false, 1024), "auto").forced);
     assert_null(profile(device(CLFORMER_DEVICE_GPU, false, 1024), "").forced);

@@ -72,8 +72,9 @@ static int check_device(const char *selector, bool quick, const char *only,
     if (!rep->results && small && !quick)
         printf("(%s is a simulator: using --quick shapes)\n", dev->name);
     if (!rep->results && profile->forced)
-        printf("(%s: %s layouts forced by CLFORMER_PROFILE=%s)\n", dev->name,
-               profile->gpu_layouts ? "GPU" : "CPU", profile->forced);
+        printf("(%s: %s layouts and %s attention forced by CLFORMER_PROFILE=%s)\n", dev->name,
+               profile->gpu_layouts ? "GPU" : "CPU", profile->tiled_attention ? "tiled" : "per-row",
+               profile->forced);
     int errors = 0;
     char fp32_only[256] = "";
     for (size_t p = 0; p < n_precisions; p++)

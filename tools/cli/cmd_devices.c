@@ -136,12 +136,13 @@ static void print_table(const clformer_device_info *d, size_t n, long selected)
         printf("        driver    %s; %s\n", x->driver_version, x->c_version);
         clformer_device_profile p;
         if (profile_of(x, &p))
-            printf("        profile   %s (%s), %s layouts%s%s, reduce %zu x %zu, float vectors "
-                   "%u, %s attention\n",
+            printf("        profile   %s (%s), %s layouts, reduce %zu x %zu, float vectors "
+                   "%u, %s attention%s%s%s\n",
                    clformer_device_kind_name(p.kind), p.vendor, p.gpu_layouts ? "GPU" : "CPU",
-                   p.forced ? " forced by CLFORMER_PROFILE=" : "", p.forced ? p.forced : "",
                    p.reduce_partials, p.reduce_wg, p.vector_width_float,
-                   p.tiled_attention ? "tiled" : "per-row");
+                   p.tiled_attention ? "tiled" : "per-row",
+                   p.forced ? " (forced by CLFORMER_PROFILE=" : "", p.forced ? p.forced : "",
+                   p.forced ? ")" : "");
         else
             printf("        profile   unusable: %s\n", clformer_last_error());
         const char *gemm = gemm_provider(x);
