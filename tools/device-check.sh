@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU check in one script: the test suite, `clformer check --all` and
 # `clformer bench` (tiny, small, base; every precision the build offers) on a
-# GPU, and base's matrix products against the FMA peak (build/gemm_bench),
-# written up as a Markdown report (format: docs/DEVICE-CHECK.md).
+# GPU, base's matrix products against the FMA peak (build/gemm_bench), and
+# issue 28's goal table, written up as a Markdown report (format:
+# docs/DEVICE-CHECK.md).
 #
 #   tools/device-check.sh [REPORT.md]          build here, then check (a GPU machine
 #                                              with clformer's build dependencies)
@@ -14,13 +15,13 @@
 #
 # The device is CLFORMER_DEVICE (default gpu). Every phase has its own time
 # limit and the report says what each one did; the script exits non-zero when a
-# phase failed. Budget: about 8 minutes on a current GPU.
+# phase failed. Budget: about 10 minutes on a current GPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 device=${CLFORMER_DEVICE:-gpu}
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # --- bundle: a Release build whose tests select the GPU, plus its libraries --
 bundle() {
@@ -137,6 +138,57 @@ for size in ("64x64", "16x1024"):
 EOF2
 }
 
+# Issue 28's goals, measured here (docs/PERFORMANCE.md, "Tiled attention"):
+# the attention kernels' share of a base step at 16 x 1024 with the profile's
+# kernels and, in the same sitting, with the per-row kernels GPUs ran before
+# (CLFORMER_PROFILE=row-attention); the GEMMs' share of the FMA peak in that
+# step; GPT-2 124M (context 1024) and gpt-char tokens/s and launches per step.
+goals_section() {
+    local clf=$1
+    say ""
+    say "## Issue 28's goals"
+    say ""
+    local base=(bench --config base --batch 16 --len 1024 --steps 1 --warmup 0 --json)
+    phase goal-base-1024 240 "$clf" "${base[@]}"
+    CLFORMER_PROFILE=row-attention phase goal-base-1024-rows 240 "$clf" "${base[@]}"
+    phase goal-gpt2 240 "$clf" bench --config gpt2 --steps 2 --warmup 1 --json
+    phase goal-gpt-char 180 "$clf" bench --config gpt-char --steps 3 --warmup 1 --json
+    say ""
+    python3 - "$logdir" <<'EOF2' | tee -a "$report"
+import json, os, sys
+d = sys.argv[1]
+def bench(name):
+    # the log holds stderr too (the GEMM search's progress): the object is
+    # the text from the line that opens it
+    try:
+        text = open(os.path.join(d, name + ".log")).read()
+        start = 0 if text.startswith("{") else text.find("\n{") + 1
+        return json.JSONDecoder().raw_decode(text[start:])[0]
+    except (OSError, ValueError):
+        return None
+def share(j):
+    if not j: return "-"
+    a = j["kernel_ms"].get("attention", 0.0)
+    return f"{100 * a / j['train_step_ms']:.1f}% ({a:,.0f} of {j['train_step_ms']:,.0f} ms)"
+def gemm_peak(j):
+    g = j and j.get("roofline", {}).get("train", {}).get("gemm")
+    return f"{100 * g['peak_fraction']:.1f}% ({g['gflops']:,.0f} GFLOP/s)" if g else "-"
+def toks(j):
+    return (f"{j['train_tokens_per_s']:,.0f} ({j['launches_per_step']:.0f} launches a step)"
+            if j else "-")
+tiled, rows = bench("goal-base-1024"), bench("goal-base-1024-rows")
+print("| figure | measured | goal |")
+print("| --- | ---: | ---: |")
+print("| attention share of `bench --config base --batch 16 --len 1024` step | %s | <= 15%% |" % share(tiled))
+print("| the same with the per-row kernels (`CLFORMER_PROFILE=row-attention`) | %s | (before: 95.8%%) |" % share(rows))
+print("| GEMM share of the FMA peak in that step (fp32) | %s | >= 50%% |" % gemm_peak(tiled))
+print("| GPT-2 124M layout, context 1024, batch 8, fp32 tok/s | %s | >= 20,000 |" % toks(bench("goal-gpt2")))
+print("| gpt-char (nanoGPT shakespeare_char config) tok/s | %s | >= 250,000 |" % toks(bench("goal-gpt-char")))
+print()
+print("GEMM per shape: the GEMM section above.")
+EOF2
+}
+
 run_checks() {
     local build=$1 out=$2
     report=$out
@@ -178,6 +230,7 @@ run_checks() {
     tail -n 3 "$logdir/check_all.log" | sed 's/^/  /' | tee -a "$report"
 
     gemm_section "$build"
+    goals_section "$clf"
 
     say ""
     say "## Bench"
