@@ -341,7 +341,7 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
     if (!inputs_kept) f = failed(f, "attention changed an input"), g = failed(g, f.why);
 
     char op[64], shape[96];
-    char kv[16] = "";
+    char kv[24] = ""; /* "/" and any size_t */
     if (G > 1) snprintf(kv, sizeof kv, "/%zu", H_kv);
     snprintf(shape, sizeof shape, "B%zu H%zu%s Tq%zu Tk%zu/%zu dh%zu q0=%zu", s.B, s.H, kv, s.Tq,
              s.Tk, s.Tk_cap, s.dh, s.q_pos0);
