@@ -79,6 +79,7 @@ bases=(
   "logits --model M.safetensors --batch B.safetensors --out lg.safetensors"
   "export --model M.safetensors --out e.safetensors"
   "export --model M.safetensors --out hfdir --format hf-gpt2"
+  "export --model M.safetensors --out hfldir --format hf-llama"
   "average --out avg.safetensors C1.safetensors C2.safetensors"
 )
 
