@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages clformer needs, only those that are missing.
-# Usage: tools/install-deps.sh [--with-torch] [--with-intel-opencl] [--with-python]
+# Usage: tools/install-deps.sh [--with-torch] [--with-hf] [--with-intel-opencl] [--with-python]
 #   --with-torch         PyTorch for the reference-data and comparison scripts
 #                        (the C build and tests never need it)
+#   --with-hf            PyTorch and ~/.venvs/clformer-hf with transformers,
+#                        pinned (tools/hf-venv.sh): the test suite then runs the
+#                        Hugging Face round trips too (CTest hf_export_roundtrip)
 #   --with-python        the venv the Python package is tested in, pinned, under
 #                        ~/.cache/clformer (tools/python-venv.sh): the test suite
 #                        then builds the package offline and runs its tests (CTest
@@ -21,19 +24,22 @@ packages=(build-essential cmake pkg-config
           clang libclang-rt-14-dev)  # clang: libFuzzer targets and the sanitizer gate
 intel=0
 python=0
+hf=0
 for arg in "$@"; do
     case "$arg" in
         --with-torch) packages+=(python3 python3-torch python3-numpy) ;;
+        --with-hf) packages+=(python3 python3-torch python3-numpy python3-venv); hf=1 ;;
         --with-intel-opencl) packages+=(python3 python3-venv); intel=1 ;;
         --with-python) packages+=(python3 python3-venv); python=1 ;;
         *) echo "install-deps: unknown option '$arg' (usage: tools/install-deps.sh" \
-                "[--with-torch] [--with-intel-opencl] [--with-python])" >&2; exit 2 ;;
+                "[--with-torch] [--with-hf] [--with-intel-opencl] [--with-python])" >&2; exit 2 ;;
     esac
 done
-# Run when the Debian packages are in place (both need python3-venv).
+# Run when the Debian packages are in place (all need python3-venv).
 intel_opencl() {
     if ((intel)); then "$(dirname "$0")/intel-opencl.sh"; fi
     if ((python)); then "$(dirname "$0")/python-venv.sh"; fi
+    if ((hf)); then "$(dirname "$0")/hf-venv.sh"; fi
 }
 
 missing=()
