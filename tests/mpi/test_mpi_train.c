@@ -495,6 +495,47 @@ static void test_check_sync_stops_ranks_that_differ(void **state)
     clformer_trainer_free(t);
 }
 
+/* A test that fails on one rank leaves the other waiting in a collective the
+ * failed one never joins, and their next collectives then pair wrongly
+ * (MPI_ERR_TRUNCATE, a corrupted heap). So each test runs in a wrapper that
+ * notes its end, and the teardown (which cmocka runs after a failure too)
+ * ends every rank at once when this rank's test did not finish. */
+static bool finished;
+
+static int start_test(void **state)
+{
+    (void)state;
+    finished = false;
+    return 0;
+}
+
+static int end_test(void **state)
+{
+    (void)state;
+    if (!finished) {
+        fprintf(stderr, "rank %d: the test above failed here; ending every rank (the others "
+                        "would wait in a collective this rank left)\n", rank);
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return 0;
+}
+
+#define RANKED(test)                                                                     \
+    static void ranked_##test(void **state)                                              \
+    {                                                                                    \
+        test(state);                                                                     \
+        finished = true;                                                                 \
+    }
+RANKED(test_two_ranks_equal_one_rank_at_double_batch)
+RANKED(test_equivalence_with_the_blocking_sum)
+RANKED(test_equivalence_with_shared_embeddings)
+RANKED(test_dropout_masks_differ_by_rank_and_repeat)
+RANKED(test_broadcast_resynchronises)
+RANKED(test_trainer_validation_split_equals_one_rank)
+RANKED(test_check_sync_stops_ranks_that_differ)
+#define RANKED_TEST(test) cmocka_unit_test_setup_teardown(ranked_##test, start_test, end_test)
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -505,13 +546,13 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_two_ranks_equal_one_rank_at_double_batch),
-        cmocka_unit_test(test_equivalence_with_the_blocking_sum),
-        cmocka_unit_test(test_equivalence_with_shared_embeddings),
-        cmocka_unit_test(test_dropout_masks_differ_by_rank_and_repeat),
-        cmocka_unit_test(test_broadcast_resynchronises),
-        cmocka_unit_test(test_trainer_validation_split_equals_one_rank),
-        cmocka_unit_test(test_check_sync_stops_ranks_that_differ),
+        RANKED_TEST(test_two_ranks_equal_one_rank_at_double_batch),
+        RANKED_TEST(test_equivalence_with_the_blocking_sum),
+        RANKED_TEST(test_equivalence_with_shared_embeddings),
+        RANKED_TEST(test_dropout_masks_differ_by_rank_and_repeat),
+        RANKED_TEST(test_broadcast_resynchronises),
+        RANKED_TEST(test_trainer_validation_split_equals_one_rank),
+        RANKED_TEST(test_check_sync_stops_ranks_that_differ),
     };
     /* On a simulator only the equivalence (the all-reduce path): hours otherwise. */
     const char *devices = getenv("CLFORMER_TEST_DEVICES");
