@@ -1,6 +1,7 @@
 /* Kernel enqueue and the profiling record. */
 #include "launch.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,6 +102,14 @@ static clformer_status check_kinds(cf_ctx *ctx, cl_kernel kernel, size_t nargs,
         }
     }
     return CLFORMER_OK; /* a kernel made outside cf_kernel: nothing to compare with */
+}
+
+clformer_status cf_check_rows(const char *op, size_t N, size_t C)
+{
+    if (N > INT_MAX || C > INT_MAX)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "%s: N=%zu C=%zu exceed the kernels' int range; split the rows", op, N, C);
+    return CLFORMER_OK;
 }
 
 clformer_status cf_launch(cf_ctx *ctx, const char *family, uint64_t bytes, cl_kernel kernel,

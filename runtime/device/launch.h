@@ -58,6 +58,10 @@ static inline uint64_t cf_f32_bytes(size_t n) { return (uint64_t)n * 4u; }
 /* Rounds n up to a multiple of m (m > 0). */
 static inline size_t cf_round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
+/* The row ops' shape check before a launch: N rows of C columns must fit the
+ * kernels' int arguments; else an error naming `op` and saying to split the rows. */
+clformer_status cf_check_rows(const char *op, size_t N, size_t C);
+
 /* Where profiling is on, the event slot for the next command of `family`,
  * which moves `bytes` and does `flop` (NULL when off). The event is owned by
  * the profile record. */

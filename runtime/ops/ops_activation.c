@@ -16,8 +16,6 @@
 #include "program.h"
 #include "reduce.h"
 
-#include <limits.h>
-
 /* The kernels' view of a dropout site: p = 0 when inactive. */
 typedef struct {
     float p;
@@ -28,9 +26,7 @@ typedef struct {
 static clformer_status check_args(const char *op, size_t N, size_t C, clformer_activation act,
                                   const cf_dropout *dropout, site_args *s)
 {
-    if (N > INT_MAX || C > INT_MAX)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "%s: N=%zu C=%zu exceed the kernels' int range; split the rows", op, N, C);
+    CF_TRY(cf_check_rows(op, N, C));
     /* silu gates the llama family's feed-forward: cf_swiglu_*, not these kernels */
     if (!clformer_activation_name(act) || act == CLFORMER_ACT_SILU)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,

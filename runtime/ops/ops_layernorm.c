@@ -13,22 +13,12 @@
 #include "program.h"
 #include "reduce.h"
 
-#include <limits.h>
-
-static clformer_status check_sizes(const char *op, size_t N, size_t C)
-{
-    if (N > INT_MAX || C > INT_MAX)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "%s: N=%zu C=%zu exceed the kernels' int range; split the rows", op, N, C);
-    return CLFORMER_OK;
-}
-
 clformer_status cf_layernorm_forward(cf_ctx *ctx, cf_view out, cf_view mean, cf_view rstd,
                                      cf_view inp, cf_view weight, cf_view bias, size_t N,
                                      size_t C, float eps)
 {
     if (N == 0 || C == 0) return CLFORMER_OK;
-    CF_TRY(check_sizes("cf_layernorm_forward", N, C));
+    CF_TRY(cf_check_rows("cf_layernorm_forward", N, C));
     if (!out.buf || !mean.buf || !rstd.buf || !inp.buf || !weight.buf || !bias.buf)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cf_layernorm_forward: out, mean, rstd, inp, weight and bias must all be "
@@ -54,7 +44,7 @@ clformer_status cf_layernorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight
                                       cf_view rstd, size_t N, size_t C, bool accumulate)
 {
     if (N == 0 || C == 0) return CLFORMER_OK;
-    CF_TRY(check_sizes("cf_layernorm_backward", N, C));
+    CF_TRY(cf_check_rows("cf_layernorm_backward", N, C));
     if (!dinp.buf || !dweight.buf || !dbias.buf || !dout.buf || !inp.buf || !weight.buf ||
         !mean.buf || !rstd.buf)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,

@@ -13,15 +13,11 @@
 #include "ops.h"
 #include "program.h"
 
-#include <limits.h>
-
 static clformer_status check_args(const char *op, size_t N, size_t C, cf_view y, cf_view res,
                                   cf_view x, const cf_dropout *dropout, cf_dropout_args *d)
 {
     CF_TRY(cf_dropout_args_of(dropout, op, d));
-    if (N > INT_MAX || C > INT_MAX)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "%s: N=%zu C=%zu exceed the kernels' int range; split the rows", op, N, C);
+    CF_TRY(cf_check_rows(op, N, C));
     if (N && C && (!y.buf || !res.buf || !x.buf))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s: y, res and x need buffers", op);
     return CLFORMER_OK;

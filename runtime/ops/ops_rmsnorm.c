@@ -7,21 +7,11 @@
 #include "ops.h"
 #include "program.h"
 
-#include <limits.h>
-
-static clformer_status check_sizes(const char *op, size_t N, size_t C)
-{
-    if (N > INT_MAX || C > INT_MAX)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "%s: N=%zu C=%zu exceed the kernels' int range; split the rows", op, N, C);
-    return CLFORMER_OK;
-}
-
 clformer_status cf_rmsnorm_forward(cf_ctx *ctx, cf_view out, cf_view rstd, cf_view inp,
                                    cf_view weight, size_t N, size_t C, float eps)
 {
     if (N == 0 || C == 0) return CLFORMER_OK;
-    CF_TRY(check_sizes("cf_rmsnorm_forward", N, C));
+    CF_TRY(cf_check_rows("cf_rmsnorm_forward", N, C));
     if (!out.buf || !rstd.buf || !inp.buf || !weight.buf)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cf_rmsnorm_forward: out, rstd, inp and weight must all be device buffers");
@@ -44,7 +34,7 @@ clformer_status cf_rmsnorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, 
                                     size_t C, bool accumulate)
 {
     if (N == 0 || C == 0) return CLFORMER_OK;
-    CF_TRY(check_sizes("cf_rmsnorm_backward", N, C));
+    CF_TRY(cf_check_rows("cf_rmsnorm_backward", N, C));
     if (!dinp.buf || !dweight.buf || !dout.buf || !inp.buf || !weight.buf || !rstd.buf)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cf_rmsnorm_backward: every tensor (dinp, dweight, dout, inp, weight, "
