@@ -1,22 +1,70 @@
-/* Conformance of the linear layer: forward (GEMM + bias, GEMM rule with the
- * bias in the bound; out overwritten even over NaN) and backward (dinp,
+/* The linear layer, described once: its double-precision reference, the
+ * checks of that reference (finite differences, the += rules), its
+ * conformance cases and its descriptor. Forward (GEMM + bias, GEMM rule with
+ * the bias in the bound; out overwritten even over NaN) and backward (dinp,
  * dweight, dbias, gradient rule) overwriting dinp, accumulating into it, and
  * without dinp; dweight and dbias add to existing values; with or without
- * bias; every tensor guarded. `clformer check` runs an odd shape and a model
- * width; test_linear runs many more cases. */
+ * bias; every tensor guarded; odd shapes and the model's widths; repeats
+ * bit-identical; empty sizes. The launchers are runtime/ops/ops_linear.c (the
+ * products through cf_gemm, the bias through cl/linear.cl's bias_add);
+ * test_gemm runs this check once more under each GEMM provider. */
 #include "conf_block.h"
 #include "conformance.h"
 #include "ops.h"
 #include "ref_gemm.h"
-#include "ref_linear.h"
 #include "ref_random.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-clformer_status conf_linear_run(cf_ctx *ctx, const conf_linear_case *k, conf_sink sink,
-                                void *user)
+/* --- the reference, in double (weight (OC, IC) as PyTorch stores it) --------- */
+
+/* out (N, OC) = inp (N, IC) weight^T + bias; bias may be NULL. */
+static void ref_linear_forward(double *out, const double *inp, const double *weight,
+                               const double *bias, size_t N, size_t IC, size_t OC)
+{
+    for (size_t n = 0; n < N; n++)
+        for (size_t o = 0; o < OC; o++) {
+            double acc = bias ? bias[o] : 0.0;
+            for (size_t i = 0; i < IC; i++) acc += inp[n * IC + i] * weight[o * IC + i];
+            out[n * OC + o] = acc;
+        }
+}
+
+/* dweight += dout^T inp; dbias += sum_rows(dout) (skipped when NULL);
+ * dinp = (or += when accumulate) dout weight (skipped when NULL). */
+static void ref_linear_backward(double *dinp, double *dweight, double *dbias, const double *dout,
+                                const double *inp, const double *weight, size_t N, size_t IC,
+                                size_t OC, bool accumulate)
+{
+    for (size_t o = 0; o < OC; o++)
+        for (size_t i = 0; i < IC; i++) {
+            double acc = 0.0;
+            for (size_t n = 0; n < N; n++) acc += dout[n * OC + o] * inp[n * IC + i];
+            dweight[o * IC + i] += acc;
+        }
+    if (dbias)
+        for (size_t o = 0; o < OC; o++)
+            for (size_t n = 0; n < N; n++) dbias[o] += dout[n * OC + o];
+    if (dinp)
+        for (size_t n = 0; n < N; n++)
+            for (size_t i = 0; i < IC; i++) {
+                double acc = 0.0;
+                for (size_t o = 0; o < OC; o++) acc += dout[n * OC + o] * weight[o * IC + i];
+                dinp[n * IC + i] = accumulate ? dinp[n * IC + i] + acc : acc;
+            }
+}
+
+/* --- the conformance cases ----------------------------------------------------- */
+
+typedef struct {
+    size_t N, IC, OC;
+    bool bias;
+    uint64_t seed;
+} linear_case;
+
+static clformer_status run_case(cf_ctx *ctx, const linear_case *k, conf_sink sink, void *user)
 {
     const size_t N = k->N, IC = k->IC, OC = k->OC;
     conf_block b = {0};
@@ -105,18 +153,120 @@ done:
     return st;
 }
 
-clformer_status conf_linear(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
+/* Forward and backward twice on the same inputs into fresh outputs: every
+ * output bit-identical (the GEMM providers and bias_add fix their order of
+ * summation). */
+static clformer_status run_repeat(cf_ctx *ctx, size_t N, size_t IC, size_t OC, conf_sink sink,
+                                  void *user)
 {
-    static const conf_linear_case small = {7, 13, 5, true, 7 * 7919 + 13 * 31 + 5},
-                                  full[] = {{93, 257, 61, true, 93 * 7919 + 257 * 31 + 61},
-                                            {128, 512, 2048, true, 128 * 7919 + 512 * 31 + 2048}};
-    if (quick) return conf_linear_run(ctx, &small, sink, user);
-    for (size_t i = 0; i < sizeof full / sizeof full[0]; i++)
-        CF_TRY(conf_linear_run(ctx, &full[i], sink, user));
-    return CLFORMER_OK;
+    conf_block b = {0};
+    enum { X, W, BIAS, DY, Y, DX, DW, DB, COUNT };
+    const size_t len[COUNT] = {N * IC, OC * IC, OC, N * OC, N * OC, N * IC, OC * IC, OC};
+    for (int t = 0; t < COUNT; t++) conf_block_add(&b, len[t]);
+    double *first[COUNT] = {0};
+    clformer_status st = conf_block_create(ctx, &b);
+    if (st) goto done;
+    ref_rng r = ref_rng_new(60);
+    for (int t = X; t <= DY; t++) ref_fill_uniform(&r, conf_block_init(&b, t), NULL, len[t], -1, 1);
+    for (int t = X; t <= DY; t++) conf_round(ctx, conf_block_init(&b, t), len[t]);
+    const cf_view vx = conf_block_view(&b, X), vw = conf_block_view(&b, W),
+                  vb = conf_block_view(&b, BIAS), vdy = conf_block_view(&b, DY),
+                  vy = conf_block_view(&b, Y), vdx = conf_block_view(&b, DX),
+                  vdw = conf_block_view(&b, DW), vdb = conf_block_view(&b, DB);
+    ref_cmp c = {0};
+    c.pass = true;
+    for (int run = 0; run < 2; run++) {
+        if ((st = conf_block_upload(&b)) || (st = cf_linear_forward(ctx, vy, vx, vw, vb, N, IC, OC)) ||
+            (st = cf_linear_backward(ctx, vdx, vdw, vdb, vdy, vx, vw, N, IC, OC, false)) ||
+            (st = cf_finish(ctx)) || (st = conf_block_read(&b)))
+            goto done;
+        for (int t = Y; t < COUNT; t++) {
+            if (run == 0) {
+                if (!(first[t] = conf_widen(conf_block_out(&b, t), len[t]))) {
+                    st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+                    goto done;
+                }
+                continue;
+            }
+            c = t == Y ? ref_compare_exact(conf_block_out(&b, t), first[t], len[t])
+                       : conf_worse(c, ref_compare_exact(conf_block_out(&b, t), first[t], len[t]));
+        }
+    }
+    char shape[96];
+    snprintf(shape, sizeof shape, "N=%zu IC=%zu OC=%zu twice", N, IC, OC);
+    conf_emit(sink, user, "linear_repeat", shape, conf_guarded(c, &b), 0.0);
+done:
+    conf_block_free(&b);
+    for (int t = 0; t < COUNT; t++) free(first[t]);
+    return st;
 }
 
-/* Finite differences of the reference backward, with and without bias. */
+/* Empty sizes: N or OC of 0 touch nothing; IC of 0 gives out = bias, and a
+ * backward with OC of 0 dinp = 0. */
+static clformer_status run_empty(cf_ctx *ctx, conf_sink sink, void *user)
+{
+    conf_block b = {0};
+    enum { BIAS, Y, ANY, COUNT };
+    conf_block_add(&b, 3), conf_block_add(&b, 6), conf_block_add(&b, 8);
+    clformer_status st = conf_block_create(ctx, &b);
+    if (st) goto done;
+    static const float bias[3] = {0.5f, -1.0f, 2.0f};
+    for (int i = 0; i < 3; i++) conf_block_init(&b, BIAS)[i] = bias[i];
+    conf_block_init_fill(&b, Y, NAN);
+    const cf_view vb = conf_block_view(&b, BIAS), vy = conf_block_view(&b, Y),
+                  any = conf_block_view(&b, ANY);
+    double want[6];
+    for (int i = 0; i < 6; i++) want[i] = bias[i % 3];
+    if ((st = conf_block_upload(&b)) || (st = cf_linear_forward(ctx, vy, any, any, vb, 2, 0, 3)) ||
+        (st = cf_linear_forward(ctx, any, any, any, vb, 0, 4, 3)) ||
+        (st = cf_linear_forward(ctx, any, any, any, vb, 2, 4, 0)) || (st = cf_finish(ctx)) ||
+        (st = conf_block_read(&b)))
+        goto done;
+    ref_cmp c = ref_compare_exact(conf_block_out(&b, Y), want, 6);
+    if ((st = cf_linear_backward(ctx, vy, any, vb, any, any, any, 2, 3, 0, false)) ||
+        (st = cf_finish(ctx)) || (st = conf_block_read(&b)))
+        goto done;
+    for (int i = 0; i < 6; i++) want[i] = 0.0; /* dinp = dout W with OC = 0 */
+    c = conf_worse(c, ref_compare_exact(conf_block_out(&b, Y), want, 6));
+    if (!conf_block_unchanged(&b, ANY) || !conf_block_unchanged(&b, BIAS))
+        c.pass = false, c.why = "an empty call changed a tensor";
+    conf_emit(sink, user, "linear_empty", "IC=0, N=0, OC=0", conf_guarded(c, &b), 0.0);
+done:
+    conf_block_free(&b);
+    return st;
+}
+
+/* quick (simulators): small odd shapes with and without bias; else odd
+ * shapes in every position and a model width, and in fp32 the model's other
+ * feed-forward and projection widths (d_model 512, d_ff 2048: a 16-bit run
+ * differs from fp32 only where it stores, which the shapes before check). */
+static clformer_status linear_check(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
+{
+    static const linear_case small[] = {
+        {7, 13, 5, true, 7 * 7919 + 13 * 31 + 5},
+        {1, 1, 1, true, 10}, {7, 5, 3, true, 11}, {3, 7, 13, true, 12}, {13, 3, 5, true, 13},
+        {1, 1, 1, false, 30}, {7, 5, 3, false, 31}, {3, 7, 13, false, 32}, {13, 3, 5, false, 33},
+        {5, 24, 16, true, 50}};
+    static const linear_case full[] = {
+        {93, 257, 61, true, 93 * 7919 + 257 * 31 + 61},
+        {128, 512, 2048, true, 128 * 7919 + 512 * 31 + 2048},
+        {7, 61, 93, true, 111},   {61, 93, 257, true, 112},  {93, 257, 7, true, 113},
+        {257, 7, 61, true, 114},  {1, 257, 93, true, 115},   {257, 1, 7, true, 116},
+        {7, 7, 257, true, 117},   {7, 61, 93, false, 131},   {61, 93, 257, false, 132},
+        {93, 257, 7, false, 133}, {257, 7, 61, false, 134},  {1, 257, 93, false, 135},
+        {257, 1, 7, false, 136},  {7, 7, 257, false, 137}};
+    static const linear_case widths[] = {
+        {61, 512, 2048, true, 51}, {93, 2048, 512, true, 52}, {257, 512, 512, true, 53}};
+    CONF_RUN_CASES(run_case, small, full, quick, ctx, sink, user);
+    for (size_t i = 0; !quick && ctx->precision == CLFORMER_FP32 && i < 3; i++)
+        CF_TRY(run_case(ctx, &widths[i], sink, user));
+    CF_TRY(quick ? run_repeat(ctx, 40, 9, 7, sink, user)
+                 : run_repeat(ctx, 257, 512, 93, sink, user));
+    return run_empty(ctx, sink, user);
+}
+
+/* --- checks of the reference ---------------------------------------------------- */
+
 typedef struct {
     size_t N, IC, OC;
     double *x, *w, *b, *g, *y; /* b NULL: no bias */
@@ -131,6 +281,35 @@ static double fd_loss(void *user)
     return s;
 }
 
+/* The += rules: a second backward adds its dweight and dbias, dinp is
+ * overwritten unless accumulating, and without dinp only the parameter
+ * gradients move. Returns the mismatches. */
+static int linear_accumulate_rules(void)
+{
+    enum { N = 5, IC = 4, OC = 3 };
+    double x[N * IC], w[OC * IC], g[N * OC];
+    double d1[N * IC] = {0}, w1[OC * IC] = {0}, b1[OC] = {0};
+    double d2[N * IC], w2[OC * IC] = {0}, b2[OC] = {0};
+    ref_rng r = ref_rng_new(99);
+    for (size_t i = 0; i < N * IC; i++) x[i] = ref_rng_uniform(&r, -1, 1);
+    for (size_t i = 0; i < OC * IC; i++) w[i] = ref_rng_uniform(&r, -1, 1);
+    for (size_t i = 0; i < N * OC; i++) g[i] = ref_rng_uniform(&r, -1, 1);
+    ref_linear_backward(d1, w1, b1, g, x, w, N, IC, OC, false);
+    for (size_t i = 0; i < N * IC; i++) d2[i] = -7.0; /* overwritten when accumulate is false */
+    ref_linear_backward(d2, w2, b2, g, x, w, N, IC, OC, false);
+    ref_linear_backward(d2, w2, b2, g, x, w, N, IC, OC, true);
+    int bad = 0;
+    for (size_t i = 0; i < N * IC; i++) bad += !(fabs(d2[i] - 2.0 * d1[i]) < 1e-12);
+    for (size_t i = 0; i < OC * IC; i++) bad += !(fabs(w2[i] - 2.0 * w1[i]) < 1e-12);
+    for (size_t i = 0; i < OC; i++) bad += !(fabs(b2[i] - 2.0 * b1[i]) < 1e-12);
+    ref_linear_backward(NULL, w2, b2, g, x, w, N, IC, OC, true);
+    for (size_t i = 0; i < OC * IC; i++) bad += !(fabs(w2[i] - 3.0 * w1[i]) < 1e-12);
+    if (bad) fprintf(stderr, "linear reference: %d mismatches of the += rules\n", bad);
+    return bad;
+}
+
+/* Finite differences of the reference backward, with and without bias; then
+ * the += rules. */
 static int linear_gradcheck(void)
 {
     const size_t shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {3, 7, 13}, {2, 61, 4}};
@@ -158,12 +337,12 @@ static int linear_gradcheck(void)
             if (with_bias) bad += conf_fd_check("linear dbias", bias, OC, db, fd_loss, &p);
             free(buf);
         }
-    return bad;
+    return bad + linear_accumulate_rules();
 }
 
 CONF_OP(linear) = {"linear", "bias_add",
     "cf_linear_forward, cf_linear_backward",
-    "ref_linear_forward, ref_linear_backward (reference/ref_linear.c)",
-    "GEMM rule with the bias for out; gradient rule for the gradients",
-    conf_linear, linear_gradcheck,
-    "test_linear (many more cases, determinism, argument errors)", true};
+    "ref_linear_forward, ref_linear_backward (this file; the bound from ref_gemm, shared with gemm)",
+    "GEMM rule with the bias for out; gradient rule for the gradients; repeats bit-identical",
+    linear_check, linear_gradcheck,
+    "test_gemm runs this check once more under each GEMM provider", true};

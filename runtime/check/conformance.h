@@ -192,14 +192,6 @@ clformer_status conf_gemm_batched_run(cf_ctx *ctx, const conf_gemm_batched_case 
                                       conf_sink sink, void *user);
 
 typedef struct {
-    size_t N, IC, OC;
-    bool bias;
-    uint64_t seed;
-} conf_linear_case;
-clformer_status conf_linear_run(cf_ctx *ctx, const conf_linear_case *c, conf_sink sink,
-                                void *user);
-
-typedef struct {
     size_t n, decay_end; /* weight decay on [0, decay_end) */
     bool decoupled;      /* AdamW, else Adam with L2 */
     float lr, weight_decay;
@@ -265,7 +257,6 @@ clformer_status conf_dropout(cf_ctx *ctx, bool quick, conf_sink sink, void *user
 clformer_status conf_loss(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_adam(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_layernorm(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
-clformer_status conf_linear(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_activation(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 
 #endif

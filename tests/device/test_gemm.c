@@ -1,7 +1,8 @@
 /* runtime/device/gemm.h against the double-precision reference: odd sizes,
  * all transposes, offsets, alpha/beta, strided-batched and batched, canaries;
- * bad calls refused. Registered once per provider (CLFORMER_GEMM=clblast and
- * =host, see tests/CMakeLists.txt), and once with the device's own choice. */
+ * bad calls refused; and the linear layer's check, whose products are these.
+ * Registered once per provider (CLFORMER_GEMM=clblast and =host, see
+ * tests/CMakeLists.txt), and once with the device's own choice. */
 #include "harness.h"
 #include "buffer.h"
 #include "clformer_check.h"
@@ -197,6 +198,20 @@ static void gemm_conformance(void **state)
     assert_conformance(conf_gemm);
 }
 
+/* The linear layer's check (runtime/check/conf_linear.c), whose products go
+ * through this provider: here it runs once per provider, where test_ops runs
+ * it with the device's own. */
+static void linear_conformance_under_this_provider(void **state)
+{
+    (void)state;
+    for (size_t i = 0; conf_ops[i]; i++)
+        if (!strcmp(conf_ops[i]->name, "linear")) {
+            harness_assert_conformance(conf_ops[i]->check, "linear", __FILE__, __LINE__);
+            return;
+        }
+    fail_msg("no linear op in the descriptor table");
+}
+
 /* clformer_check_gemm_time (what tools/tuning/gemm_bench reports): a time
  * and a rate for a single and a batched product, and bad shapes refused. */
 static void gemm_timing_through_the_check_api(void **state)
@@ -230,6 +245,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(gemm_past_the_buffer_is_refused),
     cmocka_unit_test(gemm_provider_is_the_one_asked_for),
     cmocka_unit_test(gemm_conformance),
+    cmocka_unit_test(linear_conformance_under_this_provider),
     cmocka_unit_test(gemm_timing_through_the_check_api),
 };
 HARNESS_DEVICE_MAIN("gemm", tests)
