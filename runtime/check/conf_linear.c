@@ -6,7 +6,7 @@
  * without dinp; dweight and dbias add to existing values; with or without
  * bias; every tensor guarded; odd shapes and the model's widths; repeats
  * bit-identical; empty sizes. The launchers are runtime/ops/ops_linear.c (the
- * products through cf_gemm, the bias through cl/linear.cl's bias_add);
+ * products through cf_gemm, the bias through cl/activation.cl's bias_add);
  * test_gemm runs this check once more under each GEMM provider. */
 #include "conf_block.h"
 #include "conformance.h"
