@@ -15,9 +15,15 @@
  * (straight-through: the identity the cast stands for). The device check runs
  * cf_cast_backward against that rule (storing, then adding); the gradcheck
  * below checks the reference's rule against finite differences of the
- * identity, with gradients the format holds exactly. */
+ * identity, with gradients the format holds exactly.
+ *
+ * The device also agrees bit for bit with the host's conversions
+ * (runtime/core/half.c, which load and export 16-bit safetensors), so a tensor
+ * rounded on either side is the same tensor; and bad arguments are errors
+ * naming the fix (cast_arguments). */
 #include "conf_block.h"
 #include "conformance.h"
+#include "half.h"
 #include "ops.h"
 #include "ref_cast.h"
 #include "ref_random.h"
@@ -202,6 +208,34 @@ static ref_cmp judged(ref_cmp c, const conf_block *b, bool pad_ok, bool inputs_o
 
 enum { JUNK16 = 0xBEEF };
 
+/* c, failed when the device's 16-bit patterns (dev16, from x) or its fp32
+ * values (dev32, from h) differ from the host's conversions (runtime/core/
+ * half.c); fp16 NaN: any NaN on both sides (the payload is the device's). */
+static ref_cmp host_agrees(ref_cmp c, ref_half_format f, const float *x, const uint16_t *dev16,
+                           const uint16_t *h, const float *dev32, size_t n)
+{
+    uint16_t *host16 = malloc(n * 2);
+    float *host32 = malloc(n * sizeof *host32);
+    bool same = host16 && host32;
+    if (same && dev16) {
+        if (f == REF_BF16) cf_bf16_from_f32_n(host16, x, n);
+        else cf_f16_from_f32_n(host16, x, n);
+        for (size_t i = 0; same && i < n; i++)
+            same = dev16[i] == host16[i] ||
+                   (f == REF_F16 && (dev16[i] & 0x7FFF) > 0x7C00 && (host16[i] & 0x7FFF) > 0x7C00);
+    }
+    if (same && dev32) {
+        if (f == REF_BF16) cf_f32_from_bf16_n(host32, h, n);
+        else cf_f32_from_f16_n(host32, h, n);
+        for (size_t i = 0; same && i < n; i++)
+            same = !memcmp(&dev32[i], &host32[i], 4) ||
+                   (f == REF_F16 && isnan(dev32[i]) && isnan(host32[i]));
+    }
+    free(host16), free(host32);
+    if (c.pass && !same) c.pass = false, c.why = "differs from the host's conversion (half.c)";
+    return c;
+}
+
 static clformer_status run_case(cf_ctx *ctx, const cast_case *c, conf_sink sink, void *user)
 {
     const size_t n = c->n;
@@ -252,8 +286,9 @@ static clformer_status run_case(cf_ctx *ctx, const cast_case *c, conf_sink sink,
     for (size_t i = 0; i < n; i++) ref16[i] = ref_half_round(x[i], f);
     snprintf(op, sizeof op, "cast_to_%s", name);
     conf_emit(sink, user, op, shape,
-              judged(ref_compare_bits16(got16, ref16, n, nan_above), &b, pad_ok,
-                     conf_block_unchanged(&b, X)),
+              host_agrees(judged(ref_compare_bits16(got16, ref16, n, nan_above), &b, pad_ok,
+                                 conf_block_unchanged(&b, X)),
+                          f, x, got16, NULL, NULL, n),
               ms);
 
     /* 16 bits -> fp32 */
@@ -265,8 +300,9 @@ static clformer_status run_case(cf_ctx *ctx, const cast_case *c, conf_sink sink,
     for (size_t i = 0; i < n; i++) ref[i] = ref_half_value(h[i], f);
     snprintf(op, sizeof op, "cast_from_%s", name);
     conf_emit(sink, user, op, shape,
-              judged(ref_compare_exact(conf_block_out(&b, Y32), ref, n), &b,
-                     get16(&b, H, got16, n, JUNK16), conf_block_unchanged(&b, H)),
+              host_agrees(judged(ref_compare_exact(conf_block_out(&b, Y32), ref, n), &b,
+                                 get16(&b, H, got16, n, JUNK16), conf_block_unchanged(&b, H)),
+                          f, NULL, NULL, h, conf_block_out(&b, Y32), n),
               ms);
 
     /* the gradient of fp32 -> 16 bits: dx (fp32) = dout, stored, then added */
@@ -308,6 +344,45 @@ done:
     return st;
 }
 
+/* One bad call: refused as an invalid argument whose message holds `says`. */
+static bool refused(clformer_status st, const char *says)
+{
+    return st == CLFORMER_ERR_INVALID_ARGUMENT && (!says || strstr(clformer_last_error(), says));
+}
+
+/* Bad arguments are errors naming the fix, before any launch; n = 0 is a no-op. */
+static clformer_status run_arguments(cf_ctx *ctx, conf_sink sink, void *user)
+{
+    conf_block b = {0};
+    const size_t A = conf_block_add(&b, 16), B = conf_block_add(&b, 16);
+    clformer_status st = conf_block_create(ctx, &b);
+    if (st || (st = conf_block_upload(&b))) goto done;
+    const cf_view a = conf_block_view(&b, A), v = conf_block_view(&b, B);
+    const char *bad = NULL;
+    if (!refused(cf_cast(ctx, a, CLFORMER_FP32, v, CLFORMER_FP32, 4), "no cast from fp32 to fp32"))
+        bad = "fp32 to fp32 not refused";
+    else if (!refused(cf_cast(ctx, a, CLFORMER_BF16, v, CLFORMER_FP16, 4), "one side must be fp32"))
+        bad = "bf16 to fp16 not refused";
+    else if (!refused(cf_cast(ctx, a, (clformer_precision)9, v, CLFORMER_FP32, 4), NULL))
+        bad = "an unknown precision not refused";
+    else if (!refused(cf_cast_backward(ctx, a, CLFORMER_BF16, v, CLFORMER_FP32, 4, true),
+                      "add in fp32 and cast"))
+        bad = "accumulating into bf16 not refused";
+    else if (!refused(cf_cast(ctx, cf_view_at(NULL, 0), CLFORMER_BF16, v, CLFORMER_FP32, 4), NULL))
+        bad = "a NULL buffer not refused";
+    else if ((st = cf_cast(ctx, a, CLFORMER_BF16, v, CLFORMER_FP32, 0)) || (st = cf_finish(ctx)) ||
+             (st = conf_block_read(&b)))
+        goto done;
+    ref_cmp c = {0};
+    c.pass = !bad, c.why = bad, c.rule = "refused, naming the fix";
+    if (c.pass && (!conf_block_unchanged(&b, A) || !conf_block_unchanged(&b, B)))
+        c.pass = false, c.why = "a refused or empty cast changed a tensor";
+    conf_emit(sink, user, "cast_arguments", "bad dtypes, NULL, n=0", conf_guarded(c, &b), 0.0);
+done:
+    conf_block_free(&b);
+    return st;
+}
+
 /* quick (simulators): odd sizes with the edges and a sample of the 16-bit
  * patterns; else every 16-bit pattern, and many random inputs */
 static clformer_status cast_check(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
@@ -317,13 +392,14 @@ static clformer_status cast_check(cf_ctx *ctx, bool quick, conf_sink sink, void 
                            full[] = {{REF_BF16, 65536, 5}, {REF_F16, 65536, 6},
                                      {REF_BF16, 300007, 7}, {REF_F16, 300007, 8}};
     CONF_RUN_CASES(run_case, small, full, quick, ctx, sink, user);
-    return CLFORMER_OK;
+    return run_arguments(ctx, sink, user);
 }
 
 CONF_OP(cast) = {"cast",
                  "cast_f32_to_bf16 cast_bf16_to_f32 cast_f32_to_f16 cast_f16_to_f32",
                  "cf_cast, cf_cast_backward",
-                 "ref_half_round, ref_half_value (runtime/check/reference/ref_cast.c)",
+                 "ref_half_round, ref_half_value (runtime/check/reference/ref_cast.c, shared "
+                 "with round and test_half); the host's conversions (runtime/core/half.c)",
                  "bit-exact: every element equals the reference's bits (NaN: bf16 0x7FC0, "
                  "fp16/fp32 any NaN); gradient: the cast back (straight-through), bit-exact",
                  cast_check,
