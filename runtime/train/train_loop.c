@@ -1,6 +1,7 @@
 /* Running a prepared training run (see trainer.h): the step loop,
  * validation, checkpoints and the JSON-lines metrics log. */
 #include "trainer.h"
+#include "task.h"
 #include "checkpoint_files.h"
 #include "clock.h"
 #include "door.h"
@@ -14,16 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t epoch_of(const clformer_trainer *t)
-{
-    return t->batcher ? clformer_batcher_epoch(t->batcher) : 0; /* LM windows: no epochs */
-}
+static uint64_t epoch_of(const clformer_trainer *t) { return t->task->epoch(t); }
 
 static bool done(const clformer_trainer *t)
 {
     if (t->time_up) return true;
     if (t->o.steps > 0) return clformer_model_step(t->model) >= t->o.steps;
-    return clformer_batcher_epoch(t->batcher) >= t->o.epochs;
+    return epoch_of(t) >= t->o.epochs;
 }
 
 /* Steps left: exact with a step limit; with an epoch limit, the batches of
@@ -91,34 +89,6 @@ static bool report(clformer_trainer *t, const clformer_train_progress *p)
 
 static clformer_status track_best(clformer_trainer *t, double loss, double bleu);
 
-/* Greedy BLEU of the first bleu_sentences validation sentences. */
-static clformer_status validation_bleu(clformer_trainer *t, size_t n, double *bleu)
-{
-    char **hyps = calloc(n, sizeof *hyps);
-    if (!hyps) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    clformer_decode_options dec;
-    clformer_decode_options_default(&dec);
-    /* the text as given: tokens, or raw text for a model with SentencePiece
-     * (then scored as sacreBLEU scores raw text); 64 sentences at a time, so
-     * that a stop request (Ctrl-C) is not kept waiting by a long validation:
-     * the rest is then abandoned */
-    const cf_parallel_text *val = t->raw_val ? t->raw_val : t->val_text;
-    clformer_status st = CLFORMER_OK;
-    for (size_t start = 0; start < n && st == CLFORMER_OK && !t->stop; start += 64)
-        st = clformer_translate_sentences(t->session, val->src + start,
-                                          n - start < 64 ? n - start : 64, &dec, 64,
-                                          hyps + start, NULL, NULL, NULL);
-    clformer_bleu b;
-    if (st == CLFORMER_OK && !t->stop)
-        st = clformer_bleu_corpus((const char *const *)hyps, val->tgt, n,
-                                  t->spm[1] ? CLFORMER_BLEU_TOKENIZE_13A
-                                            : CLFORMER_BLEU_TOKENIZE_NONE, &b);
-    for (size_t i = 0; i < n; i++) free(hyps[i]);
-    free(hyps);
-    if (st == CLFORMER_OK) *bleu = t->stop ? NAN : b.score;
-    return st;
-}
-
 /* Validation: loss and perplexity over the whole set, BLEU over its first
  * bleu_sentences sentences; reported to the callback and the log. On
  * several ranks the loss is split between them (clformer_corpus_loss of a
@@ -129,18 +99,15 @@ static clformer_status validate(clformer_trainer *t, clformer_train_progress p,
     /* on a stop request, validation (which changes nothing) is skipped or
      * abandoned, so that the run saves and ends at once; skipped only on an
      * agreed request, as every rank takes part in the loss */
-    if ((!t->val && !cf_lm_has_validation(t)) || t->stopping) return CLFORMER_OK;
+    const cf_task *task = t->task;
+    if (!task->has_validation(t) || t->stopping) return CLFORMER_OK;
     const double t0 = cf_now_s();
     double loss, bleu = NAN;
     size_t tokens;
-    clformer_status st = t->lm ? cf_lm_validation_loss(t, &loss, &tokens)
-                               : clformer_corpus_loss(t->session, t->val, 4096, &loss, &tokens);
+    clformer_status st = task->validation_loss(t, &loss, &tokens);
     if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation loss: ");
-    size_t n = t->lm                               ? 0
-               : t->o.bleu_sentences < t->val_text->n ? t->o.bleu_sentences
-                                                      : t->val_text->n;
-    if (cf_trainer_rank(t) != 0) n = 0;
-    if (n > 0 && !t->stop && (st = validation_bleu(t, n, &bleu)) != CLFORMER_OK)
+    const size_t n = cf_trainer_rank(t) == 0 ? task->bleu_sentences(t) : 0;
+    if (n > 0 && !t->stop && (st = task->bleu(t, n, &bleu)) != CLFORMER_OK)
         return cf_fail_prefix(st, "validation BLEU: ");
     if (t->stop) return CLFORMER_OK;
     res->val_loss = loss;
@@ -330,14 +297,9 @@ static clformer_status train_step(clformer_trainer *t, clformer_train_progress *
     clformer_step_stats s;
     for (int r = 0; r < cf_trainer_ranks(t); r++) {
         clformer_batch batch;
-        if (t->lm) { /* windows by counter: only this rank's batch is made */
-            if (r != cf_trainer_rank(t)) continue;
-            batch = cf_lm_batch(t, (step - 1) * (uint64_t)cf_trainer_ranks(t) + (uint64_t)r);
-        } else {
-            clformer_status st = clformer_batcher_next(t->batcher, &batch);
-            if (st != CLFORMER_OK) return cf_fail_prefix(st, "batching: ");
-            if (r != cf_trainer_rank(t)) continue;
-        }
+        bool mine;
+        CF_TRY(t->task->batch(t, step, r, &batch, &mine));
+        if (!mine) continue;
         /* a non-finite step still reports its figures: check_divergence words it */
         clformer_status st = clformer_session_train_step(t->session, &batch, p->lr, &s);
         if (st == CLFORMER_ERR_DIVERGED) cf_clear_error();

@@ -1,12 +1,13 @@
-/* Preparing a training run (see trainer.h): the data, the vocabularies, a
- * fresh, initialised or resumed model, and the batcher at its position. */
+/* Preparing a training run (see trainer.h): the options, the task's data
+ * and model (task.h; a fresh, initialised or resumed model), its batches at
+ * their position, the schedule and the session. */
 #include "trainer.h"
+#include "task.h"
 #include "checkpoint.h"
 #include "checkpoint_files.h"
 #include "door.h"
 #include "model.h"
 #include "status.h"
-#include "tokenizer_spm.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -38,25 +39,7 @@ clformer_status clformer_train_options_for_task(clformer_train_options *o, bool 
                                                 const char *preset)
 {
     clformer_train_options_default(o);
-    if (!lm) return clformer_config_preset(preset ? preset : "small", &o->config);
-    if (!preset) preset = "gpt-mini";
-    CF_TRY(clformer_config_lm_preset(preset, &o->config));
-    /* nanoGPT's training of GPT-2 shaped models: torch's AdamW eps, beta2
-     * 0.99 for the small presets and 0.95 for gpt2 */
-    o->batching.batch_size = 12;
-    o->batching.batch_tokens = 0;
-    o->lr = 1e-3f;
-    o->schedule = CLFORMER_LR_COSINE;
-    o->warmup = 100;
-    o->optim.optimizer = CLFORMER_ADAMW;
-    o->optim.beta1 = 0.9f;
-    o->optim.beta2 = !strcmp(preset, "gpt2") ? 0.95f : 0.99f;
-    o->optim.eps = 1e-8f;
-    o->optim.weight_decay = 0.1f;
-    o->lm_tokenizer = CLFORMER_LM_CHAR;
-    o->val_fraction = 0.1f;
-    o->bleu_sentences = 0;
-    return CLFORMER_OK;
+    return cf_task_named(lm)->options_for(o, preset);
 }
 
 float cf_trainer_lr(const clformer_trainer *t, uint64_t step)
@@ -72,235 +55,7 @@ float cf_trainer_lr(const clformer_trainer *t, uint64_t step)
 }
 
 
-static clformer_status check_options(const clformer_train_options *o)
-{
-    if (o->text_path) return CLFORMER_OK; /* a language model: lm.c checks the rest */
-    if (!o->train_text && (!o->src_path || !o->tgt_path))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "training needs sentence pairs: a text, or source and target files");
-    if (!o->val_text && !o->val_src_path != !o->val_tgt_path)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "validation files go in pairs: give both the source and the target");
-    if (!o->steps == !o->epochs)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "give exactly one limit: a number of steps or of epochs");
-    if (o->init_path && o->resume_path)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "init and resume exclude each other: resume continues a training "
-                       "checkpoint, init starts a new run from a model's weights");
-    if ((o->keep_last || o->save_best) && !o->save_path)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "keeping numbered or best checkpoints needs a save path: their names "
-                       "are made from it");
-    if (o->keep_last && !o->save_every)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "keeping the last %" PRIu64 " checkpoints needs periodic saves (save "
-                       "every N steps)", o->keep_last);
-    const bool has_val = o->val_text || o->val_src_path;
-    if ((o->save_best || o->patience) && !has_val)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "the best checkpoint and early stopping need validation data");
-    if ((o->save_best || o->patience) && o->best_metric == CLFORMER_METRIC_BLEU &&
-        o->bleu_sentences == 0)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "judging checkpoints by BLEU needs validation sentences to translate "
-                       "(bleu_sentences > 0)");
-    if (o->schedule == CLFORMER_LR_INVERSE_SQRT && o->warmup == 0)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "the inverse-sqrt schedule needs a warm-up of at least 1 step");
-    if (!(o->max_seconds >= 0.0 && o->max_seconds < INFINITY))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "the time limit must be a finite number of seconds >= 0 (0: none), got %g",
-                       o->max_seconds);
-    if (!(o->warmup_init_lr >= 0.0f))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "the warm-up's initial learning rate must be >= 0, got %g",
-                       (double)o->warmup_init_lr);
-    return CLFORMER_OK;
-}
-
-static clformer_status load_text(clformer_trainer *t)
-{
-    const clformer_train_options *o = &t->o;
-    if (o->train_text) t->train_text = o->train_text;
-    else {
-        clformer_status st = cf_parallel_text_load(o->src_path, o->tgt_path, &t->own_train);
-        if (st != CLFORMER_OK) return cf_fail_prefix(st, "training data: ");
-        t->train_text = t->own_train;
-    }
-    if (o->val_text) t->val_text = o->val_text;
-    else if (o->val_src_path) {
-        clformer_status st = cf_parallel_text_load(o->val_src_path, o->val_tgt_path, &t->own_val);
-        if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation data: ");
-        t->val_text = t->own_val;
-    }
-    return CLFORMER_OK;
-}
-
-/* One side of a text as SentencePiece pieces (NULL spm: the side as is). */
-static clformer_status pieces_side(const cf_spm *spm, const char **in, size_t n, char ***out)
-{
-    *out = NULL;
-    if (!spm) return CLFORMER_OK;
-    char **lines = calloc(n ? n : 1, sizeof *lines);
-    if (!lines) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    clformer_status st = CLFORMER_OK;
-    for (size_t i = 0; i < n && st == CLFORMER_OK; i++)
-        st = cf_spm_pieces_line(spm, in[i], strlen(in[i]), &lines[i]);
-    *out = lines;
-    return st;
-}
-
-static void free_lines(char **lines, size_t n)
-{
-    for (size_t i = 0; lines && i < n; i++) free(lines[i]);
-    free(lines);
-}
-
-/* The text with its SentencePiece sides turned into pieces. */
-static clformer_status pieces_text(clformer_trainer *t, const cf_parallel_text *raw,
-                                   cf_parallel_text **out)
-{
-    char **src = NULL, **tgt = NULL;
-    clformer_status st = pieces_side(t->spm[0], raw->src, raw->n, &src);
-    if (st == CLFORMER_OK) st = pieces_side(t->spm[1], raw->tgt, raw->n, &tgt);
-    if (st == CLFORMER_OK)
-        st = cf_parallel_text_from_lines(src ? (const char *const *)src : raw->src,
-                                         tgt ? (const char *const *)tgt : raw->tgt, raw->n,
-                                         raw->src_name, raw->tgt_name, out);
-    free_lines(src, raw->n);
-    free_lines(tgt, raw->n);
-    return st;
-}
-
-/* SentencePiece models: the model's (init, resume) or the options' (fresh). */
-static clformer_status tokenizers(clformer_trainer *t)
-{
-    const clformer_train_options *o = &t->o;
-    for (int k = 0; k < 2; k++) {
-        size_t size = k ? o->tgt_spm_size : o->src_spm_size;
-        const void *bytes = k ? o->tgt_spm : o->src_spm;
-        if (t->model) bytes = clformer_model_tokenizer(t->model, k == 1, &size);
-        if (bytes)
-            CF_TRY(cf_spm_load(bytes, size, k ? "the target SentencePiece model"
-                                              : "the source SentencePiece model", &t->spm[k]));
-    }
-    if (!t->spm[0] && !t->spm[1]) return CLFORMER_OK;
-    clformer_status st = pieces_text(t, t->train_text, &t->own_train_pieces);
-    if (st != CLFORMER_OK) return cf_fail_prefix(st, "training data: ");
-    t->train_text = t->own_train_pieces;
-    if (t->val_text) {
-        t->raw_val = t->val_text;
-        st = pieces_text(t, t->val_text, &t->own_val_pieces);
-        if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation data: ");
-        t->val_text = t->own_val_pieces;
-    }
-    return CLFORMER_OK;
-}
-
-/* A fresh model's vocabulary of a SentencePiece side: its pieces. */
-static clformer_status spm_vocab(const cf_spm *spm, cf_vocab **out)
-{
-    const int32_t n = cf_spm_size(spm);
-    const char **tokens = malloc((size_t)n * sizeof *tokens);
-    if (!tokens) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    for (int32_t i = 0; i < n; i++) tokens[i] = cf_spm_piece(spm, i);
-    clformer_status st = cf_vocab_from_tokens(tokens, (size_t)n, "the SentencePiece model", out);
-    free(tokens);
-    return st;
-}
-
-/* share_all_embed: one vocabulary for both sides, either one SentencePiece
- * model's pieces or the words of both sides' text (the same min_freq and
- * max_vocab rules as a side's own); the target side gets a copy. */
-static clformer_status joint_vocabulary(clformer_trainer *t)
-{
-    const clformer_train_options *o = &t->o;
-    clformer_status st;
-    if (t->spm[0] || t->spm[1]) {
-        const bool same = t->spm[0] && t->spm[1] && o->src_spm_size == o->tgt_spm_size &&
-                          !memcmp(o->src_spm, o->tgt_spm, o->src_spm_size);
-        if (!same)
-            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                           "share_all_embed needs one vocabulary, but the source and target "
-                           "SentencePiece models differ: give the same model to both sides");
-        st = spm_vocab(t->spm[0], &t->src_vocab);
-    } else {
-        st = cf_vocab_build_joint(t->train_text->src, t->train_text->tgt, t->train_text->n,
-                                  o->min_freq, o->max_vocab, &t->src_vocab);
-    }
-    if (st == CLFORMER_OK)
-        st = cf_vocab_from_tokens(cf_vocab_tokens(t->src_vocab), (size_t)cf_vocab_size(t->src_vocab),
-                                  "the joint vocabulary", &t->tgt_vocab);
-    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "building the joint vocabulary: ");
-}
-
-/* Vocabularies: the model's, or built from the training text for a fresh model. */
-static clformer_status vocabularies(clformer_trainer *t)
-{
-    clformer_status st;
-    if (t->model) {
-        st = clformer_vocab_from_model(t->model, CLFORMER_SIDE_SOURCE, &t->src_vocab);
-        if (st == CLFORMER_OK)
-            st = clformer_vocab_from_model(t->model, CLFORMER_SIDE_TARGET, &t->tgt_vocab);
-        return st == CLFORMER_OK ? st : cf_fail_prefix(st, "the model's vocabularies: ");
-    }
-    const clformer_train_options *o = &t->o;
-    if (o->config.share_all_embed) return joint_vocabulary(t);
-    st = t->spm[0] ? spm_vocab(t->spm[0], &t->src_vocab)
-                   : cf_vocab_build(t->train_text->src, t->train_text->n, o->min_freq,
-                                    o->max_vocab, &t->src_vocab);
-    if (st == CLFORMER_OK)
-        st = t->spm[1] ? spm_vocab(t->spm[1], &t->tgt_vocab)
-                       : cf_vocab_build(t->train_text->tgt, t->train_text->n, o->min_freq,
-                                        o->max_vocab, &t->tgt_vocab);
-    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "building the vocabularies: ");
-}
-
-static clformer_status encode(clformer_trainer *t, int max_len)
-{
-    clformer_status st = cf_corpus_encode(t->train_text, t->src_vocab, t->tgt_vocab, max_len,
-                                          &t->train);
-    if (st != CLFORMER_OK) return cf_fail_prefix(st, "training data: ");
-    /* the training text is not needed once encoded: freeing it here halves
-     * the memory a large corpus holds for the rest of the run (the
-     * validation text stays, for BLEU's references) */
-    cf_parallel_text_free(t->own_train);
-    cf_parallel_text_free(t->own_train_pieces);
-    t->own_train = t->own_train_pieces = NULL;
-    t->train_text = NULL;
-    if (t->val_text) {
-        st = cf_corpus_encode(t->val_text, t->src_vocab, t->tgt_vocab, max_len, &t->val);
-        if (st != CLFORMER_OK) return cf_fail_prefix(st, "validation data: ");
-    }
-    return CLFORMER_OK;
-}
-
-static clformer_status fresh_model(clformer_trainer *t)
-{
-    clformer_config c = t->o.config;
-    c.src_vocab = cf_vocab_size(t->src_vocab);
-    c.tgt_vocab = cf_vocab_size(t->tgt_vocab);
-    clformer_status st = clformer_model_create(t->ctx, &c, t->o.seed, &t->model);
-    if (st != CLFORMER_OK) return cf_fail_prefix(st, "creating the model: ");
-    const char **s = malloc((size_t)c.src_vocab * sizeof *s);
-    const char **g = malloc((size_t)c.tgt_vocab * sizeof *g);
-    st = s && g ? CLFORMER_OK : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    for (int i = 0; s && i < c.src_vocab; i++) s[i] = cf_vocab_token(t->src_vocab, i);
-    for (int i = 0; g && i < c.tgt_vocab; i++) g[i] = cf_vocab_token(t->tgt_vocab, i);
-    if (st == CLFORMER_OK) st = clformer_model_set_vocabs(t->model, s, g);
-    free(s);
-    free(g);
-    if (st != CLFORMER_OK) return cf_fail_prefix(st, "setting the vocabularies: ");
-    const clformer_train_options *o = &t->o;
-    if (o->src_spm) st = clformer_model_set_tokenizer(t->model, false, o->src_spm, o->src_spm_size);
-    if (st == CLFORMER_OK && o->tgt_spm)
-        st = clformer_model_set_tokenizer(t->model, true, o->tgt_spm, o->tgt_spm_size);
-    return st;
-}
-
-/* The model of init_path or resume_path. */
-static clformer_status open_model(clformer_trainer *t)
+clformer_status cf_trainer_open_model(clformer_trainer *t)
 {
     const clformer_train_options *o = &t->o;
     const char *path = o->resume_path ? o->resume_path : o->init_path;
@@ -332,12 +87,7 @@ static const char *const schedule_names[] = {"constant", "noam", "inverse_sqrt",
 
 char *trainer_state_json(const clformer_trainer *t)
 {
-    char seed[32];
-    snprintf(seed, sizeof seed, "%" PRIu64, t->batching.seed);
-    /* a language model's windows follow from (seed, step): no position to keep */
-    json_t *b = t->lm ? json_pack("{s:s, s:I, s:b, s:s}", "mode", "lm", "batch_size",
-                                  (json_int_t)t->batching.batch_size, "shuffle", 1, "seed", seed)
-                      : cf_batcher_state_to_json(t->batcher->b);
+    json_t *b = t->task->batches_state(t);
     json_t *o = json_pack("{s:o, s:f, s:s, s:I}", "batching", b ? b : json_null(), "lr",
                           (double)t->lr, "schedule", schedule_names[t->schedule], "warmup",
                           (json_int_t)t->warmup);
@@ -398,26 +148,15 @@ static clformer_status restore(clformer_trainer *t)
     const clformer_batcher_options bo = {(int)size, (int)tokens, shuffle != 0,
                                          strtoull(seed, NULL, 10), (int)window};
     t->batching = bo;
-    if ((strcmp(mode, "lm") == 0) != (t->lm != NULL)) {
-        json_decref(root);
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "'%s' is a %s checkpoint: resume it with "
-                       "%s", t->o.resume_path, t->lm ? "translation" : "language-model",
-                       t->lm ? "translation data" : "--task lm");
-    }
-    if (t->lm) {
-        json_decref(root);
-        return CLFORMER_OK;
-    }
-    clformer_status st = clformer_batcher_create(t->train, &bo, &t->batcher);
-    if (st == CLFORMER_OK) st = cf_batcher_state_from_json(t->batcher->b, b);
+    const clformer_status st = t->task->batches_restore(t, mode, b);
     json_decref(root);
-    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "resuming the batches: ");
+    return st;
 }
 
 static clformer_status setup(clformer_trainer *t)
 {
     const clformer_train_options *o = &t->o;
-    CF_TRY(check_options(o));
+    CF_TRY(t->task->check(o));
     t->lr = o->lr;
     t->schedule = o->schedule;
     t->warmup = o->warmup;
@@ -425,21 +164,11 @@ static clformer_status setup(clformer_trainer *t)
     t->min_lr = o->min_lr;
     t->warmup_init_lr = o->warmup_init_lr;
     t->batching = o->batching;
-    if (o->text_path) {
-        if (o->resume_path || o->init_path) CF_TRY(open_model(t));
-        CF_TRY(cf_lm_setup(t));
-    } else {
-        CF_TRY(load_text(t));
-        if (o->resume_path || o->init_path) CF_TRY(open_model(t));
-        CF_TRY(tokenizers(t));
-        CF_TRY(vocabularies(t));
-        CF_TRY(encode(t, t->model ? clformer_model_config(t->model)->max_len : o->config.max_len));
-        if (!t->model) CF_TRY(fresh_model(t));
-    }
+    CF_TRY(t->task->setup(t));
     if (!o->resume_path) {
         clformer_status st = clformer_model_set_optimizer(t->model, &o->optim);
         if (st != CLFORMER_OK) return cf_fail_prefix(st, "optimizer settings: ");
-        if (!t->lm) st = clformer_batcher_create(t->train, &o->batching, &t->batcher);
+        st = t->task->batches_new(t);
         if (st != CLFORMER_OK) return cf_fail_prefix(st, "batching: ");
     } else {
         CF_TRY(restore(t));
@@ -449,7 +178,7 @@ static clformer_status setup(clformer_trainer *t)
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                            "%s is already at step %" PRIu64 "; --steps is the total number of "
                            "steps, so ask for more than %" PRIu64, o->resume_path, at, at);
-        const uint64_t epoch = t->batcher ? clformer_batcher_epoch(t->batcher) : 0;
+        const uint64_t epoch = t->task->epoch(t);
         if (o->epochs > 0 && epoch >= o->epochs)
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                            "%s has already trained %" PRIu64 " epochs; --epochs is the total "
@@ -484,6 +213,7 @@ clformer_status clformer_trainer_create(clformer_context *ctx,
     clformer_trainer *t = calloc(1, sizeof *t);
     if (!t) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     t->o = *options;
+    t->task = cf_task_of(options);
     t->ctx = ctx;
     t->best_loss = INFINITY;
     t->best_val = INFINITY;
@@ -508,18 +238,7 @@ void clformer_trainer_free(clformer_trainer *t)
 {
     if (!t) return;
     if (t->log) fclose(t->log);
-    clformer_batcher_free(t->batcher);
-    cf_lm_free(t->lm);
-    cf_corpus_free(t->train);
-    cf_corpus_free(t->val);
-    cf_vocab_free(t->src_vocab);
-    cf_vocab_free(t->tgt_vocab);
-    cf_parallel_text_free(t->own_train);
-    cf_parallel_text_free(t->own_val);
-    cf_parallel_text_free(t->own_train_pieces);
-    cf_parallel_text_free(t->own_val_pieces);
-    cf_spm_free(t->spm[0]);
-    cf_spm_free(t->spm[1]);
+    t->task->free(t);
     clformer_session_free(t->session); /* before its model */
     clformer_model_free(t->model);
     clformer_door_free(t->own_door); /* releases the lock */
@@ -553,15 +272,7 @@ bool clformer_trainer_resumed(const clformer_trainer *t) { return t->resumed; }
 bool clformer_trainer_data_summary(const clformer_trainer *t, bool validation, char *buf,
                                    size_t cap)
 {
-    if (t->lm) {
-        if (validation && !cf_lm_has_validation(t)) return false;
-        cf_lm_summary(t, validation, buf, cap);
-        return true;
-    }
-    const clformer_corpus *c = validation ? t->val : t->train;
-    if (!c) return false;
-    clformer_corpus_summary(c, buf, cap);
-    return true;
+    return t->task->summary(t, validation, buf, cap);
 }
 
 void clformer_trainer_settings(const clformer_trainer *t, clformer_train_options *s)

@@ -1,6 +1,7 @@
 /*
  * The trainer behind clformer_trainer_* (clformer.h): what one training run
- * holds. trainer.c prepares a run (data, vocabularies, model, batcher);
+ * holds. trainer.c prepares a run, asking its task (task.h: translation
+ * or language modelling) for the data, the model and the batches;
  * train_loop.c runs it (steps, validation, checkpoints, the metrics log).
  *
  * One step is train_step() in train_loop.c: next batch, learning rate,
@@ -22,9 +23,11 @@
 
 struct clformer_trainer {
     clformer_train_options o;        /* the caller's options (strings borrowed) */
+    const struct cf_task *task;      /* what kind of run it is (task.h) */
     clformer_context *ctx;
     clformer_model *model;           /* NULL once released */
     clformer_session *session;       /* on `model`: training steps and validation */
+    /* the translation task's data (task_translation.c): */
     cf_parallel_text *own_train, *own_val; /* read from files */
     const cf_parallel_text *train_text, *val_text;
     /* SentencePiece sides: the texts above are then the raw ones turned into
@@ -71,8 +74,8 @@ struct clformer_trainer {
     /* the newest checkpoint this run wrote (for messages; NULL: none) */
     const char *saved_path;
     uint64_t saved_step;
-    /* language modelling (lm.c; NULL: translation): the token streams; the
-     * batcher, corpora and vocabularies above are then unused */
+    /* the language-modelling task's data (task_lm.c): the token streams; the
+     * translation task's above are then unused */
     struct cf_lm_data *lm;
     uint64_t decay_steps;            /* the cosine schedule in force */
     float min_lr;
@@ -90,16 +93,6 @@ struct clformer_trainer {
         clformer_train_result result;
     } run;
 };
-
-/* Language modelling (lm.c): the streams and a fresh model when none was
- * loaded; batch `index` of the training windows (valid until the next
- * call); the validation loss over eval_batches batches of fixed windows. */
-clformer_status cf_lm_setup(clformer_trainer *t);
-void cf_lm_free(struct cf_lm_data *d);
-clformer_batch cf_lm_batch(clformer_trainer *t, uint64_t index);
-clformer_status cf_lm_validation_loss(clformer_trainer *t, double *loss, size_t *tokens);
-bool cf_lm_has_validation(const clformer_trainer *t);
-void cf_lm_summary(const clformer_trainer *t, bool validation, char *buf, size_t cap);
 
 /* The learning rate of `step` under the schedule in force. */
 float cf_trainer_lr(const clformer_trainer *t, uint64_t step);
