@@ -13,50 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static clformer_status check_ids(const int32_t *ids, size_t rows, size_t cols, int vocab,
-                                 const char *side)
-{
-    for (size_t r = 0; r < rows; r++)
-        for (size_t c = 0; c < cols; c++) {
-            int32_t id = ids[r * cols + c];
-            if (id < 0 || id >= vocab)
-                return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                               "token id %d at %s sentence %zu position %zu is out of range: "
-                               "the %s vocabulary has %d tokens (ids 0..%d)",
-                               (int)id, side, r, c, side, vocab, vocab - 1);
-        }
-    return CLFORMER_OK;
-}
-
-static clformer_status check_batch(const cf_model *m, const clformer_batch *b)
-{
-    /* a family without a source reads tgt alone: windows of text, src_len 0 */
-    const bool lm = !m->family->source;
-    if (lm && b && b->src_len != 0)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "a decoder-only model has no source: the batch's src_len must be 0, "
-                       "got %zu (put the text windows in tgt)", b->src_len);
-    if (!b || (!lm && !b->src) || !b->tgt || b->batch == 0 || (!lm && b->src_len == 0))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "empty batch: no sentences or no tokens");
-    if (b->tgt_len < 2)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       lm ? "window length %zu is too short: a window holds its inputs and one "
-                            "more token (the last label)"
-                          : "target length %zu is too short: targets hold <sos> ... <eos>",
-                       b->tgt_len);
-    if (lm && b->tgt_len > (size_t)m->cfg.max_len + 1)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "window length %zu exceeds the model's context of %d tokens plus the "
-                       "last label", b->tgt_len, m->cfg.max_len);
-    if (lm) return check_ids(b->tgt, b->batch, b->tgt_len, m->cfg.tgt_vocab, "target");
-    if (b->src_len > (size_t)m->cfg.max_len || b->tgt_len > (size_t)m->cfg.max_len)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "batch lengths (source %zu, target %zu) exceed the model's max_len %d",
-                       b->src_len, b->tgt_len, m->cfg.max_len);
-    CF_TRY(check_ids(b->src, b->batch, b->src_len, m->cfg.src_vocab, "source"));
-    return check_ids(b->tgt, b->batch, b->tgt_len, m->cfg.tgt_vocab, "target");
-}
-
 /* Builds the integer region of the arena on the host and uploads it once. */
 static clformer_status upload_ints(cf_session *s, const clformer_batch *b, size_t *label_count)
 {
@@ -91,7 +47,7 @@ static clformer_status upload_ints(cf_session *s, const clformer_batch *b, size_
 static clformer_status prepare(cf_session *s, const clformer_batch *b, bool training,
                                size_t *label_count)
 {
-    CF_TRY(check_batch(s->model, b));
+    CF_TRY(s->model->family->check_batch(&s->model->cfg, b));
     CF_TRY(cf_acts_prepare(s, b->batch, b->src_len, b->tgt_len - 1, training));
     CF_TRY(upload_ints(s, b, label_count));
     if (*label_count == 0)

@@ -52,7 +52,14 @@ typedef struct cf_family {
     clformer_status (*layout)(const clformer_config *c, cf_param_layout *l);
     /* other names a tensor is stored under too (a tied head's), at most 2 */
     int (*aliases)(const clformer_config *c, const char *names[2]);
+    /* a batch's shape and ids, before it is uploaded: one of family_batch.c's */
+    clformer_status (*check_batch)(const clformer_config *c, const clformer_batch *b);
 } cf_family;
+
+/* Batches of sentence pairs (a source and a target), and of windows of one
+ * text (tgt alone, each window its inputs plus the last label) (family_batch.c). */
+clformer_status cf_batch_check_pairs(const clformer_config *c, const clformer_batch *b);
+clformer_status cf_batch_check_windows(const clformer_config *c, const clformer_batch *b);
 
 /* The family of a config (clformer_config_family: an encoder-decoder with no
  * encoder layers is a GPT); NULL for a family id out of range. */
