@@ -60,10 +60,12 @@ typedef struct {
     size_t reps;
 } kernel_times;
 
+typedef struct bench_task bench_task;
+
 typedef struct {
     /* what was asked */
     const char *preset; /* clformer_config_preset's or clformer_config_lm_preset's name */
-    bool lm;            /* a language-model preset: decoder-only windows, generation instead of translation */
+    const bench_task *task; /* the preset's: translation, or a language model's generation */
     size_t B, T, steps, warmup, vocab;
     uint64_t seed;
     bool quick;
@@ -119,6 +121,32 @@ typedef struct {
     int32_t *src, *tgt; /* B x T and B x (T+1) */
 } batch_data;
 
+typedef struct given_options given_options;
+typedef struct shape_options shape_options;
+
+/* What bench does for a task: translation (an encoder-decoder preset) or a
+ * language model's generation (a decoder-only preset). */
+struct bench_task {
+    const char *name;     /* the JSON report's "task" */
+    const char *decoding; /* its decoding: JSON keys' and the roofline's prefix */
+    const char *decoded;  /* "kernels per ... batch" */
+    const char *rows;     /* what a batch's rows are */
+    int sources;          /* 1: the model reads a source (its vocabulary and --quick's
+                             encoder layer), 0: none */
+    /* the preset's config and the bench shape it implies (0, else the exit code) */
+    int (*configure)(bench *b, const given_options *g, long *batch, long *len, long *vocab,
+                     const shape_options *sh);
+    clformer_batch (*train_batch)(const bench *b, const batch_data *d);
+    /* what the decoding batches start from, and what is done to the model first */
+    const int32_t *(*decode_input)(const batch_data *d);
+    clformer_status (*before_decoding)(clformer_model *m);
+    /* one decoding batch: the tokens generated and the decoder steps run */
+    clformer_status (*decode_once)(clformer_session *s, const bench *b, const int32_t *in,
+                                   size_t *tokens, size_t *steps);
+    void (*layers)(const clformer_config *c, char *buf, size_t cap);
+    void (*print_decoding)(const bench *b); /* the decoding table's title */
+};
+
 static bool make_batches(const bench *b, batch_data *out)
 {
     uint64_t rng = b->seed ^ 0xB3C4D5E6F7A80912ull;
@@ -142,10 +170,7 @@ static clformer_status train_steps(clformer_session *s, const bench *b, const ba
                                    size_t n, size_t *next, double *loss)
 {
     for (size_t i = 0; i < n; i++, (*next)++) {
-        const batch_data *d = &data[*next % N_BATCHES];
-        /* a language model reads windows of T + 1 tokens: T inputs, T labels */
-        const clformer_batch batch = b->lm ? (clformer_batch){b->B, 0, b->T + 1, NULL, d->tgt}
-                                           : (clformer_batch){b->B, b->T, b->T + 1, d->src, d->tgt};
+        const clformer_batch batch = b->task->train_batch(b, &data[*next % N_BATCHES]);
         clformer_step_stats stats;
         CLI_TRY(clformer_session_train_step(s, &batch, LEARNING_RATE, &stats));
         *loss = stats.loss;
@@ -258,8 +283,7 @@ static clformer_status timed_translations(clformer_context *ctx, clformer_sessio
     clformer_status st = CLFORMER_OK;
     double t0 = cli_now_s();
     for (size_t i = 0; i < n && st == CLFORMER_OK; i++) {
-        st = b->lm ? generate_once(s, b, src, &count, steps)
-                   : translate_once(s, b, src, &count, steps);
+        st = b->task->decode_once(s, b, src, &count, steps);
         sum += count;
     }
     *seconds = cli_now_s() - t0;
@@ -320,8 +344,7 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
     kernel_times *train_k = b->quick ? &b->train_k : NULL;
     kernel_times *translate_k = b->quick ? &b->translate_k : NULL;
     const size_t profiled = b->steps < MAX_PROFILED_STEPS ? b->steps : MAX_PROFILED_STEPS;
-    /* translation: the first batch's sources; generation: its windows' first tokens */
-    const int32_t *src = b->lm ? data[0].tgt : data[0].src;
+    const int32_t *src = b->task->decode_input(&data[0]);
     size_t next = 0, steps;
     double s, loss, tokens;
 
@@ -343,7 +366,7 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
         st = timed_steps(ctx, session, b, data, profiled, &next, &loss, &s, &b->train_k);
     }
 
-    if (st == CLFORMER_OK && !b->lm) st = suppress_eos(m);
+    if (st == CLFORMER_OK) st = b->task->before_decoding(m);
     if (st == CLFORMER_OK) {
         progress("first translation (compiles kernels)");
         st = timed_translations(ctx, session, b, src, 1, &b->translate_first_s, NULL, &steps,
@@ -368,8 +391,9 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
     clformer_session_free(session);
     clformer_model_free(m);
     if (st != CLFORMER_OK) return st;
-    b->train_flop = bench_train_flop(&b->cfg, b->B, b->lm ? 0 : b->T, b->T);
-    b->translate_flop = bench_translate_flop(&b->cfg, b->B, b->lm ? 0 : b->T, b->translate_steps);
+    const size_t src_len = b->task->train_batch(b, &data[0]).src_len;
+    b->train_flop = bench_train_flop(&b->cfg, b->B, src_len, b->T);
+    b->translate_flop = bench_translate_flop(&b->cfg, b->B, src_len, b->translate_steps);
     return CLFORMER_OK;
 }
 
@@ -417,7 +441,7 @@ static double launches_per_rep(const kernel_times *k)
 static const char *decode_key(const bench *b, const char *figure)
 {
     static char key[64];
-    snprintf(key, sizeof key, "%s_%s", b->lm ? "generate" : "translate", figure);
+    snprintf(key, sizeof key, "%s_%s", b->task->decoding, figure);
     return key;
 }
 
@@ -455,7 +479,7 @@ static int print_json(const bench *b, const clformer_device_info *dev)
         return 1;
     }
     put_str(r, "config", b->preset);
-    put_str(r, "task", b->lm ? "lm" : "translate");
+    put_str(r, "task", b->task->name);
     put_str(r, "device", dev->name);
     put_str(r, "device_type", clformer_device_type_name(dev->type));
     put_str(r, "device_selector", dev->selector);
@@ -532,7 +556,7 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     put_real(r, decode_key(b, "launches_per_batch"), launches_per_rep(xk));
     json_t *roofline = bench_roofline_json(&b->roofs);
     bench_roofline_json_add(roofline, "train", tk->f, tk->n, &b->roofs);
-    bench_roofline_json_add(roofline, b->lm ? "generate" : "translate", xk->f, xk->n, &b->roofs);
+    bench_roofline_json_add(roofline, b->task->decoding, xk->f, xk->n, &b->roofs);
     json_object_set_new(r, "roofline", roofline);
 
     put_int(mem, "parameters", b->memory.parameters);
@@ -592,8 +616,7 @@ static void print_table(const bench *b, const clformer_device_info *dev)
 {
     const clformer_config *c = &b->cfg;
     char layers[48];
-    if (b->lm) snprintf(layers, sizeof layers, "%d decoder-only layers", c->n_dec_layers);
-    else snprintf(layers, sizeof layers, "%d+%d layers", c->n_enc_layers, c->n_dec_layers);
+    b->task->layers(c, layers, sizeof layers);
     printf("clformer bench: %s (d_model %d, %d heads, d_ff %d, %s, %s, vocab %zu%s), "
            "%zu parameters\n",
            b->preset, c->d_model, c->n_heads, c->d_ff, layers,
@@ -609,7 +632,7 @@ static void print_table(const bench *b, const clformer_device_info *dev)
            clformer_device_type_name(dev->type), dev->platform, gemm);
     printf("batch %zu %s x len %zu tokens, dropout %.2g, label smoothing %.2g, "
            "%zu warm-up + %zu timed repetitions%s\n",
-           b->B, b->lm ? "windows" : "sentences", b->T, (double)c->dropout,
+           b->B, b->task->rows, b->T, (double)c->dropout,
            (double)c->label_smoothing, b->warmup, b->steps,
            b->recompute ? ", layers recomputed in backward" : "");
     if (b->precision == CLFORMER_FP32)
@@ -635,11 +658,7 @@ static void print_table(const bench *b, const clformer_device_info *dev)
     printf("  %-28s %10.1f per step (kernels and GEMM calls, profiled steps)\n", "launches",
            launches_per_rep(&b->train_k));
 
-    if (b->lm)
-        printf("\ngeneration (greedy, %zu rows, each a 1-token prompt and %zu new tokens)\n",
-               b->B, b->T - 1);
-    else
-        printf("\ntranslation (greedy, %zu tokens per sentence: <eos> ruled out)\n", b->T);
+    b->task->print_decoding(b);
     printf("  %-28s %10.3f s\n", "first batch (compiles)", b->translate_first_s);
     printf("  %-28s %10.3f ms  (%.1f tokens generated, %zu decoder steps)\n", "batch",
            1e3 * b->translate_s, b->translate_tokens, b->translate_steps);
@@ -648,11 +667,12 @@ static void print_table(const bench *b, const clformer_device_info *dev)
     printf("  %-28s %10.2f GFLOP/s\n", "achieved", gflops(b->translate_flop, b->translate_s));
 
     print_kernels("kernels per training step", &b->train_k, "step", b->train_flop, b->copy_gbps);
-    print_kernels(b->lm ? "kernels per generated batch" : "kernels per translated batch",
-                  &b->translate_k, "batch", b->translate_flop, b->copy_gbps);
+    char title[64];
+    snprintf(title, sizeof title, "kernels per %s batch", b->task->decoded);
+    print_kernels(title, &b->translate_k, "batch", b->translate_flop, b->copy_gbps);
     bench_roofline_print("roofline per training step", b->train_k.f, b->train_k.n, &b->roofs);
-    bench_roofline_print(b->lm ? "roofline per generated batch" : "roofline per translated batch",
-                         b->translate_k.f, b->translate_k.n, &b->roofs);
+    snprintf(title, sizeof title, "roofline per %s batch", b->task->decoded);
+    bench_roofline_print(title, b->translate_k.f, b->translate_k.n, &b->roofs);
 
     printf("\ndevice memory\n");
     print_mib("parameters", b->memory.parameters);
@@ -671,7 +691,7 @@ static void print_table(const bench *b, const clformer_device_info *dev)
 
 /* Model options that replace the preset's (a recipe's shape, e.g. docs/RESULTS.md's
  * fairseq-like one); `g` records which were given. */
-typedef struct {
+struct shape_options {
     long d_model, heads, d_ff, enc_layers, dec_layers;
     double dropout, attention_dropout, activation_dropout, label_smoothing;
     bool post_norm, share_all;
@@ -679,7 +699,7 @@ typedef struct {
         bool d_model, heads, d_ff, enc_layers, dec_layers, dropout, attention_dropout,
             activation_dropout, label_smoothing;
     } g;
-} shape_options;
+};
 
 static void apply_shape(const shape_options *sh, clformer_config *c)
 {
@@ -706,9 +726,9 @@ static const struct {
 } lm_bench_defaults[] = {{"gpt-mini", 12, 65}, {"gpt-char", 64, 65}, {"gpt2", 8, 50257}};
 
 /* What was given on the command line, for the language models' defaults. */
-typedef struct {
+struct given_options {
     bool config, batch, len, vocab, task;
-} given_options;
+};
 
 /* A language-model preset's model and bench shape (0 on success, else the exit code):
  * decoder-only, the preset's dropout unless --dropout says otherwise, the
@@ -733,9 +753,76 @@ static int configure_lm(bench *b, const given_options *g, long *batch, long *len
         }
     if (!g->len) *len = b->cfg.max_len;
     if (*len > b->cfg.max_len) b->cfg.max_len = (int)*len;
-    b->lm = true;
     return 0;
 }
+
+/* A translation preset's model: max_len raised for a long --len. */
+static int configure_translation(bench *b, const given_options *g, long *batch, long *len,
+                                 long *vocab, const shape_options *sh)
+{
+    (void)g, (void)batch, (void)vocab, (void)sh;
+    clformer_config_default(&b->cfg);
+    if (clformer_config_preset(b->preset, &b->cfg) != CLFORMER_OK) {
+        cli_runtime_error("bench", "--config");
+        return EXIT_USAGE;
+    }
+    b->cfg.max_len = *len < MAX_LEN ? MAX_LEN : (int)*len + 1; /* long --len: attention timings */
+    return 0;
+}
+
+static clformer_batch pairs_batch(const bench *b, const batch_data *d)
+{
+    return (clformer_batch){b->B, b->T, b->T + 1, d->src, d->tgt};
+}
+
+/* a language model reads windows of T + 1 tokens: T inputs, T labels */
+static clformer_batch windows_batch(const bench *b, const batch_data *d)
+{
+    return (clformer_batch){b->B, 0, b->T + 1, NULL, d->tgt};
+}
+
+/* translation: the first batch's sources; generation: its windows' first tokens */
+static const int32_t *sources(const batch_data *d) { return d->src; }
+static const int32_t *windows(const batch_data *d) { return d->tgt; }
+
+static clformer_status keep_model(clformer_model *m)
+{
+    (void)m;
+    return CLFORMER_OK;
+}
+
+static void encoder_decoder_layers(const clformer_config *c, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%d+%d layers", c->n_enc_layers, c->n_dec_layers);
+}
+
+static void decoder_layers(const clformer_config *c, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%d decoder-only layers", c->n_dec_layers);
+}
+
+static void print_translation(const bench *b)
+{
+    printf("\ntranslation (greedy, %zu tokens per sentence: <eos> ruled out)\n", b->T);
+}
+
+static void print_generation(const bench *b)
+{
+    printf("\ngeneration (greedy, %zu rows, each a 1-token prompt and %zu new tokens)\n", b->B,
+           b->T - 1);
+}
+
+static const bench_task bench_translation = {
+    "translate", "translate", "translated", "sentences", 1, configure_translation,
+    pairs_batch, sources, suppress_eos, translate_once, encoder_decoder_layers,
+    print_translation,
+};
+
+static const bench_task bench_lm = {
+    "lm", "generate", "generated", "windows", 0, configure_lm,
+    windows_batch, windows, keep_model, generate_once, decoder_layers,
+    print_generation,
+};
 
 /* --task and --config agree: a language-model preset is one (0, else the exit code). */
 static int check_task(const char *task, const char **config, const given_options *g)
@@ -854,22 +941,14 @@ int cmd_bench(int argc, char **argv)
 
     bench b = {0};
     b.preset = config;
-    if (cli_is_one_of(config, clformer_config_lm_presets()) && (bad = configure_lm(&b, &g, &batch, &len, &vocab, &sh)))
-        return bad;
+    b.task = cli_is_one_of(config, clformer_config_lm_presets()) ? &bench_lm : &bench_translation;
+    if ((bad = b.task->configure(&b, &g, &batch, &len, &vocab, &sh))) return bad;
     b.B = (size_t)batch;
     b.T = (size_t)len;
     b.steps = (size_t)steps;
     b.warmup = (size_t)warmup;
     b.vocab = (size_t)vocab;
     b.seed = (uint64_t)seed;
-    if (!b.lm) {
-        clformer_config_default(&b.cfg);
-        if (clformer_config_preset(config, &b.cfg) != CLFORMER_OK) {
-            cli_runtime_error("bench", "--config");
-            return EXIT_USAGE;
-        }
-        b.cfg.max_len = len < MAX_LEN ? MAX_LEN : (int)len + 1; /* long --len: attention timings */
-    }
     apply_shape(&sh, &b.cfg);
     b.quick = quick;
     b.remeasure_roofs = remeasure_roofs;
@@ -880,11 +959,11 @@ int cmd_bench(int argc, char **argv)
         b.cfg.d_model = 16;
         b.cfg.n_heads = 2;
         b.cfg.d_ff = 32;
-        b.cfg.n_enc_layers = b.lm ? 0 : 1;
+        b.cfg.n_enc_layers = b.task->sources; /* one encoder layer, or none */
         b.cfg.n_dec_layers = 1;
         b.vocab = QUICK_VOCAB;
     }
-    b.cfg.src_vocab = b.lm ? 0 : (int)b.vocab;
+    b.cfg.src_vocab = (int)b.vocab * b.task->sources;
     b.cfg.tgt_vocab = (int)b.vocab;
     verbose = isatty(STDERR_FILENO);
 

@@ -46,9 +46,20 @@ static bool parse_ids(const char *text, int32_t **ids, size_t *n)
     return *n > 0;
 }
 
-/* The logits of every position of each row: a translation model reads src
- * and tgt_in, a language model its ids (the library takes whole windows:
- * the inputs plus one label column, which no logit depends on). */
+/* What a model reads: a translation model src and tgt_in, a language model
+ * its ids (--ids, or the batch file's), whose window the library takes
+ * whole: the inputs plus one label column, which no logit depends on. */
+typedef struct {
+    const char *src;   /* the batch file's source tensor (NULL: none) */
+    const char *input; /* ... and its decoder input */
+    bool takes_ids;    /* --ids */
+    int32_t last;      /* the label column after the inputs */
+} logits_inputs;
+
+static const logits_inputs translation = {"src", "tgt_in", false, CLFORMER_EOS};
+static const logits_inputs language_model = {NULL, "ids", true, 0};
+
+/* The logits of every position of each row. */
 static clformer_status run(const char *model_path, const char *batch_path, const char *ids_text,
                            const char *out_path, const char *precision)
 {
@@ -63,8 +74,9 @@ static clformer_status run(const char *model_path, const char *batch_path, const
     clformer_session *session = NULL;
     clformer_status st = clformer_context_create(NULL, &ctx);
     if (st == CLFORMER_OK) st = clformer_model_load(ctx, model_path, &m);
-    const bool lm = m && clformer_config_decoder_only(clformer_model_config(m));
-    if (st == CLFORMER_OK && !lm && ids_text)
+    const logits_inputs *reads =
+        m && clformer_config_decoder_only(clformer_model_config(m)) ? &language_model : &translation;
+    if (st == CLFORMER_OK && ids_text && !reads->takes_ids)
         st = clformer_set_error(CLFORMER_ERR_INVALID_ARGUMENT,
                                 "--ids is for language models; %s is a translation model: give "
                                 "--batch with src and tgt_in", model_path);
@@ -78,9 +90,9 @@ static clformer_status run(const char *model_path, const char *batch_path, const
         tgt_in = &given;
     } else if (st == CLFORMER_OK) {
         st = clformer_tensors_load(batch_path, &in, &n_in);
-        if (st == CLFORMER_OK && !lm) st = find_ids(batch_path, in, n_in, "src", &src);
-        if (st == CLFORMER_OK) st = find_ids(batch_path, in, n_in, lm ? "ids" : "tgt_in", &tgt_in);
-        if (st == CLFORMER_OK && !lm && src->shape[0] != tgt_in->shape[0])
+        if (st == CLFORMER_OK && reads->src) st = find_ids(batch_path, in, n_in, reads->src, &src);
+        if (st == CLFORMER_OK) st = find_ids(batch_path, in, n_in, reads->input, &tgt_in);
+        if (st == CLFORMER_OK && src && src->shape[0] != tgt_in->shape[0])
             st = clformer_set_error(CLFORMER_ERR_FORMAT,
                                     "%s: src and tgt_in hold different batch sizes", batch_path);
     }
@@ -99,15 +111,19 @@ static clformer_status run(const char *model_path, const char *batch_path, const
         const int32_t *ids = tgt_in->data;
         for (size_t b = 0; b < B; b++) {
             memcpy(tgt + b * (T + 1), ids + b * T, T * sizeof *tgt);
-            tgt[b * (T + 1) + T] = lm ? 0 : CLFORMER_EOS;
+            tgt[b * (T + 1) + T] = reads->last;
         }
         const clformer_batch batch = {B, S, T + 1, src ? src->data : NULL, tgt};
         st = clformer_session_logits(session, &batch, logits);
     }
     if (st == CLFORMER_OK) {
         const clformer_tensor l = {"logits", CLFORMER_DTYPE_F32, 3, {(int64_t)B, (int64_t)T, V}, logits};
-        const clformer_tensor out[3] = {lm ? *tgt_in : *src, lm ? l : *tgt_in, l};
-        st = clformer_tensors_save(out_path, out, lm ? 2 : 3);
+        clformer_tensor out[3];
+        size_t n = 0;
+        if (src) out[n++] = *src;
+        out[n++] = *tgt_in;
+        out[n++] = l;
+        st = clformer_tensors_save(out_path, out, n);
     }
     clformer_session_free(session);
     clformer_model_free(m);

@@ -12,64 +12,92 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* The fields a preset sets; a language model's also its context, dropout,
- * family and key/value heads. Fixed-precision dropout: 0.2, not 0.200000003. */
-static json_t *preset_json(const clformer_config *c, bool lm)
+/* A task's presets: the library's names and configs, and how one is shown. */
+typedef struct {
+    const char *name;    /* the JSON's "task" */
+    const char *heading; /* the text listing's */
+    const char *const *(*names)(void);
+    clformer_status (*config)(const char *name, clformer_config *c);
+    /* the JSON fields a preset sets beyond the shape (false: out of memory) */
+    bool (*json_more)(json_t *o, const clformer_config *c);
+    void (*print)(const char *name, const clformer_config *c);
+} preset_task;
+
+/* The fields a preset sets (NULL: out of memory). */
+static json_t *preset_json(const preset_task *task, const clformer_config *c)
 {
-    json_t *o = json_pack("{s:s, s:i, s:i, s:i, s:i, s:i}", "task", lm ? "lm" : "translation",
-                          "d_model", c->d_model, "n_heads", c->n_heads, "d_ff", c->d_ff,
-                          "n_enc_layers", c->n_enc_layers, "n_dec_layers", c->n_dec_layers);
-    if (o && lm &&
-        (json_object_set_new(o, "context", json_integer(c->max_len)) ||
-         json_object_set_new(o, "dropout", json_real(round(c->dropout * 1000) / 1000)) ||
-         json_object_set_new(o, "family",
-                             json_string(clformer_family_name(clformer_config_family(c)))) ||
-         json_object_set_new(o, "n_kv_heads",
-                             json_integer(c->n_kv_heads > 0 ? c->n_kv_heads : c->n_heads)))) {
+    json_t *o = json_pack("{s:s, s:i, s:i, s:i, s:i, s:i}", "task", task->name, "d_model",
+                          c->d_model, "n_heads", c->n_heads, "d_ff", c->d_ff, "n_enc_layers",
+                          c->n_enc_layers, "n_dec_layers", c->n_dec_layers);
+    if (o && !task->json_more(o, c)) {
         json_decref(o);
         return NULL;
     }
     return o;
 }
 
-static void print_preset(const char *name, const clformer_config *c, bool lm)
+static bool shape_only(json_t *o, const clformer_config *c)
+{
+    (void)o, (void)c;
+    return true;
+}
+
+/* a language model's context, dropout, family and key/value heads.
+ * Fixed-precision dropout: 0.2, not 0.200000003. */
+static bool lm_json_more(json_t *o, const clformer_config *c)
+{
+    return !json_object_set_new(o, "context", json_integer(c->max_len)) &&
+           !json_object_set_new(o, "dropout", json_real(round(c->dropout * 1000) / 1000)) &&
+           !json_object_set_new(o, "family",
+                                json_string(clformer_family_name(clformer_config_family(c)))) &&
+           !json_object_set_new(o, "n_kv_heads",
+                                json_integer(c->n_kv_heads > 0 ? c->n_kv_heads : c->n_heads));
+}
+
+static void print_translation(const char *name, const clformer_config *c)
+{
+    printf("  %-9s d_model %d, %d heads, d_ff %d, %d+%d layers\n", name, c->d_model, c->n_heads,
+           c->d_ff, c->n_enc_layers, c->n_dec_layers);
+}
+
+static void print_lm(const char *name, const clformer_config *c)
 {
     /* grouped-query attention: its key/value heads after the heads */
     char kv[32] = "";
     if (c->n_kv_heads > 0 && c->n_kv_heads != c->n_heads)
         snprintf(kv, sizeof kv, " (%d key/value)", c->n_kv_heads);
-    if (lm)
-        printf("  %-14s %-5s d_model %d, %d heads%s, d_ff %d, %d layers, context %d, dropout %g\n",
-               name, clformer_family_name(clformer_config_family(c)), c->d_model, c->n_heads, kv,
-               c->d_ff, c->n_dec_layers, c->max_len, round(c->dropout * 1000) / 1000);
-    else
-        printf("  %-9s d_model %d, %d heads, d_ff %d, %d+%d layers\n", name, c->d_model,
-               c->n_heads, c->d_ff, c->n_enc_layers, c->n_dec_layers);
+    printf("  %-14s %-5s d_model %d, %d heads%s, d_ff %d, %d layers, context %d, dropout %g\n",
+           name, clformer_family_name(clformer_config_family(c)), c->d_model, c->n_heads, kv,
+           c->d_ff, c->n_dec_layers, c->max_len, round(c->dropout * 1000) / 1000);
 }
 
-/* One family's presets, printed or added to `all`; false on an error (said). */
-static bool list_family(bool lm, json_t *all)
+static const preset_task translation = {
+    "translation", "translation (encoder-decoder): train --config NAME, bench --config NAME\n",
+    clformer_config_presets, clformer_config_preset, shape_only, print_translation,
+};
+
+static const preset_task language_models = {
+    "lm", "language models (decoder-only, the gpt or llama family): train --task lm --config NAME\n",
+    clformer_config_lm_presets, clformer_config_lm_preset, lm_json_more, print_lm,
+};
+
+/* One task's presets, printed or added to `all`; false on an error (said). */
+static bool list_task(const preset_task *task, json_t *all)
 {
-    const char *const *names = lm ? clformer_config_lm_presets() : clformer_config_presets();
-    if (!all)
-        printf(lm ? "language models (decoder-only, the gpt or llama family): train --task lm "
-                    "--config NAME\n"
-                  : "translation (encoder-decoder): train --config NAME, bench --config NAME\n");
-    for (const char *const *name = names; *name; name++) {
+    if (!all) printf("%s", task->heading);
+    for (const char *const *name = task->names(); *name; name++) {
         clformer_config c;
         clformer_config_default(&c);
-        clformer_status st = lm ? clformer_config_lm_preset(*name, &c)
-                                : clformer_config_preset(*name, &c);
-        if (st != CLFORMER_OK) {
+        if (task->config(*name, &c) != CLFORMER_OK) {
             cli_runtime_error("presets", *name);
             return false;
         }
-        json_t *o = all ? preset_json(&c, lm) : NULL;
+        json_t *o = all ? preset_json(task, &c) : NULL;
         if (all && (!o || json_object_set_new(all, *name, o))) {
             cli_error("presets", "out of host memory");
             return false;
         }
-        if (!all) print_preset(*name, &c, lm);
+        if (!all) task->print(*name, &c);
     }
     return true;
 }
@@ -99,7 +127,8 @@ int cmd_presets(int argc, char **argv)
         cli_error("presets", "out of host memory");
         return 1;
     }
-    if (!list_family(false, all) || (!json && putchar('\n') == EOF) || !list_family(true, all)) {
+    if (!list_task(&translation, all) || (!json && putchar('\n') == EOF) ||
+        !list_task(&language_models, all)) {
         json_decref(all);
         return 1;
     }

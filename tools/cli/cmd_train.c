@@ -15,27 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct train_task train_task;
+
 typedef struct {
+    const train_task *task;
     const clformer_train_options *want;
     const train_given *given;
     const spm_flags *spm;
     lm_tokenizer_flags *lmtok; /* --task lm */
 } resume_args;
-
-static int check_resume(clformer_trainer *t, void *user)
-{
-    const resume_args *a = user;
-    clformer_train_options have;
-    clformer_trainer_settings(t, &have);
-    int rc = resume_check("train", a->want, a->given, &have);
-    if (rc == 0 && a->want->text_path)
-        return lm_tokenizer_resume_check(clformer_trainer_model(t), a->spm, a->lmtok);
-    if (rc == 0)
-        rc = resume_check_vocab("train", clformer_trainer_model(t), a->want, a->given,
-                                a->spm->tokenizer, a->spm->vocab_size, a->spm->type,
-                                a->spm->model, a->spm->src_model, a->spm->tgt_model);
-    return rc;
-}
 
 /* Where a run without --save keeps its model: never nowhere (issue 21). */
 #define DEFAULT_SAVE "clformer-model.safetensors"
@@ -238,10 +226,8 @@ static int check_lm_consistency(const train_args *a)
     return -1;
 }
 
-static int check_consistency(const train_args *a)
+static int check_translation_consistency(const train_args *a)
 {
-    const bool lm = !strcmp(a->task, "lm");
-    if (lm) return check_lm_consistency(a);
     if (a->text || a->val_text)
         return cli_error("train", "--text is for --task lm; translation reads --src and --tgt"), EXIT_USAGE;
     if (a->spm.tokenizer && (!strcmp(a->spm.tokenizer, "char") || !strcmp(a->spm.tokenizer, "byte") ||
@@ -295,30 +281,147 @@ static int check_consistency(const train_args *a)
     return -1;
 }
 
+static clformer_optimizer optimizer_of(const char *name)
+{
+    return !strcmp(name, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM;
+}
+
+static clformer_lr_schedule schedule_of(const char *name)
+{
+    return !strcmp(name, "noam")           ? CLFORMER_LR_NOAM
+           : !strcmp(name, "inverse-sqrt") ? CLFORMER_LR_INVERSE_SQRT
+           : !strcmp(name, "cosine")       ? CLFORMER_LR_COSINE
+                                           : CLFORMER_LR_CONSTANT;
+}
+
+/* What `clformer train` does for a task (--task): its checks of the command
+ * line, its part of the library's options, its tokenizers and what a resumed
+ * checkpoint must agree with. */
+struct train_task {
+    bool lm; /* clformer_train_options_for_task's */
+    int (*check)(const train_args *a); /* -1, else the exit code (said) */
+    /* the data, and the task's defaults (o's now) where the command line is silent */
+    void (*data)(train_args *a, clformer_train_options *o);
+    /* the model options that are the task's */
+    void (*shape)(const train_args *a, clformer_config *c);
+    int probe_src_vocab; /* the source vocabulary a shape is checked with */
+    /* the optimizer and schedule */
+    void (*training)(const train_args *a, clformer_train_options *o);
+    /* tokenizers read or learned before the run (0, else the exit code) */
+    int (*tokenizers)(train_args *a, clformer_train_options *o, void *bytes[2]);
+    int (*resume_check)(clformer_model *m, const resume_args *a);
+    const char *tokens; /* the tokens its tokens/s counts */
+};
+
+static void translation_data(train_args *a, clformer_train_options *o)
+{
+    (void)a, (void)o; /* --src, --tgt and the rest are every task's fields */
+}
+
+/* the library's defaults (nanoGPT's) where the command line is silent */
+static void lm_data(train_args *a, clformer_train_options *o)
+{
+    if (!a->g.batch_size) a->batch_size = o->batching.batch_size;
+    if (!a->g.lr) a->lr = o->lr;
+    if (!a->g.warmup) a->warmup = (long)o->warmup;
+    if (!a->g.weight_decay) a->weight_decay = o->optim.weight_decay;
+    if (!a->given_val_fraction) a->val_fraction = o->val_fraction;
+    o->text_path = a->text, o->val_text_path = a->val_text;
+    o->val_fraction = a->val_text ? 0.0f : (float)a->val_fraction;
+    o->bpe_vocab_path = a->lmtok.bpe_vocab, o->bpe_merges_path = a->lmtok.bpe_merges;
+    o->eval_batches = (size_t)a->eval_batches;
+}
+
+static void translation_shape(const train_args *a, clformer_config *c)
+{
+    c->share_tgt_embed = a->tie || a->share_all;
+    c->share_all_embed = a->share_all;
+    c->dropout = (float)a->dropout;
+}
+
+/* the preset's tying, and its dropout unless given */
+static void lm_shape(const train_args *a, clformer_config *c)
+{
+    if (a->context) c->max_len = (int)a->context;
+    if (a->g.dropout) c->dropout = (float)a->dropout;
+}
+
+static void translation_training(const train_args *a, clformer_train_options *o)
+{
+    o->optim.optimizer = optimizer_of(a->optimizer);
+    o->schedule = schedule_of(a->schedule);
+}
+
+/* the task's (AdamW, cosine) unless given */
+static void lm_training(const train_args *a, clformer_train_options *o)
+{
+    if (a->g.optimizer) o->optim.optimizer = optimizer_of(a->optimizer);
+    if (a->g.schedule) o->schedule = schedule_of(a->schedule);
+}
+
+static int translation_tokenizers(train_args *a, clformer_train_options *o, void *bytes[2])
+{
+    return spm_setup(&a->spm, o, bytes);
+}
+
+static int lm_tokenizers(train_args *a, clformer_train_options *o, void *bytes[2])
+{
+    return lm_tokenizer_setup(&a->spm, &a->lmtok, o, &bytes[0]);
+}
+
+/* The checkpoint's vocabularies or SentencePiece models are the ones asked for. */
+static int translation_resume_check(clformer_model *m, const resume_args *a)
+{
+    return resume_check_vocab("train", m, a->want, a->given, a->spm->tokenizer,
+                              a->spm->vocab_size, a->spm->type, a->spm->model,
+                              a->spm->src_model, a->spm->tgt_model);
+}
+
+static int lm_resume_check(clformer_model *m, const resume_args *a)
+{
+    return lm_tokenizer_resume_check(m, a->spm, a->lmtok);
+}
+
+static const train_task train_translation = {
+    false, check_translation_consistency, translation_data, translation_shape,
+    5, /* equal sizes: share_all_embed's joint vocabulary */
+    translation_training, translation_tokenizers, translation_resume_check, "target ",
+};
+
+static const train_task train_lm = {
+    true, check_lm_consistency, lm_data, lm_shape, 0, lm_training, lm_tokenizers,
+    lm_resume_check, "",
+};
+
+/* --resume: the options given are the checkpoint's, its tokenizers too. */
+static int check_resume(clformer_trainer *t, void *user)
+{
+    const resume_args *a = user;
+    clformer_train_options have;
+    clformer_trainer_settings(t, &have);
+    const int rc = resume_check("train", a->want, a->given, &have);
+    if (rc) return rc;
+    return a->task->resume_check(clformer_trainer_model(t), a);
+}
+
+/* The task --task names (one of its choices). */
+static const train_task *train_task_named(const char *name)
+{
+    return !strcmp(name, "lm") ? &train_lm : &train_translation;
+}
+
 /* The library's training options from the parsed command line; -1 to go
  * on, else the exit code (a model shape clformer_config_validate refuses). */
-static int build_options(train_args *a, clformer_train_options *o)
+static int build_options(const train_task *task, train_args *a, clformer_train_options *o)
 {
-    const bool lm = !strcmp(a->task, "lm");
     /* the task's defaults and the preset's shape (the library's: a language
      * model's are nanoGPT's), then what the command line gives */
-    if (clformer_train_options_for_task(o, lm, a->g.config ? a->config_name : NULL) !=
+    if (clformer_train_options_for_task(o, task->lm, a->g.config ? a->config_name : NULL) !=
         CLFORMER_OK) {
         cli_runtime_error("train", "--config");
         return EXIT_USAGE;
     }
-    const clformer_train_options task = *o;
-    if (lm) {
-        if (!a->g.batch_size) a->batch_size = task.batching.batch_size;
-        if (!a->g.lr) a->lr = task.lr;
-        if (!a->g.warmup) a->warmup = (long)task.warmup;
-        if (!a->g.weight_decay) a->weight_decay = task.optim.weight_decay;
-        if (!a->given_val_fraction) a->val_fraction = task.val_fraction;
-        o->text_path = a->text, o->val_text_path = a->val_text;
-        o->val_fraction = a->val_text ? 0.0f : (float)a->val_fraction;
-        o->bpe_vocab_path = a->lmtok.bpe_vocab, o->bpe_merges_path = a->lmtok.bpe_merges;
-        o->eval_batches = (size_t)a->eval_batches;
-    }
+    task->data(a, o);
     o->decay_steps = (uint64_t)a->decay_steps;
     o->recompute = a->recompute;
     clformer_precision_parse(a->precision, &o->precision); /* one of the choices */
@@ -344,17 +447,14 @@ static int build_options(train_args *a, clformer_train_options *o)
         cli_runtime_error("train", "model options");
         return EXIT_USAGE;
     }
-    if (!lm) c->share_tgt_embed = a->tie || a->share_all; /* lm: the preset's */
-    if (!lm) c->share_all_embed = a->share_all;
-    if (lm && a->context) c->max_len = (int)a->context;
-    if (!lm || a->g.dropout) c->dropout = (float)a->dropout; /* lm: the preset's unless given */
+    task->shape(a, c);
     c->attention_dropout = a->g.attention_dropout ? (float)a->attention_dropout : -1.0f;
     c->activation_dropout = a->g.activation_dropout ? (float)a->activation_dropout : -1.0f;
     c->label_smoothing = (float)a->label_smoothing;
     if (!a->init && !a->resume) {
         /* check the shape now (vocabulary sizes are filled in from the data) */
         clformer_config probe = *c;
-        probe.src_vocab = lm ? 0 : 5; /* equal sizes: share_all_embed's joint vocabulary */
+        probe.src_vocab = task->probe_src_vocab;
         probe.tgt_vocab = 5;
         if (clformer_config_validate(&probe) != CLFORMER_OK) {
             cli_runtime_error("train", "model options");
@@ -364,16 +464,10 @@ static int build_options(train_args *a, clformer_train_options *o)
     o->init_path = a->init, o->resume_path = a->resume;
     o->override_dropout = a->g.dropout || a->g.attention_dropout || a->g.activation_dropout, o->override_label_smoothing = a->g.label_smoothing;
     o->seed = (uint64_t)a->seed;
-    if (!lm || a->g.optimizer) /* else the task's (AdamW for a language model) */
-        o->optim.optimizer = !strcmp(a->optimizer, "adamw") ? CLFORMER_ADAMW : CLFORMER_ADAM;
+    task->training(a, o);
     o->optim.weight_decay = (float)a->weight_decay;
     o->optim.clip = (float)a->clip;
     o->lr = (float)a->lr;
-    if (!lm || a->g.schedule) /* else the task's (cosine for a language model) */
-        o->schedule = !strcmp(a->schedule, "noam")           ? CLFORMER_LR_NOAM
-                      : !strcmp(a->schedule, "inverse-sqrt") ? CLFORMER_LR_INVERSE_SQRT
-                      : !strcmp(a->schedule, "cosine")       ? CLFORMER_LR_COSINE
-                                                             : CLFORMER_LR_CONSTANT;
     o->warmup = (uint64_t)a->warmup;
     o->warmup_init_lr = (float)a->warmup_init_lr;
     o->keep_last = (uint64_t)a->keep_last;
@@ -442,8 +536,9 @@ int cmd_train(int argc, char **argv)
     train_args a;
     clformer_train_options o;
     int rc = parse_args(argc, argv, &a);
-    if (rc < 0) rc = check_consistency(&a);
-    if (rc < 0) rc = build_options(&a, &o);
+    const train_task *task = train_task_named(a.task); /* parse_args set a default */
+    if (rc < 0) rc = task->check(&a);
+    if (rc < 0) rc = build_options(task, &a, &o);
     if (rc >= 0) return rc;
 
     if (ranks_require("train")) return 1;
@@ -460,8 +555,7 @@ int cmd_train(int argc, char **argv)
         fflush(stdout);
     }
     void *spm_bytes[2] = {NULL, NULL};
-    const int spm_rc = o.text_path ? lm_tokenizer_setup(&a.spm, &a.lmtok, &o, &spm_bytes[0])
-                                   : spm_setup(&a.spm, &o, spm_bytes);
+    const int spm_rc = task->tokenizers(&a, &o, spm_bytes);
     if (spm_rc) {
         free(spm_bytes[0]);
         free(spm_bytes[1]);
@@ -478,7 +572,7 @@ int cmd_train(int argc, char **argv)
     }
     clformer_train_result res;
     /* --resume: the options given must be the checkpoint's */
-    const resume_args check = {&o, &a.g, &a.spm, &a.lmtok};
+    const resume_args check = {task, &o, &a.g, &a.spm, &a.lmtok};
     rc = train_run("train", ctx, o, a.plot, a.resume ? check_resume : NULL, (void *)&check, NULL,
                    &res);
     free(spm_bytes[0]);
@@ -493,7 +587,7 @@ int cmd_train(int argc, char **argv)
                    (unsigned long long)res.steps);
         printf("trained to step %llu in %.1fs (%.0f %stokens/s); last loss %.4f\n",
                (unsigned long long)res.steps, res.seconds, res.tokens_per_s,
-               o.text_path ? "" : "target ", res.loss);
+               task->tokens, res.loss);
     }
     clformer_context_free(ctx);
     cli_files_end(&files);
