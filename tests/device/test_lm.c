@@ -117,16 +117,24 @@ static void bad_batches_are_refused(void **state)
     assert_ok(clformer_session_create(m, &s));
     int32_t tgt[2 * 18] = {0};
     const int32_t src[1] = {1};
+    /* the family's window rules (family_batch.c), each with its own message */
     const clformer_batch with_src = {1, 1, 4, src, tgt};
     assert_int_equal(clformer_session_eval_loss(s, &with_src, &(double){0}, &(size_t){0}),
                      CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "src_len must be 0"));
+    const clformer_batch too_short = {1, 0, 1, NULL, tgt};
+    assert_int_equal(clformer_session_eval_loss(s, &too_short, &(double){0}, &(size_t){0}),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "window length 1 is too short"));
     const clformer_batch too_long = {1, 0, 18, NULL, tgt}; /* max_len 16 + 1 fits, 18 not */
     assert_int_equal(clformer_session_eval_loss(s, &too_long, &(double){0}, &(size_t){0}),
                      CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "exceeds the model's context of 16"));
     tgt[3] = 13;
     const clformer_batch bad_id = {1, 0, 5, NULL, tgt};
     assert_int_equal(clformer_session_eval_loss(s, &bad_id, &(double){0}, &(size_t){0}),
                      CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "token id 13 at target sentence 0 position 3"));
     clformer_session_free(s);
     clformer_model_free(m);
 }
