@@ -87,3 +87,18 @@ ref_cmp conf_guarded(ref_cmp c, const conf_block *b)
     }
     return c;
 }
+
+float *conf_block_snapshot(const conf_block *b)
+{
+    float *copy = malloc(b->total * sizeof *copy);
+    if (copy) memcpy(copy, b->host, b->total * sizeof *copy);
+    return copy;
+}
+
+bool conf_block_same_as(const conf_block *b, const float *snapshot, size_t from, size_t to)
+{
+    for (size_t t = from; t < to; t++)
+        if (memcmp(b->host + b->off[t], snapshot + b->off[t], b->len[t] * sizeof *snapshot))
+            return false;
+    return true;
+}

@@ -55,6 +55,12 @@ bool conf_block_unchanged(const conf_block *b, size_t t);
 bool conf_block_guards_ok(const conf_block *b);
 void conf_block_free(conf_block *b);
 
+/* For a repeated run: a copy of the block as last read (NULL when out of
+ * memory; free it), and whether tensors [from, to) as last read equal that
+ * copy bit for bit. */
+float *conf_block_snapshot(const conf_block *b);
+bool conf_block_same_as(const conf_block *b, const float *snapshot, size_t from, size_t to);
+
 /* `c`, failed with why = "guard region overwritten" when the guards broke. */
 ref_cmp conf_guarded(ref_cmp c, const conf_block *b);
 

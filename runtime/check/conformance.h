@@ -135,14 +135,6 @@ typedef struct {
     uint64_t seed;
     bool special; /* rows of constant values and rows with a large mean */
 } conf_layernorm_case;
-typedef struct {
-    size_t N, C;
-    clformer_activation act;
-    float p; /* dropout */
-    uint64_t seed;
-} conf_activation_case;
-clformer_status conf_activation_run(cf_ctx *ctx, const conf_activation_case *c, conf_sink sink,
-                                    void *user);
 
 typedef enum { CONF_DROPOUT_RESIDUAL, CONF_DROPOUT_BACKWARD, CONF_DROPOUT_ADD } conf_dropout_op;
 typedef struct {
@@ -257,6 +249,5 @@ clformer_status conf_dropout(cf_ctx *ctx, bool quick, conf_sink sink, void *user
 clformer_status conf_loss(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_adam(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_layernorm(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
-clformer_status conf_activation(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 
 #endif
