@@ -692,6 +692,22 @@ CLFORMER_API clformer_status clformer_model_set_bpe(clformer_model *model, const
 CLFORMER_API const char *clformer_model_bpe(const clformer_model *model, bool merges,
                                             size_t *size);
 
+/* The tokenizer of a Hugging Face directory the model was read from
+ * (tokenizer.json's byte-level BPE or tokenizer.model's SentencePiece, as
+ * transformers reads them; clformer_lm_encode adds BOS as transformers does,
+ * clformer_lm_decode leaves special tokens out). Checkpoints and hf-llama /
+ * hf-gpt2 exports carry its files: clformer_model_hf_tokenizer_file gives
+ * the bytes of one of them ("tokenizer.json", "tokenizer.model",
+ * "tokenizer_config.json", "special_tokens_map.json"), NULL when the model
+ * has no such file. */
+CLFORMER_API const void *clformer_model_hf_tokenizer_file(const clformer_model *model,
+                                                          const char *name, size_t *size);
+
+/* The id that ends a language model's text (its Hugging Face tokenizer's
+ * EOS, as tokenizer_config.json names it), -1 when it has none: generation
+ * stops there. */
+CLFORMER_API int32_t clformer_lm_eos(const clformer_model *model);
+
 /* Learns a SentencePiece model ("unigram" or "bpe", vocab_size pieces with
  * <pad> <sos> <eos> <unk> = 0..3) from n raw sentences (at most 2M sampled,
  * every character kept); *model (release with clformer_free) holds the FILE.model

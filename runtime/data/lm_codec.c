@@ -70,10 +70,27 @@ static size_t spm_piece_text(const char *piece, int32_t id, char *out)
 
 /* --- encode / decode -------------------------------------------------------- */
 
+/* A Hugging Face tokenizer's text, its special tokens left out; ids past
+ * its own (a vocabulary padded up) stand for nothing. */
+static clformer_status hf_decode(const cf_lm_codec *c, const int32_t *ids, size_t n, char **text,
+                                 size_t *len)
+{
+    int32_t *kept = malloc((n ? n : 1) * sizeof *kept);
+    if (!kept) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    size_t k = 0, got = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] < cf_hf_tokenizer_size(c->hf)) kept[k++] = ids[i];
+    clformer_status st = cf_hf_tokenizer_decode(c->hf, kept, k, true, text, &got);
+    free(kept);
+    if (st == CLFORMER_OK && len) *len = got;
+    return st;
+}
+
 clformer_status cf_lm_codec_encode(const cf_lm_codec *c, const char *text, size_t len,
                                    int32_t **ids, size_t *n, size_t *unknown)
 {
     *unknown = 0;
+    if (c->hf) return cf_hf_tokenizer_encode(c->hf, text, len, true, ids, n);
     if (c->bpe) return cf_bpe_encode(c->bpe, text, len, ids, n);
     if (c->spm) return spm_encode(c->spm, text, len, ids, n, unknown);
     return cf_lm_encode(c->vocab, text, len, ids, n, unknown);
@@ -87,6 +104,7 @@ clformer_status cf_lm_codec_decode(const cf_lm_codec *c, const int32_t *ids, siz
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                            "id %d at %zu is outside the vocabulary of %d tokens", (int)ids[i], i,
                            (int)c->size);
+    if (c->hf) return hf_decode(c, ids, n, text, len);
     if (c->bpe) { /* ids past the BPE's (a vocabulary padded up) stand for nothing */
         int32_t *kept = malloc((n ? n : 1) * sizeof *kept);
         if (!kept) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
@@ -139,9 +157,11 @@ static bool ascii_word_char(unsigned char c) { return c >= 0x21 && c <= 0x7E; }
  * one word whether the text goes on or ends after it. */
 static size_t cut_point(const cf_lm_codec *c, const unsigned char *s, size_t n, size_t from)
 {
+    if (c->hf && !cf_hf_tokenizer_is_bpe(c->hf)) return 0; /* SentencePiece: the text whole */
+    const bool bpe = c->bpe || c->hf;
     for (size_t p = n; p >= 2 && p + 2 > from; p--) {
         if (s[p - 1] != '\n') continue;
-        if (!c->bpe) return p;
+        if (!bpe) return p;
         if (p < n && ascii_word_char(s[p]) && ascii_word_char(s[p - 2])) return p;
     }
     return 0;
@@ -202,16 +222,25 @@ typedef struct {
     size_t n, cap, unknown;
 } encoding;
 
+static clformer_status append(encoding *e, const int32_t *ids, size_t k)
+{
+    CF_TRY(reserve((void **)&e->ids, &e->cap, e->n + k + 1, sizeof *e->ids));
+    if (k) memcpy(e->ids + e->n, ids, k * sizeof *ids);
+    e->n += k;
+    return CLFORMER_OK;
+}
+
 static clformer_status encode_piece(void *user, const char *text, size_t len)
 {
     encoding *e = user;
     int32_t *part = NULL;
     size_t k = 0, u = 0;
-    CF_TRY(cf_lm_codec_encode(e->c, text, len, &part, &k, &u));
-    clformer_status st = reserve((void **)&e->ids, &e->cap, e->n + k + 1, sizeof *e->ids);
-    if (st == CLFORMER_OK) memcpy(e->ids + e->n, part, k * sizeof *part);
+    /* a Hugging Face tokenizer's BOS (or template) goes around the whole file */
+    CF_TRY(e->c->hf ? cf_hf_tokenizer_encode(e->c->hf, text, len, false, &part, &k)
+                    : cf_lm_codec_encode(e->c, text, len, &part, &k, &u));
+    clformer_status st = append(e, part, k);
     free(part);
-    e->n += k, e->unknown += u;
+    e->unknown += u;
     return st;
 }
 
@@ -220,7 +249,12 @@ clformer_status cf_lm_codec_encode_file(const cf_lm_codec *c, const char *path, 
                                         size_t *bytes)
 {
     encoding e = {c, NULL, 0, 0, 0};
-    clformer_status st = read_pieces(c, path, chunk, encode_piece, &e, bytes);
+    size_t n_prefix = 0, n_suffix = 0;
+    const int32_t *prefix = c->hf ? cf_hf_tokenizer_specials(c->hf, false, &n_prefix) : NULL,
+                  *suffix = c->hf ? cf_hf_tokenizer_specials(c->hf, true, &n_suffix) : NULL;
+    clformer_status st = append(&e, prefix, n_prefix);
+    if (st == CLFORMER_OK) st = read_pieces(c, path, chunk, encode_piece, &e, bytes);
+    if (st == CLFORMER_OK) st = append(&e, suffix, n_suffix);
     if (st == CLFORMER_OK && !e.ids) st = reserve((void **)&e.ids, &e.cap, 1, sizeof *e.ids);
     if (st != CLFORMER_OK) {
         free(e.ids);
@@ -275,7 +309,7 @@ clformer_status cf_lm_vocab_build_file(const char *path, bool bytes, size_t chun
 {
     if (bytes) return cf_lm_vocab_build("", 0, true, tokens, n); /* all 256, whatever the text */
     digest d = {.bytes = bytes};
-    const cf_lm_codec any = {NULL, NULL, NULL, 0}; /* cut after any newline */
+    const cf_lm_codec any = {NULL, NULL, NULL, 0, NULL}; /* cut after any newline */
     clformer_status st = read_pieces(&any, path, chunk, digest_piece, &d, NULL);
     char *all = NULL;
     size_t len = 0;

@@ -34,7 +34,11 @@ struct cf_hf_tokenizer {
     int32_t *prefix, *suffix; /* added around the ids when add_special */
     size_t n_prefix, n_suffix;
     int32_t size;
+    int32_t bos, eos; /* tokenizer_config.json's (or the SentencePiece model's); -1: none */
 };
+
+const char *const cf_hf_tok_file_names[CF_HF_TOK_FILES] = {
+    "tokenizer.json", "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json"};
 
 void cf_hf_tokenizer_free(cf_hf_tokenizer *t)
 {
@@ -64,6 +68,31 @@ static clformer_status add_literal(cf_hf_tokenizer *t, const char *content, int3
     t->lit[t->n_lit++] = (literal){copy, strlen(content), id, special};
     if (id >= t->size) t->size = id + 1;
     return CLFORMER_OK;
+}
+
+/* tokenizer_config.json's bos_token or eos_token ("<s>", or {"content": "<s>", ...}) as an
+ * id; -1 when it names none or a token the tokenizer lacks. */
+static int32_t config_token(const cf_hf_tokenizer *t, json_t *config, const char *key)
+{
+    json_t *v = json_object_get(config, key);
+    const char *token = json_is_object(v) ? json_string_value(json_object_get(v, "content"))
+                                          : json_string_value(v);
+    return token ? cf_hf_tokenizer_token_id(t, token) : -1;
+}
+
+/* BOS and EOS: tokenizer_config.json's, else the template's or the SentencePiece model's. */
+static void read_bos_eos(cf_hf_tokenizer *t, const char *config, size_t size)
+{
+    json_t *root = config ? json_loadb(config, size, 0, NULL) : NULL;
+    t->bos = config_token(t, root, "bos_token");
+    t->eos = config_token(t, root, "eos_token");
+    json_decref(root);
+    if (t->bos < 0 && t->n_prefix) t->bos = t->prefix[0];
+    if (t->eos < 0 && t->spm) {
+        int32_t unk, bos, eos, pad;
+        cf_spm_native_specials(t->spm, &unk, &bos, &eos, &pad);
+        t->eos = eos;
+    }
 }
 
 /* ---- tokenizer.json ---- */
@@ -289,6 +318,7 @@ clformer_status cf_hf_tokenizer_from_json(const char *json, size_t len, const ch
         cf_hf_tokenizer_free(t);
         return st;
     }
+    read_bos_eos(t, NULL, 0);
     *out = t;
     return CLFORMER_OK;
 }
@@ -319,45 +349,50 @@ clformer_status cf_hf_tokenizer_from_spm(const void *model, size_t size, const c
         cf_hf_tokenizer_free(t);
         return st;
     }
+    read_bos_eos(t, NULL, 0);
     *out = t;
     return CLFORMER_OK;
+}
+
+clformer_status cf_hf_tokenizer_from_files(const char *const data[CF_HF_TOK_FILES],
+                                           const size_t size[CF_HF_TOK_FILES], const char *dir,
+                                           cf_hf_tokenizer **out)
+{
+    *out = NULL;
+    char origin[4200];
+    clformer_status st = CLFORMER_OK;
+    if (data[CF_HF_TOK_JSON]) {
+        snprintf(origin, sizeof origin, "%s/tokenizer.json", dir);
+        st = cf_hf_tokenizer_from_json(data[CF_HF_TOK_JSON], size[CF_HF_TOK_JSON], origin, out);
+        /* one clformer cannot read (Llama 2's): the SentencePiece model beside it */
+        if (st == CLFORMER_ERR_FORMAT && data[CF_HF_TOK_MODEL]) st = CLFORMER_OK, *out = NULL;
+    }
+    if (st == CLFORMER_OK && !*out && data[CF_HF_TOK_MODEL]) {
+        snprintf(origin, sizeof origin, "%s/tokenizer.model", dir);
+        st = cf_hf_tokenizer_from_spm(data[CF_HF_TOK_MODEL], size[CF_HF_TOK_MODEL], origin, out);
+    }
+    if (st == CLFORMER_OK && !*out)
+        st = cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s holds neither tokenizer.json nor "
+                     "tokenizer.model: give a Hugging Face model directory with its tokenizer",
+                     dir);
+    if (st == CLFORMER_OK) read_bos_eos(*out, data[CF_HF_TOK_CONFIG], size[CF_HF_TOK_CONFIG]);
+    return st;
 }
 
 clformer_status cf_hf_tokenizer_load_dir(const char *dir, cf_hf_tokenizer **out)
 {
     *out = NULL;
-    size_t n = strlen(dir) + 32;
-    char *json_path = malloc(n), *model_path = malloc(n);
-    if (!json_path || !model_path) {
-        free(json_path);
-        free(model_path);
-        return oom();
+    char *data[CF_HF_TOK_FILES] = {NULL};
+    size_t size[CF_HF_TOK_FILES] = {0};
+    clformer_status st = CLFORMER_OK;
+    for (int i = 0; i < CF_HF_TOK_FILES && st == CLFORMER_OK; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", dir, cf_hf_tok_file_names[i]);
+        if (access(path, R_OK) == 0) st = cf_read_file(path, &data[i], &size[i]);
     }
-    snprintf(json_path, n, "%s/tokenizer.json", dir);
-    snprintf(model_path, n, "%s/tokenizer.model", dir);
-    const bool has_model = access(model_path, R_OK) == 0;
-    char *data = NULL;
-    size_t size = 0;
-    clformer_status st;
-    if (access(json_path, R_OK) == 0) {
-        st = cf_read_file(json_path, &data, &size);
-        if (st == CLFORMER_OK) st = cf_hf_tokenizer_from_json(data, size, json_path, out);
-        free(data);
-        /* one clformer cannot read (Llama 2's): the SentencePiece model beside it */
-        if (st != CLFORMER_ERR_FORMAT || !has_model) goto done;
-    }
-    if (has_model) {
-        st = cf_read_file(model_path, &data, &size);
-        if (st == CLFORMER_OK) st = cf_hf_tokenizer_from_spm(data, size, model_path, out);
-        free(data);
-    } else {
-        st = cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s holds neither tokenizer.json nor "
-                     "tokenizer.model: give a Hugging Face model directory with its tokenizer",
-                     dir);
-    }
-done:
-    free(json_path);
-    free(model_path);
+    if (st == CLFORMER_OK)
+        st = cf_hf_tokenizer_from_files((const char *const *)data, size, dir, out);
+    for (int i = 0; i < CF_HF_TOK_FILES; i++) free(data[i]);
     return st;
 }
 
@@ -365,9 +400,16 @@ done:
 
 int32_t cf_hf_tokenizer_size(const cf_hf_tokenizer *t) { return t->size; }
 
-int32_t cf_hf_tokenizer_bos(const cf_hf_tokenizer *t)
+bool cf_hf_tokenizer_is_bpe(const cf_hf_tokenizer *t) { return t->bpe != NULL; }
+
+int32_t cf_hf_tokenizer_bos(const cf_hf_tokenizer *t) { return t->bos; }
+
+int32_t cf_hf_tokenizer_eos(const cf_hf_tokenizer *t) { return t->eos; }
+
+const int32_t *cf_hf_tokenizer_specials(const cf_hf_tokenizer *t, bool after, size_t *n)
 {
-    return t->spm && t->n_prefix ? t->prefix[0] : -1;
+    *n = after ? t->n_suffix : t->n_prefix;
+    return after ? t->suffix : t->prefix;
 }
 
 int32_t cf_hf_tokenizer_token_id(const cf_hf_tokenizer *t, const char *token)
@@ -474,7 +516,17 @@ clformer_status cf_hf_tokenizer_decode(const cf_hf_tokenizer *t, const int32_t *
         if (ids[i] < 0 || ids[i] >= t->size)
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "id %d (position %zu) is not in the "
                            "tokenizer's vocabulary of %d ids", ids[i], i, t->size);
-    if (t->spm) return cf_spm_native_decode(t->spm, ids, n, text, len);
+    if (t->spm && !skip_special) return cf_spm_native_decode(t->spm, ids, n, text, len);
+    if (t->spm) { /* <unk>, <s> and </s> (literals) left out */
+        int32_t *kept = malloc((n ? n : 1) * sizeof *kept);
+        if (!kept) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory decoding ids");
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!literal_of(t, ids[i])) kept[k++] = ids[i];
+        clformer_status st = cf_spm_native_decode(t->spm, kept, k, text, len);
+        free(kept);
+        return st;
+    }
     size_t total = 1;
     for (size_t i = 0; i < n; i++) {
         const literal *l = literal_of(t, ids[i]);

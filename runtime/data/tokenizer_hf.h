@@ -39,12 +39,29 @@ clformer_status cf_hf_tokenizer_from_json(const char *json, size_t len, const ch
 clformer_status cf_hf_tokenizer_from_spm(const void *model, size_t size, const char *origin,
                                          cf_hf_tokenizer **out);
 
-/* A model directory: its tokenizer.json when that holds a byte-level BPE,
- * else its tokenizer.model (Llama 2's tokenizer.json is a converted
- * SentencePiece model, read from tokenizer.model instead). */
+/* The files of a directory's tokenizer, as transformers' save_pretrained
+ * writes them; the model keeps their bytes so that checkpoints and exports
+ * carry them (tokenizer_config.json names the EOS and BOS tokens). */
+enum { CF_HF_TOK_JSON, CF_HF_TOK_MODEL, CF_HF_TOK_CONFIG, CF_HF_TOK_SPECIALS, CF_HF_TOK_FILES };
+extern const char *const cf_hf_tok_file_names[CF_HF_TOK_FILES];
+
+/* The tokenizer of those files (data[i] NULL when file i is not there;
+ * `dir` names them in errors): tokenizer.json when it holds a byte-level
+ * BPE, else tokenizer.model (Llama 2's tokenizer.json is a converted
+ * SentencePiece model, read from tokenizer.model instead). Neither there:
+ * CLFORMER_ERR_INVALID_ARGUMENT; one clformer does not read:
+ * CLFORMER_ERR_FORMAT naming what. */
+clformer_status cf_hf_tokenizer_from_files(const char *const data[CF_HF_TOK_FILES],
+                                           const size_t size[CF_HF_TOK_FILES], const char *dir,
+                                           cf_hf_tokenizer **out);
+
+/* A model directory's (cf_hf_tokenizer_from_files of its files). */
 clformer_status cf_hf_tokenizer_load_dir(const char *dir, cf_hf_tokenizer **out);
 
 void cf_hf_tokenizer_free(cf_hf_tokenizer *t);
+
+/* Whether it is tokenizer.json's byte-level BPE (else a SentencePiece model). */
+bool cf_hf_tokenizer_is_bpe(const cf_hf_tokenizer *t);
 
 /* Number of ids (the largest id + 1, added tokens included). */
 int32_t cf_hf_tokenizer_size(const cf_hf_tokenizer *t);
@@ -52,8 +69,16 @@ int32_t cf_hf_tokenizer_size(const cf_hf_tokenizer *t);
 /* The id of a token spelled as in the files ("<|im_end|>", "</s>"), or -1. */
 int32_t cf_hf_tokenizer_token_id(const cf_hf_tokenizer *t, const char *token);
 
-/* The id put in front when add_special (BOS), -1 when there is none. */
+/* The id put in front when add_special (BOS), else tokenizer_config.json's
+ * bos_token; -1 when there is none. */
 int32_t cf_hf_tokenizer_bos(const cf_hf_tokenizer *t);
+
+/* The id that ends a text: tokenizer_config.json's eos_token, else
+ * SentencePiece's </s>; -1 when there is none. */
+int32_t cf_hf_tokenizer_eos(const cf_hf_tokenizer *t);
+
+/* The ids add_special puts before (after false) or after the text. */
+const int32_t *cf_hf_tokenizer_specials(const cf_hf_tokenizer *t, bool after, size_t *n);
 
 /* The ids of text[0..len) (*ids malloc'd, *n of them); add_special adds
  * what the post-processor (BPE) or Llama's convention (BOS) adds, as
@@ -64,7 +89,9 @@ clformer_status cf_hf_tokenizer_encode(const cf_hf_tokenizer *t, const char *tex
 /* The text of ids (*text malloc'd, NUL-terminated, *len bytes). Byte-level
  * BPE gives back the bytes (special tokens as spelled, unless
  * skip_special); SentencePiece decodes as its library does (BOS and EOS
- * give nothing). An id outside [0, size): CLFORMER_ERR_INVALID_ARGUMENT. */
+ * give nothing; <unk> " ⁇ " unless skip_special), as transformers'
+ * decode(ids, skip_special_tokens=skip_special) does. An id outside
+ * [0, size): CLFORMER_ERR_INVALID_ARGUMENT. */
 clformer_status cf_hf_tokenizer_decode(const cf_hf_tokenizer *t, const int32_t *ids, size_t n,
                                        bool skip_special, char **text, size_t *len);
 

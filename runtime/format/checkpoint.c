@@ -10,6 +10,11 @@
  *                         are the side's vocabulary
  *   clformer.bpe_vocab, clformer.bpe_merges  (language models with GPT-2's
  *                         BPE, optional) base64 of vocab.json and merges.txt
+ *   clformer.hf.tokenizer.json, clformer.hf.tokenizer.model,
+ *   clformer.hf.tokenizer_config.json, clformer.hf.special_tokens_map.json
+ *                         (language models read from a Hugging Face
+ *                         directory with its own tokenizer, optional) base64
+ *                         of the directory's file of that name
  *   clformer.train_state  (training checkpoints) JSON: step, seed (a decimal
  *                         string: 64 bits), optimizer settings, trainer state
  *   clformer.run          (a trainer's saves) the run they belong to: 16 hex
@@ -35,6 +40,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,6 +180,46 @@ static clformer_status load_bpe(cf_model *m, const cf_st_reader *r)
     return st;
 }
 
+/* The metadata key of a Hugging Face tokenizer file: "clformer.hf." + its name. */
+static void hf_key(int i, char *key, size_t cap)
+{
+    snprintf(key, cap, "clformer.hf.%s", cf_hf_tok_file_names[i]);
+}
+
+/* A checkpoint's Hugging Face tokenizer files, if any. */
+static clformer_status load_hf_tokenizer(cf_model *m, const cf_st_reader *r)
+{
+    unsigned char *data[CF_HF_TOK_FILES] = {NULL};
+    size_t size[CF_HF_TOK_FILES] = {0};
+    clformer_status st = CLFORMER_OK;
+    bool any = false;
+    for (int i = 0; i < CF_HF_TOK_FILES && st == CLFORMER_OK; i++) {
+        char key[64];
+        hf_key(i, key, sizeof key);
+        const char *b64 = cf_st_metadata(r, key);
+        if (b64) st = cf_base64_decode(b64, key, &data[i], &size[i]), any = true;
+    }
+    if (st == CLFORMER_OK && any)
+        st = cf_model_set_hf_tokenizer(m, (const char *const *)data, size,
+                                       "the checkpoint's clformer.hf", NULL);
+    for (int i = 0; i < CF_HF_TOK_FILES; i++) free(data[i]);
+    return st;
+}
+
+static clformer_status save_hf_tokenizer(const cf_model *m, cf_st_writer *w)
+{
+    for (int i = 0; i < CF_HF_TOK_FILES; i++) {
+        if (!m->hf_tok_file[i]) continue;
+        char key[64], *b64 = NULL;
+        hf_key(i, key, sizeof key);
+        clformer_status st = cf_base64_encode(m->hf_tok_file[i], m->hf_tok_size[i], &b64);
+        if (st == CLFORMER_OK) st = cf_st_set_metadata(w, key, b64);
+        free(b64);
+        CF_TRY(st);
+    }
+    return CLFORMER_OK;
+}
+
 clformer_status clformer_model_save(clformer_model *m, const char *path, bool training)
 {
     const bool lm = m->cfg.src_vocab == 0; /* no source side */
@@ -213,6 +259,7 @@ clformer_status clformer_model_save(clformer_model *m, const char *path, bool tr
         if (st == CLFORMER_OK) st = cf_st_set_metadata(w, bpe_keys[k], b64);
         free(b64);
     }
+    if (st == CLFORMER_OK) st = save_hf_tokenizer(m, w);
     if (st == CLFORMER_OK) st = declare_all(m, w, training);
     if (st == CLFORMER_OK) st = cf_st_begin(w);
     if (st == CLFORMER_OK) st = write_all(m, w, training, host);
@@ -581,6 +628,7 @@ static clformer_status load(cf_ctx *ctx, const cf_st_reader *r, cf_model **out)
     }
     if (st == CLFORMER_OK) st = load_tokenizers(m, r);
     if (st == CLFORMER_OK) st = load_bpe(m, r);
+    if (st == CLFORMER_OK) st = load_hf_tokenizer(m, r);
     if (st == CLFORMER_OK) cf_model_set_run(m, cf_st_metadata(r, "clformer.run"));
     if (st == CLFORMER_OK) st = read_checked_part(r, &h, 0, host);
     if (st == CLFORMER_OK) st = cf_upload(m->ctx, m->params, 0, host, m->layout.total);

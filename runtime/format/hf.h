@@ -34,8 +34,10 @@ typedef clformer_status cf_hf_weights_fn(clformer_context *ctx, const clformer_c
                                          clformer_model **m);
 cf_hf_weights_fn cf_hf_gpt2_weights, cf_hf_llama_weights;
 
-/* The model's tokenizer as files of the fresh folder `d`: GPT-2's
- * vocab.json + merges.txt for a GPT-2 BPE (transformers reads them), else
+/* The model's tokenizer as files of the fresh folder `d`: the Hugging Face
+ * directory's own files it came with (tokenizer.json, tokenizer.model,
+ * tokenizer_config.json, special_tokens_map.json), GPT-2's vocab.json +
+ * merges.txt for a GPT-2 BPE (transformers reads them), else
  * clformer_vocab.json and, for a SentencePiece model, clformer_spm.model
  * (clformer's alone). */
 clformer_status cf_hf_write_tokenizer(const clformer_model *m, const cf_dir_output *d);
@@ -45,8 +47,9 @@ clformer_status cf_hf_write_tokenizer(const clformer_model *m, const cf_dir_outp
  * (transformers ignores the key). */
 clformer_status cf_hf_write_config(const clformer_model *m, json_t *config, const char *path);
 /* The model's tokenizer and vocabulary from the directory's files, as
- * cf_hf_files_parse checked them; without any, ids in and ids out. */
+ * cf_hf_files_parse checked them (p->hf is taken over); without any, ids in
+ * and ids out. */
 clformer_status cf_hf_set_tokenizer(clformer_model *m, const char *dir, const cf_hf_files *f,
-                                    const cf_hf_parsed *p);
+                                    cf_hf_parsed *p);
 
 #endif

@@ -11,8 +11,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-const char *const cf_hf_file_names[CF_HF_FILES] = {"config.json", "vocab.json", "merges.txt",
-                                                   "clformer_vocab.json", "clformer_spm.model"};
+const char *const cf_hf_file_names[CF_HF_FILES] = {
+    "config.json", "vocab.json", "merges.txt", "clformer_vocab.json", "clformer_spm.model",
+    /* cf_hf_tok_file_names' order */
+    "tokenizer.json", "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json"};
 
 clformer_status cf_hf_files_read(const char *dir, cf_hf_files *f)
 {
@@ -126,6 +128,22 @@ static clformer_status parse_tokenizer(const char *dir, const cf_hf_files *f, js
             return cf_fail(CLFORMER_ERR_FORMAT, "'%s' is missing: config.json says this model's "
                            "tokenizer is in it (export the model again)", path[0]);
     }
+    if (f->text[CF_HF_TOK + CF_HF_TOK_JSON] || f->text[CF_HF_TOK + CF_HF_TOK_MODEL]) {
+        clformer_status st = cf_hf_tokenizer_from_files((const char *const *)f->text + CF_HF_TOK,
+                                                        f->size + CF_HF_TOK, dir, &p->hf);
+        if (st == CLFORMER_OK && cf_hf_tokenizer_size(p->hf) > p->config.tgt_vocab)
+            return cf_fail(CLFORMER_ERR_FORMAT, "%s's tokenizer has %d ids but config.json's "
+                           "vocab_size is %d: use the tokenizer files the model was trained "
+                           "with", dir, (int)cf_hf_tokenizer_size(p->hf), p->config.tgt_vocab);
+        if (st != CLFORMER_ERR_FORMAT) return st;
+        /* one clformer does not read: GPT-2's files or clformer's, else ids only */
+        if (!has[CF_HF_VOCAB] && !has[CF_HF_CLFORMER_VOCAB]) {
+            p->ids_only = true;
+            p->tokenizer_problem = strdup(clformer_last_error());
+            return p->tokenizer_problem ? CLFORMER_OK
+                                        : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        }
+    }
     if (has[CF_HF_VOCAB] != has[CF_HF_MERGES]) {
         const int there = has[CF_HF_VOCAB] ? CF_HF_VOCAB : CF_HF_MERGES;
         return cf_fail(CLFORMER_ERR_FORMAT, "'%s' has %s but no %s: GPT-2's BPE tokenizer needs "
@@ -194,6 +212,8 @@ clformer_status cf_hf_files_parse(const char *dir, const cf_hf_files *f, cf_hf_p
 
 void cf_hf_parsed_free(cf_hf_parsed *p)
 {
+    cf_hf_tokenizer_free(p->hf);
+    free(p->tokenizer_problem);
     cf_bpe_free(p->bpe);
     cf_vocab_free(p->vocab);
     memset(p, 0, sizeof *p);

@@ -30,11 +30,14 @@ static const char *torch_dtype(clformer_precision p)
     return p == CLFORMER_BF16 ? "bfloat16" : p == CLFORMER_FP16 ? "float16" : "float32";
 }
 
-/* The id of a special token in the model's tokenizer, else clformer's own
- * (<sos> 1 and <eos> 2, Llama's bos and eos ids too). */
-static int special_id(const clformer_model *m, const char *token, int fallback)
+/* The id of a special token in the model's tokenizer (a Hugging Face
+ * tokenizer's BOS or EOS, a GPT-2 BPE's token), else clformer's own (<sos> 1
+ * and <eos> 2, Llama's bos and eos ids too). */
+static int special_id(const clformer_model *m, bool eos, const char *token, int fallback)
 {
-    const int32_t id = m->bpe ? cf_bpe_token_id(m->bpe, token) : -1;
+    const int32_t id = m->hf_tok ? (eos ? cf_hf_tokenizer_eos(m->hf_tok) : cf_hf_tokenizer_bos(m->hf_tok))
+                       : m->bpe  ? cf_bpe_token_id(m->bpe, token)
+                                 : -1;
     return id >= 0 ? (int)id : fallback;
 }
 
@@ -61,8 +64,8 @@ static clformer_status write_config(const clformer_model *m, const char *path,
         "tie_word_embeddings", c->share_tgt_embed, "attention_bias", 0, "attention_dropout",
         (double)attention_dropout, "hidden_act", "silu", "initializer_range", 0.02,
         "pretraining_tp", 1, "use_cache", 1, "torch_dtype", torch_dtype(precision),
-        "bos_token_id", special_id(m, "<s>", CLFORMER_SOS), "eos_token_id",
-        special_id(m, "</s>", CLFORMER_EOS));
+        "bos_token_id", special_id(m, false, "<s>", CLFORMER_SOS), "eos_token_id",
+        special_id(m, true, "</s>", CLFORMER_EOS));
     return cf_hf_write_config(m, o, path);
 }
 

@@ -1,6 +1,9 @@
 /*
  * The tokenizer files of a Hugging Face model directory (hf.h), the same
- * for every family's format: GPT-2's vocab.json + merges.txt for a model
+ * for every family's format: the directory's own files for a model read
+ * from one with its tokenizer (tokenizer.json, tokenizer.model, ...: the
+ * same bytes, so transformers reads the same tokenizer back); GPT-2's
+ * vocab.json + merges.txt for a model
  * with a GPT-2 BPE (transformers' tokenizers read them, and clformer as
  * that model's tokenizer); otherwise clformer_vocab.json (the model's
  * tokens in id order) so that a character or byte model keeps its
@@ -33,6 +36,14 @@ static clformer_status write_vocab(const clformer_model *m, const char *path)
 clformer_status cf_hf_write_tokenizer(const clformer_model *m, const cf_dir_output *d)
 {
     char path[4096];
+    if (m->hf_tok) { /* the directory's own files, as they came */
+        for (int i = 0; i < CF_HF_TOK_FILES; i++) {
+            if (!m->hf_tok_file[i]) continue;
+            CF_TRY(cf_dir_output_file(d, cf_hf_tok_file_names[i], path, sizeof path));
+            CF_TRY(cf_write_file_atomic(path, m->hf_tok_file[i], m->hf_tok_size[i]));
+        }
+        return CLFORMER_OK;
+    }
     if (m->bpe) { /* GPT-2's own files: transformers' tokenizers read them */
         CF_TRY(cf_dir_output_file(d, "vocab.json", path, sizeof path));
         CF_TRY(cf_write_file_atomic(path, m->bpe_text[0], m->bpe_len[0]));
@@ -48,7 +59,7 @@ clformer_status cf_hf_write_tokenizer(const clformer_model *m, const cf_dir_outp
 
 clformer_status cf_hf_write_config(const clformer_model *m, json_t *config, const char *path)
 {
-    json_t *files = m->bpe || !config ? NULL : json_array();
+    json_t *files = m->bpe || m->hf_tok || !config ? NULL : json_array();
     if (files) {
         json_array_append_new(files, json_string("clformer_vocab.json"));
         if (m->spm[1]) json_array_append_new(files, json_string("clformer_spm.model"));
@@ -65,9 +76,15 @@ clformer_status cf_hf_write_config(const clformer_model *m, json_t *config, cons
 }
 
 clformer_status cf_hf_set_tokenizer(clformer_model *m, const char *dir, const cf_hf_files *f,
-                                    const cf_hf_parsed *p)
+                                    cf_hf_parsed *p)
 {
     char vocab[4096], merges[4096];
+    if (p->hf) {
+        cf_hf_tokenizer *t = p->hf;
+        p->hf = NULL;
+        return cf_model_set_hf_tokenizer(m, (const char *const *)f->text + CF_HF_TOK,
+                                         f->size + CF_HF_TOK, dir, t);
+    }
     if (p->bpe) {
         snprintf(vocab, sizeof vocab, "%s/vocab.json", dir);
         snprintf(merges, sizeof merges, "%s/merges.txt", dir);
@@ -88,5 +105,9 @@ clformer_status cf_hf_set_tokenizer(clformer_model *m, const char *dir, const cf
     const clformer_status st = clformer_model_set_vocabs(m, NULL, (const char *const *)names);
     cf_placeholder_tokens_free(names, m->cfg.tgt_vocab);
     m->ids_only = true;
+    if (st == CLFORMER_OK && p->tokenizer_problem) {
+        m->tokenizer_problem = p->tokenizer_problem; /* taken over */
+        p->tokenizer_problem = NULL;
+    }
     return st;
 }

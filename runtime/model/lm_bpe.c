@@ -86,7 +86,10 @@ clformer_status cf_model_set_bpe(cf_model *m, const char *vocab, size_t vocab_le
     m->bpe_text[0] = texts[0], m->bpe_text[1] = texts[1];
     m->bpe_len[0] = vocab_len, m->bpe_len[1] = merges_len;
     m->bpe = bpe;
-    /* the BPE's ids replace a SentencePiece model's */
+    /* the BPE's ids replace a SentencePiece model's or a directory's tokenizer */
+    static const char *const none[CF_HF_TOK_FILES] = {NULL};
+    static const size_t no_size[CF_HF_TOK_FILES] = {0};
+    CF_TRY(cf_model_set_hf_tokenizer(m, none, no_size, NULL, NULL));
     free(m->spm[1]);
     cf_spm_free(m->spm_proc[1]);
     m->spm[1] = NULL, m->spm_proc[1] = NULL, m->spm_size[1] = 0;

@@ -147,6 +147,9 @@ void clformer_model_free(clformer_model *m)
     free(m->bpe_text[0]);
     free(m->bpe_text[1]);
     cf_bpe_free(m->bpe);
+    for (int i = 0; i < CF_HF_TOK_FILES; i++) free(m->hf_tok_file[i]);
+    cf_hf_tokenizer_free(m->hf_tok);
+    free(m->tokenizer_problem);
     free(m->train_state);
     free(m);
 }

@@ -14,6 +14,7 @@
 #include "ops.h"
 #include "params.h"
 #include "tokenizer_bpe.h"
+#include "tokenizer_hf.h"
 #include "tokenizer_spm.h"
 #include "vocab.h"
 
@@ -42,6 +43,15 @@ struct clformer_model {
     char *bpe_text[2];
     size_t bpe_len[2];
     cf_bpe *bpe;
+    /* a Hugging Face directory's own tokenizer (lm_hf_tokenizer.c; may be
+     * NULL): its files' bytes (tokenizer_hf.h, NULL when absent), carried
+     * by checkpoints and exports, and the tokenizer loaded from them */
+    char *hf_tok_file[CF_HF_TOK_FILES];
+    size_t hf_tok_size[CF_HF_TOK_FILES];
+    cf_hf_tokenizer *hf_tok;
+    /* why a Hugging Face directory's text cannot be encoded (ids_only): its
+     * tokenizer's load error, or NULL when it has none */
+    char *tokenizer_problem;
     uint64_t seed;                        /* initialisation and dropout */
     uint64_t step;                        /* training steps taken (skipped fp16 steps count) */
     /* fp16 dynamic loss scaling (step.c; in a training checkpoint's state):
@@ -85,6 +95,15 @@ const cf_param_entry *cf_model_tensor(const cf_model *m, const char *name);
 clformer_status cf_model_set_bpe(cf_model *m, const char *vocab, size_t vocab_len,
                                  const char *vocab_origin, const char *merges, size_t merges_len,
                                  const char *merges_origin);
+/* A Hugging Face directory's tokenizer (lm_hf_tokenizer.c) from its files'
+ * bytes (data[i] NULL when absent; `origin` names them in errors);
+ * `loaded`, when not NULL, is their tokenizer already loaded (taken over,
+ * freed on error too). The ids are the embedding rows; the vocabulary
+ * becomes placeholders, and a BPE or SentencePiece model the model had is
+ * dropped. All data NULL: the model has no such tokenizer. */
+clformer_status cf_model_set_hf_tokenizer(cf_model *m, const char *const data[CF_HF_TOK_FILES],
+                                          const size_t size[CF_HF_TOK_FILES], const char *origin,
+                                          cf_hf_tokenizer *loaded);
 /* The model's vocabulary when a tokenizer other than its own tokens gives
  * the ids: "<pad>" "<sos>" "<eos>" "<unk>" then "<id_N>" (n tokens, each
  * malloc'd; free with cf_placeholder_tokens_free). NULL: out of memory. */

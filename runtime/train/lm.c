@@ -8,16 +8,31 @@
 #include "status.h"
 #include "task.h"
 
+/* The model's tokenizer: its Hugging Face directory's, its GPT-2 BPE, its
+ * target SentencePiece model, else its vocabulary of characters or bytes. */
+static cf_lm_codec any_codec(const clformer_model *m)
+{
+    return (cf_lm_codec){m->vocab[1], m->bpe, m->bpe ? NULL : m->spm_proc[1], m->cfg.tgt_vocab,
+                         m->hf_tok};
+}
+
 clformer_status cf_lm_model_codec(const clformer_model *m, cf_lm_codec *codec)
 {
     if (!clformer_config_decoder_only(&m->cfg) || !m->vocab[1])
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "text for a language model needs a decoder-only model with a vocabulary");
+    if (m->ids_only && m->tokenizer_problem)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "the model's tokenizer is not one clformer reads (%s): it takes token ids "
+                       "(clformer logits --ids), not text; give a directory with a tokenizer.json "
+                       "of byte-level BPE or a tokenizer.model", m->tokenizer_problem);
     if (m->ids_only)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "the model has no tokenizer (its directory has neither GPT-2's vocab.json "
-                       "+ merges.txt nor clformer_vocab.json): it takes token ids, not text");
-    *codec = (cf_lm_codec){m->vocab[1], m->bpe, m->bpe ? NULL : m->spm_proc[1], m->cfg.tgt_vocab};
+                       "the model has no tokenizer (its directory has no tokenizer.json, "
+                       "tokenizer.model, GPT-2's vocab.json + merges.txt or clformer_vocab.json): "
+                       "it takes token ids (clformer logits --ids), not text; copy the tokenizer "
+                       "files of the model it came from into the directory");
+    *codec = any_codec(m);
     return CLFORMER_OK;
 }
 
@@ -43,8 +58,13 @@ clformer_status clformer_lm_decode(const clformer_model *m, const int32_t *ids, 
                                    char **text)
 {
     if (!m->vocab[1]) return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the model has no vocabulary");
-    const cf_lm_codec c = {m->vocab[1], m->bpe, m->bpe ? NULL : m->spm_proc[1], m->cfg.tgt_vocab};
+    const cf_lm_codec c = any_codec(m);
     return cf_lm_codec_decode(&c, ids, n, text, NULL);
+}
+
+int32_t clformer_lm_eos(const clformer_model *m)
+{
+    return m->hf_tok ? cf_hf_tokenizer_eos(m->hf_tok) : -1;
 }
 
 clformer_status clformer_lm_vocab(const char *text, size_t len, clformer_lm_tokenizer tokenizer,

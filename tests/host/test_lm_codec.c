@@ -6,7 +6,9 @@
  * (every byte for BPE and char/byte vocabularies, the lines for
  * SentencePiece, whose <eos> stands for the newline), and an id outside the
  * vocabulary is refused. A char vocabulary built from a file in chunks is
- * the whole text's.
+ * the whole text's. A Hugging Face directory's tokenizer (the fixtures of
+ * test_tokenizer_hf) puts its BOS once before the whole file, and decodes
+ * without its special tokens.
  */
 #include "data_util.h"
 
@@ -75,7 +77,7 @@ static void gpt2_bpe(void **state)
     snprintf(vocab, sizeof vocab, "%s", data_path("bpe/vocab.json"));
     cf_bpe *bpe = NULL;
     assert_ok(cf_bpe_load_files(vocab, data_path("bpe/merges.txt"), &bpe));
-    const cf_lm_codec c = {NULL, bpe, NULL, cf_bpe_vocab_size(bpe) + 4}; /* padded up by 4 */
+    const cf_lm_codec c = {NULL, bpe, NULL, cf_bpe_vocab_size(bpe) + 4, NULL}; /* padded up by 4 */
     size_t len;
     char *text = sample_text(&len);
     chunks_match_whole(&c, text, len);
@@ -113,7 +115,7 @@ static void char_and_byte(void **state)
         assert_ok(cf_lm_vocab_build(text, len, bytes, &tokens, &n_tokens));
         cf_vocab *v = NULL;
         assert_ok(cf_vocab_from_tokens((const char *const *)tokens, (size_t)n_tokens, "vocab", &v));
-        const cf_lm_codec c = {v, NULL, NULL, n_tokens};
+        const cf_lm_codec c = {v, NULL, NULL, n_tokens, NULL};
         chunks_match_whole(&c, text, len);
         /* the vocabulary from the file in chunks is the whole text's */
         char *path = tmp_file("vocab.txt", text, len);
@@ -161,7 +163,7 @@ static void sentencepiece(void **state)
     assert_ok(cf_spm_train(lines, n_lines, &o, &model, &size));
     cf_spm *spm = NULL;
     assert_ok(cf_spm_load(model, size, "the model", &spm));
-    const cf_lm_codec c = {NULL, NULL, spm, cf_spm_size(spm)};
+    const cf_lm_codec c = {NULL, NULL, spm, cf_spm_size(spm), NULL};
     chunks_match_whole(&c, text, len);
     /* a newline is <eos>; the lines come back as SentencePiece leaves them */
     const char *simple = "ROMEO:\nBut soft, what light\n\nx\n";
@@ -183,9 +185,56 @@ static void sentencepiece(void **state)
     tmp_cleanup();
 }
 
+static void hugging_face(void **state)
+{
+    (void)state;
+    static const char *const dirs[] = {"hf_tokenizers/llama3_bpe", "hf_tokenizers/smollm_bpe",
+                                       "hf_tokenizers/llama_spm"};
+    size_t len;
+    char *text = sample_text(&len);
+    for (size_t d = 0; d < sizeof dirs / sizeof *dirs; d++) {
+        cf_hf_tokenizer *t = NULL;
+        assert_ok(cf_hf_tokenizer_load_dir(data_path(dirs[d]), &t));
+        const cf_lm_codec c = {NULL, NULL, NULL, cf_hf_tokenizer_size(t) + 4, t}; /* padded */
+        chunks_match_whole(&c, text, len);
+        int32_t *ids = NULL;
+        size_t n = 0, unknown = 0, back_len = 0;
+        assert_ok(cf_lm_codec_encode(&c, text, len, &ids, &n, &unknown));
+        size_t n_prefix = 0;
+        const int32_t *prefix = cf_hf_tokenizer_specials(t, false, &n_prefix);
+        for (size_t i = 0; i < n_prefix; i++) assert_int_equal(ids[i], prefix[i]); /* BOS first */
+        if (cf_hf_tokenizer_is_bpe(t)) { /* byte-level: every byte back, BOS left out */
+            char *back = NULL;
+            assert_ok(cf_lm_codec_decode(&c, ids, n, &back, &back_len));
+            assert_int_equal(back_len, len);
+            assert_memory_equal(back, text, len);
+            free(back);
+        }
+        free(ids);
+        /* BOS and EOS left out, the padding's ids nothing; the text as it was */
+        const char *simple = "Hello world\n  two spaces, caf\xC3\xA9 123";
+        assert_ok(cf_lm_codec_encode(&c, simple, strlen(simple), &ids, &n, &unknown));
+        int32_t *more = malloc((n + 2) * sizeof *more);
+        memcpy(more, ids, n * sizeof *more);
+        more[n] = cf_hf_tokenizer_size(t) + 1; /* padding */
+        more[n + 1] = cf_hf_tokenizer_eos(t) >= 0 ? cf_hf_tokenizer_eos(t)
+                                                  : cf_hf_tokenizer_size(t);
+        char *back = NULL;
+        assert_ok(cf_lm_codec_decode(&c, more, n + 2, &back, &back_len));
+        assert_string_equal(back, simple);
+        free(back);
+        free(more);
+        free(ids);
+        cf_hf_tokenizer_free(t);
+    }
+    free(text);
+    tmp_cleanup();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(hugging_face),
         cmocka_unit_test(gpt2_bpe),
         cmocka_unit_test(char_and_byte),
         cmocka_unit_test(sentencepiece),

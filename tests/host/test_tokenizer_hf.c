@@ -8,6 +8,9 @@
  * - smollm_bpe/ and llama3_bpe/ (tokenizer.json files): `tokenizers`' ids (Digits then
  *   ByteLevel; Llama 3's regex; added tokens in the text; the template's
  *   BOS) and its decoding, for Unicode, whitespace runs, digits, emoji;
+ * - decoding as transformers' decode(skip_special_tokens=True): the
+ *   reference's decoding without the special tokens;
+ * - BOS and EOS from tokenizer_config.json;
  * - the directory loader's choice, and the errors for what is not read.
  */
 #include "data_util.h"
@@ -16,6 +19,27 @@
 #include "tokenizer_hf.h"
 
 #include <jansson.h>
+
+/* The reference's decoding `decoded` of ids without the special tokens: a
+ * byte-level BPE spells them in the text (removed once for each of their
+ * ids); in SentencePiece's only <unk> gives text (" \xE2\x81\x87 "). */
+static char *strip_specials(const cf_hf_tokenizer *t, const int32_t *ids, size_t n,
+                            const char *decoded)
+{
+    char *out = strdup(decoded);
+    static const char *const specials[] = {"<|begin_of_text|>", "<|end_of_text|>",
+                                           "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<unk>"};
+    for (size_t k = 0; k < sizeof specials / sizeof *specials; k++) {
+        const int32_t id = cf_hf_tokenizer_token_id(t, specials[k]);
+        const char *s = cf_hf_tokenizer_is_bpe(t) ? specials[k] : " \xE2\x81\x87 ";
+        const size_t sl = strlen(s);
+        size_t count = 0;
+        for (size_t i = 0; i < n; i++) count += id >= 0 && ids[i] == id;
+        for (char *at; count && (at = strstr(out, s)); count--)
+            memmove(at, at + sl, strlen(at + sl) + 1);
+    }
+    return out;
+}
 
 static void check_cases(const char *name, cf_hf_tokenizer *t)
 {
@@ -53,6 +77,14 @@ static void check_cases(const char *name, cf_hf_tokenizer *t)
         if (back_len != json_string_length(json_object_get(c, "decoded")) ||
             memcmp(back, decoded, back_len))
             fail_msg("%s: case %zu decodes to \"%s\", want \"%s\"", name, i, back, decoded);
+        free(back);
+        /* skip_special: the reference's text without the special tokens' */
+        char *plain = strip_specials(t, ids, n, decoded);
+        assert_ok(cf_hf_tokenizer_decode(t, ids, n, true, &back, &back_len));
+        if (strcmp(back, plain))
+            fail_msg("%s: case %zu decodes (skipping special tokens) to \"%s\", want \"%s\"",
+                     name, i, back, plain);
+        free(plain);
         free(back);
         free(ids);
         total += n;
@@ -176,12 +208,40 @@ static void errors(void **state)
     tmp_cleanup();
 }
 
+/* tokenizer_config.json names EOS and BOS, as a string or as an AddedToken object. */
+static void bos_eos(void **state)
+{
+    (void)state;
+    char *json;
+    size_t size;
+    assert_ok(cf_read_file(data_path("hf_tokenizers/llama3_bpe/tokenizer.json"), &json, &size));
+    const char *configs[] = {"{\"eos_token\": \"<|end_of_text|>\"}",
+                             "{\"eos_token\": {\"content\": \"<|end_of_text|>\"}, "
+                             "\"bos_token\": \"<|end_of_text|>\"}",
+                             NULL};
+    const int32_t want_eos[] = {601, 601, -1}, want_bos[] = {600, 601, 600};
+    for (int k = 0; k < 3; k++) {
+        const char *data[CF_HF_TOK_FILES] = {json, NULL, configs[k], NULL};
+        const size_t sizes[CF_HF_TOK_FILES] = {size, 0, configs[k] ? strlen(configs[k]) : 0, 0};
+        cf_hf_tokenizer *t;
+        assert_ok(cf_hf_tokenizer_from_files(data, sizes, "dir", &t));
+        assert_int_equal(cf_hf_tokenizer_eos(t), want_eos[k]);
+        assert_int_equal(cf_hf_tokenizer_bos(t), want_bos[k]);
+        cf_hf_tokenizer_free(t);
+    }
+    free(json);
+    cf_hf_tokenizer *t = load("hf_tokenizers/llama_spm"); /* SentencePiece's own */
+    assert_int_equal(cf_hf_tokenizer_eos(t), 2);
+    cf_hf_tokenizer_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(llama_spm),
         cmocka_unit_test(smollm_bpe),
         cmocka_unit_test(llama3_bpe),
+        cmocka_unit_test(bos_eos),
         cmocka_unit_test(errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,15 +33,24 @@ typedef struct {
     size_t made, rows, steps, max_tokens;
     bool stream, progress;
     clformer_status st;
+    int32_t eos;    /* the model's end of text (-1: none) */
+    bool *ended;    /* rows that made it */
+    size_t n_ended;
 } stream;
 
 /* Each token of a batch's rows: a single prompt's is printed at once
  * (lm_stream.h); a batch's rows are printed at the end, with a step counter
- * on a terminal. Stops on Ctrl-C. */
+ * on a terminal. Stops on Ctrl-C, and once every row has made the model's
+ * end of text (a row's tokens after it are dropped: cut_at_eos). */
 static bool on_token(size_t row, int32_t token, void *user)
 {
     stream *s = user;
+    if (s->ended[row]) return true;
     s->made++;
+    if (token == s->eos) {
+        s->ended[row] = true;
+        return ++s->n_ended < s->rows && !stop_requested;
+    }
     if (s->stream) {
         s->st = lm_stream_push(&s->text, token);
         if (s->st != CLFORMER_OK) return false;
@@ -53,7 +62,7 @@ static bool on_token(size_t row, int32_t token, void *user)
     return !stop_requested;
 }
 
-/* The model (a checkpoint or a Hugging Face GPT-2 directory) on the device. */
+/* The model (a checkpoint or a Hugging Face GPT-2 or Llama directory) on the device. */
 static clformer_status open_model(const char *path, clformer_context **ctx, clformer_model **m)
 {
     clformer_status st = cli_context_create(NULL, ctx);
@@ -137,6 +146,18 @@ static clformer_status continuation(const clformer_model *m, const int32_t *prom
     return st;
 }
 
+/* Each row's tokens up to the model's end of text (that token left out). */
+static void cut_at_eos(int32_t eos, const int32_t *out, size_t rows, size_t max_tokens,
+                       size_t *counts)
+{
+    for (size_t r = 0; eos >= 0 && r < rows; r++)
+        for (size_t i = 0; i < counts[r]; i++)
+            if (out[r * max_tokens + i] == eos) {
+                counts[r] = i;
+                break;
+            }
+}
+
 /* The rows: each prompt and its continuation, as text or as one JSON object. */
 static clformer_status print_rows(const clformer_model *m, const char *const *prompts,
                                   int32_t *const *ids, const size_t *lengths, size_t n_prompts,
@@ -195,7 +216,7 @@ int cmd_generate(int argc, char **argv)
     bool greedy = false, json = false;
     const char *precision = "fp32";
     const cli_option options[] = {
-        {"--model", CLI_STRING, &model, "MODEL", "a language model: checkpoint or Hugging Face GPT-2 directory (required)"},
+        {"--model", CLI_STRING, &model, "MODEL", "a language model: checkpoint or Hugging Face GPT-2 or Llama directory (required)"},
         PRECISION_CLI_OPTION(precision),
         {"--prompt", CLI_STRINGS, &given, "TEXT", "a text to continue; up to 8 times for a batch (\"\\n\" style escapes are not read: pass a real newline)"},
         {"--prompt-file", CLI_STRING, &prompt_file, "FILE", "one prompt per line (its newline not included; empty lines skipped), after the --prompt ones"},
@@ -220,8 +241,10 @@ int cmd_generate(int argc, char **argv)
         "it comes; a batch prints each prompt's text, in order, when all are done.\n"
         "Ctrl-C stops after the current token and prints what came (exit 130). Prompts are\n"
         "encoded with the model's own tokenizer (characters, bytes, SentencePiece or GPT-2's\n"
-        "BPE, from the checkpoint or the directory's vocab.json + merges.txt); a UTF-8\n"
-        "character split over tokens is printed once complete.",
+        "BPE, from the checkpoint or the directory's vocab.json + merges.txt; a Hugging Face\n"
+        "directory's tokenizer.json or tokenizer.model puts BOS first as transformers does,\n"
+        "and a row ends at its EOS); a UTF-8 character split over tokens is printed once\n"
+        "complete.",
         "clformer generate --model MODEL (--prompt TEXT ... | --prompt-file FILE)\n"
         "       [--num-samples N] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P]\n"
         "       [--seed N] [--json]",
@@ -278,7 +301,10 @@ int cmd_generate(int argc, char **argv)
     o.seed = (uint64_t)seed;
     /* one prompt, one sample, as text: streamed token by token */
     stream progress = {{0}, 0, rows, 0, (size_t)max_tokens, rows == 1 && !json,
-                       !json && isatty(STDERR_FILENO), CLFORMER_OK};
+                       !json && isatty(STDERR_FILENO), CLFORMER_OK,
+                       m ? clformer_lm_eos(m) : -1, calloc(rows, sizeof(bool)), 0};
+    if (st == CLFORMER_OK && !progress.ended)
+        st = clformer_set_error(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     if (st == CLFORMER_OK) {
         /* Ctrl-C: finish the token under way, print what came, exit 130 */
         struct sigaction sa;
@@ -306,6 +332,7 @@ int cmd_generate(int argc, char **argv)
             putchar('\n');
             fflush(stdout);
         } else if (st == CLFORMER_OK) {
+            cut_at_eos(progress.eos, out, rows, (size_t)max_tokens, counts);
             st = print_rows(m, prompts, ids, lengths, n_prompts, (size_t)samples, out, counts,
                             (size_t)max_tokens, json, seconds);
         }
@@ -323,6 +350,7 @@ int cmd_generate(int argc, char **argv)
     free(lengths);
     free(out);
     free(counts);
+    free(progress.ended);
     free(prompts);
     clformer_lines_free(lines);
     clformer_session_free(s);
@@ -339,7 +367,7 @@ int eval_lm(int argc, char **argv)
     const char *precision = "fp32";
     const cli_option options[] = {
         PRECISION_CLI_OPTION(precision),
-        {"--model", CLI_STRING, &model, "MODEL", "a language model: checkpoint or Hugging Face GPT-2 directory (required)"},
+        {"--model", CLI_STRING, &model, "MODEL", "a language model: checkpoint or Hugging Face GPT-2 or Llama directory (required)"},
         {"--text", CLI_STRING, &text, "FILE", "the text to score (required)"},
         {"--batch-size", CLI_INT, &batch, "B", "windows per forward pass (default 16)", 1, 1 << 20},
         {"--json", CLI_FLAG, &json, NULL, "one JSON object instead of text"},

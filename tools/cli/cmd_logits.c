@@ -139,7 +139,7 @@ int cmd_logits(int argc, char **argv)
     bool overwrite = false;
     const cli_option options[] = {
         PRECISION_CLI_OPTION(precision),
-        {"--model", CLI_STRING, &model, "MODEL", "a checkpoint, or a Hugging Face GPT-2 directory (required)"},
+        {"--model", CLI_STRING, &model, "MODEL", "a checkpoint, or a Hugging Face GPT-2 or Llama directory (required)"},
         {"--batch", CLI_STRING, &batch, "FILE", "safetensors with the ids: src I32 [B, S] and tgt_in I32\n"
                                                 "[B, T] (translation), or ids I32 [B, T] (language model)"},
         {"--ids", CLI_STRING, &ids, "LIST", "a language model's input ids instead of --batch, e.g.\n"

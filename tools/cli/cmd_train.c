@@ -161,7 +161,8 @@ static int parse_args(int argc, char **argv, train_args *a)
         "lm defaults follow nanoGPT: AdamW (0.9, 0.99), lr 1e-3, weight decay 0.1, cosine\n"
         "schedule with 100 warm-up steps down to lr/10, batch 12, clip 1.\n"
         "Vocabularies come from the training data (or --init/--resume; --init also takes a\n"
-        "Hugging Face GPT-2 directory).\n"
+        "Hugging Face GPT-2 or Llama directory, whose tokenizer.json or tokenizer.model then\n"
+        "encodes the text and goes into the checkpoint).\n"
         "With --tokenizer spm the text is raw and the vocabulary SentencePiece subwords, learned\n"
         "(--vocab-size) or given (--tokenizer-model); the checkpoint carries the tokenizer, so\n"
         "translate and eval take and give raw text.",

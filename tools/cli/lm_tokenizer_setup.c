@@ -79,12 +79,17 @@ static bool same_file(const char *path, const void *want, size_t size, bool *sam
     return true;
 }
 
-/* The tokenizer a model has; KIND_NAMES as --tokenizer names them. */
-enum { KIND_CHAR, KIND_BYTE, KIND_SPM, KIND_BPE };
-static const char *const KIND_NAMES[] = {"char", "byte", "spm", "gpt2-bpe"};
+/* The tokenizer a model has; KIND_NAMES as --tokenizer names them (a
+ * Hugging Face directory's came with the model of --init). */
+enum { KIND_CHAR, KIND_BYTE, KIND_SPM, KIND_BPE, KIND_HF };
+static const char *const KIND_NAMES[] = {"char", "byte", "spm", "gpt2-bpe",
+                                         "that of the --init directory"};
 
 static int model_tokenizer(const clformer_model *m)
 {
+    if (clformer_model_hf_tokenizer_file(m, "tokenizer.json", NULL) ||
+        clformer_model_hf_tokenizer_file(m, "tokenizer.model", NULL))
+        return KIND_HF;
     if (clformer_model_bpe(m, false, NULL)) return KIND_BPE;
     if (clformer_model_tokenizer(m, true, NULL)) return KIND_SPM;
     /* a byte vocabulary: the 4 specials and the 256 <0xNN>, nothing else */
@@ -99,8 +104,10 @@ int lm_tokenizer_resume_check(const clformer_model *m, const spm_flags *spm, lm_
 {
     const int have = model_tokenizer(m);
     if (spm->tokenizer && strcmp(spm->tokenizer, KIND_NAMES[have])) {
-        cli_error("train", "--tokenizer %s differs from the checkpoint's (%s): give the "
-                  "checkpoint's or leave --tokenizer out", spm->tokenizer, KIND_NAMES[have]);
+        cli_error("train", "--tokenizer %s differs from the checkpoint's (%s): %s",
+                  spm->tokenizer, KIND_NAMES[have],
+                  have == KIND_HF ? "leave --tokenizer out" : "give the checkpoint's or leave "
+                                                              "--tokenizer out");
         return EXIT_USAGE;
     }
     bool same = true;
