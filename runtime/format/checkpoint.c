@@ -10,11 +10,9 @@
  *                         are the side's vocabulary
  *   clformer.bpe_vocab, clformer.bpe_merges  (language models with GPT-2's
  *                         BPE, optional) base64 of vocab.json and merges.txt
- *   clformer.hf.tokenizer.json, clformer.hf.tokenizer.model,
- *   clformer.hf.tokenizer_config.json, clformer.hf.special_tokens_map.json
- *                         (language models read from a Hugging Face
+ *   clformer.hf.<file>    (language models read from a Hugging Face
  *                         directory with its own tokenizer, optional) base64
- *                         of the directory's file of that name
+ *                         of each of its tokenizer files (tokenizer_hf.h)
  *   clformer.train_state  (training checkpoints) JSON: step, seed (a decimal
  *                         string: 64 bits), optimizer settings, trainer state
  *   clformer.run          (a trainer's saves) the run they belong to: 16 hex

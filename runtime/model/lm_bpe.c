@@ -33,6 +33,17 @@ char **cf_placeholder_tokens(int n)
     return v;
 }
 
+clformer_status cf_placeholder_vocab(int n, cf_vocab **out)
+{
+    *out = NULL;
+    char **names = cf_placeholder_tokens(n);
+    if (!names) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    clformer_status st = cf_vocab_from_tokens((const char *const *)names, (size_t)n,
+                                              "the placeholder vocabulary", out);
+    cf_placeholder_tokens_free(names, n);
+    return st;
+}
+
 static char *copy_text(const char *s, size_t n)
 {
     char *c = malloc(n + 1);
@@ -67,32 +78,21 @@ clformer_status cf_model_set_bpe(cf_model *m, const char *vocab, size_t vocab_le
                      "tokenizer files the model was trained with", vocab_origin, (int)n,
                      m->cfg.tgt_vocab);
     char *texts[2] = {copy_text(vocab, vocab_len), copy_text(merges, merges_len)};
-    char **names = cf_placeholder_tokens(m->cfg.tgt_vocab);
-    if (st == CLFORMER_OK && (!texts[0] || !texts[1] || !names))
+    if (st == CLFORMER_OK && (!texts[0] || !texts[1]))
         st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     cf_vocab *v = NULL;
-    if (st == CLFORMER_OK)
-        st = cf_vocab_from_tokens((const char *const *)names, (size_t)m->cfg.tgt_vocab,
-                                  "the placeholder vocabulary", &v);
-    cf_placeholder_tokens_free(names, m->cfg.tgt_vocab);
+    if (st == CLFORMER_OK) st = cf_placeholder_vocab(m->cfg.tgt_vocab, &v);
     if (st != CLFORMER_OK) {
         free(texts[0]), free(texts[1]);
         cf_bpe_free(bpe);
         return st;
     }
-    CF_TRY(cf_model_set_bpe(m, NULL, 0, NULL, NULL, 0, NULL));
+    cf_model_drop_lm_tokenizer(m); /* the BPE's ids replace any other tokenizer's */
     cf_vocab_free(m->vocab[1]);
     m->vocab[1] = v;
     m->bpe_text[0] = texts[0], m->bpe_text[1] = texts[1];
     m->bpe_len[0] = vocab_len, m->bpe_len[1] = merges_len;
     m->bpe = bpe;
-    /* the BPE's ids replace a SentencePiece model's or a directory's tokenizer */
-    static const char *const none[CF_HF_TOK_FILES] = {NULL};
-    static const size_t no_size[CF_HF_TOK_FILES] = {0};
-    CF_TRY(cf_model_set_hf_tokenizer(m, none, no_size, NULL, NULL));
-    free(m->spm[1]);
-    cf_spm_free(m->spm_proc[1]);
-    m->spm[1] = NULL, m->spm_proc[1] = NULL, m->spm_size[1] = 0;
     return CLFORMER_OK;
 }
 

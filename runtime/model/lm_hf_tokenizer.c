@@ -11,27 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void clear(cf_model *m)
-{
-    for (int i = 0; i < CF_HF_TOK_FILES; i++) {
-        free(m->hf_tok_file[i]);
-        m->hf_tok_file[i] = NULL, m->hf_tok_size[i] = 0;
-    }
-    cf_hf_tokenizer_free(m->hf_tok);
-    m->hf_tok = NULL;
-}
-
 clformer_status cf_model_set_hf_tokenizer(cf_model *m, const char *const data[CF_HF_TOK_FILES],
                                           const size_t size[CF_HF_TOK_FILES], const char *origin,
                                           cf_hf_tokenizer *loaded)
 {
-    bool any = false;
-    for (int i = 0; i < CF_HF_TOK_FILES; i++) any |= data[i] != NULL;
-    if (!any) {
-        cf_hf_tokenizer_free(loaded);
-        clear(m);
-        return CLFORMER_OK;
-    }
     cf_hf_tokenizer *t = loaded;
     clformer_status st = t ? CLFORMER_OK : cf_hf_tokenizer_from_files(data, size, origin, &t);
     if (st == CLFORMER_OK && m->family->source)
@@ -51,24 +34,14 @@ clformer_status cf_model_set_hf_tokenizer(cf_model *m, const char *const data[CF
         memcpy(copy[i], data[i], size[i]);
         copy[i][size[i]] = '\0';
     }
-    char **names = st == CLFORMER_OK ? cf_placeholder_tokens(m->cfg.tgt_vocab) : NULL;
     cf_vocab *v = NULL;
-    if (st == CLFORMER_OK && !names) st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    if (st == CLFORMER_OK)
-        st = cf_vocab_from_tokens((const char *const *)names, (size_t)m->cfg.tgt_vocab,
-                                  "the placeholder vocabulary", &v);
-    cf_placeholder_tokens_free(names, m->cfg.tgt_vocab);
+    if (st == CLFORMER_OK) st = cf_placeholder_vocab(m->cfg.tgt_vocab, &v);
     if (st != CLFORMER_OK) {
         for (int i = 0; i < CF_HF_TOK_FILES; i++) free(copy[i]);
         cf_hf_tokenizer_free(t);
         return st;
     }
-    /* the directory's tokenizer replaces any other */
-    CF_TRY(cf_model_set_bpe(m, NULL, 0, NULL, NULL, 0, NULL));
-    free(m->spm[1]);
-    cf_spm_free(m->spm_proc[1]);
-    m->spm[1] = NULL, m->spm_proc[1] = NULL, m->spm_size[1] = 0;
-    clear(m);
+    cf_model_drop_lm_tokenizer(m); /* the directory's tokenizer replaces any other */
     cf_vocab_free(m->vocab[1]);
     m->vocab[1] = v;
     for (int i = 0; i < CF_HF_TOK_FILES; i++) m->hf_tok_file[i] = copy[i], m->hf_tok_size[i] = size[i];

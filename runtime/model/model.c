@@ -129,6 +129,20 @@ void cf_collective_free(cf_model *m)
     m->ranks = 1;
 }
 
+void cf_model_drop_lm_tokenizer(cf_model *m)
+{
+    free(m->spm[1]);
+    cf_spm_free(m->spm_proc[1]);
+    m->spm[1] = NULL, m->spm_proc[1] = NULL, m->spm_size[1] = 0;
+    for (int k = 0; k < 2; k++) free(m->bpe_text[k]), m->bpe_text[k] = NULL, m->bpe_len[k] = 0;
+    cf_bpe_free(m->bpe);
+    m->bpe = NULL;
+    for (int i = 0; i < CF_HF_TOK_FILES; i++)
+        free(m->hf_tok_file[i]), m->hf_tok_file[i] = NULL, m->hf_tok_size[i] = 0;
+    cf_hf_tokenizer_free(m->hf_tok);
+    m->hf_tok = NULL;
+}
+
 void clformer_model_free(clformer_model *m)
 {
     if (!m) return;
@@ -141,14 +155,8 @@ void clformer_model_free(clformer_model *m)
     cf_vocab_free(m->vocab[0]);
     cf_vocab_free(m->vocab[1]);
     free(m->spm[0]);
-    free(m->spm[1]);
     cf_spm_free(m->spm_proc[0]);
-    cf_spm_free(m->spm_proc[1]);
-    free(m->bpe_text[0]);
-    free(m->bpe_text[1]);
-    cf_bpe_free(m->bpe);
-    for (int i = 0; i < CF_HF_TOK_FILES; i++) free(m->hf_tok_file[i]);
-    cf_hf_tokenizer_free(m->hf_tok);
+    cf_model_drop_lm_tokenizer(m);
     free(m->tokenizer_problem);
     free(m->train_state);
     free(m);

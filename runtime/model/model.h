@@ -95,12 +95,16 @@ const cf_param_entry *cf_model_tensor(const cf_model *m, const char *name);
 clformer_status cf_model_set_bpe(cf_model *m, const char *vocab, size_t vocab_len,
                                  const char *vocab_origin, const char *merges, size_t merges_len,
                                  const char *merges_origin);
+/* Drops the tokenizer of the model's text (target SentencePiece model,
+ * GPT-2 BPE, Hugging Face tokenizer) before another replaces it. */
+void cf_model_drop_lm_tokenizer(cf_model *m);
+
 /* A Hugging Face directory's tokenizer (lm_hf_tokenizer.c) from its files'
  * bytes (data[i] NULL when absent; `origin` names them in errors);
  * `loaded`, when not NULL, is their tokenizer already loaded (taken over,
  * freed on error too). The ids are the embedding rows; the vocabulary
  * becomes placeholders, and a BPE or SentencePiece model the model had is
- * dropped. All data NULL: the model has no such tokenizer. */
+ * dropped. */
 clformer_status cf_model_set_hf_tokenizer(cf_model *m, const char *const data[CF_HF_TOK_FILES],
                                           const size_t size[CF_HF_TOK_FILES], const char *origin,
                                           cf_hf_tokenizer *loaded);
@@ -109,6 +113,8 @@ clformer_status cf_model_set_hf_tokenizer(cf_model *m, const char *const data[CF
  * malloc'd; free with cf_placeholder_tokens_free). NULL: out of memory. */
 char **cf_placeholder_tokens(int n);
 void cf_placeholder_tokens_free(char **tokens, int n);
+/* Those n tokens as a vocabulary. */
+clformer_status cf_placeholder_vocab(int n, cf_vocab **out);
 
 /* Data parallelism as the model sees it. The collective itself (the
  * caller's clformer_collective, the gradient buckets) belongs to the train

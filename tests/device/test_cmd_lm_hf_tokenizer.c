@@ -1,9 +1,10 @@
 /*
  * A Hugging Face Llama directory whose tokenizer is its own tokenizer.json
- * (tests/data/hf_tokenizers/llama3_bpe: byte-level BPE, a template's BOS)
- * through the commands, as a user runs them: the directory made from a tiny
- * random model's hf-llama export with clformer's files replaced by the
- * tokenizer's (tokenizer.json, tokenizer_config.json naming EOS), then
+ * (tests/data/hf_tokenizers/llama3_bpe: byte-level BPE, a template's BOS;
+ * its tokenizer_config.json and special_tokens_map.json, written by hand,
+ * name Llama 3's BOS and EOS) through the commands, as a user runs them: the
+ * directory made from a tiny random model's hf-llama export with clformer's
+ * files replaced by the tokenizer's, then
  * - the model's ids of texts are the golden ids of `tokenizers`
  *   (cases.json), and decode back to the texts without BOS;
  * - generate --prompt and eval --text run on it (eval scores the golden
@@ -25,11 +26,10 @@
 #include <string.h>
 #include <unistd.h>
 
-static char fixture[256]; /* tests/data/hf_tokenizers/llama3_bpe */
-static char json_bytes[1 << 15];
-static const char *const TOKENIZER_CONFIG =
-    "{\"bos_token\": \"<|begin_of_text|>\", \"eos_token\": \"<|end_of_text|>\", "
-    "\"tokenizer_class\": \"PreTrainedTokenizerFast\"}";
+/* The fixture's tokenizer files, as read. */
+static const char *const FILES[] = {"tokenizer.json", "tokenizer_config.json",
+                                    "special_tokens_map.json"};
+static char file_bytes[3][1 << 15];
 
 /* A tiny random Llama of the tokenizer's 602 ids, exported to `dir`
  * (model.norm.weight all zero when `flat`: every logit 0, greedy picks id 0),
@@ -59,13 +59,15 @@ static void make_hf_dir(const char *dir, bool flat, const char *eos)
     json_object_del(config, "clformer_files");
     assert_int_equal(json_dump_file(config, path, 0), 0);
     json_decref(config);
-    harness_path(path, sizeof path, dir, "tokenizer.json");
-    harness_write_file(path, json_bytes);
-    if (eos)
-        snprintf(text, sizeof text,
-                 "{\"bos_token\": \"<|begin_of_text|>\", \"eos_token\": \"%s\"}", eos);
-    harness_path(path, sizeof path, dir, "tokenizer_config.json");
-    harness_write_file(path, eos ? text : TOKENIZER_CONFIG);
+    for (int k = 0; k < 3; k++) {
+        harness_path(path, sizeof path, dir, FILES[k]);
+        harness_write_file(path, file_bytes[k]);
+    }
+    if (eos) {
+        snprintf(text, sizeof text, "{\"eos_token\": \"%s\"}", eos);
+        harness_path(path, sizeof path, dir, "tokenizer_config.json");
+        harness_write_file(path, text);
+    }
 }
 
 /* The model's ids of the golden texts are `tokenizers`' and decode back to
@@ -119,10 +121,11 @@ static void hf_tokenizer_commands(void **state)
     char path[512], dir[64], src[128], text[128], ck[128], ck2[128], out_dir[128], flat[128];
     static char out[1 << 14], out2[1 << 14];
     const harness_cmd cmd = {out, sizeof out}, cmd2 = {out2, sizeof out2};
-    snprintf(fixture, sizeof fixture, "%s/hf_tokenizers/llama3_bpe",
-             getenv("CLFORMER_TEST_DATA"));
-    harness_path(path, sizeof path, fixture, "tokenizer.json");
-    harness_slurp(path, json_bytes, sizeof json_bytes);
+    for (int k = 0; k < 3; k++) {
+        snprintf(path, sizeof path, "%s/hf_tokenizers/llama3_bpe/%s",
+                 getenv("CLFORMER_TEST_DATA"), FILES[k]);
+        harness_slurp(path, file_bytes[k], sizeof file_bytes[k]);
+    }
     assert_true(harness_temp_dir(dir, sizeof dir, "hftok"));
     harness_path(src, sizeof src, dir, "src");
     harness_path(text, sizeof text, dir, "text.txt");
@@ -178,8 +181,7 @@ static void hf_tokenizer_commands(void **state)
     rc = harness_run_clformer(&cmd2, "export", "--format", "hf-llama", "--model", ck, "--out",
                               out_dir, NULL);
     if (rc != 0) fail_msg("export --format hf-llama exited with %d:\n%s", rc, out2);
-    assert_file(out_dir, "tokenizer.json", json_bytes);
-    assert_file(out_dir, "tokenizer_config.json", TOKENIZER_CONFIG);
+    for (int k = 0; k < 3; k++) assert_file(out_dir, FILES[k], file_bytes[k]);
     harness_path(path, sizeof path, out_dir, "clformer_vocab.json");
     assert_int_not_equal(access(path, F_OK), 0);
     harness_path(path, sizeof path, out_dir, "config.json");
