@@ -20,9 +20,11 @@
 #include <string.h>
 #include <unistd.h>
 
-const char *const cf_export_dir_names[] = {"model.safetensors", "config.json", "vocab.json",
-                                           "merges.txt", "clformer_vocab.json",
-                                           "clformer_spm.model", NULL};
+const char *const cf_export_dir_names[] = {
+    "model.safetensors", "config.json", "vocab.json", "merges.txt", "clformer_vocab.json",
+    "clformer_spm.model",
+    /* a Hugging Face directory's tokenizer files (tokenizer_hf.h) */
+    "tokenizer.json", "tokenizer.model", "tokenizer_config.json", "special_tokens_map.json", NULL};
 
 static atomic_uint temp_counter;
 

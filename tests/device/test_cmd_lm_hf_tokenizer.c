@@ -181,6 +181,10 @@ static void hf_tokenizer_commands(void **state)
     rc = harness_run_clformer(&cmd2, "export", "--format", "hf-llama", "--model", ck, "--out",
                               out_dir, NULL);
     if (rc != 0) fail_msg("export --format hf-llama exited with %d:\n%s", rc, out2);
+    assert_non_null(strstr(out2, "tokenizer.json: the tokenizer of the directory"));
+    rc = harness_run_clformer(&cmd2, "export", "--format", "hf-llama", "--model", ck, "--out",
+                              out_dir, "--overwrite", NULL); /* an earlier export: replaced */
+    if (rc != 0) fail_msg("export --overwrite exited with %d:\n%s", rc, out2);
     for (int k = 0; k < 3; k++) assert_file(out_dir, FILES[k], file_bytes[k]);
     harness_path(path, sizeof path, out_dir, "clformer_vocab.json");
     assert_int_not_equal(access(path, F_OK), 0);

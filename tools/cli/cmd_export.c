@@ -33,8 +33,15 @@ static int export_hf(const char *model, const char *dir, clformer_precision prec
         printf("wrote %s/model.safetensors and config.json (Hugging Face %s: "
                "%s.from_pretrained loads it)\n", dir, hf_formats[i].name,
                hf_formats[i].class_name);
-        /* the tokenizer files: Hugging Face's own only for GPT-2's BPE */
-        if (clformer_model_bpe(m, false, NULL))
+        /* the tokenizer files: Hugging Face's own for a directory's tokenizer and GPT-2's BPE */
+        const bool json = clformer_model_hf_tokenizer_file(m, "tokenizer.json", NULL),
+                   spm = clformer_model_hf_tokenizer_file(m, "tokenizer.model", NULL);
+        if (json || spm)
+            printf("wrote %s/%s: the tokenizer of the directory the model came from "
+                   "(AutoTokenizer.from_pretrained reads it)\n", dir,
+                   json && spm ? "tokenizer.json and tokenizer.model"
+                               : json ? "tokenizer.json" : "tokenizer.model");
+        else if (clformer_model_bpe(m, false, NULL))
             printf("wrote %s/vocab.json and merges.txt: the model's GPT-2 BPE tokenizer "
                    "(GPT2TokenizerFast.from_pretrained reads them)\n", dir);
         else
