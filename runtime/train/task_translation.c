@@ -29,41 +29,11 @@ static clformer_status translation_check(const clformer_train_options *o)
     if (!o->val_text && !o->val_src_path != !o->val_tgt_path)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "validation files go in pairs: give both the source and the target");
-    if (!o->steps == !o->epochs)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "give exactly one limit: a number of steps or of epochs");
-    if (o->init_path && o->resume_path)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "init and resume exclude each other: resume continues a training "
-                       "checkpoint, init starts a new run from a model's weights");
-    if ((o->keep_last || o->save_best) && !o->save_path)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "keeping numbered or best checkpoints needs a save path: their names "
-                       "are made from it");
-    if (o->keep_last && !o->save_every)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "keeping the last %" PRIu64 " checkpoints needs periodic saves (save "
-                       "every N steps)", o->keep_last);
-    const bool has_val = o->val_text || o->val_src_path;
-    if ((o->save_best || o->patience) && !has_val)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "the best checkpoint and early stopping need validation data");
     if ((o->save_best || o->patience) && o->best_metric == CLFORMER_METRIC_BLEU &&
         o->bleu_sentences == 0)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "judging checkpoints by BLEU needs validation sentences to translate "
                        "(bleu_sentences > 0)");
-    if (o->schedule == CLFORMER_LR_INVERSE_SQRT && o->warmup == 0)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "the inverse-sqrt schedule needs a warm-up of at least 1 step");
-    if (!(o->max_seconds >= 0.0 && o->max_seconds < INFINITY))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "the time limit must be a finite number of seconds >= 0 (0: none), got %g",
-                       o->max_seconds);
-    if (!(o->warmup_init_lr >= 0.0f))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "the warm-up's initial learning rate must be >= 0, got %g",
-                       (double)o->warmup_init_lr);
     return CLFORMER_OK;
 }
 

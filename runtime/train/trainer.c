@@ -153,9 +153,47 @@ static clformer_status restore(clformer_trainer *t)
     return st;
 }
 
+/* The checks of a run's options that hold for every task (the task's own
+ * follow: its data, its metrics). */
+static clformer_status check_run_options(const clformer_train_options *o)
+{
+    if (!o->steps == !o->epochs)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "give exactly one limit: a number of steps or of epochs");
+    if (o->init_path && o->resume_path)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "init and resume exclude each other: resume continues a training "
+                       "checkpoint, init starts a new run from a model's weights");
+    if ((o->keep_last || o->save_best) && !o->save_path)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "keeping numbered or best checkpoints needs a save path: their names "
+                       "are made from it");
+    if (o->keep_last && !o->save_every)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "keeping the last %" PRIu64 " checkpoints needs periodic saves (save "
+                       "every N steps)", o->keep_last);
+    const bool has_val = o->val_text || o->val_src_path;
+    if ((o->save_best || o->patience) && !has_val)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "the best checkpoint and early stopping need validation data");
+    if (o->schedule == CLFORMER_LR_INVERSE_SQRT && o->warmup == 0)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "the inverse-sqrt schedule needs a warm-up of at least 1 step");
+    if (!(o->max_seconds >= 0.0 && o->max_seconds < INFINITY))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "the time limit must be a finite number of seconds >= 0 (0: none), got %g",
+                       o->max_seconds);
+    if (!(o->warmup_init_lr >= 0.0f))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "the warm-up's initial learning rate must be >= 0, got %g",
+                       (double)o->warmup_init_lr);
+    return CLFORMER_OK;
+}
+
 static clformer_status setup(clformer_trainer *t)
 {
     const clformer_train_options *o = &t->o;
+    CF_TRY(check_run_options(o));
     CF_TRY(t->task->check(o));
     t->lr = o->lr;
     t->schedule = o->schedule;

@@ -268,6 +268,19 @@ static void bad_options_are_refused(void **state)
     assert_non_null(strstr(clformer_last_error(), "nosuch.safetensors"));
     clformer_parallel_text_free(train);
     clformer_parallel_text_free(val);
+    /* a language model's run is held to the same rules (its task checked only
+     * its text before); refused before the text is read */
+    assert_ok(clformer_train_options_for_task(&o, true, "gpt-mini"));
+    o.text_path = "nosuch.txt";
+    o.steps = 2;
+    o.init_path = "a.safetensors";
+    o.resume_path = "b.safetensors";
+    assert_int_equal(clformer_trainer_create(hctx(), &o, &t), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "exclude each other"));
+    o.init_path = o.resume_path = NULL;
+    o.keep_last = 2; /* without a save path */
+    assert_int_equal(clformer_trainer_create(hctx(), &o, &t), CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "needs a save path"));
 }
 
 static const struct CMUnitTest tests[] = {
