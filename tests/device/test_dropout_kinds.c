@@ -14,9 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The losses of three training steps from the same start (seed 7). */
+/* The losses of three training steps from the same start (seed 7); two on a
+ * simulator (the second step's loss still reads the first step's backward
+ * through the dropout masks), the third left 0. */
 static void losses(float dropout, float attention, float activation, double out[3])
 {
+    const uint64_t steps = harness_is_slow() ? 2 : 3;
+    out[2] = 0.0;
     clformer_config c = harness_small_config();
     c.dropout = dropout;
     c.attention_dropout = attention;
@@ -25,7 +29,7 @@ static void losses(float dropout, float attention, float activation, double out[
     assert_ok(clformer_model_create(hctx(), &c, 7, &m));
     clformer_session *s;
     assert_ok(clformer_session_create(m, &s));
-    for (uint64_t k = 0; k < 3; k++) {
+    for (uint64_t k = 0; k < steps; k++) {
         int32_t *src = harness_random_sentences(4, 8, c.src_vocab, 100 + k);
         int32_t *tgt = harness_random_sentences(4, 9, c.tgt_vocab, 200 + k);
         const clformer_batch b = {4, 8, 9, src, tgt};
@@ -49,13 +53,18 @@ static void rates_reach_their_own_places(void **state)
     (void)state;
     double one[3], all_three[3], none[3], attention[3], activation[3], residual[3];
     losses(0.3f, -1.0f, -1.0f, one);
-    losses(0.3f, 0.3f, 0.3f, all_three);
-    if (!same(one, all_three))
-        fail_msg("dropout 0.3 alone: %.9g, with both others 0.3 given: %.9g", one[2], all_three[2]);
     losses(0.0f, -1.0f, -1.0f, none);
-    double zeros[3];
-    losses(0.0f, 0.0f, 0.0f, zeros);
-    assert_true(same(none, zeros));
+    /* how unset rates resolve is host code, the same on every device; the
+     * simulator (minutes a run) launches no other kernel in these two runs */
+    if (!harness_is_slow()) {
+        losses(0.3f, 0.3f, 0.3f, all_three);
+        if (!same(one, all_three))
+            fail_msg("dropout 0.3 alone: %.9g, with both others 0.3 given: %.9g", one[2],
+                     all_three[2]);
+        double zeros[3];
+        losses(0.0f, 0.0f, 0.0f, zeros);
+        assert_true(same(none, zeros));
+    }
     /* only the attention probabilities, only the activation, only the rest:
      * each changes the run, and each differently */
     losses(0.0f, 0.5f, 0.0f, attention);
