@@ -9,21 +9,14 @@
 # Usage: tools/hf-venv.sh [--print-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/pinned-venv.sh
 
 dir=$HOME/.venvs/clformer-hf
-if [[ "${1:-}" == "--print-dir" ]]; then
-    echo "$dir"
-    exit 0
-elif [[ $# -gt 0 ]]; then
-    echo "hf-venv: unknown argument '$1' (usage: tools/hf-venv.sh [--print-dir])" >&2
-    exit 2
-fi
+pinned_venv_args hf-venv "$dir" "$@"
 
 requirements=tools/reference/requirements-hf.txt
 stamp=$(sha256sum "$requirements" | cut -d' ' -f1)
-# The stamp is written last: a run that stopped half-way is redone.
-if [[ -f "$dir/clformer-stamp" && "$(cat "$dir/clformer-stamp")" == "$stamp" &&
-      -x "$dir/bin/python" ]]; then
+if pinned_venv_current "$dir" "$stamp" bin/python; then
     echo "hf-venv: $requirements already installed in $dir"
     exit 0
 fi
@@ -33,10 +26,7 @@ fi
     exit 1
 }
 echo "hf-venv: installing $requirements into $dir"
-rm -rf "$dir"
-mkdir -p "$(dirname "$dir")"
-/usr/bin/python3 -m venv --system-site-packages "$dir"
-"$dir/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
-echo "$stamp" > "$dir/clformer-stamp.tmp"
-mv "$dir/clformer-stamp.tmp" "$dir/clformer-stamp"
+pinned_venv_create "$dir" /usr/bin/python3 --system-site-packages
+pinned_venv_install "$dir" -r "$requirements"
+pinned_venv_stamp "$dir" "$stamp"
 echo "hf-venv: done; tools/test.sh now runs the Hugging Face round trips too"

@@ -10,6 +10,7 @@
 # The place: $CLFORMER_INTEL_OPENCL_DIR, else $XDG_CACHE_HOME/clformer/intel-opencl,
 # else ~/.cache/clformer/intel-opencl. About 310 MiB.
 set -euo pipefail
+source "$(dirname "$0")/pinned-venv.sh"
 
 # Pinned: the versions the suite was last run on (docs/DEVICES.md).
 INTEL_OPENCL_RT=2026.2.0
@@ -17,17 +18,9 @@ INTEL_CMPLR_LIB_RT=2026.2.0
 stamp="intel-opencl-rt==${INTEL_OPENCL_RT} intel-cmplr-lib-rt==${INTEL_CMPLR_LIB_RT}"
 
 dir=${CLFORMER_INTEL_OPENCL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/clformer/intel-opencl}
-if [[ "${1:-}" == "--print-dir" ]]; then
-    echo "$dir"
-    exit 0
-elif [[ $# -gt 0 ]]; then
-    echo "intel-opencl: unknown argument '$1' (usage: tools/intel-opencl.sh [--print-dir])" >&2
-    exit 2
-fi
+pinned_venv_args intel-opencl "$dir" "$@"
 
-# The stamp is written last: a run that stopped half-way is redone.
-if [[ -f "$dir/clformer-stamp" && "$(cat "$dir/clformer-stamp")" == "$stamp" &&
-      -f "$dir/lib/libintelocl.so" && -f "$dir/intel-cpu.icd" ]]; then
+if pinned_venv_current "$dir" "$stamp" lib/libintelocl.so intel-cpu.icd; then
     echo "intel-opencl: $stamp already in $dir"
     exit 0
 fi
@@ -36,11 +29,8 @@ python3 -c 'import ensurepip, venv' 2>/dev/null || {
     exit 1
 }
 echo "intel-opencl: installing $stamp into $dir"
-rm -rf "$dir"
-mkdir -p "$(dirname "$dir")"
-python3 -m venv "$dir"
-"$dir/bin/pip" install --quiet --disable-pip-version-check \
-    "intel-opencl-rt==${INTEL_OPENCL_RT}" "intel-cmplr-lib-rt==${INTEL_CMPLR_LIB_RT}"
+pinned_venv_create "$dir" python3
+pinned_venv_install "$dir" "intel-opencl-rt==${INTEL_OPENCL_RT}" "intel-cmplr-lib-rt==${INTEL_CMPLR_LIB_RT}"
 [[ -f "$dir/lib/libintelocl.so" ]] || {
     echo "intel-opencl: $dir/lib/libintelocl.so missing after pip install" >&2
     exit 1
@@ -51,6 +41,5 @@ python3 -m venv "$dir"
 # would shadow the system's for every program).
 echo "$dir/lib/libintelocl.so" > "$dir/intel-cpu.icd.tmp"
 mv "$dir/intel-cpu.icd.tmp" "$dir/intel-cpu.icd"
-echo "$stamp" > "$dir/clformer-stamp.tmp"
-mv "$dir/clformer-stamp.tmp" "$dir/clformer-stamp"
+pinned_venv_stamp "$dir" "$stamp"
 echo "intel-opencl: done; reconfigure (tools/test.sh does) to add intel:cpu to the test devices"

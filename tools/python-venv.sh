@@ -12,21 +12,14 @@
 # else ~/.cache/clformer/python-venv. About 100 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/pinned-venv.sh
 
 dir=${CLFORMER_PYTHON_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/clformer/python-venv}
-if [[ "${1:-}" == "--print-dir" ]]; then
-    echo "$dir"
-    exit 0
-elif [[ $# -gt 0 ]]; then
-    echo "python-venv: unknown argument '$1' (usage: tools/python-venv.sh [--print-dir])" >&2
-    exit 2
-fi
+pinned_venv_args python-venv "$dir" "$@"
 
 requirements=python/requirements-test.txt
 stamp=$(sha256sum "$requirements" | cut -d' ' -f1)
-# The stamp is written last: a run that stopped half-way is redone.
-if [[ -f "$dir/clformer-stamp" && "$(cat "$dir/clformer-stamp")" == "$stamp" &&
-      -x "$dir/bin/python" ]]; then
+if pinned_venv_current "$dir" "$stamp" bin/python; then
     echo "python-venv: $requirements already installed in $dir"
     exit 0
 fi
@@ -35,10 +28,7 @@ python3 -c 'import ensurepip, venv' 2>/dev/null || {
     exit 1
 }
 echo "python-venv: installing $requirements into $dir"
-rm -rf "$dir"
-mkdir -p "$(dirname "$dir")"
-python3 -m venv "$dir"
-"$dir/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
-echo "$stamp" > "$dir/clformer-stamp.tmp"
-mv "$dir/clformer-stamp.tmp" "$dir/clformer-stamp"
+pinned_venv_create "$dir" python3
+pinned_venv_install "$dir" -r "$requirements"
+pinned_venv_stamp "$dir" "$stamp"
 echo "python-venv: done; tools/test.sh now tests the Python package too (label python)"
