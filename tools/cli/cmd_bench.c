@@ -719,11 +719,17 @@ static void apply_shape(const shape_options *sh, clformer_config *c)
 /* The language-model presets' bench defaults where the command line is
  * silent: nanoGPT's batch for gpt-mini and gpt-char (their runs' 12 and 64
  * windows) and the issue's GPT-2 figure's 8; Tiny Shakespeare's 65
- * characters, GPT-2's 50,257 tokens. The window is the preset's context. */
+ * characters, GPT-2's 50,257 tokens. llama-small: 8 windows of a small BPE's
+ * 8,000 tokens (docs/PERFORMANCE.md's comparison); SmolLM-135M and
+ * TinyLlama-1.1B: one window of their own vocabularies (49,152 and 32,000),
+ * since at their 2,048-token context one window is already large. The
+ * window is the preset's context. */
 static const struct {
     const char *name;
     long batch, vocab;
-} lm_bench_defaults[] = {{"gpt-mini", 12, 65}, {"gpt-char", 64, 65}, {"gpt2", 8, 50257}};
+} lm_bench_defaults[] = {{"gpt-mini", 12, 65},      {"gpt-char", 64, 65},
+                         {"gpt2", 8, 50257},        {"llama-small", 8, 8000},
+                         {"smollm-135m", 1, 49152}, {"tinyllama-1.1b", 1, 32000}};
 
 /* What was given on the command line, for the language models' defaults. */
 struct given_options {
@@ -853,7 +859,7 @@ int cmd_bench(int argc, char **argv)
     const char *precision = "fp32";
     shape_options sh = {0};
     const cli_option options[] = {
-        {"--config", CLI_CHOICE, &config, NULL, "model preset (tiny; --task lm: gpt-mini; clformer presets lists the translation ones)", 0, 0, preset_choices, &g.config},
+        {"--config", CLI_CHOICE, &config, NULL, "model preset (tiny; --task lm: gpt-mini; clformer presets lists them)", 0, 0, preset_choices, &g.config},
         {"--task", CLI_CHOICE, &task, NULL, "translate: an encoder-decoder (default); lm: a decoder-only language model (the gpt and llama presets)", 0, 0, "translate|lm", &g.task},
         {"--batch", CLI_INT, &batch, "B", "sentences or windows per batch (32; lm: the preset's, below)", 1, 65536, NULL, &g.batch},
         {"--len", CLI_INT, &len, "T", "tokens per sentence, <sos> and <eos> included (32); lm: tokens per window (the context)", 3,
@@ -890,7 +896,7 @@ int cmd_bench(int argc, char **argv)
         "achieved GFLOP/s, per kernel family its time (OpenCL profiling), bytes moved and\n"
         "GB/s against the device's copy bandwidth (a roofline table), device memory and\n"
         "the first step's compile time. Data are random tokens (fixed seed).",
-        "clformer bench [--config tiny|small|base|gpt-mini|gpt-char|gpt2] [--batch B] [--len T] [--json] [options]",
+        "clformer bench [--config PRESET] [--batch B] [--len T] [--json] [options]",
         "Presets: 'clformer presets' lists their sizes; the rest is max_len 256, pre-norm,\n"
         "ReLU, dropout 0.1, Adam with clipping 1.0 (max_len is --len + 1 for a longer --len).\n"
         "--d-model, --heads, --d-ff, --enc-layers, --dec-layers, --post-norm, --dropout,\n"
@@ -899,10 +905,12 @@ int cmd_bench(int argc, char **argv)
         "clformer train (e.g. the fairseq-like recipe of docs/RESULTS.md; --quick\n"
         "overrides them). CLFORMER_ATTENTION picks the attention path (fused, unfused\n"
         "or auto: docs/ENVIRONMENT.md).\n"
-        "Language models (--config gpt-mini|gpt-char|gpt2, or --task lm for gpt-mini): the\n"
+        "Language models (the gpt and llama presets, or --task lm for gpt-mini): the\n"
         "preset's shape and dropout (clformer train --task lm's), windows of --len tokens\n"
-        "(default the context: 64, 256, 1024), --batch 12, 64 and 8 and --vocab 65, 65 and\n"
-        "50257 by default; a training step takes B windows of T + 1 tokens and counts B*T,\n"
+        "(default the context: 64, 256, 1024 for gpt-mini, gpt-char, gpt2; 256, 2048, 2048\n"
+        "for llama-small, smollm-135m, tinyllama-1.1b), --batch 12, 64, 8; 8, 1, 1 and\n"
+        "--vocab 65, 65, 50257; 8000, 49152, 32000 by default; a training step takes B\n"
+        "windows of T + 1 tokens and counts B*T,\n"
         "as nanoGPT counts; generation prompts each of B rows with one token and continues\n"
         "it greedily by T - 1 (JSON keys generate_... instead of translate_...).\n"
         "Counting: a training step takes B pairs of T tokens and counts B*T target tokens;\n"
