@@ -704,8 +704,8 @@ CLFORMER_API const void *clformer_model_hf_tokenizer_file(const clformer_model *
                                                           const char *name, size_t *size);
 
 /* The id that ends a language model's text (its Hugging Face tokenizer's
- * EOS, as tokenizer_config.json names it), -1 when it has none: generation
- * stops there. */
+ * EOS, as tokenizer_config.json names it; a GPT-2 BPE's "<|endoftext|>"),
+ * -1 when it has none: generation stops there. */
 CLFORMER_API int32_t clformer_lm_eos(const clformer_model *model);
 
 /* Learns a SentencePiece model ("unigram" or "bpe", vocab_size pieces with

@@ -64,7 +64,9 @@ clformer_status clformer_lm_decode(const clformer_model *m, const int32_t *ids, 
 
 int32_t clformer_lm_eos(const clformer_model *m)
 {
-    return m->hf_tok ? cf_hf_tokenizer_eos(m->hf_tok) : -1;
+    if (m->hf_tok) return cf_hf_tokenizer_eos(m->hf_tok);
+    /* GPT-2's end of text, its config.json's eos_token_id (hf_gpt2.c writes it so) */
+    return m->bpe ? cf_bpe_token_id(m->bpe, "<|endoftext|>") : -1;
 }
 
 clformer_status clformer_lm_vocab(const char *text, size_t len, clformer_lm_tokenizer tokenizer,

@@ -72,11 +72,49 @@ static void same_eval(const char *a, const char *b, const char *text)
     assert_string_equal(out, out2);
 }
 
+/* `a` with every logit 0 (the final norm and any head bias zeroed), saved to
+ * `flat` and exported to the Hugging Face directory `flat_hf`: greedy
+ * decoding then picks id 0, tests/data/bpe's "<|endoftext|>". */
+static void save_flat(const char *a, const char *flat, const char *flat_hf)
+{
+    clformer_model *m = NULL;
+    assert_ok(clformer_model_load(hctx(), a, &m));
+    const clformer_config *c = clformer_model_config(m);
+    float zeros[1024] = {0};
+    assert_true(c->d_model <= 1024 && c->tgt_vocab <= 1024);
+    assert_ok(clformer_model_write_tensor(m, "transformer.decoder.norm.weight", zeros,
+                                          (size_t)c->d_model));
+    assert_ok(clformer_model_write_tensor(m, "transformer.decoder.norm.bias", zeros,
+                                          (size_t)c->d_model));
+    if (c->generator_bias)
+        assert_ok(clformer_model_write_tensor(m, "generator.bias", zeros, (size_t)c->tgt_vocab));
+    assert_int_equal(clformer_lm_eos(m), 0);
+    assert_ok(clformer_model_save(m, flat, false));
+    assert_ok(clformer_model_export_hf_gpt2(m, flat_hf));
+    clformer_model_free(m);
+}
+
+/* generate stops each row at "<|endoftext|>" and leaves it out of the text,
+ * as transformers' generate does with GPT-2's eos_token_id */
+static void stops_at_end_of_text(const char *model)
+{
+    int rc = harness_run_clformer(&cmd, "generate", "--model", model, "--prompt", "ROMEO:",
+                                  "--prompt", "JULIET:", "--max-tokens", "5", "--greedy", "--json",
+                                  NULL);
+    if (rc != 0) fail_msg("generate --model %s exited with %d:\n%s", model, rc, out);
+    if (!strstr(out, "\"text\": \"\", \"tokens\": 0") || strstr(out, "endoftext"))
+        fail_msg("generate --model %s went on past <|endoftext|>:\n%s", model, out);
+    rc = harness_run_clformer(&cmd, "generate", "--model", model, "--prompt", "ROMEO:",
+                              "--max-tokens", "5", "--greedy", NULL);
+    if (rc != 0) fail_msg("generate --model %s exited with %d:\n%s", model, rc, out);
+    assert_string_equal(out, "ROMEO:\n");
+}
+
 static void gpt2_bpe(void **state)
 {
     (void)state;
     char dir[64], text[128], a[128], b[128], hf[128], tuned[128], bad[128], half[128];
-    char vocab[4200], merges[4200], bpe_dir[4000];
+    char flat[128], flat_hf[128], vocab[4200], merges[4200], bpe_dir[4000];
     assert_true(harness_temp_dir(dir, sizeof dir, "lmtok"));
     char run_dir[64]; /* beside dir, not in it: dir is also an input folder */
     assert_true(harness_temp_dir(run_dir, sizeof run_dir, "lmtok_cwd"));
@@ -88,6 +126,8 @@ static void gpt2_bpe(void **state)
     harness_path(tuned, sizeof tuned, dir, "tuned.safetensors");
     harness_path(bad, sizeof bad, dir, "bad_merges.txt");
     harness_path(half, sizeof half, dir, "half");
+    harness_path(flat, sizeof flat, dir, "flat.safetensors");
+    harness_path(flat_hf, sizeof flat_hf, dir, "flat_hf");
     snprintf(bpe_dir, sizeof bpe_dir, "%s/bpe", getenv("CLFORMER_TEST_DATA"));
     snprintf(vocab, sizeof vocab, "%s/vocab.json", bpe_dir);
     snprintf(merges, sizeof merges, "%s/merges.txt", bpe_dir);
@@ -115,6 +155,9 @@ static void gpt2_bpe(void **state)
     assert_true(exists(path));
     same_eval(a, hf, text);
     same_generation(a, hf);
+    save_flat(a, flat, flat_hf);
+    stops_at_end_of_text(flat);
+    stops_at_end_of_text(flat_hf);
     /* train --init from the directory keeps the BPE */
     rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--init", hf,
                               "--steps", "2", "--batch-size", "2", "--save", tuned, NULL);

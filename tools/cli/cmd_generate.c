@@ -242,9 +242,10 @@ int cmd_generate(int argc, char **argv)
         "Ctrl-C stops after the current token and prints what came (exit 130). Prompts are\n"
         "encoded with the model's own tokenizer (characters, bytes, SentencePiece or GPT-2's\n"
         "BPE, from the checkpoint or the directory's vocab.json + merges.txt; a Hugging Face\n"
-        "directory's tokenizer.json or tokenizer.model puts BOS first as transformers does,\n"
-        "and a row ends at its EOS); a UTF-8 character split over tokens is printed once\n"
-        "complete.",
+        "directory's tokenizer.json or tokenizer.model puts BOS first as transformers does).\n"
+        "A row ends at the model's end of text, left out of the text: a Hugging Face\n"
+        "tokenizer's EOS, GPT-2 BPE's <|endoftext|>. A UTF-8 character split over tokens is\n"
+        "printed once complete.",
         "clformer generate --model MODEL (--prompt TEXT ... | --prompt-file FILE)\n"
         "       [--num-samples N] [--max-tokens N] [--temperature T] [--top-k K] [--top-p P]\n"
         "       [--seed N] [--json]",
