@@ -88,6 +88,16 @@ ref_cmp conf_guarded(ref_cmp c, const conf_block *b)
     return c;
 }
 
+ref_cmp conf_block_refusals(const conf_block *b, const char *bad)
+{
+    ref_cmp c = {0};
+    c.pass = !bad, c.why = bad, c.rule = "refused, naming the fix";
+    for (size_t t = 0; t < b->n && c.pass; t++)
+        if (!conf_block_unchanged(b, t))
+            c.pass = false, c.why = "a refused or empty call changed a tensor";
+    return conf_guarded(c, b);
+}
+
 float *conf_block_snapshot(const conf_block *b)
 {
     float *copy = malloc(b->total * sizeof *copy);

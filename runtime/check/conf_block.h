@@ -64,4 +64,10 @@ bool conf_block_same_as(const conf_block *b, const float *snapshot, size_t from,
 /* `c`, failed with why = "guard region overwritten" when the guards broke. */
 ref_cmp conf_guarded(ref_cmp c, const conf_block *b);
 
+/* The verdict of an op's argument-errors case (<op>_arguments): `bad` (NULL
+ * when every bad call was refused as it should be), else every tensor as
+ * last read still its initial contents (the refused and empty calls wrote
+ * nothing), else the guards. */
+ref_cmp conf_block_refusals(const conf_block *b, const char *bad);
+
 #endif

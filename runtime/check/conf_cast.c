@@ -373,11 +373,8 @@ static clformer_status run_arguments(cf_ctx *ctx, conf_sink sink, void *user)
     else if ((st = cf_cast(ctx, a, CLFORMER_BF16, v, CLFORMER_FP32, 0)) || (st = cf_finish(ctx)) ||
              (st = conf_block_read(&b)))
         goto done;
-    ref_cmp c = {0};
-    c.pass = !bad, c.why = bad, c.rule = "refused, naming the fix";
-    if (c.pass && (!conf_block_unchanged(&b, A) || !conf_block_unchanged(&b, B)))
-        c.pass = false, c.why = "a refused or empty cast changed a tensor";
-    conf_emit(sink, user, "cast_arguments", "bad dtypes, NULL, n=0", conf_guarded(c, &b), 0.0);
+    conf_emit(sink, user, "cast_arguments", "bad dtypes, NULL, n=0", conf_block_refusals(&b, bad),
+              0.0);
 done:
     conf_block_free(&b);
     return st;

@@ -184,21 +184,6 @@ clformer_status conf_gemm_batched_run(cf_ctx *ctx, const conf_gemm_batched_case 
                                       conf_sink sink, void *user);
 
 typedef struct {
-    size_t n, decay_end; /* weight decay on [0, decay_end) */
-    bool decoupled;      /* AdamW, else Adam with L2 */
-    float lr, weight_decay;
-    float grad_scale;    /* read from the device; 0: none (NULL) */
-    int steps;           /* >= 1 */
-    bool decades;        /* gradients over eight decades with zeros, else uniform in +-1 */
-    uint64_t seed;
-} conf_adam_case;
-clformer_status conf_adam_run(cf_ctx *ctx, const conf_adam_case *c, conf_sink sink, void *user);
-/* Gradients over eight decades (Adam's step barely depends on the scale),
- * with exact zeros (untouched rows of an embedding); g64 (may be NULL) gets
- * the same values. */
-void conf_adam_grads(float *g, double *g64, size_t n, ref_rng *r);
-
-typedef struct {
     size_t B, T, C, vocab;
     bool learned;        /* a learned position table, else sinusoidal */
     cf_dropout drop;     /* off when p is 0 (NULL) */
@@ -247,7 +232,6 @@ clformer_status conf_attention(cf_ctx *ctx, bool quick, conf_sink sink, void *us
 clformer_status conf_embedding(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_dropout(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_loss(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
-clformer_status conf_adam(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_layernorm(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 
 #endif
