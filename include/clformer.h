@@ -408,7 +408,9 @@ CLFORMER_API clformer_status clformer_context_roofline(clformer_context *ctx, bo
  *   clblast  CLBlast's OpenCL kernels (any device)
  *   host     OpenBLAS's sgemm called from a native kernel on the device's own
  *            queue, on the buffers' host memory (CPU devices that run native
- *            kernels; only in builds that found OpenBLAS)
+ *            kernels; only in builds that found OpenBLAS); on an AVX-512 CPU
+ *            where OpenBLAS runs older kernels, clformer's own AVX-512 sgemm
+ *            (CLFORMER_HOST_GEMM)
  * The rule: host on a CPU device (not a simulator) that runs native kernels
  * when the build has OpenBLAS, clblast otherwise; the CLFORMER_GEMM variable
  * (clblast | host | auto; clformer_context_params.gemm) overrides it.

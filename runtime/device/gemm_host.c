@@ -13,7 +13,11 @@
  * table until the buffer is destroyed; the products take their addresses
  * from the table and still list their (distinct) buffers, so that the queue
  * orders them and tracks the buffers' contents as written.
+ *
+ * On a CPU with AVX-512 where OpenBLAS runs older kernels, the products are
+ * gemm_avx512.c's instead of OpenBLAS's (gemm_avx512.h says why).
  */
+#include "gemm_avx512.h"
 #include "gemm_provider.h"
 #include "launch.h"
 
@@ -76,6 +80,10 @@ static void product(const host_args *h, size_t i, int part, int parts)
         co += (size_t)j0;
         n = j1 - j0;
     }
+    if (cf_gemm_avx512_wanted() &&
+        cf_gemm_avx512(h->trans_a, h->trans_b, m, n, h->k, alpha, h->a + ao, h->lda, h->b + bo,
+                       h->ldb, beta, h->c + co, h->ldc))
+        return;
     cblas_sgemm(CblasRowMajor, h->trans_a ? CblasTrans : CblasNoTrans,
                 h->trans_b ? CblasTrans : CblasNoTrans, m, n, h->k, alpha, h->a + ao, h->lda,
                 h->b + bo, h->ldb, beta, h->c + co, h->ldc);
@@ -294,6 +302,7 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
                        "gemm: sizes and leading dimensions above %d need the clblast provider "
                        "(CLFORMER_GEMM=clblast)",
                        INT_MAX);
+    CF_TRY(cf_gemm_avx512_check_setting());
     float *addr[3];
     const cl_mem operands[3] = {g->a, g->b, g->c};
     for (int i = 0; i < 3; i++) CF_TRY(address_of(ctx, operands[i], &addr[i]));

@@ -1,5 +1,8 @@
 /* OpenBLAS's kernels: blas_kernels.h says why the command reports them. */
 #include "blas_kernels.h"
+#include "clformer_util.h"
+
+#include <stdio.h>
 
 #if defined(CLFORMER_HAVE_OPENBLAS) && defined(__x86_64__)
 #include <cblas.h>
@@ -14,7 +17,7 @@ const char *blas_kernels_name(void)
 
 const char *blas_kernels_better(void)
 {
-    if (strcasecmp(blas_kernels_name(), "prescott")) return NULL;
+    if (strcasecmp(blas_kernels_name(), "prescott") || clformer_host_gemm_avx512()) return NULL;
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
@@ -33,3 +36,15 @@ const char *blas_kernels_better(void)
     return NULL;
 }
 #endif
+
+void blas_kernels_describe(char *out, size_t size)
+{
+    const char *better = blas_kernels_better();
+    if (clformer_host_gemm_avx512())
+        snprintf(out, size, "clformer's AVX-512 sgemm (in place of OpenBLAS's %s kernels)",
+                 blas_kernels_name());
+    else
+        snprintf(out, size, "OpenBLAS sgemm (its %s kernels%s%s%s)", blas_kernels_name(),
+                 better ? "; OPENBLAS_CORETYPE=" : "", better ? better : "",
+                 better ? " selects this CPU's faster ones" : "");
+}

@@ -622,11 +622,11 @@ static void print_table(const bench *b, const clformer_device_info *dev)
            b->preset, c->d_model, c->n_heads, c->d_ff, layers,
            c->norm_first ? "pre-norm" : "post-norm", b->vocab,
            c->share_all_embed ? " shared by all embeddings" : "", b->params);
-    char gemm[128] = "CLBlast";
+    char gemm[192] = "CLBlast";
     if (strcmp(b->gemm_provider, "host") == 0) {
-        const char *better = blas_kernels_better();
-        snprintf(gemm, sizeof gemm, "OpenBLAS (host, its %s kernels%s%s)", blas_kernels_name(),
-                 better ? "; faster here: OPENBLAS_CORETYPE=" : "", better ? better : "");
+        char product[160];
+        blas_kernels_describe(product, sizeof product);
+        snprintf(gemm, sizeof gemm, "the host provider: %s", product);
     }
     printf("device %s: %s (%s, %s), GEMM by %s\n", dev->selector, dev->name,
            clformer_device_type_name(dev->type), dev->platform, gemm);

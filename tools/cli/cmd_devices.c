@@ -149,11 +149,10 @@ static void print_table(const clformer_device_info *d, size_t n, long selected)
         if (!gemm)
             printf("        gemm      unusable: %s\n", clformer_last_error());
         else if (strcmp(gemm, "host") == 0) {
-            const char *better = blas_kernels_better();
-            printf("        gemm      host: OpenBLAS sgemm (its %s kernels%s%s%s) in native kernels "
-                   "(CLFORMER_GEMM=clblast for CLBlast)\n", blas_kernels_name(),
-                   better ? "; OPENBLAS_CORETYPE=" : "", better ? better : "",
-                   better ? " selects this CPU's faster ones" : "");
+            char product[160];
+            blas_kernels_describe(product, sizeof product);
+            printf("        gemm      host: %s in native kernels (CLFORMER_GEMM=clblast for "
+                   "CLBlast)\n", product);
         } else
             printf("        gemm      clblast%s%s\n", x->native_kernels ? "" : " (no native kernels)",
                    profile_of(x, &p) && gemm_searched(&p)

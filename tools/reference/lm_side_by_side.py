@@ -28,12 +28,15 @@ libopenblas0-pthread that is the reference BLAS, ~10x slower, so the script
 refuses to run without it.
 
 clformer's GEMMs on a CPU device go through the same OpenBLAS (its host
-provider), so the two share its kernels. OpenBLAS picks them by CPU model:
-0.3.21 (Debian 12) does not know recent Intel models and falls back to its
-Prescott (SSE3) kernels, with which gpt-mini trains at half the speed of its
-AVX-512 ones on such a CPU; OPENBLAS_CORETYPE=SkylakeX in the environment
-selects those for both sides (say so with the figures: that is the best
-setting, not the default). The table says which kernels each side runs.
+provider). OpenBLAS picks its kernels by CPU model: 0.3.21 (Debian 12) does
+not know recent Intel models and falls back to its Prescott (SSE3) kernels,
+with which products take about four times as long as with its AVX-512 ones
+on such a CPU. There clformer runs its own AVX-512 product instead
+(runtime/device/gemm_avx512.h) and torch keeps OpenBLAS's choice: each side
+at its defaults. OPENBLAS_CORETYPE=SkylakeX in the environment selects
+OpenBLAS's AVX-512 kernels for both (say so with the figures: that is
+torch's best setting, not its default). The table says which kernels each
+side runs.
 
 Both sides report the median time per training iteration over the run past
 its first tenth (validation iterations fall out of the median). --rounds N
@@ -232,8 +235,9 @@ def main():
     print(f"{datetime.datetime.now().isoformat(timespec='minutes')}, {os.cpu_count()} CPUs")
     print(f"nanoGPT: {describe(info)}")
     if info.get("openblas_core") == "Prescott" and cpu_has("avx2"):
-        print("note: OpenBLAS runs its Prescott (SSE3) kernels on this AVX2/AVX-512 CPU, for clformer's "
-              "GEMMs and torch's alike; OPENBLAS_CORETYPE=SkylakeX (or Haswell) selects faster ones for both")
+        print("note: OpenBLAS runs its Prescott (SSE3) kernels on this AVX2/AVX-512 CPU, for torch's GEMMs "
+              "(and clformer's where its GEMM line below names OpenBLAS; on an AVX-512 CPU clformer "
+              "runs its own product instead); OPENBLAS_CORETYPE=SkylakeX (or Haswell) selects faster ones")
     binaries = ([("before", a.before)] if a.before else []) + [("clformer", a.clformer)]
     for name, b in binaries:
         print(f"{name}: {b}, device {device}, GEMM: {clformer_gemm(b)}")

@@ -69,6 +69,10 @@ void clformer_tensors_free(clformer_tensor *tensors, size_t n);
 const clformer_tensor *clformer_tensors_find(const clformer_tensor *tensors,
                                              size_t n, const char *name);
 
+/* Whether the host GEMM provider runs clformer's AVX-512 product instead of
+ * OpenBLAS's kernels (runtime/device/gemm_avx512.h says when). */
+bool clformer_host_gemm_avx512(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,227 @@
+/*
+ * The host provider's AVX-512 product (gemm_avx512.h says when it runs).
+ * The usual blocked scheme: op(B) is copied in blocks of KC rows by NC
+ * columns into panels NR columns wide, op(A) in blocks of MC rows into
+ * panels MR rows high, both zero-padded to whole panels, and a register
+ * tile of MR x NR (16 zmm accumulators) runs over each pair of panels. The
+ * sizes keep a B panel (32 KiB) in L1 and the A block in L2.
+ */
+#include "gemm_avx512.h"
+#include "status.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+
+#include <immintrin.h>
+#include <stdatomic.h>
+
+#ifdef CLFORMER_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+enum { MR = 8, NR = 32, KC = 256, MC = 128, NC = 1024 };
+
+#define AVX512 __attribute__((target("avx512f")))
+
+static int min_int(int a, int b) { return a < b ? a : b; }
+
+/* op(B) rows p0..p0+kc, columns j0..j0+nc into panels of NR columns. */
+static void pack_b(bool trans, const float *b, int ldb, int p0, int kc, int j0, int nc,
+                   float *out)
+{
+    for (int jp = 0; jp < nc; jp += NR, out += (size_t)NR * kc) {
+        const int w = min_int(NR, nc - jp);
+        if (!trans) {
+            for (int p = 0; p < kc; p++) {
+                float *row = out + (size_t)p * NR;
+                memcpy(row, b + (size_t)(p0 + p) * ldb + j0 + jp, (size_t)w * sizeof(float));
+                memset(row + w, 0, (size_t)(NR - w) * sizeof(float));
+            }
+        } else {
+            if (w < NR) memset(out, 0, (size_t)NR * kc * sizeof(float));
+            for (int j = 0; j < w; j++) {
+                const float *col = b + (size_t)(j0 + jp + j) * ldb + p0;
+                for (int p = 0; p < kc; p++) out[(size_t)p * NR + j] = col[p];
+            }
+        }
+    }
+}
+
+/* op(A) rows i0..i0+mc, columns p0..p0+kc into panels of MR rows. */
+static void pack_a(bool trans, const float *a, int lda, int i0, int mc, int p0, int kc,
+                   float *out)
+{
+    for (int ip = 0; ip < mc; ip += MR, out += (size_t)MR * kc) {
+        const int h = min_int(MR, mc - ip);
+        if (trans) {
+            for (int p = 0; p < kc; p++) {
+                float *col = out + (size_t)p * MR;
+                memcpy(col, a + (size_t)(p0 + p) * lda + i0 + ip, (size_t)h * sizeof(float));
+                memset(col + h, 0, (size_t)(MR - h) * sizeof(float));
+            }
+        } else {
+            if (h < MR) memset(out, 0, (size_t)MR * kc * sizeof(float));
+            for (int i = 0; i < h; i++) {
+                const float *row = a + (size_t)(i0 + ip + i) * lda + p0;
+                for (int p = 0; p < kc; p++) out[(size_t)p * MR + i] = row[p];
+            }
+        }
+    }
+}
+
+/* The MR x NR tile: acc = sum over p of ap[p][i] * bp[p][j], then rows < h
+ * and columns < w of C get alpha * acc + beta * C (first block of k, beta
+ * 0: alpha * acc) or alpha * acc + C (later blocks). */
+AVX512 static void tile(int kc, const float *ap, const float *bp, float *c, int ldc, int h,
+                        int w, float alpha, float beta, bool first)
+{
+    __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
+           c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00,
+           c61 = c00, c70 = c00, c71 = c00;
+    for (int p = 0; p < kc; p++, ap += MR, bp += NR) {
+        const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
+#define ROW(i)                                                                                 \
+    do {                                                                                       \
+        const __m512 ai = _mm512_set1_ps(ap[i]);                                               \
+        c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0);                                            \
+        c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1);                                            \
+    } while (0)
+        ROW(0);
+        ROW(1);
+        ROW(2);
+        ROW(3);
+        ROW(4);
+        ROW(5);
+        ROW(6);
+        ROW(7);
+#undef ROW
+    }
+    const __m512 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
+                               {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
+    const __mmask16 m0 = w >= 16 ? 0xFFFF : (__mmask16)((1u << w) - 1),
+                    m1 = w >= NR ? 0xFFFF : w > 16 ? (__mmask16)((1u << (w - 16)) - 1) : 0;
+    const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    for (int i = 0; i < h; i++, c += ldc)
+        for (int half = 0; half < 2; half++) {
+            const __mmask16 m = half ? m1 : m0;
+            float *out = c + 16 * half;
+            __m512 v;
+            if (first && beta == 0.0f) v = _mm512_mul_ps(acc[i][half], va);
+            else if (first)
+                v = _mm512_fmadd_ps(acc[i][half], va,
+                                    _mm512_mul_ps(_mm512_maskz_loadu_ps(m, out), vb));
+            else v = _mm512_fmadd_ps(acc[i][half], va, _mm512_maskz_loadu_ps(m, out));
+            _mm512_mask_storeu_ps(out, m, v);
+        }
+}
+
+bool cf_gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                    const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                    int ldc)
+{
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f")) return false;
+    const int nc_max = (min_int(n, NC) + NR - 1) / NR * NR,
+              mc_max = (min_int(m, MC) + MR - 1) / MR * MR, kc_max = min_int(k, KC);
+    float *bpack = aligned_alloc(64, ((size_t)nc_max + mc_max) * kc_max * sizeof(float));
+    if (!bpack) return false;
+    float *apack = bpack + (size_t)nc_max * kc_max;
+    for (int jc = 0; jc < n; jc += NC) {
+        const int nc = min_int(NC, n - jc);
+        for (int pc = 0; pc < k; pc += KC) {
+            const int kc = min_int(KC, k - pc);
+            pack_b(trans_b, b, ldb, pc, kc, jc, nc, bpack);
+            for (int ic = 0; ic < m; ic += MC) {
+                const int mc = min_int(MC, m - ic);
+                pack_a(trans_a, a, lda, ic, mc, pc, kc, apack);
+                for (int jr = 0; jr < nc; jr += NR)
+                    for (int ir = 0; ir < mc; ir += MR)
+                        tile(kc, apack + (size_t)ir * kc, bpack + (size_t)jr * kc,
+                             c + (size_t)(ic + ir) * ldc + jc + jr, ldc, min_int(MR, mc - ir),
+                             min_int(NR, nc - jr), alpha, beta, pc == 0);
+            }
+        }
+    }
+    free(bpack);
+    return true;
+}
+
+/* CLFORMER_HOST_GEMM: 0 auto, 1 own, 2 openblas, -1 anything else. */
+static int setting(void)
+{
+    const char *v = getenv("CLFORMER_HOST_GEMM");
+    if (!v || !*v || !strcasecmp(v, "auto")) return 0;
+    if (!strcasecmp(v, "own")) return 1;
+    if (!strcasecmp(v, "openblas")) return 2;
+    return -1;
+}
+
+static bool has_avx512(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+}
+
+static bool decide(void)
+{
+    const int s = setting();
+    if (s < 0 || s == 2 || !has_avx512()) return false;
+    if (s == 1) return true;
+#ifdef CLFORMER_HAVE_OPENBLAS
+    const char *core = openblas_get_corename();
+    /* OpenBLAS's AVX-512 kernels: SkylakeX and the cores built on it */
+    static const char *const fast[] = {"skylakex", "cooperlake", "sapphirerapids"};
+    for (size_t i = 0; core && i < sizeof fast / sizeof *fast; i++)
+        if (!strcasecmp(core, fast[i])) return false;
+#endif
+    return true;
+}
+
+bool cf_gemm_avx512_wanted(void)
+{
+    static atomic_int wanted = -1; /* decided once; a race stores the same value */
+    int w = atomic_load(&wanted);
+    if (w < 0) atomic_store(&wanted, w = decide());
+    return w;
+}
+
+clformer_status cf_gemm_avx512_check_setting(void)
+{
+    const int s = setting();
+    if (s < 0)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "CLFORMER_HOST_GEMM=%s is not a choice; use auto, own or openblas",
+                       getenv("CLFORMER_HOST_GEMM"));
+    if (s == 1 && !has_avx512())
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "CLFORMER_HOST_GEMM=own needs a CPU with AVX-512F; use auto or openblas");
+    return CLFORMER_OK;
+}
+
+#else /* not x86-64 */
+
+bool cf_gemm_avx512_wanted(void) { return false; }
+
+clformer_status cf_gemm_avx512_check_setting(void)
+{
+    const char *v = getenv("CLFORMER_HOST_GEMM");
+    if (v && *v && strcasecmp(v, "auto") && strcasecmp(v, "openblas"))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "CLFORMER_HOST_GEMM=%s: this build's CPU has no AVX-512 product; use auto "
+                       "or openblas", v);
+    return CLFORMER_OK;
+}
+
+bool cf_gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                    const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                    int ldc)
+{
+    (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda;
+    (void)b, (void)ldb, (void)beta, (void)c, (void)ldc;
+    return false;
+}
+
+#endif

@@ -1,0 +1,38 @@
+/*
+ * The host provider's own single-precision product for CPUs with AVX-512
+ * whose OpenBLAS picked older kernels. OpenBLAS 0.3.21 does not know recent
+ * Xeons (family 6 model 207 among them) and falls back to its SSE3
+ * (Prescott) kernels there, which take about twice as long as its AVX-512
+ * ones; it reads OPENBLAS_CORETYPE only as it loads, so a library cannot
+ * choose for the program around it. gemm_host.c calls this product instead
+ * where cf_gemm_avx512_wanted() says so; every program on the library then
+ * computes the same bits.
+ */
+#ifndef CF_GEMM_AVX512_H
+#define CF_GEMM_AVX512_H
+
+#include "clformer.h"
+
+#include <stdbool.h>
+
+/* Whether to use cf_gemm_avx512: the CPU has AVX-512F and OpenBLAS runs
+ * kernels without it (openblas_get_corename). CLFORMER_HOST_GEMM=openblas
+ * or =own overrides the choice (own needs AVX-512F). Decided once. */
+bool cf_gemm_avx512_wanted(void);
+
+/* A clear error when CLFORMER_HOST_GEMM is not auto, own or openblas, or
+ * asks for own on a CPU without AVX-512F; the host provider checks it
+ * before each product. */
+clformer_status cf_gemm_avx512_check_setting(void);
+
+/* C = alpha op(A) op(B) + beta C, row-major, as cblas_sgemm with
+ * CblasRowMajor (beta == 0: C is not read). Each element of C is summed
+ * over k in order, in blocks of a fixed size from k = 0, so its bits do not
+ * depend on the rows and columns computed with it (the provider slices
+ * products over threads). Returns false, having written nothing, when the
+ * CPU lacks AVX-512F or its packing buffers cannot be allocated. */
+bool cf_gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                    const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                    int ldc);
+
+#endif
