@@ -126,7 +126,9 @@ bool cf_gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, float alpha
     if (!__builtin_cpu_supports("avx512f")) return false;
     const int nc_max = (min_int(n, NC) + NR - 1) / NR * NR,
               mc_max = (min_int(m, MC) + MR - 1) / MR * MR, kc_max = min_int(k, KC);
-    float *bpack = aligned_alloc(64, ((size_t)nc_max + mc_max) * kc_max * sizeof(float));
+    /* aligned_alloc takes a multiple of the alignment (ASan holds it to that) */
+    const size_t bytes = ((size_t)nc_max + mc_max) * kc_max * sizeof(float);
+    float *bpack = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!bpack) return false;
     float *apack = bpack + (size_t)nc_max * kc_max;
     for (int jc = 0; jc < n; jc += NC) {
