@@ -18,7 +18,9 @@
  * NAME; --list: their names; --direct: no device, cblas_sgemm called
  * here on host arrays, a loop over the batch (what the host provider's
  * native kernel calls, without OpenCL around it: the bar for that provider;
- * needs a build with OpenBLAS).
+ * needs a build with OpenBLAS). Where the provider runs its own AVX-512
+ * product instead (CLFORMER_HOST_GEMM, clformer devices says which), this is
+ * OpenBLAS's figure, not the provider's.
  * tools/tuning/gemm_compare.py runs it to compare settings, interleaved.
  *
  * Linear layers keep W as (out, in) like PyTorch, so a forward is X W^T (NT),
