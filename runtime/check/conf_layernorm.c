@@ -1,7 +1,13 @@
-/* Conformance of LayerNorm: forward (out, mean, rstd) and backward (dinp,
- * dweight, dbias), once overwriting dinp and once accumulating into it,
- * against the reference, with guarded tensors. `clformer check` runs an odd
- * shape and a model width; test_layernorm runs many more cases. */
+/* LayerNorm, described once: its conformance cases, the checks of its
+ * reference (finite differences, a constant row's output, the forward's
+ * defining properties, the += rules) and its descriptor. Forward (out, mean,
+ * rstd) and backward (dinp, dweight, dbias), once overwriting dinp and once
+ * accumulating into it, against the reference, with guarded tensors: odd
+ * shapes, model widths, rows of constant values and rows with a large mean;
+ * repeats bit-identical; argument errors. The reference stays in
+ * reference/ref_layernorm.c: the fused residual + LayerNorm's check
+ * (conf_residual_norm.c) compares with it too. The kernels are
+ * cl/layernorm.cl, the launchers runtime/ops/ops_layernorm.c. */
 #include "conf_block.h"
 #include "conformance.h"
 #include "ops.h"
@@ -11,12 +17,21 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define EPS 1e-5f
 
+/* --- the conformance cases ----------------------------------------------------- */
+
+typedef struct {
+    size_t N, C;
+    uint64_t seed;
+    bool special; /* rows of constant values and rows with a large mean */
+} layernorm_case;
+
 /* Random inputs; with `special`, every third row is one repeated value
  * (variance 0) and the next one 1000 + noise (a naive fp32 sum loses it). */
-static void fill_inputs(const conf_layernorm_case *c, float *inp, float *weight, float *bias,
+static void fill_inputs(const layernorm_case *c, float *inp, float *weight, float *bias,
                         float *dout, float *dw0, float *db0)
 {
     const size_t N = c->N, C = c->C;
@@ -37,8 +52,8 @@ static void fill_inputs(const conf_layernorm_case *c, float *inp, float *weight,
         }
 }
 
-clformer_status conf_layernorm_run(cf_ctx *ctx, const conf_layernorm_case *c, conf_sink sink,
-                                   void *user)
+static clformer_status run_case(cf_ctx *ctx, const layernorm_case *c, conf_sink sink,
+                               void *user)
 {
     const size_t N = c->N, C = c->C, NC = N * C;
     conf_block b = {0};
@@ -127,15 +142,155 @@ done:
     return st;
 }
 
-clformer_status conf_layernorm(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
+/* Forward and backward twice into fresh outputs: every output bit-identical. */
+static clformer_status run_repeat(cf_ctx *ctx, size_t N, size_t C, conf_sink sink, void *user)
 {
-    static const conf_layernorm_case small = {7, 37, 7 * 7919 + 37, false},
-                                      full[] = {{93, 257, 93 * 7919 + 257, false},
-                                                {256, 512, 256 * 7919 + 512, false}};
-    if (quick) return conf_layernorm_run(ctx, &small, sink, user);
-    for (size_t i = 0; i < sizeof full / sizeof full[0]; i++)
-        CF_TRY(conf_layernorm_run(ctx, &full[i], sink, user));
-    return CLFORMER_OK;
+    const size_t NC = N * C;
+    conf_block b = {0};
+    enum { INP, W, BIAS, DOUT, OUT, MEAN, RSTD, DINP, DW, DB, COUNT };
+    const size_t len[COUNT] = {NC, C, C, NC, NC, N, N, NC, C, C};
+    for (int t = 0; t < COUNT; t++) conf_block_add(&b, len[t]);
+    float *first = NULL;
+    clformer_status st = conf_block_create(ctx, &b);
+    if (st) goto done;
+    ref_rng r = ref_rng_new(60);
+    ref_fill_uniform(&r, conf_block_init(&b, INP), NULL, NC, -2, 2);
+    ref_fill_uniform(&r, conf_block_init(&b, W), NULL, C, 0.5, 1.5);
+    ref_fill_uniform(&r, conf_block_init(&b, BIAS), NULL, C, -0.5, 0.5);
+    ref_fill_uniform(&r, conf_block_init(&b, DOUT), NULL, NC, -1, 1);
+    for (int t = INP; t <= DOUT; t++) conf_round(ctx, conf_block_init(&b, t), len[t]);
+    const cf_view v_inp = conf_block_view(&b, INP), v_w = conf_block_view(&b, W),
+                  v_b = conf_block_view(&b, BIAS), v_dout = conf_block_view(&b, DOUT),
+                  v_out = conf_block_view(&b, OUT), v_m = conf_block_view(&b, MEAN),
+                  v_rs = conf_block_view(&b, RSTD), v_dinp = conf_block_view(&b, DINP),
+                  v_dw = conf_block_view(&b, DW), v_db = conf_block_view(&b, DB);
+    for (int run = 0; run < 2; run++)
+        if ((st = conf_block_upload(&b)) ||
+            (st = cf_layernorm_forward(ctx, v_out, v_m, v_rs, v_inp, v_w, v_b, N, C, EPS)) ||
+            (st = cf_layernorm_backward(ctx, v_dinp, v_dw, v_db, v_dout, v_inp, v_w, v_m, v_rs, N,
+                                        C, false)) ||
+            (st = cf_finish(ctx)) || (st = conf_block_read(&b)) ||
+            (run == 0 && !(first = conf_block_snapshot(&b)) &&
+             (st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory"))))
+            goto done;
+    ref_cmp c = {.pass = conf_block_same_as(&b, first, OUT, COUNT), .rule = "bit-identical"};
+    if (!c.pass) c.why = "a repeat differs";
+    char shape[96];
+    snprintf(shape, sizeof shape, "N=%zu C=%zu twice", N, C);
+    conf_emit(sink, user, "layernorm_repeat", shape, conf_guarded(c, &b), 0.0);
+done:
+    conf_block_free(&b);
+    free(first);
+    return st;
+}
+
+/* Sizes of 0 are no-ops; dinp overlapping dout and eps = 0 are refused. */
+static clformer_status run_arguments(cf_ctx *ctx, conf_sink sink, void *user)
+{
+    conf_block b = {0};
+    const size_t A = conf_block_add(&b, 64), B = conf_block_add(&b, 64),
+                 C = conf_block_add(&b, 64);
+    clformer_status st = conf_block_create(ctx, &b);
+    if (st) goto done;
+    ref_rng r = ref_rng_new(61);
+    for (size_t t = A; t <= C; t++) ref_fill_uniform(&r, conf_block_init(&b, t), NULL, 64, -1, 1);
+    if ((st = conf_block_upload(&b))) goto done;
+    const cf_view va = conf_block_view(&b, A), vb = conf_block_view(&b, B),
+                  vc = conf_block_view(&b, C);
+    const char *bad = NULL;
+    st = cf_layernorm_backward(ctx, va, vb, vc, cf_view_add(va, 4), vb, vc, vb, vc, 2, 8, false);
+    if (st != CLFORMER_ERR_INVALID_ARGUMENT || !strstr(clformer_last_error(), "dinp overlaps dout"))
+        bad = "dinp overlapping dout not refused as such";
+    else if (cf_layernorm_forward(ctx, va, vb, vc, va, vb, vc, 2, 8, 0.0f) !=
+             CLFORMER_ERR_INVALID_ARGUMENT)
+        bad = "eps = 0 not refused";
+    st = CLFORMER_OK;
+    if (!bad && ((st = cf_layernorm_forward(ctx, va, vb, vc, va, vb, vc, 0, 8, EPS)) ||
+                 (st = cf_layernorm_backward(ctx, va, vb, vc, vb, va, vb, va, vc, 8, 0, false)) ||
+                 (st = cf_finish(ctx)) || (st = conf_block_read(&b))))
+        goto done;
+    conf_emit(sink, user, "layernorm_arguments", "dinp over dout, eps=0, N=0, C=0",
+              conf_block_refusals(&b, bad), 0.0);
+done:
+    conf_block_free(&b);
+    return st;
+}
+
+/* quick (simulators): small odd shapes, a model width and special rows; else
+ * odd sizes in both positions, the model's widths and special rows at them. */
+static clformer_status layernorm_check(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
+{
+    static const layernorm_case small[] = {{7, 37, 7 * 7919 + 37, false}, {1, 1, 10, false},
+                                           {7, 5, 11, false},   {3, 37, 12, false},
+                                           {40, 9, 13, false},  {2, 512, 40, false},
+                                           {6, 37, 50, true}},
+                                full[] = {{93, 257, 93 * 7919 + 257, false},
+                                          {256, 512, 256 * 7919 + 512, false},
+                                          {257, 512, 41, false},
+                                          {93, 2048, 42, false},
+                                          {1, 2048, 43, false},
+                                          {7, 61, 51, true},
+                                          {61, 512, 52, true},
+                                          {12, 2048, 53, true}};
+    static const size_t odd[] = {1, 7, 61, 93, 257};
+    CONF_RUN_CASES(run_case, small, full, quick, ctx, sink, user);
+    if (!quick)
+        for (size_t i = 0; i < 5; i++)
+            for (size_t j = 0; j < 5; j++) {
+                const layernorm_case k = {odd[i], odd[j], 100 + 5 * i + j, false};
+                CF_TRY(run_case(ctx, &k, sink, user));
+            }
+    CF_TRY(quick ? run_repeat(ctx, 40, 9, sink, user) : run_repeat(ctx, 257, 512, sink, user));
+    return run_arguments(ctx, sink, user);
+}
+
+/* --- checks of the reference ---------------------------------------------------- */
+
+/* A row of one value gives out = bias and rstd = 1/sqrt(eps); each row
+ * normalised (weight 1, bias 0) has mean 0 and variance var/(var + eps);
+ * dweight and dbias accumulate, dinp only when asked. Returns the mismatches. */
+static int layernorm_reference_rules(void)
+{
+    int bad = 0;
+    enum { N = 5, C = 31, NC = N * C };
+    double x[NC], w[C], bias[C], g[NC], y[NC], mean[N], rstd[N];
+    ref_rng r = ref_rng_new(30);
+    for (size_t i = 0; i < NC; i++) x[i] = 3.0 + ref_rng_uniform(&r, -1, 1);
+    for (size_t c = 0; c < C; c++)
+        w[c] = ref_rng_uniform(&r, 0.5, 1.5), bias[c] = ref_rng_uniform(&r, -0.5, 0.5);
+    for (size_t i = 0; i < NC; i++) g[i] = ref_rng_uniform(&r, -1, 1);
+
+    double ones[C], zeros[C];
+    for (size_t c = 0; c < C; c++) ones[c] = 1.0, zeros[c] = 0.0;
+    ref_layernorm_forward(y, mean, rstd, x, ones, zeros, N, C, 1e-5);
+    for (size_t row = 0; row < N; row++) {
+        double m = 0.0, v = 0.0;
+        for (size_t c = 0; c < C; c++) m += y[row * C + c];
+        m /= (double)C;
+        for (size_t c = 0; c < C; c++) v += pow(y[row * C + c] - m, 2);
+        v /= (double)C;
+        const double var = 1.0 / (rstd[row] * rstd[row]) - 1e-5;
+        bad += !(fabs(m) < 1e-12);
+        bad += !(fabs(v - var / (var + 1e-5)) < 1e-12);
+        bad += !(fabs(mean[row] - 3.0) < 0.5);
+    }
+
+    double dx1[NC], dw1[C] = {0}, db1[C] = {0}, dx2[NC], dw2[C] = {0}, db2[C] = {0};
+    ref_layernorm_forward(y, mean, rstd, x, w, bias, N, C, 1e-5);
+    ref_layernorm_backward(dx1, dw1, db1, g, x, w, mean, rstd, N, C, false);
+    for (size_t i = 0; i < NC; i++) dx2[i] = 100.0; /* overwritten when accumulate is false */
+    ref_layernorm_backward(dx2, dw2, db2, g, x, w, mean, rstd, N, C, false);
+    ref_layernorm_backward(dx2, dw2, db2, g, x, w, mean, rstd, N, C, true);
+    for (size_t i = 0; i < NC; i++) bad += !(fabs(dx2[i] - 2.0 * dx1[i]) < 1e-12);
+    for (size_t c = 0; c < C; c++)
+        bad += !(fabs(dw2[c] - 2.0 * dw1[c]) < 1e-12 && fabs(db2[c] - 2.0 * db1[c]) < 1e-12);
+
+    for (size_t c = 0; c < C; c++) x[C + c] = 0.75; /* row 1: variance 0 */
+    ref_layernorm_forward(y, mean, rstd, x, w, bias, N, C, 1e-5);
+    for (size_t c = 0; c < C; c++) bad += !(fabs(y[C + c] - bias[c]) < 1e-12);
+    bad += !(fabs(rstd[1] - 1.0 / sqrt(1e-5)) < 1e-9);
+    if (bad) fprintf(stderr, "layernorm reference: %d mismatches of its rules\n", bad);
+    return bad;
 }
 
 /* Finite differences of the reference backward: odd shapes, a row of one
@@ -182,12 +337,12 @@ static int layernorm_gradcheck(void)
         bad += conf_fd_check("layernorm dbias", p.b, C, db, fd_loss, &p);
         free(buf);
     }
-    return bad;
+    return bad + layernorm_reference_rules();
 }
 
 CONF_OP(layernorm) = {"layernorm", "layernorm_forward layernorm_backward_input layernorm_backward_params layernorm_backward_params_final",
     "cf_layernorm_forward, cf_layernorm_backward",
-    "ref_layernorm_forward, ref_layernorm_backward (reference/ref_layernorm.c)",
+    "ref_layernorm_forward, ref_layernorm_backward (reference/ref_layernorm.c, shared with "
+    "residual_norm)",
     "forward rule for out, mean, rstd; gradient rule for dinp, dweight, dbias",
-    conf_layernorm, layernorm_gradcheck,
-    "test_layernorm (many more cases, determinism, argument errors)", true};
+    layernorm_check, layernorm_gradcheck, NULL, true};

@@ -130,11 +130,6 @@ ref_cmp conf_worse(ref_cmp a, ref_cmp b);
 /* The cases of one layer, run by its check and, with many more of them, by
  * its device test (tests/device/test_<layer>.c). Each case emits one result
  * per direction, judged on the numbers and on guard regions (conf_block.h). */
-typedef struct {
-    size_t N, C;
-    uint64_t seed;
-    bool special; /* rows of constant values and rows with a large mean */
-} conf_layernorm_case;
 
 typedef enum { CONF_DROPOUT_RESIDUAL, CONF_DROPOUT_BACKWARD, CONF_DROPOUT_ADD } conf_dropout_op;
 typedef struct {
@@ -223,15 +218,11 @@ typedef struct {
 clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, conf_sink sink,
                                    void *user);
 
-clformer_status conf_layernorm_run(cf_ctx *ctx, const conf_layernorm_case *c, conf_sink sink,
-                                   void *user);
-
 /* The checks (one file each). */
 clformer_status conf_gemm(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_attention(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_embedding(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_dropout(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_loss(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
-clformer_status conf_layernorm(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 
 #endif

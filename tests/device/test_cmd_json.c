@@ -50,8 +50,10 @@ static void check_json(void **state)
     json_t *doc = run_json(out, sizeof out, args);
     json_t *results = json_object_get(doc, "results");
     assert_true(json_is_array(results));
-    /* forward, backward, backward accumulating; in fp32, bf16 and fp16 (the default: all) */
-    assert_int_equal(json_array_size(results), 9);
+    /* the same results (forward, backward, backward accumulating per case, a
+     * repeat, argument errors) in fp32, bf16 and fp16 (the default: all) */
+    const size_t n = json_array_size(results);
+    assert_true(n >= 9 && n % 3 == 0);
     size_t i, per[3] = {0};
     json_t *r;
     json_array_foreach(results, i, r) {
@@ -65,9 +67,9 @@ static void check_json(void **state)
         assert_ok(clformer_precision_parse(p, &prec));
         per[prec]++;
     }
-    assert_int_equal(per[CLFORMER_FP32], 3);
-    assert_int_equal(per[CLFORMER_BF16], 3);
-    assert_int_equal(per[CLFORMER_FP16], 3);
+    assert_int_equal(per[CLFORMER_FP32], n / 3);
+    assert_int_equal(per[CLFORMER_BF16], n / 3);
+    assert_int_equal(per[CLFORMER_FP16], n / 3);
     json_decref(doc);
 
     /* one precision alone */
@@ -75,7 +77,7 @@ static void check_json(void **state)
                                 "--precision", "bf16", NULL};
     doc = run_json(out, sizeof out, bf16);
     results = json_object_get(doc, "results");
-    assert_int_equal(json_array_size(results), 3);
+    assert_int_equal(json_array_size(results), n / 3);
     json_array_foreach(results, i, r)
         assert_string_equal(json_string_value(json_object_get(r, "precision")), "bf16");
     json_decref(doc);
