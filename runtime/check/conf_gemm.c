@@ -1,8 +1,13 @@
-/* Conformance of the CLBlast GEMM wrapper: one product with any transposes,
- * alpha, beta and padded leading dimensions, guarded (conf_gemm_run: the
- * four transposes at odd sizes and a projection-sized product for `clformer
- * check`, many more cases in test_gemm and test_gemm_tuning), and batched
- * products, strided or at arbitrary offsets (conf_gemm_batched_run). */
+/* The GEMM wrapper (runtime/device/gemm.c: CLBlast or the host provider),
+ * described once: one product with any transposes, alpha, beta and padded
+ * leading dimensions, guarded (conf_gemm_run), and batched products, strided
+ * or at arbitrary offsets (conf_gemm_batched_run), at odd sizes in every
+ * position, the model's shapes and batches of many small products; operands
+ * at offsets of one buffer with kernels between the products; bad calls
+ * refused. The two runners stay in conformance.h: test_gemm_tuning and
+ * test_gemm_search run them under each CLBlast parameter set they try. The
+ * reference stays in reference/ref_gemm.c: the linear layer's check takes
+ * its error bound from it. */
 #include "buffer.h"
 #include "conf_block.h"
 #include "conformance.h"
@@ -169,8 +174,157 @@ done:
     return st;
 }
 
-clformer_status conf_gemm(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
+/* A, B and C at different offsets of one buffer (the model keeps its
+ * tensors in an arena): strided-batched products, then kernels that copy
+ * the first C over A and write part of B, then a plain product reading both. */
+static clformer_status run_one_buffer(cf_ctx *ctx, conf_sink sink, void *user)
 {
+    const size_t m = 5, n = 7, k = 3, batch = 3, sa = m * k, sb = k * n, sc = m * n;
+    const size_t a0 = 1, b0 = a0 + batch * sa + 2, c0 = b0 + batch * sb + 5,
+                 total = c0 + batch * sc;
+    conf_block blk = {0};
+    const size_t T = conf_block_add(&blk, total);
+    double *h64 = malloc(total * 8), *bound = malloc(batch * sc * 8), *win64 = malloc(batch * sc * 8);
+    float *win = malloc(batch * sc * 4);
+    clformer_status st = conf_block_create(ctx, &blk);
+    if (st) goto done;
+    if (!h64 || !bound || !win64 || !win) {
+        st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        goto done;
+    }
+    ref_rng r = ref_rng_new(77);
+    ref_fill_uniform(&r, conf_block_init(&blk, T), h64, total, -1, 1);
+    const cf_view d = conf_block_view(&blk, T);
+    if ((st = conf_block_upload(&blk)) ||
+        (st = cf_gemm_strided_batched(ctx, false, true, m, n, k, 1.0f, d.buf, d.off + a0, k, sa,
+                                      d.buf, d.off + b0, k, sb, 0.0f, d.buf, d.off + c0, n, sc,
+                                      batch)) ||
+        (st = cf_copy(ctx, d.buf, d.off + c0, d.buf, d.off + a0, sc)) ||
+        (st = cf_fill(ctx, d.buf, d.off + b0, n * n, 0.5f)) ||
+        (st = cf_gemm(ctx, false, false, m, n, n, 1.0f, d.buf, d.off + a0, n, d.buf, d.off + b0, n,
+                      0.0f, d.buf, d.off + c0 + sc, n)) ||
+        (st = cf_finish(ctx)) || (st = conf_block_read(&blk)))
+        goto done;
+    for (size_t i = 0; i < batch; i++)
+        ref_gemm(false, true, m, n, k, 1.0, h64 + a0 + i * sa, k, h64 + b0 + i * sb, k, 0.0,
+                 h64 + c0 + i * sc, n, bound + i * sc);
+    for (size_t e = 0; e < sc; e++) h64[a0 + e] = h64[c0 + e];
+    for (size_t e = 0; e < n * n; e++) h64[b0 + e] = 0.5;
+    ref_gemm(false, false, m, n, n, 1.0, h64 + a0, n, h64 + b0, n, 0.0, h64 + c0 + sc, n,
+             bound + sc);
+    const float *out = conf_block_out(&blk, T);
+    for (size_t e = 0; e < batch * sc; e++) win[e] = out[c0 + e], win64[e] = h64[c0 + e];
+    ref_cmp c = ref_compare_gemm(win, win64, bound, batch * sc);
+    for (size_t e = 0; e < c0 && c.pass; e++) /* what neither a product nor a kernel wrote */
+        if ((e < a0 || e >= a0 + sc) && (e < b0 || e >= b0 + n * n) &&
+            out[e] != conf_block_init(&blk, T)[e])
+            c.pass = false, c.why = "gemm changed an input";
+    conf_emit(sink, user, "gemm_one_buffer", "m=5 n=7 k=3 batch=3, then kernels, then a product",
+              conf_guarded(c, &blk), 0.0);
+done:
+    conf_block_free(&blk);
+    free(h64), free(bound), free(win64), free(win);
+    return st;
+}
+
+/* A leading dimension below the row length, and a product that would read
+ * or write past its buffer (the host provider works on raw memory), refused
+ * before they run, for every form of call, naming the matrix; a product
+ * that ends exactly at the buffer's end runs. */
+static clformer_status run_arguments(cf_ctx *ctx, conf_sink sink, void *user)
+{
+    cl_mem a = NULL, b = NULL, c = NULL; /* 64 floats each, no guard regions */
+    clformer_status st;
+    if ((st = cf_buffer_alloc(ctx, 64, "A", &a)) || (st = cf_buffer_alloc(ctx, 64, "B", &b)) ||
+        (st = cf_buffer_alloc(ctx, 64, "C", &c)))
+        goto done;
+    const size_t ao[2] = {0, 0}, bo[2] = {0, 49}, co[2] = {0, 16};
+    const float ones[2] = {1.0f, 1.0f};
+    static const char *const names[] = {"leading dimension of A (2)", "leading dimension of B (3)",
+                                        "matrix C", "matrix A", "matrix B"},
+                             *const whys[] = {"lda < k not refused, naming A's leading dimension",
+                                              "ldb < k not refused, naming B's leading dimension",
+                                              "C past its buffer not refused, naming C",
+                                              "strided A past its buffer not refused, naming A",
+                                              "batched B past its buffer not refused, naming B"};
+    const char *bad = NULL;
+    for (int i = 0; i < 5 && !bad; i++) {
+        switch (i) {
+        case 0: st = cf_gemm(ctx, false, false, 4, 4, 4, 1.0f, a, 0, 2, b, 0, 4, 0.0f, c, 0, 4); break;
+        case 1: st = cf_gemm(ctx, true, true, 4, 4, 4, 1.0f, a, 0, 4, b, 0, 3, 0.0f, c, 0, 4); break;
+        /* C at offset 49 needs 16 floats: 1 past the end */
+        case 2: st = cf_gemm(ctx, false, false, 4, 4, 4, 1.0f, a, 0, 4, b, 0, 4, 0.0f, c, 49, 4); break;
+        /* the fourth of 4 strided A matrices of 16 starts at 1 + 48: ends at 65 */
+        case 3:
+            st = cf_gemm_strided_batched(ctx, false, false, 4, 4, 4, 1.0f, a, 1, 4, 16, b, 0, 4, 0,
+                                         0.0f, c, 0, 4, 16, 4);
+            break;
+        default:
+            st = cf_gemm_batched(ctx, false, false, 4, 4, 4, ones, a, ao, 4, b, bo, 4, ones, c, co,
+                                 4, 2);
+        }
+        if (st != CLFORMER_ERR_INVALID_ARGUMENT || !strstr(clformer_last_error(), names[i]))
+            bad = whys[i];
+    }
+    /* at offset 48 C fits exactly */
+    if ((st = cf_gemm(ctx, false, false, 4, 4, 4, 1.0f, a, 0, 4, b, 0, 4, 0.0f, c, 48, 4)) ||
+        (st = cf_finish(ctx)))
+        goto done;
+    ref_cmp cmp = {0};
+    cmp.pass = !bad, cmp.why = bad, cmp.rule = "refused, naming the fix";
+    conf_emit(sink, user, "gemm_arguments", "lda < k, ldb < k, C, A, B past the buffer", cmp, 0.0);
+done:
+    cf_buffer_free(ctx, a), cf_buffer_free(ctx, b), cf_buffer_free(ctx, c);
+    return st;
+}
+
+typedef struct {
+    size_t m, n, k;
+} gemm_shape;
+
+/* Every transpose of each shape, padded leading dimensions. */
+static clformer_status run_shapes(cf_ctx *ctx, const gemm_shape *s, size_t count, float alpha,
+                                  float beta, conf_sink sink, void *user)
+{
+    for (int t = 0; t < 4; t++)
+        for (size_t i = 0; i < count; i++) {
+            const conf_gemm_case g = {t & 1,   t & 2, s[i].m, s[i].n, s[i].k, alpha,
+                                      beta,    3,     1,      2,      100 + 10 * i + (size_t)t};
+            CF_TRY(conf_gemm_run(ctx, &g, sink, user));
+        }
+    return CLFORMER_OK;
+}
+
+/* Every transpose, strided (alpha 0.5, beta 1) or at arbitrary offsets. */
+static clformer_status run_batches(cf_ctx *ctx, bool strided, gemm_shape s, size_t batch,
+                                   uint64_t seed, conf_sink sink, void *user)
+{
+    for (int t = 0; t < 4; t++) {
+        const conf_gemm_batched_case g = {strided, t & 1, t & 2, s.m, s.n,      s.k, batch,
+                                          0.5f,    1.0f,  4,     2,   3, seed + (uint64_t)t};
+        CF_TRY(conf_gemm_batched_run(ctx, &g, sink, user));
+    }
+    return CLFORMER_OK;
+}
+
+/* quick (simulators): small shapes, all transposes, alpha and beta, a
+ * projection-like product, and small batches; else every odd size in every
+ * position (the host provider splits a product of at least 2^18
+ * multiply-adds into slices of C's columns, {61, 93, 257}, or rows,
+ * {257, 61, 93}, over its threads), the model's products (x W^T, dW += dy^T
+ * x, dx = dy W) and batches of 40 small products like attention's per-head
+ * ones (the host provider spreads them over helper threads, so every product
+ * must come out right whichever thread took it). */
+static clformer_status gemm_check(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
+{
+    static const gemm_shape small[] = {{1, 1, 1}, {7, 5, 3}, {3, 7, 13}, {13, 3, 5}},
+                            odd[] = {{1, 1, 1},    {7, 61, 93},  {61, 93, 257},
+                                     {93, 257, 7}, {257, 7, 61}, {1, 257, 93},
+                                     {257, 1, 7},  {7, 7, 257},  {257, 61, 93}},
+                            model[] = {{96, 512, 512}, {96, 2048, 512}, {96, 512, 2048},
+                                       {33, 96, 64}};
+    const gemm_shape many = {32, 24, 16};
+    /* unpadded: every transpose, a projection and a strided batch */
     const size_t m = quick ? 7 : 93, n = quick ? 13 : 257, k = quick ? 5 : 61;
     for (int t = 0; t < 4; t++) {
         const conf_gemm_case g = {t & 1, t & 2, m, n, k, 1.0f, 0.0f, 0, 0, 0,
@@ -185,12 +339,42 @@ clformer_status conf_gemm(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
     const size_t bm = quick ? 5 : 33, bn = quick ? 7 : 41, bk = quick ? 8 : 64;
     const conf_gemm_batched_case b = {true, false, true, bm, bn, bk, 6, 1.0f, 0.0f, 0, 0, 0,
                                       bm * 1000003 + bn * 1009 + bk + 6};
-    return conf_gemm_batched_run(ctx, &b, sink, user);
+    CF_TRY(conf_gemm_batched_run(ctx, &b, sink, user));
+    /* padded (the padding must stay as it was) */
+    if (quick) {
+        CF_TRY(run_shapes(ctx, small, 4, 1.0f, 0.0f, sink, user));
+        CF_TRY(run_shapes(ctx, small, 2, 0.5f, 1.0f, sink, user));
+        const conf_gemm_case proj = {false, true, 5, 24, 16, 1.0f, 1.0f, 3, 1, 2, 7};
+        CF_TRY(conf_gemm_run(ctx, &proj, sink, user));
+        CF_TRY(run_batches(ctx, true, (gemm_shape){5, 7, 3}, 2, 40, sink, user));
+        CF_TRY(run_batches(ctx, false, (gemm_shape){3, 5, 7}, 2, 50, sink, user));
+        CF_TRY(run_batches(ctx, true, many, 3, 60, sink, user));
+        CF_TRY(run_batches(ctx, false, many, 3, 70, sink, user));
+    } else {
+        CF_TRY(run_shapes(ctx, odd, sizeof odd / sizeof *odd, 1.0f, 0.0f, sink, user));
+        CF_TRY(run_shapes(ctx, odd, 4, -0.75f, 0.5f, sink, user));
+        for (size_t i = 0; i < sizeof model / sizeof *model; i++) {
+            const gemm_shape s = model[i];
+            const conf_gemm_case xw = {false, true, s.m, s.n, s.k, 1.0f, 0.0f, 3, 1, 2, 7 + i},
+                                 dw = {true, false, s.m, s.n, s.k, 1.0f, 1.0f, 3, 1, 2, 17 + i},
+                                 dx = {false, false, s.m, s.n, s.k, 1.0f, 0.0f, 3, 1, 2, 27 + i};
+            CF_TRY(conf_gemm_run(ctx, &xw, sink, user));
+            CF_TRY(conf_gemm_run(ctx, &dw, sink, user));
+            CF_TRY(conf_gemm_run(ctx, &dx, sink, user));
+        }
+        CF_TRY(run_batches(ctx, true, (gemm_shape){33, 61, 64}, 6, 40, sink, user));
+        CF_TRY(run_batches(ctx, false, (gemm_shape){61, 33, 80}, 5, 50, sink, user));
+        CF_TRY(run_batches(ctx, true, many, 40, 60, sink, user));
+        CF_TRY(run_batches(ctx, false, many, 40, 70, sink, user));
+    }
+    CF_TRY(run_one_buffer(ctx, sink, user));
+    return run_arguments(ctx, sink, user);
 }
 
 CONF_OP(gemm) = {"gemm", "",
     "cf_gemm, cf_gemm_batched, cf_gemm_strided_batched (CLBlast or the host provider)",
-    "ref_gemm (reference/ref_gemm.c)",
+    "ref_gemm (reference/ref_gemm.c, shared with linear)",
     "GEMM rule: |c - r| <= 1e-5 (|A| |B| + |beta C0|)",
-    conf_gemm, NULL,
-    "test_gemm, test_gemm_tuning (many more cases, determinism, argument errors); no backward of its own (the linear layer's is checked)"};
+    gemm_check, NULL,
+    "no backward of its own (the linear layer's is checked); test_gemm runs this check under "
+    "each GEMM provider, test_gemm_tuning under each CLBlast parameter set"};

@@ -1,5 +1,5 @@
 /*
- * GEMM checks shared by test_gemm and test_gemm_tuning, through the
+ * GEMM checks of test_gemm_tuning (one per CLBlast parameter set), through the
  * conformance library's case runners: single products (conf_gemm_run) and
  * batched ones (conf_gemm_batched_run).
  */

@@ -2,7 +2,8 @@
  * table entry is forced onto the device under test (whether it matches or
  * not), then odd-sized products run through CLBlast's direct kernel and,
  * with the switch point forced to 1, through the indirect kernel with its
- * pad/transpose helpers - test_gemm's sizes only reach the direct one.
+ * pad/transpose helpers - the gemm op's check (conf_gemm.c) reaches only
+ * the direct one.
  * Also: CLFORMER_GEMM_TUNING's file form, and that bad files are ignored. */
 #include "harness.h"
 #include "gemm.h"
