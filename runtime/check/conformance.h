@@ -178,24 +178,6 @@ typedef struct {
 clformer_status conf_gemm_batched_run(cf_ctx *ctx, const conf_gemm_batched_case *c,
                                       conf_sink sink, void *user);
 
-typedef struct {
-    size_t B, T, C, vocab;
-    bool learned;        /* a learned position table, else sinusoidal */
-    cf_dropout drop;     /* off when p is 0 (NULL) */
-    bool positions_only; /* every id 0 in a table of zeros: the positions alone */
-    uint64_t seed;
-    bool no_positions;   /* cf_embedding_forward_tokens: the table alone (learned ignored) */
-} conf_embedding_case;
-/* The forward (one result) and the backward, run twice so that it must add
- * (two results: the token table, the position table). */
-clformer_status conf_embedding_forward_run(cf_ctx *ctx, const conf_embedding_case *c,
-                                           conf_sink sink, void *user);
-clformer_status conf_embedding_backward_run(cf_ctx *ctx, const conf_embedding_case *c,
-                                            conf_sink sink, void *user);
-/* B x T ids below vocab with repeats; the last position of every other row is
- * pad (0), as in a right-padded batch. */
-void conf_embedding_tokens(int32_t *tok, size_t B, size_t T, size_t vocab, ref_rng *r);
-
 typedef enum {
     CONF_KEYS_NONE,       /* no key ids: no padding mask */
     CONF_KEYS_FULL,       /* no key is padding */
@@ -221,7 +203,6 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
 /* The checks (one file each). */
 clformer_status conf_gemm(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_attention(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
-clformer_status conf_embedding(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_dropout(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_loss(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 
