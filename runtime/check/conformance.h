@@ -144,22 +144,6 @@ clformer_status conf_dropout_run(cf_ctx *ctx, const conf_dropout_case *c, conf_s
                                  void *user);
 
 typedef struct {
-    size_t N, V;
-    double ls;        /* label smoothing */
-    int ignore;       /* ignore_index; every fifth row's target */
-    bool alias;       /* dlogits is the logits buffer */
-    bool gradient;    /* dlogits requested */
-    float grad_scale;
-    bool extreme;     /* logits of +-1e4, one-hot and constant rows */
-    uint64_t seed;
-} conf_loss_case;
-clformer_status conf_loss_run(cf_ctx *ctx, const conf_loss_case *c, conf_sink sink, void *user);
-/* N x V logits drawn from r: uniform in +-6, or with `extreme` rows uniform in
- * +-1e4, rows of -1e4 with one 1e4 (on the target y[row] or elsewhere) and
- * rows of one value. */
-void conf_loss_logits(float *x, const int32_t *y, size_t N, size_t V, bool extreme, ref_rng *r);
-
-typedef struct {
     bool ta, tb;
     size_t m, n, k;
     float alpha, beta; /* C = alpha op(A) op(B) + beta C, C random at first */
@@ -204,6 +188,5 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
 clformer_status conf_gemm(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_attention(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_dropout(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
-clformer_status conf_loss(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 
 #endif
