@@ -10,7 +10,7 @@
 #include "conformance.h"
 #include "ops.h"
 #include "reduce.h"
-#include "ref_dropout.h"
+#include "ref_philox.h"
 #include "ref_layernorm.h"
 #include "ref_random.h"
 

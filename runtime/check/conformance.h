@@ -130,19 +130,6 @@ ref_cmp conf_worse(ref_cmp a, ref_cmp b);
 /* The cases of one layer, run by its check and, with many more of them, by
  * its device test (tests/device/test_<layer>.c). Each case emits one result
  * per direction, judged on the numbers and on guard regions (conf_block.h). */
-
-typedef enum { CONF_DROPOUT_RESIDUAL, CONF_DROPOUT_BACKWARD, CONF_DROPOUT_ADD } conf_dropout_op;
-typedef struct {
-    conf_dropout_op op; /* out = a + dropout(b); out = dropout(a); out = a + b */
-    size_t n;
-    cf_dropout drop;
-    bool active;   /* false: no dropout (NULL) */
-    bool in_place; /* out is a */
-    uint64_t seed;
-} conf_dropout_case;
-clformer_status conf_dropout_run(cf_ctx *ctx, const conf_dropout_case *c, conf_sink sink,
-                                 void *user);
-
 typedef struct {
     bool ta, tb;
     size_t m, n, k;
@@ -187,6 +174,5 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
 /* The checks (one file each). */
 clformer_status conf_gemm(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 clformer_status conf_attention(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
-clformer_status conf_dropout(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 
 #endif

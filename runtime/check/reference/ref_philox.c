@@ -40,3 +40,8 @@ double ref_dropout_scale(const ref_dropout *d, uint64_t index)
     if (!d || !(d->p > 0.0f)) return 1.0;
     return ref_dropout_kept(d, index) ? 1.0 / (1.0 - (double)d->p) : 0.0;
 }
+
+void ref_dropout_backward(double *dx, const double *dout, size_t n, const ref_dropout *dropout)
+{
+    for (size_t i = 0; i < n; i++) dx[i] = dout[i] * ref_dropout_scale(dropout, i);
+}

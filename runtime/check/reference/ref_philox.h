@@ -9,6 +9,7 @@
 #define REF_PHILOX_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* One dropout site of one step; mirrors cf_dropout (runtime/ops/ops.h) without
@@ -33,5 +34,9 @@ bool ref_dropout_kept(const ref_dropout *d, uint64_t index);
 /* The multiplier of element `index` in double: 0 when dropped, 1/(1-p) when
  * kept (p taken as the float the device sees), 1 when inactive. */
 double ref_dropout_scale(const ref_dropout *d, uint64_t index);
+
+/* dx = dropout_mask(dout) over n elements (dropout's backward, and the
+ * fused residual's): overwrites; dx may alias dout. */
+void ref_dropout_backward(double *dx, const double *dout, size_t n, const ref_dropout *dropout);
 
 #endif
