@@ -402,7 +402,7 @@ void harness_path(char *buf, size_t cap, const char *dir, const char *name)
     if (n < 0 || (size_t)n >= cap) fail_msg("path %s/%s is longer than %zu bytes", dir, name, cap);
 }
 
-void harness_slurp(const char *path, char *buf, size_t cap)
+size_t harness_slurp_bytes(const char *path, char *buf, size_t cap)
 {
     FILE *f = fopen(path, "rb");
     if (!f) fail_msg("cannot open %s: %s", path, strerror(errno));
@@ -411,15 +411,22 @@ void harness_slurp(const char *path, char *buf, size_t cap)
     fclose(f);
     buf[n] = '\0';
     if (!whole) fail_msg("%s: could not read it whole into %zu bytes", path, cap);
+    return n;
+}
+
+void harness_slurp(const char *path, char *buf, size_t cap) { harness_slurp_bytes(path, buf, cap); }
+
+void harness_write_bytes(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) fail_msg("cannot write %s: %s", path, strerror(errno));
+    const bool ok = fwrite(data, 1, n, f) == n;
+    if (fclose(f) != 0 || !ok) fail_msg("cannot write %s", path);
 }
 
 void harness_write_file(const char *path, const char *text)
 {
-    FILE *f = fopen(path, "wb");
-    if (!f) fail_msg("cannot write %s: %s", path, strerror(errno));
-    const size_t n = strlen(text);
-    const bool ok = fwrite(text, 1, n, f) == n;
-    if (fclose(f) != 0 || !ok) fail_msg("cannot write %s", path);
+    harness_write_bytes(path, text, strlen(text));
 }
 
 int32_t *harness_random_sentences(size_t rows, size_t len, int vocab, uint64_t seed)

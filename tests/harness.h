@@ -137,8 +137,12 @@ void harness_path(char *buf, size_t cap, const char *dir, const char *name);
 /* The whole file at `path` into buf, NUL-terminated; fails the test when it
  * cannot be read or does not fit. */
 void harness_slurp(const char *path, char *buf, size_t cap);
+/* The same for a file of any bytes: their count (a NUL follows them). */
+size_t harness_slurp_bytes(const char *path, char *buf, size_t cap);
 /* Writes `text` to `path` (replacing it); fails the test on an error. */
 void harness_write_file(const char *path, const char *text);
+/* The same for n bytes of any value. */
+void harness_write_bytes(const char *path, const void *data, size_t n);
 
 /* Small allocation helpers that fail the test on out-of-memory. */
 void *hmalloc(size_t bytes);
