@@ -656,6 +656,17 @@ CLFORMER_API clformer_status clformer_model_create(clformer_context *ctx,
 CLFORMER_API void clformer_model_free(clformer_model *model);
 
 CLFORMER_API const clformer_config *clformer_model_config(const clformer_model *model);
+
+/* What a model does, its family's task: translate a source (an encoder reads
+ * it) or continue a text (a decoder-only language model). An index: a
+ * command looks its handling up by it rather than branching. */
+typedef enum { CLFORMER_TASK_TRANSLATION = 0, CLFORMER_TASK_LM = 1 } clformer_task;
+CLFORMER_API clformer_task clformer_model_task(const clformer_model *model);
+/* CLFORMER_OK when the model does `task`; else CLFORMER_ERR_INVALID_ARGUMENT
+ * with the one message of every such refusal: "<use> needs <a model of the
+ * task>; this model is <its kind>: <what to do with it instead>". */
+CLFORMER_API clformer_status clformer_model_check_task(const clformer_model *model,
+                                                       clformer_task task, const char *use);
 CLFORMER_API size_t clformer_model_parameter_count(const clformer_model *model);
 
 /* Vocabularies (tokens in id order, vocab-size entries each). A model made

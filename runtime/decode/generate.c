@@ -146,10 +146,7 @@ static clformer_status step_rows(cf_session *s, gen_rows *g)
 
 static clformer_status check_options(const cf_model *m, const clformer_sample_options *o)
 {
-    if (m->family->source)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "generate needs a decoder-only language model (n_enc_layers 0); this "
-                       "model has an encoder: translate with it instead");
+    CF_TRY(cf_family_check_task(m->family, CLFORMER_TASK_LM, "generating text"));
     if (!o || o->max_tokens < 0 || !(o->temperature >= 0.0f) || o->top_k < 0 ||
         !(o->top_p > 0.0f && o->top_p <= 1.0f))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,

@@ -137,6 +137,8 @@ static clformer_status write_all(cf_model *m, cf_st_writer *w, bool training, fl
 
 /* The metadata keys of the SentencePiece models, source then target. */
 static const char *const spm_keys[2] = {"clformer.src_spm", "clformer.tgt_spm"};
+/* the vocabularies of the sides (clformer_side) */
+static const char *const vocab_keys[2] = {"clformer.src_vocab", "clformer.tgt_vocab"};
 
 /* A checkpoint's SentencePiece models, if any, checked against the model's
  * vocabularies (clformer_model_set_tokenizer). */
@@ -220,17 +222,20 @@ static clformer_status save_hf_tokenizer(const cf_model *m, cf_st_writer *w)
 
 clformer_status clformer_model_save(clformer_model *m, const char *path, bool training)
 {
-    const bool lm = m->cfg.src_vocab == 0; /* no source side */
-    if ((!lm && !m->vocab[0]) || !m->vocab[1])
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "cannot save '%s': the model has no vocabularies (set them first)", path);
+    const int first = cf_family_first_side(m->family); /* its vocabularies: first..1 */
+    for (int k = first; k < 2; k++)
+        if (!m->vocab[k])
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "cannot save '%s': the model has no vocabularies (set them first)",
+                           path);
     char *config = clformer_config_to_json(&m->cfg);
-    char *src = lm ? NULL : vocab_json(m->vocab[0]);
-    char *tgt = vocab_json(m->vocab[1]);
+    char *vocab[2] = {NULL, NULL};
+    bool vocabs = true;
+    for (int k = first; k < 2; k++) vocabs = (vocab[k] = vocab_json(m->vocab[k])) && vocabs;
     char *state = training ? train_state_json(m) : NULL;
     float *host = malloc(m->layout.total * sizeof *host);
     cf_st_writer *w = NULL;
-    clformer_status st = config && (lm || src) && tgt && host && (!training || state)
+    clformer_status st = config && vocabs && host && (!training || state)
                              ? CLFORMER_OK
                              : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     cf_door_call call;
@@ -241,8 +246,8 @@ clformer_status clformer_model_save(clformer_model *m, const char *path, bool tr
     if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.format", "1");
     if (st == CLFORMER_OK && m->run[0]) st = cf_st_set_metadata(w, "clformer.run", m->run);
     if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.config", config);
-    if (st == CLFORMER_OK && !lm) st = cf_st_set_metadata(w, "clformer.src_vocab", src);
-    if (st == CLFORMER_OK) st = cf_st_set_metadata(w, "clformer.tgt_vocab", tgt);
+    for (int k = first; k < 2 && st == CLFORMER_OK; k++)
+        st = cf_st_set_metadata(w, vocab_keys[k], vocab[k]);
     if (st == CLFORMER_OK && training) st = cf_st_set_metadata(w, "clformer.train_state", state);
     for (int k = 0; k < 2 && st == CLFORMER_OK; k++) {
         if (!m->spm[k]) continue;
@@ -265,8 +270,8 @@ clformer_status clformer_model_save(clformer_model *m, const char *path, bool tr
     cf_st_writer_free(w);
     if (door) cf_door_call_end(&call);
     free(config);
-    free(src);
-    free(tgt);
+    free(vocab[0]);
+    free(vocab[1]);
     free(state);
     free(host);
     if (st != CLFORMER_OK) return cf_fail_prefix(st, "saving '%s': ", path);
@@ -538,9 +543,12 @@ static clformer_status check_header(const cf_st_reader *r, header *h)
     h->training = state != NULL;
     st = cf_param_layout_make(&h->config, &h->layout);
     h->has_layout = st == CLFORMER_OK;
-    if (st == CLFORMER_OK && h->config.src_vocab > 0)
-        st = parse_vocab(r, "clformer.src_vocab", h->config.src_vocab, &h->src);
-    if (st == CLFORMER_OK) st = parse_vocab(r, "clformer.tgt_vocab", h->config.tgt_vocab, &h->tgt);
+    const int sizes[2] = {h->config.src_vocab, h->config.tgt_vocab};
+    cf_vocab **vocab[2] = {&h->src, &h->tgt};
+    /* the config's family is one once its layout is made */
+    const int first = st == CLFORMER_OK ? cf_family_first_side(cf_family_of(&h->config)) : 2;
+    for (int k = first; k < 2 && st == CLFORMER_OK; k++)
+        st = parse_vocab(r, vocab_keys[k], sizes[k], vocab[k]);
     if (st == CLFORMER_OK && h->config.share_all_embed &&
         strcmp(cf_st_metadata(r, "clformer.src_vocab"), cf_st_metadata(r, "clformer.tgt_vocab")))
         st = cf_fail(CLFORMER_ERR_FORMAT,

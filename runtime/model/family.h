@@ -65,6 +65,18 @@ clformer_status cf_batch_check_windows(const clformer_config *c, const clformer_
  * encoder layers is a GPT); NULL for a family id out of range. */
 const cf_family *cf_family_of(const clformer_config *c);
 
+/* The task of the family's models (clformer_model_task). */
+clformer_task cf_family_task(const cf_family *f);
+
+/* The first vocabulary side its models have: a translation model has the
+ * source and the target (SOURCE), a language model the target alone (TARGET);
+ * a model's vocabularies are sides first..TARGET. */
+clformer_side cf_family_first_side(const cf_family *f);
+
+/* CLFORMER_OK when the family's models do `task`; else the refusal
+ * clformer_model_check_task describes, naming `use`. */
+clformer_status cf_family_check_task(const cf_family *f, clformer_task task, const char *use);
+
 /* The families in id order, NULL-terminated. */
 extern const cf_family *const cf_families[];
 

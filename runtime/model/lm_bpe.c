@@ -61,10 +61,7 @@ clformer_status cf_model_set_bpe(cf_model *m, const char *vocab, size_t vocab_le
         m->bpe_text[0] = m->bpe_text[1] = NULL, m->bpe_len[0] = m->bpe_len[1] = 0, m->bpe = NULL;
         return CLFORMER_OK;
     }
-    if (m->family->source)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "a GPT-2 BPE tokenizer belongs to a decoder-only language model; this "
-                       "model has an encoder");
+    CF_TRY(cf_family_check_task(m->family, CLFORMER_TASK_LM, "a GPT-2 BPE tokenizer"));
     if (!merges)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "a GPT-2 BPE tokenizer needs merges.txt "
                        "beside vocab.json");

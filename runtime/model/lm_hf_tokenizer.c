@@ -17,9 +17,8 @@ clformer_status cf_model_set_hf_tokenizer(cf_model *m, const char *const data[CF
 {
     cf_hf_tokenizer *t = loaded;
     clformer_status st = t ? CLFORMER_OK : cf_hf_tokenizer_from_files(data, size, origin, &t);
-    if (st == CLFORMER_OK && m->family->source)
-        st = cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "a Hugging Face tokenizer belongs to a "
-                     "decoder-only language model; this model has an encoder");
+    if (st == CLFORMER_OK)
+        st = cf_family_check_task(m->family, CLFORMER_TASK_LM, "a Hugging Face tokenizer");
     if (st == CLFORMER_OK && cf_hf_tokenizer_size(t) > m->cfg.tgt_vocab)
         st = cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s: the tokenizer has %d ids but the model's "
                      "vocabulary has %d rows: use the tokenizer files the model was trained "

@@ -164,6 +164,14 @@ void clformer_model_free(clformer_model *m)
 
 const clformer_config *clformer_model_config(const clformer_model *m) { return &m->cfg; }
 
+clformer_task clformer_model_task(const clformer_model *m) { return cf_family_task(m->family); }
+
+clformer_status clformer_model_check_task(const clformer_model *m, clformer_task task,
+                                          const char *use)
+{
+    return cf_family_check_task(m->family, task, use);
+}
+
 size_t clformer_model_parameter_count(const clformer_model *m) { return m->layout.total; }
 
 uint64_t clformer_model_step(const clformer_model *m) { return m->step; }
@@ -209,13 +217,16 @@ clformer_status cf_model_set_dropout_kinds(clformer_model *m, float attention, f
 clformer_status clformer_model_set_vocabs(clformer_model *m, const char *const *src,
                                           const char *const *tgt)
 {
-    /* the same rules as every vocabulary: specials first, distinct tokens; a
-     * decoder-only model has no source side (src is ignored, may be NULL) */
-    cf_vocab *s = NULL, *t = NULL;
-    if (m->cfg.src_vocab > 0)
-        CF_TRY(cf_vocab_from_tokens(src, (size_t)m->cfg.src_vocab, "source vocabulary", &s));
-    clformer_status st =
-        cf_vocab_from_tokens(tgt, (size_t)m->cfg.tgt_vocab, "target vocabulary", &t);
+    /* the same rules as every vocabulary: specials first, distinct tokens;
+     * of the sides the model has (a language model has no source side: src is
+     * ignored, may be NULL) */
+    const char *const *tokens[2] = {src, tgt};
+    const int sizes[2] = {m->cfg.src_vocab, m->cfg.tgt_vocab};
+    static const char *const names[2] = {"source vocabulary", "target vocabulary"};
+    cf_vocab *v[2] = {NULL, NULL};
+    clformer_status st = CLFORMER_OK;
+    for (int k = cf_family_first_side(m->family); k < 2 && st == CLFORMER_OK; k++)
+        st = cf_vocab_from_tokens(tokens[k], (size_t)sizes[k], names[k], &v[k]);
     /* one embedding for both sides: one vocabulary, token for token */
     for (int i = 0; st == CLFORMER_OK && m->cfg.share_all_embed && i < m->cfg.tgt_vocab; i++)
         if (strcmp(src[i], tgt[i]))
@@ -224,14 +235,14 @@ clformer_status clformer_model_set_vocabs(clformer_model *m, const char *const *
                          "(share_all_embed) but the vocabularies differ at token %d ('%s' and "
                          "'%s'): give the same joint vocabulary to both sides", i, src[i], tgt[i]);
     if (st != CLFORMER_OK) {
-        cf_vocab_free(t);
-        cf_vocab_free(s);
+        cf_vocab_free(v[1]);
+        cf_vocab_free(v[0]);
         return st;
     }
-    cf_vocab_free(m->vocab[0]);
-    cf_vocab_free(m->vocab[1]);
-    m->vocab[0] = s;
-    m->vocab[1] = t;
+    for (int k = 0; k < 2; k++) {
+        cf_vocab_free(m->vocab[k]);
+        m->vocab[k] = v[k];
+    }
     return CLFORMER_OK;
 }
 

@@ -45,10 +45,7 @@ clformer_status clformer_session_lm_score(clformer_session *session, const int32
 {
     const cf_model *m = clformer_session_model(session);
     const clformer_config *c = &m->cfg;
-    if (m->family->source)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "scoring a text needs a decoder-only language model; this model has an "
-                       "encoder (evaluate a translation model on sentence pairs)");
+    CF_TRY(cf_family_check_task(m->family, CLFORMER_TASK_LM, "scoring a text"));
     if (n < 2)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "the text holds %zu token%s: at least 2 are needed to score one", n,

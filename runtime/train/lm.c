@@ -18,9 +18,11 @@ static cf_lm_codec any_codec(const clformer_model *m)
 
 clformer_status cf_lm_model_codec(const clformer_model *m, cf_lm_codec *codec)
 {
-    if (!clformer_config_decoder_only(&m->cfg) || !m->vocab[1])
+    CF_TRY(cf_family_check_task(m->family, CLFORMER_TASK_LM, "reading text as tokens"));
+    if (!m->vocab[1])
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "text for a language model needs a decoder-only model with a vocabulary");
+                       "the model has no vocabulary to read text with: set one "
+                       "(clformer_model_set_vocabs)");
     if (m->ids_only && m->tokenizer_problem)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "the model's tokenizer is not one clformer reads (%s): it takes token ids "

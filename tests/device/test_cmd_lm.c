@@ -141,10 +141,14 @@ static void lm_commands(void **state)
     harness_expect_run(&cmd, rc, 2, "--prompt");
     /* the translation commands on a language model name what it takes */
     rc = harness_run_clformer(&cmd, "eval", "--model", a, "--src", text, "--ref", text, NULL);
-    harness_expect_run(&cmd, rc, 1, "is a language model (decoder-only): it translates nothing; "
-                                    "score it on a text with clformer eval --model");
+    harness_expect_run(&cmd, rc, 1, "translating needs a translation model (it has an encoder); "
+                                    "this model is a language model (decoder-only): it "
+                                    "translates nothing; continue a prompt with clformer generate "
+                                    "--prompt TEXT, or score it on a text with clformer eval "
+                                    "--text FILE");
+    assert_non_null(strstr(out, a)); /* the model named */
     rc = harness_run_clformer(&cmd, "translate", "--model", a, "--input", text, NULL);
-    harness_expect_run(&cmd, rc, 1, "continue a prompt with clformer generate --model");
+    harness_expect_run(&cmd, rc, 1, "continue a prompt with clformer generate --prompt TEXT");
     rc = harness_run_clformer(&cmd, "eval", "--model", a, "--ref", text, NULL);
     harness_expect_run(&cmd, rc, 2, "or --text FILE for a language model");
     harness_remove_tree(dir);

@@ -524,6 +524,12 @@ static void bad_input_and_flags(void **state)
     /* a missing model is named before the input is read (stdin may be a terminal) */
     EXPECT_RUN(empty, 1, "cannot read the model", "translate", "--model", missing);
     EXPECT_RUN(NULL, 1, missing, "eval", "--model", missing, "--src", src, "--ref", src);
+    /* a language model's commands name what a translation model takes instead
+     * (the one refusal of every such use, clformer_model_check_task) */
+    EXPECT_RUN(NULL, 1, "needs a language model (decoder-only); this model is a translation "
+               "model (it has an encoder): translate with it", "generate", "--model", m,
+               "--prompt", "s4");
+    EXPECT_RUN(NULL, 1, "eval --text --model", "eval", "--model", m, "--text", src);
     harness_write_file(empty, "\n \n");
     EXPECT_RUN(empty, 1, "every line", "translate", "--model", m, "--attention", "x.png");
     harness_write_file(missing, "s4\xC3( s5\n");

@@ -62,16 +62,16 @@ static bool on_token(size_t row, int32_t token, void *user)
     return !stop_requested;
 }
 
-/* The model (a checkpoint or a Hugging Face GPT-2 or Llama directory) on the device. */
-static clformer_status open_model(const char *path, clformer_context **ctx, clformer_model **m)
+/* The model (a checkpoint or a Hugging Face GPT-2 or Llama directory) on the
+ * device, for `command` (which refuses a translation model). */
+static clformer_status open_model(const char *command, const char *path, clformer_context **ctx,
+                                  clformer_model **m)
 {
     clformer_status st = cli_context_create(NULL, ctx);
     if (st == CLFORMER_OK) st = clformer_model_load(*ctx, path, m);
-    if (st == CLFORMER_OK && !clformer_config_decoder_only(clformer_model_config(*m)))
-        st = clformer_set_error(CLFORMER_ERR_INVALID_ARGUMENT,
-                                "'%s' is a translation model (it has an encoder): use clformer "
-                                "translate; generate needs a language model (train --task lm)",
-                                path);
+    char use[4200];
+    snprintf(use, sizeof use, "%s --model '%s'", command, path);
+    if (st == CLFORMER_OK) st = clformer_model_check_task(*m, CLFORMER_TASK_LM, use);
     return st;
 }
 
@@ -283,7 +283,7 @@ int cmd_generate(int argc, char **argv)
     clformer_status st = ids && lengths ? CLFORMER_OK
                                         : clformer_set_error(CLFORMER_ERR_OUT_OF_MEMORY,
                                                              "out of host memory");
-    if (st == CLFORMER_OK) st = open_model(model, &ctx, &m);
+    if (st == CLFORMER_OK) st = open_model("generate", model, &ctx, &m);
     for (size_t p = 0; p < n_prompts && st == CLFORMER_OK; p++)
         st = clformer_lm_encode(m, prompts[p], strlen(prompts[p]), &ids[p], &lengths[p]);
     if (st == CLFORMER_OK) st = clformer_session_create(m, &s);
@@ -393,7 +393,7 @@ int eval_lm(int argc, char **argv)
     int32_t *ids = NULL;
     size_t n = 0, bytes = 0;
     clformer_lm_score score;
-    clformer_status st = open_model(model, &ctx, &m);
+    clformer_status st = open_model("eval --text", model, &ctx, &m);
     if (st == CLFORMER_OK) st = clformer_lm_encode_file(m, text, &ids, &n, &bytes);
     if (st == CLFORMER_OK && bytes == 0)
         st = clformer_set_error(CLFORMER_ERR_INVALID_ARGUMENT, "'%s' is empty: nothing to score", text);

@@ -56,8 +56,10 @@ typedef struct {
     int32_t last;      /* the label column after the inputs */
 } logits_inputs;
 
-static const logits_inputs translation = {"src", "tgt_in", false, CLFORMER_EOS};
-static const logits_inputs language_model = {NULL, "ids", true, 0};
+/* by the model's task (clformer_model_task) */
+static const logits_inputs inputs_of[] = {
+    [CLFORMER_TASK_TRANSLATION] = {"src", "tgt_in", false, CLFORMER_EOS},
+    [CLFORMER_TASK_LM] = {NULL, "ids", true, 0}};
 
 /* The logits of every position of each row. */
 static clformer_status run(const char *model_path, const char *batch_path, const char *ids_text,
@@ -74,8 +76,7 @@ static clformer_status run(const char *model_path, const char *batch_path, const
     clformer_session *session = NULL;
     clformer_status st = clformer_context_create(NULL, &ctx);
     if (st == CLFORMER_OK) st = clformer_model_load(ctx, model_path, &m);
-    const logits_inputs *reads =
-        m && clformer_config_decoder_only(clformer_model_config(m)) ? &language_model : &translation;
+    const logits_inputs *reads = &inputs_of[m ? clformer_model_task(m) : CLFORMER_TASK_TRANSLATION];
     if (st == CLFORMER_OK && ids_text && !reads->takes_ids)
         st = clformer_set_error(CLFORMER_ERR_INVALID_ARGUMENT,
                                 "--ids is for language models; %s is a translation model: give "

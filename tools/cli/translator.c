@@ -41,15 +41,9 @@ bool translator_open(const char *command, const char *model_path, translator *t)
         return false;
     }
     /* a language model has no source side: name what it takes instead */
-    if (clformer_config_decoder_only(clformer_model_config(t->model))) {
-        if (!strcmp(command, "eval"))
-            cli_error(command, "%s is a language model (decoder-only): it translates nothing; "
-                      "score it on a text with clformer eval --model %s --text FILE", model_path,
-                      model_path);
-        else
-            cli_error(command, "%s is a language model (decoder-only): it translates nothing; "
-                      "continue a prompt with clformer generate --model %s --prompt TEXT",
-                      model_path, model_path);
+    if (clformer_model_check_task(t->model, CLFORMER_TASK_TRANSLATION, "translating") !=
+        CLFORMER_OK) {
+        cli_runtime_error(command, model_path);
         translator_close(t);
         return false;
     }
