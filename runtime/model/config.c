@@ -138,11 +138,10 @@ char *clformer_config_to_json(const clformer_config *c)
     if (c->activation_dropout >= 0.0f)
         json_object_set_new(o, "activation_dropout", json_real((double)c->activation_dropout));
     if (c->share_all_embed) json_object_set_new(o, "share_all_embed", json_true());
-    /* the family only where n_enc_layers does not tell it (older files:
-     * encoder layers, an encoder-decoder; none, a GPT) */
-    const clformer_family family = clformer_config_family(c);
-    if (family != (c->n_enc_layers > 0 ? CLFORMER_FAMILY_ENCODER_DECODER : CLFORMER_FAMILY_GPT))
-        json_object_set_new(o, "family", json_string(clformer_family_name(family)));
+    /* the family only where n_enc_layers does not tell it (family.h) */
+    const cf_family *f = cf_family_of(c);
+    if (!f || f->named_in_json)
+        json_object_set_new(o, "family", json_string(clformer_family_name(c->family)));
     /* grouped-query attention and rotary positions: where a config has them */
     if (c->n_kv_heads > 0) json_object_set_new(o, "n_kv_heads", json_integer(c->n_kv_heads));
     if (c->positional == CLFORMER_POS_ROPE) {

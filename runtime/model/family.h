@@ -54,6 +54,10 @@ typedef struct cf_family {
     int (*aliases)(const clformer_config *c, const char *names[2]);
     /* a batch's shape and ids, before it is uploaded: one of family_batch.c's */
     clformer_status (*check_batch)(const clformer_config *c, const clformer_batch *b);
+    /* its config JSON names it ("family"); the families older files knew
+     * are told by n_enc_layers (encoder layers: an encoder-decoder; none: a
+     * GPT), and written so, as before */
+    bool named_in_json;
 } cf_family;
 
 /* Batches of sentence pairs (a source and a target), and of windows of one

@@ -155,5 +155,5 @@ static void llama_preset(int i, clformer_config *c)
 
 const cf_family cf_family_llama = {
     CLFORMER_FAMILY_LLAMA, false, -1, names, llama_preset,
-    llama_validate, llama_blocks, llama_layout, llama_aliases, cf_batch_check_windows,
+    llama_validate, llama_blocks, llama_layout, llama_aliases, cf_batch_check_windows, true,
 };

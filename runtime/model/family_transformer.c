@@ -225,10 +225,10 @@ static void gpt_preset(int i, clformer_config *c)
 
 const cf_family cf_family_encoder_decoder = {
     CLFORMER_FAMILY_ENCODER_DECODER, true, CLFORMER_PAD, encdec_names, encdec_preset,
-    encdec_validate, classic_blocks, classic_layout, classic_aliases, cf_batch_check_pairs,
+    encdec_validate, classic_blocks, classic_layout, classic_aliases, cf_batch_check_pairs, false,
 };
 
 const cf_family cf_family_gpt = {
     CLFORMER_FAMILY_GPT, false, -1, gpt_names, gpt_preset,
-    gpt_validate, classic_blocks, classic_layout, classic_aliases, cf_batch_check_windows,
+    gpt_validate, classic_blocks, classic_layout, classic_aliases, cf_batch_check_windows, false,
 };
