@@ -55,6 +55,31 @@ static void put_escaped(FILE *out, const char *text)
     }
 }
 
+static void put_error(FILE *out, const char *command, const char *doing, const char *text)
+{
+    fprintf(out, "clformer %s: error: ", command);
+    if (doing && *doing) {
+        put_escaped(out, doing);
+        fputs(": ", out);
+    }
+    put_escaped(out, text);
+    fputc('\n', out);
+}
+
+/* The error line goes to stderr in one write: stderr is unbuffered, and a line
+ * written piece by piece can be cut by other output on the same stream (under
+ * mpirun, its abort notice landed inside a rank's refusal). */
+static void error_line(const char *command, const char *doing, const char *text)
+{
+    char *line = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&line, &len);
+    if (m) put_error(m, command, doing, text);
+    if (m && fclose(m) == 0) fwrite(line, 1, len, stderr);
+    else put_error(stderr, command, doing, text);
+    free(line);
+}
+
 void cli_error(const char *command, const char *fmt, ...)
 {
     char text[8192];
@@ -62,21 +87,12 @@ void cli_error(const char *command, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "clformer %s: error: ", command);
-    put_escaped(stderr, text);
-    fputc('\n', stderr);
+    error_line(command, NULL, text);
 }
 
 void cli_runtime_error(const char *command, const char *doing)
 {
-    const char *msg = clformer_last_error();
-    fprintf(stderr, "clformer %s: error: ", command);
-    if (doing && *doing) {
-        put_escaped(stderr, doing);
-        fputs(": ", stderr);
-    }
-    put_escaped(stderr, msg);
-    fputc('\n', stderr);
+    error_line(command, doing, clformer_last_error());
 }
 
 static void print_help(const cli_spec *s)
