@@ -152,13 +152,23 @@ bool cf_gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, float alpha
 }
 
 /* CLFORMER_HOST_GEMM: 0 auto, 1 own, 2 openblas, -1 anything else. */
-static int setting(void)
+static int read_setting(void)
 {
     const char *v = getenv("CLFORMER_HOST_GEMM");
     if (!v || !*v || !strcasecmp(v, "auto")) return 0;
     if (!strcasecmp(v, "own")) return 1;
     if (!strcasecmp(v, "openblas")) return 2;
     return -1;
+}
+
+/* Read once, as the choice it leads to is made once: the provider checks it
+ * before every product, and the check and the choice agree. */
+static int setting(void)
+{
+    static atomic_int cached = -2; /* -2: not read yet; a race stores the same value */
+    int s = atomic_load(&cached);
+    if (s == -2) atomic_store(&cached, s = read_setting());
+    return s;
 }
 
 static bool has_avx512(void)
