@@ -393,7 +393,10 @@ CLFORMER_API clformer_status clformer_context_fma_peak(clformer_context *ctx, si
  * kernels; a damaged or stale file is measured again, never an error), so
  * that reports made at different times share them. */
 typedef struct {
-    double fma_gflops; /* clformer_context_fma_peak with its defaults */
+    double fma_gflops; /* clformer_context_fma_peak with its defaults; on a CPU device
+                          the higher of that and an FMA loop in C on as many threads as
+                          it has compute units (OpenCL compilers may not vectorise the
+                          kernel: PoCL's reached a seventh of the loop's figure) */
     double copy_gbps;  /* clformer_context_copy_bandwidth with its defaults */
     bool from_cache;   /* read from the cache directory, not measured by this call */
 } clformer_roofline;
