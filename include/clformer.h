@@ -388,15 +388,25 @@ CLFORMER_API clformer_status clformer_context_copy_bandwidth(clformer_context *c
 CLFORMER_API clformer_status clformer_context_fma_peak(clformer_context *ctx, size_t work_items,
                                                        unsigned iterations, double *gflops);
 
+/* The host CPU's fp32 multiply-add throughput in GFLOP/s, measured in C on
+ * the widest vectors it has (AVX-512, AVX2 or scalar; *isa, if not NULL,
+ * names them): `threads` threads each run independent FMA chains for about
+ * `seconds`, and the sum of each thread's fastest round is returned, the
+ * figure least disturbed by other load. A CPU OpenCL device runs on these
+ * cores, but its compiler need not vectorise clformer_context_fma_peak's
+ * kernel (PoCL's reached 50 GFLOP/s on an AVX-512 core pair where this loop
+ * reaches ~358), so a CPU device's roofline takes the higher of the two.
+ * Returns 0 when a thread cannot be started. build/fma_peak prints it. */
+CLFORMER_API double clformer_host_fma_peak(unsigned threads, double seconds, const char **isa);
+
 /* The two roofs of a device, measured once per device and driver and kept in
  * the context's cache directory (roofline-<hash>.txt beside the compiled
  * kernels; a damaged or stale file is measured again, never an error), so
  * that reports made at different times share them. */
 typedef struct {
     double fma_gflops; /* clformer_context_fma_peak with its defaults; on a CPU device
-                          the higher of that and an FMA loop in C on as many threads as
-                          it has compute units (OpenCL compilers may not vectorise the
-                          kernel: PoCL's reached a seventh of the loop's figure) */
+                          the higher of that and clformer_host_fma_peak on as many
+                          threads as it has compute units */
     double copy_gbps;  /* clformer_context_copy_bandwidth with its defaults */
     bool from_cache;   /* read from the cache directory, not measured by this call */
 } clformer_roofline;

@@ -1,9 +1,9 @@
 /*
- * cf_host_fma_peak (fma_peak_host.h): each thread runs CHAINS independent
+ * clformer_host_fma_peak (clformer.h): each thread runs CHAINS independent
  * FMA chains, enough to hide the FMA latency on two ports, in rounds of a
  * few milliseconds, and keeps its fastest round.
  */
-#include "fma_peak_host.h"
+#include "clformer.h"
 #include "clock.h"
 
 #include <pthread.h>
@@ -80,7 +80,7 @@ static void *worker(void *arg)
     return NULL;
 }
 
-double cf_host_fma_peak(unsigned threads, double seconds, const char **isa)
+double clformer_host_fma_peak(unsigned threads, double seconds, const char **isa)
 {
     float (*loop)(float) = run_scalar;
     int lanes = 1;

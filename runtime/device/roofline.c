@@ -9,7 +9,6 @@
  */
 #include "door.h"
 #include "fileio.h"
-#include "fma_peak_host.h"
 #include "fnv1a.h"
 #include "launch.h"
 
@@ -90,8 +89,8 @@ clformer_status clformer_context_roofline(clformer_context *ctx, bool remeasure,
     if (!cached || !read_roofs(path, head, &old)) memset(&old, 0, sizeof old);
     memset(r, 0, sizeof *r);
     CF_TRY(clformer_context_fma_peak(ctx, 0, 0, &r->fma_gflops));
-    if (ctx->info.type == CLFORMER_DEVICE_CPU) { /* its cores are ours (fma_peak_host.h) */
-        const double host = cf_host_fma_peak(ctx->info.compute_units, 0.2, NULL);
+    if (ctx->info.type == CLFORMER_DEVICE_CPU) { /* its cores are ours (clformer.h) */
+        const double host = clformer_host_fma_peak(ctx->info.compute_units, 0.2, NULL);
         if (host > r->fma_gflops) r->fma_gflops = host;
     }
     CF_TRY(clformer_context_copy_bandwidth(ctx, 0, &r->copy_gbps));

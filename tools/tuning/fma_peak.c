@@ -7,7 +7,7 @@
  *
  *   fma_peak [--threads N] [--seconds S]     (default: all cores, 1 s)
  */
-#include "fma_peak_host.h"
+#include "clformer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +31,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *isa = NULL;
-    const double gflops = cf_host_fma_peak((unsigned)threads, seconds, &isa);
+    const double gflops = clformer_host_fma_peak((unsigned)threads, seconds, &isa);
     if (gflops <= 0) {
         fprintf(stderr, "fma_peak: could not start %ld threads\n", threads);
         return 1;
