@@ -3,8 +3,8 @@
  * tests/data/llama, made by tools/reference/gpt2_reference.py and
  * llama_reference.py; test_gpt2_parity and test_llama_parity): a golden
  * file's tensors and optimiser, the logits of a batch against
- * transformers' (1e-4), greedy generation token for token, and the losses
- * of the AdamW steps (relative 1e-5).
+ * transformers' (1e-4), the export read back, greedy generation token for
+ * token, and the losses of the AdamW steps (relative 1e-5).
  */
 #ifndef CLFORMER_TEST_HF_PARITY_H
 #define CLFORMER_TEST_HF_PARITY_H
@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 /* The golden file's tensor `name` of `dtype` (the caller frees it). */
 static inline void *hf_parity_read(cf_st_reader *r, const char *name, cf_st_dtype dtype,
@@ -33,6 +34,74 @@ static inline double hf_parity_meta(cf_st_reader *r, const char *key)
     const char *v = cf_st_metadata(r, key);
     if (!v) fail_msg("golden file lacks metadata %s", key);
     return strtod(v, NULL);
+}
+
+/* A golden file and the tensors every fixture has: `steps` + 1 batches of
+ * B rows of W token ids (the last one for the logits), transformers'
+ * logits of that batch and its losses of the steps, a prompt and its greedy
+ * continuation. */
+typedef struct {
+    cf_st_reader *g;
+    int32_t *ids, *prompt, *want_gen;
+    float *want_logits;
+    double *want_loss;
+    size_t steps, B, W, n_logits, n_prompt, n_gen;
+} hf_fixture;
+
+static inline void hf_fixture_open(hf_fixture *f, const char *path)
+{
+    const cf_st_tensor *ti, *tl, *tloss, *tp, *tgen;
+    assert_ok(cf_st_open(path, &f->g));
+    f->ids = hf_parity_read(f->g, "ids", CF_ST_I32, &ti);
+    f->want_logits = hf_parity_read(f->g, "logits", CF_ST_F32, &tl);
+    f->want_loss = hf_parity_read(f->g, "losses", CF_ST_F64, &tloss);
+    f->prompt = hf_parity_read(f->g, "prompt", CF_ST_I32, &tp);
+    f->want_gen = hf_parity_read(f->g, "generated", CF_ST_I32, &tgen);
+    f->steps = (size_t)ti->shape[0] - 1, f->B = (size_t)ti->shape[1], f->W = (size_t)ti->shape[2];
+    assert_int_equal(tloss->numel, f->steps);
+    f->n_logits = tl->numel, f->n_prompt = tp->numel, f->n_gen = tgen->numel;
+}
+
+static inline void hf_fixture_close(hf_fixture *f)
+{
+    cf_st_close(f->g);
+    free(f->ids), free(f->want_logits), free(f->want_loss), free(f->prompt), free(f->want_gen);
+}
+
+/* The last batch of the fixture, the one its logits are of. */
+static inline clformer_batch hf_fixture_last_batch(const hf_fixture *f)
+{
+    const clformer_batch b = {f->B, 0, f->W, NULL, f->ids + f->steps * f->B * f->W};
+    return b;
+}
+
+/* The model written by `export` into a new directory and read back gives
+ * the same `logits` of `batch`, bit for bit; the directory is removed. */
+static inline void hf_parity_export_roundtrip(clformer_model *m,
+                                              clformer_status (*export)(clformer_model *,
+                                                                        const char *),
+                                              const clformer_batch *batch, const float *logits,
+                                              size_t n)
+{
+    char dir[] = "/tmp/clformer_hf_XXXXXX", path[600];
+    assert_non_null(mkdtemp(dir));
+    assert_ok(export(m, dir));
+    clformer_model *back;
+    assert_ok(clformer_model_load(hctx(), dir, &back));
+    clformer_session *bs;
+    assert_ok(clformer_session_create(back, &bs));
+    float *again = hmalloc(n * sizeof *again);
+    assert_ok(clformer_session_logits(bs, batch, again));
+    assert_memory_equal(again, logits, n * sizeof *again);
+    clformer_session_free(bs);
+    clformer_model_free(back);
+    free(again);
+    const char *files[3] = {"model.safetensors", "config.json", "clformer_vocab.json"};
+    for (int i = 0; i < 3; i++) {
+        harness_path(path, sizeof path, dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
 }
 
 /* The logits of `batch` (n values, returned for the caller to free) within

@@ -30,16 +30,8 @@ static void check_fixture(const char *name)
 {
     char path[600];
     path_of(path, sizeof path, name, "golden.safetensors");
-    cf_st_reader *g;
-    assert_ok(cf_st_open(path, &g));
-    const cf_st_tensor *ti, *tl, *tloss, *tp, *tgen;
-    int32_t *ids = hf_parity_read(g, "ids", CF_ST_I32, &ti);
-    float *want_logits = hf_parity_read(g, "logits", CF_ST_F32, &tl);
-    double *want_loss = hf_parity_read(g, "losses", CF_ST_F64, &tloss);
-    int32_t *prompt = hf_parity_read(g, "prompt", CF_ST_I32, &tp);
-    int32_t *want_gen = hf_parity_read(g, "generated", CF_ST_I32, &tgen);
-    const size_t steps = (size_t)ti->shape[0] - 1, B = (size_t)ti->shape[1], W = (size_t)ti->shape[2];
-    assert_int_equal(tloss->numel, steps);
+    hf_fixture f;
+    hf_fixture_open(&f, path);
 
     clformer_model *m;
     path_of(path, sizeof path, name, "model");
@@ -50,47 +42,29 @@ static void check_fixture(const char *name)
      * one), else they are <id_N> */
     assert_string_equal(clformer_model_tgt_vocab(m)[5],
                         strcmp(name, "c_tiny_oclgrind") ? "<id_5>" : "<0x20>");
-    assert_int_equal(tl->numel, B * (W - 1) * V);
+    assert_int_equal(f.n_logits, f.B * (f.W - 1) * V);
     clformer_session *s;
     assert_ok(clformer_session_create(m, &s));
 
     /* logits of the last batch, before any training */
-    const clformer_batch last = {B, 0, W, NULL, ids + steps * B * W};
-    float *logits = hf_parity_logits(name, s, &last, want_logits, tl->numel);
+    const clformer_batch last = hf_fixture_last_batch(&f);
+    float *logits = hf_parity_logits(name, s, &last, f.want_logits, f.n_logits);
 
     /* greedy generation, token for token */
-    hf_parity_generate(s, prompt, tp->numel, want_gen, tgen->numel);
+    hf_parity_generate(s, f.prompt, f.n_prompt, f.want_gen, f.n_gen);
     /* the prompt in one pass agrees with feeding it token by token */
-    prefill_check(s, prompt, tp->numel, 1e-5, name);
+    prefill_check(s, f.prompt, f.n_prompt, 1e-5, name);
 
     /* the export read back holds the same weights (same logits, bit for bit) */
-    char dir[] = "/tmp/clformer_hf_XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    assert_ok(clformer_model_export_hf_gpt2(m, dir));
-    clformer_model *back;
-    assert_ok(clformer_model_load(hctx(), dir, &back));
-    clformer_session *bs;
-    assert_ok(clformer_session_create(back, &bs));
-    float *again = hmalloc(tl->numel * sizeof *again);
-    assert_ok(clformer_session_logits(bs, &last, again));
-    assert_memory_equal(again, logits, tl->numel * sizeof *again);
-    clformer_session_free(bs);
-    clformer_model_free(back);
-    const char *files[3] = {"model.safetensors", "config.json", "clformer_vocab.json"};
-    for (int i = 0; i < 3; i++) {
-        harness_path(path, sizeof path, dir, files[i]);
-        unlink(path);
-    }
-    rmdir(dir);
+    hf_parity_export_roundtrip(m, clformer_model_export_hf_gpt2, &last, logits, f.n_logits);
 
     /* 10 AdamW steps: each step's loss (before its update) */
-    hf_parity_adamw(name, g, m, s, ids, B, W, steps, want_loss);
+    hf_parity_adamw(name, f.g, m, s, f.ids, f.B, f.W, f.steps, f.want_loss);
 
     clformer_session_free(s);
     clformer_model_free(m);
-    cf_st_close(g);
-    free(ids), free(want_logits), free(want_loss), free(prompt), free(want_gen);
-    free(logits), free(again);
+    hf_fixture_close(&f);
+    free(logits);
 }
 
 static void small(void **state)
