@@ -608,13 +608,8 @@ typedef struct {
 } clformer_config;
 
 /* The family a config is: its `family`, except that ENCODER_DECODER with
- * n_enc_layers 0 is GPT. */
-static inline clformer_family clformer_config_family(const clformer_config *c)
-{
-    return c->family == CLFORMER_FAMILY_ENCODER_DECODER && c->n_enc_layers == 0
-               ? CLFORMER_FAMILY_GPT
-               : c->family;
-}
+ * n_enc_layers 0 is GPT (the families decide, runtime/model/family_id.c). */
+CLFORMER_API clformer_family clformer_config_family(const clformer_config *c);
 
 /* A decoder-only language model: no encoder, no source (GPT and llama). */
 static inline bool clformer_config_decoder_only(const clformer_config *c)
@@ -644,6 +639,19 @@ CLFORMER_API const char *const *clformer_config_lm_presets(void);
 
 /* Checks every field; the message names the field, the value and the fix. */
 CLFORMER_API clformer_status clformer_config_validate(const clformer_config *config);
+
+/* The floating-point operations of the matrix products (2*m*n*k each) that
+ * the config's model runs, counted from the blocks its family runs (the
+ * formulas: runtime/model/family_flops.c): one training step, forward and
+ * backward, on `batch` sequences of `src_len` source and `tgt_len` decoder
+ * tokens; and greedy decoding of `batch` rows for `steps` decoder steps
+ * after sources of `src_len` tokens (a decoder-only model: src_len 0).
+ * `clformer bench` reports achieved GFLOP/s with them. 0 for a config of no
+ * family. */
+CLFORMER_API uint64_t clformer_config_train_flop(const clformer_config *config, uint64_t batch,
+                                                 uint64_t src_len, uint64_t tgt_len);
+CLFORMER_API uint64_t clformer_config_decode_flop(const clformer_config *config, uint64_t batch,
+                                                  uint64_t src_len, uint64_t steps);
 
 /* The config as the JSON object stored in checkpoints (release with clformer_free). */
 CLFORMER_API char *clformer_config_to_json(const clformer_config *config);

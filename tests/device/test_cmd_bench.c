@@ -111,6 +111,24 @@ static double lm_train_flop(const dims *m, double B, double T)
     return t.forward + t.backward;
 }
 
+/* A Llama-style model: grouped-query attention (queries of d, keys and
+ * values of kv each, one packed projection), SwiGLU's gate, up and down. */
+static double llama_train_flop(const dims *m, double kv, double B, double T)
+{
+    const double d = m->d, H = m->H, ff = m->ff;
+    tally t = {0, 0};
+    for (int l = 0; l < m->D; l++) {
+        linear(&t, B * T, d, d + 2 * kv);
+        attention(&t, B, H, d / H, T, T);
+        linear(&t, B * T, d, d);
+        linear(&t, B * T, d, ff); /* gate */
+        linear(&t, B * T, d, ff); /* up */
+        linear(&t, B * T, ff, d); /* down */
+    }
+    linear(&t, B * T, d, m->V);
+    return t.forward + t.backward;
+}
+
 static double lm_parameter_count(const dims *m, double context)
 {
     const double d = m->d, ff = m->ff;
@@ -245,6 +263,24 @@ static void check_roofs(json_t *r, const char *key, const char *ms_key, double g
 
 /* The tiny preset; on a simulator, --quick's micro model (a tiny step takes
  * minutes there). */
+/* The last run's stdout: one JSON object (release with json_decref). */
+static json_t *report(void)
+{
+    json_error_t jerr;
+    json_t *r = json_loads(out, 0, &jerr);
+    if (!json_is_object(r)) fail_msg("stdout is not one JSON object (%s)\nstdout: %s", jerr.text, out);
+    return r;
+}
+
+/* The shape a report's "model" and "vocab" give. */
+static dims dims_of(json_t *r)
+{
+    json_t *model = object(r, "model");
+    return (dims){number(model, "d_model"), number(model, "n_heads"), number(model, "d_ff"),
+                  number(model, "n_enc_layers"), number(model, "n_dec_layers"),
+                  number(r, "vocab")};
+}
+
 static void bench_json(void **state)
 {
     (void)state;
@@ -252,9 +288,7 @@ static void bench_json(void **state)
     expect(run_bench("--config", "tiny", "--batch", "2", "--len", "4", "--steps", "1",
                      "--warmup", "0", "--json", quick ? "--quick" : NULL, NULL),
            0, NULL);
-    json_error_t jerr;
-    json_t *r = json_loads(out, 0, &jerr);
-    if (!json_is_object(r)) fail_msg("stdout is not one JSON object (%s)\nstdout: %s", jerr.text, out);
+    json_t *r = report();
 
     /* what was asked, echoed */
     assert_string_equal(string(r, "config"), "tiny");
@@ -268,9 +302,7 @@ static void bench_json(void **state)
     assert_true(number(r, "steps") == 1 && number(r, "warmup") == 0);
     assert_true(fabs(number(r, "dropout") - 0.1) < 1e-6);
     json_t *model = object(r, "model");
-    const dims m = {number(model, "d_model"), number(model, "n_heads"), number(model, "d_ff"),
-                    number(model, "n_enc_layers"), number(model, "n_dec_layers"),
-                    number(r, "vocab")};
+    const dims m = dims_of(r);
     const dims tiny = {64, 4, 256, 2, 2, 8000}, micro = {16, 2, 32, 1, 1, 32};
     assert_memory_equal(&m, quick ? &micro : &tiny, sizeof m);
     assert_true(number(model, "max_len") == 256);
@@ -347,17 +379,13 @@ static void bench_lm_json(void **state)
     expect(run_bench("--config", "gpt-mini", "--batch", "2", "--len", "8", "--steps", "1",
                      "--warmup", "0", "--json", quick ? "--quick" : NULL, NULL),
            0, NULL);
-    json_error_t jerr;
-    json_t *r = json_loads(out, 0, &jerr);
-    if (!json_is_object(r)) fail_msg("stdout is not one JSON object (%s)\nstdout: %s", jerr.text, out);
+    json_t *r = report();
     assert_string_equal(string(r, "config"), "gpt-mini");
     assert_string_equal(string(r, "task"), "lm");
     assert_true(number(r, "batch") == 2 && number(r, "len") == 8);
     assert_true(number(r, "dropout") == 0);
     json_t *model = object(r, "model");
-    const dims m = {number(model, "d_model"), number(model, "n_heads"), number(model, "d_ff"),
-                    number(model, "n_enc_layers"), number(model, "n_dec_layers"),
-                    number(r, "vocab")};
+    const dims m = dims_of(r);
     const dims mini = {128, 4, 512, 0, 4, 65}, micro = {16, 2, 32, 0, 1, 32};
     assert_memory_equal(&m, quick ? &micro : &mini, sizeof m);
     assert_true(number(model, "max_len") == 64);
@@ -379,6 +407,28 @@ static void bench_lm_json(void **state)
     check_families(r, "kernel_ms");
     check_launches(r);
     check_families(r, "generate_kernel_ms");
+    json_decref(r);
+}
+
+/* A Llama-style preset, smollm-135m's grouped-query attention (3 key/value
+ * heads) and SwiGLU, in a micro shape (6 heads of 4): its FLOP count
+ * follows its blocks, and the GEMMs as profiled agree. */
+static void bench_llama_flop(void **state)
+{
+    (void)state;
+    if (harness_is_slow()) skip(); /* bench_lm_json's --quick run covers the command there */
+    expect(run_bench("--config", "smollm-135m", "--d-model", "24", "--heads", "6", "--d-ff", "32",
+                     "--dec-layers", "1", "--vocab", "32", "--batch", "2", "--len", "6",
+                     "--steps", "1", "--warmup", "0", "--json", NULL),
+           0, NULL);
+    json_t *r = report();
+    assert_string_equal(string(r, "task"), "lm");
+    const dims m = dims_of(r);
+    const dims want_shape = {24, 6, 32, 0, 1, 32};
+    assert_memory_equal(&m, &want_shape, sizeof m);
+    const double flop = positive(r, "flop_per_step"), want = llama_train_flop(&m, 3 * 4, 2, 6);
+    if (flop != want) fail_msg("flop_per_step %.0f, the GEMM tally gives %.0f", flop, want);
+    check_roofs(r, "train", "kernel_ms", flop);
     json_decref(r);
 }
 
@@ -413,13 +463,9 @@ static void bench_shape_options(void **state)
                      "--batch", "2", "--len", "5", "--steps", "1", "--warmup", "0", "--json",
                      NULL),
            0, NULL);
-    json_error_t jerr;
-    json_t *r = json_loads(out, 0, &jerr);
-    if (!json_is_object(r)) fail_msg("stdout is not one JSON object (%s)\nstdout: %s", jerr.text, out);
+    json_t *r = report();
     json_t *model = object(r, "model");
-    const dims m = {number(model, "d_model"), number(model, "n_heads"), number(model, "d_ff"),
-                    number(model, "n_enc_layers"), number(model, "n_dec_layers"),
-                    number(r, "vocab")};
+    const dims m = dims_of(r);
     const dims want = {32, 2, 48, 1, 2, 40};
     assert_memory_equal(&m, &want, sizeof m);
     assert_true(json_is_false(json_object_get(model, "norm_first")));
@@ -466,6 +512,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(bench_json),
     cmocka_unit_test(bench_table),
     cmocka_unit_test(bench_lm_json),
+    cmocka_unit_test(bench_llama_flop),
     cmocka_unit_test(bench_shape_options),
 };
 HARNESS_DEVICE_MAIN("cmd_bench", tests)

@@ -555,6 +555,8 @@ static void bad_input_is_one_clear_error(void **state)
         {"train --src train.src --tgt train.tgt --steps 1 --init junk.safetensors", 1, "junk.safetensors"},
         {"train --src train.src --tgt train.tgt --steps 1 --resume nosuch.safetensors", 1, "nosuch.safetensors"},
         {"train --src train.src --tgt train.tgt --steps 1 --batch-size 2 --batch-tokens 100", 2, "not both"},
+        /* a preset of the other task */
+        {"train --src train.src --tgt train.tgt --steps 1 --config gpt-mini", 2, "--config gpt-mini is a decoder-only language model: add --task lm"},
         /* output paths are checked before training, not after it */
         {"train --src train.src --tgt train.tgt --steps 1 --save nosuch/m.safetensors", 1, "--save 'nosuch/m.safetensors': its folder"},
         {"train --src train.src --tgt train.tgt --steps 1 --plot nosuch/loss.png", 1, "--plot 'nosuch/loss.png': its folder"},

@@ -23,13 +23,13 @@
  *   bias set to -1e9 after training: a model trained on these targets soon
  *   predicts <eos> first, since it ends every one), so every sentence runs
  *   the full T steps. The count is still taken from the output;
- * - FLOP are the GEMMs' 2*m*n*k, counted from the shapes (bench_flops.h).
+ * - FLOP are the GEMMs' 2*m*n*k, counted from the shapes of the blocks the
+ *   model's family runs (clformer_config_train_flop, clformer_config_decode_flop).
  *
  * Profiling is turned on and off (clformer_context_set_profiling) on a
  * context created with profiling, so the timed steps record no events and
  * the profiled ones run on the same compiled programs and buffers.
  */
-#include "bench_flops.h"
 #include "bench_roofline.h"
 #include "blas_kernels.h"
 #include "cli.h"
@@ -127,7 +127,10 @@ typedef struct shape_options shape_options;
 /* What bench does for a task: translation (an encoder-decoder preset) or a
  * language model's generation (a decoder-only preset). */
 struct bench_task {
-    const char *name;     /* the JSON report's "task" */
+    const char *name;     /* --task's, and the JSON report's "task" */
+    const char *const *(*presets)(void); /* the library's presets of the task */
+    const char *preset;   /* --task's without --config */
+    const char *use;      /* the presets to use instead of another task's */
     const char *decoding; /* its decoding: JSON keys' and the roofline's prefix */
     const char *decoded;  /* "kernels per ... batch" */
     const char *rows;     /* what a batch's rows are */
@@ -392,8 +395,8 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
     clformer_model_free(m);
     if (st != CLFORMER_OK) return st;
     const size_t src_len = b->task->train_batch(b, &data[0]).src_len;
-    b->train_flop = bench_train_flop(&b->cfg, b->B, src_len, b->T);
-    b->translate_flop = bench_translate_flop(&b->cfg, b->B, src_len, b->translate_steps);
+    b->train_flop = clformer_config_train_flop(&b->cfg, b->B, src_len, b->T);
+    b->translate_flop = clformer_config_decode_flop(&b->cfg, b->B, src_len, b->translate_steps);
     return CLFORMER_OK;
 }
 
@@ -733,7 +736,7 @@ static const struct {
 
 /* What was given on the command line, for the language models' defaults. */
 struct given_options {
-    bool config, batch, len, vocab, task;
+    bool config, batch, len, vocab;
 };
 
 /* A language-model preset's model and bench shape (0 on success, else the exit code):
@@ -819,26 +822,48 @@ static void print_generation(const bench *b)
 }
 
 static const bench_task bench_translation = {
-    "translate", "translate", "translated", "sentences", 1, configure_translation,
+    "translate", clformer_config_presets, "tiny",
+    "a translation preset (tiny, small, base) or --task lm", "translate", "translated", "sentences", 1, configure_translation,
     pairs_batch, sources, suppress_eos, translate_once, encoder_decoder_layers,
     print_translation,
 };
 
 static const bench_task bench_lm = {
-    "lm", "generate", "generated", "windows", 0, configure_lm,
+    "lm", clformer_config_lm_presets, "gpt-mini",
+    "a language-model preset (clformer presets lists them)", "generate", "generated", "windows", 0, configure_lm,
     windows_batch, windows, keep_model, generate_once, decoder_layers,
     print_generation,
 };
 
-/* --task and --config agree: a language-model preset is one (0, else the exit code). */
-static int check_task(const char *task, const char **config, const given_options *g)
+static const bench_task *const bench_tasks[] = {&bench_translation, &bench_lm};
+
+/* The task --task names (NULL: none given). */
+static const bench_task *task_named(const char *name)
 {
-    const bool lm_task = !strcmp(task, "lm");
-    if (!g->config && lm_task) *config = "gpt-mini";
-    if (g->task && lm_task != cli_is_one_of(*config, clformer_config_lm_presets())) {
+    for (size_t i = 0; name && i < sizeof bench_tasks / sizeof *bench_tasks; i++)
+        if (!strcmp(name, bench_tasks[i]->name)) return bench_tasks[i];
+    return NULL;
+}
+
+/* The task whose presets hold `config` (one of --config's choices: some task's). */
+static const bench_task *preset_task(const char *config)
+{
+    for (size_t i = 0; i < sizeof bench_tasks / sizeof *bench_tasks; i++)
+        if (cli_is_one_of(config, bench_tasks[i]->presets())) return bench_tasks[i];
+    return bench_tasks[0];
+}
+
+/* The preset's task, which --task, when given, must be: --task alone takes
+ * the task's first preset (0, else the exit code). */
+static int choose_task(const char *task, const char **config, const given_options *g,
+                       const bench_task **chosen)
+{
+    const bench_task *named = task_named(task);
+    if (named && !g->config) *config = named->preset;
+    *chosen = preset_task(*config);
+    if (named && named != *chosen) {
         cli_error("bench", "--task %s does not take --config %s; use %s", task, *config,
-                  lm_task ? "a language-model preset (clformer presets lists them)"
-                          : "a translation preset (tiny, small, base) or --task lm");
+                  named->use);
         return EXIT_USAGE;
     }
     return 0;
@@ -846,7 +871,7 @@ static int check_task(const char *task, const char **config, const given_options
 
 int cmd_bench(int argc, char **argv)
 {
-    const char *config = "tiny", *task = "translate";
+    const char *config = "tiny", *task = NULL; /* --task: the preset's */
     const char *presets[16] = {0};
     size_t np = 0;
     for (const char *const *p = clformer_config_presets(); *p && np < 7; p++) presets[np++] = *p;
@@ -860,7 +885,7 @@ int cmd_bench(int argc, char **argv)
     shape_options sh = {0};
     const cli_option options[] = {
         {"--config", CLI_CHOICE, &config, NULL, "model preset (tiny; --task lm: gpt-mini; clformer presets lists them)", 0, 0, preset_choices, &g.config},
-        {"--task", CLI_CHOICE, &task, NULL, "translate: an encoder-decoder (default); lm: a decoder-only language model (the gpt and llama presets)", 0, 0, "translate|lm", &g.task},
+        {"--task", CLI_CHOICE, &task, NULL, "translate: an encoder-decoder (default); lm: a decoder-only language model (the gpt and llama presets)", 0, 0, "translate|lm"},
         {"--batch", CLI_INT, &batch, "B", "sentences or windows per batch (32; lm: the preset's, below)", 1, 65536, NULL, &g.batch},
         {"--len", CLI_INT, &len, "T", "tokens per sentence, <sos> and <eos> included (32); lm: tokens per window (the context)", 3,
          LONGEST_LEN, NULL, &g.len},
@@ -944,12 +969,10 @@ int cmd_bench(int argc, char **argv)
         options, sizeof options / sizeof options[0], NULL, 0, NULL};
     cli_result r = cli_parse(&spec, argc, argv);
     if (r != CLI_OK) return r == CLI_HELP ? 0 : EXIT_USAGE;
-    int bad = check_task(task, &config, &g);
-    if (bad) return bad;
-
     bench b = {0};
+    int bad = choose_task(task, &config, &g, &b.task);
+    if (bad) return bad;
     b.preset = config;
-    b.task = cli_is_one_of(config, clformer_config_lm_presets()) ? &bench_lm : &bench_translation;
     if ((bad = b.task->configure(&b, &g, &batch, &len, &vocab, &sh))) return bad;
     b.B = (size_t)batch;
     b.T = (size_t)len;

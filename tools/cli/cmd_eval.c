@@ -270,10 +270,20 @@ static int eval_translations(const eval_args *a)
     return rc;
 }
 
+/* The tasks whose evaluation is not translation's, each told by the option
+ * that gives its data, and with its own options: a language model's on a
+ * text (cmd_generate.c). */
+static const struct {
+    const char *data_option;
+    int (*eval)(int argc, char **argv);
+} other_evals[] = {{"--text", eval_lm}};
+
 int cmd_eval(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) /* a language model on a text: its own options */
-        if (!strcmp(argv[i], "--text")) return eval_lm(argc, argv);
+    for (int i = 1; i < argc; i++)
+        for (size_t k = 0; k < sizeof other_evals / sizeof *other_evals; k++)
+            if (!strcmp(argv[i], other_evals[k].data_option))
+                return other_evals[k].eval(argc, argv);
     eval_args a = {.df = DECODE_FLAGS_DEFAULT};
     const cli_option options[] = {
         {"--hyp", CLI_STRING, &a.hyp, "FILE", "hypotheses, one per line ('-': stdin)"},

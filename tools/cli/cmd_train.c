@@ -196,9 +196,13 @@ static int parse_args(int argc, char **argv, train_args *a)
     return r == CLI_OK ? -1 : r == CLI_HELP ? 0 : EXIT_USAGE;
 }
 
+/* --config, when given, names one of the task's presets (the library's
+ * list of them). */
+static bool preset_fits(const train_task *task, const train_args *a);
+
 /* Options that contradict each other or would silently do nothing: a
  * one-line error each and EXIT_USAGE; -1 when there is none. */
-static int check_lm_consistency(const train_args *a)
+static int check_lm_consistency(const train_task *task, const train_args *a)
 {
     if (!a->text) return cli_error("train", "--task lm needs --text FILE (the training text)"), EXIT_USAGE;
     if (a->src || a->tgt || a->val_src || a->val_tgt)
@@ -214,7 +218,7 @@ static int check_lm_consistency(const train_args *a)
         return cli_error("train", "give --val-text or --val-fraction, not both"), EXIT_USAGE;
     if (a->share_all)
         return cli_error("train", "--share-all-embeddings is for translation (a language model has one embedding, already tied to its output)"), EXIT_USAGE;
-    if (a->g.config && !cli_is_one_of(a->config_name, clformer_config_lm_presets()))
+    if (!preset_fits(task, a))
         return cli_error("train", "--task lm takes a language-model preset (--config gpt-mini, llama-small, ...: clformer presets lists them)"), EXIT_USAGE;
     if (a->g.enc_layers) return cli_error("train", "a language model has no encoder: remove --enc-layers"), EXIT_USAGE;
     if (a->init && (a->g.config || a->g.d_model || a->g.heads || a->g.d_ff || a->g.dec_layers || a->g.max_len))
@@ -227,7 +231,7 @@ static int check_lm_consistency(const train_args *a)
     return -1;
 }
 
-static int check_translation_consistency(const train_args *a)
+static int check_translation_consistency(const train_task *task, const train_args *a)
 {
     if (a->text || a->val_text)
         return cli_error("train", "--text is for --task lm; translation reads --src and --tgt"), EXIT_USAGE;
@@ -236,7 +240,7 @@ static int check_translation_consistency(const train_args *a)
         return cli_error("train", "--tokenizer %s is for --task lm", a->spm.tokenizer), EXIT_USAGE;
     if (a->lmtok.bpe_vocab || a->lmtok.bpe_merges || a->lmtok.dir)
         return cli_error("train", "--bpe-vocab, --bpe-merges and --tokenizer-dir are for --task lm --tokenizer gpt2-bpe"), EXIT_USAGE;
-    if (a->g.config && cli_is_one_of(a->config_name, clformer_config_lm_presets()))
+    if (!preset_fits(task, a))
         return cli_error("train", "--config %s is a decoder-only language model: add --task lm", a->config_name), EXIT_USAGE;
     if (!a->src || !a->tgt) return cli_error("train", "--src and --tgt are required"), EXIT_USAGE;
     if (!a->val_src != !a->val_tgt) return cli_error("train", "--val-src and --val-tgt go together"), EXIT_USAGE;
@@ -300,7 +304,9 @@ static clformer_lr_schedule schedule_of(const char *name)
  * checkpoint must agree with. */
 struct train_task {
     bool lm; /* clformer_train_options_for_task's */
-    int (*check)(const train_args *a); /* -1, else the exit code (said) */
+    const char *const *(*presets)(void); /* the library's presets of the task */
+    /* -1, else the exit code (said) */
+    int (*check)(const train_task *task, const train_args *a);
     /* the data, and the task's defaults (o's now) where the command line is silent */
     void (*data)(train_args *a, clformer_train_options *o);
     /* the model options that are the task's */
@@ -384,15 +390,20 @@ static int lm_resume_check(clformer_model *m, const resume_args *a)
 }
 
 static const train_task train_translation = {
-    false, check_translation_consistency, translation_data, translation_shape,
-    5, /* equal sizes: share_all_embed's joint vocabulary */
+    false, clformer_config_presets, check_translation_consistency, translation_data,
+    translation_shape, 5, /* equal sizes: share_all_embed's joint vocabulary */
     translation_training, translation_tokenizers, translation_resume_check, "target ",
 };
 
 static const train_task train_lm = {
-    true, check_lm_consistency, lm_data, lm_shape, 0, lm_training, lm_tokenizers,
-    lm_resume_check, "",
+    true, clformer_config_lm_presets, check_lm_consistency, lm_data, lm_shape, 0, lm_training,
+    lm_tokenizers, lm_resume_check, "",
 };
+
+static bool preset_fits(const train_task *task, const train_args *a)
+{
+    return !a->g.config || cli_is_one_of(a->config_name, task->presets());
+}
 
 /* --resume: the options given are the checkpoint's, its tokenizers too. */
 static int check_resume(clformer_trainer *t, void *user)
@@ -538,7 +549,7 @@ int cmd_train(int argc, char **argv)
     clformer_train_options o;
     int rc = parse_args(argc, argv, &a);
     const train_task *task = train_task_named(a.task); /* parse_args set a default */
-    if (rc < 0) rc = task->check(&a);
+    if (rc < 0) rc = task->check(task, &a);
     if (rc < 0) rc = build_options(task, &a, &o);
     if (rc >= 0) return rc;
 
