@@ -1,30 +1,193 @@
-/* Conformance of multi-head attention, every tensor guarded: the forward
- * (output, probabilities, probabilities after dropout) and the backward (dQ,
- * dK, dV) against the reference, for self-, causal, cross- and decoding
- * attention (Tk_cap > Tk, q_pos0 > 0) with any key padding. Also: the
- * outputs pre-filled with junk that must be overwritten, rows >= Tk of dK and
- * dV left alone, fully padded batches exactly 0 (never NaN), inputs
- * unchanged, and a rerun (backward, then forward) giving the same bits (the
- * gradients are overwritten, not added to). `clformer check` runs padded
- * self-attention, causal attention over a key cache and cross-attention with
- * dropout; test_attention runs many more cases. Every case runs on the
- * unfused path (probabilities saved) and on the fused one (row statistics
- * saved; the same output and gradients are expected, dropout mask included),
- * some with grouped-query attention (H_kv < H): the reference repeats each
- * key/value head for its query heads and sums their dK and dV back. Fused
- * results are named "attention_tiled_*" where the tiled kernels of GPUs run
- * (cl/flash_attention_tiled.cl), "attention_fused_*" where the per-row ones
- * do. */
+/* Multi-head attention, described once: its double-precision reference
+ * (scaled dot-product attention under key-padding and causal masks, dropout
+ * on the probabilities, the head split and merge), the checks of that
+ * reference (finite differences of its backward, the masks, softmax rows,
+ * dropout and head layout by their rules), its conformance cases and its
+ * descriptor. The kernels are cl/attention.cl, cl/flash_attention.cl and
+ * cl/flash_attention_tiled.cl, the launchers runtime/ops/ops_attention.c.
+ *
+ * Each case checks the forward (output, probabilities, probabilities after
+ * dropout) and the backward (dQ, dK, dV) against the reference, every tensor
+ * guarded, for self-, causal, cross- and decoding attention (Tk_cap > Tk,
+ * q_pos0 > 0) with any key padding. Also: the outputs pre-filled with junk
+ * that must be overwritten, rows >= Tk of dK and dV left alone, fully padded
+ * batches exactly 0 (never NaN), inputs unchanged, and a rerun (backward,
+ * then forward) giving the same bits (the gradients are overwritten, not
+ * added to). Every case runs on the unfused path (probabilities saved) and
+ * on the fused one (row statistics saved; the same output and gradients are
+ * expected, dropout mask included), some with grouped-query attention (H_kv
+ * < H): the reference repeats each key/value head for its query heads and
+ * sums their dK and dV back. Fused results are named "attention_tiled_*"
+ * where the tiled kernels of GPUs run, "attention_fused_*" where the per-row
+ * ones do. Then which fused kernels run (attention_fused_kernels), the fused
+ * backward against finite differences of the fused forward on the device
+ * (attention_fused_fd), empty sizes (attention_degenerate), argument errors
+ * (attention_arguments) and the head layout bit for bit (split_heads,
+ * merge_heads). */
 #include "conf_block.h"
 #include "conformance.h"
+#include "kernel_ids.h"
 #include "ops.h"
-#include "ref_attention.h"
+#include "ref_philox.h"
 #include "ref_random.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* --- the reference, in double ---------------------------------------------------- */
+
+/* The reference takes the ops' shape (cf_attention_shape) with a key/value
+ * head per query head: it does not read H_kv (the cases repeat a shared head
+ * for its query heads, repeat_kv below). Per-head tensors are (B, H, T, dh)
+ * with row capacity T (Tk_cap for K, V, dK, dV); probabilities are
+ * (B, H, Tq, Tk). */
+
+/* dst (B, H, T, dh) <- rows (b, t, h*dh + j) of src with row stride ld. */
+static void ref_split_heads(double *dst, const double *src, size_t ld, size_t B, size_t T,
+                            size_t H, size_t dh)
+{
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < H; h++)
+            for (size_t t = 0; t < T; t++)
+                for (size_t j = 0; j < dh; j++)
+                    dst[((b * H + h) * T + t) * dh + j] = src[(b * T + t) * ld + h * dh + j];
+}
+
+/* dst rows (b, t, h*dh + j) with row stride ld <- src (B, H, T, dh); other
+ * columns untouched. */
+static void ref_merge_heads(double *dst, size_t ld, const double *src, size_t B, size_t T,
+                            size_t H, size_t dh)
+{
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < H; h++)
+            for (size_t t = 0; t < T; t++)
+                for (size_t j = 0; j < dh; j++)
+                    dst[(b * T + t) * ld + h * dh + j] = src[((b * H + h) * T + t) * dh + j];
+}
+
+static bool visible(const int32_t *key_tokens, const cf_attention_shape *s, size_t b, size_t t,
+                    size_t j)
+{
+    if (s->causal && j > s->q_pos0 + t) return false;
+    return !key_tokens || key_tokens[b * s->key_ld + j] != 0;
+}
+
+/* ctx_h = dropout(softmax(qh kh^T / sqrt(dh) + mask)) vh; fills probs and
+ * probs_drop. key_tokens NULL: no padding mask. Fully masked rows give zero
+ * probabilities and output. */
+static void ref_attention_forward(double *ctx_h, double *probs, double *probs_drop,
+                                  const double *qh, const double *kh, const double *vh,
+                                  const int32_t *key_tokens, const cf_attention_shape *s,
+                                  const ref_dropout *dropout)
+{
+    const size_t Tq = s->Tq, Tk = s->Tk, dh = s->dh;
+    const double scale = 1.0 / sqrt((double)dh);
+    for (size_t b = 0; b < s->B; b++)
+        for (size_t h = 0; h < s->H; h++) {
+            const size_t bh = b * s->H + h;
+            const double *q = qh + bh * Tq * dh, *k = kh + bh * s->Tk_cap * dh,
+                         *v = vh + bh * s->Tk_cap * dh;
+            for (size_t t = 0; t < Tq; t++) {
+                const size_t row = bh * Tq + t;
+                double *p = probs + row * Tk, *pd = probs_drop + row * Tk;
+                double m = -INFINITY;
+                for (size_t j = 0; j < Tk; j++) {
+                    double dot = 0.0;
+                    for (size_t i = 0; i < dh; i++) dot += q[t * dh + i] * k[j * dh + i];
+                    p[j] = visible(key_tokens, s, b, t, j) ? dot * scale : -INFINITY;
+                    m = fmax(m, p[j]);
+                }
+                double sum = 0.0;
+                for (size_t j = 0; j < Tk; j++) {
+                    p[j] = p[j] == -INFINITY ? 0.0 : exp(p[j] - m);
+                    sum += p[j];
+                }
+                for (size_t j = 0; j < Tk; j++) {
+                    if (sum > 0.0) p[j] /= sum;
+                    pd[j] = p[j] * ref_dropout_scale(dropout, row * Tk + j);
+                }
+                for (size_t i = 0; i < dh; i++) {
+                    double acc = 0.0;
+                    for (size_t j = 0; j < Tk; j++) acc += pd[j] * v[j * dh + i];
+                    ctx_h[row * dh + i] = acc;
+                }
+            }
+        }
+}
+
+/* Overwrites dqh, and rows < Tk of each (b, h) block of dkh and dvh; dprobs
+ * (B, H, Tq, Tk) receives the score gradient dS. */
+static void ref_attention_backward(double *dqh, double *dkh, double *dvh, double *dprobs,
+                                   const double *dctx_h, const double *probs,
+                                   const double *probs_drop, const double *qh, const double *kh,
+                                   const double *vh, const cf_attention_shape *s,
+                                   const ref_dropout *dropout)
+{
+    const size_t Tq = s->Tq, Tk = s->Tk, dh = s->dh, cap = s->Tk_cap;
+    const double scale = 1.0 / sqrt((double)dh);
+    for (size_t bh = 0; bh < s->B * s->H; bh++) {
+        const double *q = qh + bh * Tq * dh, *k = kh + bh * cap * dh, *v = vh + bh * cap * dh;
+        const double *dO = dctx_h + bh * Tq * dh;
+        const double *P = probs + bh * Tq * Tk, *Pd = probs_drop + bh * Tq * Tk;
+        double *dS = dprobs + bh * Tq * Tk;
+        double *dq = dqh + bh * Tq * dh, *dk = dkh + bh * cap * dh, *dv = dvh + bh * cap * dh;
+        for (size_t j = 0; j < Tk; j++)
+            for (size_t i = 0; i < dh; i++) {
+                double acc = 0.0;
+                for (size_t t = 0; t < Tq; t++) acc += Pd[t * Tk + j] * dO[t * dh + i];
+                dv[j * dh + i] = acc;
+            }
+        for (size_t t = 0; t < Tq; t++) {
+            const size_t row = bh * Tq + t;
+            double dot = 0.0;
+            for (size_t j = 0; j < Tk; j++) {
+                double g = 0.0; /* dP_drop, then dP */
+                for (size_t i = 0; i < dh; i++) g += dO[t * dh + i] * v[j * dh + i];
+                g *= ref_dropout_scale(dropout, row * Tk + j);
+                dS[t * Tk + j] = g;
+                dot += g * P[t * Tk + j];
+            }
+            for (size_t j = 0; j < Tk; j++)
+                dS[t * Tk + j] = P[t * Tk + j] * (dS[t * Tk + j] - dot) * scale;
+        }
+        for (size_t t = 0; t < Tq; t++)
+            for (size_t i = 0; i < dh; i++) {
+                double acc = 0.0;
+                for (size_t j = 0; j < Tk; j++) acc += dS[t * Tk + j] * k[j * dh + i];
+                dq[t * dh + i] = acc;
+            }
+        for (size_t j = 0; j < Tk; j++)
+            for (size_t i = 0; i < dh; i++) {
+                double acc = 0.0;
+                for (size_t t = 0; t < Tq; t++) acc += dS[t * Tk + j] * q[t * dh + i];
+                dk[j * dh + i] = acc;
+            }
+    }
+}
+
+/* --- the conformance cases ------------------------------------------------------ */
+
+typedef enum {
+    KEYS_NONE,       /* no key ids: no padding mask */
+    KEYS_FULL,       /* no key is padding */
+    KEYS_RIGHT_PAD,  /* batch b keeps a shorter prefix the larger b is */
+    KEYS_RANDOM_PAD, /* about a fifth of the keys are padding, anywhere */
+    KEYS_ONE_EMPTY,  /* right padding, and batch 1 is padding only */
+    KEYS_ALL_EMPTY,  /* every key of every batch is padding */
+} keys_kind;
+
+typedef struct {
+    size_t B, H, dh, Tq, Tk, Tk_cap, q_pos0;
+    bool causal;
+    keys_kind keys;
+    float p;            /* dropout probability */
+    bool separate_drop; /* probs_drop a tensor of its own (always with dropout) */
+    uint64_t seed;
+    bool fused;         /* the fused path (saves row statistics, not the probabilities) */
+    size_t H_kv;        /* key/value heads (grouped-query attention); 0: H */
+} attention_case;
 
 /* What rows >= Tk of dK and dV hold before the backward; it must stay. */
 #define UNTOUCHED 777.0f
@@ -106,17 +269,17 @@ static bool padded_batches_zero(const float *x, size_t b0, size_t b1, size_t H, 
 
 /* Key ids (B x key_ld, key_ld = Tk + 3): random non-pad ids, then the case's
  * padding (0); the ids past Tk are 0 or 1 and must be ignored. */
-static void make_keys(const conf_attention_case *c, int32_t *keys, size_t key_ld, ref_rng *r)
+static void make_keys(const attention_case *c, int32_t *keys, size_t key_ld, ref_rng *r)
 {
     for (size_t b = 0; b < c->B; b++)
         for (size_t j = 0; j < key_ld; j++) {
             int32_t id = 4 + (int32_t)(ref_rng_next(r) % 1000);
             const size_t len = c->Tk - b * c->Tk / (2 * c->B);
             switch (c->keys) {
-            case CONF_KEYS_RIGHT_PAD: if (j >= len) id = 0; break;
-            case CONF_KEYS_RANDOM_PAD: if (ref_rng_next(r) % 5 == 0) id = 0; break;
-            case CONF_KEYS_ONE_EMPTY: if (j >= len || b == 1) id = 0; break;
-            case CONF_KEYS_ALL_EMPTY: id = 0; break;
+            case KEYS_RIGHT_PAD: if (j >= len) id = 0; break;
+            case KEYS_RANDOM_PAD: if (ref_rng_next(r) % 5 == 0) id = 0; break;
+            case KEYS_ONE_EMPTY: if (j >= len || b == 1) id = 0; break;
+            case KEYS_ALL_EMPTY: id = 0; break;
             default: break;
             }
             if (j >= c->Tk) id = (int32_t)(ref_rng_next(r) % 2);
@@ -147,7 +310,7 @@ enum { Q, K, V, DO, KEYS, OUT, P, PD, DQ, DK, DV, DP, N_T };
  *     P_ij dD_i into dQ (a sum_j P_ij dD_i |K_j|) and dK (a sum_i P_ij dD_i |Q_i|).
  * dk and dv are packed like live_rows_d (rows < Tk).
  */
-static void carried_roundings(const conf_attention_case *c, const cf_attention_shape *s,
+static void carried_roundings(const attention_case *c, const cf_attention_shape *s,
                               double *const *d, double u, double *out, double *dq, double *dk,
                               double *dv)
 {
@@ -190,8 +353,8 @@ static void carried_roundings(const conf_attention_case *c, const cf_attention_s
     }
 }
 
-clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, conf_sink sink,
-                                   void *user)
+/* One case on the path c->fused names: forward and backward (one result each). */
+static clformer_status run_case(cf_ctx *ctx, const attention_case *c, conf_sink sink, void *user)
 {
     const size_t key_ld = c->Tk + 3, H_kv = c->H_kv ? c->H_kv : c->H, G = c->H / H_kv;
     const cf_attention_shape s = {c->B,      c->H,      c->dh,     c->Tq,  c->Tk,
@@ -242,11 +405,9 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
 
     const cf_dropout drop = {c->p, 0xfeedbeef12ULL + c->seed, 5, 21};
     const cf_dropout *dev_drop = active ? &drop : NULL;
-    const ref_attention_dropout rdrop = {c->p, drop.seed, drop.step, drop.site};
-    const ref_attention_shape rs = {s.B,      s.H,      s.dh,     s.Tq,  s.Tk,
-                                    s.Tk_cap, s.q_pos0, s.causal, key_ld}; /* per query head */
+    const ref_dropout rdrop = {c->p, drop.seed, drop.step, drop.site};
     const cf_view key_view =
-        c->keys == CONF_KEYS_NONE ? cf_view_at(NULL, 0) : conf_block_view(&b, KEYS);
+        c->keys == KEYS_NONE ? cf_view_at(NULL, 0) : conf_block_view(&b, KEYS);
     const cf_view none = cf_view_at(NULL, 0);
     const cf_attention_saved saved =
         c->fused ? (cf_attention_saved){none, none, conf_block_view(&b, P),
@@ -271,8 +432,8 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
     }
 #undef V_
     ref_attention_forward(d[OUT], d[P], d[PD], d[Q], d[K], d[V],
-                          c->keys == CONF_KEYS_NONE ? NULL : keys, &rs, &rdrop);
-    ref_attention_backward(d[DQ], d[DK], d[DV], d[DP], d[DO], d[P], d[PD], d[Q], d[K], d[V], &rs,
+                          c->keys == KEYS_NONE ? NULL : keys, &s_q, &rdrop);
+    ref_attention_backward(d[DQ], d[DK], d[DV], d[DP], d[DO], d[P], d[PD], d[Q], d[K], d[V], &s_q,
                            &rdrop);
     /* dK and dV of the key/value heads: their query heads' sums */
     for (int i = DK; i <= DV; i++) {
@@ -319,8 +480,8 @@ clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, co
     if (!dead_rows_untouched(ctx, first + b.off[DK], &s) ||
         !dead_rows_untouched(ctx, first + b.off[DV], &s))
         g = failed(g, "the backward wrote rows >= Tk of dK or dV");
-    if (c->keys == CONF_KEYS_ONE_EMPTY || c->keys == CONF_KEYS_ALL_EMPTY) {
-        const bool one = c->keys == CONF_KEYS_ONE_EMPTY; /* batch 1 only, else all */
+    if (c->keys == KEYS_ONE_EMPTY || c->keys == KEYS_ALL_EMPTY) {
+        const bool one = c->keys == KEYS_ONE_EMPTY; /* batch 1 only, else all */
         const size_t b0 = one ? 1 : 0, b1 = one ? 2 : s.B;
         if (!padded_batches_zero(out, b0, b1, s.H, s.Tq * s.dh) ||
             (!c->fused && !padded_batches_zero(prob, b0, b1, s.H, s.Tq * s.Tk)))
@@ -359,40 +520,596 @@ done:
     return st;
 }
 
-clformer_status conf_attention(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
+/* Cases of one kind: those run under quick (simulators) and the others';
+ * each on both paths, the i-th with seed + i. */
+typedef struct {
+    const attention_case *quick, *full;
+    size_t n_quick, n_full;
+    uint64_t seed;
+} case_group;
+#define GROUP(quick, full, seed)                                                               \
+    {(quick), (full), sizeof(quick) / sizeof *(quick), sizeof(full) / sizeof *(full), (seed)}
+#define FULL_ONLY(full, seed) {NULL, (full), 0, sizeof(full) / sizeof *(full), (seed)}
+
+static clformer_status run_group(cf_ctx *ctx, const case_group *g, bool quick, conf_sink sink,
+                                 void *user)
 {
-    /* {B, H, dh, Tq, Tk, Tk_cap, q_pos0, causal, keys, p, separate_drop, seed, fused, H_kv} */
-    static const conf_attention_case small[5] = {
-        /* padded self-attention */
-        {2, 2, 8, 7, 7, 7, 0, false, CONF_KEYS_RIGHT_PAD, 0.0f, false, 1, false, 0},
-        /* causal, queries 4..6 over a key cache */
-        {2, 1, 8, 3, 7, 9, 4, true, CONF_KEYS_RIGHT_PAD, 0.0f, false, 2, false, 0},
-        /* cross-attention, dropout */
-        {1, 2, 8, 5, 7, 7, 0, false, CONF_KEYS_RIGHT_PAD, 0.1f, true, 3, false, 0},
-        /* grouped-query: causal, two query heads per key/value head */
-        {2, 4, 8, 7, 7, 7, 0, true, CONF_KEYS_NONE, 0.0f, false, 4, false, 2},
-        /* multi-query over a key cache, dropout */
-        {2, 3, 8, 3, 7, 9, 4, true, CONF_KEYS_RIGHT_PAD, 0.1f, true, 5, false, 1},
-    };
-    static const conf_attention_case full[5] = {
-        {2, 4, 64, 61, 61, 61, 0, false, CONF_KEYS_RIGHT_PAD, 0.0f, false, 1, false, 0},
-        {2, 2, 80, 7, 93, 96, 86, true, CONF_KEYS_RIGHT_PAD, 0.0f, false, 2, false, 0},
-        {3, 2, 64, 61, 93, 93, 0, false, CONF_KEYS_RIGHT_PAD, 0.1f, true, 3, false, 0},
-        {2, 8, 64, 61, 61, 61, 0, true, CONF_KEYS_NONE, 0.0f, false, 4, false, 2},
-        {2, 4, 32, 5, 90, 96, 85, true, CONF_KEYS_NONE, 0.1f, true, 5, false, 1},
-    };
-    for (int fused = 0; fused < 2; fused++) /* both paths, the same cases */
-        for (int i = 0; i < 5; i++) {
-            conf_attention_case c = quick ? small[i] : full[i];
+    const attention_case *cases = quick ? g->quick : g->full;
+    const size_t n = quick ? g->n_quick : g->n_full;
+    for (int fused = 0; fused < 2; fused++)
+        for (size_t i = 0; i < n; i++) {
+            attention_case c = cases[i];
+            c.seed = g->seed + i;
             c.fused = fused;
-            CF_TRY(conf_attention_run(ctx, &c, sink, user));
+            CF_TRY(run_case(ctx, &c, sink, user));
         }
     return CLFORMER_OK;
 }
 
-CONF_OP(attention) = {"attention", "~split_heads ~merge_heads attention_softmax attention_softmax_backward flash_attention_forward|flash_attention_forward_simple|flash_tiled_forward flash_attention_backward_dq|flash_attention_backward_dq_simple|flash_tiled_backward_dq flash_attention_backward_dkv|flash_attention_backward_dkv_simple|flash_tiled_backward_dkv",
+/* {B, H, dh, Tq, Tk, Tk_cap, q_pos0, causal, keys, p, separate_drop, seed (run_group's),
+ *  fused (both), H_kv} */
+
+/* The model's kinds, in every precision: padded self-attention, causal over a
+ * key cache, cross-attention with dropout, grouped-query causal, multi-query
+ * over a key cache with dropout. */
+static const attention_case model_quick[] = {
+    {2, 2, 8, 7, 7, 7, 0, false, KEYS_RIGHT_PAD, 0.0f, false, 0, false, 0},
+    {2, 1, 8, 3, 7, 9, 4, true, KEYS_RIGHT_PAD, 0.0f, false, 0, false, 0},
+    {1, 2, 8, 5, 7, 7, 0, false, KEYS_RIGHT_PAD, 0.1f, true, 0, false, 0},
+    {2, 4, 8, 7, 7, 7, 0, true, KEYS_NONE, 0.0f, false, 0, false, 2},
+    {2, 3, 8, 3, 7, 9, 4, true, KEYS_RIGHT_PAD, 0.1f, true, 0, false, 1},
+};
+static const attention_case model_full[] = {
+    {2, 4, 64, 61, 61, 61, 0, false, KEYS_RIGHT_PAD, 0.0f, false, 0, false, 0},
+    {2, 2, 80, 7, 93, 96, 86, true, KEYS_RIGHT_PAD, 0.0f, false, 0, false, 0},
+    {3, 2, 64, 61, 93, 93, 0, false, KEYS_RIGHT_PAD, 0.1f, true, 0, false, 0},
+    {2, 8, 64, 61, 61, 61, 0, true, KEYS_NONE, 0.0f, false, 0, false, 2},
+    {2, 4, 32, 5, 90, 96, 85, true, KEYS_NONE, 0.1f, true, 0, false, 1},
+};
+
+/* The rest in fp32: head sizes 8, 64, 80 (and 6 to 128 below), odd lengths,
+ * every padding kind. Under quick (simulators, where each case costs seconds
+ * under Oclgrind's checks) a kind the model's small cases already cover
+ * adds none: padded self-attention, queries over a key cache, grouped- and
+ * multi-query attention, dropout (there at p = 0.1, with the fully padded
+ * batches below at 0.2). */
+static const attention_case self_quick[] = {
+    {2, 1, 8, 1, 1, 1, 0, false, KEYS_FULL, 0.0f, true},
+};
+static const attention_case self_full[] = {
+    {2, 3, 64, 61, 61, 61, 0, false, KEYS_RIGHT_PAD, 0.0f, false},
+    {3, 2, 8, 7, 7, 7, 0, false, KEYS_RANDOM_PAD, 0.0f, true},
+    {2, 2, 80, 93, 93, 93, 0, false, KEYS_RIGHT_PAD, 0.0f, false},
+    {1, 5, 64, 1, 1, 1, 0, false, KEYS_FULL, 0.0f, false},
+    {2, 2, 64, 61, 61, 61, 0, false, KEYS_NONE, 0.0f, true},
+};
+static const attention_case causal_quick[] = {
+    {2, 1, 8, 7, 7, 7, 0, true, KEYS_RANDOM_PAD, 0.0f, false},
+};
+static const attention_case causal_full[] = {
+    {2, 3, 64, 61, 61, 61, 0, true, KEYS_RIGHT_PAD, 0.0f, false},
+    {3, 2, 8, 7, 7, 7, 0, true, KEYS_RANDOM_PAD, 0.0f, false},
+    {2, 2, 80, 93, 93, 93, 0, true, KEYS_NONE, 0.0f, false},
+    {1, 2, 64, 257, 257, 257, 0, true, KEYS_RIGHT_PAD, 0.1f, true},
+};
+static const attention_case cross_quick[] = {
+    {1, 2, 8, 7, 1, 1, 0, false, KEYS_FULL, 0.0f, false},
+    {2, 1, 8, 1, 7, 7, 0, false, KEYS_RIGHT_PAD, 0.0f, false},
+};
+static const attention_case cross_full[] = {
+    {2, 3, 64, 7, 61, 61, 0, false, KEYS_RIGHT_PAD, 0.0f, false},
+    {2, 2, 80, 61, 7, 7, 0, false, KEYS_RANDOM_PAD, 0.0f, false},
+    {3, 2, 8, 61, 93, 93, 0, false, KEYS_RIGHT_PAD, 0.0f, false},
+    {2, 2, 64, 93, 1, 1, 0, false, KEYS_FULL, 0.0f, false},
+};
+/* Incremental decoding: a key cache of Tk_cap rows, Tk in use, queries from q_pos0. */
+static const attention_case decoding_quick[] = {
+    {2, 2, 8, 1, 7, 9, 6, true, KEYS_RIGHT_PAD, 0.0f, false},
+};
+static const attention_case decoding_full[] = {
+    {3, 2, 64, 1, 61, 93, 60, true, KEYS_RIGHT_PAD, 0.0f, false},
+    {2, 3, 80, 1, 7, 93, 6, true, KEYS_NONE, 0.0f, false},
+    {2, 2, 8, 1, 61, 64, 30, true, KEYS_FULL, 0.0f, false}, /* keys after q_pos0 masked */
+    {2, 2, 80, 7, 61, 64, 54, true, KEYS_RANDOM_PAD, 0.0f, false},
+    {2, 2, 64, 1, 1, 93, 0, true, KEYS_FULL, 0.0f, false},
+    {2, 2, 64, 7, 61, 93, 0, false, KEYS_RIGHT_PAD, 0.0f, false}, /* cross, cached memory */
+};
+/* Grouped-query and multi-query attention: H_kv key/value heads, each read
+ * by H / H_kv query heads (training, a decoding cache, padding, dropout). */
+static const attention_case grouped_full[] = {
+    {2, 6, 64, 61, 61, 61, 0, true, KEYS_NONE, 0.0f, false, 0, false, 2},
+    {2, 4, 32, 37, 37, 37, 0, true, KEYS_NONE, 0.1f, true, 0, false, 1},
+    {3, 6, 8, 7, 7, 7, 0, false, KEYS_RANDOM_PAD, 0.0f, false, 0, false, 3},
+    {2, 4, 64, 1, 61, 93, 60, true, KEYS_FULL, 0.0f, false, 0, false, 2},
+    {2, 3, 80, 7, 61, 64, 54, true, KEYS_NONE, 0.0f, false, 0, false, 1},
+};
+/* Fully padded batches: zeros, not NaN. */
+static const attention_case padded_quick[] = {
+    {3, 1, 8, 7, 7, 7, 0, true, KEYS_ONE_EMPTY, 0.2f, true},
+    {2, 1, 8, 1, 7, 9, 6, true, KEYS_ALL_EMPTY, 0.0f, false},
+};
+static const attention_case padded_full[] = {
+    {3, 2, 64, 61, 61, 61, 0, false, KEYS_ONE_EMPTY, 0.0f, false},
+    {3, 2, 8, 7, 7, 7, 0, true, KEYS_ONE_EMPTY, 0.1f, true},
+    {2, 2, 80, 7, 61, 61, 0, false, KEYS_ALL_EMPTY, 0.0f, true},
+    {2, 3, 64, 1, 7, 93, 6, true, KEYS_ALL_EMPTY, 0.3f, true},
+};
+static const attention_case dropout_full[] = {
+    {2, 3, 64, 61, 61, 61, 0, false, KEYS_RIGHT_PAD, 0.1f, true},
+    {2, 2, 80, 93, 93, 93, 0, true, KEYS_RANDOM_PAD, 0.1f, true},
+    {3, 2, 8, 7, 61, 64, 0, false, KEYS_FULL, 0.5f, true},
+    {2, 2, 64, 1, 61, 93, 60, true, KEYS_RIGHT_PAD, 0.2f, true},
+};
+/* The head sizes of common models (32 to 128) and others: one that is no
+ * whole number of float4 columns (6), one whose columns do not split evenly
+ * over a row's work items (20). The tiled kernels are built per head size. */
+static const attention_case heads_quick[] = {
+    {1, 1, 6, 5, 5, 5, 0, true, KEYS_FULL, 0.0f, false},
+};
+static const attention_case heads_full[] = {
+    {1, 2, 32, 33, 33, 33, 0, true, KEYS_RIGHT_PAD, 0.1f, true},
+    {1, 2, 96, 20, 33, 33, 0, false, KEYS_RANDOM_PAD, 0.0f, false},
+    {1, 1, 128, 33, 33, 33, 0, true, KEYS_FULL, 0.0f, false},
+    {2, 1, 6, 19, 19, 19, 0, false, KEYS_RIGHT_PAD, 0.1f, true},
+    {1, 2, 20, 19, 19, 21, 0, true, KEYS_RANDOM_PAD, 0.0f, false},
+};
+
+/* Which fused kernels run is the device profile's choice: the tiled ones
+ * (cl/flash_attention_tiled.cl) wherever it takes them (a GPU's profile,
+ * CLFORMER_PROFILE=gpu-layouts in CI), for head sizes up to 256, the per-row
+ * ones (cl/flash_attention.cl) beyond and on devices with CPU paths. One
+ * fused case per head size (8; 64 and 257 unless quick) and its launches: a
+ * run and a rerun, so 6 of one family and none of the other. */
+static clformer_status run_fused_kernels(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
+{
+    static const cf_kernel_id tiled_ids[] = {CF_K_FLASH_TILED_FORWARD,
+                                             CF_K_FLASH_TILED_BACKWARD_DQ,
+                                             CF_K_FLASH_TILED_BACKWARD_DKV};
+    static const cf_kernel_id row_ids[] = {
+        CF_K_FLASH_ATTENTION_FORWARD,      CF_K_FLASH_ATTENTION_FORWARD_SIMPLE,
+        CF_K_FLASH_ATTENTION_BACKWARD_DQ,  CF_K_FLASH_ATTENTION_BACKWARD_DQ_SIMPLE,
+        CF_K_FLASH_ATTENTION_BACKWARD_DKV, CF_K_FLASH_ATTENTION_BACKWARD_DKV_SIMPLE};
+    static const size_t sizes[] = {8, 64, 257};
+    const clformer_device_profile *p = &ctx->device_profile;
+    /* CLFORMER_PROFILE=tiled-attention or row-attention sets the kernels alone */
+    const bool kernels_forced = p->forced && strstr(p->forced, "attention");
+    for (size_t i = 0; i < (quick ? 1 : 3); i++) {
+        const size_t dh = sizes[i];
+        const bool want_tiled = p->tiled_attention && dh <= 256;
+        uint64_t before[CF_K_COUNT], tiled = 0, rows = 0;
+        memcpy(before, ctx->kernel_launches, sizeof before);
+        const attention_case c = {1, 2, dh, 5, 5, 5, 0, true, KEYS_RIGHT_PAD, 0.0f, false,
+                                  900, true, 0};
+        CF_TRY(run_case(ctx, &c, sink, user));
+        for (size_t k = 0; k < 3; k++) tiled += ctx->kernel_launches[tiled_ids[k]] - before[tiled_ids[k]];
+        for (size_t k = 0; k < 6; k++) rows += ctx->kernel_launches[row_ids[k]] - before[row_ids[k]];
+        ref_cmp r = {.pass = true, .rule = "the profile's kernels"};
+        if (!kernels_forced && p->tiled_attention != p->gpu_layouts)
+            r.why = "the profile's tiled attention differs from its GPU layouts";
+        else if (cf_attention_tiled(ctx, dh) != want_tiled)
+            r.why = want_tiled ? "cf_attention_tiled says per-row where the profile has tiles"
+                               : "cf_attention_tiled says tiled where the profile has none";
+        else if (want_tiled ? tiled != 6 || rows : rows != 6 || tiled)
+            r.why = want_tiled ? "the tiled kernels did not run 6 times alone"
+                               : "the per-row kernels did not run 6 times alone";
+        r.pass = !r.why;
+        char shape[96];
+        snprintf(shape, sizeof shape, "dh%zu: %llu tiled, %llu per-row launches", dh,
+                 (unsigned long long)tiled, (unsigned long long)rows);
+        conf_emit(sink, user, "attention_fused_kernels", shape, r, 0.0);
+    }
+    return CLFORMER_OK;
+}
+
+/* The fused backward against central finite differences of the fused
+ * forward itself, in float on the device: L = sum(out * W) over a causal,
+ * padded case with dropout (a fixed mask: L is smooth in q, k and v), so
+ * dL/dx is the backward with dout = W. Every 5th element of q, k and v;
+ * every 17th under quick (simulators: two forward launches an element, which
+ * under Oclgrind's checks with a GPU's tiles take about a second each),
+ * which still crosses every head and the padded key. Tensors by the roles of
+ * run_case: DO holds W, P the row statistics, DP the row sums D. */
+static clformer_status run_fused_fd(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
+{
+    enum { FB = 1, FH = 2, FTQ = 5, FTK = 6, FDH = 8, NQ = FB * FH * FTQ * FDH,
+           NK = FB * FH * FTK * FDH };
+    const cf_attention_shape s = {FB, FH, FDH, FTQ, FTK, FTK, 1, true, FTK, 0};
+    const cf_dropout drop = {0.2f, 99, 3, 7};
+    static const int32_t keys[FTK] = {5, 9, 0, 7, 8, 6}; /* key 2 is padding */
+    const size_t len[N_T] = {NQ, NK, NK, NQ, FTK, NQ, 2 * FB * FH * FTQ, 1, NQ, NK, NK,
+                             FB * FH * FTQ};
+    conf_block b = {0};
+    for (int t = 0; t < N_T; t++) conf_block_add(&b, len[t]);
+    clformer_status st = conf_block_create(ctx, &b);
+    if (st) goto done;
+    ref_rng r = ref_rng_new(77);
+    for (int t = Q; t <= DO; t++) ref_fill_uniform(&r, conf_block_init(&b, t), NULL, len[t], -1, 1);
+    memcpy(conf_block_init(&b, KEYS), keys, sizeof keys); /* int32 bit for bit */
+#define V_(t) conf_block_view(&b, t)
+    const cf_view none = cf_view_at(NULL, 0);
+    const cf_attention_saved saved = {none, none, V_(P), V_(OUT), V_(KEYS)};
+    if ((st = conf_block_upload(&b)) ||
+        (st = cf_attention_forward(ctx, V_(OUT), &saved, V_(Q), V_(K), V_(V), V_(KEYS), &s,
+                                   &drop)) ||
+        (st = cf_attention_backward(ctx, V_(DQ), V_(DK), V_(DV), V_(DP), V_(DO), &saved, V_(Q),
+                                    V_(K), V_(V), &s, &drop)) ||
+        (st = cf_finish(ctx)) || (st = conf_block_read(&b)))
+        goto done;
+    float grad[3][NK];
+    for (int t = 0; t < 3; t++) memcpy(grad[t], conf_block_out(&b, DQ + t), len[Q + t] * 4);
+    const float h = 1e-2f;
+    const size_t stride = quick ? 17 : 5;
+    ref_cmp c = {.pass = true, .rule = "|fd - g| <= 2e-3 max|g| + 2e-4"};
+    for (int t = 0; t < 3; t++) {
+        float gmax = 0.0f;
+        for (size_t i = 0; i < len[Q + t]; i++) gmax = fmaxf(gmax, fabsf(grad[t][i]));
+        float *x = conf_block_init(&b, Q + t);
+        for (size_t i = 0; i < len[Q + t]; i += stride) {
+            const float x0 = x[i];
+            double L[2];
+            for (int side = 0; side < 2; side++) {
+                x[i] = x0 + (side ? -h : h);
+                if ((st = conf_block_upload(&b)) ||
+                    (st = cf_attention_forward(ctx, V_(OUT), &saved, V_(Q), V_(K), V_(V),
+                                               V_(KEYS), &s, &drop)) ||
+                    (st = cf_finish(ctx)) || (st = conf_block_read(&b)))
+                    goto done;
+                const float *out = conf_block_out(&b, OUT), *w = conf_block_init(&b, DO);
+                L[side] = 0.0;
+                for (size_t e = 0; e < NQ; e++) L[side] += (double)out[e] * w[e];
+            }
+            x[i] = x0;
+            const double fd = (L[0] - L[1]) / (2.0 * h), err = fabs(fd - grad[t][i]);
+            if (err > c.max_abs_err) c.max_abs_err = err, c.worst = i;
+            if (err > 2e-3 * gmax + 2e-4)
+                c.pass = false, c.why = "a gradient of the fused backward differs from the forward's "
+                                        "finite differences";
+        }
+    }
+#undef V_
+    char shape[96];
+    snprintf(shape, sizeof shape, "B%d H%d Tq%d Tk%d dh%d causal p=0.2, every %zuth element",
+             FB, FH, FTQ, FTK, FDH, stride);
+    conf_emit(sink, user, "attention_fused_fd", shape, conf_guarded(c, &b), 0.0);
+done:
+    conf_block_free(&b);
+    return st;
+}
+
+/* split then merge, each bit for bit against the reference: merge writes the
+ * heads' columns and leaves the others alone. Head sizes 6 (CPU devices'
+ * float4 moves leave a tail), 8, 64 and 80; B x T 2 x 7 under quick, else
+ * 3 x 61; rows 5 longer than the heads. */
+static clformer_status run_split_merge(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
+{
+    static const size_t dhs[] = {6, 8, 64, 80};
+    const size_t B = quick ? 2 : 3, T = quick ? 7 : 61, H = 3;
+    clformer_status st = CLFORMER_OK;
+    for (size_t d = 0; d < sizeof dhs / sizeof *dhs && !st; d++) {
+        const size_t dh = dhs[d], ld = H * dh + 5, n = B * T * ld, nh = B * H * T * dh;
+        conf_block b = {0};
+        const size_t SRC = conf_block_add(&b, n), HEADS = conf_block_add(&b, nh),
+                     BACK = conf_block_add(&b, n);
+        double *src64 = malloc(n * 8), *heads64 = malloc(nh * 8), *back64 = malloc(n * 8);
+        if ((st = conf_block_create(ctx, &b))) goto next;
+        if (!src64 || !heads64 || !back64) {
+            st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+            goto next;
+        }
+        ref_rng r = ref_rng_new(d);
+        ref_fill_uniform(&r, conf_block_init(&b, SRC), src64, n, -1, 1);
+        conf_block_init_fill(&b, BACK, UNTOUCHED);
+        if ((st = conf_block_upload(&b)) ||
+            (st = cf_split_heads(ctx, conf_block_view(&b, HEADS), conf_block_view(&b, SRC), ld, B,
+                                 T, H, dh)) ||
+            (st = cf_merge_heads(ctx, conf_block_view(&b, BACK), ld, conf_block_view(&b, HEADS),
+                                 B, T, H, dh)) ||
+            (st = cf_finish(ctx)) || (st = conf_block_read(&b)))
+            goto next;
+        ref_split_heads(heads64, src64, ld, B, T, H, dh);
+        for (size_t i = 0; i < n; i++) back64[i] = UNTOUCHED;
+        ref_merge_heads(back64, ld, heads64, B, T, H, dh);
+        ref_cmp split = ref_compare_exact(conf_block_out(&b, HEADS), heads64, nh),
+                merge = ref_compare_exact(conf_block_out(&b, BACK), back64, n);
+        if (!conf_block_unchanged(&b, SRC))
+            split.pass = merge.pass = false, split.why = merge.why = "the source changed";
+        char shape[96];
+        snprintf(shape, sizeof shape, "B%zu T%zu H%zu dh%zu ld%zu", B, T, H, dh, ld);
+        conf_emit(sink, user, "split_heads", shape, conf_guarded(split, &b), 0.0);
+        conf_emit(sink, user, "merge_heads", shape, conf_guarded(merge, &b), 0.0);
+    next:
+        conf_block_free(&b);
+        free(src64), free(heads64), free(back64);
+    }
+    return st;
+}
+
+/* Empty sizes write nothing (B = 0); no keys at all (Tk = 0) give an output
+ * and a dQ of exactly 0. */
+static clformer_status run_degenerate(cf_ctx *ctx, conf_sink sink, void *user)
+{
+    conf_block b = {0};
+    const size_t A = conf_block_add(&b, 64), G = conf_block_add(&b, 64), O = conf_block_add(&b, 48);
+    clformer_status st = conf_block_create(ctx, &b);
+    if (st) goto done;
+    conf_block_init_fill(&b, O, 1.0f);
+    const cf_view x = conf_block_view(&b, A), y = conf_block_view(&b, G),
+                  o = conf_block_view(&b, O), none = cf_view_at(NULL, 0);
+    const cf_attention_saved saved = {y, y, none, none, none};
+    const cf_attention_shape empty = {0, 2, 8, 3, 3, 3, 0, false, 3, 0},
+                             no_keys = {1, 2, 8, 3, 0, 0, 0, true, 0, 0}; /* o: (1, 2, 3, 8) */
+    const char *bad = NULL;
+    if ((st = conf_block_upload(&b)) ||
+        (st = cf_attention_forward(ctx, x, &saved, x, x, x, none, &empty, NULL)) ||
+        (st = cf_attention_backward(ctx, x, x, x, y, x, &saved, x, x, x, &empty, NULL)) ||
+        (st = cf_attention_forward(ctx, o, &saved, x, x, x, none, &no_keys, NULL)) ||
+        (st = cf_finish(ctx)) || (st = conf_block_read(&b)))
+        goto done;
+    if (!padded_batches_zero(conf_block_out(&b, O), 0, 1, 2, 24))
+        bad = "Tk = 0: the output is not 0";
+    else if (!conf_block_unchanged(&b, A) || !conf_block_unchanged(&b, G))
+        bad = "B = 0 or Tk = 0 wrote another tensor";
+    if (!bad && ((st = conf_block_upload(&b)) || /* o back to ones: it is dQ now */
+                 (st = cf_attention_backward(ctx, o, x, x, y, x, &saved, x, x, x, &no_keys,
+                                             NULL)) ||
+                 (st = cf_finish(ctx)) || (st = conf_block_read(&b))))
+        goto done;
+    if (!bad && !padded_batches_zero(conf_block_out(&b, O), 0, 1, 2, 24))
+        bad = "Tk = 0: dQ is not 0";
+    else if (!bad && (!conf_block_unchanged(&b, A) || !conf_block_unchanged(&b, G)))
+        bad = "the backward with Tk = 0 wrote dK, dV or dprobs";
+    ref_cmp c = {.pass = !bad, .why = bad, .rule = "exact"};
+    conf_emit(sink, user, "attention_degenerate", "B=0; Tk=0", conf_guarded(c, &b), 0.0);
+done:
+    conf_block_free(&b);
+    return st;
+}
+
+/* Bad arguments are errors naming the fix, and write nothing. */
+static clformer_status run_arguments(cf_ctx *ctx, conf_sink sink, void *user)
+{
+    conf_block b = {0};
+    const size_t A = conf_block_add(&b, 256), S = conf_block_add(&b, 256);
+    clformer_status st = conf_block_create(ctx, &b);
+    if (st) goto done;
+    if ((st = conf_block_upload(&b))) goto done;
+    const cf_view x = conf_block_view(&b, A), s0 = conf_block_view(&b, S), none = cf_view_at(NULL, 0);
+    const cf_attention_saved same = {s0, s0, none, none, none},
+                             apart = {s0, cf_view_add(s0, 128), none, none, none};
+    const cf_attention_shape past_cap = {1, 1, 8, 2, 5, 4, 0, false, 5, 0}, /* Tk > Tk_cap */
+        fits = {1, 1, 8, 2, 5, 5, 0, false, 5, 0},
+        three_of_four = {1, 4, 8, 2, 2, 2, 0, true, 2, 3}; /* 3 key/value heads for 4 */
+    const cf_dropout drop = {0.1f, 1, 1, 1}, all = {1.0f, 1, 1, 1};
+    const char *bad = NULL;
+    if (cf_attention_forward(ctx, x, &same, x, x, x, x, &past_cap, NULL) !=
+            CLFORMER_ERR_INVALID_ARGUMENT ||
+        !strstr(clformer_last_error(), "Tk_cap"))
+        bad = "Tk > Tk_cap not refused naming Tk_cap";
+    else if (cf_attention_forward(ctx, x, &same, x, x, x, x, &fits, &drop) !=
+                 CLFORMER_ERR_INVALID_ARGUMENT ||
+             !strstr(clformer_last_error(), "probs_drop"))
+        bad = "dropout with probs_drop == probs not refused naming probs_drop";
+    /* p = 1 would scale the kept (none) by 1/(1-p) = inf */
+    else if (cf_attention_forward(ctx, x, &apart, x, x, x, x, &fits, &all) !=
+                 CLFORMER_ERR_INVALID_ARGUMENT ||
+             !strstr(clformer_last_error(), "must be below 1"))
+        bad = "dropout p = 1 not refused";
+    else if (cf_split_heads(ctx, x, x, 7, 1, 2, 2, 4) != CLFORMER_ERR_INVALID_ARGUMENT)
+        bad = "split_heads with a row stride below H*dh not refused";
+    else if (cf_attention_forward(ctx, x, &apart, x, x, x, x, &three_of_four, NULL) !=
+                 CLFORMER_ERR_INVALID_ARGUMENT ||
+             !strstr(clformer_last_error(), "must divide H=4"))
+        bad = "H_kv not dividing H not refused";
+    if ((st = cf_finish(ctx)) || (st = conf_block_read(&b))) goto done;
+    conf_emit(sink, user, "attention_arguments", "Tk > Tk_cap, probs_drop, p=1, ld, H_kv",
+              conf_block_refusals(&b, bad), 0.0);
+done:
+    conf_block_free(&b);
+    return st;
+}
+
+/* The model's cases in every precision (the roundings inside the op are the
+ * same at every shape: carried_roundings); the rest in fp32. quick: the
+ * small shapes of each kind and 17th elements for the finite differences. */
+static clformer_status attention_check(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
+{
+    static const case_group model = GROUP(model_quick, model_full, 1);
+    static const case_group groups[] = {
+        GROUP(self_quick, self_full, 100),         GROUP(causal_quick, causal_full, 200),
+        GROUP(cross_quick, cross_full, 300),       GROUP(decoding_quick, decoding_full, 400),
+        GROUP(padded_quick, padded_full, 500),     FULL_ONLY(dropout_full, 600),
+        FULL_ONLY(grouped_full, 700),              GROUP(heads_quick, heads_full, 800),
+    };
+    CF_TRY(run_group(ctx, &model, quick, sink, user));
+    if (ctx->precision != CLFORMER_FP32) return CLFORMER_OK;
+    for (size_t i = 0; i < sizeof groups / sizeof *groups; i++)
+        CF_TRY(run_group(ctx, &groups[i], quick, sink, user));
+    CF_TRY(run_fused_kernels(ctx, quick, sink, user));
+    CF_TRY(run_fused_fd(ctx, quick, sink, user));
+    CF_TRY(run_split_merge(ctx, quick, sink, user));
+    CF_TRY(run_degenerate(ctx, sink, user));
+    return run_arguments(ctx, sink, user);
+}
+
+/* --- checks of the reference ---------------------------------------------------- */
+
+/* What rows >= Tk of the reference's dK and dV hold before its backward: it
+ * must not write there. */
+#define SENTINEL 12345.0
+
+/* A problem for finite differences: L = sum_i w_i out_i over the reference
+ * forward of q, k, v. */
+typedef struct {
+    cf_attention_shape s;
+    const int32_t *keys; /* B x key_ld, or NULL */
+    ref_dropout drop;
+    double *q, *k, *v, *w, *out, *probs, *probs_drop;
+} fd_problem;
+
+static double fd_loss(void *user)
+{
+    const fd_problem *f = user;
+    ref_attention_forward(f->out, f->probs, f->probs_drop, f->q, f->k, f->v, f->keys, &f->s,
+                          &f->drop);
+    double l = 0.0;
+    for (size_t i = 0; i < f->s.B * f->s.H * f->s.Tq * f->s.dh; i++) l += f->w[i] * f->out[i];
+    return l;
+}
+
+/* The reference backward of a random problem against finite differences of
+ * its forward, for q, k and v: rows >= Tk of dK and dV keep SENTINEL and
+ * have no effect (their differences 0). Returns the mismatches. */
+static int fd_check(const cf_attention_shape *s, const int32_t *keys, const ref_dropout *drop,
+                    uint64_t seed)
+{
+    const size_t BH = s->B * s->H, nq = BH * s->Tq * s->dh, nk = BH * s->Tk_cap * s->dh,
+                 np = BH * s->Tq * s->Tk;
+    fd_problem f = {*s, keys, drop ? *drop : (ref_dropout){0}};
+    double *buf = calloc(4 * nq + 5 * nk + 3 * np, sizeof *buf);
+    if (!buf) return 1;
+    f.q = buf, f.w = f.q + nq, f.out = f.w + nq, f.k = f.out + nq, f.v = f.k + nk;
+    f.probs = f.v + nk, f.probs_drop = f.probs + np;
+    double *ds = f.probs_drop + np, *dq = ds + np, *dk = dq + nq, *dv = dk + nk, *live = dv + nk;
+    ref_rng r = ref_rng_new(seed);
+    for (size_t i = 0; i < nq; i++) f.q[i] = ref_rng_uniform(&r, -1.5, 1.5);
+    for (size_t i = 0; i < nk; i++) f.k[i] = ref_rng_uniform(&r, -1.5, 1.5);
+    for (size_t i = 0; i < nk; i++) f.v[i] = ref_rng_uniform(&r, -1, 1);
+    for (size_t i = 0; i < nq; i++) f.w[i] = ref_rng_uniform(&r, -1, 1);
+    for (size_t i = 0; i < nk; i++) dk[i] = dv[i] = SENTINEL;
+    fd_loss(&f);
+    ref_attention_backward(dq, dk, dv, ds, f.w, f.probs, f.probs_drop, f.q, f.k, f.v, s, &f.drop);
+    int bad = conf_fd_check("attention dq", f.q, nq, dq, fd_loss, &f);
+    double *const x[2] = {f.k, f.v}, *const g[2] = {dk, dv};
+    for (int t = 0; t < 2; t++) {
+        /* rows >= Tk: the backward leaves them; as inputs they change nothing */
+        for (size_t i = 0; i < nk; i++) {
+            const bool dead = (i / s->dh) % s->Tk_cap >= s->Tk;
+            bad += dead && g[t][i] != SENTINEL;
+            live[i] = dead ? 0.0 : g[t][i];
+        }
+        bad += conf_fd_check(t ? "attention dv" : "attention dk", x[t], nk, live, fd_loss, &f);
+    }
+    free(buf);
+    return bad;
+}
+
+/* Batch 0 unpadded, batch 1 right-padded after 3 keys (and one pad inside). */
+static const int32_t keys_2x8[] = {5, 6, 7, 8, 9, 10, 11, 12, /**/ 4, 0, 9, 0, 0, 0, 0, 0};
+
+/* {B, H, dh, Tq, Tk, Tk_cap, q_pos0, causal, key_ld}: padded self-attention,
+ * causal, cross, decoding shapes (Tq != Tk, Tk_cap > Tk, q_pos0 > 0), then
+ * with dropout. */
+static int fd_cases(void)
+{
+    static const cf_attention_shape self = {2, 2, 4, 5, 5, 5, 0, false, 8},
+                                    causal = {2, 2, 4, 5, 5, 5, 0, true, 8},
+                                    cross = {2, 1, 3, 3, 6, 8, 0, false, 8},
+                                    decoding = {2, 2, 4, 2, 6, 7, 3, true, 8},
+                                    one = {1, 2, 5, 1, 6, 9, 5, true, 8},
+                                    drop_self = {2, 2, 4, 4, 5, 6, 0, false, 8},
+                                    drop_causal = {2, 1, 3, 5, 5, 5, 0, true, 8};
+    static const ref_dropout d1 = {0.3f, 99, 7, 3}, d2 = {0.5f, 1234567890123ULL, 1, 2};
+    return fd_check(&self, keys_2x8, NULL, 1) + fd_check(&causal, keys_2x8, NULL, 2) +
+           fd_check(&cross, keys_2x8, NULL, 3) + fd_check(&decoding, keys_2x8, NULL, 4) +
+           fd_check(&one, NULL, NULL, 5) + fd_check(&drop_self, keys_2x8, &d1, 6) +
+           fd_check(&drop_causal, keys_2x8, &d2, 7);
+}
+
+/* Batch 1 has only pad keys: its outputs, probabilities and gradients are
+ * exactly 0, batch 0's are not; and finite differences hold. */
+static int padded_batch_is_zero_not_nan(void)
+{
+    static const int32_t keys[] = {3, 4, 5, 6, 0, 0, 0, 0};
+    const cf_attention_shape s = {2, 2, 3, 4, 4, 4, 0, true, 4};
+    const ref_dropout drop = {0.2f, 5, 1, 1};
+    enum { N = 2 * 2 * 4 * 3, NP = 2 * 2 * 4 * 4 };
+    double q[N], k[N], v[N], w[N], out[N], dq[N], dk[N], dv[N], p[NP], pd[NP], ds[NP];
+    ref_rng r = ref_rng_new(8);
+    for (size_t i = 0; i < N; i++) {
+        q[i] = ref_rng_uniform(&r, -1, 1), k[i] = ref_rng_uniform(&r, -1, 1);
+        v[i] = ref_rng_uniform(&r, -1, 1), w[i] = ref_rng_uniform(&r, -1, 1);
+    }
+    ref_attention_forward(out, p, pd, q, k, v, keys, &s, &drop);
+    ref_attention_backward(dq, dk, dv, ds, w, p, pd, q, k, v, &s, &drop);
+    int bad = 0;
+    for (size_t i = N / 2; i < N; i++)
+        bad += !(out[i] == 0.0 && dq[i] == 0.0 && dk[i] == 0.0 && dv[i] == 0.0);
+    for (size_t i = NP / 2; i < NP; i++) bad += !(p[i] == 0.0 && pd[i] == 0.0 && ds[i] == 0.0);
+    double any = 0.0;
+    for (size_t i = 0; i < N / 2; i++) any += fabs(out[i]) + fabs(dq[i]);
+    bad += !(any > 0.0);
+    return bad + fd_check(&s, keys, &drop, 9);
+}
+
+/* Softmax rows sum to 1 over the visible keys and are 0 on masked ones;
+ * dropout keeps about 1 - p of the entries, scaled by 1/(1 - p); another
+ * site draws another mask. */
+static int masks_softmax_and_dropout(void)
+{
+    const cf_attention_shape s = {2, 4, 8, 16, 40, 48, 10, true, 40};
+    enum { BH = 8, NQ = BH * 16 * 8, NK = BH * 48 * 8, NP = BH * 16 * 40 };
+    int32_t keys[80];
+    for (int i = 0; i < 80; i++) keys[i] = (i % 40) < (i < 40 ? 40 : 29) ? 7 + i : 0;
+    double *buf = calloc(2 * NQ + 2 * NK + 3 * NP, sizeof *buf);
+    if (!buf) return 1;
+    double *q = buf, *out = q + NQ, *k = out + NQ, *v = k + NK, *p = v + NK, *pd = p + NP,
+           *pd2 = pd + NP;
+    ref_rng r = ref_rng_new(10);
+    for (size_t i = 0; i < NQ; i++) q[i] = ref_rng_uniform(&r, -2, 2);
+    for (size_t i = 0; i < NK; i++) k[i] = ref_rng_uniform(&r, -2, 2), v[i] = k[i];
+    const ref_dropout drop = {0.25f, 42, 3, 17}, other = {0.25f, 42, 3, 18};
+    ref_attention_forward(out, p, pd, q, k, v, keys, &s, &drop);
+    int bad = 0;
+    size_t kept = 0, nonzero = 0;
+    for (size_t bh = 0; bh < BH; bh++)
+        for (size_t t = 0; t < 16; t++) {
+            double sum = 0.0;
+            for (size_t j = 0; j < 40; j++) {
+                const size_t i = (bh * 16 + t) * 40 + j;
+                const bool vis = j <= 10 + t && keys[(bh / 4) * 40 + j] != 0;
+                bad += !vis && !(p[i] == 0.0 && pd[i] == 0.0);
+                sum += p[i];
+                nonzero += p[i] > 0.0;
+                if (p[i] > 0.0 && pd[i] != 0.0) {
+                    kept++;
+                    bad += !(fabs(pd[i] - p[i] / 0.75) <= 1e-15);
+                }
+            }
+            bad += !(fabs(sum - 1.0) < 1e-12);
+        }
+    bad += !(fabs((double)kept / (double)nonzero - 0.75) <= 0.04);
+    ref_attention_forward(out, p, pd2, q, k, v, keys, &s, &other);
+    bad += memcmp(pd, pd2, NP * sizeof *pd) == 0;
+    free(buf);
+    return bad;
+}
+
+/* Element (b=1, h=2, t=1, j=3) of the split comes from row b*T + t, column
+ * h*dh + j, and merge gives the packed rows back, other columns untouched. */
+static int split_merge_round_trip(void)
+{
+    enum { B = 2, T = 3, H = 3, DH = 5, LD = H * DH + 4 };
+    double src[B * T * LD], heads[B * H * T * DH], back[B * T * LD];
+    for (size_t i = 0; i < B * T * LD; i++) src[i] = (double)i, back[i] = -1.0;
+    ref_split_heads(heads, src, LD, B, T, H, DH);
+    int bad = !(heads[((1 * H + 2) * T + 1) * DH + 3] == src[(1 * T + 1) * LD + 2 * DH + 3]);
+    ref_merge_heads(back, LD, heads, B, T, H, DH);
+    for (size_t row = 0; row < B * T; row++)
+        for (size_t c = 0; c < LD; c++)
+            bad += back[row * LD + c] != (c < H * DH ? src[row * LD + c] : -1.0);
+    return bad;
+}
+
+static int attention_gradcheck(void)
+{
+    const int fd = fd_cases(), rules = padded_batch_is_zero_not_nan() +
+                                       masks_softmax_and_dropout() + split_merge_round_trip();
+    if (rules) fprintf(stderr, "attention reference: %d mismatches of its rules\n", rules);
+    return fd + rules;
+}
+
+CONF_OP(attention) = {"attention", "split_heads merge_heads attention_softmax attention_softmax_backward flash_attention_forward|flash_attention_forward_simple|flash_tiled_forward flash_attention_backward_dq|flash_attention_backward_dq_simple|flash_tiled_backward_dq flash_attention_backward_dkv|flash_attention_backward_dkv_simple|flash_tiled_backward_dkv",
     "cf_attention_forward, cf_attention_backward (materialised, fused per row and tiled), cf_split_heads, cf_merge_heads",
-    "ref_attention_forward, ref_attention_backward, ref_split_heads, ref_merge_heads (reference/ref_attention.c)",
-    "gradient rule for the output and every gradient",
-    conf_attention, NULL,
-    "test_attention (split_heads, merge_heads, many more cases and head sizes, determinism, argument errors, which fused kernels run: fused_kernels_follow_the_profile); finite differences of the reference: test_ref_attention", true};
+    "ref_attention_forward, ref_attention_backward, ref_split_heads, ref_merge_heads (this file)",
+    "gradient rule for the output and every gradient; exact for the head layout",
+    attention_check, attention_gradcheck, NULL, true};

@@ -149,30 +149,7 @@ typedef struct {
 clformer_status conf_gemm_batched_run(cf_ctx *ctx, const conf_gemm_batched_case *c,
                                       conf_sink sink, void *user);
 
-typedef enum {
-    CONF_KEYS_NONE,       /* no key ids: no padding mask */
-    CONF_KEYS_FULL,       /* no key is padding */
-    CONF_KEYS_RIGHT_PAD,  /* batch b keeps a shorter prefix the larger b is */
-    CONF_KEYS_RANDOM_PAD, /* about a fifth of the keys are padding, anywhere */
-    CONF_KEYS_ONE_EMPTY,  /* right padding, and batch 1 is padding only */
-    CONF_KEYS_ALL_EMPTY,  /* every key of every batch is padding */
-} conf_keys;
-typedef struct {
-    size_t B, H, dh, Tq, Tk, Tk_cap, q_pos0;
-    bool causal;
-    conf_keys keys;
-    float p;            /* dropout probability */
-    bool separate_drop; /* probs_drop a tensor of its own (always with dropout) */
-    uint64_t seed;
-    bool fused;         /* the fused path (saves row statistics, not the probabilities) */
-    size_t H_kv;        /* key/value heads (grouped-query attention); 0: H */
-} conf_attention_case;
-/* Forward and backward (one result each). */
-clformer_status conf_attention_run(cf_ctx *ctx, const conf_attention_case *c, conf_sink sink,
-                                   void *user);
-
 /* The checks (one file each). */
 clformer_status conf_gemm(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
-clformer_status conf_attention(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
 
 #endif
