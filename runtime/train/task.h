@@ -17,6 +17,8 @@
 #include <jansson.h>
 
 typedef struct cf_task {
+    /* the task of the models it trains (clformer_model_task's: their family's) */
+    clformer_task models;
     /* clformer_train_options_for_task: the options a run of the task starts
      * from (defaults set already), with `preset`'s config (NULL: the task's) */
     clformer_status (*options_for)(clformer_train_options *o, const char *preset);
@@ -28,9 +30,8 @@ typedef struct cf_task {
     /* the batches of a new run (t->batching: the options') */
     clformer_status (*batches_new)(clformer_trainer *t);
     /* the batches of a resumed run from a checkpoint's "batching" object
-     * (mode: its "mode"; t->batching: its options): a checkpoint of the
-     * other task is refused, naming what resumes it */
-    clformer_status (*batches_restore)(clformer_trainer *t, const char *mode, json_t *batching);
+     * (t->batching: its options; the model, of the task, is the checkpoint's) */
+    clformer_status (*batches_restore)(clformer_trainer *t, json_t *batching);
     /* the "batching" object of clformer.train_state (NULL: out of memory) */
     json_t *(*batches_state)(const clformer_trainer *t);
     /* the epoch being trained (0 when the task has none) */
@@ -61,7 +62,8 @@ const cf_task *cf_task_of(const clformer_train_options *o);
 /* The task clformer_train_options_for_task names (lm: language modelling). */
 const cf_task *cf_task_named(bool lm);
 
-/* The model of init_path or resume_path, for a task's setup (trainer.c). */
+/* The model of init_path or resume_path, for a task's setup (trainer.c): a
+ * model of another task is refused, naming what trains it. */
 clformer_status cf_trainer_open_model(clformer_trainer *t);
 
 /* The model's text codec for language modelling (lm.c): its GPT-2 BPE, its

@@ -261,12 +261,8 @@ static clformer_status translation_batches_new(clformer_trainer *t)
     return clformer_batcher_create(t->train, &t->o.batching, &t->batcher);
 }
 
-static clformer_status translation_batches_restore(clformer_trainer *t, const char *mode,
-                                                   json_t *batching)
+static clformer_status translation_batches_restore(clformer_trainer *t, json_t *batching)
 {
-    if (strcmp(mode, "lm") == 0)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "'%s' is a language-model checkpoint: "
-                       "resume it with --task lm", t->o.resume_path);
     clformer_status st = clformer_batcher_create(t->train, &t->batching, &t->batcher);
     if (st == CLFORMER_OK) st = cf_batcher_state_from_json(t->batcher->b, batching);
     return st == CLFORMER_OK ? st : cf_fail_prefix(st, "resuming the batches: ");
@@ -331,6 +327,7 @@ static void translation_free(clformer_trainer *t)
 }
 
 const cf_task cf_task_translation = {
+    .models = CLFORMER_TASK_TRANSLATION,
     .options_for = translation_options_for,
     .check = translation_check,
     .setup = translation_setup,

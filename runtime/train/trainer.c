@@ -64,6 +64,15 @@ clformer_status cf_trainer_open_model(clformer_trainer *t)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "'%s' is a plain model without optimizer state: use --init to start "
                        "training from it", path);
+    /* what trains a model of each task, for one of another */
+    static const char *const trained_by[] = {
+        [CLFORMER_TASK_TRANSLATION] = "a translation model (it has an encoder): train it on "
+                                      "sentence pairs (--src and --tgt)",
+        [CLFORMER_TASK_LM] = "a language model (decoder-only): train it on a text (--task lm "
+                             "--text FILE)"};
+    const clformer_task has = clformer_model_task(t->model);
+    if (has != t->task->models)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "'%s' is %s", path, trained_by[has]);
     if (o->init_path) {
         /* a new run from these weights: step 0 and fresh Adam moments, even
          * from a training checkpoint (whose step would otherwise count
@@ -148,7 +157,7 @@ static clformer_status restore(clformer_trainer *t)
     const clformer_batcher_options bo = {(int)size, (int)tokens, shuffle != 0,
                                          strtoull(seed, NULL, 10), (int)window};
     t->batching = bo;
-    const clformer_status st = t->task->batches_restore(t, mode, b);
+    const clformer_status st = t->task->batches_restore(t, b);
     json_decref(root);
     return st;
 }

@@ -137,6 +137,11 @@ static void lm_commands(void **state)
     rc = harness_run_clformer(&cmd, "train", "--task", "lm", "--text", text, "--steps", "2",
                               "--config", "small", NULL);
     harness_expect_run(&cmd, rc, 2, "language-model preset");
+    /* a translation run refuses a language model, naming what trains it */
+    rc = harness_run_clformer(&cmd, "train", "--src", text, "--tgt", text, "--steps", "1",
+                              "--resume", a, "--no-save", NULL);
+    harness_expect_run(&cmd, rc, 1, "is a language model (decoder-only): train it on a text "
+                                    "(--task lm --text FILE)");
     rc = harness_run_clformer(&cmd, "generate", "--model", a, NULL);
     harness_expect_run(&cmd, rc, 2, "--prompt");
     /* the translation commands on a language model name what it takes */

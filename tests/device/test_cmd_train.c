@@ -207,6 +207,12 @@ static void learns_saves_and_resumes_exactly(void **state)
                   out, sizeof out);
     if (rc != 1 || !strstr(out, "has already trained 1 epochs"))
         fail_msg("resume at its --epochs: exit %d:\n%s", rc, out);
+    /* a language model's run refuses a translation model, naming what trains it */
+    rc = run_tool("train --task lm --text few.src --resume epoch.safetensors --steps 2", out,
+                  sizeof out);
+    if (rc != 1 || !strstr(out, "'epoch.safetensors' is a translation model (it has an "
+                                "encoder): train it on sentence pairs (--src and --tgt)"))
+        fail_msg("--task lm --resume of a translation checkpoint: exit %d:\n%s", rc, out);
 
     /* the progress after resuming mid-epoch with --epochs (issue 11, the ETA
      * after resuming): the total is this run's steps to the end of the last
