@@ -896,12 +896,16 @@ static clformer_status run_arguments(cf_ctx *ctx, conf_sink sink, void *user)
         bad = "dropout p = 1 not refused";
     else if (cf_split_heads(ctx, x, x, 7, 1, 2, 2, 4) != CLFORMER_ERR_INVALID_ARGUMENT)
         bad = "split_heads with a row stride below H*dh not refused";
+    else if (cf_merge_heads(ctx, x, 8, x, (size_t)1 << 20, (size_t)1 << 12, 2, 4) !=
+                 CLFORMER_ERR_INVALID_ARGUMENT ||
+             !strstr(clformer_last_error(), "split the rows"))
+        bad = "merge_heads over 2^32 rows not refused naming the fix";
     else if (cf_attention_forward(ctx, x, &apart, x, x, x, x, &three_of_four, NULL) !=
                  CLFORMER_ERR_INVALID_ARGUMENT ||
              !strstr(clformer_last_error(), "must divide H=4"))
         bad = "H_kv not dividing H not refused";
     if ((st = cf_finish(ctx)) || (st = conf_block_read(&b))) goto done;
-    conf_emit(sink, user, "attention_arguments", "Tk > Tk_cap, probs_drop, p=1, ld, H_kv",
+    conf_emit(sink, user, "attention_arguments", "Tk > Tk_cap, probs_drop, p=1, ld, rows, H_kv",
               conf_block_refusals(&b, bad), 0.0);
 done:
     conf_block_free(&b);

@@ -50,10 +50,7 @@ static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id ke
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "%s: row stride ld=%zu is shorter than H*dh=%zu; pass the packed row "
                        "length (>= H*dh)", fn, ld, H * dh);
-    if (ld > INT_MAX || B * T > INT_MAX || H * dh > INT_MAX)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "%s: B*T=%zu, H*dh=%zu or ld=%zu exceeds INT_MAX; split the batch", fn,
-                       B * T, H * dh, ld);
+    CF_TRY(cf_check_rows(fn, B * T, ld)); /* B*T rows of ld >= H*dh columns */
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, kernel, &k));
     /* CPU devices: one work item per (row, head) moving dh floats (see
