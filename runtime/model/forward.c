@@ -65,14 +65,6 @@ clformer_status cf_embed(cf_session *s, cf_view out, cf_view tokens, size_t B, s
                                    cf_embed_scale(c));
 }
 
-/* The input LayerNorm of a block's next sublayer (pre-norm), which the
- * sublayer before it computes together with its residual sum
- * (bias_residual_layernorm_forward): its activations and parameters. */
-typedef struct {
-    const cf_sub_acts *sub;
-    size_t nw, nb;
-} next_norm;
-
 /* Pre-norm: LN(x) is the sublayer's input, computed here unless the
  * sublayer before it did (`normed`). Post-norm: x itself. */
 static clformer_status norm_in(cf_session *s, const cf_sub_acts *sub, cf_view x, size_t nw,
@@ -94,7 +86,7 @@ static clformer_status norm_in(cf_session *s, const cf_sub_acts *sub, cf_view x,
  * y may be x. */
 static clformer_status norm_out(cf_session *s, const cf_sub_acts *sub, cf_view x, cf_view f,
                                 cf_view bias, size_t nw, size_t nb, size_t N, uint32_t site,
-                                const next_norm *next)
+                                const cf_next_norm *next)
 {
     const clformer_config *c = &s->model->cfg;
     const size_t d = (size_t)c->d_model;
@@ -260,12 +252,13 @@ static clformer_status feed_forward(cf_session *s, const cf_ffn_acts *f,
 }
 
 /* Sublayer i of a block: x -> L->sub[i].out through F (attention when
- * `spec`, else the feed-forward); i + 1 follows it when `more` (pre-norm:
- * its input LayerNorm is computed here, and sublayer i + 1 is then called
- * with `normed`). */
+ * `spec`, else the feed-forward). Pre-norm: `next` (NULL: none) is the
+ * LayerNorm after it, computed here with its residual (sublayer i + 1's
+ * input norm, which is then called with `normed`, or the one after the
+ * block). */
 static clformer_status sublayer(cf_session *s, const cf_layer_acts *L, const cf_layer_params *p,
                                 int i, cf_view x, size_t N, const attn_spec *spec, int layer,
-                                int site_layer, bool normed, bool more)
+                                int site_layer, bool normed, const cf_next_norm *next)
 {
     const cf_sub_acts *sub = &L->sub[i];
     cf_view fin, f, bias;
@@ -289,12 +282,22 @@ static clformer_status sublayer(cf_session *s, const cf_layer_acts *L, const cf_
         bias = cf_param(s, p->cross_attn.out_b);
         out_site = cf_site(site_layer, CF_SITE_CROSS_OUT);
     }
-    if (!more) return norm_out(s, sub, x, f, bias, p->norm_w[i], p->norm_b[i], N, out_site, NULL);
-    const next_norm next = {&L->sub[i + 1], p->norm_w[i + 1], p->norm_b[i + 1]};
-    return norm_out(s, sub, x, f, bias, p->norm_w[i], p->norm_b[i], N, out_site, &next);
+    return norm_out(s, sub, x, f, bias, p->norm_w[i], p->norm_b[i], N, out_site, next);
 }
 
-clformer_status cf_encoder_block(cf_session *s, int l, cf_view x)
+/* Pre-norm: sublayer i + 1's input norm, which sublayer i computes. */
+static cf_next_norm inner_norm(const cf_layer_acts *L, const cf_layer_params *p, int i)
+{
+    return (cf_next_norm){&L->sub[i + 1], p->norm_w[i + 1], p->norm_b[i + 1]};
+}
+
+bool cf_chain_norms(const cf_session *s)
+{
+    return s->model->cfg.norm_first && !s->acts.recompute && !s->acts.half_saved;
+}
+
+clformer_status cf_encoder_block_chained(cf_session *s, int l, cf_view x, bool normed,
+                                         const cf_next_norm *next)
 {
     const clformer_config *c = &s->model->cfg;
     const cf_layer_acts *L = &s->acts.enc[l];
@@ -303,12 +306,25 @@ clformer_status cf_encoder_block(cf_session *s, int l, cf_view x)
     const attn_spec self = {{B, H, (size_t)c->d_model / H, S, S, S, 0, false, S}, s->acts.src,
                             false, false, NONE, NULL};
     const bool pre = c->norm_first; /* the FFN's input norm comes with the residual before it */
-    CF_TRY(sublayer(s, L, p, 0, x, B * S, &self, l, l, false, pre));
-    return sublayer(s, L, p, 1, L->sub[0].out, B * S, NULL, l, l, pre, false);
+    const cf_next_norm ffn_in = inner_norm(L, p, 0);
+    CF_TRY(sublayer(s, L, p, 0, x, B * S, &self, l, l, normed, pre ? &ffn_in : NULL));
+    return sublayer(s, L, p, 1, L->sub[0].out, B * S, NULL, l, l, pre, next);
+}
+
+clformer_status cf_encoder_block(cf_session *s, int l, cf_view x)
+{
+    return cf_encoder_block_chained(s, l, x, false, NULL);
 }
 
 clformer_status cf_decoder_block(cf_session *s, int l, const cf_layer_acts *L, cf_view x,
                                  const cf_block_shape *b)
+{
+    return cf_decoder_block_chained(s, l, L, x, b, false, NULL);
+}
+
+clformer_status cf_decoder_block_chained(cf_session *s, int l, const cf_layer_acts *L, cf_view x,
+                                         const cf_block_shape *b, bool normed,
+                                         const cf_next_norm *next)
 {
     const clformer_config *c = &s->model->cfg;
     const cf_layer_params *p = &s->model->layout.dec[l];
@@ -323,11 +339,24 @@ clformer_status cf_decoder_block(cf_session *s, int l, const cf_layer_acts *L, c
     const attn_spec cross_spec = {{b->B, H, dh, b->T, b->S, b->S, 0, false, b->S},
                                   b->src_tokens, true, b->cached, b->memory, NULL};
     const bool pre = c->norm_first; /* each next input norm comes with the residual before it */
-    CF_TRY(sublayer(s, L, p, 0, x, N, &self, l, site_layer, false, pre));
+    const cf_next_norm second_in = inner_norm(L, p, 0), ffn_in = inner_norm(L, p, 1);
+    CF_TRY(sublayer(s, L, p, 0, x, N, &self, l, site_layer, normed, pre ? &second_in : NULL));
     if (cross)
-        CF_TRY(sublayer(s, L, p, 1, L->sub[0].out, N, &cross_spec, l, site_layer, pre, pre));
+        CF_TRY(sublayer(s, L, p, 1, L->sub[0].out, N, &cross_spec, l, site_layer, pre,
+                        pre ? &ffn_in : NULL));
     const int f = cf_ffn_sub(cross);
-    return sublayer(s, L, p, f, L->sub[f - 1].out, N, NULL, l, site_layer, pre, false);
+    return sublayer(s, L, p, f, L->sub[f - 1].out, N, NULL, l, site_layer, pre, next);
+}
+
+/* The norm after block l of n in a chained stack: the next block's input
+ * norm, or the stack's final one (into `final`, parameters fw, fb). */
+static cf_next_norm after_block(const cf_layer_acts *acts, const cf_layer_params *params, int l,
+                                int n, const cf_sub_acts *final, size_t fw, size_t fb)
+{
+    if (l + 1 < n)
+        return (cf_next_norm){&acts[l + 1].sub[0], params[l + 1].norm_w[0],
+                              params[l + 1].norm_b[0]};
+    return (cf_next_norm){final, fw, fb};
 }
 
 clformer_status cf_forward_encoder(cf_session *s)
@@ -343,23 +372,37 @@ clformer_status cf_forward_encoder(cf_session *s)
     CF_TRY(cf_embedding_forward(s->ctx, a->src_emb, a->src, cf_param(s, m->layout.src_embed), pos,
                                 a->B, a->S, d, cf_embed_scale(c),
                                 cf_session_dropout(s, CF_SITE_SRC_EMBED, &ds)));
+    /* chained: each block computes the next one's input norm, the last encoder.norm */
+    const bool chain = cf_chain_norms(s) && c->n_enc_layers > 0;
+    const cf_sub_acts final = {a->memory, a->mem_mean, a->mem_rstd, NONE};
     for (int l = 0; l < c->n_enc_layers; l++) {
-        CF_TRY(cf_encoder_block(s, l, cf_layer_input(a, false, l)));
+        const cf_next_norm next = after_block(a->enc, m->layout.enc, l, c->n_enc_layers, &final,
+                                              m->layout.enc_norm_w, m->layout.enc_norm_b);
+        CF_TRY(cf_encoder_block_chained(s, l, cf_layer_input(a, false, l), chain && l > 0,
+                                        chain ? &next : NULL));
         if (a->half_saved) CF_TRY(cf_layer_store(s, false, l));
     }
+    if (chain) return CLFORMER_OK;
     return cf_norm_forward(s, a->memory, a->mem_mean, a->mem_rstd,
                            cf_layer_input(a, false, c->n_enc_layers), m->layout.enc_norm_w,
                            m->layout.enc_norm_b, a->B * a->S);
+}
+
+/* The generator's product: logits = out W^T + b, N rows. */
+static clformer_status generator_logits(cf_session *s, cf_view logits, cf_view out, size_t N)
+{
+    const cf_model *m = s->model;
+    return cf_linear_forward(s->ctx, logits, out, cf_param(s, m->layout.generator_w),
+                             cf_param(s, m->layout.generator_b), N, (size_t)m->cfg.d_model,
+                             (size_t)m->cfg.tgt_vocab);
 }
 
 clformer_status cf_generator_forward(cf_session *s, cf_view out, cf_view mean, cf_view rstd,
                                      cf_view x, cf_view logits, size_t N)
 {
     const cf_model *m = s->model;
-    const size_t d = (size_t)m->cfg.d_model;
     CF_TRY(cf_norm_forward(s, out, mean, rstd, x, m->layout.dec_norm_w, m->layout.dec_norm_b, N));
-    return cf_linear_forward(s->ctx, logits, out, cf_param(s, m->layout.generator_w),
-                             cf_param(s, m->layout.generator_b), N, d, (size_t)m->cfg.tgt_vocab);
+    return generator_logits(s, logits, out, N);
 }
 
 clformer_status cf_forward(cf_session *s, bool with_loss, float grad_scale)
@@ -374,13 +417,22 @@ clformer_status cf_forward(cf_session *s, bool with_loss, float grad_scale)
     CF_TRY(cf_embed(s, a->tgt_emb, a->tgt_in, a->B, a->T, 0,
                     cf_session_dropout(s, CF_SITE_TGT_EMBED, &ds)));
     const cf_block_shape shape = cf_batch_block_shape(a);
+    /* chained: each block computes the next one's input norm, the last decoder.norm */
+    const bool chain = cf_chain_norms(s) && c->n_dec_layers > 0;
+    const cf_sub_acts final = {a->dec_out, a->dec_mean, a->dec_rstd, NONE};
     for (int l = 0; l < c->n_dec_layers; l++) {
-        CF_TRY(cf_decoder_block(s, l, &a->dec[l], cf_layer_input(a, true, l), &shape));
+        const cf_next_norm next = after_block(a->dec, m->layout.dec, l, c->n_dec_layers, &final,
+                                              m->layout.dec_norm_w, m->layout.dec_norm_b);
+        CF_TRY(cf_decoder_block_chained(s, l, &a->dec[l], cf_layer_input(a, true, l), &shape,
+                                        chain && l > 0, chain ? &next : NULL));
         /* the last layer stays in the scratch for the backward */
         if (a->half_saved && l + 1 < c->n_dec_layers) CF_TRY(cf_layer_store(s, true, l));
     }
-    CF_TRY(cf_generator_forward(s, a->dec_out, a->dec_mean, a->dec_rstd,
-                                cf_layer_input(a, true, c->n_dec_layers), a->logits, Nt));
+    if (chain)
+        CF_TRY(generator_logits(s, a->logits, a->dec_out, Nt));
+    else
+        CF_TRY(cf_generator_forward(s, a->dec_out, a->dec_mean, a->dec_rstd,
+                                    cf_layer_input(a, true, c->n_dec_layers), a->logits, Nt));
     if (!with_loss) return CLFORMER_OK;
     /* evaluation reports the plain cross-entropy: smoothing is a training device */
     CF_TRY(cf_cross_entropy(s->ctx, a->losses, a->training ? a->logits : NONE, a->logits,

@@ -199,11 +199,35 @@ typedef struct {
 /* Encoder layer l over x (B*S, d) into the acts' enc[l]. */
 clformer_status cf_encoder_block(cf_session *s, int l, cf_view x);
 
+/* A LayerNorm a pre-norm sublayer computes with its residual sum, in one
+ * kernel (bias_residual_layernorm_forward): where its output, mean and rstd
+ * go (sub's ln, mean, rstd) and its parameters' offsets. */
+typedef struct {
+    const cf_sub_acts *sub;
+    size_t nw, nb;
+} cf_next_norm;
+
+/* Whether the blocks of a pass chain their norms (cf_*_block_chained):
+ * pre-norm, and every layer keeps its own activations (no recomputation,
+ * no 16-bit saved layers, whose layers share one scratch). */
+bool cf_chain_norms(const cf_session *s);
+
+/* The blocks with their norms chained across blocks: `normed` says the
+ * block before computed this block's input norm (into sub[0]); `next` (NULL:
+ * none) is the norm after the block (the next block's input norm, or the
+ * stack's final one), computed with the block's last residual. One launch
+ * and one pass over the residual stream less per block; the same bits. */
+clformer_status cf_encoder_block_chained(cf_session *s, int l, cf_view x, bool normed,
+                                         const cf_next_norm *next);
+
 /* Decoder layer l over x (B*T, d): self-attention, cross-attention and
  * feed-forward, each with its residual and LayerNorm, into L. The one
  * definition of the decoder block, for training and for decoding. */
 clformer_status cf_decoder_block(cf_session *s, int l, const cf_layer_acts *L, cf_view x,
                                  const cf_block_shape *shape);
+clformer_status cf_decoder_block_chained(cf_session *s, int l, const cf_layer_acts *L, cf_view x,
+                                         const cf_block_shape *shape, bool normed,
+                                         const cf_next_norm *next);
 
 /* The shape of the decoder blocks of a training or evaluation batch: all
  * T positions of its rows at once. */
