@@ -1,11 +1,12 @@
 /* The end of a sublayer, fused, described once: y = res + dropout(x + bias)
- * and out = LayerNorm(y) (cl/residual_norm.cl; launchers in
+ * and out = LayerNorm(y) or RMSNorm(y) (cl/residual_norm.cl; launchers in
  * runtime/ops/ops_residual_norm.c). The double-precision reference, its
  * finite-difference check, the conformance cases (with and without bias,
  * dropout, y in place of res, rows of an odd width that take the scalar
  * path; every tensor guarded) and the descriptor. The backward is what
  * backward.c runs for it: cf_layernorm_backward adding into the residual
- * gradient, cf_dropout_backward, cf_colsum for the bias. */
+ * gradient (cf_rmsnorm_backward after RMSNorm), cf_dropout_backward,
+ * cf_colsum for the bias. */
 #include "conf_block.h"
 #include "conformance.h"
 #include "ops.h"
@@ -13,6 +14,7 @@
 #include "ref_philox.h"
 #include "ref_layernorm.h"
 #include "ref_random.h"
+#include "ref_rmsnorm.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -21,35 +23,40 @@
 
 #define EPS 1e-5
 
+/* The norm after the residual: none (bias_residual_forward), LayerNorm or RMSNorm. */
+typedef enum { NORM_NONE, NORM_LAYER, NORM_RMS } norm_kind;
+
 /* --- the reference, in double ------------------------------------------------ */
 
-/* y = res + dropout(x + bias) over (N, C) (bias NULL: none); with weight,
- * out, mean and rstd = LayerNorm(y). */
+/* y = res + dropout(x + bias) over (N, C) (bias NULL: none); out, mean and
+ * rstd = LayerNorm(y) or (out, rstd) RMSNorm(y). */
 static void ref_bias_residual_forward(double *y, double *out, double *mean, double *rstd,
                                       const double *res, const double *x, const double *bias,
-                                      const double *weight, const double *lnbias, size_t N,
-                                      size_t C, const ref_dropout *drop)
+                                      norm_kind norm, const double *weight, const double *lnbias,
+                                      size_t N, size_t C, const ref_dropout *drop)
 {
     for (size_t i = 0; i < N * C; i++) {
         const double f = x[i] + (bias ? bias[i % C] : 0.0);
         y[i] = res[i] + f * ref_dropout_scale(drop, i);
     }
-    if (weight) ref_layernorm_forward(out, mean, rstd, y, weight, lnbias, N, C, EPS);
+    if (norm == NORM_LAYER) ref_layernorm_forward(out, mean, rstd, y, weight, lnbias, N, C, EPS);
+    if (norm == NORM_RMS) ref_rmsnorm_forward(out, rstd, y, weight, N, C, EPS);
 }
 
 /* The gradients of the sum of dy . y and dout . out: dres (overwritten) =
- * dy + LayerNorm's input gradient of dout, dx (overwritten) = the mask of
- * dres, dbias += column sums of dx; dweight, dlnbias += LayerNorm's. y, mean
- * and rstd are the forward's. */
+ * dy + the norm's input gradient of dout, dx (overwritten) = the mask of
+ * dres, dbias += column sums of dx; dweight (and LayerNorm's dlnbias) += the
+ * norm's. y, mean and rstd are the forward's. */
 static void ref_bias_residual_backward(double *dres, double *dx, double *dbias, double *dweight,
                                        double *dlnbias, const double *dy, const double *dout,
-                                       const double *y, const double *weight, const double *mean,
-                                       const double *rstd, size_t N, size_t C,
+                                       const double *y, norm_kind norm, const double *weight,
+                                       const double *mean, const double *rstd, size_t N, size_t C,
                                        const ref_dropout *drop)
 {
     memcpy(dres, dy, N * C * sizeof *dres);
-    if (weight)
+    if (norm == NORM_LAYER)
         ref_layernorm_backward(dres, dweight, dlnbias, dout, y, weight, mean, rstd, N, C, true);
+    if (norm == NORM_RMS) ref_rmsnorm_backward(dres, dweight, dout, y, weight, rstd, N, C, true);
     ref_dropout_backward(dx, dres, N * C, drop);
     if (dbias)
         for (size_t i = 0; i < N * C; i++) dbias[i % C] += dx[i];
@@ -60,17 +67,19 @@ static void ref_bias_residual_backward(double *dres, double *dx, double *dbias, 
 typedef struct {
     size_t N, C;
     const ref_dropout *drop;
-    double *res, *x, *b, *w, *lb, *gy, *gout; /* w NULL: no LayerNorm */
+    norm_kind norm;
+    double *res, *x, *b, *w, *lb, *gy, *gout;
     double *y, *out, *mean, *rstd;
 } fd_problem;
 
 static double fd_loss(void *user)
 {
     fd_problem *p = user;
-    ref_bias_residual_forward(p->y, p->out, p->mean, p->rstd, p->res, p->x, p->b, p->w, p->lb,
-                              p->N, p->C, p->drop);
+    ref_bias_residual_forward(p->y, p->out, p->mean, p->rstd, p->res, p->x, p->b, p->norm, p->w,
+                              p->lb, p->N, p->C, p->drop);
     double s = 0.0;
-    for (size_t i = 0; i < p->N * p->C; i++) s += p->y[i] * p->gy[i] + (p->w ? p->out[i] * p->gout[i] : 0.0);
+    for (size_t i = 0; i < p->N * p->C; i++)
+        s += p->y[i] * p->gy[i] + (p->norm != NORM_NONE ? p->out[i] * p->gout[i] : 0.0);
     return s;
 }
 
@@ -80,13 +89,13 @@ static int residual_norm_gradcheck(void)
     const size_t shapes[][2] = {{1, 1}, {3, 5}, {2, 8}, {2, 13}};
     int bad = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-        for (int ln = 0; ln < 2; ln++)
+        for (norm_kind norm = NORM_NONE; norm <= NORM_RMS; norm++)
             for (int dropped = 0; dropped < 2; dropped++) {
                 const size_t N = shapes[s][0], C = shapes[s][1], NC = N * C;
                 double *buf = calloc(10 * NC + 3 * C + 2 * N + 3 * C, sizeof *buf);
                 if (!buf) return 1;
                 double *q = buf;
-                fd_problem p = {N, C, dropped ? &drop : NULL};
+                fd_problem p = {N, C, dropped ? &drop : NULL, norm};
                 p.res = q, q += NC;
                 p.x = q, q += NC;
                 p.gy = q, q += NC;
@@ -99,7 +108,7 @@ static int residual_norm_gradcheck(void)
                 p.mean = q, q += N;
                 p.rstd = q, q += N;
                 double *dres = q, *dx = q + NC, *db = q + 2 * NC, *dw = db + C, *dlb = dw + C;
-                ref_rng r = ref_rng_new(40 + 4 * s + 2 * ln + dropped);
+                ref_rng r = ref_rng_new(40 + 6 * s + 2 * norm + dropped);
                 for (size_t i = 0; i < NC; i++) {
                     p.res[i] = ref_rng_uniform(&r, -1, 1);
                     p.x[i] = ref_rng_uniform(&r, -1, 1);
@@ -111,17 +120,16 @@ static int residual_norm_gradcheck(void)
                     p.w[c] = ref_rng_uniform(&r, 0.5, 1.5);
                     p.lb[c] = ref_rng_uniform(&r, -0.5, 0.5);
                 }
-                if (!ln) p.w = NULL;
                 fd_loss(&p); /* y, mean and rstd of the unperturbed inputs */
-                ref_bias_residual_backward(dres, dx, db, dw, dlb, p.gy, p.gout, p.y, p.w, p.mean,
-                                           p.rstd, N, C, p.drop);
+                ref_bias_residual_backward(dres, dx, db, dw, dlb, p.gy, p.gout, p.y, norm, p.w,
+                                           p.mean, p.rstd, N, C, p.drop);
                 bad += conf_fd_check("residual_norm dres", p.res, NC, dres, fd_loss, &p);
                 bad += conf_fd_check("residual_norm dx", p.x, NC, dx, fd_loss, &p);
                 bad += conf_fd_check("residual_norm dbias", p.b, C, db, fd_loss, &p);
-                if (ln) {
+                if (norm != NORM_NONE)
                     bad += conf_fd_check("residual_norm dweight", p.w, C, dw, fd_loss, &p);
+                if (norm == NORM_LAYER)
                     bad += conf_fd_check("residual_norm dlnbias", p.lb, C, dlb, fd_loss, &p);
-                }
                 free(buf);
             }
     return bad;
@@ -131,7 +139,7 @@ static int residual_norm_gradcheck(void)
 
 typedef struct {
     size_t N, C;
-    bool layernorm; /* bias_residual_layernorm_forward, else bias_residual_forward */
+    norm_kind norm; /* bias_residual_(layernorm|rmsnorm)_forward, or bias_residual_forward */
     bool bias;
     float p;        /* dropout */
     bool in_place;  /* y is res */
@@ -187,36 +195,48 @@ static clformer_status run_case(cf_ctx *ctx, const residual_case *c, conf_sink s
     char shape[96], op[64];
     snprintf(shape, sizeof shape, "N=%zu C=%zu%s p=%g%s", N, C, c->bias ? "" : " no bias",
              (double)c->p, c->in_place ? " in place" : "");
-    const char *variant = c->layernorm ? "_layernorm" : "";
+    const bool normed = c->norm != NORM_NONE;
+    const char *variant = c->norm == NORM_LAYER ? "_layernorm" : normed ? "_rmsnorm" : "";
 
     double ms = 0.0;
     for (int run = conf_warm_up(ctx) ? 0 : 1; run < 2; run++) { /* PoCL compiles at first */
         if ((st = conf_block_upload(&b))) goto done;
         const double t0 = conf_now_ms();
-        st = c->layernorm ? cf_bias_residual_layernorm_forward(ctx, v_y, v_out, v_m, v_rs, v_res,
-                                                               v_x, v_bias, v_w, v_lb, N, C,
-                                                               (float)EPS, d)
-                          : cf_bias_residual_forward(ctx, v_y, v_res, v_x, v_bias, N, C, d);
+        st = c->norm == NORM_LAYER
+                 ? cf_bias_residual_layernorm_forward(ctx, v_y, v_out, v_m, v_rs, v_res, v_x,
+                                                      v_bias, v_w, v_lb, N, C, (float)EPS, d)
+             : c->norm == NORM_RMS
+                 ? cf_bias_residual_rmsnorm_forward(ctx, v_y, v_out, v_rs, v_res, v_x, v_bias, v_w,
+                                                    N, C, (float)EPS, d)
+                 : cf_bias_residual_forward(ctx, v_y, v_res, v_x, v_bias, N, C, d);
         if (st || (st = cf_finish(ctx))) goto done;
         ms = conf_now_ms() - t0;
     }
     if ((st = conf_block_read(&b))) goto done;
     ref_bias_residual_forward(y64, NULL, NULL, NULL, in64[RES], in64[X],
-                              c->bias ? in64[BIAS] : NULL, NULL, NULL, N, C, &rd);
+                              c->bias ? in64[BIAS] : NULL, NORM_NONE, NULL, NULL, N, C, &rd);
     ref_cmp cmp = conf_compare_stored(ctx, conf_block_out(&b, y_t), y64, NC, REF_RULE_FORWARD,
                                       NULL, NULL);
-    /* the LayerNorm on y as stored (in 16 bits: rounded), as the kernel reads it */
+    /* the norm on y as stored (in 16 bits: rounded), as the kernel reads it */
     double *y_dev = conf_widen(conf_block_out(&b, y_t), NC);
     if (!y_dev) {
         st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
         goto done;
     }
-    if (c->layernorm) {
-        ref_layernorm_forward(out64, m64, rs64, y_dev, in64[W], in64[LB], N, C, EPS);
+    if (normed) {
+        if (c->norm == NORM_LAYER)
+            ref_layernorm_forward(out64, m64, rs64, y_dev, in64[W], in64[LB], N, C, EPS);
+        else
+            ref_rmsnorm_forward(out64, rs64, y_dev, in64[W], N, C, EPS);
         cmp = conf_worse(cmp, conf_compare_stored(ctx, conf_block_out(&b, OUT), out64, NC,
                                                   REF_RULE_FORWARD, NULL, NULL));
-        cmp = conf_worse(cmp, conf_worse(ref_compare_forward(conf_block_out(&b, MEAN), m64, N),
-                                         ref_compare_forward(conf_block_out(&b, RSTD), rs64, N)));
+        cmp = conf_worse(cmp, ref_compare_forward(conf_block_out(&b, RSTD), rs64, N));
+        if (c->norm == NORM_LAYER)
+            cmp = conf_worse(cmp, ref_compare_forward(conf_block_out(&b, MEAN), m64, N));
+        else if (!conf_block_unchanged(&b, MEAN)) {
+            cmp.pass = false;
+            cmp.why = "bias_residual_rmsnorm_forward wrote a mean";
+        }
     } else if (!conf_block_unchanged(&b, OUT) || !conf_block_unchanged(&b, MEAN)) {
         cmp.pass = false;
         cmp.why = "bias_residual_forward wrote a tensor it does not own";
@@ -229,12 +249,14 @@ static clformer_status run_case(cf_ctx *ctx, const residual_case *c, conf_sink s
     conf_emit(sink, user, op, shape, conf_guarded(cmp, &b), ms);
 
     /* The backward as backward.c runs it, on the forward's y, mean and rstd:
-     * dres = dy (+)= LayerNorm's input gradient, dx = its mask, dbias += its
+     * dres = dy (+)= the norm's input gradient, dx = its mask, dbias += its
      * column sums. Each stage is judged on the device's stored input to it. */
     const double t0 = conf_now_ms();
-    if ((c->layernorm &&
+    if ((c->norm == NORM_LAYER &&
          (st = cf_layernorm_backward(ctx, v_dres, v_dw, v_dlb, v_dout, v_y, v_w, v_m, v_rs, N, C,
                                      true))) ||
+        (c->norm == NORM_RMS &&
+         (st = cf_rmsnorm_backward(ctx, v_dres, v_dw, v_dout, v_y, v_w, v_rs, N, C, true))) ||
         (st = cf_dropout_backward(ctx, v_dx, v_dres, NC, d)) ||
         (c->bias && (st = cf_colsum(ctx, v_db.buf, v_db.off, v_dx.buf, v_dx.off, N, C, C, true))) ||
         (st = cf_finish(ctx))) {
@@ -251,10 +273,10 @@ static clformer_status run_case(cf_ctx *ctx, const residual_case *c, conf_sink s
     if (!dres_dev || !dx_dev) {
         st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     } else {
-        /* dres and the LayerNorm's weight gradients from the reference on y as
+        /* dres and the norm's weight gradients from the reference on y as
          * stored; dx from dres as stored, dbias from dx as stored */
         ref_bias_residual_backward(dres64, dx64, NULL, in64[DW], in64[DLB], in64[DY], in64[DOUT],
-                                   y_dev, c->layernorm ? in64[W] : NULL, m64, rs64, N, C, &rd);
+                                   y_dev, c->norm, in64[W], m64, rs64, N, C, &rd);
         ref_dropout_backward(dx64, dres_dev, NC, &rd);
         for (size_t i = 0; i < NC && c->bias; i++) in64[DB][i % C] += dx_dev[i];
         cmp = conf_worse(conf_compare_stored(ctx, conf_block_out(&b, DY), dres64, NC,
@@ -266,9 +288,13 @@ static clformer_status run_case(cf_ctx *ctx, const residual_case *c, conf_sink s
             cmp.pass = false;
             cmp.why = "a bias gradient without a bias";
         }
-        if (c->layernorm)
-            cmp = conf_worse(cmp, conf_worse(ref_compare_grad(conf_block_out(&b, DW), in64[DW], C),
-                                             ref_compare_grad(conf_block_out(&b, DLB), in64[DLB], C)));
+        if (normed) cmp = conf_worse(cmp, ref_compare_grad(conf_block_out(&b, DW), in64[DW], C));
+        if (c->norm == NORM_LAYER)
+            cmp = conf_worse(cmp, ref_compare_grad(conf_block_out(&b, DLB), in64[DLB], C));
+        else if (!conf_block_unchanged(&b, DLB)) {
+            cmp.pass = false;
+            cmp.why = "a norm bias gradient without a LayerNorm";
+        }
         snprintf(op, sizeof op, "residual_norm_backward%s", variant);
         conf_emit(sink, user, op, shape, conf_guarded(cmp, &b), ms);
     }
@@ -282,30 +308,35 @@ done:
     return st;
 }
 
-/* quick (simulators): odd shapes, both kernels, with and without dropout and
- * bias, in place; else model widths too (gpt-mini's rows, a wide one). */
+/* quick (simulators): odd shapes, the three kernels, with and without
+ * dropout and bias, in place; else model widths too (gpt-mini's rows, a wide
+ * one, llama-small's rows). */
 static clformer_status residual_norm_check(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
 {
     static const residual_case small[] = {
-        {7, 37, true, true, 0.0f, false, 1},  {5, 12, true, true, 0.2f, true, 2},
-        {3, 40, true, false, 0.1f, false, 3}, {9, 33, false, true, 0.2f, false, 4},
-        {4, 8, false, false, 0.0f, true, 5},
+        {7, 37, NORM_LAYER, true, 0.0f, false, 1},  {5, 12, NORM_LAYER, true, 0.2f, true, 2},
+        {3, 40, NORM_LAYER, false, 0.1f, false, 3}, {9, 33, NORM_NONE, true, 0.2f, false, 4},
+        {4, 8, NORM_NONE, false, 0.0f, true, 5},    {6, 29, NORM_RMS, false, 0.0f, false, 9},
+        {5, 16, NORM_RMS, true, 0.2f, true, 10},
     };
     static const residual_case full[] = {
-        {768, 128, true, true, 0.0f, false, 6},
-        {257, 512, true, true, 0.1f, true, 7},
-        {768, 128, false, true, 0.1f, false, 8},
+        {768, 128, NORM_LAYER, true, 0.0f, false, 6},
+        {257, 512, NORM_LAYER, true, 0.1f, true, 7},
+        {768, 128, NORM_NONE, true, 0.1f, false, 8},
+        {512, 256, NORM_RMS, false, 0.0f, true, 11},
     };
     CONF_RUN_CASES(run_case, small, full, quick, ctx, sink, user);
     return CLFORMER_OK;
 }
 
 CONF_OP(residual_norm) = {"residual_norm",
-    "bias_residual_forward bias_residual_layernorm_forward",
-    "cf_bias_residual_forward, cf_bias_residual_layernorm_forward",
-    "ref_bias_residual_forward, ref_bias_residual_backward (this file; LayerNorm and dropout "
-    "from reference/ref_layernorm.c and ref_dropout.c)",
+    "bias_residual_forward bias_residual_layernorm_forward bias_residual_rmsnorm_forward",
+    "cf_bias_residual_forward, cf_bias_residual_layernorm_forward, "
+    "cf_bias_residual_rmsnorm_forward",
+    "ref_bias_residual_forward, ref_bias_residual_backward (this file; LayerNorm, RMSNorm and "
+    "dropout from reference/ref_layernorm.c, ref_rmsnorm.c and ref_philox.c)",
     "forward rule for y, out, mean, rstd; gradient rule for dres, dx, dbias, dweight, dlnbias",
     residual_norm_check, residual_norm_gradcheck,
-    "the backward's kernels are the layernorm, dropout and reduce ops' (their own tests); "
-    "test_model_parity and test_gpt2_parity run the fused path in the models", true};
+    "the backward's kernels are the layernorm, rmsnorm, dropout and reduce ops' (their own "
+    "tests); test_model_parity, test_gpt2_parity and test_llama_parity run the fused path in "
+    "the models", true};

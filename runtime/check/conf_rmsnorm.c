@@ -1,52 +1,19 @@
-/* RMSNorm, described once: its double-precision reference, the finite-
- * difference check of that reference, its conformance cases (forward; backward
- * overwriting dinp, then accumulating into it; dweight added to existing
- * values; every tensor guarded) and its descriptor. The kernels are
+/* RMSNorm, described once: the finite-difference check of its double-
+ * precision reference (reference/ref_rmsnorm.c), its conformance cases
+ * (forward; backward overwriting dinp, then accumulating into it; dweight
+ * added to existing values; every tensor guarded) and its descriptor. The kernels are
  * cl/rmsnorm.cl, the launchers runtime/ops/ops_rmsnorm.c. */
 #include "conf_block.h"
 #include "conformance.h"
 #include "ops.h"
 #include "ref_random.h"
+#include "ref_rmsnorm.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define EPS 1e-5
-
-/* --- the reference, in double ------------------------------------------------ */
-
-/* y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps), per row. */
-static void ref_rmsnorm_forward(double *y, double *rstd, const double *x, const double *w,
-                                size_t N, size_t C, double eps)
-{
-    for (size_t r = 0; r < N; r++) {
-        const double *xr = x + r * C;
-        double s = 0.0;
-        for (size_t c = 0; c < C; c++) s += xr[c] * xr[c];
-        const double rs = 1.0 / sqrt(s / (double)C + eps);
-        for (size_t c = 0; c < C; c++) y[r * C + c] = xr[c] * rs * w[c];
-        rstd[r] = rs;
-    }
-}
-
-/* dx (+)= rs * g * w - x * rs^3 * sum(g * w * x) / C; dw += sum_rows(g * x * rs). */
-static void ref_rmsnorm_backward(double *dx, double *dw, const double *g, const double *x,
-                                 const double *w, const double *rstd, size_t N, size_t C,
-                                 bool accumulate)
-{
-    for (size_t r = 0; r < N; r++) {
-        const double *xr = x + r * C, *gr = g + r * C, rs = rstd[r];
-        double s = 0.0;
-        for (size_t c = 0; c < C; c++) s += gr[c] * w[c] * xr[c];
-        const double k = rs * rs * rs * s / (double)C;
-        for (size_t c = 0; c < C; c++) {
-            const double v = rs * gr[c] * w[c] - xr[c] * k;
-            dx[r * C + c] = accumulate ? dx[r * C + c] + v : v;
-            dw[c] += gr[c] * xr[c] * rs;
-        }
-    }
-}
 
 /* --- finite differences of the reference ------------------------------------- */
 
@@ -201,7 +168,7 @@ static clformer_status rmsnorm_check(cf_ctx *ctx, bool quick, conf_sink sink, vo
 CONF_OP(rmsnorm) = {"rmsnorm",
                     "rmsnorm_forward rmsnorm_backward_input rmsnorm_backward_weight",
                     "cf_rmsnorm_forward, cf_rmsnorm_backward",
-                    "ref_rmsnorm_forward, ref_rmsnorm_backward (this file)",
+                    "ref_rmsnorm_forward, ref_rmsnorm_backward (reference/ref_rmsnorm.c)",
                     "forward rule for out and rstd; gradient rule for dinp and dweight",
                     rmsnorm_check,
                     rmsnorm_gradcheck,

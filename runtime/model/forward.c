@@ -82,7 +82,8 @@ static clformer_status norm_in(cf_session *s, const cf_sub_acts *sub, cf_view x,
 
 /* f is F's output before its last bias `bias`, added here. Pre-norm:
  * y = x + drop(f + bias), and with `next` the next sublayer's LN(y) too.
- * Post-norm: y = LN(x + drop(f + bias)). One kernel each (cl/residual_norm.cl).
+ * Post-norm: y = LN(x + drop(f + bias)). One kernel each (cl/residual_norm.cl),
+ * LayerNorm or RMSNorm.
  * y may be x. */
 static clformer_status norm_out(cf_session *s, const cf_sub_acts *sub, cf_view x, cf_view f,
                                 cf_view bias, size_t nw, size_t nb, size_t N, uint32_t site,
@@ -92,24 +93,19 @@ static clformer_status norm_out(cf_session *s, const cf_sub_acts *sub, cf_view x
     const size_t d = (size_t)c->d_model;
     cf_dropout ds;
     const cf_dropout *drop = cf_session_dropout(s, site, &ds);
-    if (s->model->blocks.norm == CF_NORM_RMS) { /* no fused kernel: the residual, then the norm */
-        if (c->norm_first) {
-            CF_TRY(cf_bias_residual_forward(s->ctx, sub->out, x, f, bias, N, d, drop));
-            return next ? cf_norm_forward(s, next->sub->ln, next->sub->mean, next->sub->rstd,
-                                          sub->out, next->nw, next->nb, N)
-                        : CLFORMER_OK;
-        }
-        CF_TRY(cf_bias_residual_forward(s->ctx, sub->ln, x, f, bias, N, d, drop));
-        return cf_norm_forward(s, sub->out, sub->mean, sub->rstd, sub->ln, nw, nb, N);
-    }
     if (c->norm_first && !next)
         return cf_bias_residual_forward(s->ctx, sub->out, x, f, bias, N, d, drop);
-    if (c->norm_first)
-        return cf_bias_residual_layernorm_forward(
-            s->ctx, sub->out, next->sub->ln, next->sub->mean, next->sub->rstd, x, f, bias,
-            cf_param(s, next->nw), cf_param(s, next->nb), N, d, c->ln_eps, drop);
-    return cf_bias_residual_layernorm_forward(s->ctx, sub->ln, sub->out, sub->mean, sub->rstd, x,
-                                              f, bias, cf_param(s, nw), cf_param(s, nb), N, d,
+    /* pre-norm: y is the sublayer's output and the norm the next one's input;
+     * post-norm: y is sub->ln and the norm this sublayer's own, into sub->out */
+    const cf_sub_acts *ns = c->norm_first ? next->sub : sub;
+    const cf_view y = c->norm_first ? sub->out : sub->ln;
+    const cf_view out = c->norm_first ? ns->ln : sub->out;
+    const cf_view w = cf_param(s, c->norm_first ? next->nw : nw);
+    if (s->model->blocks.norm == CF_NORM_RMS)
+        return cf_bias_residual_rmsnorm_forward(s->ctx, y, out, ns->rstd, x, f, bias, w, N, d,
+                                                c->ln_eps, drop);
+    return cf_bias_residual_layernorm_forward(s->ctx, y, out, ns->mean, ns->rstd, x, f, bias, w,
+                                              cf_param(s, c->norm_first ? next->nb : nb), N, d,
                                               c->ln_eps, drop);
 }
 
