@@ -28,45 +28,100 @@ enum { MR = 8, NR = 32, KC = 256, MC = 128, NC = 1024 };
 
 static int min_int(int a, int b) { return a < b ? a : b; }
 
+/* The first n of 16 lanes (none for n <= 0, all for n >= 16). */
+static __mmask16 lanes(int n)
+{
+    return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
+}
+
+/* r[i] (16 rows of 16) becomes its transpose: r[q] holds column q. Within
+ * each 128-bit lane first (unpack, then shuffle: 4 x 4 blocks), then the
+ * lanes themselves as a 4 x 4 transpose of 128-bit blocks. */
+AVX512 static void transpose16(__m512 r[16])
+{
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 16; g += 4) { /* r[g + c], lane L: column 4L + c of rows g..g+3 */
+        r[g] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
+        r[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xEE);
+        r[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+        r[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; c++) {
+        const __m512 u0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44),
+                     u1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xEE),
+                     u2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44),
+                     u3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xEE);
+        t[c] = _mm512_shuffle_f32x4(u0, u2, 0x88);
+        t[4 + c] = _mm512_shuffle_f32x4(u0, u2, 0xDD);
+        t[8 + c] = _mm512_shuffle_f32x4(u1, u3, 0x88);
+        t[12 + c] = _mm512_shuffle_f32x4(u1, u3, 0xDD);
+    }
+    for (int i = 0; i < 16; i++) r[i] = t[i];
+}
+
+/* Up to 16 floats of each of `rows` rows (stride ld) from src, the first
+ * `cols` of each (the rest, and rows past `rows`, zero), transposed: r[q]
+ * holds column q. Rows lying along k are what both packs transpose: op(B)
+ * with trans_b, op(A) without trans_a. */
+AVX512 static void load_transposed(const float *src, size_t ld, int rows, int cols, __m512 r[16])
+{
+    const __mmask16 mask = lanes(cols);
+    for (int i = 0; i < 16; i++)
+        r[i] = i < rows ? _mm512_maskz_loadu_ps(mask, src + (size_t)i * ld) : _mm512_setzero_ps();
+    transpose16(r);
+}
+
 /* op(B) rows p0..p0+kc, columns j0..j0+nc into panels of NR columns. */
-static void pack_b(bool trans, const float *b, int ldb, int p0, int kc, int j0, int nc,
-                   float *out)
+AVX512 static void pack_b(bool trans, const float *b, int ldb, int p0, int kc, int j0, int nc,
+                          float *out)
 {
     for (int jp = 0; jp < nc; jp += NR, out += (size_t)NR * kc) {
         const int w = min_int(NR, nc - jp);
-        if (!trans) {
+        if (!trans) { /* rows of op(B) are rows of b; past w, zeros */
+            const __mmask16 m0 = lanes(w), m1 = lanes(w - 16);
             for (int p = 0; p < kc; p++) {
-                float *row = out + (size_t)p * NR;
-                memcpy(row, b + (size_t)(p0 + p) * ldb + j0 + jp, (size_t)w * sizeof(float));
-                memset(row + w, 0, (size_t)(NR - w) * sizeof(float));
+                const float *row = b + (size_t)(p0 + p) * ldb + j0 + jp;
+                _mm512_store_ps(out + (size_t)p * NR, _mm512_maskz_loadu_ps(m0, row));
+                _mm512_store_ps(out + (size_t)p * NR + 16, _mm512_maskz_loadu_ps(m1, row + 16));
             }
-        } else {
-            if (w < NR) memset(out, 0, (size_t)NR * kc * sizeof(float));
-            for (int j = 0; j < w; j++) {
-                const float *col = b + (size_t)(j0 + jp + j) * ldb + p0;
-                for (int p = 0; p < kc; p++) out[(size_t)p * NR + j] = col[p];
-            }
+        } else { /* op(B)'s columns are rows of b: transposed 16 x 16 at a time */
+            for (int p = 0; p < kc; p += 16)
+                for (int half = 0; half < NR; half += 16) {
+                    __m512 r[16];
+                    if (half < w)
+                        load_transposed(b + (size_t)(j0 + jp + half) * ldb + p0 + p,
+                                        (size_t)ldb, w - half, kc - p, r);
+                    else /* columns past the product: zero */
+                        for (int q = 0; q < 16; q++) r[q] = _mm512_setzero_ps();
+                    for (int q = 0; q < 16 && p + q < kc; q++)
+                        _mm512_store_ps(out + (size_t)(p + q) * NR + half, r[q]);
+                }
         }
     }
 }
 
 /* op(A) rows i0..i0+mc, columns p0..p0+kc into panels of MR rows. */
-static void pack_a(bool trans, const float *a, int lda, int i0, int mc, int p0, int kc,
-                   float *out)
+AVX512 static void pack_a(bool trans, const float *a, int lda, int i0, int mc, int p0, int kc,
+                          float *out)
 {
     for (int ip = 0; ip < mc; ip += MR, out += (size_t)MR * kc) {
         const int h = min_int(MR, mc - ip);
-        if (trans) {
+        if (trans) { /* columns of op(A) are rows of a; past h, zeros */
+            const __mmask16 m = lanes(h);
             for (int p = 0; p < kc; p++) {
-                float *col = out + (size_t)p * MR;
-                memcpy(col, a + (size_t)(p0 + p) * lda + i0 + ip, (size_t)h * sizeof(float));
-                memset(col + h, 0, (size_t)(MR - h) * sizeof(float));
+                const __m512 col = _mm512_maskz_loadu_ps(m, a + (size_t)(p0 + p) * lda + i0 + ip);
+                _mm256_store_ps(out + (size_t)p * MR, _mm512_castps512_ps256(col));
             }
-        } else {
-            if (h < MR) memset(out, 0, (size_t)MR * kc * sizeof(float));
-            for (int i = 0; i < h; i++) {
-                const float *row = a + (size_t)(i0 + ip + i) * lda + p0;
-                for (int p = 0; p < kc; p++) out[(size_t)p * MR + i] = row[p];
+        } else { /* op(A)'s rows lie along k: transposed 16 columns at a time */
+            for (int p = 0; p < kc; p += 16) {
+                __m512 r[16];
+                load_transposed(a + (size_t)(i0 + ip) * lda + p0 + p, (size_t)lda, h, kc - p, r);
+                for (int q = 0; q < 16 && p + q < kc; q++)
+                    _mm256_store_ps(out + (size_t)(p + q) * MR, _mm512_castps512_ps256(r[q]));
             }
         }
     }
@@ -101,8 +156,7 @@ AVX512 static void tile(int kc, const float *ap, const float *bp, float *c, int 
     }
     const __m512 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
                                {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
-    const __mmask16 m0 = w >= 16 ? 0xFFFF : (__mmask16)((1u << w) - 1),
-                    m1 = w >= NR ? 0xFFFF : w > 16 ? (__mmask16)((1u << (w - 16)) - 1) : 0;
+    const __mmask16 m0 = lanes(w), m1 = lanes(w - 16);
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     for (int i = 0; i < h; i++, c += ldc)
         for (int half = 0; half < 2; half++) {
