@@ -2,11 +2,16 @@
 """PyTorch CPU baseline for `clformer bench`.
 
 Trains the same model as `clformer bench --config tiny|small|base` with
-torch.nn.Transformer on the CPU (torch.set_num_threads(2) by default), times warm
-training steps and greedy translation, and prints JSON:
+torch.nn.Transformer on the CPU, times warm training steps and greedy translation,
+and prints JSON:
 
   {"config", "batch", "len", "threads", "params",
    "train_tokens_per_s", "train_step_ms", "translate_tokens_per_s", "translate_batch_ms"}
+
+Threads: PyTorch runs as its users run it, at torch's own default intra-op threads
+and OpenBLAS's own threads (no OMP_NUM_THREADS or set_num_threads on top of them, which
+oversubscribes the cores); "threads" reports torch.get_num_threads() and "blas" the
+library loaded. --threads N calls torch.set_num_threads(N) (say so with figures).
 
 Counting: a training step (forward + backward + clip + Adam) over B sentence pairs of
 length T counts B*T tokens (the target positions that carry a loss); translation
@@ -121,7 +126,8 @@ def blas_library():
 
 
 def run_torch(args):
-    torch.set_num_threads(args.threads)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(0)
     cfg = model_config(args.config)
@@ -130,7 +136,7 @@ def run_torch(args):
     train_s = bench_train(model, args, gen)
     translate_s = bench_translate(model, args, gen)
     return {"config": args.config, "batch": args.batch, "len": args.len,
-            "threads": args.threads, "params": sum(p.numel() for p in model.parameters()),
+            "threads": torch.get_num_threads(), "params": sum(p.numel() for p in model.parameters()),
             "train_tokens_per_s": tokens / train_s, "train_step_ms": 1e3 * train_s,
             "translate_tokens_per_s": tokens / translate_s,
             "translate_batch_ms": 1e3 * translate_s, "torch_version": torch.__version__,
@@ -168,7 +174,8 @@ def main():
     p.add_argument("--len", type=int, default=32, help="tokens per sentence (T)")
     p.add_argument("--steps", type=int, default=5, help="timed repetitions")
     p.add_argument("--warmup", type=int, default=2, help="untimed repetitions first")
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch.set_num_threads(N); default: torch's own")
     p.add_argument("--clformer", metavar="BINARY", help="also run BINARY bench and compare")
     p.add_argument("--clformer-timeout", type=float, default=1800.0)
     args = p.parse_args()
