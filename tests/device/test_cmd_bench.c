@@ -432,6 +432,24 @@ static void bench_llama_flop(void **state)
     json_decref(r);
 }
 
+/* --quick keeps a preset's grouped-query attention in its micro shape: 2
+ * heads sharing 1 key/value head (smollm-135m's 3 divide no 2 heads). */
+static void bench_quick_grouped(void **state)
+{
+    (void)state;
+    if (harness_is_slow()) skip(); /* bench_lm_json's --quick run covers the command there */
+    expect(run_bench("--config", "smollm-135m", "--quick", "--batch", "2", "--len", "6",
+                     "--steps", "1", "--warmup", "0", "--json", NULL),
+           0, NULL);
+    json_t *r = report();
+    const dims m = dims_of(r);
+    const dims micro = {16, 2, 32, 0, 1, 32};
+    assert_memory_equal(&m, &micro, sizeof m);
+    const double flop = positive(r, "flop_per_step"), want = llama_train_flop(&m, 1 * 8, 2, 6);
+    if (flop != want) fail_msg("flop_per_step %.0f, the GEMM tally gives %.0f", flop, want);
+    json_decref(r);
+}
+
 static void bench_table(void **state)
 {
     (void)state;
@@ -513,6 +531,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(bench_table),
     cmocka_unit_test(bench_lm_json),
     cmocka_unit_test(bench_llama_flop),
+    cmocka_unit_test(bench_quick_grouped),
     cmocka_unit_test(bench_shape_options),
 };
 HARNESS_DEVICE_MAIN("cmd_bench", tests)

@@ -961,7 +961,8 @@ int cmd_bench(int argc, char **argv)
         "non_gemm_step_fraction, memory {...: bytes}, roofline {fma_gflops, copy_gbps,\n"
         "train and translate {family: {gflops, peak_fraction, gbps, copy_fraction,\n"
         "flop_per_byte, bound, roof_fraction, ...}}}, and more.\n"
-        "--quick replaces the preset by d_model 16, 2 heads, d_ff 32, 1+1 layers, vocab 32,\n"
+        "--quick replaces the preset by d_model 16, 2 heads (sharing 1 key/value head where\n"
+        "the preset groups them), d_ff 32, 1+1 layers, vocab 32,\n"
         "and profiles the timed repetitions instead of running more: a check that the\n"
         "command works on a simulator, not a measurement.\n"
         "tools/reference/bench_torch.py --clformer build/clformer runs PyTorch on the same settings.\n"
@@ -988,7 +989,10 @@ int cmd_bench(int argc, char **argv)
     if (quick) {
         /* Oclgrind runs a tiny training step in minutes; this one in seconds */
         b.cfg.d_model = 16;
+        /* a preset with grouped-query attention keeps it: 2 heads share 1 */
+        const bool grouped = b.cfg.n_kv_heads > 0 && b.cfg.n_kv_heads < b.cfg.n_heads;
         b.cfg.n_heads = 2;
+        b.cfg.n_kv_heads = grouped ? 1 : 0;
         b.cfg.d_ff = 32;
         b.cfg.n_enc_layers = b.task->sources; /* one encoder layer, or none */
         b.cfg.n_dec_layers = 1;
