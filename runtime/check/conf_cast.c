@@ -1,7 +1,8 @@
-/* The casts between fp32 and bf16/fp16, described once: the conformance
- * cases and the descriptor (the reference is runtime/check/reference/ref_cast.c,
- * rounding in double; the kernels cl/cast.cl, the launchers
- * runtime/ops/ops_cast.c).
+/* The casts between fp32 and bf16/fp16, described once: the rule for their
+ * gradients, the conformance cases and the descriptor. The reference is the
+ * 16-bit formats' rounding in double (runtime/check/reference/ref_half.c,
+ * shared with the round op and the host's conversions); the kernels
+ * cl/cast.cl, the launchers runtime/ops/ops_cast.c.
  *
  * Tolerance: none. A cast has one right answer, so every element must equal
  * the reference bit for bit (zero's sign included): fp32 -> 16 bits as the
@@ -25,7 +26,7 @@
 #include "conformance.h"
 #include "half.h"
 #include "ops.h"
-#include "ref_cast.h"
+#include "ref_half.h"
 #include "ref_random.h"
 
 #include <math.h>
@@ -395,7 +396,7 @@ static clformer_status cast_check(cf_ctx *ctx, bool quick, conf_sink sink, void 
 CONF_OP(cast) = {"cast",
                  "cast_f32_to_bf16 cast_bf16_to_f32 cast_f32_to_f16 cast_f16_to_f32",
                  "cf_cast, cf_cast_backward",
-                 "ref_half_round, ref_half_value (runtime/check/reference/ref_cast.c, shared "
+                 "ref_half_round, ref_half_value (runtime/check/reference/ref_half.c, shared "
                  "with round and test_half); the host's conversions (runtime/core/half.c)",
                  "bit-exact: every element equals the reference's bits (NaN: bf16 0x7FC0, "
                  "fp16/fp32 any NaN); gradient: the cast back (straight-through), bit-exact",

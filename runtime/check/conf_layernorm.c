@@ -1,17 +1,17 @@
-/* LayerNorm, described once: its conformance cases, the checks of its
- * reference (finite differences, a constant row's output, the forward's
- * defining properties, the += rules) and its descriptor. Forward (out, mean,
- * rstd) and backward (dinp, dweight, dbias), once overwriting dinp and once
- * accumulating into it, against the reference, with guarded tensors: odd
- * shapes, model widths, rows of constant values and rows with a large mean;
- * repeats bit-identical; argument errors. The reference stays in
- * reference/ref_layernorm.c: the fused residual + LayerNorm's check
- * (conf_residual_norm.c) compares with it too. The kernels are
- * cl/layernorm.cl, the launchers runtime/ops/ops_layernorm.c. */
+/* LayerNorm, described once: its double-precision reference, its conformance
+ * cases, the checks of its reference (finite differences, a constant row's
+ * output, the forward's defining properties, the += rules) and its
+ * descriptor. Forward (out, mean, rstd) and backward (dinp, dweight, dbias),
+ * once overwriting dinp and once accumulating into it, against the
+ * reference, with guarded tensors: odd shapes, model widths, rows of constant
+ * values and rows with a large mean; repeats bit-identical; argument errors.
+ * The reference is not static: the fused residual + LayerNorm's check
+ * (conf_residual_norm.c) compares with it too, through conf_layernorm.h.
+ * The kernels are cl/layernorm.cl, the launchers runtime/ops/ops_layernorm.c. */
+#include "conf_layernorm.h"
 #include "conf_block.h"
 #include "conformance.h"
 #include "ops.h"
-#include "ref_layernorm.h"
 #include "ref_random.h"
 
 #include <math.h>
@@ -20,6 +20,52 @@
 #include <string.h>
 
 #define EPS 1e-5f
+
+/* --- the reference, in double: two passes per row, the textbook formulas ------- */
+
+void ref_layernorm_forward(double *out, double *mean, double *rstd, const double *inp,
+                           const double *weight, const double *bias, size_t N, size_t C,
+                           double eps)
+{
+    for (size_t r = 0; r < N; r++) {
+        const double *x = inp + r * C;
+        double m = 0.0, v = 0.0;
+        for (size_t c = 0; c < C; c++) m += x[c];
+        m /= (double)C;
+        for (size_t c = 0; c < C; c++) v += (x[c] - m) * (x[c] - m);
+        v /= (double)C; /* biased, as PyTorch */
+        const double rs = 1.0 / sqrt(v + eps);
+        for (size_t c = 0; c < C; c++) out[r * C + c] = (x[c] - m) * rs * weight[c] + bias[c];
+        mean[r] = m;
+        rstd[r] = rs;
+    }
+}
+
+/* With g = dout * weight and xhat = (x - mean) * rstd:
+ *   dx = rstd * (g - mean_c(g) - xhat * mean_c(g * xhat)). */
+void ref_layernorm_backward(double *dinp, double *dweight, double *dbias, const double *dout,
+                            const double *inp, const double *weight, const double *mean,
+                            const double *rstd, size_t N, size_t C, bool accumulate)
+{
+    for (size_t r = 0; r < N; r++) {
+        const double *x = inp + r * C, *dy = dout + r * C;
+        double mg = 0.0, mgx = 0.0;
+        for (size_t c = 0; c < C; c++) {
+            const double xhat = (x[c] - mean[r]) * rstd[r];
+            mg += dy[c] * weight[c];
+            mgx += dy[c] * weight[c] * xhat;
+            dweight[c] += dy[c] * xhat;
+            dbias[c] += dy[c];
+        }
+        mg /= (double)C;
+        mgx /= (double)C;
+        for (size_t c = 0; c < C; c++) {
+            const double xhat = (x[c] - mean[r]) * rstd[r];
+            const double d = rstd[r] * (dy[c] * weight[c] - mg - xhat * mgx);
+            dinp[r * C + c] = accumulate ? dinp[r * C + c] + d : d;
+        }
+    }
+}
 
 /* --- the conformance cases ----------------------------------------------------- */
 
@@ -342,7 +388,7 @@ static int layernorm_gradcheck(void)
 
 CONF_OP(layernorm) = {"layernorm", "layernorm_forward layernorm_backward_input layernorm_backward_params layernorm_backward_params_final",
     "cf_layernorm_forward, cf_layernorm_backward",
-    "ref_layernorm_forward, ref_layernorm_backward (reference/ref_layernorm.c, shared with "
-    "residual_norm)",
+    "ref_layernorm_forward, ref_layernorm_backward (this file; residual_norm's check uses them "
+    "too, through conf_layernorm.h)",
     "forward rule for out, mean, rstd; gradient rule for dinp, dweight, dbias",
     layernorm_check, layernorm_gradcheck, NULL, true};

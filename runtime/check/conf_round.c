@@ -2,7 +2,7 @@
  * (cf_round_storage, cl/cast.cl's round_storage): what every op does to its
  * activations in a bf16 or fp16 run (docs/ARCHITECTURE.md "Half
  * precision"). Described once here: the cases and the descriptor; the
- * reference is runtime/check/reference/ref_cast.c (rounding in double).
+ * reference is runtime/check/reference/ref_half.c (rounding in double).
  *
  * Tolerance: none. Each element must equal value(round(x)) bit for bit (the
  * sign of zero included), NaN giving NaN, both out of place and in place.
@@ -14,7 +14,7 @@
 #include "conf_block.h"
 #include "conformance.h"
 #include "ops.h"
-#include "ref_cast.h"
+#include "ref_half.h"
 #include "ref_random.h"
 
 #include <math.h>
@@ -113,7 +113,7 @@ static clformer_status round_check(cf_ctx *ctx, bool quick, conf_sink sink, void
 CONF_OP(round) = {"round",
                   "round_storage",
                   "cf_round_storage, cf_round_activation",
-                  "ref_half_round, ref_half_value (runtime/check/reference/ref_cast.c)",
+                  "ref_half_round, ref_half_value (runtime/check/reference/ref_half.c)",
                   "bit-exact: every element equals value(round(x)) (NaN: any NaN), out of "
                   "place and in place",
                   round_check,

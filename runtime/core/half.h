@@ -11,7 +11,7 @@
  *   - NaN stays NaN: bf16 gives 0x7FC0 (sign dropped; PyTorch's scalar cast
  *     gives the same, its vectorised CPU cast 0xFFFF), fp16 a
  *     quiet NaN keeping the sign and the top payload bits, as F16C does.
- * runtime/check/reference/ref_cast.c computes the same values another way
+ * runtime/check/reference/ref_half.c computes the same values another way
  * (rounding in double) and tests/host/test_half.c compares the two.
  */
 #ifndef CF_HALF_H

@@ -1,7 +1,7 @@
 /*
  * Casts between fp32 and bf16/fp16 (cl/cast.cl): the host side of cf_cast and
  * cf_cast_backward (runtime/ops/ops.h). Their descriptor and conformance cases
- * are runtime/check/conf_cast.c, the reference runtime/check/reference/ref_cast.c.
+ * are runtime/check/conf_cast.c, the reference runtime/check/reference/ref_half.c.
  */
 #include "launch.h"
 #include "ops.h"

@@ -1,6 +1,6 @@
 /*
  * The host's 16-bit conversions (runtime/core/half.h, integer bit tricks)
- * against the reference (runtime/check/reference/ref_cast.c, rounding in
+ * against the reference (runtime/check/reference/ref_half.c, rounding in
  * double): every 16-bit pattern to fp32, fp32 to 16 bits at every tie
  * between two neighbours of each format, just beside each tie, and about
  * four million fp32 patterns spread over all 2^32; PyTorch's own casts
@@ -10,7 +10,7 @@
 #include "data_util.h"
 
 #include "half.h"
-#include "ref_cast.h"
+#include "ref_half.h"
 #include "safetensors.h"
 
 #include <math.h>

@@ -1,7 +1,9 @@
-/* Double-precision reference LayerNorm over the last dimension (same
- * contract and argument order as cf_layernorm_forward/backward). */
-#ifndef REF_LAYERNORM_H
-#define REF_LAYERNORM_H
+/* What another op's check takes from LayerNorm's (conf_layernorm.c): its
+ * double-precision reference, for the fused residual + LayerNorm
+ * (conf_residual_norm.c). Same contract and argument order as
+ * cf_layernorm_forward/backward. */
+#ifndef CLFORMER_CONF_LAYERNORM_H
+#define CLFORMER_CONF_LAYERNORM_H
 
 #include <stdbool.h>
 #include <stddef.h>

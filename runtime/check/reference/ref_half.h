@@ -1,11 +1,13 @@
 /*
- * The reference of the casts between fp32 and the 16-bit formats (bf16,
- * fp16): rounding done in double arithmetic from the format's parameters
- * (significand bits, exponent range), sharing nothing with the integer bit
- * manipulations of cl/cast.cl and runtime/core/half.c.
+ * The 16-bit formats (bf16, fp16) in double arithmetic: rounding done from
+ * the format's parameters (significand bits, exponent range), sharing nothing
+ * with the integer bit manipulations of cl/cast.cl and runtime/core/half.c.
+ * The reference of three users: the cast op (conf_cast.c), the rounding to
+ * storage (conf_round.c) and the host's conversions (tests/host/test_half.c,
+ * which runs without a device, hence here and not in conf_cast.c).
  */
-#ifndef REF_CAST_H
-#define REF_CAST_H
+#ifndef REF_HALF_H
+#define REF_HALF_H
 
 #include <stdint.h>
 

@@ -1,5 +1,5 @@
-/* The 16-bit formats in double arithmetic (ref_cast.h). */
-#include "ref_cast.h"
+/* The 16-bit formats in double arithmetic (ref_half.h). */
+#include "ref_half.h"
 
 #include <math.h>
 
