@@ -246,6 +246,21 @@ done:
     return st;
 }
 
+/* The forward and the backward of a repeat, on its views. */
+typedef struct {
+    cf_view x, bias, dy, y, dx, db;
+    size_t N, C;
+    const cf_dropout *drop;
+} repeat_views;
+
+static clformer_status repeat_launch(cf_ctx *ctx, const void *args)
+{
+    const repeat_views *v = args;
+    CF_TRY(cf_bias_act_forward(ctx, v->y, v->x, v->bias, v->N, v->C, CLFORMER_ACT_GELU, v->drop));
+    return cf_bias_act_backward(ctx, v->dx, v->db, v->dy, v->x, v->bias, v->N, v->C,
+                                CLFORMER_ACT_GELU, v->drop);
+}
+
 /* Forward and backward twice with dropout into fresh outputs: every output
  * bit-identical (the mask depends only on seed, step, site and index). */
 static clformer_status run_repeat(cf_ctx *ctx, size_t N, size_t C, conf_sink sink, void *user)
@@ -256,7 +271,6 @@ static clformer_status run_repeat(cf_ctx *ctx, size_t N, size_t C, conf_sink sin
     enum { X, BIAS, DY, Y, DX, DB, COUNT };
     const size_t len[COUNT] = {NC, C, NC, NC, NC, C};
     for (int t = 0; t < COUNT; t++) conf_block_add(&b, len[t]);
-    float *first = NULL;
     clformer_status st = conf_block_create(ctx, &b);
     if (st) goto done;
     ref_rng r = ref_rng_new(80);
@@ -264,26 +278,18 @@ static clformer_status run_repeat(cf_ctx *ctx, size_t N, size_t C, conf_sink sin
     ref_fill_uniform(&r, conf_block_init(&b, BIAS), NULL, C, -1, 1);
     ref_fill_uniform(&r, conf_block_init(&b, DY), NULL, NC, -1, 1);
     for (int t = X; t <= DY; t++) conf_round(ctx, conf_block_init(&b, t), len[t]);
-    const cf_view vx = conf_block_view(&b, X), vb = conf_block_view(&b, BIAS),
-                  vdy = conf_block_view(&b, DY), vy = conf_block_view(&b, Y),
-                  vdx = conf_block_view(&b, DX), vdb = conf_block_view(&b, DB);
-    for (int run = 0; run < 2; run++)
-        if ((st = conf_block_upload(&b)) ||
-            (st = cf_bias_act_forward(ctx, vy, vx, vb, N, C, CLFORMER_ACT_GELU, &drop)) ||
-            (st = cf_bias_act_backward(ctx, vdx, vdb, vdy, vx, vb, N, C, CLFORMER_ACT_GELU,
-                                       &drop)) ||
-            (st = cf_finish(ctx)) || (st = conf_block_read(&b)) ||
-            (run == 0 && !(first = conf_block_snapshot(&b)) &&
-             (st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory"))))
-            goto done;
-    ref_cmp c = {.pass = conf_block_same_as(&b, first, Y, COUNT), .rule = "bit-identical"};
-    if (!c.pass) c.why = "a repeat differs";
+    const repeat_views v = {conf_block_view(&b, X),  conf_block_view(&b, BIAS),
+                            conf_block_view(&b, DY), conf_block_view(&b, Y),
+                            conf_block_view(&b, DX), conf_block_view(&b, DB),
+                            N,                       C,
+                            &drop};
+    ref_cmp c;
+    if ((st = conf_block_repeat(&b, repeat_launch, &v, Y, COUNT, &c))) goto done;
     char shape[96];
     snprintf(shape, sizeof shape, "N=%zu C=%zu p=0.1 twice", N, C);
     conf_emit(sink, user, "activation_repeat", shape, conf_guarded(c, &b), 0.0);
 done:
     conf_block_free(&b);
-    free(first);
     return st;
 }
 

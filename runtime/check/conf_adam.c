@@ -341,13 +341,25 @@ done:
     return st;
 }
 
+/* The step of a repeat, on its views. */
+typedef struct {
+    cf_view p, g, m, v;
+    size_t n;
+    const cf_adam_params *hp;
+} repeat_views;
+
+static clformer_status repeat_launch(cf_ctx *ctx, const void *args)
+{
+    const repeat_views *v = args;
+    return cf_adam_update(ctx, v->p, v->g, v->m, v->v, v->n, v->n / 2, cf_view_at(NULL, 0), v->hp);
+}
+
 /* The same state and gradients twice give the same bits. */
 static clformer_status run_repeat(cf_ctx *ctx, size_t n, conf_sink sink, void *user)
 {
     conf_block b = {0};
     enum { G, P, M, VV, COUNT };
     for (int t = 0; t < COUNT; t++) conf_block_add(&b, n);
-    float *first = NULL;
     clformer_status st = conf_block_create(ctx, &b);
     if (st) goto done;
     ref_rng r = ref_rng_new(33);
@@ -356,23 +368,15 @@ static clformer_status run_repeat(cf_ctx *ctx, size_t n, conf_sink sink, void *u
     ref_fill_uniform(&r, conf_block_init(&b, M), NULL, n, 0, 1e-3);
     memcpy(conf_block_init(&b, VV), conf_block_init(&b, M), n * sizeof(float));
     const cf_adam_params hp = hparams(1e-3f, 0.01f, false, 7);
-    for (int run = 0; run < 2; run++)
-        if ((st = conf_block_upload(&b)) ||
-            (st = cf_adam_update(ctx, conf_block_view(&b, P), conf_block_view(&b, G),
-                                 conf_block_view(&b, M), conf_block_view(&b, VV), n, n / 2,
-                                 cf_view_at(NULL, 0), &hp)) ||
-            (st = cf_finish(ctx)) || (st = conf_block_read(&b)) ||
-            (run == 0 && !(first = conf_block_snapshot(&b)) &&
-             (st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory"))))
-            goto done;
-    ref_cmp c = {.pass = conf_block_same_as(&b, first, P, COUNT), .rule = "bit-identical"};
-    if (!c.pass) c.why = "a repeat differs";
+    const repeat_views v = {conf_block_view(&b, P), conf_block_view(&b, G),
+                            conf_block_view(&b, M), conf_block_view(&b, VV), n, &hp};
+    ref_cmp c;
+    if ((st = conf_block_repeat(&b, repeat_launch, &v, P, COUNT, &c))) goto done;
     char shape[96];
     snprintf(shape, sizeof shape, "n=%zu Adam-L2 step 7 twice", n);
     conf_emit(sink, user, "adam_repeat", shape, conf_guarded(c, &b), 0.0);
 done:
     conf_block_free(&b);
-    free(first);
     return st;
 }
 

@@ -98,17 +98,22 @@ ref_cmp conf_block_refusals(const conf_block *b, const char *bad)
     return conf_guarded(c, b);
 }
 
-float *conf_block_snapshot(const conf_block *b)
+clformer_status conf_block_repeat(conf_block *b, conf_launch_fn launch, const void *args,
+                                  size_t from, size_t to, ref_cmp *verdict)
 {
-    float *copy = malloc(b->total * sizeof *copy);
-    if (copy) memcpy(copy, b->host, b->total * sizeof *copy);
-    return copy;
-}
-
-bool conf_block_same_as(const conf_block *b, const float *snapshot, size_t from, size_t to)
-{
-    for (size_t t = from; t < to; t++)
-        if (memcmp(b->host + b->off[t], snapshot + b->off[t], b->len[t] * sizeof *snapshot))
-            return false;
-    return true;
+    float *first = malloc(b->total * sizeof *first);
+    if (!first) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    clformer_status st = CLFORMER_OK;
+    for (int run = 0; run < 2; run++) {
+        if ((st = conf_block_upload(b)) || (st = launch(b->ctx, args)) ||
+            (st = cf_finish(b->ctx)) || (st = conf_block_read(b)))
+            break;
+        if (run == 0) memcpy(first, b->host, b->total * sizeof *first);
+    }
+    *verdict = (ref_cmp){.pass = true, .rule = "bit-identical"};
+    for (size_t t = from; t < to && !st; t++)
+        if (memcmp(b->host + b->off[t], first + b->off[t], b->len[t] * sizeof *first))
+            verdict->pass = false, verdict->why = "a repeat differs";
+    free(first);
+    return st;
 }

@@ -55,11 +55,16 @@ bool conf_block_unchanged(const conf_block *b, size_t t);
 bool conf_block_guards_ok(const conf_block *b);
 void conf_block_free(conf_block *b);
 
-/* For a repeated run: a copy of the block as last read (NULL when out of
- * memory; free it), and whether tensors [from, to) as last read equal that
- * copy bit for bit. */
-float *conf_block_snapshot(const conf_block *b);
-bool conf_block_same_as(const conf_block *b, const float *snapshot, size_t from, size_t to);
+/* The launches of an op under test, on views of a block that `args` holds. */
+typedef clformer_status (*conf_launch_fn)(cf_ctx *ctx, const void *args);
+
+/* A repeat (<op>_repeat, a rerun): `launch` run twice, each time from the
+ * staged contents (upload, launch, finish, read). *verdict: whether tensors
+ * [from, to) read back the same bits both times (rule "bit-identical"; the
+ * guards not judged yet). The block then holds the second run as read. A
+ * non-OK status: the runs could not be made. */
+clformer_status conf_block_repeat(conf_block *b, conf_launch_fn launch, const void *args,
+                                  size_t from, size_t to, ref_cmp *verdict);
 
 /* `c`, failed with why = "guard region overwritten" when the guards broke. */
 ref_cmp conf_guarded(ref_cmp c, const conf_block *b);

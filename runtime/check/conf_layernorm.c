@@ -188,6 +188,21 @@ done:
     return st;
 }
 
+/* The forward and the backward of a repeat, on its views. */
+typedef struct {
+    cf_view inp, w, b, dout, out, mean, rstd, dinp, dw, db;
+    size_t N, C;
+} repeat_views;
+
+static clformer_status repeat_launch(cf_ctx *ctx, const void *args)
+{
+    const repeat_views *v = args;
+    CF_TRY(cf_layernorm_forward(ctx, v->out, v->mean, v->rstd, v->inp, v->w, v->b, v->N, v->C,
+                                EPS));
+    return cf_layernorm_backward(ctx, v->dinp, v->dw, v->db, v->dout, v->inp, v->w, v->mean,
+                                 v->rstd, v->N, v->C, false);
+}
+
 /* Forward and backward twice into fresh outputs: every output bit-identical. */
 static clformer_status run_repeat(cf_ctx *ctx, size_t N, size_t C, conf_sink sink, void *user)
 {
@@ -196,7 +211,6 @@ static clformer_status run_repeat(cf_ctx *ctx, size_t N, size_t C, conf_sink sin
     enum { INP, W, BIAS, DOUT, OUT, MEAN, RSTD, DINP, DW, DB, COUNT };
     const size_t len[COUNT] = {NC, C, C, NC, NC, N, N, NC, C, C};
     for (int t = 0; t < COUNT; t++) conf_block_add(&b, len[t]);
-    float *first = NULL;
     clformer_status st = conf_block_create(ctx, &b);
     if (st) goto done;
     ref_rng r = ref_rng_new(60);
@@ -205,28 +219,18 @@ static clformer_status run_repeat(cf_ctx *ctx, size_t N, size_t C, conf_sink sin
     ref_fill_uniform(&r, conf_block_init(&b, BIAS), NULL, C, -0.5, 0.5);
     ref_fill_uniform(&r, conf_block_init(&b, DOUT), NULL, NC, -1, 1);
     for (int t = INP; t <= DOUT; t++) conf_round(ctx, conf_block_init(&b, t), len[t]);
-    const cf_view v_inp = conf_block_view(&b, INP), v_w = conf_block_view(&b, W),
-                  v_b = conf_block_view(&b, BIAS), v_dout = conf_block_view(&b, DOUT),
-                  v_out = conf_block_view(&b, OUT), v_m = conf_block_view(&b, MEAN),
-                  v_rs = conf_block_view(&b, RSTD), v_dinp = conf_block_view(&b, DINP),
-                  v_dw = conf_block_view(&b, DW), v_db = conf_block_view(&b, DB);
-    for (int run = 0; run < 2; run++)
-        if ((st = conf_block_upload(&b)) ||
-            (st = cf_layernorm_forward(ctx, v_out, v_m, v_rs, v_inp, v_w, v_b, N, C, EPS)) ||
-            (st = cf_layernorm_backward(ctx, v_dinp, v_dw, v_db, v_dout, v_inp, v_w, v_m, v_rs, N,
-                                        C, false)) ||
-            (st = cf_finish(ctx)) || (st = conf_block_read(&b)) ||
-            (run == 0 && !(first = conf_block_snapshot(&b)) &&
-             (st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory"))))
-            goto done;
-    ref_cmp c = {.pass = conf_block_same_as(&b, first, OUT, COUNT), .rule = "bit-identical"};
-    if (!c.pass) c.why = "a repeat differs";
+    const repeat_views v = {
+        conf_block_view(&b, INP),  conf_block_view(&b, W),    conf_block_view(&b, BIAS),
+        conf_block_view(&b, DOUT), conf_block_view(&b, OUT),  conf_block_view(&b, MEAN),
+        conf_block_view(&b, RSTD), conf_block_view(&b, DINP), conf_block_view(&b, DW),
+        conf_block_view(&b, DB),   N,                         C};
+    ref_cmp c;
+    if ((st = conf_block_repeat(&b, repeat_launch, &v, OUT, COUNT, &c))) goto done;
     char shape[96];
     snprintf(shape, sizeof shape, "N=%zu C=%zu twice", N, C);
     conf_emit(sink, user, "layernorm_repeat", shape, conf_guarded(c, &b), 0.0);
 done:
     conf_block_free(&b);
-    free(first);
     return st;
 }
 

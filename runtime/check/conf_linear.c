@@ -153,6 +153,20 @@ done:
     return st;
 }
 
+/* The forward and the backward of a repeat, on its views. */
+typedef struct {
+    cf_view x, w, bias, dy, y, dx, dw, db;
+    size_t N, IC, OC;
+} repeat_views;
+
+static clformer_status repeat_launch(cf_ctx *ctx, const void *args)
+{
+    const repeat_views *v = args;
+    CF_TRY(cf_linear_forward(ctx, v->y, v->x, v->w, v->bias, v->N, v->IC, v->OC));
+    return cf_linear_backward(ctx, v->dx, v->dw, v->db, v->dy, v->x, v->w, v->N, v->IC, v->OC,
+                              false);
+}
+
 /* Forward and backward twice on the same inputs into fresh outputs: every
  * output bit-identical (the GEMM providers and bias_add fix their order of
  * summation). */
@@ -163,32 +177,23 @@ static clformer_status run_repeat(cf_ctx *ctx, size_t N, size_t IC, size_t OC, c
     enum { X, W, BIAS, DY, Y, DX, DW, DB, COUNT };
     const size_t len[COUNT] = {N * IC, OC * IC, OC, N * OC, N * OC, N * IC, OC * IC, OC};
     for (int t = 0; t < COUNT; t++) conf_block_add(&b, len[t]);
-    float *first = NULL;
     clformer_status st = conf_block_create(ctx, &b);
     if (st) goto done;
     ref_rng r = ref_rng_new(60);
     for (int t = X; t <= DY; t++) ref_fill_uniform(&r, conf_block_init(&b, t), NULL, len[t], -1, 1);
     for (int t = X; t <= DY; t++) conf_round(ctx, conf_block_init(&b, t), len[t]);
-    const cf_view vx = conf_block_view(&b, X), vw = conf_block_view(&b, W),
-                  vb = conf_block_view(&b, BIAS), vdy = conf_block_view(&b, DY),
-                  vy = conf_block_view(&b, Y), vdx = conf_block_view(&b, DX),
-                  vdw = conf_block_view(&b, DW), vdb = conf_block_view(&b, DB);
-    for (int run = 0; run < 2; run++)
-        if ((st = conf_block_upload(&b)) ||
-            (st = cf_linear_forward(ctx, vy, vx, vw, vb, N, IC, OC)) ||
-            (st = cf_linear_backward(ctx, vdx, vdw, vdb, vdy, vx, vw, N, IC, OC, false)) ||
-            (st = cf_finish(ctx)) || (st = conf_block_read(&b)) ||
-            (run == 0 && !(first = conf_block_snapshot(&b)) &&
-             (st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory"))))
-            goto done;
-    ref_cmp c = {.pass = conf_block_same_as(&b, first, Y, COUNT), .rule = "bit-identical"};
-    if (!c.pass) c.why = "a repeat differs";
+    const repeat_views v = {conf_block_view(&b, X),  conf_block_view(&b, W),
+                            conf_block_view(&b, BIAS), conf_block_view(&b, DY),
+                            conf_block_view(&b, Y),  conf_block_view(&b, DX),
+                            conf_block_view(&b, DW), conf_block_view(&b, DB),
+                            N, IC, OC};
+    ref_cmp c;
+    if ((st = conf_block_repeat(&b, repeat_launch, &v, Y, COUNT, &c))) goto done;
     char shape[96];
     snprintf(shape, sizeof shape, "N=%zu IC=%zu OC=%zu twice", N, IC, OC);
     conf_emit(sink, user, "linear_repeat", shape, conf_guarded(c, &b), 0.0);
 done:
     conf_block_free(&b);
-    free(first);
     return st;
 }
 

@@ -314,9 +314,27 @@ done:
     return st;
 }
 
+/* A row op of a rerun (log_softmax_rows, argmax_rows), on its views. */
+typedef struct {
+    cf_view out, x;
+    size_t N, V;
+} rows_views;
+
+static clformer_status log_softmax_launch(cf_ctx *ctx, const void *args)
+{
+    const rows_views *v = args;
+    return cf_log_softmax_rows(ctx, v->out, v->x, v->N, v->V);
+}
+
+static clformer_status argmax_launch(cf_ctx *ctx, const void *args)
+{
+    const rows_views *v = args;
+    return cf_argmax_rows(ctx, v->out, v->x, v->N, v->V);
+}
+
 /* log_softmax rows under the forward rule, separate and in place, random
- * or extreme logits; the separate call leaves its input and reruns bit for
- * bit. */
+ * or extreme logits; the separate call leaves its input, and both rerun bit
+ * for bit. */
 static clformer_status run_log_softmax(cf_ctx *ctx, size_t N, size_t V, int variant,
                                        uint64_t seed, conf_sink sink, void *user)
 {
@@ -326,7 +344,6 @@ static clformer_status run_log_softmax(cf_ctx *ctx, size_t N, size_t V, int vari
     const size_t X = conf_block_add(&b, NV), O = alias ? X : conf_block_add(&b, NV);
     double *x64 = malloc(NV * 8 + 8), *out64 = malloc(NV * 8 + 8);
     int32_t *y = malloc(N * 4 + 4);
-    float *first = NULL;
     clformer_status st = conf_block_create(ctx, &b);
     if (st) goto done;
     if (!x64 || !out64 || !y) {
@@ -339,29 +356,19 @@ static clformer_status run_log_softmax(cf_ctx *ctx, size_t N, size_t V, int vari
     loss_logits(x, y, N, V, extreme, &r);
     for (size_t i = 0; i < NV; i++) x64[i] = x[i];
     ref_log_softmax_rows(out64, x64, N, V);
-    const cf_view vx = conf_block_view(&b, X), vo = conf_block_view(&b, O);
-    if ((st = conf_block_upload(&b)) || (st = cf_log_softmax_rows(ctx, vo, vx, N, V)) ||
-        (st = cf_finish(ctx)) || (st = conf_block_read(&b)))
-        goto done;
+    const rows_views v = {conf_block_view(&b, O), conf_block_view(&b, X), N, V};
+    ref_cmp again;
+    if ((st = conf_block_repeat(&b, log_softmax_launch, &v, O, O + 1, &again))) goto done;
     ref_cmp c = ref_compare_forward(conf_block_out(&b, O), out64, NV);
-    if (!alias) {
-        c = require(c, conf_block_unchanged(&b, X), "the logits changed", 0, 0.0);
-        if (!(first = conf_block_snapshot(&b))) {
-            st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-            goto done;
-        }
-        if ((st = cf_log_softmax_rows(ctx, vo, vx, N, V)) || (st = cf_finish(ctx)) ||
-            (st = conf_block_read(&b)))
-            goto done;
-        c = require(c, conf_block_same_as(&b, first, O, O + 1), "a rerun differs", 0, 0.0);
-    }
+    if (!alias) c = require(c, conf_block_unchanged(&b, X), "the logits changed", 0, 0.0);
+    c = require(c, again.pass, "a rerun differs", 0, 0.0);
     char shape[96];
     snprintf(shape, sizeof shape, "N=%zu V=%zu%s%s", N, V, alias ? " in place" : "",
              extreme ? " extreme" : "");
     conf_emit(sink, user, "log_softmax_rows", shape, conf_guarded(c, &b), 0.0);
 done:
     conf_block_free(&b);
-    free(x64), free(out64), free(y), free(first);
+    free(x64), free(out64), free(y);
     return st;
 }
 
@@ -376,7 +383,6 @@ static clformer_status run_argmax(cf_ctx *ctx, size_t N, size_t V, uint64_t seed
     const size_t X = conf_block_add(&b, NV), O = conf_block_add(&b, N);
     double *x64 = malloc(NV * 8 + 8);
     int32_t *want = malloc(N * 4 + 4);
-    float *first = NULL;
     clformer_status st = conf_block_create(ctx, &b);
     if (st) goto done;
     if (!x64 || !want) {
@@ -401,13 +407,9 @@ static clformer_status run_argmax(cf_ctx *ctx, size_t N, size_t V, uint64_t seed
     }
     for (size_t i = 0; i < NV; i++) x64[i] = x[i];
     ref_argmax_rows(want, x64, N, V);
-    for (int run = 0; run < 2; run++)
-        if ((st = conf_block_upload(&b)) ||
-            (st = cf_argmax_rows(ctx, conf_block_view(&b, O), conf_block_view(&b, X), N, V)) ||
-            (st = cf_finish(ctx)) || (st = conf_block_read(&b)) ||
-            (run == 0 && !(first = conf_block_snapshot(&b)) &&
-             (st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory"))))
-            goto done;
+    const rows_views v = {conf_block_view(&b, O), conf_block_view(&b, X), N, V};
+    ref_cmp again;
+    if ((st = conf_block_repeat(&b, argmax_launch, &v, O, O + 1, &again))) goto done;
     ref_cmp c = {0};
     c.pass = true, c.rule = "exact index";
     for (size_t row = 0; row < N && c.pass; row++) {
@@ -415,13 +417,13 @@ static clformer_status run_argmax(cf_ctx *ctx, size_t N, size_t V, uint64_t seed
         memcpy(&got, conf_block_out(&b, O) + row, 4); /* int32 bits in the float block */
         c = require(c, got == want[row], "an index differs from the reference's", row, got);
     }
-    c = require(c, conf_block_same_as(&b, first, O, O + 1), "a rerun differs", 0, 0.0);
+    c = require(c, again.pass, "a rerun differs", 0, 0.0);
     char shape[96];
     snprintf(shape, sizeof shape, "N=%zu V=%zu ties, NaN, -inf", N, V);
     conf_emit(sink, user, "argmax_rows", shape, conf_guarded(c, &b), 0.0);
 done:
     conf_block_free(&b);
-    free(x64), free(want), free(first);
+    free(x64), free(want);
     return st;
 }
 
