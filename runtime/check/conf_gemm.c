@@ -4,13 +4,14 @@
  * or at arbitrary offsets (conf_gemm_batched_run), at odd sizes in every
  * position, the model's shapes and batches of many small products; operands
  * at offsets of one buffer with kernels between the products; bad calls
- * refused. The two runners stay in conformance.h: test_gemm_tuning and
- * test_gemm_search run them under each CLBlast parameter set they try. The
- * reference stays in reference/ref_gemm.c: the linear layer's check takes
- * its error bound from it. */
+ * refused. The two runners are not static (conf_gemm.h): test_gemm_tuning
+ * and test_gemm_search run them under each CLBlast parameter set they try.
+ * The reference stays in reference/ref_gemm.c: the host AVX-512 product's
+ * test (tests/host/test_gemm_avx512.c, no device) compares with it, and the
+ * linear layer's check takes its error bound from it. */
+#include "conf_gemm.h"
 #include "buffer.h"
 #include "conf_block.h"
-#include "conformance.h"
 #include "gemm.h"
 #include "ref_gemm.h"
 #include "ref_random.h"
@@ -373,7 +374,7 @@ static clformer_status gemm_check(cf_ctx *ctx, bool quick, conf_sink sink, void 
 
 CONF_OP(gemm) = {"gemm", "",
     "cf_gemm, cf_gemm_batched, cf_gemm_strided_batched (CLBlast or the host provider)",
-    "ref_gemm (reference/ref_gemm.c, shared with linear)",
+    "ref_gemm (reference/ref_gemm.c, shared with linear and test_gemm_avx512)",
     "GEMM rule: |c - r| <= 1e-5 (|A| |B| + |beta C0|)",
     gemm_check, NULL,
     "no backward of its own (the linear layer's is checked); test_gemm runs this check under "

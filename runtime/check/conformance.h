@@ -127,29 +127,4 @@ double *conf_widen(const float *x, size_t n);
  * one, else the one with the larger error relative to its bound. */
 ref_cmp conf_worse(ref_cmp a, ref_cmp b);
 
-/* The cases of one layer, run by its check and, with many more of them, by
- * its device test (tests/device/test_<layer>.c). Each case emits one result
- * per direction, judged on the numbers and on guard regions (conf_block.h). */
-typedef struct {
-    bool ta, tb;
-    size_t m, n, k;
-    float alpha, beta; /* C = alpha op(A) op(B) + beta C, C random at first */
-    size_t pad_a, pad_b, pad_c; /* extra columns of each leading dimension */
-    uint64_t seed;
-} conf_gemm_case;
-clformer_status conf_gemm_run(cf_ctx *ctx, const conf_gemm_case *c, conf_sink sink, void *user);
-typedef struct {
-    bool strided;  /* cf_gemm_strided_batched, else cf_gemm_batched */
-    bool ta, tb;
-    size_t m, n, k, batch;
-    float alpha, beta; /* batched: matrix i gets alpha + i/4 and beta (odd i) or 0 */
-    size_t gap_a, gap_b, gap_c; /* elements between one matrix and the next */
-    uint64_t seed;
-} conf_gemm_batched_case;
-clformer_status conf_gemm_batched_run(cf_ctx *ctx, const conf_gemm_batched_case *c,
-                                      conf_sink sink, void *user);
-
-/* The checks (one file each). */
-clformer_status conf_gemm(cf_ctx *ctx, bool quick, conf_sink sink, void *user);
-
 #endif

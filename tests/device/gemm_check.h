@@ -7,6 +7,7 @@
 #define CLFORMER_TEST_GEMM_CHECK_H
 
 #include "harness.h"
+#include "conf_gemm.h"
 #include "gemm.h"
 
 typedef struct {

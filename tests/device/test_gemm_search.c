@@ -8,6 +8,7 @@
 #include "harness.h"
 #include "buffer.h"
 #include "clblast_current.h"
+#include "conf_gemm.h"
 #include "fileio.h"
 #include "gemm.h"
 #include "gemm_search.h"
