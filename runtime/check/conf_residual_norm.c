@@ -9,12 +9,12 @@
  * cf_colsum for the bias. */
 #include "conf_block.h"
 #include "conf_layernorm.h"
+#include "conf_rmsnorm.h"
 #include "conformance.h"
 #include "ops.h"
 #include "reduce.h"
 #include "ref_philox.h"
 #include "ref_random.h"
-#include "ref_rmsnorm.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -333,8 +333,8 @@ CONF_OP(residual_norm) = {"residual_norm",
     "bias_residual_forward bias_residual_layernorm_forward bias_residual_rmsnorm_forward",
     "cf_bias_residual_forward, cf_bias_residual_layernorm_forward, "
     "cf_bias_residual_rmsnorm_forward",
-    "ref_bias_residual_forward, ref_bias_residual_backward (this file; LayerNorm's from "
-    "conf_layernorm.c, RMSNorm's and dropout's from reference/ref_rmsnorm.c and ref_philox.c)",
+    "ref_bias_residual_forward, ref_bias_residual_backward (this file; LayerNorm's and "
+    "RMSNorm's from conf_layernorm.c and conf_rmsnorm.c, dropout's from reference/ref_philox.c)",
     "forward rule for y, out, mean, rstd; gradient rule for dres, dx, dbias, dweight, dlnbias",
     residual_norm_check, residual_norm_gradcheck,
     "the backward's kernels are the layernorm, rmsnorm, dropout and reduce ops' (their own "

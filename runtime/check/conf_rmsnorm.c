@@ -1,19 +1,55 @@
-/* RMSNorm, described once: the finite-difference check of its double-
- * precision reference (reference/ref_rmsnorm.c), its conformance cases
- * (forward; backward overwriting dinp, then accumulating into it; dweight
- * added to existing values; every tensor guarded) and its descriptor. The kernels are
+/* RMSNorm, described once: its double-precision reference, the
+ * finite-difference check of it, its conformance cases (forward; backward
+ * overwriting dinp, then accumulating into it; dweight added to existing
+ * values; every tensor guarded) and its descriptor. The reference is not
+ * static: the fused residual + RMSNorm's check (conf_residual_norm.c)
+ * compares with it too, through conf_rmsnorm.h. The kernels are
  * cl/rmsnorm.cl, the launchers runtime/ops/ops_rmsnorm.c. */
+#include "conf_rmsnorm.h"
 #include "conf_block.h"
 #include "conformance.h"
 #include "ops.h"
 #include "ref_random.h"
-#include "ref_rmsnorm.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define EPS 1e-5
+
+/* --- the reference, in double ------------------------------------------------- */
+
+/* y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps), per row. */
+void ref_rmsnorm_forward(double *y, double *rstd, const double *x, const double *w, size_t N,
+                         size_t C, double eps)
+{
+    for (size_t r = 0; r < N; r++) {
+        const double *xr = x + r * C;
+        double s = 0.0;
+        for (size_t c = 0; c < C; c++) s += xr[c] * xr[c];
+        const double rs = 1.0 / sqrt(s / (double)C + eps);
+        for (size_t c = 0; c < C; c++) y[r * C + c] = xr[c] * rs * w[c];
+        rstd[r] = rs;
+    }
+}
+
+/* dx (+)= rs * g * w - x * rs^3 * sum(g * w * x) / C; dw += sum_rows(g * x * rs). */
+void ref_rmsnorm_backward(double *dx, double *dw, const double *g, const double *x,
+                          const double *w, const double *rstd, size_t N, size_t C,
+                          bool accumulate)
+{
+    for (size_t r = 0; r < N; r++) {
+        const double *xr = x + r * C, *gr = g + r * C, rs = rstd[r];
+        double s = 0.0;
+        for (size_t c = 0; c < C; c++) s += gr[c] * w[c] * xr[c];
+        const double k = rs * rs * rs * s / (double)C;
+        for (size_t c = 0; c < C; c++) {
+            const double v = rs * gr[c] * w[c] - xr[c] * k;
+            dx[r * C + c] = accumulate ? dx[r * C + c] + v : v;
+            dw[c] += gr[c] * xr[c] * rs;
+        }
+    }
+}
 
 /* --- finite differences of the reference ------------------------------------- */
 
@@ -168,7 +204,8 @@ static clformer_status rmsnorm_check(cf_ctx *ctx, bool quick, conf_sink sink, vo
 CONF_OP(rmsnorm) = {"rmsnorm",
                     "rmsnorm_forward rmsnorm_backward_input rmsnorm_backward_weight",
                     "cf_rmsnorm_forward, cf_rmsnorm_backward",
-                    "ref_rmsnorm_forward, ref_rmsnorm_backward (reference/ref_rmsnorm.c)",
+                    "ref_rmsnorm_forward, ref_rmsnorm_backward (this file; residual_norm's "
+                    "check uses them too, through conf_rmsnorm.h)",
                     "forward rule for out and rstd; gradient rule for dinp and dweight",
                     rmsnorm_check,
                     rmsnorm_gradcheck,

@@ -1,8 +1,9 @@
-/* Double-precision reference RMSNorm over the last dimension (the contract
- * of cf_rmsnorm_forward/backward; used by the rmsnorm and residual_norm
- * checks). */
-#ifndef REF_RMSNORM_H
-#define REF_RMSNORM_H
+/* What another op's check takes from RMSNorm's (conf_rmsnorm.c): its
+ * double-precision reference over the last dimension, for the fused
+ * residual + RMSNorm (conf_residual_norm.c). The contract of
+ * cf_rmsnorm_forward/backward. */
+#ifndef CLFORMER_CONF_RMSNORM_H
+#define CLFORMER_CONF_RMSNORM_H
 
 #include <stdbool.h>
 #include <stddef.h>
