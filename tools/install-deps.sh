@@ -21,7 +21,8 @@ packages=(build-essential cmake pkg-config
           libsentencepiece-dev libopenblas-dev libopenblas0-pthread
           libopenmpi-dev openmpi-bin
           cmark                     # CommonMark: the test that renders every Markdown file
-          clang libclang-rt-14-dev)  # clang: libFuzzer targets and the sanitizer gate
+          clang libclang-rt-14-dev   # clang: libFuzzer targets and the sanitizer gate
+          libclc-14)                 # with clang: the GPU proxy's compiles (tools/proxy/register-proxy.sh)
 intel=0
 python=0
 hf=0

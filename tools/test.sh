@@ -30,4 +30,10 @@ if [[ ! -x "$venv/bin/python" ]]; then
     echo "test.sh: no Python venv at $venv: the Python package's tests (label python) are" \
          "left out; tools/python-venv.sh makes it"
 fi
+# The register proxy compiles for GPUs with clang 14 and libclc-14
+# (tools/install-deps.sh installs both): without them its tests are left out
+if [[ ! -f /usr/lib/clc/nvptx64--nvidiacl.bc ]]; then
+    echo "test.sh: no libclc at /usr/lib/clc: the register proxy's tests (gpu_proxy_registers*)" \
+         "are left out; tools/install-deps.sh installs libclc-14"
+fi
 ctest --test-dir build --output-on-failure --no-tests=error -j "$(nproc)" "${heavy[@]}" "$@"
