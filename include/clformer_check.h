@@ -116,6 +116,31 @@ CLFORMER_API clformer_status clformer_check_attention_sims(const char *dir, cons
                                                            clformer_check_sim_sink sink,
                                                            void *user);
 
+/* One kernel as the device's OpenCL compiler built it (valid during the
+ * call): clGetKernelWorkGroupInfo's private memory per work item (off-chip
+ * on GPUs: spills and private arrays), local memory per group, the largest
+ * group it may launch with and the preferred multiple, and the program's
+ * build log (NVIDIA: ptxas' registers and spill bytes per kernel). */
+typedef struct {
+    const char *program;      /* cl/<program>.cl */
+    const char *kernel;
+    size_t head_dim;          /* flash_attention_tiled's head size; 0 for the others */
+    uint64_t private_bytes, local_bytes;
+    size_t max_work_group, preferred_multiple;
+    const char *build_log;
+} clformer_check_kernel;
+typedef void (*clformer_check_kernel_sink)(const clformer_check_kernel *kernel, void *user);
+
+/* Builds every kernel program for the context's device from source, with
+ * the options its profile gives (the tiled attention program once per head
+ * size in head_dims, where the profile runs it), and hands each kernel to
+ * the sink (tools/tuning/kernel_resources, docs/DEVICE-CHECK.md). */
+CLFORMER_API clformer_status clformer_check_kernel_resources(clformer_context *ctx,
+                                                             const size_t *head_dims,
+                                                             size_t n_head_dims,
+                                                             clformer_check_kernel_sink sink,
+                                                             void *user);
+
 #ifdef __cplusplus
 }
 #endif

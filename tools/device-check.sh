@@ -138,6 +138,28 @@ for size in ("64x64", "16x1024"):
 EOF2
 }
 
+# Every kernel as the device's own compiler built it (build/kernel_resources):
+# private bytes per work item (off-chip on a GPU), the largest group, and on
+# NVIDIA ptxas' registers and spills; the tiled attention kernels per head
+# size, and any other kernel that spills or keeps private memory. The
+# proxy's estimate without a GPU is tools/proxy/register-proxy.sh.
+kernels_section() {
+    local kr="$1/kernel_resources"
+    [[ -x "$kr" ]] || return
+    say ""
+    say "## Kernels as the device's compiler built them"
+    say ""
+    phase kernels 120 "$kr" --log
+    say ""
+    say '```'
+    awk 'NF == 9 && $1 == "program" { print; next }
+         NF == 9 && $5 ~ /^[0-9]+$/ && ($2 != "-" || $4 > 0 || ($9 != "-" && $9 > 0)) { print }' \
+        "$logdir/kernels.log" | tee -a "$report"
+    say '```'
+    say "(private: bytes a work item keeps off-chip; regs, spill: ptxas, NVIDIA only; all"
+    say "kernels and the build logs: kernels.log)"
+}
+
 # Issue 28's goals, measured here (docs/PERFORMANCE.md, "Tiled attention"):
 # the attention kernels' share of a base step at 16 x 1024 with the profile's
 # kernels and, in the same sitting, with the per-row kernels GPUs ran before
@@ -229,6 +251,7 @@ run_checks() {
     CLFORMER_GEMM_TUNING=table phase check_all 100 "$clf" check --all
     tail -n 3 "$logdir/check_all.log" | sed 's/^/  /' | tee -a "$report"
 
+    kernels_section "$build"
     gemm_section "$build"
     goals_section "$clf"
 
