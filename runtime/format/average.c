@@ -70,37 +70,18 @@ static clformer_status check_same_model(const cf_st_reader *first, const char *f
     return CLFORMER_OK;
 }
 
-static bool is_training_state(const char *name) { return !strncmp(name, "optim.", 6); }
-
-static bool keep_metadata(const char *key)
-{
-    return strcmp(key, "clformer.train_state") != 0 && strcmp(key, CF_ST_CRC_KEY) != 0 &&
-           strcmp(key, CF_ST_META_CRC_KEY) != 0 &&
-           strcmp(key, CF_ST_HEADER_CRC_KEY) != 0 &&
-           strcmp(key, "clformer.run") != 0; /* sums afresh; a run id marks a run's own files */
-}
-
 /* Weights of checkpoint 0's layout, the mean over all (float32 tensors:
  * every weight of a checkpoint is one, as loading has checked). The sum is
  * taken in double, in input order, so the result does not depend on more
  * than the files and their order. */
 static clformer_status write_mean(cf_st_reader *const *r, size_t n, cf_st_writer *w)
 {
-    CF_TRY(cf_st_checksums(w));
-    for (size_t i = 0; i < cf_st_metadata_count(r[0]); i++) {
-        const char *key, *value;
-        cf_st_metadata_at(r[0], i, &key, &value);
-        if (keep_metadata(key)) CF_TRY(cf_st_set_metadata(w, key, value));
-    }
-    for (size_t i = 0; i < cf_st_count(r[0]); i++) {
-        const cf_st_tensor *t = cf_st_tensor_at(r[0], i);
-        if (!is_training_state(t->name))
-            CF_TRY(cf_st_declare(w, t->name, t->dtype, t->ndim, t->shape));
-    }
+    /* as F32: a weight of another dtype is refused below, and nothing is committed */
+    CF_TRY(cf_checkpoint_declare_weights(r[0], w, CF_ST_F32));
     CF_TRY(cf_st_begin(w));
     for (size_t i = 0; i < cf_st_count(r[0]); i++) {
         const cf_st_tensor *t0 = cf_st_tensor_at(r[0], i);
-        if (is_training_state(t0->name)) continue;
+        if (cf_checkpoint_is_training_state(t0->name)) continue;
         if (t0->dtype != CF_ST_F32)
             return cf_fail(CLFORMER_ERR_FORMAT, "'%s': tensor %s is %s, not F32: average "
                            "fp32 checkpoints (clformer export --dtype fp32 converts one)",

@@ -28,6 +28,16 @@ clformer_status cf_model_forget_training(clformer_model *model);
 clformer_status cf_model_set_dropout_kinds(clformer_model *model, float attention,
                                            float activation);
 
+/* Whether a checkpoint's tensor is training state (optim.*), which an
+ * export and an average leave out (export.c). */
+bool cf_checkpoint_is_training_state(const char *name);
+
+/* Declares in w the weights of checkpoint r alone, each as `dtype`, with
+ * checksums on and r's metadata but its training state, checksums (summed
+ * afresh) and run id (export.c; averaging writes its means so too). */
+clformer_status cf_checkpoint_declare_weights(const cf_st_reader *r, cf_st_writer *w,
+                                              cf_st_dtype dtype);
+
 /* Parses a clformer.train_state value as loading does, and discards it. */
 clformer_status cf_train_state_check(const char *text);
 

@@ -4,7 +4,8 @@
  * so that PyTorch's strict load_state_dict takes it. Works on the file
  * alone, no device: the input is checked whole (as loading checks it), then
  * each kept tensor is copied (as fp32, bf16 or fp16) and the output is
- * written atomically.
+ * written atomically. Averaging (average.c) declares its output's tensors
+ * and metadata as the export does.
  */
 #include "checkpoint.h"
 #include "door.h"
@@ -14,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_training_state(const char *name) { return !strncmp(name, "optim.", 6); }
+bool cf_checkpoint_is_training_state(const char *name) { return !strncmp(name, "optim.", 6); }
 
 static bool keep_metadata(const char *key)
 {
@@ -24,9 +25,8 @@ static bool keep_metadata(const char *key)
            strcmp(key, "clformer.run") != 0; /* sums afresh; a run id marks a run's own files */
 }
 
-/* Copies the kept tensors, every weight stored as `precision` (the
- * checkpoint check has made sure they are all float tensors). */
-static clformer_status copy(const cf_st_reader *r, cf_st_writer *w, clformer_precision precision)
+clformer_status cf_checkpoint_declare_weights(const cf_st_reader *r, cf_st_writer *w,
+                                              cf_st_dtype dtype)
 {
     CF_TRY(cf_st_checksums(w));
     for (size_t i = 0; i < cf_st_metadata_count(r); i++) {
@@ -36,13 +36,21 @@ static clformer_status copy(const cf_st_reader *r, cf_st_writer *w, clformer_pre
     }
     for (size_t i = 0; i < cf_st_count(r); i++) {
         const cf_st_tensor *t = cf_st_tensor_at(r, i);
-        if (!is_training_state(t->name))
-            CF_TRY(cf_st_declare(w, t->name, cf_st_dtype_of(precision), t->ndim, t->shape));
+        if (!cf_checkpoint_is_training_state(t->name))
+            CF_TRY(cf_st_declare(w, t->name, dtype, t->ndim, t->shape));
     }
+    return CLFORMER_OK;
+}
+
+/* Copies the kept tensors, every weight stored as `precision` (the
+ * checkpoint check has made sure they are all float tensors). */
+static clformer_status copy(const cf_st_reader *r, cf_st_writer *w, clformer_precision precision)
+{
+    CF_TRY(cf_checkpoint_declare_weights(r, w, cf_st_dtype_of(precision)));
     CF_TRY(cf_st_begin(w));
     for (size_t i = 0; i < cf_st_count(r); i++) {
         const cf_st_tensor *t = cf_st_tensor_at(r, i);
-        if (is_training_state(t->name)) continue;
+        if (cf_checkpoint_is_training_state(t->name)) continue;
         float *data = malloc(t->numel ? t->numel * sizeof *data : 1);
         if (!data) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
         clformer_status st = cf_st_read_f32(r, t, data, t->numel);
