@@ -3,9 +3,9 @@
  * and the tokenizer's files, as save_pretrained writes them, for the
  * families that have a Hugging Face class: gpt (GPT2LMHeadModel,
  * hf_gpt2.c) and llama (LlamaForCausalLM, hf_llama.c). hf_dir.c picks the
- * reader by config.json's model_type; hf_gpt2_files.c reads and checks the
- * small files of either; hf_tokenizer_files.c writes and sets the
- * tokenizer both share.
+ * reader by config.json's model_type, hf_export.c writes a family's
+ * directory; hf_gpt2_files.c reads and checks the small files of either;
+ * hf_tokenizer_files.c writes and sets the tokenizer both share.
  */
 #ifndef CF_HF_H
 #define CF_HF_H
@@ -33,6 +33,25 @@ typedef clformer_status cf_hf_weights_fn(clformer_context *ctx, const clformer_c
                                          const cf_st_reader *r, const char *path,
                                          clformer_model **m);
 cf_hf_weights_fn cf_hf_gpt2_weights, cf_hf_llama_weights;
+
+/* A family's Hugging Face format: whether a model has its shape (else an
+ * error naming what it needs), and the writers of its model.safetensors and
+ * config.json with every weight as `precision`. */
+typedef struct {
+    clformer_status (*fits)(const clformer_config *c);
+    clformer_status (*write_weights)(clformer_model *m, const char *path,
+                                     clformer_precision precision);
+    clformer_status (*write_config)(const clformer_model *m, const char *path,
+                                    clformer_precision precision);
+} cf_hf_format;
+
+/* Writes the model as a Hugging Face directory of `format` (hf_export.c):
+ * the folder `dir` whole or, on an error, left as it was. */
+clformer_status cf_hf_export(clformer_model *m, const char *dir, clformer_precision precision,
+                             const cf_hf_format *format);
+
+/* config.json's torch_dtype of weights stored as `precision`. */
+const char *cf_hf_torch_dtype(clformer_precision precision);
 
 /* The model's tokenizer as files of the fresh folder `d`: the Hugging Face
  * directory's own files it came with (tokenizer.json, tokenizer.model,

@@ -8,7 +8,6 @@
  * same row order on both sides; lm_head is tied to wte (clformer's tied
  * generator without bias). The tokenizer's files: hf_tokenizer_files.c.
  */
-#include "door.h"
 #include "fileio.h"
 #include "hf.h"
 #include "params.h"
@@ -105,8 +104,7 @@ static clformer_status write_config(const clformer_model *m, const char *path,
         "layer_norm_epsilon", (double)c->ln_eps, "resid_pdrop", (double)c->dropout, "embd_pdrop",
         (double)c->dropout, "attn_pdrop", (double)c->dropout, "initializer_range", 0.02,
         "scale_attn_weights", 1, "tie_word_embeddings", 1, "scale_attn_by_inverse_layer_idx", 0,
-        "torch_dtype",
-        precision == CLFORMER_BF16 ? "bfloat16" : precision == CLFORMER_FP16 ? "float16" : "float32",
+        "torch_dtype", cf_hf_torch_dtype(precision),
         "bos_token_id", end_of_text(m, true), "eos_token_id", end_of_text(m, false));
     return cf_hf_write_config(m, o, path);
 }
@@ -161,38 +159,11 @@ clformer_status clformer_model_export_hf_gpt2(clformer_model *m, const char *dir
     return clformer_model_export_hf_gpt2_as(m, dir, CLFORMER_FP32);
 }
 
-/* The files of the export, written into the fresh folder `d`. */
-static clformer_status write_export(clformer_model *m, const cf_dir_output *d,
-                                    clformer_precision precision)
-{
-    char path[4096];
-    CF_TRY(cf_dir_output_file(d, "model.safetensors", path, sizeof path));
-    CF_TRY(write_weights(m, path, precision));
-    CF_TRY(cf_dir_output_file(d, "config.json", path, sizeof path));
-    CF_TRY(write_config(m, path, precision));
-    return cf_hf_write_tokenizer(m, d);
-}
-
 clformer_status clformer_model_export_hf_gpt2_as(clformer_model *m, const char *dir,
                                                  clformer_precision precision)
 {
-    if (!clformer_precision_name(precision))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "export: precision %d is not "
-                       "CLFORMER_FP32, CLFORMER_BF16 or CLFORMER_FP16", (int)precision);
-    CF_TRY(gpt2_shaped(&m->cfg));
-    if (!dir || strlen(dir) > 3900)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the directory path is too long");
-    /* the whole folder or nothing: no file of an earlier export survives */
-    cf_door_call call;
-    CF_TRY(cf_door_call_begin(&call, "the input", NULL, 0, "the folder", dir,
-                              CLFORMER_WRITE_DIRECTORY));
-    cf_dir_output d;
-    clformer_status st = cf_dir_output_begin(&d, dir);
-    if (st == CLFORMER_OK) st = write_export(m, &d, precision);
-    if (st == CLFORMER_OK) st = cf_dir_output_commit(&d);
-    else cf_dir_output_abort(&d);
-    cf_door_call_end(&call);
-    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "exporting to '%s': ", dir);
+    static const cf_hf_format gpt2 = {gpt2_shaped, write_weights, write_config};
+    return cf_hf_export(m, dir, precision, &gpt2);
 }
 
 /* --- import ---------------------------------------------------------------- */

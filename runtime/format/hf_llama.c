@@ -10,7 +10,6 @@
  * files by hf_tokenizer_files.c.
  */
 #include "config.h"
-#include "door.h"
 #include "fileio.h"
 #include "hf.h"
 #include "model.h"
@@ -24,11 +23,6 @@
 #include <string.h>
 
 /* --- export ---------------------------------------------------------------- */
-
-static const char *torch_dtype(clformer_precision p)
-{
-    return p == CLFORMER_BF16 ? "bfloat16" : p == CLFORMER_FP16 ? "float16" : "float32";
-}
 
 /* The id of a special token in the model's tokenizer (a Hugging Face
  * tokenizer's BOS or EOS, a GPT-2 BPE's token), else clformer's own (<sos> 1
@@ -63,7 +57,7 @@ static clformer_status write_config(const clformer_model *m, const char *path,
         (double)c->ln_eps, "rope_theta", (double)c->rope_theta, "rope_scaling", scaling,
         "tie_word_embeddings", c->share_tgt_embed, "attention_bias", 0, "attention_dropout",
         (double)attention_dropout, "hidden_act", "silu", "initializer_range", 0.02,
-        "pretraining_tp", 1, "use_cache", 1, "torch_dtype", torch_dtype(precision),
+        "pretraining_tp", 1, "use_cache", 1, "torch_dtype", cf_hf_torch_dtype(precision),
         "bos_token_id", special_id(m, false, "<s>", CLFORMER_SOS), "eos_token_id",
         special_id(m, true, "</s>", CLFORMER_EOS));
     return cf_hf_write_config(m, o, path);
@@ -104,35 +98,21 @@ static clformer_status write_weights(clformer_model *m, const char *path,
     return st;
 }
 
-clformer_status clformer_model_export_hf_llama_as(clformer_model *m, const char *dir,
-                                                  clformer_precision precision)
+static clformer_status llama_shaped(const clformer_config *c)
 {
-    if (!clformer_precision_name(precision))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "export: precision %d is not "
-                       "CLFORMER_FP32, CLFORMER_BF16 or CLFORMER_FP16", (int)precision);
-    if (clformer_config_family(&m->cfg) != CLFORMER_FAMILY_LLAMA)
+    if (clformer_config_family(c) != CLFORMER_FAMILY_LLAMA)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "only a model of the llama family exports to the hf-llama format; this "
                        "one is of the %s family (train one with --config llama-small, say)",
-                       clformer_family_name(clformer_config_family(&m->cfg)));
-    if (!dir || strlen(dir) > 3900)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "the directory path is too long");
-    /* the whole folder or nothing: no file of an earlier export survives */
-    cf_door_call call;
-    CF_TRY(cf_door_call_begin(&call, "the input", NULL, 0, "the folder", dir,
-                              CLFORMER_WRITE_DIRECTORY));
-    cf_dir_output d;
-    char path[4096];
-    clformer_status st = cf_dir_output_begin(&d, dir);
-    if (st == CLFORMER_OK) st = cf_dir_output_file(&d, "model.safetensors", path, sizeof path);
-    if (st == CLFORMER_OK) st = write_weights(m, path, precision);
-    if (st == CLFORMER_OK) st = cf_dir_output_file(&d, "config.json", path, sizeof path);
-    if (st == CLFORMER_OK) st = write_config(m, path, precision);
-    if (st == CLFORMER_OK) st = cf_hf_write_tokenizer(m, &d);
-    if (st == CLFORMER_OK) st = cf_dir_output_commit(&d);
-    else cf_dir_output_abort(&d);
-    cf_door_call_end(&call);
-    return st == CLFORMER_OK ? st : cf_fail_prefix(st, "exporting to '%s': ", dir);
+                       clformer_family_name(clformer_config_family(c)));
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_model_export_hf_llama_as(clformer_model *m, const char *dir,
+                                                  clformer_precision precision)
+{
+    static const cf_hf_format llama = {llama_shaped, write_weights, write_config};
+    return cf_hf_export(m, dir, precision, &llama);
 }
 
 /* --- import ---------------------------------------------------------------- */
