@@ -11,58 +11,31 @@
  */
 #include "harness.h"
 #include "hf_parity.h"
-#include "prefill_check.h"
-#include "safetensors.h"
 
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-static void path_of(char *out, size_t cap, const char *name, const char *file)
-{
-    const char *root = getenv("CLFORMER_TEST_DATA");
-    snprintf(out, cap, "%s/gpt2/%s/%s", root ? root : "tests/data", name, file);
-}
 
 static void check_fixture(const char *name)
 {
-    char path[600];
-    path_of(path, sizeof path, name, "golden.safetensors");
     hf_fixture f;
-    hf_fixture_open(&f, path);
-
-    clformer_model *m;
-    path_of(path, sizeof path, name, "model");
-    assert_ok(clformer_model_load(hctx(), path, &m));
-    const clformer_config *c = clformer_model_config(m);
-    const size_t V = (size_t)c->tgt_vocab;
+    hf_fixture_open(&f, "gpt2", name);
     /* a directory's clformer_vocab.json names the tokens (the tiny fixture has
      * one), else they are <id_N> */
-    assert_string_equal(clformer_model_tgt_vocab(m)[5],
+    assert_string_equal(clformer_model_tgt_vocab(f.m)[5],
                         strcmp(name, "c_tiny_oclgrind") ? "<id_5>" : "<0x20>");
-    assert_int_equal(f.n_logits, f.B * (f.W - 1) * V);
-    clformer_session *s;
-    assert_ok(clformer_session_create(m, &s));
 
     /* logits of the last batch, before any training */
-    const clformer_batch last = hf_fixture_last_batch(&f);
-    float *logits = hf_parity_logits(name, s, &last, f.want_logits, f.n_logits);
+    float *logits = hf_parity_logits(&f);
 
-    /* greedy generation, token for token */
-    hf_parity_generate(s, f.prompt, f.n_prompt, f.want_gen, f.n_gen);
-    /* the prompt in one pass agrees with feeding it token by token */
-    prefill_check(s, f.prompt, f.n_prompt, 1e-5, name);
+    /* greedy generation, token for token, and the prompt in one pass */
+    hf_parity_generate(&f);
 
     /* the export read back holds the same weights (same logits, bit for bit) */
-    hf_parity_export_roundtrip(m, clformer_model_export_hf_gpt2, &last, logits, f.n_logits);
+    hf_parity_export_roundtrip(&f, clformer_model_export_hf_gpt2, logits);
 
     /* 10 AdamW steps: each step's loss (before its update) */
-    hf_parity_adamw(name, f.g, m, s, f.ids, f.B, f.W, f.steps, f.want_loss);
+    hf_parity_adamw(&f);
 
-    clformer_session_free(s);
-    clformer_model_free(m);
     hf_fixture_close(&f);
     free(logits);
 }

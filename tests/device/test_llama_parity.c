@@ -15,21 +15,12 @@
  */
 #include "harness.h"
 #include "hf_parity.h"
-#include "prefill_check.h"
 #include "ref_compare.h"
 #include "safetensors.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-static void path_of(char *out, size_t cap, const char *name, const char *file)
-{
-    const char *root = getenv("CLFORMER_TEST_DATA");
-    snprintf(out, cap, "%s/llama/%s/%s", root ? root : "tests/data", name, file);
-}
 
 /* Every grad.<name> of the golden file against the model's gradient. */
 static void check_gradients(cf_st_reader *g, clformer_model *m, const char *name)
@@ -62,46 +53,30 @@ static clformer_status export_fp32(clformer_model *m, const char *dir)
 
 static void check_fixture(const char *name)
 {
-    char path[600];
-    path_of(path, sizeof path, name, "golden.safetensors");
     hf_fixture f;
-    hf_fixture_open(&f, path);
-
-    clformer_model *m;
-    path_of(path, sizeof path, name, "model");
-    assert_ok(clformer_model_load(hctx(), path, &m));
-    const clformer_config *c = clformer_model_config(m);
-    assert_int_equal(clformer_config_family(c), CLFORMER_FAMILY_LLAMA);
-    const size_t V = (size_t)c->tgt_vocab;
-    assert_int_equal(f.n_logits, f.B * (f.W - 1) * V);
-    clformer_session *s;
-    assert_ok(clformer_session_create(m, &s));
+    hf_fixture_open(&f, "llama", name);
+    assert_int_equal(clformer_config_family(clformer_model_config(f.m)), CLFORMER_FAMILY_LLAMA);
 
     /* logits of the last batch, before any training */
-    const clformer_batch last = hf_fixture_last_batch(&f);
-    float *logits = hf_parity_logits(name, s, &last, f.want_logits, f.n_logits);
+    float *logits = hf_parity_logits(&f);
 
     /* the export read back holds the same weights (same logits, bit for bit) */
-    hf_parity_export_roundtrip(m, export_fp32, &last, logits, f.n_logits);
+    hf_parity_export_roundtrip(&f, export_fp32, logits);
 
     /* the gradients of the first batch's loss, before clipping */
     const clformer_batch first = {f.B, 0, f.W, NULL, f.ids};
     double loss;
-    assert_ok(clformer_session_gradients(s, &first, &loss));
+    assert_ok(clformer_session_gradients(f.s, &first, &loss));
     if (!(fabs(loss - f.want_loss[0]) <= 1e-5 * fabs(f.want_loss[0])))
         fail_msg("%s: first loss %.9f, transformers %.9f", name, loss, f.want_loss[0]);
-    check_gradients(f.g, m, name);
+    check_gradients(f.g, f.m, name);
 
-    /* greedy generation, token for token; the prompt in one pass agrees
-     * with feeding it token by token */
-    hf_parity_generate(s, f.prompt, f.n_prompt, f.want_gen, f.n_gen);
-    prefill_check(s, f.prompt, f.n_prompt, 1e-5, name);
+    /* greedy generation, token for token, and the prompt in one pass */
+    hf_parity_generate(&f);
 
     /* 10 AdamW steps: each step's loss (before its update) */
-    hf_parity_adamw(name, f.g, m, s, f.ids, f.B, f.W, f.steps, f.want_loss);
+    hf_parity_adamw(&f);
 
-    clformer_session_free(s);
-    clformer_model_free(m);
     hf_fixture_close(&f);
     free(logits);
 }
