@@ -1,7 +1,8 @@
 /*
  * Two sessions that must compute the same bits, compared step by step
  * (test_arena_split: one buffer against several; test_recompute: tensors
- * kept against recomputed; test_precision makes its runs with bits_run_make).
+ * kept against recomputed; test_half_saved: fp32 against 16-bit saving;
+ * test_precision makes its runs with bits_run_make).
  * Header-only, and inline, so that a test may use some of it.
  */
 #ifndef CLFORMER_TEST_SESSION_BITS_H
@@ -133,6 +134,33 @@ static inline clformer_batch bits_variant_batch(bits_variant v, const clformer_c
         for (size_t i = 0; i < B * L; i++)
             tgt[i] = 4 + (int32_t)(i * 7 % (size_t)(c->tgt_vocab - 4));
     return (clformer_batch){B, S, L, src, tgt};
+}
+
+/* One case of a bits test: the context's attention path set to `path`
+ * (bits_case_end puts the one before back), variant v's config and a batch
+ * of it from `seed` (bits_variant_batch; bits_case_end frees it). */
+typedef struct {
+    clformer_attention_path saved_path;
+    clformer_config config;
+    clformer_batch batch;
+} bits_case;
+
+static inline bits_case bits_case_begin(clformer_attention_path path, bits_variant v,
+                                        uint64_t seed)
+{
+    bits_case k;
+    k.saved_path = hctx()->attention_path;
+    hctx()->attention_path = path;
+    k.config = bits_variant_config(v);
+    k.batch = bits_variant_batch(v, &k.config, seed);
+    return k;
+}
+
+static inline void bits_case_end(bits_case *k)
+{
+    free((void *)k->batch.src);
+    free((void *)k->batch.tgt);
+    hctx()->attention_path = k->saved_path;
 }
 
 #endif

@@ -47,12 +47,9 @@ static size_t store_elements(cf_session *s, size_t *runs)
 
 static void same_bits_on(clformer_attention_path path, bits_variant v, clformer_precision p)
 {
-    cf_ctx *ctx = hctx();
-    const clformer_attention_path saved = ctx->attention_path;
-    ctx->attention_path = path;
-    const clformer_config c = bits_variant_config(v);
-    const bool slow = harness_is_slow();
-    const clformer_batch batch = bits_variant_batch(v, &c, 21);
+    bits_case k = bits_case_begin(path, v, 21);
+    const clformer_config c = k.config;
+    const clformer_batch batch = k.batch;
 
     bits_run wide = make_run(&c, p, true, 0), half = make_run(&c, p, false, 0);
     assert_same_gradients(&wide, &half, &batch);
@@ -75,7 +72,7 @@ static void same_bits_on(clformer_attention_path path, bits_variant v, clformer_
     bits_run_free(&lean);
     /* the simulator checks the buffers' bounds in the passes above; the
      * steps would take it many minutes more */
-    if (!slow) {
+    if (!harness_is_slow()) {
         assert_same_steps(&wide, &half, &batch);
         /* split over several buffers (an eighth of the fp32 arena each) */
         const size_t limit = wide.session->acts.total / 8;
@@ -89,9 +86,7 @@ static void same_bits_on(clformer_attention_path path, bits_variant v, clformer_
     }
     bits_run_free(&wide);
     bits_run_free(&half);
-    free((void *)batch.src);
-    free((void *)batch.tgt);
-    ctx->attention_path = saved;
+    bits_case_end(&k);
 }
 
 static void bf16_unfused_pre_norm(void **state)

@@ -33,12 +33,9 @@ static void same_bits(bits_run *plain, bits_run *re, const clformer_batch *batch
 
 static void same_bits_on(clformer_attention_path path, bits_variant v)
 {
-    cf_ctx *ctx = hctx();
-    const clformer_attention_path saved = ctx->attention_path;
-    ctx->attention_path = path;
-    const clformer_config c = bits_variant_config(v);
-    const bool slow = harness_is_slow();
-    const clformer_batch batch = bits_variant_batch(v, &c, 11);
+    bits_case k = bits_case_begin(path, v, 11);
+    const clformer_config c = k.config;
+    const clformer_batch batch = k.batch;
 
     bits_run plain = make_run(&c, false, 0), re = make_run(&c, true, 0);
     same_bits(&plain, &re, &batch);
@@ -49,7 +46,7 @@ static void same_bits_on(clformer_attention_path path, bits_variant v)
 
     /* the shared scratch laid out over several buffers (an eighth of the
      * plain arena each): the same bits again */
-    if (!slow) {
+    if (!harness_is_slow()) {
         const size_t limit = plain.session->acts.total / 8;
         bits_run_free(&plain);
         bits_run_free(&re);
@@ -60,9 +57,7 @@ static void same_bits_on(clformer_attention_path path, bits_variant v)
     }
     bits_run_free(&plain);
     bits_run_free(&re);
-    free((void *)batch.src);
-    free((void *)batch.tgt);
-    ctx->attention_path = saved;
+    bits_case_end(&k);
 }
 
 static void unfused_pre_norm(void **state)
