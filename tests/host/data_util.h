@@ -47,6 +47,14 @@ static inline void tmp_cleanup(void)
     tmp_root[0] = '\0';
 }
 
+/* A group teardown for cmocka: tmp_cleanup. */
+static inline int tmp_teardown(void **state)
+{
+    (void)state;
+    tmp_cleanup();
+    return 0;
+}
+
 /* Writes `size` bytes to <tmp>/<name>; returns the path (malloc'd). */
 static inline char *tmp_file(const char *name, const void *data, size_t size)
 {

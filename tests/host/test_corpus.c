@@ -288,13 +288,6 @@ static void in_memory_lines(void **state)
                  CLFORMER_ERR_FORMAT, "are empty");
 }
 
-static int teardown(void **state)
-{
-    (void)state;
-    tmp_cleanup();
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -305,5 +298,5 @@ int main(void)
         cmocka_unit_test(max_len_errors),
         cmocka_unit_test(in_memory_lines),
     };
-    return cmocka_run_group_tests_name("corpus", tests, NULL, teardown);
+    return cmocka_run_group_tests_name("corpus", tests, NULL, tmp_teardown);
 }

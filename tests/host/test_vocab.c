@@ -303,13 +303,6 @@ static void save_and_load(void **state)
     cf_vocab_free(v);
 }
 
-static int teardown(void **state)
-{
-    (void)state;
-    tmp_cleanup();
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -325,5 +318,5 @@ int main(void)
         cmocka_unit_test(json_validation),
         cmocka_unit_test(save_and_load),
     };
-    return cmocka_run_group_tests_name("vocab", tests, NULL, teardown);
+    return cmocka_run_group_tests_name("vocab", tests, NULL, tmp_teardown);
 }
