@@ -424,6 +424,19 @@ void harness_write_bytes(const char *path, const void *data, size_t n)
     if (fclose(f) != 0 || !ok) fail_msg("cannot write %s", path);
 }
 
+void harness_write_counted_lines(const char *path, size_t bytes, const char *word,
+                                 const char *text, int period)
+{
+    char *corpus = hmalloc(bytes);
+    size_t at = 0;
+    corpus[0] = '\0';
+    for (int i = 0; at + 40 < bytes; i++)
+        at += (size_t)snprintf(corpus + at, bytes - at, "%s %d: %s %d\n", word, i, text,
+                               i % period);
+    harness_write_file(path, corpus);
+    free(corpus);
+}
+
 void harness_write_file(const char *path, const char *text)
 {
     harness_write_bytes(path, text, strlen(text));

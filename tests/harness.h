@@ -41,6 +41,11 @@ int32_t *harness_random_sentences(size_t rows, size_t len, int vocab, uint64_t s
 void harness_write_reversal_corpus(const char *dir, const char *src_name, const char *tgt_name,
                                    int lines, int min_words, int max_words, uint64_t seed);
 
+/* Writes a small text for a language model to `path`: lines "<word> i:
+ * <text> i % period" for i = 0, 1, ... while under `bytes` - 40 bytes. */
+void harness_write_counted_lines(const char *path, size_t bytes, const char *word,
+                                 const char *text, int period);
+
 /* Runs `tests` once per device; returns the number of failures (non-zero if
  * no device could be opened: a missing device is a failure, not a skip). */
 int harness_run_device_suite(const char *suite, const struct CMUnitTest *tests, size_t n);

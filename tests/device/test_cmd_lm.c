@@ -43,12 +43,7 @@ static void lm_commands(void **state)
     harness_path(la, sizeof la, dir, "a.jsonl");
     harness_path(lb, sizeof lb, dir, "b.jsonl");
     harness_path(hf, sizeof hf, dir, "hf");
-    static char corpus[6000];
-    size_t at = 0;
-    for (int i = 0; at + 40 < sizeof corpus; i++)
-        at += (size_t)snprintf(corpus + at, sizeof corpus - at, "line %d: the cat sat on mat %d\n",
-                               i, i % 7);
-    harness_write_file(text, corpus);
+    harness_write_counted_lines(text, 6000, "line", "the cat sat on mat", 7);
     const bool slow = harness_is_slow();
     const char *steps = slow ? "4" : "6", *half = slow ? "2" : "3";
 #define SHAPE "--task", "lm", "--text", text, "--d-model", "16", "--heads", "2", "--dec-layers", \
@@ -230,12 +225,7 @@ static void llama_commands(void **state)
     harness_path(la, sizeof la, dir, "a.jsonl");
     harness_path(lb, sizeof lb, dir, "b.jsonl");
     harness_path(hf, sizeof hf, dir, "hf");
-    static char corpus[3000];
-    size_t at = 0;
-    for (int i = 0; at + 40 < sizeof corpus; i++)
-        at += (size_t)snprintf(corpus + at, sizeof corpus - at, "row %d: a dog ran by %d\n", i,
-                               i % 5);
-    harness_write_file(text, corpus);
+    harness_write_counted_lines(text, 3000, "row", "a dog ran by", 5);
 #define LLAMA_SHAPE "--task", "lm", "--text", text, "--config", "llama-small", "--d-model", "16", \
                     "--heads", "4", "--dec-layers", "1", "--d-ff", "24", "--context", "12", \
                     "--batch-size", "2", "--val-fraction", "0", "--seed", "3", "--warmup", "1"

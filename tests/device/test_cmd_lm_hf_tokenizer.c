@@ -182,12 +182,7 @@ static void commands(const fixture *f, const char *dir, paths *p)
     if (rc != 0) fail_msg("eval of the directory exited with %d:\n%s", rc, out);
     snprintf(path, sizeof path, "\"tokens\": %zu,", n - 1);
     if (!strstr(out, path)) fail_msg("eval scored other than %zu ids:\n%s", n - 1, out);
-    static char corpus[3000];
-    size_t at = 0;
-    for (int i = 0; at + 40 < sizeof corpus; i++)
-        at += (size_t)snprintf(corpus + at, sizeof corpus - at, "row %d: a dog ran by %d\n", i,
-                               i % 5);
-    harness_write_file(text, corpus);
+    harness_write_counted_lines(text, 3000, "row", "a dog ran by", 5);
     rc = harness_run_clformer(&cmd, "generate", "--model", src, "--prompt", "Hello world",
                               "--max-tokens", "6", "--greedy", NULL);
     if (rc != 0) fail_msg("generate on the directory exited with %d:\n%s", rc, out);
