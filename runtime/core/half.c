@@ -1,25 +1,9 @@
 /* bfloat16 and fp16 bit conversions on the host (half.h). */
 #include "half.h"
 
-#include <string.h>
-
-static uint32_t bits_of(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 uint16_t cf_bf16_from_f32(float x)
 {
-    const uint32_t u = bits_of(x);
+    const uint32_t u = cf_f32_bits(x);
     if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0; /* NaN, as PyTorch */
     /* Adding 0x7FFF plus the lowest kept bit rounds the dropped 16 bits to
      * nearest with ties to even; a carry into the exponent is the correct
@@ -27,11 +11,11 @@ uint16_t cf_bf16_from_f32(float x)
     return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
-float cf_f32_from_bf16(uint16_t h) { return float_of((uint32_t)h << 16); }
+float cf_f32_from_bf16(uint16_t h) { return cf_f32_of_bits((uint32_t)h << 16); }
 
 uint16_t cf_f16_from_f32(float x)
 {
-    const uint32_t u = bits_of(x);
+    const uint32_t u = cf_f32_bits(x);
     const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
     const uint32_t a = u & 0x7FFFFFFFu;
     if (a > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | ((a >> 13) & 0x3FFu)); /* NaN */
@@ -59,9 +43,9 @@ float cf_f32_from_f16(uint16_t h)
 {
     const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     const uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
-    if (e == 0x1F) return float_of(sign | 0x7F800000u | (m << 13)); /* inf, NaN */
-    if (e != 0) return float_of(sign | ((e + 112u) << 23) | (m << 13));
-    if (m == 0) return float_of(sign);
+    if (e == 0x1F) return cf_f32_of_bits(sign | 0x7F800000u | (m << 13)); /* inf, NaN */
+    if (e != 0) return cf_f32_of_bits(sign | ((e + 112u) << 23) | (m << 13));
+    if (m == 0) return cf_f32_of_bits(sign);
     /* subnormal m * 2^-24: normalise into fp32 */
     int shift = 0;
     uint32_t mm = m;
@@ -69,7 +53,7 @@ float cf_f32_from_f16(uint16_t h)
         mm <<= 1;
         shift++;
     }
-    return float_of(sign | ((uint32_t)(113 - shift) << 23) | ((mm & 0x3FFu) << 13));
+    return cf_f32_of_bits(sign | ((uint32_t)(113 - shift) << 23) | ((mm & 0x3FFu) << 13));
 }
 
 void cf_bf16_from_f32_n(uint16_t *dst, const float *src, size_t n)

@@ -19,6 +19,22 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+/* A float's bit pattern, and the float of a bit pattern. */
+static inline uint32_t cf_f32_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static inline float cf_f32_of_bits(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
 
 uint16_t cf_bf16_from_f32(float x);
 float cf_f32_from_bf16(uint16_t h);

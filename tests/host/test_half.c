@@ -15,20 +15,6 @@
 
 #include <math.h>
 
-static uint32_t bits_of(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float float_of(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 static bool is_nan16(uint16_t h, ref_half_format f)
 {
     return (h & 0x7FFF) > (f == REF_BF16 ? 0x7F80 : 0x7C00);
@@ -48,7 +34,7 @@ static float host_value(uint16_t h, ref_half_format f)
  * an fp16 NaN may keep x's payload (only NaN-ness and sign must agree). */
 static int check_round(uint32_t u, ref_half_format f)
 {
-    const float x = float_of(u);
+    const float x = cf_f32_of_bits(u);
     const uint16_t got = host_round(x, f), want = ref_half_round(x, f);
     const bool same = f == REF_F16 && isnan(x)
                           ? is_nan16(got, f) && (got & 0x8000) == (want & 0x8000)
@@ -92,7 +78,7 @@ static void ties_and_neighbours(void **state)
             const double mid = 0.5 * (a + b); /* exact in fp32 */
             const float m = (float)mid;
             assert_true((double)m == mid);
-            const uint32_t u = bits_of(m);
+            const uint32_t u = cf_f32_bits(m);
             bad += check_round(u, F) + check_round(u + 1, F) + check_round(u - 1, F);
             if (bad > 10) fail_msg("too many mismatches");
         }
@@ -115,9 +101,9 @@ static void spread_over_fp32(void **state)
 static void named_values(void **state)
 {
     (void)state;
-    assert_int_equal(cf_bf16_from_f32(float_of(0x7F800001u)), 0x7FC0); /* a NaN, not inf */
+    assert_int_equal(cf_bf16_from_f32(cf_f32_of_bits(0x7F800001u)), 0x7FC0); /* a NaN, not inf */
     assert_int_equal(cf_bf16_from_f32(3.0e38f * 10.0f), 0x7F80);
-    assert_int_equal(cf_bf16_from_f32(float_of(0x7F7FFFFFu)), 0x7F80); /* fp32 max: inf */
+    assert_int_equal(cf_bf16_from_f32(cf_f32_of_bits(0x7F7FFFFFu)), 0x7F80); /* fp32 max: inf */
     assert_int_equal(cf_f16_from_f32(65504.0f), 0x7BFF);
     assert_int_equal(cf_f16_from_f32(65519.0f), 0x7BFF);
     assert_int_equal(cf_f16_from_f32(65520.0f), 0x7C00);
@@ -170,13 +156,13 @@ static void same_as_pytorch(void **state)
             const ref_half_format F = f ? REF_F16 : REF_BF16;
             if (is_nan16(torch16[i], F)) assert_true(is_nan16(h, F));
             else if (h != torch16[i])
-                fail_msg("%s(0x%08x): clformer 0x%04x, PyTorch 0x%04x", names[f], bits_of(src[i]),
+                fail_msg("%s(0x%08x): clformer 0x%04x, PyTorch 0x%04x", names[f], cf_f32_bits(src[i]),
                          h, torch16[i]);
         }
         assert_ok(cf_st_read_f32(r, cf_st_find(r, names[f]), mine, n));
         for (size_t i = 0; i < n; i++)
             if (isnan(torch32[i])) assert_true(isnan(mine[i]));
-            else assert_int_equal(bits_of(mine[i]), bits_of(torch32[i]));
+            else assert_int_equal(cf_f32_bits(mine[i]), cf_f32_bits(torch32[i]));
         free(torch16);
         free(torch32);
     }
