@@ -143,32 +143,27 @@ inline void load_tile(local float *dst, global const float *src, int r0, int n, 
 inline int key_kept(global const int *kt, int use_keys, int j) { return !use_keys || kt[j] != 0; }
 
 /* The partial sums v[0..n) of the `split` items of each row (neighbouring
- * local ids) added up, in part order, into every one of them: rows_put
- * writes an item's partials to x (W * n floats), the caller puts a barrier,
- * rows_add adds the row's partials up; a barrier before x is written again.
- * (Barriers stay in the kernels: Intel's CPU compiler got functions with
- * barriers that it did not inline wrong, docs/DEVICES.md.) */
-inline void rows_put(const float *v, int n, local float *x, int lid, int W)
-{
-    for (int t = 0; t < n; t++) x[t * W + lid] = v[t];
-}
-
-inline void rows_add(float *v, int n, local const float *x, int lid, int W, int split)
-{
-    const int first = lid / split * split;
-    for (int t = 0; t < n; t++) {
-        float s = x[t * W + first];
-        for (int p = 1; p < split; p++) s += x[t * W + first + p];
-        v[t] = s;
-    }
-}
-
-/* rows_put, barrier, rows_add, where rows are split */
+ * local ids) added up, in part order, into every one of them, through x
+ * (W * n floats): each item writes its partials, a barrier, each adds its
+ * row's up; the caller puts a barrier before x is written again. A macro
+ * whose loops unroll over the constant n: v is a private array, and a GPU
+ * compiler keeps one in registers only where every index is a constant. As
+ * inline functions (even always inlined) LLVM 14 unrolled these loops by 8
+ * with a run-time trip count and v stayed in off-chip memory (NVPTX local
+ * memory, AMDGPU scratch). The barrier stays in the kernel: Intel's CPU
+ * compiler got functions with barriers that it did not inline wrong
+ * (docs/DEVICES.md). */
 #define ROWS_SUM(v, n, x, lid, W, split)                                                       \
     if ((split) > 1) {                                                                         \
-        rows_put(v, n, x, lid, W);                                                             \
+        _Pragma("unroll") for (int t_ = 0; t_ < (n); t_++) (x)[t_ * (W) + (lid)] = (v)[t_];    \
         barrier(CLK_LOCAL_MEM_FENCE);                                                          \
-        rows_add(v, n, x, lid, W, split);                                                      \
+        const int first_ = (lid) / (split) * (split);                                          \
+        _Pragma("unroll") for (int t_ = 0; t_ < (n); t_++) {                                   \
+            float s_ = (x)[t_ * (W) + first_];                                                 \
+            _Pragma("unroll") for (int p_ = 1; p_ < (split); p_++)                             \
+                s_ += (x)[t_ * (W) + first_ + p_];                                             \
+            (v)[t_] = s_;                                                                      \
+        }                                                                                      \
     }
 
 /* r[i * (n + 1) + jj] = the dropout multiplier of (row0 + i, key j0 + jj)
@@ -254,8 +249,13 @@ pair_dots(float *sd, int n, const float4 *a, const float4 *b, local const float4
 
 #define FWD_COLS COLS(FWD_SPLIT)
 
-/* s[jj] = this item's part of q . k_jj for the FWD_KEYS keys of the tile in kt. */
-inline void fwd_dots(float *s, const float4 *qv, local const float4 *kt, int part)
+/* s[jj] = this item's part of q . k_jj for the FWD_KEYS keys of the tile in
+ * kt. Static and always inlined, as pair_dots, and so is fwd_mask: as plain
+ * inline functions the forward's s[] stayed in NVPTX local memory (192
+ * bytes at dh 64), a private array being kept in registers only where
+ * every index is a constant. */
+static inline __attribute__((always_inline)) void
+fwd_dots(float *s, const float4 *qv, local const float4 *kt, int part)
 {
 #pragma unroll
     for (int jj = 0; jj < FWD_KEYS; jj++) {
@@ -268,7 +268,8 @@ inline void fwd_dots(float *s, const float4 *qv, local const float4 *kt, int par
 }
 
 /* The row's totals s[jj] scaled, -inf where key j0 + jj is masked. */
-inline void fwd_mask(float *s, local const int *kf, int j0, int qpos, int causal, float scale)
+static inline __attribute__((always_inline)) void
+fwd_mask(float *s, local const int *kf, int j0, int qpos, int causal, float scale)
 {
 #pragma unroll
     for (int jj = 0; jj < FWD_KEYS; jj++) {
