@@ -58,6 +58,17 @@ static void fsync_folder_of(const char *path)
     free(dir);
 }
 
+/* The temporary is in place as `path`: its folder synced, and no longer a
+ * temporary for an abort or the signal handler to remove. */
+static void settle_temp(const char *path, int *slot, char **temp_path)
+{
+    fsync_folder_of(path);
+    cf_temp_forget(*slot);
+    *slot = -1;
+    free(*temp_path);
+    *temp_path = NULL;
+}
+
 /* The pid of a temp name of `base` ("<base[:100]>.tmp.<pid>.<n>", or an
  * older clformer's "<base>.tmp.<pid>"), or 0 for any other name. */
 static long temp_pid(const char *name, const char *base)
@@ -267,13 +278,7 @@ clformer_status cf_atomic_commit(cf_atomic_file *af)
         st = cf_fail(CLFORMER_ERR_IO, "cannot close '%s': %s", af->temp_path, strerror(errno));
     af->fp = NULL;
     if (st == CLFORMER_OK) st = put_in_place(af, &written);
-    if (st == CLFORMER_OK) {
-        fsync_folder_of(af->path);
-        cf_temp_forget(af->slot);
-        af->slot = -1;
-        free(af->temp_path);
-        af->temp_path = NULL;
-    }
+    if (st == CLFORMER_OK) settle_temp(af->path, &af->slot, &af->temp_path);
     cf_atomic_abort(af);
     return st;
 }
@@ -512,13 +517,9 @@ clformer_status cf_dir_output_commit(cf_dir_output *dout)
     if (st == CLFORMER_OK && stat(dout->path, &sb) == 0)
         st = cf_door_note_made(e, sb.st_dev, sb.st_ino);
     if (st == CLFORMER_OK) {
-        fsync_folder_of(dout->path);
         for (size_t i = 0; i < e->n_scratch; i++) cf_temp_forget(e->scratch_slots[i]);
         e->n_scratch = 0;
-        cf_temp_forget(dout->slot);
-        dout->slot = -1;
-        free(dout->temp_path);
-        dout->temp_path = NULL;
+        settle_temp(dout->path, &dout->slot, &dout->temp_path);
     }
     cf_dir_output_abort(dout);
     return st;
