@@ -58,15 +58,32 @@ def make_model(name, seed):
                      layer_norm_epsilon=1e-5, bos_token_id=0, eos_token_id=0)
     torch.manual_seed(seed)
     model = GPT2LMHeadModel(cfg)
-    # GPT-2's initialisation leaves biases 0 and LayerNorms 1/0: move them off
-    # those values so that a bias or LayerNorm mapped wrongly shows
+    # GPT-2's initialisation leaves biases 0 and LayerNorms 1/0
+    spread_weights(model)
+    return model
+
+
+def spread_weights(model):
+    """Moves vectors (biases, norm weights) off the values initialisation
+    gives them, so that one mapped wrongly shows, and scales matrices to std
+    0.1, so that logits are far from uniform."""
     with torch.no_grad():
-        for pname, p in model.named_parameters():
+        for _, p in model.named_parameters():
             if p.dim() == 1:
                 p.add_(0.1 * torch.randn_like(p))
             else:
-                p.mul_(5.0)  # std 0.1: logits far from uniform
-    return model
+                p.mul_(5.0)
+
+
+def save_model_dir(model, out_dir):
+    """out_dir/model/: what save_pretrained writes, but generation_config.json
+    (not needed to load the model, and not read by clformer)."""
+    path = os.path.join(out_dir, "model")
+    os.makedirs(path, exist_ok=True)
+    model.save_pretrained(path, safe_serialization=True)
+    gen_cfg = os.path.join(path, "generation_config.json")
+    if os.path.exists(gen_cfg):
+        os.remove(gen_cfg)
 
 
 def batches(name, seed):
@@ -83,14 +100,46 @@ def loss_of(model, ids):
                                              torch.from_numpy(ids[:, 1:]).reshape(-1)), logits
 
 
+def train_adamw(m, ids, keep_first_grads=False):
+    """STEPS AdamW steps of float64 model m on batches ids[k] (OPTIM: decay on
+    rank-2 tensors only, global-norm clip): each step's loss before its
+    update, and with keep_first_grads every parameter's gradient of the first
+    loss before clipping, as float32 tensors "grad.<name>"."""
+    decay = [p for p in m.parameters() if p.dim() >= 2]
+    rest = [p for p in m.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": OPTIM["weight_decay"]},
+                             {"params": rest, "weight_decay": 0.0}], lr=OPTIM["lr"],
+                            betas=(OPTIM["beta1"], OPTIM["beta2"]), eps=OPTIM["eps"])
+    m.train()
+    losses, grads = [], {}
+    for k in range(STEPS):
+        opt.zero_grad()
+        loss, _ = loss_of(m, ids[k])
+        loss.backward()
+        if k == 0 and keep_first_grads:
+            grads = {"grad." + n: p.grad.numpy().astype(np.float32)
+                     for n, p in m.named_parameters()}
+        torch.nn.utils.clip_grad_norm_(m.parameters(), OPTIM["clip"])
+        opt.step()
+        losses.append(loss.item())
+    return losses, grads
+
+
+def save_golden(out_dir, ids, logits, losses, prompt, generated, extra=None):
+    """out_dir/golden.safetensors: the tensors every fixture has (and
+    `extra`), the optimizer's settings and the steps as metadata."""
+    save_file({"ids": ids.astype(np.int32),
+               "logits": logits.numpy().astype(np.float32),
+               "losses": np.array(losses, dtype=np.float64),
+               "prompt": prompt.numpy().astype(np.int32),
+               "generated": generated.astype(np.int32)} | (extra or {}),
+              os.path.join(out_dir, "golden.safetensors"),
+              metadata={k: repr(v) for k, v in OPTIM.items()} | {"steps": str(STEPS)})
+
+
 def generate_one(name, out_dir, seed):
     model = make_model(name, seed)
-    os.makedirs(os.path.join(out_dir, "model"), exist_ok=True)
-    model.save_pretrained(os.path.join(out_dir, "model"), safe_serialization=True)
-    for extra in ("generation_config.json",):
-        path = os.path.join(out_dir, "model", extra)
-        if os.path.exists(path):
-            os.remove(path)  # not needed to load the model, and not read by clformer
+    save_model_dir(model, out_dir)
     ids = batches(name, seed + 1)
     m = model.double().eval()
     with torch.no_grad():
@@ -100,27 +149,8 @@ def generate_one(name, out_dir, seed):
         out = m.generate(prompt, max_new_tokens=new, do_sample=False, pad_token_id=0)
     generated = out[0, prompt_len:].numpy()
     # 10 AdamW steps in float64, decay on rank-2 tensors (wte, wpe, matrices)
-    decay = [p for p in m.parameters() if p.dim() >= 2]
-    rest = [p for p in m.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": OPTIM["weight_decay"]},
-                             {"params": rest, "weight_decay": 0.0}], lr=OPTIM["lr"],
-                            betas=(OPTIM["beta1"], OPTIM["beta2"]), eps=OPTIM["eps"])
-    m.train()
-    losses = []
-    for k in range(STEPS):
-        opt.zero_grad()
-        loss, _ = loss_of(m, ids[k])
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(m.parameters(), OPTIM["clip"])
-        opt.step()
-        losses.append(loss.item())
-    save_file({"ids": ids.astype(np.int32),
-               "logits": logits.numpy().astype(np.float32),
-               "losses": np.array(losses, dtype=np.float64),
-               "prompt": prompt[0].numpy().astype(np.int32),
-               "generated": generated.astype(np.int32)},
-              os.path.join(out_dir, "golden.safetensors"),
-              metadata={k: repr(v) for k, v in OPTIM.items()} | {"steps": str(STEPS)})
+    losses, _ = train_adamw(m, ids)
+    save_golden(out_dir, ids, logits, losses, prompt[0], generated)
     print(f"{name}: loss {losses[0]:.6f} -> {losses[-1]:.6f}, generated {generated.tolist()}")
 
 
@@ -140,9 +170,9 @@ def encode(vocab, text):
     return ids
 
 
-def check_logits(directory, ids, model, clformer):
-    """`clformer logits` on the text's first window against transformers'
-    logits of the same ids (float64 model): within 1e-4, test_gpt2_parity's bound."""
+def clformer_logits(clformer, directory, ids):
+    """The logits `clformer logits` (the command at path `clformer`) gives
+    for the ids under the model in `directory`: [len(ids), vocab]."""
     import subprocess
     import tempfile
     from safetensors.numpy import load_file
@@ -150,7 +180,13 @@ def check_logits(directory, ids, model, clformer):
         out = os.path.join(tmp, "logits.safetensors")
         subprocess.run([clformer, "logits", "--model", directory, "--ids",
                         " ".join(map(str, ids)), "--out", out], check=True)
-        got = load_file(out)["logits"][0]
+        return load_file(out)["logits"][0]
+
+
+def check_logits(directory, ids, model, clformer):
+    """`clformer logits` on the text's first window against transformers'
+    logits of the same ids (float64 model): within 1e-4, test_gpt2_parity's bound."""
+    got = clformer_logits(clformer, directory, ids)
     with torch.no_grad():
         want = model(torch.tensor([ids])).logits[0].numpy()
     worst = float(np.abs(got - want).max())
@@ -160,14 +196,23 @@ def check_logits(directory, ids, model, clformer):
     return ok
 
 
-def check_export(directory, text_path, clformer=None):
-    model, info = GPT2LMHeadModel.from_pretrained(directory, output_loading_info=True)
+def load_strictly(cls, directory, **kwargs):
+    """cls.from_pretrained(directory), or None (said so) where a key is
+    missing, unexpected or mismatched."""
+    model, info = cls.from_pretrained(directory, output_loading_info=True, **kwargs)
     problems = {k: v for k, v in info.items() if v}
     if problems:
         print(f"not a strict load: {problems}")
-        return 1
-    print(f"{directory}: GPT2LMHeadModel loads it strictly "
+        return None
+    print(f"{directory}: {cls.__name__} loads it strictly "
           f"({sum(p.numel() for p in model.parameters())} parameters)")
+    return model
+
+
+def check_export(directory, text_path, clformer=None):
+    model = load_strictly(GPT2LMHeadModel, directory)
+    if model is None:
+        return 1
     if text_path:
         with open(text_path, encoding="utf-8") as f:
             text = f.read()

@@ -64,13 +64,13 @@ import sys
 
 import numpy as np
 import torch
-from safetensors.numpy import save_file
 from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.models.llama import modeling_llama as ml
 
 sys.path.insert(0, os.path.dirname(__file__))
-# clformer's optimizer settings, steps and loss, as the GPT-2 fixtures use them
-from gpt2_reference import OPTIM, STEPS, loss_of  # noqa: E402
+# clformer's optimizer, steps, loss and fixture files, as the GPT-2 fixtures have them
+from gpt2_reference import (STEPS, clformer_logits, load_strictly, loss_of,  # noqa: E402
+                            save_golden, save_model_dir, spread_weights, train_adamw)
 
 # name: hidden, heads, kv heads, layers, intermediate, vocab, max positions,
 #       rope_theta, rope_scaling, tied head, batch, window T, prompt, new tokens
@@ -137,14 +137,8 @@ def make_model(name, seed):
                       eos_token_id=2, pad_token_id=None)
     torch.manual_seed(seed)
     model = LlamaForCausalLM(cfg)
-    # Llama's initialisation leaves RMSNorm weights 1: move them off 1 so a
-    # norm mapped wrongly shows; std 0.1 matrices so logits are far from uniform
-    with torch.no_grad():
-        for _, p in model.named_parameters():
-            if p.dim() == 1:
-                p.add_(0.1 * torch.randn_like(p))
-            else:
-                p.mul_(5.0)
+    # Llama's initialisation leaves RMSNorm weights 1
+    spread_weights(model)
     return model
 
 
@@ -152,11 +146,7 @@ def write_model(name, out_dir, seed):
     *_, batch, window, prompt_len, new = MODELS[name]
     vocab = MODELS[name][5]
     model = make_model(name, seed)
-    os.makedirs(os.path.join(out_dir, "model"), exist_ok=True)
-    model.save_pretrained(os.path.join(out_dir, "model"), safe_serialization=True)
-    gen_cfg = os.path.join(out_dir, "model", "generation_config.json")
-    if os.path.exists(gen_cfg):
-        os.remove(gen_cfg)  # not needed to load the model
+    save_model_dir(model, out_dir)
     ids = np.random.default_rng(seed + 1).integers(0, vocab, size=(STEPS + 1, batch, window + 1),
                                                    dtype=np.int64)
     # generation first, from a fresh copy: dynamic scaling keeps state
@@ -174,57 +164,23 @@ def write_model(name, out_dir, seed):
     m = model.double().eval()
     with torch.no_grad():
         _, logits = loss_of(m, ids[STEPS])
-    decay = [p for p in m.parameters() if p.dim() >= 2]
-    rest = [p for p in m.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": OPTIM["weight_decay"]},
-                             {"params": rest, "weight_decay": 0.0}], lr=OPTIM["lr"],
-                            betas=(OPTIM["beta1"], OPTIM["beta2"]), eps=OPTIM["eps"])
-    m.train()
-    losses, grads = [], {}
-    for k in range(STEPS):
-        opt.zero_grad()
-        loss, _ = loss_of(m, ids[k])
-        loss.backward()
-        if k == 0:
-            grads = {"grad." + n: p.grad.numpy().astype(np.float32)
-                     for n, p in m.named_parameters()}
-        torch.nn.utils.clip_grad_norm_(m.parameters(), OPTIM["clip"])
-        opt.step()
-        losses.append(loss.item())
-    save_file({"ids": ids.astype(np.int32),
-               "logits": logits.numpy().astype(np.float32),
-               "losses": np.array(losses, dtype=np.float64),
-               "prompt": prompt[0].numpy().astype(np.int32),
-               "generated": generated.astype(np.int32)} | grads,
-              os.path.join(out_dir, "golden.safetensors"),
-              metadata={k: repr(v) for k, v in OPTIM.items()} | {"steps": str(STEPS)})
+    losses, grads = train_adamw(m, ids, keep_first_grads=True)
+    save_golden(out_dir, ids, logits, losses, prompt[0], generated, extra=grads)
     torch.set_default_dtype(torch.float32)
     print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters, loss "
           f"{losses[0]:.6f} -> {losses[-1]:.6f}, generated {generated.tolist()}")
 
 
 def check_export(directory, clformer=None):
-    model, info = LlamaForCausalLM.from_pretrained(directory, output_loading_info=True,
-                                                   torch_dtype=torch.float32)
-    problems = {k: v for k, v in info.items() if v}
-    if problems:
-        print(f"not a strict load: {problems}")
+    model = load_strictly(LlamaForCausalLM, directory, torch_dtype=torch.float32)
+    if model is None:
         return 1
-    print(f"{directory}: LlamaForCausalLM loads it strictly "
-          f"({sum(p.numel() for p in model.parameters())} parameters)")
     if not clformer:
         return 0
-    import subprocess
-    import tempfile
-    from safetensors.numpy import load_file
     V = model.config.vocab_size
     T = min(24, model.config.max_position_embeddings)
     ids = [(7 * i + 3) % V for i in range(T)]
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "logits.safetensors")
-        subprocess.run([clformer, "logits", "--model", directory, "--ids",
-                        " ".join(map(str, ids)), "--out", out], check=True)
-        got = load_file(out)["logits"][0]
+    got = clformer_logits(clformer, directory, ids)
     # float64 masks need float64 as torch 1.13's default dtype (as in write_model)
     torch.set_default_dtype(torch.float64)
     with torch.no_grad():
