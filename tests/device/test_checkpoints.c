@@ -14,26 +14,31 @@
 #include <unistd.h>
 
 static char dir[512];
+/* the demo task each case trains on, made afresh for it by setup */
+static clformer_parallel_text *train, *val;
 
 static int setup(void **state)
 {
     (void)state;
+    assert_ok(clformer_demo_task(5, 120, 8, &train, &val));
     return harness_temp_dir(dir, sizeof dir, "checkpoints") ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
     (void)state;
+    clformer_parallel_text_free(train);
+    clformer_parallel_text_free(val);
     harness_remove_tree(dir);
     return 0;
 }
 
-static void options(clformer_train_options *o, const clformer_parallel_text *train,
-                    const clformer_parallel_text *val, const char *save)
+static void options(clformer_train_options *o, const clformer_parallel_text *train_text,
+                    const clformer_parallel_text *val_text, const char *save)
 {
     clformer_train_options_default(o);
-    o->train_text = train;
-    o->val_text = val;
+    o->train_text = train_text;
+    o->val_text = val_text;
     o->batching.batch_size = 8;
     o->batching.batch_tokens = 0;
     o->config.d_model = 8, o->config.n_heads = 2, o->config.d_ff = 16;
@@ -96,8 +101,6 @@ static void check_mean(const char *avg, const char *const *paths, size_t n)
 static void keeps_the_last_n_and_averages_them(void **state)
 {
     (void)state;
-    clformer_parallel_text *train, *val;
-    assert_ok(clformer_demo_task(5, 120, 8, &train, &val));
     char save[600], p[4][600], avg[600], other[600];
     harness_path(save, sizeof save, dir, "m.safetensors");
     clformer_train_options o;
@@ -159,15 +162,11 @@ static void keeps_the_last_n_and_averages_them(void **state)
     free(swapped);
     clformer_model_free(m);
     clformer_model_free(first);
-    clformer_parallel_text_free(train);
-    clformer_parallel_text_free(val);
 }
 
 static void saves_the_best_and_stops_on_patience(void **state)
 {
     (void)state;
-    clformer_parallel_text *train, *val;
-    assert_ok(clformer_demo_task(5, 120, 8, &train, &val));
     char save[600], best[600];
     harness_path(save, sizeof save, dir, "run.safetensors");
     harness_path(best, sizeof best, dir, "run.best.safetensors");
@@ -209,8 +208,6 @@ static void saves_the_best_and_stops_on_patience(void **state)
     run(&o, &r);
     assert_true(exists(best));
     assert_true(r.best_val >= 0 && r.best_val <= 100);
-    clformer_parallel_text_free(train);
-    clformer_parallel_text_free(val);
 }
 
 /* max_seconds ends a run like its step limit: after the step that crosses
@@ -219,8 +216,6 @@ static void saves_the_best_and_stops_on_patience(void **state)
 static void stops_at_the_time_limit(void **state)
 {
     (void)state;
-    clformer_parallel_text *train, *val;
-    assert_ok(clformer_demo_task(5, 120, 8, &train, &val));
     char save[600];
     harness_path(save, sizeof save, dir, "timed.safetensors");
     clformer_train_options o;
@@ -246,15 +241,11 @@ static void stops_at_the_time_limit(void **state)
     run(&o, &r);
     assert_false(r.time_limited);
     assert_int_equal(r.steps, 3);
-    clformer_parallel_text_free(train);
-    clformer_parallel_text_free(val);
 }
 
 static void bad_options_are_refused(void **state)
 {
     (void)state;
-    clformer_parallel_text *train, *val;
-    assert_ok(clformer_demo_task(5, 120, 8, &train, &val));
     clformer_train_options o;
     clformer_trainer *t = NULL;
     options(&o, train, val, "x.safetensors");
@@ -275,8 +266,6 @@ static void bad_options_are_refused(void **state)
     assert_int_equal(clformer_trainer_create(hctx(), &o, &t), CLFORMER_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(clformer_last_error(), "time limit"));
     assert_null(t);
-    clformer_parallel_text_free(train);
-    clformer_parallel_text_free(val);
 }
 
 static const struct CMUnitTest tests[] = {

@@ -21,18 +21,23 @@
 static uint64_t n_steps, stop_step;
 
 static char dir[512];
+/* the demo task each case trains on, made afresh for it by setup */
+static clformer_parallel_text *train, *val;
 
 static int setup(void **state)
 {
     (void)state;
     n_steps = harness_is_slow() ? 4 : MAX_STEPS;
     stop_step = n_steps / 2;
+    assert_ok(clformer_demo_task(5, 120, 8, &train, &val));
     return harness_temp_dir(dir, sizeof dir, "trainer") ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
     (void)state;
+    clformer_parallel_text_free(train);
+    clformer_parallel_text_free(val);
     harness_remove_tree(dir);
     return 0;
 }
@@ -65,12 +70,12 @@ static bool on_progress(const clformer_train_progress *p, void *user)
     return true;
 }
 
-static void options(clformer_train_options *o, const clformer_parallel_text *train,
-                    const clformer_parallel_text *val, watch *w)
+static void options(clformer_train_options *o, const clformer_parallel_text *train_text,
+                    const clformer_parallel_text *val_text, watch *w)
 {
     clformer_train_options_default(o);
-    o->train_text = train;
-    o->val_text = val;
+    o->train_text = train_text;
+    o->val_text = val_text;
     o->batching.batch_size = 8;
     o->batching.batch_tokens = 0;
     o->config.d_model = 8, o->config.n_heads = 2, o->config.d_ff = 16;
@@ -119,8 +124,6 @@ static clformer_status run(const clformer_train_options *o, watch *w, clformer_t
 static void stops_and_resumes_exactly(void **state)
 {
     (void)state;
-    clformer_parallel_text *train, *val;
-    assert_ok(clformer_demo_task(5, 120, 8, &train, &val));
     char half[600], log[600];
     harness_path(half, sizeof half, dir, "half.safetensors");
     harness_path(log, sizeof log, dir, "log.jsonl");
@@ -169,8 +172,6 @@ static void stops_and_resumes_exactly(void **state)
     o.steps = stop_step;
     assert_int_equal(run(&o, &resumed, &r), CLFORMER_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(clformer_last_error(), "already at step"));
-    clformer_parallel_text_free(train);
-    clformer_parallel_text_free(val);
 }
 
 /* clformer_trainer_step and _finish give what clformer_trainer_run gives:
@@ -180,8 +181,6 @@ static void stops_and_resumes_exactly(void **state)
 static void stepping_by_hand_is_the_run(void **state)
 {
     (void)state;
-    clformer_parallel_text *train, *val;
-    assert_ok(clformer_demo_task(5, 120, 8, &train, &val));
     watch straight = {0};
     clformer_train_options o;
     options(&o, train, val, &straight);
@@ -241,15 +240,11 @@ static void stepping_by_hand_is_the_run(void **state)
     assert_ok(clformer_model_load(hctx(), stop, &m));
     assert_int_equal(clformer_model_step(m), 1);
     clformer_model_free(m);
-    clformer_parallel_text_free(train);
-    clformer_parallel_text_free(val);
 }
 
 static void bad_options_are_refused(void **state)
 {
     (void)state;
-    clformer_parallel_text *train, *val;
-    assert_ok(clformer_demo_task(5, 120, 8, &train, &val));
     watch w = {0};
     clformer_train_options o;
     options(&o, train, val, &w);
@@ -266,8 +261,6 @@ static void bad_options_are_refused(void **state)
     o.resume_path = "nosuch.safetensors";
     assert_int_not_equal(clformer_trainer_create(hctx(), &o, &t), CLFORMER_OK);
     assert_non_null(strstr(clformer_last_error(), "nosuch.safetensors"));
-    clformer_parallel_text_free(train);
-    clformer_parallel_text_free(val);
     /* a language model's run is held to the same rules (its task checked only
      * its text before); refused before the text is read */
     assert_ok(clformer_train_options_for_task(&o, true, "gpt-mini"));
