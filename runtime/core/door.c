@@ -623,6 +623,9 @@ void cf_door_call_end(cf_door_call *call)
 
 clformer_status clformer_path_unused(const char *path, char *buf, size_t cap)
 {
+    if (!path || !buf || !cap)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "clformer_path_unused needs a path and a buffer of at least one byte");
     struct stat sb;
     if (lstat(path, &sb) != 0 && errno == ENOENT) {
         if ((size_t)snprintf(buf, cap, "%s", path) >= cap)

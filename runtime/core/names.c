@@ -10,6 +10,9 @@
 
 #include <string.h>
 
+/* The parse functions below start their index at 0 although this sets it
+ * whenever it returns CLFORMER_OK: GCC's Release build cannot see that and
+ * warns (-Wmaybe-uninitialized). */
 clformer_status cf_parse_word(const char *what, const char *const *names, int n,
                               const char *word, int *out)
 {
@@ -38,7 +41,7 @@ const char *clformer_activation_name(clformer_activation a)
 
 clformer_status clformer_activation_parse(const char *word, clformer_activation *out)
 {
-    int i;
+    int i = 0;
     CF_TRY(cf_parse_word("activation", activation_names, CF_COUNT(activation_names), word, &i));
     *out = (clformer_activation)i;
     return CLFORMER_OK;
@@ -54,7 +57,7 @@ const char *clformer_positional_name(clformer_positional p)
 
 clformer_status clformer_positional_parse(const char *word, clformer_positional *out)
 {
-    int i;
+    int i = 0;
     CF_TRY(cf_parse_word("positional encoding", positional_names, CF_COUNT(positional_names), word, &i));
     *out = (clformer_positional)i;
     return CLFORMER_OK;
@@ -67,7 +70,7 @@ const char *clformer_norm_name(bool norm_first) { return norm_names[norm_first ?
 
 clformer_status clformer_norm_parse(const char *word, bool *norm_first)
 {
-    int i;
+    int i = 0;
     CF_TRY(cf_parse_word("norm placement", norm_names, CF_COUNT(norm_names), word, &i));
     *norm_first = i == 1;
     return CLFORMER_OK;
@@ -84,7 +87,7 @@ const char *clformer_family_name(clformer_family f)
 
 clformer_status clformer_family_parse(const char *word, clformer_family *out)
 {
-    int i;
+    int i = 0;
     CF_TRY(cf_parse_word("model family", family_names, CF_COUNT(family_names), word, &i));
     *out = (clformer_family)i;
     return CLFORMER_OK;
@@ -100,7 +103,7 @@ const char *clformer_rope_scaling_name(clformer_rope_scaling r)
 
 clformer_status clformer_rope_scaling_parse(const char *word, clformer_rope_scaling *out)
 {
-    int i;
+    int i = 0;
     CF_TRY(cf_parse_word("rope scaling", rope_scaling_names, CF_COUNT(rope_scaling_names), word,
                          &i));
     *out = (clformer_rope_scaling)i;
@@ -117,7 +120,7 @@ const char *clformer_precision_name(clformer_precision d)
 
 clformer_status clformer_precision_parse(const char *word, clformer_precision *out)
 {
-    int i;
+    int i = 0;
     CF_TRY(cf_parse_word("precision", precision_names, CF_COUNT(precision_names), word, &i));
     *out = (clformer_precision)i;
     return CLFORMER_OK;

@@ -71,7 +71,9 @@ static void add(icd_list *l, const char *name, const char *library)
 {
     if (l->n == MAX_ICDS || has_library(l, library)) return;
     snprintf(l->e[l->n].name, sizeof l->e[l->n].name, "%s", name);
-    snprintf(l->e[l->n].library, sizeof l->e[l->n].library, "%s", library);
+    /* a library path longer than an .icd line cannot be kept: left out */
+    if (strlen(library) >= sizeof l->e[l->n].library) return;
+    memcpy(l->e[l->n].library, library, strlen(library) + 1);
     l->n++;
 }
 

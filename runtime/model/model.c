@@ -396,7 +396,7 @@ static clformer_status tensor_of_size(const clformer_model *m, const char *name,
 clformer_status clformer_model_read_tensor(clformer_model *m, const char *name, bool gradient,
                                            float *out, size_t count)
 {
-    const cf_param_entry *e;
+    const cf_param_entry *e = NULL;
     CF_TRY(tensor_of_size(m, name, count, &e));
     return cf_download(m->ctx, gradient ? m->grads : m->params, e->offset, out, count);
 }
@@ -404,7 +404,7 @@ clformer_status clformer_model_read_tensor(clformer_model *m, const char *name, 
 clformer_status clformer_model_write_tensor(clformer_model *m, const char *name,
                                             const float *data, size_t count)
 {
-    const cf_param_entry *e;
+    const cf_param_entry *e = NULL;
     CF_TRY(tensor_of_size(m, name, count, &e));
     return cf_upload(m->ctx, m->params, e->offset, data, count);
 }

@@ -77,7 +77,7 @@ static void matches_sacrebleu(const char *tsv, cf_bleu_tokenize tokenize, bool l
     int cases = 0;
     for (size_t r = 0; r < expected.n; r++) {
         if (expected.line[r][0] == '#') continue;
-        char *field[13];
+        char *field[13] = {0};
         int nf = 0;
         for (char *p = expected.line[r]; nf < 13; nf++) {
             field[nf] = p;
