@@ -4,8 +4,7 @@
  *     y = res + dropout(x + bias),
  * and, in the second kernel, the LayerNorm that reads y next (pre-norm: the
  * next sublayer's input norm; post-norm: this sublayer's own):
- *     out = (y - mean) * rstd * weight + lnbias, mean and rstd saved,
- * or in the third the RMSNorm (Llama-style blocks): out = y * rstd * weight.
+ *     out = (y - mean) * rstd * weight + lnbias, mean and rstd saved.
  * One launch where the unfused path takes three (bias add, residual,
  * LayerNorm) and one pass over y less: small models are launch-bound.
  *
@@ -142,34 +141,4 @@ kernel void bias_residual_layernorm_forward(
         mean[mean_off + row] = shift + dmean;
         rstd[rstd_off + row] = rs;
     }
-}
-
-/* y as bias_residual_forward, then out = RMSNorm(y) = y * rstd * weight,
- * rstd = 1 / sqrt(mean(y^2) + eps) saved, as rmsnorm_forward computes it
- * (cl/rmsnorm.cl: the same order of sums) on y as stored; one work-group of
- * REDUCE_WG items per row. y and out may each alias res or x (each item
- * reads its own elements before it writes them, and out is written after
- * wg_sum, when every read of res and x has ended); y and out must not alias
- * each other or rstd. */
-kernel void bias_residual_rmsnorm_forward(
-    global float *y, ulong y_off, global float *out, ulong out_off, global float *rstd,
-    ulong rstd_off, global const float *res, ulong res_off, global const float *x, ulong x_off,
-    global const float *bias, ulong bias_off, int has_bias, global const float *weight,
-    ulong weight_off, int C, float eps, float p, ulong seed, uint step, uint site, int precision)
-{
-    local float scratch[REDUCE_WG];
-    const int lid = get_local_id(0);
-    const ulong row = get_group_id(0), flat = row * C;
-    global const float *r = res + res_off + flat, *xr = x + x_off + flat;
-    global const float *b = bias + bias_off, *w = weight + weight_off;
-    global float *yr = y + y_off + flat, *o = out + out_off + flat;
-    float s = 0.0f;
-    for (int c = lid; c < C; c += REDUCE_WG) {
-        const float v = rn_y(r, xr, b, has_bias, c, flat, p, seed, step, site, precision);
-        yr[c] = v;
-        s += v * v;
-    }
-    const float rs = 1.0f / sqrt(wg_sum(s, scratch) / C + eps);
-    for (int c = lid; c < C; c += REDUCE_WG) o[c] = rn_round(yr[c] * rs * w[c], precision);
-    if (lid == 0) rstd[rstd_off + row] = rs;
 }

@@ -1,15 +1,13 @@
 /* The end of a sublayer, fused, described once: y = res + dropout(x + bias)
- * and out = LayerNorm(y) or RMSNorm(y) (cl/residual_norm.cl; launchers in
+ * and out = LayerNorm(y) (cl/residual_norm.cl; launchers in
  * runtime/ops/ops_residual_norm.c). The double-precision reference, its
  * finite-difference check, the conformance cases (with and without bias,
  * dropout, y in place of res, rows of an odd width that take the scalar
  * path; every tensor guarded) and the descriptor. The backward is what
  * backward.c runs for it: cf_layernorm_backward adding into the residual
- * gradient (cf_rmsnorm_backward after RMSNorm), cf_dropout_backward,
- * cf_colsum for the bias. */
+ * gradient, cf_dropout_backward, cf_colsum for the bias. */
 #include "conf_block.h"
 #include "conf_layernorm.h"
-#include "conf_rmsnorm.h"
 #include "conformance.h"
 #include "ops.h"
 #include "reduce.h"
@@ -23,13 +21,13 @@
 
 #define EPS 1e-5
 
-/* The norm after the residual: none (bias_residual_forward), LayerNorm or RMSNorm. */
-typedef enum { NORM_NONE, NORM_LAYER, NORM_RMS } norm_kind;
+/* The norm after the residual: none (bias_residual_forward) or LayerNorm. */
+typedef enum { NORM_NONE, NORM_LAYER } norm_kind;
 
 /* --- the reference, in double ------------------------------------------------ */
 
 /* y = res + dropout(x + bias) over (N, C) (bias NULL: none); out, mean and
- * rstd = LayerNorm(y) or (out, rstd) RMSNorm(y). */
+ * rstd = LayerNorm(y). */
 static void ref_bias_residual_forward(double *y, double *out, double *mean, double *rstd,
                                       const double *res, const double *x, const double *bias,
                                       norm_kind norm, const double *weight, const double *lnbias,
@@ -40,7 +38,6 @@ static void ref_bias_residual_forward(double *y, double *out, double *mean, doub
         y[i] = res[i] + f * ref_dropout_scale(drop, i);
     }
     if (norm == NORM_LAYER) ref_layernorm_forward(out, mean, rstd, y, weight, lnbias, N, C, EPS);
-    if (norm == NORM_RMS) ref_rmsnorm_forward(out, rstd, y, weight, N, C, EPS);
 }
 
 /* The gradients of the sum of dy . y and dout . out: dres (overwritten) =
@@ -56,7 +53,6 @@ static void ref_bias_residual_backward(double *dres, double *dx, double *dbias, 
     memcpy(dres, dy, N * C * sizeof *dres);
     if (norm == NORM_LAYER)
         ref_layernorm_backward(dres, dweight, dlnbias, dout, y, weight, mean, rstd, N, C, true);
-    if (norm == NORM_RMS) ref_rmsnorm_backward(dres, dweight, dout, y, weight, rstd, N, C, true);
     ref_dropout_backward(dx, dres, N * C, drop);
     if (dbias)
         for (size_t i = 0; i < N * C; i++) dbias[i % C] += dx[i];
@@ -89,7 +85,7 @@ static int residual_norm_gradcheck(void)
     const size_t shapes[][2] = {{1, 1}, {3, 5}, {2, 8}, {2, 13}};
     int bad = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-        for (norm_kind norm = NORM_NONE; norm <= NORM_RMS; norm++)
+        for (norm_kind norm = NORM_NONE; norm <= NORM_LAYER; norm++)
             for (int dropped = 0; dropped < 2; dropped++) {
                 const size_t N = shapes[s][0], C = shapes[s][1], NC = N * C;
                 double *buf = calloc(10 * NC + 3 * C + 2 * N + 3 * C, sizeof *buf);
@@ -126,10 +122,10 @@ static int residual_norm_gradcheck(void)
                 bad += conf_fd_check("residual_norm dres", p.res, NC, dres, fd_loss, &p);
                 bad += conf_fd_check("residual_norm dx", p.x, NC, dx, fd_loss, &p);
                 bad += conf_fd_check("residual_norm dbias", p.b, C, db, fd_loss, &p);
-                if (norm != NORM_NONE)
+                if (norm == NORM_LAYER) {
                     bad += conf_fd_check("residual_norm dweight", p.w, C, dw, fd_loss, &p);
-                if (norm == NORM_LAYER)
                     bad += conf_fd_check("residual_norm dlnbias", p.lb, C, dlb, fd_loss, &p);
+                }
                 free(buf);
             }
     return bad;
@@ -139,7 +135,7 @@ static int residual_norm_gradcheck(void)
 
 typedef struct {
     size_t N, C;
-    norm_kind norm; /* bias_residual_(layernorm|rmsnorm)_forward, or bias_residual_forward */
+    norm_kind norm; /* bias_residual_layernorm_forward, or bias_residual_forward */
     bool bias;
     float p;        /* dropout */
     bool in_place;  /* y is res */
@@ -196,19 +192,15 @@ static clformer_status run_case(cf_ctx *ctx, const residual_case *c, conf_sink s
     snprintf(shape, sizeof shape, "N=%zu C=%zu%s p=%g%s", N, C, c->bias ? "" : " no bias",
              (double)c->p, c->in_place ? " in place" : "");
     const bool normed = c->norm != NORM_NONE;
-    const char *variant = c->norm == NORM_LAYER ? "_layernorm" : normed ? "_rmsnorm" : "";
+    const char *variant = normed ? "_layernorm" : "";
 
     double ms = 0.0;
     for (int run = conf_warm_up(ctx) ? 0 : 1; run < 2; run++) { /* PoCL compiles at first */
         if ((st = conf_block_upload(&b))) goto done;
         const double t0 = conf_now_ms();
-        st = c->norm == NORM_LAYER
-                 ? cf_bias_residual_layernorm_forward(ctx, v_y, v_out, v_m, v_rs, v_res, v_x,
-                                                      v_bias, v_w, v_lb, N, C, (float)EPS, d)
-             : c->norm == NORM_RMS
-                 ? cf_bias_residual_rmsnorm_forward(ctx, v_y, v_out, v_rs, v_res, v_x, v_bias, v_w,
-                                                    N, C, (float)EPS, d)
-                 : cf_bias_residual_forward(ctx, v_y, v_res, v_x, v_bias, N, C, d);
+        st = normed ? cf_bias_residual_layernorm_forward(ctx, v_y, v_out, v_m, v_rs, v_res, v_x,
+                                                         v_bias, v_w, v_lb, N, C, (float)EPS, d)
+                    : cf_bias_residual_forward(ctx, v_y, v_res, v_x, v_bias, N, C, d);
         if (st || (st = cf_finish(ctx))) goto done;
         ms = conf_now_ms() - t0;
     }
@@ -224,19 +216,11 @@ static clformer_status run_case(cf_ctx *ctx, const residual_case *c, conf_sink s
         goto done;
     }
     if (normed) {
-        if (c->norm == NORM_LAYER)
-            ref_layernorm_forward(out64, m64, rs64, y_dev, in64[W], in64[LB], N, C, EPS);
-        else
-            ref_rmsnorm_forward(out64, rs64, y_dev, in64[W], N, C, EPS);
+        ref_layernorm_forward(out64, m64, rs64, y_dev, in64[W], in64[LB], N, C, EPS);
         cmp = conf_worse(cmp, conf_compare_stored(ctx, conf_block_out(&b, OUT), out64, NC,
                                                   REF_RULE_FORWARD, NULL, NULL));
         cmp = conf_worse(cmp, ref_compare_forward(conf_block_out(&b, RSTD), rs64, N));
-        if (c->norm == NORM_LAYER)
-            cmp = conf_worse(cmp, ref_compare_forward(conf_block_out(&b, MEAN), m64, N));
-        else if (!conf_block_unchanged(&b, MEAN)) {
-            cmp.pass = false;
-            cmp.why = "bias_residual_rmsnorm_forward wrote a mean";
-        }
+        cmp = conf_worse(cmp, ref_compare_forward(conf_block_out(&b, MEAN), m64, N));
     } else if (!conf_block_unchanged(&b, OUT) || !conf_block_unchanged(&b, MEAN)) {
         cmp.pass = false;
         cmp.why = "bias_residual_forward wrote a tensor it does not own";
@@ -252,11 +236,8 @@ static clformer_status run_case(cf_ctx *ctx, const residual_case *c, conf_sink s
      * dres = dy (+)= the norm's input gradient, dx = its mask, dbias += its
      * column sums. Each stage is judged on the device's stored input to it. */
     const double t0 = conf_now_ms();
-    if ((c->norm == NORM_LAYER &&
-         (st = cf_layernorm_backward(ctx, v_dres, v_dw, v_dlb, v_dout, v_y, v_w, v_m, v_rs, N, C,
-                                     true))) ||
-        (c->norm == NORM_RMS &&
-         (st = cf_rmsnorm_backward(ctx, v_dres, v_dw, v_dout, v_y, v_w, v_rs, N, C, true))) ||
+    if ((normed && (st = cf_layernorm_backward(ctx, v_dres, v_dw, v_dlb, v_dout, v_y, v_w, v_m,
+                                               v_rs, N, C, true))) ||
         (st = cf_dropout_backward(ctx, v_dx, v_dres, NC, d)) ||
         (c->bias && (st = cf_colsum(ctx, v_db.buf, v_db.off, v_dx.buf, v_dx.off, N, C, C, true))) ||
         (st = cf_finish(ctx))) {
@@ -288,12 +269,12 @@ static clformer_status run_case(cf_ctx *ctx, const residual_case *c, conf_sink s
             cmp.pass = false;
             cmp.why = "a bias gradient without a bias";
         }
-        if (normed) cmp = conf_worse(cmp, ref_compare_grad(conf_block_out(&b, DW), in64[DW], C));
-        if (c->norm == NORM_LAYER)
+        if (normed) {
+            cmp = conf_worse(cmp, ref_compare_grad(conf_block_out(&b, DW), in64[DW], C));
             cmp = conf_worse(cmp, ref_compare_grad(conf_block_out(&b, DLB), in64[DLB], C));
-        else if (!conf_block_unchanged(&b, DLB)) {
+        } else if (!conf_block_unchanged(&b, DW) || !conf_block_unchanged(&b, DLB)) {
             cmp.pass = false;
-            cmp.why = "a norm bias gradient without a LayerNorm";
+            cmp.why = "a norm gradient without a LayerNorm";
         }
         snprintf(op, sizeof op, "residual_norm_backward%s", variant);
         conf_emit(sink, user, op, shape, conf_guarded(cmp, &b), ms);
@@ -308,35 +289,33 @@ done:
     return st;
 }
 
-/* quick (simulators): odd shapes, the three kernels, with and without
- * dropout and bias, in place; else model widths too (gpt-mini's rows, a wide
- * one, llama-small's rows). */
+/* quick (simulators): odd shapes, both kernels, with and without dropout
+ * and bias, in place; else model widths too (gpt-mini's rows, a wide one,
+ * llama-small's rows). */
 static clformer_status residual_norm_check(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
 {
     static const residual_case small[] = {
         {7, 37, NORM_LAYER, true, 0.0f, false, 1},  {5, 12, NORM_LAYER, true, 0.2f, true, 2},
         {3, 40, NORM_LAYER, false, 0.1f, false, 3}, {9, 33, NORM_NONE, true, 0.2f, false, 4},
-        {4, 8, NORM_NONE, false, 0.0f, true, 5},    {6, 29, NORM_RMS, false, 0.0f, false, 9},
-        {5, 16, NORM_RMS, true, 0.2f, true, 10},
+        {4, 8, NORM_NONE, false, 0.0f, true, 5},
     };
     static const residual_case full[] = {
         {768, 128, NORM_LAYER, true, 0.0f, false, 6},
         {257, 512, NORM_LAYER, true, 0.1f, true, 7},
         {768, 128, NORM_NONE, true, 0.1f, false, 8},
-        {512, 256, NORM_RMS, false, 0.0f, true, 11},
+        {512, 256, NORM_NONE, false, 0.0f, true, 11},
     };
     CONF_RUN_CASES(run_case, small, full, quick, ctx, sink, user);
     return CLFORMER_OK;
 }
 
 CONF_OP(residual_norm) = {"residual_norm",
-    "bias_residual_forward bias_residual_layernorm_forward bias_residual_rmsnorm_forward",
-    "cf_bias_residual_forward, cf_bias_residual_layernorm_forward, "
-    "cf_bias_residual_rmsnorm_forward",
-    "ref_bias_residual_forward, ref_bias_residual_backward (this file; LayerNorm's and "
-    "RMSNorm's from conf_layernorm.c and conf_rmsnorm.c, dropout's from reference/ref_philox.c)",
+    "bias_residual_forward bias_residual_layernorm_forward",
+    "cf_bias_residual_forward, cf_bias_residual_layernorm_forward",
+    "ref_bias_residual_forward, ref_bias_residual_backward (this file; LayerNorm's from "
+    "conf_layernorm.c, dropout's from reference/ref_philox.c)",
     "forward rule for y, out, mean, rstd; gradient rule for dres, dx, dbias, dweight, dlnbias",
     residual_norm_check, residual_norm_gradcheck,
-    "the backward's kernels are the layernorm, rmsnorm, dropout and reduce ops' (their own "
-    "tests); test_model_parity, test_gpt2_parity and test_llama_parity run the fused path in "
+    "the backward's kernels are the layernorm, dropout and reduce ops' (their own tests); "
+    "test_model_parity, test_gpt2_parity and test_llama_parity run the fused path in "
     "the models", true};

@@ -1,11 +1,8 @@
 /* RMSNorm, described once: its double-precision reference, the
  * finite-difference check of it, its conformance cases (forward; backward
  * overwriting dinp, then accumulating into it; dweight added to existing
- * values; every tensor guarded) and its descriptor. The reference is not
- * static: the fused residual + RMSNorm's check (conf_residual_norm.c)
- * compares with it too, through conf_rmsnorm.h. The kernels are
+ * values; every tensor guarded) and its descriptor. The kernels are
  * cl/rmsnorm.cl, the launchers runtime/ops/ops_rmsnorm.c. */
-#include "conf_rmsnorm.h"
 #include "conf_block.h"
 #include "conformance.h"
 #include "ops.h"
@@ -20,8 +17,8 @@
 /* --- the reference, in double ------------------------------------------------- */
 
 /* y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps), per row. */
-void ref_rmsnorm_forward(double *y, double *rstd, const double *x, const double *w, size_t N,
-                         size_t C, double eps)
+static void ref_rmsnorm_forward(double *y, double *rstd, const double *x, const double *w,
+                                size_t N, size_t C, double eps)
 {
     for (size_t r = 0; r < N; r++) {
         const double *xr = x + r * C;
@@ -34,9 +31,9 @@ void ref_rmsnorm_forward(double *y, double *rstd, const double *x, const double 
 }
 
 /* dx (+)= rs * g * w - x * rs^3 * sum(g * w * x) / C; dw += sum_rows(g * x * rs). */
-void ref_rmsnorm_backward(double *dx, double *dw, const double *g, const double *x,
-                          const double *w, const double *rstd, size_t N, size_t C,
-                          bool accumulate)
+static void ref_rmsnorm_backward(double *dx, double *dw, const double *g, const double *x,
+                                 const double *w, const double *rstd, size_t N, size_t C,
+                                 bool accumulate)
 {
     for (size_t r = 0; r < N; r++) {
         const double *xr = x + r * C, *gr = g + r * C, rs = rstd[r];
@@ -204,8 +201,7 @@ static clformer_status rmsnorm_check(cf_ctx *ctx, bool quick, conf_sink sink, vo
 CONF_OP(rmsnorm) = {"rmsnorm",
                     "rmsnorm_forward rmsnorm_backward_input rmsnorm_backward_weight",
                     "cf_rmsnorm_forward, cf_rmsnorm_backward",
-                    "ref_rmsnorm_forward, ref_rmsnorm_backward (this file; residual_norm's "
-                    "check uses them too, through conf_rmsnorm.h)",
+                    "ref_rmsnorm_forward, ref_rmsnorm_backward (this file)",
                     "forward rule for out and rstd; gradient rule for dinp and dweight",
                     rmsnorm_check,
                     rmsnorm_gradcheck,
