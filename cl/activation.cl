@@ -26,17 +26,17 @@
 #define GELU_TANH_K 0.7978845608028654f
 #define GELU_TANH_C 0.044715f
 
-inline float gelu_tanh_s(float x)
+static inline float gelu_tanh_s(float x)
 {
     return 1.0f / (1.0f + exp(-2.0f * GELU_TANH_K * (x + GELU_TANH_C * x * x * x)));
 }
 
-inline float4 gelu_tanh_s4(float4 x)
+static inline float4 gelu_tanh_s4(float4 x)
 {
     return 1.0f / (1.0f + exp(-2.0f * GELU_TANH_K * (x + GELU_TANH_C * x * x * x)));
 }
 
-inline float act_value(float x, int act)
+static inline float act_value(float x, int act)
 {
     if (act == ACT_GELU) return 0.5f * x * (1.0f + erf(x * M_SQRT1_2_F));
     if (act == ACT_GELU_TANH) return x * gelu_tanh_s(x);
@@ -45,7 +45,7 @@ inline float act_value(float x, int act)
 
 /* GELU' = Phi(x) + x phi(x); tanh form: s + 2 x s (1 - s) u'(x) (above);
  * ReLU'(0) = 0, as PyTorch. */
-inline float act_grad(float x, int act)
+static inline float act_grad(float x, int act)
 {
     if (act == ACT_GELU_TANH) {
         const float s = gelu_tanh_s(x);
@@ -57,15 +57,17 @@ inline float act_grad(float x, int act)
     return x > 0.0f ? 1.0f : 0.0f;
 }
 
-/* The same, four lanes at a time (the fast path below). */
-inline float4 act_value4(float4 x, int act)
+/* The same, four lanes at a time (the fast path below). Always inlined, as
+ * act_grad4: clang 14 for AMDGPU called the eight copies of the unrolled
+ * fast path's body instead (with a 16 KiB stack of scratch memory). */
+static inline __attribute__((always_inline)) float4 act_value4(float4 x, int act)
 {
     if (act == ACT_GELU_TANH) return x * gelu_tanh_s4(x);
     if (act == ACT_GELU) return 0.5f * x * (1.0f + erf(x * M_SQRT1_2_F));
     return select(x, (float4)(0.0f), isless(x, (float4)(0.0f))); /* NaN passes */
 }
 
-inline float4 act_grad4(float4 x, int act)
+static inline __attribute__((always_inline)) float4 act_grad4(float4 x, int act)
 {
     if (act == ACT_GELU_TANH) {
         const float4 s = gelu_tanh_s4(x);
@@ -81,7 +83,7 @@ inline float4 act_grad4(float4 x, int act)
  * multiple of 32, as d_ff is in practice): then the bias is contiguous too
  * and the item works in float4 runs, which PoCL compiles to SIMD; its
  * element loop with a column that wraps stays scalar there. */
-inline bool block_in_row(int count, int c, int C)
+static inline bool block_in_row(int count, int c, int C)
 {
     return count == DROP_BLOCK && c <= C - DROP_BLOCK;
 }

@@ -20,7 +20,7 @@
 
 /* dh floats from s to d: float4 moves while four remain (vload4/vstore4
  * need only float alignment). */
-inline void copy_run(global float *d, global const float *s, int dh)
+static inline void copy_run(global float *d, global const float *s, int dh)
 {
     int j = 0;
     for (; j + 4 <= dh; j += 4) vstore4(vload4(0, s + j), 0, d + j);
@@ -65,14 +65,14 @@ kernel void merge_heads(global float *dst, ulong dst_off, int ld, global const f
 
 /* Whether key j is visible: not padding (when a key mask is given) and, for
  * causal attention, not after the query's position. jmax = causal limit. */
-inline bool key_visible(global const int *keys, int use_keys, int j, int jmax)
+static inline bool key_visible(global const int *keys, int use_keys, int j, int jmax)
 {
     return j < jmax && (!use_keys || keys[j] != 0);
 }
 
 /* The dropout multipliers of Philox block q (flat elements 4q .. 4q+3),
  * the values dropout_scale gives each, one draw for the four. */
-inline void philox_block_scales(float *d, float p, ulong seed, uint step, uint site, ulong q)
+static inline void philox_block_scales(float *d, float p, ulong seed, uint step, uint site, ulong q)
 {
     const float4 m = dropout_scale4(p, seed, step, site, q);
     d[0] = m.s0, d[1] = m.s1, d[2] = m.s2, d[3] = m.s3;

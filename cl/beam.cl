@@ -114,7 +114,7 @@ kernel void beam_reorder_caches(global float *caches, ulong off, ulong layer_str
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 
 /* True when (sb, vb) ranks before (sa, va): higher score, then lower index. */
-inline bool beam_before(double sb, int vb, double sa, int va)
+static inline bool beam_before(double sb, int vb, double sa, int va)
 {
     return sb > sa || (sb == sa && vb < va);
 }

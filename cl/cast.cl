@@ -24,7 +24,7 @@
  *     even there and m is the sum's bits above 0.5's (m 1024 is the smallest
  *     normal, still right; a device flushing a subnormal |x| gives 0, right);
  *   - NaN stays NaN (its top payload bits kept, the quiet bit set). */
-inline uint f16_bits(uint u)
+static inline uint f16_bits(uint u)
 {
     const uint a = u & 0x7FFFFFFFu, r = a - 0x38000000u;
     const uint normal = min((r + 0xFFFu + ((r >> 13) & 1u)) >> 13, 0x7C00u);
@@ -36,7 +36,7 @@ inline uint f16_bits(uint u)
 /* The fp32 bits of fp16 bits h, exact: normals rebiased, infinity and NaN
  * widened, subnormals m 2^-24 computed as (float)m * 2^-24 (exact, and a
  * normal fp32 value, so no device flushes it). */
-inline uint f32_bits_of_f16(uint h)
+static inline uint f32_bits_of_f16(uint h)
 {
     const uint e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
     const uint normal = ((e + 112u) << 23) | (m << 13);
@@ -46,7 +46,7 @@ inline uint f32_bits_of_f16(uint h)
 }
 
 /* x + y on fp32 bits, or y alone (`accumulate` 0) */
-inline uint sum_bits(uint x, uint y, int accumulate)
+static inline uint sum_bits(uint x, uint y, int accumulate)
 {
     return accumulate ? as_uint(as_float(x) + as_float(y)) : y;
 }

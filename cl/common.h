@@ -22,7 +22,7 @@
 /* Grouped-query attention: the key/value head (of B*H/group) that query
  * head bh (of B*H) reads, for cl/flash_attention.cl and
  * cl/flash_attention_tiled.cl. */
-inline int kv_head(int bh, int H, int group)
+static inline int kv_head(int bh, int H, int group)
 {
     const int b = bh / H;
     return b * (H / group) + (bh - b * H) / group;
@@ -31,7 +31,7 @@ inline int kv_head(int bh, int H, int group)
 /* Work-group sum of one value per work item, in a fixed order (a tree over
  * local ids), so results are identical run to run on a device. All work
  * items of the group must call it. `scratch` holds REDUCE_WG floats. */
-inline float wg_sum(float v, local float *scratch)
+static inline float wg_sum(float v, local float *scratch)
 {
     const int lid = get_local_id(0);
     scratch[lid] = v;
@@ -46,7 +46,7 @@ inline float wg_sum(float v, local float *scratch)
 }
 
 /* Work-group maximum; same contract as wg_sum. */
-inline float wg_max(float v, local float *scratch)
+static inline float wg_max(float v, local float *scratch)
 {
     const int lid = get_local_id(0);
     scratch[lid] = v;
@@ -66,7 +66,7 @@ inline float wg_max(float v, local float *scratch)
  * (key, counter), so a dropout mask is recomputed in backward instead of
  * stored, and every device draws the same mask. runtime/check/reference/ has the same code.
  */
-inline uint4 philox4x32_10(uint4 c, uint2 k)
+static inline uint4 philox4x32_10(uint4 c, uint2 k)
 {
     /* 64-bit products and an unrolled loop: together 4x faster on PoCL than
      * mul_hi in a loop (each alone gains less than 2x); same bits. */
@@ -83,7 +83,7 @@ inline uint4 philox4x32_10(uint4 c, uint2 k)
 
 /* Uniform in [0, 1) with 24 bits, for element `index` of dropout site
  * `tensor` at training step `step`, under the 64-bit `seed`. */
-inline float dropout_uniform(ulong seed, uint step, uint tensor, ulong index)
+static inline float dropout_uniform(ulong seed, uint step, uint tensor, ulong index)
 {
     const uint4 ctr = (uint4)((uint)(index >> 2), (uint)(index >> 34), tensor, step);
     const uint4 r = philox4x32_10(ctr, (uint2)((uint)seed, (uint)(seed >> 32)));
@@ -96,7 +96,7 @@ inline float dropout_uniform(ulong seed, uint step, uint tensor, ulong index)
 }
 
 /* Dropout multiplier: 0 when dropped, 1/(1-p) when kept (p < 1). */
-inline float dropout_scale(float p, ulong seed, uint step, uint tensor, ulong index)
+static inline float dropout_scale(float p, ulong seed, uint step, uint tensor, ulong index)
 {
     if (p <= 0.0f) return 1.0f;
     return dropout_uniform(seed, step, tensor, index) < p ? 0.0f : 1.0f / (1.0f - p);
@@ -105,7 +105,7 @@ inline float dropout_scale(float p, ulong seed, uint step, uint tensor, ulong in
 /* The multipliers of the four elements 4q .. 4q+3 of a dropout site: the
  * same values as dropout_scale of each (one Philox block holds the bits of
  * four consecutive elements), at a quarter of the cost. */
-inline float4 dropout_scale4(float p, ulong seed, uint step, uint tensor, ulong q)
+static inline float4 dropout_scale4(float p, ulong seed, uint step, uint tensor, ulong q)
 {
     if (p <= 0.0f) return (float4)(1.0f);
     const uint4 r = philox4x32_10((uint4)((uint)q, (uint)(q >> 32), tensor, step),
@@ -124,8 +124,11 @@ inline float4 dropout_scale4(float p, ulong seed, uint step, uint tensor, ulong 
  * lone block runs as scalar code (PoCL vectorizes no work-item loop that
  * holds an inner loop), and Philox is most of an element-wise dropout
  * kernel's time. The lanes go out through private arrays, not shuffles
- * (Oclgrind 21.10's uninitialised checker crashes on those). */
-inline void dropout_scale32(float p, ulong seed, uint step, uint tensor, ulong g, float *m)
+ * (Oclgrind 21.10's uninitialised checker crashes on those). Always
+ * inlined: m is the caller's private array, which stays in registers only
+ * in the caller's own code (NVPTX called a copy of this). */
+static inline __attribute__((always_inline)) void dropout_scale32(float p, ulong seed, uint step,
+                                                                  uint tensor, ulong g, float *m)
 {
     if (p <= 0.0f) {
         for (int i = 0; i < DROP_BLOCK; i++) m[i] = 1.0f;
@@ -161,7 +164,7 @@ inline void dropout_scale32(float p, ulong seed, uint step, uint tensor, ulong g
 /* The bf16 bits of fp32 bits u: adding 0x7FFF plus the lowest kept bit
  * rounds the dropped 16 bits to nearest with ties to even, a carry into the
  * exponent being the right result (up to infinity); NaN gives 0x7FC0. */
-inline uint bf16_bits(uint u)
+static inline uint bf16_bits(uint u)
 {
     return (u & 0x7FFFFFFFu) > 0x7F800000u ? 0x7FC0u : (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
 }
@@ -181,7 +184,7 @@ inline uint bf16_bits(uint u)
  *     the same bits 1.5x slower on PoCL (fp16's `cast` family at bench
  *     --config small: 108-123 ms a step against 71-84).
  */
-inline uint round_storage_bits(uint u, int precision)
+static inline uint round_storage_bits(uint u, int precision)
 {
     const uint a = u & 0x7FFFFFFFu;
     const uint m = (a + 0xFFFu + ((a >> 13) & 1u)) & 0xFFFFE000u;

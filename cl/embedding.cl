@@ -26,7 +26,7 @@
 #include "common.h"
 
 /* a * b for two-float numbers (x = hi, y = lo); relative error ~2^-46. */
-inline float2 ff_mul(float2 a, float2 b)
+static inline float2 ff_mul(float2 a, float2 b)
 {
     const float p = a.x * b.x;
     const float e = fma(a.x, b.y, fma(a.y, b.x, fma(a.x, b.x, -p)));
@@ -36,7 +36,7 @@ inline float2 ff_mul(float2 a, float2 b)
 
 /* P[t, c] of the sinusoidal table: c = 2i takes sin(t * beta^i), c = 2i+1
  * takes cos of the same argument. */
-inline float sinusoid(int t, int c, float2 beta)
+static inline float sinusoid(int t, int c, float2 beta)
 {
     float2 w = (float2)(1.0f, 0.0f), base = beta;
     for (int k = c >> 1; k; k >>= 1) { /* w = beta^(c/2) by binary powering */
@@ -53,7 +53,7 @@ inline float sinusoid(int t, int c, float2 beta)
 /* The dropout multipliers of flat elements i0 .. i0+n-1 (n <= 4) of a row of
  * C columns, i0 = row*C + a multiple of 4: one Philox block when C is a
  * multiple of 4 (then i0 is too), one per element otherwise. */
-inline void drop4(float *m, int n, int C, ulong i0, float p, ulong seed, uint step, uint site)
+static inline void drop4(float *m, int n, int C, ulong i0, float p, ulong seed, uint step, uint site)
 {
     if ((C & 3) == 0) {
         const float4 m4 = dropout_scale4(p, seed, step, site, i0 >> 2);
@@ -64,7 +64,7 @@ inline void drop4(float *m, int n, int C, ulong i0, float p, ulong seed, uint st
 }
 
 /* Writes out[b,t,c0+j] for every b, given the position values pe[j] = P[t,c0+j], j < n. */
-inline void embed_columns(global float *out, ulong out_off, global const int *tokens,
+static inline void embed_columns(global float *out, ulong out_off, global const int *tokens,
                           ulong tok_off, global const float *table, ulong table_off, int B,
                           int T, int C, int t, int c0, int n, float scale, const float *pe,
                           float p, ulong seed, uint step, uint site)
@@ -82,7 +82,7 @@ inline void embed_columns(global float *out, ulong out_off, global const int *to
 }
 
 /* The first of work item k's four columns, and how many of them exist. */
-inline int first_column(int k, int C, int *n)
+static inline int first_column(int k, int C, int *n)
 {
     const int c0 = 4 * k;
     *n = C - c0 < 4 ? C - c0 : 4;

@@ -63,14 +63,14 @@
     global const float *vb = v + v_off + kv_
 
 
-inline float hsum8(float8 s)
+static inline float hsum8(float8 s)
 {
     const float4 a = s.lo + s.hi;
     return (a.x + a.z) + (a.y + a.w);
 }
 
 /* (a . r0, a . r1, a . r2, a . r3) over n floats. */
-inline float4 dots4(global const float *a, global const float *r0, global const float *r1,
+static inline float4 dots4(global const float *a, global const float *r0, global const float *r1,
                     global const float *r2, global const float *r3, int n)
 {
     float8 s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
@@ -88,7 +88,7 @@ inline float4 dots4(global const float *a, global const float *r0, global const 
 }
 
 /* y += w.x r0 + w.y r1 + w.z r2 + w.w r3 over n floats. */
-inline void axpy4(global float *y, float4 w, global const float *r0, global const float *r1,
+static inline void axpy4(global float *y, float4 w, global const float *r0, global const float *r1,
                   global const float *r2, global const float *r3, int n)
 {
     int d = 0;
@@ -101,7 +101,7 @@ inline void axpy4(global float *y, float4 w, global const float *r0, global cons
 
 /* y_l += w_l x for the four rows y0..y3, one after the other (rows may be
  * the same: a masked lane's clamped row, with weight 0). */
-inline void outer4(global float *y0, global float *y1, global float *y2, global float *y3,
+static inline void outer4(global float *y0, global float *y1, global float *y2, global float *y3,
                    float4 w, global const float *x, int n)
 {
     int d = 0;
@@ -124,7 +124,7 @@ inline void outer4(global float *y0, global float *y1, global float *y2, global 
 /* The dropout multipliers of elements i0 .. i0+3 of a site (any i0): the
  * same values as dropout_scale of each, from the one or two Philox blocks
  * they lie in. */
-inline float4 dropout_scale_run4(float p, ulong seed, uint step, uint site, ulong i0)
+static inline float4 dropout_scale_run4(float p, ulong seed, uint step, uint site, ulong i0)
 {
     if (p <= 0.0f) return (float4)(1.0f);
     const uint r = (uint)(i0 & 3);
@@ -141,7 +141,7 @@ typedef struct {
     int4 key;     /* clamped into [lo, hi] */
 } key_block;
 
-inline key_block block_of(global const int *kt, int use_keys, int j, int lo, int jend, int hi)
+static inline key_block block_of(global const int *kt, int use_keys, int j, int lo, int jend, int hi)
 {
     key_block k;
     const int4 key = (int4)(j) + (int4)(0, 1, 2, 3);
@@ -152,14 +152,14 @@ inline key_block block_of(global const int *kt, int use_keys, int j, int lo, int
     return k;
 }
 
-inline bool none_visible(int4 v) { return !any(v); }
+static inline bool none_visible(int4 v) { return !any(v); }
 
 #define ROWS4(base, k, dh)                                                                     \
     (base) + (ulong)(k).x * (dh), (base) + (ulong)(k).y * (dh), (base) + (ulong)(k).z * (dh), \
         (base) + (ulong)(k).w * (dh)
 
 /* The first key a query at position qpos may not see (causal), or Tk. */
-inline int causal_end(int causal, int Tk, int qpos) { return causal ? min(Tk, qpos + 1) : Tk; }
+static inline int causal_end(int causal, int Tk, int qpos) { return causal ? min(Tk, qpos + 1) : Tk; }
 
 kernel void flash_attention_forward(global float *out, ulong out_off, global float *stats,
                                     ulong stats_off, INPUTS)
@@ -283,7 +283,7 @@ kernel void flash_attention_backward_dkv(global float *dk, ulong dk_off, global 
 /* one work item per key row.                                                 */
 /* ------------------------------------------------------------------------- */
 
-inline float dot_row(global const float *a, global const float *b, int n)
+static inline float dot_row(global const float *a, global const float *b, int n)
 {
     float s = 0.0f;
     for (int d = 0; d < n; d++) s += a[d] * b[d];

@@ -24,7 +24,7 @@
 
 /* The 4 lanes summed in a fixed order, through a private array: Oclgrind
  * 21.10's uninitialised checker crashes on the shuffles of a register sum. */
-inline float sum4(float4 v)
+static inline float sum4(float4 v)
 {
     float t[LN_VEC];
     vstore4(v, 0, t);

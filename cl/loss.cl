@@ -30,14 +30,14 @@
 /* The largest of the 8 lanes, and their sum in a fixed order. The lanes go
  * through a private array: Oclgrind 21.10's uninitialised-memory checker
  * crashes on the lane shuffles that combining them in registers compiles to. */
-inline float max8(float8 v)
+static inline float max8(float8 v)
 {
     float t[ROW_VEC];
     vstore8(v, 0, t);
     return fmax(fmax(fmax(t[0], t[4]), fmax(t[2], t[6])), fmax(fmax(t[1], t[5]), fmax(t[3], t[7])));
 }
 
-inline float sum8(float8 v)
+static inline float sum8(float8 v)
 {
     float t[ROW_VEC];
     vstore8(v, 0, t);
@@ -62,7 +62,8 @@ typedef struct {
  * smoothing), Kahan-compensated per lane: with logits of +-1e4 the terms
  * reach 2e4 and the sum 1e9; every term is >= 0. A NaN logit makes S, and so
  * the loss, NaN; -inf logits add 0 to S. */
-inline row_stats row_max_sumexp_d(global const float *x, int V, bool want_d, local float *scratch)
+static inline __attribute__((always_inline)) row_stats
+row_max_sumexp_d(global const float *x, int V, bool want_d, local float *scratch)
 {
     const int lid = get_local_id(0), chunks = V / ROW_VEC, tail0 = chunks * ROW_VEC;
     float8 m8 = (float8)(-INFINITY);
@@ -180,7 +181,7 @@ kernel void log_softmax_rows(global float *out, ulong out_off, global const floa
 
 /* True when (vb, ib) beats (va, ia): larger value, NaN above everything
  * (as torch.argmax), and the lower index on ties. */
-inline bool argmax_better(float vb, int ib, float va, int ia)
+static inline bool argmax_better(float vb, int ib, float va, int ia)
 {
     if (isnan(vb) || isnan(va)) return isnan(vb) && (!isnan(va) || ib < ia);
     return vb > va || (vb == va && ib < ia);

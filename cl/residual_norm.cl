@@ -22,19 +22,19 @@
 
 /* The 4 lanes summed in a fixed order (layernorm.cl's sum4: Oclgrind
  * 21.10's uninitialised checker crashes on the shuffles of a register sum). */
-inline float rn_sum4(float4 v)
+static inline float rn_sum4(float4 v)
 {
     float t[RN_VEC];
     vstore4(v, 0, t);
     return (t[0] + t[2]) + (t[1] + t[3]);
 }
 
-inline float rn_round(float v, int precision)
+static inline float rn_round(float v, int precision)
 {
     return as_float(round_storage_bits(as_uint(v), precision));
 }
 
-inline float4 rn_round4(float4 v, int precision)
+static inline float4 rn_round4(float4 v, int precision)
 {
     if (precision == 0) return v;
     float t[RN_VEC];
@@ -66,7 +66,7 @@ kernel void bias_residual_forward(global float *y, ulong y_off, global const flo
 }
 
 /* Element c of a row of y (flat: the row's first element's index). */
-inline float rn_y(global const float *r, global const float *x, global const float *b,
+static inline float rn_y(global const float *r, global const float *x, global const float *b,
                   int has_bias, int c, ulong flat, float p, ulong seed, uint step, uint site,
                   int precision)
 {

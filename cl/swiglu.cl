@@ -8,7 +8,7 @@
 #include "common.h"
 
 /* 1 / (1 + e^-a): exp overflows to inf for a below about -88, giving 0. */
-inline float sigmoid_of(float a) { return 1.0f / (1.0f + exp(-a)); }
+static inline float sigmoid_of(float a) { return 1.0f / (1.0f + exp(-a)); }
 
 kernel void silu_forward(global float *out, ulong out_off, global const float *x, ulong x_off,
                          ulong n)
