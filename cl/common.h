@@ -88,10 +88,13 @@ static inline float dropout_uniform(ulong seed, uint step, uint tensor, ulong in
     const uint4 ctr = (uint4)((uint)(index >> 2), (uint)(index >> 34), tensor, step);
     const uint4 r = philox4x32_10(ctr, (uint2)((uint)seed, (uint)(seed >> 32)));
     /* Word index & 3 of r, chosen by its two bits: Oclgrind 21.10 returned
-     * the wrong word for a chain of == comparisons (for index >= 4). */
+     * the wrong word for a chain of == comparisons (for index >= 4). The
+     * low bit first, on scalars: choosing the pair r.zw or r.xy first
+     * compiled for NVPTX (clang 14) to a word of the key read from a
+     * private array in local memory. */
     const uint w = (uint)(index & 3);
-    const uint2 pair = (w & 2) ? r.zw : r.xy;
-    const uint bits = (w & 1) ? pair.y : pair.x;
+    const uint lo = (w & 1) ? r.y : r.x, hi = (w & 1) ? r.w : r.z;
+    const uint bits = (w & 2) ? hi : lo;
     return (float)(bits >> 8) * (1.0f / 16777216.0f);
 }
 

@@ -123,7 +123,8 @@ static inline void outer4(global float *y0, global float *y1, global float *y2, 
 
 /* The dropout multipliers of elements i0 .. i0+3 of a site (any i0): the
  * same values as dropout_scale of each, from the one or two Philox blocks
- * they lie in. */
+ * they lie in. Constant lanes for each offset: shuffle2 by a computed mask
+ * compiled for NVPTX to a private array in local memory. */
 static inline float4 dropout_scale_run4(float p, ulong seed, uint step, uint site, ulong i0)
 {
     if (p <= 0.0f) return (float4)(1.0f);
@@ -131,7 +132,9 @@ static inline float4 dropout_scale_run4(float p, ulong seed, uint step, uint sit
     const float4 a = dropout_scale4(p, seed, step, site, i0 >> 2);
     if (r == 0) return a;
     const float4 b = dropout_scale4(p, seed, step, site, (i0 >> 2) + 1);
-    return shuffle2(a, b, (uint4)(r) + (uint4)(0, 1, 2, 3));
+    if (r == 1) return (float4)(a.yzw, b.x);
+    if (r == 2) return (float4)(a.zw, b.xy);
+    return (float4)(a.w, b.xyz);
 }
 
 /* One block of four keys j .. j+3 for a query row: which are visible (key
