@@ -5,10 +5,11 @@
  *
  * The dropout mask is on the activation output: element (r, c) keeps with
  * dropout_scale(p, seed, step, site, r*C + c), recomputed in backward.
- * bias_act_* give each work item 32 consecutive elements of the flat
- * (N, C) tensor, whose dropout bits come from eight Philox blocks computed
- * together (dropout_scale32); the column is found with one division per item,
- * not one per element. bias_add is element-wise with work item (column, row).
+ * bias_act_* give each work item DROP_BLOCK consecutive elements of the
+ * flat (N, C) tensor (common.h: 32 on CPU layouts, whose dropout bits come
+ * from eight Philox blocks computed together; 4 with GPU layouts); the
+ * column is found with one division per item, not one per element.
+ * bias_add is element-wise with work item (column, row).
  * dbias is a separate deterministic column sum of dinp.
  */
 #include "common.h"
@@ -82,10 +83,12 @@ static inline __attribute__((always_inline)) float4 act_grad4(float4 x, int act)
 /* Whether a work item's 32 elements lie in one row (always when C is a
  * multiple of 32, as d_ff is in practice): then the bias is contiguous too
  * and the item works in float4 runs, which PoCL compiles to SIMD; its
- * element loop with a column that wraps stays scalar there. */
+ * element loop with a column that wraps stays scalar there. Not with GPU
+ * layouts: a GPU's lanes are its work items, and float4 activations took
+ * AMDGPU 79 registers where the element loop takes 30-34. */
 static inline bool block_in_row(int count, int c, int C)
 {
-    return count == DROP_BLOCK && c <= C - DROP_BLOCK;
+    return !GPU_LAYOUTS && count == DROP_BLOCK && c <= C - DROP_BLOCK;
 }
 
 /* out[r, c] = dropout(act(inp[r, c] + bias[c])). */
@@ -96,7 +99,7 @@ kernel void bias_act_forward(global float *out, ulong out_off, global const floa
     const ulong g = get_global_id(0), i0 = DROP_BLOCK * g, n = (ulong)N * C;
     if (i0 >= n) return;
     float m[DROP_BLOCK];
-    dropout_scale32(p, seed, step, site, g, m);
+    dropout_scale_block(p, seed, step, site, g, m);
     const int count = n - i0 < DROP_BLOCK ? (int)(n - i0) : DROP_BLOCK;
     int c = (int)(i0 - (i0 / C) * C); /* not %: see attention.cl on Oclgrind */
     if (block_in_row(count, c, C)) {
@@ -106,7 +109,7 @@ kernel void bias_act_forward(global float *out, ulong out_off, global const floa
             vstore4(act_value4(vload4(k, x) + vload4(k, b), act) * vload4(k, m), k, y);
         return;
     }
-    for (int k = 0; k < count; k++) {
+    FOR_BLOCK_ELEMENT(k, count) {
         const ulong i = i0 + k;
         out[out_off + i] = act_value(inp[inp_off + i] + bias[bias_off + c], act) * m[k];
         if (++c == C) c = 0;
@@ -123,7 +126,7 @@ kernel void bias_act_backward(global float *dinp, ulong dinp_off, global const f
     const ulong g = get_global_id(0), i0 = DROP_BLOCK * g, n = (ulong)N * C;
     if (i0 >= n) return;
     float m[DROP_BLOCK];
-    dropout_scale32(p, seed, step, site, g, m);
+    dropout_scale_block(p, seed, step, site, g, m);
     const int count = n - i0 < DROP_BLOCK ? (int)(n - i0) : DROP_BLOCK;
     int c = (int)(i0 - (i0 / C) * C);
     if (block_in_row(count, c, C)) {
@@ -135,7 +138,7 @@ kernel void bias_act_backward(global float *dinp, ulong dinp_off, global const f
                     k, dx);
         return;
     }
-    for (int k = 0; k < count; k++) {
+    FOR_BLOCK_ELEMENT(k, count) {
         const ulong i = i0 + k;
         dinp[dinp_off + i] = dout[dout_off + i] * m[k] * act_grad(inp[inp_off + i] + bias[bias_off + c], act);
         if (++c == C) c = 0;

@@ -117,10 +117,6 @@ static inline float4 dropout_scale4(float p, ulong seed, uint step, uint tensor,
     return select((float4)(1.0f / (1.0f - p)), (float4)(0.0f), u < (float4)(p));
 }
 
-/* Dropout multipliers of DROP_BLOCK consecutive elements: work items of
- * the element-wise dropout kernels take 32 elements each. */
-#define DROP_BLOCK 32
-
 /* The multipliers of elements 32g .. 32g+31 of a dropout site into m[0..31]:
  * the same values as dropout_scale4 of the eight Philox blocks 8g .. 8g+7,
  * computed together, one block per lane of 8-wide vectors. On CPU devices a
@@ -134,7 +130,7 @@ static inline __attribute__((always_inline)) void dropout_scale32(float p, ulong
                                                                   uint tensor, ulong g, float *m)
 {
     if (p <= 0.0f) {
-        for (int i = 0; i < DROP_BLOCK; i++) m[i] = 1.0f;
+        for (int i = 0; i < 32; i++) m[i] = 1.0f;
         return;
     }
     const ulong8 q = (ulong8)(8 * g) + (ulong8)(0, 1, 2, 3, 4, 5, 6, 7);
@@ -162,6 +158,45 @@ static inline __attribute__((always_inline)) void dropout_scale32(float p, ulong
     vstore8(select(keep, drop, convert_float8(w >> 8) * scale < pv), 0, t[3]);
     for (int j = 0; j < 8; j++)
         for (int k = 0; k < 4; k++) m[4 * j + k] = t[k][j];
+}
+
+/* The element-wise dropout kernels (activation, dropout, residual_norm)
+ * give work item g the DROP_BLOCK elements DROP_BLOCK * g .. and their
+ * multipliers (dropout_scale_block): 32 on CPU layouts, where eight Philox
+ * blocks run together as 8-wide vectors (dropout_scale32); one block of 4
+ * with GPU layouts, where neighbouring work items then read neighbouring
+ * elements, and 32 multipliers in a private array took a GPU's registers or
+ * went to off-chip memory. runtime/ops/dropout.h's cf_dropout_items counts
+ * the work items. */
+#if GPU_LAYOUTS
+#define DROP_BLOCK 4
+#else
+#define DROP_BLOCK 32
+#endif
+
+/* A loop over a work item's elements k < count (count <= DROP_BLOCK) that
+ * index a private array (the multipliers) by k. With GPU layouts it runs
+ * DROP_BLOCK times, unrolled, skipping the elements past count: the array
+ * stays in registers only where every index is a constant, and clang 14
+ * unrolls no loop whose trip count it does not know. CPU layouts keep the
+ * plain loop. Usage: FOR_BLOCK_ELEMENT(k, count) { ... } */
+#if GPU_LAYOUTS
+#define FOR_BLOCK_ELEMENT(k, count)                                                            \
+    _Pragma("unroll") for (int k = 0; k < DROP_BLOCK; k++) if (k < (count))
+#else
+#define FOR_BLOCK_ELEMENT(k, count) for (int k = 0; k < (count); k++)
+#endif
+
+/* The multipliers of work item g's DROP_BLOCK elements into m[0 ..
+ * DROP_BLOCK-1]: dropout_scale's values of elements DROP_BLOCK * g ... */
+static inline __attribute__((always_inline)) void
+dropout_scale_block(float p, ulong seed, uint step, uint tensor, ulong g, float *m)
+{
+#if GPU_LAYOUTS
+    vstore4(dropout_scale4(p, seed, step, tensor, g), 0, m);
+#else
+    dropout_scale32(p, seed, step, tensor, g, m);
+#endif
 }
 
 /* The bf16 bits of fp32 bits u: adding 0x7FFF plus the lowest kept bit

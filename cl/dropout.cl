@@ -8,8 +8,9 @@
  */
 #include "common.h"
 
-/* Each work item g handles elements 32g .. 32g+31, whose multipliers come
- * from eight Philox blocks at once (dropout_scale32). */
+/* Each work item g handles elements DROP_BLOCK * g .. (common.h: 32 on CPU
+ * layouts, whose multipliers come from eight Philox blocks at once; 4 with
+ * GPU layouts). */
 
 /* out[i] = res[i] + x[i] * dropout multiplier of i. */
 kernel void residual_dropout_forward(global float *out, ulong out_off, global const float *res,
@@ -19,9 +20,9 @@ kernel void residual_dropout_forward(global float *out, ulong out_off, global co
     const ulong g = get_global_id(0), i0 = DROP_BLOCK * g;
     if (i0 >= n) return;
     float m[DROP_BLOCK];
-    dropout_scale32(p, seed, step, site, g, m);
+    dropout_scale_block(p, seed, step, site, g, m);
     const int count = n - i0 < DROP_BLOCK ? (int)(n - i0) : DROP_BLOCK;
-    for (int k = 0; k < count; k++) {
+    FOR_BLOCK_ELEMENT(k, count) {
         const ulong i = i0 + k;
         const float r = res[res_off + i];
         const float v = x[x_off + i] * m[k];
@@ -36,7 +37,7 @@ kernel void dropout_backward(global float *dx, ulong dx_off, global const float 
     const ulong g = get_global_id(0), i0 = DROP_BLOCK * g;
     if (i0 >= n) return;
     float m[DROP_BLOCK];
-    dropout_scale32(p, seed, step, site, g, m);
+    dropout_scale_block(p, seed, step, site, g, m);
     const int count = n - i0 < DROP_BLOCK ? (int)(n - i0) : DROP_BLOCK;
-    for (int k = 0; k < count; k++) dx[dx_off + i0 + k] = dout[dout_off + i0 + k] * m[k];
+    FOR_BLOCK_ELEMENT(k, count) dx[dx_off + i0 + k] = dout[dout_off + i0 + k] * m[k];
 }

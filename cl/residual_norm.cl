@@ -43,9 +43,10 @@ static inline float4 rn_round4(float4 v, int precision)
     return vload4(0, t);
 }
 
-/* y[r, c] = res[r, c] + dropout(x[r, c] + bias[c]) over (N, C), 32 elements
- * a work item (dropout_scale32). y may alias res or x: each element is read,
- * then written, by the same work item. has_bias 0: no bias (bias unread). */
+/* y[r, c] = res[r, c] + dropout(x[r, c] + bias[c]) over (N, C), DROP_BLOCK
+ * elements a work item (dropout_scale_block). y may alias res or x: each
+ * element is read, then written, by the same work item. has_bias 0: no
+ * bias (bias unread). */
 kernel void bias_residual_forward(global float *y, ulong y_off, global const float *res,
                                   ulong res_off, global const float *x, ulong x_off,
                                   global const float *bias, ulong bias_off, int has_bias, int N,
@@ -54,10 +55,10 @@ kernel void bias_residual_forward(global float *y, ulong y_off, global const flo
     const ulong g = get_global_id(0), i0 = DROP_BLOCK * g, n = (ulong)N * C;
     if (i0 >= n) return;
     float m[DROP_BLOCK];
-    dropout_scale32(p, seed, step, site, g, m);
+    dropout_scale_block(p, seed, step, site, g, m);
     const int count = n - i0 < DROP_BLOCK ? (int)(n - i0) : DROP_BLOCK;
     int c = (int)(i0 - (i0 / C) * C); /* not %: see attention.cl on Oclgrind */
-    for (int k = 0; k < count; k++) {
+    FOR_BLOCK_ELEMENT(k, count) {
         const ulong i = i0 + k;
         const float f = x[x_off + i] + (has_bias ? bias[bias_off + c] : 0.0f);
         y[y_off + i] = rn_round(res[res_off + i] + f * m[k], precision);

@@ -19,6 +19,11 @@ typedef struct {
  * caller in the error message. */
 clformer_status cf_dropout_args_of(const cf_dropout *d, const char *op, cf_dropout_args *out);
 
+/* The work items of an element-wise dropout kernel over n elements
+ * (activation, dropout, residual_norm): DROP_BLOCK elements each
+ * (cl/common.h), 4 with GPU layouts, else 32. */
+size_t cf_dropout_items(const cf_ctx *ctx, size_t n);
+
 /* The four launch arguments, in kernel order, for CF_LAUNCH. */
 #define CF_DROPOUT_ARGS(a) CF_F32((a).p), CF_U64((a).seed), CF_U32((a).step), CF_U32((a).site)
 

@@ -4,13 +4,15 @@
  * (runtime/ops/ops.h).
  *
  * Both are element-wise over the flat (N, C) tensor, 32 elements a work
- * item (eight Philox blocks, computed together, give their dropout mask).
+ * item (eight Philox blocks, computed together, give their dropout mask; 4,
+ * one block, with GPU layouts: cf_dropout_items).
  * dbias is cf_colsum over dinp afterwards (fixed order, deterministic). Fusing that sum into
  * the backward kernel (work items owning a column and a block of rows)
  * measured 8-12x slower on PoCL for 4096x2048, apparently because PoCL
  * does not vectorize a loop that stores into a buffer that may alias the
  * one it reads (dinp may be dout), so each work item walks a column alone.
  */
+#include "dropout.h"
 #include "launch.h"
 #include "ops.h"
 #include "program.h"
@@ -57,7 +59,7 @@ clformer_status cf_bias_act_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_vi
                        "cf_bias_act_forward: out, inp and bias must be device buffers");
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BIAS_ACT_FORWARD, &k));
-    size_t local = ctx->elementwise_wg, global = (N * C + 31) / 32; /* 32 elements per item */
+    size_t local = ctx->elementwise_wg, global = cf_dropout_items(ctx, N * C);
     CF_TRY(CF_LAUNCH(ctx, "activation", cf_f32_bytes(2 * N * C + C), k, 1, &global, &local,
                      CF_MEM(out.buf), CF_U64(out.off),
                      CF_MEM(inp.buf), CF_U64(inp.off), CF_MEM(bias.buf), CF_U64(bias.off),
@@ -78,7 +80,7 @@ clformer_status cf_bias_act_backward(cf_ctx *ctx, cf_view dinp, cf_view dbias, c
                        "cf_bias_act_backward: dinp, dout, inp and bias must be device buffers");
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BIAS_ACT_BACKWARD, &k));
-    size_t local = ctx->elementwise_wg, global = (N * C + 31) / 32; /* 32 elements per item */
+    size_t local = ctx->elementwise_wg, global = cf_dropout_items(ctx, N * C);
     /* reads dout, inp and bias, writes dinp */
     CF_TRY(CF_LAUNCH(ctx, "activation", cf_f32_bytes(3 * N * C + C), k, 1, &global, &local,
                      CF_MEM(dinp.buf), CF_U64(dinp.off),

@@ -21,12 +21,18 @@ clformer_status cf_dropout_args_of(const cf_dropout *d, const char *op, cf_dropo
     return CLFORMER_OK;
 }
 
+size_t cf_dropout_items(const cf_ctx *ctx, size_t n)
+{
+    const size_t block = ctx->device_profile.gpu_layouts ? 4 : 32;
+    return (n + block - 1) / block;
+}
+
 static clformer_status launch_residual(cf_ctx *ctx, cf_view out, cf_view res, cf_view x,
                                        size_t n, const cf_dropout_args *s)
 {
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_RESIDUAL_DROPOUT_FORWARD, &k));
-    size_t local = ctx->elementwise_wg, items = (n + 31) / 32; /* 32 elements per item */
+    size_t local = ctx->elementwise_wg, items = cf_dropout_items(ctx, n);
     /* reads res and x, writes out */
     return CF_LAUNCH(ctx, "dropout", cf_f32_bytes(3 * n), k, 1, &items, &local, CF_MEM(out.buf),
                      CF_U64(out.off),
@@ -60,7 +66,7 @@ clformer_status cf_dropout_backward(cf_ctx *ctx, cf_view dx, cf_view dout, size_
         return CLFORMER_OK; /* identity in place */
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_DROPOUT_BACKWARD, &k));
-    size_t local = ctx->elementwise_wg, items = (n + 31) / 32; /* 32 elements per item */
+    size_t local = ctx->elementwise_wg, items = cf_dropout_items(ctx, n);
     CF_TRY(CF_LAUNCH(ctx, "dropout", cf_f32_bytes(2 * n), k, 1, &items, &local, CF_MEM(dx.buf),
                      CF_U64(dx.off),
                      CF_MEM(dout.buf), CF_U64(dout.off), CF_U64(n), CF_DROPOUT_ARGS(s)));

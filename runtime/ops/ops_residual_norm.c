@@ -48,7 +48,7 @@ clformer_status cf_bias_residual_forward(cf_ctx *ctx, cf_view y, cf_view res, cf
     const cf_view b = has_bias ? bias : x; /* not read without a bias */
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BIAS_RESIDUAL_FORWARD, &k));
-    size_t local = ctx->elementwise_wg, items = (N * C + 31) / 32; /* 32 elements per item */
+    size_t local = ctx->elementwise_wg, items = cf_dropout_items(ctx, N * C);
     /* reads res, x and the bias; writes y */
     return CF_LAUNCH(ctx, "residual", cf_f32_bytes(3 * N * C + (has_bias ? C : 0)), k, 1, &items,
                      &local, CF_VIEW(y), CF_VIEW(res), CF_VIEW(x), CF_VIEW(b), CF_I32(has_bias),
