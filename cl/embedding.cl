@@ -52,29 +52,37 @@ static inline float sinusoid(int t, int c, float2 beta)
 
 /* The dropout multipliers of flat elements i0 .. i0+n-1 (n <= 4) of a row of
  * C columns, i0 = row*C + a multiple of 4: one Philox block when C is a
- * multiple of 4 (then i0 is too), one per element otherwise. */
-static inline void drop4(float *m, int n, int C, ulong i0, float p, ulong seed, uint step, uint site)
+ * multiple of 4 (then i0 is too), one per element otherwise.
+ *
+ * A work item's four columns live in private arrays of 4 (m, pe, acc),
+ * indexed only by loops of exactly 4 iterations (the columns past n
+ * skipped), unrolled, and filled by helpers that are always inlined: GPU
+ * compilers keep such arrays in registers only where every index is a
+ * constant (a loop bound of n kept them in NVPTX local memory). */
+static inline __attribute__((always_inline)) void drop4(float *m, int n, int C, ulong i0, float p,
+                                                        ulong seed, uint step, uint site)
 {
     if ((C & 3) == 0) {
         const float4 m4 = dropout_scale4(p, seed, step, site, i0 >> 2);
         m[0] = m4.s0, m[1] = m4.s1, m[2] = m4.s2, m[3] = m4.s3;
         return;
     }
+#pragma unroll
     for (int j = 0; j < 4; j++) m[j] = j < n ? dropout_scale(p, seed, step, site, i0 + j) : 0.0f;
 }
 
 /* Writes out[b,t,c0+j] for every b, given the position values pe[j] = P[t,c0+j], j < n. */
-static inline void embed_columns(global float *out, ulong out_off, global const int *tokens,
-                          ulong tok_off, global const float *table, ulong table_off, int B,
-                          int T, int C, int t, int c0, int n, float scale, const float *pe,
-                          float p, ulong seed, uint step, uint site)
+static inline __attribute__((always_inline)) void
+embed_columns(global float *out, ulong out_off, global const int *tokens, ulong tok_off,
+              global const float *table, ulong table_off, int B, int T, int C, int t, int c0,
+              int n, float scale, const float *pe, float p, ulong seed, uint step, uint site)
 {
     for (int b = 0; b < B; b++) {
         const ulong row = (ulong)b * T + t, i0 = row * C + c0;
         const int id = tokens[tok_off + row];
         float m[4];
         drop4(m, n, C, i0, p, seed, step, site);
-        for (int j = 0; j < n; j++) {
+        for (int j = 0; j < 4; j++) if (j < n) {
             const float v = table[table_off + (ulong)id * C + c0 + j] * scale + pe[j];
             out[out_off + i0 + j] = v * m[j];
         }
@@ -101,7 +109,9 @@ kernel void embedding_forward_sinusoidal(global float *out, ulong out_off,
     const int c0 = first_column(get_global_id(0), C, &n), t = get_global_id(1);
     if (n <= 0 || t >= T) return;
     float pe[4];
-    for (int j = 0; j < n; j++) pe[j] = sinusoid(pos0 + t, c0 + j, (float2)(beta_hi, beta_lo));
+#pragma unroll
+    for (int j = 0; j < 4; j++)
+        if (j < n) pe[j] = sinusoid(pos0 + t, c0 + j, (float2)(beta_hi, beta_lo));
     embed_columns(out, out_off, tokens, tok_off, table, table_off, B, T, C, t, c0, n, scale, pe,
                   p, seed, step, site);
 }
@@ -118,7 +128,7 @@ kernel void embedding_forward_learned(global float *out, ulong out_off, global c
     const int c0 = first_column(get_global_id(0), C, &n), t = get_global_id(1);
     if (n <= 0 || t >= T) return;
     float pe[4];
-    for (int j = 0; j < n; j++) pe[j] = pos[pos_off + (ulong)(pos0 + t) * C + c0 + j];
+    for (int j = 0; j < 4; j++) if (j < n) pe[j] = pos[pos_off + (ulong)(pos0 + t) * C + c0 + j];
     embed_columns(out, out_off, tokens, tok_off, table, table_off, B, T, C, t, c0, n, scale, pe,
                   p, seed, step, site);
 }
@@ -156,10 +166,10 @@ kernel void embedding_backward_table(global float *dtable, ulong dtable_off,
     for (int j = begin; j < end; j++) {
         const ulong i0 = (ulong)positions[positions_off + j] * C + c0;
         drop4(m, n, C, i0, p, seed, step, site);
-        for (int k = 0; k < n; k++) acc[k] += dout[dout_off + i0 + k] * m[k];
+        for (int k = 0; k < 4; k++) if (k < n) acc[k] += dout[dout_off + i0 + k] * m[k];
     }
     const ulong d = dtable_off + (ulong)unique[unique_off + u] * C + c0;
-    for (int k = 0; k < n; k++) dtable[d + k] += scale * acc[k];
+    for (int k = 0; k < 4; k++) if (k < n) dtable[d + k] += scale * acc[k];
 }
 
 /* Global (ceil(C/4), T): dpos[t, c] += sum over b (in order) of g[b, t, c]. */
@@ -174,7 +184,7 @@ kernel void embedding_backward_pos(global float *dpos, ulong dpos_off, global co
     for (int b = 0; b < B; b++) {
         const ulong i0 = ((ulong)b * T + t) * C + c0;
         drop4(m, n, C, i0, p, seed, step, site);
-        for (int k = 0; k < n; k++) acc[k] += dout[dout_off + i0 + k] * m[k];
+        for (int k = 0; k < 4; k++) if (k < n) acc[k] += dout[dout_off + i0 + k] * m[k];
     }
-    for (int k = 0; k < n; k++) dpos[dpos_off + (ulong)t * C + c0 + k] += acc[k];
+    for (int k = 0; k < 4; k++) if (k < n) dpos[dpos_off + (ulong)t * C + c0 + k] += acc[k];
 }
