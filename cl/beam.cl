@@ -46,6 +46,14 @@ kernel void beam_gather_cache(global float *dst, ulong dst_off, global const flo
 
 #define BEAM_MAX_K 64 /* the widest beam */
 
+/* The private arrays below (beam_reorder_caches' rows, beam_candidates'
+ * sorted lists, beam_select's heads) are indexed by run-time values (K, M,
+ * an insertion point), so GPU compilers keep them in off-chip memory
+ * (NVPTX local, AMDGPU scratch: 768, 2,048 and 256 bytes). That is
+ * deliberate: they are each work item's own (beam_candidates: up to 128
+ * entries for every item of a group, beyond any shared memory), and these
+ * kernels run once a decoding step, never in training. */
+
 /* first[r]: the first of positions 0..n-1 where row r's tokens (the token
  * table, R x L) differ from those of its parent parents[r]; n when they
  * agree throughout or r is its own parent. A position's keys and values
