@@ -139,6 +139,24 @@ static void bad_batches_are_refused(void **state)
     clformer_model_free(m);
 }
 
+/* The logits of `batch` from each model, compared bit for bit. */
+static void same_logits(clformer_model *a, clformer_model *b, const clformer_batch *batch)
+{
+    const size_t n =
+        batch->batch * (batch->tgt_len - 1) * (size_t)clformer_model_config(a)->tgt_vocab;
+    float *x = hmalloc(n * sizeof *x), *y = hmalloc(n * sizeof *y);
+    clformer_session *s1, *s2;
+    assert_ok(clformer_session_create(a, &s1));
+    assert_ok(clformer_session_create(b, &s2));
+    assert_ok(clformer_session_logits(s1, batch, x));
+    assert_ok(clformer_session_logits(s2, batch, y));
+    assert_memory_equal(x, y, n * sizeof *x);
+    clformer_session_free(s1);
+    clformer_session_free(s2);
+    free(x);
+    free(y);
+}
+
 static void checkpoint_round_trip(void **state)
 {
     (void)state;
@@ -163,18 +181,7 @@ static void checkpoint_round_trip(void **state)
     int32_t tgt[B * T1];
     make_batch(&c, 1, tgt);
     const clformer_batch b = {B, 0, T1, NULL, tgt};
-    const size_t n = (size_t)B * (T1 - 1) * (size_t)c.tgt_vocab;
-    float *x = hmalloc(n * sizeof *x), *y = hmalloc(n * sizeof *y);
-    clformer_session *s1, *s2;
-    assert_ok(clformer_session_create(m, &s1));
-    assert_ok(clformer_session_create(back, &s2));
-    assert_ok(clformer_session_logits(s1, &b, x));
-    assert_ok(clformer_session_logits(s2, &b, y));
-    assert_memory_equal(x, y, n * sizeof *x);
-    clformer_session_free(s1);
-    clformer_session_free(s2);
-    free(x);
-    free(y);
+    same_logits(m, back, &b);
     clformer_model_free(m);
     clformer_model_free(back);
 }
@@ -294,24 +301,6 @@ static void sampling_follows_the_distribution(void **state)
     }
 }
 
-/* The logits of a batch of one window (T ids) from each model, compared bit for bit. */
-static void same_logits(clformer_model *a, clformer_model *b, const int32_t *ids, size_t T)
-{
-    const clformer_batch batch = {1, 0, T, NULL, ids};
-    const size_t n = (T - 1) * (size_t)clformer_model_config(a)->tgt_vocab;
-    float *x = hmalloc(n * sizeof *x), *y = hmalloc(n * sizeof *y);
-    clformer_session *s1, *s2;
-    assert_ok(clformer_session_create(a, &s1));
-    assert_ok(clformer_session_create(b, &s2));
-    assert_ok(clformer_session_logits(s1, &batch, x));
-    assert_ok(clformer_session_logits(s2, &batch, y));
-    assert_memory_equal(x, y, n * sizeof *x);
-    clformer_session_free(s1);
-    clformer_session_free(s2);
-    free(x);
-    free(y);
-}
-
 /* GPT-2's BPE (tests/data/bpe, 700 tokens) on a model: its ids, through a
  * checkpoint and a Hugging Face export (vocab.json + merges.txt) and back. */
 static void gpt2_bpe_round_trip(void **state)
@@ -367,7 +356,7 @@ static void gpt2_bpe_round_trip(void **state)
         assert_ok(clformer_lm_encode(r, text, strlen(text), &again, &n2));
         assert_int_equal(n2, n);
         assert_memory_equal(again, ids, n * sizeof *ids);
-        same_logits(m, r, ids, n);
+        same_logits(m, r, &(clformer_batch){1, 0, n, NULL, ids}); /* one window */
         clformer_free(again);
         clformer_model_free(r);
     }
