@@ -59,7 +59,7 @@
 #ifndef FWD_ROWS
 #define FWD_ROWS 64
 #define FWD_SPLIT 2
-#define FWD_KEYS 16
+#define FWD_KEYS 8
 #define DQ_ROWS 64
 #define DQ_SPLIT 2
 #define DQ_KEYS 8
@@ -205,28 +205,35 @@ inline void load_key_tile(local float4 *kt, local float4 *vt, local int *kf, loc
 
 /* Two dot products per row t < n of two local tiles (backward): sd[t] =
  * this item's part of a . x_t and sd[n + t] of b . y_t, over its slice of
- * `cols` float4 columns (part, part + split, ...). Static and always
- * inlined: n and cols are constants only at the call sites, and a standalone
- * copy's loops cannot unroll (LLVM warns "loop not unrolled"; Oclgrind's
- * --data-races check reports it). */
-static inline __attribute__((always_inline)) void
-pair_dots(float *sd, int n, const float4 *a, const float4 *b, local const float4 *x,
-          local const float4 *y, int part, int split, int cols)
-{
-#pragma unroll
-    for (int t = 0; t < n; t++) {
-        float4 u = (float4)(0.0f), w = (float4)(0.0f);
-#pragma unroll
-        for (int c = 0; c < cols; c++)
-            if (HAS_COL(split, part, c)) {
-                const int e = t * D4 + part + split * c;
-                u += a[c] * x[e];
-                w += b[c] * y[e];
-            }
-        sd[t] = hsum4(u);
-        sd[n + t] = hsum4(w);
+ * `cols` float4 columns (part, part + split, ...). A macro for the reason
+ * ROWS_SUM is one: as an always inlined function, its loops over n and cols
+ * were unrolled by 2 with a run-time trip count, before inlining, for
+ * AMDGPU, and the arrays a and b (q and dO, or k and v) stayed in scratch
+ * memory. */
+#define PAIR_DOTS(sd, n, a, b, x, y, part, split, cols)                                        \
+    _Pragma("unroll") for (int t_ = 0; t_ < (n); t_++) {                                       \
+        float4 u_ = (float4)(0.0f), w_ = (float4)(0.0f);                                       \
+        _Pragma("unroll") for (int c_ = 0; c_ < (cols); c_++)                                  \
+            if (HAS_COL(split, part, c_)) {                                                    \
+                const int e_ = t_ * D4 + (part) + (split) * c_;                                \
+                u_ += (a)[c_] * (x)[e_];                                                       \
+                w_ += (b)[c_] * (y)[e_];                                                       \
+            }                                                                                  \
+        (sd)[t_] = hsum4(u_);                                                                  \
+        (sd)[(n) + t_] = hsum4(w_);                                                            \
     }
-}
+
+/* float rd[n]: rd[i] = dr[first + i * stride] with dropout, else 1 (the
+ * backward's multipliers of a tile). Taken before the tile's dot products:
+ * a branch after them (even this uniform one) had the compiler load the
+ * whole tile ahead of it and spill (AMDGPU). */
+#define DROP_MULTIPLIERS(rd, n, first, stride)                                                 \
+    float rd[n];                                                                               \
+    if (drop) {                                                                                \
+        _Pragma("unroll") for (int i_ = 0; i_ < (n); i_++) rd[i_] = dr[(first) + i_ * (stride)]; \
+    } else {                                                                                   \
+        _Pragma("unroll") for (int i_ = 0; i_ < (n); i_++) rd[i_] = 1.0f;                      \
+    }
 
 /* The locals of a work item of a query-block kernel (forward, dQ): row r
  * of the group's block of `rows` query rows from t0 (query t, row `row` of
@@ -250,10 +257,10 @@ pair_dots(float *sd, int n, const float4 *a, const float4 *b, local const float4
 #define FWD_COLS COLS(FWD_SPLIT)
 
 /* s[jj] = this item's part of q . k_jj for the FWD_KEYS keys of the tile in
- * kt. Static and always inlined, as pair_dots, and so is fwd_mask: as plain
- * inline functions the forward's s[] stayed in NVPTX local memory (192
- * bytes at dh 64), a private array being kept in registers only where
- * every index is a constant. */
+ * kt. Static and always inlined, and so is fwd_mask: as plain inline
+ * functions the forward's s[] stayed in NVPTX local memory (192 bytes at
+ * dh 64), a private array being kept in registers only where every index
+ * is a constant. (Their loops' bounds are constants: no macro needed.) */
 static inline __attribute__((always_inline)) void
 fwd_dots(float *s, const float4 *qv, local const float4 *kt, int part)
 {
@@ -267,13 +274,14 @@ fwd_dots(float *s, const float4 *qv, local const float4 *kt, int part)
     }
 }
 
-/* The row's totals s[jj] scaled, -inf where key j0 + jj is masked. */
+/* The row's totals s[jj] scaled, -inf where key j0 + jj is masked (no
+ * branches: & not &&). */
 static inline __attribute__((always_inline)) void
 fwd_mask(float *s, local const int *kf, int j0, int qpos, int causal, float scale)
 {
 #pragma unroll
     for (int jj = 0; jj < FWD_KEYS; jj++) {
-        const bool visible = kf[jj] && (!causal || j0 + jj <= qpos);
+        const bool visible = (kf[jj] != 0) & (!causal | (j0 + jj <= qpos));
         s[jj] = visible ? s[jj] * scale : -INFINITY;
     }
 }
@@ -323,15 +331,25 @@ kernel void flash_tiled_forward(global float *out, ulong out_off, global float *
             l *= alpha;
 #pragma unroll
             for (int x = 0; x < FWD_COLS; x++) ov[x] *= alpha;
+            /* the weights p (exp(-inf) = 0 where masked), then o += p d v in
+             * a loop of its own: with a branch per key (exp only where
+             * visible, dropout's multiplier) the compiler loaded the V tile
+             * ahead of the branches and spilled it (AMDGPU) */
 #pragma unroll
             for (int jj = 0; jj < FWD_KEYS; jj++) {
-                const float p = s[jj] > -INFINITY ? exp(s[jj] - mn) : 0.0f;
-                l += p;
-                float w = p;
-                if (drop) w *= dr[r * (FWD_KEYS + 1) + jj];
+                s[jj] = exp(s[jj] - mn);
+                l += s[jj];
+            }
+            if (drop) {
+#pragma unroll
+                for (int jj = 0; jj < FWD_KEYS; jj++) s[jj] *= dr[r * (FWD_KEYS + 1) + jj];
+            }
+#pragma unroll
+            for (int jj = 0; jj < FWD_KEYS; jj++) {
 #pragma unroll
                 for (int x = 0; x < FWD_COLS; x++)
-                    if (HAS_COL(FWD_SPLIT, part, x)) ov[x] += w * vt[jj * D4 + part + FWD_SPLIT * x];
+                    if (HAS_COL(FWD_SPLIT, part, x))
+                        ov[x] += s[jj] * vt[jj * D4 + part + FWD_SPLIT * x];
             }
             m = mn;
         }
@@ -428,15 +446,21 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
         load_key_tile(kt, vt, kf, dr, DQ_KEYS, DQ_ROWS, kb, vb, kt_row, use_keys, j0, Tk,
                       (ulong)bh * Tq + t0, drop_p, seed, step, site, lid, DQ_W);
         barrier(CLK_LOCAL_MEM_FENCE);
-        pair_dots(sd, DQ_KEYS, qv, gv, kt, vt, part, DQ_SPLIT, DQ_COLS); /* q . k, dO . v */
+        /* the tile's work without branches, as the forward's: exp(-inf) =
+         * 0 for masked keys */
+        DROP_MULTIPLIERS(rd, DQ_KEYS, r * (DQ_KEYS + 1), 1);
+        PAIR_DOTS(sd, DQ_KEYS, qv, gv, kt, vt, part, DQ_SPLIT, DQ_COLS); /* q . k, dO . v */
         ROWS_SUM(sd, 2 * DQ_KEYS, xs, lid, DQ_W, DQ_SPLIT);
+        /* unsplit rows: a barrier in the exchange's place, or the compiler
+         * reuses the dot products' loads of K below and holds the whole
+         * tile in registers (AMDGPU at dh 32: 256 VGPRs, 344 bytes spilled) */
+        if (DQ_SPLIT == 1) barrier(CLK_LOCAL_MEM_FENCE);
         const float M = lm[r], inv = linv[r], D = ld[r];
 #pragma unroll
         for (int jj = 0; jj < DQ_KEYS; jj++) {
-            const bool visible = kf[jj] && (!causal || j0 + jj <= q_pos0 + t);
-            const float p = visible ? exp(sd[jj] * scale - M) * inv : 0.0f;
-            const float rd = drop ? dr[r * (DQ_KEYS + 1) + jj] : 1.0f;
-            const float ds = p * (rd * sd[DQ_KEYS + jj] - D);
+            const bool visible = (kf[jj] != 0) & (!causal | (j0 + jj <= q_pos0 + t));
+            const float p = exp(visible ? sd[jj] * scale - M : -INFINITY) * inv;
+            const float ds = p * (rd[jj] * sd[DQ_KEYS + jj] - D);
 #pragma unroll
             for (int x = 0; x < DQ_COLS; x++)
                 if (HAS_COL(DQ_SPLIT, part, x)) dqv[x] += ds * kt[jj * D4 + part + DQ_SPLIT * x];
@@ -508,15 +532,15 @@ kernel void flash_tiled_backward_dkv(global float *dk, ulong dk_off, global floa
                 drop_tile(dr, DKV_ROWS, DKV_KEYS, head + i0, Tk, j_first, drop_p, seed, step,
                           site, lid, DKV_W);
             barrier(CLK_LOCAL_MEM_FENCE);
+            DROP_MULTIPLIERS(rd, DKV_ROWS, rk, DKV_KEYS + 1); /* without branches, as in dQ */
             /* k . q, v . dO */
-            pair_dots(sd, DKV_ROWS, kr4, vr4, qt, gt, part, DKV_SPLIT, DKV_COLS);
+            PAIR_DOTS(sd, DKV_ROWS, kr4, vr4, qt, gt, part, DKV_SPLIT, DKV_COLS);
             ROWS_SUM(sd, 2 * DKV_ROWS, xs, lid, DKV_W, DKV_SPLIT);
 #pragma unroll
             for (int ii = 0; ii < DKV_ROWS; ii++) {
-                const bool visible = kept && ii < n && (!causal || j <= q_pos0 + i0 + ii);
-                const float p = visible ? exp(sd[ii] * scale - lm[ii]) * linv[ii] : 0.0f;
-                const float rd = drop ? dr[ii * (DKV_KEYS + 1) + rk] : 1.0f;
-                const float ds = p * (rd * sd[DKV_ROWS + ii] - ld[ii]), pd = p * rd;
+                const bool visible = kept & (ii < n) & (!causal | (j <= q_pos0 + i0 + ii));
+                const float p = exp(visible ? sd[ii] * scale - lm[ii] : -INFINITY) * linv[ii];
+                const float ds = p * (rd[ii] * sd[DKV_ROWS + ii] - ld[ii]), pd = p * rd[ii];
 #pragma unroll
                 for (int x = 0; x < DKV_COLS; x++)
                     if (HAS_COL(DKV_SPLIT, part, x)) {

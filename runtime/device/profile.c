@@ -164,9 +164,12 @@ clformer_status clformer_device_profile_for(const clformer_device_info *d, const
 
 /* Floats of a row's operands and accumulators one work item may hold in
  * registers: the forward holds 2 arrays (q, o), dQ 3 (q, dO, dq), dK/dV 4
- * (k, v, dk, dv). Past it the row's columns are split over more items. An
- * estimate (no GPU measured yet): it leaves ~60 of NVIDIA's 168 registers
- * per item at 256-item groups, 1.5 groups per multiprocessor. */
+ * (k, v, dk, dv). Past it the row's columns are split over more items. No
+ * GPU has run the kernels yet; a compiler's figures (clang 14 + libclc for
+ * AMDGPU gfx906 as a driver builds them, at the head sizes 32 to 128 and
+ * the tiles below) are 122-159 VGPRs an item in the forward, 171-201 in dQ
+ * and 172-229 in dK/dV, none spilled, of the 256 an item has in a
+ * 256-item group. */
 #define TILED_REGISTER_FLOATS 96
 /* Work items per group: AMD's limit, and enough rows to share each tile. */
 #define TILED_GROUP 256
@@ -227,13 +230,22 @@ size_t cf_attention_tiles_local_bytes(const cf_attention_tiles *t)
     return a > b ? (a > c ? a : c) : (b > c ? b : c);
 }
 
-/* The largest tile of 16, 8 or 4 rows with which local_of(t) fits `local`;
- * with 4 not fitting, the owned rows halve (down to one), then 0: none fits. */
-static bool fit_tile(cf_attention_tiles *t, unsigned *tile, unsigned *owned, size_t local,
-                     size_t (*local_of)(const cf_attention_tiles *))
+/* Rows a tile may have where a row is split over `split` items: the
+ * kernels unroll their loops over a tile, and the compiler's figures above
+ * had 16-row tiles spill in dQ and dK/dV (dh 64 and 80: 256 VGPRs and
+ * 28-48 bytes of scratch an item) and 8-row tiles at 8 items a row (dK/dV at
+ * dh 128, 255 and 12); 8-row tiles let the forward at dh 32 and 64 keep two
+ * groups per compute unit (122 and 127 VGPRs). */
+static unsigned max_tile(unsigned split) { return split >= 8 ? 4 : 8; }
+
+/* The largest tile of max_tile(split) rows, or of half that (at least 4),
+ * with which local_of(t) fits `local`; with 4 not fitting, the owned rows
+ * halve (down to one), then 0: none fits. */
+static bool fit_tile(cf_attention_tiles *t, unsigned *tile, unsigned *owned, unsigned split,
+                     size_t local, size_t (*local_of)(const cf_attention_tiles *))
 {
     for (;;) {
-        for (*tile = 16; *tile >= 4; *tile /= 2)
+        for (*tile = max_tile(split); *tile >= 4; *tile /= 2)
             if (local_of(t) <= local) return true;
         if (*owned == 1) return false;
         *owned /= 2;
@@ -267,9 +279,9 @@ bool cf_attention_tiles_for(const clformer_device_profile *p, size_t dh, cf_atte
     t->fwd_rows = (unsigned)(wg / t->fwd_split > 128 ? 128 : wg / t->fwd_split);
     t->dq_rows = (unsigned)(wg / t->dq_split > 128 ? 128 : wg / t->dq_split);
     t->dkv_keys = (unsigned)(wg / t->dkv_split > 128 ? 128 : wg / t->dkv_split);
-    if (!fit_tile(t, &t->fwd_keys, &t->fwd_rows, local, fwd_local) ||
-        !fit_tile(t, &t->dq_keys, &t->dq_rows, local, dq_local) ||
-        !fit_tile(t, &t->dkv_rows, &t->dkv_keys, local, dkv_local)) {
+    if (!fit_tile(t, &t->fwd_keys, &t->fwd_rows, t->fwd_split, local, fwd_local) ||
+        !fit_tile(t, &t->dq_keys, &t->dq_rows, t->dq_split, local, dq_local) ||
+        !fit_tile(t, &t->dkv_rows, &t->dkv_keys, t->dkv_split, local, dkv_local)) {
         *why = "the device's local memory is too small for the head size";
         return false;
     }

@@ -161,16 +161,16 @@ static void attention_tiles(void **state)
     const cf_attention_tiles t = tiles(1024, 48 << 10, 64);
     assert_int_equal(t.head_dim, 64);
     assert_int_equal(t.fwd_rows, 128), assert_int_equal(t.fwd_split, 2);
-    assert_int_equal(t.fwd_keys, 16);
+    assert_int_equal(t.fwd_keys, 8);
     assert_int_equal(t.dq_rows, 128), assert_int_equal(t.dq_split, 2);
     assert_int_equal(t.dq_keys, 8);
     assert_int_equal(t.dkv_keys, 64), assert_int_equal(t.dkv_split, 4);
-    assert_int_equal(t.dkv_rows, 16);
+    assert_int_equal(t.dkv_rows, 8);
     char options[256];
     cf_attention_tiles_options(&t, options, sizeof options);
-    assert_string_equal(options, "-DHEAD_DIM=64 -DFWD_ROWS=128 -DFWD_SPLIT=2 -DFWD_KEYS=16 "
+    assert_string_equal(options, "-DHEAD_DIM=64 -DFWD_ROWS=128 -DFWD_SPLIT=2 -DFWD_KEYS=8 "
                                  "-DDQ_ROWS=128 -DDQ_SPLIT=2 -DDQ_KEYS=8 -DDKV_KEYS=64 "
-                                 "-DDKV_SPLIT=4 -DDKV_ROWS=16");
+                                 "-DDKV_SPLIT=4 -DDKV_ROWS=8");
 
     static const struct {
         size_t wg;
@@ -186,6 +186,10 @@ static void attention_tiles(void **state)
                         u.dkv_keys * u.dkv_split <= wg);
             assert_true(cf_attention_tiles_local_bytes(&u) <= local);
             assert_true(u.fwd_keys >= 4 && u.dq_keys >= 4 && u.dkv_rows >= 4);
+            /* tiles of 8 rows at most, 4 at 8 items a row (registers) */
+            assert_true(u.fwd_keys <= (u.fwd_split >= 8 ? 4u : 8u));
+            assert_true(u.dq_keys <= (u.dq_split >= 8 ? 4u : 8u));
+            assert_true(u.dkv_rows <= (u.dkv_split >= 8 ? 4u : 8u));
             /* a row's columns in registers: at most 96 floats a kernel's arrays */
             assert_true(2 * dh <= 96 * u.fwd_split || u.fwd_split * 4 >= dh);
             assert_true(4 * dh <= 96 * u.dkv_split || u.dkv_split * 4 >= dh);
