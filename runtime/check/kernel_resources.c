@@ -71,21 +71,12 @@ static clformer_status build_and_report(cf_ctx *ctx, const char *name, size_t he
     snprintf(with, sizeof with, "%s%s%s", extra, *extra ? " " : "", verbose_option(ctx));
     cf_program_options(ctx, with, options, sizeof options);
     CF_TRY(cf_program_source(ctx->kernel_dir, name, &source));
-    cl_int err;
-    const char *text = source;
-    cl_program program = clCreateProgramWithSource(ctx->context, 1, &text, NULL, &err);
+    cl_program program;
+    clformer_status st = cf_program_build(ctx, name, source, options, &program);
     free(source);
-    if (err != CL_SUCCESS) return cf_fail_cl(err, "clCreateProgramWithSource", __FILE__, __LINE__);
-    const cl_int built = clBuildProgram(program, 1, &ctx->device, options, NULL, NULL);
-    size_t n = 0;
-    clGetProgramBuildInfo(program, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
-    char *log = calloc(n + 1, 1);
-    if (log) clGetProgramBuildInfo(program, ctx->device, CL_PROGRAM_BUILD_LOG, n, log, NULL);
-    clformer_status st =
-        built != CL_SUCCESS
-            ? cf_fail(CLFORMER_ERR_BUILD, "cl/%s.cl failed to build on %s with '%s':\n%s", name,
-                      ctx->info.name, options, log ? log : "(no log)")
-            : report_kernels(ctx, program, name, head_dim, log ? log : "", sink, user);
+    if (st != CLFORMER_OK) return st;
+    char *log = cf_program_build_log(ctx, program);
+    st = report_kernels(ctx, program, name, head_dim, log ? log : "", sink, user);
     free(log);
     clReleaseProgram(program);
     return st;

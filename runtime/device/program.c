@@ -86,13 +86,19 @@ void cf_program_options_for(const clformer_device_profile *p, const char *extra,
              extra ? extra : "");
 }
 
-static clformer_status build_log_failure(const cf_ctx *ctx, cl_program program,
-                                         const char *name, const char *options, cl_int err)
+char *cf_program_build_log(const cf_ctx *ctx, cl_program program)
 {
     size_t n = 0;
     clGetProgramBuildInfo(program, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
     char *log = calloc(n + 1, 1);
     if (log) clGetProgramBuildInfo(program, ctx->device, CL_PROGRAM_BUILD_LOG, n, log, NULL);
+    return log;
+}
+
+static clformer_status build_log_failure(const cf_ctx *ctx, cl_program program,
+                                         const char *name, const char *options, cl_int err)
+{
+    char *log = cf_program_build_log(ctx, program);
     clformer_status st = cf_fail(CLFORMER_ERR_BUILD,
                                  "kernel program cl/%s.cl failed to build (%s) on %s with "
                                  "options '%s'. Build log:\n%s",
@@ -102,9 +108,8 @@ static clformer_status build_log_failure(const cf_ctx *ctx, cl_program program,
     return st;
 }
 
-static clformer_status build_from_source(const cf_ctx *ctx, const char *name,
-                                         const char *source, const char *options,
-                                         cl_program *out)
+clformer_status cf_program_build(const cf_ctx *ctx, const char *name, const char *source,
+                                 const char *options, cl_program *out)
 {
     cl_int err;
     cl_program program = clCreateProgramWithSource(ctx->context, 1, &source, NULL, &err);
@@ -131,7 +136,7 @@ clformer_status cf_program_obtain(const cf_ctx *ctx, const char *name, const cha
         *how = CF_PROGRAM_FROM_DISK;
     } else if (st == CLFORMER_OK) {
         *how = rejected ? CF_PROGRAM_REBUILT : CF_PROGRAM_BUILT;
-        st = build_from_source(ctx, name, source, options, out);
+        st = cf_program_build(ctx, name, source, options, out);
     }
     free(source);
     if (st != CLFORMER_OK) cf_cache_key_free(key);

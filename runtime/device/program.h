@@ -23,6 +23,14 @@ clformer_status cf_kernel_get(cf_ctx *ctx, cf_kernel_id id, cl_kernel *out);
  * kernel_dir when it is set, else the embedded copy. */
 clformer_status cf_program_source(const char *kernel_dir, const char *program, char **source);
 
+/* cl/<name>.cl's source built for the context's device from source (no
+ * cache), with the build log in the error when it fails. */
+clformer_status cf_program_build(const cf_ctx *ctx, const char *name, const char *source,
+                                 const char *options, cl_program *out);
+
+/* The compiler's log of a built program (malloc'd; NULL when out of memory). */
+char *cf_program_build_log(const cf_ctx *ctx, cl_program program);
+
 /* Names of the embedded programs, NULL-terminated. */
 const char *const *cf_program_names(void);
 

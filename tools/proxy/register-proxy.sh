@@ -111,7 +111,6 @@ compile() {
         awk -v p="$program" -v dh="$dh" '
             /^[A-Za-z_][A-Za-z0-9_]*:/ { k = $1; sub(/:.*/, "", k); calls[k] = 0 }
             /s_swappc_b64/ { calls[k]++ }
-            /^[ \t]*\.amdhsa_kernel / { kern[$2] = 1 }
             /; NumVgprs: / { v[k] = $3 }
             /; ScratchSize: / { s[k] = $3 }
             /; Occupancy: / { o[k] = $3; order[++n] = k }

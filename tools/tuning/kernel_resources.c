@@ -47,16 +47,18 @@ static void ptxas_figures(const char *log, const char *kernel, long *registers, 
 
 typedef struct {
     bool log;
-    const char *last_log; /* the program whose log was printed last */
+    const char *program; /* the program (and head size) whose log was printed last */
+    size_t head_dim;
 } printer;
 
 static void print_kernel(const clformer_check_kernel *k, void *user)
 {
     printer *p = user;
-    if (p->log && k->build_log != p->last_log) {
+    if (p->log && (!p->program || strcmp(k->program, p->program) || k->head_dim != p->head_dim)) {
         printf("# build log of cl/%s.cl%s:\n%s\n", k->program, k->head_dim ? " (this head size)" : "",
                *k->build_log ? k->build_log : "(empty)");
-        p->last_log = k->build_log;
+        p->program = k->program;
+        p->head_dim = k->head_dim;
     }
     long registers, spilled;
     ptxas_figures(k->build_log, k->kernel, &registers, &spilled);
@@ -91,7 +93,7 @@ static bool parse_dims(const char *text, size_t *dims, size_t cap, size_t *n)
 int main(int argc, char **argv)
 {
     size_t dims[16] = {32, 64, 80, 96, 128}, n = 5;
-    printer p = {false, NULL};
+    printer p = {false, NULL, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(stdout, 0);
         if (!strcmp(argv[i], "--log")) {
