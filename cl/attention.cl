@@ -3,8 +3,8 @@
  *
  * The products Q K^T, P V and their gradients are CLBlast GEMMs; what lies
  * between them is here: moving heads in and out of the "(B, H, T, dh)"
- * layout, and the row-wise part of attention, one work-group per score row
- * (b, h, t):
+ * layout, and the row-wise part of attention per score row (b, h, t), a
+ * work-group per row on GPUs and a work item per row on CPU devices:
  *   forward:  P = softmax(scale * S + mask), P_drop = dropout(P)
  *   backward: dP = dropout_mask(dP_drop), dS = P * (dP - sum_j dP_j P_j) * scale
  * A masked score counts as -inf: its probability is exactly 0, and a row
@@ -78,18 +78,25 @@ static inline void philox_block_scales(float *d, float p, ulong seed, uint step,
     d[0] = m.s0, d[1] = m.s1, d[2] = m.s2, d[3] = m.s3;
 }
 
+/* The arguments of attention_softmax (both layouts); rows = B*H*Tq. */
+#define SOFTMAX_ARGS                                                                           \
+    global float *p, ulong p_off, global float *pd, ulong pd_off, int write_drop,              \
+        global const int *keys, ulong keys_off, int key_ld, int use_keys, int rows, int H,     \
+        int Tq, int Tk, int q_pos0, int causal, float scale, float drop_p, ulong seed,         \
+        uint step, uint site
+#define SOFTMAX_PASS                                                                           \
+    p, p_off, pd, pd_off, write_drop, keys, keys_off, key_ld, use_keys, rows, H, Tq, Tk,       \
+        q_pos0, causal, scale, drop_p, seed, step, site
+
 /*
  * In place on the scores S (B, H, Tq, Tk) from Q K^T: p = softmax over the
  * row of scale * S with masked keys removed. When write_drop is set, also
- * pd = p * dropout_scale (a copy when drop_p == 0). One work-group of
- * REDUCE_WG items per row; group g is row g = (b*H + h)*Tq + t.
+ * pd = p * dropout_scale (a copy when drop_p == 0). Row r = (b*H + h)*Tq + t.
  */
-kernel void attention_softmax(global float *p, ulong p_off, global float *pd, ulong pd_off,
-                              int write_drop, global const int *keys, ulong keys_off, int key_ld,
-                              int use_keys, int H, int Tq, int Tk, int q_pos0, int causal,
-                              float scale, float drop_p, ulong seed, uint step, uint site)
+
+/* GPUs: one work-group of REDUCE_WG items per row, group g is row g. */
+static inline void softmax_row_by_group(local float *scratch, SOFTMAX_ARGS)
 {
-    local float scratch[REDUCE_WG];
     const int lid = get_local_id(0);
     const ulong row = get_group_id(0); /* the host launches exactly one group per row */
     const ulong bh = row / (ulong)Tq;
@@ -142,16 +149,118 @@ kernel void attention_softmax(global float *p, ulong p_off, global float *pd, ul
     }
 }
 
+/* Sum and maximum of the eight lanes, in a fixed order. The lanes go out
+ * through a private array, not shuffles (Oclgrind 21.10's uninitialised
+ * checker crashes on those; the compiler makes shuffles of it on CPUs). */
+static inline float sum8(float8 v)
+{
+    float a[8];
+    vstore8(v, 0, a);
+    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+static inline float max8(float8 v)
+{
+    float a[8];
+    vstore8(v, 0, a);
+    return fmax(fmax(fmax(a[0], a[4]), fmax(a[2], a[6])), fmax(fmax(a[1], a[5]), fmax(a[3], a[7])));
+}
+
+/* Keys j .. j+7 that are not padding: lanes -1, padding 0. */
+static inline int8 unpadded8(global const int *k, int use_keys, int j)
+{
+    return use_keys ? vload8(0, k + j) != (int8)(0) : (int8)(-1);
+}
+
+/* CPU devices: one work item per row, no barriers (a group per row cost
+ * PoCL about 2 us of barrier loops a row, 7 ms of gpt-mini's step), keys
+ * eight at a time below the causal limit. The sum pass leaves exp(scale s
+ * - m) in place, so each is computed once; the probabilities are those
+ * values times 1 / sum, as above. */
+static inline void softmax_row_by_item(SOFTMAX_ARGS)
+{
+    const int row = get_global_id(0);
+    if (row >= rows) return;
+    const int bh = row / Tq, t = row - bh * Tq, b = bh / H;
+    const int jmax = causal ? min(Tk, q_pos0 + t + 1) : Tk;
+    global const int *k = keys + keys_off + (ulong)b * key_ld;
+    global float *x = p + p_off + (ulong)row * Tk;
+    const ulong first = (ulong)row * Tk;
+
+    float8 m8 = (float8)(-INFINITY);
+    int j = 0;
+    for (; j + 8 <= jmax; j += 8)
+        m8 = fmax(m8, select((float8)(-INFINITY), vload8(0, x + j) * scale,
+                             unpadded8(k, use_keys, j)));
+    float m = max8(m8);
+    for (; j < jmax; j++)
+        if (key_visible(k, use_keys, j, jmax)) m = fmax(m, x[j] * scale);
+
+    /* m == -inf: every key masked, and every lane below selects 0 */
+    float8 s8 = 0.0f;
+    for (j = 0; j + 8 <= jmax; j += 8) {
+        const float8 e = select((float8)(0.0f), exp(vload8(0, x + j) * scale - m),
+                                unpadded8(k, use_keys, j));
+        vstore8(e, 0, x + j);
+        s8 += e;
+    }
+    float s = sum8(s8);
+    for (; j < jmax; j++) {
+        const float e = key_visible(k, use_keys, j, jmax) ? exp(x[j] * scale - m) : 0.0f;
+        x[j] = e;
+        s += e;
+    }
+    for (; j < Tk; j++) x[j] = 0.0f;
+    const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+
+    for (j = 0; j + 8 <= Tk; j += 8) vstore8(vload8(0, x + j) * inv, 0, x + j);
+    for (; j < Tk; j++) x[j] *= inv;
+    if (!write_drop) return;
+    global float *xd = pd + pd_off + first;
+    if (drop_p <= 0.0f) { /* every multiplier is 1: a copy */
+        for (j = 0; j + 8 <= Tk; j += 8) vstore8(vload8(0, x + j), 0, xd + j);
+        for (; j < Tk; j++) xd[j] = x[j];
+        return;
+    }
+    /* by Philox block, as above: one draw for four elements, none for four zeros */
+    const ulong end = first + Tk;
+    for (ulong q = first / 4; 4 * q < end; q++) {
+        const ulong lo = max(4 * q, first), hi = min(4 * q + 4, end);
+        bool any = false;
+        for (ulong e = lo; e < hi; e++) any = any || x[e - first] != 0.0f;
+        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (any) philox_block_scales(d, drop_p, seed, step, site, q);
+        for (ulong e = lo; e < hi; e++) {
+            const float y = x[e - first];
+            xd[e - first] = y != 0.0f ? y * d[e - 4 * q] : 0.0f;
+        }
+    }
+}
+
+kernel void attention_softmax(SOFTMAX_ARGS)
+{
+#if GPU_LAYOUTS
+    local float scratch[REDUCE_WG];
+    softmax_row_by_group(scratch, SOFTMAX_PASS);
+#else
+    softmax_row_by_item(SOFTMAX_PASS);
+#endif
+}
+
+/* The arguments of attention_softmax_backward (both layouts); rows = B*H*Tq. */
+#define SOFTMAX_BACKWARD_ARGS                                                                  \
+    global float *dp, ulong dp_off, global const float *p, ulong p_off, int rows, int Tk,      \
+        float scale, float drop_p, ulong seed, uint step, uint site
+#define SOFTMAX_BACKWARD_PASS dp, dp_off, p, p_off, rows, Tk, scale, drop_p, seed, step, site
+
 /*
  * In place on dP_drop (B, H, Tq, Tk) from dO V^T: dS = P * (dP - <dP, P>) * scale
  * with dP = dP_drop * dropout_scale. Masked entries have P == 0, hence
- * dS == 0, without needing the masks again. One work-group per row.
+ * dS == 0, without needing the masks again.
  */
-kernel void attention_softmax_backward(global float *dp, ulong dp_off, global const float *p,
-                                       ulong p_off, int Tk, float scale, float drop_p, ulong seed,
-                                       uint step, uint site)
+
+/* GPUs: one work-group per row. */
+static inline void softmax_backward_row_by_group(local float *scratch, SOFTMAX_BACKWARD_ARGS)
 {
-    local float scratch[REDUCE_WG];
     const int lid = get_local_id(0);
     const ulong row = get_group_id(0);
     global float *g = dp + dp_off + row * Tk;
@@ -182,4 +291,48 @@ kernel void attention_softmax_backward(global float *dp, ulong dp_off, global co
     dot = wg_sum(dot, scratch);
 
     for (int j = lid; j < Tk; j += REDUCE_WG) g[j] = y[j] * (g[j] - dot) * scale;
+}
+
+/* CPU devices: one work item per row, eight elements at a time. */
+static inline void softmax_backward_row_by_item(SOFTMAX_BACKWARD_ARGS)
+{
+    const int row = get_global_id(0);
+    if (row >= rows) return;
+    global float *g = dp + dp_off + (ulong)row * Tk;
+    global const float *y = p + p_off + (ulong)row * Tk;
+    const ulong first = (ulong)row * Tk, end = first + Tk;
+    int j;
+    if (drop_p <= 0.0f) { /* every multiplier is 1 */
+        for (j = 0; j + 8 <= Tk; j += 8)
+            vstore8(select((float8)(0.0f), vload8(0, g + j), vload8(0, y + j) != (float8)(0.0f)),
+                    0, g + j);
+        for (; j < Tk; j++) g[j] = y[j] != 0.0f ? g[j] : 0.0f;
+    } else {
+        for (ulong q = first / 4; 4 * q < end; q++) {
+            const ulong lo = max(4 * q, first), hi = min(4 * q + 4, end);
+            bool any = false;
+            for (ulong e = lo; e < hi; e++) any = any || y[e - first] != 0.0f;
+            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            if (any) philox_block_scales(d, drop_p, seed, step, site, q);
+            for (ulong e = lo; e < hi; e++)
+                g[e - first] = y[e - first] != 0.0f ? g[e - first] * d[e - 4 * q] : 0.0f;
+        }
+    }
+    float8 dot8 = 0.0f;
+    for (j = 0; j + 8 <= Tk; j += 8) dot8 += vload8(0, g + j) * vload8(0, y + j);
+    float dot = sum8(dot8);
+    for (; j < Tk; j++) dot += g[j] * y[j];
+    for (j = 0; j + 8 <= Tk; j += 8)
+        vstore8(vload8(0, y + j) * (vload8(0, g + j) - dot) * scale, 0, g + j);
+    for (; j < Tk; j++) g[j] = y[j] * (g[j] - dot) * scale;
+}
+
+kernel void attention_softmax_backward(SOFTMAX_BACKWARD_ARGS)
+{
+#if GPU_LAYOUTS
+    local float scratch[REDUCE_WG];
+    softmax_backward_row_by_group(scratch, SOFTMAX_BACKWARD_PASS);
+#else
+    softmax_backward_row_by_item(SOFTMAX_BACKWARD_PASS);
+#endif
 }

@@ -177,7 +177,6 @@ typedef struct {
                                     path; otherwise one work item per row (cl/flash_attention.cl) */
     bool host_gemm;              /* the host GEMM provider can run here (a CPU with native
                                     kernels; whether OpenBLAS is built in is not a device fact) */
-    bool fused_attention_long;   /* auto attention path: fused from CLFORMER_ATTENTION_FUSED_CPU_LEN */
     bool stage_uploads;          /* uploads go through a whole staging buffer (Oclgrind 21.10) */
     bool keep_released_buffers;  /* buffers are released with the context (Oclgrind 21.10) */
     bool batched_gemm_one_by_one;/* batched products one call each (Oclgrind 21.10) */
@@ -453,12 +452,10 @@ CLFORMER_API clformer_gemm_provider clformer_context_gemm_provider(const clforme
  *   unfused  GEMMs around a softmax kernel; saves the probabilities: B x
  *            heads x Tq x Tk floats per attention layer (twice with dropout)
  *   auto     per batch: fused where the device profile runs the tiled
- *            kernels (GPUs, clformer_device_profile.tiled_attention); fused on
- *            CPU devices (not simulators) for sentences of
- *            CLFORMER_ATTENTION_FUSED_CPU_LEN tokens or more, where it was
- *            measured faster; otherwise unfused while the probabilities of all
- *            attention layers stay small (CLFORMER_ATTENTION_UNFUSED_MAX_BYTES)
- *            and fused above
+ *            kernels (GPUs, clformer_device_profile.tiled_attention);
+ *            elsewhere unfused while the probabilities of all attention
+ *            layers stay small (CLFORMER_ATTENTION_UNFUSED_MAX_BYTES), where
+ *            it was measured faster on CPU devices, and fused above
  * Both give the same results to fp32 rounding (the same dropout mask).
  * Decoding and attention plots always use the unfused kernels (one query
  * row per step; the plot needs the probabilities). The CLFORMER_ATTENTION
@@ -472,8 +469,6 @@ typedef enum {
 } clformer_attention_path;
 /* Above this many bytes of saved probabilities per batch, auto is fused everywhere. */
 #define CLFORMER_ATTENTION_UNFUSED_MAX_BYTES ((size_t)256 << 20)
-/* From this length on (source or target), auto is fused on CPU devices. */
-#define CLFORMER_ATTENTION_FUSED_CPU_LEN 64
 
 /* "auto", "fused" or "unfused". */
 CLFORMER_API const char *clformer_attention_path_name(clformer_attention_path path);

@@ -133,9 +133,6 @@ clformer_status clformer_device_profile_for(const clformer_device_info *d, const
      * CLBlast's defaults leave most of the peak unused; elsewhere it is asked
      * for (CLFORMER_GEMM_TUNING=search) */
     p->gemm_search = p->kind == CLFORMER_KIND_GPU;
-    /* measured on PoCL (docs/PERFORMANCE.md): fused attention about level at length 32,
-     * twice as fast from 256 on; elsewhere unmeasured, so memory decides */
-    p->fused_attention_long = cpu;
 
     if (!force || !*force || !strcasecmp(force, "auto")) return CLFORMER_OK;
     if (!strcasecmp(force, "gpu-layouts")) {

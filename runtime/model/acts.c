@@ -245,12 +245,9 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
      * where the GEMM path makes three launches and stores them (unmeasured on
      * a GPU yet) */
     if (device->tiled_attention) return true;
-    /* measured on PoCL (docs/PERFORMANCE.md): about level with the GEMM path at length 32,
-     * faster at 64 (gpt-mini, small) and twice as fast from 256 on; elsewhere
-     * unmeasured, so only memory decides */
-    const size_t longest = S > T ? S : T;
-    if (device->fused_attention_long && longest >= CLFORMER_ATTENTION_FUSED_CPU_LEN)
-        return true;
+    /* CPU devices: the GEMM path, measured faster on PoCL at every length
+     * from 64 to 512 and level or faster on Intel's runtime
+     * (docs/PERFORMANCE.md); memory decides */
     const size_t max_alloc_bytes = (size_t)cf_buffer_max_bytes(device->max_alloc_bytes);
     /* the probabilities the unfused path saves, per batch, in floats:
      * encoder S x S, decoder T x T and T x S per layer, twice with dropout,

@@ -105,10 +105,10 @@ static clformer_status check_args(const char *fn, const cf_attention_shape *s,
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "%s: H, dh, Tk, key_ld and q_pos0+Tq must fit in an int", fn);
     const size_t T = s->Tq > s->Tk ? s->Tq : s->Tk;
-    if (cf_attention_fused(saved) && T > 0 && s->B * s->H > INT_MAX / T)
+    /* the kernels number rows (and fused key blocks) with an int */
+    if (T > 0 && s->B * s->H > INT_MAX / T)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "%s: B*H*max(Tq, Tk) exceeds INT_MAX on the fused path; split the batch",
-                       fn);
+                       "%s: B*H*max(Tq, Tk) exceeds INT_MAX; split the batch", fn);
     if (cf_dropout_active(dropout)) {
         if (!(dropout->p < 1.0f))
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
@@ -156,7 +156,10 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
     const bool use_keys = key_tokens.buf != NULL;
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_ATTENTION_SOFTMAX, &k));
-    const size_t local = ctx->reduce_wg, global = BH * Tq * local;
+    /* GPUs: a work-group per row; CPU devices: a work item per row (cl/attention.cl) */
+    const bool per_row = !ctx->device_profile.gpu_layouts;
+    const size_t local = per_row ? ctx->elementwise_wg : ctx->reduce_wg;
+    const size_t global = per_row ? cf_round_up(BH * Tq, local) : BH * Tq * local;
     /* scores read, probabilities written (twice with a separate probs_drop), key ids read */
     const size_t scores = BH * Tq * Tk;
     const size_t moved = (write_drop ? 3 : 2) * scores + (use_keys ? s->B * Tk : 0);
@@ -164,8 +167,8 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
                      CF_U64(P.off),
                      CF_MEM(Pd.buf), CF_U64(Pd.off), CF_I32(write_drop),
                      CF_MEM(use_keys ? key_tokens.buf : P.buf), CF_U64(key_tokens.off),
-                     CF_I32(s->key_ld), CF_I32(use_keys), CF_I32(s->H), CF_I32(Tq), CF_I32(Tk),
-                     CF_I32(s->q_pos0), CF_I32(s->causal), CF_F32(1.0f / sqrtf((float)dh)),
+                     CF_I32(s->key_ld), CF_I32(use_keys), CF_I32(BH * Tq), CF_I32(s->H), CF_I32(Tq),
+                     CF_I32(Tk), CF_I32(s->q_pos0), CF_I32(s->causal), CF_F32(1.0f / sqrtf((float)dh)),
                      CF_F32(active ? dropout->p : 0.0f), CF_U64(active ? dropout->seed : 0),
                      CF_U32(active ? dropout->step : 0), CF_U32(active ? dropout->site : 0)));
     /* the saved probabilities as stored (16-bit runs), before P V reads them */
@@ -327,11 +330,13 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
     /* dS, in place of dP_drop */
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_ATTENTION_SOFTMAX_BACKWARD, &k));
-    const size_t local = ctx->reduce_wg, global = BH * Tq * local;
+    const bool per_row = !ctx->device_profile.gpu_layouts; /* as in the forward */
+    const size_t local = per_row ? ctx->elementwise_wg : ctx->reduce_wg;
+    const size_t global = per_row ? cf_round_up(BH * Tq, local) : BH * Tq * local;
     /* dP and P read, dS written */
     CF_TRY(CF_LAUNCH(ctx, "attention", cf_f32_bytes(3 * BH * Tq * Tk), k, 1, &global, &local,
                      CF_MEM(dprobs.buf),
-                     CF_U64(dprobs.off), CF_MEM(P.buf), CF_U64(P.off), CF_I32(Tk),
+                     CF_U64(dprobs.off), CF_MEM(P.buf), CF_U64(P.off), CF_I32(BH * Tq), CF_I32(Tk),
                      CF_F32(1.0f / sqrtf((float)dh)), CF_F32(active ? dropout->p : 0.0f),
                      CF_U64(active ? dropout->seed : 0), CF_U32(active ? dropout->step : 0),
                      CF_U32(active ? dropout->site : 0)));

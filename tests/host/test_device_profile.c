@@ -65,7 +65,6 @@ static void gpu_and_cpu_choices(void **state)
     assert_int_equal(gpu.reduce_partials, 1024);
     assert_int_equal(gpu.elementwise_wg, 64);
     assert_false(gpu.host_gemm);
-    assert_false(gpu.fused_attention_long);
     assert_false(gpu.scalar_attention);
     assert_true(gpu.tiled_attention);
     assert_true(gpu.timings_meaningful);
@@ -76,7 +75,6 @@ static void gpu_and_cpu_choices(void **state)
     assert_int_equal(cpu.reduce_wg, 16);
     assert_int_equal(cpu.reduce_partials, 16);
     assert_true(cpu.host_gemm);
-    assert_true(cpu.fused_attention_long);
     assert_false(cpu.tiled_attention);
     assert_int_equal(cpu.compile_threads, 0);
 
@@ -84,7 +82,7 @@ static void gpu_and_cpu_choices(void **state)
     assert_false(sim.gpu_layouts);
     assert_true(sim.scalar_attention && sim.stage_uploads && sim.keep_released_buffers &&
                 sim.batched_gemm_one_by_one);
-    assert_false(sim.host_gemm || sim.fused_attention_long || sim.timings_meaningful ||
+    assert_false(sim.host_gemm || sim.timings_meaningful ||
                  sim.tiled_attention);
     assert_int_equal(sim.compile_threads, 1);
 
