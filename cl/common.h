@@ -61,6 +61,34 @@ static inline float wg_max(float v, local float *scratch)
 }
 
 /*
+ * Row kernels (layer norms, RMSNorm, residual + layer norm): a row per
+ * work-group of REDUCE_WG items on GPUs; a row per work item on CPU devices,
+ * where a runtime runs a group's items as loops cut at every barrier (about
+ * 2 us a row on PoCL). ROW_ITEMS items share a row: ROW_LID() is an item's
+ * place in it, row_sum() the sum over them in a fixed order (an item alone
+ * keeps its own), ROW_BARRIER() orders their global-memory accesses. The
+ * host launches them with cf_row_grid (runtime/device/launch.h), rounding
+ * the items up on CPU devices: there a kernel returns at once where
+ * ROW_PAST(row, rows). GPUs get exactly a group per row, and no return
+ * ahead of their barriers (PoCL crashed on one with GPU layouts forced).
+ */
+#if GPU_LAYOUTS
+#define ROW_ITEMS REDUCE_WG
+#define ROW_OF_ITEM() ((ulong)get_group_id(0))
+#define ROW_LID() ((int)get_local_id(0))
+#define ROW_PAST(row, rows) false
+#define row_sum(v, scratch) wg_sum((v), (scratch))
+#define ROW_BARRIER() barrier(CLK_GLOBAL_MEM_FENCE)
+#else
+#define ROW_ITEMS 1
+#define ROW_OF_ITEM() ((ulong)get_global_id(0))
+#define ROW_LID() 0
+#define ROW_PAST(row, rows) ((row) >= (ulong)(rows))
+#define row_sum(v, scratch) (v)
+#define ROW_BARRIER() ((void)0)
+#endif
+
+/*
  * Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
  * 3"), a counter-based generator: the bits for a counter depend only on
  * (key, counter), so a dropout mask is recomputed in backward instead of

@@ -1,14 +1,15 @@
 /*
  * LayerNorm over the last dimension (runtime/ops/ops_layernorm.c launches these).
  *
- * Forward: one work-group of REDUCE_WG items per row. The statistics are
+ * Forward: a row per work-group of REDUCE_WG items on GPUs, per work item on
+ * CPU devices (ROW_ITEMS, common.h). The statistics are
  * computed in two passes around a shift, the row's first element: for
  * inputs like 1000 + noise, x - shift is exact and small, so neither the
  * mean nor the variance loses the noise to fp32 rounding of large sums (a
  * plain sum of x would, and Welford's running update costs a division per
  * element).
  *
- * Backward: the input gradient is again one work-group per row (float4
+ * Backward: the input gradient is again a row per group or item (float4
  * chunks, as forward); dweight and dbias are column sums over rows, written
  * as per-row-block partials in reduce.cl's [block][col] layout and then
  * summed block by block, so the sum order is fixed and results repeat bit
@@ -17,7 +18,7 @@
 #include "common.h"
 
 /* Rows are walked in float4 chunks, work item lid taking chunks lid,
- * lid + REDUCE_WG, ... and the last C % 4 columns one each: on CPU devices
+ * lid + ROW_ITEMS, ... and the last C % 4 columns one each: on CPU devices
  * the vector type is what makes the sums SIMD (PoCL does not vectorize a
  * loop inside a work item). */
 #define LN_VEC 4
@@ -36,38 +37,40 @@ kernel void layernorm_forward(global float *out, ulong out_off, global float *me
                               ulong mean_off, global float *rstd, ulong rstd_off,
                               global const float *inp, ulong inp_off,
                               global const float *weight, ulong weight_off,
-                              global const float *bias, ulong bias_off, int C, float eps)
+                              global const float *bias, ulong bias_off, int rows, int C,
+                              float eps)
 {
     local float scratch[REDUCE_WG];
-    const int lid = get_local_id(0), chunks = C / LN_VEC, tail0 = chunks * LN_VEC;
-    const ulong row = get_group_id(0);
+    const int lid = ROW_LID(), chunks = C / LN_VEC, tail0 = chunks * LN_VEC;
+    const ulong row = ROW_OF_ITEM();
+    if (ROW_PAST(row, rows)) return;
     global const float *x = inp + inp_off + row * C;
     global float *y = out + out_off + row * C;
     global const float *w = weight + weight_off, *b = bias + bias_off;
     const float shift = x[0];
 
     float4 s4 = (float4)(0.0f);
-    for (int j = lid; j < chunks; j += REDUCE_WG) s4 += vload4(j, x) - shift;
+    for (int j = lid; j < chunks; j += ROW_ITEMS) s4 += vload4(j, x) - shift;
     float s = sum4(s4);
-    for (int c = tail0 + lid; c < C; c += REDUCE_WG) s += x[c] - shift;
-    const float dmean = wg_sum(s, scratch) / C; /* mean - shift */
+    for (int c = tail0 + lid; c < C; c += ROW_ITEMS) s += x[c] - shift;
+    const float dmean = row_sum(s, scratch) / C; /* mean - shift */
 
     float4 q4 = (float4)(0.0f);
-    for (int j = lid; j < chunks; j += REDUCE_WG) {
+    for (int j = lid; j < chunks; j += ROW_ITEMS) {
         const float4 d = (vload4(j, x) - shift) - dmean;
         q4 += d * d;
     }
     float q = sum4(q4);
-    for (int c = tail0 + lid; c < C; c += REDUCE_WG) {
+    for (int c = tail0 + lid; c < C; c += ROW_ITEMS) {
         const float d = (x[c] - shift) - dmean;
         q += d * d;
     }
-    const float var = wg_sum(q, scratch) / C; /* biased, as PyTorch */
+    const float var = row_sum(q, scratch) / C; /* biased, as PyTorch */
     const float rs = 1.0f / sqrt(var + eps);
 
-    for (int j = lid; j < chunks; j += REDUCE_WG)
+    for (int j = lid; j < chunks; j += ROW_ITEMS)
         vstore4(((vload4(j, x) - shift) - dmean) * rs * vload4(j, w) + vload4(j, b), j, y);
-    for (int c = tail0 + lid; c < C; c += REDUCE_WG)
+    for (int c = tail0 + lid; c < C; c += ROW_ITEMS)
         y[c] = ((x[c] - shift) - dmean) * rs * w[c] + b[c];
     if (lid == 0) {
         mean[mean_off + row] = shift + dmean;
@@ -82,15 +85,16 @@ kernel void layernorm_backward_input(global float *dinp, ulong dinp_off,
                                      global const float *inp, ulong inp_off,
                                      global const float *weight, ulong weight_off,
                                      global const float *mean, ulong mean_off,
-                                     global const float *rstd, ulong rstd_off, int C,
+                                     global const float *rstd, ulong rstd_off, int rows, int C,
                                      int accumulate)
 {
     /* g is formed in both passes; an fma in one pass but not the other would
      * make g - mean(g) nonzero where it is exactly zero (rows of one element). */
 #pragma OPENCL FP_CONTRACT OFF
     local float scratch[REDUCE_WG];
-    const int lid = get_local_id(0), chunks = C / LN_VEC, tail0 = chunks * LN_VEC;
-    const ulong row = get_group_id(0);
+    const int lid = ROW_LID(), chunks = C / LN_VEC, tail0 = chunks * LN_VEC;
+    const ulong row = ROW_OF_ITEM();
+    if (ROW_PAST(row, rows)) return;
     global const float *x = inp + inp_off + row * C;
     global const float *dy = dout + dout_off + row * C;
     global float *dx = dinp + dinp_off + row * C;
@@ -98,26 +102,26 @@ kernel void layernorm_backward_input(global float *dinp, ulong dinp_off,
     const float m = mean[mean_off + row], rs = rstd[rstd_off + row];
 
     float4 sg4 = (float4)(0.0f), sgx4 = (float4)(0.0f);
-    for (int j = lid; j < chunks; j += REDUCE_WG) {
+    for (int j = lid; j < chunks; j += ROW_ITEMS) {
         const float4 g = vload4(j, dy) * vload4(j, w);
         sg4 += g;
         sgx4 += g * ((vload4(j, x) - m) * rs);
     }
     float sg = sum4(sg4), sgx = sum4(sgx4);
-    for (int c = tail0 + lid; c < C; c += REDUCE_WG) {
+    for (int c = tail0 + lid; c < C; c += ROW_ITEMS) {
         const float g = dy[c] * w[c];
         sg += g;
         sgx += g * ((x[c] - m) * rs);
     }
-    const float mg = wg_sum(sg, scratch) / C;
-    const float mgx = wg_sum(sgx, scratch) / C;
+    const float mg = row_sum(sg, scratch) / C;
+    const float mgx = row_sum(sgx, scratch) / C;
 
-    for (int j = lid; j < chunks; j += REDUCE_WG) {
+    for (int j = lid; j < chunks; j += ROW_ITEMS) {
         const float4 g = vload4(j, dy) * vload4(j, w);
         const float4 v = (g - mg - ((vload4(j, x) - m) * rs) * mgx) * rs;
         vstore4(accumulate ? vload4(j, dx) + v : v, j, dx);
     }
-    for (int c = tail0 + lid; c < C; c += REDUCE_WG) {
+    for (int c = tail0 + lid; c < C; c += ROW_ITEMS) {
         const float g = dy[c] * w[c];
         const float v = (g - mg - ((x[c] - m) * rs) * mgx) * rs;
         dx[c] = accumulate ? dx[c] + v : v;

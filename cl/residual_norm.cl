@@ -75,34 +75,35 @@ static inline float rn_y(global const float *r, global const float *x, global co
     return rn_round(r[c] + f * dropout_scale(p, seed, step, site, flat + c), precision);
 }
 
-/* y as bias_residual_forward, then out = LayerNorm(y), one work-group of
- * REDUCE_WG items per row. y and out may each alias res or x (every item
- * reads the row's first element before any item writes, and reads its own
- * elements before it writes them); y and out must not alias each other,
- * mean or rstd. */
+/* y as bias_residual_forward, then out = LayerNorm(y), a row per work-group
+ * of REDUCE_WG items on GPUs, per work item on CPU devices (ROW_ITEMS). y and
+ * out may each alias res or x (every item reads the row's first element
+ * before any item writes, and reads its own elements before it writes
+ * them); y and out must not alias each other, mean or rstd. */
 kernel void bias_residual_layernorm_forward(
     global float *y, ulong y_off, global float *out, ulong out_off, global float *mean,
     ulong mean_off, global float *rstd, ulong rstd_off, global const float *res, ulong res_off,
     global const float *x, ulong x_off, global const float *bias, ulong bias_off, int has_bias,
     global const float *weight, ulong weight_off, global const float *lnbias, ulong lnbias_off,
-    int C, float eps, float p, ulong seed, uint step, uint site, int precision)
+    int rows, int C, float eps, float p, ulong seed, uint step, uint site, int precision)
 {
     local float scratch[REDUCE_WG];
-    const int lid = get_local_id(0);
+    const int lid = ROW_LID();
     /* float4 chunks when a row's dropout counters start on a multiple of 4
      * (dropout_scale4 gives elements 4q .. 4q+3); otherwise all scalar */
     const int chunks = C % RN_VEC == 0 ? C / RN_VEC : 0, tail0 = chunks * RN_VEC;
-    const ulong row = get_group_id(0), flat = row * C;
+    const ulong row = ROW_OF_ITEM(), flat = row * C;
+    if (ROW_PAST(row, rows)) return;
     global const float *r = res + res_off + flat, *xr = x + x_off + flat;
     global const float *b = bias + bias_off;
     global float *yr = y + y_off + flat, *o = out + out_off + flat;
     global const float *w = weight + weight_off, *lb = lnbias + lnbias_off;
     /* every item's shift is the same value, whoever stores element 0 */
     const float shift = rn_y(r, xr, b, has_bias, 0, flat, p, seed, step, site, precision);
-    barrier(CLK_GLOBAL_MEM_FENCE); /* y may be res: element 0 read before it is written */
+    ROW_BARRIER(); /* y may be res: element 0 read before it is written */
 
     float4 s4 = (float4)(0.0f);
-    for (int j = lid; j < chunks; j += REDUCE_WG) {
+    for (int j = lid; j < chunks; j += ROW_ITEMS) {
         const float4 f = vload4(j, xr) + (has_bias ? vload4(j, b) : (float4)(0.0f));
         const float4 m = dropout_scale4(p, seed, step, site, flat / RN_VEC + j);
         const float4 v = rn_round4(vload4(j, r) + f * m, precision);
@@ -110,33 +111,33 @@ kernel void bias_residual_layernorm_forward(
         s4 += v - shift;
     }
     float s = rn_sum4(s4);
-    for (int c = tail0 + lid; c < C; c += REDUCE_WG) {
+    for (int c = tail0 + lid; c < C; c += ROW_ITEMS) {
         const float v = rn_y(r, xr, b, has_bias, c, flat, p, seed, step, site, precision);
         yr[c] = v;
         s += v - shift;
     }
-    const float dmean = wg_sum(s, scratch) / C; /* mean - shift */
+    const float dmean = row_sum(s, scratch) / C; /* mean - shift */
 
     /* from here each item reads back only the elements it stored */
     float4 q4 = (float4)(0.0f);
-    for (int j = lid; j < chunks; j += REDUCE_WG) {
+    for (int j = lid; j < chunks; j += ROW_ITEMS) {
         const float4 d = (vload4(j, yr) - shift) - dmean;
         q4 += d * d;
     }
     float q = rn_sum4(q4);
-    for (int c = tail0 + lid; c < C; c += REDUCE_WG) {
+    for (int c = tail0 + lid; c < C; c += ROW_ITEMS) {
         const float d = (yr[c] - shift) - dmean;
         q += d * d;
     }
-    const float var = wg_sum(q, scratch) / C; /* biased, as PyTorch */
+    const float var = row_sum(q, scratch) / C; /* biased, as PyTorch */
     const float rs = 1.0f / sqrt(var + eps);
 
-    /* out may be res or x: every item's reads of them ended before wg_sum */
-    for (int j = lid; j < chunks; j += REDUCE_WG)
+    /* out may be res or x: every item's reads of them ended before row_sum */
+    for (int j = lid; j < chunks; j += ROW_ITEMS)
         vstore4(rn_round4(((vload4(j, yr) - shift) - dmean) * rs * vload4(j, w) + vload4(j, lb),
                           precision),
                 j, o);
-    for (int c = tail0 + lid; c < C; c += REDUCE_WG)
+    for (int c = tail0 + lid; c < C; c += ROW_ITEMS)
         o[c] = rn_round(((yr[c] - shift) - dmean) * rs * w[c] + lb[c], precision);
     if (lid == 0) {
         mean[mean_off + row] = shift + dmean;

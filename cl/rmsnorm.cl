@@ -3,8 +3,9 @@
  *   y = x * rstd * weight, rstd = 1 / sqrt(mean_c(x^2) + eps),
  * no mean subtracted and no bias (Llama-style models).
  *
- * Forward and the input gradient: one work-group of REDUCE_WG items per row,
- * summed with wg_sum (a fixed order). dweight: one work item per column
+ * Forward and the input gradient: a row per work-group of REDUCE_WG items on
+ * GPUs, per work item on CPU devices (ROW_ITEMS, common.h), summed with
+ * row_sum (a fixed order). dweight: one work item per column
  * walking the rows in order, so it repeats bit for bit without atomics.
  */
 #include "common.h"
@@ -12,18 +13,20 @@
 /* out = x * rstd * weight; rstd[row] saved for backward. */
 kernel void rmsnorm_forward(global float *out, ulong out_off, global float *rstd,
                             ulong rstd_off, global const float *inp, ulong inp_off,
-                            global const float *weight, ulong weight_off, int C, float eps)
+                            global const float *weight, ulong weight_off, int rows, int C,
+                            float eps)
 {
     local float scratch[REDUCE_WG];
-    const int lid = get_local_id(0);
-    const ulong row = get_group_id(0);
+    const int lid = ROW_LID();
+    const ulong row = ROW_OF_ITEM();
+    if (ROW_PAST(row, rows)) return;
     global const float *x = inp + inp_off + row * C;
     global float *y = out + out_off + row * C;
     global const float *w = weight + weight_off;
     float s = 0.0f;
-    for (int c = lid; c < C; c += REDUCE_WG) s += x[c] * x[c];
-    const float rs = 1.0f / sqrt(wg_sum(s, scratch) / C + eps);
-    for (int c = lid; c < C; c += REDUCE_WG) y[c] = x[c] * rs * w[c];
+    for (int c = lid; c < C; c += ROW_ITEMS) s += x[c] * x[c];
+    const float rs = 1.0f / sqrt(row_sum(s, scratch) / C + eps);
+    for (int c = lid; c < C; c += ROW_ITEMS) y[c] = x[c] * rs * w[c];
     if (lid == 0) rstd[rstd_off + row] = rs;
 }
 
@@ -32,20 +35,21 @@ kernel void rmsnorm_forward(global float *out, ulong out_off, global float *rstd
 kernel void rmsnorm_backward_input(global float *dinp, ulong dinp_off, global const float *dout,
                                    ulong dout_off, global const float *inp, ulong inp_off,
                                    global const float *weight, ulong weight_off,
-                                   global const float *rstd, ulong rstd_off, int C,
+                                   global const float *rstd, ulong rstd_off, int rows, int C,
                                    int accumulate)
 {
     local float scratch[REDUCE_WG];
-    const int lid = get_local_id(0);
-    const ulong row = get_group_id(0);
+    const int lid = ROW_LID();
+    const ulong row = ROW_OF_ITEM();
+    if (ROW_PAST(row, rows)) return;
     global const float *x = inp + inp_off + row * C, *d = dout + dout_off + row * C;
     global const float *w = weight + weight_off;
     global float *dx = dinp + dinp_off + row * C;
     const float rs = rstd[rstd_off + row];
     float s = 0.0f;
-    for (int c = lid; c < C; c += REDUCE_WG) s += d[c] * w[c] * x[c];
-    const float k = rs * rs * rs * wg_sum(s, scratch) / C;
-    for (int c = lid; c < C; c += REDUCE_WG) {
+    for (int c = lid; c < C; c += ROW_ITEMS) s += d[c] * w[c] * x[c];
+    const float k = rs * rs * rs * row_sum(s, scratch) / C;
+    for (int c = lid; c < C; c += ROW_ITEMS) {
         const float v = rs * d[c] * w[c] - x[c] * k;
         dx[c] = accumulate ? dx[c] + v : v;
     }

@@ -104,6 +104,13 @@ static clformer_status check_kinds(cf_ctx *ctx, cl_kernel kernel, size_t nargs,
     return CLFORMER_OK; /* a kernel made outside cf_kernel: nothing to compare with */
 }
 
+void cf_row_grid(const cf_ctx *ctx, size_t rows, size_t *global, size_t *local)
+{
+    const bool per_group = ctx->device_profile.gpu_layouts;
+    *local = per_group ? ctx->reduce_wg : ctx->elementwise_wg;
+    *global = per_group ? rows * *local : cf_round_up(rows, *local);
+}
+
 clformer_status cf_check_rows(const char *op, size_t N, size_t C)
 {
     if (N > INT_MAX || C > INT_MAX)

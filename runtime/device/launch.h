@@ -58,6 +58,11 @@ static inline uint64_t cf_f32_bytes(size_t n) { return (uint64_t)n * 4u; }
 /* Rounds n up to a multiple of m (m > 0). */
 static inline size_t cf_round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 
+/* The grid of a row kernel over `rows` rows (cl/common.h's ROW_ITEMS): a
+ * work-group of reduce_wg items per row with GPU layouts, else a work item
+ * per row in groups of elementwise_wg. */
+void cf_row_grid(const cf_ctx *ctx, size_t rows, size_t *global, size_t *local);
+
 /* The row ops' shape check before a launch: N rows of C columns must fit the
  * kernels' int arguments; else an error naming `op` and saying to split the rows. */
 clformer_status cf_check_rows(const char *op, size_t N, size_t C);

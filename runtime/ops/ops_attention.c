@@ -157,9 +157,8 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_ATTENTION_SOFTMAX, &k));
     /* GPUs: a work-group per row; CPU devices: a work item per row (cl/attention.cl) */
-    const bool per_row = !ctx->device_profile.gpu_layouts;
-    const size_t local = per_row ? ctx->elementwise_wg : ctx->reduce_wg;
-    const size_t global = per_row ? cf_round_up(BH * Tq, local) : BH * Tq * local;
+    size_t local, global;
+    cf_row_grid(ctx, BH * Tq, &global, &local);
     /* scores read, probabilities written (twice with a separate probs_drop), key ids read */
     const size_t scores = BH * Tq * Tk;
     const size_t moved = (write_drop ? 3 : 2) * scores + (use_keys ? s->B * Tk : 0);
@@ -330,9 +329,8 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
     /* dS, in place of dP_drop */
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_ATTENTION_SOFTMAX_BACKWARD, &k));
-    const bool per_row = !ctx->device_profile.gpu_layouts; /* as in the forward */
-    const size_t local = per_row ? ctx->elementwise_wg : ctx->reduce_wg;
-    const size_t global = per_row ? cf_round_up(BH * Tq, local) : BH * Tq * local;
+    size_t local, global; /* as in the forward */
+    cf_row_grid(ctx, BH * Tq, &global, &local);
     /* dP and P read, dS written */
     CF_TRY(CF_LAUNCH(ctx, "attention", cf_f32_bytes(3 * BH * Tq * Tk), k, 1, &global, &local,
                      CF_MEM(dprobs.buf),

@@ -2,7 +2,7 @@
  * LayerNorm over the last dimension (cl/layernorm.cl): the host side of
  * cf_layernorm_forward and cf_layernorm_backward (runtime/ops/ops.h).
  *
- * Both directions use one work-group of ctx->reduce_wg items per row.
+ * Both directions run a row per work-group or per work item (cf_row_grid).
  * Backward adds a column-partials kernel for dweight and dbias (reduce.h's
  * [block][col] layout and row blocking) and a kernel that finishes both, so
  * parameter gradients are summed over rows in a fixed order (no atomics)
@@ -30,12 +30,13 @@ clformer_status cf_layernorm_forward(cf_ctx *ctx, cf_view out, cf_view mean, cf_
                        (double)eps);
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_LAYERNORM_FORWARD, &k));
-    size_t local = ctx->reduce_wg, global = N * local;
+    size_t local, global;
+    cf_row_grid(ctx, N, &global, &local);
     /* reads inp, weight, bias; writes out, mean, rstd */
     CF_TRY(CF_LAUNCH(ctx, "layernorm", cf_f32_bytes(2 * N * C + 2 * C + 2 * N), k, 1, &global,
                      &local, CF_MEM(out.buf), CF_U64(out.off), CF_MEM(mean.buf), CF_U64(mean.off), CF_MEM(rstd.buf), CF_U64(rstd.off),
                      CF_MEM(inp.buf), CF_U64(inp.off), CF_MEM(weight.buf), CF_U64(weight.off),
-                     CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(C), CF_F32(eps)));
+                     CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(N), CF_I32(C), CF_F32(eps)));
     return cf_round_activation(ctx, out, N * C);
 }
 
@@ -76,15 +77,17 @@ clformer_status cf_layernorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight
                      CF_U64(dweight.off), CF_MEM(dbias.buf), CF_U64(dbias.off), CF_MEM(partials),
                      CF_U64(nblocks * C), CF_I32(nblocks), CF_I32(C)));
 
-    /* dinp: one work-group per row. */
+    /* dinp: a row per group or item */
     CF_TRY(cf_kernel_get(ctx, CF_K_LAYERNORM_BACKWARD_INPUT, &k));
-    size_t local = ctx->reduce_wg, global = N * local;
+    size_t local, global;
+    cf_row_grid(ctx, N, &global, &local);
     /* reads dout, inp, weight, mean, rstd (and dinp when accumulating); writes dinp */
     const size_t moved = (accumulate ? 4 : 3) * N * C + C + 2 * N;
     CF_TRY(CF_LAUNCH(ctx, "layernorm", cf_f32_bytes(moved), k, 1, &global, &local,
                      CF_MEM(dinp.buf), CF_U64(dinp.off),
                      CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(inp.buf), CF_U64(inp.off),
                      CF_MEM(weight.buf), CF_U64(weight.off), CF_MEM(mean.buf), CF_U64(mean.off),
-                     CF_MEM(rstd.buf), CF_U64(rstd.off), CF_I32(C), CF_I32(accumulate)));
+                     CF_MEM(rstd.buf), CF_U64(rstd.off), CF_I32(N), CF_I32(C),
+                     CF_I32(accumulate)));
     return cf_round_activation(ctx, dinp, N * C);
 }

@@ -73,11 +73,12 @@ clformer_status cf_bias_residual_layernorm_forward(cf_ctx *ctx, cf_view y, cf_vi
     const cf_view b = has_bias ? bias : x; /* not read without a bias */
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BIAS_RESIDUAL_LAYERNORM_FORWARD, &k));
-    size_t local = ctx->reduce_wg, global = N * local;
+    size_t local, global;
+    cf_row_grid(ctx, N, &global, &local);
     /* reads res, x, the bias, weight and lnbias; writes y, out, mean and rstd */
     const uint64_t moved = 4 * N * C + (has_bias ? C : 0) + 2 * C + 2 * N;
     return CF_LAUNCH(ctx, "residual", cf_f32_bytes(moved), k, 1, &global, &local, CF_VIEW(y),
                      CF_VIEW(out), CF_VIEW(mean), CF_VIEW(rstd), CF_VIEW(res), CF_VIEW(x),
-                     CF_VIEW(b), CF_I32(has_bias), CF_VIEW(weight), CF_VIEW(lnbias), CF_I32(C),
-                     CF_F32(eps), CF_DROPOUT_ARGS(d), CF_I32(ctx->precision));
+                     CF_VIEW(b), CF_I32(has_bias), CF_VIEW(weight), CF_VIEW(lnbias), CF_I32(N),
+                     CF_I32(C), CF_F32(eps), CF_DROPOUT_ARGS(d), CF_I32(ctx->precision));
 }

@@ -21,11 +21,12 @@ clformer_status cf_rmsnorm_forward(cf_ctx *ctx, cf_view out, cf_view rstd, cf_vi
                        (double)eps);
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_RMSNORM_FORWARD, &k));
-    size_t local = ctx->reduce_wg, global = N * local;
+    size_t local, global;
+    cf_row_grid(ctx, N, &global, &local);
     /* reads inp, weight; writes out, rstd */
     CF_TRY(CF_LAUNCH(ctx, "layernorm", cf_f32_bytes(2 * N * C + C + N), k, 1, &global, &local,
-                     CF_VIEW(out), CF_VIEW(rstd), CF_VIEW(inp), CF_VIEW(weight), CF_I32(C),
-                     CF_F32(eps)));
+                     CF_VIEW(out), CF_VIEW(rstd), CF_VIEW(inp), CF_VIEW(weight), CF_I32(N),
+                     CF_I32(C), CF_F32(eps)));
     return cf_round_activation(ctx, out, N * C);
 }
 
@@ -51,11 +52,12 @@ clformer_status cf_rmsnorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, 
                      &local1, CF_VIEW(dweight), CF_VIEW(dout), CF_VIEW(inp), CF_VIEW(rstd),
                      CF_I32(N), CF_I32(C)));
     CF_TRY(cf_kernel_get(ctx, CF_K_RMSNORM_BACKWARD_INPUT, &k));
-    size_t local = ctx->reduce_wg, global = N * local;
+    size_t local, global;
+    cf_row_grid(ctx, N, &global, &local);
     /* reads dout, inp, weight, rstd (and dinp when accumulating); writes dinp */
     const size_t moved = (accumulate ? 4 : 3) * N * C + C + N;
     CF_TRY(CF_LAUNCH(ctx, "layernorm", cf_f32_bytes(moved), k, 1, &global, &local,
                      CF_VIEW(dinp), CF_VIEW(dout), CF_VIEW(inp), CF_VIEW(weight), CF_VIEW(rstd),
-                     CF_I32(C), CF_I32(accumulate)));
+                     CF_I32(N), CF_I32(C), CF_I32(accumulate)));
     return cf_round_activation(ctx, dinp, N * C);
 }
