@@ -171,6 +171,33 @@ static inline int8 unpadded8(global const int *k, int use_keys, int j)
     return use_keys ? vload8(0, k + j) != (int8)(0) : (int8)(-1);
 }
 
+/* A row's dropout on CPU devices, dst[j] = p[j] != 0 ? src[j] * d_j : 0 for
+ * its Tk elements, d_j the multiplier of element first + j: by Philox block
+ * as above, one draw for four elements and none where p is 0 in all four
+ * (the probabilities; dst may be src). */
+static inline void drop_row(global float *dst, global const float *src, global const float *p,
+                            ulong first, int Tk, float drop_p, ulong seed, uint step, uint site)
+{
+    if (drop_p <= 0.0f) { /* every multiplier is 1 */
+        int j = 0;
+        for (; j + 8 <= Tk; j += 8)
+            vstore8(select((float8)(0.0f), vload8(0, src + j), vload8(0, p + j) != (float8)(0.0f)),
+                    0, dst + j);
+        for (; j < Tk; j++) dst[j] = p[j] != 0.0f ? src[j] : 0.0f;
+        return;
+    }
+    const ulong end = first + Tk;
+    for (ulong q = first / 4; 4 * q < end; q++) {
+        const ulong lo = max(4 * q, first), hi = min(4 * q + 4, end);
+        bool any = false;
+        for (ulong e = lo; e < hi; e++) any = any || p[e - first] != 0.0f;
+        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (any) philox_block_scales(d, drop_p, seed, step, site, q);
+        for (ulong e = lo; e < hi; e++)
+            dst[e - first] = p[e - first] != 0.0f ? src[e - first] * d[e - 4 * q] : 0.0f;
+    }
+}
+
 /* CPU devices: one work item per row, no barriers (a group per row cost
  * PoCL about 2 us of barrier loops a row, 7 ms of gpt-mini's step), keys
  * eight at a time below the causal limit. The sum pass leaves exp(scale s
@@ -214,26 +241,7 @@ static inline void softmax_row_by_item(SOFTMAX_ARGS)
 
     for (j = 0; j + 8 <= Tk; j += 8) vstore8(vload8(0, x + j) * inv, 0, x + j);
     for (; j < Tk; j++) x[j] *= inv;
-    if (!write_drop) return;
-    global float *xd = pd + pd_off + first;
-    if (drop_p <= 0.0f) { /* every multiplier is 1: a copy */
-        for (j = 0; j + 8 <= Tk; j += 8) vstore8(vload8(0, x + j), 0, xd + j);
-        for (; j < Tk; j++) xd[j] = x[j];
-        return;
-    }
-    /* by Philox block, as above: one draw for four elements, none for four zeros */
-    const ulong end = first + Tk;
-    for (ulong q = first / 4; 4 * q < end; q++) {
-        const ulong lo = max(4 * q, first), hi = min(4 * q + 4, end);
-        bool any = false;
-        for (ulong e = lo; e < hi; e++) any = any || x[e - first] != 0.0f;
-        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        if (any) philox_block_scales(d, drop_p, seed, step, site, q);
-        for (ulong e = lo; e < hi; e++) {
-            const float y = x[e - first];
-            xd[e - first] = y != 0.0f ? y * d[e - 4 * q] : 0.0f;
-        }
-    }
+    if (write_drop) drop_row(pd + pd_off + first, x, x, first, Tk, drop_p, seed, step, site);
 }
 
 kernel void attention_softmax(SOFTMAX_ARGS)
@@ -300,24 +308,8 @@ static inline void softmax_backward_row_by_item(SOFTMAX_BACKWARD_ARGS)
     if (row >= rows) return;
     global float *g = dp + dp_off + (ulong)row * Tk;
     global const float *y = p + p_off + (ulong)row * Tk;
-    const ulong first = (ulong)row * Tk, end = first + Tk;
+    drop_row(g, g, y, (ulong)row * Tk, Tk, drop_p, seed, step, site); /* dP from dP_drop */
     int j;
-    if (drop_p <= 0.0f) { /* every multiplier is 1 */
-        for (j = 0; j + 8 <= Tk; j += 8)
-            vstore8(select((float8)(0.0f), vload8(0, g + j), vload8(0, y + j) != (float8)(0.0f)),
-                    0, g + j);
-        for (; j < Tk; j++) g[j] = y[j] != 0.0f ? g[j] : 0.0f;
-    } else {
-        for (ulong q = first / 4; 4 * q < end; q++) {
-            const ulong lo = max(4 * q, first), hi = min(4 * q + 4, end);
-            bool any = false;
-            for (ulong e = lo; e < hi; e++) any = any || y[e - first] != 0.0f;
-            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            if (any) philox_block_scales(d, drop_p, seed, step, site, q);
-            for (ulong e = lo; e < hi; e++)
-                g[e - first] = y[e - first] != 0.0f ? g[e - first] * d[e - 4 * q] : 0.0f;
-        }
-    }
     float8 dot8 = 0.0f;
     for (j = 0; j + 8 <= Tk; j += 8) dot8 += vload8(0, g + j) * vload8(0, y + j);
     float dot = sum8(dot8);
