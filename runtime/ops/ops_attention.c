@@ -163,13 +163,13 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
     const size_t scores = BH * Tq * Tk;
     const size_t moved = (write_drop ? 3 : 2) * scores + (use_keys ? s->B * Tk : 0);
     CF_TRY(CF_LAUNCH(ctx, "attention", cf_f32_bytes(moved), k, 1, &global, &local, CF_MEM(P.buf),
-                     CF_U64(P.off),
-                     CF_MEM(Pd.buf), CF_U64(Pd.off), CF_I32(write_drop),
+                     CF_U64(P.off), CF_MEM(Pd.buf), CF_U64(Pd.off), CF_I32(write_drop),
                      CF_MEM(use_keys ? key_tokens.buf : P.buf), CF_U64(key_tokens.off),
-                     CF_I32(s->key_ld), CF_I32(use_keys), CF_I32(BH * Tq), CF_I32(s->H), CF_I32(Tq),
-                     CF_I32(Tk), CF_I32(s->q_pos0), CF_I32(s->causal), CF_F32(1.0f / sqrtf((float)dh)),
-                     CF_F32(active ? dropout->p : 0.0f), CF_U64(active ? dropout->seed : 0),
-                     CF_U32(active ? dropout->step : 0), CF_U32(active ? dropout->site : 0)));
+                     CF_I32(s->key_ld), CF_I32(use_keys), CF_I32(BH * Tq), CF_I32(s->H),
+                     CF_I32(Tq), CF_I32(Tk), CF_I32(s->q_pos0), CF_I32(s->causal),
+                     CF_F32(1.0f / sqrtf((float)dh)), CF_F32(active ? dropout->p : 0.0f),
+                     CF_U64(active ? dropout->seed : 0), CF_U32(active ? dropout->step : 0),
+                     CF_U32(active ? dropout->site : 0)));
     /* the saved probabilities as stored (16-bit runs), before P V reads them */
     CF_TRY(cf_round_activation(ctx, P, scores));
     if (write_drop) CF_TRY(cf_round_activation(ctx, Pd, scores));
@@ -333,8 +333,8 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
     cf_row_grid(ctx, BH * Tq, &global, &local);
     /* dP and P read, dS written */
     CF_TRY(CF_LAUNCH(ctx, "attention", cf_f32_bytes(3 * BH * Tq * Tk), k, 1, &global, &local,
-                     CF_MEM(dprobs.buf),
-                     CF_U64(dprobs.off), CF_MEM(P.buf), CF_U64(P.off), CF_I32(BH * Tq), CF_I32(Tk),
+                     CF_MEM(dprobs.buf), CF_U64(dprobs.off), CF_MEM(P.buf), CF_U64(P.off),
+                     CF_I32(BH * Tq), CF_I32(Tk),
                      CF_F32(1.0f / sqrtf((float)dh)), CF_F32(active ? dropout->p : 0.0f),
                      CF_U64(active ? dropout->seed : 0), CF_U32(active ? dropout->step : 0),
                      CF_U32(active ? dropout->site : 0)));
