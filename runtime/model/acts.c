@@ -245,9 +245,10 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
      * where the GEMM path makes three launches and stores them (unmeasured on
      * a GPU yet) */
     if (device->tiled_attention) return true;
-    /* CPU devices: the GEMM path, measured faster on PoCL at every length
-     * from 64 to 512 and level or faster on Intel's runtime
-     * (docs/PERFORMANCE.md); memory decides */
+    /* elsewhere the GEMM path while its probabilities fit: on CPU devices it
+     * was measured faster on PoCL at every length from 64 to 512 and level
+     * or faster on Intel's runtime (docs/PERFORMANCE.md); accelerators and
+     * simulators are unmeasured */
     const size_t max_alloc_bytes = (size_t)cf_buffer_max_bytes(device->max_alloc_bytes);
     /* the probabilities the unfused path saves, per batch, in floats:
      * encoder S x S, decoder T x T and T x S per layer, twice with dropout,
