@@ -1,10 +1,15 @@
 /*
  * The host provider's AVX-512 product (gemm_avx512.h says when it runs).
  * The usual blocked scheme: op(B) is copied in blocks of KC rows by NC
- * columns into panels NR columns wide, op(A) in blocks of MC rows into
- * panels MR rows high, both zero-padded to whole panels, and a register
- * tile of MR x NR (16 zmm accumulators) runs over each pair of panels. The
- * sizes keep a B panel (32 KiB) in L1 and the A block in L2.
+ * columns into panels NR columns wide, zero-padded to whole panels, and a
+ * register tile of MR x NR (16 zmm accumulators) runs over each B panel and
+ * MR rows of op(A). Those rows are read where they lie when they lie along
+ * k (no trans_a: each of the MR rows streams forward); with trans_a, op(A)
+ * is copied in blocks of MC rows into panels MR rows high first. Copying
+ * rows that already stream would cost a pass over A: at m 768, k 512 that
+ * copy took a quarter of the product, more with A out of cache (as it is
+ * in a model's step). The sizes keep a B panel (32 KiB) in L1 and the A
+ * block in L2.
  */
 #include "gemm_avx512.h"
 #include "status.h"
@@ -65,8 +70,7 @@ AVX512 static void transpose16(__m512 r[16])
 
 /* Up to 16 floats of each of `rows` rows (stride ld) from src, the first
  * `cols` of each (the rest, and rows past `rows`, zero), transposed: r[q]
- * holds column q. Rows lying along k are what both packs transpose: op(B)
- * with trans_b, op(A) without trans_a. */
+ * holds column q: op(B)'s columns with trans_b lie along k and are packed so. */
 AVX512 static void load_transposed(const float *src, size_t ld, int rows, int cols, __m512 r[16])
 {
     const __mmask16 mask = lanes(cols);
@@ -104,43 +108,39 @@ AVX512 static void pack_b(bool trans, const float *b, int ldb, int p0, int kc, i
     }
 }
 
-/* op(A) rows i0..i0+mc, columns p0..p0+kc into panels of MR rows. */
-AVX512 static void pack_a(bool trans, const float *a, int lda, int i0, int mc, int p0, int kc,
-                          float *out)
+/* op(A) rows i0..i0+mc, columns p0..p0+kc into panels of MR rows, for
+ * trans_a only: columns of op(A) are rows of a (past h, zeros). */
+AVX512 static void pack_a(const float *a, int lda, int i0, int mc, int p0, int kc, float *out)
 {
     for (int ip = 0; ip < mc; ip += MR, out += (size_t)MR * kc) {
-        const int h = min_int(MR, mc - ip);
-        if (trans) { /* columns of op(A) are rows of a; past h, zeros */
-            const __mmask16 m = lanes(h);
-            for (int p = 0; p < kc; p++) {
-                const __m512 col = _mm512_maskz_loadu_ps(m, a + (size_t)(p0 + p) * lda + i0 + ip);
-                _mm256_store_ps(out + (size_t)p * MR, _mm512_castps512_ps256(col));
-            }
-        } else { /* op(A)'s rows lie along k: transposed 16 columns at a time */
-            for (int p = 0; p < kc; p += 16) {
-                __m512 r[16];
-                load_transposed(a + (size_t)(i0 + ip) * lda + p0 + p, (size_t)lda, h, kc - p, r);
-                for (int q = 0; q < 16 && p + q < kc; q++)
-                    _mm256_store_ps(out + (size_t)(p + q) * MR, _mm512_castps512_ps256(r[q]));
-            }
+        const __mmask16 m = lanes(min_int(MR, mc - ip));
+        for (int p = 0; p < kc; p++) {
+            const __m512 col = _mm512_maskz_loadu_ps(m, a + (size_t)(p0 + p) * lda + i0 + ip);
+            _mm256_store_ps(out + (size_t)p * MR, _mm512_castps512_ps256(col));
         }
     }
 }
 
-/* The MR x NR tile: acc = sum over p of ap[p][i] * bp[p][j], then rows < h
+/* The MR x NR tile: acc = sum over p of A(i, p) * bp[p][j], then rows < h
  * and columns < w of C get alpha * acc + beta * C (first block of k, beta
- * 0: alpha * acc) or alpha * acc + C (later blocks). */
-AVX512 static void tile(int kc, const float *ap, const float *bp, float *c, int ldc, int h,
-                        int w, float alpha, float beta, bool first)
+ * 0: alpha * acc) or alpha * acc + C (later blocks). A(i, p) is
+ * arow[i][p * kstep]: a packed panel (kstep MR) or op(A) read in place
+ * (kstep 1, rows past h repeating row h - 1 so as to read within A). */
+__attribute__((always_inline)) AVX512 static inline void
+tile_body(int kc, const float *const arow[MR], size_t kstep, const float *bp, float *c, int ldc,
+          int h, int w, float alpha, float beta, bool first)
 {
+    const float *a0 = arow[0], *a1 = arow[1], *a2 = arow[2], *a3 = arow[3], *a4 = arow[4],
+                *a5 = arow[5], *a6 = arow[6], *a7 = arow[7];
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00,
            c61 = c00, c70 = c00, c71 = c00;
-    for (int p = 0; p < kc; p++, ap += MR, bp += NR) {
+    for (size_t p = 0; p < (size_t)kc; p++, bp += NR) {
         const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
+        const size_t q = p * kstep;
 #define ROW(i)                                                                                 \
     do {                                                                                       \
-        const __m512 ai = _mm512_set1_ps(ap[i]);                                               \
+        const __m512 ai = _mm512_set1_ps(a##i[q]);                                             \
         c##i##0 = _mm512_fmadd_ps(ai, b0, c##i##0);                                            \
         c##i##1 = _mm512_fmadd_ps(ai, b1, c##i##1);                                            \
     } while (0)
@@ -172,6 +172,24 @@ AVX512 static void tile(int kc, const float *ap, const float *bp, float *c, int 
         }
 }
 
+/* The tile on a packed panel of A (ap: kc steps of MR rows). */
+AVX512 static void tile_packed(int kc, const float *ap, const float *bp, float *c, int ldc,
+                               int h, int w, float alpha, float beta, bool first)
+{
+    const float *const arow[MR] = {ap, ap + 1, ap + 2, ap + 3, ap + 4, ap + 5, ap + 6, ap + 7};
+    tile_body(kc, arow, MR, bp, c, ldc, h, w, alpha, beta, first);
+}
+
+/* The tile on op(A) read in place: rows of a lie along k (no trans_a), so
+ * each row streams forward and packing it would only copy it. */
+AVX512 static void tile_direct(int kc, const float *a, int lda, const float *bp, float *c,
+                               int ldc, int h, int w, float alpha, float beta, bool first)
+{
+    const float *arow[MR];
+    for (int i = 0; i < MR; i++) arow[i] = a + (size_t)min_int(i, h - 1) * lda;
+    tile_body(kc, arow, 1, bp, c, ldc, h, w, alpha, beta, first);
+}
+
 bool cf_gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                     const float *a, int lda, const float *b, int ldb, float beta, float *c,
                     int ldc)
@@ -179,7 +197,8 @@ bool cf_gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, float alpha
     __builtin_cpu_init();
     if (!__builtin_cpu_supports("avx512f")) return false;
     const int nc_max = (min_int(n, NC) + NR - 1) / NR * NR,
-              mc_max = (min_int(m, MC) + MR - 1) / MR * MR, kc_max = min_int(k, KC);
+              mc_max = trans_a ? (min_int(m, MC) + MR - 1) / MR * MR : 0,
+              kc_max = min_int(k, KC);
     /* aligned_alloc takes a multiple of the alignment (ASan holds it to that) */
     const size_t bytes = ((size_t)nc_max + mc_max) * kc_max * sizeof(float);
     float *bpack = aligned_alloc(64, (bytes + 63) / 64 * 64);
@@ -192,12 +211,19 @@ bool cf_gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, float alpha
             pack_b(trans_b, b, ldb, pc, kc, jc, nc, bpack);
             for (int ic = 0; ic < m; ic += MC) {
                 const int mc = min_int(MC, m - ic);
-                pack_a(trans_a, a, lda, ic, mc, pc, kc, apack);
+                if (trans_a) pack_a(a, lda, ic, mc, pc, kc, apack);
                 for (int jr = 0; jr < nc; jr += NR)
-                    for (int ir = 0; ir < mc; ir += MR)
-                        tile(kc, apack + (size_t)ir * kc, bpack + (size_t)jr * kc,
-                             c + (size_t)(ic + ir) * ldc + jc + jr, ldc, min_int(MR, mc - ir),
-                             min_int(NR, nc - jr), alpha, beta, pc == 0);
+                    for (int ir = 0; ir < mc; ir += MR) {
+                        const float *bp = bpack + (size_t)jr * kc;
+                        float *ct = c + (size_t)(ic + ir) * ldc + jc + jr;
+                        const int h = min_int(MR, mc - ir), w = min_int(NR, nc - jr);
+                        if (trans_a)
+                            tile_packed(kc, apack + (size_t)ir * kc, bp, ct, ldc, h, w, alpha,
+                                        beta, pc == 0);
+                        else
+                            tile_direct(kc, a + (size_t)(ic + ir) * lda + pc, lda, bp, ct, ldc,
+                                        h, w, alpha, beta, pc == 0);
+                    }
             }
         }
     }
