@@ -101,14 +101,19 @@ static void product(const host_args *h, size_t i, int part, int parts)
  * OpenBLAS would have used, started once, asleep on a condition variable
  * between calls) take items from a shared counter beside the native
  * kernel's thread: the products of a batch, or the row (or column) slices
- * of one product of at least SMALL_PRODUCT multiply-adds. The caller takes
- * items too and never waits for a helper to wake: on a loaded machine it
- * may do them all itself. Each item is computed by exactly one thread in the
+ * of one product, when the call has at least SMALL_WORK multiply-adds. The
+ * caller takes items too and never waits for a helper to wake: on a loaded
+ * machine it may do them all itself. A smaller call runs on the caller
+ * alone: a helper took 18-35 us to wake (2-vCPU Xeon, PoCL pthread), about
+ * what 2^22 multiply-adds take one core, and a decoding step's products
+ * (12 rows by a weight matrix) split in two went no faster, while the
+ * caller waited on the helper's half: clformer generate, 8 x 250 tokens of
+ * gpt-mini, spent 280 ms in products split so, 220 ms unsplit. Each item is computed by exactly one thread in the
  * same way, so results do not depend on which. This sets OpenBLAS's thread
  * count for the whole process (other users of the same library in it run
  * single-threaded too). */
 
-enum { SMALL_PRODUCT = 1 << 18 };
+enum { SMALL_WORK = 1 << 22 };
 
 typedef struct {
     const host_args *h;
@@ -194,13 +199,12 @@ static void run_spread(const host_args *h, int parts)
     pthread_mutex_unlock(&pool_lock);
 }
 
-/* Slices per product: one per thread for a lone product worth splitting
- * (each slice at least MIN_SLICE rows or columns), else 1. */
+/* Slices per product: one per thread for a lone product (each slice at
+ * least MIN_SLICE rows or columns), else 1. */
 static int slices(const host_args *h)
 {
-    const double work = (double)h->m * (double)h->n * (double)h->k;
     const int threads = 1 + pool_helpers, dim = h->m >= h->n ? h->m : h->n;
-    if (h->batch > 1 || work < SMALL_PRODUCT) return 1;
+    if (h->batch > 1) return 1;
     const int most = dim / MIN_SLICE;
     return threads < most ? threads : (most > 1 ? most : 1);
 }
@@ -209,6 +213,11 @@ static void CL_CALLBACK run(void *block)
 {
     const host_args *h = block;
     pthread_once(&pool_once, start_helpers);
+    const double work = (double)h->batch * (double)h->m * (double)h->n * (double)h->k;
+    if (work < SMALL_WORK) { /* done sooner than a helper wakes */
+        for (size_t i = 0; i < h->batch; i++) product(h, i, 0, 1);
+        return;
+    }
     const int parts = slices(h);
     if (h->batch * (size_t)parts > 1) run_spread(h, parts);
     else product(h, 0, 0, 1);
