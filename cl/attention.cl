@@ -27,40 +27,66 @@ static inline void copy_run(global float *d, global const float *s, int dh)
     for (; j < dh; j++) d[j] = s[j];
 }
 
-/* dst[((b*H + h)*T + t)*dh + j] = src[(b*T + t)*ld + h*dh + j].
+/* A row's head slots and the per-head tensors they belong to: a row (b, t)
+ * of one projection holds H0 + 2 * H1 slots of dh floats; slots 0..H0-1
+ * are heads of tensor 0 (the queries), the next H1 of tensor 1 (keys), the
+ * next H1 of tensor 2 (values); H1 = 0: one tensor, H0 = 0: keys and values
+ * alone. Element j of slot u in row (b, t) lies at (b*T + t)*ld + u*dh + j,
+ * of head h of tensor g (H_g heads) at ((b*H_g + h)*T + t)*dh + j.
  * dim 1: row r = b*T + t. Without GPU_LAYOUTS (CPU devices, where a work
  * item's loop runs as scalar code and every element paid two divisions): dim
- * 0 is the head h and an item moves the head's dh contiguous floats; with it
- * (GPUs, coalesced) dim 0 is the column c = h*dh + j, one element per item. */
-kernel void split_heads(global float *dst, ulong dst_off, global const float *src, ulong src_off,
-                        int ld, int B, int T, int H, int dh)
+ * 0 is the slot u and an item moves its dh contiguous floats; with it (GPUs,
+ * coalesced) dim 0 is the column c = u*dh + j, one element per item. One
+ * launch moves all three tensors (queries, keys and values were three). */
+typedef struct {
+    ulong row;  /* the element's offset in the rows, from their start */
+    ulong head; /* its offset in its tensor, from the tensor's start */
+    int tensor; /* 0, 1 or 2 */
+} head_slot;
+
+/* Where item (c, r) reads or writes; false for an item past the grid. */
+static inline bool head_slot_of(int c, int r, int ld, int B, int T, int H0, int H1, int dh,
+                                head_slot *s)
 {
-    const int per_head = !GPU_LAYOUTS;
-    const int c = get_global_id(0), r = get_global_id(1);
-    if (c >= (per_head ? H : H * dh) || r >= B * T) return;
-    const int b = r / T, t = r - b * T, h = per_head ? c : c / dh, j = per_head ? 0 : c - h * dh;
-    global float *d = dst + dst_off + (((ulong)b * H + h) * T + t) * dh + j;
-    global const float *s = src + src_off + (ulong)r * ld + (ulong)h * dh + j;
-    if (per_head)
-        copy_run(d, s, dh);
-    else
-        *d = *s;
+    const int per_head = !GPU_LAYOUTS, slots = H0 + 2 * H1;
+    if (c >= (per_head ? slots : slots * dh) || r >= B * T) return false;
+    const int b = r / T, t = r - b * T, u = per_head ? c : c / dh, j = per_head ? 0 : c - u * dh;
+    s->tensor = u < H0 ? 0 : u < H0 + H1 ? 1 : 2;
+    const int h = s->tensor == 0 ? u : s->tensor == 1 ? u - H0 : u - H0 - H1,
+              H = s->tensor == 0 ? H0 : H1;
+    s->row = (ulong)r * ld + (ulong)u * dh + j;
+    s->head = (((ulong)b * H + h) * T + t) * dh + j;
+    return true;
 }
 
-/* The inverse: dst[(b*T + t)*ld + h*dh + j] = src[((b*H + h)*T + t)*dh + j]. */
-kernel void merge_heads(global float *dst, ulong dst_off, int ld, global const float *src,
-                        ulong src_off, int B, int T, int H, int dh)
+/* The three tensors' heads <- the rows' slots. */
+kernel void split_heads(global float *dst0, ulong off0, global float *dst1, ulong off1,
+                        global float *dst2, ulong off2, global const float *src, ulong src_off,
+                        int ld, int B, int T, int H0, int H1, int dh)
 {
-    const int per_head = !GPU_LAYOUTS;
-    const int c = get_global_id(0), r = get_global_id(1);
-    if (c >= (per_head ? H : H * dh) || r >= B * T) return;
-    const int b = r / T, t = r - b * T, h = per_head ? c : c / dh, j = per_head ? 0 : c - h * dh;
-    global float *d = dst + dst_off + (ulong)r * ld + (ulong)h * dh + j;
-    global const float *s = src + src_off + (((ulong)b * H + h) * T + t) * dh + j;
-    if (per_head)
-        copy_run(d, s, dh);
+    head_slot s;
+    if (!head_slot_of(get_global_id(0), get_global_id(1), ld, B, T, H0, H1, dh, &s)) return;
+    global float *d = s.tensor == 0 ? dst0 + off0 : s.tensor == 1 ? dst1 + off1 : dst2 + off2;
+    if (!GPU_LAYOUTS)
+        copy_run(d + s.head, src + src_off + s.row, dh);
     else
-        *d = *s;
+        d[s.head] = src[src_off + s.row];
+}
+
+/* The inverse: the rows' slots <- the three tensors' heads (the rows'
+ * other columns untouched). */
+kernel void merge_heads(global float *dst, ulong dst_off, int ld, global const float *src0,
+                        ulong off0, global const float *src1, ulong off1,
+                        global const float *src2, ulong off2, int B, int T, int H0, int H1,
+                        int dh)
+{
+    head_slot s;
+    if (!head_slot_of(get_global_id(0), get_global_id(1), ld, B, T, H0, H1, dh, &s)) return;
+    global const float *h = s.tensor == 0 ? src0 + off0 : s.tensor == 1 ? src1 + off1 : src2 + off2;
+    if (!GPU_LAYOUTS)
+        copy_run(dst + dst_off + s.row, h + s.head, dh);
+    else
+        dst[dst_off + s.row] = h[s.head];
 }
 
 /* Whether key j is visible: not padding (when a key mask is given) and, for

@@ -779,48 +779,66 @@ done:
 /* split then merge, each bit for bit against the reference: merge writes the
  * heads' columns and leaves the others alone. Head sizes 6 (CPU devices'
  * float4 moves leave a tail), 8, 64 and 80; B x T 2 x 7 under quick, else
- * 3 x 61; rows 5 longer than the heads. */
+ * 3 x 61; rows 5 longer than the heads. Three layouts of a row: one tensor
+ * of 3 heads (cf_split_heads), and through cf_split_qkv_heads 3 query heads
+ * with 1 key and 1 value head (grouped-query), and 3 key and 3 value heads
+ * with no queries (cross-attention's memory). */
 static clformer_status run_split_merge(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
 {
     static const size_t dhs[] = {6, 8, 64, 80};
-    const size_t B = quick ? 2 : 3, T = quick ? 7 : 61, H = 3;
+    static const size_t layouts[][2] = {{3, 0}, {3, 1}, {0, 3}}; /* {Hq, Hkv}; Hkv 0: one */
+    const size_t B = quick ? 2 : 3, T = quick ? 7 : 61;
     clformer_status st = CLFORMER_OK;
-    for (size_t d = 0; d < sizeof dhs / sizeof *dhs && !st; d++) {
-        const size_t dh = dhs[d], ld = H * dh + 5, n = B * T * ld, nh = B * H * T * dh;
-        conf_block b = {0};
-        const size_t SRC = conf_block_add(&b, n), HEADS = conf_block_add(&b, nh),
-                     BACK = conf_block_add(&b, n);
-        double *src64 = malloc(n * 8), *heads64 = malloc(nh * 8), *back64 = malloc(n * 8);
-        if ((st = conf_block_create(ctx, &b))) goto next;
-        if (!src64 || !heads64 || !back64) {
-            st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-            goto next;
+    for (size_t d = 0; d < sizeof dhs / sizeof *dhs && !st; d++)
+        for (size_t l = 0; l < sizeof layouts / sizeof *layouts && !st; l++) {
+            const size_t dh = dhs[d], Hq = layouts[l][0], Hkv = layouts[l][1];
+            const size_t slots = Hq + 2 * Hkv, ld = slots * dh + 5, n = B * T * ld,
+                         nh = B * slots * T * dh;
+            /* the tensors' heads, one after another: q, then k, then v */
+            const size_t heads_of[3] = {Hq, Hkv, Hkv};
+            conf_block b = {0};
+            const size_t SRC = conf_block_add(&b, n), HEADS = conf_block_add(&b, nh),
+                         BACK = conf_block_add(&b, n);
+            double *src64 = malloc(n * 8), *heads64 = malloc(nh * 8), *back64 = malloc(n * 8);
+            if ((st = conf_block_create(ctx, &b))) goto next;
+            if (!src64 || !heads64 || !back64) {
+                st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+                goto next;
+            }
+            ref_rng r = ref_rng_new(d);
+            ref_fill_uniform(&r, conf_block_init(&b, SRC), src64, n, -1, 1);
+            conf_block_init_fill(&b, BACK, UNTOUCHED);
+            const cf_view src = conf_block_view(&b, SRC), back = conf_block_view(&b, BACK);
+            cf_view t[3];
+            for (size_t g = 0, at = 0; g < 3; at += B * heads_of[g] * T * dh, g++)
+                t[g] = cf_view_add(conf_block_view(&b, HEADS), at);
+            if ((st = conf_block_upload(&b)) ||
+                (st = Hkv ? cf_split_qkv_heads(ctx, t[0], t[1], t[2], src, ld, B, T, Hq, Hkv, dh)
+                          : cf_split_heads(ctx, t[0], src, ld, B, T, Hq, dh)) ||
+                (st = Hkv ? cf_merge_qkv_heads(ctx, back, ld, t[0], t[1], t[2], B, T, Hq, Hkv,
+                                               dh)
+                          : cf_merge_heads(ctx, back, ld, t[0], B, T, Hq, dh)) ||
+                (st = cf_finish(ctx)) || (st = conf_block_read(&b)))
+                goto next;
+            for (size_t i = 0; i < n; i++) back64[i] = UNTOUCHED;
+            for (size_t g = 0, at = 0, col = 0; g < 3; g++) {
+                ref_split_heads(heads64 + at, src64 + col, ld, B, T, heads_of[g], dh);
+                ref_merge_heads(back64 + col, ld, heads64 + at, B, T, heads_of[g], dh);
+                at += B * heads_of[g] * T * dh, col += heads_of[g] * dh;
+            }
+            ref_cmp split = ref_compare_exact(conf_block_out(&b, HEADS), heads64, nh),
+                    merge = ref_compare_exact(conf_block_out(&b, BACK), back64, n);
+            if (!conf_block_unchanged(&b, SRC))
+                split.pass = merge.pass = false, split.why = merge.why = "the source changed";
+            char shape[96];
+            snprintf(shape, sizeof shape, "B%zu T%zu Hq%zu Hkv%zu dh%zu ld%zu", B, T, Hq, Hkv, dh,
+                     ld);
+            conf_emit(sink, user, "split_heads", shape, conf_guarded(split, &b), 0.0);
+            conf_emit(sink, user, "merge_heads", shape, conf_guarded(merge, &b), 0.0);
+        next:
+            conf_block_free(&b);
+            free(src64), free(heads64), free(back64);
         }
-        ref_rng r = ref_rng_new(d);
-        ref_fill_uniform(&r, conf_block_init(&b, SRC), src64, n, -1, 1);
-        conf_block_init_fill(&b, BACK, UNTOUCHED);
-        if ((st = conf_block_upload(&b)) ||
-            (st = cf_split_heads(ctx, conf_block_view(&b, HEADS), conf_block_view(&b, SRC), ld, B,
-                                 T, H, dh)) ||
-            (st = cf_merge_heads(ctx, conf_block_view(&b, BACK), ld, conf_block_view(&b, HEADS),
-                                 B, T, H, dh)) ||
-            (st = cf_finish(ctx)) || (st = conf_block_read(&b)))
-            goto next;
-        ref_split_heads(heads64, src64, ld, B, T, H, dh);
-        for (size_t i = 0; i < n; i++) back64[i] = UNTOUCHED;
-        ref_merge_heads(back64, ld, heads64, B, T, H, dh);
-        ref_cmp split = ref_compare_exact(conf_block_out(&b, HEADS), heads64, nh),
-                merge = ref_compare_exact(conf_block_out(&b, BACK), back64, n);
-        if (!conf_block_unchanged(&b, SRC))
-            split.pass = merge.pass = false, split.why = merge.why = "the source changed";
-        char shape[96];
-        snprintf(shape, sizeof shape, "B%zu T%zu H%zu dh%zu ld%zu", B, T, H, dh, ld);
-        conf_emit(sink, user, "split_heads", shape, conf_guarded(split, &b), 0.0);
-        conf_emit(sink, user, "merge_heads", shape, conf_guarded(merge, &b), 0.0);
-    next:
-        conf_block_free(&b);
-        free(src64), free(heads64), free(back64);
-    }
     return st;
 }
 

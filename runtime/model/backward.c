@@ -40,17 +40,15 @@ static clformer_status attention_backward(cf_session *s, cf_attn_acts *a, const 
                                  &a->saved, a->qh, a->kh, a->vh, &shape,
                                  cf_session_dropout(s, site, &ds)));
     if (!cross) {
-        CF_TRY(cf_merge_heads(ctx, A->d_q, ld, A->d_qh, B, Tq, H, dh));
-        CF_TRY(cf_merge_heads(ctx, cf_view_add(A->d_q, d), ld, A->d_kh, B, Tk, Hkv, dh));
-        CF_TRY(cf_merge_heads(ctx, cf_view_add(A->d_q, d + kvd), ld, A->d_vh, B, Tk, Hkv, dh));
+        /* self-attention: Tk = Tq, the rows of d_q hold all three */
+        CF_TRY(cf_merge_qkv_heads(ctx, A->d_q, ld, A->d_qh, A->d_kh, A->d_vh, B, Tq, H, Hkv, dh));
         /* rotary positions: the gradients of the turned queries and keys, turned back */
         if (s->model->blocks.rope) CF_TRY(cf_rotate(s, A->d_q, B, Tq, 0, NULL, true));
         return cf_linear_backward(ctx, dinp, G(s, p->in_proj_w), G(s, p->in_proj_b), A->d_q, fin,
                                   P(s, p->in_proj_w), Nq, d, ld, accumulate);
     }
     CF_TRY(cf_merge_heads(ctx, A->d_q, d, A->d_qh, B, Tq, H, dh));
-    CF_TRY(cf_merge_heads(ctx, A->d_kv, 2 * d, A->d_kh, B, Tk, H, dh));
-    CF_TRY(cf_merge_heads(ctx, cf_view_add(A->d_kv, d), 2 * d, A->d_vh, B, Tk, H, dh));
+    CF_TRY(cf_merge_qkv_heads(ctx, A->d_kv, 2 * d, A->d_kh, A->d_kh, A->d_vh, B, Tk, 0, H, dh));
     CF_TRY(cf_linear_backward(ctx, dinp, G(s, p->in_proj_w), G(s, p->in_proj_b), A->d_q, fin,
                               P(s, p->in_proj_w), Nq, d, d, accumulate));
     return cf_linear_backward(ctx, A->d_mem, G(s, p->in_proj_w + d * d),

@@ -195,12 +195,11 @@ static clformer_status attention(cf_session *s, const cf_attn_acts *a, const cf_
         CF_TRY(cf_linear_forward(ctx, a->q, x, w, b, Nq, d, ld));
         if (s->model->blocks.rope)
             CF_TRY(cf_rotate(s, a->q, B, Tq, sh->q_pos0, spec->row_pos, false));
-        CF_TRY(cf_split_heads(ctx, a->qh, a->q, ld, B, Tq, H, dh));
         if (spec->cached) {
+            CF_TRY(cf_split_heads(ctx, a->qh, a->q, ld, B, Tq, H, dh));
             CF_TRY(cache_write(ctx, a, spec));
         } else {
-            CF_TRY(cf_split_heads(ctx, a->kh, cf_view_add(a->q, d), ld, B, Tq, Hkv, dh));
-            CF_TRY(cf_split_heads(ctx, a->vh, cf_view_add(a->q, d + kvd), ld, B, Tq, Hkv, dh));
+            CF_TRY(cf_split_qkv_heads(ctx, a->qh, a->kh, a->vh, a->q, ld, B, Tq, H, Hkv, dh));
         }
     } else {
         /* rows 0..d-1 of the packed projection act on the queries, the rest on the memory */
@@ -224,8 +223,7 @@ clformer_status cf_cross_kv(cf_session *s, int l, cf_view memory, cf_view kv, cf
     const size_t d = (size_t)c->d_model, H = (size_t)c->n_heads, dh = d / H;
     CF_TRY(cf_linear_forward(s->ctx, kv, memory, cf_param(s, p->in_proj_w + d * d),
                              cf_param(s, p->in_proj_b + d), B * S, d, 2 * d));
-    CF_TRY(cf_split_heads(s->ctx, kh, kv, 2 * d, B, S, H, dh));
-    return cf_split_heads(s->ctx, vh, cf_view_add(kv, d), 2 * d, B, S, H, dh);
+    return cf_split_qkv_heads(s->ctx, kh, kh, vh, kv, 2 * d, B, S, 0, H, dh);
 }
 
 /* Writes f->out = lin2(act(lin1(x))) without lin2's bias (norm_out adds it). */

@@ -198,6 +198,19 @@ clformer_status cf_split_heads(cf_ctx *ctx, cf_view dst, cf_view src, size_t ld,
 clformer_status cf_merge_heads(cf_ctx *ctx, cf_view dst, size_t ld, cf_view src, size_t B,
                                size_t T, size_t H, size_t dh);
 
+/* One projection's queries, keys and values in one launch: each row holds
+ * Hq query heads, then Hkv key heads, then Hkv value heads (dh floats each,
+ * row stride ld); q (B, Hq, T, dh), k and v (B, Hkv, T, dh) <- those columns.
+ * Hq = 0: keys and values alone (q is not used). */
+clformer_status cf_split_qkv_heads(cf_ctx *ctx, cf_view q, cf_view k, cf_view v, cf_view src,
+                                   size_t ld, size_t B, size_t T, size_t Hq, size_t Hkv,
+                                   size_t dh);
+
+/* The inverse: those columns of dst's rows <- q, k, v (others untouched). */
+clformer_status cf_merge_qkv_heads(cf_ctx *ctx, cf_view dst, size_t ld, cf_view q, cf_view k,
+                                   cf_view v, size_t B, size_t T, size_t Hq, size_t Hkv,
+                                   size_t dh);
+
 typedef struct {
     size_t B, H, dh;
     size_t Tq;       /* queries per (b, h) */
