@@ -108,10 +108,10 @@ static void product(const host_args *h, size_t i, int part, int parts)
  * what 2^22 multiply-adds take one core, and a decoding step's products
  * (12 rows by a weight matrix) split in two went no faster, while the
  * caller waited on the helper's half: clformer generate, 8 x 250 tokens of
- * gpt-mini, spent 280 ms in products split so, 220 ms unsplit. Each item is computed by exactly one thread in the
- * same way, so results do not depend on which. This sets OpenBLAS's thread
- * count for the whole process (other users of the same library in it run
- * single-threaded too). */
+ * gpt-mini, spent 280 ms in products split so, 220 ms unsplit. Each item is
+ * computed by exactly one thread in the same way, so results do not depend
+ * on which. This sets OpenBLAS's thread count for the whole process (other
+ * users of the same library in it run single-threaded too). */
 
 enum { SMALL_WORK = 1 << 22 };
 
