@@ -41,12 +41,15 @@
 /* Heads in and out of the (B, H, T, dh) layout                              */
 /* ------------------------------------------------------------------------- */
 
-/* heads[g]: tensor g of cl/attention.cl's head slots (H0 heads for tensor
- * 0, H1 each for tensors 1 and 2); rows: the projection's rows. */
-static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id kernel,
-                                    const cf_view heads[3], cf_view rows, size_t ld, size_t B,
+/* q, k, v: tensors 0, 1, 2 of cl/attention.cl's head slots (H0 heads for
+ * tensor 0, H1 each for tensors 1 and 2; one tensor: all three the same,
+ * H1 = 0); rows: the projection's rows. With H0 = 0, q is not used (k goes
+ * in its place, so the kernel gets a buffer). */
+static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id kernel, cf_view q,
+                                    cf_view k, cf_view v, cf_view rows, size_t ld, size_t B,
                                     size_t T, size_t H0, size_t H1, size_t dh, bool split)
 {
+    const cf_view heads[3] = {H0 ? q : k, k, v};
     const size_t slots = H0 + 2 * H1;
     if (B == 0 || T == 0 || slots == 0 || dh == 0) return CLFORMER_OK;
     if (ld < slots * dh)
@@ -55,8 +58,8 @@ static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id ke
                        "the packed row length (>= heads*dh)", fn, ld, slots, dh);
     /* B*T rows of ld >= slots*dh columns: slots and dh fit an int too */
     CF_TRY(cf_check_rows(fn, B * T, ld));
-    cl_kernel k;
-    CF_TRY(cf_kernel_get(ctx, kernel, &k));
+    cl_kernel kern;
+    CF_TRY(cf_kernel_get(ctx, kernel, &kern));
     /* CPU devices: one work item per (row, head slot) moving dh floats (see
      * cl/attention.cl); GPUs: one per element, coalesced. The kernels are
      * built with the same choice (GPU_LAYOUTS, cf_program_options). */
@@ -65,12 +68,12 @@ static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id ke
                  global[2] = {per_head ? slots : slots * dh, B * T};
     const uint64_t bytes = cf_f32_bytes(2 * B * T * slots * dh); /* each read and written */
     if (split)
-        return CF_LAUNCH(ctx, "attention", bytes, k, 2, global, local, CF_MEM(heads[0].buf),
+        return CF_LAUNCH(ctx, "attention", bytes, kern, 2, global, local, CF_MEM(heads[0].buf),
                          CF_U64(heads[0].off), CF_MEM(heads[1].buf), CF_U64(heads[1].off),
                          CF_MEM(heads[2].buf), CF_U64(heads[2].off), CF_MEM(rows.buf),
                          CF_U64(rows.off), CF_I32(ld), CF_I32(B), CF_I32(T), CF_I32(H0),
                          CF_I32(H1), CF_I32(dh));
-    return CF_LAUNCH(ctx, "attention", bytes, k, 2, global, local, CF_MEM(rows.buf),
+    return CF_LAUNCH(ctx, "attention", bytes, kern, 2, global, local, CF_MEM(rows.buf),
                      CF_U64(rows.off), CF_I32(ld), CF_MEM(heads[0].buf), CF_U64(heads[0].off),
                      CF_MEM(heads[1].buf), CF_U64(heads[1].off), CF_MEM(heads[2].buf),
                      CF_U64(heads[2].off), CF_I32(B), CF_I32(T), CF_I32(H0), CF_I32(H1),
@@ -80,25 +83,22 @@ static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id ke
 clformer_status cf_split_heads(cf_ctx *ctx, cf_view dst, cf_view src, size_t ld, size_t B,
                                size_t T, size_t H, size_t dh)
 {
-    const cf_view heads[3] = {dst, dst, dst};
-    return heads_launch(ctx, "cf_split_heads", CF_K_SPLIT_HEADS, heads, src, ld, B, T, H, 0, dh,
-                        true);
+    return heads_launch(ctx, "cf_split_heads", CF_K_SPLIT_HEADS, dst, dst, dst, src, ld, B, T, H,
+                        0, dh, true);
 }
 
 clformer_status cf_merge_heads(cf_ctx *ctx, cf_view dst, size_t ld, cf_view src, size_t B,
                                size_t T, size_t H, size_t dh)
 {
-    const cf_view heads[3] = {src, src, src};
-    return heads_launch(ctx, "cf_merge_heads", CF_K_MERGE_HEADS, heads, dst, ld, B, T, H, 0, dh,
-                        false);
+    return heads_launch(ctx, "cf_merge_heads", CF_K_MERGE_HEADS, src, src, src, dst, ld, B, T, H,
+                        0, dh, false);
 }
 
 clformer_status cf_split_qkv_heads(cf_ctx *ctx, cf_view q, cf_view k, cf_view v, cf_view src,
                                    size_t ld, size_t B, size_t T, size_t Hq, size_t Hkv,
                                    size_t dh)
 {
-    const cf_view heads[3] = {Hq ? q : k, k, v};
-    return heads_launch(ctx, "cf_split_qkv_heads", CF_K_SPLIT_HEADS, heads, src, ld, B, T, Hq,
+    return heads_launch(ctx, "cf_split_qkv_heads", CF_K_SPLIT_HEADS, q, k, v, src, ld, B, T, Hq,
                         Hkv, dh, true);
 }
 
@@ -106,8 +106,7 @@ clformer_status cf_merge_qkv_heads(cf_ctx *ctx, cf_view dst, size_t ld, cf_view 
                                    cf_view v, size_t B, size_t T, size_t Hq, size_t Hkv,
                                    size_t dh)
 {
-    const cf_view heads[3] = {Hq ? q : k, k, v};
-    return heads_launch(ctx, "cf_merge_qkv_heads", CF_K_MERGE_HEADS, heads, dst, ld, B, T, Hq,
+    return heads_launch(ctx, "cf_merge_qkv_heads", CF_K_MERGE_HEADS, q, k, v, dst, ld, B, T, Hq,
                         Hkv, dh, false);
 }
 
