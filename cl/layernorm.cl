@@ -128,8 +128,9 @@ kernel void layernorm_backward_input(global float *dinp, ulong dinp_off,
     }
 }
 
-/* Work item (c, blk): partial sums over the block's rows of dout * xhat
- * (at partials) and of dout (at partials + pb_off), each [block][col]. */
+/* Partial sums over a block's rows, in row order, of dout * xhat (at
+ * partials) and of dout (at partials + pb_off), each [block][col]; an item
+ * sums COLUMN_RUN neighbouring columns (common.h). */
 kernel void layernorm_backward_params(global float *partials, ulong pb_off,
                                       global const float *dout, ulong dout_off,
                                       global const float *inp, ulong inp_off,
@@ -137,18 +138,40 @@ kernel void layernorm_backward_params(global float *partials, ulong pb_off,
                                       global const float *rstd, ulong rstd_off, int N, int C,
                                       int rows_per_block)
 {
-    const int c = get_global_id(0), blk = get_global_id(1);
-    if (c >= C) return;
-    const int r1 = min(N, (blk + 1) * rows_per_block);
-    float sw = 0.0f, sb = 0.0f;
-    for (int r = blk * rows_per_block; r < r1; r++) {
-        const ulong i = (ulong)r * C + c;
-        const float d = dout[dout_off + i];
-        sw += d * ((inp[inp_off + i] - mean[mean_off + r]) * rstd[rstd_off + r]);
-        sb += d;
+    const int blk = get_global_id(1);
+    const int r0 = blk * rows_per_block, r1 = min(N, r0 + rows_per_block);
+    const int c0 = get_global_id(0) * COLUMN_RUN, c1 = min(C, c0 + COLUMN_RUN);
+    if (COLUMN_RUN == 16 && c1 - c0 == 16) {
+        float8 sw0 = (float8)(0.0f), sw1 = (float8)(0.0f);
+        float8 sb0 = (float8)(0.0f), sb1 = (float8)(0.0f);
+        for (int r = r0; r < r1; r++) {
+            global const float *d = dout + dout_off + (ulong)r * C + c0;
+            global const float *x = inp + inp_off + (ulong)r * C + c0;
+            const float m = mean[mean_off + r], rs = rstd[rstd_off + r];
+            const float8 d0 = vload8(0, d), d1 = vload8(1, d);
+            sw0 += d0 * ((vload8(0, x) - m) * rs);
+            sw1 += d1 * ((vload8(1, x) - m) * rs);
+            sb0 += d0;
+            sb1 += d1;
+        }
+        global float *pw = partials + (ulong)blk * C + c0, *pb = pw + pb_off;
+        vstore8(sw0, 0, pw);
+        vstore8(sw1, 1, pw);
+        vstore8(sb0, 0, pb);
+        vstore8(sb1, 1, pb);
+        return;
     }
-    partials[(ulong)blk * C + c] = sw;
-    partials[pb_off + (ulong)blk * C + c] = sb;
+    for (int c = c0; c < c1; c++) { /* a GPU's column, or a CPU's last few */
+        float sw = 0.0f, sb = 0.0f;
+        for (int r = r0; r < r1; r++) {
+            const ulong i = (ulong)r * C + c;
+            const float d = dout[dout_off + i];
+            sw += d * ((inp[inp_off + i] - mean[mean_off + r]) * rstd[rstd_off + r]);
+            sb += d;
+        }
+        partials[(ulong)blk * C + c] = sw;
+        partials[pb_off + (ulong)blk * C + c] = sb;
+    }
 }
 
 /* dweight[c] += sum over blocks of pw[blk][c]; dbias[c] likewise from pb =

@@ -61,16 +61,32 @@ kernel void reduce_final(global float *out, ulong out_off, global const float *p
     if (lid == 0) out[out_off] = accumulate ? out[out_off] + acc : acc;
 }
 
-/* partials[blk * cols + c] = sum of x[r * ld + c] over the block's rows. */
+/* partials[blk * cols + c] = sum of x[r * ld + c] over the block's rows, in
+ * row order; an item sums COLUMN_RUN neighbouring columns (common.h). */
 kernel void colsum_partial(global float *partials, global const float *x, ulong x_off, int rows,
                            int cols, int ld, int rows_per_block)
 {
-    const int c = get_global_id(0), blk = get_global_id(1);
-    if (c >= cols) return;
-    const int r1 = min(rows, (blk + 1) * rows_per_block);
-    float acc = 0.0f;
-    for (int r = blk * rows_per_block; r < r1; r++) acc += x[x_off + (ulong)r * ld + c];
-    partials[(ulong)blk * cols + c] = acc;
+    const int blk = get_global_id(1);
+    const int r0 = blk * rows_per_block, r1 = min(rows, r0 + rows_per_block);
+    const int c0 = get_global_id(0) * COLUMN_RUN, c1 = min(cols, c0 + COLUMN_RUN);
+    global const float *base = x + x_off;
+    global float *out = partials + (ulong)blk * cols;
+    if (COLUMN_RUN == 16 && c1 - c0 == 16) {
+        float8 lo = (float8)(0.0f), hi = (float8)(0.0f);
+        for (int r = r0; r < r1; r++) {
+            global const float *row = base + (ulong)r * ld + c0;
+            lo += vload8(0, row);
+            hi += vload8(1, row);
+        }
+        vstore8(lo, 0, out + c0);
+        vstore8(hi, 1, out + c0);
+        return;
+    }
+    for (int c = c0; c < c1; c++) { /* a GPU's column, or a CPU's last few */
+        float acc = 0.0f;
+        for (int r = r0; r < r1; r++) acc += base[(ulong)r * ld + c];
+        out[c] = acc;
+    }
 }
 
 /* out[c] = (accumulate ? out[c] : 0) + sum over blocks of partials[blk][c]. */

@@ -111,6 +111,18 @@ void cf_row_grid(const cf_ctx *ctx, size_t rows, size_t *global, size_t *local)
     *global = per_group ? rows * *local : cf_round_up(rows, *local);
 }
 
+void cf_column_grid(const cf_ctx *ctx, size_t cols, size_t *global, size_t *local)
+{
+    *local = ctx->elementwise_wg;
+    if (ctx->device_profile.gpu_layouts) {
+        *global = cf_round_up(cols, *local);
+        return;
+    }
+    const size_t items = (cols + 15) / 16; /* COLUMN_RUN */
+    if (items < *local) *local = items ? items : 1;
+    *global = cf_round_up(items, *local);
+}
+
 clformer_status cf_check_rows(const char *op, size_t N, size_t C)
 {
     if (N > INT_MAX || C > INT_MAX)
