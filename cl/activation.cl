@@ -82,6 +82,11 @@ static inline __attribute__((always_inline)) float8 act_grad8(float8 x, int act)
     return select((float8)(0.0f), (float8)(1.0f), isgreater(x, (float8)(0.0f)));
 }
 
+/* Without dropout (p <= 0: inference, or training with p = 0) every
+ * multiplier is 1, and x * 1 is x: the fast paths below then neither fill
+ * nor apply them, with the same bits (gpt-mini at p = 0 on PoCL: the
+ * activation family 2.8 -> 2.2 ms a step). */
+
 /* Whether a work item's 32 elements lie in one row (always when C is a
  * multiple of 32, as d_ff is in practice): then the bias is contiguous too
  * and the item works in float8 runs, which PoCL compiles to SIMD; its
@@ -100,10 +105,17 @@ kernel void bias_act_forward(global float *out, ulong out_off, global const floa
 {
     const ulong g = get_global_id(0), i0 = DROP_BLOCK * g, n = (ulong)N * C;
     if (i0 >= n) return;
-    float m[DROP_BLOCK];
-    dropout_scale_block(p, seed, step, site, g, m);
     const int count = n - i0 < DROP_BLOCK ? (int)(n - i0) : DROP_BLOCK;
     int c = (int)(i0 - (i0 / C) * C); /* not %: see attention.cl on Oclgrind */
+    if (block_in_row(count, c, C) && p <= 0.0f) { /* no dropout (below) */
+        global const float *x = inp + inp_off + i0, *b = bias + bias_off + c;
+        global float *y = out + out_off + i0;
+        for (int k = 0; k < DROP_BLOCK / 8; k++)
+            vstore8(act_value8(vload8(k, x) + vload8(k, b), act), k, y);
+        return;
+    }
+    float m[DROP_BLOCK];
+    dropout_scale_block(p, seed, step, site, g, m);
     if (block_in_row(count, c, C)) {
         global const float *x = inp + inp_off + i0, *b = bias + bias_off + c;
         global float *y = out + out_off + i0;
@@ -127,10 +139,18 @@ kernel void bias_act_backward(global float *dinp, ulong dinp_off, global const f
 {
     const ulong g = get_global_id(0), i0 = DROP_BLOCK * g, n = (ulong)N * C;
     if (i0 >= n) return;
-    float m[DROP_BLOCK];
-    dropout_scale_block(p, seed, step, site, g, m);
     const int count = n - i0 < DROP_BLOCK ? (int)(n - i0) : DROP_BLOCK;
     int c = (int)(i0 - (i0 / C) * C);
+    if (block_in_row(count, c, C) && p <= 0.0f) { /* no dropout (below) */
+        global const float *dy = dout + dout_off + i0, *x = inp + inp_off + i0;
+        global const float *b = bias + bias_off + c;
+        global float *dx = dinp + dinp_off + i0;
+        for (int k = 0; k < DROP_BLOCK / 8; k++)
+            vstore8(vload8(k, dy) * act_grad8(vload8(k, x) + vload8(k, b), act), k, dx);
+        return;
+    }
+    float m[DROP_BLOCK];
+    dropout_scale_block(p, seed, step, site, g, m);
     if (block_in_row(count, c, C)) {
         global const float *dy = dout + dout_off + i0, *x = inp + inp_off + i0;
         global const float *b = bias + bias_off + c;
