@@ -64,8 +64,14 @@ static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id ke
      * cl/attention.cl); GPUs: one per element, coalesced. The kernels are
      * built with the same choice (GPU_LAYOUTS, cf_program_options). */
     const bool per_head = !ctx->device_profile.gpu_layouts;
-    const size_t local[2] = {per_head ? 1 : ctx->elementwise_wg, 1},
-                 global[2] = {per_head ? slots : slots * dh, B * T};
+    size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {slots * dh, B * T};
+    if (per_head) { /* groups of whole rows: with a group per item, PoCL's cost
+                     * per group was most of the launch */
+        local[0] = slots <= ctx->elementwise_wg ? slots : 1;
+        local[1] = ctx->elementwise_wg / local[0];
+        global[0] = slots;
+        global[1] = cf_round_up(B * T, local[1]);
+    }
     const uint64_t bytes = cf_f32_bytes(2 * B * T * slots * dh); /* each read and written */
     if (split)
         return CF_LAUNCH(ctx, "attention", bytes, kern, 2, global, local, CF_MEM(heads[0].buf),
