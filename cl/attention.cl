@@ -44,9 +44,11 @@ typedef struct {
     int tensor; /* 0, 1 or 2 */
 } head_slot;
 
-/* Where item (c, r) reads or writes; false for an item past the grid. */
+/* Where item (c, r) reads or writes; false for an item past the grid. The
+ * heads of tensors 1 and 2 hold kv_cap rows each, from row kv_pos (a
+ * decoding cache's: kv_cap = T and kv_pos = 0 otherwise). */
 static inline bool head_slot_of(int c, int r, int ld, int B, int T, int H0, int H1, int dh,
-                                head_slot *s)
+                                int kv_cap, int kv_pos, head_slot *s)
 {
     const int per_head = !GPU_LAYOUTS, slots = H0 + 2 * H1;
     if (c >= (per_head ? slots : slots * dh) || r >= B * T) return false;
@@ -55,17 +57,21 @@ static inline bool head_slot_of(int c, int r, int ld, int B, int T, int H0, int 
     const int h = s->tensor == 0 ? u : s->tensor == 1 ? u - H0 : u - H0 - H1,
               H = s->tensor == 0 ? H0 : H1;
     s->row = (ulong)r * ld + (ulong)u * dh + j;
-    s->head = (((ulong)b * H + h) * T + t) * dh + j;
+    s->head = s->tensor == 0 ? (((ulong)b * H + h) * T + t) * dh + j
+                             : (((ulong)b * H + h) * kv_cap + kv_pos + t) * dh + j;
     return true;
 }
 
-/* The three tensors' heads <- the rows' slots. */
+/* The three tensors' heads <- the rows' slots (keys and values into decoding
+ * caches with kv_cap and kv_pos). */
 kernel void split_heads(global float *dst0, ulong off0, global float *dst1, ulong off1,
                         global float *dst2, ulong off2, global const float *src, ulong src_off,
-                        int ld, int B, int T, int H0, int H1, int dh)
+                        int ld, int B, int T, int H0, int H1, int dh, int kv_cap, int kv_pos)
 {
     head_slot s;
-    if (!head_slot_of(get_global_id(0), get_global_id(1), ld, B, T, H0, H1, dh, &s)) return;
+    if (!head_slot_of(get_global_id(0), get_global_id(1), ld, B, T, H0, H1, dh, kv_cap, kv_pos,
+                      &s))
+        return;
     global float *d = s.tensor == 0 ? dst0 + off0 : s.tensor == 1 ? dst1 + off1 : dst2 + off2;
     if (!GPU_LAYOUTS)
         copy_run(d + s.head, src + src_off + s.row, dh);
@@ -81,7 +87,8 @@ kernel void merge_heads(global float *dst, ulong dst_off, int ld, global const f
                         int dh)
 {
     head_slot s;
-    if (!head_slot_of(get_global_id(0), get_global_id(1), ld, B, T, H0, H1, dh, &s)) return;
+    if (!head_slot_of(get_global_id(0), get_global_id(1), ld, B, T, H0, H1, dh, T, 0, &s))
+        return;
     global const float *h = s.tensor == 0 ? src0 + off0 : s.tensor == 1 ? src1 + off1 : src2 + off2;
     if (!GPU_LAYOUTS)
         copy_run(dst + dst_off + s.row, h + s.head, dh);

@@ -1,23 +1,10 @@
 /*
- * Helpers of incremental decoding: writing one position of the key/value
- * caches, updating the generated-token table, and reordering cache rows
- * when beam search picks its survivors.
+ * Helpers of incremental decoding: updating the generated-token table and
+ * reordering cache rows when beam search picks its survivors. (The keys and
+ * values go into the caches with the queries' split: attention.cl's
+ * split_heads.)
  */
 #include "common.h"
-
-/* cache[((r*H + h)*T_cap + pos + t)*dh + j] = src[src_off + (r*T + t)*ld + h*dh + j]:
- * positions pos .. pos+T-1 of each row r < R (T 1 for a decoding step, the
- * prompt's length for a prefill). */
-kernel void kv_cache_write(global float *cache, ulong cache_off, global const float *src,
-                           ulong src_off, int ld, int R, int T, int H, int dh, int T_cap, int pos)
-{
-    const int j = get_global_id(0), rth = get_global_id(1);
-    if (j >= dh || rth >= R * T * H) return;
-    /* not %: Oclgrind 21.10 trips on the freeze of a / and % pair */
-    const int rt = rth / H, h = rth - rt * H, r = rt / T, t = rt - r * T;
-    cache[cache_off + (((ulong)r * H + h) * T_cap + pos + t) * dh + j] =
-        src[src_off + (ulong)rt * ld + h * dh + j];
-}
 
 /* table[r*ld + col] = values[r] for r < R */
 kernel void set_column(global int *table, ulong table_off, int ld, int col,

@@ -44,15 +44,23 @@
  * with row capacity T (Tk_cap for K, V, dK, dV); probabilities are
  * (B, H, Tq, Tk). */
 
-/* dst (B, H, T, dh) <- rows (b, t, h*dh + j) of src with row stride ld. */
-static void ref_split_heads(double *dst, const double *src, size_t ld, size_t B, size_t T,
-                            size_t H, size_t dh)
+/* dst (B, H, cap, dh), rows pos..pos+T-1 <- rows (b, t, h*dh + j) of src with
+ * row stride ld; other rows untouched. */
+static void ref_split_heads_at(double *dst, const double *src, size_t ld, size_t B, size_t T,
+                               size_t H, size_t dh, size_t cap, size_t pos)
 {
     for (size_t b = 0; b < B; b++)
         for (size_t h = 0; h < H; h++)
             for (size_t t = 0; t < T; t++)
                 for (size_t j = 0; j < dh; j++)
-                    dst[((b * H + h) * T + t) * dh + j] = src[(b * T + t) * ld + h * dh + j];
+                    dst[((b * H + h) * cap + pos + t) * dh + j] = src[(b * T + t) * ld + h * dh + j];
+}
+
+/* dst (B, H, T, dh) <- rows (b, t, h*dh + j) of src with row stride ld. */
+static void ref_split_heads(double *dst, const double *src, size_t ld, size_t B, size_t T,
+                            size_t H, size_t dh)
+{
+    ref_split_heads_at(dst, src, ld, B, T, H, dh, T, 0);
 }
 
 /* dst rows (b, t, h*dh + j) with row stride ld <- src (B, H, T, dh); other
@@ -842,6 +850,54 @@ static clformer_status run_split_merge(cf_ctx *ctx, bool quick, conf_sink sink, 
     return st;
 }
 
+/* cf_split_qkv_to_caches, bit for bit against the reference: 3 query heads
+ * (B, 3, T, dh) and 1 key and 1 value head written into caches of T + 4 rows
+ * a head at rows 3..T+2, the caches' other rows untouched. Head sizes 6 and
+ * 64; B x T as run_split_merge's. */
+static clformer_status run_split_to_caches(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
+{
+    static const size_t dhs[] = {6, 64};
+    const size_t B = quick ? 2 : 3, T = quick ? 7 : 61, Hq = 3, Hkv = 1, cap = T + 4, pos = 3;
+    clformer_status st = CLFORMER_OK;
+    for (size_t d = 0; d < sizeof dhs / sizeof *dhs && !st; d++) {
+        const size_t dh = dhs[d], ld = (Hq + 2 * Hkv) * dh + 5, n = B * T * ld;
+        const size_t nq = B * Hq * T * dh, nc = B * Hkv * cap * dh, nh = nq + 2 * nc;
+        conf_block b = {0};
+        const size_t SRC = conf_block_add(&b, n), HEADS = conf_block_add(&b, nh);
+        double *src64 = malloc(n * 8), *heads64 = malloc(nh * 8);
+        if ((st = conf_block_create(ctx, &b))) goto next;
+        if (!src64 || !heads64) {
+            st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+            goto next;
+        }
+        ref_rng r = ref_rng_new(10 + d);
+        ref_fill_uniform(&r, conf_block_init(&b, SRC), src64, n, -1, 1);
+        conf_block_init_fill(&b, HEADS, UNTOUCHED);
+        const cf_view heads = conf_block_view(&b, HEADS);
+        if ((st = conf_block_upload(&b)) ||
+            (st = cf_split_qkv_to_caches(ctx, heads, cf_view_add(heads, nq),
+                                         cf_view_add(heads, nq + nc), conf_block_view(&b, SRC),
+                                         ld, B, T, Hq, Hkv, dh, cap, pos)) ||
+            (st = cf_finish(ctx)) || (st = conf_block_read(&b)))
+            goto next;
+        for (size_t i = 0; i < nh; i++) heads64[i] = UNTOUCHED;
+        ref_split_heads(heads64, src64, ld, B, T, Hq, dh);
+        for (size_t g = 0; g < 2; g++)
+            ref_split_heads_at(heads64 + nq + g * nc, src64 + (Hq + g * Hkv) * dh, ld, B, T, Hkv,
+                               dh, cap, pos);
+        ref_cmp split = ref_compare_exact(conf_block_out(&b, HEADS), heads64, nh);
+        if (!conf_block_unchanged(&b, SRC)) split.pass = false, split.why = "the source changed";
+        char shape[96];
+        snprintf(shape, sizeof shape, "B%zu T%zu Hq%zu Hkv%zu dh%zu cap%zu pos%zu", B, T, Hq,
+                 Hkv, dh, cap, pos);
+        conf_emit(sink, user, "split_heads", shape, conf_guarded(split, &b), 0.0);
+    next:
+        conf_block_free(&b);
+        free(src64), free(heads64);
+    }
+    return st;
+}
+
 /* Empty sizes write nothing (B = 0); no keys at all (Tk = 0) give an output
  * and a dQ of exactly 0. */
 static clformer_status run_degenerate(cf_ctx *ctx, conf_sink sink, void *user)
@@ -949,6 +1005,7 @@ static clformer_status attention_check(cf_ctx *ctx, bool quick, conf_sink sink, 
     CF_TRY(run_fused_kernels(ctx, quick, sink, user));
     CF_TRY(run_fused_fd(ctx, quick, sink, user));
     CF_TRY(run_split_merge(ctx, quick, sink, user));
+    CF_TRY(run_split_to_caches(ctx, quick, sink, user));
     CF_TRY(run_degenerate(ctx, sink, user));
     return run_arguments(ctx, sink, user);
 }

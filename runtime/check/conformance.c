@@ -19,7 +19,7 @@ CONF_OP(beam) = {"beam", "beam_tokens beam_gather_cache beam_shared_prefix beam_
                           "beam_candidates beam_select",
                  "cf_beam_* (ops_beam.h)", NULL, NULL, NULL, NULL,
                  "test_beam (against the host beam search)"};
-CONF_OP(decode) = {"decode", "kv_cache_write set_column gather_rows", "runtime/decode/decode.c", NULL, NULL,
+CONF_OP(decode) = {"decode", "set_column gather_rows", "runtime/decode/decode.c", NULL, NULL,
                    NULL, NULL, "test_session and test_model (decoding against the full forward), test_beam (gather_rows)"};
 
 size_t conf_op_check_count(void)

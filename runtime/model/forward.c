@@ -8,7 +8,6 @@
  * read back here.
  */
 #include "config.h"
-#include "ops_decode.h"
 #include "reduce.h"
 #include "session.h"
 
@@ -137,20 +136,21 @@ static void position_run(const attn_spec *spec, size_t r0, size_t *r1, size_t *p
             (*r1)++;
 }
 
-/* Decoding: this pass's keys and values (in the packed projection a->q,
- * rows of d queries, then kvd keys and kvd values) into the caches in
- * kh/vh, Tq positions from each run's position. */
-static clformer_status cache_write(cf_ctx *ctx, const cf_attn_acts *a, const attn_spec *spec)
+/* The queries' heads, and the keys and values into the decoding caches at
+ * each row's positions: one launch per run of rows at the same position. */
+static clformer_status split_to_caches(cf_ctx *ctx, const cf_attn_acts *a,
+                                       const attn_spec *spec)
 {
     const cf_attention_shape *sh = &spec->shape;
-    const size_t Hkv = cf_attention_kv_heads(sh), dh = sh->dh, d = sh->H * dh, kvd = Hkv * dh;
-    const size_t cap = sh->Tk_cap, Tq = sh->Tq, ld = d + 2 * kvd;
+    const size_t H = sh->H, Hkv = cf_attention_kv_heads(sh), dh = sh->dh;
+    const size_t cap = sh->Tk_cap, Tq = sh->Tq, ld = (H + 2 * Hkv) * dh;
     for (size_t r0 = 0, r1, pos; r0 < sh->B; r0 = r1) {
         position_run(spec, r0, &r1, &pos);
-        for (size_t kv = 0; kv < 2; kv++)
-            CF_TRY(cf_kv_cache_write(ctx, cf_view_add(kv ? a->vh : a->kh, r0 * Hkv * cap * dh),
-                                     cf_view_add(a->q, r0 * Tq * ld + d + kv * kvd), ld, r1 - r0,
-                                     Tq, Hkv, dh, cap, pos));
+        CF_TRY(cf_split_qkv_to_caches(ctx, cf_view_add(a->qh, r0 * H * Tq * dh),
+                                      cf_view_add(a->kh, r0 * Hkv * cap * dh),
+                                      cf_view_add(a->vh, r0 * Hkv * cap * dh),
+                                      cf_view_add(a->q, r0 * Tq * ld), ld, r1 - r0, Tq, H, Hkv,
+                                      dh, cap, pos));
     }
     return CLFORMER_OK;
 }
@@ -196,8 +196,7 @@ static clformer_status attention(cf_session *s, const cf_attn_acts *a, const cf_
         if (s->model->blocks.rope)
             CF_TRY(cf_rotate(s, a->q, B, Tq, sh->q_pos0, spec->row_pos, false));
         if (spec->cached) {
-            CF_TRY(cf_split_heads(ctx, a->qh, a->q, ld, B, Tq, H, dh));
-            CF_TRY(cache_write(ctx, a, spec));
+            CF_TRY(split_to_caches(ctx, a, spec));
         } else {
             CF_TRY(cf_split_qkv_heads(ctx, a->qh, a->kh, a->vh, a->q, ld, B, Tq, H, Hkv, dh));
         }

@@ -206,6 +206,14 @@ clformer_status cf_split_qkv_heads(cf_ctx *ctx, cf_view q, cf_view k, cf_view v,
                                    size_t ld, size_t B, size_t T, size_t Hq, size_t Hkv,
                                    size_t dh);
 
+/* cf_split_qkv_heads for one decoding step: the keys and values go into
+ * caches of `cap` rows a head (B, Hkv, cap, dh), at rows pos..pos+T-1; q as
+ * there. One launch where a split and two cache writes were three. */
+clformer_status cf_split_qkv_to_caches(cf_ctx *ctx, cf_view q, cf_view k_cache,
+                                       cf_view v_cache, cf_view src, size_t ld, size_t B,
+                                       size_t T, size_t Hq, size_t Hkv, size_t dh, size_t cap,
+                                       size_t pos);
+
 /* The inverse: those columns of dst's rows <- q, k, v (others untouched). */
 clformer_status cf_merge_qkv_heads(cf_ctx *ctx, cf_view dst, size_t ld, cf_view q, cf_view k,
                                    cf_view v, size_t B, size_t T, size_t Hq, size_t Hkv,

@@ -47,7 +47,8 @@
  * in its place, so the kernel gets a buffer). */
 static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id kernel, cf_view q,
                                     cf_view k, cf_view v, cf_view rows, size_t ld, size_t B,
-                                    size_t T, size_t H0, size_t H1, size_t dh, bool split)
+                                    size_t T, size_t H0, size_t H1, size_t dh, bool split,
+                                    size_t kv_cap, size_t kv_pos)
 {
     const cf_view heads[3] = {H0 ? q : k, k, v};
     const size_t slots = H0 + 2 * H1;
@@ -58,6 +59,10 @@ static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id ke
                        "the packed row length (>= heads*dh)", fn, ld, slots, dh);
     /* B*T rows of ld >= slots*dh columns: slots and dh fit an int too */
     CF_TRY(cf_check_rows(fn, B * T, ld));
+    if (kv_pos + T > kv_cap || kv_cap > INT_MAX)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "%s: positions %zu..%zu past the cache's %zu rows a head", fn, kv_pos,
+                       kv_pos + T - 1, kv_cap);
     cl_kernel kern;
     CF_TRY(cf_kernel_get(ctx, kernel, &kern));
     /* CPU devices: one work item per (row, head slot) moving dh floats (see
@@ -78,7 +83,7 @@ static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id ke
                          CF_U64(heads[0].off), CF_MEM(heads[1].buf), CF_U64(heads[1].off),
                          CF_MEM(heads[2].buf), CF_U64(heads[2].off), CF_MEM(rows.buf),
                          CF_U64(rows.off), CF_I32(ld), CF_I32(B), CF_I32(T), CF_I32(H0),
-                         CF_I32(H1), CF_I32(dh));
+                         CF_I32(H1), CF_I32(dh), CF_I32(kv_cap), CF_I32(kv_pos));
     return CF_LAUNCH(ctx, "attention", bytes, kern, 2, global, local, CF_MEM(rows.buf),
                      CF_U64(rows.off), CF_I32(ld), CF_MEM(heads[0].buf), CF_U64(heads[0].off),
                      CF_MEM(heads[1].buf), CF_U64(heads[1].off), CF_MEM(heads[2].buf),
@@ -90,14 +95,14 @@ clformer_status cf_split_heads(cf_ctx *ctx, cf_view dst, cf_view src, size_t ld,
                                size_t T, size_t H, size_t dh)
 {
     return heads_launch(ctx, "cf_split_heads", CF_K_SPLIT_HEADS, dst, dst, dst, src, ld, B, T, H,
-                        0, dh, true);
+                        0, dh, true, T, 0);
 }
 
 clformer_status cf_merge_heads(cf_ctx *ctx, cf_view dst, size_t ld, cf_view src, size_t B,
                                size_t T, size_t H, size_t dh)
 {
     return heads_launch(ctx, "cf_merge_heads", CF_K_MERGE_HEADS, src, src, src, dst, ld, B, T, H,
-                        0, dh, false);
+                        0, dh, false, T, 0);
 }
 
 clformer_status cf_split_qkv_heads(cf_ctx *ctx, cf_view q, cf_view k, cf_view v, cf_view src,
@@ -105,7 +110,7 @@ clformer_status cf_split_qkv_heads(cf_ctx *ctx, cf_view q, cf_view k, cf_view v,
                                    size_t dh)
 {
     return heads_launch(ctx, "cf_split_qkv_heads", CF_K_SPLIT_HEADS, q, k, v, src, ld, B, T, Hq,
-                        Hkv, dh, true);
+                        Hkv, dh, true, T, 0);
 }
 
 clformer_status cf_merge_qkv_heads(cf_ctx *ctx, cf_view dst, size_t ld, cf_view q, cf_view k,
@@ -113,7 +118,16 @@ clformer_status cf_merge_qkv_heads(cf_ctx *ctx, cf_view dst, size_t ld, cf_view 
                                    size_t dh)
 {
     return heads_launch(ctx, "cf_merge_qkv_heads", CF_K_MERGE_HEADS, q, k, v, dst, ld, B, T, Hq,
-                        Hkv, dh, false);
+                        Hkv, dh, false, T, 0);
+}
+
+clformer_status cf_split_qkv_to_caches(cf_ctx *ctx, cf_view q, cf_view k_cache,
+                                       cf_view v_cache, cf_view src, size_t ld, size_t B,
+                                       size_t T, size_t Hq, size_t Hkv, size_t dh, size_t cap,
+                                       size_t pos)
+{
+    return heads_launch(ctx, "cf_split_qkv_to_caches", CF_K_SPLIT_HEADS, q, k_cache, v_cache,
+                        src, ld, B, T, Hq, Hkv, dh, true, cap, pos);
 }
 
 /* ------------------------------------------------------------------------- */

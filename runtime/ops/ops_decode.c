@@ -5,30 +5,6 @@
 
 #include <limits.h>
 
-clformer_status cf_kv_cache_write(cf_ctx *ctx, cf_view cache, cf_view src, size_t ld, size_t R,
-                                  size_t T, size_t H, size_t dh, size_t cap, size_t pos)
-{
-    if (R == 0 || T == 0 || H == 0 || dh == 0) return CLFORMER_OK;
-    if (pos + T > cap)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "cf_kv_cache_write: positions %zu..%zu past the cache's %zu", pos,
-                       pos + T - 1, cap);
-    if (R * T * H > INT_MAX)
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "cf_kv_cache_write: %zu rows of %zu positions",
-                       R, T);
-    cl_kernel k;
-    CF_TRY(cf_kernel_get(ctx, CF_K_KV_CACHE_WRITE, &k));
-    /* several rows a group: a group of dh items each (dh is small) would
-     * cost the device more to schedule than its copy */
-    const size_t wg = ctx->elementwise_wg, l0 = dh < wg ? dh : wg, l1 = wg / l0;
-    size_t local[2] = {l0, l1}, global[2] = {cf_round_up(dh, l0), cf_round_up(R * T * H, l1)};
-    /* reads and writes R * T * H * dh floats */
-    return CF_LAUNCH(ctx, "decode", cf_f32_bytes(2 * R * T * H * dh), k, 2, global, local,
-                     CF_MEM(cache.buf), CF_U64(cache.off), CF_MEM(src.buf), CF_U64(src.off),
-                     CF_I32(ld), CF_I32(R), CF_I32(T), CF_I32(H), CF_I32(dh), CF_I32(cap),
-                     CF_I32(pos));
-}
-
 clformer_status cf_set_column(cf_ctx *ctx, cf_view table, size_t ld, size_t col, cf_view values,
                               size_t R)
 {

@@ -7,12 +7,6 @@
 
 #include "buffer.h"
 
-/* Writes the keys or values of positions pos .. pos+T-1 of every row into a
- * cache (R, H, cap, dh) from the head-interleaved rows src (R*T, ld), row
- * r*T + t holding position pos + t of row r. */
-clformer_status cf_kv_cache_write(cf_ctx *ctx, cf_view cache, cf_view src, size_t ld, size_t R,
-                                  size_t T, size_t H, size_t dh, size_t cap, size_t pos);
-
 /* table[r * ld + col] = values[r] for the R rows of an int table. */
 clformer_status cf_set_column(cf_ctx *ctx, cf_view table, size_t ld, size_t col, cf_view values,
                               size_t R);
