@@ -974,12 +974,17 @@ static clformer_status run_arguments(cf_ctx *ctx, conf_sink sink, void *user)
                  CLFORMER_ERR_INVALID_ARGUMENT ||
              !strstr(clformer_last_error(), "split the rows"))
         bad = "merge_heads over 2^32 rows not refused naming the fix";
+    /* a decoding step's keys at positions 3..4 of caches of 4 rows a head */
+    else if (cf_split_qkv_to_caches(ctx, x, x, x, x, 12, 1, 2, 1, 1, 4, 4, 3) !=
+                 CLFORMER_ERR_INVALID_ARGUMENT ||
+             !strstr(clformer_last_error(), "past the cache"))
+        bad = "split into caches past their rows not refused";
     else if (cf_attention_forward(ctx, x, &apart, x, x, x, x, &three_of_four, NULL) !=
                  CLFORMER_ERR_INVALID_ARGUMENT ||
              !strstr(clformer_last_error(), "must divide H=4"))
         bad = "H_kv not dividing H not refused";
     if ((st = cf_finish(ctx)) || (st = conf_block_read(&b))) goto done;
-    conf_emit(sink, user, "attention_arguments", "Tk > Tk_cap, probs_drop, p=1, ld, rows, H_kv",
+    conf_emit(sink, user, "attention_arguments", "Tk > Tk_cap, probs_drop, p=1, ld, rows, cache rows, H_kv",
               conf_block_refusals(&b, bad), 0.0);
 done:
     conf_block_free(&b);
