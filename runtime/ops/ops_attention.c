@@ -292,6 +292,16 @@ static void tiled_grid(size_t rows, size_t split, size_t n, size_t heads, size_t
     global[1] = heads;
 }
 
+/* Two of the fused kernels' products, Tq x Tk x dh per query head each (an
+ * FMA counts 2): the FLOP of the products they stand in for, as the model's
+ * tally counts them (clformer_config_train_flop): every score, masked or
+ * not, and not the scores the backward computes again. A forward launch does
+ * S = Q K^T and O = P V; each backward launch two of the four. */
+static uint64_t fused_products_flop(const cf_attention_shape *s)
+{
+    return 4u * (uint64_t)s->B * s->H * s->Tq * s->Tk * s->dh;
+}
+
 /* The fused forward: the row statistics, then the output. */
 static clformer_status forward_fused(cf_ctx *ctx, cf_view out, const cf_attention_saved *saved,
                                      cf_view qh, cf_view kh, cf_view vh, cf_view key_tokens,
@@ -307,13 +317,14 @@ static clformer_status forward_fused(cf_ctx *ctx, cf_view out, const cf_attentio
     const uint64_t bytes =
         cf_f32_bytes(2 * rows * s->dh + 2 * s->B * cf_attention_kv_heads(s) * s->Tk * s->dh +
                      2 * rows);
+    const uint64_t flop = fused_products_flop(s);
     cl_kernel k;
     cf_attention_tiles t;
     if (tiles_for(ctx, s->dh, &t)) {
         size_t global[2], local[2];
         tiled_grid(t.fwd_rows, t.fwd_split, s->Tq, s->B * s->H, global, local);
         CF_TRY(tiled_kernel(ctx, &t, "flash_tiled_forward", &k));
-        CF_TRY(CF_LAUNCH(ctx, "attention", bytes, k, 2, global, local, CF_VIEW(out),
+        CF_TRY(CF_LAUNCH_FLOP(ctx, "attention", bytes, flop, k, 2, global, local, CF_VIEW(out),
                          CF_VIEW(L), CF_VIEW(qh), CF_VIEW(kh), CF_VIEW(vh),
                          TILED_ARGS(key_tokens, qh.buf, s, dropout)));
     } else {
@@ -323,9 +334,9 @@ static clformer_status forward_fused(cf_ctx *ctx, cf_view out, const cf_attentio
                                       ? CF_K_FLASH_ATTENTION_FORWARD_SIMPLE
                                       : CF_K_FLASH_ATTENTION_FORWARD,
                              &k));
-        CF_TRY(CF_LAUNCH(ctx, "attention", bytes, k, 1, &global, &local, CF_VIEW(out),
-                         CF_VIEW(L), CF_VIEW(qh), CF_VIEW(kh), CF_VIEW(vh),
-                         FUSED_ARGS(key_tokens, qh.buf, s, rows, dropout)));
+        CF_TRY(CF_LAUNCH_FLOP(ctx, "attention", bytes, flop, k, 1, &global, &local,
+                              CF_VIEW(out), CF_VIEW(L), CF_VIEW(qh), CF_VIEW(kh), CF_VIEW(vh),
+                              FUSED_ARGS(key_tokens, qh.buf, s, rows, dropout)));
     }
     /* the output, as stored; the row statistics stay fp32 */
     return cf_round_activation(ctx, out, rows * s->dh);
@@ -412,20 +423,24 @@ static clformer_status backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
     const uint64_t dq_bytes = cf_f32_bytes(4 * q_rows + 2 * k_rows + 3 * rows);
     /* ideal traffic: Q, dO read; K, V read and dK, dV written; statistics, D */
     const uint64_t dkv_bytes = cf_f32_bytes(2 * q_rows + 4 * k_rows + 3 * rows);
+    /* dP = dO V^T and dQ = dS K; dV = P^T dO and dK = dS^T Q */
+    const uint64_t flop = fused_products_flop(s);
     cl_kernel k;
     cf_attention_tiles t;
     if (tiles_for(ctx, s->dh, &t)) {
         size_t global[2], local[2];
         tiled_grid(t.dq_rows, t.dq_split, s->Tq, BH, global, local);
         CF_TRY(tiled_kernel(ctx, &t, "flash_tiled_backward_dq", &k));
-        CF_TRY(CF_LAUNCH(ctx, "attention", dq_bytes, k, 2, global, local, CF_VIEW(dqh),
-                         CF_VIEW(dsum), CF_VIEW(dout), CF_VIEW(O), CF_VIEW(L), CF_VIEW(qh),
-                         CF_VIEW(kh), CF_VIEW(vh), TILED_ARGS(key_tokens, qh.buf, s, dropout)));
+        CF_TRY(CF_LAUNCH_FLOP(ctx, "attention", dq_bytes, flop, k, 2, global, local,
+                              CF_VIEW(dqh), CF_VIEW(dsum), CF_VIEW(dout), CF_VIEW(O), CF_VIEW(L),
+                              CF_VIEW(qh), CF_VIEW(kh), CF_VIEW(vh),
+                              TILED_ARGS(key_tokens, qh.buf, s, dropout)));
         tiled_grid(t.dkv_keys, t.dkv_split, s->Tk, BK, global, local);
         CF_TRY(tiled_kernel(ctx, &t, "flash_tiled_backward_dkv", &k));
-        return CF_LAUNCH(ctx, "attention", dkv_bytes, k, 2, global, local, CF_VIEW(dkh),
-                         CF_VIEW(dvh), CF_VIEW(dsum), CF_VIEW(dout), CF_VIEW(L), CF_VIEW(qh),
-                         CF_VIEW(kh), CF_VIEW(vh), TILED_ARGS(key_tokens, qh.buf, s, dropout));
+        return CF_LAUNCH_FLOP(ctx, "attention", dkv_bytes, flop, k, 2, global, local,
+                              CF_VIEW(dkh), CF_VIEW(dvh), CF_VIEW(dsum), CF_VIEW(dout), CF_VIEW(L),
+                              CF_VIEW(qh), CF_VIEW(kh), CF_VIEW(vh),
+                              TILED_ARGS(key_tokens, qh.buf, s, dropout));
     }
     const size_t local = ctx->elementwise_wg;
     /* simulators: the scalar *_simple kernels (why: cl/flash_attention.cl) */
@@ -433,17 +448,19 @@ static clformer_status backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
     CF_TRY(cf_kernel_get(ctx, simple ? CF_K_FLASH_ATTENTION_BACKWARD_DQ_SIMPLE
                                      : CF_K_FLASH_ATTENTION_BACKWARD_DQ, &k));
     size_t global = cf_round_up(rows, local);
-    CF_TRY(CF_LAUNCH(ctx, "attention", dq_bytes, k, 1, &global, &local, CF_VIEW(dqh),
-                     CF_VIEW(dsum), CF_VIEW(dout), CF_VIEW(O), CF_VIEW(L), CF_VIEW(qh),
-                     CF_VIEW(kh), CF_VIEW(vh), FUSED_ARGS(key_tokens, qh.buf, s, rows, dropout)));
+    CF_TRY(CF_LAUNCH_FLOP(ctx, "attention", dq_bytes, flop, k, 1, &global, &local, CF_VIEW(dqh),
+                          CF_VIEW(dsum), CF_VIEW(dout), CF_VIEW(O), CF_VIEW(L), CF_VIEW(qh),
+                          CF_VIEW(kh), CF_VIEW(vh),
+                          FUSED_ARGS(key_tokens, qh.buf, s, rows, dropout)));
     CF_TRY(cf_kernel_get(ctx, simple ? CF_K_FLASH_ATTENTION_BACKWARD_DKV_SIMPLE
                                      : CF_K_FLASH_ATTENTION_BACKWARD_DKV, &k));
     /* a work item per four key rows (simple: per key row) */
     const size_t blocks = simple ? keyrows : BK * ((s->Tk + 3) / 4);
     global = cf_round_up(blocks, local);
-    return CF_LAUNCH(ctx, "attention", dkv_bytes, k, 1, &global, &local, CF_VIEW(dkh),
-                     CF_VIEW(dvh), CF_VIEW(dsum), CF_VIEW(dout), CF_VIEW(L), CF_VIEW(qh),
-                     CF_VIEW(kh), CF_VIEW(vh), FUSED_ARGS(key_tokens, qh.buf, s, blocks, dropout));
+    return CF_LAUNCH_FLOP(ctx, "attention", dkv_bytes, flop, k, 1, &global, &local,
+                          CF_VIEW(dkh), CF_VIEW(dvh), CF_VIEW(dsum), CF_VIEW(dout), CF_VIEW(L),
+                          CF_VIEW(qh), CF_VIEW(kh), CF_VIEW(vh),
+                          FUSED_ARGS(key_tokens, qh.buf, s, blocks, dropout));
 }
 
 clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
