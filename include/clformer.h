@@ -184,6 +184,10 @@ typedef struct {
                                     CLFORMER_GEMM_TUNING, docs/DEVICES.md) */
     unsigned compile_threads;    /* most threads that build kernel programs (0: one per online CPU) */
     bool timings_meaningful;     /* warm-ups before timing; full-size `clformer check` shapes */
+    size_t gemm_split_groups;    /* a weight gradient's product with fewer 64 x 64 output tiles
+                                    than this is split over its k (the batch's tokens) into
+                                    partial products, added in order (GPU layouts: 4 per
+                                    compute unit; 0: never) */
 } clformer_device_profile;
 
 /* "cpu", "gpu", "accelerator", "simulator" or "other". */

@@ -242,7 +242,11 @@ static clformer_status linear_check(cf_ctx *ctx, bool quick, conf_sink sink, voi
         {7, 13, 5, true, 7 * 7919 + 13 * 31 + 5},
         {1, 1, 1, true, 10}, {7, 5, 3, true, 11}, {3, 7, 13, true, 12}, {13, 3, 5, true, 13},
         {1, 1, 1, false, 30}, {7, 5, 3, false, 31}, {3, 7, 13, false, 32}, {13, 3, 5, false, 33},
-        {5, 24, 16, true, 50}};
+        {5, 24, 16, true, 50},
+        /* N long, the weights one tile: with GPU layouts the weight gradient
+         * is split over N (ops_linear.c), here in two; in `full` up to 8 ways
+         * (one tile) and over four tiles */
+        {1024, 8, 6, true, 60}};
     static const linear_case full[] = {
         {93, 257, 61, true, 93 * 7919 + 257 * 31 + 61},
         {128, 512, 2048, true, 128 * 7919 + 512 * 31 + 2048},
@@ -250,7 +254,8 @@ static clformer_status linear_check(cf_ctx *ctx, bool quick, conf_sink sink, voi
         {257, 7, 61, true, 114},  {1, 257, 93, true, 115},   {257, 1, 7, true, 116},
         {7, 7, 257, true, 117},   {7, 61, 93, false, 131},   {61, 93, 257, false, 132},
         {93, 257, 7, false, 133}, {257, 7, 61, false, 134},  {1, 257, 93, false, 135},
-        {257, 1, 7, false, 136},  {7, 7, 257, false, 137}};
+        {257, 1, 7, false, 136},  {7, 7, 257, false, 137},  {4096, 24, 20, true, 61},
+        {4096, 67, 65, false, 62}};
     static const linear_case widths[] = {
         {61, 512, 2048, true, 51}, {93, 2048, 512, true, 52}, {257, 512, 512, true, 53}};
     CONF_RUN_CASES(run_case, small, full, quick, ctx, sink, user);

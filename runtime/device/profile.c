@@ -85,10 +85,14 @@ static size_t fit_wg(size_t want, size_t max_wg)
 
 /* The layouts of a GPU or of a CPU; accelerators and unknown devices take a
  * CPU's (unmeasured there: what they ran before the profile existed). */
-static void set_layouts(clformer_device_profile *p, bool gpu)
+static void set_layouts(clformer_device_profile *p, bool gpu, uint32_t compute_units)
 {
     p->gpu_layouts = gpu;
     p->tiled_attention = gpu;
+    /* a GPU's weight gradients (k = the tokens, m x n = a layer's weights:
+     * 36-256 tiles of 64 x 64 at d_model 384-512) would leave most of its
+     * compute units idle (an H200 has 132); a CPU's few cores are busy */
+    p->gemm_split_groups = gpu ? 4 * (size_t)(compute_units ? compute_units : 1) : 0;
     /* PoCL's CPU devices run barrier kernels fastest with small groups. */
     p->reduce_wg = fit_wg(gpu ? 256 : 16, p->max_work_group_size);
     p->reduce_partials = gpu ? GPU_PARTIALS : CPU_PARTIALS;
@@ -115,7 +119,7 @@ clformer_status clformer_device_profile_for(const clformer_device_info *d, const
     p->max_work_group_size = d->max_work_group_size ? d->max_work_group_size : 1;
 
     const bool cpu = p->kind == CLFORMER_KIND_CPU, simulator = p->kind == CLFORMER_KIND_SIMULATOR;
-    set_layouts(p, p->kind == CLFORMER_KIND_GPU);
+    set_layouts(p, p->kind == CLFORMER_KIND_GPU, d->compute_units);
     p->elementwise_wg = p->max_work_group_size < 64 ? p->max_work_group_size : 64;
     /* Oclgrind: the scalar attention kernels (cl/flash_attention.cl), and the
      * workarounds for its shadow memory (buffer.c, gemm_clblast.c). */
@@ -136,10 +140,10 @@ clformer_status clformer_device_profile_for(const clformer_device_info *d, const
 
     if (!force || !*force || !strcasecmp(force, "auto")) return CLFORMER_OK;
     if (!strcasecmp(force, "gpu-layouts")) {
-        set_layouts(p, true);
+        set_layouts(p, true, d->compute_units);
         p->forced = "gpu-layouts";
     } else if (!strcasecmp(force, "cpu-layouts")) {
-        set_layouts(p, false);
+        set_layouts(p, false, d->compute_units);
         p->forced = "cpu-layouts";
     } else if (!strcasecmp(force, "tiled-attention") || !strcasecmp(force, "row-attention")) {
         /* the fused attention's kernels alone, the layouts the device's own:

@@ -49,6 +49,51 @@ clformer_status cf_linear_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_view
     return cf_round_activation(ctx, out, N * OC);
 }
 
+/* Splitting a weight gradient dW (OC, IC) += dY^T X over its k = N tokens:
+ * a GPU runs a product's 64 x 64 output tiles a work-group each, so one of
+ * few tiles (a d_model 512 layer's has 64-256, an H200 has 132 compute
+ * units) runs on a few units, each down all N tokens. Split into `ways`
+ * chunks of at least SPLIT_MIN_TOKENS, it becomes one strided batched
+ * product into partials (ways, OC, IC) in the context's scratch, which
+ * colsum_final adds in chunk order onto dW: deterministic, and the same FLOP
+ * (another order of the sum than the unsplit product). The profile says how
+ * many tiles keep the device busy (gemm_split_groups; 0 on CPUs). The
+ * products take no scratch of their own (CLBlast's and the host provider's
+ * temporaries are theirs), so the partials may live there. */
+#define SPLIT_TILE 64
+#define SPLIT_MIN_TOKENS 512
+#define SPLIT_MAX_PARTIALS ((size_t)16 << 20) /* floats of scratch: 64 MiB */
+
+static size_t weight_gradient_ways(const cf_ctx *ctx, size_t N, size_t IC, size_t OC)
+{
+    const size_t groups = ctx->device_profile.gemm_split_groups;
+    const size_t tiles =
+        ((OC + SPLIT_TILE - 1) / SPLIT_TILE) * ((IC + SPLIT_TILE - 1) / SPLIT_TILE);
+    size_t ways = 1;
+    while (tiles * ways * 2 <= groups && N % (ways * 2) == 0 &&
+           N / (ways * 2) >= SPLIT_MIN_TOKENS && ways * 2 * OC * IC <= SPLIT_MAX_PARTIALS)
+        ways *= 2;
+    return ways;
+}
+
+/* dweight (OC, IC) += dout^T (OC, N) inp (N, IC), split over N where the
+ * profile asks for it */
+static clformer_status weight_gradient(cf_ctx *ctx, cf_view dweight, cf_view dout, cf_view inp,
+                                       size_t N, size_t IC, size_t OC)
+{
+    const size_t ways = weight_gradient_ways(ctx, N, IC, OC);
+    if (ways == 1)
+        return cf_gemm(ctx, true, false, OC, IC, N, 1.0f, dout.buf, dout.off, OC, inp.buf,
+                       inp.off, IC, 1.0f, dweight.buf, dweight.off, IC);
+    const size_t chunk = N / ways;
+    cl_mem partials;
+    CF_TRY(cf_scratch(ctx, ways * OC * IC, &partials));
+    CF_TRY(cf_gemm_strided_batched(ctx, true, false, OC, IC, chunk, 1.0f, dout.buf, dout.off,
+                                   OC, chunk * OC, inp.buf, inp.off, IC, chunk * IC, 0.0f,
+                                   partials, 0, IC, OC * IC, ways));
+    return cf_colsum_final(ctx, dweight.buf, dweight.off, partials, ways, OC * IC, true);
+}
+
 clformer_status cf_linear_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, cf_view dbias,
                                    cf_view dout, cf_view inp, cf_view weight, size_t N,
                                    size_t IC, size_t OC, bool accumulate)
@@ -70,9 +115,7 @@ clformer_status cf_linear_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, c
         CF_TRY(cf_round_activation(ctx, dinp, N * IC)); /* dinp is an activation gradient */
     }
     /* dweight (OC, IC) += dout^T (OC, N) inp (N, IC) */
-    if (N && OC && IC)
-        CF_TRY(cf_gemm(ctx, true, false, OC, IC, N, 1.0f, dout.buf, dout.off, OC, inp.buf,
-                       inp.off, IC, 1.0f, dweight.buf, dweight.off, IC));
+    if (N && OC && IC) CF_TRY(weight_gradient(ctx, dweight, dout, inp, N, IC, OC));
     /* dbias (OC) += column sums of dout */
     if (dbias.buf && N && OC)
         CF_TRY(cf_colsum(ctx, dbias.buf, dbias.off, dout.buf, dout.off, N, OC, OC, true));

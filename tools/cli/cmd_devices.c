@@ -60,7 +60,7 @@ static json_t *profile_json(const clformer_device_info *d)
         "max_work_group_size", (json_int_t)p.max_work_group_size, "local_mem_bytes",
         (json_int_t)p.local_mem_bytes);
     json_t *choices = json_pack(
-        "{s:o, s:b, s:I, s:I, s:I, s:b, s:b, s:b, s:b, s:b, s:b, s:I, s:b, s:b}", "forced",
+        "{s:o, s:b, s:I, s:I, s:I, s:b, s:b, s:b, s:b, s:b, s:b, s:I, s:b, s:b, s:I}", "forced",
         p.forced ? json_string(p.forced) : json_null(), "gpu_layouts", p.gpu_layouts,
         "reduce_wg", (json_int_t)p.reduce_wg, "elementwise_wg", (json_int_t)p.elementwise_wg,
         "reduce_partials", (json_int_t)p.reduce_partials, "scalar_attention",
@@ -68,7 +68,8 @@ static json_t *profile_json(const clformer_device_info *d)
         "keep_released_buffers",
         p.keep_released_buffers, "batched_gemm_one_by_one", p.batched_gemm_one_by_one,
         "gemm_search", p.gemm_search, "compile_threads", (json_int_t)p.compile_threads,
-        "timings_meaningful", p.timings_meaningful, "tiled_attention", p.tiled_attention);
+        "timings_meaningful", p.timings_meaningful, "tiled_attention", p.tiled_attention,
+        "gemm_split_groups", (json_int_t)p.gemm_split_groups);
     if (facts && choices && json_object_update(facts, choices) == 0) {
         json_decref(choices);
         return facts;
