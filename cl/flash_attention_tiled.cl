@@ -203,6 +203,34 @@ inline void load_key_tile(local float4 *kt, local float4 *vt, local int *kf, loc
     if (drop_p > 0.0f) drop_tile(dr, rows, keys, row0, Tk, j0, drop_p, seed, step, site, lid, W);
 }
 
+/* The backward's tiles are fetched a tile ahead: the floats of a tile of
+ * `rows` rows of a head's (rows, HEAD_DIM) tensor from row r0 (n of them
+ * real) that item lid of W carries (load_tile's elements lid, lid + W, ...)
+ * are read into the private array f during the previous tile's work, so
+ * that the reads are in flight while it computes, and stored into the local
+ * tile after the next barrier (PUT_TILE). At the backward kernels' register
+ * counts (ptxas: 168-243 an item at dh 32-128, the H200 check of 29f8dbd)
+ * one group runs per compute unit, so each tile otherwise waited for its
+ * reads with nothing else to run. A kernel fetches ahead where a tile is at
+ * most two floats a tensor an item (AHEAD below): fetching three took
+ * clang's AMDGPU dK/dV at dh 96 to 256 VGPRs and 12 bytes spilled
+ * (tools/proxy/register-proxy.sh), so there (dK/dV at dh 80 and 96, dQ at
+ * 128) tiles load as before. Macros, for the reason ROWS_SUM is one. */
+#define FETCHES(rows, W) (((rows) * LD + (W) - 1) / (W))
+#define AHEAD(rows, W) (FETCHES(rows, W) <= 2)
+#define FETCH_TILE(f, src, r0, n, rows, lid, W)                                                \
+    _Pragma("unroll") for (int u_ = 0; u_ < FETCHES(rows, W); u_++) {                          \
+        const int e_ = (lid) + u_ * (W), i_ = e_ / LD, d_ = e_ - i_ * LD;                      \
+        (f)[u_] = e_ < (rows) * LD && i_ < (n) && d_ < HEAD_DIM                                \
+                      ? (src)[(ulong)((r0) + i_) * HEAD_DIM + d_]                              \
+                      : 0.0f;                                                                  \
+    }
+#define PUT_TILE(dst, f, rows, lid, W)                                                         \
+    _Pragma("unroll") for (int u_ = 0; u_ < FETCHES(rows, W); u_++) {                          \
+        const int e_ = (lid) + u_ * (W);                                                       \
+        if (e_ < (rows) * LD) (dst)[e_] = (f)[u_];                                             \
+    }
+
 /* Two dot products per row t < n of two local tiles (backward): sd[t] =
  * this item's part of a . x_t and sd[n + t] of b . y_t, over its slice of
  * `cols` float4 columns (part, part + split, ...). A macro for the reason
@@ -441,11 +469,33 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
         ld[r] = Drow;
     }
 
+    /* the key tile from j0 into kpre, vpre and this item's key flag fpre */
+#define DQ_AHEAD AHEAD(DQ_KEYS, DQ_W)
+    float kpre[FETCHES(DQ_KEYS, DQ_W)], vpre[FETCHES(DQ_KEYS, DQ_W)];
+    int fpre = 0;
+#define DQ_FETCH(j0)                                                                           \
+    {                                                                                          \
+        const int n_ = min(DQ_KEYS, Tk - (j0));                                                \
+        FETCH_TILE(kpre, kb, j0, n_, DQ_KEYS, lid, DQ_W);                                      \
+        FETCH_TILE(vpre, vb, j0, n_, DQ_KEYS, lid, DQ_W);                                      \
+        fpre = lid < n_ && key_kept(kt_row, use_keys, (j0) + lid);                             \
+    }
+    if (DQ_AHEAD && kend > 0) DQ_FETCH(0);
     for (int j0 = 0; j0 < kend; j0 += DQ_KEYS) {
         barrier(CLK_LOCAL_MEM_FENCE); /* the last tile's readers are done */
-        load_key_tile(kt, vt, kf, dr, DQ_KEYS, DQ_ROWS, kb, vb, kt_row, use_keys, j0, Tk,
-                      (ulong)bh * Tq + t0, drop_p, seed, step, site, lid, DQ_W);
+        if (DQ_AHEAD) {
+            PUT_TILE((local float *)kt, kpre, DQ_KEYS, lid, DQ_W);
+            PUT_TILE((local float *)vt, vpre, DQ_KEYS, lid, DQ_W);
+            if (lid < DQ_KEYS) kf[lid] = fpre;
+            if (drop)
+                drop_tile(dr, DQ_ROWS, DQ_KEYS, (ulong)bh * Tq + t0, Tk, j0, drop_p, seed,
+                          step, site, lid, DQ_W);
+        } else {
+            load_key_tile(kt, vt, kf, dr, DQ_KEYS, DQ_ROWS, kb, vb, kt_row, use_keys, j0, Tk,
+                          (ulong)bh * Tq + t0, drop_p, seed, step, site, lid, DQ_W);
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
+        if (DQ_AHEAD && j0 + DQ_KEYS < kend) DQ_FETCH(j0 + DQ_KEYS); /* in flight */
         /* the tile's work without branches, as the forward's: exp(-inf) =
          * 0 for masked keys */
         DROP_MULTIPLIERS(rd, DQ_KEYS, r * (DQ_KEYS + 1), 1);
@@ -512,15 +562,33 @@ kernel void flash_tiled_backward_dkv(global float *dk, ulong dk_off, global floa
     /* causal: query i sees key j when j <= q_pos0 + i, so the block's first
      * key is seen from query j_first - q_pos0 on */
     const int i_first = causal ? max(0, j_first - q_pos0) / DKV_ROWS * DKV_ROWS : 0;
+    /* the query tile from i0 of the head from row `head` into qpre, gpre
+     * (its rows' statistics and D are read when it is stored: fetched ahead
+     * too, they spilled at dh 96 on AMDGPU) */
+#define DKV_AHEAD AHEAD(DKV_ROWS, DKV_W)
+    float qpre[FETCHES(DKV_ROWS, DKV_W)], gpre[FETCHES(DKV_ROWS, DKV_W)];
+#define DKV_FETCH(head, i0)                                                                    \
+    {                                                                                          \
+        const int n_ = min(DKV_ROWS, Tq - (i0));                                               \
+        FETCH_TILE(qpre, q + q_off + (head) * HEAD_DIM, i0, n_, DKV_ROWS, lid, DKV_W);         \
+        FETCH_TILE(gpre, dout + dout_off + (head) * HEAD_DIM, i0, n_, DKV_ROWS, lid, DKV_W);   \
+    }
     for (int g = 0; g < group; g++) {
         const int bh = b * H + hk * group + g;
         const ulong head = (ulong)bh * Tq;
+        if (DKV_AHEAD && i_first < Tq) DKV_FETCH(head, i_first);
         for (int i0 = i_first; i0 < Tq; i0 += DKV_ROWS) {
             barrier(CLK_LOCAL_MEM_FENCE);
             const int n = min(DKV_ROWS, Tq - i0);
-            load_tile((local float *)qt, q + q_off + head * HEAD_DIM, i0, n, DKV_ROWS, lid, DKV_W);
-            load_tile((local float *)gt, dout + dout_off + head * HEAD_DIM, i0, n, DKV_ROWS, lid,
-                      DKV_W);
+            if (DKV_AHEAD) {
+                PUT_TILE((local float *)qt, qpre, DKV_ROWS, lid, DKV_W);
+                PUT_TILE((local float *)gt, gpre, DKV_ROWS, lid, DKV_W);
+            } else {
+                load_tile((local float *)qt, q + q_off + head * HEAD_DIM, i0, n, DKV_ROWS, lid,
+                          DKV_W);
+                load_tile((local float *)gt, dout + dout_off + head * HEAD_DIM, i0, n, DKV_ROWS,
+                          lid, DKV_W);
+            }
             if (lid < DKV_ROWS) {
                 const bool ok = lid < n;
                 const ulong row = head + i0 + lid;
@@ -532,6 +600,7 @@ kernel void flash_tiled_backward_dkv(global float *dk, ulong dk_off, global floa
                 drop_tile(dr, DKV_ROWS, DKV_KEYS, head + i0, Tk, j_first, drop_p, seed, step,
                           site, lid, DKV_W);
             barrier(CLK_LOCAL_MEM_FENCE);
+            if (DKV_AHEAD && i0 + DKV_ROWS < Tq) DKV_FETCH(head, i0 + DKV_ROWS); /* in flight */
             DROP_MULTIPLIERS(rd, DKV_ROWS, rk, DKV_KEYS + 1); /* without branches, as in dQ */
             /* k . q, v . dO */
             PAIR_DOTS(sd, DKV_ROWS, kr4, vr4, qt, gt, part, DKV_SPLIT, DKV_COLS);
