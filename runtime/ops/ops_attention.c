@@ -325,8 +325,8 @@ static clformer_status forward_fused(cf_ctx *ctx, cf_view out, const cf_attentio
         tiled_grid(t.fwd_rows, t.fwd_split, s->Tq, s->B * s->H, global, local);
         CF_TRY(tiled_kernel(ctx, &t, "flash_tiled_forward", &k));
         CF_TRY(CF_LAUNCH_FLOP(ctx, "attention", bytes, flop, k, 2, global, local, CF_VIEW(out),
-                         CF_VIEW(L), CF_VIEW(qh), CF_VIEW(kh), CF_VIEW(vh),
-                         TILED_ARGS(key_tokens, qh.buf, s, dropout)));
+                              CF_VIEW(L), CF_VIEW(qh), CF_VIEW(kh), CF_VIEW(vh),
+                              TILED_ARGS(key_tokens, qh.buf, s, dropout)));
     } else {
         /* one work item per query row */
         const size_t local = ctx->elementwise_wg, global = cf_round_up(rows, local);
