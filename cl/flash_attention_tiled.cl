@@ -215,7 +215,8 @@ inline void load_key_tile(local float4 *kt, local float4 *vt, local int *kf, loc
  * most two floats a tensor an item (AHEAD below): fetching three took
  * clang's AMDGPU dK/dV at dh 96 to 256 VGPRs and 12 bytes spilled
  * (tools/proxy/register-proxy.sh), so there (dK/dV at dh 80 and 96, dQ at
- * 128) tiles load as before. Macros, for the reason ROWS_SUM is one. */
+ * 80, 96 and 128) tiles load as before. Macros, for the reason ROWS_SUM is
+ * one. */
 #define FETCHES(rows, W) (((rows) * LD + (W) - 1) / (W))
 #define AHEAD(rows, W) (FETCHES(rows, W) <= 2)
 #define FETCH_TILE(f, src, r0, n, rows, lid, W)                                                \
