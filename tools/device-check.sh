@@ -185,9 +185,13 @@ goals_section() {
     # CLBlast's own sets (no search) says what the search gained in the step
     CLFORMER_LOG=info phase goal-base-1024 240 "$clf" "${base[@]}"
     CLFORMER_GEMM_TUNING=off phase goal-base-1024-own-gemm 120 "$clf" "${base[@]}"
+    # and with the weight gradients unsplit: what the split gains
+    CLFORMER_PROFILE=whole-gradients phase goal-base-1024-whole 120 "$clf" "${base[@]}"
     CLFORMER_PROFILE=row-attention phase goal-base-1024-rows 240 "$clf" "${base[@]}"
     phase goal-gpt2 240 "$clf" bench --config gpt2 --steps 2 --warmup 1 --json
-    phase goal-gpt-char 180 "$clf" bench --config gpt-char --steps 3 --warmup 1 --json
+    local char=(bench --config gpt-char --steps 3 --warmup 1 --json)
+    phase goal-gpt-char 180 "$clf" "${char[@]}"
+    CLFORMER_PROFILE=whole-gradients phase goal-gpt-char-whole 120 "$clf" "${char[@]}"
     say ""
     python3 - "$logdir" <<'EOF2' | tee -a "$report"
 import json, os, sys
@@ -223,8 +227,11 @@ print("| attention kernels' share of the FMA peak (the model's products, every s
 print("| GEMM share of the FMA peak in that step (fp32) | %s | >= 50%% |" % gemm_peak(tiled))
 print("| the same with CLBlast's own sets (`CLFORMER_GEMM_TUNING=off`) | %s | |"
       % gemm_peak(bench("goal-base-1024-own-gemm")))
+print("| the same with the weight gradients unsplit (`CLFORMER_PROFILE=whole-gradients`) | %s | |"
+      % gemm_peak(bench("goal-base-1024-whole")))
 print("| GPT-2 124M layout, context 1024, batch 8, fp32 tok/s | %s | >= 20,000 |" % toks(bench("goal-gpt2")))
 print("| gpt-char (nanoGPT shakespeare_char config) tok/s | %s | >= 250,000 |" % toks(bench("goal-gpt-char")))
+print("| the same with the weight gradients unsplit | %s | |" % toks(bench("goal-gpt-char-whole")))
 print()
 print("GEMM per shape: the GEMM section above.")
 EOF2

@@ -150,10 +150,15 @@ clformer_status clformer_device_profile_for(const clformer_device_info *d, const
          * to time one against the other (docs/PERFORMANCE.md) */
         p->tiled_attention = tolower((unsigned char)force[0]) == 't';
         p->forced = p->tiled_attention ? "tiled-attention" : "row-attention";
+    } else if (!strcasecmp(force, "whole-gradients")) {
+        /* the weight gradients unsplit, the rest the device's own: to time
+         * the split against them (tools/device-check.sh) */
+        p->gemm_split_groups = 0;
+        p->forced = "whole-gradients";
     } else {
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "device profile '%s' is not one (CLFORMER_PROFILE): use gpu-layouts, "
-                       "cpu-layouts, tiled-attention, row-attention or auto",
+                       "cpu-layouts, tiled-attention, row-attention, whole-gradients or auto",
                        force);
     }
     return CLFORMER_OK;

@@ -128,6 +128,20 @@ static void forced_layouts(void **state)
     assert_true(gpu_rows.gpu_layouts);
     assert_string_equal(gpu_rows.forced, "row-attention");
 
+    /* weight gradients split below 4 tiles a compute unit with GPU layouts,
+     * forced or not; whole-gradients turns that alone off */
+    clformer_device_info gpu_units = device(CLFORMER_DEVICE_GPU, false, 1024);
+    gpu_units.compute_units = 132;
+    assert_int_equal(profile(gpu_units, NULL).gemm_split_groups, 528);
+    const clformer_device_profile whole = profile(gpu_units, "whole-gradients");
+    assert_int_equal(whole.gemm_split_groups, 0);
+    assert_true(whole.gpu_layouts && whole.tiled_attention);
+    assert_string_equal(whole.forced, "whole-gradients");
+    clformer_device_info cpu_units = device(CLFORMER_DEVICE_CPU, false, 4096);
+    cpu_units.compute_units = 2;
+    assert_int_equal(profile(cpu_units, NULL).gemm_split_groups, 0);
+    assert_int_equal(profile(cpu_units, "gpu-layouts").gemm_split_groups, 8);
+
     assert_null(profile(device(CLFORMER_DEVICE_GPU, false, 1024), "auto").forced);
     assert_null(profile(device(CLFORMER_DEVICE_GPU, false, 1024), "").forced);
 
