@@ -421,21 +421,20 @@ static double family_gbps(const clformer_kernel_time *f)
     return f->ms > 0 ? (double)f->bytes / (f->ms * 1e-3) * 1e-9 : 0.0;
 }
 
+/* The GEMM family's figures per repetition, or NULL when none ran. Its FLOP
+ * are the step's products less those the fused attention kernels do. */
+static const clformer_kernel_time *gemm_family(const kernel_times *k)
+{
+    for (size_t i = 0; i < k->n; i++)
+        if (!strcmp(k->f[i].family, "gemm")) return &k->f[i];
+    return NULL;
+}
+
 /* The GEMM family's time per repetition (0 when none ran). */
 static double gemm_ms(const kernel_times *k)
 {
-    for (size_t i = 0; i < k->n; i++)
-        if (!strcmp(k->f[i].family, "gemm")) return k->f[i].ms;
-    return 0.0;
-}
-
-/* The FLOP the GEMM calls stated: the step's products less those the fused
- * attention kernels do. */
-static uint64_t gemm_flop(const kernel_times *k)
-{
-    for (size_t i = 0; i < k->n; i++)
-        if (!strcmp(k->f[i].family, "gemm")) return k->f[i].flop;
-    return 0;
+    const clformer_kernel_time *g = gemm_family(k);
+    return g ? g->ms : 0.0;
 }
 
 /* Kernel launches per repetition, every family together (a GEMM call counts
@@ -554,8 +553,8 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     json_object_set_new(r, "kernel_gbps", kernel_json(tk, PER_GBPS, bw));
     json_object_set_new(r, "kernel_copy_fraction", kernel_json(tk, PER_COPY_FRACTION, bw));
     put_real(r, "kernel_total_ms", tk->total_ms);
-    put_real(r, "gemm_kernel_gflops",
-             gemm_ms(tk) > 0 ? gflops(gemm_flop(tk), 1e-3 * gemm_ms(tk)) : 0.0);
+    const clformer_kernel_time *g = gemm_family(tk);
+    put_real(r, "gemm_kernel_gflops", g && g->ms > 0 ? gflops(g->flop, 1e-3 * g->ms) : 0.0);
     put_real(r, "non_gemm_kernel_ms", tk->total_ms - gemm_ms(tk));
     put_real(r, "non_gemm_step_fraction",
              tk->wall_ms > 0 ? (tk->total_ms - gemm_ms(tk)) / tk->wall_ms : 0.0);
