@@ -371,6 +371,23 @@ CLFORMER_API clformer_status clformer_context_kernel_times(clformer_context *ctx
                                                            clformer_kernel_time *times,
                                                            size_t cap, size_t *n);
 
+/* One kernel's share of the record: `kernel` is its name in cl/
+ * ("flash_tiled_backward_dkv"), or, for a library call that enqueues
+ * several commands (a GEMM provider's), its family's name; `time` holds its
+ * family and its time, commands, bytes and FLOP. */
+typedef struct {
+    const char *kernel; /* static string */
+    clformer_kernel_time time;
+} clformer_named_kernel_time;
+
+/* As clformer_context_kernel_times, and from the same record up to
+ * `kernel_cap` entries per kernel (largest time first) into `kernels`
+ * (NULL: none; then kernel_n may be NULL), so that a family's time can be
+ * told apart by kernel. */
+CLFORMER_API clformer_status clformer_context_kernel_times_named(
+    clformer_context *ctx, clformer_kernel_time *times, size_t cap, size_t *n,
+    clformer_named_kernel_time *kernels, size_t kernel_cap, size_t *kernel_n);
+
 /* The device's copy bandwidth in GB/s (1e9 bytes/s), the roof that
  * memory-bound kernels are measured against: the best of a few
  * clEnqueueCopyBuffer calls between two buffers of `bytes` (0: 256 MiB; capped

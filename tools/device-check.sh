@@ -234,6 +234,23 @@ print("| gpt-char (nanoGPT shakespeare_char config) tok/s | %s | >= 250,000 |" %
 print("| the same with the weight gradients unsplit | %s | |" % toks(bench("goal-gpt-char-whole")))
 print()
 print("GEMM per shape: the GEMM section above.")
+# where each step's attention time goes, kernel by kernel (bench's
+# "kernels" list): which of the tiled kernels to work on next
+print()
+print("Attention kernels per step (ms, share of the step, the model's products they stand in for):")
+print()
+print("| step | kernel | ms | share | GFLOP/s | % FMA peak |")
+print("| --- | --- | ---: | ---: | ---: | ---: |")
+for name in ("goal-base-1024", "goal-gpt2", "goal-gpt-char"):
+    j = bench(name)
+    if not j: continue
+    fma = j.get("roofline", {}).get("fma_gflops", 0.0)
+    for k in j.get("kernels", []):
+        if k["family"] != "attention": continue
+        pk = f"{100 * k['gflops'] / fma:.1f}%" if fma and k["gflops"] else "-"
+        gf = f"{k['gflops']:,.0f}" if k["gflops"] else "-"
+        print(f"| {name[5:]} | {k['kernel']} | {k['ms']:,.1f} | "
+              f"{100 * k['ms'] / j['train_step_ms']:.1f}% | {gf} | {pk} |")
 EOF2
 }
 

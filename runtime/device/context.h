@@ -33,6 +33,7 @@ typedef struct {
  * marker before them and `event` a marker after them. */
 typedef struct {
     const char *family; /* static string: "gemm", "attention", ... */
+    const char *kernel; /* the cl/ kernel's name (static), or NULL for a library call */
     uint64_t bytes;
     uint64_t flop;      /* floating-point operations where counted (launch.h), else 0 */
     cl_event event;

@@ -17,6 +17,7 @@ cl_event *cf_profile_slot(cf_ctx *ctx, const char *family, uint64_t bytes, uint6
     }
     cf_profile_entry *e = &ctx->profile[ctx->n_profile++];
     e->family = family;
+    e->kernel = NULL;
     e->bytes = bytes;
     e->flop = flop;
     e->event = NULL;
@@ -74,10 +75,12 @@ static const char *kind_name(char kind)
 
 /* The launch's arguments against the kernel's signature in cl/ (kernel_ids.h):
  * the same count and, argument by argument, the same kind. Every kernel comes
- * from cf_kernel, which recorded its row. */
+ * from cf_kernel, which recorded its row; *name gets the kernel's name in cl/
+ * (NULL for a kernel of no row there). */
 static clformer_status check_kinds(cf_ctx *ctx, cl_kernel kernel, size_t nargs,
-                                   const cf_arg *args)
+                                   const cf_arg *args, const char **name)
 {
+    *name = NULL;
     for (size_t p = 0; p < ctx->n_programs; p++) {
         const cf_program_entry *e = &ctx->programs[p];
         for (size_t k = 0; k < e->n_kernels; k++) {
@@ -98,6 +101,7 @@ static clformer_status check_kinds(cf_ctx *ctx, cl_kernel kernel, size_t nargs,
                                    cf_kernel_names[id], i, kind_name(args[i].kind),
                                    kind_name(kinds[i]), cf_kernel_programs[id]);
             ctx->kernel_launches[id]++;
+            *name = cf_kernel_names[id];
             return CLFORMER_OK;
         }
     }
@@ -147,10 +151,12 @@ clformer_status cf_launch_flop(cf_ctx *ctx, const char *family, uint64_t bytes, 
         if (global[d] == 0) return CLFORMER_OK; /* empty tensor: nothing to do */
         rounded[d] = local ? cf_round_up(global[d], local[d]) : global[d];
     }
-    CF_TRY(check_kinds(ctx, kernel, nargs, args));
+    const char *kernel_name;
+    CF_TRY(check_kinds(ctx, kernel, nargs, args, &kernel_name));
     for (size_t i = 0; i < nargs; i++)
         CL_CHECK(clSetKernelArg(kernel, (cl_uint)i, args[i].size, args[i].value));
     cl_event *slot = cf_profile_slot(ctx, family, bytes, flop);
+    if (slot) ctx->profile[ctx->n_profile - 1].kernel = kernel_name;
     cl_int err = clEnqueueNDRangeKernel(ctx->queue, kernel, dims, NULL, rounded, local, 0, NULL,
                                         slot);
     if (err != CL_SUCCESS) {
@@ -177,7 +183,19 @@ clformer_status clformer_context_set_profiling(clformer_context *ctx, bool on)
 clformer_status clformer_context_kernel_times(clformer_context *ctx, clformer_kernel_time *times,
                                               size_t cap, size_t *n)
 {
-    return cf_profile_collect(ctx, times, cap, n);
+    return cf_profile_collect(ctx, times, cap, n, NULL, 0, NULL);
+}
+
+clformer_status clformer_context_kernel_times_named(clformer_context *ctx,
+                                                    clformer_kernel_time *times, size_t cap,
+                                                    size_t *n, clformer_named_kernel_time *kernels,
+                                                    size_t kernel_cap, size_t *kernel_n)
+{
+    if (kernels && !kernel_n)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "clformer_context_kernel_times_named: kernels given without kernel_n; "
+                       "pass where to put their count");
+    return cf_profile_collect(ctx, times, cap, n, kernels, kernel_cap, kernel_n);
 }
 
 static int by_time_desc(const void *a, const void *b)
@@ -186,9 +204,27 @@ static int by_time_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-clformer_status cf_profile_collect(cf_ctx *ctx, cf_profile_total *totals, size_t cap, size_t *n)
+static int named_by_time_desc(const void *a, const void *b)
+{
+    return by_time_desc(&((const clformer_named_kernel_time *)a)->time,
+                        &((const clformer_named_kernel_time *)b)->time);
+}
+
+/* Adds a command's time, bytes and FLOP to a total. */
+static void add_to(cf_profile_total *t, const cf_profile_entry *e, double ms)
+{
+    t->ms += ms;
+    t->count++;
+    t->bytes += e->bytes;
+    t->flop += e->flop;
+}
+
+clformer_status cf_profile_collect(cf_ctx *ctx, cf_profile_total *totals, size_t cap, size_t *n,
+                                   clformer_named_kernel_time *kernels, size_t kernel_cap,
+                                   size_t *kernel_n)
 {
     *n = 0;
+    if (kernel_n) *kernel_n = 0;
     CL_CHECK(clFinish(ctx->queue));
     for (size_t i = 0; i < ctx->n_profile; i++) {
         cf_profile_entry *e = &ctx->profile[i];
@@ -201,14 +237,21 @@ clformer_status cf_profile_collect(cf_ctx *ctx, cf_profile_total *totals, size_t
             clGetEventProfilingInfo(e->event, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) ==
                 CL_SUCCESS &&
             end >= start) {
+            const double ms = (double)(end - start) * 1e-6;
             size_t j = 0;
             while (j < *n && strcmp(totals[j].family, e->family)) j++;
             if (j == *n && *n < cap) totals[(*n)++] = (cf_profile_total){e->family, 0.0, 0, 0, 0};
-            if (j < *n) {
-                totals[j].ms += (double)(end - start) * 1e-6;
-                totals[j].count++;
-                totals[j].bytes += e->bytes;
-                totals[j].flop += e->flop;
+            if (j < *n) add_to(&totals[j], e, ms);
+            if (kernels) { /* a library call is named by its family */
+                const char *name = e->kernel ? e->kernel : e->family;
+                size_t q = 0;
+                while (q < *kernel_n && (strcmp(kernels[q].kernel, name) ||
+                                         strcmp(kernels[q].time.family, e->family)))
+                    q++;
+                if (q == *kernel_n && q < kernel_cap)
+                    kernels[(*kernel_n)++] =
+                        (clformer_named_kernel_time){name, {e->family, 0.0, 0, 0, 0}};
+                if (q < *kernel_n) add_to(&kernels[q].time, e, ms);
             }
         }
         clReleaseEvent(e->event);
@@ -216,5 +259,6 @@ clformer_status cf_profile_collect(cf_ctx *ctx, cf_profile_total *totals, size_t
     }
     ctx->n_profile = 0;
     qsort(totals, *n, sizeof *totals, by_time_desc);
+    if (kernels) qsort(kernels, *kernel_n, sizeof *kernels, named_by_time_desc);
     return CLFORMER_OK;
 }

@@ -90,8 +90,11 @@ double cf_event_seconds(cl_event ev, double wall);
 
 /* Time, bytes and FLOP per family since the last reset, after waiting for the queue. */
 typedef clformer_kernel_time cf_profile_total;
-/* Fills up to `cap` totals (sorted by time, largest first) and clears the record. */
-clformer_status cf_profile_collect(cf_ctx *ctx, cf_profile_total *totals, size_t cap,
-                                   size_t *n);
+/* Fills up to `cap` totals (sorted by time, largest first) and, where
+ * `kernels` is not NULL, up to `kernel_cap` per kernel name (the same order),
+ * and clears the record. */
+clformer_status cf_profile_collect(cf_ctx *ctx, cf_profile_total *totals, size_t cap, size_t *n,
+                                   clformer_named_kernel_time *kernels, size_t kernel_cap,
+                                   size_t *kernel_n);
 
 #endif

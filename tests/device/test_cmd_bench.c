@@ -194,6 +194,47 @@ static void check_launches(json_t *r)
     if (fabs(total - sum) > 1e-6 * sum) fail_msg("launches_per_step %g, the families sum to %g", total, sum);
 }
 
+/* The per-kernel list `key`: largest time first, each entry named and in a
+ * family of `family_key`, whose times its kernels add up to (and, where
+ * `launches_key` is given, its launches); the GEMM calls are one entry. */
+static void check_kernels(json_t *r, const char *key, const char *family_key,
+                          const char *launches_key)
+{
+    json_t *list = json_object_get(r, key), *fam = object(r, family_key);
+    if (!json_is_array(list) || json_array_size(list) == 0)
+        fail_msg("key '%s' is missing or not a non-empty array\nstdout: %s", key, out);
+    const char *name;
+    json_t *v;
+    json_object_foreach(fam, name, v) {
+        double ms = 0, launches = 0, last = INFINITY;
+        size_t i;
+        json_t *e;
+        json_array_foreach(list, i, e) {
+            const double t = number(e, "ms");
+            if (t > last) fail_msg("%s[%zu] takes %g ms, more than the one before", key, i, t);
+            last = t;
+            string(e, "kernel");
+            if (strcmp(string(e, "family"), name)) continue;
+            ms += t;
+            launches += positive(e, "launches");
+        }
+        if (fabs(ms - json_number_value(v)) > 1e-3 * ms + 1e-6)
+            fail_msg("%s: the %s kernels take %g ms, %s.%s is %g", key, name, ms, family_key,
+                     name, json_number_value(v));
+        if (launches_key) {
+            const double want = number(object(r, launches_key), name);
+            if (fabs(launches - want) > 1e-6 * want)
+                fail_msg("%s: the %s kernels launch %g times, %s.%s is %g", key, name,
+                         launches, launches_key, name, want);
+        }
+    }
+    size_t i;
+    json_t *e;
+    bool gemm = false;
+    json_array_foreach(list, i, e) gemm |= !strcmp(string(e, "kernel"), "gemm");
+    if (!gemm) fail_msg("%s has no gemm entry\nstdout: %s", key, out);
+}
+
 /* The roofline: per family bytes > 0, GB/s = bytes / ms, the copy fraction
  * GB/s over the copy bandwidth; GEMM's GFLOP/s from its own FLOP; the
  * non-GEMM time and its share of the profiled step. */
@@ -357,6 +398,8 @@ static void bench_json(void **state)
     assert_true(number(r, "profiled_steps") == 1);
     positive(object(r, "kernel_launches"), "gemm");
     check_launches(r);
+    check_kernels(r, "kernels", "kernel_ms", "kernel_launches");
+    check_kernels(r, "translate_kernels", "translate_kernel_ms", NULL);
     positive(r, "translate_launches_per_batch");
     check_roofline(r, flop, kernels, step_wall);
     check_roofs(r, "train", "kernel_ms", flop);
@@ -415,6 +458,8 @@ static void bench_lm_json(void **state)
     check_families(r, "kernel_ms");
     check_launches(r);
     check_families(r, "generate_kernel_ms");
+    check_kernels(r, "kernels", "kernel_ms", "kernel_launches");
+    check_kernels(r, "generate_kernels", "generate_kernel_ms", NULL);
     json_decref(r);
 }
 

@@ -106,6 +106,90 @@ static void launches_count_their_bytes(void **state)
     clformer_context_free(ctx);
 }
 
+/* The same record per kernel (clformer_context_kernel_times_named): a cl/
+ * kernel under its name, the GEMM provider's calls under "gemm"; each
+ * family's kernels add up to the family's figures; largest time first; the
+ * cap holds; kernels without kernel_n is refused. */
+static void kernels_are_named(void **state)
+{
+    (void)state;
+    clformer_context *ctx = profiling_context();
+    enum { N = 3, C = 5, M = 3, NN = 4, K = 5 };
+    cl_mem x = zeros(ctx, N * C), y = zeros(ctx, N * C), w = zeros(ctx, C), b = zeros(ctx, C);
+    cl_mem mean = zeros(ctx, N), rstd = zeros(ctx, N);
+    cl_mem ga = zeros(ctx, M * K), gb = zeros(ctx, K * NN), gc = zeros(ctx, M * NN);
+    assert_ok(cf_fill(ctx, w, 0, C, 1.0f));
+    assert_ok(cf_finish(ctx));
+
+    for (int round = 0; round < 2; round++) {
+        assert_ok(clformer_context_set_profiling(ctx, true));
+        for (int twice = 0; twice < 2; twice++)
+            assert_ok(cf_layernorm_forward(ctx, cf_view_at(y, 0), cf_view_at(mean, 0),
+                                           cf_view_at(rstd, 0), cf_view_at(x, 0),
+                                           cf_view_at(w, 0), cf_view_at(b, 0), N, C, 1e-5f));
+        assert_ok(cf_add(ctx, cf_view_at(y, 0), cf_view_at(y, 0), cf_view_at(x, 0), 10));
+        for (int i = 0; i < 3; i++)
+            assert_ok(cf_gemm(ctx, false, false, M, NN, K, 1.0f, ga, 0, K, gb, 0, NN, 0.0f, gc,
+                              0, NN));
+        clformer_kernel_time t[16];
+        clformer_named_kernel_time named[16];
+        size_t n = 0, nk = 0;
+        const size_t cap = round == 0 ? 16 : 1; /* the second round: one kernel only */
+        assert_ok(clformer_context_kernel_times_named(ctx, t, 16, &n, named, cap, &nk));
+        if (round == 1) {
+            assert_int_equal(nk, 1);
+            assert_int_equal(n, 3); /* the families are whole */
+            continue;
+        }
+        assert_true(nk >= 3);
+        bool saw_ln = false, saw_gemm = false;
+        for (size_t i = 0; i < nk; i++) {
+            const clformer_named_kernel_time *e = &named[i];
+            if (i > 0) assert_true(named[i - 1].time.ms >= e->time.ms);
+            if (!strcmp(e->kernel, "layernorm_forward")) {
+                saw_ln = true;
+                assert_string_equal(e->time.family, "layernorm");
+                assert_int_equal(e->time.count, 2);
+                assert_int_equal(e->time.bytes, 2 * 4 * (N * C + 2 * C + N * C + 2 * N));
+            }
+            if (!strcmp(e->kernel, "gemm")) {
+                saw_gemm = true;
+                assert_string_equal(e->time.family, "gemm");
+                assert_int_equal(e->time.count, 3);
+                assert_int_equal(e->time.flop, 3 * 2 * M * NN * K);
+            }
+        }
+        assert_true(saw_ln);
+        assert_true(saw_gemm);
+        for (size_t f = 0; f < n; f++) { /* each family is the sum of its kernels */
+            uint64_t count = 0, bytes = 0, flop = 0;
+            double ms = 0.0;
+            for (size_t i = 0; i < nk; i++)
+                if (!strcmp(named[i].time.family, t[f].family)) {
+                    count += named[i].time.count;
+                    bytes += named[i].time.bytes;
+                    flop += named[i].time.flop;
+                    ms += named[i].time.ms;
+                }
+            assert_int_equal(count, t[f].count);
+            assert_int_equal(bytes, t[f].bytes);
+            assert_int_equal(flop, t[f].flop);
+            assert_true(fabs(ms - t[f].ms) <= 1e-9 * (1.0 + t[f].ms));
+        }
+    }
+    clformer_named_kernel_time one[1];
+    size_t n = 0;
+    clformer_kernel_time t[4];
+    assert_int_equal(clformer_context_kernel_times_named(ctx, t, 4, &n, one, 1, NULL),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(clformer_last_error(), "kernel_n"));
+    assert_ok(clformer_context_kernel_times_named(ctx, t, 4, &n, NULL, 0, NULL));
+
+    cl_mem all[] = {x, y, w, b, mean, rstd, ga, gb, gc};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) cf_buffer_free(ctx, all[i]);
+    clformer_context_free(ctx);
+}
+
 /* The roof: a positive figure, on a profiling queue and without one; a size
  * below one element is refused with a message that says what to pass. */
 static void copy_bandwidth_is_measured(void **state)
@@ -189,6 +273,7 @@ static void roofline_is_measured_once_and_cached(void **state)
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(launches_count_their_bytes),
+    cmocka_unit_test(kernels_are_named),
     cmocka_unit_test(copy_bandwidth_is_measured),
     cmocka_unit_test(fma_peak_is_measured),
     cmocka_unit_test(roofline_is_measured_once_and_cached),

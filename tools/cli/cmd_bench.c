@@ -45,16 +45,20 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { MAX_FAMILIES = 32, N_BATCHES = 4, MAX_PROFILED_STEPS = 3 };
+enum { MAX_FAMILIES = 32, MAX_KERNELS = 192, TOP_KERNELS = 12, N_BATCHES = 4,
+       MAX_PROFILED_STEPS = 3 };
 #define MAX_LEN 256      /* the presets' max_len, raised to --len + 1 for longer sentences */
 #define LONGEST_LEN 4096
 #define LEARNING_RATE 1e-4f /* tools/reference/bench_torch.py's */
 #define QUICK_VOCAB 32
 
-/* Kernel time and bytes per family, divided by the number of profiled repetitions. */
+/* Kernel time and bytes per family and per kernel, divided by the number of
+ * profiled repetitions. */
 typedef struct {
     clformer_kernel_time f[MAX_FAMILIES];
     size_t n;
+    clformer_named_kernel_time kernels[MAX_KERNELS]; /* largest time first */
+    size_t n_kernels;
     double total_ms;  /* sum over families */
     double wall_ms;   /* wall clock of one profiled repetition */
     size_t reps;
@@ -233,17 +237,25 @@ static clformer_status generate_once(clformer_session *s, const bench *b, const 
     return st;
 }
 
+/* A recorded total divided by the repetitions it covers. */
+static void per_rep(clformer_kernel_time *t, size_t reps)
+{
+    t->ms /= (double)reps;
+    t->bytes /= reps;
+    t->flop /= reps;
+}
+
 static clformer_status collect(clformer_context *ctx, kernel_times *k, size_t reps, double wall_s)
 {
-    CLI_TRY(clformer_context_kernel_times(ctx, k->f, MAX_FAMILIES, &k->n));
+    CLI_TRY(clformer_context_kernel_times_named(ctx, k->f, MAX_FAMILIES, &k->n, k->kernels,
+                                                MAX_KERNELS, &k->n_kernels));
     k->reps = reps;
     k->total_ms = 0.0;
     for (size_t i = 0; i < k->n; i++) {
-        k->f[i].ms /= (double)reps;
-        k->f[i].bytes /= reps;
-        k->f[i].flop /= reps;
+        per_rep(&k->f[i], reps);
         k->total_ms += k->f[i].ms;
     }
+    for (size_t i = 0; i < k->n_kernels; i++) per_rep(&k->kernels[i].time, reps);
     k->wall_ms = 1e3 * wall_s / (double)reps;
     return CLFORMER_OK;
 }
@@ -478,6 +490,28 @@ static json_t *kernel_json(const kernel_times *k, per_family what, double copy_g
     return o;
 }
 
+/* [{kernel, family, ms, launches, gflops}] per repetition, largest time
+ * first: which kernel of a family takes its time (gflops where it states
+ * FLOP, else 0). */
+static json_t *kernels_json(const kernel_times *k)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < k->n_kernels && a; i++) {
+        const clformer_named_kernel_time *e = &k->kernels[i];
+        json_t *o = json_object();
+        if (!o || json_array_append_new(a, o)) {
+            json_decref(a);
+            return NULL;
+        }
+        put_str(o, "kernel", e->kernel);
+        put_str(o, "family", e->time.family);
+        put_real(o, "ms", e->time.ms);
+        put_real(o, "launches", (double)e->time.count / (double)k->reps);
+        put_real(o, "gflops", e->time.ms > 0 ? gflops(e->time.flop, 1e-3 * e->time.ms) : 0.0);
+    }
+    return a;
+}
+
 static int print_json(const bench *b, const clformer_device_info *dev)
 {
     const clformer_config *c = &b->cfg;
@@ -548,6 +582,7 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     put_real(r, "copy_bandwidth_gbps", bw);
     json_object_set_new(r, "kernel_ms", kernel_json(tk, PER_MS, bw));
     json_object_set_new(r, "kernel_launches", kernel_json(tk, PER_LAUNCHES, bw));
+    json_object_set_new(r, "kernels", kernels_json(tk));
     put_real(r, "launches_per_step", launches_per_rep(tk));
     json_object_set_new(r, "kernel_bytes", kernel_json(tk, PER_BYTES, bw));
     json_object_set_new(r, "kernel_gbps", kernel_json(tk, PER_GBPS, bw));
@@ -561,6 +596,7 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     put_real(r, "profiled_step_ms", tk->wall_ms);
     put_int(r, "profiled_steps", tk->reps);
     json_object_set_new(r, decode_key(b, "kernel_ms"), kernel_json(xk, PER_MS, bw));
+    json_object_set_new(r, decode_key(b, "kernels"), kernels_json(xk));
     json_object_set_new(r, decode_key(b, "kernel_bytes"), kernel_json(xk, PER_BYTES, bw));
     json_object_set_new(r, decode_key(b, "kernel_gbps"), kernel_json(xk, PER_GBPS, bw));
     put_real(r, decode_key(b, "kernel_total_ms"), xk->total_ms);
@@ -618,6 +654,24 @@ static void print_kernels(const char *title, const kernel_times *k, const char *
            "other", k->wall_ms - k->total_ms);
     printf("  %-12s %10.3f  (%.1f%% of the %.3f ms %s)\n", "non-GEMM", non_gemm,
            k->wall_ms > 0 ? 100.0 * non_gemm / k->wall_ms : 0.0, k->wall_ms, per);
+}
+
+/* The kernels that take the most time, each with its family (a GEMM
+ * provider's calls count as one kernel, "gemm"). */
+static void print_top_kernels(const char *title, const kernel_times *k)
+{
+    if (k->n_kernels == 0) return;
+    const size_t n = k->n_kernels < TOP_KERNELS ? k->n_kernels : TOP_KERNELS;
+    printf("\n%s (%zu of %zu kernels)\n", title, n, k->n_kernels);
+    printf("  %-34s %-12s %10s %7s %9s\n", "kernel", "family", "ms", "share", "launches");
+    for (size_t i = 0; i < n; i++) {
+        const clformer_kernel_time *t = &k->kernels[i].time;
+        printf("  %-34s %-12s %10.3f %6.1f%% %9.1f", k->kernels[i].kernel, t->family, t->ms,
+               k->total_ms > 0 ? 100.0 * t->ms / k->total_ms : 0.0,
+               (double)t->count / (double)k->reps);
+        if (t->flop > 0 && t->ms > 0) printf("  %.2f GFLOP/s", gflops(t->flop, 1e-3 * t->ms));
+        printf("\n");
+    }
 }
 
 static void print_mib(const char *what, size_t bytes)
@@ -680,6 +734,7 @@ static void print_table(const bench *b, const clformer_device_info *dev)
     printf("  %-28s %10.2f GFLOP/s\n", "achieved", gflops(b->translate_flop, b->translate_s));
 
     print_kernels("kernels per training step", &b->train_k, "step", b->copy_gbps);
+    print_top_kernels("slowest kernels per training step", &b->train_k);
     char title[64];
     snprintf(title, sizeof title, "kernels per %s batch", b->task->decoded);
     print_kernels(title, &b->translate_k, "batch", b->copy_gbps);
@@ -967,7 +1022,9 @@ int cmd_bench(int argc, char **argv)
         "translate_tokens_per_s, translate_batch_ms, copy_bandwidth_gbps, per family\n"
         "per step kernel_ms, kernel_launches, kernel_bytes, kernel_gbps,\n"
         "launches_per_step (all families, a GEMM call counted once),\n"
-        "kernel_copy_fraction, then gemm_kernel_gflops, non_gemm_kernel_ms,\n"
+        "kernel_copy_fraction, kernels [{kernel, family, ms, launches, gflops}] per\n"
+        "kernel of cl/ (largest time first; the table prints the slowest), then\n"
+        "gemm_kernel_gflops, non_gemm_kernel_ms,\n"
         "non_gemm_step_fraction, memory {...: bytes}, roofline {fma_gflops, copy_gbps,\n"
         "train and translate {family: {gflops, peak_fraction, gbps, copy_fraction,\n"
         "flop_per_byte, bound, roof_fraction, ...}}}, and more.\n"
