@@ -73,6 +73,56 @@ CLFORMER_API clformer_status clformer_check_gemm_time(clformer_context *ctx,
                                                       double min_seconds, double *best_ms,
                                                       double *gflops);
 
+/* The tiles of the tiled attention kernels (cl/flash_attention_tiled.cl),
+ * per kernel: the rows a work-group owns, the work items sharing a row
+ * (each holds a slice of its columns) and the rows streamed through local
+ * memory a tile at a time. A device profile chooses them; a tuning check
+ * varies them (tools/tuning/attention_bench). */
+typedef struct {
+    unsigned fwd_rows, fwd_split, fwd_keys; /* forward: query rows, items a row, key tile */
+    unsigned dq_rows, dq_split, dq_keys;    /* dQ: the same */
+    unsigned dkv_keys, dkv_split, dkv_rows; /* dK/dV: key rows, items a row, query tile */
+} clformer_attention_tiles;
+
+/* One self-attention call of the tiled kernels: batch x heads heads of len
+ * queries and keys of head_dim floats, causal or not. */
+typedef struct {
+    size_t batch, heads, len, head_dim;
+    bool causal;
+} clformer_attention_time_shape;
+
+/* What clformer_check_attention_time measured: the mean device time of each
+ * kernel over the timed calls (OpenCL profiling), and the FLOP/s of the
+ * model's products they stand in for (QK^T, PV and the backward's four: 12
+ * x len^2 x head_dim a head, every score counted). */
+typedef struct {
+    double forward_ms, dq_ms, dkv_ms, total_ms;
+    double gflops;
+} clformer_attention_timing;
+
+/* The device profile's tiles for head_dim; false, with *why, where the
+ * profile runs the per-row kernels there. */
+CLFORMER_API bool clformer_check_attention_tiles(clformer_context *ctx, size_t head_dim,
+                                                 clformer_attention_tiles *tiles,
+                                                 const char **why);
+
+/* Whether the context's device can run the kernels with `tiles` at
+ * head_dim (group sizes, splits, local memory); false, with *why. */
+CLFORMER_API bool clformer_check_attention_tiles_fit(clformer_context *ctx, size_t head_dim,
+                                                     const clformer_attention_tiles *tiles,
+                                                     const char **why);
+
+/* Times the tiled forward, dQ and dK/dV kernels on `shape` with `tiles`
+ * (NULL: the profile's), on inputs drawn from `seed`: one call to compile
+ * and warm up, then `calls` timed ones. With `outputs` (4 x batch x heads x
+ * len x head_dim floats), the last call's O, dQ, dK and dV are copied
+ * there, so that tiles can be held to the same results. Needs a context
+ * created with params.profiling. */
+CLFORMER_API clformer_status clformer_check_attention_time(
+    clformer_context *ctx, const clformer_attention_time_shape *shape,
+    const clformer_attention_tiles *tiles, unsigned calls, uint64_t seed,
+    clformer_attention_timing *timing, float *outputs);
+
 /* The GEMM part of the GPU proxy (tools/proxy/gemm-proxy.sh): CLBlast's
  * kernels with the parameter sets an NVIDIA GPU runs, on Oclgrind's device
  * (runtime/check/gemm_proxy.c). `list` writes the sets and shapes, one per

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check in one script: the test suite, `clformer check --all` and
 # `clformer bench` (tiny, small, base; every precision the build offers) on a
-# GPU, base's matrix products against the FMA peak (build/gemm_bench), and
+# GPU, base's matrix products against the FMA peak (build/gemm_bench), the
+# tiled attention kernels with the profile's and other tiles (build/attention_bench), and
 # issue 28's goal table, written up as a Markdown report (format:
 # docs/DEVICE-CHECK.md).
 #
@@ -16,13 +17,13 @@
 # The device is CLFORMER_DEVICE (default gpu). Every phase has its own time
 # limit and the report says what each one did; the script exits non-zero when a
 # phase failed. Budget: about 10 minutes on a current GPU. DEVICE_CHECK_ONLY
-# (a list of check_all, kernels, goals, gemm, suite, bench) runs a subset.
+# (a list of check_all, kernels, goals, tiles, gemm, suite, bench) runs a subset.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 device=${CLFORMER_DEVICE:-gpu}
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # --- bundle: a Release build whose tests select the GPU, plus its libraries --
 bundle() {
@@ -61,8 +62,8 @@ say() { printf '%s\n' "$*" | tee -a "$report"; }
 failed=0
 
 # DEVICE_CHECK_ONLY="goals gemm ...": only those sections (check_all, kernels,
-# goals, gemm, suite, bench), e.g. the rest of a run a time limit stopped
-sections="check_all kernels goals gemm suite bench"
+# goals, tiles, gemm, suite, bench), e.g. the rest of a run a time limit stopped
+sections="check_all kernels goals tiles gemm suite bench"
 for s in ${DEVICE_CHECK_ONLY:-}; do
     [[ " $sections " == *" $s "* ]] ||
         { echo "device-check: DEVICE_CHECK_ONLY names '$s'; the sections are: $sections" >&2; exit 2; }
@@ -94,6 +95,28 @@ nvidia_icd() {
     [[ -z "$lib" ]] && lib=$(find / -xdev -name 'libnvidia-opencl.so.1' 2>/dev/null | head -1)
     [[ -n "$lib" ]] && echo "$lib" > "$icd_dir/nvidia.icd"
     [[ -n "$lib" ]]
+}
+
+# The tiled attention kernels one by one, with the profile's tiles and
+# variations of them (build/attention_bench: the group's rows halved and
+# doubled, the rows split over more and fewer items, the streamed tile
+# halved and doubled), on base's long-context shape and GPT-2's causal one:
+# which tiles this GPU should get, measured in one sitting.
+tiles_section() {
+    local ab="$1/attention_bench"
+    say ""
+    say "## Attention tiles"
+    say ""
+    [[ -x "$ab" ]] || { say "attention_bench is not in the build"; return; }
+    phase tiles-base-1024 150 "$ab" --batch 16 --heads 8 --len 1024 --head-dim 64
+    phase tiles-gpt2-1024 150 "$ab" --batch 8 --heads 12 --len 1024 --head-dim 64 --causal
+    local name
+    for name in tiles-base-1024 tiles-gpt2-1024; do
+        say ""
+        say '```'
+        tee -a "$report" <"$logdir/$name.log"
+        say '```'
+    done
 }
 
 # The base model's matrix products (one training step's, at 64 x 64 and at
@@ -292,6 +315,7 @@ run_checks() {
     fi
     if wanted kernels; then kernels_section "$build"; fi
     if wanted goals; then goals_section "$clf"; fi
+    if wanted tiles; then tiles_section "$build"; fi
     if wanted gemm; then gemm_section "$build"; fi
     if wanted suite; then
         local jobs

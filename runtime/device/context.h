@@ -9,6 +9,7 @@
 #include "cl_status.h"
 #include "kernel_ids.h"
 #include "log.h"
+#include "profile.h"
 #include "status.h"
 
 #include <stdbool.h>
@@ -53,6 +54,10 @@ struct clformer_context {
     bool gemm_search; /* CLBlast's sets timed per GEMM shape (gemm_search.h) */
     clformer_attention_path attention_path; /* the choice; acts.c applies it per batch */
     bool attention_fallback_logged; /* a head size without tiles was logged (ops_attention.c) */
+    /* Tiles a check runs the tiled attention kernels with at their head size
+     * instead of the profile's (clformer_check_attention_time); head_dim 0:
+     * none. The model never sets them. */
+    cf_attention_tiles forced_tiles;
     /* The storage precision of the activations the ops write (FP32 unless a
      * session's pass is running: the session sets it for the passes it
      * enqueues and restores it after). With BF16 or FP16, each op wrapper in

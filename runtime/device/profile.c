@@ -236,6 +236,43 @@ size_t cf_attention_tiles_local_bytes(const cf_attention_tiles *t)
     return a > b ? (a > c ? a : c) : (b > c ? b : c);
 }
 
+static bool power_of_two(unsigned x) { return x && !(x & (x - 1)); }
+
+/* One kernel's rows, split and tile on a device allowing groups of wg items. */
+static const char *kernel_fit(unsigned rows, unsigned split, unsigned tile, unsigned columns,
+                              size_t wg)
+{
+    if (!rows || !tile || tile > 32) return "rows and tiles must be 1 or more, tiles 32 at most";
+    if (!power_of_two(split) || split > columns)
+        return "a split must be a power of two no larger than the float4 columns of a row";
+    if ((size_t)rows * split > wg) return "a group is larger than the device allows";
+    /* the group's first `tile` items load the tile's flags or row statistics */
+    if ((size_t)rows * split < tile) return "a group has fewer items than its tile has rows";
+    return NULL;
+}
+
+bool cf_attention_tiles_fit(const clformer_device_profile *p, const cf_attention_tiles *t,
+                            const char **why)
+{
+    const unsigned columns = (t->head_dim + 3) / 4;
+    const size_t local = p->local_mem_bytes < TILED_LOCAL_BYTES ? p->local_mem_bytes
+                                                                 : TILED_LOCAL_BYTES;
+    if (t->head_dim == 0 || t->head_dim > TILED_MAX_HEAD_DIM)
+        *why = "the head size must be 1 to 256";
+    else if (!(*why = kernel_fit(t->fwd_rows, t->fwd_split, t->fwd_keys, columns,
+                                 p->max_work_group_size)) &&
+             !(*why = kernel_fit(t->dq_rows, t->dq_split, t->dq_keys, columns,
+                                 p->max_work_group_size)) &&
+             !(*why = kernel_fit(t->dkv_keys, t->dkv_split, t->dkv_rows, columns,
+                                 p->max_work_group_size))) {
+        if (t->dkv_split % t->dq_split != 0)
+            *why = "the dK/dV split must be a multiple of the dQ split";
+        else if (cf_attention_tiles_local_bytes(t) > local)
+            *why = "the tiles need more local memory than the device allows (48 KiB at most)";
+    }
+    return *why == NULL;
+}
+
 /* Rows a tile may have where a row is split over `split` items: the
  * kernels unroll their loops over a tile, and the compiler's figures above
  * had 16-row tiles spill in dQ and dK/dV (dh 64 and 80: 256 VGPRs and

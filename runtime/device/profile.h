@@ -31,6 +31,12 @@ typedef struct {
 bool cf_attention_tiles_for(const clformer_device_profile *p, size_t dh, cf_attention_tiles *t,
                             const char **why);
 
+/* Whether a device with profile p can run the kernels with tiles t, which
+ * need not be the profile's (a check varies them): group sizes, splits,
+ * local memory; false with *why saying what does not fit. */
+bool cf_attention_tiles_fit(const clformer_device_profile *p, const cf_attention_tiles *t,
+                            const char **why);
+
 /* The build options that give the kernels the tiles t: "-DHEAD_DIM=64 ...". */
 void cf_attention_tiles_options(const cf_attention_tiles *t, char *out, size_t cap);
 

@@ -243,12 +243,16 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
         CF_I32((s)->q_pos0), CF_I32((s)->causal), CF_F32(1.0f / sqrtf((float)(s)->dh)),        \
         DROP_ARGS(cf_dropout_active(dropout), dropout)
 
-/* The tiles of the tiled kernels for head size dh, or false: the per-row
- * kernels serve it (a profile with tiled attention says why, once, at
- * debug level). */
+/* The tiles of the tiled kernels for head size dh (those a check forced, or
+ * the profile's), or false: the per-row kernels serve it (a profile with
+ * tiled attention says why, once, at debug level). */
 static bool tiles_for(cf_ctx *ctx, size_t dh, cf_attention_tiles *t)
 {
     const char *why;
+    if (ctx->forced_tiles.head_dim != 0 && ctx->forced_tiles.head_dim == dh) {
+        *t = ctx->forced_tiles;
+        return true;
+    }
     if (cf_attention_tiles_for(&ctx->device_profile, dh, t, &why)) return true;
     if (ctx->device_profile.tiled_attention && !ctx->attention_fallback_logged) {
         cf_log(&ctx->log, CF_LOG_DEBUG,

@@ -1,0 +1,176 @@
+/*
+ * clformer_check_attention_time: the tiled attention kernels timed kernel by
+ * kernel on one shape, with the device profile's tiles or others, behind
+ * tools/tuning/attention_bench; kept in the library so that the tool needs
+ * only the public headers and the launches are the model's own
+ * (cf_attention_forward and cf_attention_backward on the fused path).
+ */
+#include "buffer.h"
+#include "clformer_check.h"
+#include "launch.h"
+#include "ops.h"
+#include "splitmix.h"
+#include "status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static cf_attention_tiles with_head_dim(const clformer_attention_tiles *t, size_t dh)
+{
+    return (cf_attention_tiles){(unsigned)dh,  t->fwd_rows, t->fwd_split, t->fwd_keys,
+                                t->dq_rows,    t->dq_split, t->dq_keys,   t->dkv_keys,
+                                t->dkv_split,  t->dkv_rows};
+}
+
+bool clformer_check_attention_tiles(clformer_context *ctx, size_t head_dim,
+                                    clformer_attention_tiles *tiles, const char **why)
+{
+    cf_attention_tiles t;
+    if (!cf_attention_tiles_for(&ctx->device_profile, head_dim, &t, why)) return false;
+    *tiles = (clformer_attention_tiles){t.fwd_rows, t.fwd_split, t.fwd_keys,
+                                        t.dq_rows,  t.dq_split,  t.dq_keys,
+                                        t.dkv_keys, t.dkv_split, t.dkv_rows};
+    return true;
+}
+
+bool clformer_check_attention_tiles_fit(clformer_context *ctx, size_t head_dim,
+                                        const clformer_attention_tiles *tiles, const char **why)
+{
+    const cf_attention_tiles t = with_head_dim(tiles, head_dim);
+    return cf_attention_tiles_fit(&ctx->device_profile, &t, why);
+}
+
+/* The tensors of one call, in one allocation each. */
+enum { Q, K, V, DO, O, DQ, DK, DV, STATS, DSUM, N_BUF };
+
+typedef struct {
+    cl_mem buf[N_BUF];
+    size_t n; /* floats of a (batch, heads, len, head_dim) tensor */
+} tensors;
+
+static clformer_status make_tensors(cf_ctx *ctx, const clformer_attention_time_shape *s,
+                                    uint64_t seed, tensors *t)
+{
+    static const char *const what[N_BUF] = {"Q", "K", "V", "dO", "O", "dQ", "dK", "dV",
+                                            "row statistics", "row sums D"};
+    const size_t rows = s->batch * s->heads * s->len;
+    t->n = rows * s->head_dim;
+    for (int i = 0; i < N_BUF; i++) {
+        const size_t count = i == STATS ? 2 * rows : i == DSUM ? rows : t->n;
+        CF_TRY(cf_buffer_alloc(ctx, count, what[i], &t->buf[i]));
+    }
+    float *host = malloc(t->n * sizeof *host);
+    if (!host) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "attention timing: no host memory");
+    uint64_t state = seed;
+    clformer_status st = CLFORMER_OK;
+    for (int i = Q; i <= DO && st == CLFORMER_OK; i++) { /* uniform in [-1, 1) */
+        for (size_t e = 0; e < t->n; e++)
+            host[e] = (float)((double)(cf_splitmix64(&state) >> 40) / (double)(1u << 23) - 1.0);
+        st = cf_upload(ctx, t->buf[i], 0, host, t->n);
+    }
+    if (st == CLFORMER_OK) st = cf_finish(ctx);
+    free(host);
+    return st;
+}
+
+/* The forward and the backward of the fused path, as a layer runs them. */
+static clformer_status one_call(cf_ctx *ctx, const tensors *t, const cf_attention_shape *s)
+{
+    const cf_view none = cf_view_at(NULL, 0);
+#define V_(i) cf_view_at(t->buf[i], 0)
+    const cf_attention_saved saved = {none, none, V_(STATS), V_(O), none};
+    CF_TRY(cf_attention_forward(ctx, V_(O), &saved, V_(Q), V_(K), V_(V), none, s, NULL));
+    return cf_attention_backward(ctx, V_(DQ), V_(DK), V_(DV), V_(DSUM), V_(DO), &saved, V_(Q),
+                                 V_(K), V_(V), s, NULL);
+#undef V_
+}
+
+/* The timed calls' mean time per kernel, from the profiling record. */
+static clformer_status kernel_means(cf_ctx *ctx, unsigned calls, clformer_attention_timing *r)
+{
+    cf_profile_total families[16];
+    clformer_named_kernel_time named[32];
+    size_t n = 0, nk = 0;
+    CF_TRY(cf_profile_collect(ctx, families, 16, &n, named, 32, &nk));
+    for (size_t i = 0; i < nk; i++) {
+        const double ms = named[i].time.ms / calls;
+        if (!strcmp(named[i].kernel, "flash_tiled_forward")) r->forward_ms = ms;
+        if (!strcmp(named[i].kernel, "flash_tiled_backward_dq")) r->dq_ms = ms;
+        if (!strcmp(named[i].kernel, "flash_tiled_backward_dkv")) r->dkv_ms = ms;
+    }
+    if (r->forward_ms <= 0 || r->dq_ms <= 0 || r->dkv_ms <= 0)
+        return cf_fail(CLFORMER_ERR_OPENCL,
+                       "attention timing: the tiled kernels left no profiling record");
+    r->total_ms = r->forward_ms + r->dq_ms + r->dkv_ms;
+    return CLFORMER_OK;
+}
+
+static clformer_status timed(cf_ctx *ctx, const clformer_attention_time_shape *shape,
+                             unsigned calls, uint64_t seed, clformer_attention_timing *r,
+                             float *outputs)
+{
+    const size_t T = shape->len;
+    const cf_attention_shape s = {shape->batch, shape->heads, shape->head_dim, T, T, T, 0,
+                                  shape->causal, T, 0};
+    tensors t = {{0}, 0};
+    clformer_status st = make_tensors(ctx, shape, seed, &t);
+    if (st == CLFORMER_OK) st = one_call(ctx, &t, &s); /* compiles, warms up */
+    if (st == CLFORMER_OK) st = cf_finish(ctx);
+    if (st == CLFORMER_OK) {
+        cf_profile_total discard[16]; /* whatever was recorded before */
+        size_t n;
+        st = cf_profile_collect(ctx, discard, 16, &n, NULL, 0, NULL);
+    }
+    const bool was_profiling = ctx->profiling;
+    ctx->profiling = true;
+    for (unsigned c = 0; c < calls && st == CLFORMER_OK; c++) st = one_call(ctx, &t, &s);
+    if (st == CLFORMER_OK) st = kernel_means(ctx, calls, r);
+    ctx->profiling = was_profiling;
+    if (st == CLFORMER_OK)
+        r->gflops = 12.0 * (double)(shape->batch * shape->heads) * (double)T * (double)T *
+                    (double)shape->head_dim / (r->total_ms * 1e6);
+    static const int out_bufs[4] = {O, DQ, DK, DV};
+    for (int i = 0; i < 4 && outputs && st == CLFORMER_OK; i++)
+        st = cf_download(ctx, t.buf[out_bufs[i]], 0, outputs + (size_t)i * t.n, t.n);
+    for (int i = 0; i < N_BUF; i++)
+        if (t.buf[i]) cf_buffer_free(ctx, t.buf[i]);
+    return st;
+}
+
+clformer_status clformer_check_attention_time(clformer_context *ctx,
+                                              const clformer_attention_time_shape *shape,
+                                              const clformer_attention_tiles *tiles,
+                                              unsigned calls, uint64_t seed,
+                                              clformer_attention_timing *timing, float *outputs)
+{
+    if (!ctx || !shape || !timing || !calls || !shape->batch || !shape->heads || !shape->len ||
+        !shape->head_dim)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "clformer_check_attention_time needs a context, a shape with batch, "
+                       "heads, len and head_dim >= 1, calls >= 1 and a timing to fill");
+    if (!ctx->queue_profiling)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "clformer_check_attention_time times kernels by profiling events: "
+                       "create the context with clformer_context_params.profiling = true");
+    const char *why = NULL;
+    cf_attention_tiles t;
+    if (tiles) {
+        t = with_head_dim(tiles, shape->head_dim);
+        if (!cf_attention_tiles_fit(&ctx->device_profile, &t, &why))
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "clformer_check_attention_time: these tiles do not fit the "
+                           "device at head size %zu: %s",
+                           shape->head_dim, why);
+    } else if (!cf_attention_tiles_for(&ctx->device_profile, shape->head_dim, &t, &why)) {
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "clformer_check_attention_time: no tiled kernels at head size %zu (%s); "
+                       "pass tiles, or set CLFORMER_PROFILE=tiled-attention",
+                       shape->head_dim, why);
+    }
+    memset(timing, 0, sizeof *timing);
+    const cf_attention_tiles before = ctx->forced_tiles;
+    ctx->forced_tiles = t;
+    const clformer_status st = timed(ctx, shape, calls, seed, timing, outputs);
+    ctx->forced_tiles = before;
+    return st;
+}

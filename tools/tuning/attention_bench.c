@@ -1,0 +1,235 @@
+/*
+ * attention_bench: the tiled attention kernels (cl/flash_attention_tiled.cl)
+ * timed kernel by kernel - forward, dQ, dK/dV - on one self-attention shape,
+ * with the device profile's tiles and with variations of them, on the
+ * device CLFORMER_DEVICE selects. What it is for: choosing a GPU's tiles by
+ * measurement, several sets in one sitting, where a model's step would give
+ * one figure per set. Not part of the clformer command: CMake builds it as
+ * build/attention_bench, and tools/device-check.sh runs it.
+ *
+ *   attention_bench [--batch B] [--heads H] [--len T] [--head-dim D] [--causal]
+ *                   [--calls N] [--tiles SPEC]... [--profile-only]
+ *
+ * The variations change one thing for all three kernels at once: the rows
+ * a work-group owns (halved, doubled), the items sharing a row (doubled or
+ * halved, the group's size kept), the tile streamed through local memory
+ * (halved, doubled); --tiles adds a set of one's own, as
+ * "fwd=ROWSxSPLITxKEYS,dq=ROWSxSPLITxKEYS,dkv=KEYSxSPLITxROWS". A set the
+ * device cannot run is listed with the reason. Each set's outputs (O, dQ,
+ * dK, dV) are held to the profile's: a set whose results differ by more
+ * than 1e-4 of a tensor's largest value fails the run (exit 1), as does an
+ * error. The FLOP/s count the model's products the kernels stand in for.
+ * Only public headers: the timing is the library's
+ * (clformer_check_attention_time).
+ */
+#include "clformer.h"
+#include "clformer_check.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_SETS = 16 };
+
+typedef struct {
+    char name[24];
+    clformer_attention_tiles t;
+} tile_set;
+
+/* The profile's tiles with one change for all three kernels. */
+static tile_set varied(const clformer_attention_tiles *p, const char *name, double rows,
+                       double split, double tile)
+{
+    tile_set s;
+    snprintf(s.name, sizeof s.name, "%s", name);
+    s.t = *p;
+    const double r = rows / split; /* rows change against the split: the group keeps */
+    s.t.fwd_rows = (unsigned)(p->fwd_rows * r);
+    s.t.dq_rows = (unsigned)(p->dq_rows * r);
+    s.t.dkv_keys = (unsigned)(p->dkv_keys * r);
+    s.t.fwd_split = (unsigned)(p->fwd_split * split);
+    s.t.dq_split = (unsigned)(p->dq_split * split);
+    s.t.dkv_split = (unsigned)(p->dkv_split * split);
+    s.t.fwd_keys = (unsigned)(p->fwd_keys * tile);
+    s.t.dq_keys = (unsigned)(p->dq_keys * tile);
+    s.t.dkv_rows = (unsigned)(p->dkv_rows * tile);
+    return s;
+}
+
+static bool parse_tiles(const char *spec, tile_set *s)
+{
+    clformer_attention_tiles t;
+    int used = 0;
+    if (sscanf(spec, "fwd=%ux%ux%u,dq=%ux%ux%u,dkv=%ux%ux%u%n", &t.fwd_rows, &t.fwd_split,
+               &t.fwd_keys, &t.dq_rows, &t.dq_split, &t.dq_keys, &t.dkv_keys, &t.dkv_split,
+               &t.dkv_rows, &used) != 9 ||
+        spec[used] != '\0')
+        return false;
+    snprintf(s->name, sizeof s->name, "given");
+    s->t = t;
+    return true;
+}
+
+static void describe(char *out, size_t cap, const clformer_attention_tiles *t)
+{
+    snprintf(out, cap, "%ux%ux%u %ux%ux%u %ux%ux%u", t->fwd_rows, t->fwd_split, t->fwd_keys,
+             t->dq_rows, t->dq_split, t->dq_keys, t->dkv_keys, t->dkv_split, t->dkv_rows);
+}
+
+/* The largest difference from `ref` in each of the four outputs, over that
+ * output's largest magnitude; the worst of the four. */
+static double worst_difference(const float *x, const float *ref, size_t n)
+{
+    double worst = 0.0;
+    for (int o = 0; o < 4; o++) {
+        double diff = 0.0, scale = 0.0;
+        for (size_t i = (size_t)o * n; i < (size_t)(o + 1) * n; i++) {
+            diff = fmax(diff, fabs((double)x[i] - (double)ref[i]));
+            scale = fmax(scale, fabs((double)ref[i]));
+        }
+        if (!isfinite(diff)) return INFINITY;
+        worst = fmax(worst, scale > 0 ? diff / scale : diff);
+    }
+    return worst;
+}
+
+static void usage(FILE *to)
+{
+    fprintf(to,
+            "usage: attention_bench [--batch B] [--heads H] [--len T] [--head-dim D] [--causal]\n"
+            "                       [--calls N] [--tiles SPEC]... [--profile-only]\n"
+            "Times the tiled attention kernels (forward, dQ, dK/dV) on B x H heads of T\n"
+            "queries and keys of head size D (16 x 8 x 1024 x 64, not causal: base's\n"
+            "long-context step) with the device profile's tiles and variations of them,\n"
+            "N timed calls each (5). --tiles adds a set,\n"
+            "fwd=ROWSxSPLITxKEYS,dq=ROWSxSPLITxKEYS,dkv=KEYSxSPLITxROWS; --profile-only\n"
+            "times the profile's alone. Each set's outputs are held to the profile's\n"
+            "(1e-4 of each output's largest value); a difference or an error exits 1.\n"
+            "The device is CLFORMER_DEVICE's; CLFORMER_PROFILE=tiled-attention runs the\n"
+            "tiled kernels on a device whose profile does not.\n");
+}
+
+int main(int argc, char **argv)
+{
+    clformer_attention_time_shape shape = {16, 8, 1024, 64, false};
+    unsigned calls = 5;
+    bool profile_only = false;
+    tile_set sets[MAX_SETS];
+    size_t n_given = 0;
+    tile_set given[4];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--causal")) {
+            shape.causal = true;
+        } else if (!strcmp(a, "--profile-only")) {
+            profile_only = true;
+        } else if (v && !strcmp(a, "--tiles")) {
+            if (n_given == 4 || !parse_tiles(v, &given[n_given])) {
+                fprintf(stderr, "attention_bench: --tiles '%s' is not "
+                                "fwd=ROWSxSPLITxKEYS,dq=ROWSxSPLITxKEYS,dkv=KEYSxSPLITxROWS "
+                                "(four at most)\n", v);
+                return 2;
+            }
+            n_given++;
+            i++;
+        } else if (v && (!strcmp(a, "--batch") || !strcmp(a, "--heads") || !strcmp(a, "--len") ||
+                         !strcmp(a, "--head-dim") || !strcmp(a, "--calls"))) {
+            char *end;
+            const unsigned long x = strtoul(v, &end, 10);
+            if (*end || x == 0 || x > 1u << 20) {
+                fprintf(stderr, "attention_bench: %s needs a whole number from 1 to %u, not '%s'\n",
+                        a, 1u << 20, v);
+                return 2;
+            }
+            size_t *field = !strcmp(a, "--batch")   ? &shape.batch
+                            : !strcmp(a, "--heads") ? &shape.heads
+                            : !strcmp(a, "--len")   ? &shape.len
+                                                    : !strcmp(a, "--head-dim") ? &shape.head_dim
+                                                                               : NULL;
+            if (field) *field = x;
+            else calls = (unsigned)x;
+            i++;
+        } else {
+            fprintf(stderr, "attention_bench: unknown argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+
+    clformer_context_params params; /* CLFORMER_DEVICE, CLFORMER_PROFILE, ... */
+    clformer_context *ctx = NULL;
+    if (clformer_context_params_from_env(&params) != CLFORMER_OK ||
+        (params.profiling = true, clformer_context_create_with_params(&params, &ctx)) !=
+            CLFORMER_OK) {
+        fprintf(stderr, "attention_bench: %s\n", clformer_last_error());
+        return 1;
+    }
+    const char *why = NULL;
+    clformer_attention_tiles profile;
+    if (!clformer_check_attention_tiles(ctx, shape.head_dim, &profile, &why)) {
+        fprintf(stderr,
+                "attention_bench: the device profile runs no tiled kernels at head size %zu "
+                "(%s); set CLFORMER_PROFILE=tiled-attention to time them anyway\n",
+                shape.head_dim, why);
+        clformer_context_free(ctx);
+        return 1;
+    }
+    size_t n = 0;
+    sets[n++] = varied(&profile, "profile", 1, 1, 1);
+    if (!profile_only) {
+        sets[n++] = varied(&profile, "rows/2", 0.5, 1, 1);
+        sets[n++] = varied(&profile, "rows*2", 2, 1, 1);
+        sets[n++] = varied(&profile, "split*2", 1, 2, 1);
+        sets[n++] = varied(&profile, "split/2", 1, 0.5, 1);
+        sets[n++] = varied(&profile, "tile/2", 1, 1, 0.5);
+        sets[n++] = varied(&profile, "tile*2", 1, 1, 2);
+    }
+    for (size_t i = 0; i < n_given; i++) sets[n++] = given[i];
+
+    const clformer_device_info *dev = clformer_context_device(ctx);
+    printf("attention_bench: %zu x %zu heads x len %zu, head size %zu, %s; %s; %u timed calls "
+           "a set\n",
+           shape.batch, shape.heads, shape.len, shape.head_dim,
+           shape.causal ? "causal" : "not causal", dev->name, calls);
+    printf("tiles: forward rows x split x keys, dQ rows x split x keys, dK/dV keys x split x "
+           "rows\n");
+    printf("%-8s %-28s %9s %9s %9s %9s %9s %9s\n", "set", "tiles", "fwd ms", "dQ ms",
+           "dK/dV ms", "total ms", "GFLOP/s", "max diff");
+    const size_t per = shape.batch * shape.heads * shape.len * shape.head_dim;
+    float *ref = malloc(4 * per * sizeof *ref), *out = malloc(4 * per * sizeof *out);
+    if (!ref || !out) {
+        fprintf(stderr, "attention_bench: no host memory for 8 tensors of %zu floats\n", per);
+        return 1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        char tiles[64];
+        describe(tiles, sizeof tiles, &sets[i].t);
+        if (!clformer_check_attention_tiles_fit(ctx, shape.head_dim, &sets[i].t, &why)) {
+            printf("%-8s %-28s does not fit: %s\n", sets[i].name, tiles, why);
+            continue;
+        }
+        clformer_attention_timing t;
+        if (clformer_check_attention_time(ctx, &shape, &sets[i].t, calls, 1, &t,
+                                          i == 0 ? ref : out) != CLFORMER_OK) {
+            printf("%-8s %-28s failed: %s\n", sets[i].name, tiles, clformer_last_error());
+            rc = 1;
+            if (i == 0) break; /* nothing to hold the others to */
+            continue;
+        }
+        const double diff = i == 0 ? 0.0 : worst_difference(out, ref, per);
+        printf("%-8s %-28s %9.3f %9.3f %9.3f %9.3f %9.0f %9.1e%s\n", sets[i].name, tiles,
+               t.forward_ms, t.dq_ms, t.dkv_ms, t.total_ms, t.gflops, diff,
+               diff > 1e-4 ? "  DIFFERS from the profile's" : "");
+        if (diff > 1e-4) rc = 1;
+        fflush(stdout);
+    }
+    free(ref);
+    free(out);
+    clformer_context_free(ctx);
+    return rc;
+}
