@@ -122,7 +122,8 @@ tiles_section() {
 # The base model's matrix products (one training step's, at 64 x 64 and at
 # 16 x 1024) as a share of the device's FMA peak, with CLBlast's own
 # parameters and with the per-shape search (which runs here first and fills
-# the cache the bench runs read); build/gemm_bench does the timing.
+# the cache the bench runs read), and gpt-char's with the search;
+# build/gemm_bench does the timing.
 gemm_section() {
     local build=$1 gb="$1/gemm_bench" size b t
     [[ -x "$gb" ]] || { say ""; say "## GEMM"; say ""; say "gemm_bench is not in the build"; return; }
@@ -136,6 +137,10 @@ gemm_section() {
         phase "gemm-$size-search" 240 "$gb" --model base --batch "$b" --len "$t" --peak \
             --min-time 0.2
     done
+    # gpt-char's products (d_model 384, 64 windows of 256, 65 characters), the
+    # GEMMs that take 66 of its 92 ms on the H200, with the search
+    phase gemm-gpt-char-search 120 "$gb" --model gpt-char --batch 64 --len 256 --vocab 65 \
+        --peak --min-time 0.2
     say ""
     python3 - "$logdir" <<'EOF2' | tee -a "$report"
 import os, re, sys
@@ -167,6 +172,15 @@ for size in ("64x64", "16x1024"):
         dims = " x ".join((t or o)[0])
         cell = lambda r: ("%.0f | %.1f%%" % (r[1], r[2])) if r else "- | -"
         print("| %s | %s | %s | %s |" % (name, dims, cell(o), cell(t)))
+    print()
+tuned, peak = rows("gemm-gpt-char-search")
+if tuned:
+    print("gpt-char, 64 x 256, FMA peak %s GFLOP/s (searched sets)" % (peak or "?"))
+    print()
+    print("| product | m x n x k x batch | GFLOP/s | % peak |")
+    print("| --- | --- | ---: | ---: |")
+    for name, r in tuned.items():
+        print("| %s | %s | %.0f | %.1f%% |" % (name, " x ".join(r[0]), r[1], r[2]))
     print()
 EOF2
 }

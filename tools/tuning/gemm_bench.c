@@ -6,15 +6,16 @@
  * build/gemm_bench, and tools/tuning/tune-clblast.sh -c runs it.
  *
  *   gemm_bench [--quick] [--min-time S] [--only NAME] [--list] [--direct]
- *              [--model PRESET --batch B --len T] [--peak]
+ *              [--model PRESET --batch B --len T [--vocab V]] [--peak]
  *
  * prints one line per shape: name, m n k batch, milliseconds, GFLOP/s (and
  * with --peak the share of the device's FMA peak, clformer_context_roofline).
  * Shapes: d_model 256 and 512, N = 1024 and 4096 rows, d_ff = 4 d_model,
  * vocabulary 8000, attention with T = 32 at 64 and 256 (batch x heads);
  * --quick: N = 1024 and 64 only; --model: instead, every distinct product
- * of one training step of that encoder-decoder preset on B sentences of T
- * tokens (vocabulary 8000); --only: the shapes whose name contains
+ * of one training step of that encoder-decoder or GPT preset on B sentences
+ * (windows) of T tokens, the output layer onto --vocab tokens (8000); --only:
+ * the shapes whose name contains
  * NAME; --list: their names; --direct: no device, cblas_sgemm called
  * here on host arrays, a loop over the batch (what the host provider's
  * native kernel calls, without OpenCL around it: the bar for that provider;
@@ -74,19 +75,20 @@ static void add_linear(shape *s, size_t *n, size_t d, size_t rows, const char *l
 }
 
 /* Every distinct product of one training step of `c` on B x T tokens: the
- * linear layers' three products each (the decoder's cross-attention key and
- * value projection is d -> 2d), the generator's, and attention's six per
+ * linear layers' three products each (an encoder-decoder's cross-attention
+ * key and value projection is d -> 2d; a GPT has none), the generator's (a
+ * GPT's head) onto `vocab` tokens, and attention's six per
  * (sentence, head): the forward's scores (NT) and context (NN), and the
  * backward's dV = P^T dO (TN), dP = dO V^T (NT), dQ = dS K (NN) and
  * dK = dS^T Q (TN), whose shapes repeat the first three. */
-static size_t model_shapes(shape *s, const clformer_config *c, size_t B, size_t T)
+static size_t model_shapes(shape *s, const clformer_config *c, size_t B, size_t T, size_t vocab)
 {
-    const size_t d = (size_t)c->d_model, f = (size_t)c->d_ff, N = B * T, vocab = 8000;
+    const size_t d = (size_t)c->d_model, f = (size_t)c->d_ff, N = B * T;
     const size_t heads = (size_t)c->n_heads, dh = d / heads;
     size_t n = 0;
     add_linear(s, &n, d, N, "qkv", d, 3 * d);
     add_linear(s, &n, d, N, "proj", d, d);
-    add_linear(s, &n, d, N, "kv", d, 2 * d);
+    if (!clformer_config_decoder_only(c)) add_linear(s, &n, d, N, "kv", d, 2 * d);
     add_linear(s, &n, d, N, "ff1", d, f);
     add_linear(s, &n, d, N, "ff2", f, d);
     add_linear(s, &n, d, N, "gen", d, vocab);
@@ -191,12 +193,13 @@ int main(int argc, char **argv)
     const char *only = NULL;
     bool list = false, direct = false, peak = false;
     const char *model = NULL;
-    long batch = 0, len = 0;
+    long batch = 0, len = 0, vocab = 8000;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atol(argv[++i]);
         else if (!strcmp(argv[i], "--len") && i + 1 < argc) len = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--vocab") && i + 1 < argc) vocab = atol(argv[++i]);
         else if (!strcmp(argv[i], "--peak")) peak = true;
         else if (!strcmp(argv[i], "--min-time") && i + 1 < argc) min_time = atof(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
@@ -205,12 +208,14 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: gemm_bench [--quick] [--min-time S] [--only NAME] [--list] "
                    "[--direct]\n"
-                   "                  [--model PRESET --batch B --len T] [--peak]\n\n"
+                   "                  [--model PRESET --batch B --len T [--vocab V]] [--peak]\n\n"
                    "GFLOP/s of the GEMM provider of the device CLFORMER_DEVICE selects on a\n"
                    "Transformer step's shapes (fastest call of at least --min-time seconds, 0.5).\n"
                    "  --quick      N = 1024 rows and 64 attention heads only\n"
                    "  --model P    instead, the products of one training step of preset P (tiny,\n"
-                   "               small, base) on --batch B sentences of --len T tokens\n"
+                   "               small, base; gpt-mini, gpt-char, gpt2) on --batch B sentences\n"
+                   "               or windows of --len T tokens, the output layer onto --vocab V\n"
+                   "               tokens (8000; gpt-mini and gpt-char have 65, gpt2 50257)\n"
                    "  --peak       also the share of the device's FMA peak (measured once per\n"
                    "               device, cached: clformer_context_roofline)\n"
                    "  --only NAME  the shapes whose name contains NAME\n"
@@ -220,7 +225,7 @@ int main(int argc, char **argv)
             return 0;
         } else {
             fprintf(stderr, "usage: gemm_bench [--quick] [--min-time S] [--only NAME] [--list] "
-                            "[--direct] [--model PRESET --batch B --len T] [--peak]\n");
+                            "[--direct] [--model PRESET --batch B --len T [--vocab V]] [--peak]\n");
             return 2;
         }
     }
@@ -229,13 +234,16 @@ int main(int argc, char **argv)
     if (model) {
         clformer_config c;
         clformer_config_default(&c);
-        if (clformer_config_preset(model, &c) != CLFORMER_OK || clformer_config_decoder_only(&c) ||
-            batch < 1 || len < 1) {
+        const bool known = clformer_config_preset(model, &c) == CLFORMER_OK ||
+                           clformer_config_lm_preset(model, &c) == CLFORMER_OK;
+        if (!known || clformer_config_family(&c) == CLFORMER_FAMILY_LLAMA || batch < 1 ||
+            len < 1 || vocab < 1) {
             fprintf(stderr, "gemm_bench: --model needs an encoder-decoder preset (tiny, small, "
-                            "base) and --batch and --len of at least 1\n");
+                            "base) or a GPT one (gpt-mini, gpt-char, gpt2), and --batch, --len "
+                            "and --vocab of at least 1\n");
             return 2;
         }
-        n = model_shapes(shapes, &c, (size_t)batch, (size_t)len);
+        n = model_shapes(shapes, &c, (size_t)batch, (size_t)len, (size_t)vocab);
     } else {
         n = build_shapes(shapes, quick);
     }
