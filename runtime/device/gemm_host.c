@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -148,7 +149,7 @@ static int pool_helpers;         /* helper threads running */
 static pthread_t pool_threads[64];   /* their handles */
 #if defined(__linux__)
 static cpu_set_t pool_cpus;          /* the CPUs the process may run on */
-static int pool_away_from = -1;      /* the CPU the helpers are kept off */
+static int pool_cpu_of[64];          /* the CPU each helper last slept on (under pool_lock) */
 #endif
 
 static void take_products(batch_job *job)
@@ -158,12 +159,17 @@ static void take_products(batch_job *job)
         product(job->h, i / (size_t)job->parts, (int)(i % (size_t)job->parts), job->parts);
 }
 
-static void *helper_main(void *unused)
+static void *helper_main(void *index)
 {
-    (void)unused;
+    const int me = (int)(intptr_t)index;
     unsigned long seen = 0;
     pthread_mutex_lock(&pool_lock);
     for (;;) {
+#if defined(__linux__)
+        pool_cpu_of[me] = sched_getcpu(); /* where it will likely wake */
+#else
+        (void)me;
+#endif
         while (pool_posts == seen) pthread_cond_wait(&pool_wake, &pool_lock);
         seen = pool_posts;
         batch_job *job = pool_job;
@@ -191,7 +197,9 @@ static void start_helpers(void)
         pthread_attr_t attr;
         if (pthread_attr_init(&attr) != 0) break;
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        const bool started = pthread_create(&t, &attr, helper_main, NULL) == 0;
+        /* helper i (pool_helpers: only this thread adds helpers) */
+        const bool started =
+            pthread_create(&t, &attr, helper_main, (void *)(intptr_t)pool_helpers) == 0;
         pthread_attr_destroy(&attr);
         if (!started) break; /* fewer helpers: the caller does more itself */
         pthread_mutex_lock(&pool_lock);
@@ -201,21 +209,24 @@ static void start_helpers(void)
     }
 }
 
-/* With pool_lock held, before a job is posted: the helpers may run on every
- * CPU of the process but the caller's (one system call a helper, only when
- * the caller has moved). Nothing where the CPU is not known or no other is
- * allowed: the helpers then run where the system puts them. */
+/* With pool_lock held, before a job is posted: a helper that last slept on
+ * the caller's CPU may from now on run on every CPU of the process but that
+ * one (a system call for each such helper; with many cores, few are). The
+ * others keep their places. Nothing where the CPU is not known or no other
+ * is allowed: the helpers then run where the system puts them. */
 static void helpers_away_from_caller(void)
 {
 #if defined(__linux__)
     const int cpu = sched_getcpu();
-    if (cpu < 0 || cpu >= CPU_SETSIZE || cpu == pool_away_from) return;
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return;
     cpu_set_t others = pool_cpus;
     CPU_CLR(cpu, &others);
     if (CPU_COUNT(&others) == 0) return;
     for (int i = 0; i < pool_helpers; i++)
-        pthread_setaffinity_np(pool_threads[i], sizeof others, &others);
-    pool_away_from = cpu;
+        if (pool_cpu_of[i] == cpu) {
+            pthread_setaffinity_np(pool_threads[i], sizeof others, &others);
+            pool_cpu_of[i] = -1; /* moved; it says where when it sleeps again */
+        }
 #endif
 }
 
