@@ -203,6 +203,9 @@ int main(int argc, char **argv)
     float *ref = malloc(4 * per * sizeof *ref), *out = malloc(4 * per * sizeof *out);
     if (!ref || !out) {
         fprintf(stderr, "attention_bench: no host memory for 8 tensors of %zu floats\n", per);
+        free(ref);
+        free(out);
+        clformer_context_free(ctx);
         return 1;
     }
     int rc = 0;
