@@ -51,25 +51,53 @@ static const clformer_kernel_time *family(const clformer_kernel_time *t, size_t 
     return NULL;
 }
 
+/* The record tests' tensors on a profiling context: LayerNorm's over N rows
+ * of C, and two batches of GEMM operands of M x K by K x NN. */
+enum { N = 3, C = 5, M = 3, NN = 4, K = 5 };
+typedef struct {
+    clformer_context *ctx;
+    cl_mem x, y, w, b, mean, rstd, ga, gb, gc;
+} record_case;
+
+static record_case record_case_make(void)
+{
+    record_case r = {.ctx = profiling_context()};
+    clformer_context *ctx = r.ctx;
+    r.x = zeros(ctx, N * C), r.y = zeros(ctx, N * C), r.w = zeros(ctx, C), r.b = zeros(ctx, C);
+    r.mean = zeros(ctx, N), r.rstd = zeros(ctx, N);
+    r.ga = zeros(ctx, 2 * M * K), r.gb = zeros(ctx, 2 * K * NN), r.gc = zeros(ctx, 2 * M * NN);
+    for (size_t i = 0; i < N * C; i++) /* distinct rows, so LayerNorm has something to do */
+        assert_ok(cf_fill(ctx, r.x, i, 1, (float)(i % 7)));
+    assert_ok(cf_fill(ctx, r.w, 0, C, 1.0f));
+    assert_ok(cf_finish(ctx));
+    return r;
+}
+
+static void record_case_free(record_case *r)
+{
+    cl_mem all[] = {r->x, r->y, r->w, r->b, r->mean, r->rstd, r->ga, r->gb, r->gc};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) cf_buffer_free(r->ctx, all[i]);
+    clformer_context_free(r->ctx);
+}
+
+/* Reads x (N*C), weight and bias (C each); writes y (N*C), mean and rstd (N each). */
+static void layernorm_on(const record_case *r)
+{
+    assert_ok(cf_layernorm_forward(r->ctx, cf_view_at(r->y, 0), cf_view_at(r->mean, 0),
+                                   cf_view_at(r->rstd, 0), cf_view_at(r->x, 0),
+                                   cf_view_at(r->w, 0), cf_view_at(r->b, 0), N, C, 1e-5f));
+}
+
 /* LayerNorm, a residual add and GEMMs of known shapes: bytes and launches per family. */
 static void launches_count_their_bytes(void **state)
 {
     (void)state;
-    clformer_context *ctx = profiling_context();
-    enum { N = 3, C = 5, M = 3, NN = 4, K = 5 };
-    cl_mem x = zeros(ctx, N * C), y = zeros(ctx, N * C), w = zeros(ctx, C), b = zeros(ctx, C);
-    cl_mem mean = zeros(ctx, N), rstd = zeros(ctx, N);
-    cl_mem ga = zeros(ctx, 2 * M * K), gb = zeros(ctx, 2 * K * NN), gc = zeros(ctx, 2 * M * NN);
-    for (size_t i = 0; i < N * C; i++) /* distinct rows, so LayerNorm has something to do */
-        assert_ok(cf_fill(ctx, x, i, 1, (float)(i % 7)));
-    assert_ok(cf_fill(ctx, w, 0, C, 1.0f));
-    assert_ok(cf_finish(ctx));
+    record_case r = record_case_make();
+    clformer_context *ctx = r.ctx;
+    const cl_mem x = r.x, y = r.y, ga = r.ga, gb = r.gb, gc = r.gc;
 
     assert_ok(clformer_context_set_profiling(ctx, true));
-    /* reads x (N*C), weight and bias (C each); writes y (N*C), mean and rstd (N each) */
-    assert_ok(cf_layernorm_forward(ctx, cf_view_at(y, 0), cf_view_at(mean, 0),
-                                   cf_view_at(rstd, 0), cf_view_at(x, 0), cf_view_at(w, 0),
-                                   cf_view_at(b, 0), N, C, 1e-5f));
+    layernorm_on(&r);
     /* reads a and b (10 each), writes out (10) */
     assert_ok(cf_add(ctx, cf_view_at(y, 0), cf_view_at(y, 0), cf_view_at(x, 0), 10));
     /* A (M*K), B (K*N), C (M*N) once; C read as well where beta != 0 */
@@ -100,10 +128,7 @@ static void launches_count_their_bytes(void **state)
     assert_ok(cf_add(ctx, cf_view_at(y, 0), cf_view_at(y, 0), cf_view_at(x, 0), 10));
     assert_ok(clformer_context_kernel_times(ctx, t, 16, &n));
     assert_int_equal(n, 0);
-
-    cl_mem all[] = {x, y, w, b, mean, rstd, ga, gb, gc};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) cf_buffer_free(ctx, all[i]);
-    clformer_context_free(ctx);
+    record_case_free(&r);
 }
 
 /* The same record per kernel (clformer_context_kernel_times_named): a cl/
@@ -113,20 +138,14 @@ static void launches_count_their_bytes(void **state)
 static void kernels_are_named(void **state)
 {
     (void)state;
-    clformer_context *ctx = profiling_context();
-    enum { N = 3, C = 5, M = 3, NN = 4, K = 5 };
-    cl_mem x = zeros(ctx, N * C), y = zeros(ctx, N * C), w = zeros(ctx, C), b = zeros(ctx, C);
-    cl_mem mean = zeros(ctx, N), rstd = zeros(ctx, N);
-    cl_mem ga = zeros(ctx, M * K), gb = zeros(ctx, K * NN), gc = zeros(ctx, M * NN);
-    assert_ok(cf_fill(ctx, w, 0, C, 1.0f));
-    assert_ok(cf_finish(ctx));
+    record_case r = record_case_make();
+    clformer_context *ctx = r.ctx;
+    const cl_mem x = r.x, y = r.y, ga = r.ga, gb = r.gb, gc = r.gc;
 
     for (int round = 0; round < 2; round++) {
         assert_ok(clformer_context_set_profiling(ctx, true));
-        for (int twice = 0; twice < 2; twice++)
-            assert_ok(cf_layernorm_forward(ctx, cf_view_at(y, 0), cf_view_at(mean, 0),
-                                           cf_view_at(rstd, 0), cf_view_at(x, 0),
-                                           cf_view_at(w, 0), cf_view_at(b, 0), N, C, 1e-5f));
+        layernorm_on(&r);
+        layernorm_on(&r);
         assert_ok(cf_add(ctx, cf_view_at(y, 0), cf_view_at(y, 0), cf_view_at(x, 0), 10));
         for (int i = 0; i < 3; i++)
             assert_ok(cf_gemm(ctx, false, false, M, NN, K, 1.0f, ga, 0, K, gb, 0, NN, 0.0f, gc,
@@ -184,10 +203,7 @@ static void kernels_are_named(void **state)
                      CLFORMER_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(clformer_last_error(), "kernel_n"));
     assert_ok(clformer_context_kernel_times_named(ctx, t, 4, &n, NULL, 0, NULL));
-
-    cl_mem all[] = {x, y, w, b, mean, rstd, ga, gb, gc};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) cf_buffer_free(ctx, all[i]);
-    clformer_context_free(ctx);
+    record_case_free(&r);
 }
 
 /* The roof: a positive figure, on a profiling queue and without one; a size
