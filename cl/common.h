@@ -89,18 +89,18 @@ static inline float wg_max(float v, local float *scratch)
 #endif
 
 /*
- * Column reductions (colsum_partial, layernorm_backward_params): a work item
- * per column on GPUs (neighbouring items read neighbouring memory); on CPU
- * devices a work item per COLUMN_RUN neighbouring columns, summed in float8
- * runs, because a runtime runs one item's loop as scalar code, where a single
- * column's sum waited on every add (gpt-mini's bias gradients took 1.2 ms a
- * step on PoCL, 0.3 in runs). The additions and their order are the same, so
- * are the bits. The host launches them with cf_column_grid (launch.h).
+ * ITEM_RUN, from the host's build options (program.c, cf_item_run): the
+ * neighbouring elements or columns one work item takes in the kernels
+ * launched with cf_run_grid (launch.h), 1 on GPUs (neighbouring items read
+ * neighbouring memory), 16 on CPU devices, whose runtimes pay per work-group
+ * and run one item's loop as scalar code. Column reductions (colsum_partial,
+ * layernorm_backward_params) sum a run of columns in float8 runs, where a
+ * single column's sum waited on every add (gpt-mini's bias gradients took 1.2
+ * ms a step on PoCL, 0.3 in runs; the additions and their order are the
+ * same, so are the bits); fills and copies (cl/tensor.cl) write a run each.
  */
-#if GPU_LAYOUTS
-#define COLUMN_RUN 1
-#else
-#define COLUMN_RUN 16
+#ifndef ITEM_RUN
+#error "ITEM_RUN comes with the build options (runtime/device/program.c)"
 #endif
 
 /*

@@ -130,7 +130,7 @@ kernel void layernorm_backward_input(global float *dinp, ulong dinp_off,
 
 /* Partial sums over a block's rows, in row order, of dout * xhat (at
  * partials) and of dout (at partials + pb_off), each [block][col]; an item
- * sums COLUMN_RUN neighbouring columns (common.h). */
+ * sums ITEM_RUN neighbouring columns (common.h). */
 kernel void layernorm_backward_params(global float *partials, ulong pb_off,
                                       global const float *dout, ulong dout_off,
                                       global const float *inp, ulong inp_off,
@@ -140,8 +140,8 @@ kernel void layernorm_backward_params(global float *partials, ulong pb_off,
 {
     const int blk = get_global_id(1);
     const int r0 = blk * rows_per_block, r1 = min(N, r0 + rows_per_block);
-    const int c0 = get_global_id(0) * COLUMN_RUN, c1 = min(C, c0 + COLUMN_RUN);
-    if (COLUMN_RUN == 16 && c1 - c0 == 16) {
+    const int c0 = get_global_id(0) * ITEM_RUN, c1 = min(C, c0 + ITEM_RUN);
+    if (ITEM_RUN == 16 && c1 - c0 == 16) {
         float8 sw0 = (float8)(0.0f), sw1 = (float8)(0.0f);
         float8 sb0 = (float8)(0.0f), sb1 = (float8)(0.0f);
         for (int r = r0; r < r1; r++) {

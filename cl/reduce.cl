@@ -62,16 +62,16 @@ kernel void reduce_final(global float *out, ulong out_off, global const float *p
 }
 
 /* partials[blk * cols + c] = sum of x[r * ld + c] over the block's rows, in
- * row order; an item sums COLUMN_RUN neighbouring columns (common.h). */
+ * row order; an item sums ITEM_RUN neighbouring columns (common.h). */
 kernel void colsum_partial(global float *partials, global const float *x, ulong x_off, int rows,
                            int cols, int ld, int rows_per_block)
 {
     const int blk = get_global_id(1);
     const int r0 = blk * rows_per_block, r1 = min(rows, r0 + rows_per_block);
-    const int c0 = get_global_id(0) * COLUMN_RUN, c1 = min(cols, c0 + COLUMN_RUN);
+    const int c0 = get_global_id(0) * ITEM_RUN, c1 = min(cols, c0 + ITEM_RUN);
     global const float *base = x + x_off;
     global float *out = partials + (ulong)blk * cols;
-    if (COLUMN_RUN == 16 && c1 - c0 == 16) {
+    if (ITEM_RUN == 16 && c1 - c0 == 16) {
         float8 lo = (float8)(0.0f), hi = (float8)(0.0f);
         for (int r = r0; r < r1; r++) {
             global const float *row = base + (ulong)r * ld + c0;

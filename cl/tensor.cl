@@ -8,16 +8,17 @@
  */
 #include "common.h"
 
+/* x[off + i] = value for i < n, ITEM_RUN elements an item (common.h). */
 kernel void fill_u32(global uint *x, ulong off, ulong n, uint value)
 {
-    const ulong i = get_global_id(0);
-    if (i < n) x[off + i] = value;
+    const ulong first = get_global_id(0) * ITEM_RUN, end = min(first + ITEM_RUN, n);
+    for (ulong i = first; i < end; i++) x[off + i] = value;
 }
 
-/* dst[dst_off + i] = src[src_off + i] for 32-bit elements. */
+/* dst[dst_off + i] = src[src_off + i] for 32-bit elements, ITEM_RUN an item. */
 kernel void copy_u32(global uint *dst, ulong dst_off, global const uint *src, ulong src_off,
                      ulong n)
 {
-    const ulong i = get_global_id(0);
-    if (i < n) dst[dst_off + i] = src[src_off + i];
+    const ulong first = get_global_id(0) * ITEM_RUN, end = min(first + ITEM_RUN, n);
+    for (ulong i = first; i < end; i++) dst[dst_off + i] = src[src_off + i];
 }

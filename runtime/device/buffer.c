@@ -125,8 +125,9 @@ clformer_status cf_copy(cf_ctx *ctx, cl_mem src, size_t src_off, cl_mem dst, siz
      * initialised state of copied memory over (see cl/tensor.cl). */
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_COPY_U32, &k));
-    size_t local = ctx->elementwise_wg;
-    return CF_LAUNCH(ctx, "copy", cf_f32_bytes(2 * count), k, 1, &count, &local, CF_MEM(dst),
+    size_t global, local;
+    cf_run_grid(ctx, count, &global, &local);
+    return CF_LAUNCH(ctx, "copy", cf_f32_bytes(2 * count), k, 1, &global, &local, CF_MEM(dst),
                      CF_U64(dst_off),
                      CF_MEM(src), CF_U64(src_off), CF_U64(count));
 }
@@ -136,8 +137,9 @@ clformer_status cf_fill_u32(cf_ctx *ctx, cl_mem buf, size_t off, size_t count, u
     /* A kernel, not clEnqueueFillBuffer: see cl/tensor.cl. */
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_FILL_U32, &k));
-    size_t local = ctx->elementwise_wg;
-    return CF_LAUNCH(ctx, "fill", cf_f32_bytes(count), k, 1, &count, &local, CF_MEM(buf),
+    size_t global, local;
+    cf_run_grid(ctx, count, &global, &local);
+    return CF_LAUNCH(ctx, "fill", cf_f32_bytes(count), k, 1, &global, &local, CF_MEM(buf),
                      CF_U64(off), CF_U64(count),
                      CF_U32(value));
 }

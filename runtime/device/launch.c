@@ -1,5 +1,6 @@
 /* Kernel enqueue and the profiling record. */
 #include "launch.h"
+#include "program.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -115,14 +116,14 @@ void cf_row_grid(const cf_ctx *ctx, size_t rows, size_t *global, size_t *local)
     *global = per_group ? rows * *local : cf_round_up(rows, *local);
 }
 
-void cf_column_grid(const cf_ctx *ctx, size_t cols, size_t *global, size_t *local)
+void cf_run_grid(const cf_ctx *ctx, size_t n, size_t *global, size_t *local)
 {
     *local = ctx->elementwise_wg;
     if (ctx->device_profile.gpu_layouts) {
-        *global = cf_round_up(cols, *local);
+        *global = cf_round_up(n, *local);
         return;
     }
-    const size_t items = (cols + 15) / 16; /* COLUMN_RUN */
+    const size_t run = cf_item_run(&ctx->device_profile), items = (n + run - 1) / run;
     if (items < *local) *local = items ? items : 1;
     *global = cf_round_up(items, *local);
 }

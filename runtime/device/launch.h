@@ -63,10 +63,11 @@ static inline size_t cf_round_up(size_t n, size_t m) { return (n + m - 1) / m * 
  * per row in groups of elementwise_wg. */
 void cf_row_grid(const cf_ctx *ctx, size_t rows, size_t *global, size_t *local);
 
-/* The items of one block of rows of a column reduction over `cols` columns
- * (cl/common.h's COLUMN_RUN: one per column with GPU layouts, else one per 16
- * columns, then in one group). */
-void cf_column_grid(const cf_ctx *ctx, size_t cols, size_t *global, size_t *local);
+/* The items of a run kernel over `n` elements or columns (a fill, a copy,
+ * one block of rows of a column reduction): one per ITEM_RUN of them
+ * (cl/common.h, cf_item_run: one each with GPU layouts, else one per 16, in
+ * groups of elementwise_wg). */
+void cf_run_grid(const cf_ctx *ctx, size_t n, size_t *global, size_t *local);
 
 /* The row ops' shape check before a launch: N rows of C columns must fit the
  * kernels' int arguments; else an error naming `op` and saying to split the rows. */

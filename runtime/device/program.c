@@ -74,14 +74,17 @@ void cf_program_options(const cf_ctx *ctx, const char *extra, char *out, size_t 
     cf_program_options_for(&ctx->device_profile, extra, out, cap);
 }
 
+size_t cf_item_run(const clformer_device_profile *p) { return p->gpu_layouts ? 1 : 16; }
+
 void cf_program_options_for(const clformer_device_profile *p, const char *extra, char *out,
                             size_t cap)
 {
     /* ACT_RELU, ACT_GELU, ACT_GELU_TANH: clformer_activation's values (cl/activation.cl) */
     snprintf(out, cap,
-             "-cl-std=CL1.2 -DREDUCE_WG=%zu -DGPU_LAYOUTS=%d -DHAS_FP16=%d -DHAS_FP64=%d "
-             "-DACT_RELU=%d -DACT_GELU=%d -DACT_GELU_TANH=%d%s%s",
-             p->reduce_wg, p->gpu_layouts, p->fp16, p->fp64, (int)CLFORMER_ACT_RELU,
+             "-cl-std=CL1.2 -DREDUCE_WG=%zu -DGPU_LAYOUTS=%d -DITEM_RUN=%zu -DHAS_FP16=%d "
+             "-DHAS_FP64=%d -DACT_RELU=%d -DACT_GELU=%d -DACT_GELU_TANH=%d%s%s",
+             p->reduce_wg, p->gpu_layouts, cf_item_run(p), p->fp16, p->fp64,
+             (int)CLFORMER_ACT_RELU,
              (int)CLFORMER_ACT_GELU, (int)CLFORMER_ACT_GELU_TANH, extra && *extra ? " " : "",
              extra ? extra : "");
 }

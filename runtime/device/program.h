@@ -98,6 +98,10 @@ typedef enum {
  * profile's facts and choices that kernels compile in, then `extra` (NULL:
  * none). _for: the same for a profile without a context (tools/proxy). */
 void cf_program_options(const cf_ctx *ctx, const char *extra, char *out, size_t cap);
+/* cl/common.h's ITEM_RUN for a profile: the elements one work item of a
+ * run kernel takes (1 with GPU layouts, 16 on CPU layouts). */
+size_t cf_item_run(const clformer_device_profile *p);
+
 void cf_program_options_for(const clformer_device_profile *p, const char *extra, char *out,
                             size_t cap);
 bool cf_program_loaded(const cf_ctx *ctx, const char *name, const char *options);

@@ -64,7 +64,7 @@ clformer_status cf_layernorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_LAYERNORM_BACKWARD_PARAMS, &k));
     size_t local2[2] = {1, 1}, global2[2] = {1, nblocks};
-    cf_column_grid(ctx, C, &global2[0], &local2[0]);
+    cf_run_grid(ctx, C, &global2[0], &local2[0]);
     CF_TRY(CF_LAUNCH(ctx, "layernorm", cf_f32_bytes(2 * N * C + 2 * N + 2 * nblocks * C), k, 2,
                      global2, local2, CF_MEM(partials),
                      CF_U64(nblocks * C), CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(inp.buf),

@@ -64,7 +64,7 @@ clformer_status cf_colsum(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem x, siz
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_COLSUM_PARTIAL, &k));
     size_t local[2] = {1, 1}, global[2] = {1, nblocks};
-    cf_column_grid(ctx, cols, &global[0], &local[0]);
+    cf_run_grid(ctx, cols, &global[0], &local[0]);
     if (rows)
         CF_TRY(CF_LAUNCH(ctx, "reduce", cf_f32_bytes(rows * cols + nblocks * cols), k, 2, global,
                          local, CF_MEM(partials), CF_MEM(x),
