@@ -433,6 +433,19 @@ static double family_gbps(const clformer_kernel_time *f)
     return f->ms > 0 ? (double)f->bytes / (f->ms * 1e-3) * 1e-9 : 0.0;
 }
 
+/* A family's or kernel's GFLOP/s over its own time (0 where it states no
+ * FLOP or took no time). */
+static double family_gflops(const clformer_kernel_time *f)
+{
+    return f->ms > 0 ? gflops(f->flop, 1e-3 * f->ms) : 0.0;
+}
+
+/* Its launches per profiled repetition. */
+static double launches_of(const kernel_times *k, const clformer_kernel_time *f)
+{
+    return (double)f->count / (double)k->reps;
+}
+
 /* The GEMM family's figures per repetition, or NULL when none ran. Its FLOP
  * are the step's products less those the fused attention kernels do. */
 static const clformer_kernel_time *gemm_family(const kernel_times *k)
@@ -479,7 +492,7 @@ static json_t *kernel_json(const kernel_times *k, per_family what, double copy_g
         const clformer_kernel_time *f = &k->f[i];
         switch (what) {
         case PER_MS: put_real(o, f->family, f->ms); break;
-        case PER_LAUNCHES: put_real(o, f->family, (double)f->count / (double)k->reps); break;
+        case PER_LAUNCHES: put_real(o, f->family, launches_of(k, f)); break;
         case PER_BYTES: put_int(o, f->family, f->bytes); break;
         case PER_GBPS: put_real(o, f->family, family_gbps(f)); break;
         case PER_COPY_FRACTION:
@@ -506,8 +519,8 @@ static json_t *kernels_json(const kernel_times *k)
         put_str(o, "kernel", e->kernel);
         put_str(o, "family", e->time.family);
         put_real(o, "ms", e->time.ms);
-        put_real(o, "launches", (double)e->time.count / (double)k->reps);
-        put_real(o, "gflops", e->time.ms > 0 ? gflops(e->time.flop, 1e-3 * e->time.ms) : 0.0);
+        put_real(o, "launches", launches_of(k, &e->time));
+        put_real(o, "gflops", family_gflops(&e->time));
     }
     return a;
 }
@@ -589,7 +602,7 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     json_object_set_new(r, "kernel_copy_fraction", kernel_json(tk, PER_COPY_FRACTION, bw));
     put_real(r, "kernel_total_ms", tk->total_ms);
     const clformer_kernel_time *g = gemm_family(tk);
-    put_real(r, "gemm_kernel_gflops", g && g->ms > 0 ? gflops(g->flop, 1e-3 * g->ms) : 0.0);
+    put_real(r, "gemm_kernel_gflops", g ? family_gflops(g) : 0.0);
     put_real(r, "non_gemm_kernel_ms", tk->total_ms - gemm_ms(tk));
     put_real(r, "non_gemm_step_fraction",
              tk->wall_ms > 0 ? (tk->total_ms - gemm_ms(tk)) / tk->wall_ms : 0.0);
@@ -642,10 +655,9 @@ static void print_kernels(const char *title, const kernel_times *k, const char *
         const double gbps = family_gbps(f);
         printf("  %-12s %10.3f %6.1f%% %9.1f %10.2f %8.2f %6.1f%%", f->family, f->ms,
                k->total_ms > 0 ? 100.0 * f->ms / k->total_ms : 0.0,
-               (double)f->count / (double)k->reps, (double)f->bytes * 1e-6, gbps,
+               launches_of(k, f), (double)f->bytes * 1e-6, gbps,
                copy_gbps > 0 ? 100.0 * gbps / copy_gbps : 0.0);
-        if (f->flop > 0 && f->ms > 0)
-            printf("  %.2f GFLOP/s", gflops(f->flop, 1e-3 * f->ms));
+        if (family_gflops(f) > 0) printf("  %.2f GFLOP/s", family_gflops(f));
         printf("\n");
     }
     const double non_gemm = k->total_ms - gemm_ms(k);
@@ -668,8 +680,8 @@ static void print_top_kernels(const char *title, const kernel_times *k)
         const clformer_kernel_time *t = &k->kernels[i].time;
         printf("  %-34s %-12s %10.3f %6.1f%% %9.1f", k->kernels[i].kernel, t->family, t->ms,
                k->total_ms > 0 ? 100.0 * t->ms / k->total_ms : 0.0,
-               (double)t->count / (double)k->reps);
-        if (t->flop > 0 && t->ms > 0) printf("  %.2f GFLOP/s", gflops(t->flop, 1e-3 * t->ms));
+               launches_of(k, t));
+        if (family_gflops(t) > 0) printf("  %.2f GFLOP/s", family_gflops(t));
         printf("\n");
     }
 }
