@@ -1,7 +1,10 @@
 # Runs examples/translate_stdin (PROGRAM) on MODEL with three lines on stdin,
 # the middle one empty: the output must be three lines, the middle one empty,
 # and with EXPECT set the first line must be that translation.
-set(input ${WORK_DIR}/translate_stdin_input.txt)
+# one input file per model: the devices' runs of this test share WORK_DIR and
+# may run at once (ctest -j), and each removes its file when done
+get_filename_component(model_name ${MODEL} NAME_WE)
+set(input ${WORK_DIR}/translate_stdin_input_${model_name}.txt)
 file(WRITE ${input} "three one four\n\nnine nine\n")
 execute_process(COMMAND ${PROGRAM} ${MODEL} INPUT_FILE ${input} RESULT_VARIABLE rc
                 OUTPUT_VARIABLE out ERROR_VARIABLE err)
