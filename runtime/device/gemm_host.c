@@ -18,7 +18,7 @@
  * gemm_avx512.c's instead of OpenBLAS's (gemm_avx512.h says why).
  */
 #if defined(__linux__)
-#define _GNU_SOURCE /* sched_getcpu, pthread_setaffinity_np: helpers_away_from_caller */
+#define _GNU_SOURCE /* sched_getcpu, the affinity calls: helper_cpus, helpers_away_from_caller */
 #endif
 #include "gemm_avx512.h"
 #include "gemm_provider.h"
@@ -127,8 +127,8 @@ static void product(const host_args *h, size_t i, int part, int parts)
  * caller's CPU (with PoCL's workers limited to one, POCL_MAX_PTHREAD_COUNT=1:
  * 2,691, none there). Kept off it: 2,698 of 2,700, and a gpt-mini training
  * step of 31.9 ms against 41.2 (medians of six runs each, alternated;
- * `clformer bench --config small`: 314-326 ms against 374-386); Intel's CPU
- * runtime, whose workers are its own, unchanged (49.8 against 49.9). */
+ * `clformer bench --config small`: 314-326 ms against 374-386). On Intel's
+ * CPU runtime the helpers needed helper_cpus (below) as well. */
 
 enum { SMALL_WORK = 1 << 22 };
 
@@ -183,12 +183,31 @@ static void *helper_main(void *index)
     return NULL;
 }
 
-static void start_helpers(void)
+/* The CPUs the helpers may run on: the main thread's and the caller's
+ * together. Not the caller's alone: the first product's caller is a device
+ * worker thread, and Intel's CPU runtime pins its workers to one CPU in some
+ * runs; helpers started from it inherited that one CPU and ran their slices
+ * after the caller's instead of beside them (gpt-mini on Intel's runtime, 2
+ * cores: a step of 50-55 ms in most runs, 31-36 in the others; with the
+ * helpers given both CPUs, 31-32 in four runs of five, 43 in one). A
+ * process confined with taskset stays so: its threads' sets are all in it. */
+static int helper_cpus(void)
 {
 #if defined(__linux__)
-    if (sched_getaffinity(0, sizeof pool_cpus, &pool_cpus) != 0) CPU_ZERO(&pool_cpus);
+    cpu_set_t caller;
+    if (sched_getaffinity(getpid(), sizeof pool_cpus, &pool_cpus) != 0) CPU_ZERO(&pool_cpus);
+    if (sched_getaffinity(0, sizeof caller, &caller) == 0) CPU_OR(&pool_cpus, &pool_cpus, &caller);
+    return CPU_COUNT(&pool_cpus);
+#else
+    return 0;
 #endif
+}
+
+static void start_helpers(void)
+{
+    const int cpus = helper_cpus();
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus > 0) cores = cpus;
     int want = openblas_get_num_threads(); /* OPENBLAS_NUM_THREADS or the cores */
     openblas_set_num_threads(1);
     if (cores > 0 && want > cores) want = (int)cores;
@@ -197,6 +216,9 @@ static void start_helpers(void)
         pthread_attr_t attr;
         if (pthread_attr_init(&attr) != 0) break;
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+#if defined(__linux__)
+        if (cpus > 0) pthread_attr_setaffinity_np(&attr, sizeof pool_cpus, &pool_cpus);
+#endif
         /* helper i (pool_helpers: only this thread adds helpers) */
         const bool started =
             pthread_create(&t, &attr, helper_main, (void *)(intptr_t)pool_helpers) == 0;
@@ -262,6 +284,15 @@ static int slices(const host_args *h)
     if (h->batch > 1) return 1;
     const int most = dim / MIN_SLICE;
     return threads < most ? threads : (most > 1 ? most : 1);
+}
+
+int cf_gemm_host_start_helpers(void)
+{
+    pthread_once(&pool_once, start_helpers);
+    pthread_mutex_lock(&pool_lock);
+    const int helpers = pool_helpers;
+    pthread_mutex_unlock(&pool_lock);
+    return helpers;
 }
 
 static void CL_CALLBACK run(void *block)
@@ -427,5 +458,7 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
 }
 
 bool cf_gemm_host_available(void) { return false; }
+
+int cf_gemm_host_start_helpers(void) { return 0; }
 
 #endif

@@ -37,5 +37,9 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *call);
 
 /* Whether this build has the host provider (OpenBLAS found at configure time). */
 bool cf_gemm_host_available(void);
+/* Starts the host provider's helper threads from the calling thread, as its
+ * first large product does (once a process); returns how many run: 0 without
+ * OpenBLAS or where OpenBLAS would use one thread. */
+int cf_gemm_host_start_helpers(void);
 
 #endif
