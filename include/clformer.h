@@ -444,13 +444,20 @@ CLFORMER_API clformer_status clformer_context_roofline(clformer_context *ctx, bo
  *            kernels; only in builds that found OpenBLAS); on an AVX-512 CPU
  *            where OpenBLAS runs older kernels, clformer's own AVX-512 sgemm
  *            (CLFORMER_HOST_GEMM)
+ *   tiled    clformer's own product kernel (cl/gemm.cl: blocks of C per
+ *            work-group, slices of A and B through local memory), made for
+ *            GPUs; any device with work-groups of 64 items
  * The rule: host on a CPU device (not a simulator) that runs native kernels
  * when the build has OpenBLAS, clblast otherwise; the CLFORMER_GEMM variable
- * (clblast | host | auto; clformer_context_params.gemm) overrides it.
+ * (clblast | host | tiled | auto; clformer_context_params.gemm) overrides it.
  */
-typedef enum { CLFORMER_GEMM_CLBLAST = 0, CLFORMER_GEMM_HOST = 1 } clformer_gemm_provider;
+typedef enum {
+    CLFORMER_GEMM_CLBLAST = 0,
+    CLFORMER_GEMM_HOST = 1,
+    CLFORMER_GEMM_TILED = 2
+} clformer_gemm_provider;
 
-/* "clblast" or "host". */
+/* "clblast", "host" or "tiled". */
 CLFORMER_API const char *clformer_gemm_provider_name(clformer_gemm_provider provider);
 
 /* The provider for `device` under `choice` (NULL, "" or "auto": the rule);

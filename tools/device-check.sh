@@ -121,9 +121,10 @@ tiles_section() {
 
 # The base model's matrix products (one training step's, at 64 x 64 and at
 # 16 x 1024) as a share of the device's FMA peak, with CLBlast's own
-# parameters and with the per-shape search (which runs here first and fills
-# the cache the bench runs read), and gpt-char's with the search;
-# build/gemm_bench does the timing.
+# parameters, with the per-shape search (which runs here first and fills
+# the cache the bench runs read) and with clformer's own kernel (the tiled
+# provider, cl/gemm.cl), and gpt-char's with the search and the tiled
+# kernel; build/gemm_bench does the timing.
 gemm_section() {
     local build=$1 gb="$1/gemm_bench" size b t
     [[ -x "$gb" ]] || { say ""; say "## GEMM"; say ""; say "gemm_bench is not in the build"; return; }
@@ -136,11 +137,15 @@ gemm_section() {
             --len "$t" --peak --min-time 0.2
         phase "gemm-$size-search" 240 "$gb" --model base --batch "$b" --len "$t" --peak \
             --min-time 0.2
+        CLFORMER_GEMM=tiled phase "gemm-$size-tiled" 120 "$gb" --model base --batch "$b" \
+            --len "$t" --peak --min-time 0.2
     done
     # gpt-char's products (d_model 384, 64 windows of 256, 65 characters), the
     # GEMMs that take 66 of its 92 ms on the H200, with the search
     phase gemm-gpt-char-search 120 "$gb" --model gpt-char --batch 64 --len 256 --vocab 65 \
         --peak --min-time 0.2
+    CLFORMER_GEMM=tiled phase gemm-gpt-char-tiled 120 "$gb" --model gpt-char --batch 64 \
+        --len 256 --vocab 65 --peak --min-time 0.2
     say ""
     python3 - "$logdir" <<'EOF2' | tee -a "$report"
 import os, re, sys
@@ -160,27 +165,32 @@ def rows(name):
             out[m.group(1)] = (m.group(2, 3, 4, 5), float(m.group(7)), float(m.group(8)))
     return out, peak
 for size in ("64x64", "16x1024"):
+cell = lambda r: ("%.0f | %.1f%%" % (r[1], r[2])) if r else "- | -"
+for size in ("64x64", "16x1024"):
     own, peak = rows("gemm-%s-own" % size)
     tuned, peak2 = rows("gemm-%s-search" % size)
-    print("batch x len %s, FMA peak %s GFLOP/s" % (size.replace("x", " x "), peak or peak2 or "?"))
+    tiled, peak3 = rows("gemm-%s-tiled" % size)
+    print("batch x len %s, FMA peak %s GFLOP/s" % (size.replace("x", " x "),
+                                                  peak or peak2 or peak3 or "?"))
     print()
-    print("| product | m x n x k x batch | CLBlast's own GFLOP/s | % peak | searched GFLOP/s | % peak |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
-    for name in tuned or own:
-        o = own.get(name)
-        t = tuned.get(name)
-        dims = " x ".join((t or o)[0])
-        cell = lambda r: ("%.0f | %.1f%%" % (r[1], r[2])) if r else "- | -"
-        print("| %s | %s | %s | %s |" % (name, dims, cell(o), cell(t)))
+    print("| product | m x n x k x batch | CLBlast's own GFLOP/s | % peak | searched GFLOP/s | % peak "
+          "| tiled GFLOP/s | % peak |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name in tuned or own or tiled:
+        o, t, c = own.get(name), tuned.get(name), tiled.get(name)
+        dims = " x ".join((t or o or c)[0])
+        print("| %s | %s | %s | %s | %s |" % (name, dims, cell(o), cell(t), cell(c)))
     print()
 tuned, peak = rows("gemm-gpt-char-search")
-if tuned:
-    print("gpt-char, 64 x 256, FMA peak %s GFLOP/s (searched sets)" % (peak or "?"))
+tiled, peak2 = rows("gemm-gpt-char-tiled")
+if tuned or tiled:
+    print("gpt-char, 64 x 256, FMA peak %s GFLOP/s" % (peak or peak2 or "?"))
     print()
-    print("| product | m x n x k x batch | GFLOP/s | % peak |")
-    print("| --- | --- | ---: | ---: |")
-    for name, r in tuned.items():
-        print("| %s | %s | %.0f | %.1f%% |" % (name, " x ".join(r[0]), r[1], r[2]))
+    print("| product | m x n x k x batch | searched GFLOP/s | % peak | tiled GFLOP/s | % peak |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    for name in tuned or tiled:
+        t, c = tuned.get(name), tiled.get(name)
+        print("| %s | %s | %s | %s |" % (name, " x ".join((t or c)[0]), cell(t), cell(c)))
     print()
 EOF2
 }
@@ -224,11 +234,16 @@ goals_section() {
     CLFORMER_GEMM_TUNING=off phase goal-base-1024-own-gemm 120 "$clf" "${base[@]}"
     # and with the weight gradients unsplit: what the split gains
     CLFORMER_PROFILE=whole-gradients phase goal-base-1024-whole 120 "$clf" "${base[@]}"
+    # and with clformer's own product kernel (cl/gemm.cl) instead of CLBlast
+    CLFORMER_GEMM=tiled phase goal-base-1024-tiled-gemm 120 "$clf" "${base[@]}"
     CLFORMER_PROFILE=row-attention phase goal-base-1024-rows 240 "$clf" "${base[@]}"
     phase goal-gpt2 240 "$clf" bench --config gpt2 --steps 2 --warmup 1 --json
     local char=(bench --config gpt-char --steps 3 --warmup 1 --json)
     phase goal-gpt-char 180 "$clf" "${char[@]}"
     CLFORMER_PROFILE=whole-gradients phase goal-gpt-char-whole 120 "$clf" "${char[@]}"
+    CLFORMER_GEMM=tiled phase goal-gpt-char-tiled-gemm 120 "$clf" "${char[@]}"
+    CLFORMER_GEMM=tiled phase goal-gpt2-tiled-gemm 240 "$clf" bench --config gpt2 --steps 2 \
+        --warmup 1 --json
     say ""
     python3 - "$logdir" <<'EOF2' | tee -a "$report"
 import json, os, sys
@@ -266,9 +281,15 @@ print("| the same with CLBlast's own sets (`CLFORMER_GEMM_TUNING=off`) | %s | |"
       % gemm_peak(bench("goal-base-1024-own-gemm")))
 print("| the same with the weight gradients unsplit (`CLFORMER_PROFILE=whole-gradients`) | %s | |"
       % gemm_peak(bench("goal-base-1024-whole")))
+print("| the same with clformer's own kernel (`CLFORMER_GEMM=tiled`) | %s | |"
+      % gemm_peak(bench("goal-base-1024-tiled-gemm")))
 print("| GPT-2 124M layout, context 1024, batch 8, fp32 tok/s | %s | >= 20,000 |" % toks(bench("goal-gpt2")))
+print("| the same with clformer's own GEMM kernel (`CLFORMER_GEMM=tiled`) | %s | |"
+      % toks(bench("goal-gpt2-tiled-gemm")))
 print("| gpt-char (nanoGPT shakespeare_char config) tok/s | %s | >= 250,000 |" % toks(bench("goal-gpt-char")))
 print("| the same with the weight gradients unsplit | %s | |" % toks(bench("goal-gpt-char-whole")))
+print("| the same with clformer's own GEMM kernel (`CLFORMER_GEMM=tiled`) | %s | |"
+      % toks(bench("goal-gpt-char-tiled-gemm")))
 print()
 print("GEMM per shape: the GEMM section above.")
 # where each step's attention time goes, kernel by kernel (bench's

@@ -309,7 +309,9 @@ static clformer_status run_batches(cf_ctx *ctx, bool strided, gemm_shape s, size
 }
 
 /* quick (simulators): small shapes, all transposes, alpha and beta, a
- * projection-like product, and small batches; else every odd size in every
+ * projection-like product, one of 2 x 2 blocks of 64 x 64 (the tiled
+ * provider's middle tile set on a device of one compute unit; batches take
+ * its largest, small shapes its smallest) and small batches; else every odd size in every
  * position (the host provider splits a product of at least 2^18
  * multiply-adds into slices of C's columns, {61, 93, 257}, or rows,
  * {257, 61, 93}, over its threads), the model's products (x W^T, dW += dy^T
@@ -319,6 +321,7 @@ static clformer_status run_batches(cf_ctx *ctx, bool strided, gemm_shape s, size
 static clformer_status gemm_check(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
 {
     static const gemm_shape small[] = {{1, 1, 1}, {7, 5, 3}, {3, 7, 13}, {13, 3, 5}},
+                            blocks[] = {{70, 66, 20}},
                             odd[] = {{1, 1, 1},    {7, 61, 93},  {61, 93, 257},
                                      {93, 257, 7}, {257, 7, 61}, {1, 257, 93},
                                      {257, 1, 7},  {7, 7, 257},  {257, 61, 93}},
@@ -345,6 +348,7 @@ static clformer_status gemm_check(cf_ctx *ctx, bool quick, conf_sink sink, void 
     if (quick) {
         CF_TRY(run_shapes(ctx, small, 4, 1.0f, 0.0f, sink, user));
         CF_TRY(run_shapes(ctx, small, 2, 0.5f, 1.0f, sink, user));
+        CF_TRY(run_shapes(ctx, blocks, 1, 1.0f, 0.0f, sink, user));
         const conf_gemm_case proj = {false, true, 5, 24, 16, 1.0f, 1.0f, 3, 1, 2, 7};
         CF_TRY(conf_gemm_run(ctx, &proj, sink, user));
         CF_TRY(run_batches(ctx, true, (gemm_shape){5, 7, 3}, 2, 40, sink, user));
@@ -372,10 +376,12 @@ static clformer_status gemm_check(cf_ctx *ctx, bool quick, conf_sink sink, void 
     return run_arguments(ctx, sink, user);
 }
 
-CONF_OP(gemm) = {"gemm", "",
-    "cf_gemm, cf_gemm_batched, cf_gemm_strided_batched (CLBlast or the host provider)",
+CONF_OP(gemm) = {"gemm", "~gemm_tiled",
+    "cf_gemm, cf_gemm_batched, cf_gemm_strided_batched (CLBlast, the host provider or the "
+    "tiled kernel)",
     "ref_gemm (reference/ref_gemm.c, shared with linear and test_gemm_avx512)",
     "GEMM rule: |c - r| <= 1e-5 (|A| |B| + |beta C0|)",
     gemm_check, NULL,
     "no backward of its own (the linear layer's is checked); test_gemm runs this check under "
-    "each GEMM provider, test_gemm_tuning under each CLBlast parameter set"};
+    "each GEMM provider (gemm_tiled, the tiled provider's kernel, only there: "
+    "test_gemm_tiled@DEVICE), test_gemm_tuning under each CLBlast parameter set"};

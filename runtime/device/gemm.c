@@ -1,5 +1,5 @@
-/* The GEMM front end: checks a call once for both providers, then hands it
- * to the context's provider (gemm_clblast.c or gemm_host.c). */
+/* The GEMM front end: checks a call once for every provider, then hands it
+ * to the context's provider (gemm_clblast.c, gemm_host.c or gemm_tiled.c). */
 #include "gemm.h"
 #include "gemm_provider.h"
 
@@ -8,7 +8,9 @@
 
 const char *clformer_gemm_provider_name(clformer_gemm_provider provider)
 {
-    return provider == CLFORMER_GEMM_HOST ? "host" : "clblast";
+    return provider == CLFORMER_GEMM_HOST    ? "host"
+           : provider == CLFORMER_GEMM_TILED ? "tiled"
+                                             : "clblast";
 }
 
 clformer_status clformer_gemm_provider_for(const clformer_device_info *d, const char *choice,
@@ -27,9 +29,18 @@ clformer_status clformer_gemm_provider_for(const clformer_device_info *d, const 
         *provider = CLFORMER_GEMM_CLBLAST;
         return CLFORMER_OK;
     }
+    if (strcasecmp(choice, "tiled") == 0) {
+        if (d->max_work_group_size < 64)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "the tiled GEMM provider needs work-groups of 64 items and %s "
+                           "allows %zu: use clblast or auto",
+                           d->name, d->max_work_group_size);
+        *provider = CLFORMER_GEMM_TILED;
+        return CLFORMER_OK;
+    }
     if (strcasecmp(choice, "host") != 0)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "unknown GEMM provider '%s': use clblast, host or auto", choice);
+                       "unknown GEMM provider '%s': use clblast, host, tiled or auto", choice);
     if (!cf_gemm_host_available())
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "the host GEMM provider is not in this build (OpenBLAS was not found "
@@ -105,8 +116,11 @@ static clformer_status check_and_run(cf_ctx *ctx, const cf_gemm_call *g)
     CF_TRY(check_extent('A', g->a, a_end, a_rows, a_cols, g->lda));
     CF_TRY(check_extent('B', g->b, b_end, b_rows, b_cols, g->ldb));
     CF_TRY(check_extent('C', g->c, c_end, g->m, g->n, g->ldc));
-    return ctx->gemm_provider == CLFORMER_GEMM_HOST ? cf_gemm_host(ctx, g)
-                                                    : cf_gemm_clblast(ctx, g);
+    switch (ctx->gemm_provider) {
+    case CLFORMER_GEMM_HOST: return cf_gemm_host(ctx, g);
+    case CLFORMER_GEMM_TILED: return cf_gemm_tiled(ctx, g);
+    default: return cf_gemm_clblast(ctx, g);
+    }
 }
 
 /* Degenerate shapes: nothing to do, except that k == 0 would mean C = beta * C. */

@@ -1,7 +1,7 @@
 /*
- * The two GEMM providers behind runtime/device/gemm.h. gemm.c checks every
+ * The GEMM providers behind runtime/device/gemm.h. gemm.c checks every
  * call (leading dimensions, buffer extents) and hands the providers one
- * description of it, so both accept and refuse exactly the same calls.
+ * description of it, so all accept and refuse exactly the same calls.
  */
 #ifndef CF_GEMM_PROVIDER_H
 #define CF_GEMM_PROVIDER_H
@@ -34,6 +34,7 @@ static inline uint64_t cf_gemm_call_flop(const cf_gemm_call *g)
 
 clformer_status cf_gemm_clblast(cf_ctx *ctx, const cf_gemm_call *call);
 clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *call);
+clformer_status cf_gemm_tiled(cf_ctx *ctx, const cf_gemm_call *call);
 
 /* Whether this build has the host provider (OpenBLAS found at configure time). */
 bool cf_gemm_host_available(void);

@@ -1,8 +1,9 @@
 /* The GEMM providers: the gemm op's check (runtime/check/conf_gemm.c: odd
  * sizes, all transposes, offsets, alpha/beta, batches, bad calls) and the
  * linear layer's, whose products these are, under the provider CLFORMER_GEMM
- * names (registered once per provider: CLFORMER_GEMM=clblast and =host, see
- * tests/CMakeLists.txt; test_ops runs both with the device's own choice);
+ * names (registered once per provider: CLFORMER_GEMM=clblast, =tiled and
+ * =host, see tests/CMakeLists.txt; test_ops runs both with the device's own
+ * choice);
  * and the GEMM timing of the check API. */
 #include "harness.h"
 #include "clformer_check.h"

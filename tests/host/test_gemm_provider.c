@@ -84,9 +84,30 @@ static void unknown_word_is_an_error_naming_the_choices(void **state)
                      CLFORMER_ERR_INVALID_ARGUMENT);
     const char *msg = clformer_last_error();
     assert_non_null(strstr(msg, "'openblas'"));
-    assert_non_null(strstr(msg, "clblast, host or auto"));
+    assert_non_null(strstr(msg, "clblast, host, tiled or auto"));
     assert_string_equal(clformer_gemm_provider_name(CLFORMER_GEMM_HOST), "host");
     assert_string_equal(clformer_gemm_provider_name(CLFORMER_GEMM_CLBLAST), "clblast");
+    assert_string_equal(clformer_gemm_provider_name(CLFORMER_GEMM_TILED), "tiled");
+}
+
+/* clformer's own kernel: asked for only, on any device whose work-groups
+ * hold its smallest tile set's 64 items; never the rule's choice. */
+static void tiled_when_asked_where_groups_hold_64_items(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 2; t++) {
+        clformer_device_info d =
+            device(t ? CLFORMER_DEVICE_GPU : CLFORMER_DEVICE_CPU, true, false);
+        d.max_work_group_size = 64;
+        assert_int_equal(choose_ok(d, "TILED"), CLFORMER_GEMM_TILED);
+        assert_int_not_equal(choose_ok(d, "auto"), CLFORMER_GEMM_TILED);
+        d.max_work_group_size = 32;
+        clformer_gemm_provider p;
+        assert_int_equal(clformer_gemm_provider_for(&d, "tiled", &p),
+                         CLFORMER_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(clformer_last_error(), "64 items"));
+        assert_non_null(strstr(clformer_last_error(), "allows 32"));
+    }
 }
 
 int main(void)
@@ -96,6 +117,7 @@ int main(void)
         cmocka_unit_test(clblast_is_always_allowed),
         cmocka_unit_test(host_where_it_cannot_run_is_an_error_that_says_why),
         cmocka_unit_test(unknown_word_is_an_error_naming_the_choices),
+        cmocka_unit_test(tiled_when_asked_where_groups_hold_64_items),
     };
     return cmocka_run_group_tests_name("gemm_provider", tests, NULL, NULL);
 }

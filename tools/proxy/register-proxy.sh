@@ -78,9 +78,18 @@ plain=$(options_of "$work/rows.manifest")
 jobs=()
 for src in "$cl_dir"/*.cl; do
     program=$(basename "$src" .cl)
-    [[ $program == flash_attention_tiled ]] && continue
+    [[ $program == flash_attention_tiled || $program == gemm ]] && continue
     jobs+=("$program 0 $plain")
 done
+# the tiled GEMM provider's kernel with each of its tile sets (gm x gn
+# blocks, wm x wn outputs an item: runtime/device/gemm_tiled.c), on the
+# forward's transposes (x W^T); its "dh" column is the block's rows
+if [[ -f $cl_dir/gemm.cl ]]; then
+    for tiles in 128,128,8,8 64,64,4,4 32,32,4,4; do
+        IFS=, read -r gm gn wm wn <<< "$tiles"
+        jobs+=("gemm $gm $plain -DGM=$gm -DGN=$gn -DGK=16 -DWM=$wm -DWN=$wn -DTRANS_A=0 -DTRANS_B=1")
+    done
+fi
 [[ -f $cl_dir/flash_attention_tiled.cl ]] || dhs=
 for dh in ${dhs//,/ }; do
     "$build/attention_proxy" --out "$work/tiled$dh" --kernels tiled --B 1 --H 1 --T 16 \
@@ -164,7 +173,7 @@ if [[ $json == 1 ]]; then
     ' "$work/table"
 else
     echo "GPU compilers without a GPU: $("$clang" --version | head -1), libclc; NVPTX sm_80, AMDGPU gfx906"
-    echo "(dh: the tiled attention kernels' head size; * marks private memory off-chip or a call,"
+    echo "(dh: the tiled attention kernels' head size, gemm's block rows; * marks private memory off-chip or a call,"
     echo " ~ private memory that --allow names as by design)"
     printf '%-22s %4s %-34s %12s %6s %8s %6s %5s\n' program dh kernel "nvptx local" vgprs scratch waves calls
     awk '{ printf "%-22s %4s %-34s %12d %6d %8d %6d %5d%s\n", $1, ($2 ? $2 : "-"), $3, $4, $5, $6, $7, $8,

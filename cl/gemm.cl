@@ -1,0 +1,167 @@
+/*
+ * clformer's own matrix product, the "tiled" GEMM provider
+ * (runtime/device/gemm_tiled.c launches it): C = alpha op(A) op(B) + beta C
+ * for row-major matrices, a batch of them along the grid's third dimension.
+ *
+ * A work-group computes a GM x GN block of C; each of its (GN/WN) x (GM/WM)
+ * items computes WM x WN outputs held in registers, rows ty, ty + GM/WM, ...
+ * and columns tx, tx + GN/WN, ... (strided, so that the items of a warp read
+ * local memory in consecutive words, or all one word). The k dimension goes
+ * by GK at a time: the group stores its GM x GK slice of op(A) and GK x GN
+ * slice of op(B) in local memory k-major, then every item does WM x WN
+ * multiply-adds a step from WM + WN local reads (8 x 8 per item: 0.25 reads
+ * per multiply-add). The next slices are loaded from global memory into
+ * registers while the current ones are used. The global loads are coalesced
+ * whichever way A and B are stored (TRANS_A, TRANS_B): consecutive items
+ * read consecutive addresses and the transposing stores into local memory go
+ * to rows padded by one float, so they hit distinct banks.
+ *
+ * Every output is summed over k in order, one multiply-add (fma) at a time,
+ * by one item: the same bits on every run of a device. Elements outside the
+ * matrices are loaded as 0 and outputs outside C not written; beta 0 never
+ * reads C (it may hold NaN).
+ *
+ * Build options: GM, GN, GK, WM, WN (GM % WM == GN % WN == 0, and the items
+ * divide GM * GK and GN * GK), TRANS_A, TRANS_B (0 or 1).
+ */
+#include "common.h"
+
+/* Remainders are written x - x / y * y: LLVM 14 turns a matching x / y,
+ * x % y pair into that form behind a `freeze`, which Oclgrind 21.10's
+ * uninitialised-value checker cannot execute. */
+
+#if !defined(GM) || !defined(GN) || !defined(GK) || !defined(WM) || !defined(WN) ||               \
+    !defined(TRANS_A) || !defined(TRANS_B)
+#error "gemm.cl needs GM, GN, GK, WM, WN, TRANS_A and TRANS_B (runtime/device/gemm_tiled.c)"
+#endif
+
+#define TX (GN / WN)      /* items along a row of the block */
+#define TY (GM / WM)      /* items along a column */
+#define ITEMS (TX * TY)
+#define A_LOADS (GM * GK / ITEMS) /* elements of op(A)'s slice each item loads */
+#define B_LOADS (GN * GK / ITEMS)
+#define AS_LD (GM + 1) /* local row of op(A)'s slice: one k, GM rows of A, padded */
+#define BS_LD (GN + 1)
+
+#if GM % WM || GN % WN || (GM * GK) % ITEMS || (GN * GK) % ITEMS
+#error "gemm.cl: the tiles do not divide (GM % WM, GN % WN, GM * GK and GN * GK by the items)"
+#endif
+
+/* Element p of this item's share of op(A)'s slice: its row r and k index kk
+ * within the slice (consecutive items take consecutive addresses of A as
+ * stored); b_element likewise for op(B)'s column col. */
+static inline void a_element(int me, int p, int *r, int *kk)
+{
+    const int e = me + p * ITEMS;
+#if TRANS_A /* A stored k x m: rows of op(A) are contiguous */
+    *kk = e / GM, *r = e - *kk * GM;
+#else
+    *r = e / GK, *kk = e - *r * GK;
+#endif
+}
+
+static inline void b_element(int me, int p, int *col, int *kk)
+{
+    const int e = me + p * ITEMS;
+#if TRANS_B /* B stored n x k: k is contiguous */
+    *col = e / GK, *kk = e - *col * GK;
+#else
+    *kk = e / GN, *col = e - *kk * GN;
+#endif
+}
+
+static inline void load_slices(global const float *a, int lda, global const float *b, int ldb,
+                               int m, int n, int k, int m0, int n0, int k0, int me,
+                               float ra[A_LOADS], float rb[B_LOADS])
+{
+#pragma unroll
+    for (int p = 0; p < A_LOADS; p++) {
+        int r, kk;
+        a_element(me, p, &r, &kk);
+        const int row = m0 + r, at = k0 + kk;
+#if TRANS_A
+        ra[p] = row < m && at < k ? a[(size_t)at * (size_t)lda + (size_t)row] : 0.0f;
+#else
+        ra[p] = row < m && at < k ? a[(size_t)row * (size_t)lda + (size_t)at] : 0.0f;
+#endif
+    }
+#pragma unroll
+    for (int p = 0; p < B_LOADS; p++) {
+        int col, kk;
+        b_element(me, p, &col, &kk);
+        const int cn = n0 + col, at = k0 + kk;
+#if TRANS_B
+        rb[p] = cn < n && at < k ? b[(size_t)cn * (size_t)ldb + (size_t)at] : 0.0f;
+#else
+        rb[p] = cn < n && at < k ? b[(size_t)at * (size_t)ldb + (size_t)cn] : 0.0f;
+#endif
+    }
+}
+
+__attribute__((reqd_work_group_size(TX, TY, 1)))
+kernel void gemm_tiled(global const float *a, ulong a_off, int lda, ulong a_stride,
+                       global const float *b, ulong b_off, int ldb, ulong b_stride,
+                       global float *c, ulong c_off, int ldc, ulong c_stride, int m, int n, int k,
+                       float alpha, float beta)
+{
+    local float as[GK * AS_LD];
+    local float bs[GK * BS_LD];
+    const int tx = (int)get_local_id(0), ty = (int)get_local_id(1), me = ty * TX + tx;
+    const int n0 = (int)get_group_id(0) * GN, m0 = (int)get_group_id(1) * GM;
+    const size_t item = get_global_id(2); /* the product of the batch */
+    a += a_off + item * a_stride;
+    b += b_off + item * b_stride;
+    c += c_off + item * c_stride;
+
+    float acc[WM][WN];
+#pragma unroll
+    for (int i = 0; i < WM; i++)
+#pragma unroll
+        for (int j = 0; j < WN; j++) acc[i][j] = 0.0f;
+    float ra[A_LOADS], rb[B_LOADS];
+    load_slices(a, lda, b, ldb, m, n, k, m0, n0, 0, me, ra, rb);
+
+    for (int k0 = 0; k0 < k; k0 += GK) {
+        barrier(CLK_LOCAL_MEM_FENCE); /* every item is done with the last slices */
+#pragma unroll
+        for (int p = 0; p < A_LOADS; p++) {
+            int r, kk;
+            a_element(me, p, &r, &kk);
+            as[kk * AS_LD + r] = ra[p];
+        }
+#pragma unroll
+        for (int p = 0; p < B_LOADS; p++) {
+            int col, kk;
+            b_element(me, p, &col, &kk);
+            bs[kk * BS_LD + col] = rb[p];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (k0 + GK < k) /* the next slices, in flight while these are used */
+            load_slices(a, lda, b, ldb, m, n, k, m0, n0, k0 + GK, me, ra, rb);
+#pragma unroll
+        for (int kk = 0; kk < GK; kk++) {
+            float fa[WM], fb[WN];
+#pragma unroll
+            for (int i = 0; i < WM; i++) fa[i] = as[kk * AS_LD + ty + i * TY];
+#pragma unroll
+            for (int j = 0; j < WN; j++) fb[j] = bs[kk * BS_LD + tx + j * TX];
+#pragma unroll
+            for (int i = 0; i < WM; i++)
+#pragma unroll
+                for (int j = 0; j < WN; j++) acc[i][j] = fma(fa[i], fb[j], acc[i][j]);
+        }
+    }
+
+#pragma unroll
+    for (int i = 0; i < WM; i++) {
+        const int row = m0 + ty + i * TY;
+        if (row >= m) break;
+#pragma unroll
+        for (int j = 0; j < WN; j++) {
+            const int col = n0 + tx + j * TX;
+            if (col >= n) break;
+            const size_t at = (size_t)row * (size_t)ldc + (size_t)col;
+            c[at] = beta == 0.0f ? alpha * acc[i][j] : fma(beta, c[at], alpha * acc[i][j]);
+        }
+    }
+}

@@ -1,0 +1,107 @@
+/*
+ * The tiled provider: clformer's own product kernel (cl/gemm.cl), built per
+ * transpose pair and tile set. Made for GPUs, where CLBlast's kernels ran
+ * base's products at 8-41% of an H200's FMA peak (docs/gpu/); taken only
+ * when CLFORMER_GEMM=tiled asks, until a GPU's measurements say where it
+ * wins (docs/PERFORMANCE.md).
+ *
+ * Tile sets: a 128 x 128 block of C per work-group of 256 items (8 x 8
+ * outputs each) where a product has enough such blocks to give every compute
+ * unit two; else 64 x 64 blocks (256 items, 4 x 4 each), else 32 x 32 (64
+ * items), each only where the device's work-group and local memory allow it.
+ * A strided batch is the grid's third dimension; a batch with a list of
+ * offsets is one launch per product.
+ */
+#include "gemm_provider.h"
+#include "launch.h"
+#include "program.h"
+
+#include <limits.h>
+#include <stdio.h>
+
+typedef struct {
+    int gm, gn, gk, wm, wn;
+} gemm_tiles;
+
+static const gemm_tiles tile_sets[] = {
+    {128, 128, 16, 8, 8}, /* 256 items, 0.25 local reads a multiply-add */
+    {64, 64, 16, 4, 4},   /* 256 items, 0.5 */
+    {32, 32, 16, 4, 4},   /* 64 items */
+};
+
+static size_t items_of(const gemm_tiles *t) { return (size_t)(t->gm / t->wm) * (t->gn / t->wn); }
+
+static uint64_t local_bytes_of(const gemm_tiles *t)
+{
+    return 4u * (uint64_t)t->gk * (uint64_t)(t->gm + 1 + t->gn + 1);
+}
+
+/* The first set the device can run whose blocks give each compute unit two
+ * groups (the last that it can run when none does); false when none fits. */
+static bool tiles_for(const cf_ctx *ctx, const cf_gemm_call *g, gemm_tiles *out)
+{
+    const size_t n_sets = sizeof tile_sets / sizeof *tile_sets;
+    const double units = ctx->info.compute_units ? ctx->info.compute_units : 1;
+    bool found = false;
+    for (size_t i = 0; i < n_sets; i++) {
+        const gemm_tiles *t = &tile_sets[i];
+        if (items_of(t) > ctx->info.max_work_group_size ||
+            local_bytes_of(t) > ctx->info.local_mem_bytes)
+            continue;
+        *out = *t;
+        found = true;
+        const double blocks = (double)((g->m + t->gm - 1) / t->gm) *
+                              (double)((g->n + t->gn - 1) / t->gn) * (double)g->batch;
+        if (blocks >= 2 * units) break;
+    }
+    return found;
+}
+
+static bool fits_int(size_t v) { return v <= INT_MAX; }
+
+/* One launch: `batch` products at a_off + i * a_stride, ... */
+static clformer_status launch(cf_ctx *ctx, const cf_gemm_call *g, cl_kernel kernel,
+                              const gemm_tiles *t, size_t a_off, size_t b_off, size_t c_off,
+                              size_t batch, float alpha, float beta)
+{
+    const size_t local[3] = {(size_t)(t->gn / t->wn), (size_t)(t->gm / t->wm), 1};
+    const size_t global[3] = {(g->n + t->gn - 1) / t->gn * local[0],
+                              (g->m + t->gm - 1) / t->gm * local[1], batch};
+    cf_gemm_call part = *g;
+    part.batch = batch, part.alpha = alpha, part.beta = beta, part.betas = NULL;
+    return CF_LAUNCH_FLOP(ctx, "gemm", cf_gemm_call_bytes(&part), cf_gemm_call_flop(&part),
+                          kernel, 3, global, local, CF_MEM(g->a), CF_U64(a_off),
+                          CF_I32(g->lda), CF_U64(g->a_stride), CF_MEM(g->b), CF_U64(b_off),
+                          CF_I32(g->ldb), CF_U64(g->b_stride), CF_MEM(g->c), CF_U64(c_off),
+                          CF_I32(g->ldc), CF_U64(g->c_stride), CF_I32(g->m), CF_I32(g->n),
+                          CF_I32(g->k), CF_F32(alpha), CF_F32(beta));
+}
+
+clformer_status cf_gemm_tiled(cf_ctx *ctx, const cf_gemm_call *g)
+{
+    if (!fits_int(g->m) || !fits_int(g->n) || !fits_int(g->k) || !fits_int(g->lda) ||
+        !fits_int(g->ldb) || !fits_int(g->ldc))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "gemm: sizes and leading dimensions above %d need the clblast provider "
+                       "(CLFORMER_GEMM=clblast)",
+                       INT_MAX);
+    gemm_tiles t;
+    if (!tiles_for(ctx, g, &t))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "the tiled GEMM provider needs work-groups of 64 items and %llu bytes of "
+                       "local memory, more than %s allows: use CLFORMER_GEMM=clblast",
+                       (unsigned long long)local_bytes_of(&tile_sets[2]), ctx->info.name);
+    char options[128];
+    snprintf(options, sizeof options, "-DGM=%d -DGN=%d -DGK=%d -DWM=%d -DWN=%d -DTRANS_A=%d "
+                                      "-DTRANS_B=%d",
+             t.gm, t.gn, t.gk, t.wm, t.wn, g->trans_a ? 1 : 0, g->trans_b ? 1 : 0);
+    cl_kernel kernel;
+    CF_TRY(cf_kernel(ctx, "gemm", options, "gemm_tiled", &kernel));
+    if (!g->a_offs)
+        return launch(ctx, g, kernel, &t, g->a_off, g->b_off, g->c_off, g->batch, g->alpha,
+                      g->beta);
+    for (size_t i = 0; i < g->batch; i++)
+        CF_TRY(launch(ctx, g, kernel, &t, g->a_offs[i], g->b_offs[i], g->c_offs[i], 1,
+                      g->alphas[i], g->betas[i]));
+    return CLFORMER_OK;
+}
