@@ -4,25 +4,29 @@
  * for row-major matrices, a batch of them along the grid's third dimension.
  *
  * A work-group computes a GM x GN block of C; each of its (GN/WN) x (GM/WM)
- * items computes WM x WN outputs held in registers, rows ty, ty + GM/WM, ...
- * and columns tx, tx + GN/WN, ... (strided, so that the items of a warp read
- * local memory in consecutive words, or all one word). The k dimension goes
- * by GK at a time: the group stores its GM x GK slice of op(A) and GK x GN
- * slice of op(B) in local memory k-major, then every item does WM x WN
- * multiply-adds a step from WM + WN local reads (8 x 8 per item: 0.25 reads
- * per multiply-add). The next slices are loaded from global memory into
- * registers while the current ones are used. The global loads are coalesced
- * whichever way A and B are stored (TRANS_A, TRANS_B): consecutive items
- * read consecutive addresses and the transposing stores into local memory go
- * to rows padded by one float, so they hit distinct banks.
+ * items computes WM x WN outputs held in registers: runs of 4 rows and 4
+ * columns, the item's runs GM/(WM/4) rows (GN/(WN/4) columns) apart, so that
+ * the items of a warp read local memory as consecutive float4s (or all the
+ * same one). The k dimension goes by GK at a time: the group stores its
+ * GM x GK slice of op(A) and GK x GN slice of op(B) in local memory k-major,
+ * then every item does WM x WN multiply-adds a step from (WM + WN) / 4
+ * float4 reads of local memory (8 x 8 an item: 4 reads, 0.25 floats a
+ * multiply-add; a GPU's shared memory then keeps up with its FMA units with
+ * room to spare, where 16 scalar reads just matched them on NVIDIA's
+ * counts). The next slices are loaded from global memory into registers
+ * while the current ones are used. The global loads are coalesced whichever
+ * way A and B are stored (TRANS_A, TRANS_B): consecutive items read
+ * consecutive addresses; the local rows are padded by 4 floats (float4
+ * alignment kept), so a transposing store meets at most 2 items a bank.
  *
  * Every output is summed over k in order, one multiply-add (fma) at a time,
  * by one item: the same bits on every run of a device. Elements outside the
  * matrices are loaded as 0 and outputs outside C not written; beta 0 never
  * reads C (it may hold NaN).
  *
- * Build options: GM, GN, GK, WM, WN (GM % WM == GN % WN == 0, and the items
- * divide GM * GK and GN * GK), TRANS_A, TRANS_B (0 or 1).
+ * Build options: GM, GN, GK, WM, WN (WM and WN multiples of 4 dividing GM
+ * and GN, and the items dividing GM * GK and GN * GK), TRANS_A, TRANS_B (0
+ * or 1).
  */
 #include "common.h"
 
@@ -40,11 +44,13 @@
 #define ITEMS (TX * TY)
 #define A_LOADS (GM * GK / ITEMS) /* elements of op(A)'s slice each item loads */
 #define B_LOADS (GN * GK / ITEMS)
-#define AS_LD (GM + 1) /* local row of op(A)'s slice: one k, GM rows of A, padded */
-#define BS_LD (GN + 1)
+#define AS_LD (GM + 4) /* local row of op(A)'s slice: one k, GM rows of A, padded */
+#define BS_LD (GN + 4)
+#define RUN_ROWS (TY * 4) /* rows between an item's runs of 4 */
+#define RUN_COLS (TX * 4)
 
-#if GM % WM || GN % WN || (GM * GK) % ITEMS || (GN * GK) % ITEMS
-#error "gemm.cl: the tiles do not divide (GM % WM, GN % WN, GM * GK and GN * GK by the items)"
+#if WM % 4 || WN % 4 || GM % WM || GN % WN || (GM * GK) % ITEMS || (GN * GK) % ITEMS
+#error "gemm.cl: the tiles do not divide (WM, WN by 4, GM by WM, GN by WN, GM * GK and GN * GK by the items)"
 #endif
 
 /* Element p of this item's share of op(A)'s slice: its row r and k index kk
@@ -104,8 +110,9 @@ kernel void gemm_tiled(global const float *a, ulong a_off, int lda, ulong a_stri
                        global float *c, ulong c_off, int ldc, ulong c_stride, int m, int n, int k,
                        float alpha, float beta)
 {
-    local float as[GK * AS_LD];
-    local float bs[GK * BS_LD];
+    local float4 as4[GK * AS_LD / 4];
+    local float4 bs4[GK * BS_LD / 4];
+    local float *as = (local float *)as4, *bs = (local float *)bs4;
     const int tx = (int)get_local_id(0), ty = (int)get_local_id(1), me = ty * TX + tx;
     const int n0 = (int)get_group_id(0) * GN, m0 = (int)get_group_id(1) * GM;
     const size_t item = get_global_id(2); /* the product of the batch */
@@ -113,11 +120,11 @@ kernel void gemm_tiled(global const float *a, ulong a_off, int lda, ulong a_stri
     b += b_off + item * b_stride;
     c += c_off + item * c_stride;
 
-    float acc[WM][WN];
+    float4 acc[WM][WN / 4]; /* acc[4 r + q][g]: row q of row run r, column run g */
 #pragma unroll
     for (int i = 0; i < WM; i++)
 #pragma unroll
-        for (int j = 0; j < WN; j++) acc[i][j] = 0.0f;
+        for (int g = 0; g < WN / 4; g++) acc[i][g] = (float4)(0.0f);
     float ra[A_LOADS], rb[B_LOADS];
     load_slices(a, lda, b, ldb, m, n, k, m0, n0, 0, me, ra, rb);
 
@@ -140,28 +147,40 @@ kernel void gemm_tiled(global const float *a, ulong a_off, int lda, ulong a_stri
             load_slices(a, lda, b, ldb, m, n, k, m0, n0, k0 + GK, me, ra, rb);
 #pragma unroll
         for (int kk = 0; kk < GK; kk++) {
-            float fa[WM], fb[WN];
+            float4 fa[WM / 4], fb[WN / 4];
 #pragma unroll
-            for (int i = 0; i < WM; i++) fa[i] = as[kk * AS_LD + ty + i * TY];
+            for (int g = 0; g < WM / 4; g++) fa[g] = as4[(kk * AS_LD + g * RUN_ROWS) / 4 + ty];
 #pragma unroll
-            for (int j = 0; j < WN; j++) fb[j] = bs[kk * BS_LD + tx + j * TX];
+            for (int g = 0; g < WN / 4; g++) fb[g] = bs4[(kk * BS_LD + g * RUN_COLS) / 4 + tx];
 #pragma unroll
-            for (int i = 0; i < WM; i++)
+            for (int r = 0; r < WM / 4; r++)
 #pragma unroll
-                for (int j = 0; j < WN; j++) acc[i][j] = fma(fa[i], fb[j], acc[i][j]);
+                for (int g = 0; g < WN / 4; g++) {
+                    acc[4 * r][g] = fma((float4)(fa[r].x), fb[g], acc[4 * r][g]);
+                    acc[4 * r + 1][g] = fma((float4)(fa[r].y), fb[g], acc[4 * r + 1][g]);
+                    acc[4 * r + 2][g] = fma((float4)(fa[r].z), fb[g], acc[4 * r + 2][g]);
+                    acc[4 * r + 3][g] = fma((float4)(fa[r].w), fb[g], acc[4 * r + 3][g]);
+                }
         }
     }
 
 #pragma unroll
-    for (int i = 0; i < WM; i++) {
-        const int row = m0 + ty + i * TY;
-        if (row >= m) break;
+    for (int r = 0; r < WM / 4; r++)
 #pragma unroll
-        for (int j = 0; j < WN; j++) {
-            const int col = n0 + tx + j * TX;
-            if (col >= n) break;
-            const size_t at = (size_t)row * (size_t)ldc + (size_t)col;
-            c[at] = beta == 0.0f ? alpha * acc[i][j] : fma(beta, c[at], alpha * acc[i][j]);
+        for (int q = 0; q < 4; q++) {
+            const int row = m0 + r * RUN_ROWS + ty * 4 + q;
+            if (row >= m) break;
+#pragma unroll
+            for (int g = 0; g < WN / 4; g++) {
+                float v[4];
+                vstore4(acc[4 * r + q][g], 0, v);
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    const int col = n0 + g * RUN_COLS + tx * 4 + j;
+                    if (col >= n) break;
+                    const size_t at = (size_t)row * (size_t)ldc + (size_t)col;
+                    c[at] = beta == 0.0f ? alpha * v[j] : fma(beta, c[at], alpha * v[j]);
+                }
+            }
         }
-    }
 }
