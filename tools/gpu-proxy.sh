@@ -6,7 +6,8 @@
 #              pair, forward and backward, FMAs per pair, local loads per FMA,
 #              work-groups per launch)
 #   gemm       tools/proxy/gemm-proxy.sh: CLBlast's kernels with the parameter
-#              sets an NVIDIA GPU runs (global bytes and local loads per FMA,
+#              sets an NVIDIA GPU runs, and clformer's own (cl/gemm.cl) with
+#              its tile sets (global bytes and local loads per FMA,
 #              work-groups per launch)
 #   registers  tools/proxy/register-proxy.sh: every kernel program compiled
 #              by clang 14 for NVPTX and AMDGPU (private bytes kept off-chip,
@@ -16,7 +17,7 @@
 #
 #   --json    one JSON object {"attention": ..., "gemm": ..., "registers": ...}; attention.bytes_per_pair
 #             is issue 28's figure (goal: <= 40)
-#   --quick   fewer runs: the GEMM section's h100-own sets only, attention on
+#   --quick   fewer runs: the GEMM section's h100-own and tiled128 sets only, attention on
 #             one head (its bytes per pair are per head: the same figure),
 #             registers at head size 64 only
 #   --only    one section (the others are null in the JSON)

@@ -12,6 +12,9 @@
  *   xI        Xgemm candidate I of the GEMM search on NVIDIA GPUs, every
  *             product sent to it (the indirect kernel)
  *   dI        XgemmDirect candidate I, every product sent to it
+ *   tiled128, tiled64, tiled32
+ *             clformer's own kernel (the tiled provider, cl/gemm.cl) with
+ *             that tile set forced, through a clformer context on Oclgrind
  * Shapes, each standing for a base-model product (d_model 512, batch 64 x
  * length 64) at a size Oclgrind runs in seconds (the per-FMA figures of a
  * kernel depend on its tiles, not on m and n, once a tile is full):
@@ -26,7 +29,10 @@
  * from the set's tile sizes.
  */
 #include "clformer_check.h"
+#include "context.h"
+#include "gemm.h"
 #include "gemm_candidates.h"
+#include "gemm_provider.h"
 #include "gemm_tuning.h"
 #include "status.h"
 
@@ -51,9 +57,10 @@ typedef struct {
     char name[16];
     const cf_gemm_candidate *xgemm, *direct;
     size_t switch_size;
+    int tiled; /* the tiled provider's tile set, 1-based (cf_gemm_tile_sets); 0: CLBlast */
 } set;
 
-/* h100-own, then x0.., then d0... */
+/* h100-own, then x0.., then d0.., then tiled128.. */
 static size_t all_sets(set *out, size_t cap)
 {
     size_t n = 0, nx = 0, nd = 0;
@@ -68,6 +75,10 @@ static size_t all_sets(set *out, size_t cap)
     for (size_t i = 0; i < nd && n < cap; i++, n++) {
         out[n] = (set){"", &cf_gemm_nvidia_fallback_xgemm, &d[i], 65536};
         snprintf(out[n].name, sizeof out[n].name, "d%zu", i);
+    }
+    for (int i = 0; i < CF_GEMM_TILE_SETS && n < cap; i++, n++) {
+        out[n] = (set){"", NULL, NULL, 0, i + 1};
+        snprintf(out[n].name, sizeof out[n].name, "tiled%d", cf_gemm_tile_sets[i].gm);
     }
     return n;
 }
@@ -112,8 +123,60 @@ static cl_device_id oclgrind_device(void)
     return NULL;
 }
 
+/* The product through a clformer context on Oclgrind with the tiled
+ * provider and the set's tiles forced. */
+static clformer_status run_tiled(const set *s, const shape *sh, FILE *out)
+{
+    clformer_context_params params;
+    clformer_context_params_default(&params);
+    params.device = "oclgrind", params.gemm = "tiled", params.cache = false;
+    clformer_context *ctx = NULL;
+    CF_TRY(clformer_context_create_with_params(&params, &ctx));
+    ctx->forced_gemm_tiles = s->tiled;
+    const cf_gemm_tiles *t = &cf_gemm_tile_sets[s->tiled - 1];
+    const size_t na = sh->m * sh->k * sh->batch, nb = sh->k * sh->n * sh->batch,
+                 nc = sh->m * sh->n * sh->batch;
+    cl_int err;
+    cl_mem mem[3] = {NULL, NULL, NULL};
+    const size_t counts[3] = {na, nb, nc};
+    clformer_status st = CLFORMER_OK;
+    for (int i = 0; i < 3 && st == CLFORMER_OK; i++) {
+        mem[i] = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, counts[i] * 4, NULL, &err);
+        if (err != CL_SUCCESS) st = cf_fail_cl(err, "clCreateBuffer", __FILE__, __LINE__);
+        const float zero = 0.0f;
+        if (st == CLFORMER_OK)
+            err = clEnqueueFillBuffer(ctx->queue, mem[i], &zero, sizeof zero, 0, counts[i] * 4,
+                                      0, NULL, NULL);
+        if (st == CLFORMER_OK && err != CL_SUCCESS)
+            st = cf_fail_cl(err, "clEnqueueFillBuffer", __FILE__, __LINE__);
+    }
+    const size_t lda = sh->ta ? sh->m : sh->k, ldb = sh->tb ? sh->k : sh->n;
+    if (st == CLFORMER_OK)
+        st = cf_gemm_strided_batched(ctx, sh->ta, sh->tb, sh->m, sh->n, sh->k, 1.0f, mem[0], 0,
+                                     lda, sh->m * sh->k, mem[1], 0, ldb, sh->k * sh->n, 0.0f,
+                                     mem[2], 0, sh->n, sh->m * sh->n, sh->batch);
+    if (st == CLFORMER_OK && (err = clFinish(ctx->queue)) != CL_SUCCESS)
+        st = cf_fail_cl(err, "clFinish", __FILE__, __LINE__);
+    if (st == CLFORMER_OK) {
+        const size_t groups = (sh->model_m + (size_t)t->gm - 1) / (size_t)t->gm *
+                              ((sh->model_n + (size_t)t->gn - 1) / (size_t)t->gn) *
+                              sh->model_batch;
+        fprintf(out,
+                "gemm_proxy set=%s shape=%s kernel=gemm_tiled fma=%zu model_work_groups=%zu "
+                "params=GM=%d,GN=%d,GK=%d,WM=%d,WN=%d\n",
+                s->name, sh->name, sh->m * sh->n * sh->k * sh->batch, groups, t->gm, t->gn,
+                t->gk, t->wm, t->wn);
+        fflush(out);
+    }
+    for (int i = 0; i < 3; i++)
+        if (mem[i]) clReleaseMemObject(mem[i]);
+    clformer_context_free(ctx);
+    return st;
+}
+
 static clformer_status run(const set *s, const shape *sh, FILE *out)
 {
+    if (s->tiled) return run_tiled(s, sh, out);
     cl_device_id dev = oclgrind_device();
     if (!dev)
         return cf_fail(CLFORMER_ERR_NO_DEVICE, "no Oclgrind device: install oclgrind, and let "
@@ -176,10 +239,17 @@ void clformer_check_gemm_proxy_list(FILE *out)
 {
     set sets[32];
     const size_t n_sets = all_sets(sets, sizeof sets / sizeof *sets);
-    for (size_t s = 0; s < n_sets; s++)
+    for (size_t s = 0; s < n_sets; s++) {
+        if (sets[s].tiled) {
+            const cf_gemm_tiles *t = &cf_gemm_tile_sets[sets[s].tiled - 1];
+            fprintf(out, "set %s gemm_tiled 'GM=%d GN=%d GK=%d WM=%d WN=%d' (cl/gemm.cl)\n",
+                    sets[s].name, t->gm, t->gn, t->gk, t->wm, t->wn);
+            continue;
+        }
         fprintf(out, "set %s Xgemm '%s' XgemmDirect '%s' switch %zu (%s / %s)\n", sets[s].name,
                 sets[s].xgemm->params, sets[s].direct->params, sets[s].switch_size,
                 sets[s].xgemm->origin, sets[s].direct->origin);
+    }
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         fprintf(out, "shape %s %s%s %zux%zux%zu x%zu (model %zux%zux%zu x%zu)\n", shapes[s].name,
                 shapes[s].ta ? "T" : "N", shapes[s].tb ? "T" : "N", shapes[s].m, shapes[s].n,

@@ -58,6 +58,9 @@ struct clformer_context {
      * instead of the profile's (clformer_check_attention_time); head_dim 0:
      * none. The model never sets them. */
     cf_attention_tiles forced_tiles;
+    /* The tiled GEMM provider's tile set, 1-based in cf_gemm_tile_sets,
+     * instead of the one the shape gets (the GPU proxy); 0: none. */
+    int forced_gemm_tiles;
     /* The storage precision of the activations the ops write (FP32 unless a
      * session's pass is running: the session sets it for the passes it
      * enqueues and restores it after). With BF16 or FP16, each op wrapper in

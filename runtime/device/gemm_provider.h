@@ -36,6 +36,14 @@ clformer_status cf_gemm_clblast(cf_ctx *ctx, const cf_gemm_call *call);
 clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *call);
 clformer_status cf_gemm_tiled(cf_ctx *ctx, const cf_gemm_call *call);
 
+/* The tiled provider's tile sets (gemm_tiled.c), largest first: a gm x gn
+ * block of C a work-group, k by gk, wm x wn outputs an item. */
+typedef struct {
+    int gm, gn, gk, wm, wn;
+} cf_gemm_tiles;
+enum { CF_GEMM_TILE_SETS = 3 };
+extern const cf_gemm_tiles cf_gemm_tile_sets[CF_GEMM_TILE_SETS];
+
 /* Whether this build has the host provider (OpenBLAS found at configure time). */
 bool cf_gemm_host_available(void);
 /* Starts the host provider's helper threads from the calling thread, as its

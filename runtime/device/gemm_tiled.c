@@ -19,35 +19,44 @@
 #include <limits.h>
 #include <stdio.h>
 
-typedef struct {
-    int gm, gn, gk, wm, wn;
-} gemm_tiles;
-
-static const gemm_tiles tile_sets[] = {
-    {128, 128, 16, 8, 8}, /* 256 items, 0.25 local reads a multiply-add */
+const cf_gemm_tiles cf_gemm_tile_sets[CF_GEMM_TILE_SETS] = {
+    {128, 128, 16, 8, 8}, /* 256 items, 0.25 floats read from local memory a multiply-add */
     {64, 64, 16, 4, 4},   /* 256 items, 0.5 */
-    {32, 32, 16, 4, 4},   /* 64 items */
+    {32, 32, 16, 4, 4},   /* 64 items, 0.5 */
 };
 
-static size_t items_of(const gemm_tiles *t) { return (size_t)(t->gm / t->wm) * (t->gn / t->wn); }
-
-static uint64_t local_bytes_of(const gemm_tiles *t)
+static size_t items_of(const cf_gemm_tiles *t)
 {
-    return 4u * (uint64_t)t->gk * (uint64_t)(t->gm + 1 + t->gn + 1);
+    return (size_t)(t->gm / t->wm) * (size_t)(t->gn / t->wn);
 }
 
-/* The first set the device can run whose blocks give each compute unit two
- * groups (the last that it can run when none does); false when none fits. */
-static bool tiles_for(const cf_ctx *ctx, const cf_gemm_call *g, gemm_tiles *out)
+static uint64_t local_bytes_of(const cf_gemm_tiles *t)
 {
-    const size_t n_sets = sizeof tile_sets / sizeof *tile_sets;
+    return 4u * (uint64_t)t->gk * (uint64_t)(t->gm + 4 + t->gn + 4); /* rows padded by 4 */
+}
+
+static bool device_runs(const cf_ctx *ctx, const cf_gemm_tiles *t)
+{
+    return items_of(t) <= ctx->info.max_work_group_size &&
+           local_bytes_of(t) <= ctx->info.local_mem_bytes;
+}
+
+/* The set a context forces, if the device runs it; else the first set the
+ * device can run whose blocks give each compute unit two groups (the last
+ * that it can run when none does); false when none fits. */
+static bool tiles_for(const cf_ctx *ctx, const cf_gemm_call *g, cf_gemm_tiles *out)
+{
+    const int forced = ctx->forced_gemm_tiles;
+    if (forced >= 1 && forced <= CF_GEMM_TILE_SETS &&
+        device_runs(ctx, &cf_gemm_tile_sets[forced - 1])) {
+        *out = cf_gemm_tile_sets[forced - 1];
+        return true;
+    }
     const double units = ctx->info.compute_units ? ctx->info.compute_units : 1;
     bool found = false;
-    for (size_t i = 0; i < n_sets; i++) {
-        const gemm_tiles *t = &tile_sets[i];
-        if (items_of(t) > ctx->info.max_work_group_size ||
-            local_bytes_of(t) > ctx->info.local_mem_bytes)
-            continue;
+    for (size_t i = 0; i < CF_GEMM_TILE_SETS; i++) {
+        const cf_gemm_tiles *t = &cf_gemm_tile_sets[i];
+        if (!device_runs(ctx, t)) continue;
         *out = *t;
         found = true;
         const double blocks = (double)((g->m + t->gm - 1) / t->gm) *
@@ -61,7 +70,7 @@ static bool fits_int(size_t v) { return v <= INT_MAX; }
 
 /* One launch: `batch` products at a_off + i * a_stride, ... */
 static clformer_status launch(cf_ctx *ctx, const cf_gemm_call *g, cl_kernel kernel,
-                              const gemm_tiles *t, size_t a_off, size_t b_off, size_t c_off,
+                              const cf_gemm_tiles *t, size_t a_off, size_t b_off, size_t c_off,
                               size_t batch, float alpha, float beta)
 {
     const size_t local[3] = {(size_t)(t->gn / t->wn), (size_t)(t->gm / t->wm), 1};
@@ -85,12 +94,12 @@ clformer_status cf_gemm_tiled(cf_ctx *ctx, const cf_gemm_call *g)
                        "gemm: sizes and leading dimensions above %d need the clblast provider "
                        "(CLFORMER_GEMM=clblast)",
                        INT_MAX);
-    gemm_tiles t;
+    cf_gemm_tiles t;
     if (!tiles_for(ctx, g, &t))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "the tiled GEMM provider needs work-groups of 64 items and %llu bytes of "
                        "local memory, more than %s allows: use CLFORMER_GEMM=clblast",
-                       (unsigned long long)local_bytes_of(&tile_sets[2]), ctx->info.name);
+                       (unsigned long long)local_bytes_of(&cf_gemm_tile_sets[CF_GEMM_TILE_SETS - 1]), ctx->info.name);
     char options[128];
     snprintf(options, sizeof options, "-DGM=%d -DGN=%d -DGK=%d -DWM=%d -DWN=%d -DTRANS_A=%d "
                                       "-DTRANS_B=%d",

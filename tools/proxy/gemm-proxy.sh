@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GEMM part of the GPU proxy: how CLBlast's kernels, with the parameter
-# sets an NVIDIA GPU runs, use memory, measured without a GPU. For each set
-# and shape, build/gemm_proxy runs one CLBlast product on Oclgrind's device
+# sets an NVIDIA GPU runs, and clformer's own (the tiled provider's, with
+# each of its tile sets) use memory, measured without a GPU. For each set
+# and shape, build/gemm_proxy runs one product on Oclgrind's device
 # with Oclgrind's instruction counter on (OCLGRIND_INST_COUNTS=1), and this
 # script reads the counts: global bytes loaded and stored per useful
 # multiply-add (the GEMM kernel alone, and with the pad/transpose kernels
@@ -11,11 +12,14 @@
 #   tools/proxy/gemm-proxy.sh [--json] [--quick] [--build DIR]
 #
 #   --json    the figures as one JSON object (the value of gpu-proxy.sh's "gemm")
-#   --quick   only "h100-own", the sets CLBlast 1.5.3 gives an H100 today
+#   --quick   only "h100-own", the sets CLBlast 1.5.3 gives an H100 today, and
+#             "tiled128", clformer's kernel with its largest tiles
 #   --build   the build directory with gemm_proxy (default build/)
 #
 # Sets and shapes: build/gemm_proxy --list (h100-own; xI, dI: the Xgemm and
-# XgemmDirect candidates the per-shape GEMM search times on NVIDIA GPUs). The
+# XgemmDirect candidates the per-shape GEMM search times on NVIDIA GPUs;
+# tiled128, tiled64, tiled32: cl/gemm.cl with 128, 64 or 32 square blocks,
+# which has no helper kernels). The
 # shapes stand for base's query/key/value projection (4096 x 1536 x 512 at
 # batch 64 x length 64) and attention scores (64 x 64 x 64, 512 of them),
 # simulated at 128 x 128 x 128 and 64 x 64 x 64 x 2: a kernel's per-FMA
@@ -56,7 +60,7 @@ trap 'rm -rf "$work"' EXIT
 
 sets=$("$build/gemm_proxy" --list | awk '$1 == "set" { print $2 }')
 shapes=$("$build/gemm_proxy" --list | awk '$1 == "shape" { print $2 }')
-[[ $quick == 1 ]] && sets=h100-own
+[[ $quick == 1 ]] && sets="h100-own tiled128"
 
 # One run: its facts line and Oclgrind's counts, summed into one line:
 # set shape kernel fma work_groups main_global main_local_loads all_global
