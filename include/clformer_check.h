@@ -73,6 +73,14 @@ CLFORMER_API clformer_status clformer_check_gemm_time(clformer_context *ctx,
                                                       double min_seconds, double *best_ms,
                                                       double *gflops);
 
+/* Makes the context's tiled GEMM provider (CLFORMER_GEMM=tiled, cl/gemm.cl)
+ * compute every product with block x block blocks of C a work-group (128,
+ * 64 or 32) instead of the set each shape gets; 0 returns to that. For
+ * tuning (gemm_bench --tiles). CLFORMER_ERR_INVALID_ARGUMENT, saying why,
+ * for another size, a context on another provider, or a set the device's
+ * work-groups or local memory cannot hold. */
+CLFORMER_API clformer_status clformer_check_gemm_tiles(clformer_context *ctx, int block);
+
 /* The tiles of the tiled attention kernels (cl/flash_attention_tiled.cl),
  * per kernel: the rows a work-group owns, the work items sharing a row
  * (each holds a slice of its columns) and the rows streamed through local

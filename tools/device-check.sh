@@ -146,53 +146,14 @@ gemm_section() {
         --peak --min-time 0.2
     CLFORMER_GEMM=tiled phase gemm-gpt-char-tiled 120 "$gb" --model gpt-char --batch 64 \
         --len 256 --vocab 65 --peak --min-time 0.2
+    # and each of its tile sets on every shape: which set each shape should get
+    local block
+    for block in 128 64 32; do
+        CLFORMER_GEMM=tiled phase "gemm-gpt-char-tiled$block" 90 "$gb" --model gpt-char \
+            --batch 64 --len 256 --vocab 65 --peak --min-time 0.1 --tiles "$block"
+    done
     say ""
-    python3 - "$logdir" <<'EOF2' | tee -a "$report"
-import os, re, sys
-d = sys.argv[1]
-def rows(name):
-    out = {}
-    path = os.path.join(d, name + ".log")
-    if not os.path.exists(path):
-        return out, ""
-    peak = ""
-    for line in open(path):
-        m = re.match(r"# FMA peak ([0-9.]+)", line)
-        if m:
-            peak = m.group(1)
-        m = re.match(r"(.+?)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)%", line)
-        if m:
-            out[m.group(1)] = (m.group(2, 3, 4, 5), float(m.group(7)), float(m.group(8)))
-    return out, peak
-for size in ("64x64", "16x1024"):
-cell = lambda r: ("%.0f | %.1f%%" % (r[1], r[2])) if r else "- | -"
-for size in ("64x64", "16x1024"):
-    own, peak = rows("gemm-%s-own" % size)
-    tuned, peak2 = rows("gemm-%s-search" % size)
-    tiled, peak3 = rows("gemm-%s-tiled" % size)
-    print("batch x len %s, FMA peak %s GFLOP/s" % (size.replace("x", " x "),
-                                                  peak or peak2 or peak3 or "?"))
-    print()
-    print("| product | m x n x k x batch | CLBlast's own GFLOP/s | % peak | searched GFLOP/s | % peak "
-          "| tiled GFLOP/s | % peak |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for name in tuned or own or tiled:
-        o, t, c = own.get(name), tuned.get(name), tiled.get(name)
-        dims = " x ".join((t or o or c)[0])
-        print("| %s | %s | %s | %s | %s |" % (name, dims, cell(o), cell(t), cell(c)))
-    print()
-tuned, peak = rows("gemm-gpt-char-search")
-tiled, peak2 = rows("gemm-gpt-char-tiled")
-if tuned or tiled:
-    print("gpt-char, 64 x 256, FMA peak %s GFLOP/s" % (peak or peak2 or "?"))
-    print()
-    print("| product | m x n x k x batch | searched GFLOP/s | % peak | tiled GFLOP/s | % peak |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
-    for name in tuned or tiled:
-        t, c = tuned.get(name), tiled.get(name)
-        print("| %s | %s | %s | %s |" % (name, " x ".join((t or c)[0]), cell(t), cell(c)))
-    print()
-EOF2
+    python3 "$root/tools/device_check_report.py" gemm "$logdir" | tee -a "$report"
 }
 
 # Every kernel as the device's own compiler built it (build/kernel_resources):
@@ -245,71 +206,7 @@ goals_section() {
     CLFORMER_GEMM=tiled phase goal-gpt2-tiled-gemm 240 "$clf" bench --config gpt2 --steps 2 \
         --warmup 1 --json
     say ""
-    python3 - "$logdir" <<'EOF2' | tee -a "$report"
-import json, os, sys
-d = sys.argv[1]
-def bench(name):
-    # the log holds stderr too (the GEMM search's progress): the object is
-    # the text from the line that opens it
-    try:
-        text = open(os.path.join(d, name + ".log")).read()
-        start = 0 if text.startswith("{") else text.find("\n{") + 1
-        return json.JSONDecoder().raw_decode(text[start:])[0]
-    except (OSError, ValueError):
-        return None
-def share(j):
-    if not j: return "-"
-    a = j["kernel_ms"].get("attention", 0.0)
-    return f"{100 * a / j['train_step_ms']:.1f}% ({a:,.0f} of {j['train_step_ms']:,.0f} ms)"
-def peak(j, family):
-    g = j and j.get("roofline", {}).get("train", {}).get(family)
-    return f"{100 * g['peak_fraction']:.1f}% ({g['gflops']:,.0f} GFLOP/s)" if g else "-"
-def gemm_peak(j):
-    return peak(j, "gemm")
-def toks(j):
-    return (f"{j['train_tokens_per_s']:,.0f} ({j['launches_per_step']:.0f} launches a step)"
-            if j else "-")
-tiled, rows = bench("goal-base-1024"), bench("goal-base-1024-rows")
-print("| figure | measured | goal |")
-print("| --- | ---: | ---: |")
-print("| attention share of `bench --config base --batch 16 --len 1024` step | %s | <= 15%% |" % share(tiled))
-print("| the same with the per-row kernels (`CLFORMER_PROFILE=row-attention`) | %s | (before: 95.8%%) |" % share(rows))
-print("| attention kernels' share of the FMA peak (the model's products, every score) | %s | |"
-      % peak(tiled, "attention"))
-print("| GEMM share of the FMA peak in that step (fp32) | %s | >= 50%% |" % gemm_peak(tiled))
-print("| the same with CLBlast's own sets (`CLFORMER_GEMM_TUNING=off`) | %s | |"
-      % gemm_peak(bench("goal-base-1024-own-gemm")))
-print("| the same with the weight gradients unsplit (`CLFORMER_PROFILE=whole-gradients`) | %s | |"
-      % gemm_peak(bench("goal-base-1024-whole")))
-print("| the same with clformer's own kernel (`CLFORMER_GEMM=tiled`) | %s | |"
-      % gemm_peak(bench("goal-base-1024-tiled-gemm")))
-print("| GPT-2 124M layout, context 1024, batch 8, fp32 tok/s | %s | >= 20,000 |" % toks(bench("goal-gpt2")))
-print("| the same with clformer's own GEMM kernel (`CLFORMER_GEMM=tiled`) | %s | |"
-      % toks(bench("goal-gpt2-tiled-gemm")))
-print("| gpt-char (nanoGPT shakespeare_char config) tok/s | %s | >= 250,000 |" % toks(bench("goal-gpt-char")))
-print("| the same with the weight gradients unsplit | %s | |" % toks(bench("goal-gpt-char-whole")))
-print("| the same with clformer's own GEMM kernel (`CLFORMER_GEMM=tiled`) | %s | |"
-      % toks(bench("goal-gpt-char-tiled-gemm")))
-print()
-print("GEMM per shape: the GEMM section above.")
-# where each step's attention time goes, kernel by kernel (bench's
-# "kernels" list): which of the tiled kernels to work on next
-print()
-print("Attention kernels per step (ms, share of the step, the model's products they stand in for):")
-print()
-print("| step | kernel | ms | share | GFLOP/s | % FMA peak |")
-print("| --- | --- | ---: | ---: | ---: | ---: |")
-for name in ("goal-base-1024", "goal-gpt2", "goal-gpt-char"):
-    j = bench(name)
-    if not j: continue
-    fma = j.get("roofline", {}).get("fma_gflops", 0.0)
-    for k in j.get("kernels", []):
-        if k["family"] != "attention": continue
-        pk = f"{100 * k['gflops'] / fma:.1f}%" if fma and k["gflops"] else "-"
-        gf = f"{k['gflops']:,.0f}" if k["gflops"] else "-"
-        print(f"| {name[5:]} | {k['kernel']} | {k['ms']:,.1f} | "
-              f"{100 * k['ms'] / j['train_step_ms']:.1f}% | {gf} | {pk} |")
-EOF2
+    python3 "$root/tools/device_check_report.py" goals "$logdir" | tee -a "$report"
 }
 
 run_checks() {

@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "clformer_check.h"
 #include "gemm.h"
+#include "gemm_provider.h"
 #include "status.h"
 
 
@@ -52,4 +53,31 @@ clformer_status clformer_check_gemm_time(clformer_context *ctx, const clformer_g
     *best_ms = 1e3 * best;
     *gflops = cf_gemm_flops(s->m, s->n, s->k) * (double)s->batch / (best * 1e9);
     return CLFORMER_OK;
+}
+
+clformer_status clformer_check_gemm_tiles(clformer_context *ctx, int block)
+{
+    if (block == 0) {
+        ctx->forced_gemm_tiles = 0;
+        return CLFORMER_OK;
+    }
+    for (int i = 0; i < CF_GEMM_TILE_SETS; i++) {
+        const cf_gemm_tiles *t = &cf_gemm_tile_sets[i];
+        if (t->gm != block) continue;
+        if (ctx->gemm_provider != CLFORMER_GEMM_TILED)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "tile sets are the tiled GEMM provider's, and this context uses %s: "
+                           "set CLFORMER_GEMM=tiled",
+                           clformer_gemm_provider_name(ctx->gemm_provider));
+        if (!cf_gemm_tiles_fit(ctx, t))
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "%s cannot run the tiled GEMM kernel with %d x %d blocks (work-groups "
+                           "of %d items): choose a smaller block",
+                           ctx->info.name, block, block, (t->gm / t->wm) * (t->gn / t->wn));
+        ctx->forced_gemm_tiles = i + 1;
+        return CLFORMER_OK;
+    }
+    return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                   "the tiled GEMM provider has blocks of 128, 64 or 32 rows and columns, not %d",
+                   block);
 }

@@ -43,6 +43,9 @@ typedef struct {
 } cf_gemm_tiles;
 enum { CF_GEMM_TILE_SETS = 3 };
 extern const cf_gemm_tiles cf_gemm_tile_sets[CF_GEMM_TILE_SETS];
+/* Whether the context's device holds a work-group of the set (items and
+ * local memory). */
+bool cf_gemm_tiles_fit(const cf_ctx *ctx, const cf_gemm_tiles *tiles);
 
 /* Whether this build has the host provider (OpenBLAS found at configure time). */
 bool cf_gemm_host_available(void);

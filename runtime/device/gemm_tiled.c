@@ -35,7 +35,7 @@ static uint64_t local_bytes_of(const cf_gemm_tiles *t)
     return 4u * (uint64_t)t->gk * (uint64_t)(t->gm + 4 + t->gn + 4); /* rows padded by 4 */
 }
 
-static bool device_runs(const cf_ctx *ctx, const cf_gemm_tiles *t)
+bool cf_gemm_tiles_fit(const cf_ctx *ctx, const cf_gemm_tiles *t)
 {
     return items_of(t) <= ctx->info.max_work_group_size &&
            local_bytes_of(t) <= ctx->info.local_mem_bytes;
@@ -48,7 +48,7 @@ static bool tiles_for(const cf_ctx *ctx, const cf_gemm_call *g, cf_gemm_tiles *o
 {
     const int forced = ctx->forced_gemm_tiles;
     if (forced >= 1 && forced <= CF_GEMM_TILE_SETS &&
-        device_runs(ctx, &cf_gemm_tile_sets[forced - 1])) {
+        cf_gemm_tiles_fit(ctx, &cf_gemm_tile_sets[forced - 1])) {
         *out = cf_gemm_tile_sets[forced - 1];
         return true;
     }
@@ -56,7 +56,7 @@ static bool tiles_for(const cf_ctx *ctx, const cf_gemm_call *g, cf_gemm_tiles *o
     bool found = false;
     for (size_t i = 0; i < CF_GEMM_TILE_SETS; i++) {
         const cf_gemm_tiles *t = &cf_gemm_tile_sets[i];
-        if (!device_runs(ctx, t)) continue;
+        if (!cf_gemm_tiles_fit(ctx, t)) continue;
         *out = *t;
         found = true;
         const double blocks = (double)((g->m + t->gm - 1) / t->gm) *

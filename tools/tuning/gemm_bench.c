@@ -6,7 +6,7 @@
  * build/gemm_bench, and tools/tuning/tune-clblast.sh -c runs it.
  *
  *   gemm_bench [--quick] [--min-time S] [--only NAME] [--list] [--direct]
- *              [--model PRESET --batch B --len T [--vocab V]] [--peak]
+ *              [--model PRESET --batch B --len T [--vocab V]] [--peak] [--tiles B]
  *
  * prints one line per shape: name, m n k batch, milliseconds, GFLOP/s (and
  * with --peak the share of the device's FMA peak, clformer_context_roofline).
@@ -21,7 +21,8 @@
  * native kernel calls, without OpenCL around it: the bar for that provider;
  * needs a build with OpenBLAS). Where the provider runs its own AVX-512
  * product instead (CLFORMER_HOST_GEMM, clformer devices says which), this is
- * OpenBLAS's figure, not the provider's.
+ * OpenBLAS's figure, not the provider's. --tiles: with CLFORMER_GEMM=tiled,
+ * every product in B x B blocks of C (clformer_check_gemm_tiles).
  * tools/tuning/gemm_compare.py runs it to compare settings, interleaved.
  *
  * Linear layers keep W as (out, in) like PyTorch, so a forward is X W^T (NT),
@@ -193,7 +194,7 @@ int main(int argc, char **argv)
     const char *only = NULL;
     bool list = false, direct = false, peak = false;
     const char *model = NULL;
-    long batch = 0, len = 0, vocab = 8000;
+    long batch = 0, len = 0, vocab = 8000, tiles = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
@@ -205,10 +206,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--list")) list = true;
         else if (!strcmp(argv[i], "--direct")) direct = true;
+        else if (!strcmp(argv[i], "--tiles") && i + 1 < argc) tiles = atol(argv[++i]);
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: gemm_bench [--quick] [--min-time S] [--only NAME] [--list] "
                    "[--direct]\n"
-                   "                  [--model PRESET --batch B --len T [--vocab V]] [--peak]\n\n"
+                   "                  [--model PRESET --batch B --len T [--vocab V]] [--peak] "
+                   "[--tiles B]\n\n"
                    "GFLOP/s of the GEMM provider of the device CLFORMER_DEVICE selects on a\n"
                    "Transformer step's shapes (fastest call of at least --min-time seconds, 0.5).\n"
                    "  --quick      N = 1024 rows and 64 attention heads only\n"
@@ -221,11 +224,14 @@ int main(int argc, char **argv)
                    "  --only NAME  the shapes whose name contains NAME\n"
                    "  --list       print the shapes' names\n"
                    "  --direct     no device: cblas_sgemm called here on host arrays, the bar\n"
-                   "               for the host provider (builds with OpenBLAS)\n");
+                   "               for the host provider (builds with OpenBLAS)\n"
+                   "  --tiles B    with CLFORMER_GEMM=tiled: every product in B x B blocks of C\n"
+                   "               (128, 64 or 32) instead of the set its shape gets\n");
             return 0;
         } else {
             fprintf(stderr, "usage: gemm_bench [--quick] [--min-time S] [--only NAME] [--list] "
-                            "[--direct] [--model PRESET --batch B --len T [--vocab V]] [--peak]\n");
+                            "[--direct] [--model PRESET --batch B --len T [--vocab V]] [--peak] "
+                            "[--tiles B]\n");
             return 2;
         }
     }
@@ -275,7 +281,13 @@ int main(int argc, char **argv)
         return 1;
     }
     const clformer_device_info *dev = clformer_context_device(ctx);
+    if (tiles && clformer_check_gemm_tiles(ctx, (int)tiles) != CLFORMER_OK) {
+        fprintf(stderr, "gemm_bench: %s\n", clformer_last_error());
+        clformer_context_free(ctx);
+        return 1;
+    }
     printf("# device: %s | %s\n", dev->platform, dev->name);
+    if (tiles) printf("# tiled provider: %ld x %ld blocks for every product\n", tiles, tiles);
     clformer_roofline roof = {0};
     if (peak && (st = clformer_context_roofline(ctx, false, &roof)) == CLFORMER_OK)
         printf("# FMA peak %.1f GFLOP/s (%s)\n", roof.fma_gflops,
