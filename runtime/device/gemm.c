@@ -3,6 +3,7 @@
 #include "gemm.h"
 #include "gemm_provider.h"
 
+#include <limits.h>
 #include <string.h>
 #include <strings.h>
 
@@ -92,6 +93,19 @@ uint64_t cf_gemm_call_bytes(const cf_gemm_call *g)
         if (beta != 0.0f) floats += (uint64_t)g->m * g->n;
     }
     return 4 * floats;
+}
+
+static bool fits_int(size_t v) { return v <= INT_MAX; }
+
+clformer_status cf_gemm_check_int_sizes(const cf_gemm_call *g)
+{
+    if (fits_int(g->m) && fits_int(g->n) && fits_int(g->k) && fits_int(g->lda) &&
+        fits_int(g->ldb) && fits_int(g->ldc))
+        return CLFORMER_OK;
+    return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                   "gemm: sizes and leading dimensions above %d need the clblast provider "
+                   "(CLFORMER_GEMM=clblast)",
+                   INT_MAX);
 }
 
 static clformer_status check_and_run(cf_ctx *ctx, const cf_gemm_call *g)

@@ -27,7 +27,6 @@
 #ifdef CLFORMER_HAVE_OPENBLAS
 
 #include <cblas.h>
-#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -387,16 +386,9 @@ static clformer_status address_of(cf_ctx *ctx, cl_mem mem, float **out)
     return CLFORMER_OK;
 }
 
-static bool fits_int(size_t v) { return v <= INT_MAX; }
-
 clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
 {
-    if (!fits_int(g->m) || !fits_int(g->n) || !fits_int(g->k) || !fits_int(g->lda) ||
-        !fits_int(g->ldb) || !fits_int(g->ldc))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "gemm: sizes and leading dimensions above %d need the clblast provider "
-                       "(CLFORMER_GEMM=clblast)",
-                       INT_MAX);
+    CF_TRY(cf_gemm_check_int_sizes(g));
     CF_TRY(cf_gemm_avx512_check_setting());
     float *addr[3];
     const cl_mem operands[3] = {g->a, g->b, g->c};

@@ -32,6 +32,10 @@ static inline uint64_t cf_gemm_call_flop(const cf_gemm_call *g)
     return 2 * (uint64_t)g->m * g->n * g->k * g->batch;
 }
 
+/* For providers whose kernels take int sizes (host, tiled): an error naming
+ * the clblast provider when a size or leading dimension exceeds INT_MAX. */
+clformer_status cf_gemm_check_int_sizes(const cf_gemm_call *call);
+
 clformer_status cf_gemm_clblast(cf_ctx *ctx, const cf_gemm_call *call);
 clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *call);
 clformer_status cf_gemm_tiled(cf_ctx *ctx, const cf_gemm_call *call);

@@ -16,7 +16,6 @@
 #include "launch.h"
 #include "program.h"
 
-#include <limits.h>
 #include <stdio.h>
 
 const cf_gemm_tiles cf_gemm_tile_sets[CF_GEMM_TILE_SETS] = {
@@ -66,8 +65,6 @@ static bool tiles_for(const cf_ctx *ctx, const cf_gemm_call *g, cf_gemm_tiles *o
     return found;
 }
 
-static bool fits_int(size_t v) { return v <= INT_MAX; }
-
 /* One launch: `batch` products at a_off + i * a_stride, ... */
 static clformer_status launch(cf_ctx *ctx, const cf_gemm_call *g, cl_kernel kernel,
                               const cf_gemm_tiles *t, size_t a_off, size_t b_off, size_t c_off,
@@ -88,12 +85,7 @@ static clformer_status launch(cf_ctx *ctx, const cf_gemm_call *g, cl_kernel kern
 
 clformer_status cf_gemm_tiled(cf_ctx *ctx, const cf_gemm_call *g)
 {
-    if (!fits_int(g->m) || !fits_int(g->n) || !fits_int(g->k) || !fits_int(g->lda) ||
-        !fits_int(g->ldb) || !fits_int(g->ldc))
-        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "gemm: sizes and leading dimensions above %d need the clblast provider "
-                       "(CLFORMER_GEMM=clblast)",
-                       INT_MAX);
+    CF_TRY(cf_gemm_check_int_sizes(g));
     cf_gemm_tiles t;
     if (!tiles_for(ctx, g, &t))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
