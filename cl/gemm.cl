@@ -50,7 +50,7 @@
 #define RUN_COLS (TX * 4)
 
 #if WM % 4 || WN % 4 || GM % WM || GN % WN || (GM * GK) % ITEMS || (GN * GK) % ITEMS
-#error "gemm.cl: the tiles do not divide (WM, WN by 4, GM by WM, GN by WN, GM * GK and GN * GK by the items)"
+#error "gemm.cl: WM and WN must be multiples of 4 dividing GM and GN, the items GM*GK and GN*GK"
 #endif
 
 /* Element p of this item's share of op(A)'s slice: its row r and k index kk

@@ -87,11 +87,13 @@ clformer_status cf_gemm_tiled(cf_ctx *ctx, const cf_gemm_call *g)
 {
     CF_TRY(cf_gemm_check_int_sizes(g));
     cf_gemm_tiles t;
+    const cf_gemm_tiles *smallest = &cf_gemm_tile_sets[CF_GEMM_TILE_SETS - 1];
     if (!tiles_for(ctx, g, &t))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "the tiled GEMM provider needs work-groups of 64 items and %llu bytes of "
+                       "the tiled GEMM provider needs work-groups of %zu items and %llu bytes of "
                        "local memory, more than %s allows: use CLFORMER_GEMM=clblast",
-                       (unsigned long long)local_bytes_of(&cf_gemm_tile_sets[CF_GEMM_TILE_SETS - 1]), ctx->info.name);
+                       items_of(smallest), (unsigned long long)local_bytes_of(smallest),
+                       ctx->info.name);
     char options[128];
     snprintf(options, sizeof options, "-DGM=%d -DGN=%d -DGK=%d -DWM=%d -DWN=%d -DTRANS_A=%d "
                                       "-DTRANS_B=%d",
