@@ -706,6 +706,8 @@ static void print_table(const bench *b, const clformer_device_info *dev)
         char product[160];
         blas_kernels_describe(product, sizeof product);
         snprintf(gemm, sizeof gemm, "the host provider: %s", product);
+    } else if (strcmp(b->gemm_provider, "tiled") == 0) {
+        snprintf(gemm, sizeof gemm, "clformer's own kernel (the tiled provider)");
     }
     printf("device %s: %s (%s, %s), GEMM by %s\n", dev->selector, dev->name,
            clformer_device_type_name(dev->type), dev->platform, gemm);

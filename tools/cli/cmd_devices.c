@@ -154,7 +154,10 @@ static void print_table(const clformer_device_info *d, size_t n, long selected)
             blas_kernels_describe(product, sizeof product);
             printf("        gemm      host: %s in native kernels (CLFORMER_GEMM=clblast for "
                    "CLBlast)\n", product);
-        } else
+        } else if (strcmp(gemm, "tiled") == 0)
+            printf("        gemm      tiled: clformer's own kernel (cl/gemm.cl), as CLFORMER_GEMM "
+                   "asks\n");
+        else
             printf("        gemm      clblast%s%s\n", x->native_kernels ? "" : " (no native kernels)",
                    profile_of(x, &p) && gemm_searched(&p)
                        ? "; its parameters searched per shape on first use (CLFORMER_GEMM_TUNING)"
