@@ -182,7 +182,8 @@ CLFORMER_API clformer_status clformer_check_attention_sims(const char *dir, cons
 typedef struct {
     const char *program;      /* cl/<program>.cl */
     const char *kernel;
-    size_t head_dim;          /* flash_attention_tiled's head size; 0 for the others */
+    size_t head_dim;          /* flash_attention_tiled's head size; gemm's block rows (the
+                                 tiled GEMM's tile set); 0 for the others */
     uint64_t private_bytes, local_bytes;
     size_t max_work_group, preferred_multiple;
     const char *build_log;
@@ -191,8 +192,9 @@ typedef void (*clformer_check_kernel_sink)(const clformer_check_kernel *kernel, 
 
 /* Builds every kernel program for the context's device from source, with
  * the options its profile gives (the tiled attention program once per head
- * size in head_dims, where the profile runs it), and hands each kernel to
- * the sink (tools/tuning/kernel_resources, docs/DEVICE-CHECK.md). */
+ * size in head_dims, where the profile runs it; the tiled GEMM's once per
+ * tile set the device holds), and hands each kernel to the sink
+ * (tools/tuning/kernel_resources, docs/DEVICE-CHECK.md). */
 CLFORMER_API clformer_status clformer_check_kernel_resources(clformer_context *ctx,
                                                              const size_t *head_dims,
                                                              size_t n_head_dims,

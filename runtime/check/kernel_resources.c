@@ -9,6 +9,7 @@
  * binary cache, so that the compiler runs and writes its log.
  */
 #include "clformer_check.h"
+#include "gemm_provider.h"
 #include "profile.h"
 #include "program.h"
 #include "status.h"
@@ -91,6 +92,20 @@ clformer_status clformer_check_kernel_resources(clformer_context *ctx, const siz
                        "clformer_check_kernel_resources needs a context, a sink and the head "
                        "sizes it names");
     for (const char *const *p = cf_program_names(); *p; p++) {
+        if (!strcmp(*p, "gemm")) {
+            /* the tiled GEMM provider's kernel per tile set the device holds,
+             * on the forward's transposes; "head_dim": the block's rows */
+            for (int i = 0; i < CF_GEMM_TILE_SETS; i++) {
+                const cf_gemm_tiles *t = &cf_gemm_tile_sets[i];
+                if (!cf_gemm_tiles_fit(ctx, t)) continue;
+                char tiles[160];
+                snprintf(tiles, sizeof tiles,
+                         "-DGM=%d -DGN=%d -DGK=%d -DWM=%d -DWN=%d -DTRANS_A=0 -DTRANS_B=1", t->gm,
+                         t->gn, t->gk, t->wm, t->wn);
+                CF_TRY(build_and_report(ctx, *p, (size_t)t->gm, tiles, sink, user));
+            }
+            continue;
+        }
         if (strcmp(*p, "flash_attention_tiled")) {
             CF_TRY(build_and_report(ctx, *p, 0, "", sink, user));
             continue;
