@@ -132,14 +132,17 @@ static clformer_status run_tiled(const set *s, const shape *sh, FILE *out)
     params.device = "oclgrind", params.gemm = "tiled", params.cache = false;
     clformer_context *ctx = NULL;
     CF_TRY(clformer_context_create_with_params(&params, &ctx));
-    ctx->forced_gemm_tiles = s->tiled;
     const cf_gemm_tiles *t = &cf_gemm_tile_sets[s->tiled - 1];
+    clformer_status st = clformer_check_gemm_tiles(ctx, t->gm);
+    if (st != CLFORMER_OK) {
+        clformer_context_free(ctx);
+        return st;
+    }
     const size_t na = sh->m * sh->k * sh->batch, nb = sh->k * sh->n * sh->batch,
                  nc = sh->m * sh->n * sh->batch;
     cl_int err;
     cl_mem mem[3] = {NULL, NULL, NULL};
     const size_t counts[3] = {na, nb, nc};
-    clformer_status st = CLFORMER_OK;
     for (int i = 0; i < 3 && st == CLFORMER_OK; i++) {
         mem[i] = clCreateBuffer(ctx->context, CL_MEM_READ_WRITE, counts[i] * 4, NULL, &err);
         if (err != CL_SUCCESS) st = cf_fail_cl(err, "clCreateBuffer", __FILE__, __LINE__);

@@ -73,7 +73,7 @@ clformer_status clformer_check_gemm_tiles(clformer_context *ctx, int block)
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                            "%s cannot run the tiled GEMM kernel with %d x %d blocks (work-groups "
                            "of %d items): choose a smaller block",
-                           ctx->info.name, block, block, (t->gm / t->wm) * (t->gn / t->wn));
+                           ctx->info.name, block, block, (int)cf_gemm_tiles_items(t));
         ctx->forced_gemm_tiles = i + 1;
         return CLFORMER_OK;
     }

@@ -99,9 +99,7 @@ clformer_status clformer_check_kernel_resources(clformer_context *ctx, const siz
                 const cf_gemm_tiles *t = &cf_gemm_tile_sets[i];
                 if (!cf_gemm_tiles_fit(ctx, t)) continue;
                 char tiles[160];
-                snprintf(tiles, sizeof tiles,
-                         "-DGM=%d -DGN=%d -DGK=%d -DWM=%d -DWN=%d -DTRANS_A=0 -DTRANS_B=1", t->gm,
-                         t->gn, t->gk, t->wm, t->wn);
+                cf_gemm_tiles_options(t, false, true, tiles, sizeof tiles);
                 CF_TRY(build_and_report(ctx, *p, (size_t)t->gm, tiles, sink, user));
             }
             continue;

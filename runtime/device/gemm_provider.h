@@ -47,9 +47,14 @@ typedef struct {
 } cf_gemm_tiles;
 enum { CF_GEMM_TILE_SETS = 3 };
 extern const cf_gemm_tiles cf_gemm_tile_sets[CF_GEMM_TILE_SETS];
+/* Work items of one group of the set. */
+size_t cf_gemm_tiles_items(const cf_gemm_tiles *tiles);
 /* Whether the context's device holds a work-group of the set (items and
  * local memory). */
 bool cf_gemm_tiles_fit(const cf_ctx *ctx, const cf_gemm_tiles *tiles);
+/* cl/gemm.cl's build options for the set and transposes. */
+void cf_gemm_tiles_options(const cf_gemm_tiles *tiles, bool trans_a, bool trans_b, char *out,
+                           size_t cap);
 
 /* Whether this build has the host provider (OpenBLAS found at configure time). */
 bool cf_gemm_host_available(void);

@@ -24,7 +24,7 @@ const cf_gemm_tiles cf_gemm_tile_sets[CF_GEMM_TILE_SETS] = {
     {32, 32, 16, 4, 4},   /* 64 items, 0.5 */
 };
 
-static size_t items_of(const cf_gemm_tiles *t)
+size_t cf_gemm_tiles_items(const cf_gemm_tiles *t)
 {
     return (size_t)(t->gm / t->wm) * (size_t)(t->gn / t->wn);
 }
@@ -34,9 +34,16 @@ static uint64_t local_bytes_of(const cf_gemm_tiles *t)
     return 4u * (uint64_t)t->gk * (uint64_t)(t->gm + 4 + t->gn + 4); /* rows padded by 4 */
 }
 
+void cf_gemm_tiles_options(const cf_gemm_tiles *t, bool trans_a, bool trans_b, char *out,
+                           size_t cap)
+{
+    snprintf(out, cap, "-DGM=%d -DGN=%d -DGK=%d -DWM=%d -DWN=%d -DTRANS_A=%d -DTRANS_B=%d", t->gm,
+             t->gn, t->gk, t->wm, t->wn, trans_a ? 1 : 0, trans_b ? 1 : 0);
+}
+
 bool cf_gemm_tiles_fit(const cf_ctx *ctx, const cf_gemm_tiles *t)
 {
-    return items_of(t) <= ctx->info.max_work_group_size &&
+    return cf_gemm_tiles_items(t) <= ctx->info.max_work_group_size &&
            local_bytes_of(t) <= ctx->info.local_mem_bytes;
 }
 
@@ -92,12 +99,10 @@ clformer_status cf_gemm_tiled(cf_ctx *ctx, const cf_gemm_call *g)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "the tiled GEMM provider needs work-groups of %zu items and %llu bytes of "
                        "local memory, more than %s allows: use CLFORMER_GEMM=clblast",
-                       items_of(smallest), (unsigned long long)local_bytes_of(smallest),
+                       cf_gemm_tiles_items(smallest), (unsigned long long)local_bytes_of(smallest),
                        ctx->info.name);
     char options[128];
-    snprintf(options, sizeof options, "-DGM=%d -DGN=%d -DGK=%d -DWM=%d -DWN=%d -DTRANS_A=%d "
-                                      "-DTRANS_B=%d",
-             t.gm, t.gn, t.gk, t.wm, t.wn, g->trans_a ? 1 : 0, g->trans_b ? 1 : 0);
+    cf_gemm_tiles_options(&t, g->trans_a, g->trans_b, options, sizeof options);
     cl_kernel kernel;
     CF_TRY(cf_kernel(ctx, "gemm", options, "gemm_tiled", &kernel));
     if (!g->a_offs)
