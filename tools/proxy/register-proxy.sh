@@ -22,7 +22,7 @@
 #   --allow   kernels whose private memory is by design (their source says
 #             why): not flagged for it, still for calls; marked ~ in the table
 #   --dh      the tiled attention kernels' head sizes (default 32,64,80,96,128)
-#   --build   the build directory with attention_proxy (default build/)
+#   --build   the build directory with attention_proxy and gemm_proxy (default build/)
 #   --cl      the kernel programs (default cl/; the tests give one of their own)
 #
 # Needs clang (14, with the NVPTX and AMDGPU targets, as Debian builds it) and
@@ -81,14 +81,20 @@ for src in "$cl_dir"/*.cl; do
     [[ $program == flash_attention_tiled || $program == gemm ]] && continue
     jobs+=("$program 0 $plain")
 done
-# the tiled GEMM provider's kernel with each of its tile sets (gm x gn
-# blocks, wm x wn outputs an item: runtime/device/gemm_tiled.c), on the
-# forward's transposes (x W^T); its "dh" column is the block's rows
+# the tiled GEMM provider's kernel with each of its tile sets, as
+# gemm_proxy --list gives them ("set tiled128 gemm_tiled 'GM=128 GN=128 ...'"
+# from runtime/device/gemm_tiled.c), on the forward's transposes (x W^T);
+# its "dh" column is the block's rows
 if [[ -f $cl_dir/gemm.cl ]]; then
-    for tiles in 128,128,8,8 64,64,4,4 32,32,4,4; do
-        IFS=, read -r gm gn wm wn <<< "$tiles"
-        jobs+=("gemm $gm $plain -DGM=$gm -DGN=$gn -DGK=16 -DWM=$wm -DWN=$wn -DTRANS_A=0 -DTRANS_B=1")
-    done
+    [[ -x $build/gemm_proxy ]] || die "$build/gemm_proxy is missing: build first (tools/build.sh)"
+    while read -r gm defines; do
+        jobs+=("gemm $gm $plain $defines -DTRANS_A=0 -DTRANS_B=1")
+    done < <("$build/gemm_proxy" --list | awk -F"'" '$1 ~ / gemm_tiled $/ {
+        n = split($2, kv, " "); out = ""
+        for (i = 1; i <= n; i++) { out = out " -D" kv[i]; if (kv[i] ~ /^GM=/) gm = substr(kv[i], 4) }
+        print gm out }')
+    [[ $(printf '%s\n' "${jobs[@]}" | grep -c '^gemm ') -gt 0 ]] ||
+        die "gemm_proxy --list names no tile sets of the tiled GEMM kernel"
 fi
 [[ -f $cl_dir/flash_attention_tiled.cl ]] || dhs=
 for dh in ${dhs//,/ }; do
