@@ -9,6 +9,7 @@
 #include "buffer.h"
 #include "clblast_current.h"
 #include "conf_gemm.h"
+#include "gemm_check.h"
 #include "fileio.h"
 #include "gemm.h"
 #include "gemm_search.h"
@@ -98,28 +99,7 @@ static cf_ctx *open_ctx(const char *tuning)
  * (m * n * batch floats, tightly packed). */
 static void run_shape(cf_ctx *ctx, const shape *s, float *out)
 {
-    const size_t na = s->m * s->k * s->batch, nb = s->k * s->n * s->batch,
-                 nc = s->m * s->n * s->batch;
-    float *host = malloc((na + nb + nc) * sizeof *host);
-    assert_non_null(host);
-    ref_rng r = ref_rng_new(42 + s->m);
-    ref_fill_uniform(&r, host, NULL, na + nb + nc, -1.0, 1.0);
-    cl_mem a, b, c;
-    assert_ok(cf_buffer_alloc(ctx, na, "A", &a));
-    assert_ok(cf_buffer_alloc(ctx, nb, "B", &b));
-    assert_ok(cf_buffer_alloc(ctx, nc, "C", &c));
-    assert_ok(cf_upload(ctx, a, 0, host, na));
-    assert_ok(cf_upload(ctx, b, 0, host + na, nb));
-    assert_ok(cf_upload(ctx, c, 0, host + na + nb, nc));
-    const size_t lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n;
-    assert_ok(cf_gemm_strided_batched(ctx, s->ta, s->tb, s->m, s->n, s->k, 0.75f, a, 0, lda,
-                                      s->m * s->k, b, 0, ldb, s->k * s->n, 1.0f, c, 0, s->n,
-                                      s->m * s->n, s->batch));
-    assert_ok(cf_download(ctx, c, 0, out, nc));
-    cf_buffer_free(ctx, a);
-    cf_buffer_free(ctx, b);
-    cf_buffer_free(ctx, c);
-    free(host);
+    gemm_run_random(ctx, s->ta, s->tb, s->m, s->n, s->k, s->batch, 0.75f, 1.0f, 42 + s->m, out);
 }
 
 /* The first `n` shapes twice each (the second call of a shape makes the

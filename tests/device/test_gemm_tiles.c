@@ -7,10 +7,8 @@
  * refuses sizes it does not have and contexts on another provider). Each set's
  * distance from the double reference is test_gemm_tiled's (conf_gemm). */
 #include "harness.h"
-#include "buffer.h"
 #include "clformer_check.h"
-#include "gemm.h"
-#include "ref_random.h"
+#include "gemm_check.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,28 +35,8 @@ static cf_ctx *tiled_ctx(void)
 static void run(cf_ctx *ctx, const product *s, int block, float *out)
 {
     assert_ok(clformer_check_gemm_tiles(ctx, block));
-    const size_t na = s->m * s->k * s->batch, nb = s->k * s->n * s->batch,
-                 nc = s->m * s->n * s->batch;
-    float *host = malloc((na + nb + nc) * sizeof *host);
-    assert_non_null(host);
-    ref_rng r = ref_rng_new(7 + s->m + s->k);
-    ref_fill_uniform(&r, host, NULL, na + nb + nc, -1.0, 1.0);
-    cl_mem a, b, c;
-    assert_ok(cf_buffer_alloc(ctx, na, "A", &a));
-    assert_ok(cf_buffer_alloc(ctx, nb, "B", &b));
-    assert_ok(cf_buffer_alloc(ctx, nc, "C", &c));
-    assert_ok(cf_upload(ctx, a, 0, host, na));
-    assert_ok(cf_upload(ctx, b, 0, host + na, nb));
-    assert_ok(cf_upload(ctx, c, 0, host + na + nb, nc));
-    const size_t lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n;
-    assert_ok(cf_gemm_strided_batched(ctx, s->ta, s->tb, s->m, s->n, s->k, 0.75f, a, 0, lda,
-                                      s->m * s->k, b, 0, ldb, s->k * s->n, s->beta, c, 0, s->n,
-                                      s->m * s->n, s->batch));
-    assert_ok(cf_download(ctx, c, 0, out, nc));
-    cf_buffer_free(ctx, a);
-    cf_buffer_free(ctx, b);
-    cf_buffer_free(ctx, c);
-    free(host);
+    gemm_run_random(ctx, s->ta, s->tb, s->m, s->n, s->k, s->batch, 0.75f, s->beta,
+                    7 + s->m + s->k, out);
     assert_ok(clformer_check_gemm_tiles(ctx, 0));
 }
 
