@@ -657,7 +657,8 @@ static void print_kernels(const char *title, const kernel_times *k, const char *
                k->total_ms > 0 ? 100.0 * f->ms / k->total_ms : 0.0,
                launches_of(k, f), (double)f->bytes * 1e-6, gbps,
                copy_gbps > 0 ? 100.0 * gbps / copy_gbps : 0.0);
-        if (family_gflops(f) > 0) printf("  %.2f GFLOP/s", family_gflops(f));
+        const double gf = family_gflops(f);
+        if (gf > 0) printf("  %.2f GFLOP/s", gf);
         printf("\n");
     }
     const double non_gemm = k->total_ms - gemm_ms(k);
@@ -681,7 +682,8 @@ static void print_top_kernels(const char *title, const kernel_times *k)
         printf("  %-34s %-12s %10.3f %6.1f%% %9.1f", k->kernels[i].kernel, t->family, t->ms,
                k->total_ms > 0 ? 100.0 * t->ms / k->total_ms : 0.0,
                launches_of(k, t));
-        if (family_gflops(t) > 0) printf("  %.2f GFLOP/s", family_gflops(t));
+        const double gf = family_gflops(t);
+        if (gf > 0) printf("  %.2f GFLOP/s", gf);
         printf("\n");
     }
 }
