@@ -22,7 +22,10 @@
  * Every output is summed over k in order, one multiply-add (fma) at a time,
  * by one item: the same bits on every run of a device. Elements outside the
  * matrices are loaded as 0 and outputs outside C not written; beta 0 never
- * reads C (it may hold NaN).
+ * reads C (it may hold NaN). The result is fma(alpha, sum, beta * C), the
+ * way clang contracts CLBlast's alpha * sum + beta * C, so that on PoCL and
+ * Intel's runtime both give the same bits and the GEMM search may choose
+ * either (runtime/device/gemm_search.h).
  *
  * Build options: GM, GN, GK, WM, WN (WM and WN multiples of 4 dividing GM
  * and GN, and the items dividing GM * GK and GN * GK), TRANS_A, TRANS_B (0
@@ -179,7 +182,7 @@ kernel void gemm_tiled(global const float *a, ulong a_off, int lda, ulong a_stri
                     const int col = n0 + g * RUN_COLS + tx * 4 + j;
                     if (col >= n) break;
                     const size_t at = (size_t)row * (size_t)ldc + (size_t)col;
-                    c[at] = beta == 0.0f ? alpha * v[j] : fma(beta, c[at], alpha * v[j]);
+                    c[at] = beta == 0.0f ? alpha * v[j] : fma(alpha, v[j], beta * c[at]);
                 }
             }
         }
