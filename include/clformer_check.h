@@ -73,6 +73,14 @@ CLFORMER_API clformer_status clformer_check_gemm_time(clformer_context *ctx,
                                                       double min_seconds, double *best_ms,
                                                       double *gflops);
 
+/* Which kernel the context's provider runs `shape` with now: "clblast",
+ * "host", or "tiled" (the tiled provider's, or where the GEMM search sends
+ * the shape there: runtime/device/gemm_search.h; a shape it has not seen
+ * yet says "clblast"). For tuning (gemm_bench marks such rows). */
+CLFORMER_API clformer_status clformer_check_gemm_kernel(clformer_context *ctx,
+                                                        const clformer_gemm_shape *shape,
+                                                        const char **kernel);
+
 /* Makes the context's tiled GEMM provider (CLFORMER_GEMM=tiled, cl/gemm.cl)
  * compute every product with block x block blocks of C a work-group (128,
  * 64 or 32) instead of the set each shape gets; 0 returns to that. For

@@ -5,6 +5,7 @@
 #include "clformer_check.h"
 #include "gemm.h"
 #include "gemm_provider.h"
+#include "gemm_search.h"
 #include "status.h"
 
 
@@ -52,6 +53,21 @@ clformer_status clformer_check_gemm_time(clformer_context *ctx, const clformer_g
     if (st != CLFORMER_OK) return st;
     *best_ms = 1e3 * best;
     *gflops = cf_gemm_flops(s->m, s->n, s->k) * (double)s->batch / (best * 1e9);
+    return CLFORMER_OK;
+}
+
+clformer_status clformer_check_gemm_kernel(clformer_context *ctx, const clformer_gemm_shape *s,
+                                           const char **kernel)
+{
+    if (!ctx || !s || !kernel || !s->m || !s->n || !s->k || !s->batch)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "clformer_check_gemm_kernel needs a context, a shape with m, n, k and "
+                       "batch >= 1, and an output");
+    const cf_gemm_call g = {.trans_a = s->trans_a, .trans_b = s->trans_b, .m = s->m, .n = s->n,
+                            .k = s->k, .batch = s->batch, .alpha = 1.0f, .beta = 0.0f};
+    const bool tiled = ctx->gemm_provider == CLFORMER_GEMM_CLBLAST && ctx->gemm_search &&
+                       cf_gemm_search_routes_tiled(ctx, &g);
+    *kernel = tiled ? "tiled" : clformer_gemm_provider_name(ctx->gemm_provider);
     return CLFORMER_OK;
 }
 

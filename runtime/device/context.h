@@ -51,6 +51,7 @@ struct clformer_context {
     cl_context context;
     cl_command_queue queue;
     clformer_gemm_provider gemm_provider; /* see clformer_gemm_provider_for */
+    bool gemm_auto; /* chosen by the rule (CLFORMER_GEMM unset or auto), not named */
     bool gemm_search; /* CLBlast's sets timed per GEMM shape (gemm_search.h) */
     clformer_attention_path attention_path; /* the choice; acts.c applies it per batch */
     bool attention_fallback_logged; /* a head size without tiles was logged (ops_attention.c) */

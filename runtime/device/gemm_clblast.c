@@ -1,6 +1,7 @@
 /* The CLBlast provider: any device; events recorded under "gemm". Where
  * the context searches CLBlast's parameters per shape (gemm_search.h), each
- * call goes through the search's hook first. */
+ * call goes through the search's hook first, which may send it to the tiled
+ * kernel (gemm_tiled.c). */
 #include "gemm.h"
 #include "gemm_provider.h"
 #include "gemm_search.h"
@@ -30,7 +31,12 @@ clformer_status cf_gemm_clblast(cf_ctx *ctx, const cf_gemm_call *g)
      * Oclgrind 21.10 then misreports reads of recycled buffers as
      * uninitialised (see cf_buffer_free): there, run the products one by one. */
     if (g->a_offs && ctx->device_profile.batched_gemm_one_by_one) return one_by_one(ctx, g);
-    void *held = ctx->gemm_search ? cf_gemm_search_before(ctx, g) : NULL;
+    bool tiled = false;
+    void *held = ctx->gemm_search ? cf_gemm_search_before(ctx, g, &tiled) : NULL;
+    if (tiled) { /* the search measured clformer's kernel faster on this shape, same bits */
+        cf_gemm_search_after(held);
+        return cf_gemm_tiled(ctx, g);
+    }
     cl_event begin = cf_profile_begin(ctx);
     int err;
     if (g->a_offs)

@@ -5,6 +5,7 @@
 #include "gemm_search_record.h"
 #include "clblast_current.h"
 #include "gemm_candidates.h"
+#include "gemm_provider.h"
 #include "gemm_tuning.h"
 
 #include <math.h>
@@ -108,17 +109,54 @@ bool cf_gs_apply(cf_ctx *ctx, cf_gs_record *r, int x, int d, size_t sw)
 /* m*n*k of a class's timed shape: what CLBlast compares with the switch's cube. */
 static double volume(const cf_gs_class *c) { return (double)c->m * (double)c->n * (double)c->k; }
 
-/* The weighted time of the shapes in use under (x, d, sw); INFINITY when a
- * shape would run a set without a time for it. */
+/* A class's time per call under (x, d, sw): the set CLBlast then runs it
+ * with (0 when that has no time). */
+static float clblast_ms(const cf_gs_class *c, int x, int d, size_t sw)
+{
+    const double cut = (double)sw * (double)sw * (double)sw;
+    const float ms = c->ms[volume(c) < cut ? d : x];
+    return ms > 0.0f ? ms : 0.0f;
+}
+
+/* The tiled kernel's time on a class, 0 where it has none (not a
+ * candidate, left out on the device, or not timed). */
+static float tiled_ms(const cf_gs_record *r, const cf_gs_class *c)
+{
+    const size_t t = cf_gs_tiled_slot(r);
+    return r->nt && !r->left_out[t] && c->ms[t] > 0.0f ? c->ms[t] : 0.0f;
+}
+
+/* Whether a class's calls go to the tiled kernel under the sets chosen:
+ * where it is faster than the set CLBlast would run them with. */
+static bool goes_tiled(const cf_gs_record *r, const cf_gs_class *c)
+{
+    const float t = tiled_ms(r, c);
+    if (t <= 0.0f || c->untimable) return false;
+    if (limits.tiled == CF_GS_TILED_PREFERRED) return true;
+    const float own = clblast_ms(c, r->want_x, r->want_d, r->want_switch);
+    return own > 0.0f && t < own;
+}
+
+/* Whether the search may send this context's calls to the tiled kernel: a
+ * context that named CLBlast keeps it, even where another made the record. */
+static bool may_route(const cf_ctx *ctx)
+{
+    return ctx->gemm_auto || limits.tiled >= CF_GS_TILED_ON;
+}
+
+/* The weighted time of the shapes in use under (x, d, sw), each on the
+ * faster of its CLBlast set and the tiled kernel; INFINITY when a shape
+ * would run a set without a time for it. */
 static double cost(const cf_gs_record *r, int x, int d, size_t sw)
 {
     double sum = 0.0;
-    const double cut = (double)sw * (double)sw * (double)sw;
     for (size_t i = 0; i < r->n_classes; i++) {
         const cf_gs_class *c = &r->classes[i];
         if (!c->in_use || c->untimable) continue;
-        const float ms = c->ms[volume(c) < cut ? d : x];
+        float ms = clblast_ms(c, x, d, sw);
         if (ms <= 0.0f) return INFINITY;
+        const float t = tiled_ms(r, c);
+        if (t > 0.0f && t < ms) ms = t;
         sum += (double)c->calls * (double)ms;
     }
     return sum;
@@ -168,10 +206,16 @@ static void choose(cf_ctx *ctx, cf_gs_record *r)
     if (!(best < 0.97 * now) || isinf(best)) return;
     r->want_x = bx, r->want_d = bd, r->want_switch = bs;
     r->choices++;
+    size_t tiled = 0, used = 0;
+    for (size_t i = 0; i < r->n_classes; i++) {
+        used += r->classes[i].in_use;
+        tiled += r->classes[i].in_use && goes_tiled(r, &r->classes[i]);
+    }
     cf_log(&ctx->log, CF_LOG_INFO,
-           "gemm search: Xgemm set %d (%s), XgemmDirect set %d (%s), direct below %zu^3; "
-           "%.3f ms for one call of each shape in use, CLBlast's own sets %.3f ms",
-           bx, r->origin[bx], bd - (int)r->nx, r->origin[bd], bs, best, own);
+           "gemm search: Xgemm set %d (%s), XgemmDirect set %d (%s), direct below %zu^3, "
+           "%zu of %zu shapes in use on the tiled kernel; %.3f ms for one call of each, with "
+           "CLBlast's own sets alone %.3f ms",
+           bx, r->origin[bx], bd - (int)r->nx, r->origin[bd], bs, tiled, used, best, own);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -221,6 +265,27 @@ static void fill_sets(cf_ctx *ctx, cf_gs_record *r, const char *own_x, const cha
     }
 }
 
+/* The tiled kernel as the last slot, where it is a candidate (gemm_search.h):
+ * its text names its source's hash, so that a file of times made with
+ * another cl/gemm.cl is not read. */
+static void add_tiled(cf_ctx *ctx, cf_gs_record *r)
+{
+    r->nt = 0;
+    if (limits.tiled == CF_GS_TILED_OFF || (limits.tiled == CF_GS_TILED_AUTO && !ctx->gemm_auto) ||
+        !cf_gemm_tiled_runs_on(ctx))
+        return;
+    char id[CF_GS_TEXT];
+    if (cf_gemm_tiled_identity(ctx, id, sizeof id) != CLFORMER_OK) {
+        cf_log(&ctx->log, CF_LOG_WARN, "gemm search: the tiled kernel is left out: %s",
+               clformer_last_error());
+        cf_clear_error();
+        return;
+    }
+    snprintf(r->sets[cf_gs_tiled_slot(r)], CF_GS_TEXT, "%s", id);
+    r->origin[cf_gs_tiled_slot(r)] = "clformer's own kernel (cl/gemm.cl)";
+    r->nt = 1;
+}
+
 static cf_gs_record *make_record(cf_ctx *ctx)
 {
     char own_x[CF_GS_TEXT], own_d[CF_GS_TEXT], own_sw[CF_GS_TEXT];
@@ -234,13 +299,15 @@ static cf_gs_record *make_record(cf_ctx *ctx)
     const char *eq = strchr(own_sw, '=');
     r->own_switch = eq ? strtoul(eq + 1, NULL, 10) : 0;
     fill_sets(ctx, r, own_x, own_d);
+    add_tiled(ctx, r);
     r->want_x = r->cur_x = 0;
     r->want_d = r->cur_d = (int)r->nx;
     r->want_switch = r->cur_switch = r->own_switch;
     r->cur_known = true; /* CLBlast has its own sets now */
     cf_gs_file_open(ctx, r);
-    cf_log(&ctx->log, CF_LOG_INFO, "gemm search on: %zu Xgemm and %zu XgemmDirect sets, times in %s",
-           r->nx, r->nd, r->path[0] ? r->path : "memory only (no cache directory)");
+    cf_log(&ctx->log, CF_LOG_INFO, "gemm search on: %zu Xgemm and %zu XgemmDirect sets%s, times in %s",
+           r->nx, r->nd, r->nt ? " and the tiled kernel" : "",
+           r->path[0] ? r->path : "memory only (no cache directory)");
     return r;
 }
 
@@ -309,8 +376,9 @@ static void first_use(cf_ctx *ctx, cf_gs_record *r, const cf_gemm_call *g, cf_gs
     r->pending = true;
 }
 
-void *cf_gemm_search_before(cf_ctx *ctx, const cf_gemm_call *g)
+void *cf_gemm_search_before(cf_ctx *ctx, const cf_gemm_call *g, bool *tiled)
 {
+    *tiled = false;
     cf_gs_record *r = record_of(ctx->device);
     if (!r) return NULL;
     pthread_mutex_lock(&r->lock);
@@ -332,10 +400,27 @@ void *cf_gemm_search_before(cf_ctx *ctx, const cf_gemm_call *g)
         c->in_use = true;
         c->calls++;
     }
+    if (c && may_route(ctx) && goes_tiled(r, c)) {
+        *tiled = true;
+        r->tiled_calls++;
+        return r;
+    }
     if (!r->cur_known || r->cur_x != r->want_x || r->cur_d != r->want_d ||
         r->cur_switch != r->want_switch)
         cf_gs_apply(ctx, r, r->want_x, r->want_d, r->want_switch);
     return r; /* held until cf_gemm_search_after: the call runs with these sets */
+}
+
+bool cf_gemm_search_routes_tiled(const cf_ctx *ctx, const cf_gemm_call *g)
+{
+    cf_gs_record *r = ctx->gemm_search ? record_of(ctx->device) : NULL;
+    if (!r) return false;
+    pthread_mutex_lock(&r->lock);
+    const cf_gs_class key = key_of(g);
+    const cf_gs_class *c = cf_gs_find(r, &key);
+    const bool tiled = c && may_route(ctx) && goes_tiled(r, c);
+    pthread_mutex_unlock(&r->lock);
+    return tiled;
 }
 
 void cf_gemm_search_after(void *held)
@@ -373,8 +458,12 @@ bool cf_gemm_search_stats_for(const cf_ctx *ctx, cf_gemm_search_stats *s)
     cf_gs_record *r = record_of(ctx->device);
     if (!r) return false;
     pthread_mutex_lock(&r->lock);
-    for (size_t i = 0; i < r->n_classes; i++) s->shapes += r->classes[i].in_use;
-    for (size_t i = 0; i < r->nx + r->nd; i++) s->rejected += r->left_out[i];
+    for (size_t i = 0; i < r->n_classes; i++) {
+        s->shapes += r->classes[i].in_use;
+        s->tiled_shapes += r->classes[i].in_use && goes_tiled(r, &r->classes[i]);
+    }
+    for (size_t i = 0; i < cf_gs_slots(r); i++) s->rejected += r->left_out[i];
+    s->tiled = r->nt != 0, s->tiled_calls = r->tiled_calls;
     s->timed = r->timed, s->from_cache = r->from_cache, s->skipped = r->skipped;
     s->choices = r->choices, s->seconds = r->spent_s;
     s->xgemm = r->want_x, s->direct = r->want_d - (int)r->nx, s->switch_size = r->want_switch;

@@ -34,6 +34,16 @@
  * multiply-adds, and batched products with arbitrary offsets, are never
  * timed: they are too small to gain from it, or the model does not use them.
  *
+ * clformer's own kernel. Where the context's GEMM provider was chosen
+ * automatically (CLFORMER_GEMM unset or auto) and the device runs the tiled
+ * provider's kernel (cl/gemm.cl, gemm_tiled.c), each shape also times that
+ * kernel, under the same rule: it takes part only where its result equals
+ * CLBlast's own bit for bit. A shape whose time with it beats its time
+ * under the CLBlast sets chosen goes to it, call by call: unlike CLBlast's
+ * sets it costs nothing to switch, so each shape gets whichever is faster
+ * for it. So clformer's kernel runs only where measurement shows it wins
+ * (issue 28), and results stay those of CLBlast's own sets.
+ *
  * Progress: the context's progress callback hears "tuning GEMM MxNxK"
  * (candidates done of total) for each shape timed.
  */
@@ -47,6 +57,17 @@
 #define CF_GEMM_SEARCH_XGEMM 8
 #define CF_GEMM_SEARCH_DIRECT 6
 
+/* Whether the tiled kernel is timed and chosen: AUTO where the provider
+ * was chosen automatically; OFF never; ON for every searching context;
+ * PREFERRED as ON, and chosen wherever it has a time (tests: it wins
+ * nowhere on a CPU device). */
+typedef enum {
+    CF_GS_TILED_AUTO = 0,
+    CF_GS_TILED_OFF,
+    CF_GS_TILED_ON,
+    CF_GS_TILED_PREFERRED,
+} cf_gemm_search_tiled;
+
 typedef struct {
     size_t max_xgemm, max_direct; /* candidate sets per kernel, CLBlast's own included */
     double min_fma;               /* smallest product (m*n*k*batch) that is timed */
@@ -57,6 +78,7 @@ typedef struct {
      * (gemm_candidates.h), else these (tests) */
     const char *const *xgemm_sets, *const *direct_sets;
     size_t n_xgemm_sets, n_direct_sets;
+    cf_gemm_search_tiled tiled; /* whether clformer's own kernel takes part */
 } cf_gemm_search_limits;
 
 /* The limits in force; tests lower them (shapes and candidates) to run fast. */
@@ -81,9 +103,15 @@ void cf_gemm_search_release(void *held);
  * the call's own) and applies the chosen sets; the device's sets stay as
  * they are until `after` gets what `before` returned, so two contexts on one
  * device in two threads never run with a candidate that is being checked.
- * Failures in the search are logged and the call runs with the current sets. */
-void *cf_gemm_search_before(cf_ctx *ctx, const cf_gemm_call *call);
+ * *tiled says whether the call goes to the tiled kernel instead (the caller
+ * may then call `after` at once). Failures in the search are logged and the
+ * call runs with the current sets. */
+void *cf_gemm_search_before(cf_ctx *ctx, const cf_gemm_call *call, bool *tiled);
 void cf_gemm_search_after(void *held);
+
+/* Whether the context's calls of this shape go to the tiled kernel now (as
+ * `before` would say for a shape it has seen; no timing, nothing counted). */
+bool cf_gemm_search_routes_tiled(const cf_ctx *ctx, const cf_gemm_call *call);
 
 /* Forgets every device's record when the last context closes, after
  * handing CLBlast back the sets each device had when its search began
@@ -97,6 +125,9 @@ typedef struct {
     size_t from_cache;    /* of them read from the file */
     size_t skipped;       /* too small, or past the budget */
     size_t rejected;      /* candidate sets left out: they round differently or failed */
+    bool tiled;           /* the tiled kernel is a candidate on this device */
+    size_t tiled_shapes;  /* kinds of product in use that go to it */
+    size_t tiled_calls;   /* calls that went to it */
     size_t choices;       /* times the sets in force changed */
     double seconds;       /* spent timing */
     int xgemm, direct;    /* candidate index in force (0: CLBlast's own) */

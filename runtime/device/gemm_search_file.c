@@ -3,15 +3,15 @@
  * kernel cache: $CLFORMER_CACHE_DIR/gemm-<16 hex digits>.txt, the digits an
  * FNV-1a hash of its header. The header says what the times hold for (the
  * platform, device, driver, CLBlast's own switch and every set timed, in
- * order); a file whose header differs (another driver, another CLBlast,
+ * order, then the tiled kernel's source hash where it is timed too); a file whose header differs (another driver, another CLBlast,
  * other candidates) or that does not parse is ignored and replaced at the
  * next save. Then one line per kind of product:
  *
  *   shape S NT 6144 1536 512 1 4096 1536 512 1 : 0.812 0.901 - 1.250 ...
  *
  * routine (S single, B strided-batched), transposes, the size classes of m,
- * n, k and batch, the shape timed, ':' and the milliseconds of each set
- * ('-': left out, it rounds differently or failed). A line that does not
+ * n, k and batch, the shape timed, ':' and the milliseconds of each set and
+ * of the tiled kernel ('-': left out, it rounds differently or failed). A line that does not
  * parse is dropped. Saving re-reads the file first, so processes that time
  * shapes at the same time lose nothing but the race's last lines.
  */
@@ -62,6 +62,7 @@ static char *make_header(const cf_ctx *ctx, const cf_gs_record *r)
     for (size_t i = 0; ok && i < r->nx + r->nd; i++)
         ok = append(&s, &len, &cap, "%s %zu %s\n", i < r->nx ? "xgemm" : "direct",
                     i < r->nx ? i : i - r->nx, r->sets[i]);
+    if (ok && r->nt) ok = append(&s, &len, &cap, "tiled 0 %s\n", r->sets[cf_gs_tiled_slot(r)]);
     if (!ok) {
         free(s);
         return NULL;
@@ -143,13 +144,13 @@ static bool merge_file(cf_ctx *ctx, cf_gs_record *r)
     for (char *save = NULL, *line = strtok_r(text + hl, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save)) {
         cf_gs_class c;
-        if (!parse_line(line, r->nx + r->nd, &c)) {
+        if (!parse_line(line, cf_gs_slots(r), &c)) {
             dropped++;
             continue;
         }
         if (cf_gs_find(r, &c)) continue;
         c.timed = true;
-        for (size_t i = 0; i < r->nx + r->nd; i++)
+        for (size_t i = 0; i < cf_gs_slots(r); i++)
             if (c.ms[i] < 0) r->left_out[i] = true;
         if (!cf_gs_add(r, &c)) break;
     }
@@ -183,7 +184,7 @@ void cf_gs_file_save(cf_ctx *ctx, cf_gs_record *r)
         ok = append(&s, &len, &cap, "shape %c %c%c %u %u %u %u %u %u %u %u :", c->strided ? 'B' : 'S',
                     c->ta ? 'T' : 'N', c->tb ? 'T' : 'N', c->mc, c->nc, c->kc, c->bc, c->m, c->n,
                     c->k, c->batch);
-        for (size_t j = 0; ok && j < r->nx + r->nd; j++)
+        for (size_t j = 0; ok && j < cf_gs_slots(r); j++)
             ok = c->ms[j] < 0 ? append(&s, &len, &cap, " -")
                               : append(&s, &len, &cap, " %.6g", (double)c->ms[j]);
         ok = ok && append(&s, &len, &cap, "\n");

@@ -12,16 +12,17 @@
 #include <pthread.h>
 
 #define CF_GS_SETS (CF_GEMM_SEARCH_XGEMM + CF_GEMM_SEARCH_DIRECT)
+#define CF_GS_SLOTS (CF_GS_SETS + 1) /* CLBlast's sets, then the tiled kernel */
 #define CF_GS_TEXT 512       /* one kernel's parameters as text */
 #define CF_GS_ALL_DIRECT 65536 /* XGEMM_MIN_INDIRECT_SIZE that sends every product direct */
 
 /* One kind of product: its key (size classes) and the times of every set
- * on the one shape of that kind that was timed. */
+ * (and of the tiled kernel) on the one shape of that kind that was timed. */
 typedef struct {
     bool strided, ta, tb;          /* strided: CLBlast's strided-batched routine (batch > 1) */
     uint32_t mc, nc, kc, bc;       /* size classes of m, n, k, batch (cf_gs_size_class) */
     uint32_t m, n, k, batch;       /* the shape timed */
-    float ms[CF_GS_SETS];          /* per set: > 0 ms per call; 0 not timed; < 0 left out */
+    float ms[CF_GS_SLOTS];         /* per slot: > 0 ms per call; 0 not timed; < 0 left out */
     bool timed;                    /* every set has a time or was left out: worth keeping */
     bool untimable;                /* too small, offsets-batched, or past the budget */
     bool in_use;                   /* used by this process: part of the choice */
@@ -31,12 +32,14 @@ typedef struct {
 typedef struct cf_gs_record {
     cl_device_id device;
     pthread_mutex_t lock;
-    /* the sets: 0..nx-1 Xgemm (0: CLBlast's own), nx..nx+nd-1 XgemmDirect (nx: own) */
-    char sets[CF_GS_SETS][CF_GS_TEXT];
-    const char *origin[CF_GS_SETS];
-    size_t nx, nd;
+    /* the slots: 0..nx-1 Xgemm sets (0: CLBlast's own), nx..nx+nd-1
+     * XgemmDirect sets (nx: own), and with nt = 1 the tiled kernel at nx+nd
+     * (its text: what identifies its source) */
+    char sets[CF_GS_SLOTS][CF_GS_TEXT];
+    const char *origin[CF_GS_SLOTS];
+    size_t nx, nd, nt;
     size_t own_switch;             /* CLBlast's own XGEMM_MIN_INDIRECT_SIZE */
-    bool left_out[CF_GS_SETS];     /* rounds differently or failed somewhere on this device */
+    bool left_out[CF_GS_SLOTS];    /* rounds differently or failed somewhere on this device */
     cf_gs_class *classes;
     size_t n_classes, cap_classes;
     bool pending;                  /* shapes timed or read since the last choice */
@@ -49,11 +52,14 @@ typedef struct cf_gs_record {
     size_t want_switch;
     double spent_s;                /* timing so far in this process */
     bool budget_said, save_warned; /* each said once */
-    size_t choices, timed, from_cache, skipped;
+    size_t choices, timed, from_cache, skipped, tiled_calls;
     char path[1024];               /* the file of times, "" when the cache is off */
     char *header;                  /* the file's first lines: what its times hold for */
     struct cf_gs_record *next;
 } cf_gs_record;
+
+static inline size_t cf_gs_slots(const cf_gs_record *r) { return r->nx + r->nd + r->nt; }
+static inline size_t cf_gs_tiled_slot(const cf_gs_record *r) { return r->nx + r->nd; }
 
 /* The size class of x >= 1: the smallest of 1, 2, 3, 4, 6, 8, 12, ... (powers
  * of two and 1.5 times them) that is >= x. Products of one class share times. */
@@ -63,10 +69,10 @@ uint32_t cf_gs_size_class(size_t x);
  * (only the kernels that differ from what it has); false on failure (logged). */
 bool cf_gs_apply(cf_ctx *ctx, cf_gs_record *r, int x, int d, size_t sw);
 
-/* Times every set of `r` on `c`'s shape (c->m..c->batch, its transposes)
- * with the call's alpha and beta: fills c->ms, marks sets that round
- * differently from CLBlast's own as left out, and restores the sets in
- * force. gemm_search_time.c. */
+/* Times every set of `r` (and the tiled kernel) on `c`'s shape (c->m..
+ * c->batch, its transposes) with the call's alpha and beta: fills c->ms,
+ * marks slots that round differently from CLBlast's own as left out, and
+ * restores the sets in force. gemm_search_time.c. */
 void cf_gs_time_class(cf_ctx *ctx, cf_gs_record *r, cf_gs_class *c, float alpha, float beta);
 
 /* The file of times (gemm_search_file.c): where it is and what it must

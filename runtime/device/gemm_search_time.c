@@ -1,11 +1,13 @@
 /*
- * Timing every candidate set on one shape (cf_gs_time_class), on scratch
- * buffers of random numbers: never the caller's operands, whose output a
- * timing loop would overwrite or accumulate into.
+ * Timing every candidate set, and the tiled kernel, on one shape
+ * (cf_gs_time_class), on scratch buffers of random numbers: never the
+ * caller's operands, whose output a timing loop would overwrite or
+ * accumulate into.
  */
 #include "gemm_search_record.h"
 #include "buffer.h"
 #include "clock.h"
+#include "gemm_provider.h"
 
 #include <clblast_c.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 
 typedef struct {
     bool strided, ta, tb;
+    bool tiled; /* run clformer's tiled kernel, not CLBlast */
     size_t m, n, k, batch;
     float alpha, beta;
     cl_mem a, b, c, c0; /* c0: C before the call, copied into c before each checked run */
@@ -45,10 +48,25 @@ static void shrink(shape *s, uint64_t max_alloc)
 
 static CLBlastTranspose tr(bool t) { return t ? CLBlastTransposeYes : CLBlastTransposeNo; }
 
+/* One call of the tiled kernel; nonzero on failure (its error cleared). */
+static int run_tiled(cf_ctx *ctx, const shape *s, size_t lda, size_t ldb, size_t ldc)
+{
+    const cf_gemm_call g = {.trans_a = s->ta, .trans_b = s->tb, .m = s->m, .n = s->n,
+                            .k = s->k, .batch = s->batch, .a = s->a, .b = s->b, .c = s->c,
+                            .lda = lda, .ldb = ldb, .ldc = ldc, .a_stride = s->m * s->k,
+                            .b_stride = s->k * s->n, .c_stride = s->m * s->n,
+                            .alpha = s->alpha, .beta = s->beta};
+    if (cf_gemm_tiled(ctx, &g) == CLFORMER_OK) return 0;
+    cf_log(&ctx->log, CF_LOG_DEBUG, "gemm search: tiled kernel: %s", clformer_last_error());
+    cf_clear_error();
+    return -1;
+}
+
 /* One call on the scratch operands, tightly packed, as the provider makes it. */
 static int run(cf_ctx *ctx, const shape *s)
 {
     const size_t lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n, ldc = s->n;
+    if (s->tiled) return run_tiled(ctx, s, lda, ldb, ldc);
     if (!s->strided)
         return CLBlastSgemm(CLBlastLayoutRowMajor, tr(s->ta), tr(s->tb), s->m, s->n, s->k,
                             s->alpha, s->a, 0, lda, s->b, 0, ldb, s->beta, s->c, 0, ldc,
@@ -128,7 +146,8 @@ static double seconds_per_call(cf_ctx *ctx, const shape *s, double budget)
 /* The order sets are timed in: first the set CLBlast's own sets send this
  * shape to (its result is the one every other set must give: the numbers
  * without the search), then CLBlast's other own set, so that the sets
- * without the search always have times, then the candidates. */
+ * without the search always have times, then the candidates, the tiled
+ * kernel last. */
 static size_t order(const cf_gs_record *r, const cf_gs_class *c, size_t *out)
 {
     const double own_cut = (double)r->own_switch * r->own_switch * r->own_switch;
@@ -138,27 +157,33 @@ static size_t order(const cf_gs_record *r, const cf_gs_class *c, size_t *out)
     out[n++] = own_direct ? 0 : r->nx;
     for (size_t i = 1; i < r->nx; i++) out[n++] = i;
     for (size_t i = r->nx + 1; i < r->nx + r->nd; i++) out[n++] = i;
+    if (r->nt) out[n++] = cf_gs_tiled_slot(r);
     return n;
+}
+
+static const char *slot_kind(const cf_gs_record *r, size_t slot)
+{
+    return slot < r->nx ? "Xgemm set" : slot < r->nx + r->nd ? "XgemmDirect set" : "kernel";
 }
 
 static void leave_out(cf_ctx *ctx, cf_gs_record *r, cf_gs_class *c, size_t set, const char *why)
 {
     c->ms[set] = -1.0f;
     if (!r->left_out[set])
-        cf_log(&ctx->log, CF_LOG_INFO, "gemm search: %s set '%s' (%s) left out on this device: %s",
-               set < r->nx ? "Xgemm" : "XgemmDirect", r->sets[set], r->origin[set], why);
+        cf_log(&ctx->log, CF_LOG_INFO, "gemm search: %s '%s' (%s) left out on this device: %s",
+               slot_kind(r, set), r->sets[set], r->origin[set], why);
     r->left_out[set] = true;
 }
 
 /* Times the sets in order(); false when the first (the reference) failed. */
-static bool time_sets(cf_ctx *ctx, cf_gs_record *r, cf_gs_class *c, const shape *s,
+static bool time_sets(cf_ctx *ctx, cf_gs_record *r, cf_gs_class *c, shape *s,
                       float *ref, float *out, double start)
 {
     const cf_gemm_search_limits lim = cf_gemm_search_get_limits();
     char what[96];
     snprintf(what, sizeof what, "tuning GEMM %ux%ux%u%s", c->m, c->n, c->k,
              c->strided ? " batched" : "");
-    size_t sets[CF_GS_SETS];
+    size_t sets[CF_GS_SLOTS];
     const size_t n = order(r, c, sets);
     if (ctx->progress) ctx->progress(what, 0, n, ctx->progress_user);
     size_t done = 0;
@@ -173,15 +198,18 @@ static bool time_sets(cf_ctx *ctx, cf_gs_record *r, cf_gs_class *c, const shape 
             continue;
         }
         const bool direct = set >= r->nx;
-        /* the switch sends every product to the kernel being timed */
+        s->tiled = r->nt && set == cf_gs_tiled_slot(r);
+        /* the switch sends every product to the CLBlast kernel being timed */
         int status = 0;
-        const bool ran = cf_gs_apply(ctx, r, direct ? 0 : (int)set, direct ? (int)set : (int)r->nx,
-                                     direct ? CF_GS_ALL_DIRECT : 1) &&
+        const bool ran = (s->tiled || cf_gs_apply(ctx, r, direct ? 0 : (int)set,
+                                                  direct ? (int)set : (int)r->nx,
+                                                  direct ? CF_GS_ALL_DIRECT : 1)) &&
                          checked_run(ctx, s, done ? out : ref, &status);
         if (!ran && !done) return false;
         if (!ran) {
             char why[96];
-            snprintf(why, sizeof why, "its call failed (CLBlast status %d)", status);
+            snprintf(why, sizeof why, "its call failed (%s status %d)",
+                     s->tiled ? "clformer" : "CLBlast", status);
             cf_clear_error();
             leave_out(ctx, r, c, set, why);
             continue;
@@ -195,9 +223,10 @@ static bool time_sets(cf_ctx *ctx, cf_gs_record *r, cf_gs_class *c, const shape 
         timing += cf_now_s() - t0;
         if (t <= 0) leave_out(ctx, r, c, set, "its timed calls failed");
         else c->ms[set] = (float)(1e3 * t) > 0 ? (float)(1e3 * t) : 1e-6f;
-        cf_log(&ctx->log, CF_LOG_DEBUG, "gemm search: %s: %s set %zu: %.4f ms", what,
-               direct ? "XgemmDirect" : "Xgemm", direct ? set - r->nx : set, 1e3 * t);
+        cf_log(&ctx->log, CF_LOG_DEBUG, "gemm search: %s: %s %zu: %.4f ms", what,
+               slot_kind(r, set), direct ? set - r->nx : set, 1e3 * t);
     }
+    s->tiled = false;
     c->timed = done == n;
     if (ctx->progress) ctx->progress(what, n, n, ctx->progress_user);
     return true;
@@ -236,10 +265,17 @@ void cf_gs_time_class(cf_ctx *ctx, cf_gs_record *r, cf_gs_class *c, float alpha,
         int best = 0;
         for (size_t i = 1; i < r->nx + r->nd; i++)
             if (c->ms[i] > 0 && (c->ms[best] <= 0 || c->ms[i] < c->ms[best])) best = (int)i;
+        const float tiled = r->nt ? c->ms[cf_gs_tiled_slot(r)] : 0.0f;
+        char tiled_text[64] = "";
+        if (r->nt && tiled > 0)
+            snprintf(tiled_text, sizeof tiled_text, ", tiled kernel %.3f ms", (double)tiled);
+        else if (r->nt)
+            snprintf(tiled_text, sizeof tiled_text, ", tiled kernel left out");
         cf_log(&ctx->log, CF_LOG_INFO, "gemm search: %s%s%s %ux%ux%u x%u in %.1f s: fastest %s "
-               "set %d %.3f ms, CLBlast's own %.3f ms (Xgemm) / %.3f ms (direct)",
+               "set %d %.3f ms, CLBlast's own %.3f ms (Xgemm) / %.3f ms (direct)%s",
                c->strided ? "batched " : "", c->ta ? "T" : "N", c->tb ? "T" : "N", c->m, c->n,
                c->k, c->batch, took, best < (int)r->nx ? "Xgemm" : "XgemmDirect",
-               best < (int)r->nx ? best : best - (int)r->nx, c->ms[best], c->ms[0], c->ms[r->nx]);
+               best < (int)r->nx ? best : best - (int)r->nx, c->ms[best], c->ms[0], c->ms[r->nx],
+               tiled_text);
     }
 }

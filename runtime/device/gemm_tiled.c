@@ -13,10 +13,13 @@
  * offsets is one launch per product.
  */
 #include "gemm_provider.h"
+#include "fnv1a.h"
 #include "launch.h"
 #include "program.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 const cf_gemm_tiles cf_gemm_tile_sets[CF_GEMM_TILE_SETS] = {
     {128, 128, 16, 8, 8}, /* 256 items, 0.25 floats read from local memory a multiply-add */
@@ -45,6 +48,21 @@ bool cf_gemm_tiles_fit(const cf_ctx *ctx, const cf_gemm_tiles *t)
 {
     return cf_gemm_tiles_items(t) <= ctx->info.max_work_group_size &&
            local_bytes_of(t) <= ctx->info.local_mem_bytes;
+}
+
+bool cf_gemm_tiled_runs_on(const cf_ctx *ctx)
+{
+    return cf_gemm_tiles_fit(ctx, &cf_gemm_tile_sets[CF_GEMM_TILE_SETS - 1]);
+}
+
+clformer_status cf_gemm_tiled_identity(const cf_ctx *ctx, char *out, size_t cap)
+{
+    char *source = NULL;
+    CF_TRY(cf_program_source(ctx->kernel_dir, "gemm", &source));
+    snprintf(out, cap, "cl/gemm.cl fnv1a %016llx",
+             (unsigned long long)cf_fnv1a(CF_FNV1A_INIT, source, strlen(source)));
+    free(source);
+    return CLFORMER_OK;
 }
 
 /* The set a context forces, if the device runs it; else the first set the

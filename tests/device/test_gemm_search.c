@@ -4,10 +4,14 @@
  * which a later process reads instead of timing; results stay within the
  * GEMM tolerances and equal, bit for bit, those without the search; a set
  * that rounds differently is left out; "off" and "table" do not search; a
- * damaged file, or a spent budget, costs a search and nothing else. */
+ * damaged file, or a spent budget, costs a search and nothing else.
+ * clformer's tiled kernel is timed beside the sets where the provider was
+ * chosen by the rule, takes the calls of the shapes it wins with the same
+ * bits, and is left out where it rounds differently. */
 #include "harness.h"
 #include "buffer.h"
 #include "clblast_current.h"
+#include "clformer_check.h"
 #include "conf_gemm.h"
 #include "gemm_check.h"
 #include "fileio.h"
@@ -81,18 +85,29 @@ static int teardown(void **state)
     return 0;
 }
 
-static cf_ctx *open_ctx(const char *tuning)
+/* A context on the device under test with the provider `gemm`, the
+ * tuning word, cl/ from kernel_dir (NULL: the built-in sources), and kernel
+ * profiling where asked. */
+static cf_ctx *open_ctx_with(const char *gemm, const char *tuning, const char *kernel_dir,
+                             bool profiling)
 {
     clformer_context_params p;
     assert_ok(clformer_context_params_from_env(&p));
     p.device = hctx()->info.selector;
-    p.gemm = "clblast";
+    p.gemm = gemm;
     p.gemm_tuning = tuning;
+    p.kernel_dir = kernel_dir;
+    p.profiling = profiling;
     p.cache = true;
     p.cache_dir = cache_dir;
     clformer_context *ctx = NULL;
     assert_ok(clformer_context_create_with_params(&p, &ctx));
     return ctx;
+}
+
+static cf_ctx *open_ctx(const char *tuning)
+{
+    return open_ctx_with("clblast", tuning, NULL, false);
 }
 
 /* C = 0.75 op(A) op(B) + C on fixed random operands, C read back into `out`
@@ -330,12 +345,211 @@ static void a_spent_budget_times_nothing(void **state)
     cf_gemm_search_set_limits(&saved);
 }
 
+/* Whether the tiled kernel (from kernel_dir, NULL: built in) gives the
+ * numbers of CLBlast's own sets on shape i. */
+static bool tiled_rounds_like_clblast(size_t i, const char *kernel_dir)
+{
+    const shape *s = &test_shapes()[i];
+    const size_t nc = s->m * s->n * s->batch;
+    float *own = malloc(nc * sizeof *own), *tiled = malloc(nc * sizeof *tiled);
+    assert_true(own && tiled);
+    cf_ctx *plain = open_ctx("off"), *ours = open_ctx_with("tiled", "off", kernel_dir, false);
+    run_shape(plain, s, own);
+    run_shape(ours, s, tiled);
+    clformer_context_free(plain);
+    clformer_context_free(ours);
+    const bool same = memcmp(own, tiled, nc * sizeof *own) == 0;
+    free(own), free(tiled);
+    return same;
+}
+
+static void set_tiled(cf_gemm_search_tiled tiled)
+{
+    cf_gemm_search_limits l = cf_gemm_search_get_limits();
+    l.tiled = tiled;
+    cf_gemm_search_set_limits(&l);
+}
+
+/* The time field of slot `slot` on the file's first shape line: 1 a time,
+ * 0 left out ('-'). */
+static int slot_timed(const char *path, int slot)
+{
+    char *text = NULL;
+    size_t size = 0;
+    assert_ok(cf_read_file(path, &text, &size));
+    char *line = strstr(text, "\nshape ");
+    assert_non_null(line);
+    char *field = strchr(line, ':');
+    assert_non_null(field);
+    for (int i = 0; i <= slot; i++) {
+        field += 1 + strspn(field + 1, " ");
+        if (i < slot) field = strchr(field, ' ');
+        assert_non_null(field);
+    }
+    const int timed = *field != '-';
+    free(text);
+    return timed;
+}
+
+/* The file's header: "tiled 0 cl/gemm.cl fnv1a ..." after the sets, so its
+ * times are the last field of a shape line; 0 when it has none. */
+static int tiled_slot_of(const char *path)
+{
+    char *text = NULL;
+    size_t size = 0;
+    assert_ok(cf_read_file(path, &text, &size));
+    int slots = 0, tiled = 0;
+    for (char *p = text; p && *p && strncmp(p, "shape ", 6);
+         p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (!strncmp(p, "xgemm ", 6) || !strncmp(p, "direct ", 7)) slots++;
+        if (!strncmp(p, "tiled 0 cl/gemm.cl fnv1a ", 25)) tiled = slots;
+    }
+    free(text);
+    return tiled;
+}
+
+/* Timed where the provider is chosen by the rule (or the limits say so),
+ * never where a context names CLBlast; the shapes it wins go to it. */
+static void the_tiled_kernel_is_timed_beside_the_sets(void **state)
+{
+    (void)state;
+    cf_ctx *named = open_ctx("search"); /* CLFORMER_GEMM=clblast: CLBlast alone */
+    run_and_compare(named, 1);
+    cf_gemm_search_stats s = stats_of(named);
+    assert_false(s.tiled);
+    assert_int_equal(tiled_slot_of(s.cache_path), 0);
+    clformer_context_free(named);
+    cf_gemm_release_caches();
+
+    set_tiled(CF_GS_TILED_ON);
+    cf_ctx *ctx = open_ctx("search");
+    run_and_compare(ctx, N_SHAPES);
+    s = stats_of(ctx);
+    assert_true(s.tiled);
+    const int slot = tiled_slot_of(s.cache_path);
+    assert_true(slot > 0);
+    const bool same = tiled_rounds_like_clblast(0, NULL);
+    print_message("the tiled kernel %s CLBlast's own sets\n",
+                  same ? "rounds like" : "rounds differently from");
+    assert_int_equal(slot_timed(s.cache_path, slot), same);
+    /* on the shapes where it is faster, the calls went to it, same numbers */
+    assert_int_equal(s.tiled_calls > 0, s.tiled_shapes > 0);
+    clformer_context_free(ctx);
+}
+
+/* Preferred (as if it won everywhere): the calls of every shape go to it,
+ * with CLBlast's numbers; a later process reads its times and sends them
+ * there without timing; a kernel that rounds differently is left out, and
+ * the calls stay on CLBlast. */
+static void the_calls_go_to_a_winning_tiled_kernel(void **state)
+{
+    (void)state;
+    if (!tiled_rounds_like_clblast(0, NULL) || !tiled_rounds_like_clblast(1, NULL)) {
+        print_message("the tiled kernel rounds differently from CLBlast here: it never "
+                      "takes calls (the_tiled_kernel_is_timed_beside_the_sets checks that)\n");
+        skip();
+    }
+    set_tiled(CF_GS_TILED_PREFERRED);
+    cf_ctx *ctx = open_ctx("search");
+    run_and_compare(ctx, N_SHAPES);
+    cf_gemm_search_stats s = stats_of(ctx);
+    assert_int_equal(s.tiled_shapes, N_SHAPES);
+    assert_true(s.tiled_calls >= 2 * N_SHAPES); /* run_and_compare: each shape twice, and more */
+    /* what gemm_bench prints: the shape's kernel now */
+    const shape *first = &test_shapes()[0];
+    const clformer_gemm_shape g = {first->ta, first->tb, first->m, first->n, first->k,
+                                   first->batch};
+    const char *kernel = NULL;
+    assert_ok(clformer_check_gemm_kernel(ctx, &g, &kernel));
+    assert_string_equal(kernel, "tiled");
+    cf_ctx *plain = open_ctx("off");
+    assert_ok(clformer_check_gemm_kernel(plain, &g, &kernel));
+    assert_string_equal(kernel, "clblast");
+    clformer_context_free(plain);
+    const clformer_gemm_shape empty = {false, false, 0, 4, 4, 1};
+    assert_int_equal(clformer_check_gemm_kernel(ctx, &empty, &kernel),
+                     CLFORMER_ERR_INVALID_ARGUMENT);
+    clformer_context_free(ctx);
+    cf_gemm_release_caches();
+
+    ctx = open_ctx_with("clblast", "search", NULL, true);
+    run_and_compare(ctx, N_SHAPES);
+    s = stats_of(ctx);
+    assert_int_equal(s.timed, 0);
+    assert_int_equal(s.from_cache, N_SHAPES);
+    assert_true(s.tiled_calls >= 2 * N_SHAPES);
+    /* and ran there: the profile names cl/gemm.cl's kernel, never CLBlast */
+    clformer_kernel_time families[16];
+    clformer_named_kernel_time kernels[16];
+    size_t nf = 0, nk = 0;
+    assert_ok(clformer_context_kernel_times_named(ctx, families, 16, &nf, kernels, 16, &nk));
+    unsigned tiled_launches = 0;
+    for (size_t i = 0; i < nk; i++) {
+        print_message("kernel %s: %u\n", kernels[i].kernel, kernels[i].time.count);
+        assert_string_not_equal(kernels[i].kernel, "gemm"); /* a CLBlast call */
+        if (!strcmp(kernels[i].kernel, "gemm_tiled")) tiled_launches = kernels[i].time.count;
+    }
+    assert_int_equal(tiled_launches, s.tiled_calls);
+    clformer_context_free(ctx);
+    cf_gemm_release_caches();
+
+    /* cl/ with a gemm.cl whose alpha is an ulp off: other numbers */
+    char dir[] = "/tmp/clformer-gemm-kdir-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    const char *src = getenv("CLFORMER_SOURCE_DIR");
+    assert_non_null(src);
+    char from[1024], to[1024];
+    snprintf(from, sizeof from, "%s/cl", src);
+    DIR *d = opendir(from);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        char *text = NULL;
+        size_t size = 0;
+        snprintf(from, sizeof from, "%s/cl/%s", src, e->d_name);
+        assert_ok(cf_read_file(from, &text, &size));
+        char *at = strcmp(e->d_name, "gemm.cl") ? NULL : strstr(text, "fma(alpha, v[j]");
+        snprintf(to, sizeof to, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(to, "w");
+        assert_non_null(f);
+        if (at) {
+            fwrite(text, 1, (size_t)(at - text), f);
+            fputs("fma(alpha * 1.0000001f, v[j]", f);
+            fputs(at + strlen("fma(alpha, v[j]"), f);
+        } else {
+            fwrite(text, 1, size, f);
+        }
+        fclose(f);
+        free(text);
+    }
+    closedir(d);
+    assert_false(tiled_rounds_like_clblast(0, dir));
+    ctx = open_ctx_with("clblast", "search", dir, false);
+    run_and_compare(ctx, 1);
+    s = stats_of(ctx);
+    assert_true(s.tiled);
+    assert_int_equal(s.tiled_calls, 0);
+    assert_true(s.rejected >= 1);
+    assert_int_equal(slot_timed(s.cache_path, tiled_slot_of(s.cache_path)), 0);
+    clformer_context_free(ctx);
+    d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(to, sizeof to, "%s/%s", dir, e->d_name);
+        unlink(to);
+    }
+    if (d) closedir(d);
+    rmdir(dir);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(times_then_reads_the_file, setup, teardown),
     cmocka_unit_test_setup_teardown(only_search_and_auto_search, setup, teardown),
     cmocka_unit_test_setup_teardown(damaged_files_are_timed_again, setup, teardown),
     cmocka_unit_test_setup_teardown(sets_that_round_differently_are_left_out, setup, teardown),
     cmocka_unit_test_setup_teardown(a_spent_budget_times_nothing, setup, teardown),
+    cmocka_unit_test_setup_teardown(the_tiled_kernel_is_timed_beside_the_sets, setup, teardown),
+    cmocka_unit_test_setup_teardown(the_calls_go_to_a_winning_tiled_kernel, setup, teardown),
 };
 
 HARNESS_DEVICE_MAIN("gemm_search", tests)

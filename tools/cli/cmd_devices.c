@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* The GEMM provider this device gets under CLFORMER_GEMM; NULL (with the
  * reason recorded) where CLFORMER_GEMM names one it cannot use. */
@@ -32,6 +33,19 @@ static bool gemm_searched(const clformer_device_profile *p)
     const char *t = params.gemm_tuning;
     if (t && !strcmp(t, "search")) return true;
     return p->gemm_search && (!t || !*t || !strcmp(t, "1") || !strcmp(t, "auto"));
+}
+
+/* Whether the GEMM search also times clformer's tiled kernel on this device
+ * (runtime/device/gemm_search.h): where CLFORMER_GEMM leaves the choice to
+ * the rule and the device takes the tiled provider. */
+static bool tiled_in_search(const clformer_device_info *d)
+{
+    clformer_context_params params;
+    clformer_gemm_provider p;
+    if (clformer_context_params_from_env(&params) != CLFORMER_OK) return false;
+    const char *g = params.gemm;
+    const bool chosen_by_rule = !g || !*g || !strcasecmp(g, "auto");
+    return chosen_by_rule && clformer_gemm_provider_for(d, "tiled", &p) == CLFORMER_OK;
 }
 
 /* The device profile a context on this device would make under
@@ -157,11 +171,14 @@ static void print_table(const clformer_device_info *d, size_t n, long selected)
         } else if (strcmp(gemm, "tiled") == 0)
             printf("        gemm      tiled: clformer's own kernel (cl/gemm.cl), as CLFORMER_GEMM "
                    "asks\n");
+        else if (!(profile_of(x, &p) && gemm_searched(&p)))
+            printf("        gemm      clblast%s\n", x->native_kernels ? "" : " (no native kernels)");
         else
-            printf("        gemm      clblast%s%s\n", x->native_kernels ? "" : " (no native kernels)",
-                   profile_of(x, &p) && gemm_searched(&p)
-                       ? "; its parameters searched per shape on first use (CLFORMER_GEMM_TUNING)"
-                       : "");
+            printf("        gemm      clblast%s; its parameters searched per shape on first use%s "
+                   "(CLFORMER_GEMM_TUNING)\n",
+                   x->native_kernels ? "" : " (no native kernels)",
+                   tiled_in_search(x) ? ", and clformer's tiled kernel where faster, same bits"
+                                      : "");
     }
 }
 
