@@ -9,7 +9,9 @@
  *              [--model PRESET --batch B --len T [--vocab V]] [--peak] [--tiles B]
  *
  * prints one line per shape: name, m n k batch, milliseconds, GFLOP/s (and
- * with --peak the share of the device's FMA peak, clformer_context_roofline).
+ * with --peak the share of the device's FMA peak, clformer_context_roofline),
+ * and "tiled" where CLBlast's per-shape search sends the shape to
+ * clformer's own kernel (clformer_check_gemm_kernel).
  * Shapes: d_model 256 and 512, N = 1024 and 4096 rows, d_ff = 4 d_model,
  * vocabulary 8000, attention with T = 32 at 64 and 256 (batch x heads);
  * --quick: N = 1024 and 64 only; --model: instead, every distinct product
@@ -178,11 +180,12 @@ static int time_direct(const clformer_gemm_shape *g, double min_time, double *ms
 }
 #endif
 
-static void print_row(const shape *s, double ms, double gflops, double peak)
+static void print_row(const shape *s, double ms, double gflops, double peak, const char *kernel)
 {
     printf("%-26s %5zu %5zu %5zu %4zu %10.3f %7.1f", s->name, s->g.m, s->g.n, s->g.k,
            s->g.batch, ms, gflops);
     if (peak > 0) printf(" %6.1f%%", 100.0 * gflops / peak);
+    if (kernel && !strcmp(kernel, "tiled")) printf("  tiled"); /* the search chose cl/gemm.cl */
     printf("\n");
     fflush(stdout);
 }
@@ -265,7 +268,7 @@ int main(int argc, char **argv)
             double ms = 0, gflops = 0;
             if (only && !strstr(shapes[i].name, only)) continue;
             if (time_direct(&shapes[i].g, min_time, &ms, &gflops) != 0) return 1;
-            print_row(&shapes[i], ms, gflops, 0.0);
+            print_row(&shapes[i], ms, gflops, 0.0, NULL);
         }
         return 0;
 #else
@@ -305,9 +308,11 @@ int main(int argc, char **argv)
         const shape *s = &shapes[i];
         if (only && !strstr(s->name, only)) continue;
         double ms = 0, gflops = 0;
+        const char *kernel = NULL;
         st = clformer_check_gemm_time(ctx, &s->g, min_time, &ms, &gflops);
+        if (st == CLFORMER_OK) st = clformer_check_gemm_kernel(ctx, &s->g, &kernel);
         if (st != CLFORMER_OK) break;
-        print_row(s, ms, gflops, roof.fma_gflops);
+        print_row(s, ms, gflops, roof.fma_gflops, kernel);
     }
     if (st != CLFORMER_OK) fprintf(stderr, "gemm_bench: %s\n", clformer_last_error());
     clformer_context_free(ctx);
