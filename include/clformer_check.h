@@ -74,9 +74,10 @@ CLFORMER_API clformer_status clformer_check_gemm_time(clformer_context *ctx,
                                                       double *gflops);
 
 /* Which kernel the context's provider runs `shape` with now: "clblast",
- * "host", or "tiled" (the tiled provider's, or where the GEMM search sends
- * the shape there: runtime/device/gemm_search.h; a shape it has not seen
- * yet says "clblast"). For tuning (gemm_bench marks such rows). */
+ * "host", "tiled" (the tiled provider's), or "tiled 128x128", "tiled
+ * 64x64" or "tiled 32x32" where the GEMM search sends the shape to the tiled
+ * kernel with that tile set (runtime/device/gemm_search.h; a shape it has
+ * not seen yet says "clblast"). For tuning (gemm_bench marks such rows). */
 CLFORMER_API clformer_status clformer_check_gemm_kernel(clformer_context *ctx,
                                                         const clformer_gemm_shape *shape,
                                                         const char **kernel);

@@ -17,8 +17,8 @@ import sys
 
 def rows(d, name):
     """A gemm_bench log's rows by product name: ((m, n, k, batch), GFLOP/s,
-    % of peak, whether the search sent it to the tiled kernel), and the FMA
-    peak it printed ("" when none)."""
+    % of peak, the block of the tiled kernel the search sent it to or None),
+    and the FMA peak it printed ("" when none)."""
     out = {}
     path = os.path.join(d, name + ".log")
     if not os.path.exists(path):
@@ -28,11 +28,11 @@ def rows(d, name):
         m = re.match(r"# FMA peak ([0-9.]+)", line)
         if m:
             peak = m.group(1)
-        m = re.match(r"(.+?)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)%(\s+tiled)?",
-                     line)
+        m = re.match(r"(.+?)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+([0-9.]+)%"
+                     r"(?:\s+tiled (\d+)x\d+)?", line)
         if m:
             out[m.group(1)] = (m.group(2, 3, 4, 5), float(m.group(7)), float(m.group(8)),
-                               bool(m.group(9)))
+                               m.group(9))
     return out, peak
 
 
@@ -68,8 +68,9 @@ def toks(j):
 
 
 def cell(r):
-    """GFLOP/s and % of peak; "(tiled)" where the search chose clformer's kernel."""
-    return ("%.0f%s | %.1f%%" % (r[1], " (tiled)" if r[3] else "", r[2])) if r else "- | -"
+    """GFLOP/s and % of peak; "(tiled B)" where the search chose clformer's
+    kernel with B x B blocks."""
+    return ("%.0f%s | %.1f%%" % (r[1], " (tiled %s)" % r[3] if r[3] else "", r[2])) if r else "- | -"
 
 
 def gemm_tables(d):

@@ -31,11 +31,11 @@ clformer_status cf_gemm_clblast(cf_ctx *ctx, const cf_gemm_call *g)
      * Oclgrind 21.10 then misreports reads of recycled buffers as
      * uninitialised (see cf_buffer_free): there, run the products one by one. */
     if (g->a_offs && ctx->device_profile.batched_gemm_one_by_one) return one_by_one(ctx, g);
-    bool tiled = false;
-    void *held = ctx->gemm_search ? cf_gemm_search_before(ctx, g, &tiled) : NULL;
-    if (tiled) { /* the search measured clformer's kernel faster on this shape, same bits */
+    int tiled_set = -1;
+    void *held = ctx->gemm_search ? cf_gemm_search_before(ctx, g, &tiled_set) : NULL;
+    if (tiled_set >= 0) { /* the search measured clformer's kernel faster here, same bits */
         cf_gemm_search_after(held);
-        return cf_gemm_tiled(ctx, g);
+        return cf_gemm_tiled_with(ctx, g, tiled_set);
     }
     cl_event begin = cf_profile_begin(ctx);
     int err;

@@ -39,6 +39,9 @@ clformer_status cf_gemm_check_int_sizes(const cf_gemm_call *call);
 clformer_status cf_gemm_clblast(cf_ctx *ctx, const cf_gemm_call *call);
 clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *call);
 clformer_status cf_gemm_tiled(cf_ctx *ctx, const cf_gemm_call *call);
+/* The tiled provider with tile set `set` (an index of cf_gemm_tile_sets),
+ * or with the set the context forces or the shape gets where set < 0. */
+clformer_status cf_gemm_tiled_with(cf_ctx *ctx, const cf_gemm_call *call, int set);
 
 /* The tiled provider's tile sets (gemm_tiled.c), largest first: a gm x gn
  * block of C a work-group, k by gk, wm x wn outputs an item. */

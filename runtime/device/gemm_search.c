@@ -118,23 +118,37 @@ static float clblast_ms(const cf_gs_class *c, int x, int d, size_t sw)
     return ms > 0.0f ? ms : 0.0f;
 }
 
-/* The tiled kernel's time on a class, 0 where it has none (not a
- * candidate, left out on the device, or not timed). */
-static float tiled_ms(const cf_gs_record *r, const cf_gs_class *c)
+/* The tiled kernel's fastest slot on a class and its time, -1 where it has
+ * none (not a candidate, left out on the device, or not timed). */
+static int tiled_best(const cf_gs_record *r, const cf_gs_class *c, float *ms)
 {
-    const size_t t = cf_gs_tiled_slot(r);
-    return r->nt && !r->left_out[t] && c->ms[t] > 0.0f ? c->ms[t] : 0.0f;
+    int best = -1;
+    *ms = 0.0f;
+    for (size_t i = cf_gs_tiled_slot(r); i < cf_gs_slots(r); i++)
+        if (!r->left_out[i] && c->ms[i] > 0.0f && (best < 0 || c->ms[i] < *ms))
+            best = (int)i, *ms = c->ms[i];
+    return best;
 }
 
-/* Whether a class's calls go to the tiled kernel under the sets chosen:
- * where it is faster than the set CLBlast would run them with. */
-static bool goes_tiled(const cf_gs_record *r, const cf_gs_class *c)
+static float tiled_ms(const cf_gs_record *r, const cf_gs_class *c)
 {
-    const float t = tiled_ms(r, c);
-    if (t <= 0.0f || c->untimable) return false;
-    if (limits.tiled == CF_GS_TILED_PREFERRED) return true;
+    float ms;
+    tiled_best(r, c, &ms);
+    return ms;
+}
+
+/* The tile set (an index of cf_gemm_tile_sets) a class's calls go to under
+ * the sets chosen: its fastest, where that beats the set CLBlast would run
+ * them with; -1: CLBlast. */
+static int tiled_route(const cf_gs_record *r, const cf_gs_class *c)
+{
+    float t;
+    const int slot = tiled_best(r, c, &t);
+    if (slot < 0 || c->untimable) return -1;
+    const int set = r->tiled_set[slot - (int)cf_gs_tiled_slot(r)];
+    if (limits.tiled == CF_GS_TILED_PREFERRED) return set;
     const float own = clblast_ms(c, r->want_x, r->want_d, r->want_switch);
-    return own > 0.0f && t < own;
+    return own > 0.0f && t < own ? set : -1;
 }
 
 /* Whether the search may send this context's calls to the tiled kernel: a
@@ -209,7 +223,7 @@ static void choose(cf_ctx *ctx, cf_gs_record *r)
     size_t tiled = 0, used = 0;
     for (size_t i = 0; i < r->n_classes; i++) {
         used += r->classes[i].in_use;
-        tiled += r->classes[i].in_use && goes_tiled(r, &r->classes[i]);
+        tiled += r->classes[i].in_use && tiled_route(r, &r->classes[i]) >= 0;
     }
     cf_log(&ctx->log, CF_LOG_INFO,
            "gemm search: Xgemm set %d (%s), XgemmDirect set %d (%s), direct below %zu^3, "
@@ -265,25 +279,31 @@ static void fill_sets(cf_ctx *ctx, cf_gs_record *r, const char *own_x, const cha
     }
 }
 
-/* The tiled kernel as the last slot, where it is a candidate (gemm_search.h):
- * its text names its source's hash, so that a file of times made with
+/* The tiled kernel, once per tile set the device runs, as the last slots,
+ * where it is a candidate (gemm_search.h): the search measures which set
+ * suits a shape (all give the same bits: test_gemm_tiles). A slot's text
+ * names the block and the source's hash, so that a file of times made with
  * another cl/gemm.cl is not read. */
 static void add_tiled(cf_ctx *ctx, cf_gs_record *r)
 {
     r->nt = 0;
-    if (limits.tiled == CF_GS_TILED_OFF || (limits.tiled == CF_GS_TILED_AUTO && !ctx->gemm_auto) ||
-        !cf_gemm_tiled_runs_on(ctx))
+    if (limits.tiled == CF_GS_TILED_OFF || (limits.tiled == CF_GS_TILED_AUTO && !ctx->gemm_auto))
         return;
-    char id[CF_GS_TEXT];
+    char id[64];
     if (cf_gemm_tiled_identity(ctx, id, sizeof id) != CLFORMER_OK) {
         cf_log(&ctx->log, CF_LOG_WARN, "gemm search: the tiled kernel is left out: %s",
                clformer_last_error());
         cf_clear_error();
         return;
     }
-    snprintf(r->sets[cf_gs_tiled_slot(r)], CF_GS_TEXT, "%s", id);
-    r->origin[cf_gs_tiled_slot(r)] = "clformer's own kernel (cl/gemm.cl)";
-    r->nt = 1;
+    for (int set = 0; set < CF_GEMM_TILE_SETS; set++) {
+        const cf_gemm_tiles *t = &cf_gemm_tile_sets[set];
+        if (!cf_gemm_tiles_fit(ctx, t)) continue;
+        const size_t slot = cf_gs_tiled_slot(r) + r->nt;
+        snprintf(r->sets[slot], CF_GS_TEXT, "%dx%d %s", t->gm, t->gn, id);
+        r->origin[slot] = "clformer's own kernel (cl/gemm.cl)";
+        r->tiled_set[r->nt++] = set;
+    }
 }
 
 static cf_gs_record *make_record(cf_ctx *ctx)
@@ -305,8 +325,8 @@ static cf_gs_record *make_record(cf_ctx *ctx)
     r->want_switch = r->cur_switch = r->own_switch;
     r->cur_known = true; /* CLBlast has its own sets now */
     cf_gs_file_open(ctx, r);
-    cf_log(&ctx->log, CF_LOG_INFO, "gemm search on: %zu Xgemm and %zu XgemmDirect sets%s, times in %s",
-           r->nx, r->nd, r->nt ? " and the tiled kernel" : "",
+    cf_log(&ctx->log, CF_LOG_INFO, "gemm search on: %zu Xgemm and %zu XgemmDirect sets and the "
+           "tiled kernel with %zu tile sets, times in %s", r->nx, r->nd, r->nt,
            r->path[0] ? r->path : "memory only (no cache directory)");
     return r;
 }
@@ -376,9 +396,9 @@ static void first_use(cf_ctx *ctx, cf_gs_record *r, const cf_gemm_call *g, cf_gs
     r->pending = true;
 }
 
-void *cf_gemm_search_before(cf_ctx *ctx, const cf_gemm_call *g, bool *tiled)
+void *cf_gemm_search_before(cf_ctx *ctx, const cf_gemm_call *g, int *tiled_set)
 {
-    *tiled = false;
+    *tiled_set = -1;
     cf_gs_record *r = record_of(ctx->device);
     if (!r) return NULL;
     pthread_mutex_lock(&r->lock);
@@ -400,8 +420,7 @@ void *cf_gemm_search_before(cf_ctx *ctx, const cf_gemm_call *g, bool *tiled)
         c->in_use = true;
         c->calls++;
     }
-    if (c && may_route(ctx) && goes_tiled(r, c)) {
-        *tiled = true;
+    if (c && may_route(ctx) && (*tiled_set = tiled_route(r, c)) >= 0) {
         r->tiled_calls++;
         return r;
     }
@@ -411,16 +430,16 @@ void *cf_gemm_search_before(cf_ctx *ctx, const cf_gemm_call *g, bool *tiled)
     return r; /* held until cf_gemm_search_after: the call runs with these sets */
 }
 
-bool cf_gemm_search_routes_tiled(const cf_ctx *ctx, const cf_gemm_call *g)
+int cf_gemm_search_tiled_set(const cf_ctx *ctx, const cf_gemm_call *g)
 {
     cf_gs_record *r = ctx->gemm_search ? record_of(ctx->device) : NULL;
-    if (!r) return false;
+    if (!r) return -1;
     pthread_mutex_lock(&r->lock);
     const cf_gs_class key = key_of(g);
     const cf_gs_class *c = cf_gs_find(r, &key);
-    const bool tiled = c && may_route(ctx) && goes_tiled(r, c);
+    const int set = c && may_route(ctx) ? tiled_route(r, c) : -1;
     pthread_mutex_unlock(&r->lock);
-    return tiled;
+    return set;
 }
 
 void cf_gemm_search_after(void *held)
@@ -460,10 +479,10 @@ bool cf_gemm_search_stats_for(const cf_ctx *ctx, cf_gemm_search_stats *s)
     pthread_mutex_lock(&r->lock);
     for (size_t i = 0; i < r->n_classes; i++) {
         s->shapes += r->classes[i].in_use;
-        s->tiled_shapes += r->classes[i].in_use && goes_tiled(r, &r->classes[i]);
+        s->tiled_shapes += r->classes[i].in_use && tiled_route(r, &r->classes[i]) >= 0;
     }
     for (size_t i = 0; i < cf_gs_slots(r); i++) s->rejected += r->left_out[i];
-    s->tiled = r->nt != 0, s->tiled_calls = r->tiled_calls;
+    s->tiled = r->nt, s->tiled_calls = r->tiled_calls;
     s->timed = r->timed, s->from_cache = r->from_cache, s->skipped = r->skipped;
     s->choices = r->choices, s->seconds = r->spent_s;
     s->xgemm = r->want_x, s->direct = r->want_d - (int)r->nx, s->switch_size = r->want_switch;

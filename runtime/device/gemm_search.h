@@ -37,9 +37,10 @@
  * clformer's own kernel. Where the context's GEMM provider was chosen
  * automatically (CLFORMER_GEMM unset or auto) and the device runs the tiled
  * provider's kernel (cl/gemm.cl, gemm_tiled.c), each shape also times that
- * kernel, under the same rule: it takes part only where its result equals
- * CLBlast's own bit for bit. A shape whose time with it beats its time
- * under the CLBlast sets chosen goes to it, call by call: unlike CLBlast's
+ * kernel with each tile set the device runs, under the same rule: it takes
+ * part only where its result equals CLBlast's own bit for bit. A shape whose
+ * time with its fastest tile set beats its time under the CLBlast sets
+ * chosen goes to it, with that set, call by call: unlike CLBlast's
  * sets it costs nothing to switch, so each shape gets whichever is faster
  * for it. So clformer's kernel runs only where measurement shows it wins
  * (issue 28), and results stay those of CLBlast's own sets.
@@ -103,15 +104,17 @@ void cf_gemm_search_release(void *held);
  * the call's own) and applies the chosen sets; the device's sets stay as
  * they are until `after` gets what `before` returned, so two contexts on one
  * device in two threads never run with a candidate that is being checked.
- * *tiled says whether the call goes to the tiled kernel instead (the caller
- * may then call `after` at once). Failures in the search are logged and the
+ * *tiled_set >= 0 says that the call goes to the tiled kernel instead, with
+ * that tile set (an index of cf_gemm_tile_sets; the caller may then call
+ * `after` at once). Failures in the search are logged and the
  * call runs with the current sets. */
-void *cf_gemm_search_before(cf_ctx *ctx, const cf_gemm_call *call, bool *tiled);
+void *cf_gemm_search_before(cf_ctx *ctx, const cf_gemm_call *call, int *tiled_set);
 void cf_gemm_search_after(void *held);
 
-/* Whether the context's calls of this shape go to the tiled kernel now (as
- * `before` would say for a shape it has seen; no timing, nothing counted). */
-bool cf_gemm_search_routes_tiled(const cf_ctx *ctx, const cf_gemm_call *call);
+/* The tile set the context's calls of this shape go to the tiled kernel
+ * with now, -1 for CLBlast (as `before` would say for a shape it has seen;
+ * no timing, nothing counted). */
+int cf_gemm_search_tiled_set(const cf_ctx *ctx, const cf_gemm_call *call);
 
 /* Forgets every device's record when the last context closes, after
  * handing CLBlast back the sets each device had when its search began
@@ -125,7 +128,7 @@ typedef struct {
     size_t from_cache;    /* of them read from the file */
     size_t skipped;       /* too small, or past the budget */
     size_t rejected;      /* candidate sets left out: they round differently or failed */
-    bool tiled;           /* the tiled kernel is a candidate on this device */
+    size_t tiled;         /* the tiled kernel's tile sets that are candidates here */
     size_t tiled_shapes;  /* kinds of product in use that go to it */
     size_t tiled_calls;   /* calls that went to it */
     size_t choices;       /* times the sets in force changed */

@@ -3,7 +3,7 @@
  * kernel cache: $CLFORMER_CACHE_DIR/gemm-<16 hex digits>.txt, the digits an
  * FNV-1a hash of its header. The header says what the times hold for (the
  * platform, device, driver, CLBlast's own switch and every set timed, in
- * order, then the tiled kernel's source hash where it is timed too); a file whose header differs (another driver, another CLBlast,
+ * order, then the tiled kernel's tile sets and source hash where it is timed too); a file whose header differs (another driver, another CLBlast,
  * other candidates) or that does not parse is ignored and replaced at the
  * next save. Then one line per kind of product:
  *
@@ -62,7 +62,8 @@ static char *make_header(const cf_ctx *ctx, const cf_gs_record *r)
     for (size_t i = 0; ok && i < r->nx + r->nd; i++)
         ok = append(&s, &len, &cap, "%s %zu %s\n", i < r->nx ? "xgemm" : "direct",
                     i < r->nx ? i : i - r->nx, r->sets[i]);
-    if (ok && r->nt) ok = append(&s, &len, &cap, "tiled 0 %s\n", r->sets[cf_gs_tiled_slot(r)]);
+    for (size_t i = 0; ok && i < r->nt; i++)
+        ok = append(&s, &len, &cap, "tiled %zu %s\n", i, r->sets[cf_gs_tiled_slot(r) + i]);
     if (!ok) {
         free(s);
         return NULL;

@@ -12,12 +12,13 @@
 #include <pthread.h>
 
 #define CF_GS_SETS (CF_GEMM_SEARCH_XGEMM + CF_GEMM_SEARCH_DIRECT)
-#define CF_GS_SLOTS (CF_GS_SETS + 1) /* CLBlast's sets, then the tiled kernel */
+#define CF_GS_SLOTS (CF_GS_SETS + CF_GEMM_TILE_SETS) /* CLBlast's sets, the tiled kernel's */
 #define CF_GS_TEXT 512       /* one kernel's parameters as text */
 #define CF_GS_ALL_DIRECT 65536 /* XGEMM_MIN_INDIRECT_SIZE that sends every product direct */
 
 /* One kind of product: its key (size classes) and the times of every set
- * (and of the tiled kernel) on the one shape of that kind that was timed. */
+ * (and of the tiled kernel's tile sets) on the one shape of that kind that
+ * was timed. */
 typedef struct {
     bool strided, ta, tb;          /* strided: CLBlast's strided-batched routine (batch > 1) */
     uint32_t mc, nc, kc, bc;       /* size classes of m, n, k, batch (cf_gs_size_class) */
@@ -33,11 +34,13 @@ typedef struct cf_gs_record {
     cl_device_id device;
     pthread_mutex_t lock;
     /* the slots: 0..nx-1 Xgemm sets (0: CLBlast's own), nx..nx+nd-1
-     * XgemmDirect sets (nx: own), and with nt = 1 the tiled kernel at nx+nd
-     * (its text: what identifies its source) */
+     * XgemmDirect sets (nx: own), then the tiled kernel with each of the nt
+     * tile sets the device runs (index tiled_set[i] of cf_gemm_tile_sets at
+     * slot nx+nd+i; its text: what identifies the kernel's source) */
     char sets[CF_GS_SLOTS][CF_GS_TEXT];
     const char *origin[CF_GS_SLOTS];
     size_t nx, nd, nt;
+    int tiled_set[CF_GEMM_TILE_SETS];
     size_t own_switch;             /* CLBlast's own XGEMM_MIN_INDIRECT_SIZE */
     bool left_out[CF_GS_SLOTS];    /* rounds differently or failed somewhere on this device */
     cf_gs_class *classes;
@@ -59,7 +62,7 @@ typedef struct cf_gs_record {
 } cf_gs_record;
 
 static inline size_t cf_gs_slots(const cf_gs_record *r) { return r->nx + r->nd + r->nt; }
-static inline size_t cf_gs_tiled_slot(const cf_gs_record *r) { return r->nx + r->nd; }
+static inline size_t cf_gs_tiled_slot(const cf_gs_record *r) { return r->nx + r->nd; } /* the first */
 
 /* The size class of x >= 1: the smallest of 1, 2, 3, 4, 6, 8, 12, ... (powers
  * of two and 1.5 times them) that is >= x. Products of one class share times. */
@@ -69,7 +72,7 @@ uint32_t cf_gs_size_class(size_t x);
  * (only the kernels that differ from what it has); false on failure (logged). */
 bool cf_gs_apply(cf_ctx *ctx, cf_gs_record *r, int x, int d, size_t sw);
 
-/* Times every set of `r` (and the tiled kernel) on `c`'s shape (c->m..
+/* Times every set of `r` (and the tiled kernel's tile sets) on `c`'s shape (c->m..
  * c->batch, its transposes) with the call's alpha and beta: fills c->ms,
  * marks slots that round differently from CLBlast's own as left out, and
  * restores the sets in force. gemm_search_time.c. */

@@ -21,7 +21,7 @@
 
 typedef struct {
     bool strided, ta, tb;
-    bool tiled; /* run clformer's tiled kernel, not CLBlast */
+    int tiled_set; /* >= 0: run clformer's tiled kernel with this tile set, not CLBlast */
     size_t m, n, k, batch;
     float alpha, beta;
     cl_mem a, b, c, c0; /* c0: C before the call, copied into c before each checked run */
@@ -56,7 +56,7 @@ static int run_tiled(cf_ctx *ctx, const shape *s, size_t lda, size_t ldb, size_t
                             .lda = lda, .ldb = ldb, .ldc = ldc, .a_stride = s->m * s->k,
                             .b_stride = s->k * s->n, .c_stride = s->m * s->n,
                             .alpha = s->alpha, .beta = s->beta};
-    if (cf_gemm_tiled(ctx, &g) == CLFORMER_OK) return 0;
+    if (cf_gemm_tiled_with(ctx, &g, s->tiled_set) == CLFORMER_OK) return 0;
     cf_log(&ctx->log, CF_LOG_DEBUG, "gemm search: tiled kernel: %s", clformer_last_error());
     cf_clear_error();
     return -1;
@@ -66,7 +66,7 @@ static int run_tiled(cf_ctx *ctx, const shape *s, size_t lda, size_t ldb, size_t
 static int run(cf_ctx *ctx, const shape *s)
 {
     const size_t lda = s->ta ? s->m : s->k, ldb = s->tb ? s->k : s->n, ldc = s->n;
-    if (s->tiled) return run_tiled(ctx, s, lda, ldb, ldc);
+    if (s->tiled_set >= 0) return run_tiled(ctx, s, lda, ldb, ldc);
     if (!s->strided)
         return CLBlastSgemm(CLBlastLayoutRowMajor, tr(s->ta), tr(s->tb), s->m, s->n, s->k,
                             s->alpha, s->a, 0, lda, s->b, 0, ldb, s->beta, s->c, 0, ldc,
@@ -147,7 +147,7 @@ static double seconds_per_call(cf_ctx *ctx, const shape *s, double budget)
  * shape to (its result is the one every other set must give: the numbers
  * without the search), then CLBlast's other own set, so that the sets
  * without the search always have times, then the candidates, the tiled
- * kernel last. */
+ * kernel's tile sets last. */
 static size_t order(const cf_gs_record *r, const cf_gs_class *c, size_t *out)
 {
     const double own_cut = (double)r->own_switch * r->own_switch * r->own_switch;
@@ -157,13 +157,13 @@ static size_t order(const cf_gs_record *r, const cf_gs_class *c, size_t *out)
     out[n++] = own_direct ? 0 : r->nx;
     for (size_t i = 1; i < r->nx; i++) out[n++] = i;
     for (size_t i = r->nx + 1; i < r->nx + r->nd; i++) out[n++] = i;
-    if (r->nt) out[n++] = cf_gs_tiled_slot(r);
+    for (size_t i = cf_gs_tiled_slot(r); i < cf_gs_slots(r); i++) out[n++] = i;
     return n;
 }
 
 static const char *slot_kind(const cf_gs_record *r, size_t slot)
 {
-    return slot < r->nx ? "Xgemm set" : slot < r->nx + r->nd ? "XgemmDirect set" : "kernel";
+    return slot < r->nx ? "Xgemm set" : slot < r->nx + r->nd ? "XgemmDirect set" : "tiled kernel";
 }
 
 static void leave_out(cf_ctx *ctx, cf_gs_record *r, cf_gs_class *c, size_t set, const char *why)
@@ -198,10 +198,11 @@ static bool time_sets(cf_ctx *ctx, cf_gs_record *r, cf_gs_class *c, shape *s,
             continue;
         }
         const bool direct = set >= r->nx;
-        s->tiled = r->nt && set == cf_gs_tiled_slot(r);
+        const bool tiled = set >= cf_gs_tiled_slot(r);
+        s->tiled_set = tiled ? r->tiled_set[set - cf_gs_tiled_slot(r)] : -1;
         /* the switch sends every product to the CLBlast kernel being timed */
         int status = 0;
-        const bool ran = (s->tiled || cf_gs_apply(ctx, r, direct ? 0 : (int)set,
+        const bool ran = (tiled || cf_gs_apply(ctx, r, direct ? 0 : (int)set,
                                                   direct ? (int)set : (int)r->nx,
                                                   direct ? CF_GS_ALL_DIRECT : 1)) &&
                          checked_run(ctx, s, done ? out : ref, &status);
@@ -209,7 +210,7 @@ static bool time_sets(cf_ctx *ctx, cf_gs_record *r, cf_gs_class *c, shape *s,
         if (!ran) {
             char why[96];
             snprintf(why, sizeof why, "its call failed (%s status %d)",
-                     s->tiled ? "clformer" : "CLBlast", status);
+                     tiled ? "clformer" : "CLBlast", status);
             cf_clear_error();
             leave_out(ctx, r, c, set, why);
             continue;
@@ -226,7 +227,7 @@ static bool time_sets(cf_ctx *ctx, cf_gs_record *r, cf_gs_class *c, shape *s,
         cf_log(&ctx->log, CF_LOG_DEBUG, "gemm search: %s: %s %zu: %.4f ms", what,
                slot_kind(r, set), direct ? set - r->nx : set, 1e3 * t);
     }
-    s->tiled = false;
+    s->tiled_set = -1;
     c->timed = done == n;
     if (ctx->progress) ctx->progress(what, n, n, ctx->progress_user);
     return true;
@@ -235,8 +236,8 @@ static bool time_sets(cf_ctx *ctx, cf_gs_record *r, cf_gs_class *c, shape *s,
 void cf_gs_time_class(cf_ctx *ctx, cf_gs_record *r, cf_gs_class *c, float alpha, float beta)
 {
     const double start = cf_now_s();
-    shape s = {.strided = c->strided, .ta = c->ta, .tb = c->tb, .m = c->m, .n = c->n, .k = c->k,
-               .batch = c->batch, .alpha = alpha, .beta = beta};
+    shape s = {.strided = c->strided, .ta = c->ta, .tb = c->tb, .tiled_set = -1, .m = c->m,
+               .n = c->n, .k = c->k, .batch = c->batch, .alpha = alpha, .beta = beta};
     shrink(&s, ctx->info.max_alloc_bytes);
     float *ref = NULL, *out = NULL;
     clformer_status st = alloc_operands(ctx, &s);
@@ -265,12 +266,17 @@ void cf_gs_time_class(cf_ctx *ctx, cf_gs_record *r, cf_gs_class *c, float alpha,
         int best = 0;
         for (size_t i = 1; i < r->nx + r->nd; i++)
             if (c->ms[i] > 0 && (c->ms[best] <= 0 || c->ms[i] < c->ms[best])) best = (int)i;
-        const float tiled = r->nt ? c->ms[cf_gs_tiled_slot(r)] : 0.0f;
-        char tiled_text[64] = "";
-        if (r->nt && tiled > 0)
-            snprintf(tiled_text, sizeof tiled_text, ", tiled kernel %.3f ms", (double)tiled);
-        else if (r->nt)
-            snprintf(tiled_text, sizeof tiled_text, ", tiled kernel left out");
+        char tiled_text[160] = "";
+        for (size_t i = cf_gs_tiled_slot(r), at = 0; i < cf_gs_slots(r); i++) {
+            const cf_gemm_tiles *t = &cf_gemm_tile_sets[r->tiled_set[i - cf_gs_tiled_slot(r)]];
+            const int n = c->ms[i] > 0 ? snprintf(tiled_text + at, sizeof tiled_text - at,
+                                                  ", tiled %dx%d %.3f ms", t->gm, t->gn,
+                                                  (double)c->ms[i])
+                                       : snprintf(tiled_text + at, sizeof tiled_text - at,
+                                                  ", tiled %dx%d left out", t->gm, t->gn);
+            if (n < 0 || (size_t)n >= sizeof tiled_text - at) break;
+            at += (size_t)n;
+        }
         cf_log(&ctx->log, CF_LOG_INFO, "gemm search: %s%s%s %ux%ux%u x%u in %.1f s: fastest %s "
                "set %d %.3f ms, CLBlast's own %.3f ms (Xgemm) / %.3f ms (direct)%s",
                c->strided ? "batched " : "", c->ta ? "T" : "N", c->tb ? "T" : "N", c->m, c->n,

@@ -65,11 +65,18 @@ clformer_status cf_gemm_tiled_identity(const cf_ctx *ctx, char *out, size_t cap)
     return CLFORMER_OK;
 }
 
-/* The set a context forces, if the device runs it; else the first set the
- * device can run whose blocks give each compute unit two groups (the last
- * that it can run when none does); false when none fits. */
-static bool tiles_for(const cf_ctx *ctx, const cf_gemm_call *g, cf_gemm_tiles *out)
+/* Set `set` where set >= 0 and the device runs it; else the set a context
+ * forces, if the device runs it; else the first set the device can run
+ * whose blocks give each compute unit two groups (the last that it can run
+ * when none does); false when none fits. */
+static bool tiles_for(const cf_ctx *ctx, const cf_gemm_call *g, int set, cf_gemm_tiles *out)
 {
+    if (set >= 0) {
+        if (set >= CF_GEMM_TILE_SETS || !cf_gemm_tiles_fit(ctx, &cf_gemm_tile_sets[set]))
+            return false;
+        *out = cf_gemm_tile_sets[set];
+        return true;
+    }
     const int forced = ctx->forced_gemm_tiles;
     if (forced >= 1 && forced <= CF_GEMM_TILE_SETS &&
         cf_gemm_tiles_fit(ctx, &cf_gemm_tile_sets[forced - 1])) {
@@ -110,14 +117,22 @@ static clformer_status launch(cf_ctx *ctx, const cf_gemm_call *g, cl_kernel kern
 
 clformer_status cf_gemm_tiled(cf_ctx *ctx, const cf_gemm_call *g)
 {
+    return cf_gemm_tiled_with(ctx, g, -1);
+}
+
+clformer_status cf_gemm_tiled_with(cf_ctx *ctx, const cf_gemm_call *g, int set)
+{
     CF_TRY(cf_gemm_check_int_sizes(g));
     cf_gemm_tiles t;
-    const cf_gemm_tiles *smallest = &cf_gemm_tile_sets[CF_GEMM_TILE_SETS - 1];
-    if (!tiles_for(ctx, g, &t))
+    /* what the message names: the set asked for, else the smallest */
+    const cf_gemm_tiles *needed = set >= 0 && set < CF_GEMM_TILE_SETS
+                                      ? &cf_gemm_tile_sets[set]
+                                      : &cf_gemm_tile_sets[CF_GEMM_TILE_SETS - 1];
+    if (!tiles_for(ctx, g, set, &t))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "the tiled GEMM provider needs work-groups of %zu items and %llu bytes of "
                        "local memory, more than %s allows: use CLFORMER_GEMM=clblast",
-                       cf_gemm_tiles_items(smallest), (unsigned long long)local_bytes_of(smallest),
+                       cf_gemm_tiles_items(needed), (unsigned long long)local_bytes_of(needed),
                        ctx->info.name);
     char options[128];
     cf_gemm_tiles_options(&t, g->trans_a, g->trans_b, options, sizeof options);

@@ -391,21 +391,64 @@ static int slot_timed(const char *path, int slot)
     return timed;
 }
 
-/* The file's header: "tiled 0 cl/gemm.cl fnv1a ..." after the sets, so its
- * times are the last field of a shape line; 0 when it has none. */
-static int tiled_slot_of(const char *path)
+/* The file's header names the tiled kernel's tile sets after CLBlast's
+ * ("tiled I 128x128 cl/gemm.cl fnv1a ..."), so their times are the last
+ * fields of a shape line: the first of them (0 when none), and how many. */
+static int tiled_slot_of(const char *path, int *count)
 {
     char *text = NULL;
     size_t size = 0;
     assert_ok(cf_read_file(path, &text, &size));
-    int slots = 0, tiled = 0;
+    int slots = 0, first = 0;
+    *count = 0;
     for (char *p = text; p && *p && strncmp(p, "shape ", 6);
          p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        int index = -1, block = 0, used = 0;
         if (!strncmp(p, "xgemm ", 6) || !strncmp(p, "direct ", 7)) slots++;
-        if (!strncmp(p, "tiled 0 cl/gemm.cl fnv1a ", 25)) tiled = slots;
+        if (sscanf(p, "tiled %d %dx%*d %n", &index, &block, &used) == 2 && used &&
+            !strncmp(p + used, "cl/gemm.cl fnv1a ", 17)) {
+            assert_int_equal(index, *count); /* in order */
+            if (!*count) first = slots;
+            ++*count;
+        }
     }
     free(text);
-    return tiled;
+    return first;
+}
+
+/* "tiled BxB" for the tile set with the least time on the file's first
+ * shape line (the first shape timed). */
+static void fastest_tiled(const char *path, char *out, size_t cap)
+{
+    int count = 0;
+    const int first = tiled_slot_of(path, &count);
+    assert_true(count > 0);
+    char *text = NULL;
+    size_t size = 0;
+    assert_ok(cf_read_file(path, &text, &size));
+    int blocks[CF_GEMM_TILE_SETS] = {0}, n = 0;
+    for (char *p = strstr(text, "\ntiled "); p && n < count; p = strstr(p + 1, "\ntiled "))
+        assert_int_equal(sscanf(p, "\ntiled %*d %dx", &blocks[n++]), 1);
+    const char *field = strchr(strstr(text, "\nshape "), ':') + 1;
+    double best = 0;
+    int best_block = 0;
+    for (int i = 0; i < first + count; i++) {
+        char *end;
+        const double ms = strtod(field, &end);
+        assert_true(end != field); /* preferred: every tile set has a time */
+        if (i >= first && (!best_block || ms < best)) best = ms, best_block = blocks[i - first];
+        field = end;
+    }
+    snprintf(out, cap, "tiled %dx%d", best_block, best_block);
+    free(text);
+}
+
+/* Tile sets of the tiled kernel the context's device runs. */
+static int tile_sets_here(const cf_ctx *ctx)
+{
+    int n = 0;
+    for (int i = 0; i < CF_GEMM_TILE_SETS; i++) n += cf_gemm_tiles_fit(ctx, &cf_gemm_tile_sets[i]);
+    return n;
 }
 
 /* Timed where the provider is chosen by the rule (or the limits say so),
@@ -416,8 +459,10 @@ static void the_tiled_kernel_is_timed_beside_the_sets(void **state)
     cf_ctx *named = open_ctx("search"); /* CLFORMER_GEMM=clblast: CLBlast alone */
     run_and_compare(named, 1);
     cf_gemm_search_stats s = stats_of(named);
-    assert_false(s.tiled);
-    assert_int_equal(tiled_slot_of(s.cache_path), 0);
+    int count = -1;
+    assert_int_equal(s.tiled, 0);
+    assert_int_equal(tiled_slot_of(s.cache_path, &count), 0);
+    assert_int_equal(count, 0);
     clformer_context_free(named);
     cf_gemm_release_caches();
 
@@ -425,15 +470,17 @@ static void the_tiled_kernel_is_timed_beside_the_sets(void **state)
     cf_ctx *ctx = open_ctx("search");
     run_and_compare(ctx, N_SHAPES);
     s = stats_of(ctx);
-    assert_true(s.tiled);
-    const int slot = tiled_slot_of(s.cache_path);
+    /* each tile set the device runs, timed on each shape */
+    const int slot = tiled_slot_of(s.cache_path, &count);
     assert_true(slot > 0);
+    assert_int_equal(count, tile_sets_here(ctx));
+    assert_int_equal(s.tiled, (size_t)count);
     const bool same = tiled_rounds_like_clblast(0, NULL);
-    print_message("the tiled kernel %s CLBlast's own sets\n",
-                  same ? "rounds like" : "rounds differently from");
-    assert_int_equal(slot_timed(s.cache_path, slot), same);
-    /* on the shapes where it is faster, the calls went to it, same numbers */
-    assert_int_equal(s.tiled_calls > 0, s.tiled_shapes > 0);
+    print_message("the tiled kernel %s CLBlast's own sets (%d tile sets)\n",
+                  same ? "rounds like" : "rounds differently from", count);
+    for (int i = 0; i < count; i++) assert_int_equal(slot_timed(s.cache_path, slot + i), same);
+    print_message("calls that went to it (where it was faster): %zu; shapes that go to it "
+                  "now: %zu\n", s.tiled_calls, s.tiled_shapes);
     clformer_context_free(ctx);
 }
 
@@ -460,8 +507,10 @@ static void the_calls_go_to_a_winning_tiled_kernel(void **state)
     const clformer_gemm_shape g = {first->ta, first->tb, first->m, first->n, first->k,
                                    first->batch};
     const char *kernel = NULL;
+    char fastest[32];
+    fastest_tiled(s.cache_path, fastest, sizeof fastest);
     assert_ok(clformer_check_gemm_kernel(ctx, &g, &kernel));
-    assert_string_equal(kernel, "tiled");
+    assert_string_equal(kernel, fastest); /* its fastest tile set on the shape */
     cf_ctx *plain = open_ctx("off");
     assert_ok(clformer_check_gemm_kernel(plain, &g, &kernel));
     assert_string_equal(kernel, "clblast");
@@ -527,10 +576,12 @@ static void the_calls_go_to_a_winning_tiled_kernel(void **state)
     ctx = open_ctx_with("clblast", "search", dir, false);
     run_and_compare(ctx, 1);
     s = stats_of(ctx);
-    assert_true(s.tiled);
+    assert_true(s.tiled > 0);
     assert_int_equal(s.tiled_calls, 0);
-    assert_true(s.rejected >= 1);
-    assert_int_equal(slot_timed(s.cache_path, tiled_slot_of(s.cache_path)), 0);
+    assert_true(s.rejected >= s.tiled);
+    int count = 0;
+    const int first_tiled = tiled_slot_of(s.cache_path, &count);
+    for (int i = 0; i < count; i++) assert_int_equal(slot_timed(s.cache_path, first_tiled + i), 0);
     clformer_context_free(ctx);
     d = opendir(dir);
     for (struct dirent *e; d && (e = readdir(d));) {

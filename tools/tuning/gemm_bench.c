@@ -10,8 +10,8 @@
  *
  * prints one line per shape: name, m n k batch, milliseconds, GFLOP/s (and
  * with --peak the share of the device's FMA peak, clformer_context_roofline),
- * and "tiled" where CLBlast's per-shape search sends the shape to
- * clformer's own kernel (clformer_check_gemm_kernel).
+ * and "tiled BxB" where CLBlast's per-shape search sends the shape to
+ * clformer's own kernel with B x B blocks (clformer_check_gemm_kernel).
  * Shapes: d_model 256 and 512, N = 1024 and 4096 rows, d_ff = 4 d_model,
  * vocabulary 8000, attention with T = 32 at 64 and 256 (batch x heads);
  * --quick: N = 1024 and 64 only; --model: instead, every distinct product
@@ -185,7 +185,7 @@ static void print_row(const shape *s, double ms, double gflops, double peak, con
     printf("%-26s %5zu %5zu %5zu %4zu %10.3f %7.1f", s->name, s->g.m, s->g.n, s->g.k,
            s->g.batch, ms, gflops);
     if (peak > 0) printf(" %6.1f%%", 100.0 * gflops / peak);
-    if (kernel && !strcmp(kernel, "tiled")) printf("  tiled"); /* the search chose cl/gemm.cl */
+    if (kernel && !strncmp(kernel, "tiled ", 6)) printf("  %s", kernel); /* the search's choice */
     printf("\n");
     fflush(stdout);
 }
