@@ -110,8 +110,8 @@ def gemm_tables(d):
 
 
 def goals_table(d):
-    """Issue 28's figures against its goals, and the attention kernels of
-    the base, GPT-2 and gpt-char steps one by one."""
+    """Issue 28's figures against its goals, and the attention and GEMM
+    kernels of the base, GPT-2 and gpt-char steps one by one."""
     tiled, per_row = bench(d, "goal-base-1024"), bench(d, "goal-base-1024-rows")
     print("| figure | measured | goal |")
     print("| --- | ---: | ---: |")
@@ -135,10 +135,13 @@ def goals_table(d):
           % toks(bench(d, "goal-gpt-char-tiled-gemm")))
     print()
     print("GEMM per shape: the GEMM section above.")
-    # where each step's attention time goes, kernel by kernel (bench's
-    # "kernels" list): which of the tiled kernels to work on next
+    # where each step's attention and GEMM time goes, kernel by kernel
+    # (bench's "kernels" list): which of the tiled attention kernels to work
+    # on next, and how much of the GEMMs the search gave clformer's kernel
     print()
-    print("Attention kernels per step (ms, share of the step, the model's products they stand in for):")
+    print("Attention and GEMM kernels per step (ms, share of the step; attention: the model's "
+          "products they stand in for; gemm: CLBlast's calls, gemm_tiled: clformer's kernel, "
+          "on the shapes the GEMM search measured it faster):")
     print()
     print("| step | kernel | ms | share | GFLOP/s | % FMA peak |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
@@ -147,7 +150,7 @@ def goals_table(d):
         if not j: continue
         fma = j.get("roofline", {}).get("fma_gflops", 0.0)
         for k in j.get("kernels", []):
-            if k["family"] != "attention": continue
+            if k["family"] not in ("attention", "gemm"): continue
             pk = f"{100 * k['gflops'] / fma:.1f}%" if fma and k["gflops"] else "-"
             gf = f"{k['gflops']:,.0f}" if k["gflops"] else "-"
             print(f"| {name[5:]} | {k['kernel']} | {k['ms']:,.1f} | "

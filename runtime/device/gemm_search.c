@@ -325,9 +325,10 @@ static cf_gs_record *make_record(cf_ctx *ctx)
     r->want_switch = r->cur_switch = r->own_switch;
     r->cur_known = true; /* CLBlast has its own sets now */
     cf_gs_file_open(ctx, r);
-    cf_log(&ctx->log, CF_LOG_INFO, "gemm search on: %zu Xgemm and %zu XgemmDirect sets and the "
-           "tiled kernel with %zu tile sets, times in %s", r->nx, r->nd, r->nt,
-           r->path[0] ? r->path : "memory only (no cache directory)");
+    char tiled[64] = "";
+    if (r->nt) snprintf(tiled, sizeof tiled, " and the tiled kernel's %zu tile sets", r->nt);
+    cf_log(&ctx->log, CF_LOG_INFO, "gemm search on: %zu Xgemm and %zu XgemmDirect sets%s, times in %s",
+           r->nx, r->nd, tiled, r->path[0] ? r->path : "memory only (no cache directory)");
     return r;
 }
 
