@@ -65,6 +65,7 @@ clformer_status clformer_check_gemm_kernel(clformer_context *ctx, const clformer
                        "batch >= 1, and an output");
     const cf_gemm_call g = {.trans_a = s->trans_a, .trans_b = s->trans_b, .m = s->m, .n = s->n,
                             .k = s->k, .batch = s->batch, .alpha = 1.0f, .beta = 0.0f};
+    /* in cf_gemm_tile_sets' order (test_gemm_search holds the name to the set timed) */
     static const char *const routed[CF_GEMM_TILE_SETS] = {"tiled 128x128", "tiled 64x64",
                                                           "tiled 32x32"};
     const int set = ctx->gemm_provider == CLFORMER_GEMM_CLBLAST && ctx->gemm_search

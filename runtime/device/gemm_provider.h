@@ -55,8 +55,6 @@ size_t cf_gemm_tiles_items(const cf_gemm_tiles *tiles);
 /* Whether the context's device holds a work-group of the set (items and
  * local memory). */
 bool cf_gemm_tiles_fit(const cf_ctx *ctx, const cf_gemm_tiles *tiles);
-/* Whether the context's device runs the tiled provider (its smallest set). */
-bool cf_gemm_tiled_runs_on(const cf_ctx *ctx);
 /* What identifies the tiled kernel's source (the context's cl/gemm.cl) in
  * the GEMM search's file: "cl/gemm.cl fnv1a <16 hex digits>". */
 clformer_status cf_gemm_tiled_identity(const cf_ctx *ctx, char *out, size_t cap);

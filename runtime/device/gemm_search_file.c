@@ -3,16 +3,17 @@
  * kernel cache: $CLFORMER_CACHE_DIR/gemm-<16 hex digits>.txt, the digits an
  * FNV-1a hash of its header. The header says what the times hold for (the
  * platform, device, driver, CLBlast's own switch and every set timed, in
- * order, then the tiled kernel's tile sets and source hash where it is timed too); a file whose header differs (another driver, another CLBlast,
- * other candidates) or that does not parse is ignored and replaced at the
- * next save. Then one line per kind of product:
+ * order, then where it is timed too each tile set of the tiled kernel with
+ * its source's hash); a file whose header differs (another driver, another
+ * CLBlast, other candidates, another cl/gemm.cl) or that does not parse is
+ * ignored and replaced at the next save. Then one line per kind of product:
  *
  *   shape S NT 6144 1536 512 1 4096 1536 512 1 : 0.812 0.901 - 1.250 ...
  *
  * routine (S single, B strided-batched), transposes, the size classes of m,
  * n, k and batch, the shape timed, ':' and the milliseconds of each set and
- * of the tiled kernel ('-': left out, it rounds differently or failed). A line that does not
- * parse is dropped. Saving re-reads the file first, so processes that time
+ * tiled slot ('-': left out, it rounds differently or failed). A line that
+ * does not parse is dropped. Saving re-reads the file first, so processes that time
  * shapes at the same time lose nothing but the race's last lines.
  */
 #include "gemm_search_record.h"

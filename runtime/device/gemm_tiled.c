@@ -50,11 +50,6 @@ bool cf_gemm_tiles_fit(const cf_ctx *ctx, const cf_gemm_tiles *t)
            local_bytes_of(t) <= ctx->info.local_mem_bytes;
 }
 
-bool cf_gemm_tiled_runs_on(const cf_ctx *ctx)
-{
-    return cf_gemm_tiles_fit(ctx, &cf_gemm_tile_sets[CF_GEMM_TILE_SETS - 1]);
-}
-
 clformer_status cf_gemm_tiled_identity(const cf_ctx *ctx, char *out, size_t cap)
 {
     char *source = NULL;
