@@ -7,6 +7,7 @@
  */
 #include "context.h"
 #include "gemm.h"
+#include "gemm_provider.h"
 #include "gemm_tuning.h"
 #include "log.h"
 #include "profile.h"
@@ -371,7 +372,7 @@ static clformer_status configure(cf_ctx *ctx, const clformer_context_params *par
     ctx->elementwise_wg = ctx->device_profile.elementwise_wg;
     clformer_status st = clformer_gemm_provider_for(&ctx->info, params->gemm, &ctx->gemm_provider);
     if (st != CLFORMER_OK) return cf_fail_prefix(st, "gemm provider: ");
-    ctx->gemm_auto = !params->gemm || !*params->gemm || strcasecmp(params->gemm, "auto") == 0;
+    ctx->gemm_auto = cf_gemm_choice_is_auto(params->gemm);
     return clformer_attention_path_parse(params->attention, &ctx->attention_path);
 }
 

@@ -14,6 +14,11 @@ const char *clformer_gemm_provider_name(clformer_gemm_provider provider)
                                              : "clblast";
 }
 
+bool cf_gemm_choice_is_auto(const char *choice)
+{
+    return !choice || !*choice || strcasecmp(choice, "auto") == 0;
+}
+
 clformer_status clformer_gemm_provider_for(const clformer_device_info *d, const char *choice,
                                            clformer_gemm_provider *provider)
 {
@@ -22,7 +27,7 @@ clformer_status clformer_gemm_provider_for(const clformer_device_info *d, const 
     clformer_device_profile profile;
     clformer_device_profile_for(d, NULL, &profile);
     const bool host_ok = cf_gemm_host_available() && profile.host_gemm;
-    if (!choice || !*choice || strcasecmp(choice, "auto") == 0) {
+    if (cf_gemm_choice_is_auto(choice)) {
         *provider = host_ok ? CLFORMER_GEMM_HOST : CLFORMER_GEMM_CLBLAST;
         return CLFORMER_OK;
     }

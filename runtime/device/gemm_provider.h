@@ -32,6 +32,10 @@ static inline uint64_t cf_gemm_call_flop(const cf_gemm_call *g)
     return 2 * (uint64_t)g->m * g->n * g->k * g->batch;
 }
 
+/* Whether a CLFORMER_GEMM word leaves the provider to the rule of
+ * clformer_gemm_provider_for (NULL, empty or "auto"), rather than naming one. */
+bool cf_gemm_choice_is_auto(const char *choice);
+
 /* For providers whose kernels take int sizes (host, tiled): an error naming
  * the clblast provider when a size or leading dimension exceeds INT_MAX. */
 clformer_status cf_gemm_check_int_sizes(const cf_gemm_call *call);
