@@ -287,8 +287,7 @@ static void fill_sets(cf_ctx *ctx, cf_gs_record *r, const char *own_x, const cha
 static void add_tiled(cf_ctx *ctx, cf_gs_record *r)
 {
     r->nt = 0;
-    if (limits.tiled == CF_GS_TILED_OFF || (limits.tiled == CF_GS_TILED_AUTO && !ctx->gemm_auto))
-        return;
+    if (limits.tiled == CF_GS_TILED_OFF || !may_route(ctx)) return;
     char id[64];
     if (cf_gemm_tiled_identity(ctx, id, sizeof id) != CLFORMER_OK) {
         cf_log(&ctx->log, CF_LOG_WARN, "gemm search: the tiled kernel is left out: %s",
