@@ -111,7 +111,8 @@ static bool parse_line(char *line, size_t n_sets, cf_gs_class *c)
         }
         char *end;
         const double ms = strtod(p, &end);
-        if (end == p || !isfinite(ms) || ms <= 0 || ms > 1e9) return false;
+        /* below a nanosecond is no time (and rounds to 0 as a float: "not timed") */
+        if (end == p || !isfinite(ms) || ms < 1e-6 || ms > 1e9) return false;
         c->ms[i] = (float)ms;
         p = end;
     }
@@ -120,6 +121,25 @@ static bool parse_line(char *line, size_t n_sets, cf_gs_class *c)
     return *p == '\0' && c->mc == cf_gs_size_class(c->m) && c->nc == cf_gs_size_class(c->n) &&
            c->kc == cf_gs_size_class(c->k) && c->bc == cf_gs_size_class(c->batch) &&
            c->strided == (c->batch > 1);
+}
+
+size_t cf_gs_merge_text(cf_gs_record *r, char *body)
+{
+    size_t dropped = 0;
+    for (char *save = NULL, *line = strtok_r(body, "\n", &save); line;
+         line = strtok_r(NULL, "\n", &save)) {
+        cf_gs_class c;
+        if (!parse_line(line, cf_gs_slots(r), &c)) {
+            dropped++;
+            continue;
+        }
+        if (cf_gs_find(r, &c)) continue;
+        c.timed = true;
+        for (size_t i = 0; i < cf_gs_slots(r); i++)
+            if (c.ms[i] < 0) r->left_out[i] = true;
+        if (!cf_gs_add(r, &c)) break;
+    }
+    return dropped;
 }
 
 /* Adds the file's classes that r lacks; false when there is no usable file. */
@@ -142,20 +162,7 @@ static bool merge_file(cf_ctx *ctx, cf_gs_record *r)
         free(text);
         return false;
     }
-    size_t dropped = 0;
-    for (char *save = NULL, *line = strtok_r(text + hl, "\n", &save); line;
-         line = strtok_r(NULL, "\n", &save)) {
-        cf_gs_class c;
-        if (!parse_line(line, cf_gs_slots(r), &c)) {
-            dropped++;
-            continue;
-        }
-        if (cf_gs_find(r, &c)) continue;
-        c.timed = true;
-        for (size_t i = 0; i < cf_gs_slots(r); i++)
-            if (c.ms[i] < 0) r->left_out[i] = true;
-        if (!cf_gs_add(r, &c)) break;
-    }
+    const size_t dropped = cf_gs_merge_text(r, text + hl);
     if (dropped)
         cf_log(&ctx->log, CF_LOG_INFO, "gemm search: %zu damaged lines of %s dropped", dropped,
                r->path);
@@ -173,28 +180,40 @@ void cf_gs_file_open(cf_ctx *ctx, cf_gs_record *r)
     merge_file(ctx, r);
 }
 
+char *cf_gs_times_text(const cf_gs_record *r, size_t *len)
+{
+    char *s = NULL;
+    size_t cap = 0;
+    *len = 0;
+    bool ok = append(&s, len, &cap, "%s", r->header);
+    for (size_t i = 0; ok && i < r->n_classes; i++) {
+        const cf_gs_class *c = &r->classes[i];
+        if (!c->timed) continue;
+        ok = append(&s, len, &cap, "shape %c %c%c %u %u %u %u %u %u %u %u :",
+                    c->strided ? 'B' : 'S', c->ta ? 'T' : 'N', c->tb ? 'T' : 'N', c->mc, c->nc,
+                    c->kc, c->bc, c->m, c->n, c->k, c->batch);
+        for (size_t j = 0; ok && j < cf_gs_slots(r); j++)
+            ok = c->ms[j] < 0 ? append(&s, len, &cap, " -")
+                              : append(&s, len, &cap, " %.6g", (double)c->ms[j]);
+        ok = ok && append(&s, len, &cap, "\n");
+    }
+    if (!ok) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
 void cf_gs_file_save(cf_ctx *ctx, cf_gs_record *r)
 {
     if (!r->path[0]) return;
     merge_file(ctx, r);
-    char *s = NULL;
-    size_t len = 0, cap = 0;
-    bool ok = append(&s, &len, &cap, "%s", r->header);
-    for (size_t i = 0; ok && i < r->n_classes; i++) {
-        const cf_gs_class *c = &r->classes[i];
-        if (!c->timed) continue;
-        ok = append(&s, &len, &cap, "shape %c %c%c %u %u %u %u %u %u %u %u :", c->strided ? 'B' : 'S',
-                    c->ta ? 'T' : 'N', c->tb ? 'T' : 'N', c->mc, c->nc, c->kc, c->bc, c->m, c->n,
-                    c->k, c->batch);
-        for (size_t j = 0; ok && j < cf_gs_slots(r); j++)
-            ok = c->ms[j] < 0 ? append(&s, &len, &cap, " -")
-                              : append(&s, &len, &cap, " %.6g", (double)c->ms[j]);
-        ok = ok && append(&s, &len, &cap, "\n");
-    }
+    size_t len = 0;
+    char *s = cf_gs_times_text(r, &len);
     char *dir = strdup(r->path), *slash = dir ? strrchr(dir, '/') : NULL;
     if (slash) *slash = '\0';
-    ok = ok && dir && cf_make_dirs(dir) == CLFORMER_OK &&
-         cf_write_cache_file(r->path, s, len) == CLFORMER_OK;
+    const bool ok = s && dir && cf_make_dirs(dir) == CLFORMER_OK &&
+                    cf_write_cache_file(r->path, s, len) == CLFORMER_OK;
     if (!ok && !r->save_warned)
         cf_log(&ctx->log, CF_LOG_WARN, "gemm search: cannot write %s: %s (the shapes are timed "
                "again next run; CLFORMER_CACHE_DIR chooses another directory)", r->path,

@@ -86,6 +86,14 @@ void cf_gs_time_class(cf_ctx *ctx, cf_gs_record *r, cf_gs_class *c, float alpha,
 void cf_gs_file_open(cf_ctx *ctx, cf_gs_record *r);
 void cf_gs_file_save(cf_ctx *ctx, cf_gs_record *r);
 
+/* The file's text, for the two above and tests/fuzz/fuzz_gemm_search.c:
+ * cf_gs_merge_text adds the classes of `body` (the text after the header,
+ * changed in place) that r lacks and returns how many lines did not parse;
+ * cf_gs_times_text gives r's header and timed classes (malloc'd, *len
+ * bytes; NULL when out of memory). */
+size_t cf_gs_merge_text(cf_gs_record *r, char *body);
+char *cf_gs_times_text(const cf_gs_record *r, size_t *len);
+
 /* The class of r with this key, or NULL; cf_gs_add appends one (NULL when
  * out of memory). */
 cf_gs_class *cf_gs_find(cf_gs_record *r, const cf_gs_class *key);
