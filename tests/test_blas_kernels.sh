@@ -5,7 +5,8 @@
 # Prescott's (SSE3) on a CPU with AVX2 and FMA, the OPENBLAS_CORETYPE that
 # selects faster ones; no such hint when those run. By default, on a CPU with
 # AVX-512F, clformer's own product in place of Prescott's kernels (no hint)
-# and OpenBLAS's where it runs its AVX-512 ones; a bad CLFORMER_HOST_GEMM
+# and OpenBLAS's where it runs its AVX-512 ones, with decoding steps' dot
+# products on a CPU with AVX-512F and VL (none with openblas); a bad CLFORMER_HOST_GEMM
 # stops a product with a one-line error.
 # Usage: tests/test_blas_kernels.sh CLFORMER (with a PoCL device listed)
 set -uo pipefail
@@ -26,14 +27,18 @@ if [[ "$flags" == *" avx2 "* && "$flags" == *" fma "* ]]; then
 else
     [[ "$line" != *"OPENBLAS_CORETYPE="* ]] || fail "a hint on a CPU without AVX2: $line"
 fi
+[[ "$line" != *"dot products"* ]] || fail "CLFORMER_HOST_GEMM=openblas with dot products: $line"
+# decoding steps' dot products (runtime/device/gemm_dots.h) need AVX-512F and VL
+dots=""
+[[ "$flags" == *" avx512f "* && "$flags" == *" avx512vl "* ]] && dots="; decoding steps: AVX-512 dot products"
 if [[ "$flags" == *" avx512f "* ]]; then
     line=$(OPENBLAS_CORETYPE=Prescott gemm_line)
-    [[ "$line" == *"clformer's AVX-512 sgemm (in place of OpenBLAS's Prescott kernels)"* &&
+    [[ "$line" == *"clformer's AVX-512 sgemm (in place of OpenBLAS's Prescott kernels$dots)"* &&
        "$line" != *"OPENBLAS_CORETYPE="* ]] || fail "Prescott's kernels on an AVX-512 CPU: $line"
     line=$(OPENBLAS_CORETYPE=SkylakeX gemm_line)
-    [[ "$line" == *"OpenBLAS sgemm (its SkylakeX kernels)"* ]] || fail "OPENBLAS_CORETYPE=SkylakeX: $line"
+    [[ "$line" == *"OpenBLAS sgemm (its SkylakeX kernels$dots)"* ]] || fail "OPENBLAS_CORETYPE=SkylakeX: $line"
     line=$(OPENBLAS_CORETYPE=SkylakeX CLFORMER_HOST_GEMM=own gemm_line)
-    [[ "$line" == *"clformer's AVX-512 sgemm"* ]] || fail "CLFORMER_HOST_GEMM=own: $line"
+    [[ "$line" == *"clformer's AVX-512 sgemm"*"$dots)"* ]] || fail "CLFORMER_HOST_GEMM=own: $line"
 fi
 out=$(CLFORMER_HOST_GEMM=fast "$bin" bench --config tiny --steps 1 --warmup 0 2>&1) \
     && fail "CLFORMER_HOST_GEMM=fast was accepted"

@@ -261,7 +261,7 @@ static cf_layer_acts step_acts(const struct cf_decoder *d, int l)
     return L;
 }
 
-clformer_status cf_decode_step(cf_session *s, size_t t, float *attention)
+static clformer_status step_all_rows(cf_session *s, size_t t, float *attention)
 {
     const cf_model *m = s->model;
     struct cf_decoder *d = s->decoder;
@@ -337,7 +337,7 @@ static clformer_status upload_key_mask(cf_session *s, const size_t *pos)
     return st;
 }
 
-clformer_status cf_decode_step_rows(cf_session *s, const int32_t *tokens, const size_t *pos)
+static clformer_status step_rows_at(cf_session *s, const int32_t *tokens, const size_t *pos)
 {
     const cf_model *m = s->model;
     struct cf_decoder *d = s->decoder;
@@ -363,6 +363,26 @@ clformer_status cf_decode_step_rows(cf_session *s, const int32_t *tokens, const 
         CF_TRY(cf_decoder_block(s, l, &L, d->x, &shape));
     }
     return cf_generator_forward(s, d->fin, d->mean, d->rstd, d->x, d->logits, d->R);
+}
+
+/* A decoding step's passes run with the context told so (cf_ctx.decoding:
+ * the host provider's products then give each row the bits it gets alone). */
+clformer_status cf_decode_step(cf_session *s, size_t t, float *attention)
+{
+    const bool was = s->ctx->decoding;
+    s->ctx->decoding = true;
+    const clformer_status st = step_all_rows(s, t, attention);
+    s->ctx->decoding = was;
+    return st;
+}
+
+clformer_status cf_decode_step_rows(cf_session *s, const int32_t *tokens, const size_t *pos)
+{
+    const bool was = s->ctx->decoding;
+    s->ctx->decoding = true;
+    const clformer_status st = step_rows_at(s, tokens, pos);
+    s->ctx->decoding = was;
+    return st;
 }
 
 clformer_status cf_decode_set_tokens(cf_session *s, const int32_t *ids, size_t col)

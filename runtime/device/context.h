@@ -69,6 +69,11 @@ struct clformer_context {
      * to that precision in place (cf_round_activation); statistics, losses
      * and weight gradients stay fp32 (docs/ARCHITECTURE.md "Half precision"). */
     clformer_precision precision;
+    /* A decoding step is enqueueing its passes (cf_decode_step and
+     * cf_decode_step_rows set it and clear it after): the host provider then
+     * runs a linear layer's product as dot products (gemm_dots.h), whatever
+     * the rows, so that a row's bits do not depend on the rows with it. */
+    bool decoding;
 
     /* Copies of device_profile.reduce_wg and .elementwise_wg, which every
      * launcher reads: work-group sizes of row reductions (a power of two)

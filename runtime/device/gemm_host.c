@@ -21,6 +21,7 @@
 #define _GNU_SOURCE /* sched_getcpu, the affinity calls: helper_cpus, helpers_away_from_caller */
 #endif
 #include "gemm_avx512.h"
+#include "gemm_dots.h"
 #include "gemm_provider.h"
 #include "launch.h"
 
@@ -44,6 +45,7 @@ typedef struct {
     size_t batch, a_off, b_off, c_off, a_stride, b_stride, c_stride;
     float alpha, beta;
     int per_matrix; /* offsets and scalars follow the block */
+    int dots;       /* a decoding step's product: gemm_dots.c's where it runs */
 } host_args;
 
 static size_t args_size(size_t batch, bool per_matrix)
@@ -84,6 +86,10 @@ static void product(const host_args *h, size_t i, int part, int parts)
         co += (size_t)j0;
         n = j1 - j0;
     }
+    if (h->dots && !h->trans_a && h->trans_b &&
+        cf_gemm_dots(m, n, h->k, alpha, h->a + ao, h->lda, h->b + bo, h->ldb, beta, h->c + co,
+                     h->ldc))
+        return;
     if (cf_gemm_avx512_wanted() &&
         cf_gemm_avx512(h->trans_a, h->trans_b, m, n, h->k, alpha, h->a + ao, h->lda, h->b + bo,
                        h->ldb, beta, h->c + co, h->ldc))
@@ -130,6 +136,7 @@ static void product(const host_args *h, size_t i, int part, int parts)
  * CPU runtime the helpers needed helper_cpus (below) as well. */
 
 enum { SMALL_WORK = 1 << 22 };
+enum { DOTS_SPREAD = 1 << 18 };
 
 typedef struct {
     const host_args *h;
@@ -299,7 +306,10 @@ static void CL_CALLBACK run(void *block)
     const host_args *h = block;
     pthread_once(&pool_once, start_helpers);
     const double work = (double)h->batch * (double)h->m * (double)h->n * (double)h->k;
-    if (work < SMALL_WORK) { /* done sooner than a helper wakes */
+    /* a decoding step's product streams its weights from memory: one core
+     * alone reads at most ~13 GB/s (2-vCPU AMD EPYC), two together more */
+    const bool streams = h->dots && (double)h->n * (double)h->k * sizeof(float) >= DOTS_SPREAD;
+    if (work < SMALL_WORK && !streams) { /* done sooner than a helper wakes */
         for (size_t i = 0; i < h->batch; i++) product(h, i, 0, 1);
         return;
     }
@@ -403,7 +413,8 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
                      .batch = g->batch, .a_off = g->a_off, .b_off = g->b_off,
                      .c_off = g->c_off, .a_stride = g->a_stride, .b_stride = g->b_stride,
                      .c_stride = g->c_stride, .alpha = g->alpha, .beta = g->beta,
-                     .per_matrix = per_matrix};
+                     .per_matrix = per_matrix,
+                     .dots = ctx->decoding && cf_gemm_dots_wanted()};
     if (per_matrix) {
         unsigned char *tail = (unsigned char *)h + sizeof *h;
         const size_t n = g->batch;

@@ -40,11 +40,12 @@ const char *blas_kernels_better(void)
 void blas_kernels_describe(char *out, size_t size)
 {
     const char *better = blas_kernels_better();
+    const char *dots = clformer_host_gemm_dots() ? "; decoding steps: AVX-512 dot products" : "";
     if (clformer_host_gemm_avx512())
-        snprintf(out, size, "clformer's AVX-512 sgemm (in place of OpenBLAS's %s kernels)",
-                 blas_kernels_name());
+        snprintf(out, size, "clformer's AVX-512 sgemm (in place of OpenBLAS's %s kernels%s)",
+                 blas_kernels_name(), dots);
     else
-        snprintf(out, size, "OpenBLAS sgemm (its %s kernels%s%s%s)", blas_kernels_name(),
+        snprintf(out, size, "OpenBLAS sgemm (its %s kernels%s%s%s%s)", blas_kernels_name(),
                  better ? "; OPENBLAS_CORETYPE=" : "", better ? better : "",
-                 better ? " selects this CPU's faster ones" : "");
+                 better ? " selects this CPU's faster ones" : "", dots);
 }

@@ -72,6 +72,9 @@ const clformer_tensor *clformer_tensors_find(const clformer_tensor *tensors,
 /* Whether the host GEMM provider runs clformer's AVX-512 product instead of
  * OpenBLAS's kernels (runtime/device/gemm_avx512.h says when). */
 bool clformer_host_gemm_avx512(void);
+/* Whether it runs decoding steps' linear layers as dot products
+ * (runtime/device/gemm_dots.h says when). */
+bool clformer_host_gemm_dots(void);
 
 #ifdef __cplusplus
 }
