@@ -1,77 +1,24 @@
 /* Decoding steps' products on the host (runtime/device/gemm_dots.c) called
  * directly, no OpenCL device: C = alpha A B^T + beta C against the double
- * reference over sizes that leave partial blocks (rows, outputs and the
- * last 16 of k), leading dimensions wider than the matrices, beta 0 (C not
- * read: NaN stays out); and the property it is there for: a row gets the
+ * reference (host_product.h) over sizes that leave partial blocks (rows,
+ * outputs and the last 16 of k), beta 0 (C not read: NaN stays out); and the property it is there for: a row gets the
  * same bits alone, a few at a time or with all the others, and in any
  * column slice the provider hands its threads. Skipped on a CPU without
  * AVX-512F and VL, where the provider never calls it. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <cmocka.h>
-
 #include "gemm_dots.h"
-#include "ref_compare.h"
-#include "ref_gemm.h"
-#include "ref_random.h"
+#include "host_product.h"
 
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-/* A (m, k) and B (n, k) with leading dimensions 3 wider than k, C (m, n)
- * with 5 more columns. */
-typedef struct {
-    int m, n, k, lda, ldb, ldc;
-    float *a, *b, *c;
-    double *a64, *b64, *c64;
-} product;
-
-static product make(int m, int n, int k, uint64_t seed)
+static bool dots(host_product *p, float alpha, float beta)
 {
-    product p = {.m = m, .n = n, .k = k, .lda = k + 3, .ldb = k + 3, .ldc = n + 5};
-    const size_t na = (size_t)m * p.lda, nb = (size_t)n * p.ldb, nc = (size_t)m * p.ldc;
-    p.a = malloc(na * 4), p.b = malloc(nb * 4), p.c = malloc(nc * 4);
-    p.a64 = malloc(na * 8), p.b64 = malloc(nb * 8), p.c64 = malloc(nc * 8);
-    assert_non_null(p.a64), assert_non_null(p.b64), assert_non_null(p.c64);
-    ref_rng r = ref_rng_new(seed);
-    ref_fill_uniform(&r, p.a, p.a64, na, -1, 1);
-    ref_fill_uniform(&r, p.b, p.b64, nb, -1, 1);
-    ref_fill_uniform(&r, p.c, p.c64, nc, -1, 1);
-    return p;
-}
-
-static void drop(product *p)
-{
-    free(p->a), free(p->b), free(p->c), free(p->a64), free(p->b64), free(p->c64);
+    return cf_gemm_dots(p->m, p->n, p->k, alpha, p->a, p->lda, p->b, p->ldb, beta, p->c, p->ldc);
 }
 
 static void check(int m, int n, int k, float alpha, float beta, uint64_t seed)
 {
-    product p = make(m, n, k, seed);
-    const size_t nc = (size_t)m * p.ldc;
-    if (beta == 0.0f)
-        for (size_t i = 0; i < nc; i++) p.c[i] = NAN, p.c64[i] = 0.0;
-    float *got = malloc(nc * 4);
-    double *want = malloc(nc * 8), *bound = malloc(nc * 8);
-    ref_gemm(false, true, m, n, k, alpha, p.a64, p.lda, p.b64, p.ldb, beta, p.c64, p.ldc, bound);
-    assert_true(cf_gemm_dots(m, n, k, alpha, p.a, p.lda, p.b, p.ldb, beta, p.c, p.ldc));
-    size_t w = 0; /* the m x n window; the columns past n stay as they were */
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < p.ldc; j++) {
-            const size_t e = (size_t)i * p.ldc + j;
-            if (j < n) got[w] = p.c[e], want[w++] = p.c64[e];
-            else if (beta == 0.0f) assert_true(isnan(p.c[e]));
-        }
-    const ref_cmp r = ref_compare_gemm(got, want, bound, w);
-    if (!r.pass)
-        fail_msg("%dx%dx%d alpha %g beta %g: %s (element %zu: %g, want %g)", m, n, k,
-                 (double)alpha, (double)beta, r.why, r.worst, r.worst_value, r.worst_ref);
-    free(got), free(want), free(bound);
-    drop(&p);
+    host_product_check("dots", dots, false, true, m, n, k, alpha, beta, seed);
 }
 
 static void matches_reference(void **state)
@@ -86,7 +33,7 @@ static void matches_reference(void **state)
 }
 
 /* Rows r0..r1 by outputs j0..j1 of C. */
-static void part(const product *p, float *c, int r0, int r1, int j0, int j1, float beta)
+static void part(const host_product *p, float *c, int r0, int r1, int j0, int j1, float beta)
 {
     assert_true(cf_gemm_dots(r1 - r0, j1 - j0, p->k, 0.5f, p->a + (size_t)r0 * p->lda, p->lda,
                              p->b + (size_t)j0 * p->ldb, p->ldb, beta,
@@ -100,7 +47,7 @@ static void a_row_gets_its_bits_alone(void **state)
     const int runs[] = {1, 2, 3, 5};
     for (int with_beta = 0; with_beta < 2; with_beta++) {
         const float beta = with_beta ? -0.25f : 0.0f;
-        product p = make(m, n, k, 300 + with_beta);
+        host_product p = host_product_make(false, true, m, n, k, 300 + with_beta);
         const size_t nc = (size_t)m * p.ldc;
         float *all = malloc(nc * 4), *some = malloc(nc * 4);
         memcpy(all, p.c, nc * 4);
@@ -119,7 +66,7 @@ static void a_row_gets_its_bits_alone(void **state)
         part(&p, some, 0, m, 35, n, beta);
         if (memcmp(all, some, nc * 4)) fail_msg("beta %g: column slices differ", (double)beta);
         free(all), free(some);
-        drop(&p);
+        host_product_drop(&p);
     }
 }
 
