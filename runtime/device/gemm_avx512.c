@@ -272,6 +272,8 @@ static bool decide(void)
     return true;
 }
 
+bool cf_gemm_host_openblas_only(void) { return setting() == 2; }
+
 bool cf_gemm_avx512_wanted(void)
 {
     static atomic_int wanted = -1; /* decided once; a race stores the same value */
@@ -296,6 +298,12 @@ clformer_status cf_gemm_avx512_check_setting(void)
 #else /* not x86-64 */
 
 bool cf_gemm_avx512_wanted(void) { return false; }
+
+bool cf_gemm_host_openblas_only(void)
+{
+    const char *v = getenv("CLFORMER_HOST_GEMM");
+    return v && !strcasecmp(v, "openblas");
+}
 
 clformer_status cf_gemm_avx512_check_setting(void)
 {

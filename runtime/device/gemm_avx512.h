@@ -20,6 +20,11 @@
  * or =own overrides the choice (own needs AVX-512F). Decided once. */
 bool cf_gemm_avx512_wanted(void);
 
+/* Whether CLFORMER_HOST_GEMM=openblas asks for OpenBLAS's sgemm for every
+ * product (decoding steps' too: gemm_dots.h). Read once, like the choice
+ * above. */
+bool cf_gemm_host_openblas_only(void);
+
 /* A clear error when CLFORMER_HOST_GEMM is not auto, own or openblas, or
  * asks for own on a CPU without AVX-512F; the host provider checks it
  * before each product. */

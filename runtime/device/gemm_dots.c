@@ -9,10 +9,9 @@
  * never the arithmetic of one.
  */
 #include "gemm_dots.h"
+#include "gemm_avx512.h"
 
 #include <stdatomic.h>
-#include <stdlib.h>
-#include <strings.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
@@ -103,11 +102,7 @@ static bool cpu_runs_it(void)
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
 }
 
-static bool decide(void)
-{
-    const char *v = getenv("CLFORMER_HOST_GEMM");
-    return !(v && !strcasecmp(v, "openblas")) && cpu_runs_it();
-}
+static bool decide(void) { return !cf_gemm_host_openblas_only() && cpu_runs_it(); }
 
 bool cf_gemm_dots_wanted(void)
 {

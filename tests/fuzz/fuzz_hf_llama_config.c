@@ -1,9 +1,8 @@
 /* A Hugging Face Llama directory's config.json (runtime/format/hf_llama_config.c)
- * as `clformer import` or `train --init-from` reads it: whatever parses
- * holds together (the shapes the model needs, ids within the vocabulary)
- * and becomes a clformer config that validates, or is refused with a
- * message; never undefined behaviour on the way (UBSan: a number past a
- * float's range cast to float is one). */
+ * as `generate`, `eval` and `train --init` read it: whatever parses holds
+ * together (the shapes the model needs, ids within the vocabulary) and
+ * becomes a clformer config that validates, or is refused with a message;
+ * never a crash or undefined behaviour on the way (ASan, UBSan). */
 #include "fuzz_input.h"
 #include "hf_llama_config.h"
 
