@@ -79,6 +79,31 @@ kernel void split_heads(global float *dst0, ulong off0, global float *dst1, ulon
         d[s.head] = src[src_off + s.row];
 }
 
+/* split_heads of a projection's rows written without their bias: each
+ * element gets bias[its column] added, rounded to the storage format
+ * (round_storage_bits; precision 0 fp32, 1 bf16, 2 fp16), on the way, as
+ * bias_add and the activation rounding would have (the same bits), in one
+ * launch where those took one or two more. A decoding step's
+ * self-attention (runtime/model/forward.c), whose rows nothing else reads. */
+kernel void split_heads_bias(global float *dst0, ulong off0, global float *dst1, ulong off1,
+                             global float *dst2, ulong off2, global const float *src,
+                             ulong src_off, global const float *bias, ulong bias_off, int ld,
+                             int B, int T, int H0, int H1, int dh, int kv_cap, int kv_pos,
+                             int precision)
+{
+    head_slot s;
+    if (!head_slot_of(get_global_id(0), get_global_id(1), ld, B, T, H0, H1, dh, kv_cap, kv_pos,
+                      &s))
+        return;
+    global float *d = s.tensor == 0 ? dst0 + off0 : s.tensor == 1 ? dst1 + off1 : dst2 + off2;
+    /* the element's column: its offset past its row's start */
+    global const float *b = bias + bias_off + (s.row - (ulong)get_global_id(1) * ld);
+    global const float *x = src + src_off + s.row;
+    const int n = GPU_LAYOUTS ? 1 : dh; /* CPU devices: the slot's dh floats */
+    for (int j = 0; j < n; j++)
+        d[s.head + j] = as_float(round_storage_bits(as_uint(x[j] + b[j]), precision));
+}
+
 /* The inverse: the rows' slots <- the three tensors' heads (the rows'
  * other columns untouched). */
 kernel void merge_heads(global float *dst, ulong dst_off, int ld, global const float *src0,

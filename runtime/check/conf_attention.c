@@ -28,6 +28,7 @@
 #include "conformance.h"
 #include "kernel_ids.h"
 #include "ops.h"
+#include "ref_half.h"
 #include "ref_philox.h"
 #include "ref_random.h"
 
@@ -853,48 +854,64 @@ static clformer_status run_split_merge(cf_ctx *ctx, bool quick, conf_sink sink, 
 /* cf_split_qkv_to_caches, bit for bit against the reference: 3 query heads
  * (B, 3, T, dh) and 1 key and 1 value head written into caches of T + 4 rows
  * a head at rows 3..T+2, the caches' other rows untouched. Head sizes 6 and
- * 64; B x T as run_split_merge's. */
+ * 64; B x T as run_split_merge's. With a bias (split_heads_bias: a
+ * decoding step's projection without it), each element is the float sum
+ * rounded to the context's storage precision; without, a copy (fp32 only). */
 static clformer_status run_split_to_caches(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
 {
     static const size_t dhs[] = {6, 64};
     const size_t B = quick ? 2 : 3, T = quick ? 7 : 61, Hq = 3, Hkv = 1, cap = T + 4, pos = 3;
+    const bool fp32 = ctx->precision == CLFORMER_FP32;
+    const ref_half_format half = ctx->precision == CLFORMER_BF16 ? REF_BF16 : REF_F16;
     clformer_status st = CLFORMER_OK;
-    for (size_t d = 0; d < sizeof dhs / sizeof *dhs && !st; d++) {
-        const size_t dh = dhs[d], ld = (Hq + 2 * Hkv) * dh + 5, n = B * T * ld;
-        const size_t nq = B * Hq * T * dh, nc = B * Hkv * cap * dh, nh = nq + 2 * nc;
-        conf_block b = {0};
-        const size_t SRC = conf_block_add(&b, n), HEADS = conf_block_add(&b, nh);
-        double *src64 = malloc(n * 8), *heads64 = malloc(nh * 8);
-        if ((st = conf_block_create(ctx, &b))) goto next;
-        if (!src64 || !heads64) {
-            st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-            goto next;
+    for (int biased = fp32 ? 0 : 1; biased < 2 && !st; biased++)
+        for (size_t d = 0; d < sizeof dhs / sizeof *dhs && !st; d++) {
+            const size_t dh = dhs[d], ld = (Hq + 2 * Hkv) * dh + 5, n = B * T * ld;
+            const size_t nq = B * Hq * T * dh, nc = B * Hkv * cap * dh, nh = nq + 2 * nc;
+            conf_block b = {0};
+            const size_t SRC = conf_block_add(&b, n), HEADS = conf_block_add(&b, nh),
+                         BIAS = conf_block_add(&b, ld);
+            double *src64 = malloc(n * 8), *heads64 = malloc(nh * 8), *bias64 = malloc(ld * 8);
+            if ((st = conf_block_create(ctx, &b))) goto next;
+            if (!src64 || !heads64 || !bias64) {
+                st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+                goto next;
+            }
+            ref_rng r = ref_rng_new(10 + d);
+            ref_fill_uniform(&r, conf_block_init(&b, SRC), src64, n, -1, 1);
+            ref_fill_uniform(&r, conf_block_init(&b, BIAS), bias64, ld, -1, 1);
+            conf_block_init_fill(&b, HEADS, UNTOUCHED);
+            const cf_view heads = conf_block_view(&b, HEADS);
+            const cf_view bias = biased ? conf_block_view(&b, BIAS) : cf_view_at(NULL, 0);
+            if ((st = conf_block_upload(&b)) ||
+                (st = cf_split_qkv_to_caches(ctx, heads, cf_view_add(heads, nq),
+                                             cf_view_add(heads, nq + nc),
+                                             conf_block_view(&b, SRC), bias, ld, B, T, Hq, Hkv,
+                                             dh, cap, pos)) ||
+                (st = cf_finish(ctx)) || (st = conf_block_read(&b)))
+                goto next;
+            if (biased) /* the float sum, as the device adds, then the storage's rounding */
+                for (size_t i = 0; i < n; i++) {
+                    const float sum = (float)src64[i] + (float)bias64[i % ld];
+                    src64[i] = fp32 ? sum : ref_half_value(ref_half_round(sum, half), half);
+                }
+            for (size_t i = 0; i < nh; i++) heads64[i] = UNTOUCHED;
+            ref_split_heads(heads64, src64, ld, B, T, Hq, dh);
+            for (size_t g = 0; g < 2; g++)
+                ref_split_heads_at(heads64 + nq + g * nc, src64 + (Hq + g * Hkv) * dh, ld, B, T,
+                                   Hkv, dh, cap, pos);
+            ref_cmp split = ref_compare_exact(conf_block_out(&b, HEADS), heads64, nh);
+            if (!conf_block_unchanged(&b, SRC) || !conf_block_unchanged(&b, BIAS))
+                split.pass = false, split.why = "the source or the bias changed";
+            char shape[96];
+            snprintf(shape, sizeof shape, "B%zu T%zu Hq%zu Hkv%zu dh%zu cap%zu pos%zu", B, T, Hq,
+                     Hkv, dh, cap, pos);
+            conf_emit(sink, user, biased ? "split_heads_bias" : "split_heads", shape,
+                      conf_guarded(split, &b), 0.0);
+        next:
+            conf_block_free(&b);
+            free(src64), free(heads64), free(bias64);
         }
-        ref_rng r = ref_rng_new(10 + d);
-        ref_fill_uniform(&r, conf_block_init(&b, SRC), src64, n, -1, 1);
-        conf_block_init_fill(&b, HEADS, UNTOUCHED);
-        const cf_view heads = conf_block_view(&b, HEADS);
-        if ((st = conf_block_upload(&b)) ||
-            (st = cf_split_qkv_to_caches(ctx, heads, cf_view_add(heads, nq),
-                                         cf_view_add(heads, nq + nc), conf_block_view(&b, SRC),
-                                         ld, B, T, Hq, Hkv, dh, cap, pos)) ||
-            (st = cf_finish(ctx)) || (st = conf_block_read(&b)))
-            goto next;
-        for (size_t i = 0; i < nh; i++) heads64[i] = UNTOUCHED;
-        ref_split_heads(heads64, src64, ld, B, T, Hq, dh);
-        for (size_t g = 0; g < 2; g++)
-            ref_split_heads_at(heads64 + nq + g * nc, src64 + (Hq + g * Hkv) * dh, ld, B, T, Hkv,
-                               dh, cap, pos);
-        ref_cmp split = ref_compare_exact(conf_block_out(&b, HEADS), heads64, nh);
-        if (!conf_block_unchanged(&b, SRC)) split.pass = false, split.why = "the source changed";
-        char shape[96];
-        snprintf(shape, sizeof shape, "B%zu T%zu Hq%zu Hkv%zu dh%zu cap%zu pos%zu", B, T, Hq,
-                 Hkv, dh, cap, pos);
-        conf_emit(sink, user, "split_heads", shape, conf_guarded(split, &b), 0.0);
-    next:
-        conf_block_free(&b);
-        free(src64), free(heads64);
-    }
     return st;
 }
 
@@ -975,7 +992,7 @@ static clformer_status run_arguments(cf_ctx *ctx, conf_sink sink, void *user)
              !strstr(clformer_last_error(), "split the rows"))
         bad = "merge_heads over 2^32 rows not refused naming the fix";
     /* a decoding step's keys at positions 3..4 of caches of 4 rows a head */
-    else if (cf_split_qkv_to_caches(ctx, x, x, x, x, 12, 1, 2, 1, 1, 4, 4, 3) !=
+    else if (cf_split_qkv_to_caches(ctx, x, x, x, x, none, 12, 1, 2, 1, 1, 4, 4, 3) !=
                  CLFORMER_ERR_INVALID_ARGUMENT ||
              !strstr(clformer_last_error(), "past the cache"))
         bad = "split into caches past their rows not refused";
@@ -1004,13 +1021,13 @@ static clformer_status attention_check(cf_ctx *ctx, bool quick, conf_sink sink, 
         FULL_ONLY(grouped_full, 700),              GROUP(heads_quick, heads_full, 800),
     };
     CF_TRY(run_group(ctx, &model, quick, sink, user));
+    CF_TRY(run_split_to_caches(ctx, quick, sink, user));
     if (ctx->precision != CLFORMER_FP32) return CLFORMER_OK;
     for (size_t i = 0; i < sizeof groups / sizeof *groups; i++)
         CF_TRY(run_group(ctx, &groups[i], quick, sink, user));
     CF_TRY(run_fused_kernels(ctx, quick, sink, user));
     CF_TRY(run_fused_fd(ctx, quick, sink, user));
     CF_TRY(run_split_merge(ctx, quick, sink, user));
-    CF_TRY(run_split_to_caches(ctx, quick, sink, user));
     CF_TRY(run_degenerate(ctx, sink, user));
     return run_arguments(ctx, sink, user);
 }
@@ -1192,8 +1209,8 @@ static int attention_gradcheck(void)
     return fd + rules;
 }
 
-CONF_OP(attention) = {"attention", "split_heads merge_heads attention_softmax attention_softmax_backward flash_attention_forward|flash_attention_forward_simple|flash_tiled_forward flash_attention_backward_dq|flash_attention_backward_dq_simple|flash_tiled_backward_dq flash_attention_backward_dkv|flash_attention_backward_dkv_simple|flash_tiled_backward_dkv",
-    "cf_attention_forward, cf_attention_backward (materialised, fused per row and tiled), cf_split_heads, cf_merge_heads",
+CONF_OP(attention) = {"attention", "split_heads split_heads_bias merge_heads attention_softmax attention_softmax_backward flash_attention_forward|flash_attention_forward_simple|flash_tiled_forward flash_attention_backward_dq|flash_attention_backward_dq_simple|flash_tiled_backward_dq flash_attention_backward_dkv|flash_attention_backward_dkv_simple|flash_tiled_backward_dkv",
+    "cf_attention_forward, cf_attention_backward (materialised, fused per row and tiled), cf_split_heads, cf_merge_heads, cf_split_qkv_to_caches",
     "ref_attention_forward, ref_attention_backward, ref_split_heads, ref_merge_heads (this file)",
     "gradient rule for the output and every gradient; exact for the head layout",
     attention_check, attention_gradcheck, NULL, true};

@@ -261,6 +261,39 @@ static cf_layer_acts step_acts(const struct cf_decoder *d, int l)
     return L;
 }
 
+/* The decoder blocks of a step over d->x. Pre-norm, they are chained (as
+ * in training, cf_forward): each block's last residual computes the next
+ * block's input norm, or decoder.norm after the last, in one
+ * bias_residual_layernorm_forward launch where it was a residual launch
+ * and a norm launch: a launch a layer less each token, the same bits.
+ * Every layer's norms go to the step's one scratch (step_acts' sub).
+ * *chained: whether they were (decoder.norm is then done). */
+static clformer_status step_layers(cf_session *s, const cf_block_shape *shape, bool *chained)
+{
+    const cf_model *m = s->model;
+    struct cf_decoder *d = s->decoder;
+    const int n = m->cfg.n_dec_layers;
+    *chained = m->cfg.norm_first && n > 0;
+    for (int l = 0; l < n; l++) {
+        const cf_layer_acts L = step_acts(d, l);
+        const cf_layer_params *p = l + 1 < n ? &m->layout.dec[l + 1] : NULL;
+        const cf_next_norm next = {&L.sub[0], p ? p->norm_w[0] : m->layout.dec_norm_w,
+                                   p ? p->norm_b[0] : m->layout.dec_norm_b};
+        CF_TRY(cf_decoder_block_chained(s, l, &L, d->x, shape, *chained && l > 0,
+                                        *chained ? &next : NULL));
+    }
+    return CLFORMER_OK;
+}
+
+/* The step's logits from d->x, through decoder.norm unless the chained
+ * blocks did it. */
+static clformer_status step_logits(cf_session *s, bool chained)
+{
+    struct cf_decoder *d = s->decoder;
+    if (chained) return cf_generator_logits(s, d->logits, d->fin, d->R);
+    return cf_generator_forward(s, d->fin, d->mean, d->rstd, d->x, d->logits, d->R);
+}
+
 static clformer_status step_all_rows(cf_session *s, size_t t, float *attention)
 {
     const cf_model *m = s->model;
@@ -269,14 +302,12 @@ static clformer_status step_all_rows(cf_session *s, size_t t, float *attention)
     CF_TRY(cf_embed(s, d->x, d->step_tokens, d->R, 1, t, NULL));
     const cf_block_shape shape = {d->R, 1, d->S, t, d->L, true, d->tokens, d->src, NONE,
                                   NONE, NULL};
-    for (int l = 0; l < c->n_dec_layers; l++) {
-        const cf_layer_acts L = step_acts(d, l);
-        CF_TRY(cf_decoder_block(s, l, &L, d->x, &shape));
-    }
+    bool chained;
+    CF_TRY(step_layers(s, &shape, &chained));
     if (attention) /* the probabilities stay until the next step's first attention */
         CF_TRY(cf_download(s->ctx, d->probs.buf, d->probs.off, attention,
                            (size_t)c->n_heads * d->S));
-    return cf_generator_forward(s, d->fin, d->mean, d->rstd, d->x, d->logits, d->R);
+    return step_logits(s, chained);
 }
 
 clformer_status cf_decode_start_lm(cf_session *s, size_t R, size_t L)
@@ -358,11 +389,9 @@ static clformer_status step_rows_at(cf_session *s, const int32_t *tokens, const 
     CF_TRY(upload_key_mask(s, pos));
     const cf_block_shape shape = {d->R, 1, 0, last, d->L, true, NONE, d->src, NONE,
                                   d->tokens, pos};
-    for (int l = 0; l < c->n_dec_layers; l++) {
-        const cf_layer_acts L = step_acts(d, l);
-        CF_TRY(cf_decoder_block(s, l, &L, d->x, &shape));
-    }
-    return cf_generator_forward(s, d->fin, d->mean, d->rstd, d->x, d->logits, d->R);
+    bool chained;
+    CF_TRY(step_layers(s, &shape, &chained));
+    return step_logits(s, chained);
 }
 
 /* A decoding step's passes run with the context told so (cf_ctx.decoding:

@@ -137,9 +137,10 @@ static void position_run(const attn_spec *spec, size_t r0, size_t *r1, size_t *p
 }
 
 /* The queries' heads, and the keys and values into the decoding caches at
- * each row's positions: one launch per run of rows at the same position. */
+ * each row's positions: one launch per run of rows at the same position;
+ * with `bias`, the rows are the projection without it (added on the way). */
 static clformer_status split_to_caches(cf_ctx *ctx, const cf_attn_acts *a,
-                                       const attn_spec *spec)
+                                       const attn_spec *spec, cf_view bias)
 {
     const cf_attention_shape *sh = &spec->shape;
     const size_t H = sh->H, Hkv = cf_attention_kv_heads(sh), dh = sh->dh;
@@ -149,8 +150,8 @@ static clformer_status split_to_caches(cf_ctx *ctx, const cf_attn_acts *a,
         CF_TRY(cf_split_qkv_to_caches(ctx, cf_view_add(a->qh, r0 * H * Tq * dh),
                                       cf_view_add(a->kh, r0 * Hkv * cap * dh),
                                       cf_view_add(a->vh, r0 * Hkv * cap * dh),
-                                      cf_view_add(a->q, r0 * Tq * ld), ld, r1 - r0, Tq, H, Hkv,
-                                      dh, cap, pos));
+                                      cf_view_add(a->q, r0 * Tq * ld), bias, ld, r1 - r0, Tq,
+                                      H, Hkv, dh, cap, pos));
     }
     return CLFORMER_OK;
 }
@@ -190,27 +191,43 @@ static clformer_status attention(cf_session *s, const cf_attn_acts *a, const cf_
     const size_t B = sh->B, H = sh->H, dh = sh->dh, d = H * dh, Tq = sh->Tq, Nq = B * Tq;
     const size_t Hkv = cf_attention_kv_heads(sh), kvd = Hkv * dh, ld = d + 2 * kvd;
     const cf_view w = cf_param(s, p->in_proj_w), b = cf_param(s, p->in_proj_b);
+    /* A decoding step's one query row a sequence: heads (B, H, 1, dh) lie as
+     * rows (B, d) do, so the queries' split and the context's merge would
+     * be copies, and are left out (nothing reads a decoding step's rows or
+     * heads but what follows here; the fused path keeps its output where
+     * its saved tensors say). */
+    const bool one_row = spec->cached && Tq == 1 && !cf_attention_fused(&a->saved);
+    cf_view qh = a->qh;
     if (!spec->cross) {
-        /* one projection: rows of d queries, kvd keys, kvd values */
-        CF_TRY(cf_linear_forward(ctx, a->q, x, w, b, Nq, d, ld));
+        /* one projection: rows of d queries, kvd keys, kvd values. A
+         * decoding step without rotary positions adds its bias in the split
+         * into the caches (one launch for the bias add, rounding and split). */
+        const bool bias_in_split = spec->cached && b.buf && !s->model->blocks.rope;
+        if (bias_in_split)
+            CF_TRY(cf_linear_product(ctx, a->q, x, w, Nq, d, ld));
+        else
+            CF_TRY(cf_linear_forward(ctx, a->q, x, w, b, Nq, d, ld));
         if (s->model->blocks.rope)
             CF_TRY(cf_rotate(s, a->q, B, Tq, sh->q_pos0, spec->row_pos, false));
         if (spec->cached) {
-            CF_TRY(split_to_caches(ctx, a, spec));
+            CF_TRY(split_to_caches(ctx, a, spec, bias_in_split ? b : NONE));
         } else {
             CF_TRY(cf_split_qkv_heads(ctx, a->qh, a->kh, a->vh, a->q, ld, B, Tq, H, Hkv, dh));
         }
     } else {
         /* rows 0..d-1 of the packed projection act on the queries, the rest on the memory */
         CF_TRY(cf_linear_forward(ctx, a->q, x, w, b, Nq, d, d));
-        CF_TRY(cf_split_heads(ctx, a->qh, a->q, d, B, Tq, H, dh));
+        if (one_row)
+            qh = a->q;
+        else
+            CF_TRY(cf_split_heads(ctx, a->qh, a->q, d, B, Tq, H, dh));
         if (!spec->cached)
             CF_TRY(cf_cross_kv(s, layer, spec->memory, a->kv, a->kh, a->vh, B, sh->Tk));
     }
     cf_dropout ds;
-    CF_TRY(cf_attention_forward(ctx, a->ctx_h, &a->saved, a->qh, a->kh, a->vh, spec->key_tokens,
-                                sh, cf_session_dropout(s, site, &ds)));
-    CF_TRY(cf_merge_heads(ctx, a->concat, d, a->ctx_h, B, Tq, H, dh));
+    CF_TRY(cf_attention_forward(ctx, one_row ? a->concat : a->ctx_h, &a->saved, qh, a->kh, a->vh,
+                                spec->key_tokens, sh, cf_session_dropout(s, site, &ds)));
+    if (!one_row) CF_TRY(cf_merge_heads(ctx, a->concat, d, a->ctx_h, B, Tq, H, dh));
     return cf_linear_forward(ctx, a->out, a->concat, cf_param(s, p->out_w), NONE, Nq, d, d);
 }
 
@@ -384,8 +401,7 @@ clformer_status cf_forward_encoder(cf_session *s)
                            m->layout.enc_norm_b, a->B * a->S);
 }
 
-/* The generator's product: logits = out W^T + b, N rows. */
-static clformer_status generator_logits(cf_session *s, cf_view logits, cf_view out, size_t N)
+clformer_status cf_generator_logits(cf_session *s, cf_view logits, cf_view out, size_t N)
 {
     const cf_model *m = s->model;
     return cf_linear_forward(s->ctx, logits, out, cf_param(s, m->layout.generator_w),
@@ -398,7 +414,7 @@ clformer_status cf_generator_forward(cf_session *s, cf_view out, cf_view mean, c
 {
     const cf_model *m = s->model;
     CF_TRY(cf_norm_forward(s, out, mean, rstd, x, m->layout.dec_norm_w, m->layout.dec_norm_b, N));
-    return generator_logits(s, logits, out, N);
+    return cf_generator_logits(s, logits, out, N);
 }
 
 clformer_status cf_forward(cf_session *s, bool with_loss, float grad_scale)
@@ -425,7 +441,7 @@ clformer_status cf_forward(cf_session *s, bool with_loss, float grad_scale)
         if (a->half_saved && l + 1 < c->n_dec_layers) CF_TRY(cf_layer_store(s, true, l));
     }
     if (chain)
-        CF_TRY(generator_logits(s, a->logits, a->dec_out, Nt));
+        CF_TRY(cf_generator_logits(s, a->logits, a->dec_out, Nt));
     else
         CF_TRY(cf_generator_forward(s, a->dec_out, a->dec_mean, a->dec_rstd,
                                     cf_layer_input(a, true, c->n_dec_layers), a->logits, Nt));

@@ -264,6 +264,10 @@ clformer_status cf_rotate(cf_session *s, cf_view qkv, size_t B, size_t Tq, size_
  * only when dynamic scaling's angles change with seq_len. */
 clformer_status cf_session_rope(cf_session *s, size_t seq_len, cf_view *table, size_t *rows);
 
+/* The generator's product alone: logits = out W^T + b, N rows of out
+ * already normed (by a chained stack's last block). */
+clformer_status cf_generator_logits(cf_session *s, cf_view logits, cf_view out, size_t N);
+
 /* decoder.norm and the generator: out = LN(x), logits = out W^T + b, N rows. */
 clformer_status cf_generator_forward(cf_session *s, cf_view out, cf_view mean, cf_view rstd,
                                      cf_view x, cf_view logits, size_t N);

@@ -157,6 +157,12 @@ clformer_status cf_swiglu_backward(cf_ctx *ctx, cf_view dgate, cf_view dup, cf_v
 /* Linear layers (GEMM through CLBlast) and activations                      */
 /* ------------------------------------------------------------------------- */
 
+/* out (N, OC) = inp (N, IC) weight^T, the product alone: not rounded to
+ * the storage precision, for a caller that adds the bias and rounds as it
+ * moves the result (cf_split_qkv_to_caches). */
+clformer_status cf_linear_product(cf_ctx *ctx, cf_view out, cf_view inp, cf_view weight,
+                                  size_t N, size_t IC, size_t OC);
+
 /* out (N, OC) = inp (N, IC) weight^T + bias; weight (OC, IC) as PyTorch
  * stores it; bias.buf NULL for none. */
 clformer_status cf_linear_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_view weight,
@@ -208,11 +214,15 @@ clformer_status cf_split_qkv_heads(cf_ctx *ctx, cf_view q, cf_view k, cf_view v,
 
 /* cf_split_qkv_heads for one decoding step: the keys and values go into
  * caches of `cap` rows a head (B, Hkv, cap, dh), at rows pos..pos+T-1; q as
- * there. One launch where a split and two cache writes were three. */
+ * there. One launch where a split and two cache writes were three. With
+ * `bias` (bias.buf not NULL: ld floats, one per column of src), src holds
+ * the projection without its bias, which is added here and the sum
+ * rounded to the context's storage precision: the bits cf_linear_forward's
+ * bias add and rounding give, in this one launch. */
 clformer_status cf_split_qkv_to_caches(cf_ctx *ctx, cf_view q, cf_view k_cache,
-                                       cf_view v_cache, cf_view src, size_t ld, size_t B,
-                                       size_t T, size_t Hq, size_t Hkv, size_t dh, size_t cap,
-                                       size_t pos);
+                                       cf_view v_cache, cf_view src, cf_view bias, size_t ld,
+                                       size_t B, size_t T, size_t Hq, size_t Hkv, size_t dh,
+                                       size_t cap, size_t pos);
 
 /* The inverse: those columns of dst's rows <- q, k, v (others untouched). */
 clformer_status cf_merge_qkv_heads(cf_ctx *ctx, cf_view dst, size_t ld, cf_view q, cf_view k,

@@ -44,11 +44,12 @@
 /* q, k, v: tensors 0, 1, 2 of cl/attention.cl's head slots (H0 heads for
  * tensor 0, H1 each for tensors 1 and 2; one tensor: all three the same,
  * H1 = 0); rows: the projection's rows. With H0 = 0, q is not used (k goes
- * in its place, so the kernel gets a buffer). */
+ * in its place, so the kernel gets a buffer). A split with `bias` (one per
+ * column of the rows) adds it on the way (split_heads_bias). */
 static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id kernel, cf_view q,
-                                    cf_view k, cf_view v, cf_view rows, size_t ld, size_t B,
-                                    size_t T, size_t H0, size_t H1, size_t dh, bool split,
-                                    size_t kv_cap, size_t kv_pos)
+                                    cf_view k, cf_view v, cf_view rows, cf_view bias, size_t ld,
+                                    size_t B, size_t T, size_t H0, size_t H1, size_t dh,
+                                    bool split, size_t kv_cap, size_t kv_pos)
 {
     const cf_view heads[3] = {H0 ? q : k, k, v};
     const size_t slots = H0 + 2 * H1;
@@ -77,7 +78,14 @@ static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id ke
         global[0] = slots;
         global[1] = cf_round_up(B * T, local[1]);
     }
-    const uint64_t bytes = cf_f32_bytes(2 * B * T * slots * dh); /* each read and written */
+    const uint64_t bytes = cf_f32_bytes(2 * B * T * slots * dh + (bias.buf ? ld : 0));
+    if (bias.buf) /* each read and written, the bias read */
+        return CF_LAUNCH(ctx, "attention", bytes, kern, 2, global, local, CF_MEM(heads[0].buf),
+                         CF_U64(heads[0].off), CF_MEM(heads[1].buf), CF_U64(heads[1].off),
+                         CF_MEM(heads[2].buf), CF_U64(heads[2].off), CF_MEM(rows.buf),
+                         CF_U64(rows.off), CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(ld),
+                         CF_I32(B), CF_I32(T), CF_I32(H0), CF_I32(H1), CF_I32(dh),
+                         CF_I32(kv_cap), CF_I32(kv_pos), CF_I32(ctx->precision));
     if (split)
         return CF_LAUNCH(ctx, "attention", bytes, kern, 2, global, local, CF_MEM(heads[0].buf),
                          CF_U64(heads[0].off), CF_MEM(heads[1].buf), CF_U64(heads[1].off),
@@ -91,43 +99,47 @@ static clformer_status heads_launch(cf_ctx *ctx, const char *fn, cf_kernel_id ke
                      CF_I32(dh));
 }
 
+/* No bias: a plain split or merge. */
+static const cf_view NO_BIAS = {NULL, 0};
+
 clformer_status cf_split_heads(cf_ctx *ctx, cf_view dst, cf_view src, size_t ld, size_t B,
                                size_t T, size_t H, size_t dh)
 {
-    return heads_launch(ctx, "cf_split_heads", CF_K_SPLIT_HEADS, dst, dst, dst, src, ld, B, T, H,
-                        0, dh, true, T, 0);
+    return heads_launch(ctx, "cf_split_heads", CF_K_SPLIT_HEADS, dst, dst, dst, src, NO_BIAS, ld,
+                        B, T, H, 0, dh, true, T, 0);
 }
 
 clformer_status cf_merge_heads(cf_ctx *ctx, cf_view dst, size_t ld, cf_view src, size_t B,
                                size_t T, size_t H, size_t dh)
 {
-    return heads_launch(ctx, "cf_merge_heads", CF_K_MERGE_HEADS, src, src, src, dst, ld, B, T, H,
-                        0, dh, false, T, 0);
+    return heads_launch(ctx, "cf_merge_heads", CF_K_MERGE_HEADS, src, src, src, dst, NO_BIAS, ld,
+                        B, T, H, 0, dh, false, T, 0);
 }
 
 clformer_status cf_split_qkv_heads(cf_ctx *ctx, cf_view q, cf_view k, cf_view v, cf_view src,
                                    size_t ld, size_t B, size_t T, size_t Hq, size_t Hkv,
                                    size_t dh)
 {
-    return heads_launch(ctx, "cf_split_qkv_heads", CF_K_SPLIT_HEADS, q, k, v, src, ld, B, T, Hq,
-                        Hkv, dh, true, T, 0);
+    return heads_launch(ctx, "cf_split_qkv_heads", CF_K_SPLIT_HEADS, q, k, v, src, NO_BIAS, ld,
+                        B, T, Hq, Hkv, dh, true, T, 0);
 }
 
 clformer_status cf_merge_qkv_heads(cf_ctx *ctx, cf_view dst, size_t ld, cf_view q, cf_view k,
                                    cf_view v, size_t B, size_t T, size_t Hq, size_t Hkv,
                                    size_t dh)
 {
-    return heads_launch(ctx, "cf_merge_qkv_heads", CF_K_MERGE_HEADS, q, k, v, dst, ld, B, T, Hq,
-                        Hkv, dh, false, T, 0);
+    return heads_launch(ctx, "cf_merge_qkv_heads", CF_K_MERGE_HEADS, q, k, v, dst, NO_BIAS, ld,
+                        B, T, Hq, Hkv, dh, false, T, 0);
 }
 
 clformer_status cf_split_qkv_to_caches(cf_ctx *ctx, cf_view q, cf_view k_cache,
-                                       cf_view v_cache, cf_view src, size_t ld, size_t B,
-                                       size_t T, size_t Hq, size_t Hkv, size_t dh, size_t cap,
-                                       size_t pos)
+                                       cf_view v_cache, cf_view src, cf_view bias, size_t ld,
+                                       size_t B, size_t T, size_t Hq, size_t Hkv, size_t dh,
+                                       size_t cap, size_t pos)
 {
-    return heads_launch(ctx, "cf_split_qkv_to_caches", CF_K_SPLIT_HEADS, q, k_cache, v_cache,
-                        src, ld, B, T, Hq, Hkv, dh, true, cap, pos);
+    return heads_launch(ctx, "cf_split_qkv_to_caches",
+                        bias.buf ? CF_K_SPLIT_HEADS_BIAS : CF_K_SPLIT_HEADS, q, k_cache, v_cache,
+                        src, bias, ld, B, T, Hq, Hkv, dh, true, cap, pos);
 }
 
 /* ------------------------------------------------------------------------- */

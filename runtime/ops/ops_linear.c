@@ -25,19 +25,31 @@ static clformer_status check_sizes(const char *op, size_t N, size_t IC, size_t O
     return CLFORMER_OK;
 }
 
-clformer_status cf_linear_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_view weight,
-                                  cf_view bias, size_t N, size_t IC, size_t OC)
+static clformer_status product(const char *op, cf_ctx *ctx, cf_view out, cf_view inp,
+                               cf_view weight, size_t N, size_t IC, size_t OC)
 {
-    CF_TRY(check_sizes("cf_linear_forward", N, IC, OC));
+    CF_TRY(check_sizes(op, N, IC, OC));
     if (N == 0 || OC == 0) return CLFORMER_OK;
     if (!out.buf || !inp.buf || !weight.buf)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                       "cf_linear_forward: out, inp and weight must be device buffers");
-    if (IC == 0) /* an empty product: zero, plus the bias below */
-        CF_TRY(cf_fill(ctx, out.buf, out.off, N * OC, 0.0f));
-    else
-        CF_TRY(cf_gemm(ctx, false, true, N, OC, IC, 1.0f, inp.buf, inp.off, IC, weight.buf,
-                       weight.off, IC, 0.0f, out.buf, out.off, OC));
+                       "%s: out, inp and weight must be device buffers", op);
+    if (IC == 0) /* an empty product: zero */
+        return cf_fill(ctx, out.buf, out.off, N * OC, 0.0f);
+    return cf_gemm(ctx, false, true, N, OC, IC, 1.0f, inp.buf, inp.off, IC, weight.buf,
+                   weight.off, IC, 0.0f, out.buf, out.off, OC);
+}
+
+clformer_status cf_linear_product(cf_ctx *ctx, cf_view out, cf_view inp, cf_view weight,
+                                  size_t N, size_t IC, size_t OC)
+{
+    return product("cf_linear_product", ctx, out, inp, weight, N, IC, OC);
+}
+
+clformer_status cf_linear_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_view weight,
+                                  cf_view bias, size_t N, size_t IC, size_t OC)
+{
+    CF_TRY(product("cf_linear_forward", ctx, out, inp, weight, N, IC, OC));
+    if (N == 0 || OC == 0) return CLFORMER_OK;
     if (!bias.buf) return cf_round_activation(ctx, out, N * OC);
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BIAS_ADD, &k));
