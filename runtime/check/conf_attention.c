@@ -610,6 +610,7 @@ static const attention_case cross_full[] = {
     {2, 2, 80, 61, 7, 7, 0, false, KEYS_RANDOM_PAD, 0.0f, false},
     {3, 2, 8, 61, 93, 93, 0, false, KEYS_RIGHT_PAD, 0.0f, false},
     {2, 2, 64, 93, 1, 1, 0, false, KEYS_FULL, 0.0f, false},
+    {3, 3, 64, 1, 61, 61, 0, false, KEYS_RANDOM_PAD, 0.0f, false}, /* a decoding step's */
 };
 /* Incremental decoding: a key cache of Tk_cap rows, Tk in use, queries from q_pos0. */
 static const attention_case decoding_quick[] = {
@@ -1209,8 +1210,8 @@ static int attention_gradcheck(void)
     return fd + rules;
 }
 
-CONF_OP(attention) = {"attention", "split_heads split_heads_bias merge_heads attention_softmax attention_softmax_backward flash_attention_forward|flash_attention_forward_simple|flash_tiled_forward flash_attention_backward_dq|flash_attention_backward_dq_simple|flash_tiled_backward_dq flash_attention_backward_dkv|flash_attention_backward_dkv_simple|flash_tiled_backward_dkv",
-    "cf_attention_forward, cf_attention_backward (materialised, fused per row and tiled), cf_split_heads, cf_merge_heads, cf_split_qkv_to_caches",
+CONF_OP(attention) = {"attention", "split_heads split_heads_bias merge_heads attention_softmax attention_decode attention_softmax_backward flash_attention_forward|flash_attention_forward_simple|flash_tiled_forward flash_attention_backward_dq|flash_attention_backward_dq_simple|flash_tiled_backward_dq flash_attention_backward_dkv|flash_attention_backward_dkv_simple|flash_tiled_backward_dkv",
+    "cf_attention_forward, cf_attention_backward (materialised, fused per row and tiled; a decoding step's in one launch), cf_split_heads, cf_merge_heads, cf_split_qkv_to_caches",
     "ref_attention_forward, ref_attention_backward, ref_split_heads, ref_merge_heads (this file)",
     "gradient rule for the output and every gradient; exact for the head layout",
     attention_check, attention_gradcheck, NULL, true};

@@ -14,6 +14,9 @@
  *   dVh = P_drop^T dO, dP_drop = dO Vh^T          GEMMs
  *   dS = P (dP - rowsum(dP P)) scale              attention_softmax_backward, in place
  *   dQh = dS Kh, dKh = dS^T Qh                    GEMMs
+ * A forward with one query row a sequence and head and no dropout (a
+ * decoding step) gives the unfused path's results, P included, in one
+ * launch instead (cl/attention_decode.cl).
  * The K and V tensors of one (b, h) are Tk_cap rows apart (decoding caches
  * hold max_len rows); only the first Tk are read, and only those of dKh and
  * dVh are written.
@@ -241,6 +244,49 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
     return cf_round_activation(ctx, out, BH * Tq * dh);
 }
 
+/* Whether a forward takes attention_decode (cl/attention_decode.cl): one
+ * query row a sequence and head (a decoding step), without dropout and with
+ * the probabilities saved once. On every device: PoCL ran it as fast as the
+ * three launches it replaces or faster (docs/PERFORMANCE.md), and a GPU
+ * pays for each launch more. */
+static bool decode_in_one(const cf_attention_saved *saved, const cf_attention_shape *s,
+                          const cf_dropout *dropout)
+{
+    return s->Tq == 1 && !cf_dropout_active(dropout) && same_view(saved->probs_drop, saved->probs);
+}
+
+/* The materialised path's results, P into saved->probs included, in one
+ * launch: a work-group per query row on GPUs, a work item on CPU devices. */
+static clformer_status forward_decode(cf_ctx *ctx, cf_view out, const cf_attention_saved *saved,
+                                      cf_view qh, cf_view kh, cf_view vh, cf_view key_tokens,
+                                      const cf_attention_shape *s)
+{
+    const size_t rows = s->B * s->H * s->Tq, dh = s->dh;
+    const bool use_keys = key_tokens.buf != NULL;
+    /* Q read and O written, the keys' K and V rows read, P written, key ids read */
+    const uint64_t bytes =
+        cf_f32_bytes(2 * rows * dh + 2 * s->B * cf_attention_kv_heads(s) * s->Tk * dh +
+                     rows * s->Tk + (use_keys ? s->B * s->Tk : 0));
+    cl_kernel k;
+    CF_TRY(cf_kernel_get(ctx, CF_K_ATTENTION_DECODE, &k));
+    size_t local, global;
+    cf_row_grid(ctx, rows, &global, &local);
+    if (!ctx->device_profile.gpu_layouts) {
+        /* an item's row is long work: groups small enough that a step's few
+         * rows (6 for one sequence of gpt-char) spread over the cores */
+        local = rows / 8 < local ? (rows / 8 ? rows / 8 : 1) : local;
+        global = cf_round_up(rows, local);
+    }
+    return CF_LAUNCH_FLOP(ctx, "attention", bytes, 4u * (uint64_t)rows * s->Tk * dh, k, 1,
+                          &global, &local, CF_VIEW(out), CF_VIEW(saved->probs), CF_VIEW(qh),
+                          CF_VIEW(kh), CF_VIEW(vh), CF_MEM(use_keys ? key_tokens.buf : qh.buf),
+                          CF_U64(key_tokens.off), CF_I32(s->key_ld), CF_I32(use_keys),
+                          CF_I32(rows), CF_I32(s->H), CF_I32(cf_attention_group(s)),
+                          CF_I32(s->Tq), CF_I32(s->Tk), CF_I32(s->Tk_cap), CF_I32(dh),
+                          CF_I32(s->q_pos0), CF_I32(s->causal),
+                          CF_F32(1.0f / sqrtf((float)dh)), CF_I32(ctx->precision));
+}
+
 /* The dropout arguments every attention kernel ends with. */
 #define DROP_ARGS(active, dropout)                                                              \
     CF_F32((active) ? (dropout)->p : 0.0f), CF_U64((active) ? (dropout)->seed : 0),             \
@@ -375,6 +421,8 @@ clformer_status cf_attention_forward(cf_ctx *ctx, cf_view ctx_h, const cf_attent
 
     if (cf_attention_fused(saved))
         return forward_fused(ctx, ctx_h, saved, qh, kh, vh, key_tokens, s, dropout);
+    if (decode_in_one(saved, s, dropout))
+        return forward_decode(ctx, ctx_h, saved, qh, kh, vh, key_tokens, s);
     return forward_unfused(ctx, ctx_h, saved, qh, kh, vh, key_tokens, s, dropout);
 }
 

@@ -1,0 +1,172 @@
+/*
+ * Attention of a decoding step in one launch (runtime/ops/ops_attention.c
+ * launches it where the device profile says so: GPUs). A decoding step has
+ * one query row a sequence and head, over the keys so far; the
+ * materialised path (S = Q K^T, softmax, O = P V) takes three launches for
+ * it, five with 16-bit storage, each with little to do, and a small
+ * model's token is then mostly launches. Per query row (b, h, t):
+ *   s_j = scale * q . k_j, -inf where key j is masked (padding, or after
+ *         the query's position when causal)
+ *   p_j = exp(s_j - max) / sum, the probabilities written to `probs` as the
+ *         materialised path saves them (rounded to the storage format), 0
+ *         where masked, 0 everywhere when every key is
+ *   o   = sum_j p_j v_j (the stored p_j), rounded to the storage format
+ * The softmax is attention_softmax's (cl/attention.cl): the same maximum,
+ * exponentials and 1 / sum; the dot products and the sum over keys run in
+ * another order than the GEMMs'. No dropout: decoding has none (the host
+ * takes the materialised path when it is on). Grouped heads: query head h
+ * of batch b reads key/value head b * (H / group) + h / group; keys and
+ * values are Tk_cap rows apart (a decoding cache's length). `precision`:
+ * 0 fp32, 1 bf16, 2 fp16 (round_storage_bits). A row's result depends on
+ * that row alone, so a row gets the same bits in any batch.
+ */
+#include "common.h"
+
+#define DECODE_ARGS                                                                            \
+    global float *out, ulong out_off, global float *probs, ulong probs_off,                    \
+        global const float *q, ulong q_off, global const float *k, ulong k_off,                \
+        global const float *v, ulong v_off, global const int *keys, ulong keys_off,            \
+        int key_ld, int use_keys, int rows, int H, int group, int Tq, int Tk, int Tk_cap,      \
+        int dh, int q_pos0, int causal, float scale, int precision
+#define DECODE_PASS                                                                            \
+    out, out_off, probs, probs_off, q, q_off, k, k_off, v, v_off, keys, keys_off, key_ld,      \
+        use_keys, rows, H, group, Tq, Tk, Tk_cap, dh, q_pos0, causal, scale, precision
+
+static inline float dec_round(float x, int precision)
+{
+    return as_float(round_storage_bits(as_uint(x), precision));
+}
+
+/* q . k over dh floats: float4 chunks, their lanes added in a fixed order,
+ * then the tail. */
+static inline float dec_dot(global const float *a, global const float *b, int dh)
+{
+    float4 s4 = (float4)(0.0f);
+    int c = 0;
+    for (; c + 4 <= dh; c += 4) s4 += vload4(0, a + c) * vload4(0, b + c);
+    float t[4];
+    vstore4(s4, 0, t); /* not shuffles: see attention.cl's sum8 */
+    float s = (t[0] + t[2]) + (t[1] + t[3]);
+    for (; c < dh; c++) s += a[c] * b[c];
+    return s;
+}
+
+/* Whether key j is one row `row`'s query sees: before jmax, not padding. */
+static inline bool dec_visible(global const int *kt, int use_keys, int j, int jmax)
+{
+    return j < jmax && (!use_keys || kt[j] != 0);
+}
+
+/* GPUs: a work-group of REDUCE_WG items per row. The items take the keys
+ * in turn (j = lid, lid + REDUCE_WG, ...) for the scores and the softmax;
+ * for O, item lid takes column lid % dh of the keys j = part, part + parts,
+ * ... (part = lid / dh), and the parts' sums meet in local memory, added in
+ * part order (dh > REDUCE_WG: one part, an item's columns in turn). */
+static inline void decode_row_by_group(local float *scratch, DECODE_ARGS)
+{
+    const int lid = get_local_id(0);
+    const int row = get_group_id(0), bh = row / Tq, t = row - bh * Tq, b = bh / H;
+    const int jmax = causal ? min(Tk, q_pos0 + t + 1) : Tk;
+    const ulong kv = (ulong)kv_head(bh, H, group) * Tk_cap * dh;
+    global const float *qr = q + q_off + (ulong)row * dh;
+    global const float *kb = k + k_off + kv, *vb = v + v_off + kv;
+    global const int *kt = keys + keys_off + (ulong)b * key_ld;
+    global float *x = probs + probs_off + (ulong)row * Tk;
+
+    /* scaled scores into the row of probs (each item its own keys) */
+    float m = -INFINITY;
+    for (int j = lid; j < jmax; j += REDUCE_WG)
+        if (dec_visible(kt, use_keys, j, jmax)) {
+            const float s = dec_dot(qr, kb + (ulong)j * dh, dh) * scale;
+            x[j] = s;
+            m = fmax(m, s);
+        }
+    m = wg_max(m, scratch);
+    /* m == -inf: every key masked, every probability 0 */
+    float sum = 0.0f;
+    for (int j = lid; j < Tk; j += REDUCE_WG) {
+        const float e = dec_visible(kt, use_keys, j, jmax) ? exp(x[j] - m) : 0.0f;
+        x[j] = e;
+        sum += e;
+    }
+    sum = wg_sum(sum, scratch);
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    for (int j = lid; j < Tk; j += REDUCE_WG) x[j] = dec_round(x[j] * inv, precision);
+    barrier(CLK_GLOBAL_MEM_FENCE); /* every item reads every probability below */
+
+    global float *o = out + out_off + (ulong)row * dh;
+    if (dh > REDUCE_WG) {
+        for (int c = lid; c < dh; c += REDUCE_WG) {
+            float acc = 0.0f;
+            for (int j = 0; j < jmax; j++) acc += x[j] * vb[(ulong)j * dh + c];
+            o[c] = dec_round(acc, precision);
+        }
+        return;
+    }
+    const int parts = REDUCE_WG / dh, part = lid / dh, c = lid - part * dh;
+    float acc = 0.0f;
+    if (part < parts)
+        for (int j = part; j < jmax; j += parts) acc += x[j] * vb[(ulong)j * dh + c];
+    scratch[lid] = acc; /* wg_sum's last barrier: scratch is free */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (lid < dh) {
+        float s = scratch[lid];
+        for (int u = 1; u < parts; u++) s += scratch[u * dh + lid];
+        o[lid] = dec_round(s, precision);
+    }
+}
+
+/* CPU devices: a work item per row (no barriers). O by runs of 16 columns
+ * in registers, each summed over the keys in order. */
+static inline void decode_row_by_item(DECODE_ARGS)
+{
+    const int row = get_global_id(0);
+    if (row >= rows) return;
+    const int bh = row / Tq, t = row - bh * Tq, b = bh / H;
+    const int jmax = causal ? min(Tk, q_pos0 + t + 1) : Tk;
+    const ulong kv = (ulong)kv_head(bh, H, group) * Tk_cap * dh;
+    global const float *qr = q + q_off + (ulong)row * dh;
+    global const float *kb = k + k_off + kv, *vb = v + v_off + kv;
+    global const int *kt = keys + keys_off + (ulong)b * key_ld;
+    global float *x = probs + probs_off + (ulong)row * Tk;
+
+    float m = -INFINITY;
+    for (int j = 0; j < jmax; j++)
+        if (dec_visible(kt, use_keys, j, jmax)) {
+            x[j] = dec_dot(qr, kb + (ulong)j * dh, dh) * scale;
+            m = fmax(m, x[j]);
+        }
+    float sum = 0.0f;
+    for (int j = 0; j < Tk; j++) {
+        const float e = dec_visible(kt, use_keys, j, jmax) ? exp(x[j] - m) : 0.0f;
+        x[j] = e;
+        sum += e;
+    }
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    for (int j = 0; j < Tk; j++) x[j] = dec_round(x[j] * inv, precision);
+
+    global float *o = out + out_off + (ulong)row * dh;
+    int c = 0;
+    for (; c + 16 <= dh; c += 16) {
+        float16 acc = (float16)(0.0f);
+        for (int j = 0; j < jmax; j++) acc += x[j] * vload16(0, vb + (ulong)j * dh + c);
+        vstore16(acc, 0, o + c);
+    }
+    for (; c < dh; c++) {
+        float acc = 0.0f;
+        for (int j = 0; j < jmax; j++) acc += x[j] * vb[(ulong)j * dh + c];
+        o[c] = acc;
+    }
+    if (precision != 0)
+        for (c = 0; c < dh; c++) o[c] = dec_round(o[c], precision);
+}
+
+kernel void attention_decode(DECODE_ARGS)
+{
+#if GPU_LAYOUTS
+    local float scratch[REDUCE_WG];
+    decode_row_by_group(scratch, DECODE_PASS);
+#else
+    decode_row_by_item(DECODE_PASS);
+#endif
+}
