@@ -170,13 +170,13 @@ clformer_status cf_rotate(cf_session *s, cf_view qkv, size_t B, size_t Tq, size_
                             row_pos};
     for (size_t r0 = 0, r1, pos; r0 < B; r0 = r1) {
         position_run(&spec, r0, &r1, &pos);
-        for (int k = 0; k < 2; k++) { /* the queries' heads, then the keys' */
-            const cf_view x = cf_view_add(qkv, r0 * Tq * ld + (k ? d : 0));
-            const cf_rope_shape sh = {r1 - r0, k ? Hkv : H, Tq, dh, pos, rows,
-                                      cf_rope_rows(Tq, ld, dh), cf_rope_rows(Tq, ld, dh)};
-            CF_TRY(inverse ? cf_rope_backward(s->ctx, x, x, table, &sh)
-                           : cf_rope_forward(s->ctx, x, x, table, &sh));
-        }
+        /* the queries' H heads and the keys' Hkv lie side by side at the
+         * start of each row and turn alike: one launch for both */
+        const cf_view x = cf_view_add(qkv, r0 * Tq * ld);
+        const cf_rope_shape sh = {r1 - r0, H + Hkv, Tq, dh, pos, rows, cf_rope_rows(Tq, ld, dh),
+                                  cf_rope_rows(Tq, ld, dh)};
+        CF_TRY(inverse ? cf_rope_backward(s->ctx, x, x, table, &sh)
+                       : cf_rope_forward(s->ctx, x, x, table, &sh));
     }
     return CLFORMER_OK;
 }
