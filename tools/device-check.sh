@@ -182,7 +182,8 @@ kernels_section() {
 # the attention kernels' share of a base step at 16 x 1024 with the profile's
 # kernels and, in the same sitting, with the per-row kernels GPUs ran before
 # (CLFORMER_PROFILE=row-attention); the GEMMs' share of the FMA peak in that
-# step; GPT-2 124M (context 1024) and gpt-char tokens/s and launches per step.
+# step; GPT-2 124M (context 1024) and gpt-char tokens/s and launches per step;
+# gpt-char's generation, 64 sequences and one, and its launches a token.
 goals_section() {
     local clf=$1
     say ""
@@ -201,6 +202,9 @@ goals_section() {
     phase goal-gpt2 240 "$clf" bench --config gpt2 --steps 2 --warmup 1 --json
     local char=(bench --config gpt-char --steps 3 --warmup 1 --json)
     phase goal-gpt-char 180 "$clf" "${char[@]}"
+    # generating one sequence: a decoding step is launches more than work
+    phase goal-gpt-char-one-row 120 "$clf" bench --config gpt-char --batch 1 --steps 1 \
+        --warmup 1 --json
     CLFORMER_PROFILE=whole-gradients phase goal-gpt-char-whole 120 "$clf" "${char[@]}"
     CLFORMER_GEMM=tiled phase goal-gpt-char-tiled-gemm 120 "$clf" "${char[@]}"
     CLFORMER_GEMM=tiled phase goal-gpt2-tiled-gemm 240 "$clf" bench --config gpt2 --steps 2 \

@@ -67,6 +67,12 @@ def toks(j):
             if j else "-")
 
 
+def generated(j):
+    if not j or not j.get("generate_steps"): return "-"
+    return (f"{j['generate_tokens_per_s']:,.0f} "
+            f"({j['generate_launches_per_batch'] / j['generate_steps']:.0f} launches a token)")
+
+
 def cell(r):
     """GFLOP/s and % of peak; "(tiled B)" where the search chose clformer's
     kernel with B x B blocks."""
@@ -133,6 +139,10 @@ def goals_table(d):
     print("| the same with the weight gradients unsplit | %s | |" % toks(bench(d, "goal-gpt-char-whole")))
     print("| the same with clformer's own GEMM kernel (`CLFORMER_GEMM=tiled`) | %s | |"
           % toks(bench(d, "goal-gpt-char-tiled-gemm")))
+    print("| gpt-char generating 64 sequences (the bench's batch), tok/s | %s | |"
+          % generated(bench(d, "goal-gpt-char")))
+    print("| gpt-char generating one sequence, tok/s | %s | |"
+          % generated(bench(d, "goal-gpt-char-one-row")))
     print()
     print("GEMM per shape: the GEMM section above.")
     # where each step's attention and GEMM time goes, kernel by kernel
