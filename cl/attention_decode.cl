@@ -28,9 +28,6 @@
         global const float *v, ulong v_off, global const int *keys, ulong keys_off,            \
         int key_ld, int use_keys, int rows, int H, int group, int Tq, int Tk, int Tk_cap,      \
         int dh, int q_pos0, int causal, float scale, int precision
-#define DECODE_PASS                                                                            \
-    out, out_off, probs, probs_off, q, q_off, k, k_off, v, v_off, keys, keys_off, key_ld,      \
-        use_keys, rows, H, group, Tq, Tk, Tk_cap, dh, q_pos0, causal, scale, precision
 
 static inline float dec_round(float x, int precision)
 {
@@ -51,50 +48,57 @@ static inline float dec_dot(global const float *a, global const float *b, int dh
     return s;
 }
 
-/* Whether key j is one row `row`'s query sees: before jmax, not padding. */
+/* Whether the row's query sees key j: before jmax, not padding. */
 static inline bool dec_visible(global const int *kt, int use_keys, int j, int jmax)
 {
     return j < jmax && (!use_keys || kt[j] != 0);
 }
 
-/* GPUs: a work-group of REDUCE_WG items per row. The items take the keys
- * in turn (j = lid, lid + REDUCE_WG, ...) for the scores and the softmax;
- * for O, item lid takes column lid % dh of the keys j = part, part + parts,
+/* A row per work-group of REDUCE_WG items on GPUs, per work item on CPU
+ * devices (cl/common.h's row kernels). The scores and the softmax take the
+ * keys in turn over the row's items (j = lid, lid + ROW_ITEMS, ...). O: on
+ * GPUs item lid takes column lid % dh of the keys j = part, part + parts,
  * ... (part = lid / dh), and the parts' sums meet in local memory, added in
- * part order (dh > REDUCE_WG: one part, an item's columns in turn). */
-static inline void decode_row_by_group(local float *scratch, DECODE_ARGS)
+ * part order (dh > REDUCE_WG: one part, an item's columns in turn); on CPU
+ * devices runs of 16 columns in registers. Every column sums its keys in
+ * order. */
+kernel void attention_decode(DECODE_ARGS)
 {
-    const int lid = get_local_id(0);
-    const int row = get_group_id(0), bh = row / Tq, t = row - bh * Tq, b = bh / H;
+    local float scratch[ROW_ITEMS];
+    const ulong row = ROW_OF_ITEM();
+    if (ROW_PAST(row, rows)) return;
+    const int lid = ROW_LID();
+    const int bh = (int)row / Tq, t = (int)row - bh * Tq, b = bh / H;
     const int jmax = causal ? min(Tk, q_pos0 + t + 1) : Tk;
     const ulong kv = (ulong)kv_head(bh, H, group) * Tk_cap * dh;
-    global const float *qr = q + q_off + (ulong)row * dh;
+    global const float *qr = q + q_off + row * dh;
     global const float *kb = k + k_off + kv, *vb = v + v_off + kv;
     global const int *kt = keys + keys_off + (ulong)b * key_ld;
-    global float *x = probs + probs_off + (ulong)row * Tk;
+    global float *x = probs + probs_off + row * Tk;
 
     /* scaled scores into the row of probs (each item its own keys) */
     float m = -INFINITY;
-    for (int j = lid; j < jmax; j += REDUCE_WG)
+    for (int j = lid; j < jmax; j += ROW_ITEMS)
         if (dec_visible(kt, use_keys, j, jmax)) {
             const float s = dec_dot(qr, kb + (ulong)j * dh, dh) * scale;
             x[j] = s;
             m = fmax(m, s);
         }
-    m = wg_max(m, scratch);
+    m = row_max(m, scratch);
     /* m == -inf: every key masked, every probability 0 */
     float sum = 0.0f;
-    for (int j = lid; j < Tk; j += REDUCE_WG) {
+    for (int j = lid; j < Tk; j += ROW_ITEMS) {
         const float e = dec_visible(kt, use_keys, j, jmax) ? exp(x[j] - m) : 0.0f;
         x[j] = e;
         sum += e;
     }
-    sum = wg_sum(sum, scratch);
+    sum = row_sum(sum, scratch);
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    for (int j = lid; j < Tk; j += REDUCE_WG) x[j] = dec_round(x[j] * inv, precision);
-    barrier(CLK_GLOBAL_MEM_FENCE); /* every item reads every probability below */
+    for (int j = lid; j < Tk; j += ROW_ITEMS) x[j] = dec_round(x[j] * inv, precision);
+    ROW_BARRIER(); /* every item reads every probability below */
 
-    global float *o = out + out_off + (ulong)row * dh;
+    global float *o = out + out_off + row * dh;
+#if GPU_LAYOUTS
     if (dh > REDUCE_WG) {
         for (int c = lid; c < dh; c += REDUCE_WG) {
             float acc = 0.0f;
@@ -107,45 +111,14 @@ static inline void decode_row_by_group(local float *scratch, DECODE_ARGS)
     float acc = 0.0f;
     if (part < parts)
         for (int j = part; j < jmax; j += parts) acc += x[j] * vb[(ulong)j * dh + c];
-    scratch[lid] = acc; /* wg_sum's last barrier: scratch is free */
+    scratch[lid] = acc; /* row_sum's last barrier: scratch is free */
     barrier(CLK_LOCAL_MEM_FENCE);
     if (lid < dh) {
         float s = scratch[lid];
         for (int u = 1; u < parts; u++) s += scratch[u * dh + lid];
         o[lid] = dec_round(s, precision);
     }
-}
-
-/* CPU devices: a work item per row (no barriers). O by runs of 16 columns
- * in registers, each summed over the keys in order. */
-static inline void decode_row_by_item(DECODE_ARGS)
-{
-    const int row = get_global_id(0);
-    if (row >= rows) return;
-    const int bh = row / Tq, t = row - bh * Tq, b = bh / H;
-    const int jmax = causal ? min(Tk, q_pos0 + t + 1) : Tk;
-    const ulong kv = (ulong)kv_head(bh, H, group) * Tk_cap * dh;
-    global const float *qr = q + q_off + (ulong)row * dh;
-    global const float *kb = k + k_off + kv, *vb = v + v_off + kv;
-    global const int *kt = keys + keys_off + (ulong)b * key_ld;
-    global float *x = probs + probs_off + (ulong)row * Tk;
-
-    float m = -INFINITY;
-    for (int j = 0; j < jmax; j++)
-        if (dec_visible(kt, use_keys, j, jmax)) {
-            x[j] = dec_dot(qr, kb + (ulong)j * dh, dh) * scale;
-            m = fmax(m, x[j]);
-        }
-    float sum = 0.0f;
-    for (int j = 0; j < Tk; j++) {
-        const float e = dec_visible(kt, use_keys, j, jmax) ? exp(x[j] - m) : 0.0f;
-        x[j] = e;
-        sum += e;
-    }
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    for (int j = 0; j < Tk; j++) x[j] = dec_round(x[j] * inv, precision);
-
-    global float *o = out + out_off + (ulong)row * dh;
+#else
     int c = 0;
     for (; c + 16 <= dh; c += 16) {
         float16 acc = (float16)(0.0f);
@@ -159,14 +132,5 @@ static inline void decode_row_by_item(DECODE_ARGS)
     }
     if (precision != 0)
         for (c = 0; c < dh; c++) o[c] = dec_round(o[c], precision);
-}
-
-kernel void attention_decode(DECODE_ARGS)
-{
-#if GPU_LAYOUTS
-    local float scratch[REDUCE_WG];
-    decode_row_by_group(scratch, DECODE_PASS);
-#else
-    decode_row_by_item(DECODE_PASS);
 #endif
 }

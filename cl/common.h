@@ -61,12 +61,13 @@ static inline float wg_max(float v, local float *scratch)
 }
 
 /*
- * Row kernels (layer norms, RMSNorm, residual + layer norm): a row per
+ * Row kernels (layer norms, RMSNorm, residual + layer norm, a decoding
+ * step's attention): a row per
  * work-group of REDUCE_WG items on GPUs; a row per work item on CPU devices,
  * where a runtime runs a group's items as loops cut at every barrier (about
  * 2 us a row on PoCL). ROW_ITEMS items share a row: ROW_LID() is an item's
- * place in it, row_sum() the sum over them in a fixed order (an item alone
- * keeps its own), ROW_BARRIER() orders their global-memory accesses. The
+ * place in it, row_sum() the sum over them in a fixed order and row_max()
+ * their maximum (an item alone keeps its own), ROW_BARRIER() orders their global-memory accesses. The
  * host launches them with cf_row_grid (runtime/device/launch.h), rounding
  * the items up on CPU devices: there a kernel returns at once where
  * ROW_PAST(row, rows). GPUs get exactly a group per row, and no return
@@ -78,6 +79,7 @@ static inline float wg_max(float v, local float *scratch)
 #define ROW_LID() ((int)get_local_id(0))
 #define ROW_PAST(row, rows) false
 #define row_sum(v, scratch) wg_sum((v), (scratch))
+#define row_max(v, scratch) wg_max((v), (scratch))
 #define ROW_BARRIER() barrier(CLK_GLOBAL_MEM_FENCE)
 #else
 #define ROW_ITEMS 1
@@ -85,6 +87,7 @@ static inline float wg_max(float v, local float *scratch)
 #define ROW_LID() 0
 #define ROW_PAST(row, rows) ((row) >= (ulong)(rows))
 #define row_sum(v, scratch) (v)
+#define row_max(v, scratch) (v)
 #define ROW_BARRIER() ((void)0)
 #endif
 
