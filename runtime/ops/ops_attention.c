@@ -244,49 +244,6 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
     return cf_round_activation(ctx, out, BH * Tq * dh);
 }
 
-/* Whether a forward takes attention_decode (cl/attention_decode.cl): one
- * query row a sequence and head (a decoding step), without dropout and with
- * the probabilities saved once. On every device: PoCL ran it as fast as the
- * three launches it replaces or faster (docs/PERFORMANCE.md), and a GPU
- * pays for each launch more. */
-static bool decode_in_one(const cf_attention_saved *saved, const cf_attention_shape *s,
-                          const cf_dropout *dropout)
-{
-    return s->Tq == 1 && !cf_dropout_active(dropout) && same_view(saved->probs_drop, saved->probs);
-}
-
-/* The materialised path's results, P into saved->probs included, in one
- * launch: a work-group per query row on GPUs, a work item on CPU devices. */
-static clformer_status forward_decode(cf_ctx *ctx, cf_view out, const cf_attention_saved *saved,
-                                      cf_view qh, cf_view kh, cf_view vh, cf_view key_tokens,
-                                      const cf_attention_shape *s)
-{
-    const size_t rows = s->B * s->H * s->Tq, dh = s->dh;
-    const bool use_keys = key_tokens.buf != NULL;
-    /* Q read and O written, the keys' K and V rows read, P written, key ids read */
-    const uint64_t bytes =
-        cf_f32_bytes(2 * rows * dh + 2 * s->B * cf_attention_kv_heads(s) * s->Tk * dh +
-                     rows * s->Tk + (use_keys ? s->B * s->Tk : 0));
-    cl_kernel k;
-    CF_TRY(cf_kernel_get(ctx, CF_K_ATTENTION_DECODE, &k));
-    size_t local, global;
-    cf_row_grid(ctx, rows, &global, &local);
-    if (!ctx->device_profile.gpu_layouts) {
-        /* an item's row is long work: groups small enough that a step's few
-         * rows (6 for one sequence of gpt-char) spread over the cores */
-        local = rows / 8 < local ? (rows / 8 ? rows / 8 : 1) : local;
-        global = cf_round_up(rows, local);
-    }
-    return CF_LAUNCH_FLOP(ctx, "attention", bytes, 4u * (uint64_t)rows * s->Tk * dh, k, 1,
-                          &global, &local, CF_VIEW(out), CF_VIEW(saved->probs), CF_VIEW(qh),
-                          CF_VIEW(kh), CF_VIEW(vh), CF_MEM(use_keys ? key_tokens.buf : qh.buf),
-                          CF_U64(key_tokens.off), CF_I32(s->key_ld), CF_I32(use_keys),
-                          CF_I32(rows), CF_I32(s->H), CF_I32(cf_attention_group(s)),
-                          CF_I32(s->Tq), CF_I32(s->Tk), CF_I32(s->Tk_cap), CF_I32(dh),
-                          CF_I32(s->q_pos0), CF_I32(s->causal),
-                          CF_F32(1.0f / sqrtf((float)dh)), CF_I32(ctx->precision));
-}
-
 /* The dropout arguments every attention kernel ends with. */
 #define DROP_ARGS(active, dropout)                                                              \
     CF_F32((active) ? (dropout)->p : 0.0f), CF_U64((active) ? (dropout)->seed : 0),             \
@@ -362,6 +319,50 @@ static void tiled_grid(size_t rows, size_t split, size_t n, size_t heads, size_t
 static uint64_t fused_products_flop(const cf_attention_shape *s)
 {
     return 4u * (uint64_t)s->B * s->H * s->Tq * s->Tk * s->dh;
+}
+
+/* Whether a forward takes attention_decode (cl/attention_decode.cl): one
+ * query row a sequence and head (a decoding step), without dropout and with
+ * the probabilities saved once. On every device: PoCL ran it as fast as the
+ * three launches it replaces or faster (docs/PERFORMANCE.md), and a GPU
+ * pays for each launch more. */
+static bool decode_in_one(const cf_attention_saved *saved, const cf_attention_shape *s,
+                          const cf_dropout *dropout)
+{
+    return s->Tq == 1 && !cf_dropout_active(dropout) && same_view(saved->probs_drop, saved->probs);
+}
+
+/* The materialised path's results, P into saved->probs included, in one
+ * launch: a work-group per query row on GPUs, a work item on CPU devices. */
+static clformer_status forward_decode(cf_ctx *ctx, cf_view out, const cf_attention_saved *saved,
+                                      cf_view qh, cf_view kh, cf_view vh, cf_view key_tokens,
+                                      const cf_attention_shape *s)
+{
+    const size_t rows = s->B * s->H * s->Tq, dh = s->dh;
+    const bool use_keys = key_tokens.buf != NULL;
+    /* Q read and O written, the keys' K and V rows read, P written, key ids read */
+    const uint64_t bytes =
+        cf_f32_bytes(2 * rows * dh + 2 * s->B * cf_attention_kv_heads(s) * s->Tk * dh +
+                     rows * s->Tk + (use_keys ? s->B * s->Tk : 0));
+    cl_kernel k;
+    CF_TRY(cf_kernel_get(ctx, CF_K_ATTENTION_DECODE, &k));
+    size_t local, global;
+    cf_row_grid(ctx, rows, &global, &local);
+    if (!ctx->device_profile.gpu_layouts) {
+        /* an item's row is long work: at least 8 groups, so that a step's
+         * few rows (6 for one sequence of gpt-char) spread over the cores */
+        const size_t spread = rows / 8 ? rows / 8 : 1;
+        if (spread < local) local = spread;
+        global = cf_round_up(rows, local);
+    }
+    return CF_LAUNCH_FLOP(ctx, "attention", bytes, fused_products_flop(s), k, 1,
+                          &global, &local, CF_VIEW(out), CF_VIEW(saved->probs), CF_VIEW(qh),
+                          CF_VIEW(kh), CF_VIEW(vh), CF_MEM(use_keys ? key_tokens.buf : qh.buf),
+                          CF_U64(key_tokens.off), CF_I32(s->key_ld), CF_I32(use_keys),
+                          CF_I32(rows), CF_I32(s->H), CF_I32(cf_attention_group(s)),
+                          CF_I32(s->Tq), CF_I32(s->Tk), CF_I32(s->Tk_cap), CF_I32(dh),
+                          CF_I32(s->q_pos0), CF_I32(s->causal),
+                          CF_F32(1.0f / sqrtf((float)dh)), CF_I32(ctx->precision));
 }
 
 /* The fused forward: the row statistics, then the output. */
