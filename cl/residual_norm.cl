@@ -4,7 +4,8 @@
  *     y = res + dropout(x + bias),
  * and, in the second kernel, the LayerNorm that reads y next (pre-norm: the
  * next sublayer's input norm; post-norm: this sublayer's own):
- *     out = (y - mean) * rstd * weight + lnbias, mean and rstd saved.
+ *     out = (y - mean) * rstd * weight + lnbias, mean and rstd saved,
+ * or in the third the RMSNorm (Llama-style blocks): out = y * rstd * weight.
  * One launch where the unfused path takes three (bias add, residual,
  * LayerNorm) and one pass over y less: small models are launch-bound.
  *
@@ -143,4 +144,44 @@ kernel void bias_residual_layernorm_forward(
         mean[mean_off + row] = shift + dmean;
         rstd[rstd_off + row] = rs;
     }
+}
+
+/* y as bias_residual_forward, then out = RMSNorm(y) as rmsnorm_forward
+ * (cl/rmsnorm.cl) computes it on y as stored: the same sum of squares in
+ * the same order (element c by the row's item c % ROW_ITEMS), rstd saved,
+ * and out rounded to the storage format as cf_rmsnorm_forward's rounding
+ * launch does; one launch where those were two (three in 16-bit storage).
+ * y is made in float4 chunks (one dropout draw for four elements) and read
+ * back after a barrier for the norm. y and out may each alias res or x (all
+ * their reads come before the barrier), not each other. */
+kernel void bias_residual_rmsnorm_forward(
+    global float *y, ulong y_off, global float *out, ulong out_off, global float *rstd,
+    ulong rstd_off, global const float *res, ulong res_off, global const float *x, ulong x_off,
+    global const float *bias, ulong bias_off, int has_bias, global const float *weight,
+    ulong weight_off, int rows, int C, float eps, float p, ulong seed, uint step, uint site,
+    int precision)
+{
+    local float scratch[REDUCE_WG];
+    const int lid = ROW_LID();
+    const int chunks = C % RN_VEC == 0 ? C / RN_VEC : 0, tail0 = chunks * RN_VEC;
+    const ulong row = ROW_OF_ITEM(), flat = row * C;
+    if (ROW_PAST(row, rows)) return;
+    global const float *r = res + res_off + flat, *xr = x + x_off + flat;
+    global const float *b = bias + bias_off, *w = weight + weight_off;
+    global float *yr = y + y_off + flat, *o = out + out_off + flat;
+
+    for (int j = lid; j < chunks; j += ROW_ITEMS) {
+        const float4 f = vload4(j, xr) + (has_bias ? vload4(j, b) : (float4)(0.0f));
+        const float4 m = dropout_scale4(p, seed, step, site, flat / RN_VEC + j);
+        vstore4(rn_round4(vload4(j, r) + f * m, precision), j, yr);
+    }
+    for (int c = tail0 + lid; c < C; c += ROW_ITEMS)
+        yr[c] = rn_y(r, xr, b, has_bias, c, flat, p, seed, step, site, precision);
+    ROW_BARRIER(); /* the norm reads elements other items stored */
+
+    float s = 0.0f;
+    for (int c = lid; c < C; c += ROW_ITEMS) s += yr[c] * yr[c];
+    const float rs = 1.0f / sqrt(row_sum(s, scratch) / C + eps);
+    for (int c = lid; c < C; c += ROW_ITEMS) o[c] = rn_round(yr[c] * rs * w[c], precision);
+    if (lid == 0) rstd[rstd_off + row] = rs;
 }

@@ -1,13 +1,16 @@
 /* The end of a sublayer, fused, described once: y = res + dropout(x + bias)
- * and out = LayerNorm(y) (cl/residual_norm.cl; launchers in
+ * and out = LayerNorm(y) or RMSNorm(y) (cl/residual_norm.cl; launchers in
  * runtime/ops/ops_residual_norm.c). The double-precision reference, its
  * finite-difference check, the conformance cases (with and without bias,
  * dropout, y in place of res, rows of an odd width that take the scalar
  * path; every tensor guarded) and the descriptor. The backward is what
  * backward.c runs for it: cf_layernorm_backward adding into the residual
- * gradient, cf_dropout_backward, cf_colsum for the bias. */
+ * gradient, cf_dropout_backward, cf_colsum for the bias. The RMSNorm kernel
+ * must also give the bits of cf_bias_residual_forward then
+ * cf_rmsnorm_forward, which the blocks ran before it (checked exactly). */
 #include "conf_block.h"
 #include "conf_layernorm.h"
+#include "conf_rmsnorm.h"
 #include "conformance.h"
 #include "ops.h"
 #include "reduce.h"
@@ -21,13 +24,14 @@
 
 #define EPS 1e-5
 
-/* The norm after the residual: none (bias_residual_forward) or LayerNorm. */
-typedef enum { NORM_NONE, NORM_LAYER } norm_kind;
+/* The norm after the residual: none (bias_residual_forward), LayerNorm or
+ * RMSNorm. */
+typedef enum { NORM_NONE, NORM_LAYER, NORM_RMS } norm_kind;
 
 /* --- the reference, in double ------------------------------------------------ */
 
 /* y = res + dropout(x + bias) over (N, C) (bias NULL: none); out, mean and
- * rstd = LayerNorm(y). */
+ * rstd = LayerNorm(y), or out and rstd = RMSNorm(y) (weight alone). */
 static void ref_bias_residual_forward(double *y, double *out, double *mean, double *rstd,
                                       const double *res, const double *x, const double *bias,
                                       norm_kind norm, const double *weight, const double *lnbias,
@@ -38,6 +42,7 @@ static void ref_bias_residual_forward(double *y, double *out, double *mean, doub
         y[i] = res[i] + f * ref_dropout_scale(drop, i);
     }
     if (norm == NORM_LAYER) ref_layernorm_forward(out, mean, rstd, y, weight, lnbias, N, C, EPS);
+    if (norm == NORM_RMS) ref_rmsnorm_forward(out, rstd, y, weight, N, C, EPS);
 }
 
 /* The gradients of the sum of dy . y and dout . out: dres (overwritten) =
@@ -53,6 +58,7 @@ static void ref_bias_residual_backward(double *dres, double *dx, double *dbias, 
     memcpy(dres, dy, N * C * sizeof *dres);
     if (norm == NORM_LAYER)
         ref_layernorm_backward(dres, dweight, dlnbias, dout, y, weight, mean, rstd, N, C, true);
+    if (norm == NORM_RMS) ref_rmsnorm_backward(dres, dweight, dout, y, weight, rstd, N, C, true);
     ref_dropout_backward(dx, dres, N * C, drop);
     if (dbias)
         for (size_t i = 0; i < N * C; i++) dbias[i % C] += dx[i];
@@ -85,7 +91,7 @@ static int residual_norm_gradcheck(void)
     const size_t shapes[][2] = {{1, 1}, {3, 5}, {2, 8}, {2, 13}};
     int bad = 0;
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-        for (norm_kind norm = NORM_NONE; norm <= NORM_LAYER; norm++)
+        for (norm_kind norm = NORM_NONE; norm <= NORM_RMS; norm++)
             for (int dropped = 0; dropped < 2; dropped++) {
                 const size_t N = shapes[s][0], C = shapes[s][1], NC = N * C;
                 double *buf = calloc(10 * NC + 3 * C + 2 * N + 3 * C, sizeof *buf);
@@ -122,10 +128,10 @@ static int residual_norm_gradcheck(void)
                 bad += conf_fd_check("residual_norm dres", p.res, NC, dres, fd_loss, &p);
                 bad += conf_fd_check("residual_norm dx", p.x, NC, dx, fd_loss, &p);
                 bad += conf_fd_check("residual_norm dbias", p.b, C, db, fd_loss, &p);
-                if (norm == NORM_LAYER) {
+                if (norm != NORM_NONE)
                     bad += conf_fd_check("residual_norm dweight", p.w, C, dw, fd_loss, &p);
+                if (norm == NORM_LAYER)
                     bad += conf_fd_check("residual_norm dlnbias", p.lb, C, dlb, fd_loss, &p);
-                }
                 free(buf);
             }
     return bad;
@@ -135,12 +141,38 @@ static int residual_norm_gradcheck(void)
 
 typedef struct {
     size_t N, C;
-    norm_kind norm; /* bias_residual_layernorm_forward, or bias_residual_forward */
+    norm_kind norm; /* bias_residual_layernorm_forward, _rmsnorm_forward, or bias_residual_forward */
     bool bias;
     float p;        /* dropout */
     bool in_place;  /* y is res */
     uint64_t seed;
 } residual_case;
+
+/* The RMSNorm kernel against the two launches the blocks ran before it:
+ * cf_rmsnorm_forward on the y it stored (into tensors out2 and rstd2 of the
+ * block) gives its out and rstd bit for bit. */
+static clformer_status same_bits_as_unfused(cf_ctx *ctx, conf_block *b, cf_view y, cf_view w,
+                                            int out, int rstd, int out2, int rstd2, size_t N,
+                                            size_t C, const char *shape, conf_sink sink,
+                                            void *user)
+{
+    clformer_status st;
+    if ((st = cf_rmsnorm_forward(ctx, conf_block_view(b, out2), conf_block_view(b, rstd2), y, w,
+                                 N, C, (float)EPS)) ||
+        (st = cf_finish(ctx)) || (st = conf_block_read(b)))
+        return st;
+    double *o = conf_widen(conf_block_out(b, out), N * C), *r = conf_widen(conf_block_out(b, rstd), N);
+    if (!o || !r) st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    else {
+        const ref_cmp cmp = conf_worse(ref_compare_exact(conf_block_out(b, out2), o, N * C),
+                                       ref_compare_exact(conf_block_out(b, rstd2), r, N));
+        conf_emit(sink, user, "residual_norm_forward_rmsnorm_as_unfused", shape,
+                  conf_guarded(cmp, b), 0.0);
+    }
+    free(o);
+    free(r);
+    return st;
+}
 
 static clformer_status run_case(cf_ctx *ctx, const residual_case *c, conf_sink sink, void *user)
 {
@@ -149,8 +181,9 @@ static clformer_status run_case(cf_ctx *ctx, const residual_case *c, conf_sink s
     const cf_dropout *d = c->p > 0.0f ? &drop : NULL;
     const ref_dropout rd = {c->p, drop.seed, drop.step, drop.site};
     conf_block b = {0};
-    enum { RES, X, BIAS, W, LB, DY, DOUT, Y, OUT, MEAN, RSTD, DX, DB, DW, DLB, COUNT };
-    const size_t len[COUNT] = {NC, NC, C, C, C, NC, NC, NC, NC, N, N, NC, C, C, C};
+    /* OUT2, RSTD2: the unfused RMSNorm's, for the exact comparison */
+    enum { RES, X, BIAS, W, LB, DY, DOUT, Y, OUT, MEAN, RSTD, DX, DB, DW, DLB, OUT2, RSTD2, COUNT };
+    const size_t len[COUNT] = {NC, NC, C, C, C, NC, NC, NC, NC, N, N, NC, C, C, C, NC, N};
     for (int t = 0; t < COUNT; t++) conf_block_add(&b, len[t]);
     double *in64[COUNT] = {0}, *ref = malloc((4 * NC + 2 * N + 3 * C) * sizeof *ref);
     clformer_status st = conf_block_create(ctx, &b);
@@ -191,16 +224,18 @@ static clformer_status run_case(cf_ctx *ctx, const residual_case *c, conf_sink s
     char shape[96], op[64];
     snprintf(shape, sizeof shape, "N=%zu C=%zu%s p=%g%s", N, C, c->bias ? "" : " no bias",
              (double)c->p, c->in_place ? " in place" : "");
-    const bool normed = c->norm != NORM_NONE;
-    const char *variant = normed ? "_layernorm" : "";
+    const bool normed = c->norm != NORM_NONE, rms = c->norm == NORM_RMS;
+    const char *variant = rms ? "_rmsnorm" : normed ? "_layernorm" : "";
 
     double ms = 0.0;
     for (int run = conf_warm_up(ctx) ? 0 : 1; run < 2; run++) { /* PoCL compiles at first */
         if ((st = conf_block_upload(&b))) goto done;
         const double t0 = conf_now_ms();
-        st = normed ? cf_bias_residual_layernorm_forward(ctx, v_y, v_out, v_m, v_rs, v_res, v_x,
+        st = rms      ? cf_bias_residual_rmsnorm_forward(ctx, v_y, v_out, v_rs, v_res, v_x, v_bias,
+                                                         v_w, N, C, (float)EPS, d)
+             : normed ? cf_bias_residual_layernorm_forward(ctx, v_y, v_out, v_m, v_rs, v_res, v_x,
                                                          v_bias, v_w, v_lb, N, C, (float)EPS, d)
-                    : cf_bias_residual_forward(ctx, v_y, v_res, v_x, v_bias, N, C, d);
+                      : cf_bias_residual_forward(ctx, v_y, v_res, v_x, v_bias, N, C, d);
         if (st || (st = cf_finish(ctx))) goto done;
         ms = conf_now_ms() - t0;
     }
@@ -215,7 +250,16 @@ static clformer_status run_case(cf_ctx *ctx, const residual_case *c, conf_sink s
         st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
         goto done;
     }
-    if (normed) {
+    if (rms) {
+        ref_rmsnorm_forward(out64, rs64, y_dev, in64[W], N, C, EPS);
+        cmp = conf_worse(cmp, conf_compare_stored(ctx, conf_block_out(&b, OUT), out64, NC,
+                                                  REF_RULE_FORWARD, NULL, NULL));
+        cmp = conf_worse(cmp, ref_compare_forward(conf_block_out(&b, RSTD), rs64, N));
+        if (!conf_block_unchanged(&b, MEAN)) {
+            cmp.pass = false;
+            cmp.why = "the RMSNorm wrote a mean";
+        }
+    } else if (normed) {
         ref_layernorm_forward(out64, m64, rs64, y_dev, in64[W], in64[LB], N, C, EPS);
         cmp = conf_worse(cmp, conf_compare_stored(ctx, conf_block_out(&b, OUT), out64, NC,
                                                   REF_RULE_FORWARD, NULL, NULL));
@@ -231,24 +275,24 @@ static clformer_status run_case(cf_ctx *ctx, const residual_case *c, conf_sink s
     }
     snprintf(op, sizeof op, "residual_norm_forward%s", variant);
     conf_emit(sink, user, op, shape, conf_guarded(cmp, &b), ms);
+    if (rms && (st = same_bits_as_unfused(ctx, &b, v_y, v_w, OUT, RSTD, OUT2, RSTD2, N, C, shape,
+                                          sink, user)))
+        goto done_y;
 
     /* The backward as backward.c runs it, on the forward's y, mean and rstd:
      * dres = dy (+)= the norm's input gradient, dx = its mask, dbias += its
      * column sums. Each stage is judged on the device's stored input to it. */
     const double t0 = conf_now_ms();
-    if ((normed && (st = cf_layernorm_backward(ctx, v_dres, v_dw, v_dlb, v_dout, v_y, v_w, v_m,
-                                               v_rs, N, C, true))) ||
+    if ((rms && (st = cf_rmsnorm_backward(ctx, v_dres, v_dw, v_dout, v_y, v_w, v_rs, N, C,
+                                          true))) ||
+        (normed && !rms && (st = cf_layernorm_backward(ctx, v_dres, v_dw, v_dlb, v_dout, v_y, v_w,
+                                                       v_m, v_rs, N, C, true))) ||
         (st = cf_dropout_backward(ctx, v_dx, v_dres, NC, d)) ||
         (c->bias && (st = cf_colsum(ctx, v_db.buf, v_db.off, v_dx.buf, v_dx.off, N, C, C, true))) ||
-        (st = cf_finish(ctx))) {
-        free(y_dev);
-        goto done;
-    }
+        (st = cf_finish(ctx)))
+        goto done_y;
     ms = conf_now_ms() - t0;
-    if ((st = conf_block_read(&b))) {
-        free(y_dev);
-        goto done;
-    }
+    if ((st = conf_block_read(&b))) goto done_y;
     double *dres_dev = conf_widen(conf_block_out(&b, DY), NC);
     double *dx_dev = conf_widen(conf_block_out(&b, DX), NC);
     if (!dres_dev || !dx_dev) {
@@ -269,7 +313,13 @@ static clformer_status run_case(cf_ctx *ctx, const residual_case *c, conf_sink s
             cmp.pass = false;
             cmp.why = "a bias gradient without a bias";
         }
-        if (normed) {
+        if (rms) {
+            cmp = conf_worse(cmp, ref_compare_grad(conf_block_out(&b, DW), in64[DW], C));
+            if (!conf_block_unchanged(&b, DLB)) {
+                cmp.pass = false;
+                cmp.why = "a norm bias gradient without a LayerNorm";
+            }
+        } else if (normed) {
             cmp = conf_worse(cmp, ref_compare_grad(conf_block_out(&b, DW), in64[DW], C));
             cmp = conf_worse(cmp, ref_compare_grad(conf_block_out(&b, DLB), in64[DLB], C));
         } else if (!conf_block_unchanged(&b, DW) || !conf_block_unchanged(&b, DLB)) {
@@ -279,9 +329,10 @@ static clformer_status run_case(cf_ctx *ctx, const residual_case *c, conf_sink s
         snprintf(op, sizeof op, "residual_norm_backward%s", variant);
         conf_emit(sink, user, op, shape, conf_guarded(cmp, &b), ms);
     }
-    free(y_dev);
     free(dres_dev);
     free(dx_dev);
+done_y:
+    free(y_dev);
 done:
     conf_block_free(&b);
     for (int t = 0; t < COUNT; t++) free(in64[t]);
@@ -289,32 +340,37 @@ done:
     return st;
 }
 
-/* quick (simulators): odd shapes, both kernels, with and without dropout
- * and bias, in place; else model widths too (gpt-mini's rows, a wide one,
- * llama-small's rows). */
+/* quick (simulators): odd shapes, the three kernels, with and without
+ * dropout and bias, in place; else model widths too (gpt-mini's rows, a
+ * wide one, smollm-135m's, llama-small's rows). */
 static clformer_status residual_norm_check(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
 {
     static const residual_case small[] = {
         {7, 37, NORM_LAYER, true, 0.0f, false, 1},  {5, 12, NORM_LAYER, true, 0.2f, true, 2},
         {3, 40, NORM_LAYER, false, 0.1f, false, 3}, {9, 33, NORM_NONE, true, 0.2f, false, 4},
-        {4, 8, NORM_NONE, false, 0.0f, true, 5},
+        {4, 8, NORM_NONE, false, 0.0f, true, 5},  {6, 24, NORM_RMS, false, 0.0f, true, 12},
+        {5, 21, NORM_RMS, true, 0.2f, false, 13},
     };
     static const residual_case full[] = {
         {768, 128, NORM_LAYER, true, 0.0f, false, 6},
         {257, 512, NORM_LAYER, true, 0.1f, true, 7},
         {768, 128, NORM_NONE, true, 0.1f, false, 8},
         {512, 256, NORM_NONE, false, 0.0f, true, 11},
+        {512, 576, NORM_RMS, false, 0.1f, true, 14}, /* smollm-135m's rows */
+        {257, 128, NORM_RMS, true, 0.0f, false, 15},
     };
     CONF_RUN_CASES(run_case, small, full, quick, ctx, sink, user);
     return CLFORMER_OK;
 }
 
 CONF_OP(residual_norm) = {"residual_norm",
-    "bias_residual_forward bias_residual_layernorm_forward",
-    "cf_bias_residual_forward, cf_bias_residual_layernorm_forward",
+    "bias_residual_forward bias_residual_layernorm_forward bias_residual_rmsnorm_forward",
+    "cf_bias_residual_forward, cf_bias_residual_layernorm_forward, "
+    "cf_bias_residual_rmsnorm_forward",
     "ref_bias_residual_forward, ref_bias_residual_backward (this file; LayerNorm's from "
-    "conf_layernorm.c, dropout's from reference/ref_philox.c)",
-    "forward rule for y, out, mean, rstd; gradient rule for dres, dx, dbias, dweight, dlnbias",
+    "conf_layernorm.c, RMSNorm's from conf_rmsnorm.c, dropout's from reference/ref_philox.c)",
+    "forward rule for y, out, mean, rstd; gradient rule for dres, dx, dbias, dweight, dlnbias; "
+    "the RMSNorm's out and rstd exactly those of cf_rmsnorm_forward on its y",
     residual_norm_check, residual_norm_gradcheck,
     "the backward's kernels are the layernorm, dropout and reduce ops' (their own tests); "
     "test_model_parity, test_gpt2_parity and test_llama_parity run the fused path in "

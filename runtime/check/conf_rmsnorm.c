@@ -4,6 +4,7 @@
  * values; every tensor guarded) and its descriptor. The kernels are
  * cl/rmsnorm.cl, the launchers runtime/ops/ops_rmsnorm.c. */
 #include "conf_block.h"
+#include "conf_rmsnorm.h"
 #include "conformance.h"
 #include "ops.h"
 #include "ref_random.h"
@@ -16,9 +17,8 @@
 
 /* --- the reference, in double ------------------------------------------------- */
 
-/* y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps), per row. */
-static void ref_rmsnorm_forward(double *y, double *rstd, const double *x, const double *w,
-                                size_t N, size_t C, double eps)
+void ref_rmsnorm_forward(double *y, double *rstd, const double *x, const double *w, size_t N,
+                         size_t C, double eps)
 {
     for (size_t r = 0; r < N; r++) {
         const double *xr = x + r * C;
@@ -30,10 +30,9 @@ static void ref_rmsnorm_forward(double *y, double *rstd, const double *x, const 
     }
 }
 
-/* dx (+)= rs * g * w - x * rs^3 * sum(g * w * x) / C; dw += sum_rows(g * x * rs). */
-static void ref_rmsnorm_backward(double *dx, double *dw, const double *g, const double *x,
-                                 const double *w, const double *rstd, size_t N, size_t C,
-                                 bool accumulate)
+void ref_rmsnorm_backward(double *dx, double *dw, const double *g, const double *x,
+                          const double *w, const double *rstd, size_t N, size_t C,
+                          bool accumulate)
 {
     for (size_t r = 0; r < N; r++) {
         const double *xr = x + r * C, *gr = g + r * C, rs = rstd[r];

@@ -100,12 +100,9 @@ static clformer_status norm_out(cf_session *s, const cf_sub_acts *sub, cf_view x
     const cf_view y = c->norm_first ? sub->out : sub->ln;
     const cf_view out = c->norm_first ? ns->ln : sub->out;
     const cf_view w = cf_param(s, c->norm_first ? next->nw : nw);
-    if (s->model->blocks.norm == CF_NORM_RMS) {
-        /* two launches: a fused residual + RMSNorm kernel measured slower on
-         * PoCL (docs/PERFORMANCE.md, language models on CPU) */
-        CF_TRY(cf_bias_residual_forward(s->ctx, y, x, f, bias, N, d, drop));
-        return cf_rmsnorm_forward(s->ctx, out, ns->rstd, y, w, N, d, c->ln_eps);
-    }
+    if (s->model->blocks.norm == CF_NORM_RMS)
+        return cf_bias_residual_rmsnorm_forward(s->ctx, y, out, ns->rstd, x, f, bias, w, N, d,
+                                                c->ln_eps, drop);
     return cf_bias_residual_layernorm_forward(s->ctx, y, out, ns->mean, ns->rstd, x, f, bias, w,
                                               cf_param(s, c->norm_first ? next->nb : nb), N, d,
                                               c->ln_eps, drop);

@@ -68,6 +68,14 @@ clformer_status cf_bias_residual_layernorm_forward(cf_ctx *ctx, cf_view y, cf_vi
                                                    cf_view lnbias, size_t N, size_t C, float eps,
                                                    const cf_dropout *dropout);
 
+/* The same y, and out = RMSNorm(y) as cf_rmsnorm_forward computes it (rstd
+ * (N) saved), on y as stored; the same aliasing rules. Their backward is
+ * cf_rmsnorm_backward adding into y's gradient, then as above. */
+clformer_status cf_bias_residual_rmsnorm_forward(cf_ctx *ctx, cf_view y, cf_view out,
+                                                 cf_view rstd, cf_view res, cf_view x,
+                                                 cf_view bias, cf_view weight, size_t N, size_t C,
+                                                 float eps, const cf_dropout *dropout);
+
 /* ------------------------------------------------------------------------- */
 /* Embedding + positions                                                     */
 /* ------------------------------------------------------------------------- */

@@ -1,9 +1,10 @@
 /*
  * The end of a sublayer, fused (cl/residual_norm.cl): the host side of
- * cf_bias_residual_forward and cf_bias_residual_layernorm_forward
- * (runtime/ops/ops.h). Their backward needs no kernel of its own: the
- * gradient of y is the sum of the incoming residual gradient and the norm's
- * input gradient (cf_layernorm_backward, accumulating), x's is that through
+ * cf_bias_residual_forward, cf_bias_residual_layernorm_forward and
+ * cf_bias_residual_rmsnorm_forward (runtime/ops/ops.h). Their backward
+ * needs no kernel of its own: the gradient of y is the sum of the incoming
+ * residual gradient and the norm's input gradient (cf_layernorm_backward or
+ * cf_rmsnorm_backward, accumulating), x's is that through
  * the dropout mask (cf_dropout_backward) and the bias's its column sum
  * (cf_colsum, in cf_linear_backward): backward.c runs them as the unfused
  * path did.
@@ -81,4 +82,31 @@ clformer_status cf_bias_residual_layernorm_forward(cf_ctx *ctx, cf_view y, cf_vi
                      CF_VIEW(out), CF_VIEW(mean), CF_VIEW(rstd), CF_VIEW(res), CF_VIEW(x),
                      CF_VIEW(b), CF_I32(has_bias), CF_VIEW(weight), CF_VIEW(lnbias), CF_I32(N),
                      CF_I32(C), CF_F32(eps), CF_DROPOUT_ARGS(d), CF_I32(ctx->precision));
+}
+
+clformer_status cf_bias_residual_rmsnorm_forward(cf_ctx *ctx, cf_view y, cf_view out,
+                                                 cf_view rstd, cf_view res, cf_view x,
+                                                 cf_view bias, cf_view weight, size_t N, size_t C,
+                                                 float eps, const cf_dropout *dropout)
+{
+    const char *op = "cf_bias_residual_rmsnorm_forward";
+    cf_dropout_args d;
+    CF_TRY(check_args(op, N, C, y, res, x, dropout, &d));
+    if (N == 0 || C == 0) return CLFORMER_OK;
+    if (!out.buf || !rstd.buf || !weight.buf)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "%s: out, rstd and weight need buffers",
+                       op);
+    CF_TRY(check_norm_args(op, y, out, N, C, eps));
+    const bool has_bias = bias.buf != NULL;
+    const cf_view b = has_bias ? bias : x; /* not read without a bias */
+    cl_kernel k;
+    CF_TRY(cf_kernel_get(ctx, CF_K_BIAS_RESIDUAL_RMSNORM_FORWARD, &k));
+    size_t local, global;
+    cf_row_grid(ctx, N, &global, &local);
+    /* reads res, x, the bias and weight; writes y, out and rstd */
+    const uint64_t moved = 4 * N * C + (has_bias ? C : 0) + C + N;
+    return CF_LAUNCH(ctx, "residual", cf_f32_bytes(moved), k, 1, &global, &local, CF_VIEW(y),
+                     CF_VIEW(out), CF_VIEW(rstd), CF_VIEW(res), CF_VIEW(x), CF_VIEW(b),
+                     CF_I32(has_bias), CF_VIEW(weight), CF_I32(N), CF_I32(C), CF_F32(eps),
+                     CF_DROPOUT_ARGS(d), CF_I32(ctx->precision));
 }
