@@ -76,6 +76,17 @@ static inline float rn_y(global const float *r, global const float *x, global co
     return rn_round(r[c] + f * dropout_scale(p, seed, step, site, flat + c), precision);
 }
 
+/* Elements 4j .. 4j+3 of a row of y (C a multiple of 4, so that the row's
+ * dropout counters start on a Philox block: one draw for the four). */
+static inline float4 rn_y4(global const float *r, global const float *x, global const float *b,
+                           int has_bias, int j, ulong flat, float p, ulong seed, uint step,
+                           uint site, int precision)
+{
+    const float4 f = vload4(j, x) + (has_bias ? vload4(j, b) : (float4)(0.0f));
+    const float4 m = dropout_scale4(p, seed, step, site, flat / RN_VEC + j);
+    return rn_round4(vload4(j, r) + f * m, precision);
+}
+
 /* y as bias_residual_forward, then out = LayerNorm(y), a row per work-group
  * of REDUCE_WG items on GPUs, per work item on CPU devices (ROW_ITEMS). y and
  * out may each alias res or x (every item reads the row's first element
@@ -105,9 +116,7 @@ kernel void bias_residual_layernorm_forward(
 
     float4 s4 = (float4)(0.0f);
     for (int j = lid; j < chunks; j += ROW_ITEMS) {
-        const float4 f = vload4(j, xr) + (has_bias ? vload4(j, b) : (float4)(0.0f));
-        const float4 m = dropout_scale4(p, seed, step, site, flat / RN_VEC + j);
-        const float4 v = rn_round4(vload4(j, r) + f * m, precision);
+        const float4 v = rn_y4(r, xr, b, has_bias, j, flat, p, seed, step, site, precision);
         vstore4(v, j, yr);
         s4 += v - shift;
     }
@@ -170,11 +179,8 @@ kernel void bias_residual_rmsnorm_forward(
     global const float *b = bias + bias_off, *w = weight + weight_off;
     global float *yr = y + y_off + flat, *o = out + out_off + flat;
 
-    for (int j = lid; j < chunks; j += ROW_ITEMS) {
-        const float4 f = vload4(j, xr) + (has_bias ? vload4(j, b) : (float4)(0.0f));
-        const float4 m = dropout_scale4(p, seed, step, site, flat / RN_VEC + j);
-        vstore4(rn_round4(vload4(j, r) + f * m, precision), j, yr);
-    }
+    for (int j = lid; j < chunks; j += ROW_ITEMS)
+        vstore4(rn_y4(r, xr, b, has_bias, j, flat, p, seed, step, site, precision), j, yr);
     for (int c = tail0 + lid; c < C; c += ROW_ITEMS)
         yr[c] = rn_y(r, xr, b, has_bias, c, flat, p, seed, step, site, precision);
     ROW_BARRIER(); /* the norm reads elements other items stored */
