@@ -61,17 +61,17 @@ static inline float wg_max(float v, local float *scratch)
 }
 
 /*
- * Row kernels (layer norms, RMSNorm, residual + layer norm, a decoding
- * step's attention): a row per
- * work-group of REDUCE_WG items on GPUs; a row per work item on CPU devices,
- * where a runtime runs a group's items as loops cut at every barrier (about
- * 2 us a row on PoCL). ROW_ITEMS items share a row: ROW_LID() is an item's
- * place in it, row_sum() the sum over them in a fixed order and row_max()
- * their maximum (an item alone keeps its own), ROW_BARRIER() orders their global-memory accesses. The
- * host launches them with cf_row_grid (runtime/device/launch.h), rounding
- * the items up on CPU devices: there a kernel returns at once where
- * ROW_PAST(row, rows). GPUs get exactly a group per row, and no return
- * ahead of their barriers (PoCL crashed on one with GPU layouts forced).
+ * Row kernels (layer norms, RMSNorm, residual + norm, a decoding step's
+ * attention): a row per work-group of REDUCE_WG items on GPUs; a row per
+ * work item on CPU devices, where a runtime runs a group's items as loops
+ * cut at every barrier (about 2 us a row on PoCL). ROW_ITEMS items share a
+ * row: ROW_LID() is an item's place in it, row_sum() the sum over them in a
+ * fixed order and row_max() their maximum (an item alone keeps its own),
+ * ROW_BARRIER() orders their global-memory accesses. The host launches
+ * them with cf_row_grid (runtime/device/launch.h), rounding the items up on
+ * CPU devices: there a kernel returns at once where ROW_PAST(row, rows).
+ * GPUs get exactly a group per row, and no return ahead of their barriers
+ * (PoCL crashed on one with GPU layouts forced).
  */
 #if GPU_LAYOUTS
 #define ROW_ITEMS REDUCE_WG
