@@ -1,6 +1,6 @@
 /*
  * Attention of a decoding step in one launch (runtime/ops/ops_attention.c
- * launches it where the device profile says so: GPUs). A decoding step has
+ * launches it on every device). A decoding step has
  * one query row a sequence and head, over the keys so far; the
  * materialised path (S = Q K^T, softmax, O = P V) takes three launches for
  * it, five with 16-bit storage, each with little to do, and a small
@@ -21,13 +21,6 @@
  * that row alone, so a row gets the same bits in any batch.
  */
 #include "common.h"
-
-#define DECODE_ARGS                                                                            \
-    global float *out, ulong out_off, global float *probs, ulong probs_off,                    \
-        global const float *q, ulong q_off, global const float *k, ulong k_off,                \
-        global const float *v, ulong v_off, global const int *keys, ulong keys_off,            \
-        int key_ld, int use_keys, int rows, int H, int group, int Tq, int Tk, int Tk_cap,      \
-        int dh, int q_pos0, int causal, float scale, int precision
 
 static inline float dec_round(float x, int precision)
 {
@@ -62,7 +55,13 @@ static inline bool dec_visible(global const int *kt, int use_keys, int j, int jm
  * part order (dh > REDUCE_WG: one part, an item's columns in turn); on CPU
  * devices runs of 16 columns in registers. Every column sums its keys in
  * order. */
-kernel void attention_decode(DECODE_ARGS)
+kernel void attention_decode(global float *out, ulong out_off, global float *probs,
+                             ulong probs_off, global const float *q, ulong q_off,
+                             global const float *k, ulong k_off, global const float *v,
+                             ulong v_off, global const int *keys, ulong keys_off, int key_ld,
+                             int use_keys, int rows, int H, int group, int Tq, int Tk,
+                             int Tk_cap, int dh, int q_pos0, int causal, float scale,
+                             int precision)
 {
     local float scratch[ROW_ITEMS];
     const ulong row = ROW_OF_ITEM();
