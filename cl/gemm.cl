@@ -20,9 +20,10 @@
  * alignment kept), so a transposing store meets at most 2 items a bank.
  *
  * Every output is summed over k in order, one multiply-add (fma) at a time,
- * by one item: the same bits on every run of a device. Elements outside the
- * matrices are loaded as 0 and outputs outside C not written; beta 0 never
- * reads C (it may hold NaN). The result is fma(alpha, sum, beta * C), the
+ * by one item: the same bits on every run of a device. A block past the
+ * edge of C reads A's last row and B's last column again where its rows and
+ * columns lie outside (load_slices), elements past k are loaded as 0, and
+ * outputs outside C are not written; beta 0 never reads C (it may hold NaN). The result is fma(alpha, sum, beta * C), the
  * way clang contracts CLBlast's alpha * sum + beta * C, so that on PoCL and
  * Intel's runtime both give the same bits and the GEMM search may choose
  * either (runtime/device/gemm_search.h).
@@ -79,31 +80,48 @@ static inline void b_element(int me, int p, int *col, int *kk)
 #endif
 }
 
+/* Where element (row, at) of op(A), or (at, col) of op(B), is stored. */
+#if TRANS_A /* A stored k x m */
+#define A_AT(row, at) ((size_t)(at) * (size_t)lda + (size_t)(row))
+#else
+#define A_AT(row, at) ((size_t)(row) * (size_t)lda + (size_t)(at))
+#endif
+#if TRANS_B /* B stored n x k */
+#define B_AT(at, col) ((size_t)(col) * (size_t)ldb + (size_t)(at))
+#else
+#define B_AT(at, col) ((size_t)(at) * (size_t)ldb + (size_t)(col))
+#endif
+
+/* This item's elements of the slices of op(A) and op(B) that start at k0,
+ * from the offsets of its elements within a slice (a_at, b_at). A row of
+ * op(A) past m (a column of op(B) past n) was given the last one's offsets:
+ * it feeds only outputs that are not written, so it needs no check, and a
+ * slice inside k is an add and a load an element (on a GPU a checked load is
+ * a compare and a branch around it, as many instructions again). Past k the
+ * elements are 0: they would be added into every output. */
 static inline void load_slices(global const float *a, int lda, global const float *b, int ldb,
-                               int m, int n, int k, int m0, int n0, int k0, int me,
-                               float ra[A_LOADS], float rb[B_LOADS])
+                               int k, int k0, int me, const size_t a_at[A_LOADS],
+                               const size_t b_at[B_LOADS], float ra[A_LOADS], float rb[B_LOADS])
 {
+    global const float *a_slice = a + A_AT(0, k0), *b_slice = b + B_AT(k0, 0);
+    if (k0 + GK <= k) {
+#pragma unroll
+        for (int p = 0; p < A_LOADS; p++) ra[p] = a_slice[a_at[p]];
+#pragma unroll
+        for (int p = 0; p < B_LOADS; p++) rb[p] = b_slice[b_at[p]];
+        return;
+    }
 #pragma unroll
     for (int p = 0; p < A_LOADS; p++) {
         int r, kk;
         a_element(me, p, &r, &kk);
-        const int row = m0 + r, at = k0 + kk;
-#if TRANS_A
-        ra[p] = row < m && at < k ? a[(size_t)at * (size_t)lda + (size_t)row] : 0.0f;
-#else
-        ra[p] = row < m && at < k ? a[(size_t)row * (size_t)lda + (size_t)at] : 0.0f;
-#endif
+        ra[p] = k0 + kk < k ? a_slice[a_at[p]] : 0.0f;
     }
 #pragma unroll
     for (int p = 0; p < B_LOADS; p++) {
         int col, kk;
         b_element(me, p, &col, &kk);
-        const int cn = n0 + col, at = k0 + kk;
-#if TRANS_B
-        rb[p] = cn < n && at < k ? b[(size_t)cn * (size_t)ldb + (size_t)at] : 0.0f;
-#else
-        rb[p] = cn < n && at < k ? b[(size_t)at * (size_t)ldb + (size_t)cn] : 0.0f;
-#endif
+        rb[p] = k0 + kk < k ? b_slice[b_at[p]] : 0.0f;
     }
 }
 
@@ -128,8 +146,22 @@ kernel void gemm_tiled(global const float *a, ulong a_off, int lda, ulong a_stri
     for (int i = 0; i < WM; i++)
 #pragma unroll
         for (int g = 0; g < WN / 4; g++) acc[i][g] = (float4)(0.0f);
+    /* where this item's elements of a slice lie from its first element */
+    size_t a_at[A_LOADS], b_at[B_LOADS];
+#pragma unroll
+    for (int p = 0; p < A_LOADS; p++) {
+        int r, kk;
+        a_element(me, p, &r, &kk);
+        a_at[p] = A_AT(min(m0 + r, m - 1), kk);
+    }
+#pragma unroll
+    for (int p = 0; p < B_LOADS; p++) {
+        int col, kk;
+        b_element(me, p, &col, &kk);
+        b_at[p] = B_AT(kk, min(n0 + col, n - 1));
+    }
     float ra[A_LOADS], rb[B_LOADS];
-    load_slices(a, lda, b, ldb, m, n, k, m0, n0, 0, me, ra, rb);
+    load_slices(a, lda, b, ldb, k, 0, me, a_at, b_at, ra, rb);
 
     for (int k0 = 0; k0 < k; k0 += GK) {
         barrier(CLK_LOCAL_MEM_FENCE); /* every item is done with the last slices */
@@ -147,7 +179,7 @@ kernel void gemm_tiled(global const float *a, ulong a_off, int lda, ulong a_stri
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         if (k0 + GK < k) /* the next slices, in flight while these are used */
-            load_slices(a, lda, b, ldb, m, n, k, m0, n0, k0 + GK, me, ra, rb);
+            load_slices(a, lda, b, ldb, k, k0 + GK, me, a_at, b_at, ra, rb);
 #pragma unroll
         for (int kk = 0; kk < GK; kk++) {
             float4 fa[WM / 4], fb[WN / 4];
