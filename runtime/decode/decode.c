@@ -395,9 +395,12 @@ static clformer_status step_rows_at(cf_session *s, const int32_t *tokens, const 
 }
 
 /* A decoding step's passes run with the context told so (cf_ctx.decoding:
- * the host provider's products then give each row the bits it gets alone). */
+ * the host provider's products then give each row the bits it gets alone),
+ * and a bf16/fp16 session's products read its weights in 16 bits where the
+ * provider can (cf_session_decode_weights). */
 clformer_status cf_decode_step(cf_session *s, size_t t, float *attention)
 {
+    CF_TRY(cf_session_decode_weights(s));
     const bool was = s->ctx->decoding;
     s->ctx->decoding = true;
     const clformer_status st = step_all_rows(s, t, attention);
@@ -407,6 +410,7 @@ clformer_status cf_decode_step(cf_session *s, size_t t, float *attention)
 
 clformer_status cf_decode_step_rows(cf_session *s, const int32_t *tokens, const size_t *pos)
 {
+    CF_TRY(cf_session_decode_weights(s));
     const bool was = s->ctx->decoding;
     s->ctx->decoding = true;
     const clformer_status st = step_rows_at(s, tokens, pos);

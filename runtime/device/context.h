@@ -74,6 +74,15 @@ struct clformer_context {
      * runs a linear layer's product as dot products (gemm_dots.h), whatever
      * the rows, so that a row's bits do not depend on the rows with it. */
     bool decoding;
+    /* While a bf16/fp16 session decodes on the host provider: `half` holds
+     * the values of `of` (the session's rounded weights) in 16 bits,
+     * element for element (fp16: IEEE half, else bf16), and a decoding
+     * step's products read B there where B is `of`: the same bits from half
+     * the bytes (cf_session_decode_weights; of NULL: none). */
+    struct {
+        cl_mem of, half;
+        bool fp16;
+    } half_weights;
 
     /* Copies of device_profile.reduce_wg and .elementwise_wg, which every
      * launcher reads: work-group sizes of row reductions (a power of two)

@@ -38,6 +38,11 @@ clformer_status cf_gemm_batched(cf_ctx *ctx, bool trans_a, bool trans_b, size_t 
  * table again for every new context. */
 void cf_gemm_release_caches(void);
 
+/* Whether a decoding step's products on this context read a 16-bit copy of
+ * the weights where one is registered (cf_ctx.half_weights): the host
+ * provider's dot products (gemm_dots.h) do. */
+bool cf_gemm_reads_half_weights(const cf_ctx *ctx);
+
 /* 2*m*n*k: the FLOP count `bench` uses for a product. */
 static inline double cf_gemm_flops(size_t m, size_t n, size_t k)
 {

@@ -15,8 +15,9 @@
 #define CF_GEMM_DOTS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
-/* Whether the CPU runs cf_gemm_dots (AVX-512F and VL), and CLFORMER_HOST_GEMM does
+/* Whether the CPU runs cf_gemm_dots (AVX-512F, VL and BW), and CLFORMER_HOST_GEMM does
  * not ask for OpenBLAS alone. Decided once. */
 bool cf_gemm_dots_wanted(void);
 
@@ -25,5 +26,12 @@ bool cf_gemm_dots_wanted(void);
  * the CPU lacks AVX-512F or VL. */
 bool cf_gemm_dots(int m, int n, int k, float alpha, const float *a, int lda, const float *b,
                   int ldb, float beta, float *c, int ldc);
+
+/* The same with B in 16 bits: bf16 (`fp16` false) or IEEE half values,
+ * widened exactly as they are loaded, so C gets the bits cf_gemm_dots gives
+ * on B's values in floats while B's bytes are halved (a decoding step of a
+ * bf16/fp16 session reads its weights so: gemm_host.c). */
+bool cf_gemm_dots_half(int m, int n, int k, float alpha, const float *a, int lda,
+                       const uint16_t *b, bool fp16, int ldb, float beta, float *c, int ldc);
 
 #endif

@@ -15,12 +15,16 @@
  * orders them and tracks the buffers' contents as written.
  *
  * On a CPU with AVX-512 where OpenBLAS runs older kernels, the products are
- * gemm_avx512.c's instead of OpenBLAS's (gemm_avx512.h says why).
+ * gemm_avx512.c's instead of OpenBLAS's (gemm_avx512.h says why). A
+ * decoding step's products are gemm_dots.c's dot products, which read B
+ * from the 16-bit copy of a bf16/fp16 session's weights where B is those
+ * weights (cf_ctx.half_weights).
  */
 #if defined(__linux__)
 #define _GNU_SOURCE /* sched_getcpu, the affinity calls: helper_cpus, helpers_away_from_caller */
 #endif
 #include "gemm_avx512.h"
+#include "gemm.h"
 #include "gemm_dots.h"
 #include "gemm_provider.h"
 #include "launch.h"
@@ -40,12 +44,14 @@
  * 3 * batch offsets (A's, B's, C's) and 2 * batch floats (alphas, betas). */
 typedef struct {
     float *a, *b, *c; /* the buffers' addresses (address_of) */
-    void *slots[3];   /* PoCL writes the listed buffers' addresses here; unused */
+    void *slots[4];   /* PoCL writes the listed buffers' addresses here; unused */
     int trans_a, trans_b, m, n, k, lda, ldb, ldc;
     size_t batch, a_off, b_off, c_off, a_stride, b_stride, c_stride;
     float alpha, beta;
     int per_matrix; /* offsets and scalars follow the block */
     int dots;       /* a decoding step's product: gemm_dots.c's where it runs */
+    const uint16_t *b16; /* B's values in 16 bits (cf_ctx.half_weights), or NULL */
+    int b16_fp16;        /* b16 holds IEEE halves, else bf16 */
 } host_args;
 
 static size_t args_size(size_t batch, bool per_matrix)
@@ -86,6 +92,10 @@ static void product(const host_args *h, size_t i, int part, int parts)
         co += (size_t)j0;
         n = j1 - j0;
     }
+    if (h->dots && h->b16 &&
+        cf_gemm_dots_half(m, n, h->k, alpha, h->a + ao, h->lda, h->b16 + bo, h->b16_fp16,
+                          h->ldb, beta, h->c + co, h->ldc))
+        return;
     if (h->dots && !h->trans_a && h->trans_b &&
         cf_gemm_dots(m, n, h->k, alpha, h->a + ao, h->lda, h->b + bo, h->ldb, beta, h->c + co,
                      h->ldc))
@@ -400,9 +410,13 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
 {
     CF_TRY(cf_gemm_check_int_sizes(g));
     CF_TRY(cf_gemm_avx512_check_setting());
-    float *addr[3];
-    const cl_mem operands[3] = {g->a, g->b, g->c};
-    for (int i = 0; i < 3; i++) CF_TRY(address_of(ctx, operands[i], &addr[i]));
+    const bool dots = ctx->decoding && cf_gemm_dots_wanted();
+    /* a decoding step reads the 16-bit copy of the weights where there is one */
+    const bool half = dots && !g->trans_a && g->trans_b && ctx->half_weights.of &&
+                      g->b == ctx->half_weights.of;
+    float *addr[4] = {NULL};
+    const cl_mem operands[4] = {g->a, g->b, g->c, half ? ctx->half_weights.half : NULL};
+    for (int i = 0; i < 3 + half; i++) CF_TRY(address_of(ctx, operands[i], &addr[i]));
     const bool per_matrix = g->a_offs != NULL;
     const size_t size = args_size(g->batch, per_matrix);
     host_args *h = calloc(1, size);
@@ -413,8 +427,8 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
                      .batch = g->batch, .a_off = g->a_off, .b_off = g->b_off,
                      .c_off = g->c_off, .a_stride = g->a_stride, .b_stride = g->b_stride,
                      .c_stride = g->c_stride, .alpha = g->alpha, .beta = g->beta,
-                     .per_matrix = per_matrix,
-                     .dots = ctx->decoding && cf_gemm_dots_wanted()};
+                     .per_matrix = per_matrix, .dots = dots,
+                     .b16 = (const uint16_t *)addr[3], .b16_fp16 = ctx->half_weights.fp16};
     if (per_matrix) {
         unsigned char *tail = (unsigned char *)h + sizeof *h;
         const size_t n = g->batch;
@@ -424,10 +438,10 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
         memcpy(tail + 3 * n * sizeof(size_t), g->alphas, n * sizeof(float));
         memcpy(tail + 3 * n * sizeof(size_t) + n * sizeof(float), g->betas, n * sizeof(float));
     }
-    cl_mem mems[3];
-    const void *locs[3];
+    cl_mem mems[4];
+    const void *locs[4];
     cl_uint n_mems = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3 + half; i++) {
         cl_uint j = 0;
         while (j < n_mems && mems[j] != operands[i]) j++;
         if (j == n_mems) {
@@ -450,6 +464,11 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
 
 bool cf_gemm_host_available(void) { return true; }
 
+bool cf_gemm_reads_half_weights(const cf_ctx *ctx)
+{
+    return ctx->gemm_provider == CLFORMER_GEMM_HOST && cf_gemm_dots_wanted();
+}
+
 #else /* built without OpenBLAS */
 
 clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
@@ -461,6 +480,12 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
 }
 
 bool cf_gemm_host_available(void) { return false; }
+
+bool cf_gemm_reads_half_weights(const cf_ctx *ctx)
+{
+    (void)ctx;
+    return false;
+}
 
 int cf_gemm_host_start_helpers(void) { return 0; }
 

@@ -4,6 +4,8 @@
  * it runs.
  */
 #include "buffer.h"
+#include "gemm.h"
+#include "ops.h"
 #include "session.h"
 
 #include <stdlib.h>
@@ -35,6 +37,7 @@ void clformer_session_free(clformer_session *s)
     free(s->acts.dec);
     cf_buffer_free(s->ctx, s->metrics);
     cf_buffer_free(s->ctx, s->weights);
+    cf_buffer_free(s->ctx, s->weights16);
     cf_buffer_free(s->ctx, s->rope);
     free(s);
 }
@@ -48,6 +51,7 @@ clformer_memory clformer_session_memory(const clformer_session *s)
     r.decoding = s->decoder_bytes ? s->decoder_bytes(s) : 0;
     /* the rounded weights of a bf16/fp16 session count in its total */
     r.total = r.activations + r.decoding + 16 * 4 + (s->weights ? s->model->layout.total * 4 : 0) +
+              (s->weights16 ? s->model->layout.total * 2 : 0) +
               (s->rope ? s->model->blocks.rope_config.dh * (size_t)s->model->cfg.max_len * 4 : 0);
     return r;
 }
@@ -71,7 +75,8 @@ clformer_status clformer_session_set_precision(clformer_session *s, clformer_pre
     s->precision = precision;
     if (precision == CLFORMER_FP32) { /* the passes read the master weights again */
         cf_buffer_free(s->ctx, s->weights);
-        s->weights = NULL;
+        cf_buffer_free(s->ctx, s->weights16);
+        s->weights = s->weights16 = NULL;
     }
     return CLFORMER_OK;
 }
@@ -82,6 +87,7 @@ clformer_status cf_session_pass_begin(cf_session *s, clformer_precision *saved)
 {
     *saved = s->ctx->precision;
     s->ctx->precision = s->precision;
+    s->passes++;
     if (s->precision == CLFORMER_FP32) return CLFORMER_OK;
     const size_t n = s->model->layout.total;
     if (!s->weights) {
@@ -100,5 +106,26 @@ clformer_status cf_session_pass_begin(cf_session *s, clformer_precision *saved)
 clformer_status cf_session_pass_end(cf_session *s, clformer_precision saved, clformer_status st)
 {
     s->ctx->precision = saved;
+    s->ctx->half_weights.of = s->ctx->half_weights.half = NULL;
     return st;
+}
+
+clformer_status cf_session_decode_weights(cf_session *s)
+{
+    if (s->precision == CLFORMER_FP32 || !s->weights || s->decode_from_fp32 ||
+        !cf_gemm_reads_half_weights(s->ctx))
+        return CLFORMER_OK;
+    if (!s->weights16 || s->half_pass != s->passes || s->half_precision != s->precision) {
+        const size_t n = s->model->layout.total;
+        if (!s->weights16) /* n 16-bit values in floats */
+            CF_TRY(cf_buffer_alloc(s->ctx, (n + 1) / 2, "16-bit weights", &s->weights16));
+        CF_TRY(cf_cast(s->ctx, cf_view_at(s->weights16, 0), s->precision,
+                       cf_view_at(s->weights, 0), CLFORMER_FP32, n));
+        s->half_pass = s->passes;
+        s->half_precision = s->precision;
+    }
+    s->ctx->half_weights.of = s->weights;
+    s->ctx->half_weights.half = s->weights16;
+    s->ctx->half_weights.fp16 = s->precision == CLFORMER_FP16;
+    return CLFORMER_OK;
 }

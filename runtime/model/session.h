@@ -26,6 +26,15 @@ struct clformer_session {
      * master weights rounded to it, refreshed as each pass begins. */
     clformer_precision precision;
     cl_mem weights;                /* layout.total fp32 values; NULL with FP32 */
+    /* The rounded weights in 16 bits, for decoding steps whose products
+     * read them so (cf_session_decode_weights): made on the first step of a
+     * pass (`half_pass`, the pass it was made in, of `passes` begun) */
+    cl_mem weights16;
+    unsigned long passes, half_pass;
+    clformer_precision half_precision;
+    /* decoding reads the fp32 rounded weights instead of weights16: the
+     * same bits, twice the bytes (tests compare the two) */
+    bool decode_from_fp32;
     /* 16-bit training keeps what backward reads in fp32 rather than in 16
      * bits (graph.h half_saved): the same bits, more memory, no casts
      * (tests compare the two) */
@@ -70,5 +79,12 @@ static inline cf_view cf_grad(const cf_session *s, size_t off)
  * passes `st` through. */
 clformer_status cf_session_pass_begin(cf_session *s, clformer_precision *saved);
 clformer_status cf_session_pass_end(cf_session *s, clformer_precision saved, clformer_status st);
+
+/* Before a decoding step of a bf16/fp16 session on a context whose products
+ * read 16-bit weights (cf_gemm_reads_half_weights): the rounded weights in
+ * 16 bits, made once a pass, and registered on the context until the pass
+ * ends (cf_ctx.half_weights), so that the step's products read half the
+ * bytes. Nothing otherwise. */
+clformer_status cf_session_decode_weights(cf_session *s);
 
 #endif
