@@ -86,8 +86,9 @@ block(const int R, const int format, int h, int w, int k, float alpha, const flo
              * They take twice the instructions a cache line, and without it
              * a core read half the lines a second from memory (49152 x 576
              * bf16, one core: 3.9 Gweights/s, with it 5.2; fp32 3.0). */
-            if (format != B_FLOAT)
-                _mm_prefetch((const char *)br[j] + ((size_t)BC * ldb + p) * b_size, _MM_HINT_T0);
+            if (format != B_FLOAT) /* (past B's end for the last block: a hint, not a read) */
+                _mm_prefetch((const char *)((uintptr_t)br[j] + ((size_t)BC * ldb + p) * b_size),
+                             _MM_HINT_T0);
             bv[j] = load_b(format, br[j], p, m);
         }
         UNROLLED for (int i = 0; i < R; i++) {
