@@ -74,6 +74,8 @@ clformer_status clformer_session_set_precision(clformer_session *s, clformer_pre
                        "precision %d is none of fp32, bf16 and fp16", (int)precision);
     s->precision = precision;
     if (precision == CLFORMER_FP32) { /* the passes read the master weights again */
+        if (s->ctx->half_weights.of == s->weights) /* (a token callback may call this) */
+            s->ctx->half_weights.of = s->ctx->half_weights.half = NULL;
         cf_buffer_free(s->ctx, s->weights);
         cf_buffer_free(s->ctx, s->weights16);
         s->weights = s->weights16 = NULL;

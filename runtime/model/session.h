@@ -28,7 +28,9 @@ struct clformer_session {
     cl_mem weights;                /* layout.total fp32 values; NULL with FP32 */
     /* The rounded weights in 16 bits, for decoding steps whose products
      * read them so (cf_session_decode_weights): made on the first step of a
-     * pass (`half_pass`, the pass it was made in, of `passes` begun) */
+     * pass (`half_pass`, the pass it was made in, of `passes` begun), and
+     * again if the precision changed since (`half_precision`: a token
+     * callback may change it within a pass) */
     cl_mem weights16;
     unsigned long passes, half_pass;
     clformer_precision half_precision;
