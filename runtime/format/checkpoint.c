@@ -637,7 +637,10 @@ static clformer_status load(cf_ctx *ctx, const cf_st_reader *r, cf_model **out)
     if (st == CLFORMER_OK) st = load_hf_tokenizer(m, r);
     if (st == CLFORMER_OK) cf_model_set_run(m, cf_st_metadata(r, "clformer.run"));
     if (st == CLFORMER_OK) st = read_checked_part(r, &h, 0, host);
-    if (st == CLFORMER_OK) st = cf_upload(m->ctx, m->params, 0, host, m->layout.total);
+    if (st == CLFORMER_OK) {
+        cf_model_params_written(m);
+        st = cf_upload(m->ctx, m->params, 0, host, m->layout.total);
+    }
     if (st == CLFORMER_OK && h.training) {
         st = apply_train_state(m, &h.ts);
         if (st == CLFORMER_OK) st = read_checked_part(r, &h, 1, host);

@@ -60,6 +60,7 @@ static clformer_status allocate(cf_model *m)
 {
     const size_t n = m->layout.total;
     CF_TRY(cf_buffer_alloc(m->ctx, n, "parameters", &m->params));
+    m->params_version = 1; /* 0 stands for a session's copy of none */
     CF_TRY(cf_buffer_alloc(m->ctx, n, "gradients", &m->grads));
     CF_TRY(cf_buffer_alloc(m->ctx, n, "Adam first moments", &m->adam_m));
     return cf_buffer_alloc(m->ctx, n, "Adam second moments", &m->adam_v);
@@ -107,6 +108,7 @@ clformer_status clformer_model_create(clformer_context *ctx, const clformer_conf
                               : cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     if (st == CLFORMER_OK) {
         cf_param_init(&m->layout, seed, host);
+        cf_model_params_written(m);
         st = cf_upload(ctx, m->params, 0, host, m->layout.total);
     }
     free(host);
@@ -406,5 +408,6 @@ clformer_status clformer_model_write_tensor(clformer_model *m, const char *name,
 {
     const cf_param_entry *e = NULL;
     CF_TRY(tensor_of_size(m, name, count, &e));
+    cf_model_params_written(m);
     return cf_upload(m->ctx, m->params, e->offset, data, count);
 }

@@ -33,6 +33,9 @@ struct clformer_model {
     cf_blocks blocks;                     /* what the graph runs: the family's for cfg */
     cf_param_layout layout;
     cl_mem params, grads, adam_m, adam_v; /* layout.total elements each */
+    /* Counts the writes of params (cf_model_params_written): a session's
+     * bf16/fp16 copy of them is made again only when it changed. */
+    unsigned long params_version;
     /* the text side, as the data layer's objects (vocab.h, tokenizer_spm.h) */
     cf_vocab *vocab[2];                   /* source, target vocabularies (may be NULL) */
     unsigned char *spm[2];                /* SentencePiece models, source/target (may be NULL) */
@@ -77,6 +80,12 @@ struct clformer_model {
     int rank, ranks;                      /* this rank and the number of ranks when parallel */
 };
 typedef struct clformer_model cf_model;
+
+/* Every writer of a model's parameters calls this (before the write is
+ * enqueued): the sessions' rounded copies of them (session.h) are then made
+ * again as their next pass begins. A write that does not happen after all
+ * (an error, a skipped update) costs only that rounding. */
+static inline void cf_model_params_written(cf_model *m) { m->params_version++; }
 
 /* Names the training run the model's saves belong to (16 hex digits; ""
  * for none): trainer.c sets it, checkpoint.c writes and reads it. */

@@ -89,20 +89,24 @@ clformer_status cf_session_pass_begin(cf_session *s, clformer_precision *saved)
 {
     *saved = s->ctx->precision;
     s->ctx->precision = s->precision;
-    s->passes++;
     if (s->precision == CLFORMER_FP32) return CLFORMER_OK;
+    const unsigned long version = s->model->params_version;
+    if (s->weights && s->weights_version == version && s->weights_precision == s->precision)
+        return CLFORMER_OK;
     const size_t n = s->model->layout.total;
-    if (!s->weights) {
-        clformer_status st = cf_buffer_alloc(s->ctx, n, "rounded weights", &s->weights);
-        if (st != CLFORMER_OK) {
-            s->ctx->precision = *saved;
-            return st;
-        }
+    clformer_status st = CLFORMER_OK;
+    if (!s->weights) st = cf_buffer_alloc(s->ctx, n, "rounded weights", &s->weights);
+    s->weights_version = 0; /* none until the rounding is enqueued */
+    if (st == CLFORMER_OK)
+        st = cf_round_storage(s->ctx, cf_view_at(s->weights, 0),
+                              cf_view_at(s->model->params, 0), n, s->precision);
+    if (st != CLFORMER_OK) {
+        s->ctx->precision = *saved;
+        return st;
     }
-    clformer_status st = cf_round_storage(s->ctx, cf_view_at(s->weights, 0),
-                                          cf_view_at(s->model->params, 0), n, s->precision);
-    if (st != CLFORMER_OK) s->ctx->precision = *saved;
-    return st;
+    s->weights_version = version;
+    s->weights_precision = s->precision;
+    return CLFORMER_OK;
 }
 
 clformer_status cf_session_pass_end(cf_session *s, clformer_precision saved, clformer_status st)
@@ -117,13 +121,15 @@ clformer_status cf_session_decode_weights(cf_session *s)
     if (s->precision == CLFORMER_FP32 || !s->weights || s->decode_from_fp32 ||
         !cf_gemm_reads_half_weights(s->ctx))
         return CLFORMER_OK;
-    if (!s->weights16 || s->half_pass != s->passes || s->half_precision != s->precision) {
+    if (!s->weights16 || s->half_version != s->weights_version ||
+        s->half_precision != s->precision) {
         const size_t n = s->model->layout.total;
         if (!s->weights16) /* n 16-bit values in floats */
             CF_TRY(cf_buffer_alloc(s->ctx, (n + 1) / 2, "16-bit weights", &s->weights16));
+        s->half_version = 0; /* none until the cast is enqueued */
         CF_TRY(cf_cast(s->ctx, cf_view_at(s->weights16, 0), s->precision,
                        cf_view_at(s->weights, 0), CLFORMER_FP32, n));
-        s->half_pass = s->passes;
+        s->half_version = s->weights_version;
         s->half_precision = s->precision;
     }
     s->ctx->half_weights.of = s->weights;

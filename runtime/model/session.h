@@ -23,16 +23,20 @@ struct clformer_session {
     /* Storage precision of the passes (clformer_session_set_precision): the
      * ops round every activation they write to it (ctx->precision, set for
      * the passes this session enqueues), and the passes read `weights`, the
-     * master weights rounded to it, refreshed as each pass begins. */
+     * master weights rounded to it, made again as a pass begins if the
+     * master weights were written since (the model's params_version, which
+     * `weights_version` holds of the copy) or the precision changed. */
     clformer_precision precision;
     cl_mem weights;                /* layout.total fp32 values; NULL with FP32 */
+    unsigned long weights_version;
+    clformer_precision weights_precision;
     /* The rounded weights in 16 bits, for decoding steps whose products
-     * read them so (cf_session_decode_weights): made on the first step of a
-     * pass (`half_pass`, the pass it was made in, of `passes` begun), and
-     * again if the precision changed since (`half_precision`: a token
-     * callback may change it within a pass) */
+     * read them so (cf_session_decode_weights): made on a decoding step
+     * when `weights` was made again since (`half_version`, the
+     * weights_version it was cast from) or the precision changed
+     * (`half_precision`: a token callback may change it within a pass) */
     cl_mem weights16;
-    unsigned long passes, half_pass;
+    unsigned long half_version;
     clformer_precision half_precision;
     /* decoding reads the fp32 rounded weights instead of weights16: the
      * same bits, twice the bytes (tests compare the two) */
@@ -75,10 +79,11 @@ static inline cf_view cf_grad(const cf_session *s, size_t off)
 /* Every public entry that enqueues passes (train step, evaluation, logits,
  * translation, generation) brackets them with these: begin sets the
  * context's storage precision to the session's (saving the caller's in
- * *saved) and, for bf16/fp16, refreshes the rounded weights from the master
- * weights, so that any change of them (an optimizer step, a load, an
- * average, a broadcast) is seen; end restores the saved precision and
- * passes `st` through. */
+ * *saved) and, for bf16/fp16, rounds the master weights again if any
+ * writer (an optimizer step, write_tensor, a broadcast:
+ * cf_model_params_written) changed them since the last pass, so that the
+ * change is seen and an unchanged model costs nothing; end restores the
+ * saved precision and passes `st` through. */
 clformer_status cf_session_pass_begin(cf_session *s, clformer_precision *saved);
 clformer_status cf_session_pass_end(cf_session *s, clformer_precision saved, clformer_status st);
 

@@ -357,6 +357,7 @@ clformer_status clformer_model_broadcast(clformer_model *m, int root)
     if (!host) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
     clformer_status st = CLFORMER_OK;
     cl_mem bufs[3] = {m->params, m->adam_m, m->adam_v};
+    cf_model_params_written(m);
     for (int i = 0; i < 3 && st == CLFORMER_OK; i++) st = broadcast_buffer(m, bufs[i], host, root);
     free(host);
     return st;

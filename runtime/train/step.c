@@ -70,11 +70,13 @@ static clformer_status session_train_step_passes(clformer_session *s, const clfo
     const cf_adam_params hp = {lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->adamw,
                                (float)(1.0 - pow(o->beta1, (double)t_adam)),
                                (float)(1.0 - pow(o->beta2, (double)t_adam))};
-    if (!skip)
+    if (!skip) {
+        cf_model_params_written(m);
         CF_TRY(cf_adam_update(s->ctx, cf_view_at(m->params, 0), cf_view_at(m->grads, 0),
                               cf_view_at(m->adam_m, 0), cf_view_at(m->adam_v, 0),
                               m->layout.total, m->layout.decay_end, cf_view_at(s->metrics, 2),
                               &hp));
+    }
     if (!scaled) CF_TRY(cf_download(s->ctx, s->metrics, 0, metrics, 2));
     double sum;
     CF_TRY(cf_batch_loss_sum(m, metrics[0], &sum));

@@ -354,6 +354,141 @@ static void api_checks(void **state)
     bits_run_free(&r);
 }
 
+/* ---- the rounded weights: made again exactly when the weights changed ---- */
+
+static uint64_t roundings(void) { return hctx()->kernel_launches[CF_K_ROUND_STORAGE]; }
+
+/* The logits of b, and how many rounding launches their pass took. */
+static float *logits_of(clformer_session *s, const test_batch *b, uint64_t *launches)
+{
+    const size_t n = b->batch.batch * (b->batch.tgt_len - 1) * (size_t)s->model->cfg.tgt_vocab;
+    float *out = hmalloc(n * sizeof *out);
+    const uint64_t before = roundings();
+    assert_ok(clformer_session_logits(s, &b->batch, out));
+    if (launches) *launches = roundings() - before;
+    return out;
+}
+
+static size_t logits_size(const clformer_session *s, const test_batch *b)
+{
+    return b->batch.batch * (b->batch.tgt_len - 1) * (size_t)s->model->cfg.tgt_vocab * 4;
+}
+
+/* A pass of a model nobody wrote since the last one reads the rounded
+ * weights it made (one rounding launch fewer, the same logits); a change of
+ * precision, or fp32 in between, makes them again. */
+static void unchanged_weights_are_rounded_once(void **state)
+{
+    (void)state;
+    clformer_config c = harness_small_config();
+    test_batch b = make_batch(&c, 91);
+    for (int k = 0; k < 2; k++) {
+        const clformer_precision p = HALVES[k], other = HALVES[1 - k];
+        bits_run r = make_run(&c, p);
+        uint64_t first, second, third;
+        float *a = logits_of(r.session, &b, &first), *again = logits_of(r.session, &b, &second);
+        if (first != second + 1)
+            fail_msg("%s: the second pass took %llu rounding launches, the first %llu: the "
+                     "unchanged weights should not be rounded again",
+                     clformer_precision_name(p), (unsigned long long)second,
+                     (unsigned long long)first);
+        assert_memory_equal(a, again, logits_size(r.session, &b));
+        /* another precision: rounded again, the logits a fresh session's */
+        assert_ok(clformer_session_set_precision(r.session, other));
+        float *o = logits_of(r.session, &b, &third);
+        assert_int_equal(third, first);
+        clformer_session *fresh;
+        assert_ok(clformer_session_create(r.model, &fresh));
+        assert_ok(clformer_session_set_precision(fresh, other));
+        float *f = logits_of(fresh, &b, NULL);
+        assert_memory_equal(o, f, logits_size(r.session, &b));
+        clformer_session_free(fresh);
+        /* back, through fp32 (which frees the copy) */
+        assert_ok(clformer_session_set_precision(r.session, CLFORMER_FP32));
+        assert_ok(clformer_session_set_precision(r.session, p));
+        free(again);
+        again = logits_of(r.session, &b, &third);
+        assert_int_equal(third, first);
+        assert_memory_equal(a, again, logits_size(r.session, &b));
+        free(a), free(again), free(o), free(f);
+        bits_run_free(&r);
+    }
+    free_batch(&b);
+}
+
+/* A collective of two ranks whose broadcasts bring the root's values: the
+ * parameters (the first buffer broadcast) halved. */
+static clformer_status fake_sum_f32(void *user, float *data, size_t n)
+{
+    (void)user, (void)data, (void)n;
+    return CLFORMER_OK;
+}
+static clformer_status fake_sum_f64(void *user, double *data, size_t n)
+{
+    (void)user, (void)data, (void)n;
+    return CLFORMER_OK;
+}
+static clformer_status fake_broadcast(void *user, void *data, size_t bytes, int root)
+{
+    (void)root;
+    int *calls = user;
+    if ((*calls)++ == 0)
+        for (size_t i = 0; i < bytes / 4; i++) ((float *)data)[i] *= 0.5f;
+    return CLFORMER_OK;
+}
+
+/* Every writer of the weights (write_tensor, another session's training
+ * step, a broadcast) is seen by a bf16 session's next pass: its logits are
+ * a fresh session's, and not those from before the write. */
+static void every_writer_of_the_weights_is_seen(void **state)
+{
+    (void)state;
+    clformer_config c = harness_small_config();
+    c.dropout = 0.0f;
+    test_batch b = make_batch(&c, 93);
+    bits_run r = make_run(&c, CLFORMER_BF16);
+    clformer_session *trainer;
+    assert_ok(clformer_session_create(r.model, &trainer));
+    const char *writers[] = {"write_tensor", "a training step", "a broadcast"};
+    for (int w = 0; w < 3; w++) {
+        float *before = logits_of(r.session, &b, NULL);
+        if (w == 0) {
+            const char *name = "transformer.decoder.layers.0.linear1.weight";
+            const size_t n = (size_t)c.d_model * (size_t)c.d_ff;
+            float *v = hmalloc(n * sizeof *v);
+            assert_ok(clformer_model_read_tensor(r.model, name, false, v, n));
+            for (size_t i = 0; i < n; i++) v[i] = 0.75f * v[i] + 0.01f;
+            assert_ok(clformer_model_write_tensor(r.model, name, v, n));
+            free(v);
+        } else if (w == 1) {
+            clformer_step_stats st;
+            assert_ok(clformer_session_train_step(trainer, &b.batch, 1e-2f, &st));
+        } else {
+            int calls = 0;
+            const clformer_collective two = {&calls, 1, 2, fake_sum_f32, fake_sum_f64,
+                                             fake_broadcast, NULL, NULL, NULL};
+            assert_ok(clformer_model_set_collective(r.model, &two));
+            assert_ok(clformer_model_broadcast(r.model, 0));
+            assert_ok(clformer_model_set_collective(r.model, NULL));
+            assert_int_equal(calls, 3);
+        }
+        float *after = logits_of(r.session, &b, NULL);
+        clformer_session *fresh;
+        assert_ok(clformer_session_create(r.model, &fresh));
+        assert_ok(clformer_session_set_precision(fresh, CLFORMER_BF16));
+        float *want = logits_of(fresh, &b, NULL);
+        clformer_session_free(fresh);
+        if (!memcmp(after, before, logits_size(r.session, &b)))
+            fail_msg("after %s the logits are those from before it: the session read its "
+                     "old rounded weights", writers[w]);
+        assert_memory_equal(after, want, logits_size(r.session, &b));
+        free(before), free(after), free(want);
+    }
+    clformer_session_free(trainer);
+    bits_run_free(&r);
+    free_batch(&b);
+}
+
 /* `clformer train --precision bf16` end to end on a tiny run (and fp16 with
  * its loss scale), and a bad value: one line naming the accepted ones. */
 static void command_line(void **state)
@@ -398,6 +533,8 @@ int main(void)
         cmocka_unit_test(fp16_overflow_is_skipped),
         cmocka_unit_test(resume_is_exact),
         cmocka_unit_test(api_checks),
+        cmocka_unit_test(unchanged_weights_are_rounded_once),
+        cmocka_unit_test(every_writer_of_the_weights_is_seen),
         cmocka_unit_test(command_line),
     };
     return harness_run_device_suite("precision", tests, sizeof tests / sizeof *tests);
