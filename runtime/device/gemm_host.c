@@ -23,6 +23,7 @@
 #if defined(__linux__)
 #define _GNU_SOURCE /* sched_getcpu, the affinity calls: helper_cpus, helpers_away_from_caller */
 #endif
+#include "clock.h"
 #include "gemm_avx512.h"
 #include "gemm.h"
 #include "gemm_dots.h"
@@ -148,10 +149,25 @@ static void product(const host_args *h, size_t i, int part, int parts)
 enum { SMALL_WORK = 1 << 22 };
 enum { DOTS_SPREAD = 1 << 18 };
 
+/* After a decoding step's product of at most SPIN_ROWS rows a helper stays
+ * awake this long, yielding its CPU to any thread that wants it, for the
+ * next product to be posted: such products come a few small kernels apart,
+ * and a helper woken from its condition variable for each arrived 35-50 us
+ * late on products of 50-150 us (smollm-135m in bf16, 2-vCPU AMD EPYC: a
+ * 576 x 576 product of one row took 78 us spread, where one core alone
+ * streams it in 58 and two in 30). With more rows the kernels between the
+ * products are larger and want every core, and an awake helper slowed them
+ * more than it saved (`bench --config small` translating 32 rows: 5-10%
+ * fewer tokens/s); after those, and after training's products, the helpers
+ * sleep. */
+#define SPIN_AFTER_S 200e-6
+enum { SPIN_ROWS = 16 };
+
 typedef struct {
     const host_args *h;
     int parts;          /* slices per product */
     atomic_size_t next; /* the next item to take: product item / parts, slice item % parts */
+    bool spin_after;    /* the helpers wait awake for the next job (SPIN_AFTER_S) */
 } batch_job;
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -159,7 +175,7 @@ static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER; /* a job was posted 
 static pthread_cond_t pool_idle = PTHREAD_COND_INITIALIZER; /* a helper left the job */
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 static batch_job *pool_job;      /* the posted job, NULL when none */
-static unsigned long pool_posts; /* jobs posted so far */
+static atomic_ulong pool_posts; /* jobs posted so far (written under pool_lock) */
 static int pool_users;           /* helpers working on pool_job */
 static int pool_helpers;         /* helper threads running */
 static pthread_t pool_threads[64];   /* their handles */
@@ -175,10 +191,18 @@ static void take_products(batch_job *job)
         product(job->h, i / (size_t)job->parts, (int)(i % (size_t)job->parts), job->parts);
 }
 
+/* Waits up to SPIN_AFTER_S, awake, for a job after the `seen`th. */
+static void spin_for_post(unsigned long seen)
+{
+    const double until = cf_now_s() + SPIN_AFTER_S;
+    while (atomic_load(&pool_posts) == seen && cf_now_s() < until) sched_yield();
+}
+
 static void *helper_main(void *index)
 {
     const int me = (int)(intptr_t)index;
     unsigned long seen = 0;
+    bool spin = false; /* the last job's spin_after */
     pthread_mutex_lock(&pool_lock);
     for (;;) {
 #if defined(__linux__)
@@ -186,9 +210,15 @@ static void *helper_main(void *index)
 #else
         (void)me;
 #endif
-        while (pool_posts == seen) pthread_cond_wait(&pool_wake, &pool_lock);
-        seen = pool_posts;
+        if (spin) {
+            pthread_mutex_unlock(&pool_lock);
+            spin_for_post(seen);
+            pthread_mutex_lock(&pool_lock);
+        }
+        while (atomic_load(&pool_posts) == seen) pthread_cond_wait(&pool_wake, &pool_lock);
+        seen = atomic_load(&pool_posts);
         batch_job *job = pool_job;
+        spin = job && job->spin_after; /* read while the caller waits for this helper */
         if (!job) continue;
         pool_users++;
         pthread_mutex_unlock(&pool_lock);
@@ -270,16 +300,16 @@ static void helpers_away_from_caller(void)
 
 /* Runs the items with the helpers, or alone when there are none or they are
  * busy with another queue's items. */
-static void run_spread(const host_args *h, int parts)
+static void run_spread(const host_args *h, int parts, bool spin_after)
 {
-    batch_job job = {.h = h, .parts = parts};
+    batch_job job = {.h = h, .parts = parts, .spin_after = spin_after};
     atomic_init(&job.next, 0);
     pthread_mutex_lock(&pool_lock);
     const bool posted = pool_helpers > 0 && !pool_job && pool_users == 0;
     if (posted) {
         helpers_away_from_caller();
         pool_job = &job;
-        pool_posts++;
+        atomic_fetch_add(&pool_posts, 1);
         pthread_cond_broadcast(&pool_wake);
     }
     pthread_mutex_unlock(&pool_lock);
@@ -324,7 +354,7 @@ static void CL_CALLBACK run(void *block)
         return;
     }
     const int parts = slices(h);
-    if (h->batch * (size_t)parts > 1) run_spread(h, parts);
+    if (h->batch * (size_t)parts > 1) run_spread(h, parts, streams && h->m <= SPIN_ROWS);
     else product(h, 0, 0, 1);
 }
 
