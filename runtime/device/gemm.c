@@ -161,6 +161,31 @@ clformer_status cf_gemm(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m, size_
                                    b_off, ldb, 0, beta, c, c_off, ldc, 0, 1);
 }
 
+bool cf_gemm_rounds_output(const cf_ctx *ctx)
+{
+    return ctx->gemm_provider == CLFORMER_GEMM_HOST && cf_gemm_host_rounds();
+}
+
+clformer_status cf_gemm_rounded(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m, size_t n,
+                                size_t k, float alpha, cl_mem a, size_t a_off, size_t lda,
+                                cl_mem b, size_t b_off, size_t ldb, float beta, cl_mem c,
+                                size_t c_off, size_t ldc, clformer_precision precision)
+{
+    if (precision != CLFORMER_FP32 && (!cf_gemm_rounds_output(ctx) || ldc != n || k == 0))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_gemm_rounded: C is rounded by the host provider on CPUs with "
+                       "AVX-512F (cf_gemm_rounds_output), in contiguous rows (ldc %zu, n %zu) "
+                       "of a product (k %zu)",
+                       ldc, n, k);
+    clformer_status st;
+    if (degenerate(m, n, k, 1, beta == 1.0f, &st)) return st;
+    const cf_gemm_call g = {.trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k,
+                            .batch = 1, .a = a, .b = b, .c = c, .lda = lda, .ldb = ldb,
+                            .ldc = ldc, .a_off = a_off, .b_off = b_off, .c_off = c_off,
+                            .alpha = alpha, .beta = beta, .round_c = precision};
+    return check_and_run(ctx, &g);
+}
+
 clformer_status cf_gemm_strided_batched(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m,
                                         size_t n, size_t k, float alpha, cl_mem a, size_t a_off,
                                         size_t lda, size_t a_stride, cl_mem b, size_t b_off,

@@ -29,6 +29,7 @@
 #include "gemm_dots.h"
 #include "gemm_provider.h"
 #include "launch.h"
+#include "round_avx512.h"
 
 #ifdef CLFORMER_HAVE_OPENBLAS
 
@@ -53,6 +54,7 @@ typedef struct {
     int dots;       /* a decoding step's product: gemm_dots.c's where it runs */
     const uint16_t *b16; /* B's values in 16 bits (cf_ctx.half_weights), or NULL */
     int b16_fp16;        /* b16 holds IEEE halves, else bf16 */
+    int round_c;         /* C rounded to bf16 (1) or fp16 (2) values as written; 0: not */
 } host_args;
 
 static size_t args_size(size_t batch, bool per_matrix)
@@ -95,19 +97,21 @@ static void product(const host_args *h, size_t i, int part, int parts)
     }
     if (h->dots && h->b16 &&
         cf_gemm_dots_half(m, n, h->k, alpha, h->a + ao, h->lda, h->b16 + bo, h->b16_fp16,
-                          h->ldb, beta, h->c + co, h->ldc))
-        return;
-    if (h->dots && !h->trans_a && h->trans_b &&
-        cf_gemm_dots(m, n, h->k, alpha, h->a + ao, h->lda, h->b + bo, h->ldb, beta, h->c + co,
-                     h->ldc))
-        return;
-    if (cf_gemm_avx512_wanted() &&
-        cf_gemm_avx512(h->trans_a, h->trans_b, m, n, h->k, alpha, h->a + ao, h->lda, h->b + bo,
-                       h->ldb, beta, h->c + co, h->ldc))
-        return;
-    cblas_sgemm(CblasRowMajor, h->trans_a ? CblasTrans : CblasNoTrans,
-                h->trans_b ? CblasTrans : CblasNoTrans, m, n, h->k, alpha, h->a + ao, h->lda,
-                h->b + bo, h->ldb, beta, h->c + co, h->ldc);
+                          h->ldb, beta, h->c + co, h->ldc)) {
+    } else if (h->dots && !h->trans_a && h->trans_b &&
+               cf_gemm_dots(m, n, h->k, alpha, h->a + ao, h->lda, h->b + bo, h->ldb, beta,
+                            h->c + co, h->ldc)) {
+    } else if (cf_gemm_avx512_wanted() &&
+               cf_gemm_avx512(h->trans_a, h->trans_b, m, n, h->k, alpha, h->a + ao, h->lda,
+                              h->b + bo, h->ldb, beta, h->c + co, h->ldc)) {
+    } else {
+        cblas_sgemm(CblasRowMajor, h->trans_a ? CblasTrans : CblasNoTrans,
+                    h->trans_b ? CblasTrans : CblasNoTrans, m, n, h->k, alpha, h->a + ao,
+                    h->lda, h->b + bo, h->ldb, beta, h->c + co, h->ldc);
+    }
+    /* the slice's outputs, while they are in this core's cache
+     * (cf_gemm_host_rounds: set only where the CPU runs it) */
+    if (h->round_c) cf_round_rows_avx512(h->c + co, m, n, h->ldc, h->round_c);
 }
 
 /* --- products spread over helper threads ----------------------------------
@@ -458,7 +462,8 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
                      .c_off = g->c_off, .a_stride = g->a_stride, .b_stride = g->b_stride,
                      .c_stride = g->c_stride, .alpha = g->alpha, .beta = g->beta,
                      .per_matrix = per_matrix, .dots = dots,
-                     .b16 = (const uint16_t *)addr[3], .b16_fp16 = ctx->half_weights.fp16};
+                     .b16 = (const uint16_t *)addr[3], .b16_fp16 = ctx->half_weights.fp16,
+                     .round_c = (int)g->round_c};
     if (per_matrix) {
         unsigned char *tail = (unsigned char *)h + sizeof *h;
         const size_t n = g->batch;
@@ -494,6 +499,8 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
 
 bool cf_gemm_host_available(void) { return true; }
 
+bool cf_gemm_host_rounds(void) { return cf_round_avx512_available(); }
+
 bool cf_gemm_reads_half_weights(const cf_ctx *ctx)
 {
     return ctx->gemm_provider == CLFORMER_GEMM_HOST && cf_gemm_dots_wanted();
@@ -510,6 +517,8 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
 }
 
 bool cf_gemm_host_available(void) { return false; }
+
+bool cf_gemm_host_rounds(void) { return false; }
 
 bool cf_gemm_reads_half_weights(const cf_ctx *ctx)
 {

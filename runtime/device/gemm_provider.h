@@ -21,6 +21,9 @@ typedef struct {
     float alpha, beta;
     const size_t *a_offs, *b_offs, *c_offs; /* NULL: strided */
     const float *alphas, *betas;
+    /* C rounded to this precision's values as the provider writes it (FP32:
+     * not; cf_gemm_rounded, the host provider only) */
+    clformer_precision round_c;
 } cf_gemm_call;
 
 /* The call's ideal traffic (launch.h): A, B and C once per product (m*k +
@@ -68,6 +71,9 @@ void cf_gemm_tiles_options(const cf_gemm_tiles *tiles, bool trans_a, bool trans_
 
 /* Whether this build has the host provider (OpenBLAS found at configure time). */
 bool cf_gemm_host_available(void);
+/* Whether the host provider rounds C as it writes it where a call asks
+ * (cf_gemm_call.round_c: the CPU has AVX-512F, round_avx512.h). */
+bool cf_gemm_host_rounds(void);
 /* Starts the host provider's helper threads from the calling thread, as its
  * first large product does (once a process); returns how many run: 0 without
  * OpenBLAS or where OpenBLAS would use one thread. */

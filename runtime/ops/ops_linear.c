@@ -25,32 +25,47 @@ static clformer_status check_sizes(const char *op, size_t N, size_t IC, size_t O
     return CLFORMER_OK;
 }
 
+/* The precision a product's output is rounded to as the provider writes it
+ * (cf_gemm_rounded), where the context's activations are 16-bit and its
+ * provider can; else FP32, and the caller rounds with a launch. */
+static clformer_precision rounded_by_product(const cf_ctx *ctx)
+{
+    return ctx->precision != CLFORMER_FP32 && cf_gemm_rounds_output(ctx) ? ctx->precision
+                                                                          : CLFORMER_FP32;
+}
+
+/* out = inp W^T, rounded to `round_to`'s values (FP32: not) */
 static clformer_status product(const char *op, cf_ctx *ctx, cf_view out, cf_view inp,
-                               cf_view weight, size_t N, size_t IC, size_t OC)
+                               cf_view weight, size_t N, size_t IC, size_t OC,
+                               clformer_precision round_to)
 {
     CF_TRY(check_sizes(op, N, IC, OC));
     if (N == 0 || OC == 0) return CLFORMER_OK;
     if (!out.buf || !inp.buf || !weight.buf)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "%s: out, inp and weight must be device buffers", op);
-    if (IC == 0) /* an empty product: zero */
+    if (IC == 0) /* an empty product: zero (a value of every format) */
         return cf_fill(ctx, out.buf, out.off, N * OC, 0.0f);
-    return cf_gemm(ctx, false, true, N, OC, IC, 1.0f, inp.buf, inp.off, IC, weight.buf,
-                   weight.off, IC, 0.0f, out.buf, out.off, OC);
+    return cf_gemm_rounded(ctx, false, true, N, OC, IC, 1.0f, inp.buf, inp.off, IC, weight.buf,
+                           weight.off, IC, 0.0f, out.buf, out.off, OC, round_to);
 }
 
 clformer_status cf_linear_product(cf_ctx *ctx, cf_view out, cf_view inp, cf_view weight,
                                   size_t N, size_t IC, size_t OC)
 {
-    return product("cf_linear_product", ctx, out, inp, weight, N, IC, OC);
+    return product("cf_linear_product", ctx, out, inp, weight, N, IC, OC, CLFORMER_FP32);
 }
 
 clformer_status cf_linear_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_view weight,
                                   cf_view bias, size_t N, size_t IC, size_t OC)
 {
-    CF_TRY(product("cf_linear_forward", ctx, out, inp, weight, N, IC, OC));
+    /* without a bias the product writes the activation: rounded as it is
+     * written where the provider can */
+    const clformer_precision round_to = bias.buf ? CLFORMER_FP32 : rounded_by_product(ctx);
+    CF_TRY(product("cf_linear_forward", ctx, out, inp, weight, N, IC, OC, round_to));
     if (N == 0 || OC == 0) return CLFORMER_OK;
-    if (!bias.buf) return cf_round_activation(ctx, out, N * OC);
+    if (!bias.buf) return round_to != CLFORMER_FP32 ? CLFORMER_OK
+                                                    : cf_round_activation(ctx, out, N * OC);
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BIAS_ADD, &k));
     size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {OC, N};
@@ -117,14 +132,17 @@ clformer_status cf_linear_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, c
                        "wanted) must be device buffers");
     /* dinp (N, IC) (+)= dout (N, OC) W (OC, IC) */
     if (dinp.buf && N && IC) {
+        /* dinp is an activation gradient: rounded as the product writes it
+         * where the provider can, else after it */
+        const clformer_precision round_to = OC ? rounded_by_product(ctx) : CLFORMER_FP32;
         if (OC == 0) {
             if (!accumulate) CF_TRY(cf_fill(ctx, dinp.buf, dinp.off, N * IC, 0.0f));
         } else {
-            CF_TRY(cf_gemm(ctx, false, false, N, IC, OC, 1.0f, dout.buf, dout.off, OC,
-                           weight.buf, weight.off, IC, accumulate ? 1.0f : 0.0f, dinp.buf,
-                           dinp.off, IC));
+            CF_TRY(cf_gemm_rounded(ctx, false, false, N, IC, OC, 1.0f, dout.buf, dout.off, OC,
+                                   weight.buf, weight.off, IC, accumulate ? 1.0f : 0.0f,
+                                   dinp.buf, dinp.off, IC, round_to));
         }
-        CF_TRY(cf_round_activation(ctx, dinp, N * IC)); /* dinp is an activation gradient */
+        if (round_to == CLFORMER_FP32) CF_TRY(cf_round_activation(ctx, dinp, N * IC));
     }
     /* dweight (OC, IC) += dout^T (OC, N) inp (N, IC) */
     if (N && OC && IC) CF_TRY(weight_gradient(ctx, dweight, dout, inp, N, IC, OC));

@@ -6,8 +6,12 @@
  * choice);
  * and the GEMM timing of the check API. */
 #include "harness.h"
+#include "buffer.h"
 #include "clformer_check.h"
+#include "gemm.h"
+#include "ops.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,10 +73,94 @@ static void gemm_timing_through_the_check_api(void **state)
                      CLFORMER_ERR_INVALID_ARGUMENT);
 }
 
+/* A linear layer's 16-bit activations (the forward's output without a bias,
+ * and the input's gradient) hold the bits a rounding launch after the
+ * product gives, whether this provider rounds them as it writes them (the
+ * host provider on CPUs with AVX-512F, then with no rounding launch) or not;
+ * rows of inputs from 1e-6 to 3,000 take fp16 to its subnormals and past
+ * its largest value. */
+static void linear_outputs_rounded_as_a_launch_rounds(void **state)
+{
+    (void)state;
+    cf_ctx *ctx = hctx();
+    enum { N = 5, IC = 37, OC = 41 };
+    static const float row_scale[N] = {1e-6f, 1.0f, 3000.0f, 0.01f, 100.0f};
+    float x[N * IC], w[OC * IC], dy[N * OC];
+    for (size_t i = 0; i < N * IC; i++)
+        x[i] = (float)((int)(i * 7919 % 2001) - 1000) / 1000.0f * row_scale[i / IC];
+    for (size_t i = 0; i < OC * IC; i++) w[i] = (float)((int)(i * 104729 % 2001) - 1000) / 100.0f;
+    for (size_t i = 0; i < N * OC; i++)
+        dy[i] = (float)((int)(i * 15485863 % 2001) - 1000) / 1000.0f * row_scale[i / OC];
+    cl_mem X, W, DY, Y, DX, DW, WANT;
+    assert_ok(cf_buffer_alloc(ctx, N * IC, "x", &X));
+    assert_ok(cf_buffer_alloc(ctx, OC * IC, "w", &W));
+    assert_ok(cf_buffer_alloc(ctx, N * OC, "dy", &DY));
+    assert_ok(cf_buffer_alloc(ctx, N * OC, "y", &Y));
+    assert_ok(cf_buffer_alloc(ctx, N * IC, "dx", &DX));
+    assert_ok(cf_buffer_alloc(ctx, OC * IC, "dw", &DW));
+    assert_ok(cf_buffer_alloc(ctx, N * (OC > IC ? OC : IC), "want", &WANT));
+    assert_ok(cf_upload(ctx, X, 0, x, N * IC));
+    assert_ok(cf_upload(ctx, W, 0, w, OC * IC));
+    assert_ok(cf_upload(ctx, DY, 0, dy, N * OC));
+    assert_ok(cf_fill(ctx, DW, 0, OC * IC, 0.0f));
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (ctx->gemm_provider == CLFORMER_GEMM_HOST && __builtin_cpu_supports("avx512f"))
+        assert_true(cf_gemm_rounds_output(ctx)); /* else this test compares a launch with itself */
+#endif
+    const cf_view none = {NULL, 0};
+    const clformer_precision ps[2] = {CLFORMER_BF16, CLFORMER_FP16};
+    for (int k = 0; k < 2; k++) {
+        const char *name = clformer_precision_name(ps[k]);
+        float got[N * OC], want[N * OC];
+        /* forward */
+        ctx->precision = ps[k];
+        const uint64_t launches = ctx->kernel_launches[CF_K_ROUND_STORAGE];
+        assert_ok(cf_linear_forward(ctx, cf_view_at(Y, 0), cf_view_at(X, 0), cf_view_at(W, 0),
+                                    none, N, IC, OC));
+        const uint64_t rounding = ctx->kernel_launches[CF_K_ROUND_STORAGE] - launches;
+        assert_int_equal(rounding, cf_gemm_rounds_output(ctx) ? 0 : 1);
+        assert_ok(cf_linear_product(ctx, cf_view_at(WANT, 0), cf_view_at(X, 0),
+                                    cf_view_at(W, 0), N, IC, OC));
+        assert_ok(cf_round_storage(ctx, cf_view_at(WANT, 0), cf_view_at(WANT, 0), N * OC, ps[k]));
+        assert_ok(cf_download(ctx, Y, 0, got, N * OC));
+        assert_ok(cf_download(ctx, WANT, 0, want, N * OC));
+        size_t infinite = 0, subnormal = 0;
+        for (size_t i = 0; i < N * OC; i++) {
+            if (memcmp(&got[i], &want[i], sizeof *got) != 0)
+                fail_msg("%s forward: y[%zu] is %.9g, a rounding launch gives %.9g", name, i,
+                         (double)got[i], (double)want[i]);
+            infinite += isinf(want[i]);
+            subnormal += want[i] != 0.0f && fabsf(want[i]) < 0x1p-14f;
+        }
+        if (ps[k] == CLFORMER_FP16 && (infinite == 0 || subnormal == 0))
+            fail_msg("fp16: %zu infinite and %zu subnormal outputs: the inputs miss an edge",
+                     infinite, subnormal);
+        /* the input's gradient */
+        float gx[N * IC], wx[N * IC];
+        assert_ok(cf_linear_backward(ctx, cf_view_at(DX, 0), cf_view_at(DW, 0), none,
+                                     cf_view_at(DY, 0), cf_view_at(X, 0), cf_view_at(W, 0), N,
+                                     IC, OC, false));
+        assert_ok(cf_gemm(ctx, false, false, N, IC, OC, 1.0f, DY, 0, OC, W, 0, IC, 0.0f, WANT,
+                          0, IC));
+        assert_ok(cf_round_storage(ctx, cf_view_at(WANT, 0), cf_view_at(WANT, 0), N * IC, ps[k]));
+        ctx->precision = CLFORMER_FP32;
+        assert_ok(cf_download(ctx, DX, 0, gx, N * IC));
+        assert_ok(cf_download(ctx, WANT, 0, wx, N * IC));
+        for (size_t i = 0; i < N * IC; i++)
+            if (memcmp(&gx[i], &wx[i], sizeof *gx) != 0)
+                fail_msg("%s backward: dx[%zu] is %.9g, a rounding launch gives %.9g", name, i,
+                         (double)gx[i], (double)wx[i]);
+    }
+    cl_mem all[] = {X, W, DY, Y, DX, DW, WANT};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) cf_buffer_free(ctx, all[i]);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(gemm_provider_is_the_one_asked_for),
     cmocka_unit_test(gemm_conformance_under_this_provider),
     cmocka_unit_test(linear_conformance_under_this_provider),
+    cmocka_unit_test(linear_outputs_rounded_as_a_launch_rounds),
     cmocka_unit_test(gemm_timing_through_the_check_api),
 };
 HARNESS_DEVICE_MAIN("gemm", tests)

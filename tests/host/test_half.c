@@ -10,6 +10,7 @@
 #include "data_util.h"
 
 #include "half.h"
+#include "round_avx512.h"
 #include "ref_half.h"
 #include "safetensors.h"
 
@@ -96,6 +97,60 @@ static void spread_over_fp32(void **state)
             if (bad > 10) fail_msg("too many mismatches");
         }
     assert_int_equal(bad, 0);
+}
+
+/* What cl/common.h's round_storage_bits leaves of fp32 bits u: the
+ * reference's rounding as an fp32 value (the sign of zero kept), bf16's
+ * NaNs 0x7FC00000, fp16's NaNs as they were. */
+static uint32_t kernel_rounding(uint32_t u, ref_half_format f)
+{
+    const float x = cf_f32_of_bits(u);
+    if (isnan(x)) return f == REF_BF16 ? 0x7FC00000u : u;
+    return cf_f32_bits((float)ref_half_value(ref_half_round(x, f), f));
+}
+
+/* The host provider's rounding of a product's rows (round_avx512.h) against
+ * the reference: every tie of both formats and its neighbours, and fp32's
+ * patterns 1021 apart, laid out as rows of 1,000 values 1,003 apart (the
+ * last 16 of each row masked in part; the 3 between rows must stay). */
+static void rounding_rows_on_the_host(void **state)
+{
+    (void)state;
+    if (!cf_round_avx512_available()) skip(); /* the host provider rounds with a launch */
+    enum { COLS = 1000, LD = 1003 };
+    for (int f = 0; f < 2; f++) {
+        const ref_half_format F = (ref_half_format)f;
+        size_t n = 0, cap = 4400000;
+        uint32_t *in = malloc(cap * sizeof *in);
+        assert_non_null(in);
+        for (uint32_t h = 0; h < 65536; h++) {
+            const double a = ref_half_value((uint16_t)h, F), b = ref_half_value((uint16_t)(h + 1), F);
+            if (isnan(a) || isnan(b) || isinf(a)) continue;
+            const uint32_t mid = cf_f32_bits((float)(0.5 * (a + b)));
+            in[n++] = mid, in[n++] = mid + 1, in[n++] = mid - 1;
+        }
+        for (uint64_t u = 0; u < (1ull << 32) && n < cap; u += 1021) in[n++] = (uint32_t)u;
+        const size_t rows = (n + COLS - 1) / COLS;
+        uint32_t *c = malloc(rows * LD * sizeof *c);
+        assert_non_null(c);
+        for (size_t i = 0; i < rows * LD; i++) c[i] = 0x3F800001u; /* between rows: untouched */
+        for (size_t i = 0; i < n; i++) c[i / COLS * LD + i % COLS] = in[i];
+        /* the last row's columns past n stay 0x3F800001 too: rounded, 1.0 */
+        assert_true(cf_round_rows_avx512((float *)c, (int)rows, COLS, LD, f == REF_BF16 ? 1 : 2));
+        int bad = 0;
+        for (size_t i = 0; i < n && bad < 10; i++) {
+            const uint32_t got = c[i / COLS * LD + i % COLS], want = kernel_rounding(in[i], F);
+            if (got != want) {
+                print_error("%s(0x%08x): 0x%08x, the kernel's 0x%08x\n",
+                            f == REF_BF16 ? "bf16" : "fp16", in[i], got, want);
+                bad++;
+            }
+        }
+        for (size_t r = 0; r < rows; r++)
+            for (size_t j = COLS; j < LD; j++) assert_int_equal(c[r * LD + j], 0x3F800001u);
+        assert_int_equal(bad, 0);
+        free(in), free(c);
+    }
 }
 
 static void named_values(void **state)
@@ -243,6 +298,7 @@ int main(void)
         cmocka_unit_test(every_pattern_to_f32),
         cmocka_unit_test(ties_and_neighbours),
         cmocka_unit_test(spread_over_fp32),
+        cmocka_unit_test(rounding_rows_on_the_host),
         cmocka_unit_test(named_values),
         cmocka_unit_test(same_as_pytorch),
         cmocka_unit_test(dtypes_in_files),
