@@ -98,10 +98,12 @@ static inline bool block_in_row(int count, int c, int C)
     return !GPU_LAYOUTS && count == DROP_BLOCK && c <= C - DROP_BLOCK;
 }
 
-/* out[r, c] = dropout(act(inp[r, c] + bias[c])). */
+/* out[r, c] = dropout(act(inp[r, c] + bias[c])), rounded to `precision`
+ * (store_round) as every kernel here stores. */
 kernel void bias_act_forward(global float *out, ulong out_off, global const float *inp,
                              ulong inp_off, global const float *bias, ulong bias_off, int N,
-                             int C, int act, float p, ulong seed, uint step, uint site)
+                             int C, int act, float p, ulong seed, uint step, uint site,
+                             int precision)
 {
     const ulong g = get_global_id(0), i0 = DROP_BLOCK * g, n = (ulong)N * C;
     if (i0 >= n) return;
@@ -111,7 +113,7 @@ kernel void bias_act_forward(global float *out, ulong out_off, global const floa
         global const float *x = inp + inp_off + i0, *b = bias + bias_off + c;
         global float *y = out + out_off + i0;
         for (int k = 0; k < DROP_BLOCK / 8; k++)
-            vstore8(act_value8(vload8(k, x) + vload8(k, b), act), k, y);
+            vstore8(store_round8(act_value8(vload8(k, x) + vload8(k, b), act), precision), k, y);
         return;
     }
     float m[DROP_BLOCK];
@@ -120,12 +122,15 @@ kernel void bias_act_forward(global float *out, ulong out_off, global const floa
         global const float *x = inp + inp_off + i0, *b = bias + bias_off + c;
         global float *y = out + out_off + i0;
         for (int k = 0; k < DROP_BLOCK / 8; k++)
-            vstore8(act_value8(vload8(k, x) + vload8(k, b), act) * vload8(k, m), k, y);
+            vstore8(store_round8(act_value8(vload8(k, x) + vload8(k, b), act) * vload8(k, m),
+                                 precision),
+                    k, y);
         return;
     }
     FOR_BLOCK_ELEMENT(k, count) {
         const ulong i = i0 + k;
-        out[out_off + i] = act_value(inp[inp_off + i] + bias[bias_off + c], act) * m[k];
+        out[out_off + i] =
+            store_round(act_value(inp[inp_off + i] + bias[bias_off + c], act) * m[k], precision);
         if (++c == C) c = 0;
     }
 }
@@ -135,7 +140,7 @@ kernel void bias_act_forward(global float *out, ulong out_off, global const floa
 kernel void bias_act_backward(global float *dinp, ulong dinp_off, global const float *dout,
                               ulong dout_off, global const float *inp, ulong inp_off,
                               global const float *bias, ulong bias_off, int N, int C, int act,
-                              float p, ulong seed, uint step, uint site)
+                              float p, ulong seed, uint step, uint site, int precision)
 {
     const ulong g = get_global_id(0), i0 = DROP_BLOCK * g, n = (ulong)N * C;
     if (i0 >= n) return;
@@ -146,7 +151,9 @@ kernel void bias_act_backward(global float *dinp, ulong dinp_off, global const f
         global const float *b = bias + bias_off + c;
         global float *dx = dinp + dinp_off + i0;
         for (int k = 0; k < DROP_BLOCK / 8; k++)
-            vstore8(vload8(k, dy) * act_grad8(vload8(k, x) + vload8(k, b), act), k, dx);
+            vstore8(store_round8(vload8(k, dy) * act_grad8(vload8(k, x) + vload8(k, b), act),
+                                 precision),
+                    k, dx);
         return;
     }
     float m[DROP_BLOCK];
@@ -156,22 +163,27 @@ kernel void bias_act_backward(global float *dinp, ulong dinp_off, global const f
         global const float *b = bias + bias_off + c;
         global float *dx = dinp + dinp_off + i0;
         for (int k = 0; k < DROP_BLOCK / 8; k++)
-            vstore8(vload8(k, dy) * vload8(k, m) * act_grad8(vload8(k, x) + vload8(k, b), act),
+            vstore8(store_round8(vload8(k, dy) * vload8(k, m) *
+                                     act_grad8(vload8(k, x) + vload8(k, b), act),
+                                 precision),
                     k, dx);
         return;
     }
     FOR_BLOCK_ELEMENT(k, count) {
         const ulong i = i0 + k;
-        dinp[dinp_off + i] = dout[dout_off + i] * m[k] * act_grad(inp[inp_off + i] + bias[bias_off + c], act);
+        dinp[dinp_off + i] = store_round(
+            dout[dout_off + i] * m[k] * act_grad(inp[inp_off + i] + bias[bias_off + c], act),
+            precision);
         if (++c == C) c = 0;
     }
 }
 
 /* out[r, c] += bias[c]: a linear layer's bias, after its GEMM (beta = 0). */
 kernel void bias_add(global float *out, ulong out_off, global const float *bias, ulong bias_off,
-                     int N, int C)
+                     int N, int C, int precision)
 {
     const int c = get_global_id(0), r = get_global_id(1);
     if (c >= C || r >= N) return;
-    out[out_off + (ulong)r * C + c] += bias[bias_off + c];
+    const ulong i = out_off + (ulong)r * C + c;
+    out[i] = store_round(out[i] + bias[bias_off + c], precision);
 }

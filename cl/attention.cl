@@ -101,7 +101,7 @@ kernel void split_heads_bias(global float *dst0, ulong off0, global float *dst1,
     global const float *x = src + src_off + s.row;
     const int n = GPU_LAYOUTS ? 1 : dh; /* CPU devices: the slot's dh floats */
     for (int j = 0; j < n; j++)
-        d[s.head + j] = as_float(round_storage_bits(as_uint(x[j] + b[j]), precision));
+        d[s.head + j] = store_round(x[j] + b[j], precision);
 }
 
 /* The inverse: the rows' slots <- the three tensors' heads (the rows'

@@ -22,10 +22,6 @@
  */
 #include "common.h"
 
-static inline float dec_round(float x, int precision)
-{
-    return as_float(round_storage_bits(as_uint(x), precision));
-}
 
 /* q . k over dh floats: float4 chunks, their lanes added in a fixed order,
  * then the tail. */
@@ -93,7 +89,7 @@ kernel void attention_decode(global float *out, ulong out_off, global float *pro
     }
     sum = row_sum(sum, scratch);
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    for (int j = lid; j < Tk; j += ROW_ITEMS) x[j] = dec_round(x[j] * inv, precision);
+    for (int j = lid; j < Tk; j += ROW_ITEMS) x[j] = store_round(x[j] * inv, precision);
     ROW_BARRIER(); /* every item reads every probability below */
 
     global float *o = out + out_off + row * dh;
@@ -102,7 +98,7 @@ kernel void attention_decode(global float *out, ulong out_off, global float *pro
         for (int c = lid; c < dh; c += REDUCE_WG) {
             float acc = 0.0f;
             for (int j = 0; j < jmax; j++) acc += x[j] * vb[(ulong)j * dh + c];
-            o[c] = dec_round(acc, precision);
+            o[c] = store_round(acc, precision);
         }
         return;
     }
@@ -115,7 +111,7 @@ kernel void attention_decode(global float *out, ulong out_off, global float *pro
     if (lid < dh) {
         float s = scratch[lid];
         for (int u = 1; u < parts; u++) s += scratch[u * dh + lid];
-        o[lid] = dec_round(s, precision);
+        o[lid] = store_round(s, precision);
     }
 #else
     int c = 0;
@@ -130,6 +126,6 @@ kernel void attention_decode(global float *out, ulong out_off, global float *pro
         o[c] = acc;
     }
     if (precision != 0)
-        for (c = 0; c < dh; c++) o[c] = dec_round(o[c], precision);
+        for (c = 0; c < dh; c++) o[c] = store_round(o[c], precision);
 #endif
 }

@@ -278,4 +278,33 @@ static inline uint round_storage_bits(uint u, int precision)
     return precision == 1 ? bf16_bits(u) << 16 : precision == 2 ? f16 : u;
 }
 
+/* A value as a kernel stores an activation of the pass (the op's
+ * `precision` argument, the context's: 0 fp32, 1 bf16, 2 fp16), so that no
+ * rounding launch follows the kernel. */
+static inline float store_round(float x, int precision)
+{
+    return as_float(round_storage_bits(as_uint(x), precision));
+}
+
+/* The same for 4 and 8 lanes (a kernel's vstore paths); fp32 unchanged.
+ * The lanes go out through a private array, as hsum4's do
+ * (flash_attention_tiled.cl). */
+static inline float4 store_round4(float4 x, int precision)
+{
+    if (precision == 0) return x;
+    float t[4];
+    vstore4(x, 0, t);
+    for (int k = 0; k < 4; k++) t[k] = store_round(t[k], precision);
+    return vload4(0, t);
+}
+
+static inline float8 store_round8(float8 x, int precision)
+{
+    if (precision == 0) return x;
+    float t[8];
+    vstore8(x, 0, t);
+    for (int k = 0; k < 8; k++) t[k] = store_round(t[k], precision);
+    return vload8(0, t);
+}
+
 #endif

@@ -32,13 +32,14 @@ static inline float sum4(float4 v)
     return (t[0] + t[2]) + (t[1] + t[3]);
 }
 
-/* out = (x - mean) * rstd * weight + bias; mean[row], rstd[row] saved. */
+/* out = (x - mean) * rstd * weight + bias, rounded to `precision`
+ * (store_round); mean[row], rstd[row] saved (fp32 statistics). */
 kernel void layernorm_forward(global float *out, ulong out_off, global float *mean,
                               ulong mean_off, global float *rstd, ulong rstd_off,
                               global const float *inp, ulong inp_off,
                               global const float *weight, ulong weight_off,
                               global const float *bias, ulong bias_off, int rows, int C,
-                              float eps)
+                              float eps, int precision)
 {
     local float scratch[REDUCE_WG];
     const int lid = ROW_LID(), chunks = C / LN_VEC, tail0 = chunks * LN_VEC;
@@ -69,9 +70,11 @@ kernel void layernorm_forward(global float *out, ulong out_off, global float *me
     const float rs = 1.0f / sqrt(var + eps);
 
     for (int j = lid; j < chunks; j += ROW_ITEMS)
-        vstore4(((vload4(j, x) - shift) - dmean) * rs * vload4(j, w) + vload4(j, b), j, y);
+        vstore4(store_round4(((vload4(j, x) - shift) - dmean) * rs * vload4(j, w) + vload4(j, b),
+                             precision),
+                j, y);
     for (int c = tail0 + lid; c < C; c += ROW_ITEMS)
-        y[c] = ((x[c] - shift) - dmean) * rs * w[c] + b[c];
+        y[c] = store_round(((x[c] - shift) - dmean) * rs * w[c] + b[c], precision);
     if (lid == 0) {
         mean[mean_off + row] = shift + dmean;
         rstd[rstd_off + row] = rs;
@@ -79,14 +82,15 @@ kernel void layernorm_forward(global float *out, ulong out_off, global float *me
 }
 
 /* With g = dout * weight and xhat = (x - mean) * rstd, per row:
- *   dinp (+)= rstd * (g - mean_c(g) - xhat * mean_c(g * xhat)). */
+ *   dinp (+)= rstd * (g - mean_c(g) - xhat * mean_c(g * xhat)),
+ * rounded to `precision` as stored (after the sum when accumulating). */
 kernel void layernorm_backward_input(global float *dinp, ulong dinp_off,
                                      global const float *dout, ulong dout_off,
                                      global const float *inp, ulong inp_off,
                                      global const float *weight, ulong weight_off,
                                      global const float *mean, ulong mean_off,
                                      global const float *rstd, ulong rstd_off, int rows, int C,
-                                     int accumulate)
+                                     int accumulate, int precision)
 {
     /* g is formed in both passes; an fma in one pass but not the other would
      * make g - mean(g) nonzero where it is exactly zero (rows of one element). */
@@ -119,12 +123,12 @@ kernel void layernorm_backward_input(global float *dinp, ulong dinp_off,
     for (int j = lid; j < chunks; j += ROW_ITEMS) {
         const float4 g = vload4(j, dy) * vload4(j, w);
         const float4 v = (g - mg - ((vload4(j, x) - m) * rs) * mgx) * rs;
-        vstore4(accumulate ? vload4(j, dx) + v : v, j, dx);
+        vstore4(store_round4(accumulate ? vload4(j, dx) + v : v, precision), j, dx);
     }
     for (int c = tail0 + lid; c < C; c += ROW_ITEMS) {
         const float g = dy[c] * w[c];
         const float v = (g - mg - ((x[c] - m) * rs) * mgx) * rs;
-        dx[c] = accumulate ? dx[c] + v : v;
+        dx[c] = store_round(accumulate ? dx[c] + v : v, precision);
     }
 }
 

@@ -30,19 +30,6 @@ static inline float rn_sum4(float4 v)
     return (t[0] + t[2]) + (t[1] + t[3]);
 }
 
-static inline float rn_round(float v, int precision)
-{
-    return as_float(round_storage_bits(as_uint(v), precision));
-}
-
-static inline float4 rn_round4(float4 v, int precision)
-{
-    if (precision == 0) return v;
-    float t[RN_VEC];
-    vstore4(v, 0, t);
-    for (int k = 0; k < RN_VEC; k++) t[k] = rn_round(t[k], precision);
-    return vload4(0, t);
-}
 
 /* y[r, c] = res[r, c] + dropout(x[r, c] + bias[c]) over (N, C), DROP_BLOCK
  * elements a work item (dropout_scale_block). y may alias res or x: each
@@ -62,7 +49,7 @@ kernel void bias_residual_forward(global float *y, ulong y_off, global const flo
     FOR_BLOCK_ELEMENT(k, count) {
         const ulong i = i0 + k;
         const float f = x[x_off + i] + (has_bias ? bias[bias_off + c] : 0.0f);
-        y[y_off + i] = rn_round(res[res_off + i] + f * m[k], precision);
+        y[y_off + i] = store_round(res[res_off + i] + f * m[k], precision);
         if (++c == C) c = 0;
     }
 }
@@ -73,7 +60,7 @@ static inline float rn_y(global const float *r, global const float *x, global co
                   int precision)
 {
     const float f = x[c] + (has_bias ? b[c] : 0.0f);
-    return rn_round(r[c] + f * dropout_scale(p, seed, step, site, flat + c), precision);
+    return store_round(r[c] + f * dropout_scale(p, seed, step, site, flat + c), precision);
 }
 
 /* Elements 4j .. 4j+3 of a row of y (C a multiple of 4, so that the row's
@@ -84,7 +71,7 @@ static inline float4 rn_y4(global const float *r, global const float *x, global 
 {
     const float4 f = vload4(j, x) + (has_bias ? vload4(j, b) : (float4)(0.0f));
     const float4 m = dropout_scale4(p, seed, step, site, flat / RN_VEC + j);
-    return rn_round4(vload4(j, r) + f * m, precision);
+    return store_round4(vload4(j, r) + f * m, precision);
 }
 
 /* y as bias_residual_forward, then out = LayerNorm(y), a row per work-group
@@ -144,11 +131,11 @@ kernel void bias_residual_layernorm_forward(
 
     /* out may be res or x: every item's reads of them ended before row_sum */
     for (int j = lid; j < chunks; j += ROW_ITEMS)
-        vstore4(rn_round4(((vload4(j, yr) - shift) - dmean) * rs * vload4(j, w) + vload4(j, lb),
+        vstore4(store_round4(((vload4(j, yr) - shift) - dmean) * rs * vload4(j, w) + vload4(j, lb),
                           precision),
                 j, o);
     for (int c = tail0 + lid; c < C; c += ROW_ITEMS)
-        o[c] = rn_round(((yr[c] - shift) - dmean) * rs * w[c] + lb[c], precision);
+        o[c] = store_round(((yr[c] - shift) - dmean) * rs * w[c] + lb[c], precision);
     if (lid == 0) {
         mean[mean_off + row] = shift + dmean;
         rstd[rstd_off + row] = rs;
@@ -188,6 +175,6 @@ kernel void bias_residual_rmsnorm_forward(
     float s = 0.0f;
     for (int c = lid; c < C; c += ROW_ITEMS) s += yr[c] * yr[c];
     const float rs = 1.0f / sqrt(row_sum(s, scratch) / C + eps);
-    for (int c = lid; c < C; c += ROW_ITEMS) o[c] = rn_round(yr[c] * rs * w[c], precision);
+    for (int c = lid; c < C; c += ROW_ITEMS) o[c] = store_round(yr[c] * rs * w[c], precision);
     if (lid == 0) rstd[rstd_off + row] = rs;
 }

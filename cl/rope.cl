@@ -37,7 +37,7 @@ kernel void rope_rotate(global float *dst, ulong dst_off, global const float *sr
     global const float *cs = table + table_off + (ulong)(pos0 + t) * 2 * pairs;
     for (int i = c; i < pairs; i += per_row ? 1 : pairs) {
         const float co = cs[i], si = sign * cs[pairs + i], x0 = s[i], x1 = s[pairs + i];
-        d[i] = as_float(round_storage_bits(as_uint(x0 * co - x1 * si), precision));
-        d[pairs + i] = as_float(round_storage_bits(as_uint(x1 * co + x0 * si), precision));
+        d[i] = store_round(x0 * co - x1 * si, precision);
+        d[pairs + i] = store_round(x1 * co + x0 * si, precision);
     }
 }

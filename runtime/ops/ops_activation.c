@@ -64,8 +64,8 @@ clformer_status cf_bias_act_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_vi
                      CF_MEM(out.buf), CF_U64(out.off),
                      CF_MEM(inp.buf), CF_U64(inp.off), CF_MEM(bias.buf), CF_U64(bias.off),
                      CF_I32(N), CF_I32(C), CF_I32(act), CF_F32(s.p), CF_U64(s.seed),
-                     CF_U32(s.step), CF_U32(s.site)));
-    return cf_round_activation(ctx, out, N * C);
+                     CF_U32(s.step), CF_U32(s.site), CF_I32(ctx->precision)));
+    return CLFORMER_OK; /* rounded as stored */
 }
 
 clformer_status cf_bias_act_backward(cf_ctx *ctx, cf_view dinp, cf_view dbias, cf_view dout,
@@ -86,9 +86,9 @@ clformer_status cf_bias_act_backward(cf_ctx *ctx, cf_view dinp, cf_view dbias, c
                      CF_MEM(dinp.buf), CF_U64(dinp.off),
                      CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(inp.buf), CF_U64(inp.off),
                      CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(N), CF_I32(C), CF_I32(act),
-                     CF_F32(s.p), CF_U64(s.seed), CF_U32(s.step), CF_U32(s.site)));
-    /* dinp as stored; dbias sums the stored values */
-    CF_TRY(cf_round_activation(ctx, dinp, N * C));
+                     CF_F32(s.p), CF_U64(s.seed), CF_U32(s.step), CF_U32(s.site),
+                     CF_I32(ctx->precision)));
+    /* dinp rounded as stored; dbias sums the stored values */
     if (!dbias.buf) return CLFORMER_OK;
     return cf_colsum(ctx, dbias.buf, dbias.off, dinp.buf, dinp.off, N, C, C, true);
 }

@@ -37,7 +37,7 @@ static clformer_status launch_residual(cf_ctx *ctx, cf_view out, cf_view res, cf
     return CF_LAUNCH(ctx, "dropout", cf_f32_bytes(3 * n), k, 1, &items, &local, CF_MEM(out.buf),
                      CF_U64(out.off),
                      CF_MEM(res.buf), CF_U64(res.off), CF_MEM(x.buf), CF_U64(x.off), CF_U64(n),
-                     CF_DROPOUT_ARGS(*s));
+                     CF_DROPOUT_ARGS(*s), CF_I32(ctx->precision));
 }
 
 clformer_status cf_residual_dropout_forward(cf_ctx *ctx, cf_view out, cf_view res, cf_view x,
@@ -49,8 +49,7 @@ clformer_status cf_residual_dropout_forward(cf_ctx *ctx, cf_view out, cf_view re
     if (!out.buf || !res.buf || !x.buf)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "cf_residual_dropout_forward: out, res and x need buffers");
-    CF_TRY(launch_residual(ctx, out, res, x, n, &s));
-    return cf_round_activation(ctx, out, n);
+    return launch_residual(ctx, out, res, x, n, &s); /* rounded as stored */
 }
 
 clformer_status cf_dropout_backward(cf_ctx *ctx, cf_view dx, cf_view dout, size_t n,
@@ -69,8 +68,9 @@ clformer_status cf_dropout_backward(cf_ctx *ctx, cf_view dx, cf_view dout, size_
     size_t local = ctx->elementwise_wg, items = cf_dropout_items(ctx, n);
     CF_TRY(CF_LAUNCH(ctx, "dropout", cf_f32_bytes(2 * n), k, 1, &items, &local, CF_MEM(dx.buf),
                      CF_U64(dx.off),
-                     CF_MEM(dout.buf), CF_U64(dout.off), CF_U64(n), CF_DROPOUT_ARGS(s)));
-    return cf_round_activation(ctx, dx, n);
+                     CF_MEM(dout.buf), CF_U64(dout.off), CF_U64(n), CF_DROPOUT_ARGS(s),
+                     CF_I32(ctx->precision))); /* rounded as stored */
+    return CLFORMER_OK;
 }
 
 /* a + b is the residual kernel without dropout: b is multiplied by exactly 1. */
@@ -80,6 +80,5 @@ clformer_status cf_add(cf_ctx *ctx, cf_view out, cf_view a, cf_view b, size_t n)
     if (!out.buf || !a.buf || !b.buf)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT, "cf_add: out, a and b need buffers");
     const cf_dropout_args none = {0};
-    CF_TRY(launch_residual(ctx, out, a, b, n, &none));
-    return cf_round_activation(ctx, out, n);
+    return launch_residual(ctx, out, a, b, n, &none); /* rounded as stored */
 }

@@ -36,8 +36,9 @@ clformer_status cf_layernorm_forward(cf_ctx *ctx, cf_view out, cf_view mean, cf_
     CF_TRY(CF_LAUNCH(ctx, "layernorm", cf_f32_bytes(2 * N * C + 2 * C + 2 * N), k, 1, &global,
                      &local, CF_MEM(out.buf), CF_U64(out.off), CF_MEM(mean.buf), CF_U64(mean.off), CF_MEM(rstd.buf), CF_U64(rstd.off),
                      CF_MEM(inp.buf), CF_U64(inp.off), CF_MEM(weight.buf), CF_U64(weight.off),
-                     CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(N), CF_I32(C), CF_F32(eps)));
-    return cf_round_activation(ctx, out, N * C);
+                     CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(N), CF_I32(C), CF_F32(eps),
+                     CF_I32(ctx->precision)));
+    return CLFORMER_OK; /* rounded as stored */
 }
 
 clformer_status cf_layernorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, cf_view dbias,
@@ -89,6 +90,6 @@ clformer_status cf_layernorm_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight
                      CF_MEM(dout.buf), CF_U64(dout.off), CF_MEM(inp.buf), CF_U64(inp.off),
                      CF_MEM(weight.buf), CF_U64(weight.off), CF_MEM(mean.buf), CF_U64(mean.off),
                      CF_MEM(rstd.buf), CF_U64(rstd.off), CF_I32(N), CF_I32(C),
-                     CF_I32(accumulate)));
-    return cf_round_activation(ctx, dinp, N * C);
+                     CF_I32(accumulate), CF_I32(ctx->precision)));
+    return CLFORMER_OK; /* rounded as stored */
 }
