@@ -5,8 +5,9 @@
  *
  * Forward and the input gradient: a row per work-group of REDUCE_WG items on
  * GPUs, per work item on CPU devices (ROW_ITEMS, common.h), summed with
- * row_sum (a fixed order). dweight: one work item per column
- * walking the rows in order, so it repeats bit for bit without atomics.
+ * row_sum (a fixed order), and stored rounded to the pass's `precision`
+ * (store_round). dweight: one work item per column walking the rows in
+ * order, so it repeats bit for bit without atomics.
  */
 #include "common.h"
 
@@ -14,7 +15,7 @@
 kernel void rmsnorm_forward(global float *out, ulong out_off, global float *rstd,
                             ulong rstd_off, global const float *inp, ulong inp_off,
                             global const float *weight, ulong weight_off, int rows, int C,
-                            float eps)
+                            float eps, int precision)
 {
     local float scratch[REDUCE_WG];
     const int lid = ROW_LID();
@@ -26,7 +27,7 @@ kernel void rmsnorm_forward(global float *out, ulong out_off, global float *rstd
     float s = 0.0f;
     for (int c = lid; c < C; c += ROW_ITEMS) s += x[c] * x[c];
     const float rs = 1.0f / sqrt(row_sum(s, scratch) / C + eps);
-    for (int c = lid; c < C; c += ROW_ITEMS) y[c] = x[c] * rs * w[c];
+    for (int c = lid; c < C; c += ROW_ITEMS) y[c] = store_round(x[c] * rs * w[c], precision);
     if (lid == 0) rstd[rstd_off + row] = rs;
 }
 
@@ -36,7 +37,7 @@ kernel void rmsnorm_backward_input(global float *dinp, ulong dinp_off, global co
                                    ulong dout_off, global const float *inp, ulong inp_off,
                                    global const float *weight, ulong weight_off,
                                    global const float *rstd, ulong rstd_off, int rows, int C,
-                                   int accumulate)
+                                   int accumulate, int precision)
 {
     local float scratch[REDUCE_WG];
     const int lid = ROW_LID();
@@ -51,7 +52,7 @@ kernel void rmsnorm_backward_input(global float *dinp, ulong dinp_off, global co
     const float k = rs * rs * rs * row_sum(s, scratch) / C;
     for (int c = lid; c < C; c += ROW_ITEMS) {
         const float v = rs * d[c] * w[c] - x[c] * k;
-        dx[c] = accumulate ? dx[c] + v : v;
+        dx[c] = store_round(accumulate ? dx[c] + v : v, precision);
     }
 }
 

@@ -1,7 +1,8 @@
 /*
  * SiLU and SwiGLU (cl/swiglu.cl): the host side of cf_silu_* and cf_swiglu_*
  * (runtime/ops/ops.h). Their descriptor, reference and conformance cases are
- * runtime/check/conf_swiglu.c.
+ * runtime/check/conf_swiglu.c. The kernels round what they store to the
+ * context's precision (a 16-bit pass's activations).
  */
 #include "launch.h"
 #include "ops.h"
@@ -32,9 +33,8 @@ clformer_status cf_silu_forward(cf_ctx *ctx, cf_view out, cf_view x, size_t n)
 {
     if (n == 0) return CLFORMER_OK;
     CF_TRY(need("cf_silu_forward", out.buf && x.buf));
-    CF_TRY(LAUNCH(ctx, CF_K_SILU_FORWARD, n, cf_f32_bytes(2 * n), CF_VIEW(out), CF_VIEW(x),
-                  CF_U64(n)));
-    return cf_round_activation(ctx, out, n);
+    return LAUNCH(ctx, CF_K_SILU_FORWARD, n, cf_f32_bytes(2 * n), CF_VIEW(out), CF_VIEW(x),
+                  CF_U64(n), CF_I32(ctx->precision)); /* rounded as stored */
 }
 
 clformer_status cf_silu_backward(cf_ctx *ctx, cf_view dx, cf_view dout, cf_view x, size_t n,
@@ -42,18 +42,17 @@ clformer_status cf_silu_backward(cf_ctx *ctx, cf_view dx, cf_view dout, cf_view 
 {
     if (n == 0) return CLFORMER_OK;
     CF_TRY(need("cf_silu_backward", dx.buf && dout.buf && x.buf));
-    CF_TRY(LAUNCH(ctx, CF_K_SILU_BACKWARD, n, cf_f32_bytes((accumulate ? 4 : 3) * n),
-                  CF_VIEW(dx), CF_VIEW(dout), CF_VIEW(x), CF_U64(n), CF_I32(accumulate)));
-    return cf_round_activation(ctx, dx, n);
+    return LAUNCH(ctx, CF_K_SILU_BACKWARD, n, cf_f32_bytes((accumulate ? 4 : 3) * n),
+                  CF_VIEW(dx), CF_VIEW(dout), CF_VIEW(x), CF_U64(n), CF_I32(accumulate),
+                  CF_I32(ctx->precision));
 }
 
 clformer_status cf_swiglu_forward(cf_ctx *ctx, cf_view out, cf_view gate, cf_view up, size_t n)
 {
     if (n == 0) return CLFORMER_OK;
     CF_TRY(need("cf_swiglu_forward", out.buf && gate.buf && up.buf));
-    CF_TRY(LAUNCH(ctx, CF_K_SWIGLU_FORWARD, n, cf_f32_bytes(3 * n), CF_VIEW(out), CF_VIEW(gate),
-                  CF_VIEW(up), CF_U64(n)));
-    return cf_round_activation(ctx, out, n);
+    return LAUNCH(ctx, CF_K_SWIGLU_FORWARD, n, cf_f32_bytes(3 * n), CF_VIEW(out), CF_VIEW(gate),
+                  CF_VIEW(up), CF_U64(n), CF_I32(ctx->precision));
 }
 
 clformer_status cf_swiglu_backward(cf_ctx *ctx, cf_view dgate, cf_view dup, cf_view dout,
@@ -63,7 +62,6 @@ clformer_status cf_swiglu_backward(cf_ctx *ctx, cf_view dgate, cf_view dup, cf_v
     CF_TRY(need("cf_swiglu_backward", dgate.buf && dup.buf && dout.buf && gate.buf && up.buf));
     CF_TRY(LAUNCH(ctx, CF_K_SWIGLU_BACKWARD, n, cf_f32_bytes((accumulate ? 7 : 5) * n),
                   CF_VIEW(dgate), CF_VIEW(dup), CF_VIEW(dout), CF_VIEW(gate), CF_VIEW(up),
-                  CF_U64(n), CF_I32(accumulate)));
-    CF_TRY(cf_round_activation(ctx, dgate, n));
-    return cf_round_activation(ctx, dup, n);
+                  CF_U64(n), CF_I32(accumulate), CF_I32(ctx->precision)));
+    return CLFORMER_OK;
 }
