@@ -66,6 +66,28 @@ static size_t args_size(size_t batch, bool per_matrix)
 /* The least rows (or columns) a slice of a product gets. */
 enum { MIN_SLICE = 16 };
 
+/* C (m x n at c + co) = alpha op(A) op(B) + beta C, by the first of the
+ * host's products that takes it. */
+static void multiply(const host_args *h, int m, int n, size_t ao, size_t bo, size_t co,
+                     float alpha, float beta)
+{
+    if (h->dots && h->b16 &&
+        cf_gemm_dots_half(m, n, h->k, alpha, h->a + ao, h->lda, h->b16 + bo, h->b16_fp16,
+                          h->ldb, beta, h->c + co, h->ldc))
+        return;
+    if (h->dots && !h->trans_a && h->trans_b &&
+        cf_gemm_dots(m, n, h->k, alpha, h->a + ao, h->lda, h->b + bo, h->ldb, beta, h->c + co,
+                     h->ldc))
+        return;
+    if (cf_gemm_avx512_wanted() &&
+        cf_gemm_avx512(h->trans_a, h->trans_b, m, n, h->k, alpha, h->a + ao, h->lda, h->b + bo,
+                       h->ldb, beta, h->c + co, h->ldc))
+        return;
+    cblas_sgemm(CblasRowMajor, h->trans_a ? CblasTrans : CblasNoTrans,
+                h->trans_b ? CblasTrans : CblasNoTrans, m, n, h->k, alpha, h->a + ao, h->lda,
+                h->b + bo, h->ldb, beta, h->c + co, h->ldc);
+}
+
 /* Product i of the call; with parts > 1, its slice `part` of `parts`: a
  * block of C's rows, or of its columns when it has more columns than rows
  * (each computed whole, so its bits do not depend on who computes it). */
@@ -95,20 +117,7 @@ static void product(const host_args *h, size_t i, int part, int parts)
         co += (size_t)j0;
         n = j1 - j0;
     }
-    if (h->dots && h->b16 &&
-        cf_gemm_dots_half(m, n, h->k, alpha, h->a + ao, h->lda, h->b16 + bo, h->b16_fp16,
-                          h->ldb, beta, h->c + co, h->ldc)) {
-    } else if (h->dots && !h->trans_a && h->trans_b &&
-               cf_gemm_dots(m, n, h->k, alpha, h->a + ao, h->lda, h->b + bo, h->ldb, beta,
-                            h->c + co, h->ldc)) {
-    } else if (cf_gemm_avx512_wanted() &&
-               cf_gemm_avx512(h->trans_a, h->trans_b, m, n, h->k, alpha, h->a + ao, h->lda,
-                              h->b + bo, h->ldb, beta, h->c + co, h->ldc)) {
-    } else {
-        cblas_sgemm(CblasRowMajor, h->trans_a ? CblasTrans : CblasNoTrans,
-                    h->trans_b ? CblasTrans : CblasNoTrans, m, n, h->k, alpha, h->a + ao,
-                    h->lda, h->b + bo, h->ldb, beta, h->c + co, h->ldc);
-    }
+    multiply(h, m, n, ao, bo, co, alpha, beta);
     /* the slice's outputs, while they are in this core's cache
      * (cf_gemm_host_rounds: set only where the CPU runs it) */
     if (h->round_c) cf_round_rows_avx512(h->c + co, m, n, h->ldc, h->round_c);
