@@ -22,7 +22,6 @@
  */
 #include "common.h"
 
-
 /* q . k over dh floats: float4 chunks, their lanes added in a fixed order,
  * then the tail. */
 static inline float dec_dot(global const float *a, global const float *b, int dh)

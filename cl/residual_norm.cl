@@ -30,7 +30,6 @@ static inline float rn_sum4(float4 v)
     return (t[0] + t[2]) + (t[1] + t[3]);
 }
 
-
 /* y[r, c] = res[r, c] + dropout(x[r, c] + bias[c]) over (N, C), DROP_BLOCK
  * elements a work item (dropout_scale_block). y may alias res or x: each
  * element is read, then written, by the same work item. has_bias 0: no
@@ -132,7 +131,7 @@ kernel void bias_residual_layernorm_forward(
     /* out may be res or x: every item's reads of them ended before row_sum */
     for (int j = lid; j < chunks; j += ROW_ITEMS)
         vstore4(store_round4(((vload4(j, yr) - shift) - dmean) * rs * vload4(j, w) + vload4(j, lb),
-                          precision),
+                             precision),
                 j, o);
     for (int c = tail0 + lid; c < C; c += ROW_ITEMS)
         o[c] = store_round(((yr[c] - shift) - dmean) * rs * w[c] + lb[c], precision);

@@ -157,8 +157,8 @@ clformer_status cf_gemm(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m, size_
                         float alpha, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off,
                         size_t ldb, float beta, cl_mem c, size_t c_off, size_t ldc)
 {
-    return cf_gemm_strided_batched(ctx, trans_a, trans_b, m, n, k, alpha, a, a_off, lda, 0, b,
-                                   b_off, ldb, 0, beta, c, c_off, ldc, 0, 1);
+    return cf_gemm_rounded(ctx, trans_a, trans_b, m, n, k, alpha, a, a_off, lda, b, b_off, ldb,
+                           beta, c, c_off, ldc, CLFORMER_FP32);
 }
 
 bool cf_gemm_rounds_output(const cf_ctx *ctx)

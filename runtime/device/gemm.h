@@ -20,7 +20,8 @@ bool cf_gemm_rounds_output(const cf_ctx *ctx);
 /* cf_gemm whose C (m x n, ldc == n, k > 0) the provider rounds to
  * `precision`'s values as it writes it: the bits cf_round_storage gives, so
  * that an op writing a 16-bit activation needs no rounding launch after the
- * product. Only where cf_gemm_rounds_output (else an error); FP32: cf_gemm. */
+ * product. Only where cf_gemm_rounds_output (else an error); FP32: not
+ * rounded (cf_gemm is this with FP32). */
 clformer_status cf_gemm_rounded(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m, size_t n,
                                 size_t k, float alpha, cl_mem a, size_t a_off, size_t lda,
                                 cl_mem b, size_t b_off, size_t ldb, float beta, cl_mem c,
