@@ -177,6 +177,14 @@ clformer_status clformer_device_profile_for(const clformer_device_info *d, const
  * and 172-229 in dK/dV, none spilled, of the 256 an item has in a
  * 256-item group. */
 #define TILED_REGISTER_FLOATS 96
+/* On NVIDIA's GPUs the measurement overrules two of the rules here (an
+ * H200, tools/tuning/attention_bench at 16 x 8 heads x 1024, head size 64,
+ * docs/gpu/2026-11-30-h200-44cf86c.md): dK/dV with a key's row over 2
+ * items (128 floats each) took 3.47 ms a call, over 4 items 6.68, its
+ * exchange of partial sums halved; and the forward with groups of 64 rows
+ * 1.64 ms, with 128 rows 1.89 (twice the groups: a T=1024 head gives 16). */
+#define NVIDIA_DKV_REGISTER_FLOATS 128
+#define NVIDIA_FWD_ROWS 64
 /* Work items per group: AMD's limit, and enough rows to share each tile. */
 #define TILED_GROUP 256
 /* Local memory a group may use: NVIDIA's OpenCL limit (48 KiB), also on
@@ -186,12 +194,12 @@ clformer_status clformer_device_profile_for(const clformer_device_info *d, const
 #define TILED_MAX_HEAD_DIM 256
 
 /* Items per row: the least power of two whose slices of `arrays` arrays of
- * dh floats fit the register budget, at most one float4 column each. */
-static unsigned split_for(unsigned arrays, unsigned dh)
+ * dh floats fit `budget` floats, at most one float4 column each. */
+static unsigned split_for(unsigned arrays, unsigned dh, unsigned budget)
 {
     const unsigned columns = (dh + 3) / 4;
     unsigned split = 1;
-    while (split < columns && arrays * dh > TILED_REGISTER_FLOATS * split) split *= 2;
+    while (split < columns && arrays * dh > budget * split) split *= 2;
     return split;
 }
 
@@ -310,16 +318,21 @@ bool cf_attention_tiles_for(const clformer_device_profile *p, size_t dh, cf_atte
     const size_t wg = p->max_work_group_size < TILED_GROUP ? p->max_work_group_size : TILED_GROUP;
     const size_t local = p->local_mem_bytes < TILED_LOCAL_BYTES ? p->local_mem_bytes
                                                                  : TILED_LOCAL_BYTES;
+    const bool nvidia = !strcmp(p->vendor, "nvidia");
     t->head_dim = (unsigned)dh;
-    t->fwd_split = split_for(2, t->head_dim);
-    t->dq_split = split_for(3, t->head_dim);
-    t->dkv_split = split_for(4, t->head_dim);
+    t->fwd_split = split_for(2, t->head_dim, TILED_REGISTER_FLOATS);
+    t->dq_split = split_for(3, t->head_dim, TILED_REGISTER_FLOATS);
+    /* on NVIDIA the same as dQ's (3 dh <= 96 split iff 4 dh <= 128 split),
+     * which keeps it a multiple of that */
+    t->dkv_split =
+        split_for(4, t->head_dim, nvidia ? NVIDIA_DKV_REGISTER_FLOATS : TILED_REGISTER_FLOATS);
     if (wg < t->fwd_split || wg < t->dq_split || wg < t->dkv_split) {
         *why = "the device's work-groups are too small for the head size";
         return false;
     }
     /* at most 128 rows a group: a sequence of 1024 still gives 8 per head */
-    t->fwd_rows = (unsigned)(wg / t->fwd_split > 128 ? 128 : wg / t->fwd_split);
+    const size_t fwd_most = nvidia ? NVIDIA_FWD_ROWS : 128;
+    t->fwd_rows = (unsigned)(wg / t->fwd_split > fwd_most ? fwd_most : wg / t->fwd_split);
     t->dq_rows = (unsigned)(wg / t->dq_split > 128 ? 128 : wg / t->dq_split);
     t->dkv_keys = (unsigned)(wg / t->dkv_split > 128 ? 128 : wg / t->dkv_split);
     if (!fit_tile(t, &t->fwd_keys, &t->fwd_rows, t->fwd_split, local, fwd_local) ||

@@ -225,6 +225,34 @@ static void attention_tiles(void **state)
     assert_true(cf_attention_tiles_for(&p, 64, &u, &why));
 }
 
+/* NVIDIA's GPUs: dK/dV splits a key's row no more than dQ splits a query's
+ * (128 floats of its 4 arrays an item), and the forward's groups own 64
+ * rows: the tiles an H200 ran fastest at dh 64 (profile.c). */
+static void nvidia_attention_tiles(void **state)
+{
+    (void)state;
+    clformer_device_info d = device(CLFORMER_DEVICE_GPU, false, 1024);
+    snprintf(d.vendor, sizeof d.vendor, "%s", "NVIDIA Corporation");
+    d.local_mem_bytes = 48 << 10;
+    const clformer_device_profile p = profile(d, NULL);
+    assert_string_equal(p.vendor, "nvidia");
+    cf_attention_tiles t;
+    const char *why = "unset";
+    assert_true(cf_attention_tiles_for(&p, 64, &t, &why));
+    char options[256];
+    cf_attention_tiles_options(&t, options, sizeof options);
+    assert_string_equal(options, "-DHEAD_DIM=64 -DFWD_ROWS=64 -DFWD_SPLIT=2 -DFWD_KEYS=8 "
+                                 "-DDQ_ROWS=128 -DDQ_SPLIT=2 -DDQ_KEYS=8 -DDKV_KEYS=128 "
+                                 "-DDKV_SPLIT=2 -DDKV_ROWS=8");
+    for (size_t dh = 1; dh <= 256; dh++) {
+        assert_true(cf_attention_tiles_for(&p, dh, &t, &why));
+        assert_true(cf_attention_tiles_fit(&p, &t, &why));
+        assert_int_equal(t.dkv_split, t.dq_split);
+        assert_true(4 * dh <= 128 * t.dkv_split || t.dkv_split * 4 >= dh);
+        assert_true(t.fwd_rows <= 64);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -232,6 +260,7 @@ int main(void)
         cmocka_unit_test(gpu_and_cpu_choices),
         cmocka_unit_test(forced_layouts),
         cmocka_unit_test(attention_tiles),
+        cmocka_unit_test(nvidia_attention_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
