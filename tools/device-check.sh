@@ -17,7 +17,8 @@
 # The device is CLFORMER_DEVICE (default gpu). Every phase has its own time
 # limit and the report says what each one did; the script exits non-zero when a
 # phase failed. Budget: about 10 minutes on a current GPU. DEVICE_CHECK_ONLY
-# (a list of check_all, kernels, goals, tiles, gemm, suite, bench) runs a subset.
+# (a list of check_all, kernels, goals, variants, tiles, gemm, suite, bench)
+# runs a subset.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -62,8 +63,8 @@ say() { printf '%s\n' "$*" | tee -a "$report"; }
 failed=0
 
 # DEVICE_CHECK_ONLY="goals gemm ...": only those sections (check_all, kernels,
-# goals, tiles, gemm, suite, bench), e.g. the rest of a run a time limit stopped
-sections="check_all kernels goals tiles gemm suite bench"
+# goals, variants, tiles, gemm, suite, bench), e.g. the rest of a run a time limit stopped
+sections="check_all kernels goals variants tiles gemm suite bench"
 for s in ${DEVICE_CHECK_ONLY:-}; do
     [[ " $sections " == *" $s "* ]] ||
         { echo "device-check: DEVICE_CHECK_ONLY names '$s'; the sections are: $sections" >&2; exit 2; }
@@ -110,8 +111,9 @@ tiles_section() {
     [[ -x "$ab" ]] || { say "attention_bench is not in the build"; return; }
     phase tiles-base-1024 150 "$ab" --batch 16 --heads 8 --len 1024 --head-dim 64
     phase tiles-gpt2-1024 150 "$ab" --batch 8 --heads 12 --len 1024 --head-dim 64 --causal
+    phase tiles-dh128-1024 150 "$ab" --batch 16 --heads 4 --len 1024 --head-dim 128
     local name
-    for name in tiles-base-1024 tiles-gpt2-1024; do
+    for name in tiles-base-1024 tiles-gpt2-1024 tiles-dh128-1024; do
         say ""
         say '```'
         tee -a "$report" <"$logdir/$name.log"
@@ -193,22 +195,26 @@ goals_section() {
     # the log says which sets the GEMM search chose; the same step with
     # CLBlast's own sets (no search) says what the search gained in the step
     CLFORMER_LOG=info phase goal-base-1024 240 "$clf" "${base[@]}"
-    CLFORMER_GEMM_TUNING=off phase goal-base-1024-own-gemm 120 "$clf" "${base[@]}"
-    # and with the weight gradients unsplit: what the split gains
-    CLFORMER_PROFILE=whole-gradients phase goal-base-1024-whole 120 "$clf" "${base[@]}"
-    # and with clformer's own product kernel (cl/gemm.cl) instead of CLBlast
-    CLFORMER_GEMM=tiled phase goal-base-1024-tiled-gemm 120 "$clf" "${base[@]}"
-    CLFORMER_PROFILE=row-attention phase goal-base-1024-rows 240 "$clf" "${base[@]}"
     phase goal-gpt2 240 "$clf" bench --config gpt2 --steps 2 --warmup 1 --json
     local char=(bench --config gpt-char --steps 3 --warmup 1 --json)
     phase goal-gpt-char 180 "$clf" "${char[@]}"
     # generating one sequence: a decoding step is launches more than work
     phase goal-gpt-char-one-row 120 "$clf" bench --config gpt-char --batch 1 --steps 1 \
         --warmup 1 --json
-    CLFORMER_PROFILE=whole-gradients phase goal-gpt-char-whole 120 "$clf" "${char[@]}"
-    CLFORMER_GEMM=tiled phase goal-gpt-char-tiled-gemm 120 "$clf" "${char[@]}"
-    CLFORMER_GEMM=tiled phase goal-gpt2-tiled-gemm 240 "$clf" bench --config gpt2 --steps 2 \
-        --warmup 1 --json
+    # the same steps another way, each against its goal figure above (section
+    # variants, 2 minutes: a second call may leave them out)
+    if wanted variants; then
+        CLFORMER_GEMM_TUNING=off phase goal-base-1024-own-gemm 120 "$clf" "${base[@]}"
+        # and with the weight gradients unsplit: what the split gains
+        CLFORMER_PROFILE=whole-gradients phase goal-base-1024-whole 120 "$clf" "${base[@]}"
+        # and with clformer's own product kernel (cl/gemm.cl) instead of CLBlast
+        CLFORMER_GEMM=tiled phase goal-base-1024-tiled-gemm 120 "$clf" "${base[@]}"
+        CLFORMER_PROFILE=row-attention phase goal-base-1024-rows 240 "$clf" "${base[@]}"
+        CLFORMER_PROFILE=whole-gradients phase goal-gpt-char-whole 120 "$clf" "${char[@]}"
+        CLFORMER_GEMM=tiled phase goal-gpt-char-tiled-gemm 120 "$clf" "${char[@]}"
+        CLFORMER_GEMM=tiled phase goal-gpt2-tiled-gemm 240 "$clf" bench --config gpt2 --steps 2 \
+            --warmup 1 --json
+    fi
     say ""
     python3 "$root/tools/device_check_report.py" goals "$logdir" | tee -a "$report"
 }

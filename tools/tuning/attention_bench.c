@@ -11,9 +11,11 @@
  *                   [--calls N] [--tiles SPEC]... [--profile-only]
  *
  * The variations change one thing for all three kernels at once: the rows
- * a work-group owns (halved, doubled), the items sharing a row (doubled or
- * halved, the group's size kept), the tile streamed through local memory
- * (halved, doubled); --tiles adds a set of one's own, as
+ * a work-group owns (halved, doubled, quartered), the items sharing a row
+ * (doubled or halved, the group's size kept), the tile streamed through
+ * local memory (halved, doubled), and five pairs of those; each kernel is
+ * timed on its own, so a set is three kernels' variations. --tiles adds a
+ * set of one's own, as
  * "fwd=ROWSxSPLITxKEYS,dq=ROWSxSPLITxKEYS,dkv=KEYSxSPLITxROWS". A set the
  * device cannot run is listed with the reason. Each set's outputs (O, dQ,
  * dK, dV) are held to the profile's: a set whose results differ by more
@@ -187,6 +189,13 @@ int main(int argc, char **argv)
         sets[n++] = varied(&profile, "split/2", 1, 0.5, 1);
         sets[n++] = varied(&profile, "tile/2", 1, 1, 0.5);
         sets[n++] = varied(&profile, "tile*2", 1, 1, 2);
+        /* and two at once, and a quarter of the rows: a step's best set of
+         * one kernel is often a neighbour's neighbour */
+        sets[n++] = varied(&profile, "rows/4", 0.25, 1, 1);
+        sets[n++] = varied(&profile, "r/2 s/2", 0.5, 0.5, 1);
+        sets[n++] = varied(&profile, "r/2 t/2", 0.5, 1, 0.5);
+        sets[n++] = varied(&profile, "r*2 s*2", 2, 2, 1);
+        sets[n++] = varied(&profile, "s/2 t/2", 1, 0.5, 0.5);
     }
     for (size_t i = 0; i < n_given; i++) sets[n++] = given[i];
 
