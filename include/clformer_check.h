@@ -176,10 +176,13 @@ typedef void (*clformer_check_sim_sink)(const clformer_check_sim *sim, void *use
  * OpenCL limits (48 KiB of local memory and 1024 items a work-group): the
  * tiled kernels (tiled) or the per-row ones that GPUs ran before, one
  * forward and two backward launches, written under `dir` (which must
- * exist). kernel_dir: where to read cl/ (NULL: the sources built in). */
+ * exist). kernel_dir: where to read cl/ (NULL: the sources built in).
+ * vendor: "nvidia" (NULL) or "amd", whose device profile picks the tiles
+ * (they differ: runtime/device/profile.c). */
 CLFORMER_API clformer_status clformer_check_attention_sims(const char *dir, const char *kernel_dir,
                                                            size_t B, size_t H, size_t T,
                                                            size_t dh, bool tiled,
+                                                           const char *vendor,
                                                            clformer_check_sim_sink sink,
                                                            void *user);
 

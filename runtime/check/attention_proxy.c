@@ -18,14 +18,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* NVIDIA's OpenCL on an H100 or H200, as clformer_list_devices describes it. */
-static clformer_device_info reference_gpu(void)
+/* NVIDIA's OpenCL on an H100 or H200, as clformer_list_devices describes it;
+ * with amd, the same limits under AMD's name (its profile's tiles). */
+static clformer_device_info reference_gpu(bool amd)
 {
     clformer_device_info d;
     memset(&d, 0, sizeof d);
-    snprintf(d.platform, sizeof d.platform, "NVIDIA CUDA");
-    snprintf(d.vendor, sizeof d.vendor, "NVIDIA Corporation");
-    snprintf(d.name, sizeof d.name, "reference GPU (NVIDIA's OpenCL limits)");
+    snprintf(d.platform, sizeof d.platform, "%s",
+             amd ? "AMD Accelerated Parallel Processing" : "NVIDIA CUDA");
+    snprintf(d.vendor, sizeof d.vendor, "%s",
+             amd ? "Advanced Micro Devices, Inc." : "NVIDIA Corporation");
+    snprintf(d.name, sizeof d.name, "reference GPU (NVIDIA's OpenCL limits%s)",
+             amd ? ", AMD's tiles" : "");
     d.type = CLFORMER_DEVICE_GPU;
     d.compute_units = 132;
     d.global_mem_bytes = (uint64_t)80 << 30;
@@ -204,14 +208,19 @@ static clformer_status write_rows(job *j)
 
 clformer_status clformer_check_attention_sims(const char *dir, const char *kernel_dir, size_t B,
                                               size_t H, size_t T, size_t dh, bool tiled,
-                                              clformer_check_sim_sink sink, void *user)
+                                              const char *vendor, clformer_check_sim_sink sink,
+                                              void *user)
 {
     if (!dir || !sink || !B || !H || !T || !dh || B * H > 4096 || T > 4096 || dh > 256)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "clformer_check_attention_sims needs a directory, a sink, B*H from 1 to "
                        "4096, T from 1 to 4096 and dh from 1 to 256");
+    if (vendor && strcmp(vendor, "nvidia") && strcmp(vendor, "amd"))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "clformer_check_attention_sims: vendor '%s' is not one: use nvidia or amd",
+                       vendor);
     job j = {dir, kernel_dir, B, H, T, dh, {0}, "", sink, user};
-    const clformer_device_info gpu = reference_gpu();
+    const clformer_device_info gpu = reference_gpu(vendor && !strcmp(vendor, "amd"));
     CF_TRY(clformer_device_profile_for(&gpu, NULL, &j.gpu));
     return tiled ? write_tiled(&j) : write_rows(&j);
 }

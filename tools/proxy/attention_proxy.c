@@ -16,13 +16,14 @@
 static int usage(FILE *f, int rc)
 {
     fprintf(f, "usage: attention_proxy --out DIR [--kernels tiled|rows] [--B N] [--H N] [--T N] "
-               "[--dh N]\n\n"
+               "[--dh N] [--vendor nvidia|amd]\n\n"
                "Writes the fused attention of B x H heads of T queries and keys of dh floats, as "
                "a reference GPU\n(NVIDIA's OpenCL limits) runs it, as Oclgrind .sim files under "
                "DIR (made if missing), and\nprints one line a launch (tools/proxy/attention-proxy.sh reads "
                "them). tiled: the tiled kernels\n(cl/flash_attention_tiled.cl); rows: the per-row "
-               "ones GPUs ran before (cl/flash_attention.cl).\nDefaults: tiled, B 2, H 4, T 128, "
-               "dh 64. CLFORMER_KERNEL_DIR reads cl/ from there.\n");
+               "ones GPUs ran before (cl/flash_attention.cl).\n--vendor: whose profile picks the "
+               "tiled kernels' tiles.\nDefaults: tiled, B 2, H 4, T 128, dh 64, nvidia. "
+               "CLFORMER_KERNEL_DIR reads cl/ from there.\n");
     return rc;
 }
 
@@ -55,7 +56,7 @@ static void print_sim(const clformer_check_sim *s, void *user)
 
 int main(int argc, char **argv)
 {
-    const char *dir = NULL, *kernels = "tiled";
+    const char *dir = NULL, *kernels = "tiled", *vendor = "nvidia";
     size_t B = 2, H = 4, T = 128, dh = 64;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -68,6 +69,7 @@ int main(int argc, char **argv)
         bool ok = true;
         if (!strcmp(a, "--out")) dir = v;
         else if (!strcmp(a, "--kernels")) kernels = v;
+        else if (!strcmp(a, "--vendor")) vendor = v;
         else if (!strcmp(a, "--B")) ok = count(a, v, 64, &B);
         else if (!strcmp(a, "--H")) ok = count(a, v, 64, &H);
         else if (!strcmp(a, "--T")) ok = count(a, v, 4096, &T);
@@ -92,7 +94,8 @@ int main(int argc, char **argv)
     }
     manifest m = {B * H * T * T};
     if (clformer_check_attention_sims(dir, getenv("CLFORMER_KERNEL_DIR"), B, H, T, dh,
-                                      !strcmp(kernels, "tiled"), print_sim, &m) != CLFORMER_OK) {
+                                      !strcmp(kernels, "tiled"), vendor, print_sim,
+                                      &m) != CLFORMER_OK) {
         fprintf(stderr, "attention_proxy: %s\n", clformer_last_error());
         return 1;
     }

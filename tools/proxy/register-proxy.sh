@@ -3,7 +3,8 @@
 # of every kernel a GPU's profile builds, measured without a GPU. Debian's
 # clang 14 compiles each program of cl/ with the reference GPU profile's
 # options (the ones tools/proxy/attention-proxy.sh simulates: 48 KiB of local
-# memory, the tiled attention kernels' tiles per head size) and libclc's
+# memory, the tiled attention kernels' tiles per head size, NVIDIA's profile's
+# for NVPTX and AMD's for AMDGPU, which differ) and libclc's
 # built-ins linked in before optimisation, as a driver links its own, for
 #   NVPTX sm_80   (NVIDIA's ISA): the bytes of private arrays a kernel keeps
 #                 in "local" memory, which is off-chip: an array the
@@ -96,11 +97,17 @@ if [[ -f $cl_dir/gemm.cl ]]; then
     [[ $(printf '%s\n' "${jobs[@]}" | grep -c '^gemm ') -gt 0 ]] ||
         die "gemm_proxy --list names no tile sets of the tiled GEMM kernel"
 fi
+# the tiled attention program per head size, with each vendor's tiles for
+# its own compiler: one job a target
 [[ -f $cl_dir/flash_attention_tiled.cl ]] || dhs=
+target_jobs=()
 for dh in ${dhs//,/ }; do
-    "$build/attention_proxy" --out "$work/tiled$dh" --kernels tiled --B 1 --H 1 --T 16 \
-        --dh "$dh" > "$work/tiled$dh.manifest" || exit 2
-    jobs+=("flash_attention_tiled $dh $(options_of "$work/tiled$dh.manifest")")
+    for vendor in nvidia amd; do
+        "$build/attention_proxy" --out "$work/tiled$dh$vendor" --kernels tiled --B 1 --H 1 \
+            --T 16 --dh "$dh" --vendor "$vendor" > "$work/tiled$dh$vendor.manifest" || exit 2
+    done
+    target_jobs+=("nvptx flash_attention_tiled $dh $(options_of "$work/tiled${dh}nvidia.manifest")"
+                  "amdgpu flash_attention_tiled $dh $(options_of "$work/tiled${dh}amd.manifest")")
 done
 
 # compile TARGET PROGRAM DH OPTIONS...: one line per kernel,
@@ -142,7 +149,8 @@ compile() {
 mkdir -p "$work/out" "$work/asm"
 export -f compile
 export work clang clc cl_dir
-printf '%s\n' "${jobs[@]}" | sed 's/^/nvptx /; p; s/^nvptx /amdgpu /' |
+{ printf '%s\n' "${jobs[@]}" | sed 's/^/nvptx /; p; s/^nvptx /amdgpu /'
+  [[ ${#target_jobs[@]} -eq 0 ]] || printf '%s\n' "${target_jobs[@]}"; } |
     xargs -P "$(nproc)" -L 1 bash -c 'compile "$@"' _ ||
     die "a kernel program failed to compile (run the clang line by hand to see why)"
 
