@@ -112,8 +112,9 @@ tiles_section() {
     phase tiles-base-1024 150 "$ab" --batch 16 --heads 8 --len 1024 --head-dim 64
     phase tiles-gpt2-1024 150 "$ab" --batch 8 --heads 12 --len 1024 --head-dim 64 --causal
     phase tiles-dh128-1024 150 "$ab" --batch 16 --heads 4 --len 1024 --head-dim 128
+    phase tiles-dh32-1024 150 "$ab" --batch 16 --heads 16 --len 1024 --head-dim 32
     local name
-    for name in tiles-base-1024 tiles-gpt2-1024 tiles-dh128-1024; do
+    for name in tiles-base-1024 tiles-gpt2-1024 tiles-dh128-1024 tiles-dh32-1024; do
         say ""
         say '```'
         tee -a "$report" <"$logdir/$name.log"
