@@ -171,19 +171,24 @@ clformer_status clformer_device_profile_for(const clformer_device_info *d, const
 /* Floats of a row's operands and accumulators one work item may hold in
  * registers: the forward holds 2 arrays (q, o), dQ 3 (q, dO, dq), dK/dV 4
  * (k, v, dk, dv). Past it the row's columns are split over more items. No
- * GPU has run the kernels yet; a compiler's figures (clang 14 + libclc for
+ * AMD GPU has run the kernels yet; a compiler's figures (clang 14 + libclc for
  * AMDGPU gfx906 as a driver builds them, at the head sizes 32 to 128 and
  * the tiles below) are 122-159 VGPRs an item in the forward, 171-201 in dQ
  * and 172-229 in dK/dV, none spilled, of the 256 an item has in a
  * 256-item group. */
 #define TILED_REGISTER_FLOATS 96
-/* On NVIDIA's GPUs the measurement overrules two of the rules here (an
- * H200, tools/tuning/attention_bench at 16 x 8 heads x 1024, head size 64,
- * docs/gpu/2026-11-30-h200-44cf86c.md): dK/dV with a key's row over 2
- * items (128 floats each) took 3.47 ms a call, over 4 items 6.68, its
- * exchange of partial sums halved; and the forward with groups of 64 rows
- * 1.64 ms, with 128 rows 1.89 (twice the groups: a T=1024 head gives 16). */
-#define NVIDIA_DKV_REGISTER_FLOATS 128
+/* On NVIDIA's GPUs measurement replaces that budget (an H200,
+ * tools/tuning/attention_bench at T=1024, every kernel timed with 12 sets
+ * of tiles at head sizes 32, 64 and 128: docs/gpu/2026-11-30-h200-8ba21e0.md).
+ * All three kernels split a row alike: not at all up to dh 32, else over
+ * the fewest items that hold at most 64 floats of it each, and at least 2.
+ * Unsplit at dh 64, dK/dV took 121 ms a call against 3.47 (35 times; its
+ * 4 arrays of 64 floats an item, where the 2-way split's build already
+ * takes ptxas' 255 registers an item); at
+ * dh 128 the 2-way split took 9.7 ms for the three kernels against 13.5
+ * over 4 items; at dh 32, unsplit, 6.0 against 7.4 over 2. The forward's
+ * groups own 64 rows: 1.64 ms against 1.89 with 128 at dh 64 (twice the
+ * groups: a T=1024 head gives 16), 1.55 against 1.62 at dh 32. */
 #define NVIDIA_FWD_ROWS 64
 /* Work items per group: AMD's limit, and enough rows to share each tile. */
 #define TILED_GROUP 256
@@ -194,12 +199,21 @@ clformer_status clformer_device_profile_for(const clformer_device_info *d, const
 #define TILED_MAX_HEAD_DIM 256
 
 /* Items per row: the least power of two whose slices of `arrays` arrays of
- * dh floats fit `budget` floats, at most one float4 column each. */
-static unsigned split_for(unsigned arrays, unsigned dh, unsigned budget)
+ * dh floats fit the register budget, at most one float4 column each. */
+static unsigned split_for(unsigned arrays, unsigned dh)
 {
     const unsigned columns = (dh + 3) / 4;
     unsigned split = 1;
-    while (split < columns && arrays * dh > budget * split) split *= 2;
+    while (split < columns && arrays * dh > TILED_REGISTER_FLOATS * split) split *= 2;
+    return split;
+}
+
+/* NVIDIA's split, the same for all three kernels (above). */
+static unsigned nvidia_split(unsigned dh)
+{
+    if (dh <= 32) return 1;
+    unsigned split = 2;
+    while (dh > 64 * split) split *= 2;
     return split;
 }
 
@@ -320,12 +334,9 @@ bool cf_attention_tiles_for(const clformer_device_profile *p, size_t dh, cf_atte
                                                                  : TILED_LOCAL_BYTES;
     const bool nvidia = !strcmp(p->vendor, "nvidia");
     t->head_dim = (unsigned)dh;
-    t->fwd_split = split_for(2, t->head_dim, TILED_REGISTER_FLOATS);
-    t->dq_split = split_for(3, t->head_dim, TILED_REGISTER_FLOATS);
-    /* on NVIDIA the same as dQ's (3 dh <= 96 split iff 4 dh <= 128 split),
-     * which keeps it a multiple of that */
-    t->dkv_split =
-        split_for(4, t->head_dim, nvidia ? NVIDIA_DKV_REGISTER_FLOATS : TILED_REGISTER_FLOATS);
+    t->fwd_split = nvidia ? nvidia_split(t->head_dim) : split_for(2, t->head_dim);
+    t->dq_split = nvidia ? nvidia_split(t->head_dim) : split_for(3, t->head_dim);
+    t->dkv_split = nvidia ? nvidia_split(t->head_dim) : split_for(4, t->head_dim);
     if (wg < t->fwd_split || wg < t->dq_split || wg < t->dkv_split) {
         *why = "the device's work-groups are too small for the head size";
         return false;

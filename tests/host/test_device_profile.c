@@ -225,9 +225,10 @@ static void attention_tiles(void **state)
     assert_true(cf_attention_tiles_for(&p, 64, &u, &why));
 }
 
-/* NVIDIA's GPUs: dK/dV splits a key's row no more than dQ splits a query's
- * (128 floats of its 4 arrays an item), and the forward's groups own 64
- * rows: the tiles an H200 ran fastest at dh 64 (profile.c). */
+/* NVIDIA's GPUs: the three kernels split a row alike, not at all up to dh
+ * 32, else over the fewest items holding 64 floats of it each, 2 at least,
+ * and the forward's groups own 64 rows: the tiles an H200 ran fastest at
+ * dh 32, 64 and 128 (profile.c). */
 static void nvidia_attention_tiles(void **state)
 {
     (void)state;
@@ -244,11 +245,22 @@ static void nvidia_attention_tiles(void **state)
     assert_string_equal(options, "-DHEAD_DIM=64 -DFWD_ROWS=64 -DFWD_SPLIT=2 -DFWD_KEYS=8 "
                                  "-DDQ_ROWS=128 -DDQ_SPLIT=2 -DDQ_KEYS=8 -DDKV_KEYS=128 "
                                  "-DDKV_SPLIT=2 -DDKV_ROWS=8");
+    assert_true(cf_attention_tiles_for(&p, 128, &t, &why));
+    cf_attention_tiles_options(&t, options, sizeof options);
+    assert_string_equal(options, "-DHEAD_DIM=128 -DFWD_ROWS=64 -DFWD_SPLIT=2 -DFWD_KEYS=8 "
+                                 "-DDQ_ROWS=128 -DDQ_SPLIT=2 -DDQ_KEYS=8 -DDKV_KEYS=128 "
+                                 "-DDKV_SPLIT=2 -DDKV_ROWS=8");
+    assert_true(cf_attention_tiles_for(&p, 32, &t, &why));
+    cf_attention_tiles_options(&t, options, sizeof options);
+    assert_string_equal(options, "-DHEAD_DIM=32 -DFWD_ROWS=64 -DFWD_SPLIT=1 -DFWD_KEYS=8 "
+                                 "-DDQ_ROWS=128 -DDQ_SPLIT=1 -DDQ_KEYS=8 -DDKV_KEYS=128 "
+                                 "-DDKV_SPLIT=1 -DDKV_ROWS=8");
     for (size_t dh = 1; dh <= 256; dh++) {
         assert_true(cf_attention_tiles_for(&p, dh, &t, &why));
         assert_true(cf_attention_tiles_fit(&p, &t, &why));
+        assert_int_equal(t.fwd_split, t.dq_split);
         assert_int_equal(t.dkv_split, t.dq_split);
-        assert_true(4 * dh <= 128 * t.dkv_split || t.dkv_split * 4 >= dh);
+        assert_int_equal(t.dq_split, dh <= 32 ? 1 : dh <= 128 ? 2 : 4);
         assert_true(t.fwd_rows <= 64);
     }
 }
