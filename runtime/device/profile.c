@@ -182,13 +182,13 @@ clformer_status clformer_device_profile_for(const clformer_device_info *d, const
  * of tiles at head sizes 32, 64 and 128: docs/gpu/2026-11-30-h200-8ba21e0.md).
  * All three kernels split a row alike: not at all up to dh 32, else over
  * the fewest items that hold at most 64 floats of it each, and at least 2.
- * Unsplit at dh 64, dK/dV took 121 ms a call against 3.47 (35 times; its
- * 4 arrays of 64 floats an item, where the 2-way split's build already
- * takes ptxas' 255 registers an item); at
- * dh 128 the 2-way split took 9.7 ms for the three kernels against 13.5
- * over 4 items; at dh 32, unsplit, 6.0 against 7.4 over 2. The forward's
- * groups own 64 rows: 1.64 ms against 1.89 with 128 at dh 64 (twice the
- * groups: a T=1024 head gives 16), 1.55 against 1.62 at dh 32. */
+ * Unsplit at dh 64, dK/dV took 121 ms a call against 3.47 (its 4 arrays
+ * of 64 floats an item, where the 2-way split's build already takes
+ * ptxas' 255 registers an item); at dh 128 the 2-way split took 9.7 ms
+ * for the three kernels against 13.5 over 4 items; at dh 32, unsplit, 6.0
+ * against 7.4 over 2. The forward's groups own 64 rows: 1.64 ms against
+ * 1.89 with 128 at dh 64 (twice the groups: a T=1024 head gives 16), 1.55
+ * against 1.62 at dh 32. */
 #define NVIDIA_FWD_ROWS 64
 /* Work items per group: AMD's limit, and enough rows to share each tile. */
 #define TILED_GROUP 256
