@@ -221,6 +221,11 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         char tiles[64];
         describe(tiles, sizeof tiles, &sets[i].t);
+        if (!sets[i].t.fwd_split || !sets[i].t.dq_split || !sets[i].t.dkv_split) {
+            printf("%-8s %-28s none: a kernel of the profile holds a row in one item already\n",
+                   sets[i].name, tiles);
+            continue;
+        }
         if (!clformer_check_attention_tiles_fit(ctx, shape.head_dim, &sets[i].t, &why)) {
             printf("%-8s %-28s does not fit: %s\n", sets[i].name, tiles, why);
             continue;
