@@ -99,22 +99,24 @@ nvidia_icd() {
 }
 
 # The tiled attention kernels one by one, with the profile's tiles and
-# variations of them (build/attention_bench: the group's rows halved and
-# doubled, the rows split over more and fewer items, the streamed tile
-# halved and doubled), on base's long-context shape and GPT-2's causal one:
-# which tiles this GPU should get, measured in one sitting.
+# variations of them (build/attention_bench: the group's rows halved,
+# doubled and quartered, the rows split over more and fewer items, the
+# streamed tile halved and doubled, and pairs of those), on base's
+# long-context shape, GPT-2's causal one and head sizes 128 and 32: which
+# tiles this GPU should get, measured in one sitting.
 tiles_section() {
     local ab="$1/attention_bench"
     say ""
     say "## Attention tiles"
     say ""
     [[ -x "$ab" ]] || { say "attention_bench is not in the build"; return; }
-    phase tiles-base-1024 150 "$ab" --batch 16 --heads 8 --len 1024 --head-dim 64
-    phase tiles-gpt2-1024 150 "$ab" --batch 8 --heads 12 --len 1024 --head-dim 64 --causal
-    phase tiles-dh128-1024 150 "$ab" --batch 16 --heads 4 --len 1024 --head-dim 128
-    phase tiles-dh32-1024 150 "$ab" --batch 16 --heads 16 --len 1024 --head-dim 32
-    local name
-    for name in tiles-base-1024 tiles-gpt2-1024 tiles-dh128-1024 tiles-dh32-1024; do
+    local names=() name
+    shape() { names+=("$1"); phase "$1" 150 "$ab" "${@:2}"; }
+    shape tiles-base-1024 --batch 16 --heads 8 --len 1024 --head-dim 64
+    shape tiles-gpt2-1024 --batch 8 --heads 12 --len 1024 --head-dim 64 --causal
+    shape tiles-dh128-1024 --batch 16 --heads 4 --len 1024 --head-dim 128
+    shape tiles-dh32-1024 --batch 16 --heads 16 --len 1024 --head-dim 32
+    for name in "${names[@]}"; do
         say ""
         say '```'
         tee -a "$report" <"$logdir/$name.log"

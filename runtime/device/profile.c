@@ -208,6 +208,13 @@ static unsigned split_for(unsigned arrays, unsigned dh)
     return split;
 }
 
+/* The rows a group of at most wg items owns at `split` items a row: as
+ * many as fit, at most `most`. */
+static unsigned group_rows(size_t wg, unsigned split, size_t most)
+{
+    return (unsigned)(wg / split > most ? most : wg / split);
+}
+
 /* NVIDIA's split, the same for all three kernels (above). */
 static unsigned nvidia_split(unsigned dh)
 {
@@ -334,18 +341,22 @@ bool cf_attention_tiles_for(const clformer_device_profile *p, size_t dh, cf_atte
                                                                  : TILED_LOCAL_BYTES;
     const bool nvidia = !strcmp(p->vendor, "nvidia");
     t->head_dim = (unsigned)dh;
-    t->fwd_split = nvidia ? nvidia_split(t->head_dim) : split_for(2, t->head_dim);
-    t->dq_split = nvidia ? nvidia_split(t->head_dim) : split_for(3, t->head_dim);
-    t->dkv_split = nvidia ? nvidia_split(t->head_dim) : split_for(4, t->head_dim);
+    if (nvidia) {
+        t->fwd_split = t->dq_split = t->dkv_split = nvidia_split(t->head_dim);
+    } else {
+        t->fwd_split = split_for(2, t->head_dim);
+        t->dq_split = split_for(3, t->head_dim);
+        t->dkv_split = split_for(4, t->head_dim);
+    }
     if (wg < t->fwd_split || wg < t->dq_split || wg < t->dkv_split) {
         *why = "the device's work-groups are too small for the head size";
         return false;
     }
-    /* at most 128 rows a group: a sequence of 1024 still gives 8 per head */
-    const size_t fwd_most = nvidia ? NVIDIA_FWD_ROWS : 128;
-    t->fwd_rows = (unsigned)(wg / t->fwd_split > fwd_most ? fwd_most : wg / t->fwd_split);
-    t->dq_rows = (unsigned)(wg / t->dq_split > 128 ? 128 : wg / t->dq_split);
-    t->dkv_keys = (unsigned)(wg / t->dkv_split > 128 ? 128 : wg / t->dkv_split);
+    /* at most 128 rows a group, a sequence of 1024 still giving 8 per head
+     * (NVIDIA's forward: 64) */
+    t->fwd_rows = group_rows(wg, t->fwd_split, nvidia ? NVIDIA_FWD_ROWS : 128);
+    t->dq_rows = group_rows(wg, t->dq_split, 128);
+    t->dkv_keys = group_rows(wg, t->dkv_split, 128);
     if (!fit_tile(t, &t->fwd_keys, &t->fwd_rows, t->fwd_split, local, fwd_local) ||
         !fit_tile(t, &t->dq_keys, &t->dq_rows, t->dq_split, local, dq_local) ||
         !fit_tile(t, &t->dkv_rows, &t->dkv_keys, t->dkv_split, local, dkv_local)) {
