@@ -14,6 +14,7 @@
 #include "clformer.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Whether to use cf_gemm_avx512: the CPU has AVX-512F and OpenBLAS runs
  * kernels without it (openblas_get_corename). CLFORMER_HOST_GEMM=openblas
@@ -39,5 +40,19 @@ clformer_status cf_gemm_avx512_check_setting(void);
 bool cf_gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                     const float *a, int lda, const float *b, int ldb, float beta, float *c,
                     int ldc);
+
+/* Whether this CPU has AVX-512F (the products below return false without). */
+bool cf_gemm_avx512_available(void);
+
+/* The same product in two parts, so that threads computing slices of C's
+ * rows share one packed op(B) instead of each packing it: pack op(B) (k x n)
+ * once into cf_gemm_avx512_packed_floats(n, k) floats (64-byte aligned),
+ * then compute any rows of C from it; the bits are cf_gemm_avx512's. A
+ * thread's slice is m rows of op(A) from a (trans_a: a + first row) and of C
+ * from c. False, having written nothing, without AVX-512F or memory. */
+size_t cf_gemm_avx512_packed_floats(int n, int k);
+bool cf_gemm_avx512_pack(bool trans_b, int n, int k, const float *b, int ldb, float *out);
+bool cf_gemm_avx512_packed(bool trans_a, int m, int n, int k, float alpha, const float *a,
+                           int lda, const float *packed, float beta, float *c, int ldc);
 
 #endif

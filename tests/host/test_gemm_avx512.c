@@ -4,7 +4,8 @@
  * KC = 256, m past MC = 128, n past NC = 1024), all transposes, leading
  * dimensions wider than the matrices, beta 0 (C not read: NaN stays out),
  * and the same bits for a product computed whole or in the row and column
- * slices the provider hands its threads. Skipped on a CPU without
+ * slices the provider hands its threads, or in chunks of rows from one
+ * packed op(B) (cf_gemm_avx512_packed). Skipped on a CPU without
  * AVX-512F, where the provider never calls it. The path through a device
  * (test_gemm_host@pocl_pthread, ...) takes it on such a CPU by default. */
 #include "gemm_avx512.h"
@@ -73,6 +74,39 @@ static void slices_give_the_same_bits(void **state)
     }
 }
 
+/* The packed path: op(B) packed once, then C's rows in chunks (the
+ * provider's 32, and uneven ones) from it, over every block of the loops
+ * (n past NC = 1024 with a partial panel, k past KC = 256): the bits of the
+ * product computed whole, and the same wherever a chunk starts. */
+static void packed_chunks_give_the_same_bits(void **state)
+{
+    (void)state;
+    const shape shapes_packed[] = {{150, 70, 300}, {70, 1100, 40}, {64, 33, 513}};
+    for (size_t i = 0; i < sizeof shapes_packed / sizeof *shapes_packed; i++)
+        for (int t = 0; t < 4; t++) {
+            const shape s = shapes_packed[i];
+            host_product p = host_product_make(t & 1, t & 2, s.m, s.n, s.k, 700 + 10 * i + t);
+            const size_t nc = (size_t)s.m * p.ldc;
+            float *whole = malloc(nc * 4), *chunks = malloc(nc * 4);
+            float *packed = aligned_alloc(64, cf_gemm_avx512_packed_floats(s.n, s.k) * 4 + 64);
+            assert_non_null(whole), assert_non_null(chunks), assert_non_null(packed);
+            memcpy(whole, p.c, nc * 4), memcpy(chunks, p.c, nc * 4);
+            slice(&p, whole, 0, s.m, 0, s.n, 0.25f);
+            assert_true(cf_gemm_avx512_pack(p.tb, s.n, s.k, p.b, p.ldb, packed));
+            const int cuts[] = {0, 32, 37, 64, s.m};
+            for (int c = 0; c + 1 < 5; c++) {
+                const int r0 = cuts[c] < s.m ? cuts[c] : s.m, r1 = cuts[c + 1] < s.m ? cuts[c + 1] : s.m;
+                if (r1 <= r0) continue;
+                const float *a = p.a + (p.ta ? (size_t)r0 : (size_t)r0 * p.lda);
+                assert_true(cf_gemm_avx512_packed(p.ta, r1 - r0, s.n, s.k, 0.5f, a, p.lda, packed,
+                                                  0.25f, chunks + (size_t)r0 * p.ldc, p.ldc));
+            }
+            assert_memory_equal(whole, chunks, nc * 4);
+            free(whole), free(chunks), free(packed);
+            host_product_drop(&p);
+        }
+}
+
 int main(void)
 {
     __builtin_cpu_init();
@@ -83,6 +117,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matches_reference),
         cmocka_unit_test(slices_give_the_same_bits),
+        cmocka_unit_test(packed_chunks_give_the_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
