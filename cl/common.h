@@ -286,7 +286,7 @@ static inline float store_round(float x, int precision)
     return as_float(round_storage_bits(as_uint(x), precision));
 }
 
-/* The same for 4 and 8 lanes (a kernel's vstore paths); fp32 unchanged.
+/* The same for 4 and 16 lanes (a kernel's vstore paths); fp32 unchanged.
  * The lanes go out through a private array, as hsum4's do
  * (flash_attention_tiled.cl). */
 static inline float4 store_round4(float4 x, int precision)
@@ -298,13 +298,13 @@ static inline float4 store_round4(float4 x, int precision)
     return vload4(0, t);
 }
 
-static inline float8 store_round8(float8 x, int precision)
+static inline float16 store_round16(float16 x, int precision)
 {
     if (precision == 0) return x;
-    float t[8];
-    vstore8(x, 0, t);
-    for (int k = 0; k < 8; k++) t[k] = store_round(t[k], precision);
-    return vload8(0, t);
+    float t[16];
+    vstore16(x, 0, t);
+    for (int k = 0; k < 16; k++) t[k] = store_round(t[k], precision);
+    return vload16(0, t);
 }
 
 #endif

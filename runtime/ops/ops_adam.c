@@ -46,7 +46,8 @@ clformer_status cf_adam_update(cf_ctx *ctx, cf_view params, cf_view grads, cf_vi
     const cf_view scale = has_scale ? grad_scale : grads; /* not read without a scale */
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_ADAM_UPDATE, &k));
-    size_t local = ctx->elementwise_wg, global = cf_round_up(n, local);
+    const size_t run = cf_item_run(&ctx->device_profile); /* elements an item */
+    size_t local = ctx->elementwise_wg, global = cf_round_up((n + run - 1) / run, local);
     /* reads params, grads, m, v (and the scale); writes params, m, v */
     return CF_LAUNCH(ctx, "optimizer", cf_f32_bytes(7 * n + has_scale), k, 1, &global, &local,
                      CF_MEM(params.buf),

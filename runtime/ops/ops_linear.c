@@ -68,9 +68,14 @@ clformer_status cf_linear_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_view
                                                     : cf_round_activation(ctx, out, N * OC);
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BIAS_ADD, &k));
-    size_t local[2] = {ctx->elementwise_wg, 1}, global[2] = {OC, N};
+    /* cl/activation.cl: (column, row) with GPU layouts, else ITEM_RUN elements an item */
+    const bool gpu = ctx->device_profile.gpu_layouts;
+    const size_t run = cf_item_run(&ctx->device_profile);
+    size_t local[2] = {ctx->elementwise_wg, 1},
+           global[2] = {gpu ? OC : cf_round_up((N * OC + run - 1) / run, local[0]), N};
     /* out += bias, in place: out read and written, bias read */
-    CF_TRY(CF_LAUNCH(ctx, "activation", cf_f32_bytes(2 * N * OC + OC), k, 2, global, local,
+    CF_TRY(CF_LAUNCH(ctx, "activation", cf_f32_bytes(2 * N * OC + OC), k, gpu ? 2 : 1, global,
+                     local,
                      CF_MEM(out.buf), CF_U64(out.off),
                      CF_MEM(bias.buf), CF_U64(bias.off), CF_I32(N), CF_I32(OC),
                      CF_I32(ctx->precision)));
