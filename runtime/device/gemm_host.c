@@ -404,9 +404,9 @@ static bool run_shared(const host_args *h)
     if (h->dots || h->per_matrix || h->batch != 1 || h->m < 2 * CHUNK_ROWS ||
         !cf_gemm_avx512_wanted())
         return false;
-    const size_t floats = cf_gemm_avx512_packed_floats(h->n, h->k);
-    if (floats > PACKED_MAX_FLOATS) return false;
-    float *packed = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+    float *packed = cf_gemm_avx512_packed_floats(h->n, h->k) <= PACKED_MAX_FLOATS
+                        ? cf_gemm_avx512_packed_buffer(h->n, h->k)
+                        : NULL;
     if (!packed) return false;
     batch_job job = {.h = h, .parts = 1, .packed = packed, .chunk = CHUNK_ROWS};
     atomic_init(&job.next, 0);
@@ -416,7 +416,6 @@ static bool run_shared(const host_args *h)
     atomic_store(&job.packed_done, true);
     take_products(&job);
     if (posted) finish();
-    free(packed);
     return true;
 }
 

@@ -74,8 +74,8 @@ static void slices_give_the_same_bits(void **state)
     }
 }
 
-/* The packed path: op(B) packed once, then C's rows in chunks (the
- * provider's 32, and uneven ones) from it, over every block of the loops
+/* The packed path: op(B) packed once (into the thread's kept buffer), then
+ * C's rows in chunks (the provider's 32, and uneven ones) from it, over every block of the loops
  * (n past NC = 1024 with a partial panel, k past KC = 256): the bits of the
  * product computed whole, and the same wherever a chunk starts. */
 static void packed_chunks_give_the_same_bits(void **state)
@@ -88,7 +88,8 @@ static void packed_chunks_give_the_same_bits(void **state)
             host_product p = host_product_make(t & 1, t & 2, s.m, s.n, s.k, 700 + 10 * i + t);
             const size_t nc = (size_t)s.m * p.ldc;
             float *whole = malloc(nc * 4), *chunks = malloc(nc * 4);
-            float *packed = aligned_alloc(64, cf_gemm_avx512_packed_floats(s.n, s.k) * 4 + 64);
+            /* the thread's kept buffer: reused, and grown from one shape to the next */
+            float *packed = cf_gemm_avx512_packed_buffer(s.n, s.k);
             assert_non_null(whole), assert_non_null(chunks), assert_non_null(packed);
             memcpy(whole, p.c, nc * 4), memcpy(chunks, p.c, nc * 4);
             slice(&p, whole, 0, s.m, 0, s.n, 0.25f);
@@ -102,7 +103,7 @@ static void packed_chunks_give_the_same_bits(void **state)
                                                   0.25f, chunks + (size_t)r0 * p.ldc, p.ldc));
             }
             assert_memory_equal(whole, chunks, nc * 4);
-            free(whole), free(chunks), free(packed);
+            free(whole), free(chunks);
             host_product_drop(&p);
         }
 }
