@@ -193,7 +193,7 @@ static pthread_cond_t pool_idle = PTHREAD_COND_INITIALIZER; /* a helper left the
 static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
 static batch_job *pool_job;      /* the posted job, NULL when none */
 static atomic_ulong pool_posts; /* jobs posted so far (written under pool_lock) */
-static int pool_users;           /* helpers working on pool_job */
+static atomic_int pool_users;    /* helpers working on pool_job (changed under pool_lock) */
 static int pool_helpers;         /* helper threads running */
 static pthread_t pool_threads[64];   /* their handles */
 #if defined(__linux__)
@@ -353,11 +353,21 @@ static bool post(batch_job *job)
 }
 
 /* Waits for the helpers still computing the posted job's items (every item
- * is taken by now) and takes the job down. */
+ * is taken by now) and takes the job down. They are on their last items:
+ * the caller waits awake for up to FINISH_SPIN_S first, yielding its CPU,
+ * as asleep on pool_idle it woke 10-20 us after the last helper was done
+ * (gpt-mini on PoCL, 2 vCPUs, 300 steps: the 15,640 lone products kept
+ * their caller waiting 192-195 ms in all, awake 47-53 ms). */
+#define FINISH_SPIN_S 100e-6
+
 static void finish(void)
 {
     pthread_mutex_lock(&pool_lock);
     pool_job = NULL;
+    pthread_mutex_unlock(&pool_lock);
+    const double until = cf_now_s() + FINISH_SPIN_S;
+    while (atomic_load(&pool_users) > 0 && cf_now_s() < until) sched_yield();
+    pthread_mutex_lock(&pool_lock);
     while (pool_users > 0) pthread_cond_wait(&pool_idle, &pool_lock);
     pthread_mutex_unlock(&pool_lock);
 }
