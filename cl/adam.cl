@@ -37,8 +37,9 @@ kernel void clip_scale(global float *scale, ulong scale_off, global const float 
  * all of them lie before n and on one side of decay_end. An element an item,
  * PoCL ran the update as scalar code: gpt-mini's 810k parameters took 0.78
  * ms on a 2-vCPU AMD EPYC, 0.21 in runs of 16. Intel's CPU runtime, which
- * vectorises across items, went from 0.23 to 0.35 ms; it keeps the one run
- * length of every kernel (common.h) as its other kernels gain more from it.
+ * vectorises across items, went from 0.23 to 0.35 ms; it keeps the run
+ * length of every other kernel (common.h): with runs of one everywhere, its
+ * fills and this update gained what its column sums and LayerNorm lost.
  * GPU layouts: an element an item, a GPU's lanes being its work items.
  */
 

@@ -90,7 +90,7 @@ AVX512 static void load_transposed(const float *src, size_t ld, int rows, int co
  * (written by the kernel before, or weights last read a step ago), and
  * OpenBLAS's kernels read ahead in software too. Measured cold (each call on
  * operands not touched for 48 MiB, 2-vCPU AMD EPYC, gpt-mini's 19 shapes):
- * 6.1 ms without, 5.2 with those below; the products' bits do not change.
+ * 6.1 ms without, 5.3 with those below; the products' bits do not change.
  * B's rows are read PREFETCH_ROWS ahead as they are packed, A's rows (read
  * in place) A_AHEAD floats ahead once a line, and a tile's rows of C before
  * its sums over k, so that the stores find them. */
@@ -249,13 +249,13 @@ AVX512 static void block_rows(bool trans_a, int m, int jc, int nc, int pc, int k
     }
 }
 
-/* Packing space kept by each thread between products (freed when the
- * thread ends), in two slots: a product's own packing (SCRATCH_PRODUCT) and
- * a lone product's op(B) packed for every thread (SCRATCH_SHARED, used
- * while the same thread packs its chunks' A in the other). Allocated and
- * freed for each product, a gpt-mini step's 1,200 products (most of them
- * attention's small ones) put 1.5% of the step into malloc and free
- * (2-vCPU AMD EPYC, perf), 0.9% with the first slot kept. */
+/* Packing space kept by each thread between products (the largest it was
+ * asked for; freed when the thread ends), in two slots: a product's own
+ * packing (SCRATCH_PRODUCT) and a lone product's op(B) packed for every
+ * thread (SCRATCH_SHARED, used while the same thread packs its chunks' A in
+ * the other). Allocated and freed for each product, a gpt-mini step's 1,200
+ * products (most of them attention's small ones) put 1.5% of the step into
+ * malloc and free (2-vCPU AMD EPYC, perf), 0.9% with the first slot kept. */
 enum { SCRATCH_PRODUCT, SCRATCH_SHARED, SCRATCH_SLOTS };
 
 typedef struct {
@@ -363,7 +363,8 @@ bool cf_gemm_avx512_packed(bool trans_a, int m, int n, int k, float alpha, const
 {
     if (!cf_gemm_avx512_available()) return false;
     float *apack = NULL;
-    if (trans_a && !(apack = scratch_floats(SCRATCH_PRODUCT, (size_t)MC * min_int(k, KC)))) return false;
+    if (trans_a && !(apack = scratch_floats(SCRATCH_PRODUCT, (size_t)MC * min_int(k, KC))))
+        return false;
     for (int jc = 0; jc < n; jc += NC) {
         const int nc = min_int(NC, n - jc);
         for (int pc = 0; pc < k; pc += KC)
@@ -392,7 +393,6 @@ static int setting(void)
     if (s == -2) atomic_store(&cached, s = read_setting());
     return s;
 }
-
 
 static bool decide(void)
 {

@@ -397,9 +397,9 @@ static int slices(const host_args *h)
 /* A lone product on the AVX-512 path: op(B) packed once, by the caller,
  * into a buffer every thread reads, and C's rows taken CHUNK_ROWS at a time
  * by whichever thread is free. Sliced in halves instead, each thread packed
- * all of op(B) itself (the same cache misses twice: a sixth of the products'
- * time went to packing) and the caller, done with its half, waited for the
- * helper, which had woken 18-21 us after the post: an eighth of the
+ * all of op(B) itself (the same cache misses twice: packing op(B) took 13%
+ * of the products' cycles) and the caller, done with its half, waited for
+ * the helper, which had woken 18-21 us after the post: an eighth of the
  * products' wall time (gpt-mini on PoCL, 2 cores, 23,000 spread products).
  * The helpers are posted before the pack, so that they wake while it runs.
  * Each chunk reads the whole packed op(B): so only up to PACKED_MAX_FLOATS

@@ -96,7 +96,8 @@ static void packed_chunks_give_the_same_bits(void **state)
             assert_true(cf_gemm_avx512_pack(p.tb, s.n, s.k, p.b, p.ldb, packed));
             const int cuts[] = {0, 32, 37, 64, s.m};
             for (int c = 0; c + 1 < 5; c++) {
-                const int r0 = cuts[c] < s.m ? cuts[c] : s.m, r1 = cuts[c + 1] < s.m ? cuts[c + 1] : s.m;
+                const int r0 = cuts[c] < s.m ? cuts[c] : s.m,
+                          r1 = cuts[c + 1] < s.m ? cuts[c + 1] : s.m;
                 if (r1 <= r0) continue;
                 const float *a = p.a + (p.ta ? (size_t)r0 : (size_t)r0 * p.lda);
                 assert_true(cf_gemm_avx512_packed(p.ta, r1 - r0, s.n, s.k, 0.5f, a, p.lda, packed,
