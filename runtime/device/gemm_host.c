@@ -408,15 +408,23 @@ static int slices(const host_args *h)
  * change its bits (gemm_avx512.h). */
 enum { CHUNK_ROWS = 32 };
 #define PACKED_MAX_FLOATS ((size_t)1 << 22)
+/* Up to this many packed floats (2 MiB) the space is the calling thread's
+ * kept buffer (cf_gemm_avx512_packed_buffer); larger ones are allocated and
+ * freed with the product, so that a device with many worker threads, any of
+ * which may call a product, does not keep 16 MiB in each. */
+#define PACKED_KEEP_FLOATS ((size_t)1 << 19)
 
 static bool run_shared(const host_args *h)
 {
     if (h->dots || h->per_matrix || h->batch != 1 || h->m < 2 * CHUNK_ROWS ||
         !cf_gemm_avx512_wanted())
         return false;
-    float *packed = cf_gemm_avx512_packed_floats(h->n, h->k) <= PACKED_MAX_FLOATS
-                        ? cf_gemm_avx512_packed_buffer(h->n, h->k)
-                        : NULL;
+    const size_t floats = cf_gemm_avx512_packed_floats(h->n, h->k);
+    if (floats > PACKED_MAX_FLOATS) return false;
+    float *own = floats > PACKED_KEEP_FLOATS
+                     ? aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64)
+                     : NULL;
+    float *packed = floats > PACKED_KEEP_FLOATS ? own : cf_gemm_avx512_packed_buffer(h->n, h->k);
     if (!packed) return false;
     batch_job job = {.h = h, .parts = 1, .packed = packed, .chunk = CHUNK_ROWS};
     atomic_init(&job.next, 0);
@@ -426,6 +434,7 @@ static bool run_shared(const host_args *h)
     atomic_store(&job.packed_done, true);
     take_products(&job);
     if (posted) finish();
+    free(own);
     return true;
 }
 

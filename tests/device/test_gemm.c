@@ -161,51 +161,59 @@ static void linear_outputs_rounded_as_a_launch_rounds(void **state)
 /* The host provider on its AVX-512 path spreads a lone product's rows over
  * its threads in chunks from one shared packed op(B), and a batch's
  * products over them whole (gemm_host.c): every output must have the bits
- * of cf_gemm_avx512 computing the same product whole in this thread. The
- * sizes pass the provider's threshold for spreading (m*n*k >= 2^22), span two
- * blocks of k (KC = 256) and end rows part-way through a chunk (32). */
+ * of cf_gemm_avx512 computing the same product whole in this thread. Both
+ * shapes pass the provider's threshold for spreading (m*n*k >= 2^22), span
+ * two blocks of k (KC = 256) and end rows part-way through a chunk (32); the
+ * first packs op(B) into the thread's kept buffer, the second (two blocks of
+ * n, NC = 1024) into one of its own (over PACKED_KEEP_FLOATS). */
 static void host_products_have_one_threads_bits(void **state)
 {
     (void)state;
     cf_ctx *ctx = hctx();
     if (ctx->gemm_provider != CLFORMER_GEMM_HOST || !cf_gemm_avx512_wanted())
         skip(); /* another provider, or OpenBLAS's own products */
-    enum { M = 203, N = 97, K = 300, BATCH = 3 };
-    const size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
-    float *a = malloc(BATCH * na * 4), *b = malloc(BATCH * nb * 4), *c0 = malloc(BATCH * nc * 4),
-          *got = malloc(BATCH * nc * 4), *want = malloc(BATCH * nc * 4);
-    assert_true(a && b && c0 && got && want);
-    for (size_t i = 0; i < BATCH * na; i++) a[i] = (float)((int)(i * 7919 % 2001) - 1000) / 997.0f;
-    for (size_t i = 0; i < BATCH * nb; i++)
-        b[i] = (float)((int)(i * 104729 % 2001) - 1000) / 991.0f;
-    for (size_t i = 0; i < BATCH * nc; i++) c0[i] = (float)((int)(i * 31 % 201) - 100) / 50.0f;
-    cl_mem A, B, C;
-    assert_ok(cf_buffer_alloc(ctx, BATCH * na, "a", &A));
-    assert_ok(cf_buffer_alloc(ctx, BATCH * nb, "b", &B));
-    assert_ok(cf_buffer_alloc(ctx, BATCH * nc, "c", &C));
-    assert_ok(cf_upload(ctx, A, 0, a, BATCH * na));
-    assert_ok(cf_upload(ctx, B, 0, b, BATCH * nb));
-    for (int t = 0; t < 4; t++) {
-        const bool ta = t & 1, tb = t & 2;
-        const int lda = ta ? M : K, ldb = tb ? K : N;
-        for (size_t batch = 1; batch <= BATCH; batch += BATCH - 1) {
-            assert_ok(cf_upload(ctx, C, 0, c0, BATCH * nc));
-            assert_ok(cf_gemm_strided_batched(ctx, ta, tb, M, N, K, 0.75f, A, 0, lda, na, B, 0,
-                                              ldb, nb, 0.5f, C, 0, N, nc, batch));
-            assert_ok(cf_download(ctx, C, 0, got, batch * nc));
-            memcpy(want, c0, batch * nc * 4);
-            for (size_t i = 0; i < batch; i++)
-                assert_true(cf_gemm_avx512(ta, tb, M, N, K, 0.75f, a + i * na, lda, b + i * nb,
-                                           ldb, 0.5f, want + i * nc, N));
-            for (size_t i = 0; i < batch * nc; i++)
-                if (memcmp(&got[i], &want[i], 4) != 0)
-                    fail_msg("trans_a %d trans_b %d, batch %zu: C[%zu] is %.9g, one thread's "
-                             "product %.9g",
-                             ta, tb, batch, i, (double)got[i], (double)want[i]);
+    enum { BATCH = 3 };
+    static const int shapes[2][3] = {{203, 97, 300}, {70, 1100, 480}};
+    for (int sh = 0; sh < 2; sh++) {
+        const int M = shapes[sh][0], N = shapes[sh][1], K = shapes[sh][2];
+        const size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+        float *a = malloc(BATCH * na * 4), *b = malloc(BATCH * nb * 4),
+              *c0 = malloc(BATCH * nc * 4), *got = malloc(BATCH * nc * 4),
+              *want = malloc(BATCH * nc * 4);
+        assert_true(a && b && c0 && got && want);
+        for (size_t i = 0; i < BATCH * na; i++)
+            a[i] = (float)((int)(i * 7919 % 2001) - 1000) / 997.0f;
+        for (size_t i = 0; i < BATCH * nb; i++)
+            b[i] = (float)((int)(i * 104729 % 2001) - 1000) / 991.0f;
+        for (size_t i = 0; i < BATCH * nc; i++) c0[i] = (float)((int)(i * 31 % 201) - 100) / 50.0f;
+        cl_mem A, B, C;
+        assert_ok(cf_buffer_alloc(ctx, BATCH * na, "a", &A));
+        assert_ok(cf_buffer_alloc(ctx, BATCH * nb, "b", &B));
+        assert_ok(cf_buffer_alloc(ctx, BATCH * nc, "c", &C));
+        assert_ok(cf_upload(ctx, A, 0, a, BATCH * na));
+        assert_ok(cf_upload(ctx, B, 0, b, BATCH * nb));
+        for (int t = 0; t < 4; t++) {
+            const bool ta = t & 1, tb = t & 2;
+            const int lda = ta ? M : K, ldb = tb ? K : N;
+            for (size_t batch = 1; batch <= BATCH; batch += BATCH - 1) {
+                assert_ok(cf_upload(ctx, C, 0, c0, BATCH * nc));
+                assert_ok(cf_gemm_strided_batched(ctx, ta, tb, M, N, K, 0.75f, A, 0, lda, na, B,
+                                                  0, ldb, nb, 0.5f, C, 0, N, nc, batch));
+                assert_ok(cf_download(ctx, C, 0, got, batch * nc));
+                memcpy(want, c0, batch * nc * 4);
+                for (size_t i = 0; i < batch; i++)
+                    assert_true(cf_gemm_avx512(ta, tb, M, N, K, 0.75f, a + i * na, lda,
+                                               b + i * nb, ldb, 0.5f, want + i * nc, N));
+                for (size_t i = 0; i < batch * nc; i++)
+                    if (memcmp(&got[i], &want[i], 4) != 0)
+                        fail_msg("%d x %d x %d, trans_a %d trans_b %d, batch %zu: C[%zu] is "
+                                 "%.9g, one thread's product %.9g",
+                                 M, N, K, ta, tb, batch, i, (double)got[i], (double)want[i]);
+            }
         }
+        cf_buffer_free(ctx, A), cf_buffer_free(ctx, B), cf_buffer_free(ctx, C);
+        free(a), free(b), free(c0), free(got), free(want);
     }
-    cf_buffer_free(ctx, A), cf_buffer_free(ctx, B), cf_buffer_free(ctx, C);
-    free(a), free(b), free(c0), free(got), free(want);
 }
 
 static const struct CMUnitTest tests[] = {
