@@ -263,6 +263,13 @@ typedef struct {
     float *data[SCRATCH_SLOTS];
 } scratch;
 
+/* `floats` floats, 64-byte aligned; NULL without memory. */
+static float *alloc_floats(size_t floats)
+{
+    /* aligned_alloc takes a multiple of the alignment (ASan holds it to that) */
+    return aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+}
+
 static pthread_key_t scratch_key;
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 static bool scratch_keyed;
@@ -294,8 +301,7 @@ static float *scratch_floats(int slot, size_t floats)
             return NULL;
         }
     }
-    /* aligned_alloc takes a multiple of the alignment (ASan holds it to that) */
-    float *data = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+    float *data = alloc_floats(floats);
     if (!data) return NULL;
     free(s->data[slot]);
     s->data[slot] = data, s->floats[slot] = floats;
@@ -339,11 +345,16 @@ size_t cf_gemm_avx512_packed_floats(int n, int k)
     return (size_t)((n + NR - 1) / NR * NR) * (size_t)k;
 }
 
-float *cf_gemm_avx512_packed_buffer(int n, int k)
+/* The most floats of a packed op(B) a thread keeps (2 MiB; gpt-mini's
+ * largest is 1.5 MiB). */
+#define SHARED_KEEP_FLOATS ((size_t)1 << 19)
+
+float *cf_gemm_avx512_packed_buffer(int n, int k, bool *own)
 {
-    return cf_gemm_avx512_available()
-               ? scratch_floats(SCRATCH_SHARED, cf_gemm_avx512_packed_floats(n, k))
-               : NULL;
+    const size_t floats = cf_gemm_avx512_packed_floats(n, k);
+    *own = floats > SHARED_KEEP_FLOATS;
+    if (!cf_gemm_avx512_available()) return NULL;
+    return *own ? alloc_floats(floats) : scratch_floats(SCRATCH_SHARED, floats);
 }
 
 bool cf_gemm_avx512_pack(bool trans_b, int n, int k, const float *b, int ldb, float *out)
@@ -469,9 +480,10 @@ size_t cf_gemm_avx512_packed_floats(int n, int k)
     return 0;
 }
 
-float *cf_gemm_avx512_packed_buffer(int n, int k)
+float *cf_gemm_avx512_packed_buffer(int n, int k, bool *own)
 {
     (void)n, (void)k;
+    *own = false;
     return NULL;
 }
 

@@ -50,11 +50,15 @@ bool cf_gemm_avx512_available(void);
  * then compute any rows of C from it; the bits are cf_gemm_avx512's. A
  * thread's slice is m rows of op(A) from a (trans_a: a + first row) and of C
  * from c. False, having written nothing, without AVX-512F or memory.
- * cf_gemm_avx512_packed_buffer: space for the packed op(B) that the calling
- * thread keeps (the same next time, or a larger one; freed when it ends),
- * valid until its next call; NULL without AVX-512F or memory. */
+ * cf_gemm_avx512_packed_buffer: space for the packed op(B). Up to 2 MiB it
+ * is space the calling thread keeps (the same next time, or a larger one;
+ * freed when the thread ends), valid until its next call, and *own is
+ * false; larger, it is allocated for this product, *own is true and the
+ * caller frees it (a device with many worker threads, any of which may call
+ * a product, then keeps no more than 2 MiB in each). NULL without AVX-512F
+ * or memory. */
 size_t cf_gemm_avx512_packed_floats(int n, int k);
-float *cf_gemm_avx512_packed_buffer(int n, int k);
+float *cf_gemm_avx512_packed_buffer(int n, int k, bool *own);
 bool cf_gemm_avx512_pack(bool trans_b, int n, int k, const float *b, int ldb, float *out);
 bool cf_gemm_avx512_packed(bool trans_a, int m, int n, int k, float alpha, const float *a,
                            int lda, const float *packed, float beta, float *c, int ldc);

@@ -184,8 +184,10 @@ typedef struct {
     bool spin_after;    /* the helpers wait awake for the next job (SPIN_AFTER_S) */
     const float *packed;     /* a lone product's op(B) packed once (run_shared), or NULL */
     atomic_bool packed_done; /* the caller has finished packing it */
-    int chunk;               /* rows of C a take computes (with packed) */
 } batch_job;
+
+/* Rows of C a take of a lone product's job computes (run_shared). */
+enum { CHUNK_ROWS = 32 };
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER; /* a job was posted */
@@ -208,9 +210,9 @@ static void take_rows(batch_job *job)
 {
     const host_args *h = job->h;
     while (!atomic_load(&job->packed_done)) sched_yield();
-    const size_t chunks = ((size_t)h->m + (size_t)job->chunk - 1) / (size_t)job->chunk;
+    const size_t chunks = ((size_t)h->m + CHUNK_ROWS - 1) / CHUNK_ROWS;
     for (size_t i; (i = atomic_fetch_add(&job->next, 1)) < chunks;) {
-        const int r0 = (int)i * job->chunk, rows = h->m - r0 < job->chunk ? h->m - r0 : job->chunk;
+        const int r0 = (int)i * CHUNK_ROWS, rows = h->m - r0 < CHUNK_ROWS ? h->m - r0 : CHUNK_ROWS;
         const size_t ao = h->a_off + (h->trans_a ? (size_t)r0 : (size_t)r0 * (size_t)h->lda),
                      co = h->c_off + (size_t)r0 * (size_t)h->ldc;
         cf_gemm_avx512_packed(h->trans_a, rows, h->n, h->k, h->alpha, h->a + ao, h->lda,
@@ -406,27 +408,17 @@ static int slices(const host_args *h)
  * (larger products take the slices, their waits and packs being small
  * beside them). Whether a row is computed in one chunk or another does not
  * change its bits (gemm_avx512.h). */
-enum { CHUNK_ROWS = 32 };
 #define PACKED_MAX_FLOATS ((size_t)1 << 22)
-/* Up to this many packed floats (2 MiB) the space is the calling thread's
- * kept buffer (cf_gemm_avx512_packed_buffer); larger ones are allocated and
- * freed with the product, so that a device with many worker threads, any of
- * which may call a product, does not keep 16 MiB in each. */
-#define PACKED_KEEP_FLOATS ((size_t)1 << 19)
 
 static bool run_shared(const host_args *h)
 {
     if (h->dots || h->per_matrix || h->batch != 1 || h->m < 2 * CHUNK_ROWS ||
-        !cf_gemm_avx512_wanted())
+        !cf_gemm_avx512_wanted() || cf_gemm_avx512_packed_floats(h->n, h->k) > PACKED_MAX_FLOATS)
         return false;
-    const size_t floats = cf_gemm_avx512_packed_floats(h->n, h->k);
-    if (floats > PACKED_MAX_FLOATS) return false;
-    float *own = floats > PACKED_KEEP_FLOATS
-                     ? aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64)
-                     : NULL;
-    float *packed = floats > PACKED_KEEP_FLOATS ? own : cf_gemm_avx512_packed_buffer(h->n, h->k);
+    bool own;
+    float *packed = cf_gemm_avx512_packed_buffer(h->n, h->k, &own);
     if (!packed) return false;
-    batch_job job = {.h = h, .parts = 1, .packed = packed, .chunk = CHUNK_ROWS};
+    batch_job job = {.h = h, .parts = 1, .packed = packed};
     atomic_init(&job.next, 0);
     atomic_init(&job.packed_done, false);
     const bool posted = post(&job);
@@ -434,7 +426,7 @@ static bool run_shared(const host_args *h)
     atomic_store(&job.packed_done, true);
     take_products(&job);
     if (posted) finish();
-    free(own);
+    if (own) free(packed);
     return true;
 }
 

@@ -165,7 +165,8 @@ static void linear_outputs_rounded_as_a_launch_rounds(void **state)
  * shapes pass the provider's threshold for spreading (m*n*k >= 2^22), span
  * two blocks of k (KC = 256) and end rows part-way through a chunk (32); the
  * first packs op(B) into the thread's kept buffer, the second (two blocks of
- * n, NC = 1024) into one of its own (over PACKED_KEEP_FLOATS). */
+ * n, NC = 1024) into one of its own (over the 2 MiB a thread keeps,
+ * gemm_avx512.h). */
 static void host_products_have_one_threads_bits(void **state)
 {
     (void)state;

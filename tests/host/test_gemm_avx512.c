@@ -89,7 +89,8 @@ static void packed_chunks_give_the_same_bits(void **state)
             const size_t nc = (size_t)s.m * p.ldc;
             float *whole = malloc(nc * 4), *chunks = malloc(nc * 4);
             /* the thread's kept buffer: reused, and grown from one shape to the next */
-            float *packed = cf_gemm_avx512_packed_buffer(s.n, s.k);
+            bool own;
+            float *packed = cf_gemm_avx512_packed_buffer(s.n, s.k, &own);
             assert_non_null(whole), assert_non_null(chunks), assert_non_null(packed);
             memcpy(whole, p.c, nc * 4), memcpy(chunks, p.c, nc * 4);
             slice(&p, whole, 0, s.m, 0, s.n, 0.25f);
@@ -105,6 +106,7 @@ static void packed_chunks_give_the_same_bits(void **state)
             }
             assert_memory_equal(whole, chunks, nc * 4);
             free(whole), free(chunks);
+            if (own) free(packed);
             host_product_drop(&p);
         }
 }
