@@ -957,6 +957,134 @@ done:
     return st;
 }
 
+/* Rows in place of heads (cf_attention_shape's out_rows, dq_ld, dkv_ld, as
+ * the model passes them on the unfused path): the forward and backward on
+ * rows give the head layout's numbers (checked against the reference by
+ * the cases above), bit for bit with the host provider, whose products'
+ * bits do not depend on where their operands lie; elsewhere (CLBlast) to the
+ * gradient rule. The gradients' rows leave the columns between heads alone.
+ * Self-attention, causal with dropout, its three gradients in one tensor of
+ * rows 3 * H * dh + 5 apart (the projection's, padded); and cross-attention
+ * with padded keys, dQ and dK, dV in tensors of their own. */
+static void rows_to_heads(float *heads, const float *rows, size_t ld, size_t B, size_t T, size_t H,
+                          size_t dh)
+{
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < H; h++)
+            for (size_t t = 0; t < T; t++)
+                memcpy(heads + ((b * H + h) * T + t) * dh, rows + (b * T + t) * ld + h * dh,
+                       dh * sizeof *heads);
+}
+
+#define BETWEEN 96.0f /* the columns between heads' rows: exact in every format */
+
+static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool quick, conf_sink sink,
+                                     void *user)
+{
+    const size_t B = 2, H = 3, dh = quick ? 8 : 64, Tq = quick ? 5 : 37,
+                 Tk = cross ? (quick ? 7 : 29) : Tq, width = H * dh;
+    const size_t dq_ld = cross ? width : 3 * width + 5, dkv_ld = cross ? 2 * width : dq_ld;
+    const size_t nq = B * H * Tq * dh, nk = B * H * Tk * dh, np = B * H * Tq * Tk;
+    /* the rows' tensors: self, one for all three (dK at column width, dV at
+     * 2 width); cross, dQ's and one for dK and dV (dV at column width) */
+    const size_t n_grad_q = B * Tq * dq_ld, n_grad_kv = cross ? B * Tk * dkv_ld : 1;
+    conf_block b = {0};
+    enum { IQ, IK, IV, IDO, IKEYS, IP, IPD, IDP, OUT_H, DQ_H, DK_H, DV_H, OUT_R, DO_R, GQ_R,
+           GKV_R, N_R };
+    const size_t n[N_R] = {nq, nk, nk, nq, B * Tk, np, np, np, nq, nq, nk, nk, nq, nq, n_grad_q,
+                           n_grad_kv};
+    for (int i = 0; i < N_R; i++) conf_block_add(&b, n[i]);
+    float *heads = malloc((nq > nk ? nq : nk) * sizeof *heads);
+    double *want = malloc((nq > nk ? nq : nk) * sizeof *want);
+    clformer_status st = conf_block_create(ctx, &b);
+    if (st) goto done;
+    if (!heads || !want) {
+        st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+        goto done;
+    }
+    ref_rng r = ref_rng_new(cross ? 31 : 30);
+    for (int i = IQ; i <= IDO; i++) {
+        float *x = conf_block_init(&b, i);
+        for (size_t e = 0; e < n[i]; e++) x[e] = (float)ref_rng_uniform(&r, -1, 1);
+        conf_round(ctx, x, n[i]);
+    }
+    int32_t keys[2 * 29]; /* batch 1's last two keys are padding */
+    for (size_t e = 0; e < B * Tk; e++) keys[e] = e % Tk < Tk - 2 * (e / Tk) ? 5 : 0;
+    memcpy(conf_block_init(&b, IKEYS), keys, B * Tk * sizeof *keys); /* int32 bit for bit */
+    /* dO as rows: (b, t) row, head h's columns */
+    const float *dO = conf_block_init(&b, IDO);
+    float *dO_rows = conf_block_init(&b, DO_R);
+    for (size_t bb = 0; bb < B; bb++)
+        for (size_t h = 0; h < H; h++)
+            for (size_t t = 0; t < Tq; t++)
+                memcpy(dO_rows + (bb * Tq + t) * width + h * dh, dO + ((bb * H + h) * Tq + t) * dh,
+                       dh * sizeof *dO);
+    for (int i = IP; i < N_R; i++)
+        if (i != DO_R) conf_block_init_fill(&b, i, i >= GQ_R ? BETWEEN : NAN);
+    if ((st = conf_block_upload(&b))) goto done;
+
+    const cf_dropout drop = {0.2f, 77, 3, 9};
+    const cf_dropout *dev_drop = cross ? NULL : &drop;
+    const cf_view none = cf_view_at(NULL, 0), key_view = cross ? conf_block_view(&b, IKEYS) : none;
+    const cf_attention_saved saved = {conf_block_view(&b, IP), conf_block_view(&b, IPD), none,
+                                      none, none};
+    const cf_attention_shape s_heads = {B, H, dh, Tq, Tk, Tk, 0, !cross, Tk, 0};
+    cf_attention_shape s_rows = s_heads;
+    s_rows.out_rows = true, s_rows.dq_ld = dq_ld, s_rows.dkv_ld = dkv_ld;
+#define V_(i) conf_block_view(&b, i)
+    const cf_view gq = V_(GQ_R), dk_rows = cross ? V_(GKV_R) : cf_view_add(gq, width),
+                  dv_rows = cross ? cf_view_add(V_(GKV_R), width) : cf_view_add(gq, 2 * width);
+    if ((st = cf_attention_forward(ctx, V_(OUT_H), &saved, V_(IQ), V_(IK), V_(IV), key_view,
+                                   &s_heads, dev_drop)) ||
+        (st = cf_attention_backward(ctx, V_(DQ_H), V_(DK_H), V_(DV_H), V_(IDP), V_(IDO), &saved,
+                                    V_(IQ), V_(IK), V_(IV), &s_heads, dev_drop)) ||
+        (st = cf_attention_forward(ctx, V_(OUT_R), &saved, V_(IQ), V_(IK), V_(IV), key_view,
+                                   &s_rows, dev_drop)) ||
+        (st = cf_attention_backward(ctx, gq, dk_rows, dv_rows, V_(IDP), V_(DO_R), &saved, V_(IQ),
+                                    V_(IK), V_(IV), &s_rows, dev_drop)) ||
+        (st = cf_finish(ctx)) || (st = conf_block_read(&b)))
+        goto done;
+#undef V_
+    /* each rows result as heads against the head layout's */
+    const bool exact = ctx->gemm_provider == CLFORMER_GEMM_HOST;
+    const struct {
+        int want, got;
+        size_t ld, col, T;
+    } pairs[4] = {{OUT_H, OUT_R, width, 0, Tq},
+                  {DQ_H, GQ_R, dq_ld, 0, Tq},
+                  {DK_H, cross ? GKV_R : GQ_R, dkv_ld, cross ? 0 : width, Tk},
+                  {DV_H, cross ? GKV_R : GQ_R, dkv_ld, cross ? width : 2 * width, Tk}};
+    ref_cmp all[4];
+    for (int i = 0; i < 4; i++) {
+        const size_t count = n[pairs[i].want];
+        const float *w = conf_block_out(&b, pairs[i].want);
+        rows_to_heads(heads, conf_block_out(&b, pairs[i].got) + pairs[i].col, pairs[i].ld, B,
+                      pairs[i].T, H, dh);
+        for (size_t e = 0; e < count; e++) want[e] = w[e];
+        all[i] = exact ? ref_compare_exact(heads, want, count)
+                       : conf_compare_stored(ctx, heads, want, count, REF_RULE_GRAD, NULL, NULL);
+    }
+    ref_cmp c[2] = {all[0], worst_of(all + 1, 3)};
+    /* the columns past the three heads' (self) or past dQ's (none: cross) */
+    bool between = true;
+    for (size_t row = 0; row < B * Tq && !cross; row++)
+        for (size_t col = 3 * width; col < dq_ld; col++)
+            between = between && conf_block_out(&b, GQ_R)[row * dq_ld + col] == BETWEEN;
+    if (!between) c[1] = failed(c[1], "the gradients' rows were written between the heads");
+    char shape[96];
+    snprintf(shape, sizeof shape, "B%zu H%zu Tq%zu Tk%zu dh%zu, rows: dq_ld %zu dkv_ld %zu", B,
+             H, Tq, Tk, dh, dq_ld, dkv_ld);
+    conf_emit(sink, user, cross ? "attention_rows_forward" : "attention_rows_forward_causal_dropout",
+              shape, conf_guarded(c[0], &b), 0.0);
+    conf_emit(sink, user,
+              cross ? "attention_rows_backward" : "attention_rows_backward_causal_dropout", shape,
+              conf_guarded(c[1], &b), 0.0);
+done:
+    conf_block_free(&b);
+    free(heads), free(want);
+    return st;
+}
+
 /* Bad arguments are errors naming the fix, and write nothing. */
 static clformer_status run_arguments(cf_ctx *ctx, conf_sink sink, void *user)
 {
@@ -970,7 +1098,9 @@ static clformer_status run_arguments(cf_ctx *ctx, conf_sink sink, void *user)
                              apart = {s0, cf_view_add(s0, 128), none, none, none};
     const cf_attention_shape past_cap = {1, 1, 8, 2, 5, 4, 0, false, 5, 0}, /* Tk > Tk_cap */
         fits = {1, 1, 8, 2, 5, 5, 0, false, 5, 0},
-        three_of_four = {1, 4, 8, 2, 2, 2, 0, true, 2, 3}; /* 3 key/value heads for 4 */
+        three_of_four = {1, 4, 8, 2, 2, 2, 0, true, 2, 3}, /* 3 key/value heads for 4 */
+        grouped_rows = {1, 4, 4, 2, 2, 2, 0, true, 2, 2, true, 0, 0},
+        short_rows = {1, 2, 4, 2, 2, 2, 0, true, 2, 0, true, 7, 8}; /* dq_ld 7 < 2 x 4 */
     const cf_dropout drop = {0.1f, 1, 1, 1}, all = {1.0f, 1, 1, 1};
     const char *bad = NULL;
     if (cf_attention_forward(ctx, x, &same, x, x, x, x, &past_cap, NULL) !=
@@ -1001,8 +1131,16 @@ static clformer_status run_arguments(cf_ctx *ctx, conf_sink sink, void *user)
                  CLFORMER_ERR_INVALID_ARGUMENT ||
              !strstr(clformer_last_error(), "must divide H=4"))
         bad = "H_kv not dividing H not refused";
+    else if (cf_attention_forward(ctx, x, &same, x, x, x, x, &grouped_rows, NULL) !=
+                 CLFORMER_ERR_INVALID_ARGUMENT ||
+             !strstr(clformer_last_error(), "grouped-query"))
+        bad = "rows with grouped-query heads not refused";
+    else if (cf_attention_backward(ctx, x, x, x, s0, x, &same, x, x, x, &short_rows, NULL) !=
+                 CLFORMER_ERR_INVALID_ARGUMENT ||
+             !strstr(clformer_last_error(), "shorter than the heads"))
+        bad = "gradient rows shorter than the heads not refused";
     if ((st = cf_finish(ctx)) || (st = conf_block_read(&b))) goto done;
-    conf_emit(sink, user, "attention_arguments", "Tk > Tk_cap, probs_drop, p=1, ld, rows, cache rows, H_kv",
+    conf_emit(sink, user, "attention_arguments", "Tk > Tk_cap, probs_drop, p=1, ld, rows, cache rows, H_kv, rows for heads",
               conf_block_refusals(&b, bad), 0.0);
 done:
     conf_block_free(&b);
@@ -1023,6 +1161,8 @@ static clformer_status attention_check(cf_ctx *ctx, bool quick, conf_sink sink, 
     };
     CF_TRY(run_group(ctx, &model, quick, sink, user));
     CF_TRY(run_split_to_caches(ctx, quick, sink, user));
+    CF_TRY(run_rows_case(ctx, false, quick, sink, user));
+    CF_TRY(run_rows_case(ctx, true, quick, sink, user));
     if (ctx->precision != CLFORMER_FP32) return CLFORMER_OK;
     for (size_t i = 0; i < sizeof groups / sizeof *groups; i++)
         CF_TRY(run_group(ctx, &groups[i], quick, sink, user));

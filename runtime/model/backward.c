@@ -33,22 +33,41 @@ static clformer_status attention_backward(cf_session *s, cf_attn_acts *a, const 
     const size_t Hkv = cross ? H : s->model->blocks.kv_heads, kvd = Hkv * dh, ld = d + 2 * kvd;
     CF_TRY(cf_linear_backward(ctx, A->d_c, G(s, p->out_w), G(s, p->out_b), dout, a->concat,
                               P(s, p->out_w), Nq, d, d, false));
-    CF_TRY(cf_split_heads(ctx, A->d_ctx_h, A->d_c, d, B, Tq, H, dh));
-    const cf_attention_shape shape = {B, H, dh, Tq, Tk, Tk, 0, causal, Tk, Hkv};
+    cf_attention_shape shape = {B, H, dh, Tq, Tk, Tk, 0, causal, Tk, Hkv};
+    /* as in the forward: the unfused path without grouped-query heads reads
+     * dO from the projection's rows and writes dQ, dK and dV into the rows
+     * of d_q (self-attention: all three; cross: dQ, and dK, dV into d_kv's) */
+    const bool rows = !cf_attention_fused(&a->saved) && Hkv == H;
+    if (rows) {
+        shape.out_rows = true;
+        shape.dq_ld = cross ? d : ld;
+        shape.dkv_ld = cross ? 2 * d : ld;
+    } else {
+        CF_TRY(cf_split_heads(ctx, A->d_ctx_h, A->d_c, d, B, Tq, H, dh));
+    }
+    const cf_view dq = rows ? A->d_q : A->d_qh,
+                  dk = !rows ? A->d_kh : cross ? A->d_kv : cf_view_add(A->d_q, d),
+                  dv = !rows ? A->d_vh : cross ? cf_view_add(A->d_kv, d)
+                                               : cf_view_add(A->d_q, d + kvd);
     cf_dropout ds;
-    CF_TRY(cf_attention_backward(ctx, A->d_qh, A->d_kh, A->d_vh, A->d_probs, A->d_ctx_h,
+    CF_TRY(cf_attention_backward(ctx, dq, dk, dv, A->d_probs, rows ? A->d_c : A->d_ctx_h,
                                  &a->saved, a->qh, a->kh, a->vh, &shape,
                                  cf_session_dropout(s, site, &ds)));
     if (!cross) {
         /* self-attention: Tk = Tq, the rows of d_q hold all three */
-        CF_TRY(cf_merge_qkv_heads(ctx, A->d_q, ld, A->d_qh, A->d_kh, A->d_vh, B, Tq, H, Hkv, dh));
+        if (!rows)
+            CF_TRY(cf_merge_qkv_heads(ctx, A->d_q, ld, A->d_qh, A->d_kh, A->d_vh, B, Tq, H, Hkv,
+                                      dh));
         /* rotary positions: the gradients of the turned queries and keys, turned back */
         if (s->model->blocks.rope) CF_TRY(cf_rotate(s, A->d_q, B, Tq, 0, NULL, true));
         return cf_linear_backward(ctx, dinp, G(s, p->in_proj_w), G(s, p->in_proj_b), A->d_q, fin,
                                   P(s, p->in_proj_w), Nq, d, ld, accumulate);
     }
-    CF_TRY(cf_merge_heads(ctx, A->d_q, d, A->d_qh, B, Tq, H, dh));
-    CF_TRY(cf_merge_qkv_heads(ctx, A->d_kv, 2 * d, A->d_kh, A->d_kh, A->d_vh, B, Tk, 0, H, dh));
+    if (!rows) {
+        CF_TRY(cf_merge_heads(ctx, A->d_q, d, A->d_qh, B, Tq, H, dh));
+        CF_TRY(cf_merge_qkv_heads(ctx, A->d_kv, 2 * d, A->d_kh, A->d_kh, A->d_vh, B, Tk, 0, H,
+                                  dh));
+    }
     CF_TRY(cf_linear_backward(ctx, dinp, G(s, p->in_proj_w), G(s, p->in_proj_b), A->d_q, fin,
                               P(s, p->in_proj_w), Nq, d, d, accumulate));
     return cf_linear_backward(ctx, A->d_mem, G(s, p->in_proj_w + d * d),

@@ -249,6 +249,18 @@ typedef struct {
      * consecutive query heads (query head h reads key/value head h /
      * (H / H_kv)); kh, vh, dkh and dvh are (B, H_kv, Tk_cap, dh). 0: H */
     size_t H_kv;
+    /* Rows in place of heads, for the unfused path without grouped-query
+     * heads (H_kv 0 or H), so that the products read and write the
+     * projections' rows and no split or merge launch is needed around them.
+     * out_rows: ctx_h, and the backward's dctx_h, are rows (B, Tq, H*dh),
+     * head h in columns h*dh..h*dh+dh-1. dq_ld, dkv_ld (0: the head layout):
+     * the backward's dqh is rows (B, Tq) and dkh, dvh rows (B, Tk) (Tk_cap
+     * must be Tk) of that stride, head h at column h*dh of the view; other
+     * columns are not written, except that in 16-bit storage every element
+     * from a view's first to its last is rounded (values already stored in
+     * the format keep their bits). */
+    bool out_rows;
+    size_t dq_ld, dkv_ld;
 } cf_attention_shape;
 
 /* Key/value heads of a shape, and query heads per key/value head (the

@@ -14,6 +14,10 @@
  *   dVh = P_drop^T dO, dP_drop = dO Vh^T          GEMMs
  *   dS = P (dP - rowsum(dP P)) scale              attention_softmax_backward, in place
  *   dQh = dS Kh, dKh = dS^T Qh                    GEMMs
+ * Those products may read dO from, and write O, dQh, dKh and dVh into, rows
+ * (B, T, heads * dh) instead of heads (the shape's out_rows, dq_ld, dkv_ld):
+ * then they are one batch with each product's offsets (heads_gemm), and the
+ * model needs no merge or split launch around them.
  * A forward with one query row a sequence and head and no dropout (a
  * decoding step) gives the unfused path's results, P included, in one
  * launch instead (cl/attention_decode.cl).
@@ -39,6 +43,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 
 /* ------------------------------------------------------------------------- */
 /* Heads in and out of the (B, H, T, dh) layout                              */
@@ -173,6 +178,21 @@ static clformer_status check_args(const char *fn, const cf_attention_shape *s,
     if (T > 0 && s->B * s->H > INT_MAX / T)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "%s: B*H*max(Tq, Tk) exceeds INT_MAX; split the batch", fn);
+    if (s->out_rows || s->dq_ld || s->dkv_ld) {
+        const size_t width = s->H * s->dh;
+        if (cf_attention_fused(saved) || cf_attention_group(s) > 1)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "%s: rows in place of heads (out_rows, dq_ld, dkv_ld) are for the "
+                           "unfused path without grouped-query heads; pass the head layout", fn);
+        if ((s->dq_ld && s->dq_ld < width) || (s->dkv_ld && s->dkv_ld < width))
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "%s: gradient row strides dq_ld=%zu, dkv_ld=%zu are shorter than the "
+                           "heads' %zu columns", fn, s->dq_ld, s->dkv_ld, width);
+        if (s->dkv_ld && s->Tk_cap != s->Tk)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "%s: dK and dV as rows need Tk_cap == Tk (%zu, %zu)", fn, s->Tk_cap,
+                           s->Tk);
+    }
     if (cf_dropout_active(dropout)) {
         if (!(dropout->p < 1.0f))
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
@@ -195,6 +215,81 @@ static clformer_status zero_head_rows(cf_ctx *ctx, cf_view x, size_t BH, size_t 
     return CLFORMER_OK;
 }
 
+/* Elements from the first of `rows` rows of `width` (ld apart) to the last. */
+static size_t rows_span(size_t rows, size_t ld, size_t width)
+{
+    return rows ? (rows - 1) * ld + width : 0;
+}
+
+/* Overwrites `rows` rows of `width` floats, ld apart, with 0 (only those:
+ * a fill a row where others lie between; only degenerate shapes come here). */
+static clformer_status zero_rows(cf_ctx *ctx, cf_view x, size_t rows, size_t ld, size_t width)
+{
+    if (ld == width) return cf_fill(ctx, x.buf, x.off, rows * width, 0.0f);
+    for (size_t r = 0; r < rows; r++) CF_TRY(cf_fill(ctx, x.buf, x.off + r * ld, width, 0.0f));
+    return CLFORMER_OK;
+}
+
+/* An operand of the unfused path's products, one a (b, h): the matrix of
+ * head h of batch b starts at off + b * batch_step + h * head_step, its
+ * rows ld apart. In the head layout a head's block follows the one before
+ * (batch_step = heads * head_step); as rows (B, T, heads * dh), head h is
+ * columns h * dh.. of each row. */
+typedef struct {
+    cl_mem buf;
+    size_t off, ld, batch_step, head_step;
+} heads_operand;
+
+/* Blocks of `block` floats, rows ld apart, `heads` a batch. */
+static heads_operand in_heads(cf_view v, size_t ld, size_t block, size_t heads)
+{
+    return (heads_operand){v.buf, v.off, ld, heads * block, block};
+}
+
+/* Rows (B, T) of stride ld, head h at column h * dh. */
+static heads_operand in_rows(cf_view v, size_t ld, size_t T, size_t dh)
+{
+    return (heads_operand){v.buf, v.off, ld, T * ld, dh};
+}
+
+static bool evenly_strided(const heads_operand *x, size_t heads)
+{
+    return x->batch_step == heads * x->head_step;
+}
+
+/* C = op(A) op(B) for each of B * heads (batch, head) pairs: one strided
+ * batch where every operand's blocks lie evenly apart, else one batch with
+ * each product's offsets (the same products: a product's bits do not
+ * depend on where its operands lie). */
+static clformer_status heads_gemm(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m, size_t n,
+                                  size_t k, heads_operand a, heads_operand b, heads_operand c,
+                                  size_t B, size_t heads)
+{
+    const size_t count = B * heads;
+    if (evenly_strided(&a, heads) && evenly_strided(&b, heads) && evenly_strided(&c, heads))
+        return cf_gemm_strided_batched(ctx, trans_a, trans_b, m, n, k, 1.0f, a.buf, a.off, a.ld,
+                                       a.head_step, b.buf, b.off, b.ld, b.head_step, 0.0f, c.buf,
+                                       c.off, c.ld, c.head_step, count);
+    size_t *offs = malloc(3 * count * sizeof *offs);
+    float *scalars = malloc(2 * count * sizeof *scalars);
+    if (!offs || !scalars) {
+        free(offs), free(scalars);
+        return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    const heads_operand *x[3] = {&a, &b, &c};
+    for (size_t i = 0; i < count; i++) {
+        for (int t = 0; t < 3; t++)
+            offs[t * count + i] =
+                x[t]->off + i / heads * x[t]->batch_step + i % heads * x[t]->head_step;
+        scalars[i] = 1.0f, scalars[count + i] = 0.0f; /* alpha, beta */
+    }
+    const clformer_status st =
+        cf_gemm_batched(ctx, trans_a, trans_b, m, n, k, scalars, a.buf, offs, a.ld, b.buf,
+                        offs + count, b.ld, scalars + count, c.buf, offs + 2 * count, c.ld, count);
+    free(offs), free(scalars);
+    return st;
+}
+
 /* ------------------------------------------------------------------------- */
 /* Forward                                                                   */
 /* ------------------------------------------------------------------------- */
@@ -206,11 +301,11 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
 {
     const size_t BH = s->B * s->H, Tq = s->Tq, Tk = s->Tk, dh = s->dh;
     /* per key/value head: its group's G*Tq query rows */
-    const size_t BK = s->B * cf_attention_kv_heads(s), M = cf_attention_group(s) * Tq;
+    const size_t Hkv = cf_attention_kv_heads(s), M = cf_attention_group(s) * Tq;
     const cf_view P = saved->probs;
-    CF_TRY(cf_gemm_strided_batched(ctx, false, true, M, Tk, dh, 1.0f, qh.buf, qh.off, dh,
-                                   M * dh, kh.buf, kh.off, dh, s->Tk_cap * dh, 0.0f, P.buf,
-                                   P.off, Tk, M * Tk, BK));
+    const heads_operand k_op = in_heads(kh, dh, s->Tk_cap * dh, Hkv);
+    CF_TRY(heads_gemm(ctx, false, true, M, Tk, dh, in_heads(qh, dh, M * dh, Hkv), k_op,
+                      in_heads(P, Tk, M * Tk, Hkv), s->B, Hkv));
 
     const bool active = cf_dropout_active(dropout);
     /* Without dropout a separate probs_drop is still filled (a copy), so that
@@ -238,10 +333,12 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
     CF_TRY(cf_round_activation(ctx, P, scores));
     if (write_drop) CF_TRY(cf_round_activation(ctx, Pd, scores));
 
-    CF_TRY(cf_gemm_strided_batched(ctx, false, false, M, dh, Tk, 1.0f, Pd.buf, Pd.off, Tk,
-                                   M * Tk, vh.buf, vh.off, dh, s->Tk_cap * dh, 0.0f, out.buf,
-                                   out.off, dh, M * dh, BK));
-    return cf_round_activation(ctx, out, BH * Tq * dh);
+    /* as rows, group 1: M is Tq and Hkv is H */
+    const heads_operand out_op = s->out_rows ? in_rows(out, s->H * dh, Tq, dh)
+                                             : in_heads(out, dh, M * dh, Hkv);
+    CF_TRY(heads_gemm(ctx, false, false, M, dh, Tk, in_heads(Pd, Tk, M * Tk, Hkv),
+                      in_heads(vh, dh, s->Tk_cap * dh, Hkv), out_op, s->B, Hkv));
+    return cf_round_activation(ctx, out, BH * Tq * dh); /* the same span either way */
 }
 
 /* The dropout arguments every attention kernel ends with. */
@@ -438,19 +535,27 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
                                         const cf_dropout *dropout)
 {
     const size_t BH = s->B * s->H, Tq = s->Tq, Tk = s->Tk, dh = s->dh, kstride = s->Tk_cap * dh;
-    /* per key/value head: its group's G*Tq query rows */
-    const size_t BK = s->B * cf_attention_kv_heads(s), M = cf_attention_group(s) * Tq;
+    /* per key/value head: its group's G*Tq query rows (as rows, group 1) */
+    const size_t Hkv = cf_attention_kv_heads(s), M = cf_attention_group(s) * Tq;
     const bool active = cf_dropout_active(dropout);
     const cf_view P = saved->probs, Pd = active ? saved->probs_drop : saved->probs;
+    const heads_operand probs_op = in_heads(Pd, Tk, M * Tk, Hkv),
+                        ds_op = in_heads(dprobs, Tk, M * Tk, Hkv),
+                        q_op = in_heads(qh, dh, M * dh, Hkv), k_op = in_heads(kh, dh, kstride, Hkv),
+                        v_op = in_heads(vh, dh, kstride, Hkv),
+                        dout_op = s->out_rows ? in_rows(dout, s->H * dh, Tq, dh)
+                                              : in_heads(dout, dh, M * dh, Hkv),
+                        dq_op = s->dq_ld ? in_rows(dqh, s->dq_ld, Tq, dh)
+                                         : in_heads(dqh, dh, M * dh, Hkv),
+                        dk_op = s->dkv_ld ? in_rows(dkh, s->dkv_ld, Tk, dh)
+                                          : in_heads(dkh, dh, kstride, Hkv),
+                        dv_op = s->dkv_ld ? in_rows(dvh, s->dkv_ld, Tk, dh)
+                                          : in_heads(dvh, dh, kstride, Hkv);
 
     /* dVh = P_drop^T dO */
-    CF_TRY(cf_gemm_strided_batched(ctx, true, false, Tk, dh, M, 1.0f, Pd.buf, Pd.off, Tk,
-                                   M * Tk, dout.buf, dout.off, dh, M * dh, 0.0f, dvh.buf,
-                                   dvh.off, dh, kstride, BK));
+    CF_TRY(heads_gemm(ctx, true, false, Tk, dh, M, probs_op, dout_op, dv_op, s->B, Hkv));
     /* dP_drop = dO Vh^T */
-    CF_TRY(cf_gemm_strided_batched(ctx, false, true, M, Tk, dh, 1.0f, dout.buf, dout.off, dh,
-                                   M * dh, vh.buf, vh.off, dh, kstride, 0.0f, dprobs.buf,
-                                   dprobs.off, Tk, M * Tk, BK));
+    CF_TRY(heads_gemm(ctx, false, true, M, Tk, dh, dout_op, v_op, ds_op, s->B, Hkv));
     /* dS, in place of dP_drop */
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_ATTENTION_SOFTMAX_BACKWARD, &k));
@@ -465,12 +570,8 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
                      CF_U32(active ? dropout->site : 0)));
     CF_TRY(cf_round_activation(ctx, dprobs, BH * Tq * Tk)); /* dS as stored */
     /* dQh = dS Kh, dKh = dS^T Qh */
-    CF_TRY(cf_gemm_strided_batched(ctx, false, false, M, dh, Tk, 1.0f, dprobs.buf, dprobs.off,
-                                   Tk, M * Tk, kh.buf, kh.off, dh, kstride, 0.0f, dqh.buf,
-                                   dqh.off, dh, M * dh, BK));
-    return cf_gemm_strided_batched(ctx, true, false, Tk, dh, M, 1.0f, dprobs.buf, dprobs.off,
-                                   Tk, M * Tk, qh.buf, qh.off, dh, M * dh, 0.0f, dkh.buf,
-                                   dkh.off, dh, kstride, BK);
+    CF_TRY(heads_gemm(ctx, false, false, M, dh, Tk, ds_op, k_op, dq_op, s->B, Hkv));
+    return heads_gemm(ctx, true, false, Tk, dh, M, ds_op, q_op, dk_op, s->B, Hkv);
 }
 
 /* dQ and D = rowsum(dO * O) per query row, then dK and dV per key row. */
@@ -540,17 +641,28 @@ clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
     if (BH == 0 || s->dh == 0) return CLFORMER_OK;
     /* Degenerate products: no queries means no gradient into keys and values,
      * no keys means none into queries. */
+    const size_t width = s->H * s->dh;
     if (s->Tq == 0 || s->Tk == 0) {
-        CF_TRY(zero_head_rows(ctx, dkh, BK, s->Tk, s->Tk_cap, s->dh));
-        CF_TRY(zero_head_rows(ctx, dvh, BK, s->Tk, s->Tk_cap, s->dh));
-        return zero_head_rows(ctx, dqh, BH, s->Tq, s->Tq, s->dh);
+        if (s->dkv_ld) {
+            CF_TRY(zero_rows(ctx, dkh, s->B * s->Tk, s->dkv_ld, width));
+            CF_TRY(zero_rows(ctx, dvh, s->B * s->Tk, s->dkv_ld, width));
+        } else {
+            CF_TRY(zero_head_rows(ctx, dkh, BK, s->Tk, s->Tk_cap, s->dh));
+            CF_TRY(zero_head_rows(ctx, dvh, BK, s->Tk, s->Tk_cap, s->dh));
+        }
+        return s->dq_ld ? zero_rows(ctx, dqh, s->B * s->Tq, s->dq_ld, width)
+                        : zero_head_rows(ctx, dqh, BH, s->Tq, s->Tq, s->dh);
     }
     if (cf_attention_fused(saved))
         CF_TRY(backward_fused(ctx, dqh, dkh, dvh, dprobs, dctx_h, saved, qh, kh, vh, s, dropout));
     else
         CF_TRY(backward_unfused(ctx, dqh, dkh, dvh, dprobs, dctx_h, saved, qh, kh, vh, s, dropout));
-    /* the three gradients as stored (rows past Tk of dK and dV are rounded too: harmless) */
-    CF_TRY(cf_round_activation(ctx, dqh, BH * s->Tq * s->dh));
-    CF_TRY(cf_round_activation(ctx, dkh, BK * s->Tk_cap * s->dh));
-    return cf_round_activation(ctx, dvh, BK * s->Tk_cap * s->dh);
+    /* the three gradients as stored (rows past Tk of dK and dV are rounded too: harmless;
+     * as rows, the columns between: their values are stored ones) */
+    const size_t q_span = s->dq_ld ? rows_span(s->B * s->Tq, s->dq_ld, width) : BH * s->Tq * s->dh,
+                 kv_span = s->dkv_ld ? rows_span(s->B * s->Tk, s->dkv_ld, width)
+                                     : BK * s->Tk_cap * s->dh;
+    CF_TRY(cf_round_activation(ctx, dqh, q_span));
+    CF_TRY(cf_round_activation(ctx, dkh, kv_span));
+    return cf_round_activation(ctx, dvh, kv_span);
 }
