@@ -360,13 +360,46 @@ float *cf_gemm_avx512_packed_buffer(int n, int k, bool *own)
 bool cf_gemm_avx512_pack(bool trans_b, int n, int k, const float *b, int ldb, float *out)
 {
     if (!cf_gemm_avx512_available()) return false;
+    for (size_t t = 0, tasks = cf_gemm_avx512_pack_tasks(n, k); t < tasks; t++)
+        cf_gemm_avx512_pack_task(trans_b, n, k, b, ldb, out, t);
+    return true;
+}
+
+/* A task packs PACK_TASK_PANELS panels (fewer at a block's end) of one
+ * block (jc, pc): numbered block by block in packed order. */
+enum { PACK_TASK_PANELS = 2 };
+
+static int tasks_per_block(int nc)
+{
+    const int panels = (nc + NR - 1) / NR;
+    return (panels + PACK_TASK_PANELS - 1) / PACK_TASK_PANELS;
+}
+
+size_t cf_gemm_avx512_pack_tasks(int n, int k)
+{
+    const int k_blocks = (k + KC - 1) / KC;
+    size_t tasks = 0;
+    for (int jc = 0; jc < n; jc += NC) tasks += (size_t)tasks_per_block(min_int(NC, n - jc)) * k_blocks;
+    return tasks;
+}
+
+void cf_gemm_avx512_pack_task(bool trans_b, int n, int k, const float *b, int ldb, float *out,
+                              size_t task)
+{
+    const int k_blocks = (k + KC - 1) / KC;
     for (int jc = 0; jc < n; jc += NC) {
         const int nc = min_int(NC, n - jc);
-        for (int pc = 0; pc < k; pc += KC)
-            pack_b(trans_b, b, ldb, pc, min_int(KC, k - pc), jc, nc,
-                   out + packed_offset(k, jc, nc, pc));
+        const size_t in_block = (size_t)tasks_per_block(nc) * k_blocks;
+        if (task >= in_block) {
+            task -= in_block;
+            continue;
+        }
+        const int pc = (int)(task / (size_t)tasks_per_block(nc)) * KC, kc = min_int(KC, k - pc),
+                  first = (int)(task % (size_t)tasks_per_block(nc)) * PACK_TASK_PANELS * NR;
+        pack_b(trans_b, b, ldb, pc, kc, jc + first, min_int(PACK_TASK_PANELS * NR, nc - first),
+               out + packed_offset(k, jc, nc, pc) + (size_t)first * kc);
+        return;
     }
-    return true;
 }
 
 bool cf_gemm_avx512_packed(bool trans_a, int m, int n, int k, float alpha, const float *a,
@@ -491,6 +524,18 @@ bool cf_gemm_avx512_pack(bool trans_b, int n, int k, const float *b, int ldb, fl
 {
     (void)trans_b, (void)n, (void)k, (void)b, (void)ldb, (void)out;
     return false;
+}
+
+size_t cf_gemm_avx512_pack_tasks(int n, int k)
+{
+    (void)n, (void)k;
+    return 0;
+}
+
+void cf_gemm_avx512_pack_task(bool trans_b, int n, int k, const float *b, int ldb, float *out,
+                              size_t task)
+{
+    (void)trans_b, (void)n, (void)k, (void)b, (void)ldb, (void)out, (void)task;
 }
 
 bool cf_gemm_avx512_packed(bool trans_a, int m, int n, int k, float alpha, const float *a,

@@ -60,6 +60,12 @@ bool cf_gemm_avx512_available(void);
 size_t cf_gemm_avx512_packed_floats(int n, int k);
 float *cf_gemm_avx512_packed_buffer(int n, int k, bool *own);
 bool cf_gemm_avx512_pack(bool trans_b, int n, int k, const float *b, int ldb, float *out);
+/* The same pack in parts that threads may take apart, in any order and
+ * concurrently: cf_gemm_avx512_pack_tasks(n, k) of them, each written by
+ * cf_gemm_avx512_pack_task (AVX-512F only: where cf_gemm_avx512_available). */
+size_t cf_gemm_avx512_pack_tasks(int n, int k);
+void cf_gemm_avx512_pack_task(bool trans_b, int n, int k, const float *b, int ldb, float *out,
+                              size_t task);
 bool cf_gemm_avx512_packed(bool trans_a, int m, int n, int k, float alpha, const float *a,
                            int lda, const float *packed, float beta, float *c, int ldc);
 

@@ -182,8 +182,10 @@ typedef struct {
     atomic_size_t next; /* the next item to take: product item / parts, slice item % parts;
                            with packed, the next chunk of rows */
     bool spin_after;    /* the helpers wait awake for the next job (SPIN_AFTER_S) */
-    const float *packed;     /* a lone product's op(B) packed once (run_shared), or NULL */
-    atomic_bool packed_done; /* the caller has finished packing it */
+    float *packed;           /* a lone product's op(B) packed once (run_shared), or NULL */
+    size_t pack_tasks;       /* the parts of that pack (cf_gemm_avx512_pack_task) */
+    atomic_size_t next_pack; /* the next part to take */
+    atomic_size_t pack_left; /* parts not yet written */
 } batch_job;
 
 /* Rows of C a take of a lone product's job computes (run_shared). */
@@ -203,13 +205,18 @@ static cpu_set_t pool_cpus;          /* the CPUs the process may run on */
 static int pool_cpu_of[64];          /* the CPU each helper last slept on (under pool_lock) */
 #endif
 
-/* The chunks of a lone product's rows, from its shared packed op(B) (with
- * trans_a, row r of op(A) is column r of a). A helper that comes while the
- * caller still packs yields its CPU until the pack is done. */
+/* Parts of a lone product's shared packed op(B) while any are left, then,
+ * once every part is written, the chunks of its rows (with trans_a, row r
+ * of op(A) is column r of a). A thread that finds the last parts taken by
+ * another yields its CPU until they are written. */
 static void take_rows(batch_job *job)
 {
     const host_args *h = job->h;
-    while (!atomic_load(&job->packed_done)) sched_yield();
+    for (size_t t; (t = atomic_fetch_add(&job->next_pack, 1)) < job->pack_tasks;) {
+        cf_gemm_avx512_pack_task(h->trans_b, h->n, h->k, h->b + h->b_off, h->ldb, job->packed, t);
+        atomic_fetch_sub(&job->pack_left, 1);
+    }
+    while (atomic_load(&job->pack_left) > 0) sched_yield();
     const size_t chunks = ((size_t)h->m + CHUNK_ROWS - 1) / CHUNK_ROWS;
     for (size_t i; (i = atomic_fetch_add(&job->next, 1)) < chunks;) {
         const int r0 = (int)i * CHUNK_ROWS, rows = h->m - r0 < CHUNK_ROWS ? h->m - r0 : CHUNK_ROWS;
@@ -380,7 +387,6 @@ static void run_spread(const host_args *h, int parts, bool spin_after)
 {
     batch_job job = {.h = h, .parts = parts, .spin_after = spin_after};
     atomic_init(&job.next, 0);
-    atomic_init(&job.packed_done, false);
     const bool posted = post(&job);
     take_products(&job);
     if (posted) finish();
@@ -396,9 +402,11 @@ static int slices(const host_args *h)
     return threads < most ? threads : (most > 1 ? most : 1);
 }
 
-/* A lone product on the AVX-512 path: op(B) packed once, by the caller,
- * into a buffer every thread reads, and C's rows taken CHUNK_ROWS at a time
- * by whichever thread is free. Sliced in halves instead, each thread packed
+/* A lone product on the AVX-512 path: op(B) packed once into a buffer
+ * every thread reads, its parts taken by whichever thread is free (the
+ * caller alone packed it at first: the pack of a 768-token activation, cold,
+ * kept the helper waiting, 5.6% of a gpt-mini step's samples), then C's rows
+ * CHUNK_ROWS at a time. Sliced in halves instead, each thread packed
  * all of op(B) itself (the same cache misses twice: packing op(B) took 13%
  * of the products' cycles) and the caller, done with its half, waited for
  * the helper, which had woken 18-21 us after the post: an eighth of the
@@ -418,12 +426,12 @@ static bool run_shared(const host_args *h)
     bool own;
     float *packed = cf_gemm_avx512_packed_buffer(h->n, h->k, &own);
     if (!packed) return false;
-    batch_job job = {.h = h, .parts = 1, .packed = packed};
+    const size_t tasks = cf_gemm_avx512_pack_tasks(h->n, h->k);
+    batch_job job = {.h = h, .parts = 1, .packed = packed, .pack_tasks = tasks};
     atomic_init(&job.next, 0);
-    atomic_init(&job.packed_done, false);
+    atomic_init(&job.next_pack, 0);
+    atomic_init(&job.pack_left, tasks);
     const bool posted = post(&job);
-    cf_gemm_avx512_pack(h->trans_b, h->n, h->k, h->b + h->b_off, h->ldb, packed);
-    atomic_store(&job.packed_done, true);
     take_products(&job);
     if (posted) finish();
     if (own) free(packed);
