@@ -47,7 +47,9 @@ static void attn_acts(cf_split_arena *c, cf_attn_acts *a, const clformer_config 
         a->saved.probs_drop = dropout ? cf_split_arena_take(c, B * H * Tq * Tk) : a->saved.probs;
     }
     a->concat = cf_split_arena_take(c, B * Tq * d);
-    a->ctx_h = cf_split_arena_take(c, B * Tq * d);
+    /* the context in the head layout: the unfused path without grouped-query
+     * heads writes it straight into concat's rows (forward.c) */
+    a->ctx_h = fused || kvd != d ? cf_split_arena_take(c, B * Tq * d) : none;
     if (fused) {
         a->saved.out = a->ctx_h;
         a->saved.stats = cf_split_arena_take(c, 2 * B * H * Tq);
@@ -217,10 +219,13 @@ static void layout(const clformer_config *cfg, cf_acts *a, cf_split_arena *arena
         a->d_c = cf_split_arena_take(c, N * d);
         a->d_q = cf_split_arena_take(c, N * 3 * d);
         a->d_kv = cf_split_arena_take(c, Ns * 2 * d);
-        a->d_qh = cf_split_arena_take(c, B * Tmax * d);
-        a->d_kh = cf_split_arena_take(c, B * Tmax * d);
-        a->d_vh = cf_split_arena_take(c, B * Tmax * d);
-        a->d_ctx_h = cf_split_arena_take(c, B * Tmax * d);
+        /* gradients in the head layout: the unfused path without
+         * grouped-query heads reads and writes rows instead (backward.c) */
+        const size_t heads = fused || a->blocks->kv_heads != H ? B * Tmax * d : 0;
+        a->d_qh = cf_split_arena_take(c, heads);
+        a->d_kh = cf_split_arena_take(c, heads);
+        a->d_vh = cf_split_arena_take(c, heads);
+        a->d_ctx_h = cf_split_arena_take(c, heads);
         a->d_probs = cf_split_arena_take(c, B * H * Tmax * (fused ? 1 : Tmax));
         a->d_ff = cf_split_arena_take(c, N * ff);
         a->d_up = a->blocks->gated ? cf_split_arena_take(c, N * ff) : (cf_view){NULL, 0};

@@ -126,7 +126,11 @@ static void stored_values_on(clformer_attention_path path, clformer_precision p)
         }
         const cf_attn_acts *at = &L->self_attn;
         expect_stored(at->q, N * 3 * d, p, "self-attention q|k|v projection");
-        expect_stored(at->ctx_h, a->B * H * Tq * (d / H), p, "attention output (heads)");
+        /* the heads' context: the fused path's (the unfused one writes concat's rows) */
+        if (cf_attention_fused(&at->saved))
+            expect_stored(at->ctx_h, a->B * H * Tq * (d / H), p, "attention output (heads)");
+        else
+            assert_null(at->ctx_h.buf);
         expect_stored(at->concat, N * d, p, "attention output (merged)");
         expect_stored(at->out, N * d, p, "attention out_proj");
         if (!cf_attention_fused(&at->saved))
