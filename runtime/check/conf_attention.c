@@ -1074,8 +1074,9 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool quick, conf_s
     char shape[96];
     snprintf(shape, sizeof shape, "B%zu H%zu Tq%zu Tk%zu dh%zu, rows: dq_ld %zu dkv_ld %zu", B,
              H, Tq, Tk, dh, dq_ld, dkv_ld);
-    conf_emit(sink, user, cross ? "attention_rows_forward" : "attention_rows_forward_causal_dropout",
-              shape, conf_guarded(c[0], &b), 0.0);
+    conf_emit(sink, user,
+              cross ? "attention_rows_forward" : "attention_rows_forward_causal_dropout", shape,
+              conf_guarded(c[0], &b), 0.0);
     conf_emit(sink, user,
               cross ? "attention_rows_backward" : "attention_rows_backward_causal_dropout", shape,
               conf_guarded(c[1], &b), 0.0);
@@ -1140,7 +1141,8 @@ static clformer_status run_arguments(cf_ctx *ctx, conf_sink sink, void *user)
              !strstr(clformer_last_error(), "shorter than the heads"))
         bad = "gradient rows shorter than the heads not refused";
     if ((st = cf_finish(ctx)) || (st = conf_block_read(&b))) goto done;
-    conf_emit(sink, user, "attention_arguments", "Tk > Tk_cap, probs_drop, p=1, ld, rows, cache rows, H_kv, rows for heads",
+    conf_emit(sink, user, "attention_arguments",
+              "Tk > Tk_cap, probs_drop, p=1, ld, rows, cache rows, H_kv, rows for heads",
               conf_block_refusals(&b, bad), 0.0);
 done:
     conf_block_free(&b);

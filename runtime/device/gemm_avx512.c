@@ -379,7 +379,8 @@ size_t cf_gemm_avx512_pack_tasks(int n, int k)
 {
     const int k_blocks = (k + KC - 1) / KC;
     size_t tasks = 0;
-    for (int jc = 0; jc < n; jc += NC) tasks += (size_t)tasks_per_block(min_int(NC, n - jc)) * k_blocks;
+    for (int jc = 0; jc < n; jc += NC)
+        tasks += (size_t)tasks_per_block(min_int(NC, n - jc)) * k_blocks;
     return tasks;
 }
 

@@ -233,7 +233,7 @@ static clformer_status attention(cf_session *s, const cf_attn_acts *a, const cf_
     /* The unfused path without grouped-query heads writes the context
      * straight into the rows the output projection reads: no merge launch
      * (gpt-mini training on PoCL, with the backward's split and merge also
-     * gone: 186 -> 174 launches a step, 5% more tokens/s). */
+     * gone: 186 -> 174 launches a step, 2-7% more tokens/s). */
     cf_attention_shape shape = *sh;
     shape.out_rows = !one_row && !cf_attention_fused(&a->saved) && Hkv == H;
     cf_dropout ds;

@@ -221,8 +221,9 @@ static size_t rows_span(size_t rows, size_t ld, size_t width)
     return rows ? (rows - 1) * ld + width : 0;
 }
 
-/* Overwrites `rows` rows of `width` floats, ld apart, with 0 (only those:
- * a fill a row where others lie between; only degenerate shapes come here). */
+/* Overwrites `rows` rows of `width` floats, ld apart, with 0 and nothing
+ * else (a fill a row where other columns lie between: only degenerate
+ * shapes come here). */
 static clformer_status zero_rows(cf_ctx *ctx, cf_view x, size_t rows, size_t ld, size_t width)
 {
     if (ld == width) return cf_fill(ctx, x.buf, x.off, rows * width, 0.0f);
@@ -259,8 +260,8 @@ static bool evenly_strided(const heads_operand *x, size_t heads)
 
 /* C = op(A) op(B) for each of B * heads (batch, head) pairs: one strided
  * batch where every operand's blocks lie evenly apart, else one batch with
- * each product's offsets (the same products: a product's bits do not
- * depend on where its operands lie). */
+ * each product's offsets: the same products (with the host provider the
+ * same bits, which do not depend on where its operands lie). */
 static clformer_status heads_gemm(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m, size_t n,
                                   size_t k, heads_operand a, heads_operand b, heads_operand c,
                                   size_t B, size_t heads)
