@@ -357,14 +357,6 @@ float *cf_gemm_avx512_packed_buffer(int n, int k, bool *own)
     return *own ? alloc_floats(floats) : scratch_floats(SCRATCH_SHARED, floats);
 }
 
-bool cf_gemm_avx512_pack(bool trans_b, int n, int k, const float *b, int ldb, float *out)
-{
-    if (!cf_gemm_avx512_available()) return false;
-    for (size_t t = 0, tasks = cf_gemm_avx512_pack_tasks(n, k); t < tasks; t++)
-        cf_gemm_avx512_pack_task(trans_b, n, k, b, ldb, out, t);
-    return true;
-}
-
 /* A task packs PACK_TASK_PANELS panels (fewer at a block's end) of one
  * block (jc, pc): numbered block by block in packed order. */
 enum { PACK_TASK_PANELS = 2 };
@@ -390,13 +382,13 @@ void cf_gemm_avx512_pack_task(bool trans_b, int n, int k, const float *b, int ld
     const int k_blocks = (k + KC - 1) / KC;
     for (int jc = 0; jc < n; jc += NC) {
         const int nc = min_int(NC, n - jc);
-        const size_t in_block = (size_t)tasks_per_block(nc) * k_blocks;
-        if (task >= in_block) {
-            task -= in_block;
+        const size_t per_block = (size_t)tasks_per_block(nc);
+        if (task >= per_block * k_blocks) {
+            task -= per_block * k_blocks;
             continue;
         }
-        const int pc = (int)(task / (size_t)tasks_per_block(nc)) * KC, kc = min_int(KC, k - pc),
-                  first = (int)(task % (size_t)tasks_per_block(nc)) * PACK_TASK_PANELS * NR;
+        const int pc = (int)(task / per_block) * KC, kc = min_int(KC, k - pc),
+                  first = (int)(task % per_block) * PACK_TASK_PANELS * NR;
         pack_b(trans_b, b, ldb, pc, kc, jc + first, min_int(PACK_TASK_PANELS * NR, nc - first),
                out + packed_offset(k, jc, nc, pc) + (size_t)first * kc);
         return;
@@ -519,12 +511,6 @@ float *cf_gemm_avx512_packed_buffer(int n, int k, bool *own)
     (void)n, (void)k;
     *own = false;
     return NULL;
-}
-
-bool cf_gemm_avx512_pack(bool trans_b, int n, int k, const float *b, int ldb, float *out)
-{
-    (void)trans_b, (void)n, (void)k, (void)b, (void)ldb, (void)out;
-    return false;
 }
 
 size_t cf_gemm_avx512_pack_tasks(int n, int k)

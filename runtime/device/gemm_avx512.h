@@ -46,8 +46,11 @@ bool cf_gemm_avx512_available(void);
 
 /* The same product in two parts, so that threads computing slices of C's
  * rows share one packed op(B) instead of each packing it: pack op(B) (k x n)
- * once into cf_gemm_avx512_packed_floats(n, k) floats (64-byte aligned),
- * then compute any rows of C from it; the bits are cf_gemm_avx512's. A
+ * once into cf_gemm_avx512_packed_floats(n, k) floats (64-byte aligned), in
+ * cf_gemm_avx512_pack_tasks(n, k) parts that threads may take apart, in any
+ * order and concurrently (cf_gemm_avx512_pack_task writes one; AVX-512F
+ * only: where cf_gemm_avx512_available), then compute any rows of C from
+ * it; the bits are cf_gemm_avx512's. A
  * thread's slice is m rows of op(A) from a (trans_a: a + first row) and of C
  * from c. False, having written nothing, without AVX-512F or memory.
  * cf_gemm_avx512_packed_buffer: space for the packed op(B). Up to 2 MiB it
@@ -59,10 +62,6 @@ bool cf_gemm_avx512_available(void);
  * or memory. */
 size_t cf_gemm_avx512_packed_floats(int n, int k);
 float *cf_gemm_avx512_packed_buffer(int n, int k, bool *own);
-bool cf_gemm_avx512_pack(bool trans_b, int n, int k, const float *b, int ldb, float *out);
-/* The same pack in parts that threads may take apart, in any order and
- * concurrently: cf_gemm_avx512_pack_tasks(n, k) of them, each written by
- * cf_gemm_avx512_pack_task (AVX-512F only: where cf_gemm_avx512_available). */
 size_t cf_gemm_avx512_pack_tasks(int n, int k);
 void cf_gemm_avx512_pack_task(bool trans_b, int n, int k, const float *b, int ldb, float *out,
                               size_t task);

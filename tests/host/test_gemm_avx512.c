@@ -78,10 +78,10 @@ static void slices_give_the_same_bits(void **state)
 /* The packed path: op(B) packed once (into the thread's kept buffer), then
  * C's rows in chunks (the provider's 32, and uneven ones) from it, over every block of the loops
  * (n past NC = 1024 with a partial panel, k past KC = 256): the bits of the
- * product computed whole, and the same wherever a chunk starts. Half the
- * products pack op(B) whole, half part by part in reverse order (as threads
- * may take the parts) over a buffer of NaN: each part stands alone and
- * together they write every float. */
+ * product computed whole, and the same wherever a chunk starts. op(B) is
+ * packed part by part over a buffer of NaN, in order for half the products
+ * and in reverse order (as threads may take the parts) for the others: each
+ * part stands alone and together they write every float. */
 static void packed_chunks_give_the_same_bits(void **state)
 {
     (void)state;
@@ -98,14 +98,12 @@ static void packed_chunks_give_the_same_bits(void **state)
             assert_non_null(whole), assert_non_null(chunks), assert_non_null(packed);
             memcpy(whole, p.c, nc * 4), memcpy(chunks, p.c, nc * 4);
             slice(&p, whole, 0, s.m, 0, s.n, 0.25f);
-            if (t & 1) {
-                const size_t floats = cf_gemm_avx512_packed_floats(s.n, s.k);
-                for (size_t f = 0; f < floats; f++) packed[f] = NAN;
-                for (size_t task = cf_gemm_avx512_pack_tasks(s.n, s.k); task-- > 0;)
-                    cf_gemm_avx512_pack_task(p.tb, s.n, s.k, p.b, p.ldb, packed, task);
-            } else {
-                assert_true(cf_gemm_avx512_pack(p.tb, s.n, s.k, p.b, p.ldb, packed));
-            }
+            const size_t floats = cf_gemm_avx512_packed_floats(s.n, s.k),
+                         tasks = cf_gemm_avx512_pack_tasks(s.n, s.k);
+            for (size_t f = 0; f < floats; f++) packed[f] = NAN;
+            for (size_t part = 0; part < tasks; part++)
+                cf_gemm_avx512_pack_task(p.tb, s.n, s.k, p.b, p.ldb, packed,
+                                         t & 1 ? tasks - 1 - part : part);
             const int cuts[] = {0, 32, 37, 64, s.m};
             for (int c = 0; c + 1 < 5; c++) {
                 const int r0 = cuts[c] < s.m ? cuts[c] : s.m,
