@@ -917,19 +917,23 @@ static clformer_status run_split_to_caches(cf_ctx *ctx, bool quick, conf_sink si
 }
 
 /* Empty sizes write nothing (B = 0); no keys at all (Tk = 0) give an output
- * and a dQ of exactly 0. */
+ * and a dQ of exactly 0, dQ as rows too (dq_ld past the heads' columns: the
+ * columns between stay). */
 static clformer_status run_degenerate(cf_ctx *ctx, conf_sink sink, void *user)
 {
     conf_block b = {0};
-    const size_t A = conf_block_add(&b, 64), G = conf_block_add(&b, 64), O = conf_block_add(&b, 48);
+    const size_t A = conf_block_add(&b, 64), G = conf_block_add(&b, 64), O = conf_block_add(&b, 48),
+                 R = conf_block_add(&b, 3 * 20); /* dQ's 3 rows of 2 x 8, 20 apart */
     clformer_status st = conf_block_create(ctx, &b);
     if (st) goto done;
     conf_block_init_fill(&b, O, 1.0f);
+    conf_block_init_fill(&b, R, 1.0f);
     const cf_view x = conf_block_view(&b, A), y = conf_block_view(&b, G),
                   o = conf_block_view(&b, O), none = cf_view_at(NULL, 0);
     const cf_attention_saved saved = {y, y, none, none, none};
     const cf_attention_shape empty = {0, 2, 8, 3, 3, 3, 0, false, 3, 0},
-                             no_keys = {1, 2, 8, 3, 0, 0, 0, true, 0, 0}; /* o: (1, 2, 3, 8) */
+                             no_keys = {1, 2, 8, 3, 0, 0, 0, true, 0, 0}, /* o: (1, 2, 3, 8) */
+                             no_keys_rows = {1, 2, 8, 3, 0, 0, 0, true, 0, 0, true, 20, 0};
     const char *bad = NULL;
     if ((st = conf_block_upload(&b)) ||
         (st = cf_attention_forward(ctx, x, &saved, x, x, x, none, &empty, NULL)) ||
@@ -950,8 +954,17 @@ static clformer_status run_degenerate(cf_ctx *ctx, conf_sink sink, void *user)
         bad = "Tk = 0: dQ is not 0";
     else if (!bad && (!conf_block_unchanged(&b, A) || !conf_block_unchanged(&b, G)))
         bad = "the backward with Tk = 0 wrote dK, dV or dprobs";
+    if (!bad && ((st = conf_block_upload(&b)) ||
+                 (st = cf_attention_backward(ctx, conf_block_view(&b, R), x, x, y, x, &saved, x,
+                                             x, x, &no_keys_rows, NULL)) ||
+                 (st = cf_finish(ctx)) || (st = conf_block_read(&b))))
+        goto done;
+    for (size_t i = 0; !bad && i < 3 * 20; i++)
+        if (conf_block_out(&b, R)[i] != (i % 20 < 16 ? 0.0f : 1.0f))
+            bad = "Tk = 0: dQ as rows is not 0, or the columns between its rows were written";
     ref_cmp c = {.pass = !bad, .why = bad, .rule = "exact"};
-    conf_emit(sink, user, "attention_degenerate", "B=0; Tk=0", conf_guarded(c, &b), 0.0);
+    conf_emit(sink, user, "attention_degenerate", "B=0; Tk=0; Tk=0 with dQ as rows",
+              conf_guarded(c, &b), 0.0);
 done:
     conf_block_free(&b);
     return st;

@@ -205,25 +205,16 @@ static clformer_status check_args(const char *fn, const cf_attention_shape *s,
     return CLFORMER_OK;
 }
 
-/* Overwrites rows [0, rows) of each of the B*H blocks of cap rows with 0. */
-static clformer_status zero_head_rows(cf_ctx *ctx, cf_view x, size_t BH, size_t rows, size_t cap,
-                                      size_t dh)
-{
-    if (rows == cap) return cf_fill(ctx, x.buf, x.off, BH * rows * dh, 0.0f);
-    for (size_t i = 0; i < BH; i++)
-        CF_TRY(cf_fill(ctx, x.buf, x.off + i * cap * dh, rows * dh, 0.0f));
-    return CLFORMER_OK;
-}
-
 /* Elements from the first of `rows` rows of `width` (ld apart) to the last. */
 static size_t rows_span(size_t rows, size_t ld, size_t width)
 {
     return rows ? (rows - 1) * ld + width : 0;
 }
 
-/* Overwrites `rows` rows of `width` floats, ld apart, with 0 and nothing
- * else (a fill a row where other columns lie between: only degenerate
- * shapes come here). */
+/* Overwrites `rows` runs of `width` floats, ld apart, with 0 and nothing
+ * else (one fill where they touch, else a fill a run: only degenerate
+ * shapes come here). A run is a row of heads' columns, or the first rows of
+ * a head's block in the head layout. */
 static clformer_status zero_rows(cf_ctx *ctx, cf_view x, size_t rows, size_t ld, size_t width)
 {
     if (ld == width) return cf_fill(ctx, x.buf, x.off, rows * width, 0.0f);
@@ -644,15 +635,15 @@ clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
      * no keys means none into queries. */
     const size_t width = s->H * s->dh;
     if (s->Tq == 0 || s->Tk == 0) {
-        if (s->dkv_ld) {
-            CF_TRY(zero_rows(ctx, dkh, s->B * s->Tk, s->dkv_ld, width));
-            CF_TRY(zero_rows(ctx, dvh, s->B * s->Tk, s->dkv_ld, width));
-        } else {
-            CF_TRY(zero_head_rows(ctx, dkh, BK, s->Tk, s->Tk_cap, s->dh));
-            CF_TRY(zero_head_rows(ctx, dvh, BK, s->Tk, s->Tk_cap, s->dh));
-        }
+        /* as rows, B*Tk rows of the heads' width; as heads, the first Tk rows
+         * of each key/value head's block of Tk_cap */
+        const size_t kv_runs = s->dkv_ld ? s->B * s->Tk : BK,
+                     kv_ld = s->dkv_ld ? s->dkv_ld : s->Tk_cap * s->dh,
+                     kv_width = s->dkv_ld ? width : s->Tk * s->dh;
+        CF_TRY(zero_rows(ctx, dkh, kv_runs, kv_ld, kv_width));
+        CF_TRY(zero_rows(ctx, dvh, kv_runs, kv_ld, kv_width));
         return s->dq_ld ? zero_rows(ctx, dqh, s->B * s->Tq, s->dq_ld, width)
-                        : zero_head_rows(ctx, dqh, BH, s->Tq, s->Tq, s->dh);
+                        : zero_rows(ctx, dqh, BH, s->Tq * s->dh, s->Tq * s->dh);
     }
     if (cf_attention_fused(saved))
         CF_TRY(backward_fused(ctx, dqh, dkh, dvh, dprobs, dctx_h, saved, qh, kh, vh, s, dropout));
