@@ -49,7 +49,8 @@ static void attn_acts(cf_split_arena *c, cf_attn_acts *a, const clformer_config 
     a->concat = cf_split_arena_take(c, B * Tq * d);
     /* the context in the head layout: the unfused path without grouped-query
      * heads writes it straight into concat's rows (forward.c) */
-    a->ctx_h = fused || kvd != d ? cf_split_arena_take(c, B * Tq * d) : none;
+    const bool rows = cf_attention_takes_rows(fused, H, kvd / (d / H));
+    a->ctx_h = rows ? none : cf_split_arena_take(c, B * Tq * d);
     if (fused) {
         a->saved.out = a->ctx_h;
         a->saved.stats = cf_split_arena_take(c, 2 * B * H * Tq);
@@ -221,7 +222,8 @@ static void layout(const clformer_config *cfg, cf_acts *a, cf_split_arena *arena
         a->d_kv = cf_split_arena_take(c, Ns * 2 * d);
         /* gradients in the head layout: the unfused path without
          * grouped-query heads reads and writes rows instead (backward.c) */
-        const size_t heads = fused || a->blocks->kv_heads != H ? B * Tmax * d : 0;
+        const size_t heads =
+            cf_attention_takes_rows(fused, H, a->blocks->kv_heads) ? 0 : B * Tmax * d;
         a->d_qh = cf_split_arena_take(c, heads);
         a->d_kh = cf_split_arena_take(c, heads);
         a->d_vh = cf_split_arena_take(c, heads);

@@ -37,7 +37,7 @@ static clformer_status attention_backward(cf_session *s, cf_attn_acts *a, const 
     /* as in the forward: the unfused path without grouped-query heads reads
      * dO from the projection's rows and writes dQ, dK and dV into the rows
      * of d_q (self-attention: all three; cross: dQ, and dK, dV into d_kv's) */
-    const bool rows = !cf_attention_fused(&a->saved) && Hkv == H;
+    const bool rows = cf_attention_takes_rows(cf_attention_fused(&a->saved), H, Hkv);
     if (rows) {
         shape.out_rows = true;
         shape.dq_ld = cross ? d : ld;

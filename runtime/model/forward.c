@@ -235,7 +235,7 @@ static clformer_status attention(cf_session *s, const cf_attn_acts *a, const cf_
      * (gpt-mini training on PoCL, with the backward's split and merge also
      * gone: 186 -> 174 launches a step, 2-7% more tokens/s). */
     cf_attention_shape shape = *sh;
-    shape.out_rows = !one_row && !cf_attention_fused(&a->saved) && Hkv == H;
+    shape.out_rows = !one_row && cf_attention_takes_rows(cf_attention_fused(&a->saved), H, Hkv);
     cf_dropout ds;
     CF_TRY(cf_attention_forward(ctx, one_row || shape.out_rows ? a->concat : a->ctx_h, &a->saved,
                                 qh, a->kh, a->vh, spec->key_tokens, &shape,

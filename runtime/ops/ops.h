@@ -297,6 +297,14 @@ static inline bool cf_attention_fused(const cf_attention_saved *saved)
     return saved->stats.buf != NULL;
 }
 
+/* Whether the path takes rows in place of heads (cf_attention_shape's
+ * out_rows, dq_ld, dkv_ld): the unfused one, without grouped-query heads
+ * (H_kv 0 or H). The model lays out and passes rows wherever it does. */
+static inline bool cf_attention_takes_rows(bool fused, size_t H, size_t H_kv)
+{
+    return !fused && (H_kv == 0 || H_kv == H);
+}
+
 /* Whether the fused path runs the tiled kernels of GPUs for head size dh
  * (cl/flash_attention_tiled.cl; the device profile has tiles for it),
  * rather than the per-row ones (cl/flash_attention.cl). */

@@ -180,7 +180,7 @@ static clformer_status check_args(const char *fn, const cf_attention_shape *s,
                        "%s: B*H*max(Tq, Tk) exceeds INT_MAX; split the batch", fn);
     if (s->out_rows || s->dq_ld || s->dkv_ld) {
         const size_t width = s->H * s->dh;
-        if (cf_attention_fused(saved) || cf_attention_group(s) > 1)
+        if (!cf_attention_takes_rows(cf_attention_fused(saved), s->H, s->H_kv))
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                            "%s: rows in place of heads (out_rows, dq_ld, dkv_ld) are for the "
                            "unfused path without grouped-query heads; pass the head layout", fn);
