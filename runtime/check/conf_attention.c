@@ -1016,22 +1016,18 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool quick, conf_s
         goto done;
     }
     ref_rng r = ref_rng_new(cross ? 31 : 30);
-    for (int i = IQ; i <= IDO; i++) {
-        float *x = conf_block_init(&b, i);
-        for (size_t e = 0; e < n[i]; e++) x[e] = (float)ref_rng_uniform(&r, -1, 1);
-        conf_round(ctx, x, n[i]);
+    const int randoms[] = {IQ, IK, IV, DO_R}; /* dO drawn as rows, its heads taken from them */
+    for (int i = 0; i < 4; i++) {
+        float *x = conf_block_init(&b, randoms[i]);
+        for (size_t e = 0; e < n[randoms[i]]; e++) x[e] = (float)ref_rng_uniform(&r, -1, 1);
+        conf_round(ctx, x, n[randoms[i]]);
     }
-    int32_t keys[2 * 29]; /* batch 1's last two keys are padding */
-    for (size_t e = 0; e < B * Tk; e++) keys[e] = e % Tk < Tk - 2 * (e / Tk) ? 5 : 0;
-    memcpy(conf_block_init(&b, IKEYS), keys, B * Tk * sizeof *keys); /* int32 bit for bit */
-    /* dO as rows: (b, t) row, head h's columns */
-    const float *dO = conf_block_init(&b, IDO);
-    float *dO_rows = conf_block_init(&b, DO_R);
-    for (size_t bb = 0; bb < B; bb++)
-        for (size_t h = 0; h < H; h++)
-            for (size_t t = 0; t < Tq; t++)
-                memcpy(dO_rows + (bb * Tq + t) * width + h * dh, dO + ((bb * H + h) * Tq + t) * dh,
-                       dh * sizeof *dO);
+    rows_to_heads(conf_block_init(&b, IDO), conf_block_init(&b, DO_R), width, B, Tq, H, dh);
+    float *key_ids = conf_block_init(&b, IKEYS); /* batch 1's last two keys are padding */
+    for (size_t e = 0; e < B * Tk; e++) {
+        const int32_t id = e % Tk < Tk - 2 * (e / Tk) ? 5 : 0;
+        memcpy(key_ids + e, &id, sizeof id); /* int32 bit for bit */
+    }
     for (int i = IP; i < N_R; i++)
         if (i != DO_R) conf_block_init_fill(&b, i, i >= GQ_R ? BETWEEN : NAN);
     if ((st = conf_block_upload(&b))) goto done;
