@@ -74,6 +74,22 @@ void map_ids(cf_spm *spm)
     }
 }
 
+// The first piece whose text an earlier piece already has, or -1. SentencePiece
+// keeps control and unknown pieces apart from the others, so it loads a model
+// where one of each shares a text, then fails encoding the text they share.
+int repeated_piece(const sentencepiece::SentencePieceProcessor &p, int *first)
+{
+    std::unordered_map<std::string, int> seen;
+    for (int i = 0; i < p.GetPieceSize(); i++) {
+        const auto ins = seen.emplace(p.IdToPiece(i), i);
+        if (!ins.second) {
+            *first = ins.first->second;
+            return i;
+        }
+    }
+    return -1;
+}
+
 } // namespace
 
 extern "C" clformer_status cf_spm_train(const char *const *sentences, size_t n,
@@ -149,6 +165,17 @@ extern "C" clformer_status cf_spm_load(const void *model, size_t size, const cha
             delete spm;
             return cf_fail(CLFORMER_ERR_FORMAT, "%s: the SentencePiece model has no unknown "
                            "piece; train it with an unk_id", origin);
+        }
+        int first = -1;
+        const int again = repeated_piece(spm->proc, &first);
+        if (again >= 0) {
+            const clformer_status refused = cf_fail(
+                CLFORMER_ERR_FORMAT, "%s: pieces %d and %d are both \"%s\", and SentencePiece "
+                "cannot encode a text with a piece named twice: give a FILE.model written by "
+                "spm_train or by clformer train --tokenizer spm", origin, first, again,
+                spm->proc.IdToPiece(again).c_str());
+            delete spm;
+            return refused;
         }
         map_ids(spm);
         *out = spm;

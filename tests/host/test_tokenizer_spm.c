@@ -243,6 +243,11 @@ static void hostile_models(void **state)
     assert_error(cf_spm_load_file(data_path("spm/empty_piece.model"), &spm), CLFORMER_ERR_FORMAT,
                  "empty_piece.model", "not a usable", "zero-length key");
     assert_null(spm);
+    /* Llama's model with its control piece 2 renamed to the normal piece
+     * 279's "\xe2\x96\x81h": SentencePiece loads it and cannot encode "h" */
+    assert_error(cf_spm_load_file(data_path("spm/repeated_piece.model"), &spm), CLFORMER_ERR_FORMAT,
+                 "repeated_piece.model", "pieces 2 and 279", "named twice");
+    assert_null(spm);
 }
 
 int main(void)
