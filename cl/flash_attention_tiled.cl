@@ -79,12 +79,15 @@
 #define HAS_COL(split, part, x) (D4 % (split) == 0 || (part) + (split) * (x) < D4)
 
 /* The inputs every kernel here takes after its outputs (ops_attention.c's
- * TILED_ARGS); group: query heads per key/value head. */
+ * TILED_ARGS); group: query heads per key/value head. o_ld, dq_ld, dkv_ld:
+ * the layout of O and dO, of dQ, and of dK and dV (head_row); Q, K, V and
+ * the statistics are always in the head layout. */
 #define TILED_INPUTS                                                                           \
     global const float *q, ulong q_off, global const float *k, ulong k_off,                    \
         global const float *v, ulong v_off, global const int *keys, ulong keys_off,            \
         int key_ld, int use_keys, int H, int group, int Tq, int Tk, int Tk_cap, int q_pos0,     \
-        int causal, float scale, float drop_p, ulong seed, uint step, uint site
+        int causal, float scale, float drop_p, ulong seed, uint step, uint site, int o_ld,      \
+        int dq_ld, int dkv_ld
 
 /* Nowhere here a `%` beside a `/` of the same numbers (x - x / y * y
  * instead): LLVM 14 then reuses the quotient through a `freeze`, an
@@ -103,6 +106,21 @@ inline float hsum4(float4 a)
     vstore4(a, 0, t);
     return (t[0] + t[1]) + (t[2] + t[3]);
 }
+
+/* Where row t of head bh (= b * heads + h) of a tensor of T rows a head
+ * starts: in the head layout (ld 0) the heads' blocks of T rows of HEAD_DIM
+ * follow one another; as rows (B, T) of ld floats, head h is columns
+ * h * HEAD_DIM.. of each: the model's projection rows, so that no split or
+ * merge launch runs around the kernels. */
+inline ulong head_row(int bh, int heads, int T, int t, int ld)
+{
+    if (ld == 0) return ((ulong)bh * T + t) * HEAD_DIM;
+    const int b = bh / heads;
+    return ((ulong)b * T + t) * ld + (ulong)(bh - b * heads) * HEAD_DIM;
+}
+
+/* Floats from one row of a head to the next. */
+inline int row_stride(int ld) { return ld ? ld : HEAD_DIM; }
 
 /* Float4 column c of a row of HEAD_DIM floats (0 past the end). */
 inline float4 load_col(global const float *row, int c)
@@ -126,16 +144,17 @@ inline void store_col(global float *row, int c, float4 x)
     if (4 * c + 2 < HEAD_DIM) row[4 * c + 2] = x.z;
 }
 
-/* Rows [r0, r0 + n) of a head's (rows, HEAD_DIM) tensor `src` into `rows`
- * rows of LD floats at dst, as one run of coalesced reads; rows past n and
- * columns past HEAD_DIM are 0 (they then weigh nothing). */
-inline void load_tile(local float *dst, global const float *src, int r0, int n, int rows,
-                      int lid, int W)
+/* Rows [r0, r0 + n) of a head's rows of HEAD_DIM floats, `stride` apart,
+ * from `src` into `rows` rows of LD floats at dst, as one run of coalesced
+ * reads; rows past n and columns past HEAD_DIM are 0 (they then weigh
+ * nothing). */
+inline void load_tile(local float *dst, global const float *src, int stride, int r0, int n,
+                      int rows, int lid, int W)
 {
-    src += (ulong)r0 * HEAD_DIM;
+    src += (ulong)r0 * stride;
     for (int e = lid; e < rows * LD; e += W) {
         const int i = e / LD, d = e - i * LD;
-        dst[e] = i < n && d < HEAD_DIM ? src[i * HEAD_DIM + d] : 0.0f;
+        dst[e] = i < n && d < HEAD_DIM ? src[(ulong)i * stride + d] : 0.0f;
     }
 }
 
@@ -197,14 +216,14 @@ inline void load_key_tile(local float4 *kt, local float4 *vt, local int *kf, loc
                           float drop_p, ulong seed, uint step, uint site, int lid, int W)
 {
     const int n = min(keys, Tk - j0);
-    load_tile((local float *)kt, kb, j0, n, keys, lid, W);
-    load_tile((local float *)vt, vb, j0, n, keys, lid, W);
+    load_tile((local float *)kt, kb, HEAD_DIM, j0, n, keys, lid, W);
+    load_tile((local float *)vt, vb, HEAD_DIM, j0, n, keys, lid, W);
     if (lid < keys) kf[lid] = lid < n && key_kept(kt_row, use_keys, j0 + lid);
     if (drop_p > 0.0f) drop_tile(dr, rows, keys, row0, Tk, j0, drop_p, seed, step, site, lid, W);
 }
 
 /* The backward's tiles are fetched a tile ahead: the floats of a tile of
- * `rows` rows of a head's (rows, HEAD_DIM) tensor from row r0 (n of them
+ * `rows` rows of a head's rows (`stride` apart) from row r0 (n of them
  * real) that item lid of W carries (load_tile's elements lid, lid + W, ...)
  * are read into the private array f during the previous tile's work, so
  * that the reads are in flight while it computes, and stored into the local
@@ -219,11 +238,11 @@ inline void load_key_tile(local float4 *kt, local float4 *vt, local int *kf, loc
  * one. */
 #define FETCHES(rows, W) (((rows) * LD + (W) - 1) / (W))
 #define AHEAD(rows, W) (FETCHES(rows, W) <= 2)
-#define FETCH_TILE(f, src, r0, n, rows, lid, W)                                                \
+#define FETCH_TILE(f, src, stride, r0, n, rows, lid, W)                                        \
     _Pragma("unroll") for (int u_ = 0; u_ < FETCHES(rows, W); u_++) {                          \
         const int e_ = (lid) + u_ * (W), i_ = e_ / LD, d_ = e_ - i_ * LD;                      \
         (f)[u_] = e_ < (rows) * LD && i_ < (n) && d_ < HEAD_DIM                                \
-                      ? (src)[(ulong)((r0) + i_) * HEAD_DIM + d_]                              \
+                      ? (src)[(ulong)((r0) + i_) * (stride) + d_]                              \
                       : 0.0f;                                                                  \
     }
 #define PUT_TILE(dst, f, rows, lid, W)                                                         \
@@ -321,7 +340,8 @@ fwd_mask(float *s, local const int *kf, int j0, int qpos, int causal, float scal
     ROWS_SUM(s, FWD_KEYS, xs, lid, FWD_W, FWD_SPLIT);                                          \
     fwd_mask(s, kf, j0, q_pos0 + t, causal, scale)
 
-/* out (B*H, Tq, HEAD_DIM) and stats (B*H*Tq, 2) = (m, 1/l) per query row. */
+/* out (B*H, Tq, HEAD_DIM), or rows (o_ld), and stats (B*H*Tq, 2) = (m, 1/l)
+ * per query row. */
 __attribute__((reqd_work_group_size(FWD_W, 1, 1)))
 kernel void flash_tiled_forward(global float *out, ulong out_off, global float *stats,
                                 ulong stats_off, TILED_INPUTS)
@@ -390,7 +410,7 @@ kernel void flash_tiled_forward(global float *out, ulong out_off, global float *
 #pragma unroll
     for (int x = 0; x < FWD_COLS; x++)
         if (HAS_COL(FWD_SPLIT, part, x))
-            store_col(out + out_off + row * HEAD_DIM, part + FWD_SPLIT * x, ov[x]);
+            store_col(out + out_off + head_row(bh, H, Tq, t, o_ld), part + FWD_SPLIT * x, ov[x]);
     if (part == 0) {
         stats[stats_off + 2 * row] = m;
         stats[stats_off + 2 * row + 1] = inv;
@@ -412,7 +432,7 @@ kernel void flash_tiled_forward(global float *out, ulong out_off, global float *
 #define DQ_XS                                                                                  \
     (DQ_SPLIT > 1 ? 2 * DQ_KEYS * DQ_W : DKV_SPLIT > 1 ? DQ_SHARES * DQ_W : 1)
 
-/* dq (B*H, Tq, HEAD_DIM) overwritten; dsum[row] = D_row = dO_row . O_row
+/* dq (B*H, Tq, HEAD_DIM), or rows (dq_ld), overwritten; dsum[row] = D_row = dO_row . O_row
  * for the dK/dV kernel. */
 __attribute__((reqd_work_group_size(DQ_W, 1, 1)))
 kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float *dsum,
@@ -427,6 +447,7 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
     local float dr[DQ_ROWS * (DQ_KEYS + 1)];
     QUERY_BLOCK(DQ_ROWS, DQ_SPLIT);
 
+    const ulong o_row = head_row(bh, H, Tq, t, o_ld);
     float4 qv[DQ_COLS], gv[DQ_COLS], dqv[DQ_COLS];
     float4 od = (float4)(0.0f), odk[DQ_SHARES];
 #pragma unroll
@@ -436,8 +457,8 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
         const int c = part + DQ_SPLIT * x;
         const bool here = row_ok && HAS_COL(DQ_SPLIT, part, x);
         qv[x] = here ? load_col(q + q_off + row * HEAD_DIM, c) : (float4)(0.0f);
-        gv[x] = here ? load_col(dout + dout_off + row * HEAD_DIM, c) : (float4)(0.0f);
-        const float4 o = here ? load_col(out + out_off + row * HEAD_DIM, c) : (float4)(0.0f);
+        gv[x] = here ? load_col(dout + dout_off + o_row, c) : (float4)(0.0f);
+        const float4 o = here ? load_col(out + out_off + o_row, c) : (float4)(0.0f);
         od += gv[x] * o;
         odk[x % DQ_SHARES] += gv[x] * o;
         dqv[x] = (float4)(0.0f);
@@ -477,8 +498,8 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
 #define DQ_FETCH(j0)                                                                           \
     {                                                                                          \
         const int n_ = min(DQ_KEYS, Tk - (j0));                                                \
-        FETCH_TILE(kpre, kb, j0, n_, DQ_KEYS, lid, DQ_W);                                      \
-        FETCH_TILE(vpre, vb, j0, n_, DQ_KEYS, lid, DQ_W);                                      \
+        FETCH_TILE(kpre, kb, HEAD_DIM, j0, n_, DQ_KEYS, lid, DQ_W);                            \
+        FETCH_TILE(vpre, vb, HEAD_DIM, j0, n_, DQ_KEYS, lid, DQ_W);                            \
         fpre = lid < n_ && key_kept(kt_row, use_keys, (j0) + lid);                             \
     }
     if (DQ_AHEAD && kend > 0) DQ_FETCH(0);
@@ -521,7 +542,8 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
 #pragma unroll
     for (int x = 0; x < DQ_COLS; x++)
         if (HAS_COL(DQ_SPLIT, part, x))
-            store_col(dq + dq_off + row * HEAD_DIM, part + DQ_SPLIT * x, dqv[x] * scale);
+            store_col(dq + dq_off + head_row(bh, H, Tq, t, dq_ld), part + DQ_SPLIT * x,
+                      dqv[x] * scale);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -530,8 +552,9 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
 
 #define DKV_COLS COLS(DKV_SPLIT)
 
-/* dk, dv (B*H/group, Tk_cap, HEAD_DIM): rows < Tk overwritten, the rest
- * untouched; dsum from flash_tiled_backward_dq. */
+/* dk, dv (B*H/group, Tk_cap, HEAD_DIM), or rows (dkv_ld; Tk_cap is Tk):
+ * rows < Tk overwritten, the rest untouched; dsum from
+ * flash_tiled_backward_dq. */
 __attribute__((reqd_work_group_size(DKV_W, 1, 1)))
 kernel void flash_tiled_backward_dkv(global float *dk, ulong dk_off, global float *dv,
                                      ulong dv_off, global const float *dsum, ulong dsum_off,
@@ -549,6 +572,7 @@ kernel void flash_tiled_backward_dkv(global float *dk, ulong dk_off, global floa
     const bool kept = key_ok && key_kept(keys + keys_off + (ulong)b * key_ld, use_keys, j);
     const ulong kr = ((ulong)kvh * Tk_cap + j) * HEAD_DIM;
     const bool drop = drop_p > 0.0f;
+    const int g_stride = row_stride(o_ld);
 
     float4 kr4[DKV_COLS], vr4[DKV_COLS], dkv[DKV_COLS], dvv[DKV_COLS];
 #pragma unroll
@@ -571,12 +595,14 @@ kernel void flash_tiled_backward_dkv(global float *dk, ulong dk_off, global floa
 #define DKV_FETCH(head, i0)                                                                    \
     {                                                                                          \
         const int n_ = min(DKV_ROWS, Tq - (i0));                                               \
-        FETCH_TILE(qpre, q + q_off + (head) * HEAD_DIM, i0, n_, DKV_ROWS, lid, DKV_W);         \
-        FETCH_TILE(gpre, dout + dout_off + (head) * HEAD_DIM, i0, n_, DKV_ROWS, lid, DKV_W);   \
+        FETCH_TILE(qpre, q + q_off + (head) * HEAD_DIM, HEAD_DIM, i0, n_, DKV_ROWS, lid,       \
+                   DKV_W);                                                                     \
+        FETCH_TILE(gpre, gb, g_stride, i0, n_, DKV_ROWS, lid, DKV_W);                          \
     }
     for (int g = 0; g < group; g++) {
         const int bh = b * H + hk * group + g;
         const ulong head = (ulong)bh * Tq;
+        global const float *gb = dout + dout_off + head_row(bh, H, Tq, 0, o_ld);
         if (DKV_AHEAD && i_first < Tq) DKV_FETCH(head, i_first);
         for (int i0 = i_first; i0 < Tq; i0 += DKV_ROWS) {
             barrier(CLK_LOCAL_MEM_FENCE);
@@ -585,10 +611,9 @@ kernel void flash_tiled_backward_dkv(global float *dk, ulong dk_off, global floa
                 PUT_TILE((local float *)qt, qpre, DKV_ROWS, lid, DKV_W);
                 PUT_TILE((local float *)gt, gpre, DKV_ROWS, lid, DKV_W);
             } else {
-                load_tile((local float *)qt, q + q_off + head * HEAD_DIM, i0, n, DKV_ROWS, lid,
-                          DKV_W);
-                load_tile((local float *)gt, dout + dout_off + head * HEAD_DIM, i0, n, DKV_ROWS,
-                          lid, DKV_W);
+                load_tile((local float *)qt, q + q_off + head * HEAD_DIM, HEAD_DIM, i0, n,
+                          DKV_ROWS, lid, DKV_W);
+                load_tile((local float *)gt, gb, g_stride, i0, n, DKV_ROWS, lid, DKV_W);
             }
             if (lid < DKV_ROWS) {
                 const bool ok = lid < n;
@@ -622,10 +647,11 @@ kernel void flash_tiled_backward_dkv(global float *dk, ulong dk_off, global floa
         }
     }
     if (!key_ok) return;
+    const ulong kw = head_row(kvh, Hkv, Tk_cap, j, dkv_ld);
 #pragma unroll
     for (int x = 0; x < DKV_COLS; x++)
         if (HAS_COL(DKV_SPLIT, part, x)) {
-            store_col(dk + dk_off + kr, part + DKV_SPLIT * x, dkv[x] * scale);
-            store_col(dv + dv_off + kr, part + DKV_SPLIT * x, dvv[x]);
+            store_col(dk + dk_off + kw, part + DKV_SPLIT * x, dkv[x] * scale);
+            store_col(dv + dv_off + kw, part + DKV_SPLIT * x, dvv[x]);
         }
 }

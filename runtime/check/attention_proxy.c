@@ -141,10 +141,12 @@ static clformer_status write_tiled(job *j)
     cf_program_options_for(&j->gpu, tiles, j->options, sizeof j->options);
     const char *prog = "flash_attention_tiled";
     CF_TRY(write_program(j, prog));
-    const size_t BH = j->B * j->H, T = j->T, n = BH * T * j->dh;
+    /* laid out as the model's self-attention launches them: O and dO as rows
+     * of the heads' width, dQ, dK and dV as rows of the projection's three */
+    const size_t BH = j->B * j->H, T = j->T, n = BH * T * j->dh, width = j->H * j->dh;
 #define SHAPE                                                                                  \
     INT(j->H), INT(1), INT(T), INT(T), INT(T), INT(0), INT(0), FLT(1.0f / sqrtf((float)j->dh)), \
-        DROP
+        DROP, INT(width), INT(3 * width), INT(3 * width)
     /* a block of rows a work-group, rows x split items; B*H heads */
 #define GRID(rows, split)                                                                      \
     const size_t local[2] = {(rows) * (split), 1}, global[2] = {(T + (rows)-1) / (rows)*local[0], BH}
@@ -157,14 +159,14 @@ static clformer_status write_tiled(job *j)
     }
     {
         GRID(t.dq_rows, t.dq_split);
-        const sim_arg a[] = {BUF(n, 0),    OFF, BUF(BH * T, 0),        OFF, BUF(n, 0.5), OFF,
-                             BUF(n, 0.1),  OFF, BUF(2 * BH * T, 0.01), OFF, BUF(n, 0.5), OFF,
+        const sim_arg a[] = {BUF(3 * n, 0), OFF, BUF(BH * T, 0),        OFF, BUF(n, 0.5), OFF,
+                             BUF(n, 0.1),   OFF, BUF(2 * BH * T, 0.01), OFF, BUF(n, 0.5), OFF,
                              BUF(n, 0.25), OFF, BUF(n, 1),             OFF, KEYS(T),     SHAPE};
         CF_TRY(write_sim(j, prog, "flash_tiled_backward_dq", "backward", global, local, a,
                          sizeof a / sizeof *a));
     }
     GRID(t.dkv_keys, t.dkv_split);
-    const sim_arg a[] = {BUF(n, 0),    OFF, BUF(n, 0),             OFF, BUF(BH * T, 0.05), OFF,
+    const sim_arg a[] = {BUF(3 * n, 0), OFF, BUF(3 * n, 0),         OFF, BUF(BH * T, 0.05), OFF,
                          BUF(n, 0.5),  OFF, BUF(2 * BH * T, 0.01), OFF, BUF(n, 0.5),       OFF,
                          BUF(n, 0.25), OFF, BUF(n, 1),             OFF, KEYS(T),           SHAPE};
     return write_sim(j, prog, "flash_tiled_backward_dkv", "backward", global, local, a,

@@ -971,14 +971,16 @@ done:
 }
 
 /* Rows in place of heads (cf_attention_shape's out_rows, dq_ld, dkv_ld, as
- * the model passes them on the unfused path): the forward and backward on
- * rows give the head layout's numbers (checked against the reference by
- * the cases above), bit for bit with the host provider, whose products'
- * bits do not depend on where their operands lie; elsewhere (CLBlast) to the
- * gradient rule. The gradients' rows leave the columns between heads alone.
- * Self-attention, causal with dropout, its three gradients in one tensor of
- * rows 3 * H * dh + 5 apart (the projection's, padded); and cross-attention
- * with padded keys, dQ and dK, dV in tensors of their own. */
+ * the model passes them): the forward and backward on rows give the head
+ * layout's numbers (checked against the reference by the cases above). On
+ * the unfused path bit for bit with the host provider, whose products' bits
+ * do not depend on where their operands lie; elsewhere (CLBlast) to the
+ * gradient rule. On the fused path (`fused`) the tiled kernels do the same
+ * arithmetic on either layout: bit for bit on every device; the per-row
+ * kernels refuse rows. The gradients' rows leave the columns between heads
+ * alone. Self-attention, causal with dropout, its three gradients in one
+ * tensor of rows 3 * H * dh + 5 apart (the projection's, padded); and
+ * cross-attention with padded keys, dQ and dK, dV in tensors of their own. */
 static void rows_to_heads(float *heads, const float *rows, size_t ld, size_t B, size_t T, size_t H,
                           size_t dh)
 {
@@ -991,10 +993,10 @@ static void rows_to_heads(float *heads, const float *rows, size_t ld, size_t B, 
 
 #define BETWEEN 96.0f /* the columns between heads' rows: exact in every format */
 
-static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool quick, conf_sink sink,
-                                     void *user)
+static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool quick,
+                                     conf_sink sink, void *user)
 {
-    const size_t B = 2, H = 3, dh = quick ? 8 : 64, Tq = quick ? 5 : 37,
+    const size_t B = 2, H = 3, dh = quick ? 8 : cross ? 32 : 64, Tq = quick ? 5 : 37,
                  Tk = cross ? (quick ? 7 : 29) : Tq, width = H * dh;
     const size_t dq_ld = cross ? width : 3 * width + 5, dkv_ld = cross ? 2 * width : dq_ld;
     const size_t nq = B * H * Tq * dh, nk = B * H * Tk * dh, np = B * H * Tq * Tk;
@@ -1003,9 +1005,9 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool quick, conf_s
     const size_t n_grad_q = B * Tq * dq_ld, n_grad_kv = cross ? B * Tk * dkv_ld : 1;
     conf_block b = {0};
     enum { IQ, IK, IV, IDO, IKEYS, IP, IPD, IDP, OUT_H, DQ_H, DK_H, DV_H, OUT_R, DO_R, GQ_R,
-           GKV_R, N_R };
+           GKV_R, STATS_H, STATS_R, N_R };
     const size_t n[N_R] = {nq, nk, nk, nq, B * Tk, np, np, np, nq, nq, nk, nk, nq, nq, n_grad_q,
-                           n_grad_kv};
+                           n_grad_kv, 2 * B * H * Tq, 2 * B * H * Tq};
     for (int i = 0; i < N_R; i++) conf_block_add(&b, n[i]);
     float *heads = malloc((nq > nk ? nq : nk) * sizeof *heads);
     double *want = malloc((nq > nk ? nq : nk) * sizeof *want);
@@ -1035,27 +1037,51 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool quick, conf_s
     const cf_dropout drop = {0.2f, 77, 3, 9};
     const cf_dropout *dev_drop = cross ? NULL : &drop;
     const cf_view none = cf_view_at(NULL, 0), key_view = cross ? conf_block_view(&b, IKEYS) : none;
-    const cf_attention_saved saved = {conf_block_view(&b, IP), conf_block_view(&b, IPD), none,
-                                      none, none};
+#define V_(i) conf_block_view(&b, i)
+    /* fused: the statistics and the output of each layout's own forward */
+    const cf_attention_saved saved = {V_(IP), V_(IPD), none, none, none},
+                             saved_h = {none, none, V_(STATS_H), V_(OUT_H), key_view},
+                             saved_r = {none, none, V_(STATS_R), V_(OUT_R), key_view};
+    const cf_attention_saved *sh = fused ? &saved_h : &saved, *sr = fused ? &saved_r : &saved;
     const cf_attention_shape s_heads = {B, H, dh, Tq, Tk, Tk, 0, !cross, Tk, 0};
     cf_attention_shape s_rows = s_heads;
     s_rows.out_rows = true, s_rows.dq_ld = dq_ld, s_rows.dkv_ld = dkv_ld;
-#define V_(i) conf_block_view(&b, i)
+    const char *name[2] = {cross ? "attention_rows_forward" : "attention_rows_forward_causal_dropout",
+                           cross ? "attention_rows_backward"
+                                 : "attention_rows_backward_causal_dropout"};
+    if (fused) {
+        name[0] = cross ? "attention_rows_fused_forward" : "attention_rows_fused_forward_causal_dropout";
+        name[1] = cross ? "attention_rows_fused_backward"
+                        : "attention_rows_fused_backward_causal_dropout";
+    }
+    char shape[96];
+    snprintf(shape, sizeof shape, "B%zu H%zu Tq%zu Tk%zu dh%zu, rows: dq_ld %zu dkv_ld %zu", B,
+             H, Tq, Tk, dh, dq_ld, dkv_ld);
+    if (fused && !cf_attention_tiled(ctx, dh)) { /* the per-row kernels: refused, named */
+        ref_cmp c = {.pass = true, .rule = "refused"};
+        const clformer_status refused = cf_attention_forward(ctx, V_(OUT_R), sr, V_(IQ), V_(IK),
+                                                             V_(IV), key_view, &s_rows, dev_drop);
+        if (refused != CLFORMER_ERR_INVALID_ARGUMENT ||
+            !strstr(clformer_last_error(), "tiled kernels"))
+            c = failed(c, "the per-row fused kernels took rows, or refused them without a reason");
+        conf_emit(sink, user, name[0], shape, c, 0.0);
+        goto done;
+    }
     const cf_view gq = V_(GQ_R), dk_rows = cross ? V_(GKV_R) : cf_view_add(gq, width),
                   dv_rows = cross ? cf_view_add(V_(GKV_R), width) : cf_view_add(gq, 2 * width);
-    if ((st = cf_attention_forward(ctx, V_(OUT_H), &saved, V_(IQ), V_(IK), V_(IV), key_view,
+    if ((st = cf_attention_forward(ctx, V_(OUT_H), sh, V_(IQ), V_(IK), V_(IV), key_view,
                                    &s_heads, dev_drop)) ||
-        (st = cf_attention_backward(ctx, V_(DQ_H), V_(DK_H), V_(DV_H), V_(IDP), V_(IDO), &saved,
+        (st = cf_attention_backward(ctx, V_(DQ_H), V_(DK_H), V_(DV_H), V_(IDP), V_(IDO), sh,
                                     V_(IQ), V_(IK), V_(IV), &s_heads, dev_drop)) ||
-        (st = cf_attention_forward(ctx, V_(OUT_R), &saved, V_(IQ), V_(IK), V_(IV), key_view,
+        (st = cf_attention_forward(ctx, V_(OUT_R), sr, V_(IQ), V_(IK), V_(IV), key_view,
                                    &s_rows, dev_drop)) ||
-        (st = cf_attention_backward(ctx, gq, dk_rows, dv_rows, V_(IDP), V_(DO_R), &saved, V_(IQ),
+        (st = cf_attention_backward(ctx, gq, dk_rows, dv_rows, V_(IDP), V_(DO_R), sr, V_(IQ),
                                     V_(IK), V_(IV), &s_rows, dev_drop)) ||
         (st = cf_finish(ctx)) || (st = conf_block_read(&b)))
         goto done;
 #undef V_
     /* each rows result as heads against the head layout's */
-    const bool exact = ctx->gemm_provider == CLFORMER_GEMM_HOST;
+    const bool exact = fused || ctx->gemm_provider == CLFORMER_GEMM_HOST;
     const struct {
         int want, got;
         size_t ld, col, T;
@@ -1080,15 +1106,8 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool quick, conf_s
         for (size_t col = 3 * width; col < dq_ld; col++)
             between = between && conf_block_out(&b, GQ_R)[row * dq_ld + col] == BETWEEN;
     if (!between) c[1] = failed(c[1], "the gradients' rows were written between the heads");
-    char shape[96];
-    snprintf(shape, sizeof shape, "B%zu H%zu Tq%zu Tk%zu dh%zu, rows: dq_ld %zu dkv_ld %zu", B,
-             H, Tq, Tk, dh, dq_ld, dkv_ld);
-    conf_emit(sink, user,
-              cross ? "attention_rows_forward" : "attention_rows_forward_causal_dropout", shape,
-              conf_guarded(c[0], &b), 0.0);
-    conf_emit(sink, user,
-              cross ? "attention_rows_backward" : "attention_rows_backward_causal_dropout", shape,
-              conf_guarded(c[1], &b), 0.0);
+    conf_emit(sink, user, name[0], shape, conf_guarded(c[0], &b), 0.0);
+    conf_emit(sink, user, name[1], shape, conf_guarded(c[1], &b), 0.0);
 done:
     conf_block_free(&b);
     free(heads), free(want);
@@ -1172,8 +1191,10 @@ static clformer_status attention_check(cf_ctx *ctx, bool quick, conf_sink sink, 
     };
     CF_TRY(run_group(ctx, &model, quick, sink, user));
     CF_TRY(run_split_to_caches(ctx, quick, sink, user));
-    CF_TRY(run_rows_case(ctx, false, quick, sink, user));
-    CF_TRY(run_rows_case(ctx, true, quick, sink, user));
+    for (int fused = 0; fused < 2; fused++) {
+        CF_TRY(run_rows_case(ctx, false, fused, quick, sink, user));
+        CF_TRY(run_rows_case(ctx, true, fused, quick, sink, user));
+    }
     if (ctx->precision != CLFORMER_FP32) return CLFORMER_OK;
     for (size_t i = 0; i < sizeof groups / sizeof *groups; i++)
         CF_TRY(run_group(ctx, &groups[i], quick, sink, user));

@@ -29,11 +29,12 @@ static void sub_acts(cf_split_arena *c, cf_sub_acts *s, size_t N, size_t d, cons
 
 /* keys: the key tokens the forward masks with (the fused backward reads
  * them again); kvd: the width of the keys and values (kv_heads * dh). */
-static void attn_acts(cf_split_arena *c, cf_attn_acts *a, const clformer_config *cfg, size_t B,
-                      size_t Tq, size_t Tk, bool cross, bool dropout, bool fused, cf_view keys,
-                      size_t kvd)
+static void attn_acts(cf_split_arena *c, cf_attn_acts *a, const cf_acts *A,
+                      const clformer_config *cfg, size_t B, size_t Tq, size_t Tk, bool cross,
+                      bool dropout, cf_view keys, size_t kvd)
 {
     const size_t d = (size_t)cfg->d_model, H = (size_t)cfg->n_heads;
+    const bool fused = A->fused_attention;
     /* what backward reads first (sub_acts), in one run when unfused: heads,
      * probabilities, merged heads; the fused path's output, then its
      * statistics; then what backward does not read */
@@ -47,12 +48,12 @@ static void attn_acts(cf_split_arena *c, cf_attn_acts *a, const clformer_config 
         a->saved.probs_drop = dropout ? cf_split_arena_take(c, B * H * Tq * Tk) : a->saved.probs;
     }
     a->concat = cf_split_arena_take(c, B * Tq * d);
-    /* the context in the head layout: the unfused path without grouped-query
-     * heads writes it straight into concat's rows (forward.c) */
-    const bool rows = cf_attention_takes_rows(fused, H, kvd / (d / H));
+    /* the context in the head layout, where the path does not write it
+     * straight into concat's rows (forward.c) */
+    const bool rows = cf_attention_takes_rows(fused, A->tiled_attention, H, kvd / (d / H));
     a->ctx_h = rows ? none : cf_split_arena_take(c, B * Tq * d);
     if (fused) {
-        a->saved.out = a->ctx_h;
+        a->saved.out = rows ? a->concat : a->ctx_h;
         a->saved.stats = cf_split_arena_take(c, 2 * B * H * Tq);
         a->saved.key_tokens = keys;
     }
@@ -99,7 +100,7 @@ static void int_views(cf_arena *c, cf_acts *a, size_t Ns, size_t Nt)
  * else every layer's from the state `scratch` (the same views for all),
  * except its output, laid out before (recomputation). */
 static void encoder_layers(cf_split_arena *c, cf_acts *a, const clformer_config *cfg, bool drop,
-                           bool fused, const cf_split_arena *scratch)
+                           const cf_split_arena *scratch)
 {
     const size_t Ns = a->B * a->S, d = (size_t)cfg->d_model, ff = (size_t)cfg->d_ff;
     for (int l = 0; l < cfg->n_enc_layers; l++) {
@@ -107,7 +108,7 @@ static void encoder_layers(cf_split_arena *c, cf_acts *a, const clformer_config 
         const cf_view out = L->sub[1].out;
         if (scratch) *c = *scratch;
         sub_acts(c, &L->sub[0], Ns, d, NULL);
-        attn_acts(c, &L->self_attn, cfg, a->B, a->S, a->S, false, drop, fused, a->src, d);
+        attn_acts(c, &L->self_attn, a, cfg, a->B, a->S, a->S, false, drop, a->src, d);
         sub_acts(c, &L->sub[1], Ns, d, scratch ? &out : NULL);
         ffn_acts(c, &L->ffn, Ns, d, ff, a->blocks->gated);
     }
@@ -115,7 +116,7 @@ static void encoder_layers(cf_split_arena *c, cf_acts *a, const clformer_config 
 
 /* The layers of the decoder, as encoder_layers. */
 static void decoder_layers(cf_split_arena *c, cf_acts *a, const clformer_config *cfg, bool drop,
-                           bool fused, const cf_split_arena *scratch)
+                           const cf_split_arena *scratch)
 {
     const size_t Nt = a->B * a->T, d = (size_t)cfg->d_model, ff = (size_t)cfg->d_ff;
     const size_t kvd = a->blocks->kv_heads * (d / (size_t)cfg->n_heads);
@@ -127,11 +128,11 @@ static void decoder_layers(cf_split_arena *c, cf_acts *a, const clformer_config 
         if (scratch) *c = *scratch;
         sub_acts(c, &L->sub[0], Nt, d, NULL);
         /* decoder-only: no padding, so no key tokens to mask with */
-        attn_acts(c, &L->self_attn, cfg, a->B, a->T, a->T, false, drop, fused,
+        attn_acts(c, &L->self_attn, a, cfg, a->B, a->T, a->T, false, drop,
                   a->cross ? a->tgt_in : none, kvd);
         if (a->cross) {
             sub_acts(c, &L->sub[1], Nt, d, NULL);
-            attn_acts(c, &L->cross_attn, cfg, a->B, a->T, a->S, true, drop, fused, a->src, d);
+            attn_acts(c, &L->cross_attn, a, cfg, a->B, a->T, a->S, true, drop, a->src, d);
         }
         sub_acts(c, &L->sub[f], Nt, d, scratch ? &out : NULL);
         ffn_acts(c, &L->ffn, Nt, d, ff, a->blocks->gated);
@@ -181,9 +182,9 @@ static void layout(const clformer_config *cfg, cf_acts *a, cf_split_arena *arena
     a->src_emb = cf_split_arena_take(c, Ns * d);
     a->tgt_emb = cf_split_arena_take(c, Nt * d);
     if (!a->recompute && !a->half_saved) {
-        encoder_layers(c, a, cfg, drop, fused, NULL);
+        encoder_layers(c, a, cfg, drop, NULL);
         memory_views(c, a, d);
-        decoder_layers(c, a, cfg, drop, fused, NULL);
+        decoder_layers(c, a, cfg, drop, NULL);
     } else {
         /* each layer's output (the next one's input) and the memory are
          * kept; everything inside a layer lies in one scratch that every
@@ -196,9 +197,9 @@ static void layout(const clformer_config *cfg, cf_acts *a, cf_split_arena *arena
             a->dec[l].sub[cf_ffn_sub(a->cross)].out = cf_split_arena_take(c, Nt * d);
         memory_views(c, a, d);
         const cf_split_arena scratch = *c;
-        encoder_layers(c, a, cfg, drop, fused, &scratch);
+        encoder_layers(c, a, cfg, drop, &scratch);
         cf_split_arena past_decoder = scratch;
-        decoder_layers(&past_decoder, a, cfg, drop, fused, &scratch);
+        decoder_layers(&past_decoder, a, cfg, drop, &scratch);
         cf_split_arena_union(c, &past_decoder);
         if (a->half_saved) {
             for (int l = 0; l < cfg->n_enc_layers; l++) layer_stores(c, a, cfg, false, l);
@@ -220,10 +221,12 @@ static void layout(const clformer_config *cfg, cf_acts *a, cf_split_arena *arena
         a->d_c = cf_split_arena_take(c, N * d);
         a->d_q = cf_split_arena_take(c, N * 3 * d);
         a->d_kv = cf_split_arena_take(c, Ns * 2 * d);
-        /* gradients in the head layout: the unfused path without
-         * grouped-query heads reads and writes rows instead (backward.c) */
+        /* gradients in the head layout, where the path does not read and
+         * write rows instead (backward.c) */
         const size_t heads =
-            cf_attention_takes_rows(fused, H, a->blocks->kv_heads) ? 0 : B * Tmax * d;
+            cf_attention_takes_rows(fused, a->tiled_attention, H, a->blocks->kv_heads)
+                ? 0
+                : B * Tmax * d;
         a->d_qh = cf_split_arena_take(c, heads);
         a->d_kh = cf_split_arena_take(c, heads);
         a->d_vh = cf_split_arena_take(c, heads);
@@ -317,6 +320,8 @@ static void set_shape(cf_acts *a, const cf_session *s, size_t B, size_t S, size_
     a->T = T;
     a->training = training;
     a->fused_attention = fused;
+    a->tiled_attention =
+        fused && cf_attention_tiled(s->ctx, (size_t)(s->model->cfg.d_model / s->model->cfg.n_heads));
     /* a pass without backward needs no layer's tensors after the next
      * layer has run, so it shares the scratch too */
     a->recompute = s->recompute;

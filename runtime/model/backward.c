@@ -34,10 +34,11 @@ static clformer_status attention_backward(cf_session *s, cf_attn_acts *a, const 
     CF_TRY(cf_linear_backward(ctx, A->d_c, G(s, p->out_w), G(s, p->out_b), dout, a->concat,
                               P(s, p->out_w), Nq, d, d, false));
     cf_attention_shape shape = {B, H, dh, Tq, Tk, Tk, 0, causal, Tk, Hkv};
-    /* as in the forward: the unfused path without grouped-query heads reads
-     * dO from the projection's rows and writes dQ, dK and dV into the rows
-     * of d_q (self-attention: all three; cross: dQ, and dK, dV into d_kv's) */
-    const bool rows = cf_attention_takes_rows(cf_attention_fused(&a->saved), H, Hkv);
+    /* as in the forward: where the path takes rows it reads dO from the
+     * projection's rows and writes dQ, dK and dV into the rows of d_q
+     * (self-attention: all three; cross: dQ, and dK, dV into d_kv's) */
+    const bool rows =
+        cf_attention_takes_rows(cf_attention_fused(&a->saved), A->tiled_attention, H, Hkv);
     if (rows) {
         shape.out_rows = true;
         shape.dq_ld = cross ? d : ld;

@@ -230,12 +230,13 @@ static clformer_status attention(cf_session *s, const cf_attn_acts *a, const cf_
         if (!spec->cached)
             CF_TRY(cf_cross_kv(s, layer, spec->memory, a->kv, a->kh, a->vh, B, sh->Tk));
     }
-    /* The unfused path without grouped-query heads writes the context
-     * straight into the rows the output projection reads: no merge launch
-     * (gpt-mini training on PoCL, with the backward's split and merge also
-     * gone: 186 -> 174 launches a step, 2-7% more tokens/s). */
+    /* The unfused path and the tiled kernels, without grouped-query heads,
+     * write the context straight into the rows the output projection reads:
+     * no merge launch (gpt-mini training on PoCL, with the backward's split
+     * and merge also gone: 186 -> 174 launches a step, 2-7% more tokens/s). */
     cf_attention_shape shape = *sh;
-    shape.out_rows = !one_row && cf_attention_takes_rows(cf_attention_fused(&a->saved), H, Hkv);
+    shape.out_rows = !one_row && cf_attention_takes_rows(cf_attention_fused(&a->saved),
+                                                         s->acts.tiled_attention, H, Hkv);
     cf_dropout ds;
     CF_TRY(cf_attention_forward(ctx, one_row || shape.out_rows ? a->concat : a->ctx_h, &a->saved,
                                 qh, a->kh, a->vh, spec->key_tokens, &shape,

@@ -66,6 +66,7 @@ typedef struct {
     const cf_blocks *blocks; /* the model's (family.h): what the layers hold */
     bool training;       /* saves what backward needs; dropout active */
     bool fused_attention; /* attention saves row statistics, not probabilities (ops.h) */
+    bool tiled_attention; /* ... on the tiled kernels of GPUs (cf_attention_tiled) */
     bool cross;          /* decoder layers have cross-attention (false: decoder-only, S 0) */
     bool recompute;      /* keep only each layer's output: the tensors inside layers
                             share one scratch, and backward (when training) runs a

@@ -54,7 +54,9 @@ static void attention_saved(const cf_acts *a, const clformer_config *cfg, cf_att
     }
     add(out, count, &at->concat, B * Tq * d, false);
     if (a->fused_attention) {
-        add(out, count, &at->ctx_h, B * Tq * d, false);
+        /* (as rows, the output is concat) */
+        if (!cf_attention_takes_rows(true, a->tiled_attention, H, kvd / (d / H)))
+            add(out, count, &at->ctx_h, B * Tq * d, false);
         add(out, count, &at->saved.stats, 2 * B * H * Tq, true);
     }
 }

@@ -249,8 +249,8 @@ typedef struct {
      * consecutive query heads (query head h reads key/value head h /
      * (H / H_kv)); kh, vh, dkh and dvh are (B, H_kv, Tk_cap, dh). 0: H */
     size_t H_kv;
-    /* Rows in place of heads, for the unfused path without grouped-query
-     * heads (H_kv 0 or H), so that the products read and write the
+    /* Rows in place of heads, where cf_attention_takes_rows says so, so
+     * that the products or the tiled kernels read and write the
      * projections' rows and no split or merge launch is needed around them.
      * out_rows: ctx_h, and the backward's dctx_h, are rows (B, Tq, H*dh),
      * head h in columns h*dh..h*dh+dh-1. dq_ld, dkv_ld (0: the head layout):
@@ -288,7 +288,8 @@ typedef struct {
     cf_view probs_drop; /* (B, H, Tq, Tk) after dropout; may equal probs when no dropout */
     cf_view stats;      /* fused: (B, H, Tq, 2) each row's maximum scaled score and the
                            reciprocal of its sum of exp(score - maximum) */
-    cf_view out;        /* fused: the forward's ctx_h, which the backward reads */
+    cf_view out;        /* fused: the forward's ctx_h (rows with out_rows), which the
+                           backward reads */
     cf_view key_tokens; /* fused: the forward's key_tokens, for the backward's masks */
 } cf_attention_saved;
 
@@ -298,11 +299,13 @@ static inline bool cf_attention_fused(const cf_attention_saved *saved)
 }
 
 /* Whether the path takes rows in place of heads (cf_attention_shape's
- * out_rows, dq_ld, dkv_ld): the unfused one, without grouped-query heads
- * (H_kv 0 or H). The model lays out and passes rows wherever it does. */
-static inline bool cf_attention_takes_rows(bool fused, size_t H, size_t H_kv)
+ * out_rows, dq_ld, dkv_ld): the unfused one and the fused one on the tiled
+ * kernels (`tiled`: cf_attention_tiled for the head size), without
+ * grouped-query heads (H_kv 0 or H); not the per-row fused kernels. The
+ * model lays out and passes rows wherever it does. */
+static inline bool cf_attention_takes_rows(bool fused, bool tiled, size_t H, size_t H_kv)
 {
-    return !fused && (H_kv == 0 || H_kv == H);
+    return (!fused || tiled) && (H_kv == 0 || H_kv == H);
 }
 
 /* Whether the fused path runs the tiled kernels of GPUs for head size dh

@@ -14,10 +14,12 @@
  *   dVh = P_drop^T dO, dP_drop = dO Vh^T          GEMMs
  *   dS = P (dP - rowsum(dP P)) scale              attention_softmax_backward, in place
  *   dQh = dS Kh, dKh = dS^T Qh                    GEMMs
- * Those products may read dO from, and write O, dQh, dKh and dVh into, rows
- * (B, T, heads * dh) instead of heads (the shape's out_rows, dq_ld, dkv_ld):
- * then they are one batch with each product's offsets (heads_gemm), and the
- * model needs no merge or split launch around them.
+ * Those products, and the tiled kernels, may read dO from, and write O, dQh,
+ * dKh and dVh into, rows (B, T, heads * dh) instead of heads (the shape's
+ * out_rows, dq_ld, dkv_ld): the products are then one batch with each
+ * product's offsets (heads_gemm), the kernels address rows (head_row in
+ * cl/flash_attention_tiled.cl), and the model needs no merge or split
+ * launch around them.
  * A forward with one query row a sequence and head and no dropout (a
  * decoding step) gives the unfused path's results, P included, in one
  * launch instead (cl/attention_decode.cl).
@@ -156,7 +158,7 @@ clformer_status cf_split_qkv_to_caches(cf_ctx *ctx, cf_view q, cf_view k_cache,
 
 static bool same_view(cf_view a, cf_view b) { return a.buf == b.buf && a.off == b.off; }
 
-static clformer_status check_args(const char *fn, const cf_attention_shape *s,
+static clformer_status check_args(cf_ctx *ctx, const char *fn, const cf_attention_shape *s,
                                   const cf_attention_saved *saved, const cf_dropout *dropout)
 {
     if (!s || !saved)
@@ -180,10 +182,17 @@ static clformer_status check_args(const char *fn, const cf_attention_shape *s,
                        "%s: B*H*max(Tq, Tk) exceeds INT_MAX; split the batch", fn);
     if (s->out_rows || s->dq_ld || s->dkv_ld) {
         const size_t width = s->H * s->dh;
-        if (!cf_attention_takes_rows(cf_attention_fused(saved), s->H, s->H_kv))
+        const bool fused = cf_attention_fused(saved);
+        if (!cf_attention_takes_rows(fused, fused && cf_attention_tiled(ctx, s->dh), s->H,
+                                     s->H_kv))
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                            "%s: rows in place of heads (out_rows, dq_ld, dkv_ld) are for the "
-                           "unfused path without grouped-query heads; pass the head layout", fn);
+                           "unfused path and the tiled kernels, without grouped-query heads; "
+                           "pass the head layout", fn);
+        if (s->dq_ld > INT_MAX || s->dkv_ld > INT_MAX || width > INT_MAX)
+            return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                           "%s: row strides dq_ld=%zu, dkv_ld=%zu and H*dh=%zu must fit in an "
+                           "int", fn, s->dq_ld, s->dkv_ld, width);
         if ((s->dq_ld && s->dq_ld < width) || (s->dkv_ld && s->dkv_ld < width))
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                            "%s: gradient row strides dq_ld=%zu, dkv_ld=%zu are shorter than the "
@@ -381,13 +390,16 @@ static clformer_status tiled_kernel(cf_ctx *ctx, const cf_attention_tiles *t, co
     return cf_kernel(ctx, "flash_attention_tiled", options, name, k);
 }
 
-/* The shape arguments of the tiled kernels, after their tensors. */
+/* The shape arguments of the tiled kernels, after their tensors, ending
+ * with the layouts of O and dO, dQ, and dK and dV (0: heads; else the row
+ * stride: O's and dO's rows are the heads' columns alone). */
 #define TILED_ARGS(key_tokens, any, s, dropout)                                                 \
     CF_MEM((key_tokens).buf ? (key_tokens).buf : (any)), CF_U64((key_tokens).off),             \
         CF_I32((s)->key_ld), CF_I32((key_tokens).buf != NULL), CF_I32((s)->H),                 \
         CF_I32(cf_attention_group(s)), CF_I32((s)->Tq), CF_I32((s)->Tk), CF_I32((s)->Tk_cap),   \
         CF_I32((s)->q_pos0), CF_I32((s)->causal), CF_F32(1.0f / sqrtf((float)(s)->dh)),        \
-        DROP_ARGS(cf_dropout_active(dropout), dropout)
+        DROP_ARGS(cf_dropout_active(dropout), dropout),                                         \
+        CF_I32((s)->out_rows ? (s)->H * (s)->dh : 0), CF_I32((s)->dq_ld), CF_I32((s)->dkv_ld)
 
 /* A tiled launch: blocks of `rows` of the `n` rows of each of `heads`
  * heads, `split` items a row. */
@@ -499,7 +511,7 @@ clformer_status cf_attention_forward(cf_ctx *ctx, cf_view ctx_h, const cf_attent
                                      const cf_attention_shape *shape, const cf_dropout *dropout)
 {
     const char *fn = "cf_attention_forward";
-    CF_TRY(check_args(fn, shape, saved, dropout));
+    CF_TRY(check_args(ctx, fn, shape, saved, dropout));
     const cf_attention_shape *s = shape;
     if (s->B == 0 || s->H == 0 || s->Tq == 0 || s->dh == 0) return CLFORMER_OK;
     if (key_tokens.buf && s->B > 1 && s->key_ld < s->Tk)
@@ -627,7 +639,7 @@ clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
                                       cf_view vh, const cf_attention_shape *shape,
                                       const cf_dropout *dropout)
 {
-    CF_TRY(check_args("cf_attention_backward", shape, saved, dropout));
+    CF_TRY(check_args(ctx, "cf_attention_backward", shape, saved, dropout));
     const cf_attention_shape *s = shape;
     const size_t BH = s->B * s->H, BK = s->B * cf_attention_kv_heads(s);
     if (BH == 0 || s->dh == 0) return CLFORMER_OK;
