@@ -979,8 +979,10 @@ done:
  * arithmetic on either layout: bit for bit on every device; the per-row
  * kernels refuse rows. The gradients' rows leave the columns between heads
  * alone. Self-attention, causal with dropout, its three gradients in one
- * tensor of rows 3 * H * dh + 5 apart (the projection's, padded); and
- * cross-attention with padded keys, dQ and dK, dV in tensors of their own. */
+ * tensor of rows 3 * H * dh + 5 apart (the projection's, padded); on the
+ * fused path also with grouped-query heads (`grouped`: 4 query heads, 2
+ * key/value heads; rows (4 + 2 + 2) * dh + 5 apart); and cross-attention
+ * with padded keys, dQ and dK, dV in tensors of their own. */
 static void rows_to_heads(float *heads, const float *rows, size_t ld, size_t B, size_t T, size_t H,
                           size_t dh)
 {
@@ -993,15 +995,18 @@ static void rows_to_heads(float *heads, const float *rows, size_t ld, size_t B, 
 
 #define BETWEEN 96.0f /* the columns between heads' rows: exact in every format */
 
-static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool quick,
-                                     conf_sink sink, void *user)
+static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool grouped,
+                                     bool quick, conf_sink sink, void *user)
 {
-    const size_t B = 2, H = 3, dh = quick ? 8 : cross ? 32 : 64, Tq = quick ? 5 : 37,
-                 Tk = cross ? (quick ? 7 : 29) : Tq, width = H * dh;
-    const size_t dq_ld = cross ? width : 3 * width + 5, dkv_ld = cross ? 2 * width : dq_ld;
-    const size_t nq = B * H * Tq * dh, nk = B * H * Tk * dh, np = B * H * Tq * Tk;
+    const size_t B = 2, H = grouped ? 4 : 3, Hkv = grouped ? 2 : H,
+                 dh = quick ? 8 : cross ? 32 : 64, Tq = quick ? 5 : 37,
+                 Tk = cross ? (quick ? 7 : 29) : Tq, width = H * dh, kv_width = Hkv * dh;
+    const size_t dq_ld = cross ? width : width + 2 * kv_width + 5,
+                 dkv_ld = cross ? 2 * kv_width : dq_ld;
+    const size_t nq = B * H * Tq * dh, nk = B * Hkv * Tk * dh, np = B * H * Tq * Tk;
     /* the rows' tensors: self, one for all three (dK at column width, dV at
-     * 2 width); cross, dQ's and one for dK and dV (dV at column width) */
+     * width + kv_width); cross, dQ's and one for dK and dV (dV at column
+     * kv_width) */
     const size_t n_grad_q = B * Tq * dq_ld, n_grad_kv = cross ? B * Tk * dkv_ld : 1;
     conf_block b = {0};
     enum { IQ, IK, IV, IDO, IKEYS, IP, IPD, IDP, OUT_H, DQ_H, DK_H, DV_H, OUT_R, DO_R, GQ_R,
@@ -1017,7 +1022,7 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool q
         st = cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
         goto done;
     }
-    ref_rng r = ref_rng_new(cross ? 31 : 30);
+    ref_rng r = ref_rng_new(cross ? 31 : grouped ? 32 : 30);
     const int randoms[] = {IQ, IK, IV, DO_R}; /* dO drawn as rows, its heads taken from them */
     for (int i = 0; i < 4; i++) {
         float *x = conf_block_init(&b, randoms[i]);
@@ -1043,16 +1048,19 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool q
                              saved_h = {none, none, V_(STATS_H), V_(OUT_H), key_view},
                              saved_r = {none, none, V_(STATS_R), V_(OUT_R), key_view};
     const cf_attention_saved *sh = fused ? &saved_h : &saved, *sr = fused ? &saved_r : &saved;
-    const cf_attention_shape s_heads = {B, H, dh, Tq, Tk, Tk, 0, !cross, Tk, 0};
+    const cf_attention_shape s_heads = {B, H, dh, Tq, Tk, Tk, 0, !cross, Tk, grouped ? Hkv : 0};
     cf_attention_shape s_rows = s_heads;
     s_rows.out_rows = true, s_rows.dq_ld = dq_ld, s_rows.dkv_ld = dkv_ld;
     const char *name[2] = {cross ? "attention_rows_forward" : "attention_rows_forward_causal_dropout",
                            cross ? "attention_rows_backward"
                                  : "attention_rows_backward_causal_dropout"};
     if (fused) {
-        name[0] = cross ? "attention_rows_fused_forward" : "attention_rows_fused_forward_causal_dropout";
-        name[1] = cross ? "attention_rows_fused_backward"
-                        : "attention_rows_fused_backward_causal_dropout";
+        name[0] = cross     ? "attention_rows_fused_forward"
+                  : grouped ? "attention_rows_fused_grouped_forward_causal_dropout"
+                            : "attention_rows_fused_forward_causal_dropout";
+        name[1] = cross     ? "attention_rows_fused_backward"
+                  : grouped ? "attention_rows_fused_grouped_backward_causal_dropout"
+                            : "attention_rows_fused_backward_causal_dropout";
     }
     char shape[96];
     snprintf(shape, sizeof shape, "B%zu H%zu Tq%zu Tk%zu dh%zu, rows: dq_ld %zu dkv_ld %zu", B,
@@ -1068,7 +1076,8 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool q
         goto done;
     }
     const cf_view gq = V_(GQ_R), dk_rows = cross ? V_(GKV_R) : cf_view_add(gq, width),
-                  dv_rows = cross ? cf_view_add(V_(GKV_R), width) : cf_view_add(gq, 2 * width);
+                  dv_rows = cross ? cf_view_add(V_(GKV_R), kv_width)
+                                  : cf_view_add(gq, width + kv_width);
     if ((st = cf_attention_forward(ctx, V_(OUT_H), sh, V_(IQ), V_(IK), V_(IV), key_view,
                                    &s_heads, dev_drop)) ||
         (st = cf_attention_backward(ctx, V_(DQ_H), V_(DK_H), V_(DV_H), V_(IDP), V_(IDO), sh,
@@ -1084,26 +1093,27 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool q
     const bool exact = fused || ctx->gemm_provider == CLFORMER_GEMM_HOST;
     const struct {
         int want, got;
-        size_t ld, col, T;
-    } pairs[4] = {{OUT_H, OUT_R, width, 0, Tq},
-                  {DQ_H, GQ_R, dq_ld, 0, Tq},
-                  {DK_H, cross ? GKV_R : GQ_R, dkv_ld, cross ? 0 : width, Tk},
-                  {DV_H, cross ? GKV_R : GQ_R, dkv_ld, cross ? width : 2 * width, Tk}};
+        size_t ld, col, T, heads;
+    } pairs[4] = {{OUT_H, OUT_R, width, 0, Tq, H},
+                  {DQ_H, GQ_R, dq_ld, 0, Tq, H},
+                  {DK_H, cross ? GKV_R : GQ_R, dkv_ld, cross ? 0 : width, Tk, Hkv},
+                  {DV_H, cross ? GKV_R : GQ_R, dkv_ld, cross ? kv_width : width + kv_width, Tk,
+                   Hkv}};
     ref_cmp all[4];
     for (int i = 0; i < 4; i++) {
         const size_t count = n[pairs[i].want];
         const float *w = conf_block_out(&b, pairs[i].want);
         rows_to_heads(heads, conf_block_out(&b, pairs[i].got) + pairs[i].col, pairs[i].ld, B,
-                      pairs[i].T, H, dh);
+                      pairs[i].T, pairs[i].heads, dh);
         for (size_t e = 0; e < count; e++) want[e] = w[e];
         all[i] = exact ? ref_compare_exact(heads, want, count)
                        : conf_compare_stored(ctx, heads, want, count, REF_RULE_GRAD, NULL, NULL);
     }
     ref_cmp c[2] = {all[0], worst_of(all + 1, 3)};
-    /* the columns past the three heads' (self) or past dQ's (none: cross) */
+    /* the columns past the three tensors' heads (self) or past dQ's (none: cross) */
     bool between = true;
     for (size_t row = 0; row < B * Tq && !cross; row++)
-        for (size_t col = 3 * width; col < dq_ld; col++)
+        for (size_t col = width + 2 * kv_width; col < dq_ld; col++)
             between = between && conf_block_out(&b, GQ_R)[row * dq_ld + col] == BETWEEN;
     if (!between) c[1] = failed(c[1], "the gradients' rows were written between the heads");
     conf_emit(sink, user, name[0], shape, conf_guarded(c[0], &b), 0.0);
@@ -1192,9 +1202,10 @@ static clformer_status attention_check(cf_ctx *ctx, bool quick, conf_sink sink, 
     CF_TRY(run_group(ctx, &model, quick, sink, user));
     CF_TRY(run_split_to_caches(ctx, quick, sink, user));
     for (int fused = 0; fused < 2; fused++) {
-        CF_TRY(run_rows_case(ctx, false, fused, quick, sink, user));
-        CF_TRY(run_rows_case(ctx, true, fused, quick, sink, user));
+        CF_TRY(run_rows_case(ctx, false, fused, false, quick, sink, user));
+        CF_TRY(run_rows_case(ctx, true, fused, false, quick, sink, user));
     }
+    CF_TRY(run_rows_case(ctx, false, true, true, quick, sink, user));
     if (ctx->precision != CLFORMER_FP32) return CLFORMER_OK;
     for (size_t i = 0; i < sizeof groups / sizeof *groups; i++)
         CF_TRY(run_group(ctx, &groups[i], quick, sink, user));

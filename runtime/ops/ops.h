@@ -255,10 +255,10 @@ typedef struct {
      * out_rows: ctx_h, and the backward's dctx_h, are rows (B, Tq, H*dh),
      * head h in columns h*dh..h*dh+dh-1. dq_ld, dkv_ld (0: the head layout):
      * the backward's dqh is rows (B, Tq) and dkh, dvh rows (B, Tk) (Tk_cap
-     * must be Tk) of that stride, head h at column h*dh of the view; other
-     * columns are not written, except that in 16-bit storage every element
-     * from a view's first to its last is rounded (values already stored in
-     * the format keep their bits). */
+     * must be Tk) of that stride, (key/value) head h at column h*dh of the
+     * view; other columns are not written, except that in 16-bit storage
+     * every element from a view's first to its last is rounded (values
+     * already stored in the format keep their bits). */
     bool out_rows;
     size_t dq_ld, dkv_ld;
 } cf_attention_shape;
@@ -299,13 +299,14 @@ static inline bool cf_attention_fused(const cf_attention_saved *saved)
 }
 
 /* Whether the path takes rows in place of heads (cf_attention_shape's
- * out_rows, dq_ld, dkv_ld): the unfused one and the fused one on the tiled
- * kernels (`tiled`: cf_attention_tiled for the head size), without
- * grouped-query heads (H_kv 0 or H); not the per-row fused kernels. The
- * model lays out and passes rows wherever it does. */
+ * out_rows, dq_ld, dkv_ld): the fused one on the tiled kernels (`tiled`:
+ * cf_attention_tiled for the head size), and the unfused one without
+ * grouped-query heads (H_kv 0 or H: its products take a group's query
+ * heads as one block of rows); not the per-row fused kernels. The model
+ * lays out and passes rows wherever it does. */
 static inline bool cf_attention_takes_rows(bool fused, bool tiled, size_t H, size_t H_kv)
 {
-    return (!fused || tiled) && (H_kv == 0 || H_kv == H);
+    return fused ? tiled : H_kv == 0 || H_kv == H;
 }
 
 /* Whether the fused path runs the tiled kernels of GPUs for head size dh

@@ -181,22 +181,23 @@ static clformer_status check_args(cf_ctx *ctx, const char *fn, const cf_attentio
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "%s: B*H*max(Tq, Tk) exceeds INT_MAX; split the batch", fn);
     if (s->out_rows || s->dq_ld || s->dkv_ld) {
-        const size_t width = s->H * s->dh;
+        const size_t width = s->H * s->dh, kv_width = cf_attention_kv_heads(s) * s->dh;
         const bool fused = cf_attention_fused(saved);
         if (!cf_attention_takes_rows(fused, fused && cf_attention_tiled(ctx, s->dh), s->H,
                                      s->H_kv))
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                            "%s: rows in place of heads (out_rows, dq_ld, dkv_ld) are for the "
-                           "unfused path and the tiled kernels, without grouped-query heads; "
+                           "tiled kernels, and the unfused path without grouped-query heads; "
                            "pass the head layout", fn);
         if (s->dq_ld > INT_MAX || s->dkv_ld > INT_MAX || width > INT_MAX)
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                            "%s: row strides dq_ld=%zu, dkv_ld=%zu and H*dh=%zu must fit in an "
                            "int", fn, s->dq_ld, s->dkv_ld, width);
-        if ((s->dq_ld && s->dq_ld < width) || (s->dkv_ld && s->dkv_ld < width))
+        if ((s->dq_ld && s->dq_ld < width) || (s->dkv_ld && s->dkv_ld < kv_width))
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                            "%s: gradient row strides dq_ld=%zu, dkv_ld=%zu are shorter than the "
-                           "heads' %zu columns", fn, s->dq_ld, s->dkv_ld, width);
+                           "heads' %zu and %zu columns", fn, s->dq_ld, s->dkv_ld, width,
+                           kv_width);
         if (s->dkv_ld && s->Tk_cap != s->Tk)
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                            "%s: dK and dV as rows need Tk_cap == Tk (%zu, %zu)", fn, s->Tk_cap,
@@ -645,15 +646,15 @@ clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
     if (BH == 0 || s->dh == 0) return CLFORMER_OK;
     /* Degenerate products: no queries means no gradient into keys and values,
      * no keys means none into queries. */
-    const size_t width = s->H * s->dh;
+    const size_t width = s->H * s->dh, kv_width = cf_attention_kv_heads(s) * s->dh;
     if (s->Tq == 0 || s->Tk == 0) {
         /* as rows, B*Tk rows of the heads' width; as heads, the first Tk rows
          * of each key/value head's block of Tk_cap */
         const size_t kv_runs = s->dkv_ld ? s->B * s->Tk : BK,
                      kv_ld = s->dkv_ld ? s->dkv_ld : s->Tk_cap * s->dh,
-                     kv_width = s->dkv_ld ? width : s->Tk * s->dh;
-        CF_TRY(zero_rows(ctx, dkh, kv_runs, kv_ld, kv_width));
-        CF_TRY(zero_rows(ctx, dvh, kv_runs, kv_ld, kv_width));
+                     kv_run = s->dkv_ld ? kv_width : s->Tk * s->dh;
+        CF_TRY(zero_rows(ctx, dkh, kv_runs, kv_ld, kv_run));
+        CF_TRY(zero_rows(ctx, dvh, kv_runs, kv_ld, kv_run));
         return s->dq_ld ? zero_rows(ctx, dqh, s->B * s->Tq, s->dq_ld, width)
                         : zero_rows(ctx, dqh, BH, s->Tq * s->dh, s->Tq * s->dh);
     }
@@ -664,7 +665,7 @@ clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
     /* the three gradients as stored (rows past Tk of dK and dV are rounded too: harmless;
      * as rows, the columns between: their values are stored ones) */
     const size_t q_span = s->dq_ld ? rows_span(s->B * s->Tq, s->dq_ld, width) : BH * s->Tq * s->dh,
-                 kv_span = s->dkv_ld ? rows_span(s->B * s->Tk, s->dkv_ld, width)
+                 kv_span = s->dkv_ld ? rows_span(s->B * s->Tk, s->dkv_ld, kv_width)
                                      : BK * s->Tk_cap * s->dh;
     CF_TRY(cf_round_activation(ctx, dqh, q_span));
     CF_TRY(cf_round_activation(ctx, dkh, kv_span));
