@@ -79,15 +79,15 @@
 #define HAS_COL(split, part, x) (D4 % (split) == 0 || (part) + (split) * (x) < D4)
 
 /* The inputs every kernel here takes after its outputs (ops_attention.c's
- * TILED_ARGS); group: query heads per key/value head. o_ld, dq_ld, dkv_ld:
- * the layout of O and dO, of dQ, and of dK and dV (head_row); Q, K, V and
- * the statistics are always in the head layout. */
+ * TILED_ARGS); group: query heads per key/value head. q_ld, kv_ld, o_ld,
+ * dq_ld, dkv_ld: the layout of Q, of K and V, of O and dO, of dQ, and of dK
+ * and dV (head_row); the statistics are per row of all heads' rows. */
 #define TILED_INPUTS                                                                           \
     global const float *q, ulong q_off, global const float *k, ulong k_off,                    \
         global const float *v, ulong v_off, global const int *keys, ulong keys_off,            \
         int key_ld, int use_keys, int H, int group, int Tq, int Tk, int Tk_cap, int q_pos0,     \
-        int causal, float scale, float drop_p, ulong seed, uint step, uint site, int o_ld,      \
-        int dq_ld, int dkv_ld
+        int causal, float scale, float drop_p, ulong seed, uint step, uint site, int q_ld,      \
+        int kv_ld, int o_ld, int dq_ld, int dkv_ld
 
 /* Nowhere here a `%` beside a `/` of the same numbers (x - x / y * y
  * instead): LLVM 14 then reuses the quotient through a `freeze`, an
@@ -107,6 +107,9 @@ inline float hsum4(float4 a)
     return (t[0] + t[1]) + (t[2] + t[3]);
 }
 
+/* Floats from one row of a head to the next. */
+inline int row_stride(int ld) { return ld ? ld : HEAD_DIM; }
+
 /* Where row t of head bh (= b * heads + h) of a tensor of T rows a head
  * starts: in the head layout (ld 0) the heads' blocks of T rows of HEAD_DIM
  * follow one another; as rows (B, T) of ld floats, head h is columns
@@ -114,13 +117,15 @@ inline float hsum4(float4 a)
  * merge launch runs around the kernels. */
 inline ulong head_row(int bh, int heads, int T, int t, int ld)
 {
-    if (ld == 0) return ((ulong)bh * T + t) * HEAD_DIM;
+    /* the head's start (the same for a group's items), then t rows on: one
+     * product of t, which the kernels' per-item values are; with a branch
+     * per layout the forward took 4 more VGPRs (131, a wave fewer a SIMD on
+     * AMDGPU at dh 64: tools/proxy/register-proxy.sh) */
     const int b = bh / heads;
-    return ((ulong)b * T + t) * ld + (ulong)(bh - b * heads) * HEAD_DIM;
+    const ulong head = ld ? (ulong)b * T * ld + (ulong)(bh - b * heads) * HEAD_DIM
+                          : (ulong)bh * T * HEAD_DIM;
+    return head + (ulong)t * row_stride(ld);
 }
-
-/* Floats from one row of a head to the next. */
-inline int row_stride(int ld) { return ld ? ld : HEAD_DIM; }
 
 /* Float4 column c of a row of HEAD_DIM floats (0 past the end). */
 inline float4 load_col(global const float *row, int c)
@@ -212,12 +217,13 @@ inline void drop_tile(local float *r, int rows, int n, ulong row0, int Tk, int j
  * block's multipliers into dr. No barriers: the caller's come around it. */
 inline void load_key_tile(local float4 *kt, local float4 *vt, local int *kf, local float *dr,
                           int keys, int rows, global const float *kb, global const float *vb,
-                          global const int *kt_row, int use_keys, int j0, int Tk, ulong row0,
-                          float drop_p, ulong seed, uint step, uint site, int lid, int W)
+                          int kv_stride, global const int *kt_row, int use_keys, int j0, int Tk,
+                          ulong row0, float drop_p, ulong seed, uint step, uint site, int lid,
+                          int W)
 {
     const int n = min(keys, Tk - j0);
-    load_tile((local float *)kt, kb, HEAD_DIM, j0, n, keys, lid, W);
-    load_tile((local float *)vt, vb, HEAD_DIM, j0, n, keys, lid, W);
+    load_tile((local float *)kt, kb, kv_stride, j0, n, keys, lid, W);
+    load_tile((local float *)vt, vb, kv_stride, j0, n, keys, lid, W);
     if (lid < keys) kf[lid] = lid < n && key_kept(kt_row, use_keys, j0 + lid);
     if (drop_p > 0.0f) drop_tile(dr, rows, keys, row0, Tk, j0, drop_p, seed, step, site, lid, W);
 }
@@ -292,8 +298,9 @@ inline void load_key_tile(local float4 *kt, local float4 *vt, local int *kf, loc
     const int bh = get_group_id(1), t0 = get_group_id(0) * (rows), t = t0 + r;                 \
     const bool row_ok = t < Tq;                                                                \
     const ulong row = (ulong)bh * Tq + t;                                                      \
-    const ulong kv = (ulong)kv_head(bh, H, group) * Tk_cap * HEAD_DIM;                         \
+    const ulong kv = head_row(kv_head(bh, H, group), H / group, Tk_cap, 0, kv_ld);             \
     global const float *kb = k + k_off + kv, *vb = v + v_off + kv;                             \
+    const int kv_stride = row_stride(kv_ld);                                                   \
     global const int *kt_row = keys + keys_off + (ulong)(bh / H) * key_ld;                     \
     const int kend = tiled_key_end(causal, Tk, q_pos0 + min(t0 + (rows), Tq) - 1);            \
     const bool drop = drop_p > 0.0f
@@ -356,8 +363,9 @@ kernel void flash_tiled_forward(global float *out, ulong out_off, global float *
 #pragma unroll
     for (int x = 0; x < FWD_COLS; x++) {
         const int c = part + FWD_SPLIT * x;
-        qv[x] = row_ok && HAS_COL(FWD_SPLIT, part, x) ? load_col(q + q_off + row * HEAD_DIM, c)
-                                                      : (float4)(0.0f);
+        qv[x] = row_ok && HAS_COL(FWD_SPLIT, part, x)
+                    ? load_col(q + q_off + head_row(bh, H, Tq, t, q_ld), c)
+                    : (float4)(0.0f);
         ov[x] = (float4)(0.0f);
     }
     float s[FWD_KEYS];
@@ -367,7 +375,7 @@ kernel void flash_tiled_forward(global float *out, ulong out_off, global float *
     float m = -INFINITY, l = 0.0f;
     for (int j0 = 0; j0 < kend; j0 += FWD_KEYS) {
         barrier(CLK_LOCAL_MEM_FENCE); /* the last tile's readers are done */
-        load_key_tile(kt, vt, kf, dr, FWD_KEYS, FWD_ROWS, kb, vb, kt_row, use_keys, j0, Tk,
+        load_key_tile(kt, vt, kf, dr, FWD_KEYS, FWD_ROWS, kb, vb, kv_stride, kt_row, use_keys, j0, Tk,
                       (ulong)bh * Tq + t0, drop_p, seed, step, site, lid, FWD_W);
         barrier(CLK_LOCAL_MEM_FENCE);
         FWD_SCORES(s);
@@ -456,7 +464,7 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
     for (int x = 0; x < DQ_COLS; x++) {
         const int c = part + DQ_SPLIT * x;
         const bool here = row_ok && HAS_COL(DQ_SPLIT, part, x);
-        qv[x] = here ? load_col(q + q_off + row * HEAD_DIM, c) : (float4)(0.0f);
+        qv[x] = here ? load_col(q + q_off + head_row(bh, H, Tq, t, q_ld), c) : (float4)(0.0f);
         gv[x] = here ? load_col(dout + dout_off + o_row, c) : (float4)(0.0f);
         const float4 o = here ? load_col(out + out_off + o_row, c) : (float4)(0.0f);
         od += gv[x] * o;
@@ -498,8 +506,8 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
 #define DQ_FETCH(j0)                                                                           \
     {                                                                                          \
         const int n_ = min(DQ_KEYS, Tk - (j0));                                                \
-        FETCH_TILE(kpre, kb, HEAD_DIM, j0, n_, DQ_KEYS, lid, DQ_W);                            \
-        FETCH_TILE(vpre, vb, HEAD_DIM, j0, n_, DQ_KEYS, lid, DQ_W);                            \
+        FETCH_TILE(kpre, kb, kv_stride, j0, n_, DQ_KEYS, lid, DQ_W);                           \
+        FETCH_TILE(vpre, vb, kv_stride, j0, n_, DQ_KEYS, lid, DQ_W);                           \
         fpre = lid < n_ && key_kept(kt_row, use_keys, (j0) + lid);                             \
     }
     if (DQ_AHEAD && kend > 0) DQ_FETCH(0);
@@ -513,7 +521,8 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
                 drop_tile(dr, DQ_ROWS, DQ_KEYS, (ulong)bh * Tq + t0, Tk, j0, drop_p, seed,
                           step, site, lid, DQ_W);
         } else {
-            load_key_tile(kt, vt, kf, dr, DQ_KEYS, DQ_ROWS, kb, vb, kt_row, use_keys, j0, Tk,
+            load_key_tile(kt, vt, kf, dr, DQ_KEYS, DQ_ROWS, kb, vb, kv_stride, kt_row, use_keys,
+                          j0, Tk,
                           (ulong)bh * Tq + t0, drop_p, seed, step, site, lid, DQ_W);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -570,9 +579,9 @@ kernel void flash_tiled_backward_dkv(global float *dk, ulong dk_off, global floa
     const int Hkv = H / group, b = kvh / Hkv, hk = kvh - b * Hkv;
     const bool key_ok = j < Tk;
     const bool kept = key_ok && key_kept(keys + keys_off + (ulong)b * key_ld, use_keys, j);
-    const ulong kr = ((ulong)kvh * Tk_cap + j) * HEAD_DIM;
+    const ulong kr = head_row(kvh, Hkv, Tk_cap, j, kv_ld);
     const bool drop = drop_p > 0.0f;
-    const int g_stride = row_stride(o_ld);
+    const int q_stride = row_stride(q_ld), g_stride = row_stride(o_ld);
 
     float4 kr4[DKV_COLS], vr4[DKV_COLS], dkv[DKV_COLS], dvv[DKV_COLS];
 #pragma unroll
@@ -587,23 +596,23 @@ kernel void flash_tiled_backward_dkv(global float *dk, ulong dk_off, global floa
     /* causal: query i sees key j when j <= q_pos0 + i, so the block's first
      * key is seen from query j_first - q_pos0 on */
     const int i_first = causal ? max(0, j_first - q_pos0) / DKV_ROWS * DKV_ROWS : 0;
-    /* the query tile from i0 of the head from row `head` into qpre, gpre
+    /* the query tile from i0 of the head (at qb and gb) into qpre, gpre
      * (its rows' statistics and D are read when it is stored: fetched ahead
      * too, they spilled at dh 96 on AMDGPU) */
 #define DKV_AHEAD AHEAD(DKV_ROWS, DKV_W)
     float qpre[FETCHES(DKV_ROWS, DKV_W)], gpre[FETCHES(DKV_ROWS, DKV_W)];
-#define DKV_FETCH(head, i0)                                                                    \
+#define DKV_FETCH(i0)                                                                          \
     {                                                                                          \
         const int n_ = min(DKV_ROWS, Tq - (i0));                                               \
-        FETCH_TILE(qpre, q + q_off + (head) * HEAD_DIM, HEAD_DIM, i0, n_, DKV_ROWS, lid,       \
-                   DKV_W);                                                                     \
+        FETCH_TILE(qpre, qb, q_stride, i0, n_, DKV_ROWS, lid, DKV_W);                          \
         FETCH_TILE(gpre, gb, g_stride, i0, n_, DKV_ROWS, lid, DKV_W);                          \
     }
     for (int g = 0; g < group; g++) {
         const int bh = b * H + hk * group + g;
         const ulong head = (ulong)bh * Tq;
-        global const float *gb = dout + dout_off + head_row(bh, H, Tq, 0, o_ld);
-        if (DKV_AHEAD && i_first < Tq) DKV_FETCH(head, i_first);
+        global const float *qb = q + q_off + head_row(bh, H, Tq, 0, q_ld),
+                           *gb = dout + dout_off + head_row(bh, H, Tq, 0, o_ld);
+        if (DKV_AHEAD && i_first < Tq) DKV_FETCH(i_first);
         for (int i0 = i_first; i0 < Tq; i0 += DKV_ROWS) {
             barrier(CLK_LOCAL_MEM_FENCE);
             const int n = min(DKV_ROWS, Tq - i0);
@@ -611,8 +620,7 @@ kernel void flash_tiled_backward_dkv(global float *dk, ulong dk_off, global floa
                 PUT_TILE((local float *)qt, qpre, DKV_ROWS, lid, DKV_W);
                 PUT_TILE((local float *)gt, gpre, DKV_ROWS, lid, DKV_W);
             } else {
-                load_tile((local float *)qt, q + q_off + head * HEAD_DIM, HEAD_DIM, i0, n,
-                          DKV_ROWS, lid, DKV_W);
+                load_tile((local float *)qt, qb, q_stride, i0, n, DKV_ROWS, lid, DKV_W);
                 load_tile((local float *)gt, gb, g_stride, i0, n, DKV_ROWS, lid, DKV_W);
             }
             if (lid < DKV_ROWS) {
@@ -626,7 +634,7 @@ kernel void flash_tiled_backward_dkv(global float *dk, ulong dk_off, global floa
                 drop_tile(dr, DKV_ROWS, DKV_KEYS, head + i0, Tk, j_first, drop_p, seed, step,
                           site, lid, DKV_W);
             barrier(CLK_LOCAL_MEM_FENCE);
-            if (DKV_AHEAD && i0 + DKV_ROWS < Tq) DKV_FETCH(head, i0 + DKV_ROWS); /* in flight */
+            if (DKV_AHEAD && i0 + DKV_ROWS < Tq) DKV_FETCH(i0 + DKV_ROWS); /* in flight */
             DROP_MULTIPLIERS(rd, DKV_ROWS, rk, DKV_KEYS + 1); /* without branches, as in dQ */
             /* k . q, v . dO */
             PAIR_DOTS(sd, DKV_ROWS, kr4, vr4, qt, gt, part, DKV_SPLIT, DKV_COLS);

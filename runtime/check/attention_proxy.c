@@ -142,33 +142,34 @@ static clformer_status write_tiled(job *j)
     const char *prog = "flash_attention_tiled";
     CF_TRY(write_program(j, prog));
     /* laid out as the model's self-attention launches them: O and dO as rows
-     * of the heads' width, dQ, dK and dV as rows of the projection's three */
+     * of the heads' width; Q, K, V, dQ, dK and dV as rows of the projection's
+     * three (each its own buffer here, its heads at the start of each row) */
     const size_t BH = j->B * j->H, T = j->T, n = BH * T * j->dh, width = j->H * j->dh;
 #define SHAPE                                                                                  \
     INT(j->H), INT(1), INT(T), INT(T), INT(T), INT(0), INT(0), FLT(1.0f / sqrtf((float)j->dh)), \
-        DROP, INT(width), INT(3 * width), INT(3 * width)
+        DROP, INT(3 * width), INT(3 * width), INT(width), INT(3 * width), INT(3 * width)
     /* a block of rows a work-group, rows x split items; B*H heads */
 #define GRID(rows, split)                                                                      \
     const size_t local[2] = {(rows) * (split), 1}, global[2] = {(T + (rows)-1) / (rows)*local[0], BH}
     {
         GRID(t.fwd_rows, t.fwd_split);
-        const sim_arg a[] = {BUF(n, 0),     OFF, BUF(2 * BH * T, 0), OFF, BUF(n, 0.5), OFF,
-                             BUF(n, 0.25), OFF, BUF(n, 1),           OFF, KEYS(T),     SHAPE};
+        const sim_arg a[] = {BUF(n, 0),        OFF, BUF(2 * BH * T, 0), OFF, BUF(3 * n, 0.5), OFF,
+                             BUF(3 * n, 0.25), OFF, BUF(3 * n, 1),      OFF, KEYS(T),         SHAPE};
         CF_TRY(write_sim(j, prog, "flash_tiled_forward", "forward", global, local, a,
                          sizeof a / sizeof *a));
     }
     {
         GRID(t.dq_rows, t.dq_split);
-        const sim_arg a[] = {BUF(3 * n, 0), OFF, BUF(BH * T, 0),        OFF, BUF(n, 0.5), OFF,
-                             BUF(n, 0.1),   OFF, BUF(2 * BH * T, 0.01), OFF, BUF(n, 0.5), OFF,
-                             BUF(n, 0.25), OFF, BUF(n, 1),             OFF, KEYS(T),     SHAPE};
+        const sim_arg a[] = {BUF(3 * n, 0),    OFF, BUF(BH * T, 0),        OFF, BUF(n, 0.5),     OFF,
+                             BUF(n, 0.1),      OFF, BUF(2 * BH * T, 0.01), OFF, BUF(3 * n, 0.5), OFF,
+                             BUF(3 * n, 0.25), OFF, BUF(3 * n, 1),         OFF, KEYS(T),         SHAPE};
         CF_TRY(write_sim(j, prog, "flash_tiled_backward_dq", "backward", global, local, a,
                          sizeof a / sizeof *a));
     }
     GRID(t.dkv_keys, t.dkv_split);
-    const sim_arg a[] = {BUF(3 * n, 0), OFF, BUF(3 * n, 0),         OFF, BUF(BH * T, 0.05), OFF,
-                         BUF(n, 0.5),  OFF, BUF(2 * BH * T, 0.01), OFF, BUF(n, 0.5),       OFF,
-                         BUF(n, 0.25), OFF, BUF(n, 1),             OFF, KEYS(T),           SHAPE};
+    const sim_arg a[] = {BUF(3 * n, 0),    OFF, BUF(3 * n, 0),         OFF, BUF(BH * T, 0.05), OFF,
+                         BUF(n, 0.5),      OFF, BUF(2 * BH * T, 0.01), OFF, BUF(3 * n, 0.5), OFF,
+                         BUF(3 * n, 0.25), OFF, BUF(3 * n, 1),         OFF, KEYS(T),         SHAPE};
     return write_sim(j, prog, "flash_tiled_backward_dkv", "backward", global, local, a,
                      sizeof a / sizeof *a);
 #undef GRID

@@ -1009,10 +1009,10 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool g
      * kv_width) */
     const size_t n_grad_q = B * Tq * dq_ld, n_grad_kv = cross ? B * Tk * dkv_ld : 1;
     conf_block b = {0};
-    enum { IQ, IK, IV, IDO, IKEYS, IP, IPD, IDP, OUT_H, DQ_H, DK_H, DV_H, OUT_R, DO_R, GQ_R,
-           GKV_R, STATS_H, STATS_R, N_R };
+    enum { IQ, IK, IV, IDO, IKEYS, IP, IPD, IDP, OUT_H, DQ_H, DK_H, DV_H, OUT_R, DO_R, QKV_R,
+           KV_R, GQ_R, GKV_R, STATS_H, STATS_R, N_R };
     const size_t n[N_R] = {nq, nk, nk, nq, B * Tk, np, np, np, nq, nq, nk, nk, nq, nq, n_grad_q,
-                           n_grad_kv, 2 * B * H * Tq, 2 * B * H * Tq};
+                           n_grad_kv, n_grad_q, n_grad_kv, 2 * B * H * Tq, 2 * B * H * Tq};
     for (int i = 0; i < N_R; i++) conf_block_add(&b, n[i]);
     float *heads = malloc((nq > nk ? nq : nk) * sizeof *heads);
     double *want = malloc((nq > nk ? nq : nk) * sizeof *want);
@@ -1023,12 +1023,19 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool g
         goto done;
     }
     ref_rng r = ref_rng_new(cross ? 31 : grouped ? 32 : 30);
-    const int randoms[] = {IQ, IK, IV, DO_R}; /* dO drawn as rows, its heads taken from them */
-    for (int i = 0; i < 4; i++) {
+    /* Q, K, V and dO drawn as rows (laid out as their gradients are), their
+     * heads taken from them */
+    const int randoms[] = {QKV_R, KV_R, DO_R};
+    for (int i = 0; i < 3; i++) {
         float *x = conf_block_init(&b, randoms[i]);
         for (size_t e = 0; e < n[randoms[i]]; e++) x[e] = (float)ref_rng_uniform(&r, -1, 1);
         conf_round(ctx, x, n[randoms[i]]);
     }
+    const float *q_rows = conf_block_init(&b, QKV_R),
+                *kv_rows = cross ? conf_block_init(&b, KV_R) : q_rows + width;
+    rows_to_heads(conf_block_init(&b, IQ), q_rows, dq_ld, B, Tq, H, dh);
+    rows_to_heads(conf_block_init(&b, IK), kv_rows, dkv_ld, B, Tk, Hkv, dh);
+    rows_to_heads(conf_block_init(&b, IV), kv_rows + kv_width, dkv_ld, B, Tk, Hkv, dh);
     rows_to_heads(conf_block_init(&b, IDO), conf_block_init(&b, DO_R), width, B, Tq, H, dh);
     float *key_ids = conf_block_init(&b, IKEYS); /* batch 1's last two keys are padding */
     for (size_t e = 0; e < B * Tk; e++) {
@@ -1036,7 +1043,8 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool g
         memcpy(key_ids + e, &id, sizeof id); /* int32 bit for bit */
     }
     for (int i = IP; i < N_R; i++)
-        if (i != DO_R) conf_block_init_fill(&b, i, i >= GQ_R ? BETWEEN : NAN);
+        if (i != DO_R && i != QKV_R && i != KV_R)
+            conf_block_init_fill(&b, i, i >= GQ_R ? BETWEEN : NAN);
     if ((st = conf_block_upload(&b))) goto done;
 
     const cf_dropout drop = {0.2f, 77, 3, 9};
@@ -1051,6 +1059,7 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool g
     const cf_attention_shape s_heads = {B, H, dh, Tq, Tk, Tk, 0, !cross, Tk, grouped ? Hkv : 0};
     cf_attention_shape s_rows = s_heads;
     s_rows.out_rows = true, s_rows.dq_ld = dq_ld, s_rows.dkv_ld = dkv_ld;
+    s_rows.q_ld = dq_ld, s_rows.kv_ld = dkv_ld;
     const char *name[2] = {cross ? "attention_rows_forward" : "attention_rows_forward_causal_dropout",
                            cross ? "attention_rows_backward"
                                  : "attention_rows_backward_causal_dropout"};
@@ -1067,7 +1076,7 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool g
              H, Tq, Tk, dh, dq_ld, dkv_ld);
     if (fused && !cf_attention_tiled(ctx, dh)) { /* the per-row kernels: refused, named */
         ref_cmp c = {.pass = true, .rule = "refused"};
-        const clformer_status refused = cf_attention_forward(ctx, V_(OUT_R), sr, V_(IQ), V_(IK),
+        const clformer_status refused = cf_attention_forward(ctx, V_(OUT_R), sr, V_(QKV_R), V_(IK),
                                                              V_(IV), key_view, &s_rows, dev_drop);
         if (refused != CLFORMER_ERR_INVALID_ARGUMENT ||
             !strstr(clformer_last_error(), "tiled kernels"))
@@ -1077,15 +1086,17 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool g
     }
     const cf_view gq = V_(GQ_R), dk_rows = cross ? V_(GKV_R) : cf_view_add(gq, width),
                   dv_rows = cross ? cf_view_add(V_(GKV_R), kv_width)
-                                  : cf_view_add(gq, width + kv_width);
+                                  : cf_view_add(gq, width + kv_width),
+                  q_rows_v = V_(QKV_R), k_rows = cross ? V_(KV_R) : cf_view_add(q_rows_v, width),
+                  v_rows = cf_view_add(k_rows, kv_width);
     if ((st = cf_attention_forward(ctx, V_(OUT_H), sh, V_(IQ), V_(IK), V_(IV), key_view,
                                    &s_heads, dev_drop)) ||
         (st = cf_attention_backward(ctx, V_(DQ_H), V_(DK_H), V_(DV_H), V_(IDP), V_(IDO), sh,
                                     V_(IQ), V_(IK), V_(IV), &s_heads, dev_drop)) ||
-        (st = cf_attention_forward(ctx, V_(OUT_R), sr, V_(IQ), V_(IK), V_(IV), key_view,
+        (st = cf_attention_forward(ctx, V_(OUT_R), sr, q_rows_v, k_rows, v_rows, key_view,
                                    &s_rows, dev_drop)) ||
-        (st = cf_attention_backward(ctx, gq, dk_rows, dv_rows, V_(IDP), V_(DO_R), sr, V_(IQ),
-                                    V_(IK), V_(IV), &s_rows, dev_drop)) ||
+        (st = cf_attention_backward(ctx, gq, dk_rows, dv_rows, V_(IDP), V_(DO_R), sr, q_rows_v,
+                                    k_rows, v_rows, &s_rows, dev_drop)) ||
         (st = cf_finish(ctx)) || (st = conf_block_read(&b)))
         goto done;
 #undef V_

@@ -27,6 +27,20 @@ static void sub_acts(cf_split_arena *c, cf_sub_acts *s, size_t N, size_t d, cons
     s->out = out ? *out : cf_split_arena_take(c, N * d);
 }
 
+/* An attention's projections: self, one (B*Tq, d + 2 kvd) of queries, keys
+ * and values; cross, the queries' (B*Tq, d) and the memory's keys and
+ * values (B*Tk, 2d). */
+static void projections(cf_split_arena *c, cf_attn_acts *a, size_t B, size_t Tq, size_t Tk,
+                        bool cross, size_t d, size_t kvd)
+{
+    if (cross) {
+        a->q = cf_split_arena_take(c, B * Tq * d);
+        a->kv = cf_split_arena_take(c, B * Tk * 2 * d);
+    } else {
+        a->q = cf_split_arena_take(c, B * Tq * (d + 2 * kvd));
+    }
+}
+
 /* keys: the key tokens the forward masks with (the fused backward reads
  * them again); kvd: the width of the keys and values (kv_heads * dh). */
 static void attn_acts(cf_split_arena *c, cf_attn_acts *a, const cf_acts *A,
@@ -35,13 +49,23 @@ static void attn_acts(cf_split_arena *c, cf_attn_acts *a, const cf_acts *A,
 {
     const size_t d = (size_t)cfg->d_model, H = (size_t)cfg->n_heads;
     const bool fused = A->fused_attention;
-    /* what backward reads first (sub_acts), in one run when unfused: heads,
-     * probabilities, merged heads; the fused path's output, then its
-     * statistics; then what backward does not read */
-    a->qh = cf_split_arena_take(c, B * Tq * d);
-    a->kh = cf_split_arena_take(c, B * Tk * kvd);
-    a->vh = cf_split_arena_take(c, B * Tk * kvd);
+    const bool rows = cf_attention_takes_rows(fused, A->tiled_attention, H, kvd / (d / H));
+    /* where the path takes rows, a training pass's attention reads Q, K and
+     * V from the projections' rows (forward.c) and no heads are laid out; a
+     * pass without backward may fill caches (a prefill), which split */
+    const bool rows_in = rows && A->training;
+    /* what backward reads first (sub_acts), in one run when unfused: the
+     * projections or heads, probabilities, merged heads; the fused path's
+     * output, then its statistics; then what backward does not read */
     const cf_view none = {NULL, 0};
+    if (rows_in) {
+        projections(c, a, B, Tq, Tk, cross, d, kvd);
+        a->qh = a->kh = a->vh = none;
+    } else {
+        a->qh = cf_split_arena_take(c, B * Tq * d);
+        a->kh = cf_split_arena_take(c, B * Tk * kvd);
+        a->vh = cf_split_arena_take(c, B * Tk * kvd);
+    }
     a->saved = (cf_attention_saved){none, none, none, none, none};
     if (!fused) {
         a->saved.probs = cf_split_arena_take(c, B * H * Tq * Tk);
@@ -50,19 +74,13 @@ static void attn_acts(cf_split_arena *c, cf_attn_acts *a, const cf_acts *A,
     a->concat = cf_split_arena_take(c, B * Tq * d);
     /* the context in the head layout, where the path does not write it
      * straight into concat's rows (forward.c) */
-    const bool rows = cf_attention_takes_rows(fused, A->tiled_attention, H, kvd / (d / H));
     a->ctx_h = rows ? none : cf_split_arena_take(c, B * Tq * d);
     if (fused) {
         a->saved.out = rows ? a->concat : a->ctx_h;
         a->saved.stats = cf_split_arena_take(c, 2 * B * H * Tq);
         a->saved.key_tokens = keys;
     }
-    if (cross) {
-        a->q = cf_split_arena_take(c, B * Tq * d);
-        a->kv = cf_split_arena_take(c, B * Tk * 2 * d);
-    } else {
-        a->q = cf_split_arena_take(c, B * Tq * (d + 2 * kvd));
-    }
+    if (!rows_in) projections(c, a, B, Tq, Tk, cross, d, kvd);
     a->out = cf_split_arena_take(c, B * Tq * d);
 }
 

@@ -34,11 +34,13 @@ static clformer_status attention_backward(cf_session *s, cf_attn_acts *a, const 
     CF_TRY(cf_linear_backward(ctx, A->d_c, G(s, p->out_w), G(s, p->out_b), dout, a->concat,
                               P(s, p->out_w), Nq, d, d, false));
     cf_attention_shape shape = {B, H, dh, Tq, Tk, Tk, 0, causal, Tk, Hkv};
-    /* as in the forward: where the path takes rows it reads dO from the
-     * projection's rows and writes dQ, dK and dV into the rows of d_q
-     * (self-attention: all three; cross: dQ, and dK, dV into d_kv's) */
+    /* as in the forward: where the path takes rows it reads Q, K, V and dO
+     * from the projections' rows and writes dQ, dK and dV into the rows of
+     * d_q (self-attention: all three; cross: dQ, and dK, dV into d_kv's) */
     const bool rows =
         cf_attention_takes_rows(cf_attention_fused(&a->saved), A->tiled_attention, H, Hkv);
+    cf_view qh, kh, vh;
+    cf_attention_inputs(a, rows, cross, d, kvd, &qh, &kh, &vh, &shape);
     if (rows) {
         shape.out_rows = true;
         shape.dq_ld = cross ? d : ld;
@@ -52,7 +54,7 @@ static clformer_status attention_backward(cf_session *s, cf_attn_acts *a, const 
                                                : cf_view_add(A->d_q, d + kvd);
     cf_dropout ds;
     CF_TRY(cf_attention_backward(ctx, dq, dk, dv, A->d_probs, rows ? A->d_c : A->d_ctx_h,
-                                 &a->saved, a->qh, a->kh, a->vh, &shape,
+                                 &a->saved, qh, kh, vh, &shape,
                                  cf_session_dropout(s, site, &ds)));
     if (!cross) {
         /* self-attention: Tk = Tq, the rows of d_q hold all three */

@@ -194,7 +194,19 @@ static clformer_status attention(cf_session *s, const cf_attn_acts *a, const cf_
      * heads but what follows here; the fused path keeps its output where
      * its saved tensors say). */
     const bool one_row = spec->cached && Tq == 1 && !cf_attention_fused(&a->saved);
-    cf_view qh = a->qh;
+    /* The unfused path (without grouped-query heads) and the tiled kernels
+     * read Q, K and V from the projections' rows and write the context
+     * straight into the rows the output projection reads: no split or merge
+     * launch (gpt-mini training on PoCL, with the backward's split and
+     * merges also gone: 186 -> 174 launches a step, 2-7% more tokens/s).
+     * Caches keep the head layout: a pass that fills them splits. */
+    const bool rows = !one_row && cf_attention_takes_rows(cf_attention_fused(&a->saved),
+                                                          s->acts.tiled_attention, H, Hkv);
+    const bool rows_in = rows && !spec->cached;
+    cf_attention_shape shape = *sh;
+    shape.out_rows = rows;
+    cf_view qh, kh, vh;
+    cf_attention_inputs(a, rows_in, spec->cross, d, kvd, &qh, &kh, &vh, &shape);
     if (!spec->cross) {
         /* one projection: rows of d queries, kvd keys, kvd values. Without
          * rotary positions (which turn the rows with their bias) the bias is
@@ -203,8 +215,9 @@ static clformer_status attention(cf_session *s, const cf_attn_acts *a, const cf_
          * (gpt-mini training on PoCL: the bias add's 0.15 ms a step gone).
          * A decoding step, or a pass in fp32: in bf16 and fp16 the rows of a
          * training pass stay the format's values, as every activation its
-         * ops write (test_precision), which the rows without bias are not. */
-        const bool bias_in_split = b.buf && !s->model->blocks.rope &&
+         * ops write (test_precision), which the rows without bias are not.
+         * Read as rows, the rows get their bias. */
+        const bool bias_in_split = !rows_in && b.buf && !s->model->blocks.rope &&
                                    (spec->cached || ctx->precision == CLFORMER_FP32);
         if (bias_in_split)
             CF_TRY(cf_linear_product(ctx, a->q, x, w, Nq, d, ld));
@@ -214,6 +227,8 @@ static clformer_status attention(cf_session *s, const cf_attn_acts *a, const cf_
             CF_TRY(cf_rotate(s, a->q, B, Tq, sh->q_pos0, spec->row_pos, false));
         if (spec->cached) {
             CF_TRY(split_to_caches(ctx, a, spec, bias_in_split ? b : NONE));
+        } else if (rows_in) {
+            /* read where they are */
         } else if (bias_in_split) { /* the heads as caches of Tq rows, filled from row 0 */
             CF_TRY(cf_split_qkv_to_caches(ctx, a->qh, a->kh, a->vh, a->q, b, ld, B, Tq, H, Hkv,
                                           dh, Tq, 0));
@@ -225,24 +240,16 @@ static clformer_status attention(cf_session *s, const cf_attn_acts *a, const cf_
         CF_TRY(cf_linear_forward(ctx, a->q, x, w, b, Nq, d, d));
         if (one_row)
             qh = a->q;
-        else
+        else if (!rows_in)
             CF_TRY(cf_split_heads(ctx, a->qh, a->q, d, B, Tq, H, dh));
         if (!spec->cached)
-            CF_TRY(cf_cross_kv(s, layer, spec->memory, a->kv, a->kh, a->vh, B, sh->Tk));
+            CF_TRY(cf_cross_kv(s, layer, spec->memory, a->kv, rows_in ? NONE : a->kh, a->vh, B,
+                               sh->Tk));
     }
-    /* The unfused path and the tiled kernels, without grouped-query heads,
-     * write the context straight into the rows the output projection reads:
-     * no merge launch (gpt-mini training on PoCL, with the backward's split
-     * and merge also gone: 186 -> 174 launches a step, 2-7% more tokens/s). */
-    cf_attention_shape shape = *sh;
-    shape.out_rows = !one_row && cf_attention_takes_rows(cf_attention_fused(&a->saved),
-                                                         s->acts.tiled_attention, H, Hkv);
     cf_dropout ds;
-    CF_TRY(cf_attention_forward(ctx, one_row || shape.out_rows ? a->concat : a->ctx_h, &a->saved,
-                                qh, a->kh, a->vh, spec->key_tokens, &shape,
-                                cf_session_dropout(s, site, &ds)));
-    if (!one_row && !shape.out_rows)
-        CF_TRY(cf_merge_heads(ctx, a->concat, d, a->ctx_h, B, Tq, H, dh));
+    CF_TRY(cf_attention_forward(ctx, one_row || rows ? a->concat : a->ctx_h, &a->saved, qh, kh,
+                                vh, spec->key_tokens, &shape, cf_session_dropout(s, site, &ds)));
+    if (!one_row && !rows) CF_TRY(cf_merge_heads(ctx, a->concat, d, a->ctx_h, B, Tq, H, dh));
     return cf_linear_forward(ctx, a->out, a->concat, cf_param(s, p->out_w), NONE, Nq, d, d);
 }
 
@@ -254,7 +261,22 @@ clformer_status cf_cross_kv(cf_session *s, int l, cf_view memory, cf_view kv, cf
     const size_t d = (size_t)c->d_model, H = (size_t)c->n_heads, dh = d / H;
     CF_TRY(cf_linear_forward(s->ctx, kv, memory, cf_param(s, p->in_proj_w + d * d),
                              cf_param(s, p->in_proj_b + d), B * S, d, 2 * d));
+    if (!kh.buf) return CLFORMER_OK;
     return cf_split_qkv_heads(s->ctx, kh, kh, vh, kv, 2 * d, B, S, 0, H, dh);
+}
+
+void cf_attention_inputs(const cf_attn_acts *a, bool rows, bool cross, size_t d, size_t kvd,
+                         cf_view *qh, cf_view *kh, cf_view *vh, cf_attention_shape *shape)
+{
+    if (!rows) {
+        *qh = a->qh, *kh = a->kh, *vh = a->vh;
+        return;
+    }
+    *qh = a->q;
+    *kh = cross ? a->kv : cf_view_add(a->q, d);
+    *vh = cf_view_add(*kh, kvd);
+    shape->q_ld = cross ? d : d + 2 * kvd;
+    shape->kv_ld = cross ? 2 * d : d + 2 * kvd;
 }
 
 /* Writes f->out = lin2(act(lin1(x))) without lin2's bias (norm_out adds it). */

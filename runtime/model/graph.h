@@ -238,9 +238,18 @@ static inline cf_block_shape cf_batch_block_shape(const cf_acts *a)
 }
 
 /* The cross-attention keys and values of decoder layer l: memory (B*S, d)
- * projected into kv (B*S, 2d) and split into kh and vh (B, H, S, dh). */
+ * projected into kv (B*S, 2d) and split into kh and vh (B, H, S, dh); with
+ * kh.buf NULL not split (the attention reads kv's rows). */
 clformer_status cf_cross_kv(cf_session *s, int l, cf_view memory, cf_view kv, cf_view kh,
                             cf_view vh, size_t B, size_t S);
+
+/* An attention's Q, K and V as its op reads them in a pass without caches:
+ * where the path takes rows (cf_attention_takes_rows), the projections'
+ * rows themselves (self: a->q's d queries, kvd keys, kvd values; cross:
+ * a->q, and a->kv's keys and values), their strides set in `shape`; else
+ * the heads a->qh, a->kh, a->vh, which a split fills. */
+void cf_attention_inputs(const cf_attn_acts *a, bool rows, bool cross, size_t d, size_t kvd,
+                         cf_view *qh, cf_view *kh, cf_view *vh, cf_attention_shape *shape);
 
 /* The normalisation the blocks use (LayerNorm, or RMSNorm, which writes
  * rstd alone) of N rows of x with the parameters at offsets w and b. */

@@ -35,15 +35,24 @@ static void add(saved_tensor *out, size_t *count, cf_view *x, size_t n, bool sta
 }
 
 /* What an attention's backward reads (backward.c, ops.h cf_attention_saved):
- * the heads, the probabilities or the fused path's output and statistics,
- * and out_proj's input. */
+ * the heads (or the projections' rows, where it reads them), the
+ * probabilities or the fused path's output and statistics, and out_proj's
+ * input. */
 static void attention_saved(const cf_acts *a, const clformer_config *cfg, cf_attn_acts *at,
-                            size_t Tq, size_t Tk, size_t kvd, saved_tensor *out, size_t *count)
+                            bool cross, size_t Tq, size_t Tk, size_t kvd, saved_tensor *out,
+                            size_t *count)
 {
     const size_t B = a->B, d = (size_t)cfg->d_model, H = (size_t)cfg->n_heads;
-    add(out, count, &at->qh, B * Tq * d, false);
-    add(out, count, &at->kh, B * Tk * kvd, false);
-    add(out, count, &at->vh, B * Tk * kvd, false);
+    const bool rows =
+        cf_attention_takes_rows(a->fused_attention, a->tiled_attention, H, kvd / (d / H));
+    if (rows) { /* the projections' rows, which the attention reads (acts.c) */
+        add(out, count, &at->q, B * Tq * (cross ? d : d + 2 * kvd), false);
+        if (cross) add(out, count, &at->kv, B * Tk * 2 * d, false);
+    } else {
+        add(out, count, &at->qh, B * Tq * d, false);
+        add(out, count, &at->kh, B * Tk * kvd, false);
+        add(out, count, &at->vh, B * Tk * kvd, false);
+    }
     if (!a->fused_attention) {
         add(out, count, &at->saved.probs, B * H * Tq * Tk, false);
         /* after dropout, when anything drops (else the same view as before;
@@ -54,9 +63,7 @@ static void attention_saved(const cf_acts *a, const clformer_config *cfg, cf_att
     }
     add(out, count, &at->concat, B * Tq * d, false);
     if (a->fused_attention) {
-        /* (as rows, the output is concat) */
-        if (!cf_attention_takes_rows(true, a->tiled_attention, H, kvd / (d / H)))
-            add(out, count, &at->ctx_h, B * Tq * d, false);
+        if (!rows) add(out, count, &at->ctx_h, B * Tq * d, false); /* as rows: concat */
         add(out, count, &at->saved.stats, 2 * B * H * Tq, true);
     }
 }
@@ -84,10 +91,10 @@ static size_t layer_saved(cf_acts *a, const clformer_config *cfg, bool decoder, 
     const size_t kvd = decoder ? a->blocks->kv_heads * (d / (size_t)cfg->n_heads) : d;
     size_t count = 0;
     sub_saved(&L->sub[0], N, d, false, out, &count);
-    attention_saved(a, cfg, &L->self_attn, Tq, Tq, kvd, out, &count);
+    attention_saved(a, cfg, &L->self_attn, false, Tq, Tq, kvd, out, &count);
     if (cross) {
         sub_saved(&L->sub[1], N, d, false, out, &count);
-        attention_saved(a, cfg, &L->cross_attn, Tq, a->S, d, out, &count);
+        attention_saved(a, cfg, &L->cross_attn, true, Tq, a->S, d, out, &count);
     }
     sub_saved(&L->sub[f], N, d, true, out, &count);
     add(out, &count, &L->ffn.pre, N * ff, false);

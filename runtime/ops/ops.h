@@ -258,9 +258,12 @@ typedef struct {
      * must be Tk) of that stride, (key/value) head h at column h*dh of the
      * view; other columns are not written, except that in 16-bit storage
      * every element from a view's first to its last is rounded (values
-     * already stored in the format keep their bits). */
+     * already stored in the format keep their bits). q_ld, kv_ld (0: the
+     * head layout): qh is rows (B, Tq) and kh, vh rows (B, Tk) (Tk_cap must
+     * be Tk) of that stride, read where dq_ld and dkv_ld write. */
     bool out_rows;
     size_t dq_ld, dkv_ld;
+    size_t q_ld, kv_ld;
 } cf_attention_shape;
 
 /* Key/value heads of a shape, and query heads per key/value head (the

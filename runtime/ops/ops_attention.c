@@ -14,9 +14,9 @@
  *   dVh = P_drop^T dO, dP_drop = dO Vh^T          GEMMs
  *   dS = P (dP - rowsum(dP P)) scale              attention_softmax_backward, in place
  *   dQh = dS Kh, dKh = dS^T Qh                    GEMMs
- * Those products, and the tiled kernels, may read dO from, and write O, dQh,
- * dKh and dVh into, rows (B, T, heads * dh) instead of heads (the shape's
- * out_rows, dq_ld, dkv_ld): the products are then one batch with each
+ * Those products, and the tiled kernels, may read Qh, Kh, Vh and dO from, and
+ * write O, dQh, dKh and dVh into, rows (B, T, heads * dh) instead of heads
+ * (the shape's q_ld, kv_ld, out_rows, dq_ld, dkv_ld): the products are then one batch with each
  * product's offsets (heads_gemm), the kernels address rows (head_row in
  * cl/flash_attention_tiled.cl), and the model needs no merge or split
  * launch around them.
@@ -180,28 +180,32 @@ static clformer_status check_args(cf_ctx *ctx, const char *fn, const cf_attentio
     if (T > 0 && s->B * s->H > INT_MAX / T)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "%s: B*H*max(Tq, Tk) exceeds INT_MAX; split the batch", fn);
-    if (s->out_rows || s->dq_ld || s->dkv_ld) {
+    if (s->out_rows || s->dq_ld || s->dkv_ld || s->q_ld || s->kv_ld) {
         const size_t width = s->H * s->dh, kv_width = cf_attention_kv_heads(s) * s->dh;
         const bool fused = cf_attention_fused(saved);
         if (!cf_attention_takes_rows(fused, fused && cf_attention_tiled(ctx, s->dh), s->H,
                                      s->H_kv))
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                           "%s: rows in place of heads (out_rows, dq_ld, dkv_ld) are for the "
+                           "%s: rows in place of heads (q_ld, kv_ld, out_rows, dq_ld, dkv_ld) are for the "
                            "tiled kernels, and the unfused path without grouped-query heads; "
                            "pass the head layout", fn);
-        if (s->dq_ld > INT_MAX || s->dkv_ld > INT_MAX || width > INT_MAX)
+        if (s->dq_ld > INT_MAX || s->dkv_ld > INT_MAX || s->q_ld > INT_MAX ||
+            s->kv_ld > INT_MAX || width > INT_MAX)
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                           "%s: row strides dq_ld=%zu, dkv_ld=%zu and H*dh=%zu must fit in an "
-                           "int", fn, s->dq_ld, s->dkv_ld, width);
-        if ((s->dq_ld && s->dq_ld < width) || (s->dkv_ld && s->dkv_ld < kv_width))
+                           "%s: row strides q_ld=%zu, kv_ld=%zu, dq_ld=%zu, dkv_ld=%zu and "
+                           "H*dh=%zu must fit in an int", fn, s->q_ld, s->kv_ld, s->dq_ld,
+                           s->dkv_ld, width);
+        if ((s->dq_ld && s->dq_ld < width) || (s->dkv_ld && s->dkv_ld < kv_width) ||
+            (s->q_ld && s->q_ld < width) || (s->kv_ld && s->kv_ld < kv_width))
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                           "%s: gradient row strides dq_ld=%zu, dkv_ld=%zu are shorter than the "
-                           "heads' %zu and %zu columns", fn, s->dq_ld, s->dkv_ld, width,
+                           "%s: row strides q_ld=%zu, kv_ld=%zu, dq_ld=%zu, dkv_ld=%zu are "
+                           "shorter than the heads' %zu (queries) and %zu (keys, values) "
+                           "columns", fn, s->q_ld, s->kv_ld, s->dq_ld, s->dkv_ld, width,
                            kv_width);
-        if (s->dkv_ld && s->Tk_cap != s->Tk)
+        if ((s->dkv_ld || s->kv_ld) && s->Tk_cap != s->Tk)
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                           "%s: dK and dV as rows need Tk_cap == Tk (%zu, %zu)", fn, s->Tk_cap,
-                           s->Tk);
+                           "%s: K and V, or dK and dV, as rows need Tk_cap == Tk (%zu, %zu)", fn,
+                           s->Tk_cap, s->Tk);
     }
     if (cf_dropout_active(dropout)) {
         if (!(dropout->p < 1.0f))
@@ -252,6 +256,22 @@ static heads_operand in_heads(cf_view v, size_t ld, size_t block, size_t heads)
 static heads_operand in_rows(cf_view v, size_t ld, size_t T, size_t dh)
 {
     return (heads_operand){v.buf, v.off, ld, T * ld, dh};
+}
+
+/* The unfused products' Q, and K or V, operands: rows where the shape's
+ * q_ld, kv_ld say so, else heads (a key/value head's group of query heads
+ * one block). */
+static heads_operand q_operand(cf_view qh, const cf_attention_shape *s)
+{
+    return s->q_ld ? in_rows(qh, s->q_ld, s->Tq, s->dh)
+                   : in_heads(qh, s->dh, cf_attention_group(s) * s->Tq * s->dh,
+                              cf_attention_kv_heads(s));
+}
+
+static heads_operand kv_operand(cf_view x, const cf_attention_shape *s)
+{
+    return s->kv_ld ? in_rows(x, s->kv_ld, s->Tk, s->dh)
+                    : in_heads(x, s->dh, s->Tk_cap * s->dh, cf_attention_kv_heads(s));
 }
 
 static bool evenly_strided(const heads_operand *x, size_t heads)
@@ -305,8 +325,7 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
     /* per key/value head: its group's G*Tq query rows */
     const size_t Hkv = cf_attention_kv_heads(s), M = cf_attention_group(s) * Tq;
     const cf_view P = saved->probs;
-    const heads_operand k_op = in_heads(kh, dh, s->Tk_cap * dh, Hkv);
-    CF_TRY(heads_gemm(ctx, false, true, M, Tk, dh, in_heads(qh, dh, M * dh, Hkv), k_op,
+    CF_TRY(heads_gemm(ctx, false, true, M, Tk, dh, q_operand(qh, s), kv_operand(kh, s),
                       in_heads(P, Tk, M * Tk, Hkv), s->B, Hkv));
 
     const bool active = cf_dropout_active(dropout);
@@ -339,7 +358,7 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
     const heads_operand out_op = s->out_rows ? in_rows(out, s->H * dh, Tq, dh)
                                              : in_heads(out, dh, M * dh, Hkv);
     CF_TRY(heads_gemm(ctx, false, false, M, dh, Tk, in_heads(Pd, Tk, M * Tk, Hkv),
-                      in_heads(vh, dh, s->Tk_cap * dh, Hkv), out_op, s->B, Hkv));
+                      kv_operand(vh, s), out_op, s->B, Hkv));
     return cf_round_activation(ctx, out, BH * Tq * dh); /* the same span either way */
 }
 
@@ -392,14 +411,14 @@ static clformer_status tiled_kernel(cf_ctx *ctx, const cf_attention_tiles *t, co
 }
 
 /* The shape arguments of the tiled kernels, after their tensors, ending
- * with the layouts of O and dO, dQ, and dK and dV (0: heads; else the row
- * stride: O's and dO's rows are the heads' columns alone). */
+ * with the layouts of Q, K and V, O and dO, dQ, and dK and dV (0: heads;
+ * else the row stride: O's and dO's rows are the heads' columns alone). */
 #define TILED_ARGS(key_tokens, any, s, dropout)                                                 \
     CF_MEM((key_tokens).buf ? (key_tokens).buf : (any)), CF_U64((key_tokens).off),             \
         CF_I32((s)->key_ld), CF_I32((key_tokens).buf != NULL), CF_I32((s)->H),                 \
         CF_I32(cf_attention_group(s)), CF_I32((s)->Tq), CF_I32((s)->Tk), CF_I32((s)->Tk_cap),   \
         CF_I32((s)->q_pos0), CF_I32((s)->causal), CF_F32(1.0f / sqrtf((float)(s)->dh)),        \
-        DROP_ARGS(cf_dropout_active(dropout), dropout),                                         \
+        DROP_ARGS(cf_dropout_active(dropout), dropout), CF_I32((s)->q_ld), CF_I32((s)->kv_ld),   \
         CF_I32((s)->out_rows ? (s)->H * (s)->dh : 0), CF_I32((s)->dq_ld), CF_I32((s)->dkv_ld)
 
 /* A tiled launch: blocks of `rows` of the `n` rows of each of `heads`
@@ -431,7 +450,8 @@ static uint64_t fused_products_flop(const cf_attention_shape *s)
 static bool decode_in_one(const cf_attention_saved *saved, const cf_attention_shape *s,
                           const cf_dropout *dropout)
 {
-    return s->Tq == 1 && !cf_dropout_active(dropout) && same_view(saved->probs_drop, saved->probs);
+    return s->Tq == 1 && !s->q_ld && !s->kv_ld && !cf_dropout_active(dropout) &&
+           same_view(saved->probs_drop, saved->probs);
 }
 
 /* The materialised path's results, P into saved->probs included, in one
@@ -546,8 +566,8 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
     const cf_view P = saved->probs, Pd = active ? saved->probs_drop : saved->probs;
     const heads_operand probs_op = in_heads(Pd, Tk, M * Tk, Hkv),
                         ds_op = in_heads(dprobs, Tk, M * Tk, Hkv),
-                        q_op = in_heads(qh, dh, M * dh, Hkv), k_op = in_heads(kh, dh, kstride, Hkv),
-                        v_op = in_heads(vh, dh, kstride, Hkv),
+                        q_op = q_operand(qh, s), k_op = kv_operand(kh, s),
+                        v_op = kv_operand(vh, s),
                         dout_op = s->out_rows ? in_rows(dout, s->H * dh, Tq, dh)
                                               : in_heads(dout, dh, M * dh, Hkv),
                         dq_op = s->dq_ld ? in_rows(dqh, s->dq_ld, Tq, dh)
