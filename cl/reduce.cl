@@ -1,7 +1,9 @@
 /*
  * Deterministic reductions: a sum (or sum of squares) of a vector, and column
  * sums of a matrix. Both run in two passes with a fixed partition chosen by
- * the host, so a device gives the same bits every run (no float atomics).
+ * the host, so a device gives the same bits every run (no float atomics);
+ * on CPU devices a column sum's two passes are one launch (colsum_whole),
+ * the same bits.
  * Partials of column sums are laid out [block][col], a layout that other
  * kernels (e.g. LayerNorm backward) may fill and hand to colsum_final.
  */
@@ -90,6 +92,49 @@ kernel void colsum_partial(global float *partials, global const float *x, ulong 
 }
 
 /* out[c] = (accumulate ? out[c] : 0) + sum over blocks of partials[blk][c]. */
+/* colsum_partial and colsum_final in one launch (CPU devices): an item sums
+ * each block of its columns' rows in row order as colsum_partial does, and
+ * adds the block sums in block order as colsum_final does, so the bits are
+ * the two kernels'. */
+kernel void colsum_whole(global float *out, ulong out_off, global const float *x, ulong x_off,
+                         int rows, int cols, int ld, int rows_per_block, int accumulate)
+{
+    const int c0 = get_global_id(0) * ITEM_RUN, c1 = min(cols, c0 + ITEM_RUN);
+    global const float *base = x + x_off;
+    global float *o = out + out_off;
+    if (ITEM_RUN == 16 && c1 - c0 == 16) {
+        float8 lo = (float8)(0.0f), hi = (float8)(0.0f);
+        for (int r0 = 0; r0 < rows; r0 += rows_per_block) {
+            const int r1 = min(rows, r0 + rows_per_block);
+            float8 blo = (float8)(0.0f), bhi = (float8)(0.0f);
+            for (int r = r0; r < r1; r++) {
+                global const float *row = base + (ulong)r * ld + c0;
+                blo += vload8(0, row);
+                bhi += vload8(1, row);
+            }
+            lo += blo;
+            hi += bhi;
+        }
+        if (accumulate) {
+            lo = vload8(0, o + c0) + lo;
+            hi = vload8(1, o + c0) + hi;
+        }
+        vstore8(lo, 0, o + c0);
+        vstore8(hi, 1, o + c0);
+        return;
+    }
+    for (int c = c0; c < c1; c++) {
+        float total = 0.0f;
+        for (int r0 = 0; r0 < rows; r0 += rows_per_block) {
+            const int r1 = min(rows, r0 + rows_per_block);
+            float acc = 0.0f;
+            for (int r = r0; r < r1; r++) acc += base[(ulong)r * ld + c];
+            total += acc;
+        }
+        o[c] = accumulate ? o[c] + total : total;
+    }
+}
+
 kernel void colsum_final(global float *out, ulong out_off, global const float *partials,
                          int nblocks, int cols, int accumulate)
 {

@@ -10,7 +10,7 @@
 
 /* The kernels no op's check launches: the shared reductions (reached through
  * the ops that use them), tensor fills and copies, and translation's. */
-CONF_OP(reduce) = {"reduce", "reduce_partial reduce_final colsum_partial colsum_final",
+CONF_OP(reduce) = {"reduce", "reduce_partial reduce_final colsum_partial colsum_final colsum_whole",
                    "cf_reduce_sum, cf_colsum (reduce.h)", NULL, NULL, NULL, NULL,
                    "test_runtime (against sums in double); the linear and layernorm checks"};
 CONF_OP(tensor) = {"tensor", "fill_u32 copy_u32", "cf_fill, cf_copy (buffer.h)", NULL, NULL,

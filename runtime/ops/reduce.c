@@ -58,6 +58,22 @@ clformer_status cf_colsum(cf_ctx *ctx, cl_mem out, size_t out_off, cl_mem x, siz
     if (cols == 0) return CLFORMER_OK;
     const size_t rpb = cf_colsum_rows_per_block(rows);
     const size_t nblocks = rows ? (rows + rpb - 1) / rpb : 1;
+    if (!ctx->device_profile.gpu_layouts) {
+        /* CPU devices: both passes in one launch, the same bits (cl/reduce.cl's
+         * colsum_whole), the columns' items in about 8 groups so that the
+         * cores share them (gpt-mini training on PoCL: 16 of a step's 174
+         * launches gone) */
+        cl_kernel k;
+        CF_TRY(cf_kernel_get(ctx, CF_K_COLSUM_WHOLE, &k));
+        const size_t run = cf_item_run(&ctx->device_profile), items = (cols + run - 1) / run;
+        size_t local = (items + 7) / 8;
+        if (local > ctx->elementwise_wg) local = ctx->elementwise_wg;
+        size_t global = cf_round_up(items, local);
+        return CF_LAUNCH(ctx, "reduce", cf_f32_bytes(rows * cols + cols + (accumulate ? cols : 0)),
+                         k, 1, &global, &local, CF_MEM(out), CF_U64(out_off), CF_MEM(x),
+                         CF_U64(x_off), CF_I32(rows), CF_I32(cols), CF_I32(ld), CF_I32(rpb),
+                         CF_I32(accumulate));
+    }
     cl_mem partials;
     CF_TRY(cf_scratch(ctx, nblocks * cols, &partials));
     if (rows == 0) CF_TRY(cf_fill(ctx, partials, 0, cols, 0.0f));

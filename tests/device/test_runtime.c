@@ -535,6 +535,20 @@ static void colsum_matches_reference_and_accumulates(void **state)
         double *want = hmalloc(cols * 8), *sums = hmalloc(cols * 8);
         for (size_t c = 0; c < cols; c++)
             for (size_t i = 0; i < rows; i++) sums[c] += x[i * ld + c];
+        /* the bits every device gives: blocks of rows summed in row order in
+         * float, the block sums added in block order (two launches on GPUs,
+         * one on CPU devices) */
+        float *ordered = hmalloc(cols * 4);
+        const size_t rpb = cf_colsum_rows_per_block(rows);
+        for (size_t c = 0; c < cols; c++) {
+            float total = 0.0f;
+            for (size_t r0 = 0; r0 < rows; r0 += rpb) {
+                float block = 0.0f;
+                for (size_t i = r0; i < rows && i < r0 + rpb; i++) block += x[i * ld + c];
+                total += block;
+            }
+            ordered[c] = total;
+        }
         hbuf dx = hbuf_from_f32(x, rows * ld, 2), out = hbuf_from_f32(init, cols, 4);
         for (int pass = 1; pass <= 2; pass++) { /* the second pass proves += */
             assert_ok(cf_colsum(hctx(), out.mem, out.off, dx.mem, dx.off, rows, cols, ld, true));
@@ -545,10 +559,11 @@ static void colsum_matches_reference_and_accumulates(void **state)
         assert_ok(cf_colsum(hctx(), out.mem, out.off, dx.mem, dx.off, rows, cols, ld, false));
         hbuf_read(out, got);
         assert_grad_close(got, sums, cols); /* overwrite mode ignores the old contents */
+        assert_memory_equal(got, ordered, cols * 4);
         hbuf_check_canary(dx);
         hbuf_check_canary(out);
         hbuf_free(dx), hbuf_free(out);
-        free(x), free(init), free(got), free(want), free(sums);
+        free(x), free(init), free(got), free(want), free(sums), free(ordered);
     }
 }
 
