@@ -375,8 +375,8 @@ kernel void flash_tiled_forward(global float *out, ulong out_off, global float *
     float m = -INFINITY, l = 0.0f;
     for (int j0 = 0; j0 < kend; j0 += FWD_KEYS) {
         barrier(CLK_LOCAL_MEM_FENCE); /* the last tile's readers are done */
-        load_key_tile(kt, vt, kf, dr, FWD_KEYS, FWD_ROWS, kb, vb, kv_stride, kt_row, use_keys, j0, Tk,
-                      (ulong)bh * Tq + t0, drop_p, seed, step, site, lid, FWD_W);
+        load_key_tile(kt, vt, kf, dr, FWD_KEYS, FWD_ROWS, kb, vb, kv_stride, kt_row, use_keys,
+                      j0, Tk, (ulong)bh * Tq + t0, drop_p, seed, step, site, lid, FWD_W);
         barrier(CLK_LOCAL_MEM_FENCE);
         FWD_SCORES(s);
         float bm = s[0];

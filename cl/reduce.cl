@@ -63,6 +63,30 @@ kernel void reduce_final(global float *out, ulong out_off, global const float *p
     if (lid == 0) out[out_off] = accumulate ? out[out_off] + acc : acc;
 }
 
+/* Rows [r0, r1) of column c of x (rows ld apart) summed in row order. */
+inline float block_sum(global const float *x, int r0, int r1, int ld, int c)
+{
+    float acc = 0.0f;
+    for (int r = r0; r < r1; r++) acc += x[(ulong)r * ld + c];
+    return acc;
+}
+
+/* The same for the 16 columns from c0, as two float8 sums: columns c0..
+ * c0+7 into *lo, the next 8 into *hi (one float16 built from them was an
+ * uninitialised value to Oclgrind 21.10's checker). */
+inline void block_sum16(global const float *x, int r0, int r1, int ld, int c0, float8 *lo,
+                        float8 *hi)
+{
+    float8 l = (float8)(0.0f), h = (float8)(0.0f);
+    for (int r = r0; r < r1; r++) {
+        global const float *row = x + (ulong)r * ld + c0;
+        l += vload8(0, row);
+        h += vload8(1, row);
+    }
+    *lo = l;
+    *hi = h;
+}
+
 /* partials[blk * cols + c] = sum of x[r * ld + c] over the block's rows, in
  * row order; an item sums ITEM_RUN neighbouring columns (common.h). */
 kernel void colsum_partial(global float *partials, global const float *x, ulong x_off, int rows,
@@ -74,24 +98,16 @@ kernel void colsum_partial(global float *partials, global const float *x, ulong 
     global const float *base = x + x_off;
     global float *out = partials + (ulong)blk * cols;
     if (ITEM_RUN == 16 && c1 - c0 == 16) {
-        float8 lo = (float8)(0.0f), hi = (float8)(0.0f);
-        for (int r = r0; r < r1; r++) {
-            global const float *row = base + (ulong)r * ld + c0;
-            lo += vload8(0, row);
-            hi += vload8(1, row);
-        }
+        float8 lo, hi;
+        block_sum16(base, r0, r1, ld, c0, &lo, &hi);
         vstore8(lo, 0, out + c0);
         vstore8(hi, 1, out + c0);
         return;
     }
-    for (int c = c0; c < c1; c++) { /* a GPU's column, or a CPU's last few */
-        float acc = 0.0f;
-        for (int r = r0; r < r1; r++) acc += base[(ulong)r * ld + c];
-        out[c] = acc;
-    }
+    for (int c = c0; c < c1; c++) /* a GPU's column, or a CPU's last few */
+        out[c] = block_sum(base, r0, r1, ld, c);
 }
 
-/* out[c] = (accumulate ? out[c] : 0) + sum over blocks of partials[blk][c]. */
 /* colsum_partial and colsum_final in one launch (CPU devices): an item sums
  * each block of its columns' rows in row order as colsum_partial does, and
  * adds the block sums in block order as colsum_final does, so the bits are
@@ -103,15 +119,9 @@ kernel void colsum_whole(global float *out, ulong out_off, global const float *x
     global const float *base = x + x_off;
     global float *o = out + out_off;
     if (ITEM_RUN == 16 && c1 - c0 == 16) {
-        float8 lo = (float8)(0.0f), hi = (float8)(0.0f);
+        float8 lo = (float8)(0.0f), hi = (float8)(0.0f), blo, bhi;
         for (int r0 = 0; r0 < rows; r0 += rows_per_block) {
-            const int r1 = min(rows, r0 + rows_per_block);
-            float8 blo = (float8)(0.0f), bhi = (float8)(0.0f);
-            for (int r = r0; r < r1; r++) {
-                global const float *row = base + (ulong)r * ld + c0;
-                blo += vload8(0, row);
-                bhi += vload8(1, row);
-            }
+            block_sum16(base, r0, min(rows, r0 + rows_per_block), ld, c0, &blo, &bhi);
             lo += blo;
             hi += bhi;
         }
@@ -125,16 +135,13 @@ kernel void colsum_whole(global float *out, ulong out_off, global const float *x
     }
     for (int c = c0; c < c1; c++) {
         float total = 0.0f;
-        for (int r0 = 0; r0 < rows; r0 += rows_per_block) {
-            const int r1 = min(rows, r0 + rows_per_block);
-            float acc = 0.0f;
-            for (int r = r0; r < r1; r++) acc += base[(ulong)r * ld + c];
-            total += acc;
-        }
+        for (int r0 = 0; r0 < rows; r0 += rows_per_block)
+            total += block_sum(base, r0, min(rows, r0 + rows_per_block), ld, c);
         o[c] = accumulate ? o[c] + total : total;
     }
 }
 
+/* out[c] = (accumulate ? out[c] : 0) + sum over blocks of partials[blk][c]. */
 kernel void colsum_final(global float *out, ulong out_off, global const float *partials,
                          int nblocks, int cols, int accumulate)
 {

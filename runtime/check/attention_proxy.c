@@ -151,25 +151,28 @@ static clformer_status write_tiled(job *j)
     /* a block of rows a work-group, rows x split items; B*H heads */
 #define GRID(rows, split)                                                                      \
     const size_t local[2] = {(rows) * (split), 1}, global[2] = {(T + (rows)-1) / (rows)*local[0], BH}
+    /* floats: n a tensor in the head layout, r3 as the projection's rows,
+     * stats the row statistics */
+    const size_t r3 = 3 * n, stats = 2 * BH * T;
     {
         GRID(t.fwd_rows, t.fwd_split);
-        const sim_arg a[] = {BUF(n, 0),        OFF, BUF(2 * BH * T, 0), OFF, BUF(3 * n, 0.5), OFF,
-                             BUF(3 * n, 0.25), OFF, BUF(3 * n, 1),      OFF, KEYS(T),         SHAPE};
+        const sim_arg a[] = {BUF(n, 0),     OFF, BUF(stats, 0), OFF, BUF(r3, 0.5), OFF,
+                             BUF(r3, 0.25), OFF, BUF(r3, 1),    OFF, KEYS(T),      SHAPE};
         CF_TRY(write_sim(j, prog, "flash_tiled_forward", "forward", global, local, a,
                          sizeof a / sizeof *a));
     }
     {
         GRID(t.dq_rows, t.dq_split);
-        const sim_arg a[] = {BUF(3 * n, 0),    OFF, BUF(BH * T, 0),        OFF, BUF(n, 0.5),     OFF,
-                             BUF(n, 0.1),      OFF, BUF(2 * BH * T, 0.01), OFF, BUF(3 * n, 0.5), OFF,
-                             BUF(3 * n, 0.25), OFF, BUF(3 * n, 1),         OFF, KEYS(T),         SHAPE};
+        const sim_arg a[] = {BUF(r3, 0),    OFF, BUF(BH * T, 0),   OFF, BUF(n, 0.5),  OFF,
+                             BUF(n, 0.1),   OFF, BUF(stats, 0.01), OFF, BUF(r3, 0.5), OFF,
+                             BUF(r3, 0.25), OFF, BUF(r3, 1),       OFF, KEYS(T),      SHAPE};
         CF_TRY(write_sim(j, prog, "flash_tiled_backward_dq", "backward", global, local, a,
                          sizeof a / sizeof *a));
     }
     GRID(t.dkv_keys, t.dkv_split);
-    const sim_arg a[] = {BUF(3 * n, 0),    OFF, BUF(3 * n, 0),         OFF, BUF(BH * T, 0.05), OFF,
-                         BUF(n, 0.5),      OFF, BUF(2 * BH * T, 0.01), OFF, BUF(3 * n, 0.5), OFF,
-                         BUF(3 * n, 0.25), OFF, BUF(3 * n, 1),         OFF, KEYS(T),         SHAPE};
+    const sim_arg a[] = {BUF(r3, 0),    OFF, BUF(r3, 0),       OFF, BUF(BH * T, 0.05), OFF,
+                         BUF(n, 0.5),   OFF, BUF(stats, 0.01), OFF, BUF(r3, 0.5),      OFF,
+                         BUF(r3, 0.25), OFF, BUF(r3, 1),       OFF, KEYS(T),           SHAPE};
     return write_sim(j, prog, "flash_tiled_backward_dkv", "backward", global, local, a,
                      sizeof a / sizeof *a);
 #undef GRID

@@ -1060,17 +1060,11 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool g
     cf_attention_shape s_rows = s_heads;
     s_rows.out_rows = true, s_rows.dq_ld = dq_ld, s_rows.dkv_ld = dkv_ld;
     s_rows.q_ld = dq_ld, s_rows.kv_ld = dkv_ld;
-    const char *name[2] = {cross ? "attention_rows_forward" : "attention_rows_forward_causal_dropout",
-                           cross ? "attention_rows_backward"
-                                 : "attention_rows_backward_causal_dropout"};
-    if (fused) {
-        name[0] = cross     ? "attention_rows_fused_forward"
-                  : grouped ? "attention_rows_fused_grouped_forward_causal_dropout"
-                            : "attention_rows_fused_forward_causal_dropout";
-        name[1] = cross     ? "attention_rows_fused_backward"
-                  : grouped ? "attention_rows_fused_grouped_backward_causal_dropout"
-                            : "attention_rows_fused_backward_causal_dropout";
-    }
+    char name[2][64]; /* e.g. attention_rows_fused_grouped_backward_causal_dropout */
+    for (int i = 0; i < 2; i++)
+        snprintf(name[i], sizeof name[i], "attention_rows%s%s_%s%s", fused ? "_fused" : "",
+                 grouped ? "_grouped" : "", i ? "backward" : "forward",
+                 cross ? "" : "_causal_dropout");
     char shape[96];
     snprintf(shape, sizeof shape, "B%zu H%zu Tq%zu Tk%zu dh%zu, rows: dq_ld %zu dkv_ld %zu", B,
              H, Tq, Tk, dh, dq_ld, dkv_ld);

@@ -338,8 +338,9 @@ static void set_shape(cf_acts *a, const cf_session *s, size_t B, size_t S, size_
     a->T = T;
     a->training = training;
     a->fused_attention = fused;
+    const clformer_config *cfg = &s->model->cfg;
     a->tiled_attention =
-        fused && cf_attention_tiled(s->ctx, (size_t)(s->model->cfg.d_model / s->model->cfg.n_heads));
+        fused && cf_attention_tiled(s->ctx, (size_t)(cfg->d_model / cfg->n_heads));
     /* a pass without backward needs no layer's tensors after the next
      * layer has run, so it shares the scratch too */
     a->recompute = s->recompute;

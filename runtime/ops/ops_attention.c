@@ -16,10 +16,10 @@
  *   dQh = dS Kh, dKh = dS^T Qh                    GEMMs
  * Those products, and the tiled kernels, may read Qh, Kh, Vh and dO from, and
  * write O, dQh, dKh and dVh into, rows (B, T, heads * dh) instead of heads
- * (the shape's q_ld, kv_ld, out_rows, dq_ld, dkv_ld): the products are then one batch with each
- * product's offsets (heads_gemm), the kernels address rows (head_row in
- * cl/flash_attention_tiled.cl), and the model needs no merge or split
- * launch around them.
+ * (the shape's q_ld, kv_ld, out_rows, dq_ld, dkv_ld): the products are then
+ * one batch with each product's offsets (heads_gemm), the kernels address
+ * rows (head_row in cl/flash_attention_tiled.cl), and the model needs no
+ * merge or split launch around them.
  * A forward with one query row a sequence and head and no dropout (a
  * decoding step) gives the unfused path's results, P included, in one
  * launch instead (cl/attention_decode.cl).
@@ -186,9 +186,9 @@ static clformer_status check_args(cf_ctx *ctx, const char *fn, const cf_attentio
         if (!cf_attention_takes_rows(fused, fused && cf_attention_tiled(ctx, s->dh), s->H,
                                      s->H_kv))
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                           "%s: rows in place of heads (q_ld, kv_ld, out_rows, dq_ld, dkv_ld) are for the "
-                           "tiled kernels, and the unfused path without grouped-query heads; "
-                           "pass the head layout", fn);
+                           "%s: rows in place of heads (q_ld, kv_ld, out_rows, dq_ld, dkv_ld) "
+                           "are for the tiled kernels, and the unfused path without "
+                           "grouped-query heads; pass the head layout", fn);
         if (s->dq_ld > INT_MAX || s->dkv_ld > INT_MAX || s->q_ld > INT_MAX ||
             s->kv_ld > INT_MAX || width > INT_MAX)
             return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
@@ -258,21 +258,25 @@ static heads_operand in_rows(cf_view v, size_t ld, size_t T, size_t dh)
     return (heads_operand){v.buf, v.off, ld, T * ld, dh};
 }
 
-/* The unfused products' Q, and K or V, operands: rows where the shape's
- * q_ld, kv_ld say so, else heads (a key/value head's group of query heads
- * one block). */
-static heads_operand q_operand(cf_view qh, const cf_attention_shape *s)
+/* An operand of the unfused products with a row per query (Q, O, dO, dQ)
+ * or per key (K, V, dK, dV): rows of stride ld where the shape gives one
+ * (q_ld, out_rows, dq_ld; kv_ld, dkv_ld), else heads (a key/value head's
+ * group of query heads one block; a key/value head's Tk_cap rows). */
+static heads_operand query_operand(cf_view x, size_t ld, const cf_attention_shape *s)
 {
-    return s->q_ld ? in_rows(qh, s->q_ld, s->Tq, s->dh)
-                   : in_heads(qh, s->dh, cf_attention_group(s) * s->Tq * s->dh,
-                              cf_attention_kv_heads(s));
+    return ld ? in_rows(x, ld, s->Tq, s->dh)
+              : in_heads(x, s->dh, cf_attention_group(s) * s->Tq * s->dh,
+                         cf_attention_kv_heads(s));
 }
 
-static heads_operand kv_operand(cf_view x, const cf_attention_shape *s)
+static heads_operand key_operand(cf_view x, size_t ld, const cf_attention_shape *s)
 {
-    return s->kv_ld ? in_rows(x, s->kv_ld, s->Tk, s->dh)
-                    : in_heads(x, s->dh, s->Tk_cap * s->dh, cf_attention_kv_heads(s));
+    return ld ? in_rows(x, ld, s->Tk, s->dh)
+              : in_heads(x, s->dh, s->Tk_cap * s->dh, cf_attention_kv_heads(s));
 }
+
+/* O's and dO's row stride: the heads' columns alone, where out_rows. */
+static size_t out_ld(const cf_attention_shape *s) { return s->out_rows ? s->H * s->dh : 0; }
 
 static bool evenly_strided(const heads_operand *x, size_t heads)
 {
@@ -325,8 +329,8 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
     /* per key/value head: its group's G*Tq query rows */
     const size_t Hkv = cf_attention_kv_heads(s), M = cf_attention_group(s) * Tq;
     const cf_view P = saved->probs;
-    CF_TRY(heads_gemm(ctx, false, true, M, Tk, dh, q_operand(qh, s), kv_operand(kh, s),
-                      in_heads(P, Tk, M * Tk, Hkv), s->B, Hkv));
+    CF_TRY(heads_gemm(ctx, false, true, M, Tk, dh, query_operand(qh, s->q_ld, s),
+                      key_operand(kh, s->kv_ld, s), in_heads(P, Tk, M * Tk, Hkv), s->B, Hkv));
 
     const bool active = cf_dropout_active(dropout);
     /* Without dropout a separate probs_drop is still filled (a copy), so that
@@ -355,10 +359,9 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
     if (write_drop) CF_TRY(cf_round_activation(ctx, Pd, scores));
 
     /* as rows, group 1: M is Tq and Hkv is H */
-    const heads_operand out_op = s->out_rows ? in_rows(out, s->H * dh, Tq, dh)
-                                             : in_heads(out, dh, M * dh, Hkv);
     CF_TRY(heads_gemm(ctx, false, false, M, dh, Tk, in_heads(Pd, Tk, M * Tk, Hkv),
-                      kv_operand(vh, s), out_op, s->B, Hkv));
+                      key_operand(vh, s->kv_ld, s), query_operand(out, out_ld(s), s), s->B,
+                      Hkv));
     return cf_round_activation(ctx, out, BH * Tq * dh); /* the same span either way */
 }
 
@@ -419,7 +422,7 @@ static clformer_status tiled_kernel(cf_ctx *ctx, const cf_attention_tiles *t, co
         CF_I32(cf_attention_group(s)), CF_I32((s)->Tq), CF_I32((s)->Tk), CF_I32((s)->Tk_cap),   \
         CF_I32((s)->q_pos0), CF_I32((s)->causal), CF_F32(1.0f / sqrtf((float)(s)->dh)),        \
         DROP_ARGS(cf_dropout_active(dropout), dropout), CF_I32((s)->q_ld), CF_I32((s)->kv_ld),   \
-        CF_I32((s)->out_rows ? (s)->H * (s)->dh : 0), CF_I32((s)->dq_ld), CF_I32((s)->dkv_ld)
+        CF_I32(out_ld(s)), CF_I32((s)->dq_ld), CF_I32((s)->dkv_ld)
 
 /* A tiled launch: blocks of `rows` of the `n` rows of each of `heads`
  * heads, `split` items a row. */
@@ -559,23 +562,19 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
                                         cf_view vh, const cf_attention_shape *s,
                                         const cf_dropout *dropout)
 {
-    const size_t BH = s->B * s->H, Tq = s->Tq, Tk = s->Tk, dh = s->dh, kstride = s->Tk_cap * dh;
+    const size_t BH = s->B * s->H, Tq = s->Tq, Tk = s->Tk, dh = s->dh;
     /* per key/value head: its group's G*Tq query rows (as rows, group 1) */
     const size_t Hkv = cf_attention_kv_heads(s), M = cf_attention_group(s) * Tq;
     const bool active = cf_dropout_active(dropout);
     const cf_view P = saved->probs, Pd = active ? saved->probs_drop : saved->probs;
     const heads_operand probs_op = in_heads(Pd, Tk, M * Tk, Hkv),
                         ds_op = in_heads(dprobs, Tk, M * Tk, Hkv),
-                        q_op = q_operand(qh, s), k_op = kv_operand(kh, s),
-                        v_op = kv_operand(vh, s),
-                        dout_op = s->out_rows ? in_rows(dout, s->H * dh, Tq, dh)
-                                              : in_heads(dout, dh, M * dh, Hkv),
-                        dq_op = s->dq_ld ? in_rows(dqh, s->dq_ld, Tq, dh)
-                                         : in_heads(dqh, dh, M * dh, Hkv),
-                        dk_op = s->dkv_ld ? in_rows(dkh, s->dkv_ld, Tk, dh)
-                                          : in_heads(dkh, dh, kstride, Hkv),
-                        dv_op = s->dkv_ld ? in_rows(dvh, s->dkv_ld, Tk, dh)
-                                          : in_heads(dvh, dh, kstride, Hkv);
+                        q_op = query_operand(qh, s->q_ld, s),
+                        k_op = key_operand(kh, s->kv_ld, s), v_op = key_operand(vh, s->kv_ld, s),
+                        dout_op = query_operand(dout, out_ld(s), s),
+                        dq_op = query_operand(dqh, s->dq_ld, s),
+                        dk_op = key_operand(dkh, s->dkv_ld, s),
+                        dv_op = key_operand(dvh, s->dkv_ld, s);
 
     /* dVh = P_drop^T dO */
     CF_TRY(heads_gemm(ctx, true, false, Tk, dh, M, probs_op, dout_op, dv_op, s->B, Hkv));
