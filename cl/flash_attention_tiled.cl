@@ -46,10 +46,20 @@
  * b*(H/group) + h/group (group = 1: one key/value head per query head); the
  * dK/dV block of a key/value head sums over its group's query heads.
  *
+ * Rows held per item: in the forward and dK/dV an item may hold PER_ITEM
+ * rows (keys) of its block, each with its slice of columns, so that every
+ * float4 it reads from a streamed tile serves PER_ITEM rows: a GPU issues
+ * a shared-memory read per float4, and at one row an item the kernels read
+ * one for every 4 multiply-adds (NVPTX, clang 14 at dh 64: 0.26-0.28
+ * shared loads per FMA instruction in the three kernels; 2 rows an item
+ * over twice the items: 0.16 in the forward, 0.17 in dK/dV). The results
+ * are the same bits for any PER_ITEM: a row's sums keep their order.
+ *
  * Build options (all set by the host from the profile's tiles):
  * HEAD_DIM (the head size dh: loops unroll, operands stay in registers),
- * FWD_ROWS, FWD_SPLIT, FWD_KEYS; DQ_ROWS, DQ_SPLIT, DQ_KEYS; DKV_KEYS,
- * DKV_SPLIT, DKV_ROWS. A group is ROWS * SPLIT (DKV_KEYS * DKV_SPLIT) items.
+ * FWD_ROWS, FWD_SPLIT, FWD_KEYS, FWD_PER_ITEM; DQ_ROWS, DQ_SPLIT, DQ_KEYS;
+ * DKV_KEYS, DKV_SPLIT, DKV_ROWS, DKV_PER_ITEM. A group is ROWS / PER_ITEM
+ * * SPLIT items (dK/dV: DKV_KEYS / DKV_PER_ITEM * DKV_SPLIT).
  */
 #include "common.h"
 
@@ -67,12 +77,25 @@
 #define DKV_SPLIT 2
 #define DKV_ROWS 8
 #endif
+#ifndef FWD_PER_ITEM
+#define FWD_PER_ITEM 1
+#endif
+#ifndef DKV_PER_ITEM
+#define DKV_PER_ITEM 1
+#endif
 
 #define D4 ((HEAD_DIM + 3) / 4) /* float4 columns of a row */
 #define LD (4 * D4)             /* floats per row of a local tile (zero past HEAD_DIM) */
-#define FWD_W (FWD_ROWS * FWD_SPLIT)
+/* An item holds PER_ITEM rows (dK/dV: keys) of its group's block, `SLOTS`
+ * apart: each value it reads from a streamed tile then serves them all. */
+#define FWD_SLOTS (FWD_ROWS / FWD_PER_ITEM)
+#define DKV_SLOTS (DKV_KEYS / DKV_PER_ITEM)
+#define FWD_W (FWD_SLOTS * FWD_SPLIT)
 #define DQ_W (DQ_ROWS * DQ_SPLIT)
-#define DKV_W (DKV_KEYS * DKV_SPLIT)
+#define DKV_W (DKV_SLOTS * DKV_SPLIT)
+#if FWD_ROWS % FWD_PER_ITEM != 0 || DKV_KEYS % DKV_PER_ITEM != 0
+#error "a group's rows (dK/dV: keys) must be a multiple of the rows an item holds"
+#endif
 /* float4 columns per item when a row is split over `split` items */
 #define COLS(split) ((D4 + (split) - 1) / (split))
 /* whether float4 column x of an item's slice exists (folds when split | D4) */
@@ -166,28 +189,44 @@ inline void load_tile(local float *dst, global const float *src, int stride, int
 /* Whether key j (< Tk) of batch row kt is a key (not padding). */
 inline int key_kept(global const int *kt, int use_keys, int j) { return !use_keys || kt[j] != 0; }
 
+/* x[0] + x[1] + ... + x[split - 1], added in that order, read as one
+ * vector where split is 2 or 4 (x then aligned to it: the exchanges are
+ * float4 arrays and a row's partials start at a multiple of split): a
+ * shared-memory read is an instruction of its own on a GPU, and those
+ * reads, not the multiply-adds, are what the tiled kernels issue most. */
+inline float parts_sum(local const float *x, int split)
+{
+    if (split == 2) {
+        const float2 p = *(local const float2 *)x;
+        return p.x + p.y;
+    }
+    if (split == 4) {
+        const float4 p = *(local const float4 *)x;
+        return ((p.x + p.y) + p.z) + p.w;
+    }
+    float s = x[0];
+    for (int p = 1; p < split; p++) s += x[p];
+    return s;
+}
+
 /* The partial sums v[0..n) of the `split` items of each row (neighbouring
  * local ids) added up, in part order, into every one of them, through x
- * (W * n floats): each item writes its partials, a barrier, each adds its
- * row's up; the caller puts a barrier before x is written again. A macro
- * whose loops unroll over the constant n: v is a private array, and a GPU
- * compiler keeps one in registers only where every index is a constant. As
- * inline functions (even always inlined) LLVM 14 unrolled these loops by 8
- * with a run-time trip count and v stayed in off-chip memory (NVPTX local
- * memory, AMDGPU scratch). The barrier stays in the kernel: Intel's CPU
- * compiler got functions with barriers that it did not inline wrong
- * (docs/DEVICES.md). */
+ * (W * n floats, float4 aligned): each item writes its partials, a
+ * barrier, each adds its row's up; the caller puts a barrier before x is
+ * written again. A macro whose loops unroll over the constant n: v is a
+ * private array, and a GPU compiler keeps one in registers only where
+ * every index is a constant. As inline functions (even always inlined)
+ * LLVM 14 unrolled these loops by 8 with a run-time trip count and v
+ * stayed in off-chip memory (NVPTX local memory, AMDGPU scratch). The
+ * barrier stays in the kernel: Intel's CPU compiler got functions with
+ * barriers that it did not inline wrong (docs/DEVICES.md). */
 #define ROWS_SUM(v, n, x, lid, W, split)                                                       \
     if ((split) > 1) {                                                                         \
         _Pragma("unroll") for (int t_ = 0; t_ < (n); t_++) (x)[t_ * (W) + (lid)] = (v)[t_];    \
         barrier(CLK_LOCAL_MEM_FENCE);                                                          \
         const int first_ = (lid) / (split) * (split);                                          \
-        _Pragma("unroll") for (int t_ = 0; t_ < (n); t_++) {                                   \
-            float s_ = (x)[t_ * (W) + first_];                                                 \
-            _Pragma("unroll") for (int p_ = 1; p_ < (split); p_++)                             \
-                s_ += (x)[t_ * (W) + first_ + p_];                                             \
-            (v)[t_] = s_;                                                                      \
-        }                                                                                      \
+        _Pragma("unroll") for (int t_ = 0; t_ < (n); t_++)                                     \
+            (v)[t_] = parts_sum((x) + t_ * (W) + first_, split);                               \
     }
 
 /* r[i * (n + 1) + jj] = the dropout multiplier of (row0 + i, key j0 + jj)
@@ -257,47 +296,57 @@ inline void load_key_tile(local float4 *kt, local float4 *vt, local int *kf, loc
         if (e_ < (rows) * LD) (dst)[e_] = (f)[u_];                                             \
     }
 
-/* Two dot products per row t < n of two local tiles (backward): sd[t] =
- * this item's part of a . x_t and sd[n + t] of b . y_t, over its slice of
- * `cols` float4 columns (part, part + split, ...). A macro for the reason
- * ROWS_SUM is one: as an always inlined function, its loops over n and cols
- * were unrolled by 2 with a run-time trip count, before inlining, for
+/* Two dot products per row t < n of two local tiles and per row i < per
+ * an item holds (backward): sd[i * 2n + t] = this item's part of
+ * a_i . x_t and sd[i * 2n + n + t] of b_i . y_t, over its slice of `cols`
+ * float4 columns (part, part + split, ...; a_i's at a[i * cols + c]), each
+ * float4 of the tiles read once for the `per` rows. A macro for the reason
+ * ROWS_SUM is one: as an always inlined function, its loops over n and
+ * cols were unrolled by 2 with a run-time trip count, before inlining, for
  * AMDGPU, and the arrays a and b (q and dO, or k and v) stayed in scratch
  * memory. */
-#define PAIR_DOTS(sd, n, a, b, x, y, part, split, cols)                                        \
+#define PAIR_DOTS(sd, n, per, a, b, x, y, part, split, cols)                                   \
     _Pragma("unroll") for (int t_ = 0; t_ < (n); t_++) {                                       \
-        float4 u_ = (float4)(0.0f), w_ = (float4)(0.0f);                                       \
+        float4 u_[per], w_[per];                                                               \
+        _Pragma("unroll") for (int i_ = 0; i_ < (per); i_++) u_[i_] = w_[i_] = (float4)(0.0f); \
         _Pragma("unroll") for (int c_ = 0; c_ < (cols); c_++)                                  \
             if (HAS_COL(split, part, c_)) {                                                    \
                 const int e_ = t_ * D4 + (part) + (split) * c_;                                \
-                u_ += (a)[c_] * (x)[e_];                                                       \
-                w_ += (b)[c_] * (y)[e_];                                                       \
+                const float4 xe_ = (x)[e_], ye_ = (y)[e_];                                     \
+                _Pragma("unroll") for (int i_ = 0; i_ < (per); i_++) {                         \
+                    u_[i_] += (a)[i_ * (cols) + c_] * xe_;                                     \
+                    w_[i_] += (b)[i_ * (cols) + c_] * ye_;                                     \
+                }                                                                              \
             }                                                                                  \
-        (sd)[t_] = hsum4(u_);                                                                  \
-        (sd)[(n) + t_] = hsum4(w_);                                                            \
+        _Pragma("unroll") for (int i_ = 0; i_ < (per); i_++) {                                 \
+            (sd)[i_ * 2 * (n) + t_] = hsum4(u_[i_]);                                           \
+            (sd)[i_ * 2 * (n) + (n) + t_] = hsum4(w_[i_]);                                     \
+        }                                                                                      \
     }
 
-/* float rd[n]: rd[i] = dr[first + i * stride] with dropout, else 1 (the
- * backward's multipliers of a tile). Taken before the tile's dot products:
- * a branch after them (even this uniform one) had the compiler load the
- * whole tile ahead of it and spill (AMDGPU). */
-#define DROP_MULTIPLIERS(rd, n, first, stride)                                                 \
-    float rd[n];                                                                               \
+/* float rd[per * n]: rd[kk * n + i] = dr[first + kk * apart + i * stride]
+ * with dropout, else 1 (the backward's multipliers of a tile, for the per
+ * rows an item holds). Taken before the tile's dot products: a branch
+ * after them (even this uniform one) had the compiler load the whole tile
+ * ahead of it and spill (AMDGPU). */
+#define DROP_MULTIPLIERS(rd, n, per, first, apart, stride)                                     \
+    float rd[(per) * (n)];                                                                     \
     if (drop) {                                                                                \
-        _Pragma("unroll") for (int i_ = 0; i_ < (n); i_++) rd[i_] = dr[(first) + i_ * (stride)]; \
+        _Pragma("unroll") for (int k_ = 0; k_ < (per); k_++)                                   \
+            _Pragma("unroll") for (int i_ = 0; i_ < (n); i_++)                                 \
+                rd[k_ * (n) + i_] = dr[(first) + k_ * (apart) + i_ * (stride)];                \
     } else {                                                                                   \
-        _Pragma("unroll") for (int i_ = 0; i_ < (n); i_++) rd[i_] = 1.0f;                      \
+        _Pragma("unroll") for (int i_ = 0; i_ < (per) * (n); i_++) rd[i_] = 1.0f;              \
     }
 
-/* The locals of a work item of a query-block kernel (forward, dQ): row r
- * of the group's block of `rows` query rows from t0 (query t, row `row` of
- * all heads' rows), its part of the row's columns, the key/value head's K
- * and V, the batch's key tokens and the keys the block may see (< kend). */
+/* The locals of a work item of a query-block kernel (forward, dQ): slot r
+ * of the group's block of `rows` query rows from t0 (the item holds rows
+ * r, r + slots, ... of it), its part of a row's columns, the key/value
+ * head's K and V, the batch's key tokens and the keys the block may see
+ * (< kend). */
 #define QUERY_BLOCK(rows, split)                                                               \
     const int lid = get_local_id(0), r = lid / (split), part = lid - r * (split);              \
-    const int bh = get_group_id(1), t0 = get_group_id(0) * (rows), t = t0 + r;                 \
-    const bool row_ok = t < Tq;                                                                \
-    const ulong row = (ulong)bh * Tq + t;                                                      \
+    const int bh = get_group_id(1), t0 = get_group_id(0) * (rows);                             \
     const ulong kv = head_row(kv_head(bh, H, group), H / group, Tk_cap, 0, kv_ld);             \
     global const float *kb = k + k_off + kv, *vb = v + v_off + kv;                             \
     const int kv_stride = row_stride(kv_ld);                                                   \
@@ -310,42 +359,49 @@ inline void load_key_tile(local float4 *kt, local float4 *vt, local int *kf, loc
 /* ------------------------------------------------------------------------- */
 
 #define FWD_COLS COLS(FWD_SPLIT)
+#define FWD_N (FWD_PER_ITEM * FWD_KEYS) /* an item's scores a tile */
 
-/* s[jj] = this item's part of q . k_jj for the FWD_KEYS keys of the tile in
- * kt. Static and always inlined, and so is fwd_mask: as plain inline
- * functions the forward's s[] stayed in NVPTX local memory (192 bytes at
- * dh 64), a private array being kept in registers only where every index
- * is a constant. (Their loops' bounds are constants: no macro needed.) */
+/* s[i * FWD_KEYS + jj] = this item's part of q_i . k_jj for its rows i and
+ * the FWD_KEYS keys of the tile in kt (qv[i * FWD_COLS + x]: row i's
+ * columns), each key's float4 read once for all the rows. Static and
+ * always inlined, and so is fwd_mask: as plain inline functions the
+ * forward's s[] stayed in NVPTX local memory (192 bytes at dh 64), a
+ * private array being kept in registers only where every index is a
+ * constant. (Their loops' bounds are constants: no macro needed.) */
 static inline __attribute__((always_inline)) void
 fwd_dots(float *s, const float4 *qv, local const float4 *kt, int part)
 {
 #pragma unroll
     for (int jj = 0; jj < FWD_KEYS; jj++) {
-        float4 a = (float4)(0.0f);
+        float4 a[FWD_PER_ITEM];
+#pragma unroll
+        for (int i = 0; i < FWD_PER_ITEM; i++) a[i] = (float4)(0.0f);
 #pragma unroll
         for (int x = 0; x < FWD_COLS; x++)
-            if (HAS_COL(FWD_SPLIT, part, x)) a += qv[x] * kt[jj * D4 + part + FWD_SPLIT * x];
-        s[jj] = hsum4(a);
+            if (HAS_COL(FWD_SPLIT, part, x)) {
+                const float4 kk = kt[jj * D4 + part + FWD_SPLIT * x];
+#pragma unroll
+                for (int i = 0; i < FWD_PER_ITEM; i++) a[i] += qv[i * FWD_COLS + x] * kk;
+            }
+#pragma unroll
+        for (int i = 0; i < FWD_PER_ITEM; i++) s[i * FWD_KEYS + jj] = hsum4(a[i]);
     }
 }
 
-/* The row's totals s[jj] scaled, -inf where key j0 + jj is masked (no
- * branches: & not &&). */
+/* The rows' totals s[] scaled, -inf where key j0 + jj is masked for the
+ * query at position qpos0 + i * FWD_SLOTS (no branches: & not &&). */
 static inline __attribute__((always_inline)) void
-fwd_mask(float *s, local const int *kf, int j0, int qpos, int causal, float scale)
+fwd_mask(float *s, local const int *kf, int j0, int qpos0, int causal, float scale)
 {
 #pragma unroll
-    for (int jj = 0; jj < FWD_KEYS; jj++) {
-        const bool visible = (kf[jj] != 0) & (!causal | (j0 + jj <= qpos));
-        s[jj] = visible ? s[jj] * scale : -INFINITY;
-    }
+    for (int i = 0; i < FWD_PER_ITEM; i++)
+#pragma unroll
+        for (int jj = 0; jj < FWD_KEYS; jj++) {
+            const bool visible =
+                (kf[jj] != 0) & (!causal | (j0 + jj <= qpos0 + i * FWD_SLOTS));
+            s[i * FWD_KEYS + jj] = visible ? s[i * FWD_KEYS + jj] * scale : -INFINITY;
+        }
 }
-
-/* The scores of the tile in kt for the row (every item of the group). */
-#define FWD_SCORES(s)                                                                          \
-    fwd_dots(s, qv, kt, part);                                                                 \
-    ROWS_SUM(s, FWD_KEYS, xs, lid, FWD_W, FWD_SPLIT);                                          \
-    fwd_mask(s, kf, j0, q_pos0 + t, causal, scale)
 
 /* out (B*H, Tq, HEAD_DIM), or rows (o_ld), and stats (B*H*Tq, 2) = (m, 1/l)
  * per query row. */
@@ -355,73 +411,102 @@ kernel void flash_tiled_forward(global float *out, ulong out_off, global float *
 {
     local float4 kt[FWD_KEYS * D4], vt[FWD_KEYS * D4];
     local int kf[FWD_KEYS];
-    local float xs[FWD_SPLIT > 1 ? FWD_KEYS * FWD_W : 1];
+    local float4 xs4[FWD_SPLIT > 1 ? (FWD_N * FWD_W + 3) / 4 : 1];
     local float dr[FWD_ROWS * (FWD_KEYS + 1)];
+    local float *xs = (local float *)xs4;
     QUERY_BLOCK(FWD_ROWS, FWD_SPLIT);
 
-    float4 qv[FWD_COLS], ov[FWD_COLS];
+    /* the item's rows t0 + r + i * FWD_SLOTS, i < FWD_PER_ITEM */
+    float4 qv[FWD_PER_ITEM * FWD_COLS], ov[FWD_PER_ITEM * FWD_COLS];
 #pragma unroll
-    for (int x = 0; x < FWD_COLS; x++) {
-        const int c = part + FWD_SPLIT * x;
-        qv[x] = row_ok && HAS_COL(FWD_SPLIT, part, x)
-                    ? load_col(q + q_off + head_row(bh, H, Tq, t, q_ld), c)
-                    : (float4)(0.0f);
-        ov[x] = (float4)(0.0f);
+    for (int i = 0; i < FWD_PER_ITEM; i++) {
+        const int t = t0 + r + i * FWD_SLOTS;
+#pragma unroll
+        for (int x = 0; x < FWD_COLS; x++) {
+            const int c = part + FWD_SPLIT * x;
+            qv[i * FWD_COLS + x] = t < Tq && HAS_COL(FWD_SPLIT, part, x)
+                                       ? load_col(q + q_off + head_row(bh, H, Tq, t, q_ld), c)
+                                       : (float4)(0.0f);
+            ov[i * FWD_COLS + x] = (float4)(0.0f);
+        }
     }
-    float s[FWD_KEYS];
+    float s[FWD_N];
 
-    /* the row's maximum m, sum l and output o, online: each tile that
+    /* each row's maximum m, sum l and output o, online: each tile that
      * raises the maximum rescales l and o first */
-    float m = -INFINITY, l = 0.0f;
+    float m[FWD_PER_ITEM], l[FWD_PER_ITEM];
+#pragma unroll
+    for (int i = 0; i < FWD_PER_ITEM; i++) m[i] = -INFINITY, l[i] = 0.0f;
     for (int j0 = 0; j0 < kend; j0 += FWD_KEYS) {
         barrier(CLK_LOCAL_MEM_FENCE); /* the last tile's readers are done */
         load_key_tile(kt, vt, kf, dr, FWD_KEYS, FWD_ROWS, kb, vb, kv_stride, kt_row, use_keys,
                       j0, Tk, (ulong)bh * Tq + t0, drop_p, seed, step, site, lid, FWD_W);
         barrier(CLK_LOCAL_MEM_FENCE);
-        FWD_SCORES(s);
-        float bm = s[0];
+        fwd_dots(s, qv, kt, part);
+        ROWS_SUM(s, FWD_N, xs, lid, FWD_W, FWD_SPLIT);
+        fwd_mask(s, kf, j0, q_pos0 + t0 + r, causal, scale);
+        /* per row: the weights p = exp(s - m), 0 where masked and for a
+         * row that has seen no key yet */
 #pragma unroll
-        for (int jj = 1; jj < FWD_KEYS; jj++) bm = fmax(bm, s[jj]);
-        const float mn = fmax(m, bm);
-        if (mn > -INFINITY) { /* else no key seen yet */
-            const float alpha = exp(m - mn); /* 0 while m is -inf */
-            l *= alpha;
+        for (int i = 0; i < FWD_PER_ITEM; i++) {
+            float bm = s[i * FWD_KEYS];
 #pragma unroll
-            for (int x = 0; x < FWD_COLS; x++) ov[x] *= alpha;
-            /* the weights p (exp(-inf) = 0 where masked), then o += p d v in
-             * a loop of its own: with a branch per key (exp only where
-             * visible, dropout's multiplier) the compiler loaded the V tile
-             * ahead of the branches and spilled it (AMDGPU) */
+            for (int jj = 1; jj < FWD_KEYS; jj++) bm = fmax(bm, s[i * FWD_KEYS + jj]);
+            const float mn = fmax(m[i], bm);
+            if (mn > -INFINITY) {
+                const float alpha = exp(m[i] - mn); /* 0 while m is -inf */
+                l[i] *= alpha;
 #pragma unroll
-            for (int jj = 0; jj < FWD_KEYS; jj++) {
-                s[jj] = exp(s[jj] - mn);
-                l += s[jj];
+                for (int x = 0; x < FWD_COLS; x++) ov[i * FWD_COLS + x] *= alpha;
+#pragma unroll
+                for (int jj = 0; jj < FWD_KEYS; jj++) {
+                    s[i * FWD_KEYS + jj] = exp(s[i * FWD_KEYS + jj] - mn);
+                    l[i] += s[i * FWD_KEYS + jj];
+                }
+                m[i] = mn;
+            } else {
+#pragma unroll
+                for (int jj = 0; jj < FWD_KEYS; jj++) s[i * FWD_KEYS + jj] = 0.0f;
             }
-            if (drop) {
+        }
+        if (drop) {
 #pragma unroll
-                for (int jj = 0; jj < FWD_KEYS; jj++) s[jj] *= dr[r * (FWD_KEYS + 1) + jj];
-            }
+            for (int i = 0; i < FWD_PER_ITEM; i++)
 #pragma unroll
-            for (int jj = 0; jj < FWD_KEYS; jj++) {
+                for (int jj = 0; jj < FWD_KEYS; jj++)
+                    s[i * FWD_KEYS + jj] *= dr[(r + i * FWD_SLOTS) * (FWD_KEYS + 1) + jj];
+        }
+        /* o += p d v in a loop of its own, each V float4 read once for the
+         * rows: with a branch per key (exp only where visible, dropout's
+         * multiplier) the compiler loaded the V tile ahead of the branches
+         * and spilled it (AMDGPU) */
 #pragma unroll
-                for (int x = 0; x < FWD_COLS; x++)
-                    if (HAS_COL(FWD_SPLIT, part, x))
-                        ov[x] += s[jj] * vt[jj * D4 + part + FWD_SPLIT * x];
-            }
-            m = mn;
+        for (int jj = 0; jj < FWD_KEYS; jj++) {
+#pragma unroll
+            for (int x = 0; x < FWD_COLS; x++)
+                if (HAS_COL(FWD_SPLIT, part, x)) {
+                    const float4 vv = vt[jj * D4 + part + FWD_SPLIT * x];
+#pragma unroll
+                    for (int i = 0; i < FWD_PER_ITEM; i++)
+                        ov[i * FWD_COLS + x] += s[i * FWD_KEYS + jj] * vv;
+                }
         }
     }
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
 #pragma unroll
-    for (int x = 0; x < FWD_COLS; x++) ov[x] *= inv;
-    if (!row_ok) return;
+    for (int i = 0; i < FWD_PER_ITEM; i++) {
+        const int t = t0 + r + i * FWD_SLOTS;
+        const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
+        if (t >= Tq) continue;
 #pragma unroll
-    for (int x = 0; x < FWD_COLS; x++)
-        if (HAS_COL(FWD_SPLIT, part, x))
-            store_col(out + out_off + head_row(bh, H, Tq, t, o_ld), part + FWD_SPLIT * x, ov[x]);
-    if (part == 0) {
-        stats[stats_off + 2 * row] = m;
-        stats[stats_off + 2 * row + 1] = inv;
+        for (int x = 0; x < FWD_COLS; x++)
+            if (HAS_COL(FWD_SPLIT, part, x))
+                store_col(out + out_off + head_row(bh, H, Tq, t, o_ld), part + FWD_SPLIT * x,
+                          ov[i * FWD_COLS + x] * inv);
+        if (part == 0) {
+            const ulong row = (ulong)bh * Tq + t;
+            stats[stats_off + 2 * row] = m[i];
+            stats[stats_off + 2 * row + 1] = inv;
+        }
     }
 }
 
@@ -451,9 +536,13 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
     local float4 kt[DQ_KEYS * D4], vt[DQ_KEYS * D4];
     local int kf[DQ_KEYS];
     local float lm[DQ_ROWS], linv[DQ_ROWS], ld[DQ_ROWS];
-    local float xs[DQ_XS];
+    local float4 xs4[(DQ_XS + 3) / 4];
     local float dr[DQ_ROWS * (DQ_KEYS + 1)];
+    local float *xs = (local float *)xs4;
     QUERY_BLOCK(DQ_ROWS, DQ_SPLIT);
+    const int t = t0 + r;
+    const bool row_ok = t < Tq;
+    const ulong row = (ulong)bh * Tq + t;
 
     const ulong o_row = head_row(bh, H, Tq, t, o_ld);
     float4 qv[DQ_COLS], gv[DQ_COLS], dqv[DQ_COLS];
@@ -529,8 +618,8 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
         if (DQ_AHEAD && j0 + DQ_KEYS < kend) DQ_FETCH(j0 + DQ_KEYS); /* in flight */
         /* the tile's work without branches, as the forward's: exp(-inf) =
          * 0 for masked keys */
-        DROP_MULTIPLIERS(rd, DQ_KEYS, r * (DQ_KEYS + 1), 1);
-        PAIR_DOTS(sd, DQ_KEYS, qv, gv, kt, vt, part, DQ_SPLIT, DQ_COLS); /* q . k, dO . v */
+        DROP_MULTIPLIERS(rd, DQ_KEYS, 1, r * (DQ_KEYS + 1), 0, 1);
+        PAIR_DOTS(sd, DQ_KEYS, 1, qv, gv, kt, vt, part, DQ_SPLIT, DQ_COLS); /* q . k, dO . v */
         ROWS_SUM(sd, 2 * DQ_KEYS, xs, lid, DQ_W, DQ_SPLIT);
         /* unsplit rows: a barrier in the exchange's place, or the compiler
          * reuses the dot products' loads of K below and holds the whole
@@ -563,36 +652,45 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
 
 /* dk, dv (B*H/group, Tk_cap, HEAD_DIM), or rows (dkv_ld; Tk_cap is Tk):
  * rows < Tk overwritten, the rest untouched; dsum from
- * flash_tiled_backward_dq. */
+ * flash_tiled_backward_dq. An item holds the keys j_first + rk + kk *
+ * DKV_SLOTS, kk < DKV_PER_ITEM. */
 __attribute__((reqd_work_group_size(DKV_W, 1, 1)))
 kernel void flash_tiled_backward_dkv(global float *dk, ulong dk_off, global float *dv,
                                      ulong dv_off, global const float *dsum, ulong dsum_off,
                                      global const float *dout, ulong dout_off,
                                      global const float *stats, ulong stats_off, TILED_INPUTS)
 {
+#define DKV_N (2 * DKV_ROWS * DKV_PER_ITEM) /* an item's dot products a tile */
     local float4 qt[DKV_ROWS * D4], gt[DKV_ROWS * D4];
     local float lm[DKV_ROWS], linv[DKV_ROWS], ld[DKV_ROWS];
-    local float xs[DKV_SPLIT > 1 ? 2 * DKV_ROWS * DKV_W : 1];
+    local float4 xs4[DKV_SPLIT > 1 ? (DKV_N * DKV_W + 3) / 4 : 1];
     local float dr[DKV_ROWS * (DKV_KEYS + 1)];
+    local float *xs = (local float *)xs4;
     const int lid = get_local_id(0), rk = lid / DKV_SPLIT, part = lid - rk * DKV_SPLIT;
-    const int kvh = get_group_id(1), j_first = get_group_id(0) * DKV_KEYS, j = j_first + rk;
+    const int kvh = get_group_id(1), j_first = get_group_id(0) * DKV_KEYS;
     const int Hkv = H / group, b = kvh / Hkv, hk = kvh - b * Hkv;
-    const bool key_ok = j < Tk;
-    const bool kept = key_ok && key_kept(keys + keys_off + (ulong)b * key_ld, use_keys, j);
-    const ulong kr = head_row(kvh, Hkv, Tk_cap, j, kv_ld);
     const bool drop = drop_p > 0.0f;
     const int q_stride = row_stride(q_ld), g_stride = row_stride(o_ld);
 
-    float4 kr4[DKV_COLS], vr4[DKV_COLS], dkv[DKV_COLS], dvv[DKV_COLS];
+    float4 kr4[DKV_PER_ITEM * DKV_COLS], vr4[DKV_PER_ITEM * DKV_COLS];
+    float4 dkv[DKV_PER_ITEM * DKV_COLS], dvv[DKV_PER_ITEM * DKV_COLS];
+    bool kept[DKV_PER_ITEM];
 #pragma unroll
-    for (int x = 0; x < DKV_COLS; x++) {
-        const int c = part + DKV_SPLIT * x;
-        const bool here = key_ok && HAS_COL(DKV_SPLIT, part, x);
-        kr4[x] = here ? load_col(k + k_off + kr, c) : (float4)(0.0f);
-        vr4[x] = here ? load_col(v + v_off + kr, c) : (float4)(0.0f);
-        dkv[x] = dvv[x] = (float4)(0.0f);
+    for (int kk = 0; kk < DKV_PER_ITEM; kk++) {
+        const int j = j_first + rk + kk * DKV_SLOTS;
+        const bool key_ok = j < Tk;
+        kept[kk] = key_ok && key_kept(keys + keys_off + (ulong)b * key_ld, use_keys, j);
+        const ulong kr = head_row(kvh, Hkv, Tk_cap, j, kv_ld);
+#pragma unroll
+        for (int x = 0; x < DKV_COLS; x++) {
+            const int c = part + DKV_SPLIT * x, e = kk * DKV_COLS + x;
+            const bool here = key_ok && HAS_COL(DKV_SPLIT, part, x);
+            kr4[e] = here ? load_col(k + k_off + kr, c) : (float4)(0.0f);
+            vr4[e] = here ? load_col(v + v_off + kr, c) : (float4)(0.0f);
+            dkv[e] = dvv[e] = (float4)(0.0f);
+        }
     }
-    float sd[2 * DKV_ROWS]; /* scores, then dO . v, per query of the tile */
+    float sd[DKV_N]; /* per key: scores, then dO . v, per query of the tile */
     /* causal: query i sees key j when j <= q_pos0 + i, so the block's first
      * key is seen from query j_first - q_pos0 on */
     const int i_first = causal ? max(0, j_first - q_pos0) / DKV_ROWS * DKV_ROWS : 0;
@@ -635,31 +733,49 @@ kernel void flash_tiled_backward_dkv(global float *dk, ulong dk_off, global floa
                           site, lid, DKV_W);
             barrier(CLK_LOCAL_MEM_FENCE);
             if (DKV_AHEAD && i0 + DKV_ROWS < Tq) DKV_FETCH(i0 + DKV_ROWS); /* in flight */
-            DROP_MULTIPLIERS(rd, DKV_ROWS, rk, DKV_KEYS + 1); /* without branches, as in dQ */
+            /* the multipliers without branches, as in dQ: rd[kk * DKV_ROWS + ii] */
+            DROP_MULTIPLIERS(rd, DKV_ROWS, DKV_PER_ITEM, rk, DKV_SLOTS, DKV_KEYS + 1);
             /* k . q, v . dO */
-            PAIR_DOTS(sd, DKV_ROWS, kr4, vr4, qt, gt, part, DKV_SPLIT, DKV_COLS);
-            ROWS_SUM(sd, 2 * DKV_ROWS, xs, lid, DKV_W, DKV_SPLIT);
+            PAIR_DOTS(sd, DKV_ROWS, DKV_PER_ITEM, kr4, vr4, qt, gt, part, DKV_SPLIT, DKV_COLS);
+            ROWS_SUM(sd, DKV_N, xs, lid, DKV_W, DKV_SPLIT);
 #pragma unroll
             for (int ii = 0; ii < DKV_ROWS; ii++) {
-                const bool visible = kept & (ii < n) & (!causal | (j <= q_pos0 + i0 + ii));
-                const float p = exp(visible ? sd[ii] * scale - lm[ii] : -INFINITY) * linv[ii];
-                const float ds = p * (rd[ii] * sd[DKV_ROWS + ii] - ld[ii]), pd = p * rd[ii];
+                float ds[DKV_PER_ITEM], pd[DKV_PER_ITEM];
+#pragma unroll
+                for (int kk = 0; kk < DKV_PER_ITEM; kk++) {
+                    const int j = j_first + rk + kk * DKV_SLOTS, e = kk * 2 * DKV_ROWS + ii;
+                    const float d = rd[kk * DKV_ROWS + ii];
+                    const bool visible =
+                        kept[kk] & (ii < n) & (!causal | (j <= q_pos0 + i0 + ii));
+                    const float p =
+                        exp(visible ? sd[e] * scale - lm[ii] : -INFINITY) * linv[ii];
+                    ds[kk] = p * (d * sd[e + DKV_ROWS] - ld[ii]);
+                    pd[kk] = p * d;
+                }
 #pragma unroll
                 for (int x = 0; x < DKV_COLS; x++)
                     if (HAS_COL(DKV_SPLIT, part, x)) {
                         const int c = ii * D4 + part + DKV_SPLIT * x;
-                        dvv[x] += pd * gt[c];
-                        dkv[x] += ds * qt[c];
+                        const float4 gg = gt[c], qq = qt[c];
+#pragma unroll
+                        for (int kk = 0; kk < DKV_PER_ITEM; kk++) {
+                            dvv[kk * DKV_COLS + x] += pd[kk] * gg;
+                            dkv[kk * DKV_COLS + x] += ds[kk] * qq;
+                        }
                     }
             }
         }
     }
-    if (!key_ok) return;
-    const ulong kw = head_row(kvh, Hkv, Tk_cap, j, dkv_ld);
 #pragma unroll
-    for (int x = 0; x < DKV_COLS; x++)
-        if (HAS_COL(DKV_SPLIT, part, x)) {
-            store_col(dk + dk_off + kw, part + DKV_SPLIT * x, dkv[x] * scale);
-            store_col(dv + dv_off + kw, part + DKV_SPLIT * x, dvv[x]);
-        }
+    for (int kk = 0; kk < DKV_PER_ITEM; kk++) {
+        const int j = j_first + rk + kk * DKV_SLOTS;
+        if (j >= Tk) continue;
+        const ulong kw = head_row(kvh, Hkv, Tk_cap, j, dkv_ld);
+#pragma unroll
+        for (int x = 0; x < DKV_COLS; x++)
+            if (HAS_COL(DKV_SPLIT, part, x)) {
+                store_col(dk + dk_off + kw, part + DKV_SPLIT * x, dkv[kk * DKV_COLS + x] * scale);
+                store_col(dv + dv_off + kw, part + DKV_SPLIT * x, dvv[kk * DKV_COLS + x]);
+            }
+    }
 }

@@ -148,28 +148,29 @@ static clformer_status write_tiled(job *j)
 #define SHAPE                                                                                  \
     INT(j->H), INT(1), INT(T), INT(T), INT(T), INT(0), INT(0), FLT(1.0f / sqrtf((float)j->dh)), \
         DROP, INT(3 * width), INT(3 * width), INT(width), INT(3 * width), INT(3 * width)
-    /* a block of rows a work-group, rows x split items; B*H heads */
-#define GRID(rows, split)                                                                      \
-    const size_t local[2] = {(rows) * (split), 1}, global[2] = {(T + (rows)-1) / (rows)*local[0], BH}
+    /* a block of rows a work-group, rows / per_item x split items; B*H heads */
+#define GRID(rows, split, per_item)                                                            \
+    const size_t local[2] = {(rows) / (per_item) * (split), 1},                                \
+                 global[2] = {(T + (rows)-1) / (rows)*local[0], BH}
     /* floats: n a tensor in the head layout, r3 as the projection's rows,
      * stats the row statistics */
     const size_t r3 = 3 * n, stats = 2 * BH * T;
     {
-        GRID(t.fwd_rows, t.fwd_split);
+        GRID(t.fwd_rows, t.fwd_split, t.fwd_per_item);
         const sim_arg a[] = {BUF(n, 0),     OFF, BUF(stats, 0), OFF, BUF(r3, 0.5), OFF,
                              BUF(r3, 0.25), OFF, BUF(r3, 1),    OFF, KEYS(T),      SHAPE};
         CF_TRY(write_sim(j, prog, "flash_tiled_forward", "forward", global, local, a,
                          sizeof a / sizeof *a));
     }
     {
-        GRID(t.dq_rows, t.dq_split);
+        GRID(t.dq_rows, t.dq_split, 1);
         const sim_arg a[] = {BUF(r3, 0),    OFF, BUF(BH * T, 0),   OFF, BUF(n, 0.5),  OFF,
                              BUF(n, 0.1),   OFF, BUF(stats, 0.01), OFF, BUF(r3, 0.5), OFF,
                              BUF(r3, 0.25), OFF, BUF(r3, 1),       OFF, KEYS(T),      SHAPE};
         CF_TRY(write_sim(j, prog, "flash_tiled_backward_dq", "backward", global, local, a,
                          sizeof a / sizeof *a));
     }
-    GRID(t.dkv_keys, t.dkv_split);
+    GRID(t.dkv_keys, t.dkv_split, t.dkv_per_item);
     const sim_arg a[] = {BUF(r3, 0),    OFF, BUF(r3, 0),       OFF, BUF(BH * T, 0.05), OFF,
                          BUF(n, 0.5),   OFF, BUF(stats, 0.01), OFF, BUF(r3, 0.5),      OFF,
                          BUF(r3, 0.25), OFF, BUF(r3, 1),       OFF, KEYS(T),           SHAPE};

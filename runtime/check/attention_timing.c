@@ -15,11 +15,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+static unsigned at_least_one(unsigned x) { return x ? x : 1; }
+
 static cf_attention_tiles with_head_dim(const clformer_attention_tiles *t, size_t dh)
 {
-    return (cf_attention_tiles){(unsigned)dh,  t->fwd_rows, t->fwd_split, t->fwd_keys,
-                                t->dq_rows,    t->dq_split, t->dq_keys,   t->dkv_keys,
-                                t->dkv_split,  t->dkv_rows};
+    return (cf_attention_tiles){(unsigned)dh,
+                                t->fwd_rows,
+                                t->fwd_split,
+                                t->fwd_keys,
+                                t->dq_rows,
+                                t->dq_split,
+                                t->dq_keys,
+                                t->dkv_keys,
+                                t->dkv_split,
+                                t->dkv_rows,
+                                at_least_one(t->fwd_per_item),
+                                at_least_one(t->dkv_per_item)};
 }
 
 bool clformer_check_attention_tiles(clformer_context *ctx, size_t head_dim,
@@ -27,9 +38,10 @@ bool clformer_check_attention_tiles(clformer_context *ctx, size_t head_dim,
 {
     cf_attention_tiles t;
     if (!cf_attention_tiles_for(&ctx->device_profile, head_dim, &t, why)) return false;
-    *tiles = (clformer_attention_tiles){t.fwd_rows, t.fwd_split, t.fwd_keys,
-                                        t.dq_rows,  t.dq_split,  t.dq_keys,
-                                        t.dkv_keys, t.dkv_split, t.dkv_rows};
+    *tiles = (clformer_attention_tiles){t.fwd_rows,     t.fwd_split,   t.fwd_keys,
+                                        t.dq_rows,      t.dq_split,    t.dq_keys,
+                                        t.dkv_keys,     t.dkv_split,   t.dkv_rows,
+                                        t.fwd_per_item, t.dkv_per_item};
     return true;
 }
 

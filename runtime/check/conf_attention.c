@@ -196,6 +196,7 @@ typedef struct {
     uint64_t seed;
     bool fused;         /* the fused path (saves row statistics, not the probabilities) */
     size_t H_kv;        /* key/value heads (grouped-query attention); 0: H */
+    bool held;          /* tiled, with the tiles run_held_rows forces */
 } attention_case;
 
 /* What rows >= Tk of dK and dV hold before the backward; it must stay. */
@@ -517,7 +518,10 @@ static clformer_status run_case(cf_ctx *ctx, const attention_case *c, conf_sink 
              s.Tk, s.Tk_cap, s.dh, s.q_pos0);
     const char *variant = c->causal ? (active ? "_causal_dropout" : "_causal")
                                     : (active ? "_dropout" : "");
-    const char *path = !c->fused ? "" : cf_attention_tiled(ctx, s.dh) ? "_tiled" : "_fused";
+    const char *path = !c->fused                   ? ""
+                       : c->held                    ? "_tiled_held2"
+                       : cf_attention_tiled(ctx, s.dh) ? "_tiled"
+                                                       : "_fused";
     snprintf(op, sizeof op, "attention%s_forward%s", path, variant);
     conf_emit(sink, user, op, shape, conf_guarded(f, &b), ms[0]);
     snprintf(op, sizeof op, "attention%s_backward%s", path, variant);
@@ -1195,6 +1199,43 @@ done:
 /* The model's cases in every precision (the roundings inside the op are the
  * same at every shape: carried_roundings); the rest in fp32. quick: the
  * small shapes of each kind and 17th elements for the finite differences. */
+/* The profile's tiles for head size dh with each forward and dK/dV work
+ * item holding 2 rows (keys) and, where that fits, a row split over twice
+ * the items (attention_bench's "p*2 s*2" and "per*2" sets): no profile
+ * takes them yet, a GPU's timing decides (docs/PERFORMANCE.md). False where
+ * the profile runs no tiled kernels or neither fits. */
+static bool held_tiles(const cf_ctx *ctx, size_t dh, cf_attention_tiles *t)
+{
+    const char *why;
+    if (!cf_attention_tiles_for(&ctx->device_profile, dh, t, &why)) return false;
+    t->fwd_per_item = t->dkv_per_item = 2;
+    t->fwd_split *= 2, t->dkv_split *= 2;
+    if (cf_attention_tiles_fit(&ctx->device_profile, t, &why)) return true;
+    t->fwd_split /= 2, t->dkv_split /= 2;
+    return cf_attention_tiles_fit(&ctx->device_profile, t, &why);
+}
+
+/* The fused cases of `groups` again with held_tiles forced: masks,
+ * dropout, grouped heads, caches and odd head sizes on those kernels too. */
+static clformer_status run_held_rows(cf_ctx *ctx, const case_group *groups, size_t n_groups,
+                                     bool quick, conf_sink sink, void *user)
+{
+    const cf_attention_tiles before = ctx->forced_tiles;
+    clformer_status st = CLFORMER_OK;
+    for (size_t g = 0; g < n_groups && st == CLFORMER_OK; g++) {
+        const attention_case *cases = quick ? groups[g].quick : groups[g].full;
+        const size_t n = quick ? groups[g].n_quick : groups[g].n_full;
+        for (size_t i = 0; i < n && st == CLFORMER_OK; i++) {
+            attention_case c = cases[i];
+            if (!held_tiles(ctx, c.dh, &ctx->forced_tiles)) continue;
+            c.seed = groups[g].seed + i, c.fused = true, c.held = true;
+            st = run_case(ctx, &c, sink, user);
+        }
+    }
+    ctx->forced_tiles = before;
+    return st;
+}
+
 static clformer_status attention_check(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
 {
     static const case_group model = GROUP(model_quick, model_full, 1);
@@ -1214,6 +1255,8 @@ static clformer_status attention_check(cf_ctx *ctx, bool quick, conf_sink sink, 
     if (ctx->precision != CLFORMER_FP32) return CLFORMER_OK;
     for (size_t i = 0; i < sizeof groups / sizeof *groups; i++)
         CF_TRY(run_group(ctx, &groups[i], quick, sink, user));
+    CF_TRY(run_held_rows(ctx, &model, 1, quick, sink, user));
+    CF_TRY(run_held_rows(ctx, groups, sizeof groups / sizeof *groups, quick, sink, user));
     CF_TRY(run_fused_kernels(ctx, quick, sink, user));
     CF_TRY(run_fused_fd(ctx, quick, sink, user));
     CF_TRY(run_split_merge(ctx, quick, sink, user));

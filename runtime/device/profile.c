@@ -173,9 +173,9 @@ clformer_status clformer_device_profile_for(const clformer_device_info *d, const
  * (k, v, dk, dv). Past it the row's columns are split over more items. No
  * AMD GPU has run the kernels yet; a compiler's figures (clang 14 + libclc for
  * AMDGPU gfx906 as a driver builds them, at the head sizes 32 to 128 and
- * the tiles below) are 122-159 VGPRs an item in the forward, 171-201 in dQ
- * and 172-229 in dK/dV, none spilled, of the 256 an item has in a
- * 256-item group. */
+ * the tiles below) are 121-159 VGPRs an item in the forward, 163-212 in dQ
+ * and 170-226 in dK/dV, none spilled, of the 256 an item has in a
+ * 256-item group (tools/proxy/register-proxy.sh). */
 #define TILED_REGISTER_FLOATS 96
 /* On NVIDIA's GPUs measurement replaces that budget (an H200,
  * tools/tuning/attention_bench at T=1024, every kernel timed with 12 sets
@@ -229,34 +229,42 @@ static unsigned nvidia_split(unsigned dh)
  * 4 * ceil(dh / 4) floats, the exchange of `values` partial sums per item
  * when rows are split, a tile of dropout multipliers (row stride keys + 1)
  * and per-tile flags and row statistics (three a row). */
+/* Floats of an exchange of `values` floats, held as float4s. */
+static size_t exchange(size_t values) { return (values + 3) / 4 * 4; }
+
 static size_t fwd_local(const cf_attention_tiles *t)
 {
+    /* (rows / per_item * split items of per_item * keys partials each) */
     const size_t ld = 4 * ((t->head_dim + 3) / 4), w = (size_t)t->fwd_rows * t->fwd_split;
-    return 4 * (2 * t->fwd_keys * ld + t->fwd_keys + (t->fwd_split > 1 ? t->fwd_keys * w : 1) +
+    return 4 * (2 * t->fwd_keys * ld + t->fwd_keys +
+                (t->fwd_split > 1 ? exchange(t->fwd_keys * w) : 4) +
                 t->fwd_rows * (t->fwd_keys + 1));
 }
 static size_t dq_local(const cf_attention_tiles *t)
 {
     const size_t ld = 4 * ((t->head_dim + 3) / 4), w = (size_t)t->dq_rows * t->dq_split;
-    const size_t xs = t->dq_split > 1    ? 2 * t->dq_keys * w
-                      : t->dkv_split > 1 ? t->dkv_split / t->dq_split * w
-                                         : 1; /* and D's shares for dK/dV */
+    const size_t xs = exchange(t->dq_split > 1    ? 2 * t->dq_keys * w
+                               : t->dkv_split > 1 ? t->dkv_split / t->dq_split * w
+                                                  : 1); /* and D's shares for dK/dV */
     return 4 * (2 * t->dq_keys * ld + t->dq_keys + xs + t->dq_rows * (t->dq_keys + 4));
 }
 static size_t dkv_local(const cf_attention_tiles *t)
 {
     const size_t ld = 4 * ((t->head_dim + 3) / 4), w = (size_t)t->dkv_keys * t->dkv_split;
     return 4 * (2 * t->dkv_rows * ld + 3 * t->dkv_rows +
-                (t->dkv_split > 1 ? 2 * t->dkv_rows * w : 1) + t->dkv_rows * (t->dkv_keys + 1));
+                (t->dkv_split > 1 ? exchange(2 * t->dkv_rows * w) : 4) +
+                t->dkv_rows * (t->dkv_keys + 1));
 }
 
 void cf_attention_tiles_options(const cf_attention_tiles *t, char *out, size_t cap)
 {
     snprintf(out, cap,
              "-DHEAD_DIM=%u -DFWD_ROWS=%u -DFWD_SPLIT=%u -DFWD_KEYS=%u -DDQ_ROWS=%u "
-             "-DDQ_SPLIT=%u -DDQ_KEYS=%u -DDKV_KEYS=%u -DDKV_SPLIT=%u -DDKV_ROWS=%u",
+             "-DDQ_SPLIT=%u -DDQ_KEYS=%u -DDKV_KEYS=%u -DDKV_SPLIT=%u -DDKV_ROWS=%u "
+             "-DFWD_PER_ITEM=%u -DDKV_PER_ITEM=%u",
              t->head_dim, t->fwd_rows, t->fwd_split, t->fwd_keys, t->dq_rows, t->dq_split,
-             t->dq_keys, t->dkv_keys, t->dkv_split, t->dkv_rows);
+             t->dq_keys, t->dkv_keys, t->dkv_split, t->dkv_rows, t->fwd_per_item,
+             t->dkv_per_item);
 }
 
 size_t cf_attention_tiles_local_bytes(const cf_attention_tiles *t)
@@ -267,16 +275,20 @@ size_t cf_attention_tiles_local_bytes(const cf_attention_tiles *t)
 
 static bool power_of_two(unsigned x) { return x && !(x & (x - 1)); }
 
-/* One kernel's rows, split and tile on a device allowing groups of wg items. */
-static const char *kernel_fit(unsigned rows, unsigned split, unsigned tile, unsigned columns,
-                              size_t wg)
+/* One kernel's rows, split, tile and rows an item holds on a device
+ * allowing groups of wg items. */
+static const char *kernel_fit(unsigned rows, unsigned split, unsigned tile, unsigned per_item,
+                              unsigned columns, size_t wg)
 {
     if (!rows || !tile || tile > 32) return "rows and tiles must be 1 or more, tiles 32 at most";
+    if (!per_item || per_item > 4 || rows % per_item)
+        return "the rows an item holds must be 1 to 4 and divide the group's rows";
     if (!power_of_two(split) || split > columns)
         return "a split must be a power of two no larger than the float4 columns of a row";
-    if ((size_t)rows * split > wg) return "a group is larger than the device allows";
+    const size_t items = (size_t)rows / per_item * split;
+    if (items > wg) return "a group is larger than the device allows";
     /* the group's first `tile` items load the tile's flags or row statistics */
-    if ((size_t)rows * split < tile) return "a group has fewer items than its tile has rows";
+    if (items < tile) return "a group has fewer items than its tile has rows";
     return NULL;
 }
 
@@ -288,12 +300,12 @@ bool cf_attention_tiles_fit(const clformer_device_profile *p, const cf_attention
                                                                  : TILED_LOCAL_BYTES;
     if (t->head_dim == 0 || t->head_dim > TILED_MAX_HEAD_DIM)
         *why = "the head size must be 1 to 256";
-    else if (!(*why = kernel_fit(t->fwd_rows, t->fwd_split, t->fwd_keys, columns,
+    else if (!(*why = kernel_fit(t->fwd_rows, t->fwd_split, t->fwd_keys, t->fwd_per_item,
+                                 columns, p->max_work_group_size)) &&
+             !(*why = kernel_fit(t->dq_rows, t->dq_split, t->dq_keys, 1, columns,
                                  p->max_work_group_size)) &&
-             !(*why = kernel_fit(t->dq_rows, t->dq_split, t->dq_keys, columns,
-                                 p->max_work_group_size)) &&
-             !(*why = kernel_fit(t->dkv_keys, t->dkv_split, t->dkv_rows, columns,
-                                 p->max_work_group_size))) {
+             !(*why = kernel_fit(t->dkv_keys, t->dkv_split, t->dkv_rows, t->dkv_per_item,
+                                 columns, p->max_work_group_size))) {
         if (t->dkv_split % t->dq_split != 0)
             *why = "the dK/dV split must be a multiple of the dQ split";
         else if (cf_attention_tiles_local_bytes(t) > local)
@@ -341,6 +353,7 @@ bool cf_attention_tiles_for(const clformer_device_profile *p, size_t dh, cf_atte
                                                                  : TILED_LOCAL_BYTES;
     const bool nvidia = !strcmp(p->vendor, "nvidia");
     t->head_dim = (unsigned)dh;
+    t->fwd_per_item = t->dkv_per_item = 1;
     if (nvidia) {
         t->fwd_split = t->dq_split = t->dkv_split = nvidia_split(t->head_dim);
     } else {

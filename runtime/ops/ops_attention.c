@@ -425,11 +425,11 @@ static clformer_status tiled_kernel(cf_ctx *ctx, const cf_attention_tiles *t, co
         CF_I32(out_ld(s)), CF_I32((s)->dq_ld), CF_I32((s)->dkv_ld)
 
 /* A tiled launch: blocks of `rows` of the `n` rows of each of `heads`
- * heads, `split` items a row. */
-static void tiled_grid(size_t rows, size_t split, size_t n, size_t heads, size_t global[2],
-                       size_t local[2])
+ * heads, `split` items a row, each item holding `per_item` rows. */
+static void tiled_grid(size_t rows, size_t split, size_t per_item, size_t n, size_t heads,
+                       size_t global[2], size_t local[2])
 {
-    local[0] = rows * split;
+    local[0] = rows / per_item * split;
     local[1] = 1;
     global[0] = (n + rows - 1) / rows * local[0];
     global[1] = heads;
@@ -510,7 +510,7 @@ static clformer_status forward_fused(cf_ctx *ctx, cf_view out, const cf_attentio
     cf_attention_tiles t;
     if (tiles_for(ctx, s->dh, &t)) {
         size_t global[2], local[2];
-        tiled_grid(t.fwd_rows, t.fwd_split, s->Tq, s->B * s->H, global, local);
+        tiled_grid(t.fwd_rows, t.fwd_split, t.fwd_per_item, s->Tq, s->B * s->H, global, local);
         CF_TRY(tiled_kernel(ctx, &t, "flash_tiled_forward", &k));
         CF_TRY(CF_LAUNCH_FLOP(ctx, "attention", bytes, flop, k, 2, global, local, CF_VIEW(out),
                               CF_VIEW(L), CF_VIEW(qh), CF_VIEW(kh), CF_VIEW(vh),
@@ -619,13 +619,13 @@ static clformer_status backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
     cf_attention_tiles t;
     if (tiles_for(ctx, s->dh, &t)) {
         size_t global[2], local[2];
-        tiled_grid(t.dq_rows, t.dq_split, s->Tq, BH, global, local);
+        tiled_grid(t.dq_rows, t.dq_split, 1, s->Tq, BH, global, local);
         CF_TRY(tiled_kernel(ctx, &t, "flash_tiled_backward_dq", &k));
         CF_TRY(CF_LAUNCH_FLOP(ctx, "attention", dq_bytes, flop, k, 2, global, local,
                               CF_VIEW(dqh), CF_VIEW(dsum), CF_VIEW(dout), CF_VIEW(O), CF_VIEW(L),
                               CF_VIEW(qh), CF_VIEW(kh), CF_VIEW(vh),
                               TILED_ARGS(key_tokens, qh.buf, s, dropout)));
-        tiled_grid(t.dkv_keys, t.dkv_split, s->Tk, BK, global, local);
+        tiled_grid(t.dkv_keys, t.dkv_split, t.dkv_per_item, s->Tk, BK, global, local);
         CF_TRY(tiled_kernel(ctx, &t, "flash_tiled_backward_dkv", &k));
         return CF_LAUNCH_FLOP(ctx, "attention", dkv_bytes, flop, k, 2, global, local,
                               CF_VIEW(dkh), CF_VIEW(dvh), CF_VIEW(dsum), CF_VIEW(dout), CF_VIEW(L),
