@@ -2,7 +2,8 @@
 # gpu_proxy_registers_flags: tools/proxy/register-proxy.sh --check must fail
 # on tests/data/register-proxy/flagged.cl's kernel with a dynamically indexed
 # private array and its kernel with a real call, name both, and pass the clean
-# kernel; with --allow naming the first, only the call is left flagged.
+# kernel; with --allow naming the first, only the call is left flagged; and
+# it counts a kernel's NVPTX shared-memory loads per multiply-add.
 # Usage: check_register_proxy.sh PROXY BUILD_DIR FIXTURE_DIR
 set -uo pipefail
 proxy=$1 build=$2 fixture=$3
@@ -16,6 +17,11 @@ grep -q 'flagged private_array_dynamic_index: NVPTX local [1-9]' <<< "$out" ||
     fail "the dynamically indexed private array is not flagged"
 grep -q 'flagged real_call: .* [1-9][0-9]* calls' <<< "$out" || fail "the real call is not flagged"
 ! grep -q 'flagged clean_scale:' <<< "$out" || fail "the clean kernel is flagged"
+# shared_reads' 4 shared-memory loads over its 8 multiply-adds; none of either
+grep -Eq '^flagged +- shared_reads +0 +0\.500 ' <<< "$out" ||
+    fail "shared_reads' shared loads per multiply-add are not 0.500"
+grep -Eq '^flagged +- clean_scale +0 +- ' <<< "$out" ||
+    fail "clean_scale, without multiply-adds, does not show -"
 
 out=$("$proxy" --check --allow private_array_dynamic_index --build "$build" --cl "$fixture" 2>&1)
 rc=$?

@@ -11,7 +11,8 @@
 #              work-groups per launch)
 #   registers  tools/proxy/register-proxy.sh: every kernel program compiled
 #              by clang 14 for NVPTX and AMDGPU (private bytes kept off-chip,
-#              AMDGPU registers, scratch, occupancy and calls per kernel)
+#              NVPTX shared-memory loads per multiply-add, AMDGPU registers,
+#              scratch, occupancy and calls per kernel)
 #
 #   tools/gpu-proxy.sh [--json] [--quick] [--only attention|gemm|registers] [--build DIR]
 #

@@ -9,13 +9,18 @@
 #   NVPTX sm_80   (NVIDIA's ISA): the bytes of private arrays a kernel keeps
 #                 in "local" memory, which is off-chip: an array the
 #                 compiler could not put in registers (ptxas, which allocates
-#                 the registers, runs only in NVIDIA's driver)
+#                 the registers, runs only in NVIDIA's driver); and its
+#                 shared-memory loads per multiply-add, counted in the code
+#                 (each load instruction, of any width, over the fma
+#                 instructions: the unrolled tile loop dominates both), what
+#                 a GPU issues for the tiled kernels' streamed tiles
 #   AMDGPU gfx906 (AMD's back end allocates registers itself): VGPRs per
 #                 work item, scratch bytes (spilled registers and private
 #                 arrays, off-chip), waves per SIMD it allows, and real
 #                 function calls (a helper the compiler did not inline)
 #
 #   tools/proxy/register-proxy.sh [--json] [--check] [--allow K,K] [--dh LIST] [--build DIR] [--cl DIR]
+#                                 [--tiled-options OPTIONS]
 #
 #   --json    the figures as one JSON object (gpu-proxy.sh's "registers")
 #   --check   fail (exit 1) naming each kernel that keeps private bytes in
@@ -25,6 +30,9 @@
 #   --dh      the tiled attention kernels' head sizes (default 32,64,80,96,128)
 #   --build   the build directory with attention_proxy and gemm_proxy (default build/)
 #   --cl      the kernel programs (default cl/; the tests give one of their own)
+#   --tiled-options  build options added after the tiled attention program's
+#             own, to try other tiles (e.g. "-DFWD_SPLIT=4 -DFWD_PER_ITEM=2":
+#             a -D given again replaces the profile's)
 #
 # Needs clang (14, with the NVPTX and AMDGPU targets, as Debian builds it) and
 # libclc-14 (Debian: apt-get install clang libclc-14). A driver's compiler is
@@ -36,16 +44,17 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 die() { echo "register-proxy: $*" >&2; exit 2; }
 
-json=0 check=0 allow= dhs=32,64,80,96,128 build=$root/build cl_dir=$root/cl
+json=0 check=0 allow= dhs=32,64,80,96,128 build=$root/build cl_dir=$root/cl tiled_extra=
 while [[ $# -gt 0 ]]; do
     case $1 in
     -h | --help) usage; exit 0 ;;
     --json) json=1 ;;
     --check) check=1 ;;
-    --dh | --build | --cl | --allow)
+    --dh | --build | --cl | --allow | --tiled-options)
         [[ $# -ge 2 ]] || die "$1 needs a value (see --help)"
         case $1 in
         --allow) allow=$2 ;;
+        --tiled-options) tiled_extra=$2 ;;
         --dh) dhs=$2 ;;
         --build) build=$2 ;;
         --cl) cl_dir=$2 ;;
@@ -106,8 +115,8 @@ for dh in ${dhs//,/ }; do
         "$build/attention_proxy" --out "$work/tiled$dh$vendor" --kernels tiled --B 1 --H 1 \
             --T 16 --dh "$dh" --vendor "$vendor" > "$work/tiled$dh$vendor.manifest" || exit 2
     done
-    target_jobs+=("nvptx flash_attention_tiled $dh $(options_of "$work/tiled${dh}nvidia.manifest")"
-                  "amdgpu flash_attention_tiled $dh $(options_of "$work/tiled${dh}amd.manifest")")
+    target_jobs+=("nvptx flash_attention_tiled $dh $(options_of "$work/tiled${dh}nvidia.manifest")${tiled_extra:+ $tiled_extra}"
+                  "amdgpu flash_attention_tiled $dh $(options_of "$work/tiled${dh}amd.manifest")${tiled_extra:+ $tiled_extra}")
 done
 
 # compile TARGET PROGRAM DH OPTIONS...: one line per kernel,
@@ -123,7 +132,11 @@ compile() {
         awk -v p="$program" -v dh="$dh" '
             /\.entry/ { k = $3; sub(/\(.*/, "", k); order[++n] = k; bytes[k] = 0 }
             /__local_depot[0-9]+\[/ { b = $0; sub(/.*\[/, "", b); sub(/\].*/, "", b); bytes[k] = b }
-            END { for (i = 1; i <= n; i++) print p, dh, order[i], "nvptx_local_bytes", bytes[order[i]] }
+            /^[ \t]*ld\.shared\./ { lds[k]++ }
+            /^[ \t]*fma\.rn\.f32/ { fma[k]++ }
+            END { for (i = 1; i <= n; i++) { k = order[i]
+                    print p, dh, k, "nvptx_local_bytes", bytes[k], "nvptx_shared_loads_per_fma",
+                        (fma[k] ? sprintf("%.3f", lds[k] / fma[k]) : "-") } }
         ' "$asm" > "$out"
     else
         "$clang" "${base[@]}" -target amdgcn-mesa-mesa3d -mcpu=gfx906 -nogpulib \
@@ -158,11 +171,13 @@ export work clang clc cl_dir
 # (AMDGPU lists the helpers it kept as functions too: only kernels are kept)
 cat "$work"/out/nvptx.* | sort > "$work/nvptx"
 cat "$work"/out/amdgpu.* | sort > "$work/amdgpu"
-join -j1 <(awk '{print $1 "|" $2 "|" $3, $5}' "$work/nvptx") \
+join -j1 <(awk '{print $1 "|" $2 "|" $3, $5, $7}' "$work/nvptx") \
     <(awk '{print $1 "|" $2 "|" $3, $5, $7, $9, $11}' "$work/amdgpu") |
     tr '|' ' ' | sort -k1,1 -k2,2n -k3,3 |
-    awk -v allow=",$allow," '{ print $0, (index(allow, "," $3 ",") ? 1 : 0) }' > "$work/table"
+    awk -v allow=",$allow," '{ print $1, $2, $3, $4, $6, $7, $8, $9,
+                                     (index(allow, "," $3 ",") ? 1 : 0), $5 }' > "$work/table"
 # columns: program dh kernel nvptx_local vgprs scratch occupancy calls allowed
+# nvptx_shared_loads_per_fma ("-" without multiply-adds)
 [[ -s $work/table ]] || die "no kernels found in the compilers' output"
 for k in ${allow//,/ }; do
     awk -v k="$k" '$3 == k { found = 1 } END { exit !found }' "$work/table" ||
@@ -177,10 +192,11 @@ if [[ $json == 1 ]]; then
         BEGIN {
             printf "{\"compiler\": \"%s\", \"nvptx\": \"sm_80\", \"amdgpu\": \"gfx906\", \"kernels\": [", compiler
             f = "{\"program\": \"%s\", \"head_dim\": %d, \"kernel\": \"%s\", \"nvptx_local_bytes\": %d, "
+            f = f "\"nvptx_shared_loads_per_fma\": %s, "
             f = f "\"amdgpu_vgprs\": %d, \"amdgpu_scratch_bytes\": %d, \"amdgpu_occupancy\": %d, \"amdgpu_calls\": %d, \"allowed\": %s}"
         }
         {
-            printf ("%s" f), (NR > 1 ? ", " : ""), $1, $2, $3, $4, $5, $6, $7, $8, ($9 ? "true" : "false")
+            printf ("%s" f), (NR > 1 ? ", " : ""), $1, $2, $3, $4, ($10 == "-" ? "null" : $10), $5, $6, $7, $8, ($9 ? "true" : "false")
             if ('"$flagged"') flagged++
         }
         END { printf "], \"kernels_flagged\": %d}\n", flagged }
@@ -189,9 +205,11 @@ else
     echo "GPU compilers without a GPU: $("$clang" --version | head -1), libclc; NVPTX sm_80, AMDGPU gfx906"
     echo "(dh: the tiled attention kernels' head size, gemm's block rows; * marks private memory off-chip or a call,"
     echo " ~ private memory that --allow names as by design)"
-    printf '%-22s %4s %-34s %12s %6s %8s %6s %5s\n' program dh kernel "nvptx local" vgprs scratch waves calls
-    awk '{ printf "%-22s %4s %-34s %12d %6d %8d %6d %5d%s\n", $1, ($2 ? $2 : "-"), $3, $4, $5, $6, $7, $8,
-                  ('"$flagged"') ? " *" : ($4 > 0 || $6 > 0) ? " ~" : "" }' "$work/table"
+    echo "(lds/fma: NVPTX shared-memory loads per multiply-add in the code)"
+    printf '%-22s %4s %-34s %12s %8s %6s %8s %6s %5s\n' program dh kernel "nvptx local" lds/fma vgprs \
+        scratch waves calls
+    awk '{ printf "%-22s %4s %-34s %12d %8s %6d %8d %6d %5d%s\n", $1, ($2 ? $2 : "-"), $3, $4, $10, $5,
+                  $6, $7, $8, ('"$flagged"') ? " *" : ($4 > 0 || $6 > 0) ? " ~" : "" }' "$work/table"
 fi
 if [[ $check == 1 && -n $bad ]]; then
     echo "register-proxy: $(wc -l <<< "$bad") kernel(s) keep private memory off-chip or make calls:" >&2
