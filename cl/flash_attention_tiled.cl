@@ -46,20 +46,20 @@
  * b*(H/group) + h/group (group = 1: one key/value head per query head); the
  * dK/dV block of a key/value head sums over its group's query heads.
  *
- * Rows held per item: in the forward and dK/dV an item may hold PER_ITEM
- * rows (keys) of its block, each with its slice of columns, so that every
- * float4 it reads from a streamed tile serves PER_ITEM rows: a GPU issues
+ * Rows held per item: an item may hold PER_ITEM rows (dK/dV: keys) of its
+ * block, each with its slice of columns, so that every float4 it reads
+ * from a streamed tile serves PER_ITEM rows: a GPU issues
  * a shared-memory read per float4, and at one row an item the kernels read
  * one for every 4 multiply-adds (NVPTX, clang 14 at dh 64: 0.26-0.28
  * shared loads per FMA instruction in the three kernels; 2 rows an item
- * over twice the items: 0.16 in the forward, 0.17 in dK/dV). The results
- * are the same bits for any PER_ITEM: a row's sums keep their order.
+ * over twice the items: 0.16-0.17). The results are the same bits for
+ * any PER_ITEM: a row's sums keep their order.
  *
  * Build options (all set by the host from the profile's tiles):
  * HEAD_DIM (the head size dh: loops unroll, operands stay in registers),
- * FWD_ROWS, FWD_SPLIT, FWD_KEYS, FWD_PER_ITEM; DQ_ROWS, DQ_SPLIT, DQ_KEYS;
- * DKV_KEYS, DKV_SPLIT, DKV_ROWS, DKV_PER_ITEM. A group is ROWS / PER_ITEM
- * * SPLIT items (dK/dV: DKV_KEYS / DKV_PER_ITEM * DKV_SPLIT).
+ * FWD_ROWS, FWD_SPLIT, FWD_KEYS, FWD_PER_ITEM; DQ_ROWS, DQ_SPLIT, DQ_KEYS,
+ * DQ_PER_ITEM; DKV_KEYS, DKV_SPLIT, DKV_ROWS, DKV_PER_ITEM. A group is
+ * ROWS / PER_ITEM * SPLIT items (dK/dV: DKV_KEYS / DKV_PER_ITEM * DKV_SPLIT).
  */
 #include "common.h"
 
@@ -80,6 +80,9 @@
 #ifndef FWD_PER_ITEM
 #define FWD_PER_ITEM 1
 #endif
+#ifndef DQ_PER_ITEM
+#define DQ_PER_ITEM 1
+#endif
 #ifndef DKV_PER_ITEM
 #define DKV_PER_ITEM 1
 #endif
@@ -89,11 +92,12 @@
 /* An item holds PER_ITEM rows (dK/dV: keys) of its group's block, `SLOTS`
  * apart: each value it reads from a streamed tile then serves them all. */
 #define FWD_SLOTS (FWD_ROWS / FWD_PER_ITEM)
+#define DQ_SLOTS (DQ_ROWS / DQ_PER_ITEM)
 #define DKV_SLOTS (DKV_KEYS / DKV_PER_ITEM)
 #define FWD_W (FWD_SLOTS * FWD_SPLIT)
-#define DQ_W (DQ_ROWS * DQ_SPLIT)
+#define DQ_W (DQ_SLOTS * DQ_SPLIT)
 #define DKV_W (DKV_SLOTS * DKV_SPLIT)
-#if FWD_ROWS % FWD_PER_ITEM != 0 || DKV_KEYS % DKV_PER_ITEM != 0
+#if FWD_ROWS % FWD_PER_ITEM != 0 || DQ_ROWS % DQ_PER_ITEM != 0 || DKV_KEYS % DKV_PER_ITEM != 0
 #error "a group's rows (dK/dV: keys) must be a multiple of the rows an item holds"
 #endif
 /* float4 columns per item when a row is split over `split` items */
@@ -521,18 +525,23 @@ kernel void flash_tiled_forward(global float *out, ulong out_off, global float *
 #error "DKV_SPLIT must be a multiple of DQ_SPLIT"
 #endif
 #define DQ_SHARES (DKV_SPLIT / DQ_SPLIT)
-/* floats of the exchange: the tile's two sums per key, or D's shares */
+/* floats of the exchange: the tile's two sums per key and row an item
+ * holds, or D's shares */
 #define DQ_XS                                                                                  \
-    (DQ_SPLIT > 1 ? 2 * DQ_KEYS * DQ_W : DKV_SPLIT > 1 ? DQ_SHARES * DQ_W : 1)
+    (DQ_SPLIT > 1      ? 2 * DQ_KEYS * DQ_PER_ITEM * DQ_W                                      \
+     : DKV_SPLIT > 1 ? DQ_SHARES * DQ_PER_ITEM * DQ_W                                        \
+                       : 1)
 
 /* dq (B*H, Tq, HEAD_DIM), or rows (dq_ld), overwritten; dsum[row] = D_row = dO_row . O_row
- * for the dK/dV kernel. */
+ * for the dK/dV kernel. An item holds the rows t0 + r + i * DQ_SLOTS,
+ * i < DQ_PER_ITEM. */
 __attribute__((reqd_work_group_size(DQ_W, 1, 1)))
 kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float *dsum,
                                     ulong dsum_off, global const float *dout, ulong dout_off,
                                     global const float *out, ulong out_off,
                                     global const float *stats, ulong stats_off, TILED_INPUTS)
 {
+#define DQ_N (2 * DQ_KEYS * DQ_PER_ITEM) /* an item's dot products a tile */
     local float4 kt[DQ_KEYS * D4], vt[DQ_KEYS * D4];
     local int kf[DQ_KEYS];
     local float lm[DQ_ROWS], linv[DQ_ROWS], ld[DQ_ROWS];
@@ -540,52 +549,66 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
     local float dr[DQ_ROWS * (DQ_KEYS + 1)];
     local float *xs = (local float *)xs4;
     QUERY_BLOCK(DQ_ROWS, DQ_SPLIT);
-    const int t = t0 + r;
-    const bool row_ok = t < Tq;
-    const ulong row = (ulong)bh * Tq + t;
 
-    const ulong o_row = head_row(bh, H, Tq, t, o_ld);
-    float4 qv[DQ_COLS], gv[DQ_COLS], dqv[DQ_COLS];
-    float4 od = (float4)(0.0f), odk[DQ_SHARES];
+    float4 qv[DQ_PER_ITEM * DQ_COLS], gv[DQ_PER_ITEM * DQ_COLS], dqv[DQ_PER_ITEM * DQ_COLS];
+    float4 od[DQ_PER_ITEM], odk[DQ_PER_ITEM * DQ_SHARES];
 #pragma unroll
-    for (int m = 0; m < DQ_SHARES; m++) odk[m] = (float4)(0.0f);
+    for (int i = 0; i < DQ_PER_ITEM; i++) {
+        const int t = t0 + r + i * DQ_SLOTS;
+        const ulong o_row = head_row(bh, H, Tq, t, o_ld);
+        od[i] = (float4)(0.0f);
 #pragma unroll
-    for (int x = 0; x < DQ_COLS; x++) {
-        const int c = part + DQ_SPLIT * x;
-        const bool here = row_ok && HAS_COL(DQ_SPLIT, part, x);
-        qv[x] = here ? load_col(q + q_off + head_row(bh, H, Tq, t, q_ld), c) : (float4)(0.0f);
-        gv[x] = here ? load_col(dout + dout_off + o_row, c) : (float4)(0.0f);
-        const float4 o = here ? load_col(out + out_off + o_row, c) : (float4)(0.0f);
-        od += gv[x] * o;
-        odk[x % DQ_SHARES] += gv[x] * o;
-        dqv[x] = (float4)(0.0f);
+        for (int m = 0; m < DQ_SHARES; m++) odk[i * DQ_SHARES + m] = (float4)(0.0f);
+#pragma unroll
+        for (int x = 0; x < DQ_COLS; x++) {
+            const int c = part + DQ_SPLIT * x, e = i * DQ_COLS + x;
+            const bool here = t < Tq && HAS_COL(DQ_SPLIT, part, x);
+            qv[e] = here ? load_col(q + q_off + head_row(bh, H, Tq, t, q_ld), c) : (float4)(0.0f);
+            gv[e] = here ? load_col(dout + dout_off + o_row, c) : (float4)(0.0f);
+            const float4 o = here ? load_col(out + out_off + o_row, c) : (float4)(0.0f);
+            od[i] += gv[e] * o;
+            odk[i * DQ_SHARES + x % DQ_SHARES] += gv[e] * o;
+            dqv[e] = (float4)(0.0f);
+        }
     }
-    float sd[2 * DQ_KEYS]; /* scores, then dO . v, per key of the tile */
-    sd[0] = hsum4(od);
-    ROWS_SUM(sd, 1, xs, lid, DQ_W, DQ_SPLIT);
-    const float Drow = sd[0];
+    float sd[DQ_N]; /* per row: scores, then dO . v, per key of the tile */
+#pragma unroll
+    for (int i = 0; i < DQ_PER_ITEM; i++) sd[i] = hsum4(od[i]);
+    ROWS_SUM(sd, DQ_PER_ITEM, xs, lid, DQ_W, DQ_SPLIT);
     /* D for the dK/dV kernel, added up in its order (its rows are split
      * over DKV_SPLIT items): with a lone key, O = v exactly, and its
      * dS = P (dO . v - D) is then exactly 0 there as here */
-    float Dk = Drow;
+    float Dk[DQ_PER_ITEM];
+#pragma unroll
+    for (int i = 0; i < DQ_PER_ITEM; i++) Dk[i] = sd[i];
     if (DKV_SPLIT > 1) {
         barrier(CLK_LOCAL_MEM_FENCE);
 #pragma unroll
-        for (int m = 0; m < DQ_SHARES; m++) xs[m * DQ_W + lid] = hsum4(odk[m]);
+        for (int u = 0; u < DQ_PER_ITEM * DQ_SHARES; u++) xs[u * DQ_W + lid] = hsum4(odk[u]);
         barrier(CLK_LOCAL_MEM_FENCE);
         const int first = lid / DQ_SPLIT * DQ_SPLIT;
-        Dk = xs[first];
 #pragma unroll
-        for (int p = 1; p < DKV_SPLIT; p++) Dk += xs[p / DQ_SPLIT * DQ_W + first + p % DQ_SPLIT];
+        for (int i = 0; i < DQ_PER_ITEM; i++) {
+            float d = xs[i * DQ_SHARES * DQ_W + first];
+#pragma unroll
+            for (int p = 1; p < DKV_SPLIT; p++)
+                d += xs[(i * DQ_SHARES + p / DQ_SPLIT) * DQ_W + first + p % DQ_SPLIT];
+            Dk[i] = d;
+        }
     }
-    if (row_ok && part == 0) dsum[dsum_off + row] = Dk;
-    /* the row's statistics go through local memory: kept in registers over
+    /* the rows' statistics go through local memory: kept in registers over
      * the tile loop's barriers, Intel's CPU compiler (2026.22) gave this
      * kernel wrong values of them (docs/DEVICES.md) */
-    if (part == 0) {
-        lm[r] = row_ok ? stats[stats_off + 2 * row] : 0.0f;
-        linv[r] = row_ok ? stats[stats_off + 2 * row + 1] : 0.0f;
-        ld[r] = Drow;
+#pragma unroll
+    for (int i = 0; i < DQ_PER_ITEM; i++) {
+        const int t = t0 + r + i * DQ_SLOTS, ri = r + i * DQ_SLOTS;
+        const ulong row = (ulong)bh * Tq + t;
+        if (t < Tq && part == 0) dsum[dsum_off + row] = Dk[i];
+        if (part == 0) {
+            lm[ri] = t < Tq ? stats[stats_off + 2 * row] : 0.0f;
+            linv[ri] = t < Tq ? stats[stats_off + 2 * row + 1] : 0.0f;
+            ld[ri] = sd[i];
+        }
     }
 
     /* the key tile from j0 into kpre, vpre and this item's key flag fpre */
@@ -617,31 +640,52 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
         barrier(CLK_LOCAL_MEM_FENCE);
         if (DQ_AHEAD && j0 + DQ_KEYS < kend) DQ_FETCH(j0 + DQ_KEYS); /* in flight */
         /* the tile's work without branches, as the forward's: exp(-inf) =
-         * 0 for masked keys */
-        DROP_MULTIPLIERS(rd, DQ_KEYS, 1, r * (DQ_KEYS + 1), 0, 1);
-        PAIR_DOTS(sd, DQ_KEYS, 1, qv, gv, kt, vt, part, DQ_SPLIT, DQ_COLS); /* q . k, dO . v */
-        ROWS_SUM(sd, 2 * DQ_KEYS, xs, lid, DQ_W, DQ_SPLIT);
+         * 0 for masked keys; rd[i * DQ_KEYS + jj] */
+        DROP_MULTIPLIERS(rd, DQ_KEYS, DQ_PER_ITEM, r * (DQ_KEYS + 1), DQ_SLOTS * (DQ_KEYS + 1),
+                         1);
+        /* q . k, dO . v */
+        PAIR_DOTS(sd, DQ_KEYS, DQ_PER_ITEM, qv, gv, kt, vt, part, DQ_SPLIT, DQ_COLS);
+        ROWS_SUM(sd, DQ_N, xs, lid, DQ_W, DQ_SPLIT);
         /* unsplit rows: a barrier in the exchange's place, or the compiler
          * reuses the dot products' loads of K below and holds the whole
          * tile in registers (AMDGPU at dh 32: 256 VGPRs, 344 bytes spilled) */
         if (DQ_SPLIT == 1) barrier(CLK_LOCAL_MEM_FENCE);
-        const float M = lm[r], inv = linv[r], D = ld[r];
+        float M[DQ_PER_ITEM], inv[DQ_PER_ITEM], D[DQ_PER_ITEM];
+#pragma unroll
+        for (int i = 0; i < DQ_PER_ITEM; i++) {
+            const int ri = r + i * DQ_SLOTS;
+            M[i] = lm[ri], inv[i] = linv[ri], D[i] = ld[ri];
+        }
 #pragma unroll
         for (int jj = 0; jj < DQ_KEYS; jj++) {
-            const bool visible = (kf[jj] != 0) & (!causal | (j0 + jj <= q_pos0 + t));
-            const float p = exp(visible ? sd[jj] * scale - M : -INFINITY) * inv;
-            const float ds = p * (rd[jj] * sd[DQ_KEYS + jj] - D);
+            float ds[DQ_PER_ITEM];
+#pragma unroll
+            for (int i = 0; i < DQ_PER_ITEM; i++) {
+                const int e = i * 2 * DQ_KEYS + jj;
+                const bool visible =
+                    (kf[jj] != 0) & (!causal | (j0 + jj <= q_pos0 + t0 + r + i * DQ_SLOTS));
+                const float p = exp(visible ? sd[e] * scale - M[i] : -INFINITY) * inv[i];
+                ds[i] = p * (rd[i * DQ_KEYS + jj] * sd[e + DQ_KEYS] - D[i]);
+            }
 #pragma unroll
             for (int x = 0; x < DQ_COLS; x++)
-                if (HAS_COL(DQ_SPLIT, part, x)) dqv[x] += ds * kt[jj * D4 + part + DQ_SPLIT * x];
+                if (HAS_COL(DQ_SPLIT, part, x)) {
+                    const float4 kk = kt[jj * D4 + part + DQ_SPLIT * x];
+#pragma unroll
+                    for (int i = 0; i < DQ_PER_ITEM; i++) dqv[i * DQ_COLS + x] += ds[i] * kk;
+                }
         }
     }
-    if (!row_ok) return;
 #pragma unroll
-    for (int x = 0; x < DQ_COLS; x++)
-        if (HAS_COL(DQ_SPLIT, part, x))
-            store_col(dq + dq_off + head_row(bh, H, Tq, t, dq_ld), part + DQ_SPLIT * x,
-                      dqv[x] * scale);
+    for (int i = 0; i < DQ_PER_ITEM; i++) {
+        const int t = t0 + r + i * DQ_SLOTS;
+        if (t >= Tq) continue;
+#pragma unroll
+        for (int x = 0; x < DQ_COLS; x++)
+            if (HAS_COL(DQ_SPLIT, part, x))
+                store_col(dq + dq_off + head_row(bh, H, Tq, t, dq_ld), part + DQ_SPLIT * x,
+                          dqv[i * DQ_COLS + x] * scale);
+    }
 }
 
 /* ------------------------------------------------------------------------- */

@@ -93,15 +93,14 @@ CLFORMER_API clformer_status clformer_check_gemm_tiles(clformer_context *ctx, in
 /* The tiles of the tiled attention kernels (cl/flash_attention_tiled.cl),
  * per kernel: the rows a work-group owns, the work items sharing a row
  * (each holds a slice of its columns) and the rows streamed through local
- * memory a tile at a time; and the rows (dK/dV: keys) each work item of the
- * forward and dK/dV holds, each value read from a tile serving them all (0
- * counts as 1). A device profile chooses them; a tuning check varies them
+ * memory a tile at a time; and the rows (dK/dV: keys) each work item
+ * holds, each value read from a tile serving them all (0 counts as 1). A device profile chooses them; a tuning check varies them
  * (tools/tuning/attention_bench). */
 typedef struct {
     unsigned fwd_rows, fwd_split, fwd_keys; /* forward: query rows, items a row, key tile */
     unsigned dq_rows, dq_split, dq_keys;    /* dQ: the same */
     unsigned dkv_keys, dkv_split, dkv_rows; /* dK/dV: key rows, items a row, query tile */
-    unsigned fwd_per_item, dkv_per_item;    /* query rows, key rows an item holds */
+    unsigned fwd_per_item, dq_per_item, dkv_per_item; /* rows (dK/dV: keys) an item holds */
 } clformer_attention_tiles;
 
 /* One self-attention call of the tiled kernels: batch x heads heads of len

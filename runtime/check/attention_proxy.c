@@ -163,7 +163,7 @@ static clformer_status write_tiled(job *j)
                          sizeof a / sizeof *a));
     }
     {
-        GRID(t.dq_rows, t.dq_split, 1);
+        GRID(t.dq_rows, t.dq_split, t.dq_per_item);
         const sim_arg a[] = {BUF(r3, 0),    OFF, BUF(BH * T, 0),   OFF, BUF(n, 0.5),  OFF,
                              BUF(n, 0.1),   OFF, BUF(stats, 0.01), OFF, BUF(r3, 0.5), OFF,
                              BUF(r3, 0.25), OFF, BUF(r3, 1),       OFF, KEYS(T),      SHAPE};

@@ -30,6 +30,7 @@ static cf_attention_tiles with_head_dim(const clformer_attention_tiles *t, size_
                                 t->dkv_split,
                                 t->dkv_rows,
                                 at_least_one(t->fwd_per_item),
+                                at_least_one(t->dq_per_item),
                                 at_least_one(t->dkv_per_item)};
 }
 
@@ -41,7 +42,7 @@ bool clformer_check_attention_tiles(clformer_context *ctx, size_t head_dim,
     *tiles = (clformer_attention_tiles){t.fwd_rows,     t.fwd_split,   t.fwd_keys,
                                         t.dq_rows,      t.dq_split,    t.dq_keys,
                                         t.dkv_keys,     t.dkv_split,   t.dkv_rows,
-                                        t.fwd_per_item, t.dkv_per_item};
+                                        t.fwd_per_item, t.dq_per_item, t.dkv_per_item};
     return true;
 }
 

@@ -1196,22 +1196,19 @@ done:
     return st;
 }
 
-/* The model's cases in every precision (the roundings inside the op are the
- * same at every shape: carried_roundings); the rest in fp32. quick: the
- * small shapes of each kind and 17th elements for the finite differences. */
-/* The profile's tiles for head size dh with each forward and dK/dV work
- * item holding 2 rows (keys) and, where that fits, a row split over twice
- * the items (attention_bench's "p*2 s*2" and "per*2" sets): no profile
- * takes them yet, a GPU's timing decides (docs/PERFORMANCE.md). False where
- * the profile runs no tiled kernels or neither fits. */
+/* The profile's tiles for head size dh with each work item of the three
+ * kernels holding 2 rows (keys) and, where that fits, a row split over
+ * twice the items (attention_bench's "p*2 s*2" and "per*2" sets): no
+ * profile takes them yet, a GPU's timing decides (docs/PERFORMANCE.md).
+ * False where the profile runs no tiled kernels or neither fits. */
 static bool held_tiles(const cf_ctx *ctx, size_t dh, cf_attention_tiles *t)
 {
     const char *why;
     if (!cf_attention_tiles_for(&ctx->device_profile, dh, t, &why)) return false;
-    t->fwd_per_item = t->dkv_per_item = 2;
-    t->fwd_split *= 2, t->dkv_split *= 2;
+    t->fwd_per_item = t->dq_per_item = t->dkv_per_item = 2;
+    t->fwd_split *= 2, t->dq_split *= 2, t->dkv_split *= 2;
     if (cf_attention_tiles_fit(&ctx->device_profile, t, &why)) return true;
-    t->fwd_split /= 2, t->dkv_split /= 2;
+    t->fwd_split /= 2, t->dq_split /= 2, t->dkv_split /= 2;
     return cf_attention_tiles_fit(&ctx->device_profile, t, &why);
 }
 
@@ -1236,6 +1233,9 @@ static clformer_status run_held_rows(cf_ctx *ctx, const case_group *groups, size
     return st;
 }
 
+/* The model's cases in every precision (the roundings inside the op are the
+ * same at every shape: carried_roundings); the rest in fp32. quick: the
+ * small shapes of each kind and 17th elements for the finite differences. */
 static clformer_status attention_check(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
 {
     static const case_group model = GROUP(model_quick, model_full, 1);

@@ -261,10 +261,10 @@ void cf_attention_tiles_options(const cf_attention_tiles *t, char *out, size_t c
     snprintf(out, cap,
              "-DHEAD_DIM=%u -DFWD_ROWS=%u -DFWD_SPLIT=%u -DFWD_KEYS=%u -DDQ_ROWS=%u "
              "-DDQ_SPLIT=%u -DDQ_KEYS=%u -DDKV_KEYS=%u -DDKV_SPLIT=%u -DDKV_ROWS=%u "
-             "-DFWD_PER_ITEM=%u -DDKV_PER_ITEM=%u",
+             "-DFWD_PER_ITEM=%u -DDQ_PER_ITEM=%u -DDKV_PER_ITEM=%u",
              t->head_dim, t->fwd_rows, t->fwd_split, t->fwd_keys, t->dq_rows, t->dq_split,
              t->dq_keys, t->dkv_keys, t->dkv_split, t->dkv_rows, t->fwd_per_item,
-             t->dkv_per_item);
+             t->dq_per_item, t->dkv_per_item);
 }
 
 size_t cf_attention_tiles_local_bytes(const cf_attention_tiles *t)
@@ -302,8 +302,8 @@ bool cf_attention_tiles_fit(const clformer_device_profile *p, const cf_attention
         *why = "the head size must be 1 to 256";
     else if (!(*why = kernel_fit(t->fwd_rows, t->fwd_split, t->fwd_keys, t->fwd_per_item,
                                  columns, p->max_work_group_size)) &&
-             !(*why = kernel_fit(t->dq_rows, t->dq_split, t->dq_keys, 1, columns,
-                                 p->max_work_group_size)) &&
+             !(*why = kernel_fit(t->dq_rows, t->dq_split, t->dq_keys, t->dq_per_item,
+                                 columns, p->max_work_group_size)) &&
              !(*why = kernel_fit(t->dkv_keys, t->dkv_split, t->dkv_rows, t->dkv_per_item,
                                  columns, p->max_work_group_size))) {
         if (t->dkv_split % t->dq_split != 0)
@@ -353,7 +353,7 @@ bool cf_attention_tiles_for(const clformer_device_profile *p, size_t dh, cf_atte
                                                                  : TILED_LOCAL_BYTES;
     const bool nvidia = !strcmp(p->vendor, "nvidia");
     t->head_dim = (unsigned)dh;
-    t->fwd_per_item = t->dkv_per_item = 1;
+    t->fwd_per_item = t->dq_per_item = t->dkv_per_item = 1;
     if (nvidia) {
         t->fwd_split = t->dq_split = t->dkv_split = nvidia_split(t->head_dim);
     } else {

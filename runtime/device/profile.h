@@ -18,14 +18,14 @@ int cf_device_tier(const clformer_device_info *d);
 /* The tiles of cl/flash_attention_tiled.cl for head size dh (its build
  * options): per kernel the rows a work-group owns, the work items that
  * share a row (each holds a slice of its columns in registers) and the
- * rows of the other side that stream through local memory per tile; the
- * forward and dK/dV also the rows (keys) each item holds (1 or more). */
+ * rows of the other side that stream through local memory per tile, and
+ * the rows (dK/dV: keys) each item holds (1 or more). */
 typedef struct {
     unsigned head_dim;
     unsigned fwd_rows, fwd_split, fwd_keys; /* forward: query rows, items per row, key tile */
     unsigned dq_rows, dq_split, dq_keys;    /* dQ: the same */
     unsigned dkv_keys, dkv_split, dkv_rows; /* dK, dV: key rows, items per row, query tile */
-    unsigned fwd_per_item, dkv_per_item;    /* query rows, key rows an item holds */
+    unsigned fwd_per_item, dq_per_item, dkv_per_item; /* rows (dK/dV: keys) an item holds */
 } cf_attention_tiles;
 
 /* The tiles for head size dh on a device with profile p; false when the

@@ -619,7 +619,7 @@ static clformer_status backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
     cf_attention_tiles t;
     if (tiles_for(ctx, s->dh, &t)) {
         size_t global[2], local[2];
-        tiled_grid(t.dq_rows, t.dq_split, 1, s->Tq, BH, global, local);
+        tiled_grid(t.dq_rows, t.dq_split, t.dq_per_item, s->Tq, BH, global, local);
         CF_TRY(tiled_kernel(ctx, &t, "flash_tiled_backward_dq", &k));
         CF_TRY(CF_LAUNCH_FLOP(ctx, "attention", dq_bytes, flop, k, 2, global, local,
                               CF_VIEW(dqh), CF_VIEW(dsum), CF_VIEW(dout), CF_VIEW(O), CF_VIEW(L),

@@ -182,7 +182,7 @@ static void attention_tiles(void **state)
     cf_attention_tiles_options(&t, options, sizeof options);
     assert_string_equal(options, "-DHEAD_DIM=64 -DFWD_ROWS=128 -DFWD_SPLIT=2 -DFWD_KEYS=8 "
                                  "-DDQ_ROWS=128 -DDQ_SPLIT=2 -DDQ_KEYS=8 -DDKV_KEYS=64 "
-                                 "-DDKV_SPLIT=4 -DDKV_ROWS=8 -DFWD_PER_ITEM=1 -DDKV_PER_ITEM=1");
+                                 "-DDKV_SPLIT=4 -DDKV_ROWS=8 -DFWD_PER_ITEM=1 -DDQ_PER_ITEM=1 -DDKV_PER_ITEM=1");
 
     static const struct {
         size_t wg;
@@ -230,9 +230,10 @@ static void attention_tiles(void **state)
     d.local_mem_bytes = 48 << 10;
     p = profile(d, NULL);
     assert_true(cf_attention_tiles_for(&p, 64, &u, &why));
-    assert_int_equal(u.fwd_per_item, 1), assert_int_equal(u.dkv_per_item, 1);
+    assert_int_equal(u.fwd_per_item, 1), assert_int_equal(u.dq_per_item, 1);
+    assert_int_equal(u.dkv_per_item, 1);
     cf_attention_tiles held = u;
-    held.fwd_per_item = held.dkv_per_item = 2;
+    held.fwd_per_item = held.dq_per_item = held.dkv_per_item = 2;
     assert_true(cf_attention_tiles_fit(&p, &held, &why));
     assert_int_equal(cf_attention_tiles_local_bytes(&held), cf_attention_tiles_local_bytes(&u));
     held.fwd_rows *= 2; /* 256 rows x 2 items: 256 items held 2 rows each */
@@ -270,17 +271,17 @@ static void nvidia_attention_tiles(void **state)
     cf_attention_tiles_options(&t, options, sizeof options);
     assert_string_equal(options, "-DHEAD_DIM=64 -DFWD_ROWS=64 -DFWD_SPLIT=2 -DFWD_KEYS=8 "
                                  "-DDQ_ROWS=128 -DDQ_SPLIT=2 -DDQ_KEYS=8 -DDKV_KEYS=128 "
-                                 "-DDKV_SPLIT=2 -DDKV_ROWS=8 -DFWD_PER_ITEM=1 -DDKV_PER_ITEM=1");
+                                 "-DDKV_SPLIT=2 -DDKV_ROWS=8 -DFWD_PER_ITEM=1 -DDQ_PER_ITEM=1 -DDKV_PER_ITEM=1");
     assert_true(cf_attention_tiles_for(&p, 128, &t, &why));
     cf_attention_tiles_options(&t, options, sizeof options);
     assert_string_equal(options, "-DHEAD_DIM=128 -DFWD_ROWS=64 -DFWD_SPLIT=2 -DFWD_KEYS=8 "
                                  "-DDQ_ROWS=128 -DDQ_SPLIT=2 -DDQ_KEYS=8 -DDKV_KEYS=128 "
-                                 "-DDKV_SPLIT=2 -DDKV_ROWS=8 -DFWD_PER_ITEM=1 -DDKV_PER_ITEM=1");
+                                 "-DDKV_SPLIT=2 -DDKV_ROWS=8 -DFWD_PER_ITEM=1 -DDQ_PER_ITEM=1 -DDKV_PER_ITEM=1");
     assert_true(cf_attention_tiles_for(&p, 32, &t, &why));
     cf_attention_tiles_options(&t, options, sizeof options);
     assert_string_equal(options, "-DHEAD_DIM=32 -DFWD_ROWS=64 -DFWD_SPLIT=1 -DFWD_KEYS=8 "
                                  "-DDQ_ROWS=128 -DDQ_SPLIT=1 -DDQ_KEYS=8 -DDKV_KEYS=128 "
-                                 "-DDKV_SPLIT=1 -DDKV_ROWS=8 -DFWD_PER_ITEM=1 -DDKV_PER_ITEM=1");
+                                 "-DDKV_SPLIT=1 -DDKV_ROWS=8 -DFWD_PER_ITEM=1 -DDQ_PER_ITEM=1 -DDKV_PER_ITEM=1");
     for (size_t dh = 1; dh <= 256; dh++) {
         assert_true(cf_attention_tiles_for(&p, dh, &t, &why));
         assert_true(cf_attention_tiles_fit(&p, &t, &why));

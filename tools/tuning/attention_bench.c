@@ -13,10 +13,10 @@
  * The variations change one thing for all three kernels at once: the rows
  * a work-group owns (halved, doubled, quartered), the items sharing a row
  * (doubled or halved, the group's size kept), the tile streamed through
- * local memory (halved, doubled), and five pairs of those; and the forward's
- * and dK/dV's items holding 2 rows (keys) each, in four sets. Each kernel is timed
- * on its own, so a set is three kernels' variations. --tiles adds a set of
- * one's own, as "fwd=ROWSxSPLITxKEYS[xPER],dq=ROWSxSPLITxKEYS,
+ * local memory (halved, doubled), and five pairs of those; and items
+ * holding 2 rows (dK/dV: keys) each, in four sets. Each kernel is timed on
+ * its own, so a set is three kernels' variations. --tiles adds a set of
+ * one's own, as "fwd=ROWSxSPLITxKEYS[xPER],dq=ROWSxSPLITxKEYS[xPER],
  * dkv=KEYSxSPLITxROWS[xPER]" (PER: the rows an item holds). A set the
  * device cannot run is listed with the reason. Each set's outputs (O, dQ,
  * dK, dV) are held to the profile's: a set whose results differ by more
@@ -61,10 +61,11 @@ static tile_set varied(const clformer_attention_tiles *p, const char *name, doub
     return s;
 }
 
-/* The profile's tiles with each forward and dK/dV item holding `per` times
- * the rows (keys), the rows split over `split` times the items, the group
- * owning `rows` times the rows and the streamed tile 1/`shrink` of the
- * profile's; dQ's tiles kept. */
+/* The profile's tiles with each item holding `per` times the rows (dK/dV:
+ * keys), the rows split over `split` times the items and the streamed
+ * tile 1/`shrink` of the profile's, in all three kernels; the forward's
+ * and dK/dV's groups owning `rows` times the rows (dQ's 128 rows fill its
+ * local memory already). */
 static tile_set held(const clformer_attention_tiles *p, const char *name, unsigned per,
                      unsigned split, unsigned rows, unsigned shrink)
 {
@@ -72,12 +73,15 @@ static tile_set held(const clformer_attention_tiles *p, const char *name, unsign
     snprintf(s.name, sizeof s.name, "%s", name);
     s.t = *p;
     s.t.fwd_per_item = p->fwd_per_item * per;
+    s.t.dq_per_item = p->dq_per_item * per;
     s.t.dkv_per_item = p->dkv_per_item * per;
     s.t.fwd_split = p->fwd_split * split;
+    s.t.dq_split = p->dq_split * split;
     s.t.dkv_split = p->dkv_split * split;
     s.t.fwd_rows = p->fwd_rows * rows;
     s.t.dkv_keys = p->dkv_keys * rows;
     s.t.fwd_keys = p->fwd_keys / shrink;
+    s.t.dq_keys = p->dq_keys / shrink;
     s.t.dkv_rows = p->dkv_rows / shrink;
     return s;
 }
@@ -104,23 +108,24 @@ static bool parse_tiles(const char *spec, tile_set *s)
 {
     unsigned f[3], q[3], d[3], fwd_per, dq_per, dkv_per;
     if (!parse_kernel(&spec, "fwd", f, &fwd_per) || *spec++ != ',' ||
-        !parse_kernel(&spec, "dq", q, &dq_per) || dq_per != 1 || *spec++ != ',' ||
+        !parse_kernel(&spec, "dq", q, &dq_per) || *spec++ != ',' ||
         !parse_kernel(&spec, "dkv", d, &dkv_per) || *spec != '\0')
         return false;
     snprintf(s->name, sizeof s->name, "given");
     s->t = (clformer_attention_tiles){f[0], f[1], f[2], q[0], q[1], q[2],
-                                      d[0], d[1], d[2], fwd_per, dkv_per};
+                                      d[0], d[1], d[2], fwd_per, dq_per, dkv_per};
     return true;
 }
 
 static void describe(char *out, size_t cap, const clformer_attention_tiles *t)
 {
-    char fp[16] = "", dp[16] = "";
+    char fp[16] = "", qp[16] = "", dp[16] = "";
     if (t->fwd_per_item > 1) snprintf(fp, sizeof fp, "x%u", t->fwd_per_item);
+    if (t->dq_per_item > 1) snprintf(qp, sizeof qp, "x%u", t->dq_per_item);
     if (t->dkv_per_item > 1) snprintf(dp, sizeof dp, "x%u", t->dkv_per_item);
-    snprintf(out, cap, "%ux%ux%u%s %ux%ux%u %ux%ux%u%s", t->fwd_rows, t->fwd_split,
-             t->fwd_keys, fp, t->dq_rows, t->dq_split, t->dq_keys, t->dkv_keys, t->dkv_split,
-             t->dkv_rows, dp);
+    snprintf(out, cap, "%ux%ux%u%s %ux%ux%u%s %ux%ux%u%s", t->fwd_rows, t->fwd_split,
+             t->fwd_keys, fp, t->dq_rows, t->dq_split, t->dq_keys, qp, t->dkv_keys,
+             t->dkv_split, t->dkv_rows, dp);
 }
 
 /* The largest difference from `ref` in each of the four outputs, over that
@@ -149,8 +154,8 @@ static void usage(FILE *to)
             "queries and keys of head size D (16 x 8 x 1024 x 64, not causal: base's\n"
             "long-context step) with the device profile's tiles and variations of them,\n"
             "N timed calls each (5). --tiles adds a set,\n"
-            "fwd=ROWSxSPLITxKEYS[xPER],dq=ROWSxSPLITxKEYS,dkv=KEYSxSPLITxROWS[xPER] (PER:\n"
-            "the rows, or keys, a work item holds; 1 if left out); --profile-only\n"
+            "fwd=ROWSxSPLITxKEYS[xPER],dq=ROWSxSPLITxKEYS[xPER],dkv=KEYSxSPLITxROWS[xPER]\n"
+            "(PER: the rows, or keys, a work item holds; 1 if left out); --profile-only\n"
             "times the profile's alone. Each set's outputs are held to the profile's\n"
             "(1e-4 of each output's largest value); a difference or an error exits 1.\n"
             "Last, the fastest set per kernel against the profile's.\n"
@@ -178,7 +183,7 @@ int main(int argc, char **argv)
         } else if (v && !strcmp(a, "--tiles")) {
             if (n_given == 4 || !parse_tiles(v, &given[n_given])) {
                 fprintf(stderr, "attention_bench: --tiles '%s' is not "
-                                "fwd=ROWSxSPLITxKEYS[xPER],dq=ROWSxSPLITxKEYS,"
+                                "fwd=ROWSxSPLITxKEYS[xPER],dq=ROWSxSPLITxKEYS[xPER],"
                                 "dkv=KEYSxSPLITxROWS[xPER] (four at most)\n", v);
                 return 2;
             }
@@ -242,8 +247,8 @@ int main(int argc, char **argv)
         sets[n++] = varied(&profile, "r/2 t/2", 0.5, 1, 0.5);
         sets[n++] = varied(&profile, "r*2 s*2", 2, 2, 1);
         sets[n++] = varied(&profile, "s/2 t/2", 1, 0.5, 0.5);
-        /* forward and dK/dV items holding 2 rows (keys): a value read from
-         * a tile serves both, where a GPU's shared-memory reads bound the
+        /* items holding 2 rows (dK/dV: keys): a value read from a tile
+         * serves both, where a GPU's shared-memory reads bound the
          * profile's kernels: half the items, a group of twice the rows, or
          * rows split over twice the items (the registers an item holds
          * kept), with the profile's tile or half of it (fewer registers
