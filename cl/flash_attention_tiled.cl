@@ -176,6 +176,14 @@ inline void store_col(global float *row, int c, float4 x)
     if (4 * c + 2 < HEAD_DIM) row[4 * c + 2] = x.z;
 }
 
+/* An item's slice of a row, v[first + x] * mult for its float4 columns
+ * part + split * x, x < cols, into the row at dst. A macro for the reason
+ * ROWS_SUM is one: v is a private array. */
+#define STORE_SLICE(dst, v, first, mult, part, split, cols)                                    \
+    _Pragma("unroll") for (int x_ = 0; x_ < (cols); x_++)                                      \
+        if (HAS_COL(split, part, x_))                                                          \
+            store_col(dst, (part) + (split) * x_, (v)[(first) + x_] * (mult))
+
 /* Rows [r0, r0 + n) of a head's rows of HEAD_DIM floats, `stride` apart,
  * from `src` into `rows` rows of LD floats at dst, as one run of coalesced
  * reads; rows past n and columns past HEAD_DIM are 0 (they then weigh
@@ -501,11 +509,8 @@ kernel void flash_tiled_forward(global float *out, ulong out_off, global float *
         const int t = t0 + r + i * FWD_SLOTS;
         const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
         if (t >= Tq) continue;
-#pragma unroll
-        for (int x = 0; x < FWD_COLS; x++)
-            if (HAS_COL(FWD_SPLIT, part, x))
-                store_col(out + out_off + head_row(bh, H, Tq, t, o_ld), part + FWD_SPLIT * x,
-                          ov[i * FWD_COLS + x] * inv);
+        STORE_SLICE(out + out_off + head_row(bh, H, Tq, t, o_ld), ov, i * FWD_COLS, inv, part,
+                    FWD_SPLIT, FWD_COLS);
         if (part == 0) {
             const ulong row = (ulong)bh * Tq + t;
             stats[stats_off + 2 * row] = m[i];
@@ -680,11 +685,8 @@ kernel void flash_tiled_backward_dq(global float *dq, ulong dq_off, global float
     for (int i = 0; i < DQ_PER_ITEM; i++) {
         const int t = t0 + r + i * DQ_SLOTS;
         if (t >= Tq) continue;
-#pragma unroll
-        for (int x = 0; x < DQ_COLS; x++)
-            if (HAS_COL(DQ_SPLIT, part, x))
-                store_col(dq + dq_off + head_row(bh, H, Tq, t, dq_ld), part + DQ_SPLIT * x,
-                          dqv[i * DQ_COLS + x] * scale);
+        STORE_SLICE(dq + dq_off + head_row(bh, H, Tq, t, dq_ld), dqv, i * DQ_COLS, scale, part,
+                    DQ_SPLIT, DQ_COLS);
     }
 }
 
@@ -815,11 +817,7 @@ kernel void flash_tiled_backward_dkv(global float *dk, ulong dk_off, global floa
         const int j = j_first + rk + kk * DKV_SLOTS;
         if (j >= Tk) continue;
         const ulong kw = head_row(kvh, Hkv, Tk_cap, j, dkv_ld);
-#pragma unroll
-        for (int x = 0; x < DKV_COLS; x++)
-            if (HAS_COL(DKV_SPLIT, part, x)) {
-                store_col(dk + dk_off + kw, part + DKV_SPLIT * x, dkv[kk * DKV_COLS + x] * scale);
-                store_col(dv + dv_off + kw, part + DKV_SPLIT * x, dvv[kk * DKV_COLS + x]);
-            }
+        STORE_SLICE(dk + dk_off + kw, dkv, kk * DKV_COLS, scale, part, DKV_SPLIT, DKV_COLS);
+        STORE_SLICE(dv + dv_off + kw, dvv, kk * DKV_COLS, 1.0f, part, DKV_SPLIT, DKV_COLS);
     }
 }

@@ -94,7 +94,8 @@ CLFORMER_API clformer_status clformer_check_gemm_tiles(clformer_context *ctx, in
  * per kernel: the rows a work-group owns, the work items sharing a row
  * (each holds a slice of its columns) and the rows streamed through local
  * memory a tile at a time; and the rows (dK/dV: keys) each work item
- * holds, each value read from a tile serving them all (0 counts as 1). A device profile chooses them; a tuning check varies them
+ * holds, each value read from a tile serving them all (0 counts as 1). A
+ * device profile chooses them; a tuning check varies them
  * (tools/tuning/attention_bench). */
 typedef struct {
     unsigned fwd_rows, fwd_split, fwd_keys; /* forward: query rows, items a row, key tile */

@@ -224,17 +224,18 @@ static unsigned nvidia_split(unsigned dh)
     return split;
 }
 
+/* Floats of an exchange of `values` floats, held as float4s. */
+static size_t exchange(size_t values) { return (values + 3) / 4 * 4; }
+
 /* Bytes of the local arrays each kernel declares (keep in step with
  * cl/flash_attention_tiled.cl): two streamed tiles of `tile` rows of
  * 4 * ceil(dh / 4) floats, the exchange of `values` partial sums per item
  * when rows are split, a tile of dropout multipliers (row stride keys + 1)
  * and per-tile flags and row statistics (three a row). */
-/* Floats of an exchange of `values` floats, held as float4s. */
-static size_t exchange(size_t values) { return (values + 3) / 4 * 4; }
-
 static size_t fwd_local(const cf_attention_tiles *t)
 {
-    /* (rows / per_item * split items of per_item * keys partials each) */
+    /* the exchange: rows / per_item * split items of per_item * keys
+     * partials each, rows * split * keys in all (the same in the others) */
     const size_t ld = 4 * ((t->head_dim + 3) / 4), w = (size_t)t->fwd_rows * t->fwd_split;
     return 4 * (2 * t->fwd_keys * ld + t->fwd_keys +
                 (t->fwd_split > 1 ? exchange(t->fwd_keys * w) : 4) +

@@ -182,7 +182,8 @@ static void attention_tiles(void **state)
     cf_attention_tiles_options(&t, options, sizeof options);
     assert_string_equal(options, "-DHEAD_DIM=64 -DFWD_ROWS=128 -DFWD_SPLIT=2 -DFWD_KEYS=8 "
                                  "-DDQ_ROWS=128 -DDQ_SPLIT=2 -DDQ_KEYS=8 -DDKV_KEYS=64 "
-                                 "-DDKV_SPLIT=4 -DDKV_ROWS=8 -DFWD_PER_ITEM=1 -DDQ_PER_ITEM=1 -DDKV_PER_ITEM=1");
+                                 "-DDKV_SPLIT=4 -DDKV_ROWS=8 "
+                                 "-DFWD_PER_ITEM=1 -DDQ_PER_ITEM=1 -DDKV_PER_ITEM=1");
 
     static const struct {
         size_t wg;
@@ -271,17 +272,20 @@ static void nvidia_attention_tiles(void **state)
     cf_attention_tiles_options(&t, options, sizeof options);
     assert_string_equal(options, "-DHEAD_DIM=64 -DFWD_ROWS=64 -DFWD_SPLIT=2 -DFWD_KEYS=8 "
                                  "-DDQ_ROWS=128 -DDQ_SPLIT=2 -DDQ_KEYS=8 -DDKV_KEYS=128 "
-                                 "-DDKV_SPLIT=2 -DDKV_ROWS=8 -DFWD_PER_ITEM=1 -DDQ_PER_ITEM=1 -DDKV_PER_ITEM=1");
+                                 "-DDKV_SPLIT=2 -DDKV_ROWS=8 "
+                                 "-DFWD_PER_ITEM=1 -DDQ_PER_ITEM=1 -DDKV_PER_ITEM=1");
     assert_true(cf_attention_tiles_for(&p, 128, &t, &why));
     cf_attention_tiles_options(&t, options, sizeof options);
     assert_string_equal(options, "-DHEAD_DIM=128 -DFWD_ROWS=64 -DFWD_SPLIT=2 -DFWD_KEYS=8 "
                                  "-DDQ_ROWS=128 -DDQ_SPLIT=2 -DDQ_KEYS=8 -DDKV_KEYS=128 "
-                                 "-DDKV_SPLIT=2 -DDKV_ROWS=8 -DFWD_PER_ITEM=1 -DDQ_PER_ITEM=1 -DDKV_PER_ITEM=1");
+                                 "-DDKV_SPLIT=2 -DDKV_ROWS=8 "
+                                 "-DFWD_PER_ITEM=1 -DDQ_PER_ITEM=1 -DDKV_PER_ITEM=1");
     assert_true(cf_attention_tiles_for(&p, 32, &t, &why));
     cf_attention_tiles_options(&t, options, sizeof options);
     assert_string_equal(options, "-DHEAD_DIM=32 -DFWD_ROWS=64 -DFWD_SPLIT=1 -DFWD_KEYS=8 "
                                  "-DDQ_ROWS=128 -DDQ_SPLIT=1 -DDQ_KEYS=8 -DDKV_KEYS=128 "
-                                 "-DDKV_SPLIT=1 -DDKV_ROWS=8 -DFWD_PER_ITEM=1 -DDQ_PER_ITEM=1 -DDKV_PER_ITEM=1");
+                                 "-DDKV_SPLIT=1 -DDKV_ROWS=8 "
+                                 "-DFWD_PER_ITEM=1 -DDQ_PER_ITEM=1 -DDKV_PER_ITEM=1");
     for (size_t dh = 1; dh <= 256; dh++) {
         assert_true(cf_attention_tiles_for(&p, dh, &t, &why));
         assert_true(cf_attention_tiles_fit(&p, &t, &why));
