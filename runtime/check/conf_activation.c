@@ -8,6 +8,7 @@
  * shapes and model widths; dropout's limits (p = 1, p = 0); repeats
  * bit-identical; argument errors. The kernels are cl/activation.cl, the
  * launchers runtime/ops/ops_activation.c. */
+#include "conf_activation.h"
 #include "conf_block.h"
 #include "conformance.h"
 #include "ops.h"
@@ -25,7 +26,7 @@
 #define SQRT_2_OVER_PI 0.79788456080286535588
 static double gelu_tanh_u(double x) { return SQRT_2_OVER_PI * (x + 0.044715 * x * x * x); }
 
-static double act_value(double x, clformer_activation act)
+double ref_act_value(double x, clformer_activation act)
 {
     if (act == CLFORMER_ACT_GELU_TANH) return 0.5 * x * (1.0 + tanh(gelu_tanh_u(x)));
     if (act == CLFORMER_ACT_GELU) return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
@@ -33,7 +34,7 @@ static double act_value(double x, clformer_activation act)
 }
 
 /* d/dx of x Phi(x) = Phi(x) + x phi(x); ReLU'(0) = 0. */
-static double act_grad(double x, clformer_activation act)
+double ref_act_grad(double x, clformer_activation act)
 {
     const double inv_sqrt_2pi = 0.39894228040143267794;
     if (act == CLFORMER_ACT_GELU_TANH) {
@@ -53,7 +54,7 @@ static void ref_bias_act_forward(double *out, const double *inp, const double *b
     for (size_t r = 0; r < N; r++)
         for (size_t c = 0; c < C; c++) {
             const size_t i = r * C + c;
-            out[i] = act_value(inp[i] + bias[c], act) * ref_dropout_scale(dropout, i);
+            out[i] = ref_act_value(inp[i] + bias[c], act) * ref_dropout_scale(dropout, i);
         }
 }
 
@@ -67,7 +68,7 @@ static void ref_bias_act_backward(double *dinp, double *dbias, const double *dou
         for (size_t c = 0; c < C; c++) {
             const size_t i = r * C + c;
             const double g =
-                dout[i] * ref_dropout_scale(dropout, i) * act_grad(inp[i] + bias[c], act);
+                dout[i] * ref_dropout_scale(dropout, i) * ref_act_grad(inp[i] + bias[c], act);
             dinp[i] = g;
             dbias[c] += g;
         }

@@ -97,6 +97,8 @@ uint64_t cf_gemm_call_bytes(const cf_gemm_call *g)
         const float beta = g->betas ? g->betas[i] : g->beta;
         if (beta != 0.0f) floats += (uint64_t)g->m * g->n;
     }
+    if (g->epilogue.kind != CF_EPILOGUE_NONE) floats += g->n;
+    if (g->epilogue.rows) floats += (uint64_t)g->m * g->n;
     return 4 * floats;
 }
 
@@ -111,6 +113,37 @@ clformer_status cf_gemm_check_int_sizes(const cf_gemm_call *g)
                    "gemm: sizes and leading dimensions above %d need the clblast provider "
                    "(CLFORMER_GEMM=clblast)",
                    INT_MAX);
+}
+
+bool cf_gemm_epilogue_has(clformer_activation act)
+{
+    return act == CLFORMER_ACT_RELU || act == CLFORMER_ACT_GELU_TANH;
+}
+
+/* An epilogue's operands lie in their buffers, and the call is one the
+ * host provider applies it to. */
+static clformer_status check_epilogue(const cf_ctx *ctx, const cf_gemm_call *g)
+{
+    const cf_gemm_epilogue *e = &g->epilogue;
+    const bool with_rows = e->kind == CF_EPILOGUE_BIAS_ACT || e->kind == CF_EPILOGUE_ACT_GRAD;
+    if (!cf_gemm_fuses(ctx) || g->batch != 1 || (e->kind != CF_EPILOGUE_BIAS && !with_rows))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "gemm: epilogue %d on a product of this provider (%s) or batch (%zu): "
+                       "only the host provider applies epilogues, to single products "
+                       "(cf_gemm_fuses)",
+                       (int)e->kind, clformer_gemm_provider_name(ctx->gemm_provider), g->batch);
+    if (with_rows && (g->round_c != CLFORMER_FP32 || !cf_gemm_epilogue_has(e->act)))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "gemm: the activation epilogues compute ReLU and tanh GELU (not %s) on "
+                       "fp32 activations (not %s); launch the activation kernels for others",
+                       clformer_activation_name(e->act) ? clformer_activation_name(e->act) : "?",
+                       clformer_precision_name(g->round_c));
+    if (!e->bias || (with_rows && !e->rows))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "gemm: the epilogue needs its bias%s buffer", with_rows ? " and rows" : "");
+    CF_TRY(check_extent('b', e->bias, e->bias_off, 1, g->n, g->n));
+    if (with_rows) CF_TRY(check_extent('r', e->rows, e->rows_off, g->m, g->n, g->ldc));
+    return CLFORMER_OK;
 }
 
 static clformer_status check_and_run(cf_ctx *ctx, const cf_gemm_call *g)
@@ -135,6 +168,7 @@ static clformer_status check_and_run(cf_ctx *ctx, const cf_gemm_call *g)
     CF_TRY(check_extent('A', g->a, a_end, a_rows, a_cols, g->lda));
     CF_TRY(check_extent('B', g->b, b_end, b_rows, b_cols, g->ldb));
     CF_TRY(check_extent('C', g->c, c_end, g->m, g->n, g->ldc));
+    if (g->epilogue.kind != CF_EPILOGUE_NONE) CF_TRY(check_epilogue(ctx, g));
     switch (ctx->gemm_provider) {
     case CLFORMER_GEMM_HOST: return cf_gemm_host(ctx, g);
     case CLFORMER_GEMM_TILED: return cf_gemm_tiled(ctx, g);
@@ -166,10 +200,25 @@ bool cf_gemm_rounds_output(const cf_ctx *ctx)
     return ctx->gemm_provider == CLFORMER_GEMM_HOST && cf_gemm_host_rounds();
 }
 
+bool cf_gemm_fuses(const cf_ctx *ctx)
+{
+    return ctx->gemm_provider == CLFORMER_GEMM_HOST && !ctx->gemm_epilogues_off;
+}
+
 clformer_status cf_gemm_rounded(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m, size_t n,
                                 size_t k, float alpha, cl_mem a, size_t a_off, size_t lda,
                                 cl_mem b, size_t b_off, size_t ldb, float beta, cl_mem c,
                                 size_t c_off, size_t ldc, clformer_precision precision)
+{
+    return cf_gemm_fused(ctx, trans_a, trans_b, m, n, k, alpha, a, a_off, lda, b, b_off, ldb,
+                         beta, c, c_off, ldc, precision, NULL);
+}
+
+clformer_status cf_gemm_fused(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m, size_t n,
+                              size_t k, float alpha, cl_mem a, size_t a_off, size_t lda,
+                              cl_mem b, size_t b_off, size_t ldb, float beta, cl_mem c,
+                              size_t c_off, size_t ldc, clformer_precision precision,
+                              const cf_gemm_epilogue *epilogue)
 {
     if (precision != CLFORMER_FP32 && (!cf_gemm_rounds_output(ctx) || ldc != n || k == 0))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
@@ -177,12 +226,16 @@ clformer_status cf_gemm_rounded(cf_ctx *ctx, bool trans_a, bool trans_b, size_t 
                        "AVX-512F (cf_gemm_rounds_output), in contiguous rows (ldc %zu, n %zu) "
                        "of a product (k %zu)",
                        ldc, n, k);
+    if (epilogue && epilogue->kind != CF_EPILOGUE_NONE && k == 0)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_gemm_fused: an epilogue needs a product (k %zu)", k);
     clformer_status st;
     if (degenerate(m, n, k, 1, beta == 1.0f, &st)) return st;
     const cf_gemm_call g = {.trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n, .k = k,
                             .batch = 1, .a = a, .b = b, .c = c, .lda = lda, .ldb = ldb,
                             .ldc = ldc, .a_off = a_off, .b_off = b_off, .c_off = c_off,
-                            .alpha = alpha, .beta = beta, .round_c = precision};
+                            .alpha = alpha, .beta = beta, .round_c = precision,
+                            .epilogue = epilogue ? *epilogue : (cf_gemm_epilogue){0}};
     return check_and_run(ctx, &g);
 }
 

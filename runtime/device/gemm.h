@@ -27,6 +27,47 @@ clformer_status cf_gemm_rounded(cf_ctx *ctx, bool trans_a, bool trans_b, size_t 
                                 cl_mem b, size_t b_off, size_t ldb, float beta, cl_mem c,
                                 size_t c_off, size_t ldc, clformer_precision precision);
 
+/* What a product does to its C once computed, where the context's provider
+ * can (cf_gemm_fuses): a linear layer's bias, and the feed-forward's
+ * activation (ReLU or tanh GELU) and its gradient, done while the product's
+ * rows are still in cache instead of by a launch that reads them again.
+ * BIAS and ReLU give the bits of the launches they replace (cl/activation.cl's
+ * bias_add, and bias_act_forward and bias_act_backward without dropout);
+ * tanh GELU is computed by the host's own exp (gemm_epilogue.c), within an
+ * ulp or two of the kernels'. */
+typedef enum {
+    CF_EPILOGUE_NONE,
+    CF_EPILOGUE_BIAS,     /* C[i][j] += bias[j] */
+    CF_EPILOGUE_BIAS_ACT, /* rows[i][j] = act(C[i][j] + bias[j]); C (pre-activation) kept */
+    CF_EPILOGUE_ACT_GRAD, /* C[i][j] *= act'(rows[i][j] + bias[j]): rows holds the pre-activation */
+} cf_epilogue_kind;
+
+typedef struct {
+    cf_epilogue_kind kind;
+    clformer_activation act; /* BIAS_ACT, ACT_GRAD: CLFORMER_ACT_RELU or _GELU_TANH */
+    cl_mem bias;             /* n floats at bias_off */
+    size_t bias_off;
+    cl_mem rows; /* BIAS_ACT, ACT_GRAD: m x n floats at rows_off, row stride ldc (as C) */
+    size_t rows_off;
+} cf_gemm_epilogue;
+
+/* Whether an epilogue computes `act` (ReLU and tanh GELU; not the erf GELU). */
+bool cf_gemm_epilogue_has(clformer_activation act);
+
+/* Whether the context's provider applies epilogues (the host provider:
+ * the rows of each slice of C, by the thread that computed them), and the
+ * context does not turn them off (cf_ctx.gemm_epilogues_off). */
+bool cf_gemm_fuses(const cf_ctx *ctx);
+
+/* cf_gemm_rounded with an epilogue (a single product): BIAS before C is
+ * rounded to `precision` (the bits of a rounding bias add); BIAS_ACT and
+ * ACT_GRAD at FP32 only (else an error). Only where cf_gemm_fuses. */
+clformer_status cf_gemm_fused(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m, size_t n,
+                              size_t k, float alpha, cl_mem a, size_t a_off, size_t lda,
+                              cl_mem b, size_t b_off, size_t ldb, float beta, cl_mem c,
+                              size_t c_off, size_t ldc, clformer_precision precision,
+                              const cf_gemm_epilogue *epilogue);
+
 /* `batch` products; matrix i starts at x_off + i * x_stride. */
 clformer_status cf_gemm_strided_batched(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m,
                                         size_t n, size_t k, float alpha, cl_mem a, size_t a_off,

@@ -27,6 +27,7 @@
 #include "gemm_avx512.h"
 #include "gemm.h"
 #include "gemm_dots.h"
+#include "gemm_epilogue.h"
 #include "gemm_provider.h"
 #include "launch.h"
 #include "round_avx512.h"
@@ -46,7 +47,7 @@
  * 3 * batch offsets (A's, B's, C's) and 2 * batch floats (alphas, betas). */
 typedef struct {
     float *a, *b, *c; /* the buffers' addresses (address_of) */
-    void *slots[4];   /* PoCL writes the listed buffers' addresses here; unused */
+    void *slots[6];   /* PoCL writes the listed buffers' addresses here; unused */
     int trans_a, trans_b, m, n, k, lda, ldb, ldc;
     size_t batch, a_off, b_off, c_off, a_stride, b_stride, c_stride;
     float alpha, beta;
@@ -55,6 +56,10 @@ typedef struct {
     const uint16_t *b16; /* B's values in 16 bits (cf_ctx.half_weights), or NULL */
     int b16_fp16;        /* b16 holds IEEE halves, else bf16 */
     int round_c;         /* C rounded to bf16 (1) or fp16 (2) values as written; 0: not */
+    int epilogue;        /* a cf_epilogue_kind, applied before the rounding */
+    int act;             /* its clformer_activation */
+    const float *bias;   /* the epilogue's bias (at its first column) */
+    float *rows;         /* its second matrix (at its first element), or NULL */
 } host_args;
 
 static size_t args_size(size_t batch, bool per_matrix)
@@ -88,6 +93,18 @@ static void multiply(const host_args *h, int m, int n, size_t ao, size_t bo, siz
                 h->b + bo, h->ldb, beta, h->c + co, h->ldc);
 }
 
+/* What a slice of C gets after its product (m rows by n columns from row r0
+ * and column j0 of C at c): the epilogue, then the rounding, while the
+ * slice is in this core's cache (cf_gemm_host_rounds: round_c set only
+ * where the CPU runs it). */
+static void finish_slice(const host_args *h, float *c, int r0, int j0, int m, int n)
+{
+    if (h->epilogue)
+        cf_gemm_epilogue_rows(h->epilogue, h->act, c, m, n, h->ldc, h->bias + j0,
+                              h->rows ? h->rows + (size_t)r0 * h->ldc + j0 : NULL);
+    if (h->round_c) cf_round_rows_avx512(c, m, n, h->ldc, h->round_c);
+}
+
 /* Product i of the call; with parts > 1, its slice `part` of `parts`: a
  * block of C's rows, or of its columns when it has more columns than rows
  * (each computed whole, so its bits do not depend on who computes it). */
@@ -105,22 +122,22 @@ static void product(const host_args *h, size_t i, int part, int parts)
         memcpy(&alpha, f + i * sizeof(float), sizeof alpha);
         memcpy(&beta, f + (h->batch + i) * sizeof(float), sizeof beta);
     }
-    int m = h->m, n = h->n;
+    int m = h->m, n = h->n, r0 = 0, j0 = 0;
     if (parts > 1 && m >= n) { /* rows r0.. of op(A) and C */
-        const int r0 = (int)((long)m * part / parts), r1 = (int)((long)m * (part + 1) / parts);
+        const int r1 = (int)((long)m * (part + 1) / parts);
+        r0 = (int)((long)m * part / parts);
         ao += h->trans_a ? (size_t)r0 : (size_t)r0 * (size_t)h->lda;
         co += (size_t)r0 * (size_t)h->ldc;
         m = r1 - r0;
     } else if (parts > 1) { /* columns j0.. of op(B) and C */
-        const int j0 = (int)((long)n * part / parts), j1 = (int)((long)n * (part + 1) / parts);
+        const int j1 = (int)((long)n * (part + 1) / parts);
+        j0 = (int)((long)n * part / parts);
         bo += h->trans_b ? (size_t)j0 * (size_t)h->ldb : (size_t)j0;
         co += (size_t)j0;
         n = j1 - j0;
     }
     multiply(h, m, n, ao, bo, co, alpha, beta);
-    /* the slice's outputs, while they are in this core's cache
-     * (cf_gemm_host_rounds: set only where the CPU runs it) */
-    if (h->round_c) cf_round_rows_avx512(h->c + co, m, n, h->ldc, h->round_c);
+    finish_slice(h, h->c + co, r0, j0, m, n);
 }
 
 /* --- products spread over helper threads ----------------------------------
@@ -224,7 +241,7 @@ static void take_rows(batch_job *job)
                      co = h->c_off + (size_t)r0 * (size_t)h->ldc;
         cf_gemm_avx512_packed(h->trans_a, rows, h->n, h->k, h->alpha, h->a + ao, h->lda,
                               job->packed, h->beta, h->c + co, h->ldc);
-        if (h->round_c) cf_round_rows_avx512(h->c + co, rows, h->n, h->ldc, h->round_c);
+        finish_slice(h, h->c + co, r0, 0, rows, h->n);
     }
 }
 
@@ -551,9 +568,14 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
     /* a decoding step reads the 16-bit copy of the weights where there is one */
     const bool half = dots && !g->trans_a && g->trans_b && ctx->half_weights.of &&
                       g->b == ctx->half_weights.of;
-    float *addr[4] = {NULL};
-    const cl_mem operands[4] = {g->a, g->b, g->c, half ? ctx->half_weights.half : NULL};
-    for (int i = 0; i < 3 + half; i++) CF_TRY(address_of(ctx, operands[i], &addr[i]));
+    const cf_gemm_epilogue *e = &g->epilogue;
+    /* A, B, C, then those of the 16-bit weights and the epilogue that are there */
+    enum { OPERANDS = 6 };
+    float *addr[OPERANDS] = {NULL};
+    const cl_mem operands[OPERANDS] = {g->a, g->b, g->c, half ? ctx->half_weights.half : NULL,
+                                       e->kind ? e->bias : NULL, e->kind ? e->rows : NULL};
+    for (int i = 0; i < OPERANDS; i++)
+        if (operands[i]) CF_TRY(address_of(ctx, operands[i], &addr[i]));
     const bool per_matrix = g->a_offs != NULL;
     const size_t size = args_size(g->batch, per_matrix);
     host_args *h = calloc(1, size);
@@ -566,7 +588,9 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
                      .c_stride = g->c_stride, .alpha = g->alpha, .beta = g->beta,
                      .per_matrix = per_matrix, .dots = dots,
                      .b16 = (const uint16_t *)addr[3], .b16_fp16 = ctx->half_weights.fp16,
-                     .round_c = (int)g->round_c};
+                     .round_c = (int)g->round_c, .epilogue = (int)e->kind, .act = (int)e->act,
+                     .bias = addr[4] ? addr[4] + e->bias_off : NULL,
+                     .rows = addr[5] ? addr[5] + e->rows_off : NULL};
     if (per_matrix) {
         unsigned char *tail = (unsigned char *)h + sizeof *h;
         const size_t n = g->batch;
@@ -576,10 +600,11 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
         memcpy(tail + 3 * n * sizeof(size_t), g->alphas, n * sizeof(float));
         memcpy(tail + 3 * n * sizeof(size_t) + n * sizeof(float), g->betas, n * sizeof(float));
     }
-    cl_mem mems[4];
-    const void *locs[4];
+    cl_mem mems[OPERANDS];
+    const void *locs[OPERANDS];
     cl_uint n_mems = 0;
-    for (int i = 0; i < 3 + half; i++) {
+    for (int i = 0; i < OPERANDS; i++) {
+        if (!operands[i]) continue;
         cl_uint j = 0;
         while (j < n_mems && mems[j] != operands[i]) j++;
         if (j == n_mems) {

@@ -7,6 +7,7 @@
 #define CF_GEMM_PROVIDER_H
 
 #include "context.h"
+#include "gemm.h"
 
 /* `batch` products C_i = alpha_i op(A_i) op(B_i) + beta_i C_i (row-major).
  * With offs == NULL matrix i starts at x_off + i * x_stride and every
@@ -24,10 +25,14 @@ typedef struct {
     /* C rounded to this precision's values as the provider writes it (FP32:
      * not; cf_gemm_rounded, the host provider only) */
     clformer_precision round_c;
+    /* applied to C after the product, before rounding (batch 1; the host
+     * provider only: cf_gemm_fused) */
+    cf_gemm_epilogue epilogue;
 } cf_gemm_call;
 
 /* The call's ideal traffic (launch.h): A, B and C once per product (m*k +
- * k*n + m*n floats), plus C read where beta != 0. */
+ * k*n + m*n floats), plus C read where beta != 0, plus the epilogue's bias
+ * and rows. */
 uint64_t cf_gemm_call_bytes(const cf_gemm_call *call);
 /* Its FLOP: 2*m*n*k per product. */
 static inline uint64_t cf_gemm_call_flop(const cf_gemm_call *g)

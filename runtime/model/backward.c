@@ -86,21 +86,24 @@ static clformer_status ffn_backward(cf_session *s, cf_ffn_acts *f, const cf_laye
     const size_t d = (size_t)s->model->cfg.d_model, ff = (size_t)s->model->cfg.d_ff;
     const cf_view d_ff = s->acts.d_ff;
     cf_dropout ds;
+    if (!s->model->blocks.gated) {
+        CF_TRY(cf_linear_act_backward(ctx, d_ff, G(s, p->lin2_w), G(s, p->lin2_b),
+                                      G(s, p->lin1_b), dout, f->act, P(s, p->lin2_w), f->pre,
+                                      P(s, p->lin1_b), N, ff, d, s->model->cfg.activation,
+                                      cf_session_dropout(s, site, &ds)));
+        return cf_linear_backward(ctx, dinp, G(s, p->lin1_w), NONE, d_ff, fin, P(s, p->lin1_w),
+                                  N, d, ff, accumulate);
+    }
+    /* SwiGLU: the gate's and the up projection's gradients */
+    const cf_view d_up = s->acts.d_up;
     CF_TRY(cf_linear_backward(ctx, d_ff, G(s, p->lin2_w), G(s, p->lin2_b), dout, f->act,
                               P(s, p->lin2_w), N, ff, d, false));
-    if (s->model->blocks.gated) { /* SwiGLU: the gate's and the up projection's gradients */
-        const cf_view d_up = s->acts.d_up;
-        CF_TRY(cf_dropout_backward(ctx, d_ff, d_ff, N * ff, cf_session_dropout(s, site, &ds)));
-        CF_TRY(cf_swiglu_backward(ctx, d_ff, d_up, d_ff, f->pre, f->up, N * ff, false));
-        CF_TRY(cf_linear_backward(ctx, dinp, G(s, p->lin1_w), NONE, d_ff, fin, P(s, p->lin1_w), N,
-                                  d, ff, accumulate));
-        return cf_linear_backward(ctx, dinp, G(s, p->lin3_w), NONE, d_up, fin, P(s, p->lin3_w), N,
-                                  d, ff, true);
-    }
-    CF_TRY(cf_bias_act_backward(ctx, d_ff, G(s, p->lin1_b), d_ff, f->pre, P(s, p->lin1_b), N, ff,
-                                s->model->cfg.activation, cf_session_dropout(s, site, &ds)));
-    return cf_linear_backward(ctx, dinp, G(s, p->lin1_w), NONE, d_ff, fin, P(s, p->lin1_w), N, d,
-                              ff, accumulate);
+    CF_TRY(cf_dropout_backward(ctx, d_ff, d_ff, N * ff, cf_session_dropout(s, site, &ds)));
+    CF_TRY(cf_swiglu_backward(ctx, d_ff, d_up, d_ff, f->pre, f->up, N * ff, false));
+    CF_TRY(cf_linear_backward(ctx, dinp, G(s, p->lin1_w), NONE, d_ff, fin, P(s, p->lin1_w), N, d,
+                              ff, accumulate));
+    return cf_linear_backward(ctx, dinp, G(s, p->lin3_w), NONE, d_up, fin, P(s, p->lin3_w), N, d,
+                              ff, true);
 }
 
 /* Everything one sublayer needs to run its F backward. */

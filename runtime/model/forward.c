@@ -295,9 +295,9 @@ static clformer_status feed_forward(cf_session *s, const cf_ffn_acts *f,
         if (drop) CF_TRY(cf_dropout_backward(s->ctx, f->act, f->act, N * ff, drop));
         return cf_linear_forward(s->ctx, f->out, f->act, cf_param(s, p->lin2_w), NONE, N, ff, d);
     }
-    CF_TRY(cf_linear_forward(s->ctx, f->pre, x, cf_param(s, p->lin1_w), NONE, N, d, ff));
-    CF_TRY(cf_bias_act_forward(s->ctx, f->act, f->pre, cf_param(s, p->lin1_b), N, ff,
-                               c->activation, cf_session_dropout(s, site, &ds)));
+    CF_TRY(cf_linear_act_forward(s->ctx, f->act, f->pre, x, cf_param(s, p->lin1_w),
+                                 cf_param(s, p->lin1_b), N, d, ff, c->activation,
+                                 cf_session_dropout(s, site, &ds)));
     return cf_linear_forward(s->ctx, f->out, f->act, cf_param(s, p->lin2_w), NONE, N, ff, d);
 }
 

@@ -162,7 +162,7 @@ clformer_status cf_swiglu_backward(cf_ctx *ctx, cf_view dgate, cf_view dup, cf_v
                                    cf_view gate, cf_view up, size_t n, bool accumulate);
 
 /* ------------------------------------------------------------------------- */
-/* Linear layers (GEMM through CLBlast) and activations                      */
+/* Linear layers (GEMM through the context's provider) and activations     */
 /* ------------------------------------------------------------------------- */
 
 /* out (N, OC) = inp (N, IC) weight^T, the product alone: not rounded to
@@ -181,6 +181,29 @@ clformer_status cf_linear_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_view
 clformer_status cf_linear_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, cf_view dbias,
                                    cf_view dout, cf_view inp, cf_view weight, size_t N,
                                    size_t IC, size_t OC, bool accumulate);
+
+/* The feed-forward's first layer: pre (N, OC) = inp (N, IC) weight^T and
+ * out = dropout(act(pre + bias)), as cf_linear_forward without a bias and
+ * cf_bias_act_forward give them (the same bits). With ReLU, no dropout and
+ * fp32 activations, where the provider fuses (cf_gemm_fuses), out is the
+ * product's epilogue: no launch. */
+clformer_status cf_linear_act_forward(cf_ctx *ctx, cf_view out, cf_view pre, cf_view inp,
+                                      cf_view weight, cf_view bias, size_t N, size_t IC,
+                                      size_t OC, clformer_activation act,
+                                      const cf_dropout *dropout);
+
+/* The backward of the layer after it, whose input (N, IC) was
+ * cf_linear_act_forward's out = act(pre + pre_bias): dweight and dbias as
+ * cf_linear_backward; dpre (N, IC) = the mask and act' applied to dout
+ * weight (overwritten), and dpre_bias += its column sums: what
+ * cf_linear_backward into dpre and cf_bias_act_backward in place give (the
+ * same bits). Fused as cf_linear_act_forward is: act' is the product's
+ * epilogue. */
+clformer_status cf_linear_act_backward(cf_ctx *ctx, cf_view dpre, cf_view dweight,
+                                       cf_view dbias, cf_view dpre_bias, cf_view dout,
+                                       cf_view inp, cf_view weight, cf_view pre, cf_view pre_bias,
+                                       size_t N, size_t IC, size_t OC, clformer_activation act,
+                                       const cf_dropout *dropout);
 
 /* out = dropout(act(inp + bias)) over (N, C), bias (C); GELU is the exact erf
  * form 0.5 x (1 + erf(x / sqrt 2)). out must not alias inp (backward needs inp). */

@@ -1,12 +1,16 @@
 /*
  * Linear layers, y = x W^T + b with W (OC, IC) as PyTorch stores it: the
- * host side of cf_linear_forward and cf_linear_backward (runtime/ops/ops.h).
- * Every product is one cf_gemm (CLBlast); the bias is a tiny kernel in
- * cl/activation.cl and dbias a deterministic cf_colsum.
+ * host side of cf_linear_forward and cf_linear_backward (runtime/ops/ops.h),
+ * and of the feed-forward's first layer with its activation
+ * (cf_linear_act_forward and cf_linear_act_backward). Every product is one
+ * cf_gemm. Where the provider applies epilogues (cf_gemm_fuses: the host
+ * provider on CPU devices), the bias add, the ReLU after the product and its
+ * gradient are the product's epilogue; elsewhere they are kernels in
+ * cl/activation.cl, with the same bits. dbias is a deterministic cf_colsum.
  *
- * Forward is a GEMM with beta = 0, then a bias-add pass. The other order
- * (bias written into every row, GEMM with beta = 1) measured ~6% slower for
- * a 4096x512x512 layer on PoCL 3.1: CLBlast's beta = 1 product costs more
+ * Forward is a GEMM with beta = 0, then the bias. The other order (bias
+ * written into every row, GEMM with beta = 1) measured ~6% slower for a
+ * 4096x512x512 layer on PoCL 3.1: CLBlast's beta = 1 product costs more
  * than the separate bias pass.
  */
 #include "gemm.h"
@@ -34,10 +38,11 @@ static clformer_precision rounded_by_product(const cf_ctx *ctx)
                                                                           : CLFORMER_FP32;
 }
 
-/* out = inp W^T, rounded to `round_to`'s values (FP32: not) */
+/* out = inp W^T, then the epilogue (NULL: none), rounded to `round_to`'s
+ * values (FP32: not) */
 static clformer_status product(const char *op, cf_ctx *ctx, cf_view out, cf_view inp,
                                cf_view weight, size_t N, size_t IC, size_t OC,
-                               clformer_precision round_to)
+                               clformer_precision round_to, const cf_gemm_epilogue *epilogue)
 {
     CF_TRY(check_sizes(op, N, IC, OC));
     if (N == 0 || OC == 0) return CLFORMER_OK;
@@ -46,26 +51,32 @@ static clformer_status product(const char *op, cf_ctx *ctx, cf_view out, cf_view
                        "%s: out, inp and weight must be device buffers", op);
     if (IC == 0) /* an empty product: zero (a value of every format) */
         return cf_fill(ctx, out.buf, out.off, N * OC, 0.0f);
-    return cf_gemm_rounded(ctx, false, true, N, OC, IC, 1.0f, inp.buf, inp.off, IC, weight.buf,
-                           weight.off, IC, 0.0f, out.buf, out.off, OC, round_to);
+    return cf_gemm_fused(ctx, false, true, N, OC, IC, 1.0f, inp.buf, inp.off, IC, weight.buf,
+                         weight.off, IC, 0.0f, out.buf, out.off, OC, round_to, epilogue);
 }
 
 clformer_status cf_linear_product(cf_ctx *ctx, cf_view out, cf_view inp, cf_view weight,
                                   size_t N, size_t IC, size_t OC)
 {
-    return product("cf_linear_product", ctx, out, inp, weight, N, IC, OC, CLFORMER_FP32);
+    return product("cf_linear_product", ctx, out, inp, weight, N, IC, OC, CLFORMER_FP32, NULL);
 }
 
 clformer_status cf_linear_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_view weight,
                                   cf_view bias, size_t N, size_t IC, size_t OC)
 {
-    /* without a bias the product writes the activation: rounded as it is
-     * written where the provider can */
-    const clformer_precision round_to = bias.buf ? CLFORMER_FP32 : rounded_by_product(ctx);
-    CF_TRY(product("cf_linear_forward", ctx, out, inp, weight, N, IC, OC, round_to));
+    /* Without a bias, or with one its epilogue adds, the product writes the
+     * activation: rounded as it is written where the provider can. An empty
+     * product (IC 0) has no epilogue: it fills, and the bias add follows. */
+    const bool fused = bias.buf && IC > 0 && cf_gemm_fuses(ctx);
+    const clformer_precision round_to =
+        bias.buf && !fused ? CLFORMER_FP32 : rounded_by_product(ctx);
+    const cf_gemm_epilogue add = {CF_EPILOGUE_BIAS, CLFORMER_ACT_RELU, bias.buf, bias.off, NULL,
+                                  0};
+    CF_TRY(product("cf_linear_forward", ctx, out, inp, weight, N, IC, OC, round_to,
+                   fused ? &add : NULL));
     if (N == 0 || OC == 0) return CLFORMER_OK;
-    if (!bias.buf) return round_to != CLFORMER_FP32 ? CLFORMER_OK
-                                                    : cf_round_activation(ctx, out, N * OC);
+    if (!bias.buf || fused)
+        return round_to != CLFORMER_FP32 ? CLFORMER_OK : cf_round_activation(ctx, out, N * OC);
     cl_kernel k;
     CF_TRY(cf_kernel_get(ctx, CF_K_BIAS_ADD, &k));
     /* cl/activation.cl: (column, row) with GPU layouts, else ITEM_RUN elements an item */
@@ -127,9 +138,11 @@ static clformer_status weight_gradient(cf_ctx *ctx, cf_view dweight, cf_view dou
     return cf_colsum_final(ctx, dweight.buf, dweight.off, partials, ways, OC * IC, true);
 }
 
-clformer_status cf_linear_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, cf_view dbias,
-                                   cf_view dout, cf_view inp, cf_view weight, size_t N,
-                                   size_t IC, size_t OC, bool accumulate)
+/* cf_linear_backward, dinp's product followed by `epilogue` (NULL: none) */
+static clformer_status linear_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, cf_view dbias,
+                                       cf_view dout, cf_view inp, cf_view weight, size_t N,
+                                       size_t IC, size_t OC, bool accumulate,
+                                       const cf_gemm_epilogue *epilogue)
 {
     CF_TRY(check_sizes("cf_linear_backward", N, IC, OC));
     if (!dweight.buf || !dout.buf || !inp.buf || (dinp.buf && !weight.buf))
@@ -144,9 +157,9 @@ clformer_status cf_linear_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, c
         if (OC == 0) {
             if (!accumulate) CF_TRY(cf_fill(ctx, dinp.buf, dinp.off, N * IC, 0.0f));
         } else {
-            CF_TRY(cf_gemm_rounded(ctx, false, false, N, IC, OC, 1.0f, dout.buf, dout.off, OC,
-                                   weight.buf, weight.off, IC, accumulate ? 1.0f : 0.0f,
-                                   dinp.buf, dinp.off, IC, round_to));
+            CF_TRY(cf_gemm_fused(ctx, false, false, N, IC, OC, 1.0f, dout.buf, dout.off, OC,
+                                 weight.buf, weight.off, IC, accumulate ? 1.0f : 0.0f,
+                                 dinp.buf, dinp.off, IC, round_to, epilogue));
         }
         if (round_to == CLFORMER_FP32) CF_TRY(cf_round_activation(ctx, dinp, N * IC));
     }
@@ -156,4 +169,54 @@ clformer_status cf_linear_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, c
     if (dbias.buf && N && OC)
         CF_TRY(cf_colsum(ctx, dbias.buf, dbias.off, dout.buf, dout.off, N, OC, OC, true));
     return CLFORMER_OK;
+}
+
+clformer_status cf_linear_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, cf_view dbias,
+                                   cf_view dout, cf_view inp, cf_view weight, size_t N,
+                                   size_t IC, size_t OC, bool accumulate)
+{
+    return linear_backward(ctx, dinp, dweight, dbias, dout, inp, weight, N, IC, OC, accumulate,
+                           NULL);
+}
+
+/* Whether the activation after a product is the product's epilogue: ReLU
+ * or tanh GELU without dropout on fp32 activations, where the provider fuses. */
+static bool act_fuses(const cf_ctx *ctx, clformer_activation act, const cf_dropout *dropout)
+{
+    return cf_gemm_epilogue_has(act) && (!dropout || dropout->p == 0.0f) &&
+           ctx->precision == CLFORMER_FP32 && cf_gemm_fuses(ctx);
+}
+
+clformer_status cf_linear_act_forward(cf_ctx *ctx, cf_view out, cf_view pre, cf_view inp,
+                                      cf_view weight, cf_view bias, size_t N, size_t IC,
+                                      size_t OC, clformer_activation act,
+                                      const cf_dropout *dropout)
+{
+    if (!act_fuses(ctx, act, dropout) || IC == 0 || !out.buf || !bias.buf) {
+        CF_TRY(cf_linear_forward(ctx, pre, inp, weight, (cf_view){NULL, 0}, N, IC, OC));
+        return cf_bias_act_forward(ctx, out, pre, bias, N, OC, act, dropout);
+    }
+    const cf_gemm_epilogue epilogue = {CF_EPILOGUE_BIAS_ACT, act, bias.buf, bias.off, out.buf,
+                                       out.off};
+    return product("cf_linear_act_forward", ctx, pre, inp, weight, N, IC, OC, CLFORMER_FP32,
+                   &epilogue);
+}
+
+clformer_status cf_linear_act_backward(cf_ctx *ctx, cf_view dpre, cf_view dweight,
+                                       cf_view dbias, cf_view dpre_bias, cf_view dout,
+                                       cf_view inp, cf_view weight, cf_view pre, cf_view pre_bias,
+                                       size_t N, size_t IC, size_t OC, clformer_activation act,
+                                       const cf_dropout *dropout)
+{
+    if (!act_fuses(ctx, act, dropout) || OC == 0 || !dpre.buf || !pre.buf || !pre_bias.buf) {
+        CF_TRY(cf_linear_backward(ctx, dpre, dweight, dbias, dout, inp, weight, N, IC, OC,
+                                  false));
+        return cf_bias_act_backward(ctx, dpre, dpre_bias, dpre, pre, pre_bias, N, IC, act,
+                                    dropout);
+    }
+    const cf_gemm_epilogue grad = {CF_EPILOGUE_ACT_GRAD, act, pre_bias.buf, pre_bias.off,
+                                   pre.buf, pre.off};
+    CF_TRY(linear_backward(ctx, dpre, dweight, dbias, dout, inp, weight, N, IC, OC, false, &grad));
+    if (!dpre_bias.buf || N == 0 || IC == 0) return CLFORMER_OK;
+    return cf_colsum(ctx, dpre_bias.buf, dpre_bias.off, dpre.buf, dpre.off, N, IC, IC, true);
 }

@@ -217,12 +217,87 @@ static void host_products_have_one_threads_bits(void **state)
     }
 }
 
+/* Launches of cl/activation.cl's kernels so far. */
+static uint64_t activation_launches(const cf_ctx *ctx)
+{
+    return ctx->kernel_launches[CF_K_BIAS_ACT_FORWARD] +
+           ctx->kernel_launches[CF_K_BIAS_ACT_BACKWARD] + ctx->kernel_launches[CF_K_BIAS_ADD];
+}
+
+/* The ops whose bias and activation are a product's epilogue on the host
+ * provider (cf_gemm_fuses) against the same ops with the epilogues off (the
+ * launches of cl/activation.cl): a linear layer's bias and ReLU with their
+ * bits, tanh GELU within its rule (the host's own exp); no activation
+ * kernel launched when fused. Shapes the provider spreads over its threads
+ * by rows (768 x 512 x 128, the chunks of one packed op(B)) and by columns
+ * (40 rows, 1100 columns), and one it runs whole. */
+static void fused_ops_match_the_launches_they_replace(void **state)
+{
+    (void)state;
+    cf_ctx *ctx = hctx();
+    if (!cf_gemm_fuses(ctx)) skip(); /* another provider: the launches are the path */
+    static const size_t shapes[3][3] = {{768, 128, 512}, {40, 128, 1100}, {7, 13, 37}};
+    static const clformer_activation acts[2] = {CLFORMER_ACT_RELU, CLFORMER_ACT_GELU_TANH};
+    for (int sh = 0; sh < 3; sh++) {
+        const size_t N = shapes[sh][0], D = shapes[sh][1], F = shapes[sh][2];
+        enum { X, W1, B1, W2, DY, PRE, H, Y, DPRE, DW2, DB2, DB1, COUNT };
+        const size_t len[COUNT] = {N * D, F * D, F, D * F, N * D, N * F,
+                                   N * F, N * D, N * F, D * F, D, F};
+        cl_mem buf[COUNT];
+        float *got[COUNT], *want[COUNT];
+        for (int t = 0; t < COUNT; t++) {
+            assert_ok(cf_buffer_alloc(ctx, len[t], "t", &buf[t]));
+            got[t] = malloc(len[t] * 4), want[t] = malloc(len[t] * 4);
+            assert_true(got[t] && want[t]);
+        }
+        for (int t = X; t <= DY; t++) {
+            for (size_t i = 0; i < len[t]; i++)
+                got[t][i] = (float)((int)((i * 7919 + 31 * (size_t)t) % 2001) - 1000) / 1000.0f;
+            assert_ok(cf_upload(ctx, buf[t], 0, got[t], len[t]));
+        }
+        cf_view v[COUNT];
+        for (int t = 0; t < COUNT; t++) v[t] = cf_view_at(buf[t], 0);
+        for (int a = 0; a < 2; a++) {
+            for (int fused = 0; fused < 2; fused++) {
+                ctx->gemm_epilogues_off = !fused;
+                for (int t = DW2; t <= DB1; t++) assert_ok(cf_fill(ctx, buf[t], 0, len[t], 0.0f));
+                const uint64_t before = activation_launches(ctx);
+                assert_ok(cf_linear_act_forward(ctx, v[H], v[PRE], v[X], v[W1], v[B1], N, D, F,
+                                                acts[a], NULL));
+                /* B1 (F floats) as the second product's bias too: D < F */
+                assert_ok(cf_linear_forward(ctx, v[Y], v[H], v[W2], v[B1], N, F, D));
+                assert_ok(cf_linear_act_backward(ctx, v[DPRE], v[DW2], v[DB2], v[DB1], v[DY],
+                                                 v[H], v[W2], v[PRE], v[B1], N, F, D, acts[a],
+                                                 NULL));
+                assert_int_equal(activation_launches(ctx) - before, fused ? 0 : 3);
+                for (int t = PRE; t < COUNT; t++)
+                    assert_ok(cf_download(ctx, buf[t], 0, fused ? got[t] : want[t], len[t]));
+            }
+            ctx->gemm_epilogues_off = false;
+            for (int t = PRE; t < COUNT; t++)
+                for (size_t i = 0; i < len[t]; i++) {
+                    /* tanh GELU: the forward rule; its gradients the gradient rule's bound */
+                    const bool exact = acts[a] == CLFORMER_ACT_RELU || t == PRE;
+                    const double tol = t == H || t == Y ? 2e-5 + 1e-5 * fabs(want[t][i])
+                                                        : 1e-4 * (1.0 + fabs(want[t][i]));
+                    if (exact ? memcmp(&got[t][i], &want[t][i], 4) != 0
+                              : !(fabs(got[t][i] - want[t][i]) <= tol))
+                        fail_msg("%zu x %zu x %zu %s: tensor %d [%zu] fused %.9g, launches %.9g",
+                                 N, D, F, clformer_activation_name(acts[a]), t, i,
+                                 (double)got[t][i], (double)want[t][i]);
+                }
+        }
+        for (int t = 0; t < COUNT; t++) cf_buffer_free(ctx, buf[t]), free(got[t]), free(want[t]);
+    }
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(gemm_provider_is_the_one_asked_for),
     cmocka_unit_test(gemm_conformance_under_this_provider),
     cmocka_unit_test(linear_conformance_under_this_provider),
     cmocka_unit_test(linear_outputs_rounded_as_a_launch_rounds),
     cmocka_unit_test(host_products_have_one_threads_bits),
+    cmocka_unit_test(fused_ops_match_the_launches_they_replace),
     cmocka_unit_test(gemm_timing_through_the_check_api),
 };
 HARNESS_DEVICE_MAIN("gemm", tests)
