@@ -62,9 +62,11 @@ struct clformer_context {
     /* The tiled GEMM provider's tile set, 1-based in cf_gemm_tile_sets,
      * instead of the one the shape gets (the GPU proxy); 0: none. */
     int forced_gemm_tiles;
-    /* Products apply no epilogues (cf_gemm_fuses false): the ops launch
-     * the kernels the epilogues replace, which tests compare them with. */
-    bool gemm_epilogues_off;
+    /* The host provider runs none of the ops' fused host work (no product
+     * epilogues: cf_gemm_fuses false; no attention items: attention_host.h):
+     * the ops launch the kernels those replace, which tests compare them
+     * with. */
+    bool host_fusion_off;
     /* The storage precision of the activations the ops write (FP32 unless a
      * session's pass is running: the session sets it for the passes it
      * enqueues and restores it after). With BF16 or FP16, each op wrapper in

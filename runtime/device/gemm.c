@@ -202,7 +202,7 @@ bool cf_gemm_rounds_output(const cf_ctx *ctx)
 
 bool cf_gemm_fuses(const cf_ctx *ctx)
 {
-    return ctx->gemm_provider == CLFORMER_GEMM_HOST && !ctx->gemm_epilogues_off;
+    return ctx->gemm_provider == CLFORMER_GEMM_HOST && !ctx->host_fusion_off;
 }
 
 clformer_status cf_gemm_rounded(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m, size_t n,

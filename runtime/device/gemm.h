@@ -56,7 +56,7 @@ bool cf_gemm_epilogue_has(clformer_activation act);
 
 /* Whether the context's provider applies epilogues (the host provider:
  * the rows of each slice of C, by the thread that computed them), and the
- * context does not turn them off (cf_ctx.gemm_epilogues_off). */
+ * context does not turn them off (cf_ctx.host_fusion_off). */
 bool cf_gemm_fuses(const cf_ctx *ctx);
 
 /* cf_gemm_rounded with an epilogue (a single product): BIAS before C is

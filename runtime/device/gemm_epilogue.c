@@ -1,14 +1,9 @@
 /* The host provider's epilogues (gemm_epilogue.h): AVX-512F where the CPU
  * has it, 16 columns at a time with the last ones of a row masked; else the
- * same arithmetic one element at a time.
- *
- * exp for tanh GELU: y = n ln2 + r with n = round(y / ln2) and |r| <= ln2/2
- * (ln2 in two parts, so that n ln2 is exact to float's precision), exp(r)
- * by its Taylor series to r^7 (the first term left out is below 2^-28
- * relative), then times 2^n by scalef, which overflows to infinity and
- * underflows through the subnormals to 0 as the exact value does. */
+ * same arithmetic one element at a time. */
 #include "gemm_epilogue.h"
 #include "gemm.h"
+#include "host_exp.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -18,29 +13,9 @@
 #define GELU_K 0.7978845608028654f
 #define GELU_C 0.044715f
 
-#define LOG2E 1.44269504088896341f
-#define LN2_HI 0.693145751953125f /* ln 2's leading 16 bits: n LN2_HI is exact */
-#define LN2_LO 1.42860682030941723212e-6f
-#define EXP_MIN -150.0f /* below: 0 (the least subnormal is 2^-149) */
-#define EXP_MAX 100.0f  /* above: infinity */
-
-static const float taylor[8] = {1.0f, 1.0f, 1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120,
-                                1.0f / 720, 1.0f / 5040};
-
-static float exp_scalar(float y)
-{
-    if (isnan(y)) return y;
-    y = y < EXP_MIN ? EXP_MIN : y > EXP_MAX ? EXP_MAX : y;
-    const float n = nearbyintf(y * LOG2E);
-    const float r = fmaf(-n, LN2_LO, fmaf(-n, LN2_HI, y));
-    float p = taylor[7];
-    for (int i = 6; i >= 0; i--) p = fmaf(p, r, taylor[i]);
-    return ldexpf(p, (int)n);
-}
-
 static float gelu_s(float x) /* 1 / (1 + exp(-2u)): 0.5 (1 + tanh u) */
 {
-    return 1.0f / (1.0f + exp_scalar(-2.0f * GELU_K * (x + GELU_C * x * x * x)));
+    return 1.0f / (1.0f + cf_exp_portable(-2.0f * GELU_K * (x + GELU_C * x * x * x)));
 }
 
 static float act_value(int act, float x)
@@ -71,42 +46,25 @@ void cf_gemm_epilogue_rows_portable(int kind, int act, float *c, int m, int n, i
     }
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#ifdef CF_HOST_HAS_AVX512
 
-#include <immintrin.h>
-
-#define AVX512F __attribute__((target("avx512f")))
-
-AVX512F static inline __m512 exp16(__m512 y)
-{
-    /* max(lo, y) and min(hi, .) return their second operand, y, for a NaN */
-    y = _mm512_min_ps(_mm512_set1_ps(EXP_MAX), _mm512_max_ps(_mm512_set1_ps(EXP_MIN), y));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(y, _mm512_set1_ps(LOG2E)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_HI), y);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_LO), r);
-    __m512 p = _mm512_set1_ps(taylor[7]);
-    for (int i = 6; i >= 0; i--) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(taylor[i]));
-    return _mm512_scalef_ps(p, n);
-}
-
-AVX512F static inline __m512 gelu_s16(__m512 x)
+CF_AVX512F static inline __m512 gelu_s16(__m512 x)
 {
     const __m512 one = _mm512_set1_ps(1.0f);
     const __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
     const __m512 u = _mm512_fmadd_ps(_mm512_set1_ps(GELU_C), x3, x);
-    const __m512 e = exp16(_mm512_mul_ps(_mm512_set1_ps(-2.0f * GELU_K), u));
+    const __m512 e = cf_exp16(_mm512_mul_ps(_mm512_set1_ps(-2.0f * GELU_K), u));
     return _mm512_div_ps(one, _mm512_add_ps(one, e));
 }
 
-AVX512F static inline __m512 act_value16(int act, __m512 x)
+CF_AVX512F static inline __m512 act_value16(int act, __m512 x)
 {
     if (act == CLFORMER_ACT_GELU_TANH) return _mm512_mul_ps(x, gelu_s16(x));
     const __m512 zero = _mm512_setzero_ps();
     return _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(x, zero, _CMP_LT_OQ), zero);
 }
 
-AVX512F static inline __m512 act_grad16(int act, __m512 x)
+CF_AVX512F static inline __m512 act_grad16(int act, __m512 x)
 {
     const __m512 one = _mm512_set1_ps(1.0f);
     if (act == CLFORMER_ACT_GELU_TANH) {
@@ -121,7 +79,7 @@ AVX512F static inline __m512 act_grad16(int act, __m512 x)
     return _mm512_mask_mov_ps(zero, _mm512_cmp_ps_mask(x, zero, _CMP_GT_OQ), one);
 }
 
-AVX512F static void rows_avx512(int kind, int act, float *c, int m, int n, int ldc,
+CF_AVX512F static void rows_avx512(int kind, int act, float *c, int m, int n, int ldc,
                                 const float *bias, float *rows)
 {
     for (int i = 0; i < m; i++) {
@@ -143,20 +101,12 @@ AVX512F static void rows_avx512(int kind, int act, float *c, int m, int n, int l
     }
 }
 
-AVX512F static float exp_avx512(float y)
+CF_AVX512F static float exp_avx512(float y)
 {
-    return _mm512_cvtss_f32(exp16(_mm512_set1_ps(y)));
-}
-
-static bool have_avx512(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
+    return _mm512_cvtss_f32(cf_exp16(_mm512_set1_ps(y)));
 }
 
 #else
-
-static bool have_avx512(void) { return false; }
 
 static void rows_avx512(int kind, int act, float *c, int m, int n, int ldc, const float *bias,
                         float *rows)
@@ -164,15 +114,18 @@ static void rows_avx512(int kind, int act, float *c, int m, int n, int ldc, cons
     cf_gemm_epilogue_rows_portable(kind, act, c, m, n, ldc, bias, rows);
 }
 
-static float exp_avx512(float y) { return exp_scalar(y); }
+static float exp_avx512(float y) { return cf_exp_portable(y); }
 
 #endif
 
 void cf_gemm_epilogue_rows(int kind, int act, float *c, int m, int n, int ldc, const float *bias,
                            float *rows)
 {
-    if (have_avx512()) rows_avx512(kind, act, c, m, n, ldc, bias, rows);
+    if (cf_host_avx512()) rows_avx512(kind, act, c, m, n, ldc, bias, rows);
     else cf_gemm_epilogue_rows_portable(kind, act, c, m, n, ldc, bias, rows);
 }
 
-float cf_gemm_epilogue_exp(float y, bool avx512) { return avx512 ? exp_avx512(y) : exp_scalar(y); }
+float cf_gemm_epilogue_exp(float y, bool avx512)
+{
+    return avx512 ? exp_avx512(y) : cf_exp_portable(y);
+}

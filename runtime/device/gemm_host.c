@@ -29,6 +29,7 @@
 #include "gemm_dots.h"
 #include "gemm_epilogue.h"
 #include "gemm_provider.h"
+#include "host_items.h"
 #include "launch.h"
 #include "round_avx512.h"
 
@@ -193,8 +194,18 @@ enum { DOTS_SPREAD = 1 << 18 };
 #define SPIN_AFTER_S 200e-6
 enum { SPIN_ROWS = 16 };
 
+/* An op's items (host_items.h): the native kernel's argument block, the
+ * op's own arguments after it. */
+typedef struct {
+    cf_host_item_fn fn;
+    size_t items, args_size;
+    float *address[CF_HOST_ITEMS_MAX_BUFFERS];
+    void *slots[CF_HOST_ITEMS_MAX_BUFFERS]; /* PoCL writes the buffers' addresses here; unused */
+} items_block;
+
 typedef struct {
     const host_args *h;
+    const items_block *op; /* an op's items in place of products (h NULL) */
     int parts;          /* slices per product */
     atomic_size_t next; /* the next item to take: product item / parts, slice item % parts;
                            with packed, the next chunk of rows */
@@ -247,6 +258,12 @@ static void take_rows(batch_job *job)
 
 static void take_products(batch_job *job)
 {
+    if (job->op) {
+        const items_block *op = job->op;
+        for (size_t i; (i = atomic_fetch_add(&job->next, 1)) < op->items;)
+            op->fn(op + 1, op->address, i);
+        return;
+    }
     if (job->packed) {
         take_rows(job);
         return;
@@ -455,6 +472,17 @@ static bool run_shared(const host_args *h)
     return true;
 }
 
+static void CL_CALLBACK run_items(void *block)
+{
+    const items_block *op = block;
+    pthread_once(&pool_once, start_helpers);
+    batch_job job = {.op = op, .parts = 1};
+    atomic_init(&job.next, 0);
+    const bool posted = op->items > 1 && post(&job);
+    take_products(&job);
+    if (posted) finish();
+}
+
 int cf_gemm_host_start_helpers(void)
 {
     pthread_once(&pool_once, start_helpers);
@@ -625,6 +653,60 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
     return CLFORMER_OK;
 }
 
+clformer_status cf_host_items(cf_ctx *ctx, const char *family, cf_host_item_fn fn,
+                              const void *args, size_t args_size, const cl_mem *buffers,
+                              size_t n_buffers, size_t items, uint64_t bytes, uint64_t flop)
+{
+    if (!cf_host_items_available(ctx) || n_buffers > CF_HOST_ITEMS_MAX_BUFFERS)
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "cf_host_items: %zu buffers on a context of the %s provider (the host "
+                       "provider's, at most %d)",
+                       n_buffers, clformer_gemm_provider_name(ctx->gemm_provider),
+                       (int)CF_HOST_ITEMS_MAX_BUFFERS);
+    if (items == 0) return CLFORMER_OK;
+    const size_t size = sizeof(items_block) + args_size;
+    items_block *op = calloc(1, size);
+    if (!op) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
+    *op = (items_block){.fn = fn, .items = items, .args_size = args_size};
+    memcpy(op + 1, args, args_size);
+    const void *locs[CF_HOST_ITEMS_MAX_BUFFERS];
+    clformer_status st = CLFORMER_OK;
+    for (size_t i = 0; i < n_buffers && !st; i++) {
+        st = address_of(ctx, buffers[i], &op->address[i]);
+        op->slots[i] = buffers[i];
+        locs[i] = &op->slots[i];
+    }
+    if (st) {
+        free(op);
+        return st;
+    }
+    cl_event *slot = cf_profile_slot(ctx, family, ctx->profiling ? bytes : 0, flop);
+    const cl_int err = clEnqueueNativeKernel(ctx->queue, run_items, op, size, (cl_uint)n_buffers,
+                                             buffers, locs, 0, NULL, slot);
+    free(op); /* the queue keeps its own copy */
+    if (err != CL_SUCCESS) {
+        if (slot) ctx->n_profile--;
+        return cf_fail_cl(err, "clEnqueueNativeKernel (host items)", __FILE__, __LINE__);
+    }
+    return CLFORMER_OK;
+}
+
+void cf_host_product(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                     const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                     int ldc)
+{
+    if (cf_gemm_avx512_wanted() &&
+        cf_gemm_avx512(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+        return;
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+bool cf_host_items_available(const cf_ctx *ctx)
+{
+    return ctx->gemm_provider == CLFORMER_GEMM_HOST;
+}
+
 bool cf_gemm_host_available(void) { return true; }
 
 bool cf_gemm_host_rounds(void) { return cf_round_avx512_available(); }
@@ -655,5 +737,29 @@ bool cf_gemm_reads_half_weights(const cf_ctx *ctx)
 }
 
 int cf_gemm_host_start_helpers(void) { return 0; }
+
+bool cf_host_items_available(const cf_ctx *ctx)
+{
+    (void)ctx;
+    return false;
+}
+
+clformer_status cf_host_items(cf_ctx *ctx, const char *family, cf_host_item_fn fn,
+                              const void *args, size_t args_size, const cl_mem *buffers,
+                              size_t n_buffers, size_t items, uint64_t bytes, uint64_t flop)
+{
+    (void)ctx, (void)family, (void)fn, (void)args, (void)args_size, (void)buffers;
+    (void)n_buffers, (void)items, (void)bytes, (void)flop;
+    return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                   "host items need the host provider, which is not in this build");
+}
+
+void cf_host_product(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                     const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                     int ldc)
+{
+    (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda;
+    (void)b, (void)ldb, (void)beta, (void)c, (void)ldc;
+}
 
 #endif

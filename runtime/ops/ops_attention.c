@@ -38,6 +38,8 @@
  * applies).
  */
 #include "ops.h"
+#include "attention_host.h"
+#include "attention_operands.h"
 #include "gemm.h"
 #include "launch.h"
 #include "profile.h"
@@ -236,48 +238,6 @@ static clformer_status zero_rows(cf_ctx *ctx, cf_view x, size_t rows, size_t ld,
     return CLFORMER_OK;
 }
 
-/* An operand of the unfused path's products, one a (b, h): the matrix of
- * head h of batch b starts at off + b * batch_step + h * head_step, its
- * rows ld apart. In the head layout a head's block follows the one before
- * (batch_step = heads * head_step); as rows (B, T, heads * dh), head h is
- * columns h * dh.. of each row. */
-typedef struct {
-    cl_mem buf;
-    size_t off, ld, batch_step, head_step;
-} heads_operand;
-
-/* Blocks of `block` floats, rows ld apart, `heads` a batch. */
-static heads_operand in_heads(cf_view v, size_t ld, size_t block, size_t heads)
-{
-    return (heads_operand){v.buf, v.off, ld, heads * block, block};
-}
-
-/* Rows (B, T) of stride ld, head h at column h * dh. */
-static heads_operand in_rows(cf_view v, size_t ld, size_t T, size_t dh)
-{
-    return (heads_operand){v.buf, v.off, ld, T * ld, dh};
-}
-
-/* An operand of the unfused products with a row per query (Q, O, dO, dQ)
- * or per key (K, V, dK, dV): rows of stride ld where the shape gives one
- * (q_ld, out_rows, dq_ld; kv_ld, dkv_ld), else heads (a key/value head's
- * group of query heads one block; a key/value head's Tk_cap rows). */
-static heads_operand query_operand(cf_view x, size_t ld, const cf_attention_shape *s)
-{
-    return ld ? in_rows(x, ld, s->Tq, s->dh)
-              : in_heads(x, s->dh, cf_attention_group(s) * s->Tq * s->dh,
-                         cf_attention_kv_heads(s));
-}
-
-static heads_operand key_operand(cf_view x, size_t ld, const cf_attention_shape *s)
-{
-    return ld ? in_rows(x, ld, s->Tk, s->dh)
-              : in_heads(x, s->dh, s->Tk_cap * s->dh, cf_attention_kv_heads(s));
-}
-
-/* O's and dO's row stride: the heads' columns alone, where out_rows. */
-static size_t out_ld(const cf_attention_shape *s) { return s->out_rows ? s->H * s->dh : 0; }
-
 static bool evenly_strided(const heads_operand *x, size_t heads)
 {
     return x->batch_step == heads * x->head_step;
@@ -325,6 +285,9 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
                                        cf_view qh, cf_view kh, cf_view vh, cf_view key_tokens,
                                        const cf_attention_shape *s, const cf_dropout *dropout)
 {
+    if (cf_attention_host_takes(ctx, s, dropout))
+        return cf_attention_host_forward(ctx, out, saved->probs, saved->probs_drop, qh, kh, vh,
+                                         key_tokens, s);
     const size_t BH = s->B * s->H, Tq = s->Tq, Tk = s->Tk, dh = s->dh;
     /* per key/value head: its group's G*Tq query rows */
     const size_t Hkv = cf_attention_kv_heads(s), M = cf_attention_group(s) * Tq;
@@ -562,6 +525,9 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
                                         cf_view vh, const cf_attention_shape *s,
                                         const cf_dropout *dropout)
 {
+    if (cf_attention_host_takes(ctx, s, dropout))
+        return cf_attention_host_backward(ctx, dqh, dkh, dvh, dprobs, dout, saved->probs, qh, kh,
+                                          vh, s);
     const size_t BH = s->B * s->H, Tq = s->Tq, Tk = s->Tk, dh = s->dh;
     /* per key/value head: its group's G*Tq query rows (as rows, group 1) */
     const size_t Hkv = cf_attention_kv_heads(s), M = cf_attention_group(s) * Tq;

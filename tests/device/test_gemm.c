@@ -259,7 +259,7 @@ static void fused_ops_match_the_launches_they_replace(void **state)
         for (int t = 0; t < COUNT; t++) v[t] = cf_view_at(buf[t], 0);
         for (int a = 0; a < 2; a++) {
             for (int fused = 0; fused < 2; fused++) {
-                ctx->gemm_epilogues_off = !fused;
+                ctx->host_fusion_off = !fused;
                 for (int t = DW2; t <= DB1; t++) assert_ok(cf_fill(ctx, buf[t], 0, len[t], 0.0f));
                 const uint64_t before = activation_launches(ctx);
                 assert_ok(cf_linear_act_forward(ctx, v[H], v[PRE], v[X], v[W1], v[B1], N, D, F,
@@ -273,7 +273,7 @@ static void fused_ops_match_the_launches_they_replace(void **state)
                 for (int t = PRE; t < COUNT; t++)
                     assert_ok(cf_download(ctx, buf[t], 0, fused ? got[t] : want[t], len[t]));
             }
-            ctx->gemm_epilogues_off = false;
+            ctx->host_fusion_off = false;
             for (int t = PRE; t < COUNT; t++)
                 for (size_t i = 0; i < len[t]; i++) {
                     /* tanh GELU: the forward rule; its gradients the gradient rule's bound */

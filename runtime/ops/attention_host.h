@@ -1,0 +1,32 @@
+/*
+ * The unfused attention path as host items on the host provider's CPU
+ * devices (ops_attention_host.c): what ops_attention.c's forward_unfused
+ * and backward_unfused run there in place of their batched GEMMs and
+ * softmax kernels, with the same saved tensors and operand layouts
+ * (attention_operands.h).
+ */
+#ifndef CF_ATTENTION_HOST_H
+#define CF_ATTENTION_HOST_H
+
+#include "ops.h"
+
+/* Whether the host items take this attention: the host provider's context
+ * (its host fusion not turned off: cf_ctx.host_fusion_off), fp32
+ * activations, no dropout on the probabilities, sizes in int range. */
+bool cf_attention_host_takes(const cf_ctx *ctx, const cf_attention_shape *shape,
+                             const cf_dropout *dropout);
+
+/* forward_unfused's results: out, probs, and probs_drop (a copy of probs
+ * where it is another tensor). */
+clformer_status cf_attention_host_forward(cf_ctx *ctx, cf_view out, cf_view probs,
+                                          cf_view probs_drop, cf_view qh, cf_view kh, cf_view vh,
+                                          cf_view key_tokens, const cf_attention_shape *shape);
+
+/* backward_unfused's results: dqh, dkh, dvh overwritten; dprobs holds dS
+ * after (scratch). */
+clformer_status cf_attention_host_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
+                                           cf_view dprobs, cf_view dout, cf_view probs,
+                                           cf_view qh, cf_view kh, cf_view vh,
+                                           const cf_attention_shape *shape);
+
+#endif

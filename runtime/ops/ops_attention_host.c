@@ -1,0 +1,324 @@
+/*
+ * The unfused attention path on the host provider's CPU devices as host
+ * items (runtime/device/host_items.h): one item a (batch, key/value head),
+ * which runs that head's products (the host provider's, one thread's each)
+ * and its softmax between them, so that the head's scores and
+ * probabilities (64 x 64 floats for gpt-mini, 16 KiB) stay in the core's
+ * cache from the product that writes them to the one that reads them. The
+ * same steps as ops_attention.c's batched GEMMs and cl/attention.cl's
+ * softmax kernels (the comment there), in two launches where those are
+ * three forward and five backward, each of those passes over all heads'
+ * probabilities in memory.
+ *
+ * Taken with fp32 activations and without dropout on the probabilities
+ * (cf_attention_host_takes); the saved probabilities are written as the
+ * unfused path saves them. exp is host_exp.h's (within 2 ulp), the sums
+ * are the host's own order: the results agree with the kernels' to fp32
+ * rounding, not bit for bit.
+ */
+#include "attention_host.h"
+#include "attention_operands.h"
+#include "host_exp.h"
+#include "host_items.h"
+#include "launch.h"
+
+#include <math.h>
+#include <string.h>
+
+/* An operand as the items see it: buffer index into the items' addresses. */
+typedef struct {
+    int buf;
+    size_t off, ld, batch_step, head_step;
+} item_operand;
+
+/* The buffers of a launch, each once (host_items.h takes them distinct). */
+typedef struct {
+    cl_mem mem[CF_HOST_ITEMS_MAX_BUFFERS];
+    size_t n;
+} buffer_set;
+
+static int buffer_index(buffer_set *set, cl_mem mem)
+{
+    for (size_t i = 0; i < set->n; i++)
+        if (set->mem[i] == mem) return (int)i;
+    set->mem[set->n] = mem;
+    return (int)set->n++;
+}
+
+static item_operand operand(buffer_set *set, heads_operand x)
+{
+    return (item_operand){buffer_index(set, x.buf), x.off, x.ld, x.batch_step, x.head_step};
+}
+
+/* The matrix of operand x for (b, h). */
+static float *at(float *const *address, const item_operand *x, size_t b, size_t h)
+{
+    return address[x->buf] + x->off + b * x->batch_step + h * x->head_step;
+}
+
+/* What every item needs of the shape. */
+typedef struct {
+    size_t heads;   /* key/value heads: an item is (item / heads, item % heads) */
+    int M, Tq, Tk, dh; /* M = G*Tq query rows an item */
+    int q_pos0, causal, use_keys, write_drop;
+    size_t key_off, key_ld;
+    int keys;       /* the key tokens' buffer index (use_keys) */
+    float scale;
+} item_shape;
+
+static item_shape shape_of(const cf_attention_shape *s, cf_view key_tokens, buffer_set *set)
+{
+    item_shape is = {cf_attention_kv_heads(s), (int)(cf_attention_group(s) * s->Tq), (int)s->Tq,
+                     (int)s->Tk, (int)s->dh, (int)s->q_pos0, s->causal, key_tokens.buf != NULL,
+                     0, key_tokens.off, s->key_ld, 0, 1.0f / sqrtf((float)s->dh)};
+    if (is.use_keys) is.keys = buffer_index(set, key_tokens.buf);
+    return is;
+}
+
+/* ------------------------------------------------------------------------- */
+/* A row's softmax and its backward (cl/attention.cl's, on the host)         */
+/* ------------------------------------------------------------------------- */
+
+static bool visible(const int *keys, int j, int jmax) { return j < jmax && (!keys || keys[j]); }
+
+/* x[0..Tk) = softmax(scale x) over keys j < jmax that are not padding
+ * (keys[j] == 0), the others 0; every key masked: all 0. */
+static void softmax_row_portable(float *x, int Tk, int jmax, const int *keys, float scale)
+{
+    float m = -INFINITY, s = 0.0f;
+    for (int j = 0; j < jmax; j++)
+        if (visible(keys, j, jmax)) m = fmaxf(m, x[j] * scale);
+    for (int j = 0; j < Tk; j++) {
+        x[j] = visible(keys, j, jmax) ? cf_exp_portable(x[j] * scale - m) : 0.0f;
+        s += x[j];
+    }
+    const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+    for (int j = 0; j < Tk; j++) x[j] *= inv;
+}
+
+/* g = p (g - <g, p>) scale, where p != 0 (elsewhere 0), in place. */
+static void softmax_backward_row_portable(float *g, const float *p, int Tk, float scale)
+{
+    float dot = 0.0f;
+    for (int j = 0; j < Tk; j++) {
+        g[j] = p[j] != 0.0f ? g[j] : 0.0f;
+        dot += g[j] * p[j];
+    }
+    for (int j = 0; j < Tk; j++) g[j] = p[j] * (g[j] - dot) * scale;
+}
+
+#ifdef CF_HOST_HAS_AVX512
+
+/* lanes j..j+15 that are keys below jmax and not padding */
+CF_AVX512F static __mmask16 visible16(const int *keys, int j, int jmax)
+{
+    const int n = jmax - j;
+    __mmask16 m = n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1u);
+    if (keys && m)
+        m = _mm512_mask_cmpneq_epi32_mask(m, _mm512_maskz_loadu_epi32(m, keys + j),
+                                          _mm512_setzero_si512());
+    return m;
+}
+
+static __mmask16 lanes(int n) { return n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1u); }
+
+CF_AVX512F static void softmax_row_avx512(float *x, int Tk, int jmax, const int *keys,
+                                          float scale)
+{
+    const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+    __m512 vm = ninf;
+    for (int j = 0; j < jmax; j += 16) {
+        const __mmask16 v = visible16(keys, j, jmax);
+        vm = _mm512_mask_max_ps(vm, v, vm, _mm512_mul_ps(_mm512_maskz_loadu_ps(v, x + j), vs));
+    }
+    const float m = _mm512_reduce_max_ps(vm);
+    const __m512 mm = _mm512_set1_ps(m);
+    __m512 sum = _mm512_setzero_ps();
+    for (int j = 0; j < Tk; j += 16) {
+        const __mmask16 in = lanes(Tk - j), v = visible16(keys, j, jmax);
+        const __m512 e = _mm512_maskz_mov_ps(
+            v, cf_exp16(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(v, x + j), vs, mm)));
+        sum = _mm512_add_ps(sum, e);
+        _mm512_mask_storeu_ps(x + j, in, e);
+    }
+    const float s = _mm512_reduce_add_ps(sum);
+    const __m512 inv = _mm512_set1_ps(s > 0.0f ? 1.0f / s : 0.0f);
+    for (int j = 0; j < Tk; j += 16) {
+        const __mmask16 in = lanes(Tk - j);
+        _mm512_mask_storeu_ps(x + j, in, _mm512_mul_ps(_mm512_maskz_loadu_ps(in, x + j), inv));
+    }
+}
+
+CF_AVX512F static void softmax_backward_row_avx512(float *g, const float *p, int Tk, float scale)
+{
+    const __m512 zero = _mm512_setzero_ps();
+    __m512 dot = zero;
+    for (int j = 0; j < Tk; j += 16) {
+        const __mmask16 in = lanes(Tk - j);
+        const __m512 pj = _mm512_maskz_loadu_ps(in, p + j);
+        const __mmask16 nz = _mm512_mask_cmp_ps_mask(in, pj, zero, _CMP_NEQ_UQ);
+        const __m512 gj = _mm512_maskz_loadu_ps(nz, g + j);
+        dot = _mm512_fmadd_ps(gj, pj, dot);
+        _mm512_mask_storeu_ps(g + j, in, gj);
+    }
+    const __m512 d = _mm512_set1_ps(_mm512_reduce_add_ps(dot)), vs = _mm512_set1_ps(scale);
+    for (int j = 0; j < Tk; j += 16) {
+        const __mmask16 in = lanes(Tk - j);
+        const __m512 pj = _mm512_maskz_loadu_ps(in, p + j);
+        const __m512 gj = _mm512_sub_ps(_mm512_maskz_loadu_ps(in, g + j), d);
+        _mm512_mask_storeu_ps(g + j, in, _mm512_mul_ps(_mm512_mul_ps(pj, gj), vs));
+    }
+}
+
+#endif
+
+static void softmax_row(float *x, int Tk, int jmax, const int *keys, float scale)
+{
+#ifdef CF_HOST_HAS_AVX512
+    if (cf_host_avx512()) {
+        softmax_row_avx512(x, Tk, jmax, keys, scale);
+        return;
+    }
+#endif
+    softmax_row_portable(x, Tk, jmax, keys, scale);
+}
+
+static void softmax_backward_row(float *g, const float *p, int Tk, float scale)
+{
+#ifdef CF_HOST_HAS_AVX512
+    if (cf_host_avx512()) {
+        softmax_backward_row_avx512(g, p, Tk, scale);
+        return;
+    }
+#endif
+    softmax_backward_row_portable(g, p, Tk, scale);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Forward                                                                   */
+/* ------------------------------------------------------------------------- */
+
+typedef struct {
+    item_shape s;
+    item_operand q, k, v, o, p, pd;
+} forward_args;
+
+/* S = Q K^T into P, softmax in place (and its copy in P_drop), O = P V */
+static void forward_item(const void *args, float *const *address, size_t item)
+{
+    const forward_args *a = args;
+    const item_shape *s = &a->s;
+    const size_t b = item / s->heads, h = item % s->heads;
+    float *p = at(address, &a->p, b, h);
+    cf_host_product(false, true, s->M, s->Tk, s->dh, 1.0f, at(address, &a->q, b, h),
+                    (int)a->q.ld, at(address, &a->k, b, h), (int)a->k.ld, 0.0f, p, s->Tk);
+    const int *keys = s->use_keys ? (const int *)address[s->keys] + s->key_off + b * s->key_ld
+                                  : NULL;
+    float *pd = s->write_drop ? at(address, &a->pd, b, h) : NULL;
+    for (int r = 0; r < s->M; r++) {
+        const int t = r % s->Tq;
+        const int jmax = s->causal && s->q_pos0 + t + 1 < s->Tk ? s->q_pos0 + t + 1 : s->Tk;
+        float *row = p + (size_t)r * s->Tk;
+        softmax_row(row, s->Tk, jmax, keys, s->scale);
+        if (pd) memcpy(pd + (size_t)r * s->Tk, row, sizeof(float) * (size_t)s->Tk);
+    }
+    cf_host_product(false, false, s->M, s->dh, s->Tk, 1.0f, p, s->Tk, at(address, &a->v, b, h),
+                    (int)a->v.ld, 0.0f, at(address, &a->o, b, h), (int)a->o.ld);
+}
+
+bool cf_attention_host_takes(const cf_ctx *ctx, const cf_attention_shape *s,
+                             const cf_dropout *dropout)
+{
+    return cf_host_items_available(ctx) && !ctx->host_fusion_off &&
+           ctx->precision == CLFORMER_FP32 && !cf_dropout_active(dropout) && s->Tq <= INT32_MAX &&
+           s->Tk <= INT32_MAX && cf_attention_group(s) * s->Tq <= INT32_MAX;
+}
+
+/* 2 * 2 * M * Tk * dh per item: the two products of a direction's pass */
+static uint64_t products_flop(const item_shape *s, size_t items, int products)
+{
+    return (uint64_t)items * (uint64_t)products * 2u * (uint64_t)s->M * (uint64_t)s->Tk *
+           (uint64_t)s->dh;
+}
+
+clformer_status cf_attention_host_forward(cf_ctx *ctx, cf_view out, cf_view probs,
+                                          cf_view probs_drop, cf_view qh, cf_view kh, cf_view vh,
+                                          cf_view key_tokens, const cf_attention_shape *shape)
+{
+    const cf_attention_shape *sh = shape;
+    const size_t heads = cf_attention_kv_heads(sh), M = cf_attention_group(sh) * sh->Tq;
+    buffer_set set = {.n = 0};
+    forward_args a;
+    a.q = operand(&set, query_operand(qh, sh->q_ld, sh));
+    a.k = operand(&set, key_operand(kh, sh->kv_ld, sh));
+    a.v = operand(&set, key_operand(vh, sh->kv_ld, sh));
+    a.o = operand(&set, query_operand(out, out_ld(sh), sh));
+    a.p = operand(&set, in_heads(probs, sh->Tk, M * sh->Tk, heads));
+    a.pd = a.p;
+    const bool write_drop = probs_drop.buf != probs.buf || probs_drop.off != probs.off;
+    if (write_drop) a.pd = operand(&set, in_heads(probs_drop, sh->Tk, M * sh->Tk, heads));
+    a.s = shape_of(sh, key_tokens, &set);
+    a.s.write_drop = write_drop;
+    const size_t items = sh->B * heads, scores = items * M * sh->Tk;
+    const size_t q_rows = items * M * sh->dh, kv_rows = items * sh->Tk * sh->dh;
+    /* Q, K, V read, O written, P (and its copy) written */
+    const uint64_t bytes = cf_f32_bytes(2 * q_rows + 2 * kv_rows + (write_drop ? 2 : 1) * scores);
+    return cf_host_items(ctx, "attention", forward_item, &a, sizeof a, set.mem, set.n, items,
+                         bytes, products_flop(&a.s, items, 2));
+}
+
+/* ------------------------------------------------------------------------- */
+/* Backward                                                                  */
+/* ------------------------------------------------------------------------- */
+
+typedef struct {
+    item_shape s;
+    item_operand q, k, v, dout, p, ds, dq, dk, dv;
+} backward_args;
+
+/* dV = P^T dO; dP = dO V^T into dS's place, dS in place; dQ = dS K, dK = dS^T Q */
+static void backward_item(const void *args, float *const *address, size_t item)
+{
+    const backward_args *a = args;
+    const item_shape *s = &a->s;
+    const size_t b = item / s->heads, h = item % s->heads;
+    const float *p = at(address, &a->p, b, h), *dout = at(address, &a->dout, b, h);
+    float *ds = at(address, &a->ds, b, h);
+    cf_host_product(true, false, s->Tk, s->dh, s->M, 1.0f, p, s->Tk, dout, (int)a->dout.ld, 0.0f,
+                    at(address, &a->dv, b, h), (int)a->dv.ld);
+    cf_host_product(false, true, s->M, s->Tk, s->dh, 1.0f, dout, (int)a->dout.ld,
+                    at(address, &a->v, b, h), (int)a->v.ld, 0.0f, ds, s->Tk);
+    for (int r = 0; r < s->M; r++)
+        softmax_backward_row(ds + (size_t)r * s->Tk, p + (size_t)r * s->Tk, s->Tk, s->scale);
+    cf_host_product(false, false, s->M, s->dh, s->Tk, 1.0f, ds, s->Tk, at(address, &a->k, b, h),
+                    (int)a->k.ld, 0.0f, at(address, &a->dq, b, h), (int)a->dq.ld);
+    cf_host_product(true, false, s->Tk, s->dh, s->M, 1.0f, ds, s->Tk, at(address, &a->q, b, h),
+                    (int)a->q.ld, 0.0f, at(address, &a->dk, b, h), (int)a->dk.ld);
+}
+
+clformer_status cf_attention_host_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
+                                           cf_view dprobs, cf_view dout, cf_view probs,
+                                           cf_view qh, cf_view kh, cf_view vh,
+                                           const cf_attention_shape *shape)
+{
+    const cf_attention_shape *sh = shape;
+    const size_t heads = cf_attention_kv_heads(sh), M = cf_attention_group(sh) * sh->Tq;
+    buffer_set set = {.n = 0};
+    backward_args a;
+    a.q = operand(&set, query_operand(qh, sh->q_ld, sh));
+    a.k = operand(&set, key_operand(kh, sh->kv_ld, sh));
+    a.v = operand(&set, key_operand(vh, sh->kv_ld, sh));
+    a.dout = operand(&set, query_operand(dout, out_ld(sh), sh));
+    a.p = operand(&set, in_heads(probs, sh->Tk, M * sh->Tk, heads));
+    a.ds = operand(&set, in_heads(dprobs, sh->Tk, M * sh->Tk, heads));
+    a.dq = operand(&set, query_operand(dqh, sh->dq_ld, sh));
+    a.dk = operand(&set, key_operand(dkh, sh->dkv_ld, sh));
+    a.dv = operand(&set, key_operand(dvh, sh->dkv_ld, sh));
+    a.s = shape_of(sh, (cf_view){NULL, 0}, &set);
+    const size_t items = sh->B * heads, scores = items * M * sh->Tk;
+    const size_t q_rows = items * M * sh->dh, kv_rows = items * sh->Tk * sh->dh;
+    /* Q, dO read, dQ written; K, V read, dK, dV written; P read, dS written */
+    const uint64_t bytes = cf_f32_bytes(3 * q_rows + 4 * kv_rows + 2 * scores);
+    return cf_host_items(ctx, "attention", backward_item, &a, sizeof a, set.mem, set.n, items,
+                         bytes, products_flop(&a.s, items, 4));
+}
