@@ -149,14 +149,17 @@ AVX512 static void pack_a(const float *a, int lda, int i0, int mc, int p0, int k
     }
 }
 
-/* The MR x NR tile: acc = sum over p of A(i, p) * bp[p][j], then rows < h
+/* The MR x NR tile: acc = sum over p of A(i, p) * B(p, j), then rows < h
  * and columns < w of C get alpha * acc + beta * C (first block of k, beta
  * 0: alpha * acc) or alpha * acc + C (later blocks). A(i, p) is
  * arow[i][p * kstep]: a packed panel (kstep MR) or op(A) read in place
- * (kstep 1, rows past h repeating row h - 1 so as to read within A). */
+ * (kstep 1, rows past h repeating row h - 1 so as to read within A). B(p, j)
+ * is bp[p * NR + j] in a packed panel (b_packed: 64-byte aligned, zero past
+ * w) or bp[p * ldb + j] in op(B) read in place (columns past w not read,
+ * taken as zero: the same sums). */
 __attribute__((always_inline)) AVX512 static inline void
-tile_body(int kc, const float *const arow[MR], size_t kstep, const float *bp, float *c, int ldc,
-          int h, int w, float alpha, float beta, bool first)
+tile_body(int kc, const float *const arow[MR], size_t kstep, const float *bp, bool b_packed,
+          size_t ldb, float *c, int ldc, int h, int w, float alpha, float beta, bool first)
 {
     const float *a0 = arow[0], *a1 = arow[1], *a2 = arow[2], *a3 = arow[3], *a4 = arow[4],
                 *a5 = arow[5], *a6 = arow[6], *a7 = arow[7];
@@ -164,8 +167,11 @@ tile_body(int kc, const float *const arow[MR], size_t kstep, const float *bp, fl
            c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00,
            c61 = c00, c70 = c00, c71 = c00;
     for (int i = 0; i < h; i++) prefetch_line_pair(c + (size_t)i * ldc);
-    for (size_t p = 0; p < (size_t)kc; p++, bp += NR) {
-        const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
+    const __mmask16 bm0 = lanes(w), bm1 = lanes(w - 16);
+    const size_t bstep = b_packed ? NR : ldb;
+    for (size_t p = 0; p < (size_t)kc; p++, bp += bstep) {
+        const __m512 b0 = b_packed ? _mm512_load_ps(bp) : _mm512_maskz_loadu_ps(bm0, bp),
+                     b1 = b_packed ? _mm512_load_ps(bp + 16) : _mm512_maskz_loadu_ps(bm1, bp + 16);
         const size_t q = p * kstep;
         if (kstep == 1 && p % 16 == 0) { /* A read in place: a line ahead of each row */
             const size_t f = q + A_AHEAD;
@@ -190,7 +196,7 @@ tile_body(int kc, const float *const arow[MR], size_t kstep, const float *bp, fl
     }
     const __m512 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
                                {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
-    const __mmask16 m0 = lanes(w), m1 = lanes(w - 16);
+    const __mmask16 m0 = bm0, m1 = bm1;
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
     for (int i = 0; i < h; i++, c += ldc)
         for (int half = 0; half < 2; half++) {
@@ -206,31 +212,36 @@ tile_body(int kc, const float *const arow[MR], size_t kstep, const float *bp, fl
         }
 }
 
-/* The tile on a packed panel of A (ap: kc steps of MR rows). */
-AVX512 static void tile_packed(int kc, const float *ap, const float *bp, float *c, int ldc,
-                               int h, int w, float alpha, float beta, bool first)
+/* The tile on a packed panel of A (ap: kc steps of MR rows), B packed
+ * (ldb 0) or in place (rows ldb apart). */
+AVX512 static void tile_packed(int kc, const float *ap, const float *bp, int ldb, float *c,
+                               int ldc, int h, int w, float alpha, float beta, bool first)
 {
     const float *const arow[MR] = {ap, ap + 1, ap + 2, ap + 3, ap + 4, ap + 5, ap + 6, ap + 7};
-    tile_body(kc, arow, MR, bp, c, ldc, h, w, alpha, beta, first);
+    if (!ldb) tile_body(kc, arow, MR, bp, true, 0, c, ldc, h, w, alpha, beta, first);
+    else tile_body(kc, arow, MR, bp, false, (size_t)ldb, c, ldc, h, w, alpha, beta, first);
 }
 
 /* The tile on op(A) read in place: rows of a lie along k (no trans_a), so
  * each row streams forward and packing it would only copy it. */
-AVX512 static void tile_direct(int kc, const float *a, int lda, const float *bp, float *c,
-                               int ldc, int h, int w, float alpha, float beta, bool first)
+AVX512 static void tile_direct(int kc, const float *a, int lda, const float *bp, int ldb,
+                               float *c, int ldc, int h, int w, float alpha, float beta,
+                               bool first)
 {
     const float *arow[MR];
     for (int i = 0; i < MR; i++) arow[i] = a + (size_t)min_int(i, h - 1) * lda;
-    tile_body(kc, arow, 1, bp, c, ldc, h, w, alpha, beta, first);
+    if (!ldb) tile_body(kc, arow, 1, bp, true, 0, c, ldc, h, w, alpha, beta, first);
+    else tile_body(kc, arow, 1, bp, false, (size_t)ldb, c, ldc, h, w, alpha, beta, first);
 }
 
 /* Rows [0, m) of C += the product of op(A)'s rows (from a: row 0 of op(A)
- * at a) with one packed block of op(B) (bp: kc rows, nc columns from jc,
- * in panels of NR), the first block of k (pc == 0) applying beta. apack:
- * MC x kc floats, for trans_a. */
+ * at a) with one block of op(B) (kc rows, nc columns from jc): packed (bp,
+ * in panels of NR; ldb 0) or in place (bp at its row pc, column jc; rows
+ * ldb apart), the first block of k (pc == 0) applying beta. apack: MC x kc
+ * floats, for trans_a. */
 AVX512 static void block_rows(bool trans_a, int m, int jc, int nc, int pc, int kc, float alpha,
-                              const float *a, int lda, const float *bp, float beta, float *c,
-                              int ldc, float *apack)
+                              const float *a, int lda, const float *bp, int ldb, float beta,
+                              float *c, int ldc, float *apack)
 {
     for (int ic = 0; ic < m; ic += MC) {
         const int mc = min_int(MC, m - ic);
@@ -239,12 +250,13 @@ AVX512 static void block_rows(bool trans_a, int m, int jc, int nc, int pc, int k
             for (int ir = 0; ir < mc; ir += MR) {
                 float *ct = c + (size_t)(ic + ir) * ldc + jc + jr;
                 const int h = min_int(MR, mc - ir), w = min_int(NR, nc - jr);
+                const float *panel = bp + (ldb ? (size_t)jr : (size_t)jr * kc);
                 if (trans_a)
-                    tile_packed(kc, apack + (size_t)ir * kc, bp + (size_t)jr * kc, ct, ldc, h, w,
-                                alpha, beta, pc == 0);
+                    tile_packed(kc, apack + (size_t)ir * kc, panel, ldb, ct, ldc, h, w, alpha,
+                                beta, pc == 0);
                 else
-                    tile_direct(kc, a + (size_t)(ic + ir) * lda + pc, lda, bp + (size_t)jr * kc,
-                                ct, ldc, h, w, alpha, beta, pc == 0);
+                    tile_direct(kc, a + (size_t)(ic + ir) * lda + pc, lda, panel, ldb, ct, ldc,
+                                h, w, alpha, beta, pc == 0);
             }
     }
 }
@@ -308,11 +320,35 @@ static float *scratch_floats(int slot, size_t floats)
     return data;
 }
 
+/* The largest op(B) read in place: 1 M floats, 4 MiB. Its rows lie along
+ * n, so a tile's B panel is NR floats of each row: from a block of KC rows
+ * (KC x NR floats, 32 KiB) that stays in L1 while MC rows of A pass over it,
+ * as a packed panel would. Packing copied every B: a third of the time of
+ * attention's small products (a head's 64 x 32 V), 6% of a gpt-mini
+ * training step's samples for its weight gradients' B (the 768-token
+ * activations); read in place, the step took 2.5% less (bench). */
+#define DIRECT_B_MAX_FLOATS ((size_t)1 << 20)
+
+bool cf_gemm_avx512_reads_b_in_place(bool trans_b, int n, int k)
+{
+    return !trans_b && (size_t)k * (size_t)n <= DIRECT_B_MAX_FLOATS;
+}
+
 bool cf_gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                     const float *a, int lda, const float *b, int ldb, float beta, float *c,
                     int ldc)
 {
     if (!cf_gemm_avx512_available()) return false;
+    if (cf_gemm_avx512_reads_b_in_place(trans_b, n, k)) {
+        float *apack = NULL;
+        if (trans_a && !(apack = scratch_floats(SCRATCH_PRODUCT, (size_t)MC * min_int(k, KC))))
+            return false;
+        for (int jc = 0; jc < n; jc += NC)
+            for (int pc = 0; pc < k; pc += KC)
+                block_rows(trans_a, m, jc, min_int(NC, n - jc), pc, min_int(KC, k - pc), alpha,
+                           a, lda, b + (size_t)pc * ldb + jc, ldb, beta, c, ldc, apack);
+        return true;
+    }
     const int nc_max = (min_int(n, NC) + NR - 1) / NR * NR,
               mc_max = trans_a ? (min_int(m, MC) + MR - 1) / MR * MR : 0,
               kc_max = min_int(k, KC);
@@ -324,7 +360,7 @@ bool cf_gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, float alpha
         for (int pc = 0; pc < k; pc += KC) {
             const int kc = min_int(KC, k - pc);
             pack_b(trans_b, b, ldb, pc, kc, jc, nc, bpack);
-            block_rows(trans_a, m, jc, nc, pc, kc, alpha, a, lda, bpack, beta, c, ldc, apack);
+            block_rows(trans_a, m, jc, nc, pc, kc, alpha, a, lda, bpack, 0, beta, c, ldc, apack);
         }
     }
     return true;
@@ -406,7 +442,7 @@ bool cf_gemm_avx512_packed(bool trans_a, int m, int n, int k, float alpha, const
         const int nc = min_int(NC, n - jc);
         for (int pc = 0; pc < k; pc += KC)
             block_rows(trans_a, m, jc, nc, pc, min_int(KC, k - pc), alpha, a, lda,
-                       packed + packed_offset(k, jc, nc, pc), beta, c, ldc, apack);
+                       packed + packed_offset(k, jc, nc, pc), 0, beta, c, ldc, apack);
     }
     return true;
 }
@@ -489,6 +525,12 @@ clformer_status cf_gemm_avx512_check_setting(void)
                        "CLFORMER_HOST_GEMM=%s: this build's CPU has no AVX-512 product; use auto "
                        "or openblas", v);
     return CLFORMER_OK;
+}
+
+bool cf_gemm_avx512_reads_b_in_place(bool trans_b, int n, int k)
+{
+    (void)trans_b, (void)n, (void)k;
+    return false;
 }
 
 bool cf_gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, float alpha,

@@ -41,6 +41,12 @@ bool cf_gemm_avx512(bool trans_a, bool trans_b, int m, int n, int k, float alpha
                     const float *a, int lda, const float *b, int ldb, float beta, float *c,
                     int ldc);
 
+/* Whether cf_gemm_avx512 reads op(B) where it lies instead of packing it:
+ * not transposed (its rows along n) and at most 1 M floats. The host
+ * provider then lets each thread read it so, rather than packing it once
+ * for all (cf_gemm_avx512_packed). */
+bool cf_gemm_avx512_reads_b_in_place(bool trans_b, int n, int k);
+
 /* Whether this CPU has AVX-512F (the products below return false without). */
 bool cf_gemm_avx512_available(void);
 

@@ -448,14 +448,16 @@ static int slices(const host_args *h)
  * The helpers are posted before the pack, so that they wake while it runs.
  * Each chunk reads the whole packed op(B): so only up to PACKED_MAX_FLOATS
  * (larger products take the slices, their waits and packs being small
- * beside them). Whether a row is computed in one chunk or another does not
- * change its bits (gemm_avx512.h). */
+ * beside them). An op(B) the product reads in place, unpacked
+ * (cf_gemm_avx512_reads_b_in_place), takes the slices too. Whether a row is
+ * computed in one chunk or another does not change its bits (gemm_avx512.h). */
 #define PACKED_MAX_FLOATS ((size_t)1 << 22)
 
 static bool run_shared(const host_args *h)
 {
     if (h->dots || h->per_matrix || h->batch != 1 || h->m < 2 * CHUNK_ROWS ||
-        !cf_gemm_avx512_wanted() || cf_gemm_avx512_packed_floats(h->n, h->k) > PACKED_MAX_FLOATS)
+        !cf_gemm_avx512_wanted() || cf_gemm_avx512_packed_floats(h->n, h->k) > PACKED_MAX_FLOATS ||
+        cf_gemm_avx512_reads_b_in_place(h->trans_b, h->n, h->k))
         return false;
     bool own;
     float *packed = cf_gemm_avx512_packed_buffer(h->n, h->k, &own);

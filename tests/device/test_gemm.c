@@ -159,14 +159,15 @@ static void linear_outputs_rounded_as_a_launch_rounds(void **state)
 }
 
 /* The host provider on its AVX-512 path spreads a lone product's rows over
- * its threads in chunks from one shared packed op(B), and a batch's
- * products over them whole (gemm_host.c): every output must have the bits
- * of cf_gemm_avx512 computing the same product whole in this thread. Both
- * shapes pass the provider's threshold for spreading (m*n*k >= 2^22), span
- * two blocks of k (KC = 256) and end rows part-way through a chunk (32); the
- * first packs op(B) into the thread's kept buffer, the second (two blocks of
- * n, NC = 1024) into one of its own (over the 2 MiB a thread keeps,
- * gemm_avx512.h). */
+ * its threads in chunks from one shared packed op(B) (trans_b; without it
+ * each thread reads op(B) in place for its slice of rows or columns), and
+ * a batch's products over them whole (gemm_host.c): every output must have
+ * the bits of cf_gemm_avx512 computing the same product whole in this
+ * thread. Both shapes pass the provider's threshold for spreading (m*n*k >=
+ * 2^22), span two blocks of k (KC = 256) and end rows part-way through a
+ * chunk (32); with trans_b the first packs op(B) into the thread's kept
+ * buffer, the second (two blocks of n, NC = 1024) into one of its own (over
+ * the 2 MiB a thread keeps, gemm_avx512.h). */
 static void host_products_have_one_threads_bits(void **state)
 {
     (void)state;

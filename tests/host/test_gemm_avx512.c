@@ -45,6 +45,34 @@ static void matches_reference(void **state)
         }
 }
 
+/* The product with B moved one float off its allocation's alignment. */
+static bool own_product_shifted(host_product *p, float alpha, float beta)
+{
+    const size_t nb = (size_t)(p->tb ? p->n : p->k) * p->ldb;
+    float *shifted = malloc((nb + 1) * 4);
+    assert_non_null(shifted);
+    memcpy(shifted + 1, p->b, nb * 4);
+    const bool ok = cf_gemm_avx512(p->ta, p->tb, p->m, p->n, p->k, alpha, p->a, p->lda,
+                                   shifted + 1, p->ldb, beta, p->c, p->ldc);
+    free(shifted);
+    return ok;
+}
+
+/* op(B) read in place (not transposed) at any alignment, its rows as far
+ * apart as a packed panel's (n 29: ldb 32, NR): a packed panel's aligned
+ * loads there crashed on the first product of Intel's CPU runtime. */
+static void b_in_place_at_any_alignment(void **state)
+{
+    (void)state;
+    static const shape odd[] = {{37, 29, 90}, {8, 29, 300}, {1, 29, 1}};
+    for (int ta = 0; ta < 2; ta++)
+        for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) {
+            assert_true(cf_gemm_avx512_reads_b_in_place(false, odd[i].n, odd[i].k));
+            host_product_check("AVX-512 sgemm, B shifted", own_product_shifted, ta, false,
+                               odd[i].m, odd[i].n, odd[i].k, 1.0f, 0.0f, 900 + 10 * i + ta);
+        }
+}
+
 /* Rows r0.. of C from rows r0.. of op(A), or columns j0.. from op(B)'s. */
 static void slice(const host_product *p, float *c, int r0, int r1, int j0, int j1, float beta)
 {
@@ -78,14 +106,16 @@ static void slices_give_the_same_bits(void **state)
 /* The packed path: op(B) packed once (into the thread's kept buffer), then
  * C's rows in chunks (the provider's 32, and uneven ones) from it, over every block of the loops
  * (n past NC = 1024 with a partial panel, k past KC = 256): the bits of the
- * product computed whole, and the same wherever a chunk starts. op(B) is
+ * product computed whole (which reads op(B) in place, unpacked, where it is
+ * not transposed: cf_gemm_avx512_reads_b_in_place), and the same wherever a
+ * chunk starts. op(B) is
  * packed part by part over a buffer of NaN, in order for half the products
  * and in reverse order (as threads may take the parts) for the others: each
  * part stands alone and together they write every float. */
 static void packed_chunks_give_the_same_bits(void **state)
 {
     (void)state;
-    const shape shapes_packed[] = {{150, 70, 300}, {70, 1100, 40}, {64, 33, 513}};
+    const shape shapes_packed[] = {{150, 70, 300}, {70, 1100, 40}, {64, 33, 513}, {130, 45, 300}};
     for (size_t i = 0; i < sizeof shapes_packed / sizeof *shapes_packed; i++)
         for (int t = 0; t < 4; t++) {
             const shape s = shapes_packed[i];
@@ -129,6 +159,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(matches_reference),
+        cmocka_unit_test(b_in_place_at_any_alignment),
         cmocka_unit_test(slices_give_the_same_bits),
         cmocka_unit_test(packed_chunks_give_the_same_bits),
     };
