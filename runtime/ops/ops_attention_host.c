@@ -50,6 +50,27 @@ static item_operand operand(buffer_set *set, heads_operand x)
     return (item_operand){buffer_index(set, x.buf), x.off, x.ld, x.batch_step, x.head_step};
 }
 
+/* P, or dS: a key/value head's block of its group's M = G*Tq rows of Tk. */
+static heads_operand probs_operand(cf_view x, const cf_attention_shape *sh)
+{
+    const size_t M = cf_attention_group(sh) * sh->Tq;
+    return in_heads(x, sh->Tk, M * sh->Tk, cf_attention_kv_heads(sh));
+}
+
+/* The operands both directions read, as the unfused path lays them out. */
+typedef struct {
+    item_operand q, k, v, p;
+} read_operands;
+
+static read_operands shared_operands(buffer_set *set, const cf_attention_shape *sh, cf_view qh,
+                                     cf_view kh, cf_view vh, cf_view probs)
+{
+    return (read_operands){operand(set, query_operand(qh, sh->q_ld, sh)),
+                           operand(set, key_operand(kh, sh->kv_ld, sh)),
+                           operand(set, key_operand(vh, sh->kv_ld, sh)),
+                           operand(set, probs_operand(probs, sh))};
+}
+
 /* The matrix of operand x for (b, h). */
 static float *at(float *const *address, const item_operand *x, size_t b, size_t h)
 {
@@ -200,7 +221,8 @@ static void softmax_backward_row(float *g, const float *p, int Tk, float scale)
 
 typedef struct {
     item_shape s;
-    item_operand q, k, v, o, p, pd;
+    read_operands x;
+    item_operand o, pd;
 } forward_args;
 
 /* S = Q K^T into P, softmax in place (and its copy in P_drop), O = P V */
@@ -209,9 +231,9 @@ static void forward_item(const void *args, float *const *address, size_t item)
     const forward_args *a = args;
     const item_shape *s = &a->s;
     const size_t b = item / s->heads, h = item % s->heads;
-    float *p = at(address, &a->p, b, h);
-    cf_host_product(false, true, s->M, s->Tk, s->dh, 1.0f, at(address, &a->q, b, h),
-                    (int)a->q.ld, at(address, &a->k, b, h), (int)a->k.ld, 0.0f, p, s->Tk);
+    float *p = at(address, &a->x.p, b, h);
+    cf_host_product(false, true, s->M, s->Tk, s->dh, 1.0f, at(address, &a->x.q, b, h),
+                    (int)a->x.q.ld, at(address, &a->x.k, b, h), (int)a->x.k.ld, 0.0f, p, s->Tk);
     const int *keys = s->use_keys ? (const int *)address[s->keys] + s->key_off + b * s->key_ld
                                   : NULL;
     float *pd = s->write_drop ? at(address, &a->pd, b, h) : NULL;
@@ -222,8 +244,8 @@ static void forward_item(const void *args, float *const *address, size_t item)
         softmax_row(row, s->Tk, jmax, keys, s->scale);
         if (pd) memcpy(pd + (size_t)r * s->Tk, row, sizeof(float) * (size_t)s->Tk);
     }
-    cf_host_product(false, false, s->M, s->dh, s->Tk, 1.0f, p, s->Tk, at(address, &a->v, b, h),
-                    (int)a->v.ld, 0.0f, at(address, &a->o, b, h), (int)a->o.ld);
+    cf_host_product(false, false, s->M, s->dh, s->Tk, 1.0f, p, s->Tk, at(address, &a->x.v, b, h),
+                    (int)a->x.v.ld, 0.0f, at(address, &a->o, b, h), (int)a->o.ld);
 }
 
 bool cf_attention_host_takes(const cf_ctx *ctx, const cf_attention_shape *s,
@@ -246,20 +268,15 @@ clformer_status cf_attention_host_forward(cf_ctx *ctx, cf_view out, cf_view prob
                                           cf_view key_tokens, const cf_attention_shape *shape)
 {
     const cf_attention_shape *sh = shape;
-    const size_t heads = cf_attention_kv_heads(sh), M = cf_attention_group(sh) * sh->Tq;
     buffer_set set = {.n = 0};
-    forward_args a;
-    a.q = operand(&set, query_operand(qh, sh->q_ld, sh));
-    a.k = operand(&set, key_operand(kh, sh->kv_ld, sh));
-    a.v = operand(&set, key_operand(vh, sh->kv_ld, sh));
+    forward_args a = {.x = shared_operands(&set, sh, qh, kh, vh, probs)};
     a.o = operand(&set, query_operand(out, out_ld(sh), sh));
-    a.p = operand(&set, in_heads(probs, sh->Tk, M * sh->Tk, heads));
-    a.pd = a.p;
+    a.pd = a.x.p;
     const bool write_drop = probs_drop.buf != probs.buf || probs_drop.off != probs.off;
-    if (write_drop) a.pd = operand(&set, in_heads(probs_drop, sh->Tk, M * sh->Tk, heads));
+    if (write_drop) a.pd = operand(&set, probs_operand(probs_drop, sh));
     a.s = shape_of(sh, key_tokens, &set);
     a.s.write_drop = write_drop;
-    const size_t items = sh->B * heads, scores = items * M * sh->Tk;
+    const size_t items = sh->B * a.s.heads, M = (size_t)a.s.M, scores = items * M * sh->Tk;
     const size_t q_rows = items * M * sh->dh, kv_rows = items * sh->Tk * sh->dh;
     /* Q, K, V read, O written, P (and its copy) written */
     const uint64_t bytes = cf_f32_bytes(2 * q_rows + 2 * kv_rows + (write_drop ? 2 : 1) * scores);
@@ -273,7 +290,8 @@ clformer_status cf_attention_host_forward(cf_ctx *ctx, cf_view out, cf_view prob
 
 typedef struct {
     item_shape s;
-    item_operand q, k, v, dout, p, ds, dq, dk, dv;
+    read_operands x;
+    item_operand dout, ds, dq, dk, dv;
 } backward_args;
 
 /* dV = P^T dO; dP = dO V^T into dS's place, dS in place; dQ = dS K, dK = dS^T Q */
@@ -282,18 +300,18 @@ static void backward_item(const void *args, float *const *address, size_t item)
     const backward_args *a = args;
     const item_shape *s = &a->s;
     const size_t b = item / s->heads, h = item % s->heads;
-    const float *p = at(address, &a->p, b, h), *dout = at(address, &a->dout, b, h);
+    const float *p = at(address, &a->x.p, b, h), *dout = at(address, &a->dout, b, h);
     float *ds = at(address, &a->ds, b, h);
     cf_host_product(true, false, s->Tk, s->dh, s->M, 1.0f, p, s->Tk, dout, (int)a->dout.ld, 0.0f,
                     at(address, &a->dv, b, h), (int)a->dv.ld);
     cf_host_product(false, true, s->M, s->Tk, s->dh, 1.0f, dout, (int)a->dout.ld,
-                    at(address, &a->v, b, h), (int)a->v.ld, 0.0f, ds, s->Tk);
+                    at(address, &a->x.v, b, h), (int)a->x.v.ld, 0.0f, ds, s->Tk);
     for (int r = 0; r < s->M; r++)
         softmax_backward_row(ds + (size_t)r * s->Tk, p + (size_t)r * s->Tk, s->Tk, s->scale);
-    cf_host_product(false, false, s->M, s->dh, s->Tk, 1.0f, ds, s->Tk, at(address, &a->k, b, h),
-                    (int)a->k.ld, 0.0f, at(address, &a->dq, b, h), (int)a->dq.ld);
-    cf_host_product(true, false, s->Tk, s->dh, s->M, 1.0f, ds, s->Tk, at(address, &a->q, b, h),
-                    (int)a->q.ld, 0.0f, at(address, &a->dk, b, h), (int)a->dk.ld);
+    cf_host_product(false, false, s->M, s->dh, s->Tk, 1.0f, ds, s->Tk, at(address, &a->x.k, b, h),
+                    (int)a->x.k.ld, 0.0f, at(address, &a->dq, b, h), (int)a->dq.ld);
+    cf_host_product(true, false, s->Tk, s->dh, s->M, 1.0f, ds, s->Tk, at(address, &a->x.q, b, h),
+                    (int)a->x.q.ld, 0.0f, at(address, &a->dk, b, h), (int)a->dk.ld);
 }
 
 clformer_status cf_attention_host_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
@@ -302,20 +320,15 @@ clformer_status cf_attention_host_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh
                                            const cf_attention_shape *shape)
 {
     const cf_attention_shape *sh = shape;
-    const size_t heads = cf_attention_kv_heads(sh), M = cf_attention_group(sh) * sh->Tq;
     buffer_set set = {.n = 0};
-    backward_args a;
-    a.q = operand(&set, query_operand(qh, sh->q_ld, sh));
-    a.k = operand(&set, key_operand(kh, sh->kv_ld, sh));
-    a.v = operand(&set, key_operand(vh, sh->kv_ld, sh));
+    backward_args a = {.x = shared_operands(&set, sh, qh, kh, vh, probs)};
     a.dout = operand(&set, query_operand(dout, out_ld(sh), sh));
-    a.p = operand(&set, in_heads(probs, sh->Tk, M * sh->Tk, heads));
-    a.ds = operand(&set, in_heads(dprobs, sh->Tk, M * sh->Tk, heads));
+    a.ds = operand(&set, probs_operand(dprobs, sh));
     a.dq = operand(&set, query_operand(dqh, sh->dq_ld, sh));
     a.dk = operand(&set, key_operand(dkh, sh->dkv_ld, sh));
     a.dv = operand(&set, key_operand(dvh, sh->dkv_ld, sh));
     a.s = shape_of(sh, (cf_view){NULL, 0}, &set);
-    const size_t items = sh->B * heads, scores = items * M * sh->Tk;
+    const size_t items = sh->B * a.s.heads, M = (size_t)a.s.M, scores = items * M * sh->Tk;
     const size_t q_rows = items * M * sh->dh, kv_rows = items * sh->Tk * sh->dh;
     /* Q, dO read, dQ written; K, V read, dK, dV written; P read, dS written */
     const uint64_t bytes = cf_f32_bytes(3 * q_rows + 4 * kv_rows + 2 * scores);
