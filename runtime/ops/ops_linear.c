@@ -4,9 +4,10 @@
  * and of the feed-forward's first layer with its activation
  * (cf_linear_act_forward and cf_linear_act_backward). Every product is one
  * cf_gemm. Where the provider applies epilogues (cf_gemm_fuses: the host
- * provider on CPU devices), the bias add, the ReLU after the product and its
- * gradient are the product's epilogue; elsewhere they are kernels in
- * cl/activation.cl, with the same bits. dbias is a deterministic cf_colsum.
+ * provider on CPU devices), the bias add, the ReLU or tanh GELU after the
+ * product and its gradient are the product's epilogue; elsewhere they are
+ * kernels in cl/activation.cl, with the same bits (tanh GELU: the same to
+ * fp32 rounding, gemm_epilogue.h). dbias is a deterministic cf_colsum.
  *
  * Forward is a GEMM with beta = 0, then the bias. The other order (bias
  * written into every row, GEMM with beta = 1) measured ~6% slower for a
@@ -70,8 +71,8 @@ clformer_status cf_linear_forward(cf_ctx *ctx, cf_view out, cf_view inp, cf_view
     const bool fused = bias.buf && IC > 0 && cf_gemm_fuses(ctx);
     const clformer_precision round_to =
         bias.buf && !fused ? CLFORMER_FP32 : rounded_by_product(ctx);
-    const cf_gemm_epilogue add = {CF_EPILOGUE_BIAS, CLFORMER_ACT_RELU, bias.buf, bias.off, NULL,
-                                  0};
+    const cf_gemm_epilogue add = {.kind = CF_EPILOGUE_BIAS, .bias = bias.buf,
+                                  .bias_off = bias.off};
     CF_TRY(product("cf_linear_forward", ctx, out, inp, weight, N, IC, OC, round_to,
                    fused ? &add : NULL));
     if (N == 0 || OC == 0) return CLFORMER_OK;
@@ -196,8 +197,9 @@ clformer_status cf_linear_act_forward(cf_ctx *ctx, cf_view out, cf_view pre, cf_
         CF_TRY(cf_linear_forward(ctx, pre, inp, weight, (cf_view){NULL, 0}, N, IC, OC));
         return cf_bias_act_forward(ctx, out, pre, bias, N, OC, act, dropout);
     }
-    const cf_gemm_epilogue epilogue = {CF_EPILOGUE_BIAS_ACT, act, bias.buf, bias.off, out.buf,
-                                       out.off};
+    const cf_gemm_epilogue epilogue = {.kind = CF_EPILOGUE_BIAS_ACT, .act = act,
+                                       .bias = bias.buf, .bias_off = bias.off,
+                                       .rows = out.buf, .rows_off = out.off};
     return product("cf_linear_act_forward", ctx, pre, inp, weight, N, IC, OC, CLFORMER_FP32,
                    &epilogue);
 }
@@ -214,8 +216,9 @@ clformer_status cf_linear_act_backward(cf_ctx *ctx, cf_view dpre, cf_view dweigh
         return cf_bias_act_backward(ctx, dpre, dpre_bias, dpre, pre, pre_bias, N, IC, act,
                                     dropout);
     }
-    const cf_gemm_epilogue grad = {CF_EPILOGUE_ACT_GRAD, act, pre_bias.buf, pre_bias.off,
-                                   pre.buf, pre.off};
+    const cf_gemm_epilogue grad = {.kind = CF_EPILOGUE_ACT_GRAD, .act = act,
+                                   .bias = pre_bias.buf, .bias_off = pre_bias.off,
+                                   .rows = pre.buf, .rows_off = pre.off};
     CF_TRY(linear_backward(ctx, dpre, dweight, dbias, dout, inp, weight, N, IC, OC, false, &grad));
     if (!dpre_bias.buf || N == 0 || IC == 0) return CLFORMER_OK;
     return cf_colsum(ctx, dpre_bias.buf, dpre_bias.off, dpre.buf, dpre.off, N, IC, IC, true);
