@@ -33,8 +33,8 @@ clformer_status cf_gemm_rounded(cf_ctx *ctx, bool trans_a, bool trans_b, size_t 
  * rows are still in cache instead of by a launch that reads them again.
  * BIAS and ReLU give the bits of the launches they replace (cl/activation.cl's
  * bias_add, and bias_act_forward and bias_act_backward without dropout);
- * tanh GELU is computed by the host's own exp (gemm_epilogue.c), within an
- * ulp or two of the kernels'. */
+ * tanh GELU is computed with the host's own exp (host_exp.h), so it agrees
+ * with the kernels to fp32 rounding, not bit for bit. */
 typedef enum {
     CF_EPILOGUE_NONE,
     CF_EPILOGUE_BIAS,     /* C[i][j] += bias[j] */

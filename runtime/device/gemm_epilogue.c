@@ -85,7 +85,7 @@ CF_AVX512F static void rows_avx512(int kind, int act, float *c, int m, int n, in
     for (int i = 0; i < m; i++) {
         float *ci = c + (size_t)i * ldc, *ri = rows ? rows + (size_t)i * ldc : NULL;
         for (int j = 0; j < n; j += 16) {
-            const __mmask16 k = n - j >= 16 ? 0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
+            const __mmask16 k = cf_lanes16(n - j);
             const __m512 b = _mm512_maskz_loadu_ps(k, bias + j);
             if (kind == CF_EPILOGUE_BIAS) {
                 const __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(k, ci + j), b);

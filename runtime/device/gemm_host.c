@@ -85,13 +85,8 @@ static void multiply(const host_args *h, int m, int n, size_t ao, size_t bo, siz
         cf_gemm_dots(m, n, h->k, alpha, h->a + ao, h->lda, h->b + bo, h->ldb, beta, h->c + co,
                      h->ldc))
         return;
-    if (cf_gemm_avx512_wanted() &&
-        cf_gemm_avx512(h->trans_a, h->trans_b, m, n, h->k, alpha, h->a + ao, h->lda, h->b + bo,
-                       h->ldb, beta, h->c + co, h->ldc))
-        return;
-    cblas_sgemm(CblasRowMajor, h->trans_a ? CblasTrans : CblasNoTrans,
-                h->trans_b ? CblasTrans : CblasNoTrans, m, n, h->k, alpha, h->a + ao, h->lda,
-                h->b + bo, h->ldb, beta, h->c + co, h->ldc);
+    cf_host_product(h->trans_a, h->trans_b, m, n, h->k, alpha, h->a + ao, h->lda, h->b + bo,
+                    h->ldb, beta, h->c + co, h->ldc);
 }
 
 /* What a slice of C gets after its product (m rows by n columns from row r0
@@ -198,7 +193,7 @@ enum { SPIN_ROWS = 16 };
  * op's own arguments after it. */
 typedef struct {
     cf_host_item_fn fn;
-    size_t items, args_size;
+    size_t items;
     float *address[CF_HOST_ITEMS_MAX_BUFFERS];
     void *slots[CF_HOST_ITEMS_MAX_BUFFERS]; /* PoCL writes the buffers' addresses here; unused */
 } items_block;
@@ -669,7 +664,7 @@ clformer_status cf_host_items(cf_ctx *ctx, const char *family, cf_host_item_fn f
     const size_t size = sizeof(items_block) + args_size;
     items_block *op = calloc(1, size);
     if (!op) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    *op = (items_block){.fn = fn, .items = items, .args_size = args_size};
+    *op = (items_block){.fn = fn, .items = items};
     memcpy(op + 1, args, args_size);
     const void *locs[CF_HOST_ITEMS_MAX_BUFFERS];
     clformer_status st = CLFORMER_OK;

@@ -7,12 +7,14 @@
  * first term left out is below 2^-28 relative), then times 2^n (scalef,
  * ldexpf), which overflows to infinity and underflows through the
  * subnormals to 0 as the exact value does: within 2 ulp over float's range
- * (test_gemm_epilogue), NaN for NaN.
+ * (test_gemm_epilogue), NaN for NaN. With it, the two AVX-512F helpers its
+ * users share: whether the CPU runs that form, and a row's partial lanes.
  */
 #ifndef CF_HOST_EXP_H
 #define CF_HOST_EXP_H
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #define CF_EXP_LOG2E 1.44269504088896341f
@@ -57,11 +59,23 @@ CF_AVX512F static inline __m512 cf_exp16(__m512 y)
     return _mm512_scalef_ps(p, n);
 }
 
-/* Whether the CPU runs the AVX-512F forms. */
+/* Whether the CPU runs the AVX-512F forms. Asked once (per file that
+ * includes this): callers ask for every row. */
 static inline bool cf_host_avx512(void)
 {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
+    static atomic_int known = -1; /* a race stores the same value */
+    int has = atomic_load(&known);
+    if (has < 0) {
+        __builtin_cpu_init();
+        atomic_store(&known, has = __builtin_cpu_supports("avx512f"));
+    }
+    return has;
+}
+
+/* The first n of 16 lanes (none for n <= 0, all for n >= 16). */
+static inline __mmask16 cf_lanes16(int n)
+{
+    return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1u);
 }
 
 #else

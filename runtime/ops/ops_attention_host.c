@@ -133,15 +133,12 @@ static void softmax_backward_row_portable(float *g, const float *p, int Tk, floa
 /* lanes j..j+15 that are keys below jmax and not padding */
 CF_AVX512F static __mmask16 visible16(const int *keys, int j, int jmax)
 {
-    const int n = jmax - j;
-    __mmask16 m = n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1u);
+    __mmask16 m = cf_lanes16(jmax - j);
     if (keys && m)
         m = _mm512_mask_cmpneq_epi32_mask(m, _mm512_maskz_loadu_epi32(m, keys + j),
                                           _mm512_setzero_si512());
     return m;
 }
-
-static __mmask16 lanes(int n) { return n >= 16 ? 0xFFFF : (__mmask16)((1u << n) - 1u); }
 
 CF_AVX512F static void softmax_row_avx512(float *x, int Tk, int jmax, const int *keys,
                                           float scale)
@@ -156,7 +153,7 @@ CF_AVX512F static void softmax_row_avx512(float *x, int Tk, int jmax, const int 
     const __m512 mm = _mm512_set1_ps(m);
     __m512 sum = _mm512_setzero_ps();
     for (int j = 0; j < Tk; j += 16) {
-        const __mmask16 in = lanes(Tk - j), v = visible16(keys, j, jmax);
+        const __mmask16 in = cf_lanes16(Tk - j), v = visible16(keys, j, jmax);
         const __m512 e = _mm512_maskz_mov_ps(
             v, cf_exp16(_mm512_fmsub_ps(_mm512_maskz_loadu_ps(v, x + j), vs, mm)));
         sum = _mm512_add_ps(sum, e);
@@ -165,7 +162,7 @@ CF_AVX512F static void softmax_row_avx512(float *x, int Tk, int jmax, const int 
     const float s = _mm512_reduce_add_ps(sum);
     const __m512 inv = _mm512_set1_ps(s > 0.0f ? 1.0f / s : 0.0f);
     for (int j = 0; j < Tk; j += 16) {
-        const __mmask16 in = lanes(Tk - j);
+        const __mmask16 in = cf_lanes16(Tk - j);
         _mm512_mask_storeu_ps(x + j, in, _mm512_mul_ps(_mm512_maskz_loadu_ps(in, x + j), inv));
     }
 }
@@ -175,7 +172,7 @@ CF_AVX512F static void softmax_backward_row_avx512(float *g, const float *p, int
     const __m512 zero = _mm512_setzero_ps();
     __m512 dot = zero;
     for (int j = 0; j < Tk; j += 16) {
-        const __mmask16 in = lanes(Tk - j);
+        const __mmask16 in = cf_lanes16(Tk - j);
         const __m512 pj = _mm512_maskz_loadu_ps(in, p + j);
         const __mmask16 nz = _mm512_mask_cmp_ps_mask(in, pj, zero, _CMP_NEQ_UQ);
         const __m512 gj = _mm512_maskz_loadu_ps(nz, g + j);
@@ -184,7 +181,7 @@ CF_AVX512F static void softmax_backward_row_avx512(float *g, const float *p, int
     }
     const __m512 d = _mm512_set1_ps(_mm512_reduce_add_ps(dot)), vs = _mm512_set1_ps(scale);
     for (int j = 0; j < Tk; j += 16) {
-        const __mmask16 in = lanes(Tk - j);
+        const __mmask16 in = cf_lanes16(Tk - j);
         const __m512 pj = _mm512_maskz_loadu_ps(in, p + j);
         const __m512 gj = _mm512_sub_ps(_mm512_maskz_loadu_ps(in, g + j), d);
         _mm512_mask_storeu_ps(g + j, in, _mm512_mul_ps(_mm512_mul_ps(pj, gj), vs));
