@@ -25,7 +25,9 @@
  * (attention_arguments) and the head layout bit for bit (split_heads,
  * merge_heads). */
 #include "conf_block.h"
+#include "attention_host.h"
 #include "conformance.h"
+#include "gemm.h"
 #include "kernel_ids.h"
 #include "ops.h"
 #include "ref_half.h"
@@ -518,7 +520,7 @@ static clformer_status run_case(cf_ctx *ctx, const attention_case *c, conf_sink 
              s.Tk, s.Tk_cap, s.dh, s.q_pos0);
     const char *variant = c->causal ? (active ? "_causal_dropout" : "_causal")
                                     : (active ? "_dropout" : "");
-    const char *path = !c->fused                   ? ""
+    const char *path = !c->fused ? (cf_attention_host_takes(ctx, &s) ? "_host" : "")
                        : c->held                    ? "_tiled_held2"
                        : cf_attention_tiled(ctx, s.dh) ? "_tiled"
                                                        : "_fused";
@@ -557,6 +559,29 @@ static clformer_status run_group(cf_ctx *ctx, const case_group *g, bool quick, c
             CF_TRY(run_case(ctx, &c, sink, user));
         }
     return CLFORMER_OK;
+}
+
+/* Where the host provider runs the unfused path as host items
+ * (ops_attention_host.c, named "attention_host_..."), a group's unfused
+ * cases once more with them off: the batched products and softmax kernels,
+ * which 16-bit activations and the other providers take, stay checked on
+ * the host provider's devices too. */
+static clformer_status run_without_host_items(cf_ctx *ctx, const case_group *g, bool quick,
+                                              conf_sink sink, void *user)
+{
+    if (!cf_gemm_fuses(ctx)) return CLFORMER_OK;
+    const attention_case *cases = quick ? g->quick : g->full;
+    const size_t n = quick ? g->n_quick : g->n_full;
+    clformer_status st = CLFORMER_OK;
+    ctx->host_fusion_off = true;
+    for (size_t i = 0; i < n && !st; i++) {
+        attention_case c = cases[i];
+        c.seed = g->seed + i;
+        c.fused = false;
+        st = run_case(ctx, &c, sink, user);
+    }
+    ctx->host_fusion_off = false;
+    return st;
 }
 
 /* {B, H, dh, Tq, Tk, Tk_cap, q_pos0, causal, keys, p, separate_drop, seed (run_group's),
@@ -1255,6 +1280,7 @@ static clformer_status attention_check(cf_ctx *ctx, bool quick, conf_sink sink, 
     if (ctx->precision != CLFORMER_FP32) return CLFORMER_OK;
     for (size_t i = 0; i < sizeof groups / sizeof *groups; i++)
         CF_TRY(run_group(ctx, &groups[i], quick, sink, user));
+    CF_TRY(run_without_host_items(ctx, &model, quick, sink, user));
     CF_TRY(run_held_rows(ctx, &model, 1, quick, sink, user));
     CF_TRY(run_held_rows(ctx, groups, sizeof groups / sizeof *groups, quick, sink, user));
     CF_TRY(run_fused_kernels(ctx, quick, sink, user));

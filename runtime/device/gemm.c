@@ -141,6 +141,11 @@ static clformer_status check_epilogue(const cf_ctx *ctx, const cf_gemm_call *g)
     if (!e->bias || (with_rows && !e->rows))
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
                        "gemm: the epilogue needs its bias%s buffer", with_rows ? " and rows" : "");
+    if (e->drop.p != 0.0f && !(with_rows && e->drop.p > 0.0f && e->drop.p < 1.0f))
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "gemm: an epilogue's dropout (p = %g) is the activation's, with p in "
+                       "[0, 1)",
+                       (double)e->drop.p);
     CF_TRY(check_extent('b', e->bias, e->bias_off, 1, g->n, g->n));
     if (with_rows) CF_TRY(check_extent('r', e->rows, e->rows_off, g->m, g->n, g->ldc));
     return CLFORMER_OK;

@@ -8,6 +8,7 @@
 #define CF_GEMM_H
 
 #include "context.h"
+#include "host_philox.h"
 
 clformer_status cf_gemm(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
                         float alpha, cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off,
@@ -32,7 +33,7 @@ clformer_status cf_gemm_rounded(cf_ctx *ctx, bool trans_a, bool trans_b, size_t 
  * activation (ReLU or tanh GELU) and its gradient, done while the product's
  * rows are still in cache instead of by a launch that reads them again.
  * BIAS and ReLU give the bits of the launches they replace (cl/activation.cl's
- * bias_add, and bias_act_forward and bias_act_backward without dropout);
+ * bias_add, bias_act_forward and bias_act_backward, dropout included);
  * tanh GELU is computed with the host's own exp (host_exp.h), so it agrees
  * with the kernels to fp32 rounding, not bit for bit. */
 typedef enum {
@@ -49,6 +50,9 @@ typedef struct {
     size_t bias_off;
     cl_mem rows; /* BIAS_ACT, ACT_GRAD: m x n floats at rows_off, row stride ldc (as C) */
     size_t rows_off;
+    /* BIAS_ACT, ACT_GRAD: the activation's dropout (p 0: none), as
+     * bias_act_forward and bias_act_backward apply it (gemm_epilogue.h) */
+    cf_host_dropout drop;
 } cf_gemm_epilogue;
 
 /* Whether an epilogue computes `act` (ReLU and tanh GELU; not the erf GELU). */

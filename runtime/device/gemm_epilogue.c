@@ -33,15 +33,44 @@ static float act_grad(int act, float x)
     return x > 0.0f ? 1.0f : 0.0f;
 }
 
-void cf_gemm_epilogue_rows_portable(int kind, int act, float *c, int m, int n, int ldc,
-                                    const float *bias, float *rows)
+/* The dropout multipliers of up to CHUNK of a row's columns at a time */
+enum { CHUNK = 256 };
+
+static bool drops(const cf_epilogue_slice *e) { return e->drop.p > 0.0f; }
+
+/* m[0..n) for row i's columns j .. j+n of the slice */
+static void row_scales(const cf_epilogue_slice *e, int i, int j, int n, float *m)
 {
+    cf_host_dropout_scales(&e->drop, e->first + (uint64_t)i * e->row_len + (uint64_t)j,
+                           (size_t)n, m);
+}
+
+static void row_scales_portable(const cf_epilogue_slice *e, int i, int j, int n, float *m)
+{
+    cf_host_dropout_scales_portable(&e->drop, e->first + (uint64_t)i * e->row_len + (uint64_t)j,
+                                    (size_t)n, m);
+}
+
+void cf_gemm_epilogue_rows_portable(const cf_epilogue_slice *e, float *c, int m, int n, int ldc)
+{
+    float scale[CHUNK];
     for (int i = 0; i < m; i++) {
-        float *ci = c + (size_t)i * ldc, *ri = rows ? rows + (size_t)i * ldc : NULL;
-        for (int j = 0; j < n; j++) {
-            if (kind == CF_EPILOGUE_BIAS) ci[j] = ci[j] + bias[j];
-            else if (kind == CF_EPILOGUE_BIAS_ACT) ri[j] = act_value(act, ci[j] + bias[j]);
-            else ci[j] = ci[j] * act_grad(act, ri[j] + bias[j]);
+        float *ci = c + (size_t)i * ldc, *ri = e->rows ? e->rows + (size_t)i * ldc : NULL;
+        for (int j0 = 0; j0 < n; j0 += CHUNK) {
+            const int w = n - j0 < CHUNK ? n - j0 : CHUNK;
+            if (drops(e)) row_scales_portable(e, i, j0, w, scale);
+            for (int j = j0; j < j0 + w; j++) {
+                const float b = e->bias[j];
+                if (e->kind == CF_EPILOGUE_BIAS) {
+                    ci[j] = ci[j] + b;
+                } else if (e->kind == CF_EPILOGUE_BIAS_ACT) {
+                    const float y = act_value(e->act, ci[j] + b);
+                    ri[j] = drops(e) ? y * scale[j - j0] : y;
+                } else {
+                    const float g = drops(e) ? ci[j] * scale[j - j0] : ci[j];
+                    ci[j] = g * act_grad(e->act, ri[j] + b);
+                }
+            }
         }
     }
 }
@@ -79,23 +108,33 @@ CF_AVX512F static inline __m512 act_grad16(int act, __m512 x)
     return _mm512_mask_mov_ps(zero, _mm512_cmp_ps_mask(x, zero, _CMP_GT_OQ), one);
 }
 
-CF_AVX512F static void rows_avx512(int kind, int act, float *c, int m, int n, int ldc,
-                                const float *bias, float *rows)
+CF_AVX512F static void rows_avx512(const cf_epilogue_slice *e, float *c, int m, int n, int ldc)
 {
+    float scale[CHUNK];
+    const bool drop = drops(e);
     for (int i = 0; i < m; i++) {
-        float *ci = c + (size_t)i * ldc, *ri = rows ? rows + (size_t)i * ldc : NULL;
-        for (int j = 0; j < n; j += 16) {
-            const __mmask16 k = cf_lanes16(n - j);
-            const __m512 b = _mm512_maskz_loadu_ps(k, bias + j);
-            if (kind == CF_EPILOGUE_BIAS) {
-                const __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(k, ci + j), b);
-                _mm512_mask_storeu_ps(ci + j, k, v);
-            } else if (kind == CF_EPILOGUE_BIAS_ACT) {
-                const __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(k, ci + j), b);
-                _mm512_mask_storeu_ps(ri + j, k, act_value16(act, v));
-            } else {
-                const __m512 g = act_grad16(act, _mm512_add_ps(_mm512_maskz_loadu_ps(k, ri + j), b));
-                _mm512_mask_storeu_ps(ci + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, ci + j), g));
+        float *ci = c + (size_t)i * ldc, *ri = e->rows ? e->rows + (size_t)i * ldc : NULL;
+        for (int j0 = 0; j0 < n; j0 += CHUNK) {
+            const int w = n - j0 < CHUNK ? n - j0 : CHUNK;
+            if (drop) row_scales(e, i, j0, w, scale);
+            for (int j = j0; j < j0 + w; j += 16) {
+                const __mmask16 k = cf_lanes16(j0 + w - j);
+                const __m512 b = _mm512_maskz_loadu_ps(k, e->bias + j);
+                if (e->kind == CF_EPILOGUE_BIAS) {
+                    const __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(k, ci + j), b);
+                    _mm512_mask_storeu_ps(ci + j, k, v);
+                } else if (e->kind == CF_EPILOGUE_BIAS_ACT) {
+                    const __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(k, ci + j), b);
+                    __m512 y = act_value16(e->act, v);
+                    if (drop) y = _mm512_mul_ps(y, _mm512_maskz_loadu_ps(k, scale + (j - j0)));
+                    _mm512_mask_storeu_ps(ri + j, k, y);
+                } else {
+                    const __m512 g =
+                        act_grad16(e->act, _mm512_add_ps(_mm512_maskz_loadu_ps(k, ri + j), b));
+                    __m512 dy = _mm512_maskz_loadu_ps(k, ci + j);
+                    if (drop) dy = _mm512_mul_ps(dy, _mm512_maskz_loadu_ps(k, scale + (j - j0)));
+                    _mm512_mask_storeu_ps(ci + j, k, _mm512_mul_ps(dy, g));
+                }
             }
         }
     }
@@ -108,21 +147,19 @@ CF_AVX512F static float exp_avx512(float y)
 
 #else
 
-static void rows_avx512(int kind, int act, float *c, int m, int n, int ldc, const float *bias,
-                        float *rows)
+static void rows_avx512(const cf_epilogue_slice *e, float *c, int m, int n, int ldc)
 {
-    cf_gemm_epilogue_rows_portable(kind, act, c, m, n, ldc, bias, rows);
+    cf_gemm_epilogue_rows_portable(e, c, m, n, ldc);
 }
 
 static float exp_avx512(float y) { return cf_exp_portable(y); }
 
 #endif
 
-void cf_gemm_epilogue_rows(int kind, int act, float *c, int m, int n, int ldc, const float *bias,
-                           float *rows)
+void cf_gemm_epilogue_rows(const cf_epilogue_slice *e, float *c, int m, int n, int ldc)
 {
-    if (cf_host_avx512()) rows_avx512(kind, act, c, m, n, ldc, bias, rows);
-    else cf_gemm_epilogue_rows_portable(kind, act, c, m, n, ldc, bias, rows);
+    if (cf_host_avx512()) rows_avx512(e, c, m, n, ldc);
+    else cf_gemm_epilogue_rows_portable(e, c, m, n, ldc);
 }
 
 float cf_gemm_epilogue_exp(float y, bool avx512)

@@ -61,6 +61,7 @@ typedef struct {
     int act;             /* its clformer_activation */
     const float *bias;   /* the epilogue's bias (at its first column) */
     float *rows;         /* its second matrix (at its first element), or NULL */
+    cf_host_dropout drop; /* its dropout */
 } host_args;
 
 static size_t args_size(size_t batch, bool per_matrix)
@@ -95,9 +96,13 @@ static void multiply(const host_args *h, int m, int n, size_t ao, size_t bo, siz
  * where the CPU runs it). */
 static void finish_slice(const host_args *h, float *c, int r0, int j0, int m, int n)
 {
-    if (h->epilogue)
-        cf_gemm_epilogue_rows(h->epilogue, h->act, c, m, n, h->ldc, h->bias + j0,
-                              h->rows ? h->rows + (size_t)r0 * h->ldc + j0 : NULL);
+    if (h->epilogue) {
+        const cf_epilogue_slice e = {
+            .kind = h->epilogue, .act = h->act, .bias = h->bias + j0,
+            .rows = h->rows ? h->rows + (size_t)r0 * h->ldc + j0 : NULL, .drop = h->drop,
+            .first = (uint64_t)r0 * (uint64_t)h->n + (uint64_t)j0, .row_len = (uint64_t)h->n};
+        cf_gemm_epilogue_rows(&e, c, m, n, h->ldc);
+    }
     if (h->round_c) cf_round_rows_avx512(c, m, n, h->ldc, h->round_c);
 }
 
@@ -615,7 +620,7 @@ clformer_status cf_gemm_host(cf_ctx *ctx, const cf_gemm_call *g)
                      .b16 = (const uint16_t *)addr[3], .b16_fp16 = ctx->half_weights.fp16,
                      .round_c = (int)g->round_c, .epilogue = (int)e->kind, .act = (int)e->act,
                      .bias = addr[4] ? addr[4] + e->bias_off : NULL,
-                     .rows = addr[5] ? addr[5] + e->rows_off : NULL};
+                     .rows = addr[5] ? addr[5] + e->rows_off : NULL, .drop = e->drop};
     if (per_matrix) {
         unsigned char *tail = (unsigned char *)h + sizeof *h;
         const size_t n = g->batch;

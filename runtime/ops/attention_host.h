@@ -12,21 +12,23 @@
 
 /* Whether the host items take this attention: the host provider's context
  * (its host fusion not turned off: cf_ctx.host_fusion_off), fp32
- * activations, no dropout on the probabilities, sizes in int range. */
-bool cf_attention_host_takes(const cf_ctx *ctx, const cf_attention_shape *shape,
-                             const cf_dropout *dropout);
+ * activations, sizes in int range. */
+bool cf_attention_host_takes(const cf_ctx *ctx, const cf_attention_shape *shape);
 
-/* forward_unfused's results: out, probs, and probs_drop (a copy of probs
- * where it is another tensor). */
+/* forward_unfused's results: out, probs, and probs_drop (the probabilities
+ * after dropout, a copy of probs without, where it is another tensor: with
+ * dropout it must be, as ops_attention.c checks). */
 clformer_status cf_attention_host_forward(cf_ctx *ctx, cf_view out, cf_view probs,
                                           cf_view probs_drop, cf_view qh, cf_view kh, cf_view vh,
-                                          cf_view key_tokens, const cf_attention_shape *shape);
+                                          cf_view key_tokens, const cf_attention_shape *shape,
+                                          const cf_dropout *dropout);
 
 /* backward_unfused's results: dqh, dkh, dvh overwritten; dprobs holds dS
- * after (scratch). */
+ * after (scratch). probs_drop is read with dropout only. */
 clformer_status cf_attention_host_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
                                            cf_view dprobs, cf_view dout, cf_view probs,
-                                           cf_view qh, cf_view kh, cf_view vh,
-                                           const cf_attention_shape *shape);
+                                           cf_view probs_drop, cf_view qh, cf_view kh, cf_view vh,
+                                           const cf_attention_shape *shape,
+                                           const cf_dropout *dropout);
 
 #endif

@@ -184,9 +184,10 @@ clformer_status cf_linear_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, c
 
 /* The feed-forward's first layer: pre (N, OC) = inp (N, IC) weight^T and
  * out = dropout(act(pre + bias)), as cf_linear_forward without a bias and
- * cf_bias_act_forward give them (the same bits). With ReLU, no dropout and
- * fp32 activations, where the provider fuses (cf_gemm_fuses), out is the
- * product's epilogue: no launch. */
+ * cf_bias_act_forward give them (the same bits; tanh GELU's to fp32
+ * rounding where fused). With ReLU or tanh GELU, with or without dropout,
+ * and fp32 activations, where the provider fuses (cf_gemm_fuses), out is
+ * the product's epilogue: no launch. */
 clformer_status cf_linear_act_forward(cf_ctx *ctx, cf_view out, cf_view pre, cf_view inp,
                                       cf_view weight, cf_view bias, size_t N, size_t IC,
                                       size_t OC, clformer_activation act,

@@ -285,9 +285,9 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
                                        cf_view qh, cf_view kh, cf_view vh, cf_view key_tokens,
                                        const cf_attention_shape *s, const cf_dropout *dropout)
 {
-    if (cf_attention_host_takes(ctx, s, dropout))
+    if (cf_attention_host_takes(ctx, s))
         return cf_attention_host_forward(ctx, out, saved->probs, saved->probs_drop, qh, kh, vh,
-                                         key_tokens, s);
+                                         key_tokens, s, dropout);
     const size_t BH = s->B * s->H, Tq = s->Tq, Tk = s->Tk, dh = s->dh;
     /* per key/value head: its group's G*Tq query rows */
     const size_t Hkv = cf_attention_kv_heads(s), M = cf_attention_group(s) * Tq;
@@ -525,9 +525,9 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
                                         cf_view vh, const cf_attention_shape *s,
                                         const cf_dropout *dropout)
 {
-    if (cf_attention_host_takes(ctx, s, dropout))
-        return cf_attention_host_backward(ctx, dqh, dkh, dvh, dprobs, dout, saved->probs, qh, kh,
-                                          vh, s);
+    if (cf_attention_host_takes(ctx, s))
+        return cf_attention_host_backward(ctx, dqh, dkh, dvh, dprobs, dout, saved->probs,
+                                          saved->probs_drop, qh, kh, vh, s, dropout);
     const size_t BH = s->B * s->H, Tq = s->Tq, Tk = s->Tk, dh = s->dh;
     /* per key/value head: its group's G*Tq query rows (as rows, group 1) */
     const size_t Hkv = cf_attention_kv_heads(s), M = cf_attention_group(s) * Tq;

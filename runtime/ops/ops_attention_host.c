@@ -10,16 +10,21 @@
  * three forward and five backward, each of those passes over all heads'
  * probabilities in memory.
  *
- * Taken with fp32 activations and without dropout on the probabilities
- * (cf_attention_host_takes); the saved probabilities are written as the
- * unfused path saves them. exp is host_exp.h's (within 2 ulp), the sums
- * are the host's own order: the results agree with the kernels' to fp32
- * rounding, not bit for bit.
+ * Taken with fp32 activations (cf_attention_host_takes); the saved
+ * probabilities are written as the unfused path saves them. Dropout on the
+ * probabilities takes the kernels' multipliers (host_philox.h, element
+ * (row, j) of the site the flat index row * Tk + j, as attention_softmax
+ * numbers them); backward reads which were dropped from the saved P_drop
+ * (0 exactly where dropped or masked: a kept P > 0 times 1 / (1 - p) is
+ * not 0), where attention_softmax_backward draws them again. exp is
+ * host_exp.h's (within 2 ulp), the sums are the host's own order: the
+ * results agree with the kernels' to fp32 rounding, not bit for bit.
  */
 #include "attention_host.h"
 #include "attention_operands.h"
 #include "host_exp.h"
 #include "host_items.h"
+#include "host_philox.h"
 #include "launch.h"
 
 #include <math.h>
@@ -85,14 +90,19 @@ typedef struct {
     size_t key_off, key_ld;
     int keys;       /* the key tokens' buffer index (use_keys) */
     float scale;
+    cf_host_dropout drop; /* on the probabilities (p 0: none) */
 } item_shape;
 
-static item_shape shape_of(const cf_attention_shape *s, cf_view key_tokens, buffer_set *set)
+static item_shape shape_of(const cf_attention_shape *s, cf_view key_tokens,
+                           const cf_dropout *dropout, buffer_set *set)
 {
     item_shape is = {cf_attention_kv_heads(s), (int)(cf_attention_group(s) * s->Tq), (int)s->Tq,
                      (int)s->Tk, (int)s->dh, (int)s->q_pos0, s->causal, key_tokens.buf != NULL,
-                     0, key_tokens.off, s->key_ld, 0, 1.0f / sqrtf((float)s->dh)};
+                     0, key_tokens.off, s->key_ld, 0, 1.0f / sqrtf((float)s->dh),
+                     {0.0f, 0, 0, 0}};
     if (is.use_keys) is.keys = buffer_index(set, key_tokens.buf);
+    if (cf_dropout_active(dropout))
+        is.drop = (cf_host_dropout){dropout->p, dropout->seed, dropout->step, dropout->site};
     return is;
 }
 
@@ -117,12 +127,14 @@ static void softmax_row_portable(float *x, int Tk, int jmax, const int *keys, fl
     for (int j = 0; j < Tk; j++) x[j] *= inv;
 }
 
-/* g = p (g - <g, p>) scale, where p != 0 (elsewhere 0), in place. */
-static void softmax_backward_row_portable(float *g, const float *p, int Tk, float scale)
+/* g = p (g m - <g m, p>) scale in place, g m = g keep where pd != 0 (kept
+ * and visible), else 0 (pd: P_drop; without dropout P itself, keep 1). */
+static void softmax_backward_row_portable(float *g, const float *p, const float *pd, int Tk,
+                                          float scale, float keep)
 {
     float dot = 0.0f;
     for (int j = 0; j < Tk; j++) {
-        g[j] = p[j] != 0.0f ? g[j] : 0.0f;
+        g[j] = pd[j] != 0.0f ? (keep != 1.0f ? g[j] * keep : g[j]) : 0.0f;
         dot += g[j] * p[j];
     }
     for (int j = 0; j < Tk; j++) g[j] = p[j] * (g[j] - dot) * scale;
@@ -167,15 +179,18 @@ CF_AVX512F static void softmax_row_avx512(float *x, int Tk, int jmax, const int 
     }
 }
 
-CF_AVX512F static void softmax_backward_row_avx512(float *g, const float *p, int Tk, float scale)
+CF_AVX512F static void softmax_backward_row_avx512(float *g, const float *p, const float *pd,
+                                                  int Tk, float scale, float keep)
 {
-    const __m512 zero = _mm512_setzero_ps();
+    const __m512 zero = _mm512_setzero_ps(), vk = _mm512_set1_ps(keep);
     __m512 dot = zero;
     for (int j = 0; j < Tk; j += 16) {
         const __mmask16 in = cf_lanes16(Tk - j);
         const __m512 pj = _mm512_maskz_loadu_ps(in, p + j);
-        const __mmask16 nz = _mm512_mask_cmp_ps_mask(in, pj, zero, _CMP_NEQ_UQ);
-        const __m512 gj = _mm512_maskz_loadu_ps(nz, g + j);
+        const __mmask16 nz =
+            _mm512_mask_cmp_ps_mask(in, _mm512_maskz_loadu_ps(in, pd + j), zero, _CMP_NEQ_UQ);
+        __m512 gj = _mm512_maskz_loadu_ps(nz, g + j);
+        if (keep != 1.0f) gj = _mm512_mul_ps(gj, vk);
         dot = _mm512_fmadd_ps(gj, pj, dot);
         _mm512_mask_storeu_ps(g + j, in, gj);
     }
@@ -201,15 +216,30 @@ static void softmax_row(float *x, int Tk, int jmax, const int *keys, float scale
     softmax_row_portable(x, Tk, jmax, keys, scale);
 }
 
-static void softmax_backward_row(float *g, const float *p, int Tk, float scale)
+static void softmax_backward_row(float *g, const float *p, const float *pd, int Tk, float scale,
+                                 float keep)
 {
 #ifdef CF_HOST_HAS_AVX512
     if (cf_host_avx512()) {
-        softmax_backward_row_avx512(g, p, Tk, scale);
+        softmax_backward_row_avx512(g, p, pd, Tk, scale, keep);
         return;
     }
 #endif
-    softmax_backward_row_portable(g, p, Tk, scale);
+    softmax_backward_row_portable(g, p, pd, Tk, scale, keep);
+}
+
+/* pd[j] = p[j] m_j where p[j] != 0, else 0: the multipliers of the site's
+ * elements first .. first + Tk, in chunks */
+static void drop_row(float *pd, const float *p, int Tk, const cf_host_dropout *drop,
+                     uint64_t first)
+{
+    enum { CHUNK = 256 };
+    float m[CHUNK];
+    for (int j0 = 0; j0 < Tk; j0 += CHUNK) {
+        const int w = Tk - j0 < CHUNK ? Tk - j0 : CHUNK;
+        cf_host_dropout_scales(drop, first + (uint64_t)j0, (size_t)w, m);
+        for (int j = 0; j < w; j++) pd[j0 + j] = p[j0 + j] != 0.0f ? p[j0 + j] * m[j] : 0.0f;
+    }
 }
 
 /* ------------------------------------------------------------------------- */
@@ -239,18 +269,22 @@ static void forward_item(const void *args, float *const *address, size_t item)
         const int jmax = s->causal && s->q_pos0 + t + 1 < s->Tk ? s->q_pos0 + t + 1 : s->Tk;
         float *row = p + (size_t)r * s->Tk;
         softmax_row(row, s->Tk, jmax, keys, s->scale);
-        if (pd) memcpy(pd + (size_t)r * s->Tk, row, sizeof(float) * (size_t)s->Tk);
+        if (pd && s->drop.p > 0.0f) /* the item's rows are the site's rows item * M .. */
+            drop_row(pd + (size_t)r * s->Tk, row, s->Tk, &s->drop,
+                     ((uint64_t)item * (uint64_t)s->M + (uint64_t)r) * (uint64_t)s->Tk);
+        else if (pd)
+            memcpy(pd + (size_t)r * s->Tk, row, sizeof(float) * (size_t)s->Tk);
     }
-    cf_host_product(false, false, s->M, s->dh, s->Tk, 1.0f, p, s->Tk, at(address, &a->x.v, b, h),
-                    (int)a->x.v.ld, 0.0f, at(address, &a->o, b, h), (int)a->o.ld);
+    cf_host_product(false, false, s->M, s->dh, s->Tk, 1.0f, pd ? pd : p, s->Tk,
+                    at(address, &a->x.v, b, h), (int)a->x.v.ld, 0.0f, at(address, &a->o, b, h),
+                    (int)a->o.ld);
 }
 
-bool cf_attention_host_takes(const cf_ctx *ctx, const cf_attention_shape *s,
-                             const cf_dropout *dropout)
+bool cf_attention_host_takes(const cf_ctx *ctx, const cf_attention_shape *s)
 {
     return cf_host_items_available(ctx) && !ctx->host_fusion_off &&
-           ctx->precision == CLFORMER_FP32 && !cf_dropout_active(dropout) && s->Tq <= INT32_MAX &&
-           s->Tk <= INT32_MAX && cf_attention_group(s) * s->Tq <= INT32_MAX;
+           ctx->precision == CLFORMER_FP32 && s->Tq <= INT32_MAX && s->Tk <= INT32_MAX &&
+           cf_attention_group(s) * s->Tq <= INT32_MAX;
 }
 
 /* 2 * 2 * M * Tk * dh per item: the two products of a direction's pass */
@@ -262,7 +296,8 @@ static uint64_t products_flop(const item_shape *s, size_t items, int products)
 
 clformer_status cf_attention_host_forward(cf_ctx *ctx, cf_view out, cf_view probs,
                                           cf_view probs_drop, cf_view qh, cf_view kh, cf_view vh,
-                                          cf_view key_tokens, const cf_attention_shape *shape)
+                                          cf_view key_tokens, const cf_attention_shape *shape,
+                                          const cf_dropout *dropout)
 {
     const cf_attention_shape *sh = shape;
     buffer_set set = {.n = 0};
@@ -271,7 +306,7 @@ clformer_status cf_attention_host_forward(cf_ctx *ctx, cf_view out, cf_view prob
     a.pd = a.x.p;
     const bool write_drop = probs_drop.buf != probs.buf || probs_drop.off != probs.off;
     if (write_drop) a.pd = operand(&set, probs_operand(probs_drop, sh));
-    a.s = shape_of(sh, key_tokens, &set);
+    a.s = shape_of(sh, key_tokens, dropout, &set);
     a.s.write_drop = write_drop;
     const size_t items = sh->B * a.s.heads, M = (size_t)a.s.M, scores = items * M * sh->Tk;
     const size_t q_rows = items * M * sh->dh, kv_rows = items * sh->Tk * sh->dh;
@@ -288,23 +323,28 @@ clformer_status cf_attention_host_forward(cf_ctx *ctx, cf_view out, cf_view prob
 typedef struct {
     item_shape s;
     read_operands x;
-    item_operand dout, ds, dq, dk, dv;
+    item_operand pd, dout, ds, dq, dk, dv;
 } backward_args;
 
-/* dV = P^T dO; dP = dO V^T into dS's place, dS in place; dQ = dS K, dK = dS^T Q */
+/* dV = P_drop^T dO; dP_drop = dO V^T into dS's place, dS in place; dQ = dS K,
+ * dK = dS^T Q */
 static void backward_item(const void *args, float *const *address, size_t item)
 {
     const backward_args *a = args;
     const item_shape *s = &a->s;
     const size_t b = item / s->heads, h = item % s->heads;
-    const float *p = at(address, &a->x.p, b, h), *dout = at(address, &a->dout, b, h);
+    const float *p = at(address, &a->x.p, b, h), *pd = at(address, &a->pd, b, h),
+                *dout = at(address, &a->dout, b, h);
     float *ds = at(address, &a->ds, b, h);
-    cf_host_product(true, false, s->Tk, s->dh, s->M, 1.0f, p, s->Tk, dout, (int)a->dout.ld, 0.0f,
+    const float keep = s->drop.p > 0.0f ? 1.0f / (1.0f - s->drop.p) : 1.0f;
+    cf_host_product(true, false, s->Tk, s->dh, s->M, 1.0f, pd, s->Tk, dout, (int)a->dout.ld, 0.0f,
                     at(address, &a->dv, b, h), (int)a->dv.ld);
     cf_host_product(false, true, s->M, s->Tk, s->dh, 1.0f, dout, (int)a->dout.ld,
                     at(address, &a->x.v, b, h), (int)a->x.v.ld, 0.0f, ds, s->Tk);
-    for (int r = 0; r < s->M; r++)
-        softmax_backward_row(ds + (size_t)r * s->Tk, p + (size_t)r * s->Tk, s->Tk, s->scale);
+    for (int r = 0; r < s->M; r++) {
+        const size_t row = (size_t)r * s->Tk;
+        softmax_backward_row(ds + row, p + row, pd + row, s->Tk, s->scale, keep);
+    }
     cf_host_product(false, false, s->M, s->dh, s->Tk, 1.0f, ds, s->Tk, at(address, &a->x.k, b, h),
                     (int)a->x.k.ld, 0.0f, at(address, &a->dq, b, h), (int)a->dq.ld);
     cf_host_product(true, false, s->Tk, s->dh, s->M, 1.0f, ds, s->Tk, at(address, &a->x.q, b, h),
@@ -313,22 +353,25 @@ static void backward_item(const void *args, float *const *address, size_t item)
 
 clformer_status cf_attention_host_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
                                            cf_view dprobs, cf_view dout, cf_view probs,
-                                           cf_view qh, cf_view kh, cf_view vh,
-                                           const cf_attention_shape *shape)
+                                           cf_view probs_drop, cf_view qh, cf_view kh, cf_view vh,
+                                           const cf_attention_shape *shape,
+                                           const cf_dropout *dropout)
 {
     const cf_attention_shape *sh = shape;
     buffer_set set = {.n = 0};
     backward_args a = {.x = shared_operands(&set, sh, qh, kh, vh, probs)};
+    a.pd = cf_dropout_active(dropout) ? operand(&set, probs_operand(probs_drop, sh)) : a.x.p;
     a.dout = operand(&set, query_operand(dout, out_ld(sh), sh));
     a.ds = operand(&set, probs_operand(dprobs, sh));
     a.dq = operand(&set, query_operand(dqh, sh->dq_ld, sh));
     a.dk = operand(&set, key_operand(dkh, sh->dkv_ld, sh));
     a.dv = operand(&set, key_operand(dvh, sh->dkv_ld, sh));
-    a.s = shape_of(sh, (cf_view){NULL, 0}, &set);
+    a.s = shape_of(sh, (cf_view){NULL, 0}, dropout, &set);
     const size_t items = sh->B * a.s.heads, M = (size_t)a.s.M, scores = items * M * sh->Tk;
     const size_t q_rows = items * M * sh->dh, kv_rows = items * sh->Tk * sh->dh;
-    /* Q, dO read, dQ written; K, V read, dK, dV written; P read, dS written */
-    const uint64_t bytes = cf_f32_bytes(3 * q_rows + 4 * kv_rows + 2 * scores);
+    /* Q, dO read, dQ written; K, V read, dK, dV written; P (and P_drop) read, dS written */
+    const uint64_t bytes = cf_f32_bytes(3 * q_rows + 4 * kv_rows +
+                                        (cf_dropout_active(dropout) ? 3 : 2) * scores);
     return cf_host_items(ctx, "attention", backward_item, &a, sizeof a, set.mem, set.n, items,
                          bytes, products_flop(&a.s, items, 4));
 }

@@ -14,6 +14,7 @@
  * 4096x512x512 layer on PoCL 3.1: CLBlast's beta = 1 product costs more
  * than the separate bias pass.
  */
+#include "dropout.h"
 #include "gemm.h"
 #include "launch.h"
 #include "ops.h"
@@ -181,11 +182,21 @@ clformer_status cf_linear_backward(cf_ctx *ctx, cf_view dinp, cf_view dweight, c
 }
 
 /* Whether the activation after a product is the product's epilogue: ReLU
- * or tanh GELU without dropout on fp32 activations, where the provider fuses. */
-static bool act_fuses(const cf_ctx *ctx, clformer_activation act, const cf_dropout *dropout)
+ * or tanh GELU, with or without dropout, on fp32 activations, where the
+ * provider fuses. */
+static bool act_fuses(const cf_ctx *ctx, clformer_activation act)
 {
-    return cf_gemm_epilogue_has(act) && (!dropout || dropout->p == 0.0f) &&
-           ctx->precision == CLFORMER_FP32 && cf_gemm_fuses(ctx);
+    return cf_gemm_epilogue_has(act) && ctx->precision == CLFORMER_FP32 && cf_gemm_fuses(ctx);
+}
+
+/* The epilogue's dropout: the kernels' site (p 0 where inactive) */
+static clformer_status epilogue_dropout(const cf_dropout *dropout, const char *op,
+                                        cf_host_dropout *out)
+{
+    cf_dropout_args a;
+    CF_TRY(cf_dropout_args_of(dropout, op, &a));
+    *out = (cf_host_dropout){a.p, a.seed, a.step, a.site};
+    return CLFORMER_OK;
 }
 
 clformer_status cf_linear_act_forward(cf_ctx *ctx, cf_view out, cf_view pre, cf_view inp,
@@ -193,13 +204,13 @@ clformer_status cf_linear_act_forward(cf_ctx *ctx, cf_view out, cf_view pre, cf_
                                       size_t OC, clformer_activation act,
                                       const cf_dropout *dropout)
 {
-    if (!act_fuses(ctx, act, dropout) || IC == 0 || !out.buf || !bias.buf) {
+    if (!act_fuses(ctx, act) || IC == 0 || !out.buf || !bias.buf) {
         CF_TRY(cf_linear_forward(ctx, pre, inp, weight, (cf_view){NULL, 0}, N, IC, OC));
         return cf_bias_act_forward(ctx, out, pre, bias, N, OC, act, dropout);
     }
-    const cf_gemm_epilogue epilogue = {.kind = CF_EPILOGUE_BIAS_ACT, .act = act,
-                                       .bias = bias.buf, .bias_off = bias.off,
-                                       .rows = out.buf, .rows_off = out.off};
+    cf_gemm_epilogue epilogue = {.kind = CF_EPILOGUE_BIAS_ACT, .act = act, .bias = bias.buf,
+                                 .bias_off = bias.off, .rows = out.buf, .rows_off = out.off};
+    CF_TRY(epilogue_dropout(dropout, "cf_linear_act_forward", &epilogue.drop));
     return product("cf_linear_act_forward", ctx, pre, inp, weight, N, IC, OC, CLFORMER_FP32,
                    &epilogue);
 }
@@ -210,15 +221,15 @@ clformer_status cf_linear_act_backward(cf_ctx *ctx, cf_view dpre, cf_view dweigh
                                        size_t N, size_t IC, size_t OC, clformer_activation act,
                                        const cf_dropout *dropout)
 {
-    if (!act_fuses(ctx, act, dropout) || OC == 0 || !dpre.buf || !pre.buf || !pre_bias.buf) {
+    if (!act_fuses(ctx, act) || OC == 0 || !dpre.buf || !pre.buf || !pre_bias.buf) {
         CF_TRY(cf_linear_backward(ctx, dpre, dweight, dbias, dout, inp, weight, N, IC, OC,
                                   false));
         return cf_bias_act_backward(ctx, dpre, dpre_bias, dpre, pre, pre_bias, N, IC, act,
                                     dropout);
     }
-    const cf_gemm_epilogue grad = {.kind = CF_EPILOGUE_ACT_GRAD, .act = act,
-                                   .bias = pre_bias.buf, .bias_off = pre_bias.off,
-                                   .rows = pre.buf, .rows_off = pre.off};
+    cf_gemm_epilogue grad = {.kind = CF_EPILOGUE_ACT_GRAD, .act = act, .bias = pre_bias.buf,
+                             .bias_off = pre_bias.off, .rows = pre.buf, .rows_off = pre.off};
+    CF_TRY(epilogue_dropout(dropout, "cf_linear_act_backward", &grad.drop));
     CF_TRY(linear_backward(ctx, dpre, dweight, dbias, dout, inp, weight, N, IC, OC, false, &grad));
     if (!dpre_bias.buf || N == 0 || IC == 0) return CLFORMER_OK;
     return cf_colsum(ctx, dpre_bias.buf, dpre_bias.off, dpre.buf, dpre.off, N, IC, IC, true);

@@ -258,18 +258,20 @@ static void fused_ops_match_the_launches_they_replace(void **state)
         }
         cf_view v[COUNT];
         for (int t = 0; t < COUNT; t++) v[t] = cf_view_at(buf[t], 0);
-        for (int a = 0; a < 2; a++) {
+        const cf_dropout drop = {0.2f, 0xabcdefULL, 3, 11};
+        for (int a = 0; a < 4; a++) { /* each activation without dropout, then with */
+            const cf_dropout *dropout = a < 2 ? NULL : &drop;
             for (int fused = 0; fused < 2; fused++) {
                 ctx->host_fusion_off = !fused;
                 for (int t = DW2; t <= DB1; t++) assert_ok(cf_fill(ctx, buf[t], 0, len[t], 0.0f));
                 const uint64_t before = activation_launches(ctx);
                 assert_ok(cf_linear_act_forward(ctx, v[H], v[PRE], v[X], v[W1], v[B1], N, D, F,
-                                                acts[a], NULL));
+                                                acts[a % 2], dropout));
                 /* B1 (F floats) as the second product's bias too: D < F */
                 assert_ok(cf_linear_forward(ctx, v[Y], v[H], v[W2], v[B1], N, F, D));
                 assert_ok(cf_linear_act_backward(ctx, v[DPRE], v[DW2], v[DB2], v[DB1], v[DY],
-                                                 v[H], v[W2], v[PRE], v[B1], N, F, D, acts[a],
-                                                 NULL));
+                                                 v[H], v[W2], v[PRE], v[B1], N, F, D,
+                                                 acts[a % 2], dropout));
                 assert_int_equal(activation_launches(ctx) - before, fused ? 0 : 3);
                 for (int t = PRE; t < COUNT; t++)
                     assert_ok(cf_download(ctx, buf[t], 0, fused ? got[t] : want[t], len[t]));
@@ -278,13 +280,14 @@ static void fused_ops_match_the_launches_they_replace(void **state)
             for (int t = PRE; t < COUNT; t++)
                 for (size_t i = 0; i < len[t]; i++) {
                     /* tanh GELU: the forward rule; its gradients the gradient rule's bound */
-                    const bool exact = acts[a] == CLFORMER_ACT_RELU || t == PRE;
+                    const bool exact = acts[a % 2] == CLFORMER_ACT_RELU || t == PRE;
                     const double tol = t == H || t == Y ? 2e-5 + 1e-5 * fabs(want[t][i])
                                                         : 1e-4 * (1.0 + fabs(want[t][i]));
                     if (exact ? memcmp(&got[t][i], &want[t][i], 4) != 0
                               : !(fabs(got[t][i] - want[t][i]) <= tol))
-                        fail_msg("%zu x %zu x %zu %s: tensor %d [%zu] fused %.9g, launches %.9g",
-                                 N, D, F, clformer_activation_name(acts[a]), t, i,
+                        fail_msg("%zu x %zu x %zu %s%s: tensor %d [%zu] fused %.9g, launches %.9g",
+                                 N, D, F, clformer_activation_name(acts[a % 2]),
+                                 dropout ? " with dropout" : "", t, i,
                                  (double)got[t][i], (double)want[t][i]);
                 }
         }

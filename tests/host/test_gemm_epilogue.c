@@ -11,20 +11,12 @@
 #include "gemm.h"
 #include "gemm_epilogue.h"
 #include "harness.h"
+#include "host_exp.h"
+#include "ref_philox.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-
-static bool have_avx512(void)
-{
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f");
-#else
-    return false;
-#endif
-}
 
 /* ulps between got and the exact value, in units of float's spacing at the
  * exact value (subnormal spacing below the normal range) */
@@ -37,7 +29,7 @@ static double ulps(float got, double exact)
 static void exp_within_two_ulp(void **state)
 {
     (void)state;
-    for (int form = 0; form < 1 + have_avx512(); form++) {
+    for (int form = 0; form < 1 + cf_host_avx512(); form++) {
         double worst = 0.0;
         float worst_y = 0.0f;
         /* 2^22 points evenly from -104 to 89, and as many of magnitude 2^-40 to 1 */
@@ -68,12 +60,24 @@ static void exp_within_two_ulp(void **state)
 
 enum { M = 3, N = 37, LD = 40 }; /* 37: two whole vectors and a partial one */
 
-/* the epilogue of `kind` on fresh C and rows, by the form asked for */
+/* the epilogue of `kind` with dropout `drop` (p 0: none) on a slice whose
+ * first element is element `first` of a C of ROW_LEN columns, by the form
+ * asked for */
+enum { ROW_LEN = 300 };
+static void apply_dropping(int form, int kind, int act, float c[M * LD], float rows[M * LD],
+                           const float bias[N], cf_host_dropout drop, uint64_t first)
+{
+    const cf_epilogue_slice e = {.kind = kind, .act = act, .bias = bias,
+                                 .rows = kind == CF_EPILOGUE_BIAS ? NULL : rows, .drop = drop,
+                                 .first = first, .row_len = ROW_LEN};
+    if (form) cf_gemm_epilogue_rows(&e, c, M, N, LD);
+    else cf_gemm_epilogue_rows_portable(&e, c, M, N, LD);
+}
+
 static void apply(int form, int kind, int act, float c[M * LD], float rows[M * LD],
                   const float bias[N])
 {
-    if (form) cf_gemm_epilogue_rows(kind, act, c, M, N, LD, bias, rows);
-    else cf_gemm_epilogue_rows_portable(kind, act, c, M, N, LD, bias, rows);
+    apply_dropping(form, kind, act, c, rows, bias, (cf_host_dropout){0}, 0);
 }
 
 /* C, rows and bias with the kernels' edge values in the first columns */
@@ -103,7 +107,7 @@ static bool same(float a, float b) { return (isnan(a) && isnan(b)) || memcmp(&a,
 static void bias_and_relu_have_the_kernels_bits(void **state)
 {
     (void)state;
-    for (int form = 0; form < 1 + have_avx512(); form++) {
+    for (int form = 0; form < 1 + cf_host_avx512(); form++) {
         float c[M * LD], rows[M * LD], bias[N], c0[M * LD], r0[M * LD];
         static const int kinds[] = {CF_EPILOGUE_BIAS, CF_EPILOGUE_BIAS_ACT, CF_EPILOGUE_ACT_GRAD};
         for (int q = 0; q < 3; q++) {
@@ -128,6 +132,52 @@ static void bias_and_relu_have_the_kernels_bits(void **state)
     }
 }
 
+/* With dropout, the kernels' order: act(x) m forward, (dy m) act'(x)
+ * backward, m the multiplier of element (row, column) of the whole C
+ * (first + i * ROW_LEN + j) as the reference numbers them; act(x) and
+ * act'(x) as the epilogue computes them without dropout (act' from a
+ * gradient of 1). */
+static void dropout_as_the_kernels_apply_it(void **state)
+{
+    (void)state;
+    const cf_host_dropout drop = {0.3f, 0xfeedULL, 9, 4};
+    const ref_dropout rd = {drop.p, drop.seed, drop.step, drop.site};
+    const uint64_t first = 2 * ROW_LEN + 19; /* row 2, column 19 of C */
+    const float keep = 1.0f / (1.0f - drop.p);
+    static const int acts[] = {CLFORMER_ACT_RELU, CLFORMER_ACT_GELU_TANH};
+    for (int form = 0; form < 1 + cf_host_avx512(); form++)
+        for (int a = 0; a < 2; a++)
+            for (int kind = CF_EPILOGUE_BIAS_ACT; kind <= CF_EPILOGUE_ACT_GRAD; kind++) {
+                float c[M * LD], rows[M * LD], bias[N], c0[M * LD], r0[M * LD];
+                float act[M * LD], grad[M * LD];
+                fill(c, rows, bias);
+                memcpy(c0, c, sizeof c), memcpy(r0, rows, sizeof rows);
+                memcpy(act, rows, sizeof rows);
+                apply(form, CF_EPILOGUE_BIAS_ACT, acts[a], c0, act, bias); /* act(c0 + b) */
+                for (int i = 0; i < M * LD; i++) grad[i] = 1.0f;
+                apply(form, CF_EPILOGUE_ACT_GRAD, acts[a], grad, r0, bias); /* act'(r0 + b) */
+                apply_dropping(form, kind, acts[a], c, rows, bias, drop, first);
+                size_t dropped = 0;
+                for (int i = 0; i < M; i++)
+                    for (int j = 0; j < N; j++) {
+                        const int e = i * LD + j;
+                        const uint64_t index = first + (uint64_t)i * ROW_LEN + (uint64_t)j;
+                        const float m = ref_dropout_kept(&rd, index) ? keep : 0.0f;
+                        dropped += m == 0.0f;
+                        const float want_c = kind == CF_EPILOGUE_ACT_GRAD ? c0[e] * m * grad[e]
+                                                                          : c0[e],
+                                    want_r = kind == CF_EPILOGUE_BIAS_ACT ? act[e] * m : r0[e];
+                        if (!same(c[e], want_c) || !same(rows[e], want_r))
+                            fail_msg("%s %s kind %d at (%d, %d): C %a rows %a, the kernels' %a %a",
+                                     form ? "AVX-512" : "portable",
+                                     clformer_activation_name(acts[a]), kind, i, j, (double)c[e],
+                                     (double)rows[e], (double)want_c, (double)want_r);
+                    }
+                assert_true(dropped > 0 && dropped < (size_t)(M * N)); /* both happen */
+                guards_untouched(c, c0, "C"), guards_untouched(rows, r0, "rows");
+            }
+}
+
 /* double tanh GELU and its derivative, GPT-2's form */
 static double gelu_tanh(double x, bool grad)
 {
@@ -139,7 +189,7 @@ static double gelu_tanh(double x, bool grad)
 static void gelu_tanh_against_the_reference(void **state)
 {
     (void)state;
-    for (int form = 0; form < 1 + have_avx512(); form++) {
+    for (int form = 0; form < 1 + cf_host_avx512(); form++) {
         float c[M * LD], rows[M * LD], bias[N], c0[M * LD], r0[M * LD];
         fill(c, rows, bias);
         memcpy(c0, c, sizeof c), memcpy(r0, rows, sizeof rows);
@@ -179,6 +229,7 @@ int main(void)
         cmocka_unit_test(exp_within_two_ulp),
         cmocka_unit_test(bias_and_relu_have_the_kernels_bits),
         cmocka_unit_test(gelu_tanh_against_the_reference),
+        cmocka_unit_test(dropout_as_the_kernels_apply_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
