@@ -229,17 +229,19 @@ static void softmax_backward_row(float *g, const float *p, const float *pd, int 
 }
 
 /* pd[j] = p[j] m_j where p[j] != 0, else 0: the multipliers of the site's
- * elements first .. first + Tk, in chunks */
-static void drop_row(float *pd, const float *p, int Tk, const cf_host_dropout *drop,
+ * elements first .. first + Tk, in chunks, drawn only below jmax (the keys
+ * past a causal limit have p 0) */
+static void drop_row(float *pd, const float *p, int Tk, int jmax, const cf_host_dropout *drop,
                      uint64_t first)
 {
     enum { CHUNK = 256 };
     float m[CHUNK];
-    for (int j0 = 0; j0 < Tk; j0 += CHUNK) {
-        const int w = Tk - j0 < CHUNK ? Tk - j0 : CHUNK;
+    for (int j0 = 0; j0 < jmax; j0 += CHUNK) {
+        const int w = jmax - j0 < CHUNK ? jmax - j0 : CHUNK;
         cf_host_dropout_scales(drop, first + (uint64_t)j0, (size_t)w, m);
         for (int j = 0; j < w; j++) pd[j0 + j] = p[j0 + j] != 0.0f ? p[j0 + j] * m[j] : 0.0f;
     }
+    for (int j = jmax; j < Tk; j++) pd[j] = 0.0f;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -252,7 +254,8 @@ typedef struct {
     item_operand o, pd;
 } forward_args;
 
-/* S = Q K^T into P, softmax in place (and its copy in P_drop), O = P V */
+/* S = Q K^T into P, softmax in place, P_drop (P after dropout, or its copy)
+ * beside it, O = P_drop V */
 static void forward_item(const void *args, float *const *address, size_t item)
 {
     const forward_args *a = args;
@@ -270,7 +273,7 @@ static void forward_item(const void *args, float *const *address, size_t item)
         float *row = p + (size_t)r * s->Tk;
         softmax_row(row, s->Tk, jmax, keys, s->scale);
         if (pd && s->drop.p > 0.0f) /* the item's rows are the site's rows item * M .. */
-            drop_row(pd + (size_t)r * s->Tk, row, s->Tk, &s->drop,
+            drop_row(pd + (size_t)r * s->Tk, row, s->Tk, jmax, &s->drop,
                      ((uint64_t)item * (uint64_t)s->M + (uint64_t)r) * (uint64_t)s->Tk);
         else if (pd)
             memcpy(pd + (size_t)r * s->Tk, row, sizeof(float) * (size_t)s->Tk);
