@@ -56,48 +56,65 @@ void cf_host_dropout_scales_portable(const cf_host_dropout *d, uint64_t first, s
  * even lanes' products, then the odd lanes' (moved down to be multiplied) */
 CF_AVX512F static inline void mul_hi_lo(__m512i v, __m512i m, __m512i *hi, __m512i *lo)
 {
-    const __m512i even = _mm512_mul_epu32(v, m), odd = _mm512_mul_epu32(_mm512_srli_epi64(v, 32), m);
+    const __m512i even = _mm512_mul_epu32(v, m);
+    const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(v, 32), m);
     *hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
     *lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
 }
 
-/* The multipliers of elements 4 q0 .. 4 q0 + 63: blocks q0 .. q0 + 15, one a lane */
-CF_AVX512F static void blocks16(const cf_host_dropout *d, uint64_t q0, float keep, float out[64])
+/* Sixteen Philox blocks, one a lane: their four words */
+typedef struct {
+    __m512i x, y, z, w;
+} blocks16;
+
+/* The counters of blocks q0 .. q0 + 15 */
+CF_AVX512F static blocks16 counters(const cf_host_dropout *d, uint64_t q0)
 {
     uint32_t lo[16], hi[16];
-    for (int i = 0; i < 16; i++) lo[i] = (uint32_t)(q0 + (uint64_t)i), hi[i] = (uint32_t)((q0 + (uint64_t)i) >> 32);
-    __m512i x = _mm512_loadu_si512(lo), y = _mm512_loadu_si512(hi);
-    __m512i z = _mm512_set1_epi32((int)d->site), w = _mm512_set1_epi32((int)d->step);
-    uint32_t kx = (uint32_t)d->seed, ky = (uint32_t)(d->seed >> 32);
-    const __m512i mx = _mm512_set1_epi64(MUL_X), mz = _mm512_set1_epi64(MUL_Z);
-    for (int r = 0; r < ROUNDS; r++) {
-        __m512i hi0, lo0, hi1, lo1;
-        mul_hi_lo(x, mx, &hi0, &lo0);
-        mul_hi_lo(z, mz, &hi1, &lo1);
-        x = _mm512_xor_si512(_mm512_xor_si512(hi1, y), _mm512_set1_epi32((int)kx));
-        y = lo1;
-        z = _mm512_xor_si512(_mm512_xor_si512(hi0, w), _mm512_set1_epi32((int)ky));
-        w = lo0;
-        kx += KEY_X;
-        ky += KEY_Y;
+    for (int i = 0; i < 16; i++) {
+        const uint64_t q = q0 + (uint64_t)i;
+        lo[i] = (uint32_t)q, hi[i] = (uint32_t)(q >> 32);
     }
-    const __m512 unit = _mm512_set1_ps(1.0f / 16777216.0f), p = _mm512_set1_ps(d->p),
+    return (blocks16){_mm512_loadu_si512(lo), _mm512_loadu_si512(hi),
+                      _mm512_set1_epi32((int)d->site), _mm512_set1_epi32((int)d->step)};
+}
+
+/* One round on b, under the round's keys kx, ky */
+CF_AVX512F static inline void round16(blocks16 *b, __m512i kx, __m512i ky)
+{
+    const __m512i mx = _mm512_set1_epi64(MUL_X), mz = _mm512_set1_epi64(MUL_Z);
+    __m512i hi0, lo0, hi1, lo1;
+    mul_hi_lo(b->x, mx, &hi0, &lo0);
+    mul_hi_lo(b->z, mz, &hi1, &lo1);
+    b->x = _mm512_xor_si512(_mm512_xor_si512(hi1, b->y), kx);
+    b->y = lo1;
+    b->z = _mm512_xor_si512(_mm512_xor_si512(hi0, b->w), ky);
+    b->w = lo0;
+}
+
+/* The multipliers of b's 64 elements into out: word k of lane i is element
+ * 4i + k */
+CF_AVX512F static void multipliers(const blocks16 *b, float p, float keep, float out[64])
+{
+    const __m512 unit = _mm512_set1_ps(1.0f / 16777216.0f), vp = _mm512_set1_ps(p),
                  kept = _mm512_set1_ps(keep), zero = _mm512_setzero_ps();
-    const __m512i word[4] = {x, y, z, w};
-    __m512 t[4]; /* t[k] lane i: word k of block q0 + i, as its multiplier */
+    const __m512i word[4] = {b->x, b->y, b->z, b->w};
+    __m512 t[4]; /* t[k] lane i: word k of block i, as its multiplier */
     for (int k = 0; k < 4; k++) {
         const __m512 u = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(word[k], 8)), unit);
-        t[k] = _mm512_mask_mov_ps(kept, _mm512_cmp_ps_mask(u, p, _CMP_LT_OQ), zero);
+        t[k] = _mm512_mask_mov_ps(kept, _mm512_cmp_ps_mask(u, vp, _CMP_LT_OQ), zero);
     }
     /* out[4i + k] = t[k][i]: within each 128-bit lane L first (e[j] lane L:
      * block 4L + j's four words), then the lanes (out's 16 floats at 16v:
      * blocks 4v .. 4v + 3, lane v of each e[j]) */
-    const __m512 a = _mm512_unpacklo_ps(t[0], t[1]), b = _mm512_unpackhi_ps(t[0], t[1]),
-                 c = _mm512_unpacklo_ps(t[2], t[3]), dd = _mm512_unpackhi_ps(t[2], t[3]);
-    const __m512 e0 = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(c))),
-                 e1 = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(c))),
-                 e2 = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(b), _mm512_castps_pd(dd))),
-                 e3 = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(b), _mm512_castps_pd(dd)));
+#define PD(v) _mm512_castps_pd(v)
+#define PS(v) _mm512_castpd_ps(v)
+    const __m512 a = _mm512_unpacklo_ps(t[0], t[1]), c = _mm512_unpacklo_ps(t[2], t[3]),
+                 e = _mm512_unpackhi_ps(t[0], t[1]), g = _mm512_unpackhi_ps(t[2], t[3]);
+    const __m512 e0 = PS(_mm512_unpacklo_pd(PD(a), PD(c))), e1 = PS(_mm512_unpackhi_pd(PD(a), PD(c))),
+                 e2 = PS(_mm512_unpacklo_pd(PD(e), PD(g))), e3 = PS(_mm512_unpackhi_pd(PD(e), PD(g)));
+#undef PD
+#undef PS
     const __m512 u0 = _mm512_shuffle_f32x4(e0, e1, 0x44), u1 = _mm512_shuffle_f32x4(e0, e1, 0xEE),
                  u2 = _mm512_shuffle_f32x4(e2, e3, 0x44), u3 = _mm512_shuffle_f32x4(e2, e3, 0xEE);
     _mm512_storeu_ps(out, _mm512_shuffle_f32x4(u0, u2, 0x88));
@@ -106,18 +123,37 @@ CF_AVX512F static void blocks16(const cf_host_dropout *d, uint64_t q0, float kee
     _mm512_storeu_ps(out + 48, _mm512_shuffle_f32x4(u1, u3, 0xDD));
 }
 
+/* The multipliers of elements 4 q0 .. 4 q0 + 127: two groups of sixteen
+ * blocks through their rounds together, so that one group's products run
+ * while the other's wait (a round is a chain of dependent steps) */
+CF_AVX512F static void blocks32(const cf_host_dropout *d, const __m512i keys[ROUNDS][2],
+                                uint64_t q0, float keep, float out[128])
+{
+    blocks16 a = counters(d, q0), b = counters(d, q0 + 16);
+    for (int r = 0; r < ROUNDS; r++) {
+        round16(&a, keys[r][0], keys[r][1]);
+        round16(&b, keys[r][0], keys[r][1]);
+    }
+    multipliers(&a, d->p, keep, out);
+    multipliers(&b, d->p, keep, out + 64);
+}
+
 CF_AVX512F static void scales_avx512(const cf_host_dropout *d, uint64_t first, size_t count,
                                      float *out)
 {
     const float keep = 1.0f / (1.0f - d->p);
-    float m[64];
+    __m512i keys[ROUNDS][2]; /* the key schedule, the same for every block */
+    uint32_t kx = (uint32_t)d->seed, ky = (uint32_t)(d->seed >> 32);
+    for (int r = 0; r < ROUNDS; r++, kx += KEY_X, ky += KEY_Y)
+        keys[r][0] = _mm512_set1_epi32((int)kx), keys[r][1] = _mm512_set1_epi32((int)ky);
+    float m[128];
     uint64_t q = first >> 2;
     size_t skip = (size_t)(first & 3);
     while (count) {
-        blocks16(d, q, keep, m);
-        const size_t take = count < 64 - skip ? count : 64 - skip;
+        blocks32(d, keys, q, keep, m);
+        const size_t take = count < 128 - skip ? count : 128 - skip;
         memcpy(out, m + skip, take * sizeof *out);
-        out += take, count -= take, skip = 0, q += 16;
+        out += take, count -= take, skip = 0, q += 32;
     }
 }
 
