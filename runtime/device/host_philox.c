@@ -111,8 +111,10 @@ CF_AVX512F static void multipliers(const blocks16 *b, float p, float keep, float
 #define PS(v) _mm512_castpd_ps(v)
     const __m512 a = _mm512_unpacklo_ps(t[0], t[1]), c = _mm512_unpacklo_ps(t[2], t[3]),
                  e = _mm512_unpackhi_ps(t[0], t[1]), g = _mm512_unpackhi_ps(t[2], t[3]);
-    const __m512 e0 = PS(_mm512_unpacklo_pd(PD(a), PD(c))), e1 = PS(_mm512_unpackhi_pd(PD(a), PD(c))),
-                 e2 = PS(_mm512_unpacklo_pd(PD(e), PD(g))), e3 = PS(_mm512_unpackhi_pd(PD(e), PD(g)));
+    const __m512 e0 = PS(_mm512_unpacklo_pd(PD(a), PD(c))),
+                 e1 = PS(_mm512_unpackhi_pd(PD(a), PD(c))),
+                 e2 = PS(_mm512_unpacklo_pd(PD(e), PD(g))),
+                 e3 = PS(_mm512_unpackhi_pd(PD(e), PD(g)));
 #undef PD
 #undef PS
     const __m512 u0 = _mm512_shuffle_f32x4(e0, e1, 0x44), u1 = _mm512_shuffle_f32x4(e0, e1, 0xEE),
@@ -123,13 +125,20 @@ CF_AVX512F static void multipliers(const blocks16 *b, float p, float keep, float
     _mm512_storeu_ps(out + 48, _mm512_shuffle_f32x4(u1, u3, 0xDD));
 }
 
-/* The multipliers of elements 4 q0 .. 4 q0 + 127: two groups of sixteen
- * blocks through their rounds together, so that one group's products run
- * while the other's wait (a round is a chain of dependent steps) */
-CF_AVX512F static void blocks32(const cf_host_dropout *d, const __m512i keys[ROUNDS][2],
-                                uint64_t q0, float keep, float out[128])
+/* The multipliers of elements 4 q0 .. 4 q0 + 64 groups - 1, groups 1 or 2:
+ * two groups of sixteen blocks go through their rounds together, so that
+ * one group's products run while the other's wait (a round is a chain of
+ * dependent steps) */
+CF_AVX512F static void draw(const cf_host_dropout *d, const __m512i keys[ROUNDS][2], uint64_t q0,
+                            int groups, float keep, float out[128])
 {
-    blocks16 a = counters(d, q0), b = counters(d, q0 + 16);
+    blocks16 a = counters(d, q0);
+    if (groups == 1) {
+        for (int r = 0; r < ROUNDS; r++) round16(&a, keys[r][0], keys[r][1]);
+        multipliers(&a, d->p, keep, out);
+        return;
+    }
+    blocks16 b = counters(d, q0 + 16);
     for (int r = 0; r < ROUNDS; r++) {
         round16(&a, keys[r][0], keys[r][1]);
         round16(&b, keys[r][0], keys[r][1]);
@@ -150,10 +159,11 @@ CF_AVX512F static void scales_avx512(const cf_host_dropout *d, uint64_t first, s
     uint64_t q = first >> 2;
     size_t skip = (size_t)(first & 3);
     while (count) {
-        blocks32(d, keys, q, keep, m);
-        const size_t take = count < 128 - skip ? count : 128 - skip;
+        const int groups = skip + count <= 64 ? 1 : 2; /* a short row: no group drawn in vain */
+        draw(d, keys, q, groups, keep, m);
+        const size_t drawn = 64 * (size_t)groups - skip, take = count < drawn ? count : drawn;
         memcpy(out, m + skip, take * sizeof *out);
-        out += take, count -= take, skip = 0, q += 32;
+        out += take, count -= take, skip = 0, q += 16 * (uint64_t)groups;
     }
 }
 
