@@ -85,7 +85,10 @@ static inline float4 rn_y4(global const float *r, global const float *x, global 
  * with dropout and C a multiple of 32: the multipliers of 32 elements at a
  * time (dropout_scale32: eight Philox blocks as 8-wide vectors, where one
  * block a chunk ran as scalar code; the draws took three quarters of
- * gpt-char's residual kernels at dropout 0.2 on PoCL); the same values. */
+ * gpt-char's residual kernels at dropout 0.2 on PoCL); the same values.
+ * The LayerNorm kernel's only: in the RMSNorm kernel, Intel's compiler then
+ * summed the squares otherwise, and its norm lost rmsnorm_forward's bits
+ * (residual_norm_forward_rmsnorm_as_unfused). */
 #if GPU_LAYOUTS
 #define RN_CPU_RUNS(C, p) false
 #else
@@ -192,12 +195,8 @@ kernel void bias_residual_rmsnorm_forward(
     global const float *b = bias + bias_off, *w = weight + weight_off;
     global float *yr = y + y_off + flat, *o = out + out_off + flat;
 
-    if (RN_CPU_RUNS(C, p)) {
-        FOR_Y4_IN_RUNS(j, v, vstore4(v, j, yr));
-    } else {
-        for (int j = lid; j < chunks; j += ROW_ITEMS)
-            vstore4(rn_y4(r, xr, b, has_bias, j, flat, p, seed, step, site, precision), j, yr);
-    }
+    for (int j = lid; j < chunks; j += ROW_ITEMS)
+        vstore4(rn_y4(r, xr, b, has_bias, j, flat, p, seed, step, site, precision), j, yr);
     for (int c = tail0 + lid; c < C; c += ROW_ITEMS)
         yr[c] = rn_y(r, xr, b, has_bias, c, flat, p, seed, step, site, precision);
     ROW_BARRIER(); /* the norm reads elements other items stored */
