@@ -4,7 +4,7 @@
  * value cl/common.h's dropout_scale gives each element of a dropout site,
  * from the same Philox4x32-10 counters (block q = element / 4 holds the
  * bits of elements 4q .. 4q+3), so that a fused step drops exactly the
- * elements the kernels drop. Sixteen blocks at a time with AVX-512F, else
+ * elements the kernels drop. Sixteen blocks a vector with AVX-512F, else
  * one block at a time.
  */
 #ifndef CF_HOST_PHILOX_H
