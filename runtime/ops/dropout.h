@@ -7,13 +7,13 @@
 #ifndef CF_DROPOUT_H
 #define CF_DROPOUT_H
 
+#include "host_philox.h"
 #include "ops.h"
 
-typedef struct {
-    float p; /* 0 when the site is inactive */
-    uint64_t seed;
-    uint32_t step, site;
-} cf_dropout_args;
+/* p 0 when the site is inactive. The same four values as the host's own
+ * draws take them (host_philox.h: the fused epilogues and attention items
+ * take these as they are). */
+typedef cf_host_dropout cf_dropout_args;
 
 /* Validates `d` (NULL or p in [0, 1)) and fills `out`; `op` names the
  * caller in the error message. */

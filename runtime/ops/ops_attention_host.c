@@ -22,6 +22,7 @@
  */
 #include "attention_host.h"
 #include "attention_operands.h"
+#include "dropout.h"
 #include "host_exp.h"
 #include "host_items.h"
 #include "host_philox.h"
@@ -94,15 +95,13 @@ typedef struct {
 } item_shape;
 
 static item_shape shape_of(const cf_attention_shape *s, cf_view key_tokens,
-                           const cf_dropout *dropout, buffer_set *set)
+                           const cf_dropout_args *drop, buffer_set *set)
 {
     item_shape is = {cf_attention_kv_heads(s), (int)(cf_attention_group(s) * s->Tq), (int)s->Tq,
                      (int)s->Tk, (int)s->dh, (int)s->q_pos0, s->causal, key_tokens.buf != NULL,
                      0, key_tokens.off, s->key_ld, 0, 1.0f / sqrtf((float)s->dh),
-                     {0.0f, 0, 0, 0}};
+                     *drop};
     if (is.use_keys) is.keys = buffer_index(set, key_tokens.buf);
-    if (cf_dropout_active(dropout))
-        is.drop = (cf_host_dropout){dropout->p, dropout->seed, dropout->step, dropout->site};
     return is;
 }
 
@@ -309,7 +308,9 @@ clformer_status cf_attention_host_forward(cf_ctx *ctx, cf_view out, cf_view prob
     a.pd = a.x.p;
     const bool write_drop = probs_drop.buf != probs.buf || probs_drop.off != probs.off;
     if (write_drop) a.pd = operand(&set, probs_operand(probs_drop, sh));
-    a.s = shape_of(sh, key_tokens, dropout, &set);
+    cf_dropout_args drop;
+    CF_TRY(cf_dropout_args_of(dropout, "cf_attention_forward", &drop));
+    a.s = shape_of(sh, key_tokens, &drop, &set);
     a.s.write_drop = write_drop;
     const size_t items = sh->B * a.s.heads, M = (size_t)a.s.M, scores = items * M * sh->Tk;
     const size_t q_rows = items * M * sh->dh, kv_rows = items * sh->Tk * sh->dh;
@@ -369,7 +370,9 @@ clformer_status cf_attention_host_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh
     a.dq = operand(&set, query_operand(dqh, sh->dq_ld, sh));
     a.dk = operand(&set, key_operand(dkh, sh->dkv_ld, sh));
     a.dv = operand(&set, key_operand(dvh, sh->dkv_ld, sh));
-    a.s = shape_of(sh, (cf_view){NULL, 0}, dropout, &set);
+    cf_dropout_args drop;
+    CF_TRY(cf_dropout_args_of(dropout, "cf_attention_backward", &drop));
+    a.s = shape_of(sh, (cf_view){NULL, 0}, &drop, &set);
     const size_t items = sh->B * a.s.heads, M = (size_t)a.s.M, scores = items * M * sh->Tk;
     const size_t q_rows = items * M * sh->dh, kv_rows = items * sh->Tk * sh->dh;
     /* Q, dO read, dQ written; K, V read, dK, dV written; P (and P_drop) read, dS written */

@@ -189,16 +189,6 @@ static bool act_fuses(const cf_ctx *ctx, clformer_activation act)
     return cf_gemm_epilogue_has(act) && ctx->precision == CLFORMER_FP32 && cf_gemm_fuses(ctx);
 }
 
-/* The epilogue's dropout: the kernels' site (p 0 where inactive) */
-static clformer_status epilogue_dropout(const cf_dropout *dropout, const char *op,
-                                        cf_host_dropout *out)
-{
-    cf_dropout_args a;
-    CF_TRY(cf_dropout_args_of(dropout, op, &a));
-    *out = (cf_host_dropout){a.p, a.seed, a.step, a.site};
-    return CLFORMER_OK;
-}
-
 clformer_status cf_linear_act_forward(cf_ctx *ctx, cf_view out, cf_view pre, cf_view inp,
                                       cf_view weight, cf_view bias, size_t N, size_t IC,
                                       size_t OC, clformer_activation act,
@@ -210,7 +200,7 @@ clformer_status cf_linear_act_forward(cf_ctx *ctx, cf_view out, cf_view pre, cf_
     }
     cf_gemm_epilogue epilogue = {.kind = CF_EPILOGUE_BIAS_ACT, .act = act, .bias = bias.buf,
                                  .bias_off = bias.off, .rows = out.buf, .rows_off = out.off};
-    CF_TRY(epilogue_dropout(dropout, "cf_linear_act_forward", &epilogue.drop));
+    CF_TRY(cf_dropout_args_of(dropout, "cf_linear_act_forward", &epilogue.drop));
     return product("cf_linear_act_forward", ctx, pre, inp, weight, N, IC, OC, CLFORMER_FP32,
                    &epilogue);
 }
@@ -229,7 +219,7 @@ clformer_status cf_linear_act_backward(cf_ctx *ctx, cf_view dpre, cf_view dweigh
     }
     cf_gemm_epilogue grad = {.kind = CF_EPILOGUE_ACT_GRAD, .act = act, .bias = pre_bias.buf,
                              .bias_off = pre_bias.off, .rows = pre.buf, .rows_off = pre.off};
-    CF_TRY(epilogue_dropout(dropout, "cf_linear_act_backward", &grad.drop));
+    CF_TRY(cf_dropout_args_of(dropout, "cf_linear_act_backward", &grad.drop));
     CF_TRY(linear_backward(ctx, dpre, dweight, dbias, dout, inp, weight, N, IC, OC, false, &grad));
     if (!dpre_bias.buf || N == 0 || IC == 0) return CLFORMER_OK;
     return cf_colsum(ctx, dpre_bias.buf, dpre_bias.off, dpre.buf, dpre.off, N, IC, IC, true);

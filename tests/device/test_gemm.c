@@ -227,9 +227,9 @@ static uint64_t activation_launches(const cf_ctx *ctx)
 
 /* The ops whose bias and activation are a product's epilogue on the host
  * provider (cf_gemm_fuses) against the same ops with the epilogues off (the
- * launches of cl/activation.cl): a linear layer's bias and ReLU with their
- * bits, tanh GELU within its rule (the host's own exp); no activation
- * kernel launched when fused. Shapes the provider spreads over its threads
+ * launches of cl/activation.cl), each activation without dropout and with
+ * it: a linear layer's bias and ReLU with their bits, tanh GELU within its
+ * rule (the host's own exp); no activation kernel launched when fused. Shapes the provider spreads over its threads
  * by rows (768 x 512 x 128, the chunks of one packed op(B)) and by columns
  * (40 rows, 1100 columns), and one it runs whole. */
 static void fused_ops_match_the_launches_they_replace(void **state)
