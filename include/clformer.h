@@ -484,21 +484,29 @@ CLFORMER_API clformer_gemm_provider clformer_context_gemm_provider(const clforme
  *            elsewhere unfused while the probabilities of all attention
  *            layers stay small (CLFORMER_ATTENTION_UNFUSED_MAX_BYTES), where
  *            it was measured faster on CPU devices, and fused above
- * Both give the same results to fp32 rounding (the same dropout mask).
+ *   gemm-backward  the fused forward; the backward computes each layer's
+ *            scores again into a workspace and runs the unfused path's
+ *            products and softmax kernel over them: its FMAs in the GEMMs,
+ *            for a workspace of 2 x B x heads x T x T floats that every
+ *            layer shares (not per layer). Where the tiled kernels take
+ *            grouped-query heads as rows, those layers keep the fused
+ *            backward
+ * All give the same results to fp32 rounding (the same dropout mask).
  * Decoding and attention plots always use the unfused kernels (one query
  * row per step; the plot needs the probabilities). The CLFORMER_ATTENTION
- * variable (fused | unfused | auto; clformer_context_params.attention)
- * chooses.
+ * variable (fused | unfused | gemm-backward | auto;
+ * clformer_context_params.attention) chooses.
  */
 typedef enum {
     CLFORMER_ATTENTION_AUTO = 0,
     CLFORMER_ATTENTION_FUSED = 1,
-    CLFORMER_ATTENTION_UNFUSED = 2
+    CLFORMER_ATTENTION_UNFUSED = 2,
+    CLFORMER_ATTENTION_GEMM_BACKWARD = 3
 } clformer_attention_path;
 /* Above this many bytes of saved probabilities per batch, auto is fused everywhere. */
 #define CLFORMER_ATTENTION_UNFUSED_MAX_BYTES ((size_t)256 << 20)
 
-/* "auto", "fused" or "unfused". */
+/* "auto", "fused", "unfused" or "gemm-backward". */
 CLFORMER_API const char *clformer_attention_path_name(clformer_attention_path path);
 /* The path a word names (NULL or "": auto); CLFORMER_ERR_INVALID_ARGUMENT
  * naming the words allowed for any other. */

@@ -198,6 +198,9 @@ goals_section() {
     # the log says which sets the GEMM search chose; the same step with
     # CLBlast's own sets (no search) says what the search gained in the step
     CLFORMER_LOG=info phase goal-base-1024 240 "$clf" "${base[@]}"
+    # the same step with the backward by GEMMs (unmeasured on a GPU when
+    # written; its new product shapes are searched on first use)
+    CLFORMER_ATTENTION=gemm-backward phase goal-base-1024-gemm-backward 240 "$clf" "${base[@]}"
     phase goal-gpt2 240 "$clf" bench --config gpt2 --steps 2 --warmup 1 --json
     local char=(bench --config gpt-char --steps 3 --warmup 1 --json)
     phase goal-gpt-char 180 "$clf" "${char[@]}"
@@ -213,6 +216,11 @@ goals_section() {
         # and with clformer's own product kernel (cl/gemm.cl) instead of CLBlast
         CLFORMER_GEMM=tiled phase goal-base-1024-tiled-gemm 120 "$clf" "${base[@]}"
         CLFORMER_PROFILE=row-attention phase goal-base-1024-rows 240 "$clf" "${base[@]}"
+        # every attention product a GEMM, the probabilities saved (18 GiB at 16 x 1024)
+        CLFORMER_ATTENTION=unfused phase goal-base-1024-unfused 240 "$clf" "${base[@]}"
+        CLFORMER_ATTENTION=gemm-backward phase goal-gpt2-gemm-backward 240 "$clf" bench \
+            --config gpt2 --steps 2 --warmup 1 --json
+        CLFORMER_ATTENTION=gemm-backward phase goal-gpt-char-gemm-backward 120 "$clf" "${char[@]}"
         CLFORMER_PROFILE=whole-gradients phase goal-gpt-char-whole 120 "$clf" "${char[@]}"
         CLFORMER_GEMM=tiled phase goal-gpt-char-tiled-gemm 120 "$clf" "${char[@]}"
         CLFORMER_GEMM=tiled phase goal-gpt2-tiled-gemm 240 "$clf" bench --config gpt2 --steps 2 \

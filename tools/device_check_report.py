@@ -53,6 +53,17 @@ def share(j):
     return f"{100 * a / j['train_step_ms']:.1f}% ({a:,.0f} of {j['train_step_ms']:,.0f} ms)"
 
 
+def share_by_gemm(j, fused):
+    """A step with the backward by GEMMs, whose products count under gemm:
+    its attention share taken as the step less the rest of the fused step
+    (everything but attention, which the path does not change)."""
+    if not j or not fused: return "-"
+    step = j["train_step_ms"]
+    rest = fused["train_step_ms"] - fused["kernel_ms"].get("attention", 0.0)
+    return (f"{100 * (step - rest) / step:.1f}% ({step - rest:,.0f} of {step:,.0f} ms; "
+            f"fused {fused['train_step_ms']:,.0f} ms)")
+
+
 def peak(j, family):
     g = j and j.get("roofline", {}).get("train", {}).get(family)
     return f"{100 * g['peak_fraction']:.1f}% ({g['gflops']:,.0f} GFLOP/s)" if g else "-"
@@ -123,6 +134,11 @@ def goals_table(d):
     print("| --- | ---: | ---: |")
     print("| attention share of `bench --config base --batch 16 --len 1024` step | %s | <= 15%% |" % share(tiled))
     print("| the same with the per-row kernels (`CLFORMER_PROFILE=row-attention`) | %s | (before: 95.8%%) |" % share(per_row))
+    print("| the same with the backward by GEMMs (`CLFORMER_ATTENTION=gemm-backward`; the step "
+          "less the fused step's other work) | %s | |"
+          % share_by_gemm(bench(d, "goal-base-1024-gemm-backward"), tiled))
+    print("| the same unfused (`CLFORMER_ATTENTION=unfused`: every product a GEMM) | %s | |"
+          % share_by_gemm(bench(d, "goal-base-1024-unfused"), tiled))
     print("| attention kernels' share of the FMA peak (the model's products, every score) | %s | |"
           % peak(tiled, "attention"))
     print("| GEMM share of the FMA peak in that step (fp32) | %s | >= 50%% |" % gemm_peak(tiled))
@@ -135,10 +151,14 @@ def goals_table(d):
     print("| GPT-2 124M layout, context 1024, batch 8, fp32 tok/s | %s | >= 20,000 |" % toks(bench(d, "goal-gpt2")))
     print("| the same with clformer's own GEMM kernel (`CLFORMER_GEMM=tiled`) | %s | |"
           % toks(bench(d, "goal-gpt2-tiled-gemm")))
+    print("| the same with the backward by GEMMs (`CLFORMER_ATTENTION=gemm-backward`) | %s | |"
+          % toks(bench(d, "goal-gpt2-gemm-backward")))
     print("| gpt-char (nanoGPT shakespeare_char config) tok/s | %s | >= 250,000 |" % toks(bench(d, "goal-gpt-char")))
     print("| the same with the weight gradients unsplit | %s | |" % toks(bench(d, "goal-gpt-char-whole")))
     print("| the same with clformer's own GEMM kernel (`CLFORMER_GEMM=tiled`) | %s | |"
           % toks(bench(d, "goal-gpt-char-tiled-gemm")))
+    print("| the same with the backward by GEMMs (`CLFORMER_ATTENTION=gemm-backward`) | %s | |"
+          % toks(bench(d, "goal-gpt-char-gemm-backward")))
     print("| gpt-char generating 64 sequences (the bench's batch), tok/s | %s | |"
           % generated(bench(d, "goal-gpt-char")))
     print("| gpt-char generating one sequence, tok/s | %s | |"

@@ -199,6 +199,7 @@ typedef struct {
     bool fused;         /* the fused path (saves row statistics, not the probabilities) */
     size_t H_kv;        /* key/value heads (grouped-query attention); 0: H */
     bool held;          /* tiled, with the tiles run_held_rows forces */
+    bool by_gemm;       /* fused, its backward by GEMMs (cf_attention_backward_by_gemm) */
 } attention_case;
 
 /* What rows >= Tk of dK and dV hold before the backward; it must stay. */
@@ -365,6 +366,21 @@ static void carried_roundings(const attention_case *c, const cf_attention_shape 
     }
 }
 
+/* Whether the backward launches since `before` (run_case's two) were the
+ * GEMM path's: its softmax backward kernel twice, and none of the fused
+ * backward kernels. */
+static bool backward_ran_by_gemm(const cf_ctx *ctx, const uint64_t *before)
+{
+    static const cf_kernel_id fused_ids[] = {
+        CF_K_FLASH_TILED_BACKWARD_DQ,           CF_K_FLASH_TILED_BACKWARD_DKV,
+        CF_K_FLASH_ATTENTION_BACKWARD_DQ,       CF_K_FLASH_ATTENTION_BACKWARD_DQ_SIMPLE,
+        CF_K_FLASH_ATTENTION_BACKWARD_DKV,      CF_K_FLASH_ATTENTION_BACKWARD_DKV_SIMPLE};
+    for (size_t k = 0; k < sizeof fused_ids / sizeof *fused_ids; k++)
+        if (ctx->kernel_launches[fused_ids[k]] != before[fused_ids[k]]) return false;
+    const cf_kernel_id softmax = CF_K_ATTENTION_SOFTMAX_BACKWARD;
+    return ctx->kernel_launches[softmax] - before[softmax] == 2;
+}
+
 /* One case on the path c->fused names: forward and backward (one result each). */
 static clformer_status run_case(cf_ctx *ctx, const attention_case *c, conf_sink sink, void *user)
 {
@@ -377,9 +393,11 @@ static clformer_status run_case(cf_ctx *ctx, const attention_case *c, conf_sink 
     const size_t BH = s.B * s.H, nq = BH * s.Tq * s.dh, nk = s.B * H_kv * s.Tk_cap * s.dh,
                  np = BH * s.Tq * s.Tk, nlive = s.B * H_kv * s.Tk * s.dh;
     const size_t nk_q = BH * s.Tk_cap * s.dh, nlive_q = BH * s.Tk * s.dh;
-    /* fused: P holds the row statistics, PD is unused, DP is (B, H, Tq) */
-    const size_t nl = 2 * BH * s.Tq, n_p = c->fused ? nl : np, n_pd = c->fused ? 1 : np;
-    const size_t n[N_T] = {nq, nk, nk, nq, s.B * key_ld, nq, n_p, n_pd, nq, nk, nk, n_p};
+    /* fused: P holds the row statistics, PD is unused, DP is (B, H, Tq); by
+     * GEMMs PD is the backward's scores and DP is (B, H, Tq, Tk) */
+    const size_t nl = 2 * BH * s.Tq, n_p = c->fused ? nl : np,
+                 n_pd = c->fused && !c->by_gemm ? 1 : np, n_dp = c->by_gemm ? np : n_p;
+    const size_t n[N_T] = {nq, nk, nk, nq, s.B * key_ld, nq, n_p, n_pd, nq, nk, nk, n_dp};
     const bool active = c->p > 0.0f, separate = !c->fused && (active || c->separate_drop);
     conf_block b = {0};
     for (int i = 0; i < N_T; i++) conf_block_add(&b, n[i]);
@@ -423,11 +441,14 @@ static clformer_status run_case(cf_ctx *ctx, const attention_case *c, conf_sink 
     const cf_view none = cf_view_at(NULL, 0);
     const cf_attention_saved saved =
         c->fused ? (cf_attention_saved){none, none, conf_block_view(&b, P),
-                                        conf_block_view(&b, OUT), key_view}
+                                        conf_block_view(&b, OUT), key_view,
+                                        c->by_gemm ? conf_block_view(&b, PD) : none}
                  : (cf_attention_saved){conf_block_view(&b, P),
                                         conf_block_view(&b, separate ? PD : P), none, none,
                                         none};
 #define V_(i) conf_block_view(&b, i)
+    uint64_t launches[CF_K_COUNT]; /* by GEMMs: which backward ran */
+    memcpy(launches, ctx->kernel_launches, sizeof launches);
     double ms[2] = {0, 0};
     for (int run = 0; run < 2; run++) { /* then a rerun: backward first, forward after */
         for (int dir = run == 0 ? 0 : 1, k = 0; k < 2; k++, dir ^= 1) {
@@ -512,6 +533,9 @@ static clformer_status run_case(cf_ctx *ctx, const attention_case *c, conf_sink 
     bool inputs_kept = true;
     for (int i = Q; i <= KEYS; i++) inputs_kept = inputs_kept && conf_block_unchanged(&b, i);
     if (!inputs_kept) f = failed(f, "attention changed an input"), g = failed(g, f.why);
+    if (c->by_gemm && !backward_ran_by_gemm(ctx, launches))
+        g = failed(g, "the backward did not run by GEMMs (its softmax kernel twice, no fused "
+                      "backward kernel)");
 
     char op[64], shape[96];
     char kv[24] = ""; /* "/" and any size_t */
@@ -524,10 +548,15 @@ static clformer_status run_case(cf_ctx *ctx, const attention_case *c, conf_sink 
                        : c->held                    ? "_tiled_held2"
                        : cf_attention_tiled(ctx, s.dh) ? "_tiled"
                                                        : "_fused";
-    snprintf(op, sizeof op, "attention%s_forward%s", path, variant);
-    conf_emit(sink, user, op, shape, conf_guarded(f, &b), ms[0]);
-    snprintf(op, sizeof op, "attention%s_backward%s", path, variant);
-    conf_emit(sink, user, op, shape, conf_guarded(g, &b), ms[1]);
+    /* by GEMMs: the backward alone (its forward is the fused case's) */
+    if (!c->by_gemm) {
+        snprintf(op, sizeof op, "attention%s_forward%s", path, variant);
+        conf_emit(sink, user, op, shape, conf_guarded(f, &b), ms[0]);
+    }
+    snprintf(op, sizeof op, "attention%s%s%s", path, c->by_gemm ? "_gemm_backward" : "_backward",
+             variant);
+    conf_emit(sink, user, op, shape, conf_guarded(c->by_gemm ? worst_of((ref_cmp[]){f, g}, 2) : g, &b),
+              ms[1]);
 done:
     conf_block_free(&b);
     for (int i = 0; i < N_T; i++) free(d[i]);
@@ -1024,8 +1053,8 @@ static void rows_to_heads(float *heads, const float *rows, size_t ld, size_t B, 
 
 #define BETWEEN 96.0f /* the columns between heads' rows: exact in every format */
 
-static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool grouped,
-                                     bool quick, conf_sink sink, void *user)
+static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool by_gemm,
+                                     bool grouped, bool quick, conf_sink sink, void *user)
 {
     const size_t B = 2, H = grouped ? 4 : 3, Hkv = grouped ? 2 : H,
                  dh = quick ? 8 : cross ? 32 : 64, Tq = quick ? 5 : 37,
@@ -1081,22 +1110,27 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool g
     const cf_view none = cf_view_at(NULL, 0), key_view = cross ? conf_block_view(&b, IKEYS) : none;
 #define V_(i) conf_block_view(&b, i)
     /* fused: the statistics and the output of each layout's own forward */
-    const cf_attention_saved saved = {V_(IP), V_(IPD), none, none, none},
-                             saved_h = {none, none, V_(STATS_H), V_(OUT_H), key_view},
-                             saved_r = {none, none, V_(STATS_R), V_(OUT_R), key_view};
+    /* by GEMMs: IP is the backward's scores (IDP is (B, H, Tq, Tk) anyway) */
+    const cf_view scores = by_gemm ? V_(IP) : none;
+    const cf_attention_saved saved = {V_(IP), V_(IPD), none, none, none, none},
+                             saved_h = {none, none, V_(STATS_H), V_(OUT_H), key_view, scores},
+                             saved_r = {none, none, V_(STATS_R), V_(OUT_R), key_view, scores};
     const cf_attention_saved *sh = fused ? &saved_h : &saved, *sr = fused ? &saved_r : &saved;
     const cf_attention_shape s_heads = {B, H, dh, Tq, Tk, Tk, 0, !cross, Tk, grouped ? Hkv : 0};
     cf_attention_shape s_rows = s_heads;
     s_rows.out_rows = true, s_rows.dq_ld = dq_ld, s_rows.dkv_ld = dkv_ld;
     s_rows.q_ld = dq_ld, s_rows.kv_ld = dkv_ld;
-    char name[2][64]; /* e.g. attention_rows_fused_grouped_backward_causal_dropout */
+    char name[2][80]; /* e.g. attention_rows_fused_grouped_gemm_backward_causal_dropout */
     for (int i = 0; i < 2; i++)
         snprintf(name[i], sizeof name[i], "attention_rows%s%s_%s%s", fused ? "_fused" : "",
-                 grouped ? "_grouped" : "", i ? "backward" : "forward",
+                 grouped ? "_grouped" : "",
+                 i ? (by_gemm ? "gemm_backward" : "backward") : "forward",
                  cross ? "" : "_causal_dropout");
     char shape[96];
     snprintf(shape, sizeof shape, "B%zu H%zu Tq%zu Tk%zu dh%zu, rows: dq_ld %zu dkv_ld %zu", B,
              H, Tq, Tk, dh, dq_ld, dkv_ld);
+    /* by GEMMs on the per-row kernels: no rows to compare (their refusal is the fused case's) */
+    if (by_gemm && !cf_attention_tiled(ctx, dh)) goto done;
     if (fused && !cf_attention_tiled(ctx, dh)) { /* the per-row kernels: refused, named */
         ref_cmp c = {.pass = true, .rule = "refused"};
         const clformer_status refused = cf_attention_forward(ctx, V_(OUT_R), sr, V_(QKV_R), V_(IK),
@@ -1123,8 +1157,11 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool g
         (st = cf_finish(ctx)) || (st = conf_block_read(&b)))
         goto done;
 #undef V_
-    /* each rows result as heads against the head layout's */
-    const bool exact = fused || ctx->gemm_provider == CLFORMER_GEMM_HOST;
+    /* each rows result as heads against the head layout's: by GEMMs, the
+     * same products where the host provider's bits do not depend on where
+     * operands lie; grouped heads as rows take the fused kernels instead */
+    const bool exact = by_gemm ? ctx->gemm_provider == CLFORMER_GEMM_HOST && !grouped
+                               : fused || ctx->gemm_provider == CLFORMER_GEMM_HOST;
     const struct {
         int want, got;
         size_t ld, col, T, heads;
@@ -1150,7 +1187,9 @@ static clformer_status run_rows_case(cf_ctx *ctx, bool cross, bool fused, bool g
         for (size_t col = width + 2 * kv_width; col < dq_ld; col++)
             between = between && conf_block_out(&b, GQ_R)[row * dq_ld + col] == BETWEEN;
     if (!between) c[1] = failed(c[1], "the gradients' rows were written between the heads");
-    conf_emit(sink, user, name[0], shape, conf_guarded(c[0], &b), 0.0);
+    /* by GEMMs: the backward alone, its forward the fused case's */
+    if (by_gemm) c[1] = worst_of(c, 2);
+    else conf_emit(sink, user, name[0], shape, conf_guarded(c[0], &b), 0.0);
     conf_emit(sink, user, name[1], shape, conf_guarded(c[1], &b), 0.0);
 done:
     conf_block_free(&b);
@@ -1258,6 +1297,23 @@ static clformer_status run_held_rows(cf_ctx *ctx, const case_group *groups, size
     return st;
 }
 
+/* The fused cases of `groups` again with the backward by GEMMs
+ * (cf_attention_saved.backward_scores); quick: the first group alone. */
+static clformer_status run_by_gemm(cf_ctx *ctx, const case_group *groups, size_t n_groups,
+                                   bool quick, conf_sink sink, void *user)
+{
+    for (size_t g = 0; g < n_groups; g++) {
+        const attention_case *cases = quick ? groups[g].quick : groups[g].full;
+        const size_t n = quick ? groups[g].n_quick : groups[g].n_full;
+        for (size_t i = 0; i < n; i++) {
+            attention_case c = cases[i];
+            c.seed = groups[g].seed + i, c.fused = true, c.by_gemm = true;
+            CF_TRY(run_case(ctx, &c, sink, user));
+        }
+    }
+    return CLFORMER_OK;
+}
+
 /* The model's cases in every precision (the roundings inside the op are the
  * same at every shape: carried_roundings); the rest in fp32. quick: the
  * small shapes of each kind and 17th elements for the finite differences. */
@@ -1271,13 +1327,21 @@ static clformer_status attention_check(cf_ctx *ctx, bool quick, conf_sink sink, 
         FULL_ONLY(grouped_full, 700),              GROUP(heads_quick, heads_full, 800),
     };
     CF_TRY(run_group(ctx, &model, quick, sink, user));
+    CF_TRY(run_by_gemm(ctx, &model, 1, quick, sink, user));
     CF_TRY(run_split_to_caches(ctx, quick, sink, user));
-    for (int fused = 0; fused < 2; fused++) {
-        CF_TRY(run_rows_case(ctx, false, fused, false, quick, sink, user));
-        CF_TRY(run_rows_case(ctx, true, fused, false, quick, sink, user));
+    /* unfused, fused, fused with the backward by GEMMs */
+    for (int path = 0; path < 3; path++) {
+        CF_TRY(run_rows_case(ctx, false, path > 0, path == 2, false, quick, sink, user));
+        CF_TRY(run_rows_case(ctx, true, path > 0, path == 2, false, quick, sink, user));
     }
-    CF_TRY(run_rows_case(ctx, false, true, true, quick, sink, user));
+    CF_TRY(run_rows_case(ctx, false, true, false, true, quick, sink, user));
     if (ctx->precision != CLFORMER_FP32) return CLFORMER_OK;
+    /* grouped heads by GEMMs against their rows on the fused kernels (the
+     * tiled kernels take them as rows): two ways of rounding, compared
+     * without the reference's allowances, so in fp32 alone */
+    CF_TRY(run_rows_case(ctx, false, true, true, true, quick, sink, user));
+    if (!quick)
+        CF_TRY(run_by_gemm(ctx, groups, sizeof groups / sizeof *groups, quick, sink, user));
     for (size_t i = 0; i < sizeof groups / sizeof *groups; i++)
         CF_TRY(run_group(ctx, &groups[i], quick, sink, user));
     CF_TRY(run_without_host_items(ctx, &model, quick, sink, user));

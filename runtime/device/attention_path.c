@@ -4,11 +4,12 @@
 
 #include <strings.h>
 
-static const char *const names[] = {"auto", "fused", "unfused"};
+static const char *const names[] = {"auto", "fused", "unfused", "gemm-backward"};
+enum { PATHS = sizeof names / sizeof *names };
 
 const char *clformer_attention_path_name(clformer_attention_path path)
 {
-    return (unsigned)path < 3 ? names[path] : "?";
+    return (unsigned)path < PATHS ? names[path] : "?";
 }
 
 clformer_status clformer_attention_path_parse(const char *choice, clformer_attention_path *path)
@@ -17,13 +18,14 @@ clformer_status clformer_attention_path_parse(const char *choice, clformer_atten
         *path = CLFORMER_ATTENTION_AUTO;
         return CLFORMER_OK;
     }
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < PATHS; i++)
         if (strcasecmp(choice, names[i]) == 0) {
             *path = (clformer_attention_path)i;
             return CLFORMER_OK;
         }
     return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
-                   "unknown attention path '%s' (CLFORMER_ATTENTION): use fused, unfused or auto",
+                   "unknown attention path '%s' (CLFORMER_ATTENTION): use fused, unfused, "
+                   "gemm-backward or auto",
                    choice);
 }
 

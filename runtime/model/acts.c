@@ -249,7 +249,10 @@ static void layout(const clformer_config *cfg, cf_acts *a, cf_split_arena *arena
         a->d_kh = cf_split_arena_take(c, heads);
         a->d_vh = cf_split_arena_take(c, heads);
         a->d_ctx_h = cf_split_arena_take(c, heads);
-        a->d_probs = cf_split_arena_take(c, B * H * Tmax * (fused ? 1 : Tmax));
+        const bool tk_wide = !fused || a->gemm_backward; /* (Tmax, Tmax) a (b, h) */
+        a->d_probs = cf_split_arena_take(c, B * H * Tmax * (tk_wide ? Tmax : 1));
+        a->d_scores = a->gemm_backward ? cf_split_arena_take(c, B * H * Tmax * Tmax)
+                                       : (cf_view){NULL, 0};
         a->d_ff = cf_split_arena_take(c, N * ff);
         a->d_up = a->blocks->gated ? cf_split_arena_take(c, N * ff) : (cf_view){NULL, 0};
     }
@@ -268,7 +271,7 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
                             const clformer_config *cfg, size_t B, size_t S, size_t T,
                             bool training)
 {
-    if (path != CLFORMER_ATTENTION_AUTO) return path == CLFORMER_ATTENTION_FUSED;
+    if (path != CLFORMER_ATTENTION_AUTO) return path != CLFORMER_ATTENTION_UNFUSED;
     /* the tiled kernels (GPUs): one launch and no probabilities in memory
      * where the GEMM path makes three launches and stores them (unmeasured on
      * a GPU yet) */
@@ -296,7 +299,7 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
 }
 
 clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t device_max_alloc_bytes,
-                                    size_t B, size_t S, size_t T, bool fused)
+                                    size_t B, size_t S, size_t T, bool row_stats_only)
 {
     const size_t max_alloc_bytes = (size_t)cf_buffer_max_bytes(device_max_alloc_bytes);
     const size_t H = (size_t)cfg->n_heads, L = S > T ? S : T, d = (size_t)cfg->d_model;
@@ -305,7 +308,7 @@ clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t device_ma
     static const char fix[] = "use a smaller --batch-tokens or --batch-size (fewer sentences per "
                               "batch) or a smaller --max-len (shorter sentences)";
     size_t n;
-    const size_t cols = fused ? 2 : L; /* fused: two statistics per row */
+    const size_t cols = row_stats_only ? 2 : L; /* fused: two statistics per row */
     const bool fits = product(B, H, L, cols, &n);
     if (!fits || n > limit) {
         char size[64];
@@ -330,6 +333,23 @@ clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t device_ma
     return CLFORMER_OK;
 }
 
+bool cf_acts_gemm_backward(clformer_attention_path path, bool fused, bool tiled,
+                           const clformer_config *cfg, const cf_blocks *blocks)
+{
+    /* the tiled kernels take grouped-query heads as rows, which the
+     * unfused products do not (cf_attention_backward_by_gemm) */
+    return path == CLFORMER_ATTENTION_GEMM_BACKWARD && fused &&
+           (!tiled || blocks->kv_heads == (size_t)cfg->n_heads);
+}
+
+/* Whether a batch's attention keeps no (B, H, L, L) tensor at all: the
+ * fused path, unless a training batch's backward may run by GEMMs (a
+ * workspace of that size). */
+static bool row_stats_only(const cf_session *s, bool fused, bool training)
+{
+    return fused && !(training && s->ctx->attention_path == CLFORMER_ATTENTION_GEMM_BACKWARD);
+}
+
 static void set_shape(cf_acts *a, const cf_session *s, size_t B, size_t S, size_t T,
                       bool training, bool fused)
 {
@@ -341,6 +361,9 @@ static void set_shape(cf_acts *a, const cf_session *s, size_t B, size_t S, size_
     const clformer_config *cfg = &s->model->cfg;
     a->tiled_attention =
         fused && cf_attention_tiled(s->ctx, (size_t)(cfg->d_model / cfg->n_heads));
+    a->gemm_backward = training && cf_acts_gemm_backward(s->ctx->attention_path, fused,
+                                                         a->tiled_attention, cfg,
+                                                         &s->model->blocks);
     /* a pass without backward needs no layer's tensors after the next
      * layer has run, so it shares the scratch too */
     a->recompute = s->recompute;
@@ -366,7 +389,8 @@ static size_t arena_bytes(cf_session *s, size_t B, size_t S, size_t T, bool trai
     const clformer_config *cfg = &s->model->cfg;
     const bool fused =
         cf_attention_fused_for(s->ctx->attention_path, &s->ctx->device_profile, cfg, B, S, T, training);
-    if (cf_acts_check_shape(cfg, s->ctx->info.max_alloc_bytes, B, S, T, fused) != CLFORMER_OK)
+    if (cf_acts_check_shape(cfg, s->ctx->info.max_alloc_bytes, B, S, T,
+                            row_stats_only(s, fused, training)) != CLFORMER_OK)
         return SIZE_MAX;
     set_shape(&s->acts, s, B, S, T, training, fused);
     cf_split_arena count = {.bufs = NULL, .limit = arena_limit(s)};
@@ -457,7 +481,8 @@ clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, boo
      * could never fit before computing them */
     const bool fused =
         cf_attention_fused_for(s->ctx->attention_path, &s->ctx->device_profile, cfg, B, S, T, training);
-    CF_TRY(cf_acts_check_shape(cfg, s->ctx->info.max_alloc_bytes, B, S, T, fused));
+    CF_TRY(cf_acts_check_shape(cfg, s->ctx->info.max_alloc_bytes, B, S, T,
+                               row_stats_only(s, fused, training)));
     set_shape(a, s, B, S, T, training, fused);
     const size_t limit = arena_limit(s);
     cf_split_arena count = {.bufs = NULL, .limit = limit};

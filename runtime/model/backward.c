@@ -53,8 +53,10 @@ static clformer_status attention_backward(cf_session *s, cf_attn_acts *a, const 
                   dv = !rows ? A->d_vh : cross ? cf_view_add(A->d_kv, d)
                                                : cf_view_add(A->d_q, d + kvd);
     cf_dropout ds;
+    cf_attention_saved saved = a->saved;
+    saved.backward_scores = A->d_scores; /* the layers' shared workspace, or none */
     CF_TRY(cf_attention_backward(ctx, dq, dk, dv, A->d_probs, rows ? A->d_c : A->d_ctx_h,
-                                 &a->saved, qh, kh, vh, &shape,
+                                 &saved, qh, kh, vh, &shape,
                                  cf_session_dropout(s, site, &ds)));
     if (!cross) {
         /* self-attention: Tk = Tq, the rows of d_q hold all three */

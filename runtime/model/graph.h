@@ -67,6 +67,8 @@ typedef struct {
     bool training;       /* saves what backward needs; dropout active */
     bool fused_attention; /* attention saves row statistics, not probabilities (ops.h) */
     bool tiled_attention; /* ... on the tiled kernels of GPUs (cf_attention_tiled) */
+    bool gemm_backward;   /* ... and its backward by GEMMs over d_scores
+                             (CLFORMER_ATTENTION=gemm-backward; training only) */
     bool cross;          /* decoder layers have cross-attention (false: decoder-only, S 0) */
     bool recompute;      /* keep only each layer's output: the tensors inside layers
                             share one scratch, and backward (when training) runs a
@@ -94,7 +96,10 @@ typedef struct {
     cf_view d_q;         /* (N, 3d) packed Q|K|V gradient; cross: dq (Nt, d) */
     cf_view d_kv;        /* (Ns, 2d) */
     cf_view d_qh, d_kh, d_vh, d_ctx_h; /* (B, H, T, dh) sized for max(S, T) */
-    cf_view d_probs;     /* (B, H, Tmax, Tmax); fused attention: (B, H, Tmax) */
+    cf_view d_probs;     /* (B, H, Tmax, Tmax); fused attention: (B, H, Tmax), unless
+                            gemm_backward */
+    cf_view d_scores;    /* gemm_backward: (B, H, Tmax, Tmax), every layer's backward
+                            computes its scores again into it */
     cf_view d_ff;        /* (N, d_ff) */
     cf_view d_up;        /* gated: (N, d_ff) the up projection's gradient */
     size_t total;        /* elements of the arena */
@@ -127,14 +132,22 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
  * allocation is max_alloc_bytes (capped at cf_buffer_max_bytes: under 2^31
  * floats), checked before anything is laid out: each
  * attention layer's scores (B x heads x L x L floats, L = max(S, T); with
- * `fused` attention B x heads x L), the
+ * `row_stats_only`, fused attention without a backward by GEMMs,
+ * B x heads x L), the
  * logits (B x T x tgt_vocab) and the widest rows (B x L x max(3 d_model,
  * d_ff)) must each fit in size_t and in one buffer. Too large:
  * CLFORMER_ERR_OUT_OF_MEMORY naming the batch, the heads, the length and
  * the options that shrink them (cf_acts_prepare runs this first).
  */
 clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t max_alloc_bytes, size_t B,
-                                    size_t S, size_t T, bool fused);
+                                    size_t S, size_t T, bool row_stats_only);
+
+/* Whether a training batch's attention backward runs by GEMMs
+ * (CLFORMER_ATTENTION=gemm-backward, cf_attention_saved.backward_scores):
+ * on the fused path, except where the tiled kernels take grouped-query
+ * heads as rows. */
+bool cf_acts_gemm_backward(clformer_attention_path path, bool fused, bool tiled,
+                           const clformer_config *cfg, const cf_blocks *blocks);
 
 /* Tensors inside a layer that the layer's backward reads and that lie one
  * after another in the arena (each aligned as arena.h aligns): n elements

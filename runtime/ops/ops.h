@@ -318,6 +318,12 @@ typedef struct {
     cf_view out;        /* fused: the forward's ctx_h (rows with out_rows), which the
                            backward reads */
     cf_view key_tokens; /* fused: the forward's key_tokens, for the backward's masks */
+    cf_view backward_scores; /* fused, optional: (B, H, Tq, Tk) floats of workspace (not
+                                saved: the caller may share it between layers). Where set,
+                                and the shape takes no grouped-query heads as rows, the
+                                backward computes the scores again into it and runs the
+                                unfused path's products and softmax kernel, not the fused
+                                backward kernels (cf_attention_backward_by_gemm) */
 } cf_attention_saved;
 
 static inline bool cf_attention_fused(const cf_attention_saved *saved)
@@ -341,6 +347,12 @@ static inline bool cf_attention_takes_rows(bool fused, bool tiled, size_t H, siz
  * rather than the per-row ones (cl/flash_attention.cl). */
 bool cf_attention_tiled(cf_ctx *ctx, size_t dh);
 
+/* Whether the fused path's backward runs by GEMMs for this shape, given
+ * saved->backward_scores: not where grouped-query heads come as rows (the
+ * unfused products take a group's query heads as one block of the head
+ * layout). */
+bool cf_attention_backward_by_gemm(const cf_attention_saved *saved, const cf_attention_shape *s);
+
 /* ctx_h (B, H, Tq, dh) = dropout(softmax(qh kh^T / sqrt(dh) + mask)) vh.
  * Masks: key j of batch b is masked when key_tokens[b*key_ld + j] == 0 (pad)
  * or, if causal, when j > q_pos0 + t. Masked scores are -inf; a row whose
@@ -354,7 +366,8 @@ clformer_status cf_attention_forward(cf_ctx *ctx, cf_view ctx_h, const cf_attent
 /* Gradients in head-split layout, OVERWRITTEN: dqh (B,H,Tq,dh), dkh and dvh
  * (B,H_kv,Tk_cap,dh, rows < Tk written; a key/value head's gradient sums
  * over the query heads that share it). dprobs is workspace: (B,H,Tq,Tk)
- * floats on the unfused path, (B,H,Tq) on the fused one. */
+ * floats on the unfused path and where the fused one runs by GEMMs
+ * (cf_attention_backward_by_gemm), else (B,H,Tq) on the fused one. */
 clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
                                       cf_view dprobs, cf_view dctx_h,
                                       const cf_attention_saved *saved, cf_view qh, cf_view kh,

@@ -280,6 +280,43 @@ static clformer_status heads_gemm(cf_ctx *ctx, bool trans_a, bool trans_b, size_
 /* Forward                                                                   */
 /* ------------------------------------------------------------------------- */
 
+/* P = softmax(scale S + mask) in place of the scores S (a row per query
+ * of each (b, h)), and with write_drop P_drop = P * dropout_scale into Pd
+ * (a copy without dropout): cl/attention.cl's attention_softmax. */
+static clformer_status softmax_launch(cf_ctx *ctx, cf_view P, cf_view Pd, bool write_drop,
+                                      cf_view key_tokens, const cf_attention_shape *s,
+                                      const cf_dropout *dropout)
+{
+    const size_t BH = s->B * s->H, Tq = s->Tq, Tk = s->Tk;
+    const bool active = cf_dropout_active(dropout), use_keys = key_tokens.buf != NULL;
+    cl_kernel k;
+    CF_TRY(cf_kernel_get(ctx, CF_K_ATTENTION_SOFTMAX, &k));
+    /* GPUs: a work-group per row; CPU devices: a work item per row (cl/attention.cl) */
+    size_t local, global;
+    cf_row_grid(ctx, BH * Tq, &global, &local);
+    /* scores read, probabilities written (twice with a separate probs_drop), key ids read */
+    const size_t scores = BH * Tq * Tk;
+    const size_t moved = (write_drop ? 3 : 2) * scores + (use_keys ? s->B * Tk : 0);
+    return CF_LAUNCH(ctx, "attention", cf_f32_bytes(moved), k, 1, &global, &local,
+                     CF_MEM(P.buf), CF_U64(P.off), CF_MEM(Pd.buf), CF_U64(Pd.off),
+                     CF_I32(write_drop), CF_MEM(use_keys ? key_tokens.buf : P.buf),
+                     CF_U64(key_tokens.off), CF_I32(s->key_ld), CF_I32(use_keys),
+                     CF_I32(BH * Tq), CF_I32(s->H), CF_I32(Tq), CF_I32(Tk), CF_I32(s->q_pos0),
+                     CF_I32(s->causal), CF_F32(1.0f / sqrtf((float)s->dh)),
+                     CF_F32(active ? dropout->p : 0.0f), CF_U64(active ? dropout->seed : 0),
+                     CF_U32(active ? dropout->step : 0), CF_U32(active ? dropout->site : 0));
+}
+
+/* S = Q K^T into P, per key/value head over its group's G*Tq query rows. */
+static clformer_status scores_gemm(cf_ctx *ctx, cf_view P, cf_view qh, cf_view kh,
+                                   const cf_attention_shape *s)
+{
+    const size_t Hkv = cf_attention_kv_heads(s), M = cf_attention_group(s) * s->Tq;
+    return heads_gemm(ctx, false, true, M, s->Tk, s->dh, query_operand(qh, s->q_ld, s),
+                      key_operand(kh, s->kv_ld, s), in_heads(P, s->Tk, M * s->Tk, Hkv), s->B,
+                      Hkv);
+}
+
 /* Scores in probs, then softmax and dropout in place, then P_drop V. */
 static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attention_saved *saved,
                                        cf_view qh, cf_view kh, cf_view vh, cf_view key_tokens,
@@ -292,32 +329,14 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
     /* per key/value head: its group's G*Tq query rows */
     const size_t Hkv = cf_attention_kv_heads(s), M = cf_attention_group(s) * Tq;
     const cf_view P = saved->probs;
-    CF_TRY(heads_gemm(ctx, false, true, M, Tk, dh, query_operand(qh, s->q_ld, s),
-                      key_operand(kh, s->kv_ld, s), in_heads(P, Tk, M * Tk, Hkv), s->B, Hkv));
-
-    const bool active = cf_dropout_active(dropout);
+    CF_TRY(scores_gemm(ctx, P, qh, kh, s));
     /* Without dropout a separate probs_drop is still filled (a copy), so that
      * the saved tensors always mean what ops.h says. */
     const bool write_drop = !same_view(saved->probs_drop, P);
     const cf_view Pd = write_drop ? saved->probs_drop : P;
-    const bool use_keys = key_tokens.buf != NULL;
-    cl_kernel k;
-    CF_TRY(cf_kernel_get(ctx, CF_K_ATTENTION_SOFTMAX, &k));
-    /* GPUs: a work-group per row; CPU devices: a work item per row (cl/attention.cl) */
-    size_t local, global;
-    cf_row_grid(ctx, BH * Tq, &global, &local);
-    /* scores read, probabilities written (twice with a separate probs_drop), key ids read */
-    const size_t scores = BH * Tq * Tk;
-    const size_t moved = (write_drop ? 3 : 2) * scores + (use_keys ? s->B * Tk : 0);
-    CF_TRY(CF_LAUNCH(ctx, "attention", cf_f32_bytes(moved), k, 1, &global, &local, CF_MEM(P.buf),
-                     CF_U64(P.off), CF_MEM(Pd.buf), CF_U64(Pd.off), CF_I32(write_drop),
-                     CF_MEM(use_keys ? key_tokens.buf : P.buf), CF_U64(key_tokens.off),
-                     CF_I32(s->key_ld), CF_I32(use_keys), CF_I32(BH * Tq), CF_I32(s->H),
-                     CF_I32(Tq), CF_I32(Tk), CF_I32(s->q_pos0), CF_I32(s->causal),
-                     CF_F32(1.0f / sqrtf((float)dh)), CF_F32(active ? dropout->p : 0.0f),
-                     CF_U64(active ? dropout->seed : 0), CF_U32(active ? dropout->step : 0),
-                     CF_U32(active ? dropout->site : 0)));
+    CF_TRY(softmax_launch(ctx, P, Pd, write_drop, key_tokens, s, dropout));
     /* the saved probabilities as stored (16-bit runs), before P V reads them */
+    const size_t scores = BH * Tq * Tk;
     CF_TRY(cf_round_activation(ctx, P, scores));
     if (write_drop) CF_TRY(cf_round_activation(ctx, Pd, scores));
 
@@ -519,20 +538,21 @@ clformer_status cf_attention_forward(cf_ctx *ctx, cf_view ctx_h, const cf_attent
 /* Backward                                                                  */
 /* ------------------------------------------------------------------------- */
 
-static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
-                                        cf_view dprobs, cf_view dout,
-                                        const cf_attention_saved *saved, cf_view qh, cf_view kh,
-                                        cf_view vh, const cf_attention_shape *s,
-                                        const cf_dropout *dropout)
+/* The unfused backward's products and softmax kernel over P and P_drop (Pd;
+ * P itself without dropout), dS written into dprobs. Pd may be dprobs: dV's
+ * product reads it before dP_drop overwrites it. round_ds: dS as stored
+ * (16-bit runs) before dQ's and dK's products read it, as the unfused path
+ * saves it; the fused path's backward keeps it in fp32. */
+static clformer_status backward_products(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
+                                         cf_view dprobs, cf_view dout, cf_view P, cf_view Pd,
+                                         cf_view qh, cf_view kh, cf_view vh,
+                                         const cf_attention_shape *s, const cf_dropout *dropout,
+                                         bool round_ds)
 {
-    if (cf_attention_host_takes(ctx, s))
-        return cf_attention_host_backward(ctx, dqh, dkh, dvh, dprobs, dout, saved->probs,
-                                          saved->probs_drop, qh, kh, vh, s, dropout);
     const size_t BH = s->B * s->H, Tq = s->Tq, Tk = s->Tk, dh = s->dh;
     /* per key/value head: its group's G*Tq query rows (as rows, group 1) */
     const size_t Hkv = cf_attention_kv_heads(s), M = cf_attention_group(s) * Tq;
     const bool active = cf_dropout_active(dropout);
-    const cf_view P = saved->probs, Pd = active ? saved->probs_drop : saved->probs;
     const heads_operand probs_op = in_heads(Pd, Tk, M * Tk, Hkv),
                         ds_op = in_heads(dprobs, Tk, M * Tk, Hkv),
                         q_op = query_operand(qh, s->q_ld, s),
@@ -558,10 +578,53 @@ static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, c
                      CF_F32(1.0f / sqrtf((float)dh)), CF_F32(active ? dropout->p : 0.0f),
                      CF_U64(active ? dropout->seed : 0), CF_U32(active ? dropout->step : 0),
                      CF_U32(active ? dropout->site : 0)));
-    CF_TRY(cf_round_activation(ctx, dprobs, BH * Tq * Tk)); /* dS as stored */
+    if (round_ds) CF_TRY(cf_round_activation(ctx, dprobs, BH * Tq * Tk)); /* dS as stored */
     /* dQh = dS Kh, dKh = dS^T Qh */
     CF_TRY(heads_gemm(ctx, false, false, M, dh, Tk, ds_op, k_op, dq_op, s->B, Hkv));
     return heads_gemm(ctx, true, false, Tk, dh, M, ds_op, q_op, dk_op, s->B, Hkv);
+}
+
+static clformer_status backward_unfused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
+                                        cf_view dprobs, cf_view dout,
+                                        const cf_attention_saved *saved, cf_view qh, cf_view kh,
+                                        cf_view vh, const cf_attention_shape *s,
+                                        const cf_dropout *dropout)
+{
+    if (cf_attention_host_takes(ctx, s))
+        return cf_attention_host_backward(ctx, dqh, dkh, dvh, dprobs, dout, saved->probs,
+                                          saved->probs_drop, qh, kh, vh, s, dropout);
+    const cf_view P = saved->probs, Pd = cf_dropout_active(dropout) ? saved->probs_drop : P;
+    return backward_products(ctx, dqh, dkh, dvh, dprobs, dout, P, Pd, qh, kh, vh, s, dropout,
+                             true);
+}
+
+bool cf_attention_backward_by_gemm(const cf_attention_saved *saved, const cf_attention_shape *s)
+{
+    const bool rows = s->out_rows || s->q_ld || s->kv_ld || s->dq_ld || s->dkv_ld;
+    return cf_attention_fused(saved) && saved->backward_scores.buf &&
+           (cf_attention_group(s) == 1 || !rows);
+}
+
+/* The fused forward's backward by the unfused path's kernels: the scores
+ * again (S = Q K^T into the workspace), the softmax kernel's P in their
+ * place and P_drop (with dropout) into dprobs, then the unfused backward.
+ * Where the fused backward kernels make all their FMAs themselves (the
+ * tiled ones about 15-22% of an H200's fp32 peak, docs/gpu/), here the
+ * GEMM provider makes them; the cost is the T x T workspace's traffic.
+ * P is the softmax's again, not the forward's row statistics applied: the
+ * two agree to fp32 rounding, as the fused and unfused paths do. */
+static clformer_status backward_by_gemm(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_view dvh,
+                                        cf_view dprobs, cf_view dout,
+                                        const cf_attention_saved *saved, cf_view qh, cf_view kh,
+                                        cf_view vh, const cf_attention_shape *s,
+                                        const cf_dropout *dropout)
+{
+    const cf_view P = saved->backward_scores;
+    const bool active = cf_dropout_active(dropout);
+    CF_TRY(scores_gemm(ctx, P, qh, kh, s));
+    CF_TRY(softmax_launch(ctx, P, dprobs, active, saved->key_tokens, s, dropout));
+    return backward_products(ctx, dqh, dkh, dvh, dprobs, dout, P, active ? dprobs : P, qh, kh,
+                             vh, s, dropout, false);
 }
 
 /* dQ and D = rowsum(dO * O) per query row, then dK and dV per key row. */
@@ -643,7 +706,10 @@ clformer_status cf_attention_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
         return s->dq_ld ? zero_rows(ctx, dqh, s->B * s->Tq, s->dq_ld, width)
                         : zero_rows(ctx, dqh, BH, s->Tq * s->dh, s->Tq * s->dh);
     }
-    if (cf_attention_fused(saved))
+    if (cf_attention_backward_by_gemm(saved, s))
+        CF_TRY(backward_by_gemm(ctx, dqh, dkh, dvh, dprobs, dctx_h, saved, qh, kh, vh, s,
+                                dropout));
+    else if (cf_attention_fused(saved))
         CF_TRY(backward_fused(ctx, dqh, dkh, dvh, dprobs, dctx_h, saved, qh, kh, vh, s, dropout));
     else
         CF_TRY(backward_unfused(ctx, dqh, dkh, dvh, dprobs, dctx_h, saved, qh, kh, vh, s, dropout));

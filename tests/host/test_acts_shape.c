@@ -156,6 +156,30 @@ static void auto_attention_path_follows_the_device_and_size(void **state)
     assert_true(cf_attention_fused_for(A, &acc, &c, SIZE_MAX, 2, 1, false));
 }
 
+/* gemm-backward: the fused forward (a GPU's and a CPU's alike), and its
+ * backward by GEMMs in training, except where the tiled kernels take
+ * grouped-query heads as rows. */
+static void gemm_backward_is_the_fused_forward(void **state)
+{
+    (void)state;
+    clformer_config c = config(); /* 8 heads */
+    clformer_device_info ci = {0};
+    ci.type = CLFORMER_DEVICE_CPU;
+    ci.max_alloc_bytes = GiB;
+    clformer_device_profile cpu;
+    assert_int_equal(clformer_device_profile_for(&ci, NULL, &cpu), CLFORMER_OK);
+    const clformer_attention_path G = CLFORMER_ATTENTION_GEMM_BACKWARD;
+    assert_true(cf_attention_fused_for(G, &cpu, &c, 2, 64, 20, true));
+    assert_true(cf_attention_fused_for(G, &cpu, &c, 16, 1024, 1023, true));
+    cf_blocks all = {.kv_heads = 8}, grouped = {.kv_heads = 2};
+    assert_true(cf_acts_gemm_backward(G, true, true, &c, &all));
+    assert_true(cf_acts_gemm_backward(G, true, false, &c, &grouped)); /* heads layout */
+    assert_false(cf_acts_gemm_backward(G, true, true, &c, &grouped));  /* rows */
+    assert_false(cf_acts_gemm_backward(G, false, false, &c, &all));
+    assert_false(cf_acts_gemm_backward(CLFORMER_ATTENTION_FUSED, true, true, &c, &all));
+    assert_false(cf_acts_gemm_backward(CLFORMER_ATTENTION_AUTO, true, true, &c, &all));
+}
+
 static void attention_path_words(void **state)
 {
     (void)state;
@@ -167,8 +191,11 @@ static void attention_path_words(void **state)
     assert_ok(clformer_attention_path_parse("unfused", &p));
     assert_int_equal(p, CLFORMER_ATTENTION_UNFUSED);
     assert_string_equal(clformer_attention_path_name(p), "unfused");
+    assert_ok(clformer_attention_path_parse("GEMM-backward", &p));
+    assert_int_equal(p, CLFORMER_ATTENTION_GEMM_BACKWARD);
+    assert_string_equal(clformer_attention_path_name(p), "gemm-backward");
     assert_error(clformer_attention_path_parse("flash", &p), CLFORMER_ERR_INVALID_ARGUMENT,
-                 "'flash'", "CLFORMER_ATTENTION", "fused, unfused or auto");
+                 "'flash'", "CLFORMER_ATTENTION", "fused, unfused, gemm-backward or auto");
 }
 
 int main(void)
@@ -181,6 +208,7 @@ int main(void)
         cmocka_unit_test(no_tensor_of_2_31_floats),
         cmocka_unit_test(fused_attention_needs_no_score_matrix),
         cmocka_unit_test(auto_attention_path_follows_the_device_and_size),
+        cmocka_unit_test(gemm_backward_is_the_fused_forward),
         cmocka_unit_test(attention_path_words),
     };
     return cmocka_run_group_tests_name("activation shape check", tests, NULL, NULL);
