@@ -481,9 +481,11 @@ CLFORMER_API clformer_gemm_provider clformer_context_gemm_provider(const clforme
  *            heads x Tq x Tk floats per attention layer (twice with dropout)
  *   auto     per batch: fused where the device profile runs the tiled
  *            kernels (GPUs, clformer_device_profile.tiled_attention);
- *            elsewhere unfused while the probabilities of all attention
- *            layers stay small (CLFORMER_ATTENTION_UNFUSED_MAX_BYTES), where
- *            it was measured faster on CPU devices, and fused above
+ *            elsewhere unfused, measured faster on CPU devices, while the
+ *            probabilities of all attention layers stay within a quarter of
+ *            the device's global memory (at least
+ *            CLFORMER_ATTENTION_UNFUSED_MAX_BYTES) and the batch's
+ *            activations fit in the memory left; fused otherwise
  *   gemm-backward  the fused forward; the backward computes each layer's
  *            scores again into a workspace and runs the unfused path's
  *            products and softmax kernel over them: its FMAs in the GEMMs,
@@ -503,7 +505,9 @@ typedef enum {
     CLFORMER_ATTENTION_UNFUSED = 2,
     CLFORMER_ATTENTION_GEMM_BACKWARD = 3
 } clformer_attention_path;
-/* Above this many bytes of saved probabilities per batch, auto is fused everywhere. */
+/* auto's floor: up to this many bytes of saved probabilities per batch it
+ * keeps the unfused path off GPUs, or up to a quarter of the device's
+ * global memory where that is more. */
 #define CLFORMER_ATTENTION_UNFUSED_MAX_BYTES ((size_t)256 << 20)
 
 /* "auto", "fused", "unfused" or "gemm-backward". */

@@ -267,9 +267,19 @@ static bool product(size_t a, size_t b, size_t c, size_t d, size_t *out)
 
 #define MIB(bytes) ((double)(bytes) / (1024.0 * 1024.0))
 
+/* The most bytes of probabilities auto lets the unfused path save: a
+ * quarter of the device's memory, at least CLFORMER_ATTENTION_UNFUSED_MAX_BYTES. */
+static size_t unfused_max_bytes(uint64_t global_mem_bytes)
+{
+    const uint64_t quarter = global_mem_bytes / 4;
+    return quarter > CLFORMER_ATTENTION_UNFUSED_MAX_BYTES && quarter <= SIZE_MAX
+               ? (size_t)quarter
+               : CLFORMER_ATTENTION_UNFUSED_MAX_BYTES;
+}
+
 bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_profile *device,
-                            const clformer_config *cfg, size_t B, size_t S, size_t T,
-                            bool training)
+                            uint64_t global_mem_bytes, const clformer_config *cfg, size_t B,
+                            size_t S, size_t T, bool training)
 {
     if (path != CLFORMER_ATTENTION_AUTO) return path != CLFORMER_ATTENTION_UNFUSED;
     /* the tiled kernels (GPUs): one launch and no probabilities in memory
@@ -278,8 +288,10 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
     if (device->tiled_attention) return true;
     /* elsewhere the GEMM path while its probabilities fit: on CPU devices it
      * was measured faster on PoCL at every length from 64 to 512 and level
-     * or faster on Intel's runtime (docs/PERFORMANCE.md); accelerators and
-     * simulators are unmeasured */
+     * or faster on Intel's runtime, and on both at gpt-char's 64 x 256
+     * (1.3 GB of them; docs/PERFORMANCE.md); accelerators and simulators
+     * are unmeasured. cf_acts_prepare takes the fused path after all where
+     * the unfused one's activations cannot be allocated. */
     const size_t max_alloc_bytes = (size_t)cf_buffer_max_bytes(device->max_alloc_bytes);
     /* the probabilities the unfused path saves, per batch, in floats:
      * encoder S x S, decoder T x T and T x S per layer, twice with dropout,
@@ -295,7 +307,7 @@ bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_
         __builtin_add_overflow(a, b, &c) || __builtin_mul_overflow(c, copies, &c) ||
         __builtin_add_overflow(c, training ? w : 0, &c))
         return true;
-    return c > CLFORMER_ATTENTION_UNFUSED_MAX_BYTES / 4;
+    return c > unfused_max_bytes(global_mem_bytes) / 4;
 }
 
 clformer_status cf_acts_check_shape(const clformer_config *cfg, size_t device_max_alloc_bytes,
@@ -388,7 +400,8 @@ static size_t arena_bytes(cf_session *s, size_t B, size_t S, size_t T, bool trai
 {
     const clformer_config *cfg = &s->model->cfg;
     const bool fused =
-        cf_attention_fused_for(s->ctx->attention_path, &s->ctx->device_profile, cfg, B, S, T, training);
+        cf_attention_fused_for(s->ctx->attention_path, &s->ctx->device_profile,
+                               s->ctx->info.global_mem_bytes, cfg, B, S, T, training);
     if (cf_acts_check_shape(cfg, s->ctx->info.max_alloc_bytes, B, S, T,
                             row_stats_only(s, fused, training)) != CLFORMER_OK)
         return SIZE_MAX;
@@ -465,6 +478,17 @@ static clformer_status too_large(cf_session *s, clformer_status st, size_t B, si
                           B, S, T + 1, MIB(need), lo, MIB(left), lo * S, hint);
 }
 
+/* Whether a counted layout fits in the device memory left, counting the
+ * session's arena as free (it is reallocated to the layout). */
+static bool fits_device(const cf_session *s, const cf_split_arena *count)
+{
+    uint64_t need = 0, held = 0;
+    for (size_t i = 0; i < count->count; i++) need += (uint64_t)count->used[i] * 4;
+    for (size_t i = 0; i < s->arena.count; i++) held += (uint64_t)s->arena.capacity[i] * 4;
+    const uint64_t used = s->ctx->bytes_allocated > held ? s->ctx->bytes_allocated - held : 0;
+    return used + need <= s->ctx->info.global_mem_bytes;
+}
+
 clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, bool training)
 {
     const clformer_config *cfg = &s->model->cfg;
@@ -480,13 +504,22 @@ clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, boo
     /* the sizes below are products of these: refuse any that overflows or
      * could never fit before computing them */
     const bool fused =
-        cf_attention_fused_for(s->ctx->attention_path, &s->ctx->device_profile, cfg, B, S, T, training);
+        cf_attention_fused_for(s->ctx->attention_path, &s->ctx->device_profile,
+                               s->ctx->info.global_mem_bytes, cfg, B, S, T, training);
     CF_TRY(cf_acts_check_shape(cfg, s->ctx->info.max_alloc_bytes, B, S, T,
                                row_stats_only(s, fused, training)));
     set_shape(a, s, B, S, T, training, fused);
     const size_t limit = arena_limit(s);
     cf_split_arena count = {.bufs = NULL, .limit = limit};
     layout(cfg, a, &count);
+    if (!fused && s->ctx->attention_path == CLFORMER_ATTENTION_AUTO &&
+        !fits_device(s, &count)) {
+        /* auto chose the unfused path for speed; where its probabilities
+         * do not fit in the memory left, the fused one, which keeps none */
+        set_shape(a, s, B, S, T, training, true);
+        count = (cf_split_arena){.bufs = NULL, .limit = limit};
+        layout(cfg, a, &count);
+    }
     clformer_status st = cf_split_buffers_reserve(s->ctx, &s->arena, &count, "activations");
     if (st != CLFORMER_OK) return too_large(s, st, B, S, T, training);
     cf_split_arena arena = {.bufs = s->arena.bufs, .limit = limit};

@@ -120,12 +120,13 @@ static inline bool cf_acts_dropout(const cf_acts *a, const clformer_config *cfg)
 clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, bool training);
 
 /* Whether a batch shape's attention takes the fused path under `path` on
- * `device` (auto: always where the profile runs the tiled kernels, else
- * when the unfused path's saved probabilities would exceed
- * CLFORMER_ATTENTION_UNFUSED_MAX_BYTES or one buffer). */
+ * `device` with global_mem_bytes of memory (auto: always where the profile
+ * runs the tiled kernels, else when the unfused path's saved probabilities
+ * would exceed a quarter of that memory, or CLFORMER_ATTENTION_UNFUSED_MAX_BYTES
+ * where that is more, or one buffer). */
 bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_profile *device,
-                            const clformer_config *cfg, size_t B, size_t S, size_t T,
-                            bool training);
+                            uint64_t global_mem_bytes, const clformer_config *cfg, size_t B,
+                            size_t S, size_t T, bool training);
 
 /*
  * Whether a batch shape's activations can exist on a device whose largest

@@ -2,8 +2,9 @@
  * The activation arena across several buffers (arena.h): a session whose
  * buffers may hold only an eighth of its arena gives the same bits as one
  * with a single buffer (logits, loss, every gradient, and training steps),
- * on both attention paths; and a batch that does not fit in the device's
- * memory is refused with the largest batch of its lengths that does.
+ * on both attention paths; a batch that does not fit in the device's
+ * memory is refused with the largest batch of its lengths that does; and
+ * where auto's unfused path would not fit, it takes the fused one.
  */
 #include "session_bits.h"
 
@@ -104,12 +105,75 @@ static void too_large_names_the_batch_that_fits(void **state)
     free(tgt);
 }
 
+/* The activations a fresh session of r's model lays out for `batch` on
+ * `path` (the session is made again after). */
+static uint64_t activations_on(bits_run *r, clformer_attention_path path,
+                               const clformer_batch *batch)
+{
+    hctx()->attention_path = path;
+    double loss;
+    assert_ok(clformer_session_gradients(r->session, batch, &loss));
+    const uint64_t bytes = clformer_session_memory(r->session).activations;
+    clformer_session_free(r->session);
+    assert_ok(clformer_session_create(r->model, &r->session));
+    return bytes;
+}
+
+/* auto keeps the unfused path (faster on CPU devices) while it fits in the
+ * device's memory, and takes the fused one, which saves no probabilities,
+ * where only that fits: with the memory pretended to hold the fused arena
+ * alone, auto runs fused where unfused is refused. */
+static void auto_takes_fused_where_unfused_does_not_fit(void **state)
+{
+    (void)state;
+    cf_ctx *ctx = hctx();
+    const clformer_attention_path path = ctx->attention_path;
+    /* long enough that the (T x T) probabilities outweigh the fused path's own tensors */
+    clformer_config c = config();
+    c.max_len = 48;
+    const size_t B = 2, S = harness_is_slow() ? 24 : 40, L = S + 1;
+    int32_t *src = harness_random_sentences(B, S, c.src_vocab, 31),
+            *tgt = harness_random_sentences(B, L, c.tgt_vocab, 32);
+    const clformer_batch batch = {B, S, L, src, tgt};
+    bits_run r = bits_run_make(&c, 0);
+    const uint64_t fused = activations_on(&r, CLFORMER_ATTENTION_FUSED, &batch),
+                   unfused = activations_on(&r, CLFORMER_ATTENTION_UNFUSED, &batch);
+    if (!(unfused > fused))
+        fail_msg("activations: unfused %llu bytes, fused %llu", (unsigned long long)unfused,
+                 (unsigned long long)fused);
+    double loss;
+    ctx->attention_path = CLFORMER_ATTENTION_AUTO;
+    if (!ctx->device_profile.tiled_attention) { /* GPU layouts: fused at every size */
+        assert_ok(clformer_session_gradients(r.session, &batch, &loss));
+        assert_false(r.session->acts.fused_attention);
+        clformer_session_free(r.session);
+        assert_ok(clformer_session_create(r.model, &r.session));
+    }
+    const uint64_t saved = ctx->info.global_mem_bytes;
+    ctx->info.global_mem_bytes = ctx->bytes_allocated + fused;
+    const clformer_status st_auto = clformer_session_gradients(r.session, &batch, &loss);
+    const bool took_fused = r.session->acts.fused_attention;
+    clformer_session_free(r.session);
+    assert_ok(clformer_session_create(r.model, &r.session));
+    ctx->attention_path = CLFORMER_ATTENTION_UNFUSED;
+    const clformer_status st_unfused = clformer_session_gradients(r.session, &batch, &loss);
+    ctx->info.global_mem_bytes = saved;
+    ctx->attention_path = path;
+    assert_ok(st_auto);
+    assert_true(took_fused);
+    assert_int_equal(st_unfused, CLFORMER_ERR_OUT_OF_MEMORY);
+    bits_run_free(&r);
+    free(src);
+    free(tgt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(split_unfused_same_bits),
         cmocka_unit_test(split_fused_same_bits),
         cmocka_unit_test(too_large_names_the_batch_that_fits),
+        cmocka_unit_test(auto_takes_fused_where_unfused_does_not_fit),
     };
     return harness_run_device_suite("arena_split", tests, sizeof tests / sizeof *tests);
 }
