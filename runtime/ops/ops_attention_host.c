@@ -23,6 +23,7 @@
 #include "attention_host.h"
 #include "attention_operands.h"
 #include "dropout.h"
+#include "gemm.h"
 #include "host_exp.h"
 #include "host_items.h"
 #include "host_philox.h"
@@ -284,9 +285,8 @@ static void forward_item(const void *args, float *const *address, size_t item)
 
 bool cf_attention_host_takes(const cf_ctx *ctx, const cf_attention_shape *s)
 {
-    return cf_host_items_available(ctx) && !ctx->host_fusion_off &&
-           ctx->precision == CLFORMER_FP32 && s->Tq <= INT32_MAX && s->Tk <= INT32_MAX &&
-           cf_attention_group(s) * s->Tq <= INT32_MAX;
+    return cf_gemm_fuses(ctx) && ctx->precision == CLFORMER_FP32 && s->Tq <= INT32_MAX &&
+           s->Tk <= INT32_MAX && cf_attention_group(s) * s->Tq <= INT32_MAX;
 }
 
 /* 2 * 2 * M * Tk * dh per item: the two products of a direction's pass */
