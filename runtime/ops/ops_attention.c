@@ -17,9 +17,10 @@
  * Those products, and the tiled kernels, may read Qh, Kh, Vh and dO from, and
  * write O, dQh, dKh and dVh into, rows (B, T, heads * dh) instead of heads
  * (the shape's q_ld, kv_ld, out_rows, dq_ld, dkv_ld): the products are then
- * one batch with each product's offsets (heads_gemm), the kernels address
- * rows (head_row in cl/flash_attention_tiled.cl), and the model needs no
- * merge or split launch around them.
+ * a batch with each product's offsets, or a strided batch per head
+ * (heads_gemm), the kernels address rows (head_row in
+ * cl/flash_attention_tiled.cl), and the model needs no merge or split
+ * launch around them.
  * A forward with one query row a sequence and head and no dropout (a
  * decoding step) gives the unfused path's results, P included, in one
  * launch instead (cl/attention_decode.cl).
@@ -244,9 +245,14 @@ static bool evenly_strided(const heads_operand *x, size_t heads)
 }
 
 /* C = op(A) op(B) for each of B * heads (batch, head) pairs: one strided
- * batch where every operand's blocks lie evenly apart, else one batch with
- * each product's offsets: the same products (with the host provider the
- * same bits, which do not depend on where its operands lie). */
+ * batch where every operand's blocks lie evenly apart; else, on the host
+ * provider, one batch with each product's offsets (one launch), and on the
+ * others a strided batch per head over the batches, or per batch over the
+ * heads, whichever makes fewer calls: CLBlast's per-shape search times
+ * strided batches, not lists of offsets (gemm_search.h), and the tiled
+ * kernel takes a list one product a launch. The same products either way
+ * (with the host provider the same bits, which do not depend on where its
+ * operands lie). */
 static clformer_status heads_gemm(cf_ctx *ctx, bool trans_a, bool trans_b, size_t m, size_t n,
                                   size_t k, heads_operand a, heads_operand b, heads_operand c,
                                   size_t B, size_t heads)
@@ -256,6 +262,22 @@ static clformer_status heads_gemm(cf_ctx *ctx, bool trans_a, bool trans_b, size_
         return cf_gemm_strided_batched(ctx, trans_a, trans_b, m, n, k, 1.0f, a.buf, a.off, a.ld,
                                        a.head_step, b.buf, b.off, b.ld, b.head_step, 0.0f, c.buf,
                                        c.off, c.ld, c.head_step, count);
+    if (ctx->gemm_provider != CLFORMER_GEMM_HOST) {
+        const bool per_head = heads <= B;
+        const size_t calls = per_head ? heads : B, batch = per_head ? B : heads;
+        const heads_operand *x[3] = {&a, &b, &c};
+        size_t at[3], stride[3];
+        for (int t = 0; t < 3; t++)
+            stride[t] = per_head ? x[t]->batch_step : x[t]->head_step;
+        for (size_t i = 0; i < calls; i++) {
+            for (int t = 0; t < 3; t++)
+                at[t] = x[t]->off + i * (per_head ? x[t]->head_step : x[t]->batch_step);
+            CF_TRY(cf_gemm_strided_batched(ctx, trans_a, trans_b, m, n, k, 1.0f, a.buf, at[0],
+                                           a.ld, stride[0], b.buf, at[1], b.ld, stride[1], 0.0f,
+                                           c.buf, at[2], c.ld, stride[2], batch));
+        }
+        return CLFORMER_OK;
+    }
     size_t *offs = malloc(3 * count * sizeof *offs);
     float *scalars = malloc(2 * count * sizeof *scalars);
     if (!offs || !scalars) {
