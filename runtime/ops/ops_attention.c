@@ -302,6 +302,11 @@ static clformer_status heads_gemm(cf_ctx *ctx, bool trans_a, bool trans_b, size_
 /* Forward                                                                   */
 /* ------------------------------------------------------------------------- */
 
+/* The dropout arguments every attention kernel ends with. */
+#define DROP_ARGS(active, dropout)                                                              \
+    CF_F32((active) ? (dropout)->p : 0.0f), CF_U64((active) ? (dropout)->seed : 0),             \
+        CF_U32((active) ? (dropout)->step : 0), CF_U32((active) ? (dropout)->site : 0)
+
 /* P = softmax(scale S + mask) in place of the scores S (a row per query
  * of each (b, h)), and with write_drop P_drop = P * dropout_scale into Pd
  * (a copy without dropout): cl/attention.cl's attention_softmax. */
@@ -325,8 +330,7 @@ static clformer_status softmax_launch(cf_ctx *ctx, cf_view P, cf_view Pd, bool w
                      CF_U64(key_tokens.off), CF_I32(s->key_ld), CF_I32(use_keys),
                      CF_I32(BH * Tq), CF_I32(s->H), CF_I32(Tq), CF_I32(Tk), CF_I32(s->q_pos0),
                      CF_I32(s->causal), CF_F32(1.0f / sqrtf((float)s->dh)),
-                     CF_F32(active ? dropout->p : 0.0f), CF_U64(active ? dropout->seed : 0),
-                     CF_U32(active ? dropout->step : 0), CF_U32(active ? dropout->site : 0));
+                     DROP_ARGS(active, dropout));
 }
 
 /* S = Q K^T into P, per key/value head over its group's G*Tq query rows. */
@@ -368,11 +372,6 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
                       Hkv));
     return cf_round_activation(ctx, out, BH * Tq * dh); /* the same span either way */
 }
-
-/* The dropout arguments every attention kernel ends with. */
-#define DROP_ARGS(active, dropout)                                                              \
-    CF_F32((active) ? (dropout)->p : 0.0f), CF_U64((active) ? (dropout)->seed : 0),             \
-        CF_U32((active) ? (dropout)->step : 0), CF_U32((active) ? (dropout)->site : 0)
 
 /* The shape arguments of the fused kernels, after their tensors: key
  * tokens, then sizes, then scale and dropout. `rows` is the work items. */
@@ -597,9 +596,7 @@ static clformer_status backward_products(cf_ctx *ctx, cf_view dqh, cf_view dkh, 
     CF_TRY(CF_LAUNCH(ctx, "attention", cf_f32_bytes(3 * BH * Tq * Tk), k, 1, &global, &local,
                      CF_MEM(dprobs.buf), CF_U64(dprobs.off), CF_MEM(P.buf), CF_U64(P.off),
                      CF_I32(BH * Tq), CF_I32(Tk),
-                     CF_F32(1.0f / sqrtf((float)dh)), CF_F32(active ? dropout->p : 0.0f),
-                     CF_U64(active ? dropout->seed : 0), CF_U32(active ? dropout->step : 0),
-                     CF_U32(active ? dropout->site : 0)));
+                     CF_F32(1.0f / sqrtf((float)dh)), DROP_ARGS(active, dropout)));
     if (round_ds) CF_TRY(cf_round_activation(ctx, dprobs, BH * Tq * Tk)); /* dS as stored */
     /* dQh = dS Kh, dKh = dS^T Qh */
     CF_TRY(heads_gemm(ctx, false, false, M, dh, Tk, ds_op, k_op, dq_op, s->B, Hkv));
