@@ -354,12 +354,21 @@ bool cf_acts_gemm_backward(clformer_attention_path path, bool fused, bool tiled,
            (!tiled || blocks->kv_heads == (size_t)cfg->n_heads);
 }
 
+/* Whether a training batch's attention backward runs by GEMMs, with its
+ * (B, H, L, L) workspace (cf_acts_gemm_backward, for this session). */
+static bool backward_by_gemm(const cf_session *s, bool fused, bool training)
+{
+    const clformer_config *cfg = &s->model->cfg;
+    const bool tiled = fused && cf_attention_tiled(s->ctx, (size_t)(cfg->d_model / cfg->n_heads));
+    return training && cf_acts_gemm_backward(s->ctx->attention_path, fused, tiled, cfg,
+                                             &s->model->blocks);
+}
+
 /* Whether a batch's attention keeps no (B, H, L, L) tensor at all: the
- * fused path, unless a training batch's backward may run by GEMMs (a
- * workspace of that size). */
+ * fused path, unless its backward runs by GEMMs. */
 static bool row_stats_only(const cf_session *s, bool fused, bool training)
 {
-    return fused && !(training && s->ctx->attention_path == CLFORMER_ATTENTION_GEMM_BACKWARD);
+    return fused && !backward_by_gemm(s, fused, training);
 }
 
 static void set_shape(cf_acts *a, const cf_session *s, size_t B, size_t S, size_t T,
@@ -373,9 +382,7 @@ static void set_shape(cf_acts *a, const cf_session *s, size_t B, size_t S, size_
     const clformer_config *cfg = &s->model->cfg;
     a->tiled_attention =
         fused && cf_attention_tiled(s->ctx, (size_t)(cfg->d_model / cfg->n_heads));
-    a->gemm_backward = training && cf_acts_gemm_backward(s->ctx->attention_path, fused,
-                                                         a->tiled_attention, cfg,
-                                                         &s->model->blocks);
+    a->gemm_backward = backward_by_gemm(s, fused, training);
     /* a pass without backward needs no layer's tensors after the next
      * layer has run, so it shares the scratch too */
     a->recompute = s->recompute;

@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The context's path is read as a session lays out a batch: set before
  * each session's call. */
@@ -110,6 +111,39 @@ static void recomputed_and_split(void **state)
     bits_case_end(&k);
 }
 
+/* The workspace's (B, H, L, L) tensor is asked of a batch only where the
+ * backward runs by GEMMs: a llama whose longest buffer is one float short
+ * of it trains where the tiled kernels take its grouped-query heads as
+ * rows (they keep the fused backward), and is refused in the head layout. */
+static void workspace_only_where_gemms_run(void **state)
+{
+    (void)state;
+    if (harness_is_slow() && hctx()->device_profile.gpu_layouts) skip(); /* as `llama` */
+    bits_case k = bits_case_begin(CLFORMER_ATTENTION_GEMM_BACKWARD, BITS_LLAMA, 31);
+    clformer_config c = k.config;
+    const size_t L = 48, H = (size_t)c.n_heads;
+    c.max_len = (int)L + 1;
+    int32_t *tgt = harness_random_sentences(1, L + 1, c.tgt_vocab, 37);
+    const clformer_batch batch = {1, 0, L + 1, NULL, tgt};
+    bits_run run = bits_run_make(&c, 0);
+    const uint64_t device_max = hctx()->info.max_alloc_bytes;
+    hctx()->info.max_alloc_bytes = H * L * L * 4 - 4;
+    double loss;
+    const clformer_status st = clformer_session_gradients(run.session, &batch, &loss);
+    hctx()->info.max_alloc_bytes = device_max;
+    const cf_acts *a = &run.session->acts;
+    if (cf_attention_tiled(hctx(), (size_t)(c.d_model / c.n_heads))) {
+        assert_ok(st);
+        assert_true(a->fused_attention && !a->gemm_backward);
+    } else {
+        assert_int_equal(st, CLFORMER_ERR_OUT_OF_MEMORY);
+        assert_non_null(strstr(clformer_last_error(), "attention scores of 1 x 4 x 48 x 48"));
+    }
+    bits_run_free(&run);
+    free(tgt);
+    bits_case_end(&k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -117,6 +151,7 @@ int main(void)
         cmocka_unit_test(decoder_only),
         cmocka_unit_test(llama),
         cmocka_unit_test(recomputed_and_split),
+        cmocka_unit_test(workspace_only_where_gemms_run),
     };
     return harness_run_device_suite("attention_gemm_backward", tests,
                                     sizeof tests / sizeof *tests);
