@@ -1057,6 +1057,14 @@ CLFORMER_API clformer_model *clformer_session_model(const clformer_session *sess
 /* The session's device memory: activations, decoding and their total. */
 CLFORMER_API clformer_memory clformer_session_memory(const clformer_session *session);
 
+/* The attention path the session's last training batch (a train step or
+ * gradients) took, auto's choice or the context's: CLFORMER_ATTENTION_FUSED,
+ * _UNFUSED, or _GEMM_BACKWARD where its backward ran by GEMMs (a
+ * gemm-backward context's grouped-query heads on the tiled kernels keep
+ * the fused backward: FUSED). CLFORMER_ATTENTION_AUTO before any. */
+CLFORMER_API clformer_attention_path clformer_session_training_attention(
+    const clformer_session *session);
+
 /* Recomputation (off by default; train --recompute): a pass keeps only
  * each layer's output, and the tensors inside a layer (attention
  * projections, probabilities or their statistics, the FFN's hidden layer)

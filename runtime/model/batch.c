@@ -49,6 +49,10 @@ static clformer_status prepare(cf_session *s, const clformer_batch *b, bool trai
 {
     CF_TRY(s->model->family->check_batch(&s->model->cfg, b));
     CF_TRY(cf_acts_prepare(s, b->batch, b->src_len, b->tgt_len - 1, training));
+    if (training)
+        s->training_attention = !s->acts.fused_attention ? CLFORMER_ATTENTION_UNFUSED
+                                : s->acts.gemm_backward  ? CLFORMER_ATTENTION_GEMM_BACKWARD
+                                                         : CLFORMER_ATTENTION_FUSED;
     CF_TRY(upload_ints(s, b, label_count));
     if (*label_count == 0)
         return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,

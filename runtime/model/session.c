@@ -67,6 +67,11 @@ void clformer_session_set_recompute(clformer_session *s, bool recompute)
 
 bool clformer_session_recompute(const clformer_session *s) { return s->recompute; }
 
+clformer_attention_path clformer_session_training_attention(const clformer_session *s)
+{
+    return s->training_attention;
+}
+
 clformer_status clformer_session_set_precision(clformer_session *s, clformer_precision precision)
 {
     if (!clformer_precision_name(precision))

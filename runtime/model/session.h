@@ -20,6 +20,8 @@ struct clformer_session {
                                     * allocation (tests set less to split small arenas) */
     bool recompute;                /* training keeps each layer's output alone and
                                     * recomputes the rest in backward (graph.h) */
+    clformer_attention_path training_attention; /* the last training batch's path
+                                                 * (clformer_session_training_attention) */
     /* Storage precision of the passes (clformer_session_set_precision): the
      * ops round every activation they write to it (ctx->precision, set for
      * the passes this session enqueues), and the passes read `weights`, the

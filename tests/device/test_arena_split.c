@@ -146,13 +146,19 @@ static void auto_takes_fused_where_unfused_does_not_fit(void **state)
     if (!ctx->device_profile.tiled_attention) { /* GPU layouts: fused at every size */
         assert_ok(clformer_session_gradients(r.session, &batch, &loss));
         assert_false(r.session->acts.fused_attention);
+        assert_int_equal(clformer_session_training_attention(r.session),
+                         CLFORMER_ATTENTION_UNFUSED);
         clformer_session_free(r.session);
         assert_ok(clformer_session_create(r.model, &r.session));
+        assert_int_equal(clformer_session_training_attention(r.session),
+                         CLFORMER_ATTENTION_AUTO); /* before any batch */
     }
     const uint64_t saved = ctx->info.global_mem_bytes;
     ctx->info.global_mem_bytes = ctx->bytes_allocated + fused;
     const clformer_status st_auto = clformer_session_gradients(r.session, &batch, &loss);
-    const bool took_fused = r.session->acts.fused_attention;
+    const bool took_fused = r.session->acts.fused_attention &&
+                            clformer_session_training_attention(r.session) ==
+                                CLFORMER_ATTENTION_FUSED;
     clformer_session_free(r.session);
     assert_ok(clformer_session_create(r.model, &r.session));
     ctx->attention_path = CLFORMER_ATTENTION_UNFUSED;

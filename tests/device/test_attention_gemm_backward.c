@@ -53,6 +53,9 @@ static void against_fused(bits_variant v)
     const bool rows_grouped = a->tiled_attention && c.n_kv_heads && c.n_kv_heads < c.n_heads;
     assert_true(a->fused_attention && a->gemm_backward == !rows_grouped);
     assert_true(!fused.session->acts.gemm_backward);
+    assert_int_equal(clformer_session_training_attention(gemm.session),
+                     rows_grouped ? CLFORMER_ATTENTION_FUSED : CLFORMER_ATTENTION_GEMM_BACKWARD);
+    assert_int_equal(clformer_session_training_attention(fused.session), CLFORMER_ATTENTION_FUSED);
     if (a->gemm_backward) assert_true(a->total > fused.session->acts.total); /* the workspace */
     if (!harness_is_slow())
         for (int step = 0; step < 2; step++) {

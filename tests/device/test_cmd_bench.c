@@ -347,6 +347,13 @@ static void bench_json(void **state)
     assert_string_equal(string(r, "device_selector"), hctx()->info.selector);
     assert_string_equal(string(r, "gemm_provider"),
                         clformer_gemm_provider_name(clformer_context_gemm_provider(hctx())));
+    /* auto: unfused for so small a batch, but fused on the tiled kernels */
+    const clformer_attention_path chosen = hctx()->attention_path;
+    const clformer_attention_path taken =
+        chosen != CLFORMER_ATTENTION_AUTO ? chosen
+        : hctx()->device_profile.tiled_attention ? CLFORMER_ATTENTION_FUSED
+                                                 : CLFORMER_ATTENTION_UNFUSED;
+    assert_string_equal(string(r, "attention_path"), clformer_attention_path_name(taken));
     assert_true(number(r, "batch") == 2 && number(r, "len") == 4);
     assert_true(number(r, "steps") == 1 && number(r, "warmup") == 0);
     assert_true(fabs(number(r, "dropout") - 0.1) < 1e-6);
@@ -518,6 +525,7 @@ static void bench_table(void **state)
     mentions("non-GEMM");
     mentions("total allocated by clformer");
     mentions("launches");
+    mentions("attention path");
 }
 
 /* The model options replace the preset's shape (docs/RESULTS.md's recipe is

@@ -92,6 +92,9 @@ typedef struct {
     clformer_program_stats programs_first; /* after the first step */
     clformer_program_stats programs;       /* at the end */
     const char *gemm_provider;             /* "clblast" or "host" */
+    const char *attention_path;            /* the training steps': "fused", "unfused" or
+                                            * "gemm-backward" (auto's choice, or the context's) */
+    clformer_attention_path attention_choice; /* the context's (CLFORMER_ATTENTION) */
     clformer_memory memory;
 } bench;
 
@@ -367,6 +370,7 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
     st = timed_steps(ctx, session, b, data, 1, &next, &b->loss_first, &b->first_step_s, NULL);
     b->programs_first = clformer_context_program_stats(ctx);
     b->gemm_provider = clformer_gemm_provider_name(clformer_context_gemm_provider(ctx));
+    b->attention_choice = clformer_context_attention_path(ctx);
     if (st == CLFORMER_OK && b->warmup) {
         progress("warm-up steps");
         st = timed_steps(ctx, session, b, data, b->warmup, &next, &loss, &s, NULL);
@@ -375,6 +379,8 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
         progress("timed training steps");
         st = timed_steps(ctx, session, b, data, b->steps, &next, &b->loss_last, &s, train_k);
         b->train_step_s = s / (double)b->steps;
+        b->attention_path =
+            clformer_attention_path_name(clformer_session_training_attention(session));
     }
     if (st == CLFORMER_OK && !b->quick) {
         progress("profiled training steps");
@@ -543,6 +549,7 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     put_str(r, "device_selector", dev->selector);
     put_str(r, "platform", dev->platform);
     put_str(r, "gemm_provider", b->gemm_provider);
+    put_str(r, "attention_path", b->attention_path);
     put_str(r, "clformer_version", CLFORMER_VERSION);
     put_int(r, "batch", b->B);
     put_int(r, "len", b->T);
@@ -738,6 +745,8 @@ static void print_table(const bench *b, const clformer_device_info *dev)
            (double)b->train_flop * 1e-9);
     printf("  %-28s %10.2f GFLOP/s\n", "achieved", gflops(b->train_flop, b->train_step_s));
     printf("  %-28s %10.4f -> %.4f\n", "loss (first -> last)", b->loss_first, b->loss_last);
+    printf("  %-28s %10s (CLFORMER_ATTENTION: %s)\n", "attention path", b->attention_path,
+           clformer_attention_path_name(b->attention_choice));
     printf("  %-28s %10.1f per step (kernels and GEMM calls, profiled steps)\n", "launches",
            launches_per_rep(&b->train_k));
 
@@ -1010,7 +1019,8 @@ int cmd_bench(int argc, char **argv)
         "--share-all-embeddings replace the preset's values, as in\n"
         "clformer train (e.g. the fairseq-like recipe of docs/RESULTS.md; --quick\n"
         "overrides them). CLFORMER_ATTENTION picks the attention path (fused, unfused,\n"
-        "gemm-backward or auto: docs/ENVIRONMENT.md).\n"
+        "gemm-backward or auto: docs/ENVIRONMENT.md); the report says which path the\n"
+        "training steps took (JSON: attention_path).\n"
         "Language models (the gpt and llama presets, or --task lm for gpt-mini): the\n"
         "preset's shape and dropout (clformer train --task lm's), windows of --len tokens\n"
         "(default the context: 64, 256, 1024 for gpt-mini, gpt-char, gpt2; 256, 2048, 2048\n"
