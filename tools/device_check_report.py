@@ -53,10 +53,20 @@ def share(j):
     return f"{100 * a / j['train_step_ms']:.1f}% ({a:,.0f} of {j['train_step_ms']:,.0f} ms)"
 
 
-def share_by_gemm(j, fused):
-    """A step with the backward by GEMMs, whose products count under gemm:
-    its attention share taken as the step less the rest of the fused step
-    (everything but attention, which the path does not change)."""
+def other_path(j, path):
+    """Where a run's training steps took another attention path than the
+    row names (bench's attention_path; logs before it say nothing), what
+    the row prints in place of its figure: a run must not stand for a path
+    it did not take."""
+    took = j.get("attention_path", path) if j else path
+    return None if took == path else f"- (its steps took {took})"
+
+
+def share_by_gemm(j, fused, path):
+    """A step with the backward by GEMMs, or unfused, whose products count
+    under gemm: its attention share taken as the step less the rest of the
+    fused step (everything but attention, which the path does not change)."""
+    if other_path(j, path): return other_path(j, path)
     if not j or not fused: return "-"
     step = j["train_step_ms"]
     rest = fused["train_step_ms"] - fused["kernel_ms"].get("attention", 0.0)
@@ -73,7 +83,8 @@ def gemm_peak(j):
     return peak(j, "gemm")
 
 
-def toks(j):
+def toks(j, path=None):
+    if path and other_path(j, path): return other_path(j, path)
     return (f"{j['train_tokens_per_s']:,.0f} ({j['launches_per_step']:.0f} launches a step)"
             if j else "-")
 
@@ -136,9 +147,9 @@ def goals_table(d):
     print("| the same with the per-row kernels (`CLFORMER_PROFILE=row-attention`) | %s | (before: 95.8%%) |" % share(per_row))
     print("| the same with the backward by GEMMs (`CLFORMER_ATTENTION=gemm-backward`; the step "
           "less the fused step's other work) | %s | |"
-          % share_by_gemm(bench(d, "goal-base-1024-gemm-backward"), tiled))
+          % share_by_gemm(bench(d, "goal-base-1024-gemm-backward"), tiled, "gemm-backward"))
     print("| the same unfused (`CLFORMER_ATTENTION=unfused`: every product a GEMM) | %s | |"
-          % share_by_gemm(bench(d, "goal-base-1024-unfused"), tiled))
+          % share_by_gemm(bench(d, "goal-base-1024-unfused"), tiled, "unfused"))
     print("| attention kernels' share of the FMA peak (the model's products, every score) | %s | |"
           % peak(tiled, "attention"))
     print("| GEMM share of the FMA peak in that step (fp32) | %s | >= 50%% |" % gemm_peak(tiled))
@@ -152,13 +163,13 @@ def goals_table(d):
     print("| the same with clformer's own GEMM kernel (`CLFORMER_GEMM=tiled`) | %s | |"
           % toks(bench(d, "goal-gpt2-tiled-gemm")))
     print("| the same with the backward by GEMMs (`CLFORMER_ATTENTION=gemm-backward`) | %s | |"
-          % toks(bench(d, "goal-gpt2-gemm-backward")))
+          % toks(bench(d, "goal-gpt2-gemm-backward"), "gemm-backward"))
     print("| gpt-char (nanoGPT shakespeare_char config) tok/s | %s | >= 250,000 |" % toks(bench(d, "goal-gpt-char")))
     print("| the same with the weight gradients unsplit | %s | |" % toks(bench(d, "goal-gpt-char-whole")))
     print("| the same with clformer's own GEMM kernel (`CLFORMER_GEMM=tiled`) | %s | |"
           % toks(bench(d, "goal-gpt-char-tiled-gemm")))
     print("| the same with the backward by GEMMs (`CLFORMER_ATTENTION=gemm-backward`) | %s | |"
-          % toks(bench(d, "goal-gpt-char-gemm-backward")))
+          % toks(bench(d, "goal-gpt-char-gemm-backward"), "gemm-backward"))
     print("| gpt-char generating 64 sequences (the bench's batch), tok/s | %s | |"
           % generated(bench(d, "goal-gpt-char")))
     print("| gpt-char generating one sequence, tok/s | %s | |"
