@@ -544,9 +544,11 @@ static clformer_status run_case(cf_ctx *ctx, const attention_case *c, conf_sink 
              s.Tk, s.Tk_cap, s.dh, s.q_pos0);
     const char *variant = c->causal ? (active ? "_causal_dropout" : "_causal")
                                     : (active ? "_dropout" : "");
-    const char *path = !c->fused ? (cf_attention_host_takes(ctx, &s) ? "_host" : "")
+    const bool host = cf_attention_host_takes(ctx, &s);
+    const char *path = !c->fused ? (host ? "_host" : "")
                        : c->held                    ? "_tiled_held2"
                        : cf_attention_tiled(ctx, s.dh) ? "_tiled"
+                       : host                          ? "_host_fused"
                                                        : "_fused";
     /* by GEMMs: the backward alone (its forward is the fused case's) */
     if (!c->by_gemm) {
@@ -590,25 +592,18 @@ static clformer_status run_group(cf_ctx *ctx, const case_group *g, bool quick, c
     return CLFORMER_OK;
 }
 
-/* Where the host provider runs the unfused path as host items
- * (ops_attention_host.c, named "attention_host_..."), a group's unfused
- * cases once more with them off: the batched products and softmax kernels,
- * which 16-bit activations and the other providers take, stay checked on
- * the host provider's devices too. */
+/* Where the host provider runs attention as host items
+ * (ops_attention_host.c, named "attention_host_..." and
+ * "attention_host_fused_..."), a group's cases once more with them off, on
+ * both paths: the batched products and softmax kernels, and the per-row
+ * fused kernels, which 16-bit activations and the other providers take,
+ * stay checked on the host provider's devices too. */
 static clformer_status run_without_host_items(cf_ctx *ctx, const case_group *g, bool quick,
                                               conf_sink sink, void *user)
 {
     if (!cf_gemm_fuses(ctx)) return CLFORMER_OK;
-    const attention_case *cases = quick ? g->quick : g->full;
-    const size_t n = quick ? g->n_quick : g->n_full;
-    clformer_status st = CLFORMER_OK;
     ctx->host_fusion_off = true;
-    for (size_t i = 0; i < n && !st; i++) {
-        attention_case c = cases[i];
-        c.seed = g->seed + i;
-        c.fused = false;
-        st = run_case(ctx, &c, sink, user);
-    }
+    const clformer_status st = run_group(ctx, g, quick, sink, user);
     ctx->host_fusion_off = false;
     return st;
 }
@@ -691,6 +686,13 @@ static const attention_case grouped_full[] = {
     {2, 4, 64, 1, 61, 93, 60, true, KEYS_FULL, 0.0f, false, 0, false, 2},
     {2, 3, 80, 7, 61, 64, 54, true, KEYS_NONE, 0.0f, false, 0, false, 1},
 };
+/* Long keys: the fused path's host items take an item's query rows a
+ * chunk at a time (ops_attention_host.c: 64 rows of 1,024 keys), and dK
+ * and dV sum over the chunks; the second, grouped, has 400 rows an item. */
+static const attention_case chunked_full[] = {
+    {1, 2, 16, 300, 1024, 1024, 0, false, KEYS_RANDOM_PAD, 0.1f, true},
+    {1, 4, 8, 200, 1000, 1000, 800, true, KEYS_NONE, 0.0f, false, 0, false, 2},
+};
 /* Fully padded batches: zeros, not NaN. */
 static const attention_case padded_quick[] = {
     {3, 1, 8, 7, 7, 7, 0, true, KEYS_ONE_EMPTY, 0.2f, true},
@@ -728,7 +730,8 @@ static const attention_case heads_full[] = {
  * ones (cl/flash_attention.cl) beyond and on devices with CPU paths. One
  * fused case per head size (8; 64 and 257 unless quick) and its launches: a
  * run and a rerun, so 6 of one family and none of the other. */
-static clformer_status run_fused_kernels(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
+static clformer_status fused_kernels_chosen(cf_ctx *ctx, bool quick, conf_sink sink,
+                                            void *user)
 {
     static const cf_kernel_id tiled_ids[] = {CF_K_FLASH_TILED_FORWARD,
                                              CF_K_FLASH_TILED_BACKWARD_DQ,
@@ -767,6 +770,18 @@ static clformer_status run_fused_kernels(cf_ctx *ctx, bool quick, conf_sink sink
         conf_emit(sink, user, "attention_fused_kernels", shape, r, 0.0);
     }
     return CLFORMER_OK;
+}
+
+/* fused_kernels_chosen with the host items off: on the host provider they
+ * take the fused path in place of either kernel family (their cases are
+ * attention_host_fused_*). */
+static clformer_status run_fused_kernels(cf_ctx *ctx, bool quick, conf_sink sink, void *user)
+{
+    const bool host_off = ctx->host_fusion_off;
+    ctx->host_fusion_off = true;
+    const clformer_status st = fused_kernels_chosen(ctx, quick, sink, user);
+    ctx->host_fusion_off = host_off;
+    return st;
 }
 
 /* The fused backward against central finite differences of the fused
@@ -1325,6 +1340,7 @@ static clformer_status attention_check(cf_ctx *ctx, bool quick, conf_sink sink, 
         GROUP(cross_quick, cross_full, 300),       GROUP(decoding_quick, decoding_full, 400),
         GROUP(padded_quick, padded_full, 500),     FULL_ONLY(dropout_full, 600),
         FULL_ONLY(grouped_full, 700),              GROUP(heads_quick, heads_full, 800),
+        FULL_ONLY(chunked_full, 900),
     };
     CF_TRY(run_group(ctx, &model, quick, sink, user));
     CF_TRY(run_by_gemm(ctx, &model, 1, quick, sink, user));

@@ -199,6 +199,7 @@ enum { SPIN_ROWS = 16 };
 typedef struct {
     cf_host_item_fn fn;
     size_t items;
+    int threads; /* cf_host_items_threads() when enqueued: the indices items may get */
     float *address[CF_HOST_ITEMS_MAX_BUFFERS];
     void *slots[CF_HOST_ITEMS_MAX_BUFFERS]; /* PoCL writes the buffers' addresses here; unused */
 } items_block;
@@ -209,6 +210,7 @@ typedef struct {
     int parts;          /* slices per product */
     atomic_size_t next; /* the next item to take: product item / parts, slice item % parts;
                            with packed, the next chunk of rows */
+    atomic_int threads; /* threads that took part so far: each one's index (op's items) */
     bool spin_after;    /* the helpers wait awake for the next job (SPIN_AFTER_S) */
     float *packed;           /* a lone product's op(B) packed once (run_shared), or NULL */
     size_t pack_tasks;       /* the parts of that pack (cf_gemm_avx512_pack_task) */
@@ -260,8 +262,10 @@ static void take_products(batch_job *job)
 {
     if (job->op) {
         const items_block *op = job->op;
+        const int me = atomic_fetch_add(&job->threads, 1);
+        if (me >= op->threads) return; /* never: the pool does not grow after it starts */
         for (size_t i; (i = atomic_fetch_add(&job->next, 1)) < op->items;)
-            op->fn(op + 1, op->address, i);
+            op->fn(op + 1, op->address, i, me);
         return;
     }
     if (job->packed) {
@@ -480,6 +484,7 @@ static void CL_CALLBACK run_items(void *block)
     pthread_once(&pool_once, start_helpers);
     batch_job job = {.op = op, .parts = 1};
     atomic_init(&job.next, 0);
+    atomic_init(&job.threads, 0);
     const bool posted = op->items > 1 && post(&job);
     take_products(&job);
     if (posted) finish();
@@ -669,7 +674,7 @@ clformer_status cf_host_items(cf_ctx *ctx, const char *family, cf_host_item_fn f
     const size_t size = sizeof(items_block) + args_size;
     items_block *op = calloc(1, size);
     if (!op) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "out of host memory");
-    *op = (items_block){.fn = fn, .items = items};
+    *op = (items_block){.fn = fn, .items = items, .threads = cf_host_items_threads()};
     memcpy(op + 1, args, args_size);
     const void *locs[CF_HOST_ITEMS_MAX_BUFFERS];
     clformer_status st = CLFORMER_OK;
@@ -709,6 +714,8 @@ bool cf_host_items_available(const cf_ctx *ctx)
     return ctx->gemm_provider == CLFORMER_GEMM_HOST;
 }
 
+int cf_host_items_threads(void) { return 1 + cf_gemm_host_start_helpers(); }
+
 bool cf_gemm_host_available(void) { return true; }
 
 bool cf_gemm_host_rounds(void) { return cf_round_avx512_available(); }
@@ -745,6 +752,8 @@ bool cf_host_items_available(const cf_ctx *ctx)
     (void)ctx;
     return false;
 }
+
+int cf_host_items_threads(void) { return 1; }
 
 clformer_status cf_host_items(cf_ctx *ctx, const char *family, cf_host_item_fn fn,
                               const void *args, size_t args_size, const cl_mem *buffers,

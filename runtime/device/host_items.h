@@ -18,8 +18,16 @@
 enum { CF_HOST_ITEMS_MAX_BUFFERS = 12 };
 
 /* Item `item` of the work: `args` as the op passed them (copied),
- * `address[i]` the host address of the op's buffer i (element 0). */
-typedef void (*cf_host_item_fn)(const void *args, float *const *address, size_t item);
+ * `address[i]` the host address of the op's buffer i (element 0), and
+ * `thread` the running thread's index among the launch's, below
+ * cf_host_items_threads(): no two threads run items of a launch with the
+ * same index, so an op may give each its own part of a buffer. */
+typedef void (*cf_host_item_fn)(const void *args, float *const *address, size_t item,
+                                int thread);
+
+/* The most threads that run one launch's items (the host provider's
+ * helpers and the queue's own thread). */
+int cf_host_items_threads(void);
 
 /* Whether the context runs host items: the host provider's contexts (a CPU
  * device that runs native kernels, a build with OpenBLAS). */

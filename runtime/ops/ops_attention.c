@@ -518,6 +518,8 @@ static clformer_status forward_fused(cf_ctx *ctx, cf_view out, const cf_attentio
         CF_TRY(CF_LAUNCH_FLOP(ctx, "attention", bytes, flop, k, 2, global, local, CF_VIEW(out),
                               CF_VIEW(L), CF_VIEW(qh), CF_VIEW(kh), CF_VIEW(vh),
                               TILED_ARGS(key_tokens, qh.buf, s, dropout)));
+    } else if (cf_attention_host_takes(ctx, s)) {
+        CF_TRY(cf_attention_host_forward_fused(ctx, out, L, qh, kh, vh, key_tokens, s, dropout));
     } else {
         /* one work item per query row */
         const size_t local = ctx->elementwise_wg, global = cf_round_up(rows, local);
@@ -680,6 +682,9 @@ static clformer_status backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh, cf_
                               CF_VIEW(qh), CF_VIEW(kh), CF_VIEW(vh),
                               TILED_ARGS(key_tokens, qh.buf, s, dropout));
     }
+    if (cf_attention_host_takes(ctx, s))
+        return cf_attention_host_backward_fused(ctx, dqh, dkh, dvh, dout, qh, kh, vh, key_tokens,
+                                                s, dropout);
     const size_t local = ctx->elementwise_wg;
     /* simulators: the scalar *_simple kernels (why: cl/flash_attention.cl) */
     const bool simple = ctx->device_profile.scalar_attention;

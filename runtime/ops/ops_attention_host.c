@@ -113,8 +113,11 @@ static item_shape shape_of(const cf_attention_shape *s, cf_view key_tokens,
 static bool visible(const int *keys, int j, int jmax) { return j < jmax && (!keys || keys[j]); }
 
 /* x[0..Tk) = softmax(scale x) over keys j < jmax that are not padding
- * (keys[j] == 0), the others 0; every key masked: all 0. */
-static void softmax_row_portable(float *x, int Tk, int jmax, const int *keys, float scale)
+ * (keys[j] == 0), the others 0; every key masked: all 0. stats (NULL: not
+ * wanted) gets the fused kernels' row statistics: the largest scaled score
+ * (-inf where every key is masked) and 1 / the sum (0 there). */
+static void softmax_row_portable(float *x, int Tk, int jmax, const int *keys, float scale,
+                                 float *stats)
 {
     float m = -INFINITY, s = 0.0f;
     for (int j = 0; j < jmax; j++)
@@ -125,6 +128,7 @@ static void softmax_row_portable(float *x, int Tk, int jmax, const int *keys, fl
     }
     const float inv = s > 0.0f ? 1.0f / s : 0.0f;
     for (int j = 0; j < Tk; j++) x[j] *= inv;
+    if (stats) stats[0] = m, stats[1] = inv;
 }
 
 /* g = p (g m - <g m, p>) scale in place, g m = g keep where pd != 0 (kept
@@ -153,7 +157,7 @@ CF_AVX512F static __mmask16 visible16(const int *keys, int j, int jmax)
 }
 
 CF_AVX512F static void softmax_row_avx512(float *x, int Tk, int jmax, const int *keys,
-                                          float scale)
+                                          float scale, float *stats)
 {
     const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
     __m512 vm = ninf;
@@ -171,12 +175,13 @@ CF_AVX512F static void softmax_row_avx512(float *x, int Tk, int jmax, const int 
         sum = _mm512_add_ps(sum, e);
         _mm512_mask_storeu_ps(x + j, in, e);
     }
-    const float s = _mm512_reduce_add_ps(sum);
-    const __m512 inv = _mm512_set1_ps(s > 0.0f ? 1.0f / s : 0.0f);
+    const float s = _mm512_reduce_add_ps(sum), r = s > 0.0f ? 1.0f / s : 0.0f;
+    const __m512 inv = _mm512_set1_ps(r);
     for (int j = 0; j < Tk; j += 16) {
         const __mmask16 in = cf_lanes16(Tk - j);
         _mm512_mask_storeu_ps(x + j, in, _mm512_mul_ps(_mm512_maskz_loadu_ps(in, x + j), inv));
     }
+    if (stats) stats[0] = m, stats[1] = r;
 }
 
 CF_AVX512F static void softmax_backward_row_avx512(float *g, const float *p, const float *pd,
@@ -205,15 +210,15 @@ CF_AVX512F static void softmax_backward_row_avx512(float *g, const float *p, con
 
 #endif
 
-static void softmax_row(float *x, int Tk, int jmax, const int *keys, float scale)
+static void softmax_row(float *x, int Tk, int jmax, const int *keys, float scale, float *stats)
 {
 #ifdef CF_HOST_HAS_AVX512
     if (cf_host_avx512()) {
-        softmax_row_avx512(x, Tk, jmax, keys, scale);
+        softmax_row_avx512(x, Tk, jmax, keys, scale, stats);
         return;
     }
 #endif
-    softmax_row_portable(x, Tk, jmax, keys, scale);
+    softmax_row_portable(x, Tk, jmax, keys, scale, stats);
 }
 
 static void softmax_backward_row(float *g, const float *p, const float *pd, int Tk, float scale,
@@ -256,8 +261,9 @@ typedef struct {
 
 /* S = Q K^T into P, softmax in place, P_drop (P after dropout, or its copy)
  * beside it, O = P_drop V */
-static void forward_item(const void *args, float *const *address, size_t item)
+static void forward_item(const void *args, float *const *address, size_t item, int thread)
 {
+    (void)thread;
     const forward_args *a = args;
     const item_shape *s = &a->s;
     const size_t b = item / s->heads, h = item % s->heads;
@@ -271,7 +277,7 @@ static void forward_item(const void *args, float *const *address, size_t item)
         const int t = r % s->Tq;
         const int jmax = s->causal && s->q_pos0 + t + 1 < s->Tk ? s->q_pos0 + t + 1 : s->Tk;
         float *row = p + (size_t)r * s->Tk;
-        softmax_row(row, s->Tk, jmax, keys, s->scale);
+        softmax_row(row, s->Tk, jmax, keys, s->scale, NULL);
         if (pd && s->drop.p > 0.0f) /* the item's rows are the site's rows item * M .. */
             drop_row(pd + (size_t)r * s->Tk, row, s->Tk, jmax, &s->drop,
                      ((uint64_t)item * (uint64_t)s->M + (uint64_t)r) * (uint64_t)s->Tk);
@@ -332,8 +338,9 @@ typedef struct {
 
 /* dV = P_drop^T dO; dP_drop = dO V^T into dS's place, dS in place; dQ = dS K,
  * dK = dS^T Q */
-static void backward_item(const void *args, float *const *address, size_t item)
+static void backward_item(const void *args, float *const *address, size_t item, int thread)
 {
+    (void)thread;
     const backward_args *a = args;
     const item_shape *s = &a->s;
     const size_t b = item / s->heads, h = item % s->heads;
@@ -380,4 +387,190 @@ clformer_status cf_attention_host_backward(cf_ctx *ctx, cf_view dqh, cf_view dkh
                                         (cf_dropout_active(dropout) ? 3 : 2) * scores);
     return cf_host_items(ctx, "attention", backward_item, &a, sizeof a, set.mem, set.n, items,
                          bytes, products_flop(&a.s, items, 4));
+}
+
+/* ------------------------------------------------------------------------- */
+/* The fused path's host form: no probabilities kept                         */
+/* ------------------------------------------------------------------------- */
+
+/* The fused path (its saved tensors: the output and two statistics a row)
+ * as host items, the same steps as the unfused ones above over a chunk of
+ * an item's query rows at a time: the chunk's scores, probabilities after
+ * dropout and their gradients live in the running thread's part of a
+ * scratch buffer (three CHUNK_FLOATS blocks), so a batch keeps no
+ * B x H x Tq x Tk tensor, and the backward computes them again (five
+ * products where the unfused backward runs four). Chunks of 1 MiB ran as
+ * fast as these (gpt-mini at 256 to 1,024 keys, PoCL). */
+enum { CHUNK_FLOATS = 1 << 16 }; /* 256 KiB: 64 query rows of 1,024 keys */
+
+typedef struct {
+    item_shape s;
+    read_operands x; /* x.p unused */
+    item_operand o, dout, dq, dk, dv;
+    int stats, scratch; /* buffer indices: the row statistics (forward), the threads' scratch */
+    size_t stats_off;
+    int rows; /* query rows a chunk */
+} fused_args;
+
+/* Query rows a chunk: as many as CHUNK_FLOATS of scores hold, at most M. */
+static int chunk_rows(int M, int Tk)
+{
+    const int r = CHUNK_FLOATS / (Tk > 0 ? Tk : 1);
+    return r < 1 ? 1 : r < M ? r : M;
+}
+
+static size_t scratch_per_thread(int rows, int Tk) { return 3 * (size_t)rows * (size_t)Tk; }
+
+/* P of the item's query rows r0 .. r0 + n (their S = Q K^T, then softmax)
+ * into p, and P after dropout into pd (pd == p without dropout); the row
+ * statistics where stats is given (the item's first row's). */
+static void chunk_probabilities(const fused_args *a, float *const *address, size_t item,
+                                int r0, int n, float *p, float *pd, float *stats)
+{
+    const item_shape *s = &a->s;
+    const size_t b = item / s->heads, h = item % s->heads;
+    cf_host_product(false, true, n, s->Tk, s->dh, 1.0f,
+                    at(address, &a->x.q, b, h) + (size_t)r0 * a->x.q.ld, (int)a->x.q.ld,
+                    at(address, &a->x.k, b, h), (int)a->x.k.ld, 0.0f, p, s->Tk);
+    const int *keys = s->use_keys ? (const int *)address[s->keys] + s->key_off + b * s->key_ld
+                                  : NULL;
+    for (int i = 0; i < n; i++) {
+        const int r = r0 + i, t = r % s->Tq;
+        const int jmax = s->causal && s->q_pos0 + t + 1 < s->Tk ? s->q_pos0 + t + 1 : s->Tk;
+        float *row = p + (size_t)i * s->Tk;
+        softmax_row(row, s->Tk, jmax, keys, s->scale, stats ? stats + 2 * (size_t)r : NULL);
+        if (pd != p) /* the site's rows are item * M + r, as the kernels number them */
+            drop_row(pd + (size_t)i * s->Tk, row, s->Tk, jmax, &s->drop,
+                     ((uint64_t)item * (uint64_t)s->M + (uint64_t)r) * (uint64_t)s->Tk);
+    }
+}
+
+/* The thread's three blocks of the scratch: P, P_drop (P without dropout), dS. */
+static void chunk_blocks(const fused_args *a, float *const *address, int thread, float **p,
+                         float **pd, float **ds)
+{
+    float *mine = address[a->scratch] + (size_t)thread * scratch_per_thread(a->rows, a->s.Tk);
+    const size_t block = (size_t)a->rows * (size_t)a->s.Tk;
+    *p = mine;
+    *pd = a->s.drop.p > 0.0f ? mine + block : mine;
+    *ds = mine + 2 * block;
+}
+
+/* O = P_drop V, chunk by chunk, and the row statistics */
+static void fused_forward_item(const void *args, float *const *address, size_t item, int thread)
+{
+    const fused_args *a = args;
+    const item_shape *s = &a->s;
+    const size_t b = item / s->heads, h = item % s->heads;
+    float *p, *pd, *ds;
+    chunk_blocks(a, address, thread, &p, &pd, &ds);
+    float *stats = address[a->stats] + a->stats_off + 2 * item * (size_t)s->M;
+    for (int r0 = 0; r0 < s->M; r0 += a->rows) {
+        const int n = s->M - r0 < a->rows ? s->M - r0 : a->rows;
+        chunk_probabilities(a, address, item, r0, n, p, pd, stats);
+        cf_host_product(false, false, n, s->dh, s->Tk, 1.0f, pd, s->Tk,
+                        at(address, &a->x.v, b, h), (int)a->x.v.ld, 0.0f,
+                        at(address, &a->o, b, h) + (size_t)r0 * a->o.ld, (int)a->o.ld);
+    }
+}
+
+/* Per chunk: P and P_drop again; dV += P_drop^T dO; dP_drop = dO V^T into
+ * dS's place, dS in place; dQ = dS K; dK += dS^T Q */
+static void fused_backward_item(const void *args, float *const *address, size_t item, int thread)
+{
+    const fused_args *a = args;
+    const item_shape *s = &a->s;
+    const size_t b = item / s->heads, h = item % s->heads;
+    float *p, *pd, *ds;
+    chunk_blocks(a, address, thread, &p, &pd, &ds);
+    const float keep = s->drop.p > 0.0f ? 1.0f / (1.0f - s->drop.p) : 1.0f;
+    const float *q = at(address, &a->x.q, b, h), *k = at(address, &a->x.k, b, h),
+                *v = at(address, &a->x.v, b, h), *dout = at(address, &a->dout, b, h);
+    float *dq = at(address, &a->dq, b, h), *dk = at(address, &a->dk, b, h),
+          *dv = at(address, &a->dv, b, h);
+    const int q_ld = (int)a->x.q.ld, dout_ld = (int)a->dout.ld;
+    for (int r0 = 0; r0 < s->M; r0 += a->rows) {
+        const int n = s->M - r0 < a->rows ? s->M - r0 : a->rows;
+        const float beta = r0 ? 1.0f : 0.0f; /* dK and dV sum over the chunks */
+        const float *dout_c = dout + (size_t)r0 * a->dout.ld, *q_c = q + (size_t)r0 * a->x.q.ld;
+        chunk_probabilities(a, address, item, r0, n, p, pd, NULL);
+        cf_host_product(true, false, s->Tk, s->dh, n, 1.0f, pd, s->Tk, dout_c, dout_ld, beta, dv,
+                        (int)a->dv.ld);
+        cf_host_product(false, true, n, s->Tk, s->dh, 1.0f, dout_c, dout_ld, v, (int)a->x.v.ld,
+                        0.0f, ds, s->Tk);
+        for (int i = 0; i < n; i++) {
+            const size_t row = (size_t)i * s->Tk;
+            softmax_backward_row(ds + row, p + row, pd + row, s->Tk, s->scale, keep);
+        }
+        cf_host_product(false, false, n, s->dh, s->Tk, 1.0f, ds, s->Tk, k, (int)a->x.k.ld, 0.0f,
+                        dq + (size_t)r0 * a->dq.ld, (int)a->dq.ld);
+        cf_host_product(true, false, s->Tk, s->dh, n, 1.0f, ds, s->Tk, q_c, q_ld, beta, dk,
+                        (int)a->dk.ld);
+    }
+}
+
+/* The arguments both directions share: the operands, the shape, the
+ * threads' scratch (cf_scratch: this op is a leaf). */
+static clformer_status fused_args_of(cf_ctx *ctx, buffer_set *set, fused_args *a,
+                                     const cf_attention_shape *sh, cf_view qh, cf_view kh,
+                                     cf_view vh, cf_view key_tokens, const cf_dropout *dropout,
+                                     const char *fn)
+{
+    a->x = shared_operands(set, sh, qh, kh, vh, (cf_view){qh.buf, qh.off});
+    cf_dropout_args drop;
+    CF_TRY(cf_dropout_args_of(dropout, fn, &drop));
+    a->s = shape_of(sh, key_tokens, &drop, set);
+    a->rows = chunk_rows(a->s.M, a->s.Tk);
+    cl_mem scratch;
+    CF_TRY(cf_scratch(ctx, (size_t)cf_host_items_threads() * scratch_per_thread(a->rows, a->s.Tk),
+                      &scratch));
+    a->scratch = buffer_index(set, scratch);
+    return CLFORMER_OK;
+}
+
+clformer_status cf_attention_host_forward_fused(cf_ctx *ctx, cf_view out, cf_view stats,
+                                                cf_view qh, cf_view kh, cf_view vh,
+                                                cf_view key_tokens,
+                                                const cf_attention_shape *shape,
+                                                const cf_dropout *dropout)
+{
+    const cf_attention_shape *sh = shape;
+    buffer_set set = {.n = 0};
+    fused_args a;
+    memset(&a, 0, sizeof a);
+    CF_TRY(fused_args_of(ctx, &set, &a, sh, qh, kh, vh, key_tokens, dropout,
+                         "cf_attention_forward"));
+    a.o = operand(&set, query_operand(out, out_ld(sh), sh));
+    a.stats = buffer_index(&set, stats.buf);
+    a.stats_off = stats.off;
+    const size_t items = sh->B * a.s.heads, rows = items * (size_t)a.s.M;
+    /* Q, K, V read, O written, two statistics a row */
+    const uint64_t bytes =
+        cf_f32_bytes(2 * rows * sh->dh + 2 * items * sh->Tk * sh->dh + 2 * rows);
+    return cf_host_items(ctx, "attention", fused_forward_item, &a, sizeof a, set.mem, set.n,
+                         items, bytes, products_flop(&a.s, items, 2));
+}
+
+clformer_status cf_attention_host_backward_fused(cf_ctx *ctx, cf_view dqh, cf_view dkh,
+                                                 cf_view dvh, cf_view dout, cf_view qh,
+                                                 cf_view kh, cf_view vh, cf_view key_tokens,
+                                                 const cf_attention_shape *shape,
+                                                 const cf_dropout *dropout)
+{
+    const cf_attention_shape *sh = shape;
+    buffer_set set = {.n = 0};
+    fused_args a;
+    memset(&a, 0, sizeof a);
+    CF_TRY(fused_args_of(ctx, &set, &a, sh, qh, kh, vh, key_tokens, dropout,
+                         "cf_attention_backward"));
+    a.dout = operand(&set, query_operand(dout, out_ld(sh), sh));
+    a.dq = operand(&set, query_operand(dqh, sh->dq_ld, sh));
+    a.dk = operand(&set, key_operand(dkh, sh->dkv_ld, sh));
+    a.dv = operand(&set, key_operand(dvh, sh->dkv_ld, sh));
+    const size_t items = sh->B * a.s.heads, rows = items * (size_t)a.s.M;
+    /* Q, dO read, dQ written; K, V read, dK, dV written */
+    const uint64_t bytes = cf_f32_bytes(3 * rows * sh->dh + 4 * items * sh->Tk * sh->dh);
+    /* the model's four products, as the tally counts them (not the scores again) */
+    return cf_host_items(ctx, "attention", fused_backward_item, &a, sizeof a, set.mem, set.n,
+                         items, bytes, products_flop(&a.s, items, 4));
 }
