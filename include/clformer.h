@@ -475,12 +475,15 @@ CLFORMER_API clformer_gemm_provider clformer_context_gemm_provider(const clforme
  *   fused    one kernel with an online softmax (and two for its backward):
  *            tiled on GPUs (a work-group per block of rows, key and value
  *            tiles in local memory), one work item per query row elsewhere;
+ *            on the host provider's CPU devices (fp32) host items, a
+ *            (batch, head) at a time, 64 query rows of 1,024 keys in cache;
  *            saves two numbers per query row: 2 x B x heads x T floats per
  *            attention layer
  *   unfused  GEMMs around a softmax kernel; saves the probabilities: B x
  *            heads x Tq x Tk floats per attention layer (twice with dropout)
  *   auto     per batch: fused where the device profile runs the tiled
- *            kernels (GPUs, clformer_device_profile.tiled_attention);
+ *            kernels (GPUs, clformer_device_profile.tiled_attention), and
+ *            where the host provider runs it (fp32) from 512 keys on;
  *            elsewhere unfused, measured faster on CPU devices, while the
  *            probabilities of all attention layers stay within a quarter of
  *            the device's global memory (at least

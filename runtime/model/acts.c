@@ -6,6 +6,7 @@
  */
 #include "arena.h"
 #include "config.h"
+#include "gemm.h"
 #include "session.h"
 
 #include <stdint.h>
@@ -278,25 +279,33 @@ static size_t unfused_max_bytes(uint64_t global_mem_bytes)
 }
 
 bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_profile *device,
-                            uint64_t global_mem_bytes, const clformer_config *cfg, size_t B,
-                            size_t S, size_t T, bool training)
+                            bool fused_on_host, uint64_t global_mem_bytes,
+                            const clformer_config *cfg, size_t B, size_t S, size_t T,
+                            bool training)
 {
     if (path != CLFORMER_ATTENTION_AUTO) return path != CLFORMER_ATTENTION_UNFUSED;
     /* the tiled kernels (GPUs): one launch and no probabilities in memory
      * where the GEMM path makes three launches and stores them (unmeasured on
      * a GPU yet) */
     if (device->tiled_attention) return true;
+    const size_t H = (size_t)cfg->n_heads, L = S > T ? S : T;
+    /* the fused path's host items keep each chunk's probabilities in cache
+     * where the unfused ones pass all of them through memory: from 512 keys
+     * on as fast or faster (gpt-mini 8 x 512: level; 4 x 1024: 16-19%
+     * faster on PoCL and Intel's runtime), below slower (16 x 256: 2-4%;
+     * 12 x 64: 12%, the head split and merge around the fused path) */
+    if (fused_on_host && L >= CF_ATTENTION_HOST_FUSED_KEYS) return true;
     /* elsewhere the GEMM path while its probabilities fit: on CPU devices it
-     * was measured faster on PoCL at every length from 64 to 512 and level
-     * or faster on Intel's runtime, and on both at gpt-char's 64 x 256
-     * (1.3 GB of them; docs/PERFORMANCE.md); accelerators and simulators
-     * are unmeasured. cf_acts_prepare takes the fused path after all where
-     * the unfused one's activations cannot be allocated. */
+     * was measured faster than the per-row fused kernels on PoCL at every
+     * length from 64 to 512 and level or faster on Intel's runtime, and on
+     * both at gpt-char's 64 x 256 (1.3 GB of them; docs/PERFORMANCE.md);
+     * accelerators and simulators are unmeasured. cf_acts_prepare takes the
+     * fused path after all where the unfused one's activations cannot be
+     * allocated. */
     const size_t max_alloc_bytes = (size_t)cf_buffer_max_bytes(device->max_alloc_bytes);
     /* the probabilities the unfused path saves, per batch, in floats:
      * encoder S x S, decoder T x T and T x S per layer, twice with dropout,
      * and the backward's (Tmax x Tmax) workspace */
-    const size_t H = (size_t)cfg->n_heads, L = S > T ? S : T;
     const size_t copies = training && cf_config_any_dropout(cfg) ? 2 : 1;
     size_t a, b, c, w;
     if (!product(B, H, S, S, &a) || !product(B, H, T, T + S, &b) || !product(B, H, L, L, &w) ||
@@ -354,6 +363,13 @@ bool cf_acts_gemm_backward(clformer_attention_path path, bool fused, bool tiled,
            (!tiled || blocks->kv_heads == (size_t)cfg->n_heads);
 }
 
+/* Whether the session's fused attention runs as host items
+ * (cf_attention_host_takes: the host provider, fp32 activations). */
+static bool fused_on_host(const cf_session *s)
+{
+    return cf_gemm_fuses(s->ctx) && s->precision == CLFORMER_FP32;
+}
+
 /* Whether a training batch's attention backward runs by GEMMs, with its
  * (B, H, L, L) workspace (cf_acts_gemm_backward, for this session). */
 static bool backward_by_gemm(const cf_session *s, bool fused, bool training)
@@ -408,7 +424,8 @@ static size_t arena_bytes(cf_session *s, size_t B, size_t S, size_t T, bool trai
     const clformer_config *cfg = &s->model->cfg;
     const bool fused =
         cf_attention_fused_for(s->ctx->attention_path, &s->ctx->device_profile,
-                               s->ctx->info.global_mem_bytes, cfg, B, S, T, training);
+                               fused_on_host(s), s->ctx->info.global_mem_bytes, cfg, B, S, T,
+                               training);
     if (cf_acts_check_shape(cfg, s->ctx->info.max_alloc_bytes, B, S, T,
                             row_stats_only(s, fused, training)) != CLFORMER_OK)
         return SIZE_MAX;
@@ -512,7 +529,8 @@ clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, boo
      * could never fit before computing them */
     const bool fused =
         cf_attention_fused_for(s->ctx->attention_path, &s->ctx->device_profile,
-                               s->ctx->info.global_mem_bytes, cfg, B, S, T, training);
+                               fused_on_host(s), s->ctx->info.global_mem_bytes, cfg, B, S, T,
+                               training);
     CF_TRY(cf_acts_check_shape(cfg, s->ctx->info.max_alloc_bytes, B, S, T,
                                row_stats_only(s, fused, training)));
     set_shape(a, s, B, S, T, training, fused);

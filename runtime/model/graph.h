@@ -121,12 +121,16 @@ clformer_status cf_acts_prepare(cf_session *s, size_t B, size_t S, size_t T, boo
 
 /* Whether a batch shape's attention takes the fused path under `path` on
  * `device` with global_mem_bytes of memory (auto: always where the profile
- * runs the tiled kernels, else when the unfused path's saved probabilities
- * would exceed a quarter of that memory, or CLFORMER_ATTENTION_UNFUSED_MAX_BYTES
- * where that is more, or one buffer). */
+ * runs the tiled kernels; where host items run the fused path
+ * (`fused_on_host`: the host provider, fp32 activations) from
+ * CF_ATTENTION_HOST_FUSED_KEYS keys on; else when the unfused path's saved
+ * probabilities would exceed a quarter of that memory, or
+ * CLFORMER_ATTENTION_UNFUSED_MAX_BYTES where that is more, or one buffer). */
 bool cf_attention_fused_for(clformer_attention_path path, const clformer_device_profile *device,
-                            uint64_t global_mem_bytes, const clformer_config *cfg, size_t B,
-                            size_t S, size_t T, bool training);
+                            bool fused_on_host, uint64_t global_mem_bytes,
+                            const clformer_config *cfg, size_t B, size_t S, size_t T,
+                            bool training);
+enum { CF_ATTENTION_HOST_FUSED_KEYS = 512 };
 
 /*
  * Whether a batch shape's activations can exist on a device whose largest

@@ -131,40 +131,48 @@ static void auto_attention_path_follows_the_device_and_size(void **state)
     /* 1 GiB of device memory: a quarter is CLFORMER_ATTENTION_UNFUSED_MAX_BYTES */
     uint64_t mem = GiB;
     /* a GPU runs the tiled kernels at every size */
-    assert_true(cf_attention_fused_for(A, &gpu, mem, &c, 32, 32, 32, true));
-    assert_true(cf_attention_fused_for(A, &gpu, mem, &c, 1, 2, 1, false));
+    assert_true(cf_attention_fused_for(A, &gpu, false, mem, &c, 32, 32, 32, true));
+    assert_true(cf_attention_fused_for(A, &gpu, false, mem, &c, 1, 2, 1, false));
     /* training, 32 x 32: 32*8*32*32*(6 + 12)*2 + 32*8*32*32 floats ~ 38 MiB */
-    assert_false(cf_attention_fused_for(A, &acc, mem, &c, 32, 32, 32, true));
-    assert_false(cf_attention_fused_for(A, &sim, mem, &c, 32, 32, 32, true));
-    assert_false(cf_attention_fused_for(A, &cpu, mem, &c, 32, 32, 32, true));
+    assert_false(cf_attention_fused_for(A, &acc, false, mem, &c, 32, 32, 32, true));
+    assert_false(cf_attention_fused_for(A, &sim, false, mem, &c, 32, 32, 32, true));
+    assert_false(cf_attention_fused_for(A, &cpu, false, mem, &c, 32, 32, 32, true));
     /* a CPU at any length while the probabilities stay small: training 2 x 256
      * saves ~150 MiB of them, 2 x 512 ~600 MiB */
-    assert_false(cf_attention_fused_for(A, &cpu, mem, &c, 2, 64, 20, true));
-    assert_false(cf_attention_fused_for(A, &cpu, mem, &c, 2, 256, 255, true));
-    assert_true(cf_attention_fused_for(A, &cpu, mem, &c, 2, 512, 511, true));
+    assert_false(cf_attention_fused_for(A, &cpu, false, mem, &c, 2, 64, 20, true));
+    assert_false(cf_attention_fused_for(A, &cpu, false, mem, &c, 2, 256, 255, true));
+    assert_true(cf_attention_fused_for(A, &cpu, false, mem, &c, 2, 512, 511, true));
     /* training, 16 x 1024: ~ 9.5 GiB of probabilities */
-    assert_true(cf_attention_fused_for(A, &acc, mem, &c, 16, 1024, 1023, true));
-    assert_true(cf_attention_fused_for(A, &cpu, mem, &c, 16, 1024, 1023, true));
+    assert_true(cf_attention_fused_for(A, &acc, false, mem, &c, 16, 1024, 1023, true));
+    assert_true(cf_attention_fused_for(A, &cpu, false, mem, &c, 16, 1024, 1023, true));
     /* one score matrix beyond the largest buffer: fused even when small in all */
     acc.max_alloc_bytes = 4096;
-    assert_true(cf_attention_fused_for(A, &acc, mem, &c, 1, 32, 31, false));
+    assert_true(cf_attention_fused_for(A, &acc, false, mem, &c, 1, 32, 31, false));
     acc.max_alloc_bytes = GiB;
-    assert_false(cf_attention_fused_for(CLFORMER_ATTENTION_UNFUSED, &cpu, mem, &c, 16, 1024, 1023,
+    assert_false(cf_attention_fused_for(CLFORMER_ATTENTION_UNFUSED, &cpu, false, mem, &c, 16, 1024, 1023,
                                         true));
-    assert_false(cf_attention_fused_for(CLFORMER_ATTENTION_UNFUSED, &gpu, mem, &c, 32, 32, 32, true));
-    assert_true(cf_attention_fused_for(CLFORMER_ATTENTION_FUSED, &acc, mem, &c, 1, 2, 1, false));
+    assert_false(cf_attention_fused_for(CLFORMER_ATTENTION_UNFUSED, &gpu, false, mem, &c, 32, 32, 32, true));
+    assert_true(cf_attention_fused_for(CLFORMER_ATTENTION_FUSED, &acc, false, mem, &c, 1, 2, 1, false));
     /* sizes whose product overflows size_t are never unfused */
     acc.max_alloc_bytes = SIZE_MAX;
-    assert_true(cf_attention_fused_for(A, &acc, mem, &c, SIZE_MAX, 2, 1, false));
+    assert_true(cf_attention_fused_for(A, &acc, false, mem, &c, SIZE_MAX, 2, 1, false));
     /* 8 GiB: up to 2 GiB of probabilities (2 x 512's ~600 MiB), not 16 x
      * 1024's ~9.5 GiB; no memory reported: the 256 MiB floor */
     mem = 8 * GiB;
-    assert_false(cf_attention_fused_for(A, &cpu, mem, &c, 2, 512, 511, true));
-    assert_true(cf_attention_fused_for(A, &cpu, mem, &c, 8, 512, 511, true));
-    assert_true(cf_attention_fused_for(A, &cpu, mem, &c, 16, 1024, 1023, true));
-    assert_true(cf_attention_fused_for(A, &gpu, mem, &c, 1, 2, 1, false));
-    assert_true(cf_attention_fused_for(A, &cpu, 0, &c, 2, 512, 511, true));
-    assert_false(cf_attention_fused_for(A, &cpu, 0, &c, 2, 256, 255, true));
+    assert_false(cf_attention_fused_for(A, &cpu, false, mem, &c, 2, 512, 511, true));
+    assert_true(cf_attention_fused_for(A, &cpu, false, mem, &c, 8, 512, 511, true));
+    assert_true(cf_attention_fused_for(A, &cpu, false, mem, &c, 16, 1024, 1023, true));
+    assert_true(cf_attention_fused_for(A, &gpu, false, mem, &c, 1, 2, 1, false));
+    assert_true(cf_attention_fused_for(A, &cpu, false, 0, &c, 2, 512, 511, true));
+    assert_false(cf_attention_fused_for(A, &cpu, false, 0, &c, 2, 256, 255, true));
+    /* where host items run the fused path: fused from 512 keys on, however
+     * little memory the unfused path would take */
+    assert_true(cf_attention_fused_for(A, &cpu, true, mem, &c, 1, 512, 20, true));
+    assert_true(cf_attention_fused_for(A, &cpu, true, mem, &c, 1, 2, 512, false));
+    assert_false(cf_attention_fused_for(A, &cpu, true, mem, &c, 1, 511, 510, true));
+    assert_false(cf_attention_fused_for(A, &cpu, true, mem, &c, 2, 256, 255, true));
+    assert_false(cf_attention_fused_for(CLFORMER_ATTENTION_UNFUSED, &cpu, true, mem, &c, 1, 512,
+                                        511, true));
 }
 
 /* gemm-backward: the fused forward (a GPU's and a CPU's alike), and its
@@ -181,8 +189,8 @@ static void gemm_backward_is_the_fused_forward(void **state)
     assert_int_equal(clformer_device_profile_for(&ci, NULL, &cpu), CLFORMER_OK);
     const clformer_attention_path G = CLFORMER_ATTENTION_GEMM_BACKWARD;
     const uint64_t mem = GiB;
-    assert_true(cf_attention_fused_for(G, &cpu, mem, &c, 2, 64, 20, true));
-    assert_true(cf_attention_fused_for(G, &cpu, mem, &c, 16, 1024, 1023, true));
+    assert_true(cf_attention_fused_for(G, &cpu, false, mem, &c, 2, 64, 20, true));
+    assert_true(cf_attention_fused_for(G, &cpu, false, mem, &c, 16, 1024, 1023, true));
     cf_blocks all = {.kv_heads = 8}, grouped = {.kv_heads = 2};
     assert_true(cf_acts_gemm_backward(G, true, true, &c, &all));
     assert_true(cf_acts_gemm_backward(G, true, false, &c, &grouped)); /* heads layout */
