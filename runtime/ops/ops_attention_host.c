@@ -405,8 +405,7 @@ enum { CHUNK_FLOATS = 1 << 16 }; /* 256 KiB: 64 query rows of 1,024 keys */
 
 typedef struct {
     item_shape s;
-    read_operands x; /* x.p unused */
-    item_operand o, dout, dq, dk, dv;
+    item_operand q, k, v, o, dout, dq, dk, dv;
     int stats, scratch; /* buffer indices: the row statistics (forward), the threads' scratch */
     size_t stats_off;
     int rows; /* query rows a chunk */
@@ -430,8 +429,8 @@ static void chunk_probabilities(const fused_args *a, float *const *address, size
     const item_shape *s = &a->s;
     const size_t b = item / s->heads, h = item % s->heads;
     cf_host_product(false, true, n, s->Tk, s->dh, 1.0f,
-                    at(address, &a->x.q, b, h) + (size_t)r0 * a->x.q.ld, (int)a->x.q.ld,
-                    at(address, &a->x.k, b, h), (int)a->x.k.ld, 0.0f, p, s->Tk);
+                    at(address, &a->q, b, h) + (size_t)r0 * a->q.ld, (int)a->q.ld,
+                    at(address, &a->k, b, h), (int)a->k.ld, 0.0f, p, s->Tk);
     const int *keys = s->use_keys ? (const int *)address[s->keys] + s->key_off + b * s->key_ld
                                   : NULL;
     for (int i = 0; i < n; i++) {
@@ -469,7 +468,7 @@ static void fused_forward_item(const void *args, float *const *address, size_t i
         const int n = s->M - r0 < a->rows ? s->M - r0 : a->rows;
         chunk_probabilities(a, address, item, r0, n, p, pd, stats);
         cf_host_product(false, false, n, s->dh, s->Tk, 1.0f, pd, s->Tk,
-                        at(address, &a->x.v, b, h), (int)a->x.v.ld, 0.0f,
+                        at(address, &a->v, b, h), (int)a->v.ld, 0.0f,
                         at(address, &a->o, b, h) + (size_t)r0 * a->o.ld, (int)a->o.ld);
     }
 }
@@ -484,25 +483,25 @@ static void fused_backward_item(const void *args, float *const *address, size_t 
     float *p, *pd, *ds;
     chunk_blocks(a, address, thread, &p, &pd, &ds);
     const float keep = s->drop.p > 0.0f ? 1.0f / (1.0f - s->drop.p) : 1.0f;
-    const float *q = at(address, &a->x.q, b, h), *k = at(address, &a->x.k, b, h),
-                *v = at(address, &a->x.v, b, h), *dout = at(address, &a->dout, b, h);
+    const float *q = at(address, &a->q, b, h), *k = at(address, &a->k, b, h),
+                *v = at(address, &a->v, b, h), *dout = at(address, &a->dout, b, h);
     float *dq = at(address, &a->dq, b, h), *dk = at(address, &a->dk, b, h),
           *dv = at(address, &a->dv, b, h);
-    const int q_ld = (int)a->x.q.ld, dout_ld = (int)a->dout.ld;
+    const int q_ld = (int)a->q.ld, dout_ld = (int)a->dout.ld;
     for (int r0 = 0; r0 < s->M; r0 += a->rows) {
         const int n = s->M - r0 < a->rows ? s->M - r0 : a->rows;
         const float beta = r0 ? 1.0f : 0.0f; /* dK and dV sum over the chunks */
-        const float *dout_c = dout + (size_t)r0 * a->dout.ld, *q_c = q + (size_t)r0 * a->x.q.ld;
+        const float *dout_c = dout + (size_t)r0 * a->dout.ld, *q_c = q + (size_t)r0 * a->q.ld;
         chunk_probabilities(a, address, item, r0, n, p, pd, NULL);
         cf_host_product(true, false, s->Tk, s->dh, n, 1.0f, pd, s->Tk, dout_c, dout_ld, beta, dv,
                         (int)a->dv.ld);
-        cf_host_product(false, true, n, s->Tk, s->dh, 1.0f, dout_c, dout_ld, v, (int)a->x.v.ld,
+        cf_host_product(false, true, n, s->Tk, s->dh, 1.0f, dout_c, dout_ld, v, (int)a->v.ld,
                         0.0f, ds, s->Tk);
         for (int i = 0; i < n; i++) {
             const size_t row = (size_t)i * s->Tk;
             softmax_backward_row(ds + row, p + row, pd + row, s->Tk, s->scale, keep);
         }
-        cf_host_product(false, false, n, s->dh, s->Tk, 1.0f, ds, s->Tk, k, (int)a->x.k.ld, 0.0f,
+        cf_host_product(false, false, n, s->dh, s->Tk, 1.0f, ds, s->Tk, k, (int)a->k.ld, 0.0f,
                         dq + (size_t)r0 * a->dq.ld, (int)a->dq.ld);
         cf_host_product(true, false, s->Tk, s->dh, n, 1.0f, ds, s->Tk, q_c, q_ld, beta, dk,
                         (int)a->dk.ld);
@@ -516,7 +515,9 @@ static clformer_status fused_args_of(cf_ctx *ctx, buffer_set *set, fused_args *a
                                      cf_view vh, cf_view key_tokens, const cf_dropout *dropout,
                                      const char *fn)
 {
-    a->x = shared_operands(set, sh, qh, kh, vh, (cf_view){qh.buf, qh.off});
+    a->q = operand(set, query_operand(qh, sh->q_ld, sh));
+    a->k = operand(set, key_operand(kh, sh->kv_ld, sh));
+    a->v = operand(set, key_operand(vh, sh->kv_ld, sh));
     cf_dropout_args drop;
     CF_TRY(cf_dropout_args_of(dropout, fn, &drop));
     a->s = shape_of(sh, key_tokens, &drop, set);
