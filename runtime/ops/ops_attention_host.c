@@ -508,13 +508,14 @@ static void fused_backward_item(const void *args, float *const *address, size_t 
     }
 }
 
-/* The arguments both directions share: the operands, the shape, the
- * threads' scratch (cf_scratch: this op is a leaf). */
+/* The arguments both directions share (the others zero): the operands,
+ * the shape, the threads' scratch (cf_scratch: this op is a leaf). */
 static clformer_status fused_args_of(cf_ctx *ctx, buffer_set *set, fused_args *a,
                                      const cf_attention_shape *sh, cf_view qh, cf_view kh,
                                      cf_view vh, cf_view key_tokens, const cf_dropout *dropout,
                                      const char *fn)
 {
+    memset(a, 0, sizeof *a);
     a->q = operand(set, query_operand(qh, sh->q_ld, sh));
     a->k = operand(set, key_operand(kh, sh->kv_ld, sh));
     a->v = operand(set, key_operand(vh, sh->kv_ld, sh));
@@ -538,7 +539,6 @@ clformer_status cf_attention_host_forward_fused(cf_ctx *ctx, cf_view out, cf_vie
     const cf_attention_shape *sh = shape;
     buffer_set set = {.n = 0};
     fused_args a;
-    memset(&a, 0, sizeof a);
     CF_TRY(fused_args_of(ctx, &set, &a, sh, qh, kh, vh, key_tokens, dropout,
                          "cf_attention_forward"));
     a.o = operand(&set, query_operand(out, out_ld(sh), sh));
@@ -561,7 +561,6 @@ clformer_status cf_attention_host_backward_fused(cf_ctx *ctx, cf_view dqh, cf_vi
     const cf_attention_shape *sh = shape;
     buffer_set set = {.n = 0};
     fused_args a;
-    memset(&a, 0, sizeof a);
     CF_TRY(fused_args_of(ctx, &set, &a, sh, qh, kh, vh, key_tokens, dropout,
                          "cf_attention_backward"));
     a.dout = operand(&set, query_operand(dout, out_ld(sh), sh));
