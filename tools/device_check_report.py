@@ -66,7 +66,8 @@ def share_by_gemm(j, fused, path):
     """A step with the backward by GEMMs, or unfused, whose products count
     under gemm: its attention share taken as the step less the rest of the
     fused step (everything but attention, which the path does not change)."""
-    if other_path(j, path): return other_path(j, path)
+    took = other_path(j, path)
+    if took: return took
     if not j or not fused: return "-"
     step = j["train_step_ms"]
     rest = fused["train_step_ms"] - fused["kernel_ms"].get("attention", 0.0)
@@ -84,7 +85,8 @@ def gemm_peak(j):
 
 
 def toks(j, path=None):
-    if path and other_path(j, path): return other_path(j, path)
+    took = path and other_path(j, path)
+    if took: return took
     return (f"{j['train_tokens_per_s']:,.0f} ({j['launches_per_step']:.0f} launches a step)"
             if j else "-")
 

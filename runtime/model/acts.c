@@ -5,8 +5,8 @@
  * when a batch needs more than any batch before it.
  */
 #include "arena.h"
+#include "attention_host.h"
 #include "config.h"
-#include "gemm.h"
 #include "session.h"
 
 #include <stdint.h>
@@ -363,11 +363,11 @@ bool cf_acts_gemm_backward(clformer_attention_path path, bool fused, bool tiled,
            (!tiled || blocks->kv_heads == (size_t)cfg->n_heads);
 }
 
-/* Whether the session's fused attention runs as host items
- * (cf_attention_host_takes: the host provider, fp32 activations). */
+/* Whether the session's fused attention runs as host items (its passes
+ * set the context's precision to the session's). */
 static bool fused_on_host(const cf_session *s)
 {
-    return cf_gemm_fuses(s->ctx) && s->precision == CLFORMER_FP32;
+    return cf_attention_host_runs(s->ctx, s->precision);
 }
 
 /* Whether a training batch's attention backward runs by GEMMs, with its

@@ -11,9 +11,13 @@
 
 #include "ops.h"
 
-/* Whether the host items take this attention: the host provider's context
- * (its host fusion not turned off: cf_ctx.host_fusion_off), fp32
- * activations, sizes in int range. */
+/* Whether host items run attention on this context for activations of
+ * `precision`: the host provider's context (its host fusion not turned
+ * off: cf_ctx.host_fusion_off), fp32. */
+bool cf_attention_host_runs(const cf_ctx *ctx, clformer_precision precision);
+
+/* Whether the host items take this attention: cf_attention_host_runs for
+ * the context's precision, sizes in int range. */
 bool cf_attention_host_takes(const cf_ctx *ctx, const cf_attention_shape *shape);
 
 /* forward_unfused's results: out, probs, and probs_drop (the probabilities

@@ -249,6 +249,29 @@ static void drop_row(float *pd, const float *p, int Tk, int jmax, const cf_host_
     for (int j = jmax; j < Tk; j++) pd[j] = 0.0f;
 }
 
+/* The key tokens of batch b (NULL without padding masks). */
+static const int *item_keys(const item_shape *s, float *const *address, size_t b)
+{
+    return s->use_keys ? (const int *)address[s->keys] + s->key_off + b * s->key_ld : NULL;
+}
+
+/* Row r of an item's probabilities: softmax in place of its scores `row`
+ * (stats: as softmax_row); where pd is given, P after dropout into it, or
+ * a copy without dropout. The item's rows are the dropout site's rows
+ * item * M + r, as the kernels number them. */
+static void row_probabilities(const item_shape *s, const int *keys, size_t item, int r,
+                              float *row, float *pd, float *stats)
+{
+    const int t = r % s->Tq;
+    const int jmax = s->causal && s->q_pos0 + t + 1 < s->Tk ? s->q_pos0 + t + 1 : s->Tk;
+    softmax_row(row, s->Tk, jmax, keys, s->scale, stats);
+    if (pd && s->drop.p > 0.0f)
+        drop_row(pd, row, s->Tk, jmax, &s->drop,
+                 ((uint64_t)item * (uint64_t)s->M + (uint64_t)r) * (uint64_t)s->Tk);
+    else if (pd)
+        memcpy(pd, row, sizeof(float) * (size_t)s->Tk);
+}
+
 /* ------------------------------------------------------------------------- */
 /* Forward                                                                   */
 /* ------------------------------------------------------------------------- */
@@ -270,28 +293,24 @@ static void forward_item(const void *args, float *const *address, size_t item, i
     float *p = at(address, &a->x.p, b, h);
     cf_host_product(false, true, s->M, s->Tk, s->dh, 1.0f, at(address, &a->x.q, b, h),
                     (int)a->x.q.ld, at(address, &a->x.k, b, h), (int)a->x.k.ld, 0.0f, p, s->Tk);
-    const int *keys = s->use_keys ? (const int *)address[s->keys] + s->key_off + b * s->key_ld
-                                  : NULL;
+    const int *keys = item_keys(s, address, b);
     float *pd = s->write_drop ? at(address, &a->pd, b, h) : NULL;
-    for (int r = 0; r < s->M; r++) {
-        const int t = r % s->Tq;
-        const int jmax = s->causal && s->q_pos0 + t + 1 < s->Tk ? s->q_pos0 + t + 1 : s->Tk;
-        float *row = p + (size_t)r * s->Tk;
-        softmax_row(row, s->Tk, jmax, keys, s->scale, NULL);
-        if (pd && s->drop.p > 0.0f) /* the item's rows are the site's rows item * M .. */
-            drop_row(pd + (size_t)r * s->Tk, row, s->Tk, jmax, &s->drop,
-                     ((uint64_t)item * (uint64_t)s->M + (uint64_t)r) * (uint64_t)s->Tk);
-        else if (pd)
-            memcpy(pd + (size_t)r * s->Tk, row, sizeof(float) * (size_t)s->Tk);
-    }
+    for (int r = 0; r < s->M; r++)
+        row_probabilities(s, keys, item, r, p + (size_t)r * s->Tk,
+                          pd ? pd + (size_t)r * s->Tk : NULL, NULL);
     cf_host_product(false, false, s->M, s->dh, s->Tk, 1.0f, pd ? pd : p, s->Tk,
                     at(address, &a->x.v, b, h), (int)a->x.v.ld, 0.0f, at(address, &a->o, b, h),
                     (int)a->o.ld);
 }
 
+bool cf_attention_host_runs(const cf_ctx *ctx, clformer_precision precision)
+{
+    return cf_gemm_fuses(ctx) && precision == CLFORMER_FP32;
+}
+
 bool cf_attention_host_takes(const cf_ctx *ctx, const cf_attention_shape *s)
 {
-    return cf_gemm_fuses(ctx) && ctx->precision == CLFORMER_FP32 && s->Tq <= INT32_MAX &&
+    return cf_attention_host_runs(ctx, ctx->precision) && s->Tq <= INT32_MAX &&
            s->Tk <= INT32_MAX && cf_attention_group(s) * s->Tq <= INT32_MAX;
 }
 
@@ -431,17 +450,11 @@ static void chunk_probabilities(const fused_args *a, float *const *address, size
     cf_host_product(false, true, n, s->Tk, s->dh, 1.0f,
                     at(address, &a->q, b, h) + (size_t)r0 * a->q.ld, (int)a->q.ld,
                     at(address, &a->k, b, h), (int)a->k.ld, 0.0f, p, s->Tk);
-    const int *keys = s->use_keys ? (const int *)address[s->keys] + s->key_off + b * s->key_ld
-                                  : NULL;
-    for (int i = 0; i < n; i++) {
-        const int r = r0 + i, t = r % s->Tq;
-        const int jmax = s->causal && s->q_pos0 + t + 1 < s->Tk ? s->q_pos0 + t + 1 : s->Tk;
-        float *row = p + (size_t)i * s->Tk;
-        softmax_row(row, s->Tk, jmax, keys, s->scale, stats ? stats + 2 * (size_t)r : NULL);
-        if (pd != p) /* the site's rows are item * M + r, as the kernels number them */
-            drop_row(pd + (size_t)i * s->Tk, row, s->Tk, jmax, &s->drop,
-                     ((uint64_t)item * (uint64_t)s->M + (uint64_t)r) * (uint64_t)s->Tk);
-    }
+    const int *keys = item_keys(s, address, b);
+    for (int i = 0, r = r0; i < n; i++, r++)
+        row_probabilities(s, keys, item, r, p + (size_t)i * s->Tk,
+                          pd != p ? pd + (size_t)i * s->Tk : NULL,
+                          stats ? stats + 2 * (size_t)r : NULL);
 }
 
 /* The thread's three blocks of the scratch: P, P_drop (P without dropout), dS. */
