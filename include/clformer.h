@@ -188,6 +188,9 @@ typedef struct {
                                     than this is split over its k (the batch's tokens) into
                                     partial products, added in order (GPU layouts: 4 per
                                     compute unit; 0: never) */
+    bool attention_search;       /* the tiled attention kernels' group rows and rows an item
+                                    timed per head size on first use, the same bits whichever
+                                    wins (GPUs; CLFORMER_ATTENTION_TUNING, docs/DEVICES.md) */
 } clformer_device_profile;
 
 /* "cpu", "gpu", "accelerator", "simulator" or "other". */
@@ -256,9 +259,12 @@ typedef void (*clformer_log_callback)(clformer_log_level level, const char *mess
 
 /* Long waits a run would otherwise pass in silence: compiling kernel
  * programs ("compiling kernels"), writing them to the disk cache
- * ("saving compiled kernels"; both count programs), and timing CLBlast's
- * parameter sets on a new GEMM shape ("tuning GEMM MxNxK", counting sets). Called from the thread that called into the
- * library when the wait begins (done = 0) and after each of `total` programs. */
+ * ("saving compiled kernels"; both count programs), timing CLBlast's
+ * parameter sets on a new GEMM shape ("tuning GEMM MxNxK", counting sets)
+ * and the tiled attention kernels' tiles at a new head size ("tuning
+ * attention tiles, head size D", counting tile sets). Called from the
+ * thread that called into the library when the wait begins (done = 0) and
+ * after each of `total` items. */
 typedef void (*clformer_progress_callback)(const char *what, size_t done, size_t total,
                                            void *user);
 
@@ -290,6 +296,9 @@ typedef struct {
     void *log_user;                     /* passed to log_callback */
     clformer_progress_callback progress; /* NULL: none */
     void *progress_user;                 /* passed to progress */
+    const char *attention_tuning; /* the tiled attention kernels' tile search: NULL or "auto"
+                                     where the profile says attention_search (GPUs), "search"
+                                     on any device with tiled attention, "off" never */
 } clformer_context_params;
 
 /* The defaults above. */
@@ -297,8 +306,8 @@ CLFORMER_API void clformer_context_params_default(clformer_context_params *param
 
 /* The defaults, then the environment: CLFORMER_DEVICE, CLFORMER_CACHE (0, off
  * or false: no cache), CLFORMER_CACHE_DIR, CLFORMER_KERNEL_DIR,
- * CLFORMER_GEMM_TUNING, CLFORMER_GEMM, CLFORMER_ATTENTION, CLFORMER_PROFILE and CLFORMER_LOG (error, warn,
- * info, debug). The
+ * CLFORMER_GEMM_TUNING, CLFORMER_GEMM, CLFORMER_ATTENTION, CLFORMER_ATTENTION_TUNING,
+ * CLFORMER_PROFILE and CLFORMER_LOG (error, warn, info, debug). The
  * strings point into the environment. A value it cannot read is
  * CLFORMER_ERR_INVALID_ARGUMENT naming the variable and the values allowed. */
 CLFORMER_API clformer_status clformer_context_params_from_env(clformer_context_params *params);
@@ -521,6 +530,17 @@ CLFORMER_API clformer_status clformer_attention_path_parse(const char *choice,
                                                            clformer_attention_path *path);
 /* The path a context was created with. */
 CLFORMER_API clformer_attention_path clformer_context_attention_path(const clformer_context *ctx);
+
+/* The tiles the context's tiled attention kernels run with at head_dim,
+ * written to `spec` as "fwd=ROWSxSPLITxKEYSxPER,dq=...,dkv=KEYSxSPLITxROWSxPER"
+ * (the rows a work-group owns, the items sharing a row, the rows streamed
+ * through local memory per tile, the rows an item holds), and how they were
+ * chosen: "searched" (the tile search's, timed here or read from its file:
+ * CLFORMER_ATTENTION_TUNING) or "profile" (the device profile's; also
+ * before the first tiled call at that head size). NULL where the per-row
+ * kernels serve that head size. */
+CLFORMER_API const char *clformer_context_attention_tiles(clformer_context *ctx, size_t head_dim,
+                                                           char *spec, size_t cap);
 
 
 /* ------------------------------------------------------------------------- */

@@ -198,6 +198,10 @@ goals_section() {
     # the log says which sets the GEMM search chose; the same step with
     # CLBlast's own sets (no search) says what the search gained in the step
     CLFORMER_LOG=info phase goal-base-1024 240 "$clf" "${base[@]}"
+    # the attention tile search runs in that step's first (untimed) step, at
+    # head size 64 (the log has its times); the same step with the profile's
+    # tiles says what it gained
+    CLFORMER_ATTENTION_TUNING=off phase goal-base-1024-profile-tiles 240 "$clf" "${base[@]}"
     # the same step with the backward by GEMMs (unmeasured on a GPU when
     # written; its new product shapes are searched on first use)
     CLFORMER_ATTENTION=gemm-backward phase goal-base-1024-gemm-backward 240 "$clf" "${base[@]}"
@@ -263,7 +267,9 @@ run_checks() {
     # run stopped early (a lent machine's 10-minute command limit) keeps the
     # figures that matter most; DEVICE_CHECK_ONLY runs a subset in a second call
     if wanted check_all; then
-        CLFORMER_GEMM_TUNING=table phase check_all 100 "$clf" check --all
+        # the profile's tiles: the tile search would time every head size checked
+        CLFORMER_GEMM_TUNING=table CLFORMER_ATTENTION_TUNING=off phase check_all 100 "$clf" \
+            check --all
         tail -n 3 "$logdir/check_all.log" | sed 's/^/  /' | tee -a "$report"
     fi
     if wanted kernels; then kernels_section "$build"; fi
@@ -274,14 +280,15 @@ run_checks() {
         local jobs
         jobs=$(nproc); ((jobs > 8)) && jobs=8
         # the tests and checks run CLBlast's tuned table without the per-shape GEMM
-        # search (test_gemm_search runs it with sets of its own): each test process
-        # would otherwise time its own shapes, minutes in all. The tests that run
+        # search (test_gemm_search runs it with sets of its own), and the profile's
+        # attention tiles: each test process would otherwise time its own shapes
+        # and head sizes, minutes in all. The tests that run
         # on the GPU alone (label gpu): the host's tests need tools a bundle lacks
         # (cmark, Oclgrind, clang, object files) and run in CI.
         say ""
         say "## Test suite"
         say ""
-        CLFORMER_GEMM_TUNING=table phase suite 300 "$ctest" --test-dir "$build" --output-on-failure \
+        CLFORMER_GEMM_TUNING=table CLFORMER_ATTENTION_TUNING=off phase suite 300 "$ctest" --test-dir "$build" --output-on-failure \
             -j "$jobs" --timeout 240 -L '^gpu$' -E 'mpi|asan|sanitize|fuzz|get_data|install'
         grep -E 'tests passed|tests failed|Total Test time' "$logdir/suite.log" | sed 's/^/  /' | tee -a "$report"
         grep -E '^\s+[0-9]+ - .*\(Skipped\)' "$logdir/suite.log" | sed 's/^/  not run: /' | tee -a "$report"

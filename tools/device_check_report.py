@@ -97,6 +97,17 @@ def generated(j):
             f"({j['generate_launches_per_batch'] / j['generate_steps']:.0f} launches a token)")
 
 
+def tiles_taken(d):
+    """Each goal step's attention tiles and how they were chosen (bench's
+    attention_tiles, attention_tiles_chosen), "-" where no log says."""
+    out = []
+    for name in ("goal-base-1024", "goal-base-1024-profile-tiles", "goal-gpt2", "goal-gpt-char"):
+        j = bench(d, name)
+        if j and j.get("attention_tiles"):
+            out.append(f"{name[5:]} `{j['attention_tiles']}` ({j.get('attention_tiles_chosen')})")
+    return "; ".join(out) if out else "-"
+
+
 def cell(r):
     """GFLOP/s and % of peak; "(tiled B)" where the search chose clformer's
     kernel with B x B blocks."""
@@ -154,6 +165,8 @@ def goals_table(d):
           % share_by_gemm(bench(d, "goal-base-1024-unfused"), tiled, "unfused"))
     print("| attention kernels' share of the FMA peak (the model's products, every score) | %s | |"
           % peak(tiled, "attention"))
+    print("| the same with the profile's attention tiles (`CLFORMER_ATTENTION_TUNING=off`) | %s | |"
+          % share(bench(d, "goal-base-1024-profile-tiles")))
     print("| GEMM share of the FMA peak in that step (fp32) | %s | >= 50%% |" % gemm_peak(tiled))
     print("| the same with CLBlast's own sets (`CLFORMER_GEMM_TUNING=off`) | %s | |"
           % gemm_peak(bench(d, "goal-base-1024-own-gemm")))
@@ -176,6 +189,10 @@ def goals_table(d):
           % generated(bench(d, "goal-gpt-char")))
     print("| gpt-char generating one sequence, tok/s | %s | |"
           % generated(bench(d, "goal-gpt-char-one-row")))
+    print()
+    print("Attention tiles the steps took (`fwd=`, `dq=`: rows a group owns x items a row x "
+          "keys a tile x rows an item; `dkv=`: keys, items a key, queries a tile, keys an "
+          "item): %s." % tiles_taken(d))
     print()
     print("GEMM per shape: the GEMM section above.")
     # where each step's attention and GEMM time goes, kernel by kernel

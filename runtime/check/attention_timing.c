@@ -5,11 +5,11 @@
  * only the public headers and the launches are the model's own
  * (cf_attention_forward and cf_attention_backward on the fused path).
  */
+#include "attention_trial.h"
 #include "buffer.h"
 #include "clformer_check.h"
 #include "launch.h"
 #include "ops.h"
-#include "splitmix.h"
 #include "status.h"
 
 #include <stdlib.h>
@@ -53,49 +53,11 @@ bool clformer_check_attention_tiles_fit(clformer_context *ctx, size_t head_dim,
     return cf_attention_tiles_fit(&ctx->device_profile, &t, why);
 }
 
-/* The tensors of one call, in one allocation each. */
-enum { Q, K, V, DO, O, DQ, DK, DV, STATS, DSUM, N_BUF };
-
-typedef struct {
-    cl_mem buf[N_BUF];
-    size_t n; /* floats of a (batch, heads, len, head_dim) tensor */
-} tensors;
-
-static clformer_status make_tensors(cf_ctx *ctx, const clformer_attention_time_shape *s,
-                                    uint64_t seed, tensors *t)
-{
-    static const char *const what[N_BUF] = {"Q", "K", "V", "dO", "O", "dQ", "dK", "dV",
-                                            "row statistics", "row sums D"};
-    const size_t rows = s->batch * s->heads * s->len;
-    t->n = rows * s->head_dim;
-    for (int i = 0; i < N_BUF; i++) {
-        const size_t count = i == STATS ? 2 * rows : i == DSUM ? rows : t->n;
-        CF_TRY(cf_buffer_alloc(ctx, count, what[i], &t->buf[i]));
-    }
-    float *host = malloc(t->n * sizeof *host);
-    if (!host) return cf_fail(CLFORMER_ERR_OUT_OF_MEMORY, "attention timing: no host memory");
-    uint64_t state = seed;
-    clformer_status st = CLFORMER_OK;
-    for (int i = Q; i <= DO && st == CLFORMER_OK; i++) { /* uniform in [-1, 1) */
-        for (size_t e = 0; e < t->n; e++)
-            host[e] = (float)((double)(cf_splitmix64(&state) >> 40) / (double)(1u << 23) - 1.0);
-        st = cf_upload(ctx, t->buf[i], 0, host, t->n);
-    }
-    if (st == CLFORMER_OK) st = cf_finish(ctx);
-    free(host);
-    return st;
-}
-
 /* The forward and the backward of the fused path, as a layer runs them. */
-static clformer_status one_call(cf_ctx *ctx, const tensors *t, const cf_attention_shape *s)
+static clformer_status one_call(cf_ctx *ctx, const cf_attention_trial *t)
 {
-    const cf_view none = cf_view_at(NULL, 0);
-#define V_(i) cf_view_at(t->buf[i], 0)
-    const cf_attention_saved saved = {none, none, V_(STATS), V_(O), none};
-    CF_TRY(cf_attention_forward(ctx, V_(O), &saved, V_(Q), V_(K), V_(V), none, s, NULL));
-    return cf_attention_backward(ctx, V_(DQ), V_(DK), V_(DV), V_(DSUM), V_(DO), &saved, V_(Q),
-                                 V_(K), V_(V), s, NULL);
-#undef V_
+    CF_TRY(cf_attention_trial_forward(ctx, t));
+    return cf_attention_trial_backward(ctx, t);
 }
 
 /* The timed calls' mean time per kernel, from the profiling record. */
@@ -123,11 +85,11 @@ static clformer_status timed(cf_ctx *ctx, const clformer_attention_time_shape *s
                              float *outputs)
 {
     const size_t T = shape->len;
-    const cf_attention_shape s = {shape->batch, shape->heads, shape->head_dim, T, T, T, 0,
-                                  shape->causal, T, 0};
-    tensors t = {{0}, 0};
-    clformer_status st = make_tensors(ctx, shape, seed, &t);
-    if (st == CLFORMER_OK) st = one_call(ctx, &t, &s); /* compiles, warms up */
+    cf_attention_trial t;
+    clformer_status st = cf_attention_trial_make(ctx, shape->batch, shape->heads, T,
+                                                 shape->head_dim, shape->causal, seed, &t);
+    if (st != CLFORMER_OK) return st;
+    st = one_call(ctx, &t); /* compiles, warms up */
     if (st == CLFORMER_OK) st = cf_finish(ctx);
     if (st == CLFORMER_OK) {
         cf_profile_total discard[16]; /* whatever was recorded before */
@@ -136,17 +98,16 @@ static clformer_status timed(cf_ctx *ctx, const clformer_attention_time_shape *s
     }
     const bool was_profiling = ctx->profiling;
     ctx->profiling = true;
-    for (unsigned c = 0; c < calls && st == CLFORMER_OK; c++) st = one_call(ctx, &t, &s);
+    for (unsigned c = 0; c < calls && st == CLFORMER_OK; c++) st = one_call(ctx, &t);
     if (st == CLFORMER_OK) st = kernel_means(ctx, calls, r);
     ctx->profiling = was_profiling;
     if (st == CLFORMER_OK)
         r->gflops = 12.0 * (double)(shape->batch * shape->heads) * (double)T * (double)T *
                     (double)shape->head_dim / (r->total_ms * 1e6);
-    static const int out_bufs[4] = {O, DQ, DK, DV};
+    static const int out_bufs[4] = {CF_TRIAL_O, CF_TRIAL_DQ, CF_TRIAL_DK, CF_TRIAL_DV};
     for (int i = 0; i < 4 && outputs && st == CLFORMER_OK; i++)
         st = cf_download(ctx, t.buf[out_bufs[i]], 0, outputs + (size_t)i * t.n, t.n);
-    for (int i = 0; i < N_BUF; i++)
-        if (t.buf[i]) cf_buffer_free(ctx, t.buf[i]);
+    cf_attention_trial_free(ctx, &t);
     return st;
 }
 

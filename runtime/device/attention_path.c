@@ -1,7 +1,9 @@
-/* The attention path setting (include/clformer.h, clformer_attention_path):
- * its words. Which path a batch takes is decided in runtime/model/acts.c. */
+/* The attention settings' words: the path (include/clformer.h,
+ * clformer_attention_path; which path a batch takes is decided in
+ * runtime/model/acts.c) and the tile search (attention_tuning). */
 #include "context.h"
 
+#include <string.h>
 #include <strings.h>
 
 static const char *const names[] = {"auto", "fused", "unfused", "gemm-backward"};
@@ -32,4 +34,23 @@ clformer_status clformer_attention_path_parse(const char *choice, clformer_atten
 clformer_attention_path clformer_context_attention_path(const clformer_context *ctx)
 {
     return ctx->attention_path;
+}
+
+clformer_status cf_attention_tuning_parse(const char *setting, const clformer_device_profile *p,
+                                          bool *on)
+{
+    if (!setting || !*setting || !strcasecmp(setting, "auto")) {
+        *on = p->attention_search;
+    } else if (!strcasecmp(setting, "search")) {
+        *on = true;
+    } else if (!strcasecmp(setting, "off") || !strcmp(setting, "0")) {
+        *on = false;
+    } else {
+        return cf_fail(CLFORMER_ERR_INVALID_ARGUMENT,
+                       "unknown attention tuning '%s' (CLFORMER_ATTENTION_TUNING): use auto "
+                       "(the tile search on GPUs), search (on any device with tiled "
+                       "attention) or off",
+                       setting);
+    }
+    return CLFORMER_OK;
 }

@@ -17,6 +17,20 @@
 
 typedef struct clformer_context cf_ctx;
 
+/* Head sizes one context remembers the attention tile search's choice for. */
+#define CF_ATTENTION_HEAD_SIZES 8
+
+/* The attention tile search of one context (runtime/ops/attention_search.h). */
+typedef struct {
+    bool on;
+    size_t n;
+    cf_attention_tiles chosen[CF_ATTENTION_HEAD_SIZES]; /* the launches' tiles, by head_dim */
+    bool searched[CF_ATTENTION_HEAD_SIZES];          /* the search's, not the profile's */
+    size_t timed, from_file;                          /* head sizes */
+    size_t rejected;                                  /* tile sets that rounded otherwise */
+    double seconds;                                   /* spent searching, compiles included */
+} cf_attention_search_state;
+
 /* One compiled program and the kernels created from it so far. */
 typedef struct {
     char *program_name; /* "layernorm" for cl/layernorm.cl */
@@ -59,6 +73,10 @@ struct clformer_context {
      * instead of the profile's (clformer_check_attention_time); head_dim 0:
      * none. The model never sets them. */
     cf_attention_tiles forced_tiles;
+    /* The attention tile search (runtime/ops/attention_search.h): whether it
+     * runs (attention_tuning, the profile's attention_search), and the tiles
+     * the launches take per head size seen so far, with what it did. */
+    cf_attention_search_state attention_search;
     /* The tiled GEMM provider's tile set, 1-based in cf_gemm_tile_sets,
      * instead of the one the shape gets (the GPU proxy); 0: none. */
     int forced_gemm_tiles;
@@ -135,6 +153,12 @@ struct clformer_context {
 /* Opens a context from the environment's settings (clformer_context_params_from_env)
  * with `selector` (NULL: CLFORMER_DEVICE) and optional queue profiling. */
 clformer_status cf_context_create(const char *selector, bool profiling, cf_ctx **ctx);
+
+/* The attention tile search's setting (clformer_context_params.attention_tuning)
+ * for a device with profile p: whether the search runs; an unknown word is
+ * CLFORMER_ERR_INVALID_ARGUMENT naming the words (attention_path.c). */
+clformer_status cf_attention_tuning_parse(const char *setting, const clformer_device_profile *p,
+                                          bool *on);
 
 /* The per-user cache directory: $XDG_CACHE_HOME/clformer, else
  * $HOME/.cache/clformer; false when neither is set or it does not fit. */

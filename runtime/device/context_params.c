@@ -82,6 +82,7 @@ clformer_status clformer_context_params_from_env(clformer_context_params *p)
     p->gemm_tuning = env("CLFORMER_GEMM_TUNING");
     p->gemm = env("CLFORMER_GEMM");
     p->attention = env("CLFORMER_ATTENTION");
+    p->attention_tuning = env("CLFORMER_ATTENTION_TUNING");
     p->profile = env("CLFORMER_PROFILE");
     CF_TRY(read_bool("CLFORMER_CACHE", &p->cache));
     CF_TRY(read_gemm_tuning(p->gemm_tuning));

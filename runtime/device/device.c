@@ -373,6 +373,8 @@ static clformer_status configure(cf_ctx *ctx, const clformer_context_params *par
     clformer_status st = clformer_gemm_provider_for(&ctx->info, params->gemm, &ctx->gemm_provider);
     if (st != CLFORMER_OK) return cf_fail_prefix(st, "gemm provider: ");
     ctx->gemm_auto = cf_gemm_choice_is_auto(params->gemm);
+    CF_TRY(cf_attention_tuning_parse(params->attention_tuning, &ctx->device_profile,
+                                     &ctx->attention_search.on));
     return clformer_attention_path_parse(params->attention, &ctx->attention_path);
 }
 

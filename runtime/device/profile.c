@@ -137,6 +137,9 @@ clformer_status clformer_device_profile_for(const clformer_device_info *d, const
      * CLBlast's defaults leave most of the peak unused; elsewhere it is asked
      * for (CLFORMER_GEMM_TUNING=search) */
     p->gemm_search = p->kind == CLFORMER_KIND_GPU;
+    /* and the tiled attention kernels' tiles per head size (attention_search.h),
+     * which no profile's guess suits every GPU's compiler and caches */
+    p->attention_search = p->kind == CLFORMER_KIND_GPU;
 
     if (!force || !*force || !strcasecmp(force, "auto")) return CLFORMER_OK;
     if (!strcasecmp(force, "gpu-layouts")) {

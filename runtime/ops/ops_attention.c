@@ -40,6 +40,7 @@
  */
 #include "ops.h"
 #include "attention_host.h"
+#include "attention_search.h"
 #include "attention_operands.h"
 #include "gemm.h"
 #include "launch.h"
@@ -383,7 +384,7 @@ static clformer_status forward_unfused(cf_ctx *ctx, cf_view out, const cf_attent
         DROP_ARGS(cf_dropout_active(dropout), dropout)
 
 /* The tiles of the tiled kernels for head size dh (those a check forced, or
- * the profile's), or false: the per-row kernels serve it (a profile with
+ * the profile's as the tile search leaves them: attention_search.h), or false: the per-row kernels serve it (a profile with
  * tiled attention says why, once, at debug level). */
 static bool tiles_for(cf_ctx *ctx, size_t dh, cf_attention_tiles *t)
 {
@@ -392,7 +393,10 @@ static bool tiles_for(cf_ctx *ctx, size_t dh, cf_attention_tiles *t)
         *t = ctx->forced_tiles;
         return true;
     }
-    if (cf_attention_tiles_for(&ctx->device_profile, dh, t, &why)) return true;
+    if (cf_attention_tiles_for(&ctx->device_profile, dh, t, &why)) {
+        cf_attention_search_tiles(ctx, t);
+        return true;
+    }
     if (ctx->device_profile.tiled_attention && !ctx->attention_fallback_logged) {
         cf_log(&ctx->log, CF_LOG_DEBUG,
                "attention: head size %zu runs the per-row fused kernels: %s", dh, why);

@@ -6,6 +6,8 @@
  * the model, and that bad flags are usage errors. Never asserts a speed.
  */
 #include "harness.h"
+#include "attention_search.h"
+#include "profile.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -354,6 +356,21 @@ static void bench_json(void **state)
         : hctx()->device_profile.tiled_attention ? CLFORMER_ATTENTION_FUSED
                                                  : CLFORMER_ATTENTION_UNFUSED;
     assert_string_equal(string(r, "attention_path"), clformer_attention_path_name(taken));
+    /* the tiles of the tiled kernels where the steps ran them (the profile's:
+     * no tile search on a CPU device), null elsewhere */
+    cf_attention_tiles t;
+    const char *why;
+    const bool tiled = taken != CLFORMER_ATTENTION_UNFUSED &&
+                       cf_attention_tiles_for(&hctx()->device_profile, quick ? 8 : 16, &t, &why);
+    if (tiled) {
+        char spec[128];
+        cf_attention_tiles_spec(&t, spec, sizeof spec);
+        assert_string_equal(string(r, "attention_tiles"), spec);
+        assert_string_equal(string(r, "attention_tiles_chosen"), "profile");
+    } else {
+        assert_true(json_is_null(json_object_get(r, "attention_tiles")));
+        assert_true(json_is_null(json_object_get(r, "attention_tiles_chosen")));
+    }
     assert_true(number(r, "batch") == 2 && number(r, "len") == 4);
     assert_true(number(r, "steps") == 1 && number(r, "warmup") == 0);
     assert_true(fabs(number(r, "dropout") - 0.1) < 1e-6);
@@ -526,6 +543,7 @@ static void bench_table(void **state)
     mentions("total allocated by clformer");
     mentions("launches");
     mentions("attention path");
+    if (hctx()->device_profile.tiled_attention) mentions("attention tiles");
 }
 
 /* The model options replace the preset's shape (docs/RESULTS.md's recipe is

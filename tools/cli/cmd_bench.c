@@ -95,6 +95,8 @@ typedef struct {
     const char *attention_path;            /* the training steps': "fused", "unfused" or
                                             * "gemm-backward" (auto's choice, or the context's) */
     clformer_attention_path attention_choice; /* the context's (CLFORMER_ATTENTION) */
+    char attention_tiles[128];             /* the tiled kernels' tiles, where the steps ran them */
+    const char *attention_tiles_how;       /* "searched" or "profile"; NULL: no tiled kernels */
     clformer_memory memory;
 } bench;
 
@@ -186,6 +188,17 @@ static clformer_status train_steps(clformer_session *s, const bench *b, const ba
         *loss = stats.loss;
     }
     return CLFORMER_OK;
+}
+
+/* The tiles of the tiled attention kernels, where the training steps ran
+ * them (the fused path, or the backward by GEMMs after its forward). */
+static void record_attention_tiles(clformer_context *ctx, clformer_session *session, bench *b)
+{
+    b->attention_tiles_how = NULL;
+    if (clformer_session_training_attention(session) == CLFORMER_ATTENTION_UNFUSED) return;
+    b->attention_tiles_how = clformer_context_attention_tiles(
+        ctx, (size_t)(b->cfg.d_model / b->cfg.n_heads), b->attention_tiles,
+        sizeof b->attention_tiles);
 }
 
 /* One greedy batch; `tokens` gets the tokens generated (<eos> included) and
@@ -381,6 +394,7 @@ static clformer_status measure(clformer_context *ctx, bench *b, const batch_data
         b->train_step_s = s / (double)b->steps;
         b->attention_path =
             clformer_attention_path_name(clformer_session_training_attention(session));
+        record_attention_tiles(ctx, session, b);
     }
     if (st == CLFORMER_OK && !b->quick) {
         progress("profiled training steps");
@@ -550,6 +564,10 @@ static int print_json(const bench *b, const clformer_device_info *dev)
     put_str(r, "platform", dev->platform);
     put_str(r, "gemm_provider", b->gemm_provider);
     put_str(r, "attention_path", b->attention_path);
+    const bool tiled = b->attention_tiles_how != NULL; /* null: the steps ran no tiled kernels */
+    json_object_set_new(r, "attention_tiles", tiled ? json_string(b->attention_tiles) : json_null());
+    json_object_set_new(r, "attention_tiles_chosen",
+                        tiled ? json_string(b->attention_tiles_how) : json_null());
     put_str(r, "clformer_version", CLFORMER_VERSION);
     put_int(r, "batch", b->B);
     put_int(r, "len", b->T);
@@ -747,6 +765,9 @@ static void print_table(const bench *b, const clformer_device_info *dev)
     printf("  %-28s %10.4f -> %.4f\n", "loss (first -> last)", b->loss_first, b->loss_last);
     printf("  %-28s %10s (CLFORMER_ATTENTION: %s)\n", "attention path", b->attention_path,
            clformer_attention_path_name(b->attention_choice));
+    if (b->attention_tiles_how)
+        printf("  %-28s %s (%s; CLFORMER_ATTENTION_TUNING)\n", "attention tiles",
+               b->attention_tiles, b->attention_tiles_how);
     printf("  %-28s %10.1f per step (kernels and GEMM calls, profiled steps)\n", "launches",
            launches_per_rep(&b->train_k));
 
@@ -1020,7 +1041,8 @@ int cmd_bench(int argc, char **argv)
         "clformer train (e.g. the fairseq-like recipe of docs/RESULTS.md; --quick\n"
         "overrides them). CLFORMER_ATTENTION picks the attention path (fused, unfused,\n"
         "gemm-backward or auto: docs/ENVIRONMENT.md); the report says which path the\n"
-        "training steps took (JSON: attention_path).\n"
+        "training steps took (JSON: attention_path) and, where they ran the tiled\n"
+        "kernels of GPUs, their tiles (attention_tiles; CLFORMER_ATTENTION_TUNING).\n"
         "Language models (the gpt and llama presets, or --task lm for gpt-mini): the\n"
         "preset's shape and dropout (clformer train --task lm's), windows of --len tokens\n"
         "(default the context: 64, 256, 1024 for gpt-mini, gpt-char, gpt2; 256, 2048, 2048\n"

@@ -35,6 +35,19 @@ static bool gemm_searched(const clformer_device_profile *p)
     return p->gemm_search && (!t || !*t || !strcmp(t, "1") || !strcmp(t, "auto"));
 }
 
+/* Whether the tiled attention kernels' tiles are searched per head size on
+ * this device under CLFORMER_ATTENTION_TUNING (docs/DEVICES.md): `search`
+ * anywhere, unset or `auto` where the profile says so. */
+static bool attention_searched(const clformer_device_profile *p)
+{
+    clformer_context_params params;
+    if (!p->tiled_attention || clformer_context_params_from_env(&params) != CLFORMER_OK)
+        return false;
+    const char *t = params.attention_tuning;
+    if (t && !strcasecmp(t, "search")) return true;
+    return p->attention_search && (!t || !*t || !strcasecmp(t, "auto"));
+}
+
 /* Whether the GEMM search also times clformer's tiled kernel on this device
  * (runtime/device/gemm_search.h): where CLFORMER_GEMM leaves the choice to
  * the rule and the device takes the tiled provider. */
@@ -74,7 +87,8 @@ static json_t *profile_json(const clformer_device_info *d)
         "max_work_group_size", (json_int_t)p.max_work_group_size, "local_mem_bytes",
         (json_int_t)p.local_mem_bytes);
     json_t *choices = json_pack(
-        "{s:o, s:b, s:I, s:I, s:I, s:b, s:b, s:b, s:b, s:b, s:b, s:I, s:b, s:b, s:I}", "forced",
+        "{s:o, s:b, s:I, s:I, s:I, s:b, s:b, s:b, s:b, s:b, s:b, s:I, s:b, s:b, s:I, s:b}",
+        "forced",
         p.forced ? json_string(p.forced) : json_null(), "gpu_layouts", p.gpu_layouts,
         "reduce_wg", (json_int_t)p.reduce_wg, "elementwise_wg", (json_int_t)p.elementwise_wg,
         "reduce_partials", (json_int_t)p.reduce_partials, "scalar_attention",
@@ -83,7 +97,8 @@ static json_t *profile_json(const clformer_device_info *d)
         p.keep_released_buffers, "batched_gemm_one_by_one", p.batched_gemm_one_by_one,
         "gemm_search", p.gemm_search, "compile_threads", (json_int_t)p.compile_threads,
         "timings_meaningful", p.timings_meaningful, "tiled_attention", p.tiled_attention,
-        "gemm_split_groups", (json_int_t)p.gemm_split_groups);
+        "gemm_split_groups", (json_int_t)p.gemm_split_groups, "attention_search",
+        p.attention_search);
     if (facts && choices && json_object_update(facts, choices) == 0) {
         json_decref(choices);
         return facts;
@@ -152,10 +167,13 @@ static void print_table(const clformer_device_info *d, size_t n, long selected)
         clformer_device_profile p;
         if (profile_of(x, &p))
             printf("        profile   %s (%s), %s layouts, reduce %zu x %zu, float vectors "
-                   "%u, %s attention%s%s%s\n",
+                   "%u, %s attention%s%s%s%s\n",
                    clformer_device_kind_name(p.kind), p.vendor, p.gpu_layouts ? "GPU" : "CPU",
                    p.reduce_partials, p.reduce_wg, p.vector_width_float,
                    p.tiled_attention ? "tiled" : "per-row",
+                   attention_searched(&p) ? " (its tiles searched per head size on first use, "
+                                            "same bits: CLFORMER_ATTENTION_TUNING)"
+                                          : "",
                    p.forced ? " (forced by CLFORMER_PROFILE=" : "", p.forced ? p.forced : "",
                    p.forced ? ")" : "");
         else
