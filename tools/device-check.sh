@@ -103,17 +103,24 @@ nvidia_icd() {
 # doubled and quartered, the rows split over more and fewer items, the
 # streamed tile halved and doubled, and pairs of those), on base's
 # long-context shape, GPT-2's causal one and head sizes 128 and 32: which
-# tiles this GPU should get, measured in one sitting.
+# tiles this GPU should get, measured in one sitting; at head size 64 also
+# the tile search's choice in the goals' base step.
 tiles_section() {
     local ab="$1/attention_bench"
     say ""
     say "## Attention tiles"
     say ""
     [[ -x "$ab" ]] || { say "attention_bench is not in the build"; return; }
-    local names=() name
+    local names=() name searched=()
+    # the tiles the tile search chose at head size 64 in the goals' base step,
+    # timed beside the others as the set "given"
+    local spec
+    spec=$(grep -o '"attention_tiles": "[^"]*"' "$logdir/goal-base-1024.log" 2>/dev/null |
+        head -1 | cut -d'"' -f4)
+    [[ -n "$spec" ]] && searched=(--tiles "$spec")
     shape() { names+=("$1"); phase "$1" 150 "$ab" "${@:2}"; }
-    shape tiles-base-1024 --batch 16 --heads 8 --len 1024 --head-dim 64
-    shape tiles-gpt2-1024 --batch 8 --heads 12 --len 1024 --head-dim 64 --causal
+    shape tiles-base-1024 --batch 16 --heads 8 --len 1024 --head-dim 64 "${searched[@]}"
+    shape tiles-gpt2-1024 --batch 8 --heads 12 --len 1024 --head-dim 64 --causal "${searched[@]}"
     shape tiles-dh128-1024 --batch 16 --heads 4 --len 1024 --head-dim 128
     shape tiles-dh32-1024 --batch 16 --heads 16 --len 1024 --head-dim 32
     for name in "${names[@]}"; do

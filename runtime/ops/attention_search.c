@@ -221,11 +221,15 @@ static clformer_status search_kernels(cf_ctx *ctx, search_state *s, cf_attention
     return CLFORMER_OK;
 }
 
-/* Heads of the shape timed: limits' heads, halved while a tensor of them
- * is larger than the device's largest buffer (at least one). */
-static size_t heads_that_fit(const cf_ctx *ctx, size_t dh)
+/* Heads of the shape timed: limits' batch x heads, at most 4 a compute
+ * unit (with 1,024 queries, 32 groups of 128 rows a compute unit: enough
+ * to fill a GPU's, and a CPU device is not kept for minutes), halved while
+ * a tensor of them is larger than the device's largest buffer. */
+static size_t trial_heads(const cf_ctx *ctx, size_t dh)
 {
     size_t heads = limits.batch * limits.heads;
+    const size_t by_units = 4 * (size_t)(ctx->info.compute_units ? ctx->info.compute_units : 1);
+    if (by_units < heads) heads = by_units;
     while (heads > 1 && (uint64_t)heads * limits.len * dh * sizeof(float) >
                             ctx->device_profile.max_alloc_bytes)
         heads /= 2;
@@ -242,7 +246,7 @@ static clformer_status run_search(cf_ctx *ctx, cf_attention_tiles *t, double bef
     cf_attention_tiles c[MAX_VARIATIONS];
     s.total = 1;
     for (int k = 0; k < KERNELS; k++) s.total += variations(ctx, t, k, c);
-    const size_t heads = heads_that_fit(ctx, t->head_dim);
+    const size_t heads = trial_heads(ctx, t->head_dim);
     CF_TRY(cf_attention_trial_make(ctx, 1, heads, limits.len, t->head_dim, false,
                                    0x5eed0a77e4710ull, &s.trial));
     clformer_status st = CLFORMER_OK;
@@ -263,7 +267,7 @@ static clformer_status run_search(cf_ctx *ctx, cf_attention_tiles *t, double bef
 
 /* The header, which says what the file's choices hold for; false when the
  * kernels' source cannot be read. */
-static bool make_header(const cf_ctx *ctx, char *out, size_t cap)
+static bool make_header(const cf_ctx *ctx, size_t dh, char *out, size_t cap)
 {
     char *source = NULL;
     if (cf_program_source(ctx->kernel_dir, "flash_attention_tiled", &source) != CLFORMER_OK) {
@@ -274,9 +278,9 @@ static bool make_header(const cf_ctx *ctx, char *out, size_t cap)
     free(source);
     const int n = snprintf(out, cap,
                            FORMAT "platform %s\ndevice %s\ndriver %s\nsource %016llx\n"
-                                  "shape %zu x %zu x %zu, %u calls\n",
+                                  "shape %zu heads x %zu, %u calls\n",
                            ctx->info.platform, ctx->info.name, ctx->info.driver_version,
-                           (unsigned long long)h, limits.batch, limits.heads, limits.len,
+                           (unsigned long long)h, trial_heads(ctx, dh), limits.len,
                            limits.calls);
     return n > 0 && (size_t)n < cap;
 }
@@ -419,7 +423,7 @@ void cf_attention_search_tiles(cf_ctx *ctx, cf_attention_tiles *t)
         }
     if (as->n == CF_ATTENTION_HEAD_SIZES) return; /* nothing left to remember it by */
     char header[2048], path[4096], spec[128];
-    const bool have_header = make_header(ctx, header, sizeof header);
+    const bool have_header = make_header(ctx, t->head_dim, header, sizeof header);
     const bool have_file = have_header && file_path(ctx, header, path, sizeof path);
     cf_attention_tiles choice;
     if (have_file && read_choice(ctx, path, header, t, &choice)) {

@@ -19,14 +19,15 @@
  * computes the same numbers, and resumes stay exact.
  *
  * The shape timed is cf_attention_search_limits' (16 x 8 heads of 1,024
- * queries and keys, not causal: base's long step; fewer heads where the
- * device's largest buffer is smaller), one warm-up call and `calls` timed
- * calls a set, the fastest counting. Each set is a program to compile, so
+ * queries and keys, not causal: base's long step; at most 4 heads a
+ * compute unit, and fewer where the device's largest buffer is smaller),
+ * one warm-up call and `calls` timed calls a set, the fastest counting. Each set is a program to compile, so
  * a head size costs up to 16 builds, once per device and driver: the
  * choice is kept in $CLFORMER_CACHE_DIR/attention-<16 hex digits>.txt
  * beside the kernel cache (the digits hash its header: platform, device,
- * driver, cl/flash_attention_tiled.cl's hash and the shape timed), a line
- * per head size:
+ * driver, cl/flash_attention_tiled.cl's hash and the shape timed, which
+ * depends on the head size only through the largest buffer), a line per
+ * head size:
  *
  *   head 64 profile fwd=64x2x8x1,dq=... chosen fwd=32x2x8x2,dq=... ms forward 1.64 -> 1.5,
  *   backward 5.7 -> 5.6 -> 5.1
