@@ -84,6 +84,18 @@ def gemm_peak(j):
     return peak(j, "gemm")
 
 
+def attention_vs_gemm(j):
+    """The attention kernels' FLOP/s (the model's products) as a share of
+    the GEMMs' in the same step: at 100% attention would take about 26% of
+    base's long step, the nearest goal to issue 28's 15% that the FMA peak
+    allows (docs/PERFORMANCE.md, "GPUs")."""
+    r = j and j.get("roofline", {}).get("train", {})
+    a, g = r and r.get("attention"), r and r.get("gemm")
+    if not a or not g or not g["gflops"]: return "-"
+    return (f"{100 * a['gflops'] / g['gflops']:.1f}% ({a['gflops']:,.0f} of "
+            f"{g['gflops']:,.0f} GFLOP/s)")
+
+
 def toks(j, path=None):
     took = path and other_path(j, path)
     if took: return took
@@ -168,6 +180,8 @@ def goals_table(d):
     print("| the same with the profile's attention tiles (`CLFORMER_ATTENTION_TUNING=off`) | %s | |"
           % share(bench(d, "goal-base-1024-profile-tiles")))
     print("| GEMM share of the FMA peak in that step (fp32) | %s | >= 50%% |" % gemm_peak(tiled))
+    print("| attention kernels' FLOP/s as a share of the GEMMs' in that step | %s | "
+          "(100%%: about 26%% of the step) |" % attention_vs_gemm(tiled))
     print("| the same with CLBlast's own sets (`CLFORMER_GEMM_TUNING=off`) | %s | |"
           % gemm_peak(bench(d, "goal-base-1024-own-gemm")))
     print("| the same with the weight gradients unsplit (`CLFORMER_PROFILE=whole-gradients`) | %s | |"
