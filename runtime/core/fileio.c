@@ -154,3 +154,21 @@ char *cf_link_target(const char *path)
     return NULL;
 }
 
+
+char *cf_read_cache_body(const char *path, const char *header)
+{
+    if (access(path, F_OK) != 0) return NULL; /* none yet: no error to record */
+    char *text = NULL;
+    size_t size = 0;
+    if (cf_read_file(path, &text, &size) != CLFORMER_OK) {
+        cf_clear_error();
+        return NULL;
+    }
+    const size_t hl = strlen(header);
+    if (size < hl || memcmp(text, header, hl) != 0) {
+        free(text);
+        return NULL;
+    }
+    memmove(text, text + hl, size - hl + 1);
+    return text;
+}

@@ -15,6 +15,11 @@
  * or device has no size to check: it is read up to CF_STREAM_LIMIT bytes,
  * and one that goes on is refused (/dev/zero must not fill the memory). */
 clformer_status cf_read_file(const char *path, char **data, size_t *size);
+
+/* A cache file's text after `header`, its first lines (malloc'd,
+ * NUL-terminated): NULL when there is no such file, it cannot be read, or
+ * it begins otherwise (made for another device, driver or version). */
+char *cf_read_cache_body(const char *path, const char *header);
 #define CF_STREAM_LIMIT ((size_t)256 << 20)
 #define CF_STREAM_LIMIT_TEXT "256 MiB"
 

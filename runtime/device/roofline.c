@@ -33,23 +33,14 @@ static bool path_of(const cf_ctx *ctx, const char *head, char *out, size_t cap)
 
 static bool read_roofs(const char *path, const char *head, clformer_roofline *r)
 {
-    FILE *probe = fopen(path, "rb");
-    if (!probe) return false;
-    fclose(probe);
-    char *text = NULL;
-    size_t size = 0;
-    if (cf_read_file(path, &text, &size) != CLFORMER_OK) {
-        cf_clear_error();
-        return false;
-    }
-    const size_t hl = strlen(head);
+    char *body = cf_read_cache_body(path, head);
     char tail[16];
-    const bool ok = size > hl && !memcmp(text, head, hl) &&
-                    sscanf(text + hl, "fma_gflops %lf\ncopy_gbps %lf\n%15s", &r->fma_gflops,
+    const bool ok = body &&
+                    sscanf(body, "fma_gflops %lf\ncopy_gbps %lf\n%15s", &r->fma_gflops,
                            &r->copy_gbps, tail) == 2 &&
                     isfinite(r->fma_gflops) && r->fma_gflops > 0 && isfinite(r->copy_gbps) &&
                     r->copy_gbps > 0;
-    free(text);
+    free(body);
     return ok;
 }
 

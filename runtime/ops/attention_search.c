@@ -293,28 +293,6 @@ static bool file_path(const cf_ctx *ctx, const char *header, char *out, size_t c
     return n > 0 && (size_t)n < cap;
 }
 
-/* The file's lines after its header, when the header is `header` (NULL:
- * no such file, or one for something else). */
-static char *read_body(const char *path, const char *header)
-{
-    FILE *probe = fopen(path, "rb");
-    if (!probe) return NULL;
-    fclose(probe);
-    char *text = NULL;
-    size_t size = 0;
-    if (cf_read_file(path, &text, &size) != CLFORMER_OK) {
-        cf_clear_error();
-        return NULL;
-    }
-    const size_t hl = strlen(header);
-    if (size < hl || memcmp(text, header, hl) != 0) {
-        free(text);
-        return NULL;
-    }
-    memmove(text, text + hl, size - hl + 1);
-    return text;
-}
-
 /* Whether `line` is head size t->head_dim's with the profile's tiles t
  * and a choice that sums as they do and fits; *choice then holds it. */
 static bool usable_line(const cf_ctx *ctx, const char *line, const cf_attention_tiles *t,
@@ -334,7 +312,7 @@ static bool usable_line(const cf_ctx *ctx, const char *line, const cf_attention_
 static bool read_choice(cf_ctx *ctx, const char *path, const char *header,
                         const cf_attention_tiles *t, cf_attention_tiles *choice)
 {
-    char *body = read_body(path, header);
+    char *body = cf_read_cache_body(path, header);
     bool found = false;
     for (char *save = NULL, *line = body ? strtok_r(body, "\n", &save) : NULL; line && !found;
          line = strtok_r(NULL, "\n", &save))
@@ -348,7 +326,7 @@ static bool read_choice(cf_ctx *ctx, const char *path, const char *header,
 static void save_choice(cf_ctx *ctx, const char *path, const char *header, unsigned dh,
                         const char *line)
 {
-    char *body = read_body(path, header);
+    char *body = cf_read_cache_body(path, header);
     const size_t cap = strlen(header) + (body ? strlen(body) : 0) + strlen(line) + 2;
     char *text = malloc(cap);
     char prefix[32];
