@@ -356,10 +356,14 @@ static void save_choice(cf_ctx *ctx, const char *path, const char *header, unsig
 /* ------------------------------------------------------------------------- */
 
 /* Runs the search with the context's state kept aside: the tiles a check
- * forced, profiling, the storage precision a session's pass set. */
+ * forced, profiling, the storage precision a session's pass set, and the
+ * launch counters, which say what the ops ran (checks and bench read them:
+ * a backward by GEMMs must launch no fused kernel). */
 static bool searched(cf_ctx *ctx, cf_attention_tiles *t, double before[KERNELS],
                      double after[KERNELS])
 {
+    uint64_t launches[CF_K_COUNT];
+    memcpy(launches, ctx->kernel_launches, sizeof launches);
     const cf_attention_tiles forced = ctx->forced_tiles;
     const bool profiling = ctx->profiling;
     const clformer_precision precision = ctx->precision;
@@ -372,6 +376,7 @@ static bool searched(cf_ctx *ctx, cf_attention_tiles *t, double before[KERNELS],
     ctx->forced_tiles = forced;
     ctx->profiling = profiling;
     ctx->precision = precision;
+    memcpy(ctx->kernel_launches, launches, sizeof launches);
     if (st != CLFORMER_OK) {
         *t = profile;
         cf_log(&ctx->log, CF_LOG_WARN, "attention tile search at head size %u: %s; the "
