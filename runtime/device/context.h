@@ -28,7 +28,6 @@ typedef struct {
     bool searched[CF_ATTENTION_HEAD_SIZES];          /* the search's, not the profile's */
     size_t timed, from_file;                          /* head sizes */
     size_t rejected;                                  /* tile sets that rounded otherwise */
-    double seconds;                                   /* spent searching, compiles included */
 } cf_attention_search_state;
 
 /* One compiled program and the kernels created from it so far. */
