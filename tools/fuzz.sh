@@ -18,7 +18,8 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(fuzz_safetensors fuzz_checkpoint fuzz_config fuzz_train_state fuzz_vocab
            fuzz_corpus fuzz_program_cache fuzz_tokenizer fuzz_checksums fuzz_tokenizer_bpe
-           fuzz_hf_dir fuzz_tokenizer_hf fuzz_gemm_search fuzz_hf_llama_config)
+           fuzz_hf_dir fuzz_tokenizer_hf fuzz_gemm_search fuzz_hf_llama_config
+           fuzz_attention_search)
 fi
 CC=${FUZZ_CC:-clang} CXX=${FUZZ_CXX:-clang++} cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCLFORMER_FUZZ=ON -DCLFORMER_TESTS=OFF >/dev/null || exit 1

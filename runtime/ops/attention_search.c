@@ -291,10 +291,8 @@ static bool file_path(const cf_ctx *ctx, const char *header, char *out, size_t c
     return n > 0 && (size_t)n < cap;
 }
 
-/* Whether `line` is head size t->head_dim's with the profile's tiles t
- * and a choice that sums as they do and fits; *choice then holds it. */
-static bool usable_line(const cf_ctx *ctx, const char *line, const cf_attention_tiles *t,
-                        cf_attention_tiles *choice)
+bool cf_attention_search_line(const clformer_device_profile *p, const char *line,
+                              const cf_attention_tiles *t, cf_attention_tiles *choice)
 {
     unsigned dh;
     char profile[128], chosen[128], want[128];
@@ -304,7 +302,7 @@ static bool usable_line(const cf_ctx *ctx, const char *line, const cf_attention_
     cf_attention_tiles_spec(t, want, sizeof want);
     const char *why;
     return !strcmp(profile, want) && cf_attention_tiles_parse(chosen, dh, choice) &&
-           sums_alike(t, choice) && cf_attention_tiles_fit(&ctx->device_profile, choice, &why);
+           sums_alike(t, choice) && cf_attention_tiles_fit(p, choice, &why);
 }
 
 static bool read_choice(cf_ctx *ctx, const char *path, const char *header,
@@ -314,7 +312,7 @@ static bool read_choice(cf_ctx *ctx, const char *path, const char *header,
     bool found = false;
     for (char *save = NULL, *line = body ? strtok_r(body, "\n", &save) : NULL; line && !found;
          line = strtok_r(NULL, "\n", &save))
-        found = usable_line(ctx, line, t, choice);
+        found = cf_attention_search_line(&ctx->device_profile, line, t, choice);
     free(body);
     return found;
 }

@@ -77,6 +77,13 @@ void cf_attention_search_set_limits(const cf_attention_search_limits *limits);
  * else unchanged. */
 void cf_attention_search_tiles(cf_ctx *ctx, cf_attention_tiles *t);
 
+/* One line of the search's file, read against the profile's tiles t for
+ * t->head_dim: true, with *choice, where it is that head size's line, names
+ * t as its profile tiles and chooses tiles that sum as t does and fit a
+ * device with profile p (tests/fuzz/fuzz_attention_search.c). */
+bool cf_attention_search_line(const clformer_device_profile *p, const char *line,
+                              const cf_attention_tiles *t, cf_attention_tiles *choice);
+
 /* Tiles as "fwd=ROWSxSPLITxKEYSxPER,dq=ROWSxSPLITxKEYSxPER,dkv=KEYSxSPLITxROWSxPER"
  * (tools/tuning/attention_bench's --tiles), and back (false: not that form). */
 void cf_attention_tiles_spec(const cf_attention_tiles *t, char *out, size_t cap);
